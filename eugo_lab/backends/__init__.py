@@ -1,0 +1,52 @@
+"""Execution engines by name. Optional engines are imported only when asked for.
+
+To add an engine: write one module with a :class:`~eugo_lab.backends.base.Backend`
+subclass and add its name here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> (module, class, pip extra that provides it or None)
+_REGISTRY: dict[str, tuple[str, str, str | None]] = {
+    "local": ("eugo_lab.backends.local", "LocalBackend", None),
+    "threads": ("eugo_lab.backends.threads", "ThreadBackend", None),
+}
+
+
+def available() -> list[str]:
+    """Names accepted by ``hpc.init(backend=...)``."""
+    return sorted(_REGISTRY)
+
+
+def resolve_name(backend: str | None, *, address: str | None = None, cluster: Any = None) -> str:
+    """Pick the backend name from explicit arguments; raise ``ValueError`` listing valid names."""
+    if backend is None:
+        if cluster is not None or (address and address.startswith(("tcp://", "tls://", "ws://", "wss://"))):
+            backend = "dask"
+        elif address and (address.startswith("ray://") or address == "auto"):
+            backend = "ray"
+        else:
+            backend = "local"
+    if not isinstance(backend, str) or backend not in _REGISTRY:
+        raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(available())}")
+    if address is not None and backend in ("local", "threads"):
+        raise ValueError(
+            f"address={address!r} does not apply to backend {backend!r}; the local engines run on "
+            f"this machine. Valid backends: {', '.join(available())}"
+        )
+    return backend
+
+
+def create(name: str, **options: Any) -> Any:
+    """Instantiate backend ``name`` with its options (``None`` values are dropped)."""
+    module, cls, extra = _REGISTRY[name]
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        hint = f' Install it with: pip install "eugo-lab[{extra}]"' if extra else ""
+        raise ImportError(f"backend {name!r} needs a package that is not installed ({exc.name}).{hint}") from exc
+    opts = {k: v for k, v in options.items() if v is not None}
+    return getattr(mod, cls)(**opts)

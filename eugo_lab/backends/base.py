@@ -1,0 +1,113 @@
+"""The small contract every execution engine implements.
+
+A backend runs tasks and reports what happened; it knows nothing of tracing, retries,
+dependencies, batching or widgets, which live in ``eugo_lab.hpc.session`` so that every
+engine behaves the same and a new engine touches one file.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eugo_lab.hpc.objects import ObjectRef
+from eugo_lab.hpc.task import Task
+
+# Outcome statuses a backend reports through ``on_done``.
+OK = 0  # payload: pickled result (or list of results for a batch)
+ERROR = 1  # payload: pickled exception; extra: traceback text (batch: per-item errors)
+CRASHED = 2  # the worker died while holding the task; extra: exit code (negative: signal)
+CANCELLED = 3  # stopped by cancel(); never retried
+
+# on_done(task, status, payload, extra, stats, worker_index)
+DoneCallback = Callable[[Task, int, Any, Any, Any, int], None]
+
+
+@dataclass
+class WorkerInfo:
+    """One worker as the trace and ``hpc.cluster()`` show it."""
+
+    index: int
+    host: str = ""
+    pid: int = 0
+    address: str = ""
+
+
+@dataclass
+class ClusterInfo:
+    """What ``hpc.cluster()`` returns: the engine, its size and where it lives."""
+
+    backend: str
+    workers: int
+    cores: int
+    memory: int
+    gpus: int = 0
+    address: str = "in-process"
+    dashboard: str | None = None
+    threads_per_worker: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        gib = self.memory / 2**30
+        parts = [
+            f"backend={self.backend}",
+            f"workers={self.workers}",
+            f"cores={self.cores}",
+            f"memory={gib:.1f} GiB",
+            f"gpus={self.gpus}",
+            f"address={self.address}",
+        ]
+        if self.threads_per_worker != 1:
+            parts.insert(2, f"threads_per_worker={self.threads_per_worker}")
+        if self.dashboard:
+            parts.append(f"dashboard={self.dashboard}")
+        return "ClusterInfo(" + ", ".join(parts) + ")"
+
+
+class Backend(ABC):
+    """Base class of execution engines. Subclasses set ``name`` and implement the methods."""
+
+    name: str = "?"
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start (or connect to) the engine; return once tasks can be submitted."""
+
+    @abstractmethod
+    def submit(self, task: Task, on_done: DoneCallback) -> None:
+        """Queue ``task``; call ``on_done`` exactly once, from any thread, when it ends."""
+
+    @abstractmethod
+    def cancel(self, task: Task) -> None:
+        """Stop ``task`` if queued or running; ``on_done`` reports ``CANCELLED`` unless it already ended."""
+
+    @abstractmethod
+    def put(self, obj: Any) -> ObjectRef:
+        """Store ``obj`` once where workers can read it."""
+
+    @abstractmethod
+    def get_object(self, ref: ObjectRef) -> Any:
+        """The value behind ``ref``, on the driver."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Stop the engine and every process it started; idempotent."""
+
+    @abstractmethod
+    def info(self) -> ClusterInfo:
+        """Describe the engine for ``hpc.cluster()``."""
+
+    @abstractmethod
+    def workers(self) -> list[WorkerInfo]:
+        """The workers known now (index, host, pid)."""
+
+    def token(self, ref: ObjectRef) -> tuple:
+        """What a reference becomes inside pickled arguments (see ``serialization``)."""
+        return ("ref", ref.ref_id, ref.location)
+
+    @property
+    def worker_count(self) -> int:
+        """How many tasks can run at once."""
+        return self.info().workers

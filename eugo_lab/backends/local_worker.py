@@ -1,0 +1,137 @@
+"""The process main loop of one local-pool worker.
+
+Started by :mod:`eugo_lab.backends.local` as
+``python -c "from eugo_lab.backends.local_worker import main; main()" TASK_FD RESULT_FD LIFELINE_FD PARENT_PID STORE_DIR``.
+
+Why each safeguard is here:
+- SIGINT is ignored and the worker runs in its own session: Jupyter's Interrupt signals
+  the kernel's whole process group, which kills idle workers of standard pools.
+- A thread blocks on the *lifeline* pipe, whose other end only the driver holds: when the
+  driver dies, even by SIGKILL, the read returns EOF and the worker exits at once, also
+  while a task is running. ``PR_SET_PDEATHSIG`` backs this up for tasks that hold the GIL.
+- Frames are ``<8-byte little-endian length><pickle>``, read through a buffered file, so
+  several small tasks arrive per system call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import shutil
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+_LEN = struct.Struct("<Q")
+
+
+def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        try:
+            while os.read(lifeline_fd, 1):
+                pass
+        except OSError:
+            pass
+        shutil.rmtree(store_dir, ignore_errors=True)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="eugo-lifeline", daemon=True).start()
+
+
+class _Objects:
+    """Values that ``put()`` references stand for, mapped once per worker."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, Any] = {}
+
+    def get(self, ref_id: int, path: str) -> Any:
+        try:
+            return self.cache[ref_id]
+        except KeyError:
+            from eugo_lab.backends.shm_store import read_object
+
+            value = self.cache[ref_id] = read_object(path)
+            return value
+
+
+class _Unloadable:
+    """Stands in for a function whose pickle could not be loaded here; calling it explains."""
+
+    def __init__(self, name: str, exc: BaseException):
+        self.name = name
+        self.exc = exc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ImportError(
+            f"the worker could not load {self.name}(): {type(self.exc).__name__}: {self.exc}. "
+            "Functions defined in a module are sent by reference: make that module importable "
+            "on the workers (install it, or keep it next to the notebook)."
+        ) from self.exc
+
+
+def main() -> None:
+    """Serve tasks until the driver closes the task pipe or disappears."""
+    task_fd, result_fd, lifeline_fd, parent_pid = (int(a) for a in sys.argv[1:5])
+    store_dir = sys.argv[5]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(lifeline_fd, parent_pid, store_dir)
+
+    from eugo_lab.backends._worker import execute, execute_batch
+    from eugo_lab.hpc.serialization import loads_value
+
+    rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)
+    wfile = os.fdopen(result_fd, "wb", buffering=1 << 16)
+    objects = _Objects()
+    functions: dict[int, tuple[Any, str]] = {}
+
+    def send(msg: tuple) -> None:
+        data = pickle.dumps(msg, 5)
+        wfile.write(_LEN.pack(len(data)))
+        wfile.write(data)
+        wfile.flush()
+
+    send(("hello", os.getpid(), socket.gethostname(), time.time()))
+    while True:
+        head = rfile.read(_LEN.size)
+        if len(head) < _LEN.size:
+            break
+        (n,) = _LEN.unpack(head)
+        msg = pickle.loads(rfile.read(n))
+        kind = msg[0]
+        if kind == "run":
+            _, key, fid, args_bytes, deps, batch = msg
+
+            def load_token(token: tuple, deps: dict | None = deps) -> Any:
+                if token[0] == "fut":
+                    return loads_value(deps[token[1]])  # type: ignore[index]
+                return objects.get(token[1], token[2])
+
+            fn, name = functions[fid]
+            run = execute_batch if batch else execute
+            status, payload, extra, stats = run(fn, name, args_bytes, load_token)
+            send(("done", key, status, payload, extra, stats))
+        elif kind == "fn":
+            _, fid, name, fn_bytes = msg
+            try:
+                functions[fid] = (pickle.loads(fn_bytes), name)
+            except BaseException as exc:  # noqa: BLE001 - reported when the task runs
+                functions[fid] = (_Unloadable(name, exc), name)
+        elif kind == "drop":
+            objects.cache.pop(msg[1], None)
+        elif kind == "exit":
+            break
+    wfile.close()
+    os._exit(0)

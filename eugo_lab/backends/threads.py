@@ -1,0 +1,118 @@
+"""Threads in this process: no pickling of code, no start-up cost; for I/O-bound work and demos.
+
+Arguments are still pickled and unpickled (``execute`` does it) so a task never shares
+mutable state with the caller, exactly as on the process-based engines.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import psutil
+
+from eugo_lab.backends import base
+from eugo_lab.backends._worker import execute, execute_batch
+from eugo_lab.hpc.objects import ObjectRef, describe_type
+from eugo_lab.hpc.serialization import loads_value
+from eugo_lab.hpc.task import Task
+
+
+class ThreadBackend(base.Backend):
+    """``workers`` threads (default: usable cores) in the driver process."""
+
+    name = "threads"
+
+    def __init__(self, workers: int | None = None):
+        from eugo_lab.backends.local import usable_cores
+
+        self.n_workers = workers or usable_cores()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._objects: dict[int, Any] = {}
+        self._index = threading.local()
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Create the thread pool."""
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.n_workers, thread_name_prefix="eugo-thread",
+                                                           initializer=self._name_thread)
+
+    def _name_thread(self) -> None:
+        with self._lock:
+            self._index.value = self._counter
+            self._counter += 1
+
+    def submit(self, task: Task, on_done: base.DoneCallback) -> None:
+        """Run the task on a pool thread."""
+        if self._pool is None or self._stopped:
+            from eugo_lab.hpc.errors import BackendError
+
+            raise BackendError("the thread pool is shut down; call hpc.init() to start a new one")
+        task.state = 0
+        task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
+
+    def _run(self, task: Task, on_done: base.DoneCallback) -> None:
+        if task.state:  # cancelled while queued
+            return
+        deps = task.deps_payload
+
+        def load_token(token: tuple) -> Any:
+            if token[0] == "fut":
+                return loads_value(deps[token[1]])  # type: ignore[index]
+            return self._objects[token[1]]
+
+        run = execute_batch if task.items is not None else execute
+        status, payload, extra, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time)
+        if not task.state:
+            task.state = 1
+            on_done(task, status, payload, extra, stats, getattr(self._index, "value", 0))
+
+    def cancel(self, task: Task) -> None:
+        """Queued tasks are dropped; a running thread cannot be stopped, its late result is ignored."""
+        if task.state or task.backend_data is None:
+            return
+        task.state = 1
+        fut, on_done = task.backend_data
+        fut.cancel()
+        on_done(task, base.CANCELLED, None, None, None, -1)
+
+    def put(self, obj: Any) -> ObjectRef:
+        """Keep ``obj`` in this process; tasks receive the same object."""
+        ref = ObjectRef(None, 0, describe_type(obj))
+        ref.location = ref.ref_id
+        self._objects[ref.ref_id] = obj
+        rid = ref.ref_id
+        ref._release = lambda: self._objects.pop(rid, None)
+        return ref
+
+    def get_object(self, ref: ObjectRef) -> Any:
+        """The stored object itself."""
+        return self._objects[ref.ref_id]
+
+    def shutdown(self) -> None:
+        """Stop accepting work; running threads finish in the background."""
+        self._stopped = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def info(self) -> base.ClusterInfo:
+        """Threads of this process."""
+        from eugo_lab.backends.local import usable_cores
+
+        return base.ClusterInfo(backend="threads", workers=self.n_workers, cores=usable_cores(),
+                                memory=psutil.virtual_memory().total, address="this process")
+
+    def workers(self) -> list[base.WorkerInfo]:
+        """One entry per thread."""
+        return [base.WorkerInfo(i, socket.gethostname(), os.getpid()) for i in range(self.n_workers)]
+
+    @property
+    def worker_count(self) -> int:
+        """Threads that can run at once."""
+        return self.n_workers

@@ -1,0 +1,280 @@
+"""The module-level ``hpc`` functions: init/shutdown/cluster, get/wait/as_completed/cancel, put, map, trace."""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from eugo_lab.hpc import errors, session
+from eugo_lab.hpc.future import PENDING, Future
+from eugo_lab.hpc.objects import ObjectRef
+from eugo_lab.hpc.remote import RemoteFunction
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
+         cluster: Any = None, **backend_options: Any) -> Any:
+    """Start the runtime explicitly and return :func:`cluster` info.
+
+    ``backend``: ``"local"`` (default: worker processes on this machine) or another name
+    from ``eugo_lab.backends.available()``. ``workers``: how many (default: usable cores).
+    Calling ``init`` again replaces the running runtime (its pending tasks are cancelled).
+    """
+    from eugo_lab import backends
+
+    if address is None and backend is None and cluster is None:
+        address = os.environ.get("EUGO_ADDRESS") or None
+    name = backends.resolve_name(backend, address=address, cluster=cluster)
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    with session._current_lock:
+        old = session.current(start=False)
+        if old is not None:
+            old.shutdown()
+            session.set_current(None)
+        be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
+        be.start()
+        rt = session.Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
+        session.set_current(rt)
+    return be.info()
+
+
+def shutdown() -> None:
+    """Stop the runtime and every process it started. Safe to call when nothing runs."""
+    with session._current_lock:
+        rt = session.current(start=False)
+        session.set_current(None)
+    if rt is not None:
+        rt.shutdown()
+
+
+def cluster() -> Any:
+    """What the runtime runs on: backend, workers, cores, memory, GPUs, address (starts the default)."""
+    return session.current().backend.info()  # type: ignore[union-attr]
+
+
+def is_initialized() -> bool:
+    """True while a runtime is running."""
+    return session.current(start=False) is not None
+
+
+# -- resolving futures ---------------------------------------------------------------------------
+def _collect(obj: Any, out: list) -> None:
+    t = type(obj)
+    if t is Future or t is ObjectRef:
+        out.append(obj)
+    elif t in (list, tuple, set, frozenset):
+        for x in obj:
+            _collect(x, out)
+    elif t is dict:
+        for x in obj.values():
+            _collect(x, out)
+
+
+def _rebuild(obj: Any, rt: Any) -> Any:
+    t = type(obj)
+    if t is Future:
+        return obj._value()
+    if t is ObjectRef:
+        return rt.backend.get_object(obj)
+    if t in (list, tuple, set, frozenset):
+        return t(_rebuild(x, rt) for x in obj)
+    if t is dict:
+        return {k: _rebuild(v, rt) for k, v in obj.items()}
+    return obj
+
+
+def _caller_source() -> str:
+    """``file:line`` of the user's code that called into ``hpc`` (for blocking findings)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back  # type: ignore[assignment]
+    if f is None:
+        return "?"
+    return f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def _record_block(rt: Any, kind: str, start: float, n: int) -> None:
+    if rt is not None and rt.recorder.active:
+        rt.recorder.record_block(kind, start, time.time(), n, _caller_source())
+
+
+def _cancel_pending(futs: Iterable[Future]) -> None:
+    for f in futs:
+        if type(f) is Future and f._state == PENDING:
+            f.cancel()
+
+
+def get(obj: Any, timeout: float | None = None) -> Any:
+    """Resolve a future, a ``put`` reference, or a (nested) list/tuple/dict of them into values.
+
+    Blocks until every future is done. Raises the task's own exception type if a task
+    failed, ``TimeoutError`` (``hpc.GetTimeoutError``) after ``timeout`` seconds (the futures
+    stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
+    """
+    rt = session.current(start=False)
+    found: list = []
+    _collect(obj, found)
+    futs = [f for f in found if type(f) is Future]
+    start = time.time()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        for f in futs:
+            if f._state != PENDING:
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not f._wait(remaining):
+                done = sum(1 for x in futs if x._state != PENDING)
+                raise errors.GetTimeoutError(
+                    f"get() timed out after {timeout} s with {len(futs) - done} of {len(futs)} task(s) still "
+                    f"running (first: {f.function}(), task {f.task_id}); the tasks keep running. Call get() "
+                    "again to keep waiting, or hpc.cancel() them."
+                )
+    except KeyboardInterrupt:
+        _cancel_pending(futs)
+        raise
+    finally:
+        if futs:
+            _record_block(rt, "get", start, len(futs))
+    return _rebuild(obj, rt)
+
+
+def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None = None
+         ) -> tuple[list[Future], list[Future]]:
+    """Block until ``num_returns`` futures are done (or ``timeout``); return ``(done, pending)`` in input order."""
+    futs = list(futures)
+    bad = [type(f).__name__ for f in futs if type(f) is not Future]
+    if bad:
+        raise TypeError(f"hpc.wait() takes hpc.Future objects, got {', '.join(sorted(set(bad)))}")
+    if not 0 <= num_returns <= len(futs):
+        raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
+    rt = session.current(start=False)
+    start = time.time()
+    cond = threading.Condition()
+    count = [0]
+
+    def on_done(_: Future) -> None:
+        with cond:
+            count[0] += 1
+            cond.notify_all()
+
+    for f in futs:
+        f.add_done_callback(on_done)
+    try:
+        with cond:
+            cond.wait_for(lambda: count[0] >= num_returns, timeout)
+    except KeyboardInterrupt:
+        _cancel_pending(futs)
+        raise
+    finally:
+        _record_block(rt, "wait", start, len(futs))
+    done = [f for f in futs if f._state != PENDING]
+    pending = [f for f in futs if f._state == PENDING]
+    return done, pending
+
+
+def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterator[Future]:
+    """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
+    futs = list(futures)
+    q: queue.SimpleQueue = queue.SimpleQueue()
+    for f in futs:
+        f.add_done_callback(q.put)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for _ in range(len(futs)):
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            yield q.get(timeout=remaining)
+        except queue.Empty:
+            raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s") from None
+
+
+def cancel(futures: Future | Iterable[Future]) -> int:
+    """Cancel queued or running tasks (a running local task's worker is replaced); returns how many."""
+    futs = [futures] if type(futures) is Future else list(futures)  # type: ignore[arg-type]
+    return sum(1 for f in futs if f.cancel())
+
+
+# -- data ----------------------------------------------------------------------------------------
+def put(obj: Any) -> ObjectRef:
+    """Store ``obj`` once; pass the returned reference to many tasks instead of the object.
+
+    On the local pool, large arrays go to shared memory once and every worker maps them
+    without copying (they arrive read-only). ``hpc.get(ref)`` returns the value.
+    """
+    if isinstance(obj, (Future, ObjectRef)):
+        raise TypeError("hpc.put() takes a value, not a future or reference: pass the future to .remote() directly")
+    return session.current().backend.put(obj)  # type: ignore[union-attr]
+
+
+def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto") -> list[Future]:  # noqa: A001
+    """Run ``fn(item)`` for every item; returns one future per item, in order.
+
+    Tiny items are sent in batches sized from measured durations (``batch="auto"``);
+    ``batch=1`` sends one task per item, ``batch=N`` fixed batches of N.
+    """
+    from eugo_lab.hpc.mapping import map_items
+    from eugo_lab.hpc.remote import remote
+
+    rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
+    rt = session.current()
+    return map_items(rt, rf._record, iterable, rf._options, batch)
+
+
+# -- tracing --------------------------------------------------------------------------------------
+_last_trace: Any = None
+
+
+def last_trace() -> Any:
+    """The :class:`~eugo_lab.tracing.Trace` of the most recent ``hpc.trace()`` region or ``%%eugo`` cell."""
+    return _last_trace
+
+
+def _set_last_trace(t: Any) -> None:
+    global _last_trace
+    _last_trace = t
+
+
+class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
+    """Record every task and blocking call made inside the ``with`` block.
+
+    After the block, ``t.trace`` (and ``hpc.last_trace()``) is the immutable Trace; the
+    region object also forwards attribute access to it, so ``t.to_dataframe()`` works.
+    """
+
+    def __init__(self) -> None:
+        self.trace: Any = None
+        self._mark: Any = None
+        self._rt: Any = None
+
+    def __enter__(self) -> trace:
+        self._rt = session.current()
+        self._mark = self._rt.recorder.open_region()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        rt = self._rt
+        info = rt.backend.info()
+        meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
+                "threads_per_worker": info.threads_per_worker}
+        self.trace = rt.recorder.close_region(self._mark, meta)
+        _set_last_trace(self.trace)
+
+    def __getattr__(self, name: str) -> Any:
+        t = self.__dict__.get("trace")
+        if t is None:
+            raise AttributeError(f"the trace is available after the 'with hpc.trace()' block ends ({name!r})")
+        return getattr(t, name)
+
+    def __repr__(self) -> str:
+        return repr(self.trace) if self.trace is not None else "<hpc.trace region (recording)>"
+
+
+__all__ = ["init", "shutdown", "cluster", "get", "wait", "as_completed", "cancel", "put", "map", "trace",
+           "last_trace", "is_initialized"]

@@ -1,0 +1,190 @@
+"""``hpc.Future``: the handle a ``.remote()`` call returns at once.
+
+Futures are deliberately small (``__slots__``, no lock or event of their own until
+somebody waits), because a cell may create 100,000 of them. Results stay pickled until a
+caller asks for them: a result only forwarded to another task is never unpickled on the
+driver, and ``get()`` pays for decoding in the caller's thread, not the runtime's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from eugo_lab.hpc.errors import GetTimeoutError, TaskCancelledError
+from eugo_lab.hpc.serialization import dumps_value, loads_value
+
+PENDING, FINISHED, ERROR, CANCELLED = 0, 1, 2, 3
+_STATE_NAMES = {PENDING: "pending", FINISHED: "finished", ERROR: "error", CANCELLED: "cancelled"}
+
+# One lock for all futures: completing a future takes it for a few instructions, and a
+# lock per future would cost memory on every one of them.
+_lock = threading.Lock()
+
+
+class BatchResult:
+    """The pickled results of one ``hpc.map`` batch, decoded once for all its items."""
+
+    __slots__ = ("payload", "_values", "_decode_lock")
+
+    def __init__(self, payload: bytes):
+        self.payload = payload
+        self._values: list | None = None
+        self._decode_lock = threading.Lock()
+
+    def values(self) -> list:
+        """The decoded list of item results (decoded on first use)."""
+        if self._values is None:
+            with self._decode_lock:
+                if self._values is None:
+                    self._values = loads_value(self.payload)
+                    self.payload = b""
+        return self._values
+
+
+class Future:
+    """The eventual result of one task; resolve it with ``hpc.get(future)``."""
+
+    __slots__ = (
+        "task_id",
+        "function",
+        "_state",
+        "_payload",
+        "_batch",
+        "_index",
+        "_error",
+        "_event",
+        "_callbacks",
+        "_canceller",
+        "__weakref__",
+    )
+
+    def __init__(self, task_id: int, function: str, canceller: Callable[[Future], bool] | None = None):
+        self.task_id = task_id
+        self.function = function
+        self._state = PENDING
+        self._payload: bytes | None = None
+        self._batch: BatchResult | None = None
+        self._index = 0
+        self._error: BaseException | None = None
+        self._event: threading.Event | None = None
+        self._callbacks: list | None = None
+        self._canceller = canceller
+
+    def __repr__(self) -> str:
+        # No state here: it changes from run to run, and reprs must be deterministic.
+        return f"<hpc.Future {self.function}() task {self.task_id}>"
+
+    # -- state -------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """One of ``pending``, ``finished``, ``error``, ``cancelled``."""
+        return _STATE_NAMES[self._state]
+
+    def done(self) -> bool:
+        """True once the task finished, failed or was cancelled."""
+        return self._state != PENDING
+
+    def cancelled(self) -> bool:
+        """True if the task was cancelled before it produced a result."""
+        return self._state == CANCELLED
+
+    # -- completion (runtime side) -----------------------------------------------------
+    def _complete(self, state: int, payload: bytes | None = None, error: BaseException | None = None,
+                  batch: BatchResult | None = None, index: int = 0) -> bool:
+        with _lock:
+            if self._state != PENDING:
+                return False
+            self._payload = payload
+            self._batch = batch
+            self._index = index
+            self._error = error
+            self._state = state
+            event, callbacks = self._event, self._callbacks
+            self._callbacks = None
+            self._canceller = None
+        if event is not None:
+            event.set()
+        if callbacks:
+            for cb in callbacks:
+                _run_callback(cb, self)
+        return True
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        """Call ``fn(future)`` when the future is done (at once if it already is).
+
+        Callbacks run on the runtime's I/O thread: keep them short and never block in them.
+        """
+        with _lock:
+            if self._state == PENDING:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(fn)
+                return
+        _run_callback(fn, self)
+
+    # -- waiting and values ------------------------------------------------------------
+    def _wait(self, timeout: float | None) -> bool:
+        if self._state != PENDING:
+            return True
+        with _lock:
+            if self._state != PENDING:
+                return True
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        return event.wait(timeout)
+
+    def _value(self) -> Any:
+        """The result of a finished future (raise its error otherwise); never blocks."""
+        state = self._state
+        if state == FINISHED:
+            if self._batch is not None:
+                return self._batch.values()[self._index]
+            return loads_value(self._payload)  # type: ignore[arg-type]
+        if state == ERROR:
+            raise self._error  # type: ignore[misc]
+        if state == CANCELLED:
+            raise self._error or TaskCancelledError(f"task {self.function}() (task {self.task_id}) was cancelled")
+        raise RuntimeError("future is still pending")  # pragma: no cover - callers wait first
+
+    def _result_payload(self) -> bytes:
+        """The pickled result, for forwarding to a dependent task without decoding it."""
+        if self._batch is not None:
+            return dumps_value(self._value())
+        return self._payload  # type: ignore[return-value]
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Block until done and return the value (same as ``hpc.get(self)``)."""
+        from eugo_lab.hpc.api import get
+
+        return get(self, timeout=timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Block until done; return the task's exception, or ``None`` if it succeeded."""
+        if not self._wait(timeout):
+            raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
+        if self._state == FINISHED:
+            return None
+        try:
+            self._value()
+        except BaseException as exc:  # noqa: BLE001 - returned, not raised
+            return exc
+        return None  # pragma: no cover
+
+    def cancel(self) -> bool:
+        """Cancel the task (see :func:`eugo_lab.hpc.cancel`); True if it was still pending."""
+        canceller = self._canceller
+        if self._state != PENDING or canceller is None:
+            return False
+        return canceller(self)
+
+
+def _run_callback(fn: Callable[[Future], Any], fut: Future) -> None:
+    try:
+        fn(fut)
+    except Exception:  # noqa: BLE001 - a broken callback must not stop the runtime
+        import logging
+
+        logging.getLogger("eugo_lab").exception("done-callback %r failed for %r", fn, fut)

@@ -1,0 +1,76 @@
+"""``hpc.phase(name)``: mark a named phase (read / compute / write) inside a task body.
+
+Outside a running task, or on the driver, ``phase`` returns a shared do-nothing context,
+so leaving the markers in code that also runs serially costs one attribute lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+_local = threading.local()
+
+
+class _NullPhase:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_NULL = _NullPhase()
+
+
+class _Phase:
+    __slots__ = ("name", "record", "t0", "c0")
+
+    def __init__(self, name: str, record: list):
+        self.name = name
+        self.record = record
+
+    def __enter__(self) -> None:
+        self.c0 = time.thread_time()
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc: Any) -> None:
+        t1 = time.perf_counter()
+        # (name, start, end, cpu): start/end are perf_counter readings of this process;
+        # the executor turns them into offsets from the task's start before sending.
+        self.record.append((self.name, self.t0, t1, time.thread_time() - self.c0))
+
+
+def phase(name: str) -> _Phase | _NullPhase:
+    """Return a context manager that records ``name`` as a phase of the running task.
+
+    Example::
+
+        @hpc.remote
+        def tile(path):
+            with hpc.phase("read"):
+                data = load(path)
+            with hpc.phase("compute"):
+                return data.mean()
+    """
+    record = getattr(_local, "phases", None)
+    if record is None:
+        return _NULL
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"hpc.phase() needs a non-empty string name, got {name!r}")
+    return _Phase(name, record)
+
+
+def begin_task() -> list:
+    """Start collecting phases for the task about to run on this thread (worker side)."""
+    record: list = []
+    _local.phases = record
+    return record
+
+
+def end_task() -> None:
+    """Stop collecting phases on this thread."""
+    _local.phases = None

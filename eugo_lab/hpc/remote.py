@@ -1,0 +1,79 @@
+"""``@hpc.remote``: turn a function into a remote function."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
+
+
+class RemoteFunction:
+    """A function that runs as a task with ``.remote(...)`` and as plain Python when called.
+
+    ``f(x)`` runs here, now, as ordinary Python; ``f.remote(x)`` returns an
+    :class:`~eugo_lab.hpc.Future` at once and runs on a worker; ``f.options(gpus=1)``
+    returns a copy with different options for the calls made through it.
+    """
+
+    def __init__(self, fn: Callable, options: TaskOptions, record: FunctionRecord | None = None):
+        if not callable(fn):
+            raise TypeError(f"@hpc.remote needs a function, got {type(fn).__name__}")
+        self._fn = fn
+        self._options = options
+        self._record = record or FunctionRecord(fn, getattr(fn, "__qualname__", getattr(fn, "__name__", "task")))
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<hpc.remote function {self._options.name or self._record.name}>"
+
+    @property
+    def function_name(self) -> str:
+        """The name tasks of this function carry in traces and errors."""
+        return self._options.name or self._record.name
+
+    def remote(self, *args: Any, **kwargs: Any) -> Future:
+        """Submit one call; returns its future immediately."""
+        from eugo_lab.hpc import session
+
+        rt = session.current()
+        return rt.submit(self._record, args, kwargs, self._options)  # type: ignore[union-attr]
+
+    def options(self, **overrides: Any) -> RemoteFunction:
+        """A copy with some options changed (``cpus``, ``gpus``, ``memory``, ``retries``, ...)."""
+        unknown = set(overrides) - set(TaskOptions.__dataclass_fields__)
+        if unknown:
+            valid = ", ".join(sorted(TaskOptions.__dataclass_fields__))
+            raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: {valid}")
+        return RemoteFunction(self._fn, self._options.merged(**overrides), self._record)
+
+    def map(self, iterable: Iterable, batch: int | str = "auto") -> list[Future]:
+        """Same as ``hpc.map(self, iterable, batch=batch)``."""
+        from eugo_lab.hpc.api import map as hpc_map
+
+        return hpc_map(self, iterable, batch=batch)
+
+
+def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memory: int | None = None,
+           retries: int = 3, retry_exceptions: Any = (), name: str | None = None,
+           resources: dict[str, float] | None = None) -> Any:
+    """Decorator: ``@hpc.remote`` or ``@hpc.remote(cpus=1, gpus=0, retries=3, ...)``.
+
+    - ``retries``: how many times a task is re-run when its worker dies (crash, kill).
+    - ``retry_exceptions``: exception classes (or ``True`` for any) that also trigger a re-run.
+    - ``memory``: bytes the task may use; ``cpus``/``gpus``/``resources``: what it needs from a worker.
+    - ``name``: the name shown in traces and errors (default: the function's qualified name).
+    """
+    opts = validate_options(TaskOptions(cpus=cpus, gpus=gpus, memory=memory, retries=retries,
+                                        retry_exceptions=retry_exceptions, name=name,
+                                        resources=dict(resources or {})))
+    if fn is None:
+        return lambda f: RemoteFunction(f, opts)
+    if isinstance(fn, RemoteFunction):
+        raise TypeError("this function is already an hpc.remote function; use .options(...) to change its options")
+    return RemoteFunction(fn, opts)

@@ -1,0 +1,158 @@
+"""Turning functions, arguments and results into bytes, with errors that name the culprit.
+
+Driver and workers share this module. Arguments are pickled once, at ``.remote()`` time,
+with a pickler whose ``persistent_id`` replaces every :class:`Future` and ``put()``
+reference by a small token. The worker's unpickler swaps the tokens back for values, so
+futures nested anywhere in the arguments are resolved without a second walk over them,
+and a dependency's result bytes travel to the worker without being unpickled on the driver.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from eugo_lab.hpc.errors import SerializationError
+
+PROTOCOL = 5
+
+# Types whose tuples the standard pickler handles exactly like cloudpickle, only faster.
+_SIMPLE_TYPES = frozenset({int, float, str, bytes, bool, type(None), complex})
+
+
+class _TokenPickler(cloudpickle.CloudPickler):
+    """A cloudpickler that records futures and object references instead of pickling them."""
+
+    def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any]):
+        super().__init__(file, protocol=PROTOCOL)
+        self._token_of = token_of
+        self.tokens: list[Any] = []
+
+    def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        token = self._token_of(obj)
+        if token is not None:
+            self.tokens.append(obj)
+        return token
+
+
+class _TokenUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, load_token: Callable[[Any], Any]):
+        super().__init__(file)
+        self._load_token = load_token
+
+    def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        return self._load_token(pid)
+
+
+def _no_tokens(obj: Any) -> None:
+    return None
+
+
+def dumps_args(
+    args: tuple, kwargs: dict, *, function: str, token_of: Callable[[Any], Any] = _no_tokens
+) -> tuple[bytes, list[Any]]:
+    """Pickle ``(args, kwargs)``; return the bytes and the objects that became tokens.
+
+    ``token_of(obj)`` returns a picklable token for a future or reference, else ``None``.
+    Raises :class:`SerializationError` naming the argument that could not be pickled.
+    """
+    if all(type(a) in _SIMPLE_TYPES for a in args) and all(type(v) in _SIMPLE_TYPES for v in kwargs.values()):
+        return pickle.dumps((args, kwargs), PROTOCOL), []
+    buf = io.BytesIO()
+    pickler = _TokenPickler(buf, token_of)
+    try:
+        pickler.dump((args, kwargs))
+    except Exception as exc:
+        raise _diagnose_args(args, kwargs, function, exc) from None
+    return buf.getvalue(), pickler.tokens
+
+
+def loads_args(data: bytes, load_token: Callable[[Any], Any] | None = None) -> tuple[tuple, dict]:
+    """Inverse of :func:`dumps_args`; ``load_token(token)`` returns the value a token stands for."""
+    if load_token is None:
+        return pickle.loads(data)
+    return _TokenUnpickler(io.BytesIO(data), load_token).load()
+
+
+def dumps_function(fn: Callable, *, function: str) -> bytes:
+    """Pickle a function by value where needed (notebook functions, lambdas, closures)."""
+    try:
+        return cloudpickle.dumps(fn, protocol=PROTOCOL)
+    except Exception as exc:
+        raise _diagnose_function(fn, function, exc) from None
+
+
+def dumps_value(value: Any) -> bytes:
+    """Pickle a task's result: the fast standard pickler first, cloudpickle when it must."""
+    try:
+        return pickle.dumps(value, PROTOCOL)
+    except Exception:
+        return cloudpickle.dumps(value, protocol=PROTOCOL)
+
+
+def loads_value(data: bytes) -> Any:
+    """Inverse of :func:`dumps_value`."""
+    return pickle.loads(data)
+
+
+def _first_unpicklable(value: Any) -> BaseException | None:
+    try:
+        cloudpickle.dumps(value, protocol=PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure is what we look for
+        return exc
+    return None
+
+
+_HINT = (
+    "Objects such as locks, open files, sockets, generators and database connections "
+    "cannot be sent to another process. Create them inside the task instead, or pass "
+    "what is needed to rebuild them (a path, a URL, a seed)."
+)
+
+
+def _describe(value: Any) -> str:
+    t = type(value)
+    return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__
+
+
+def _diagnose_args(args: tuple, kwargs: dict, function: str, exc: BaseException) -> SerializationError:
+    """Find which argument failed and say so; fall back to the raw error."""
+    for i, value in enumerate(args):
+        err = _first_unpicklable(value)
+        if err is not None:
+            return SerializationError(
+                f"cannot send argument {i} of {function}() to a worker: a {_describe(value)} "
+                f"cannot be pickled ({err}). {_HINT}"
+            )
+    for name, value in kwargs.items():
+        err = _first_unpicklable(value)
+        if err is not None:
+            return SerializationError(
+                f"cannot send argument {name!r} of {function}() to a worker: a {_describe(value)} "
+                f"cannot be pickled ({err}). {_HINT}"
+            )
+    return SerializationError(f"cannot send the arguments of {function}() to a worker: {exc}. {_HINT}")
+
+
+def _diagnose_function(fn: Callable, function: str, exc: BaseException) -> SerializationError:
+    """Name the captured variable (closure cell or referenced global) that failed."""
+    try:
+        captured = inspect.getclosurevars(fn)
+        candidates = {**captured.globals, **captured.nonlocals}
+    except (TypeError, ValueError):
+        candidates = {}
+    for name, value in candidates.items():
+        if inspect.ismodule(value):
+            continue
+        err = _first_unpicklable(value)
+        if err is not None:
+            return SerializationError(
+                f"cannot send {function}() to a worker: it uses the variable {name!r}, a "
+                f"{_describe(value)}, which cannot be pickled ({err}). {_HINT}"
+            )
+    return SerializationError(f"cannot send {function}() to a worker: {exc}. {_HINT}")

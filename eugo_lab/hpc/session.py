@@ -1,0 +1,321 @@
+"""The one active runtime: a backend, a recorder, and the rules every engine shares.
+
+Dependencies between tasks, retries, error reconstruction and trace recording live here,
+above the backends, so a task behaves the same on the local pool, Dask and Ray.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from eugo_lab.backends import base
+from eugo_lab.hpc import errors
+from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, BatchResult, Future
+from eugo_lab.hpc.objects import ObjectRef
+from eugo_lab.hpc.serialization import dumps_args, loads_value
+from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
+from eugo_lab.tracing import recorder as rec
+
+log = logging.getLogger("eugo_lab")
+
+
+def describe_exit(code: int | None) -> str:
+    """``-9`` -> ``signal 9 (SIGKILL)``; ``1`` -> ``exit code 1``."""
+    if code is None:
+        return "an unknown exit status"
+    if code < 0:
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class _DependencyGate:
+    """Launches a task once every future it was given has finished; fails it if one failed."""
+
+    __slots__ = ("runtime", "task", "remaining", "lock", "closed")
+
+    def __init__(self, runtime: Runtime, task: Task, deps: list[Future]):
+        self.runtime = runtime
+        self.task = task
+        self.remaining = len(deps)
+        self.lock = threading.Lock()
+        self.closed = False
+        for d in deps:
+            d.add_done_callback(self.on_dep_done)
+
+    def on_dep_done(self, dep: Future) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            if dep._state != FINISHED:
+                self.closed = True
+                launch = False
+            else:
+                self.remaining -= 1
+                launch = self.remaining == 0
+                self.closed = launch
+        if launch:
+            self.runtime._launch(self.task)
+        elif dep._state != FINISHED:
+            self.runtime._fail_from_dependency(self.task, dep)
+
+
+class Runtime:
+    """A started backend plus the shared task rules; ``hpc.init`` makes one, ``hpc.shutdown`` ends it."""
+
+    def __init__(self, backend: base.Backend, *, backend_name: str, options: dict[str, Any] | None = None):
+        self.backend = backend
+        self.backend_name = backend_name
+        self.options = dict(options or {})
+        self.recorder = rec.Recorder()
+        self._ids = itertools.count(1)
+        self._tasks: dict[int, Task] = {}
+        self._closed = False
+        self.started_at = time.time()
+        self.tasks_submitted = 0
+        self.tasks_finished = 0
+        self.last_activity = time.time()
+
+    # -- submission ------------------------------------------------------------------------
+    def _token_of(self, obj: Any) -> Any:
+        t = type(obj)
+        if t is Future:
+            return ("fut", obj.task_id)
+        if t is ObjectRef:
+            return self.backend.token(obj)
+        return None
+
+    def new_id(self) -> int:
+        """A fresh task id (unique within this runtime)."""
+        return next(self._ids)
+
+    def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions) -> Future:
+        """Pickle the call now (errors surface here), then launch it once its inputs exist."""
+        self._check_open()
+        name = options.name or fn.name
+        fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
+        args_bytes, tokens = dumps_args(args, kwargs, function=name, token_of=self._token_of)
+        tid = next(self._ids)
+        fut = Future(tid, name, self._cancel_future)
+        task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        self._tasks[tid] = task
+        self.tasks_submitted += 1
+        deps = [t for t in tokens if type(t) is Future]
+        if deps and any(d._state != FINISHED for d in deps):
+            _DependencyGate(self, task, list({id(d): d for d in deps}.values()))
+        else:
+            self._launch(task)
+        return fut
+
+    def submit_batch(self, fn: FunctionRecord, items: list, futures: list[Future], options: TaskOptions,
+                     on_done: Any = None) -> Task:
+        """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
+        self._check_open()
+        args_bytes, tokens = dumps_args((items,), {}, function=fn.name, token_of=self._token_of)
+        tid = next(self._ids)
+        task = Task(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(), batch_id=tid)
+        task.on_batch_done = on_done
+        self._tasks[tid] = task
+        deps = [t for t in tokens if type(t) is Future]
+        if deps and any(d._state != FINISHED for d in deps):
+            _DependencyGate(self, task, list({id(d): d for d in deps}.values()))
+        else:
+            self._launch(task)
+        return task
+
+    def _launch(self, task: Task) -> None:
+        deps = {t.task_id: t._result_payload() for t in task.tokens if type(t) is Future}
+        task.deps_payload = deps or None
+        task.ready_time = time.time()
+        task.state = 0
+        try:
+            self.backend.submit(task, self._on_done)
+        except errors.HpcError as exc:
+            self._complete_error(task, exc)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.BackendError("this runtime was shut down; call hpc.init() (or just .remote()) again")
+
+    # -- completion (backend threads) ------------------------------------------------------
+    def _on_done(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
+        received = time.time()
+        self.last_activity = received
+        ready, map_cb = task.ready_time, task.on_batch_done
+        name = task.future.function if task.future is not None else task.fn.name
+        item_errors = extra if (status == base.OK and task.items is not None) else None
+        if self.recorder.active:
+            item_status = None
+            if item_errors:
+                item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]
+            self.recorder.record_task(
+                task_id=task.task_id, attempt=task.attempt, function=name, worker=worker, status=status,
+                batch=task.batch_id, submit=task.submit_time, ready=ready, received=received, stats=stats,
+                item_ids=[f.task_id for f in task.items] if task.items is not None else None,
+                item_status=item_status,
+            )
+        retry = False
+        if status == base.OK:
+            self._tasks.pop(task.task_id, None)
+            self.tasks_finished += 1
+            if task.items is None:
+                task.future._complete(FINISHED, payload=payload)
+            else:
+                batch = BatchResult(payload)
+                for i, f in enumerate(task.items):
+                    if item_errors and i in item_errors:
+                        exc_bytes, tb = item_errors[i]
+                        f._complete(ERROR, error=self._rebuild(exc_bytes, tb, name, task, worker))
+                    else:
+                        f._complete(FINISHED, batch=batch, index=i)
+        elif status == base.ERROR:
+            exc = self._rebuild(payload, extra, name, task, worker)
+            rex = task.options.retry_exceptions
+            original = getattr(exc, "original", exc)
+            matches = rex is True or (isinstance(rex, tuple) and rex and isinstance(original, rex))
+            retry = bool(matches) and task.attempt <= task.options.retries
+            if not retry:
+                self._complete_error(task, exc)
+        elif status == base.CRASHED:
+            retry = task.attempt <= task.options.retries
+            if not retry:
+                attempts = task.attempt
+                how = describe_exit(extra)
+                err_cls = errors.WorkerMemoryError if extra == "memory" else errors.WorkerCrashedError
+                self._complete_error(task, err_cls(
+                    f"task {name}() (task {task.task_id}) killed its worker on every attempt "
+                    f"({attempts} attempt{'s' if attempts != 1 else ''}); the last worker died with {how}. "
+                    "Likely causes: the task used more memory than the machine has and the OS killed it, "
+                    "a C extension crashed, or something outside killed the process. Next step: call "
+                    f"{name}() directly on one input in the notebook to see the failure, or give it more "
+                    "memory (fewer workers, smaller partitions).",
+                    function=name, attempts=attempts, exit_code=extra if isinstance(extra, int) else None,
+                ))
+        else:  # CANCELLED
+            self._tasks.pop(task.task_id, None)
+            reason = extra if isinstance(extra, str) else "it was cancelled"
+            exc = errors.TaskCancelledError(f"task {name}() (task {task.task_id}) did not run to completion: {reason}")
+            for f in self._futures_of(task):
+                f._complete(CANCELLED, error=exc)
+        if retry:
+            task.attempt += 1
+            log.info("retrying %s() (task %s), attempt %s", name, task.task_id, task.attempt)
+            self._launch_retry(task)
+        elif map_cb is not None:
+            map_cb(task, stats)
+
+    def _launch_retry(self, task: Task) -> None:
+        task.ready_time = time.time()
+        task.state = 0
+        try:
+            self.backend.submit(task, self._on_done)
+        except errors.HpcError as exc:
+            self._complete_error(task, exc)
+
+    @staticmethod
+    def _futures_of(task: Task) -> list[Future]:
+        return list(task.items) if task.items is not None else [task.future]
+
+    def _rebuild(self, exc_bytes: bytes, tb: str | None, name: str, task: Task, worker: int) -> BaseException:
+        try:
+            exc = loads_value(exc_bytes)
+        except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
+            exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
+        total = task.options.retries + 1
+        where = f"worker {worker}" if worker >= 0 else "the driver"
+        return errors.remote_exception(exc, function=name, traceback_text=tb or "",
+                                       context=f"attempt {task.attempt} of {total} on {where}")
+
+    def _complete_error(self, task: Task, exc: BaseException) -> None:
+        self._tasks.pop(task.task_id, None)
+        self.tasks_finished += 1
+        for f in self._futures_of(task):
+            f._complete(ERROR, error=exc)
+
+    def _fail_from_dependency(self, task: Task, dep: Future) -> None:
+        self._tasks.pop(task.task_id, None)
+        exc = dep._error or errors.TaskCancelledError(f"a dependency of task {task.fn.name}() was cancelled")
+        state = CANCELLED if dep._state == CANCELLED else ERROR
+        for f in self._futures_of(task):
+            f._complete(state, error=exc)
+        if task.on_batch_done is not None:
+            task.on_batch_done(task, None)
+
+    # -- cancellation ------------------------------------------------------------------------
+    def _cancel_future(self, fut: Future) -> bool:
+        task = self._tasks.get(fut.task_id)
+        if task is None:
+            # A map item (its batch carries the id) or already finished: cancel just this future.
+            return fut._complete(CANCELLED, error=errors.TaskCancelledError(
+                f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        if task.ready_time:  # launched: the backend stops it
+            self.backend.cancel(task)
+        else:  # still waiting for its inputs
+            self._tasks.pop(task.task_id, None)
+            fut._complete(CANCELLED, error=errors.TaskCancelledError(
+                f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        return True
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def pending_tasks(self) -> int:
+        """Tasks submitted and not yet finished."""
+        return len(self._tasks)
+
+    def shutdown(self) -> None:
+        """Stop the backend; pending futures end cancelled."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.backend.shutdown()
+        finally:
+            for task in list(self._tasks.values()):
+                for f in self._futures_of(task):
+                    f._complete(CANCELLED, error=errors.TaskCancelledError(
+                        f"task {f.function}() was cancelled: the runtime was shut down"))
+            self._tasks.clear()
+
+
+_current: Runtime | None = None
+_current_lock = threading.RLock()
+
+
+def current(start: bool = True) -> Runtime | None:
+    """The active runtime; start the embedded default (or ``EUGO_ADDRESS``) if ``start``."""
+    rt = _current
+    if rt is not None or not start:
+        return rt
+    with _current_lock:
+        if _current is None:
+            from eugo_lab.hpc.api import init
+
+            init()
+        return _current
+
+
+def set_current(rt: Runtime | None) -> None:
+    """Install ``rt`` as the active runtime (``hpc.init`` and ``hpc.shutdown`` use this)."""
+    global _current
+    with _current_lock:
+        _current = rt
+
+
+def _shutdown_at_exit() -> None:
+    rt = _current
+    if rt is not None:
+        try:
+            rt.shutdown()
+        except Exception:  # noqa: BLE001 - interpreter exit
+            pass
+
+
+atexit.register(_shutdown_at_exit)

@@ -1,0 +1,122 @@
+"""What the runtime hands a backend: a function record, task options and one task."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.serialization import dumps_function
+
+_function_ids = itertools.count(1)
+
+
+class FunctionRecord:
+    """A remote function's identity and its pickled code, pickled once and sent once per worker."""
+
+    __slots__ = ("fid", "name", "fn", "_payload")
+
+    def __init__(self, fn: Callable, name: str):
+        self.fid = next(_function_ids)
+        self.name = name
+        self.fn = fn
+        self._payload: bytes | None = None
+
+    @property
+    def payload(self) -> bytes:
+        """The cloudpickled function (raises ``SerializationError`` naming a bad capture)."""
+        if self._payload is None:
+            self._payload = dumps_function(self.fn, function=self.name)
+        return self._payload
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """Per-function options of ``@hpc.remote``; ``.options()`` makes a modified copy."""
+
+    cpus: float = 1
+    gpus: float = 0
+    memory: int | None = None
+    retries: int = 3
+    retry_exceptions: tuple[type[BaseException], ...] | bool = ()
+    name: str | None = None
+    resources: dict[str, float] = field(default_factory=dict)
+
+    def merged(self, **overrides: Any) -> TaskOptions:
+        """A copy with ``overrides`` applied, each validated."""
+        return validate_options(replace(self, **overrides))
+
+
+def validate_options(opts: TaskOptions) -> TaskOptions:
+    """Check every option; raise ``ValueError``/``TypeError`` naming the bad one."""
+    if not isinstance(opts.cpus, (int, float)) or opts.cpus <= 0:
+        raise ValueError(f"cpus must be a positive number, got {opts.cpus!r}")
+    if not isinstance(opts.gpus, (int, float)) or opts.gpus < 0:
+        raise ValueError(f"gpus must be 0 or a positive number, got {opts.gpus!r}")
+    if opts.memory is not None and (not isinstance(opts.memory, int) or opts.memory <= 0):
+        raise ValueError(f"memory must be a number of bytes (int > 0) or None, got {opts.memory!r}")
+    if not isinstance(opts.retries, int) or isinstance(opts.retries, bool) or opts.retries < 0:
+        raise ValueError(f"retries must be an int >= 0, got {opts.retries!r}")
+    rex = opts.retry_exceptions
+    if rex is not True and rex is not False:
+        if isinstance(rex, type):
+            rex = (rex,)
+        rex = tuple(rex)
+        bad = [r for r in rex if not (isinstance(r, type) and issubclass(r, BaseException))]
+        if bad:
+            raise TypeError(f"retry_exceptions must be exception classes or True, got {bad!r}")
+        object.__setattr__(opts, "retry_exceptions", rex)
+    if opts.name is not None and not isinstance(opts.name, str):
+        raise TypeError(f"name must be a string, got {opts.name!r}")
+    return opts
+
+
+class Task:
+    """One unit of work in flight: a single call, or a batch of ``hpc.map`` items."""
+
+    __slots__ = (
+        "task_id",
+        "fn",
+        "args",
+        "tokens",
+        "options",
+        "attempt",
+        "future",
+        "items",
+        "deps_payload",
+        "submit_time",
+        "batch_id",
+        "state",
+        "backend_data",
+        "ready_time",
+        "on_batch_done",
+    )
+
+    def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, tokens: list, options: TaskOptions,
+                 future: Future | None, items: list[Future] | None = None, submit_time: float = 0.0,
+                 batch_id: int = -1):
+        self.task_id = task_id
+        self.fn = fn
+        self.args = args
+        self.tokens = tokens  # futures and object refs the arguments refer to (kept alive)
+        self.options = options
+        self.attempt = 1
+        self.future = future  # single tasks
+        self.items = items  # batches: one future per item
+        self.deps_payload: dict[int, bytes] | None = None
+        self.submit_time = submit_time
+        self.batch_id = batch_id
+        self.state = 0  # backend-private bookkeeping
+        self.backend_data: Any = None  # backend-private
+        self.ready_time = 0.0  # when every input existed and the task went to the backend
+        self.on_batch_done: Callable[[Task, Any], None] | None = None  # hpc.map's feeder
+
+    @property
+    def is_batch(self) -> bool:
+        """True for an ``hpc.map`` batch."""
+        return self.items is not None
+
+    def __repr__(self) -> str:
+        return f"<Task {self.fn.name} {self.task_id} attempt {self.attempt}>"

@@ -1,0 +1,239 @@
+"""The live recorder: appends task and blocking events into columns while regions are open.
+
+Storage is columnar (``array.array`` per field, strings interned into small tables), so a
+million task rows cost about 100 bytes each instead of a Python object per field.
+Recording happens on the runtime's I/O thread under one lock; reading a region out
+produces an immutable :class:`~eugo_lab.tracing.trace.Trace`.
+
+Nothing is recorded while no region is open and nobody subscribed: the runtime checks
+``recorder.active`` (a plain attribute) before doing any work for the trace.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Row statuses (a column of int8 in the trace).
+OK, ERROR, CRASHED, CANCELLED = 0, 1, 2, 3
+STATUS_NAMES = ("ok", "error", "crashed", "cancelled")
+
+TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch", "bytes_in", "bytes_out")
+TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
+PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
+BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """What live subscribers receive for each finished task attempt (one per map item)."""
+
+    task_id: int
+    function: str
+    worker: int
+    start: float
+    end: float
+    status: str
+    attempt: int
+    batch: int
+    phases: tuple[tuple[str, float, float], ...]
+    bytes_in: int
+    bytes_out: int
+
+
+@dataclass(frozen=True)
+class BlockEvent:
+    """What live subscribers receive for each ``get()``/``wait()`` that blocked the driver."""
+
+    kind: str
+    start: float
+    end: float
+    futures: int
+    source: str
+
+
+class _Strings:
+    """Interns strings into ints so a column stores small codes."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, s: str) -> int:
+        c = self.codes.get(s)
+        if c is None:
+            c = self.codes[s] = len(self.names)
+            self.names.append(s)
+        return c
+
+
+class Recorder:
+    """Thread-safe event store with nestable regions and live subscribers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._regions = 0
+        self._subscribers: list[Callable[[Any], None]] = []
+        self.active = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.tasks = {c: array("q") for c in TASK_INT_COLUMNS}
+        self.tasks.update({c: array("d") for c in TASK_FLOAT_COLUMNS})
+        self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d")}
+        self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
+                       "source": array("q")}
+        self.functions = _Strings()
+        self.phase_names = _Strings()
+        self.sources = _Strings()
+        self.block_kinds = _Strings()
+        self.workers: dict[int, tuple[str, int]] = {}
+
+    def _update_active(self) -> None:
+        self.active = self._regions > 0 or bool(self._subscribers)
+
+    # -- regions ---------------------------------------------------------------------------
+    def open_region(self) -> tuple[int, int, int, float]:
+        """Start a region; returns the offsets a later :meth:`close_region` slices from."""
+        with self._lock:
+            if self._regions == 0 and not self._subscribers:
+                self._reset()
+            self._regions += 1
+            self._update_active()
+            return (len(self.tasks["task_id"]), len(self.phases["row"]), len(self.blocks["kind"]), time.time())
+
+    def close_region(self, mark: tuple[int, int, int, float], meta: dict[str, Any]) -> Any:
+        """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
+        from eugo_lab.tracing.trace import Trace
+
+        end = time.time()
+        with self._lock:
+            t0, p0, b0, start = mark
+            tasks = {c: col[t0:] for c, col in self.tasks.items()}
+            phases = {c: col[p0:] for c, col in self.phases.items()}
+            if len(phases["row"]):
+                phases["row"] = array("q", (r - t0 for r in phases["row"]))
+            blocks = {c: col[b0:] for c, col in self.blocks.items()}
+            trace = Trace.from_columns(
+                tasks=tasks, phases=phases, blocks=blocks,
+                functions=list(self.functions.names), phase_names=list(self.phase_names.names),
+                sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
+                workers=dict(self.workers), meta={**meta, "region_start": start, "region_end": end},
+            )
+            self._regions -= 1
+            self._update_active()
+            if not self.active:
+                self._reset()
+        return trace
+
+    # -- subscribers -------------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every TaskEvent/BlockEvent; returns an unsubscribe function.
+
+        Callbacks run on the runtime's I/O thread: hand the event to your own thread or
+        queue and return at once (the live widgets coalesce updates in their own thread).
+        """
+        with self._lock:
+            self._subscribers.append(callback)
+            self._update_active()
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+                self._update_active()
+
+        return unsubscribe
+
+    def _publish(self, event: Any) -> None:
+        for cb in list(self._subscribers):
+            try:
+                cb(event)
+            except Exception:  # noqa: BLE001 - a broken subscriber must not stop tasks
+                import logging
+
+                logging.getLogger("eugo_lab").exception("trace subscriber failed")
+
+    # -- recording ---------------------------------------------------------------------------
+    def worker_seen(self, index: int, host: str, pid: int) -> None:
+        """Remember which process a worker index is (hosts and pids for lanes)."""
+        self.workers[index] = (host, pid)
+
+    def record_task(self, *, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
+                    submit: float, ready: float, received: float, stats: tuple | None,
+                    item_ids: list[int] | None = None, item_status: list[int] | None = None) -> None:
+        """Append one attempt (or one row per item of a batch) from a backend's stats tuple."""
+        nan = math.nan
+        if stats is None:  # crashed or cancelled before any measurement
+            start_wall = end = cpu = deser = ser = nan
+            body = nan
+            bytes_in = bytes_out = 0
+            phases = ends = None
+        else:
+            start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats
+            end = start_wall + deser + body
+        with self._lock:
+            cols = self.tasks
+            fcode = self.functions.code(function)
+            if item_ids is None or ends is None:
+                row = len(cols["task_id"])
+                for c, v in (("task_id", task_id), ("attempt", attempt), ("function", fcode), ("worker", worker),
+                             ("status", status), ("batch", batch), ("bytes_in", bytes_in), ("bytes_out", bytes_out)):
+                    cols[c].append(v)
+                for c, v in (("submit", submit), ("ready", ready), ("start", start_wall + deser if stats else nan),
+                             ("end", end), ("received", received), ("cpu", cpu), ("deser", deser), ("ser", ser)):
+                    cols[c].append(v)
+                if phases:
+                    base = start_wall + deser
+                    for name, s, e, pcpu in phases:
+                        self.phases["row"].append(row)
+                        self.phases["name"].append(self.phase_names.code(name))
+                        self.phases["start"].append(base + s)
+                        self.phases["end"].append(base + e)
+                        self.phases["cpu"].append(pcpu)
+                rows = [(task_id, start_wall + deser if stats else nan, end)]
+            else:
+                n = len(item_ids)
+                body_start = start_wall + deser
+                starts = [body_start] + [body_start + e for e in ends[:-1]]
+                stops = [body_start + e for e in ends]
+                cpu_share = cpu / body if body > 0 else 0.0
+                cols["task_id"].extend(item_ids)
+                cols["attempt"].extend([attempt] * n)
+                cols["function"].extend([fcode] * n)
+                cols["worker"].extend([worker] * n)
+                cols["status"].extend(item_status or [status] * n)
+                cols["batch"].extend([batch] * n)
+                cols["bytes_in"].extend([bytes_in // n] * n)
+                cols["bytes_out"].extend([bytes_out // n] * n)
+                cols["submit"].extend([submit] * n)
+                cols["ready"].extend([ready] * n)
+                cols["start"].extend(starts)
+                cols["end"].extend(stops)
+                cols["received"].extend([received] * n)
+                cols["cpu"].extend([(b - a) * cpu_share for a, b in zip(starts, stops)])
+                cols["deser"].extend([deser / n] * n)
+                cols["ser"].extend([ser / n] * n)
+                rows = list(zip(item_ids, starts, stops)) if self._subscribers else []
+        if self._subscribers:
+            status_name = STATUS_NAMES[status]
+            ph = tuple((name, start_wall + deser + s, start_wall + deser + e) for name, s, e, _ in phases or ())
+            for i, (tid, s, e) in enumerate(rows):
+                st = STATUS_NAMES[item_status[i]] if item_status else status_name
+                self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
+
+    def record_block(self, kind: str, start: float, end: float, futures: int, source: str) -> None:
+        """Append one span during which the driver waited in ``get()``/``wait()``."""
+        with self._lock:
+            self.blocks["kind"].append(self.block_kinds.code(kind))
+            self.blocks["start"].append(start)
+            self.blocks["end"].append(end)
+            self.blocks["futures"].append(futures)
+            self.blocks["source"].append(self.sources.code(source))
+        if self._subscribers:
+            self._publish(BlockEvent(kind, start, end, futures, source))

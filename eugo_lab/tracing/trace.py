@@ -1,0 +1,250 @@
+"""``Trace``: the immutable record of one traced region or ``%%eugo`` cell.
+
+Columns are read-only NumPy arrays. Times are stored as wall-clock seconds since the
+epoch (``time.time()`` on the process that measured them); views such as
+:meth:`Trace.to_dataframe` shift them so the region starts at 0.
+
+Clock alignment: tasks on the local pool run on the driver's host, so their wall clocks
+are the same clock. For workers on other hosts a backend may pass ``clock_offsets``
+(seconds to *add* to that worker's times), estimated NTP-style from the submit/receive
+times the driver saw around each task; durations never depend on it because each is
+measured with one process's monotonic clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.tracing.recorder import (
+    BLOCK_COLUMNS,
+    PHASE_COLUMNS,
+    STATUS_NAMES,
+    TASK_FLOAT_COLUMNS,
+    TASK_INT_COLUMNS,
+)
+
+SCHEMA_VERSION = 1
+
+
+def _frozen(a: Any, dtype: str) -> np.ndarray:
+    arr = np.array(a, dtype=dtype)
+    arr.setflags(write=False)
+    return arr
+
+
+class Trace:
+    """What happened in a traced region: every task attempt, its phases, and driver waits."""
+
+    def __init__(self, *, tasks: dict[str, np.ndarray], phases: dict[str, np.ndarray], blocks: dict[str, np.ndarray],
+                 functions: list[str], phase_names: list[str], sources: list[str], block_kinds: list[str],
+                 workers: dict[int, tuple[str, int]], meta: dict[str, Any]):
+        self.tasks = tasks
+        self.phases = phases
+        self.blocks = blocks
+        self.functions = tuple(functions)
+        self.phase_names = tuple(phase_names)
+        self.sources = tuple(sources)
+        self.block_kinds = tuple(block_kinds)
+        self.workers = dict(workers)
+        self.meta = dict(meta)
+
+    # -- construction --------------------------------------------------------------------------
+    @classmethod
+    def from_columns(cls, *, tasks: dict[str, array], phases: dict[str, array], blocks: dict[str, array],
+                     **tables: Any) -> Trace:
+        """Build from the recorder's ``array`` columns (ints as int64, times as float64)."""
+        t = {c: _frozen(tasks[c], "int64") for c in TASK_INT_COLUMNS}
+        t.update({c: _frozen(tasks[c], "float64") for c in TASK_FLOAT_COLUMNS})
+        p = {c: _frozen(phases[c], "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
+        b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
+        return cls(tasks=t, phases=p, blocks=b, **tables)
+
+    # -- basic facts ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.tasks["task_id"].shape[0])
+
+    @property
+    def t0(self) -> float:
+        """Wall-clock time the region started (all relative times count from here)."""
+        return float(self.meta.get("region_start", 0.0))
+
+    @property
+    def wall_time(self) -> float:
+        """Seconds from the region's start to its end."""
+        return float(self.meta.get("region_end", 0.0)) - self.t0
+
+    @property
+    def n_workers(self) -> int:
+        """Workers the engine had (the ideal speedup)."""
+        return int(self.meta.get("workers", max(len(self.workers), 1)))
+
+    def __repr__(self) -> str:
+        return (f"<Trace {len(self)} task rows, {len(self.functions)} functions, "
+                f"backend={self.meta.get('backend', '?')}, workers={self.n_workers}>")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    # -- views -----------------------------------------------------------------------------------
+    def to_dataframe(self) -> Any:
+        """One row per task attempt (per item for ``hpc.map``); times in seconds from ``t0``."""
+        import pandas as pd
+
+        t = self.tasks
+        t0 = self.t0
+        funcs = np.array(self.functions, dtype=object)
+        hosts = {w: h for w, (h, _) in self.workers.items()}
+        pids = {w: p for w, (_, p) in self.workers.items()}
+        worker = t["worker"]
+        return pd.DataFrame({
+            "function": funcs[t["function"]] if len(self) else np.array([], dtype=object),
+            "task_id": t["task_id"],
+            "attempt": t["attempt"],
+            "worker": worker,
+            "host": [hosts.get(int(w), "") for w in worker],
+            "pid": [pids.get(int(w), 0) for w in worker],
+            "status": np.array(STATUS_NAMES, dtype=object)[t["status"]] if len(self) else np.array([], dtype=object),
+            "batch": t["batch"],
+            "submit": t["submit"] - t0,
+            "ready": t["ready"] - t0,
+            "start": t["start"] - t0,
+            "end": t["end"] - t0,
+            "received": t["received"] - t0,
+            "duration": t["end"] - t["start"],
+            "cpu": t["cpu"],
+            "deser": t["deser"],
+            "ser": t["ser"],
+            "bytes_in": t["bytes_in"],
+            "bytes_out": t["bytes_out"],
+        })
+
+    def phases_dataframe(self) -> Any:
+        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``."""
+        import pandas as pd
+
+        p = self.phases
+        names = np.array(self.phase_names, dtype=object)
+        return pd.DataFrame({
+            "task_id": self.tasks["task_id"][p["row"]],
+            "phase": names[p["name"]] if len(p["row"]) else np.array([], dtype=object),
+            "start": p["start"] - self.t0,
+            "end": p["end"] - self.t0,
+            "cpu": p["cpu"],
+        })
+
+    def blocks_dataframe(self) -> Any:
+        """One row per blocking ``get()``/``wait()``: ``kind``, ``start``, ``end``, ``futures``, ``source``."""
+        import pandas as pd
+
+        b = self.blocks
+        return pd.DataFrame({
+            "kind": [self.block_kinds[k] for k in b["kind"]],
+            "start": b["start"] - self.t0,
+            "end": b["end"] - self.t0,
+            "futures": b["futures"],
+            "source": [self.sources[s] for s in b["source"]],
+        })
+
+    # -- persistence -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN stored as null)."""
+        def col(a: np.ndarray) -> list:
+            if a.dtype.kind == "f":
+                return [None if math.isnan(x) else x for x in a.tolist()]
+            return a.tolist()
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "meta": self.meta,
+            "functions": list(self.functions),
+            "phase_names": list(self.phase_names),
+            "sources": list(self.sources),
+            "block_kinds": list(self.block_kinds),
+            "workers": {str(k): list(v) for k, v in self.workers.items()},
+            "tasks": {k: col(v) for k, v in self.tasks.items()},
+            "phases": {k: col(v) for k, v in self.phases.items()},
+            "blocks": {k: col(v) for k, v in self.blocks.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trace:
+        """Inverse of :meth:`to_dict`; rejects unknown schema versions with a clear message."""
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(
+                f"this trace has schema_version {version!r}; this eugo_lab reads version {SCHEMA_VERSION}. "
+                "Upgrade eugo_lab, or re-record the trace."
+            )
+
+        def nan(xs: list) -> list:
+            return [math.nan if x is None else x for x in xs]
+
+        tasks = {c: _frozen(d["tasks"][c], "int64") for c in TASK_INT_COLUMNS}
+        tasks.update({c: _frozen(nan(d["tasks"][c]), "float64") for c in TASK_FLOAT_COLUMNS})
+        phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
+        blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, functions=d["functions"], phase_names=d["phase_names"],
+                   sources=d["sources"], block_kinds=d["block_kinds"],
+                   workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"])
+
+    def save(self, path: str) -> None:
+        """Write the trace as JSON (``Trace.load`` reads it back)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f)
+
+    @classmethod
+    def load(cls, path: str) -> Trace:
+        """Read a trace written by :meth:`save`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def to_chrome_trace(self, path: str | None = None) -> dict[str, Any]:
+        """Chrome/Perfetto trace-event JSON (open it at ui.perfetto.dev); written to ``path`` if given.
+
+        One track per worker plus a ``driver`` track for blocking calls; phases nest
+        inside their task's slice.
+        """
+        t0 = self.t0
+        us = 1e6
+        events: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": f"eugo_lab {self.meta.get('backend', '')}"}},
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "driver"}},
+        ]
+        for w in sorted(set(self.tasks["worker"].tolist()) | set(self.workers)):
+            if w >= 0:
+                events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": w + 1,
+                               "args": {"name": f"worker {w}"}})
+        t = self.tasks
+        for i in range(len(self)):
+            s, e = t["start"][i], t["end"][i]
+            if math.isnan(s) or math.isnan(e):
+                continue
+            events.append({
+                "name": self.functions[t["function"][i]], "cat": STATUS_NAMES[t["status"][i]], "ph": "X",
+                "ts": (s - t0) * us, "dur": max(e - s, 0) * us, "pid": 1, "tid": int(t["worker"][i]) + 1,
+                "args": {"task_id": int(t["task_id"][i]), "attempt": int(t["attempt"][i]),
+                         "status": STATUS_NAMES[t["status"][i]], "cpu_s": float(t["cpu"][i]),
+                         "bytes_in": int(t["bytes_in"][i]), "bytes_out": int(t["bytes_out"][i])},
+            })
+        p = self.phases
+        for j in range(len(p["row"])):
+            row = int(p["row"][j])
+            events.append({"name": self.phase_names[p["name"][j]], "cat": "phase", "ph": "X",
+                           "ts": (p["start"][j] - t0) * us, "dur": max(p["end"][j] - p["start"][j], 0) * us,
+                           "pid": 1, "tid": int(t["worker"][row]) + 1})
+        b = self.blocks
+        for j in range(len(b["kind"])):
+            events.append({"name": f"{self.block_kinds[b['kind'][j]]}() blocked", "cat": "blocking", "ph": "X",
+                           "ts": (b["start"][j] - t0) * us, "dur": max(b["end"][j] - b["start"][j], 0) * us,
+                           "pid": 1, "tid": 0,
+                           "args": {"futures": int(b["futures"][j]), "source": self.sources[b["source"][j]]}})
+        doc = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"schema_version": SCHEMA_VERSION}}
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+        return doc
