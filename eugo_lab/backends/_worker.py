@@ -43,12 +43,19 @@ def _pickle_exception(exc: BaseException) -> bytes:
         return cloudpickle.dumps(TaskError(f"{type(exc).__qualname__}: {exc}"), protocol=PROTOCOL)
 
 
-def _format_tb(exc: BaseException) -> str:
+def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str]:
+    """The traceback as frames plus the exception line, for the driver to format.
+
+    Source lines are looked up where the code lives: a frame whose file the worker cannot
+    read (a notebook cell) keeps an empty line, and the driver fills it from its own
+    ``linecache``, which holds the cells' source.
+    """
     # Drop this module's own frame: the user's code is what they need to see.
     tb = exc.__traceback__
     if tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    frames = [(f.filename, f.lineno or 0, f.name, f.line or "") for f in traceback.extract_tb(tb)]
+    return frames, "".join(traceback.format_exception_only(type(exc), exc))
 
 
 def _phase_offsets(phases: list, t0: float) -> list | None:

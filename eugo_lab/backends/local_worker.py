@@ -31,13 +31,20 @@ _LEN = struct.Struct("<Q")
 
 
 def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
+    def leave(*_: Any) -> None:
+        # The driver is gone: free the shared-memory objects it can no longer free.
+        shutil.rmtree(store_dir, ignore_errors=True)
+        os._exit(0)
+
+    # SIGTERM (not SIGKILL) so the handler can clean up; both paths end in os._exit.
+    signal.signal(signal.SIGTERM, leave)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
+        leave()
 
     def watch() -> None:
         try:
@@ -45,8 +52,7 @@ def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
                 pass
         except OSError:
             pass
-        shutil.rmtree(store_dir, ignore_errors=True)
-        os._exit(0)
+        leave()
 
     threading.Thread(target=watch, name="eugo-lifeline", daemon=True).start()
 

@@ -11,6 +11,8 @@ them as their own type (see :func:`remote_exception`), so ``except ValueError`` 
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "HpcError",
     "SerializationError",
@@ -72,6 +74,25 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return "\n" + self.text
+
+
+def format_remote_traceback(tb: Any) -> str:
+    """Text of a worker traceback sent as ``(frames, exception line)``; fills missing source lines here."""
+    if tb is None:
+        return ""
+    if isinstance(tb, str):
+        return tb
+    import linecache
+
+    frames, exc_line = tb
+    out = ["Traceback (most recent call last):\n"]
+    for filename, lineno, name, line in frames:
+        line = line or linecache.getline(filename, lineno).strip()
+        out.append(f'  File "{filename}", line {lineno}, in {name}\n')
+        if line:
+            out.append(f"    {line}\n")
+    out.append(exc_line)
+    return "".join(out)
 
 
 _subclass_cache: dict[tuple[type, str], type] = {}

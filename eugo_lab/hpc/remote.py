@@ -10,6 +10,12 @@ from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
 
 
+def display_name(fn: Callable) -> str:
+    """``Class.method`` or ``function``; the ``outer.<locals>.`` prefix of nested functions is noise."""
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    return qualname.rsplit("<locals>.", 1)[-1]
+
+
 class RemoteFunction:
     """A function that runs as a task with ``.remote(...)`` and as plain Python when called.
 
@@ -23,7 +29,7 @@ class RemoteFunction:
             raise TypeError(f"@hpc.remote needs a function, got {type(fn).__name__}")
         self._fn = fn
         self._options = options
-        self._record = record or FunctionRecord(fn, getattr(fn, "__qualname__", getattr(fn, "__name__", "task")))
+        self._record = record or FunctionRecord(fn, display_name(fn))
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

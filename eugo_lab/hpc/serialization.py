@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import io
 import pickle
+import types
+from collections import ChainMap
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +27,34 @@ PROTOCOL = 5
 _SIMPLE_TYPES = frozenset({int, float, str, bytes, bool, type(None), complex})
 
 
-class _TokenPickler(cloudpickle.CloudPickler):
+def _code_reduce_keeping_filename(code: types.CodeType) -> Any:
+    # cloudpickle >= 3.1 replaces co_filename by "<dynamic-code>" to make payloads
+    # deterministic; we want worker tracebacks to name the user's file (or notebook cell).
+    ctor, args = _cloudpickle_code_reduce(code)
+    return ctor, tuple(code.co_filename if a == "<dynamic-code>" else a for a in args)
+
+
+try:
+    from cloudpickle.cloudpickle import _code_reduce as _cloudpickle_code_reduce
+
+    _DISPATCH = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
+except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
+    _DISPATCH = cloudpickle.CloudPickler.dispatch_table
+
+
+class _Pickler(cloudpickle.CloudPickler):
+    """cloudpickle, keeping code objects' file names for readable remote tracebacks."""
+
+    dispatch_table = _DISPATCH
+
+
+def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=PROTOCOL, **kwargs).dump(obj)
+    return buf.getvalue()
+
+
+class _TokenPickler(_Pickler):
     """A cloudpickler that records futures and object references instead of pickling them."""
 
     def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any]):
@@ -82,7 +111,7 @@ def loads_args(data: bytes, load_token: Callable[[Any], Any] | None = None) -> t
 def dumps_function(fn: Callable, *, function: str) -> bytes:
     """Pickle a function by value where needed (notebook functions, lambdas, closures)."""
     try:
-        return cloudpickle.dumps(fn, protocol=PROTOCOL)
+        return _cloud_dumps(fn)
     except Exception as exc:
         raise _diagnose_function(fn, function, exc) from None
 
@@ -92,7 +121,7 @@ def dumps_value(value: Any) -> bytes:
     try:
         return pickle.dumps(value, PROTOCOL)
     except Exception:
-        return cloudpickle.dumps(value, protocol=PROTOCOL)
+        return _cloud_dumps(value)
 
 
 def loads_value(data: bytes) -> Any:

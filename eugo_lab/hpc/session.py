@@ -224,14 +224,14 @@ class Runtime:
     def _futures_of(task: Task) -> list[Future]:
         return list(task.items) if task.items is not None else [task.future]
 
-    def _rebuild(self, exc_bytes: bytes, tb: str | None, name: str, task: Task, worker: int) -> BaseException:
+    def _rebuild(self, exc_bytes: bytes, tb: Any, name: str, task: Task, worker: int) -> BaseException:
         try:
             exc = loads_value(exc_bytes)
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
         total = task.options.retries + 1
         where = f"worker {worker}" if worker >= 0 else "the driver"
-        return errors.remote_exception(exc, function=name, traceback_text=tb or "",
+        return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
                                        context=f"attempt {task.attempt} of {total} on {where}")
 
     def _complete_error(self, task: Task, exc: BaseException) -> None:

@@ -1,0 +1,337 @@
+"""The hpc API on the embedded local pool: futures, get/wait/as_completed/cancel, put, map, phase."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from eugo_lab import hpc
+
+
+@hpc.remote
+def square(x):
+    return x * x
+
+
+@hpc.remote
+def add(a, b=0):
+    return a + b
+
+
+@hpc.remote
+def pick(mapping, key):
+    return mapping[key]
+
+
+@hpc.remote
+def nap(seconds, value=None):
+    time.sleep(seconds)
+    return value
+
+
+@hpc.remote
+def total(xs):
+    return sum(xs)
+
+
+def test_calling_a_remote_function_runs_it_locally():
+    assert square(7) == 49
+    assert not hpc.is_initialized()  # calling directly starts nothing
+
+
+def test_remote_returns_a_future_at_once_and_get_resolves_it(local2):
+    t = time.monotonic()
+    f = nap.remote(1.0, "done")
+    assert isinstance(f, hpc.Future)
+    assert time.monotonic() - t < 0.5
+    assert not f.done()
+    assert hpc.get(f) == "done"
+    assert f.done() and f.status == "finished"
+    assert repr(f) == f"<hpc.Future nap() task {f.task_id}>"
+
+
+def test_first_remote_call_starts_the_default_runtime():
+    assert not hpc.is_initialized()
+    assert hpc.get(square.remote(3)) == 9
+    info = hpc.cluster()
+    assert info.backend == "local"
+    assert info.workers == len(os.sched_getaffinity(0))
+    assert "backend=local" in repr(info) and "workers=" in repr(info)
+
+
+def test_fan_out_results_keep_order(local2):
+    futures = [square.remote(i) for i in range(200)]
+    assert hpc.get(futures) == [i * i for i in range(200)]
+
+
+def test_futures_nested_in_arguments_are_resolved_before_the_task_runs(local2):
+    a, b = square.remote(2), square.remote(3)
+    assert hpc.get(add.remote(a, b=b)) == 13
+    assert hpc.get(total.remote([a, b, square.remote(4)])) == 29
+    assert hpc.get(pick.remote({"x": a, "y": [b]}, "x")) == 4
+    nested = add.remote(add.remote(add.remote(1, 1), 1), square.remote(2))
+    assert hpc.get(nested) == 7
+
+
+def test_dependency_chain_does_not_block_the_caller(local2):
+    slow = nap.remote(1.0, 5)
+    t = time.monotonic()
+    dependent = add.remote(slow, 1)
+    assert time.monotonic() - t < 0.3
+    assert hpc.get(dependent) == 6
+
+
+def test_get_resolves_nested_structures(local2):
+    out = hpc.get({"a": [square.remote(1), (square.remote(2), 3)], "b": square.remote(3), "c": "plain"})
+    assert out == {"a": [1, (4, 3)], "b": 9, "c": "plain"}
+
+
+def test_get_timeout_raises_timeouterror_and_leaves_the_future_alive(local2):
+    f = nap.remote(1.5, "late")
+    with pytest.raises(TimeoutError) as info:
+        hpc.get(f, timeout=0.2)
+    assert isinstance(info.value, hpc.GetTimeoutError)
+    assert "nap()" in str(info.value)
+    assert not f.done()
+    assert hpc.get(f, timeout=30) == "late"
+
+
+def test_wait_returns_done_and_pending_in_input_order(local2):
+    fast = square.remote(2)
+    slow = nap.remote(2.0)
+    done, pending = hpc.wait([slow, fast], num_returns=1, timeout=10)
+    assert done == [fast] and pending == [slow]
+    done, pending = hpc.wait([slow, fast], num_returns=2, timeout=10)
+    assert done == [slow, fast] and pending == []
+    with pytest.raises(ValueError, match="num_returns"):
+        hpc.wait([fast], num_returns=3)
+
+
+def test_as_completed_yields_in_finishing_order(local2):
+    futures = [nap.remote(0.8, "slow"), nap.remote(0.05, "fast")]
+    order = [hpc.get(f) for f in hpc.as_completed(futures, timeout=20)]
+    assert order == ["fast", "slow"]
+
+
+def test_cancel_a_queued_task(local2):
+    blockers = [nap.remote(1.0) for _ in range(2)]
+    queued = nap.remote(0.1, "never")
+    assert hpc.cancel(queued) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(queued)
+    assert queued.cancelled()
+    assert hpc.get(blockers) == [None, None]
+
+
+def test_cancel_a_running_task_replaces_its_worker(local2):
+    rt = hpc.api.session.current()
+    before = set(rt.backend.worker_pids())
+    f = nap.remote(30)
+    time.sleep(0.5)
+    t = time.monotonic()
+    assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f, timeout=5)
+    assert time.monotonic() - t < 5
+    assert hpc.get(square.remote(5)) == 25
+    deadline = time.monotonic() + 5
+    while len(rt.backend.worker_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    after = set(rt.backend.worker_pids())
+    assert len(after) == 2 and after != before
+
+
+def test_options_override_per_call_and_validate(local2):
+    named = square.options(name="custom")
+    f = named.remote(4)
+    assert repr(f).startswith("<hpc.Future custom()")
+    assert hpc.get(f) == 16
+    with pytest.raises(TypeError, match="unknown option.*valid options"):
+        square.options(gpu=1)
+    with pytest.raises(ValueError, match="retries"):
+        square.options(retries=-1)
+    with pytest.raises(ValueError, match="cpus"):
+        hpc.remote(cpus=0)(lambda: None)
+
+
+def test_decorator_with_arguments_and_plain_lambda(local2):
+    double = hpc.remote(retries=0)(lambda x: 2 * x)
+    assert hpc.get(double.remote(21)) == 42
+
+
+def test_notebook_style_closures_and_classes_travel_by_value(local2):
+    offset = 10
+
+    class Point:
+        def __init__(self, x):
+            self.x = x
+
+    @hpc.remote
+    def shift(p):
+        return Point(p.x + offset)
+
+    out = hpc.get(shift.remote(Point(1)))
+    assert out.x == 11
+
+
+# -- put ----------------------------------------------------------------------------------------
+
+@hpc.remote
+def array_facts(a):
+    return float(a.sum()), bool(a.flags.writeable), int(a.nbytes)
+
+
+def test_put_shares_one_copy_with_every_task(local2):
+    a = np.arange(100_000_000 // 8, dtype=np.float64)  # 100 MB
+    ref = hpc.put(a)
+    assert repr(ref) == "<hpc.ObjectRef ndarray, 100.0 MB>"
+    with hpc.trace() as t:
+        out = hpc.get([array_facts.remote(ref) for _ in range(8)])
+    assert out == [(float(a.sum()), False, a.nbytes)] * 8  # read-only view of shared memory
+    df = t.to_dataframe()
+    # Only a small token travels per task, never the 100 MB.
+    assert df["bytes_in"].max() < 10_000
+    np.testing.assert_array_equal(hpc.get(ref), a)
+
+
+def test_put_memory_is_released_when_the_reference_goes(local2):
+    rt = hpc.api.session.current()
+    ref = hpc.put(np.ones(1000))
+    path = ref.location
+    assert os.path.exists(path)
+    del ref
+    assert not os.path.exists(path)
+    assert os.path.isdir(rt.backend._store_dir)
+
+
+def test_put_rejects_futures():
+    with pytest.raises(TypeError, match="not a future"):
+        hpc.put(square.remote(1))
+
+
+# -- map ----------------------------------------------------------------------------------------
+
+def inc(x):
+    return x + 1
+
+
+def test_map_returns_one_future_per_item_in_order(local2):
+    futures = hpc.map(inc, range(20_000))
+    assert len(futures) == 20_000
+    assert hpc.get(futures) == list(range(1, 20_001))
+
+
+def test_map_batches_tiny_items_adaptively(local2):
+    with hpc.trace() as t:
+        hpc.get(hpc.map(inc, range(20_000)))
+    batches = t.to_dataframe()["batch"]
+    assert len(batches) == 20_000
+    n_batches = batches.nunique()
+    assert 4 <= n_batches < 200  # a few probes, then large batches, then a shrinking tail
+
+
+def test_map_batch_1_sends_one_task_per_item(local2):
+    with hpc.trace() as t:
+        assert hpc.get(hpc.map(square, range(30), batch=1)) == [i * i for i in range(30)]
+    assert t.to_dataframe()["batch"].nunique() == 30
+
+
+def test_map_keeps_both_workers_busy_at_the_tail(local2):
+    def work(x):
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.02:
+            pass
+        return x
+
+    with hpc.trace() as t:
+        hpc.get(hpc.map(work, range(100)))
+    df = t.to_dataframe()
+    per_worker = df.groupby("worker")["end"].max()
+    assert len(per_worker) == 2
+    # The two workers finish within a couple of batches of each other.
+    assert abs(per_worker.iloc[0] - per_worker.iloc[1]) < 0.5
+
+
+def test_map_item_errors_fail_only_their_future(local2):
+    def maybe(x):
+        if x == 3:
+            raise KeyError("three")
+        return x
+
+    futures = hpc.map(maybe, range(6))
+    assert hpc.get(futures[:3]) == [0, 1, 2]
+    with pytest.raises(KeyError):
+        hpc.get(futures[3])
+    assert hpc.get(futures[4:]) == [4, 5]
+
+
+def test_map_rejects_bad_batch():
+    with pytest.raises(ValueError, match="batch"):
+        hpc.map(inc, [1], batch=0)
+
+
+# -- phase and trace ----------------------------------------------------------------------------
+
+@hpc.remote
+def phased(x):
+    with hpc.phase("read"):
+        time.sleep(0.05)
+    with hpc.phase("compute"):
+        y = sum(range(100_000))
+    return x + y
+
+
+def test_phases_are_recorded_and_free_outside_tasks(local2):
+    with hpc.phase("outside"):  # no task running: a no-op
+        pass
+    with hpc.trace() as t:
+        hpc.get([phased.remote(i) for i in range(3)])
+    ph = t.phases_dataframe()
+    assert sorted(ph["phase"].unique()) == ["compute", "read"]
+    reads = ph[ph["phase"] == "read"]
+    assert len(reads) == 3 and (reads["end"] - reads["start"]).min() >= 0.045
+    assert hpc.last_trace() is t.trace
+
+
+def test_trace_records_tasks_and_blocking(local2):
+    with hpc.trace() as t:
+        hpc.get([square.remote(i) for i in range(10)])
+        hpc.get(square.remote(1))
+    df = t.to_dataframe()
+    assert {"function", "task_id", "worker", "start", "end", "attempt", "status"} <= set(df.columns)
+    assert list(df["function"].unique()) == ["square"]
+    assert (df["status"] == "ok").all() and (df["end"] >= df["start"]).all()
+    blocks = t.blocks_dataframe()
+    assert list(blocks["futures"]) == [10, 1]
+    assert all(s.endswith(".py:" + s.rsplit(":", 1)[1]) and "test_api.py" in s for s in blocks["source"])
+
+
+# -- init ------------------------------------------------------------------------------------------
+
+def test_init_rejects_unknown_backend_and_bad_workers():
+    with pytest.raises(ValueError, match="unknown backend 'spark'; valid backends: .*local"):
+        hpc.init(backend="spark")
+    with pytest.raises(ValueError, match="workers must be an int >= 1"):
+        hpc.init(workers=0)
+    with pytest.raises(ValueError, match="does not apply to backend 'local'"):
+        hpc.init(backend="local", address="tcp://127.0.0.1:1")
+
+
+def test_init_again_replaces_the_runtime():
+    hpc.init(workers=1)
+    assert hpc.cluster().workers == 1
+    hpc.init(workers=2)
+    assert hpc.cluster().workers == 2
+    assert hpc.get(square.remote(2)) == 4
+
+
+def test_shutdown_cancels_pending_futures():
+    hpc.init(workers=1)
+    f = nap.remote(30)
+    hpc.shutdown()
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f, timeout=5)
+    assert not hpc.is_initialized()
