@@ -108,7 +108,8 @@ def execute(
     else:
         payload = _pickle_exception(value)
     p3 = time.perf_counter()
-    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), _phase_offsets(phases, p1), None)
+    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload),
+             _phase_offsets(phases, p1), None)
     return status, payload, tb, stats
 
 

@@ -1,7 +1,7 @@
 """The process main loop of one local-pool worker.
 
-Started by :mod:`eugo_lab.backends.local` as
-``python -c "from eugo_lab.backends.local_worker import main; main()" TASK_FD RESULT_FD LIFELINE_FD PARENT_PID STORE_DIR``.
+Started by :mod:`eugo_lab.backends.local` as ``python -c "...main()" TASK_FD RESULT_FD
+LIFELINE_FD PARENT_PID STORE_DIR``.
 
 Why each safeguard is here:
 - SIGINT is ignored and the worker runs in its own session: Jupyter's Interrupt signals

@@ -33,6 +33,7 @@ class RemoteFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the function here, now, as plain Python."""
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:

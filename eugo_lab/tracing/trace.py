@@ -186,8 +186,10 @@ class Trace:
 
         tasks = {c: _frozen(d["tasks"][c], "int64") for c in TASK_INT_COLUMNS}
         tasks.update({c: _frozen(nan(d["tasks"][c]), "float64") for c in TASK_FLOAT_COLUMNS})
-        phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
-        blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
+        phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64")
+                  for c in PHASE_COLUMNS}
+        blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
+                  for c in BLOCK_COLUMNS}
         return cls(tasks=tasks, phases=phases, blocks=blocks, functions=d["functions"], phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"])
