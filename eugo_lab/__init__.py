@@ -7,6 +7,12 @@ stays fast.
 
 __version__ = "0.1.0"
 
-from eugo_lab import hpc  # noqa: E402 - after __version__ so submodules can read it
-
 __all__ = ["hpc", "__version__"]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562 hook
+    if name == "hpc":
+        import importlib
+
+        return importlib.import_module("eugo_lab.hpc")
+    raise AttributeError(f"module 'eugo_lab' has no attribute {name!r}")

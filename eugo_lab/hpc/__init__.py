@@ -12,42 +12,39 @@ Example::
     print(hpc.get(futures))                            # [0, 1, 4, ...]
 
 The same code runs on the embedded local pool (default), Dask or Ray: ``hpc.init(backend=...)``.
+
+Names load on first use (PEP 562): worker processes import only the few modules that run
+tasks, which keeps a worker's start-up short.
 """
 
-from eugo_lab.hpc.api import (
-    as_completed,
-    cancel,
-    cluster,
-    get,
-    init,
-    is_initialized,
-    last_trace,
-    map,
-    put,
-    shutdown,
-    trace,
-    wait,
-)
-from eugo_lab.hpc.errors import (
-    BackendError,
-    GetTimeoutError,
-    HpcError,
-    NoWorkersError,
-    RemoteTraceback,
-    SerializationError,
-    TaskCancelledError,
-    WorkerCrashedError,
-    WorkerMemoryError,
-)
-from eugo_lab.hpc.future import Future
-from eugo_lab.hpc.objects import ObjectRef
-from eugo_lab.hpc.phases import phase
-from eugo_lab.hpc.remote import RemoteFunction, remote
+from __future__ import annotations
 
-__all__ = [
-    "remote", "RemoteFunction", "Future", "ObjectRef",
-    "init", "shutdown", "cluster", "is_initialized",
-    "get", "wait", "as_completed", "cancel", "put", "map", "phase", "trace", "last_trace",
-    "HpcError", "SerializationError", "WorkerCrashedError", "WorkerMemoryError", "TaskCancelledError",
-    "GetTimeoutError", "NoWorkersError", "BackendError", "RemoteTraceback",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "init", "is_initialized", "last_trace", "map",
+                         "put", "shutdown", "trace", "wait"),
+    "eugo_lab.hpc.errors": ("BackendError", "GetTimeoutError", "HpcError", "NoWorkersError", "RemoteTraceback",
+                            "SerializationError", "TaskCancelledError", "WorkerCrashedError", "WorkerMemoryError"),
+    "eugo_lab.hpc.future": ("Future",),
+    "eugo_lab.hpc.objects": ("ObjectRef",),
+    "eugo_lab.hpc.phases": ("phase",),
+    "eugo_lab.hpc.remote": ("RemoteFunction", "remote"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eugo_lab.hpc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

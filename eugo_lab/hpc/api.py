@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from eugo_lab.hpc import errors, session
-from eugo_lab.hpc.future import PENDING, Future
+from eugo_lab.hpc.future import FINISHED, PENDING, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote import RemoteFunction
 
@@ -78,6 +78,22 @@ def _collect(obj: Any, out: list) -> None:
             _collect(x, out)
 
 
+def _values_of(futs: list[Future]) -> list:
+    """Values of finished futures; items of one ``hpc.map`` batch share one decoded list."""
+    out = []
+    last_batch = None
+    values: list = []
+    for f in futs:
+        batch = f._batch
+        if batch is not None and f._state == FINISHED:
+            if batch is not last_batch:
+                last_batch, values = batch, batch.values()
+            out.append(values[f._index])
+        else:
+            out.append(f._value())
+    return out
+
+
 def _rebuild(obj: Any, rt: Any) -> Any:
     t = type(obj)
     if t is Future:
@@ -120,9 +136,14 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
     """
     rt = session.current(start=False)
-    found: list = []
-    _collect(obj, found)
-    futs = [f for f in found if type(f) is Future]
+    # The common case, a flat list of futures (fan-out, hpc.map), skips the generic walk.
+    flat = type(obj) is list and all(type(x) is Future for x in obj)
+    if flat:
+        futs = obj
+    else:
+        found: list = []
+        _collect(obj, found)
+        futs = [f for f in found if type(f) is Future]
     start = time.time()
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
@@ -143,7 +164,7 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     finally:
         if futs:
             _record_block(rt, "get", start, len(futs))
-    return _rebuild(obj, rt)
+    return _values_of(obj) if flat else _rebuild(obj, rt)
 
 
 def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None = None

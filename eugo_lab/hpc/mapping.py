@@ -39,7 +39,8 @@ class MapJob:
         self.options = options
         self.batch = batch
         name = options.name or fn.name
-        self.futures = [Future(runtime.new_id(), name, self._cancel_item) for _ in items]
+        cancel = self._cancel_item
+        self.futures = [Future(i, name, cancel) for i in runtime.new_ids(len(items))]
         self.next = 0
         self.inflight = 0
         self.per_item: float | None = None

@@ -97,6 +97,10 @@ class Runtime:
         """A fresh task id (unique within this runtime)."""
         return next(self._ids)
 
+    def new_ids(self, n: int) -> list[int]:
+        """``n`` fresh task ids (unique, not necessarily consecutive)."""
+        return list(itertools.islice(self._ids, n))
+
     def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions) -> Future:
         """Pickle the call now (errors surface here), then launch it once its inputs exist."""
         self._check_open()
@@ -256,13 +260,15 @@ class Runtime:
             # A map item (its batch carries the id) or already finished: cancel just this future.
             return fut._complete(CANCELLED, error=errors.TaskCancelledError(
                 f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        # The future is cancelled now, so the caller sees it at once; the backend stops the
+        # work in the background and its late report finds the future already done.
+        done = fut._complete(CANCELLED, error=errors.TaskCancelledError(
+            f"task {fut.function}() (task {fut.task_id}) was cancelled"))
         if task.ready_time:  # launched: the backend stops it
             self.backend.cancel(task)
         else:  # still waiting for its inputs
             self._tasks.pop(task.task_id, None)
-            fut._complete(CANCELLED, error=errors.TaskCancelledError(
-                f"task {fut.function}() (task {fut.task_id}) was cancelled"))
-        return True
+        return done
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property

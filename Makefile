@@ -1,0 +1,54 @@
+# Eugo Lab: two commands do all set-up on a fresh machine.
+#   make lab    create .venv, install, start JupyterLab on courses/ (127.0.0.1:8888)
+#   make test   create .venv, install everything the tests need, run ruff and pytest
+# Other targets: make bench (benchmarks vs peers), make bench-quick, make clean.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+PORT   ?= 8888
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test lint bench bench-quick clean venv deps system-deps
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+venv: $(PY)
+
+# Reinstall when the project's metadata changes.
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q -e ".[lab,dask,ray,test,bench]"
+	touch $(STAMP)
+
+deps: $(STAMP)
+
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
+system-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		else echo "chromium is missing: run 'sudo apt-get install -y chromium chromium-driver'"; exit 1; fi; \
+	fi
+
+lab: deps
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--ServerApp.root_dir=courses
+
+lint: deps
+	$(VENV)/bin/ruff check eugo_lab tests benchmarks
+
+# pytest exits 5 when it collects no test: that is a failure here, never a pass.
+test: deps system-deps lint
+	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: deps
+	$(PY) -m benchmarks.run
+
+bench-quick: deps
+	$(PY) -m benchmarks.run --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info

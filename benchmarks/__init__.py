@@ -1,0 +1,1 @@
+"""Benchmarks of Eugo Lab against the engines users already know (``make bench``)."""
