@@ -124,7 +124,8 @@ def put_array(mb: int) -> dict[str, Callable[[], float]]:
 STARTUP_SNIPPETS = {
     "eugo_lab": "from eugo_lab import hpc\nf = hpc.remote(abs)\nassert hpc.get(f.remote(-1)) == 1",
     "ProcessPoolExecutor": ("import concurrent.futures as cf\nif __name__ == '__main__':\n"
-                            "    with cf.ProcessPoolExecutor(2) as ex:\n        assert ex.submit(abs, -1).result() == 1"),
+                            "    with cf.ProcessPoolExecutor(2) as ex:\n"
+                            "        assert ex.submit(abs, -1).result() == 1"),
 }
 
 
@@ -164,7 +165,8 @@ def markdown(results: list[dict]) -> str:
         for e, row in res["engines"].items():
             first = first or row["median_s"]
             per = f"{row['per_item_us']:.1f} us" if row["per_item_us"] else ""
-            lines.append(f"| {res['scenario']} | {e} | {row['median_s']:.3f} s | {row['min_s']:.3f}-{row['max_s']:.3f} | "
+            spread = f"{row['min_s']:.3f}-{row['max_s']:.3f}"
+            lines.append(f"| {res['scenario']} | {e} | {row['median_s']:.3f} s | {spread} | "
                          f"{per} | {row['median_s'] / first:.2f}x |")
     return "\n".join(lines)
 
