@@ -335,3 +335,15 @@ def test_shutdown_cancels_pending_futures():
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f, timeout=5)
     assert not hpc.is_initialized()
+
+
+def test_import_is_light_and_names_resolve_to_the_api():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom eugo_lab import hpc\nassert callable(hpc.remote) and hpc.remote.__module__.endswith("
+            "'remote_function')\nassert hpc.get is not None\nheavy = {'numpy', 'pandas', 'bokeh', 'dask', 'ray', "
+            "'IPython'} & set(sys.modules)\nprint(sorted(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

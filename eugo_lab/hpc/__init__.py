@@ -30,7 +30,7 @@ _EXPORTS = {
     "eugo_lab.hpc.future": ("Future",),
     "eugo_lab.hpc.objects": ("ObjectRef",),
     "eugo_lab.hpc.phases": ("phase",),
-    "eugo_lab.hpc.remote": ("RemoteFunction", "remote"),
+    "eugo_lab.hpc.remote_function": ("RemoteFunction", "remote"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

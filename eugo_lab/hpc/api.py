@@ -13,7 +13,7 @@ from typing import Any
 from eugo_lab.hpc import errors, session
 from eugo_lab.hpc.future import FINISHED, PENDING, Future
 from eugo_lab.hpc.objects import ObjectRef
-from eugo_lab.hpc.remote import RemoteFunction
+from eugo_lab.hpc.remote_function import RemoteFunction
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -241,7 +241,7 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     ``batch=1`` sends one task per item, ``batch=N`` fixed batches of N.
     """
     from eugo_lab.hpc.mapping import map_items
-    from eugo_lab.hpc.remote import remote
+    from eugo_lab.hpc.remote_function import remote
 
     rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
     rt = session.current()
