@@ -157,6 +157,9 @@ class Runtime:
         name = task.future.function if task.future is not None else task.fn.name
         item_errors = extra if (status == base.OK and task.items is not None) else None
         if self.recorder.active:
+            if worker >= 0 and worker not in self.recorder.workers:
+                for w in self.backend.workers():
+                    self.recorder.worker_seen(w.index, w.host, w.pid)
             item_status = None
             if item_errors:
                 item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]

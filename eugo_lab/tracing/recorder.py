@@ -12,6 +12,7 @@ Nothing is recorded while no region is open and nobody subscribed: the runtime c
 from __future__ import annotations
 
 import math
+import socket
 import threading
 import time
 from array import array
@@ -72,6 +73,44 @@ class _Strings:
         return c
 
 
+def align_clocks(tasks: dict[str, array], phases: dict[str, array], workers: dict[int, tuple[str, int]],
+                 driver_host: str) -> dict[int, float]:
+    """Shift the times of workers on other hosts onto the driver's clock; return the offsets.
+
+    Workers stamp ``start``/``end`` with their own wall clock. On the driver's host that is
+    the driver's clock. On another host it may be off by milliseconds or more, which would
+    draw a task starting before it was sent. Each task bounds the offset NTP-style: the
+    body cannot start before the driver made it ready, nor end after the driver received
+    its result, so ``max(ready - start) <= offset <= min(received - end)`` over that
+    worker's tasks. We keep 0 when it fits those bounds, else take the middle of the
+    interval (or its lower end when skewed bounds cross). Durations never change: each is
+    measured with one process's monotonic clock.
+    """
+    offsets: dict[int, float] = {}
+    n = len(tasks["task_id"])
+    for w, (host, _) in workers.items():
+        if not host or host == driver_host:
+            continue
+        rows = [i for i in range(n) if tasks["worker"][i] == w and not math.isnan(tasks["start"][i])]
+        if not rows:
+            continue
+        lo = max(tasks["ready"][i] - tasks["start"][i] for i in rows)
+        hi = min(tasks["received"][i] - tasks["end"][i] for i in rows)
+        if lo <= 0.0 <= hi:
+            continue
+        off = (lo + hi) / 2 if lo <= hi else lo
+        offsets[w] = off
+        for i in rows:
+            tasks["start"][i] += off
+            tasks["end"][i] += off
+        row_set = set(rows)
+        for j in range(len(phases["row"])):
+            if phases["row"][j] in row_set:
+                phases["start"][j] += off
+                phases["end"][j] += off
+    return offsets
+
+
 class Recorder:
     """Thread-safe event store with nestable regions and live subscribers."""
 
@@ -80,6 +119,8 @@ class Recorder:
         self._regions = 0
         self._subscribers: list[Callable[[Any], None]] = []
         self.active = False
+        # Which process each worker index is; kept across regions (workers outlive them).
+        self.workers: dict[int, tuple[str, int]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -92,7 +133,6 @@ class Recorder:
         self.phase_names = _Strings()
         self.sources = _Strings()
         self.block_kinds = _Strings()
-        self.workers: dict[int, tuple[str, int]] = {}
 
     def _update_active(self) -> None:
         self.active = self._regions > 0 or bool(self._subscribers)
@@ -119,6 +159,7 @@ class Recorder:
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
+            align_clocks(tasks, phases, self.workers, socket.gethostname())
             trace = Trace.from_columns(
                 tasks=tasks, phases=phases, blocks=blocks,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),

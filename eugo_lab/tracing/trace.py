@@ -5,10 +5,10 @@ epoch (``time.time()`` on the process that measured them); views such as
 :meth:`Trace.to_dataframe` shift them so the region starts at 0.
 
 Clock alignment: tasks on the local pool run on the driver's host, so their wall clocks
-are the same clock. For workers on other hosts a backend may pass ``clock_offsets``
-(seconds to *add* to that worker's times), estimated NTP-style from the submit/receive
-times the driver saw around each task; durations never depend on it because each is
-measured with one process's monotonic clock.
+are the same clock. Times from workers on other hosts are shifted onto the driver's clock
+when the region closes (``recorder.align_clocks``, NTP-style bounds from the driver's own
+ready/received times); durations never depend on it because each is measured with one
+process's monotonic clock.
 """
 
 from __future__ import annotations

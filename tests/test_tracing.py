@@ -1,0 +1,157 @@
+"""Recording: regions, subscribers, columnar memory, JSON/Perfetto/pandas exports."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from eugo_lab import hpc
+from eugo_lab.tracing import BlockEvent, Recorder, TaskEvent
+from eugo_lab.tracing.trace import SCHEMA_VERSION, Trace
+
+
+@hpc.remote
+def work(x):
+    with hpc.phase("compute"):
+        time.sleep(0.01)
+    return x
+
+
+def _stats(start: float, body: float, phases=None, ends=None):
+    # (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends)
+    return (start, body, body / 2, 0.001, 0.002, 100, 50, phases, ends)
+
+
+def test_recorder_is_inactive_without_regions_or_subscribers():
+    rec = Recorder()
+    assert not rec.active
+    mark = rec.open_region()
+    assert rec.active
+    rec.close_region(mark, {"backend": "test", "workers": 1})
+    assert not rec.active
+    unsubscribe = rec.subscribe(lambda e: None)
+    assert rec.active
+    unsubscribe()
+    assert not rec.active
+
+
+def test_regions_slice_their_own_rows_and_nest():
+    rec = Recorder()
+    outer = rec.open_region()
+    rec.record_task(task_id=1, attempt=1, function="f", worker=0, status=0, batch=-1, submit=10.0, ready=10.0,
+                    received=11.5, stats=_stats(10.1, 1.0, phases=[("read", 0.0, 0.5, 0.1)]))
+    inner = rec.open_region()
+    rec.record_task(task_id=2, attempt=1, function="g", worker=1, status=1, batch=-1, submit=10.0, ready=10.0,
+                    received=12.0, stats=_stats(10.2, 1.5))
+    rec.record_block("get", 10.0, 12.0, 2, "cell.py:3")
+    t_inner = rec.close_region(inner, {"backend": "test", "workers": 2})
+    t_outer = rec.close_region(outer, {"backend": "test", "workers": 2})
+    assert list(t_inner.tasks["task_id"]) == [2]
+    assert list(t_outer.tasks["task_id"]) == [1, 2]
+    assert t_outer.functions[t_outer.tasks["function"][1]] == "g"
+    # start is the body's start: the worker's wall clock plus the argument unpickling time
+    assert t_outer.tasks["start"][0] == pytest.approx(10.101)
+    assert t_outer.tasks["end"][0] == pytest.approx(11.101)
+    assert list(t_outer.phases["row"]) == [0]
+    assert t_outer.phases["start"][0] == pytest.approx(10.101)
+    assert len(t_inner.phases["row"]) == 0
+    assert t_outer.blocks["futures"].tolist() == [2]
+    with pytest.raises(ValueError):
+        t_outer.tasks["start"][0] = 0.0  # immutable
+
+
+def test_batch_items_become_one_row_each():
+    rec = Recorder()
+    mark = rec.open_region()
+    rec.record_task(task_id=7, attempt=1, function="f", worker=0, status=0, batch=7, submit=1.0, ready=1.0,
+                    received=2.0, stats=_stats(1.0, 0.3, ends=[0.1, 0.2, 0.3]), item_ids=[11, 12, 13],
+                    item_status=[0, 1, 0])
+    t = rec.close_region(mark, {"workers": 1})
+    assert t.tasks["task_id"].tolist() == [11, 12, 13]
+    assert t.tasks["status"].tolist() == [0, 1, 0]
+    assert np.allclose(t.tasks["end"] - t.tasks["start"], [0.1, 0.1, 0.1])
+    assert t.tasks["batch"].tolist() == [7, 7, 7]
+
+
+def test_subscribers_receive_task_and_block_events():
+    rec = Recorder()
+    events = []
+    rec.subscribe(events.append)
+    rec.record_task(task_id=1, attempt=2, function="f", worker=3, status=2, batch=-1, submit=1.0, ready=1.0,
+                    received=2.0, stats=None)
+    rec.record_block("wait", 1.0, 2.0, 4, "x.py:1")
+    assert isinstance(events[0], TaskEvent) and events[0].status == "crashed" and events[0].attempt == 2
+    assert isinstance(events[1], BlockEvent) and events[1].futures == 4
+
+
+def test_a_million_task_rows_stay_compact():
+    rec = Recorder()
+    mark = rec.open_region()
+    n = 1_000_000
+    ends = (np.arange(1, n + 1) * 1e-6).tolist()
+    rec.record_task(task_id=1, attempt=1, function="f", worker=0, status=0, batch=1, submit=0.0, ready=0.0,
+                    received=2.0, stats=_stats(0.0, 1.0, ends=ends), item_ids=list(range(n)))
+    live_bytes = sum(col.itemsize * len(col) for col in rec.tasks.values())
+    assert live_bytes / n <= 200  # columnar: ~128 bytes a row, far from a Python object per field
+    t = rec.close_region(mark, {"workers": 1})
+    assert len(t) == n
+    assert sum(a.nbytes for a in t.tasks.values()) < 200 * 2**20
+
+
+def test_real_trace_exports(local2, tmp_path):
+    with hpc.trace() as t:
+        hpc.get([work.remote(i) for i in range(6)])
+    trace = t.trace
+    assert hpc.last_trace() is trace
+    assert repr(trace) == "<Trace 6 task rows, 1 functions, backend=local, workers=2>"
+
+    df = trace.to_dataframe()
+    assert len(df) == 6 and set(df["worker"]) <= {0, 1}
+    assert (df["start"] >= df["submit"] - 0.05).all() and (df["end"] <= df["received"] + 0.05).all()
+    assert (df["cpu"] <= df["duration"] + 0.01).all()
+
+    path = tmp_path / "trace.json"
+    trace.save(str(path))
+    back = Trace.load(str(path))
+    assert back.to_dataframe().equals(df)
+    assert back.phases_dataframe().equals(trace.phases_dataframe())
+
+    chrome = trace.to_chrome_trace(str(tmp_path / "perfetto.json"))
+    slices = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
+    assert sum(e["cat"] == "ok" for e in slices) == 6
+    assert sum(e["cat"] == "phase" for e in slices) == 6
+    assert sum(e["cat"] == "blocking" for e in slices) == 1
+    assert json.loads((tmp_path / "perfetto.json").read_text())["traceEvents"]
+
+
+def test_loading_another_schema_version_is_a_clear_error(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
+    with pytest.raises(ValueError, match="schema_version .*Upgrade eugo_lab, or re-record"):
+        Trace.load(str(path))
+
+
+def test_no_recording_outside_regions(local2):
+    rt = hpc.api.session.current()
+    hpc.get([work.remote(i) for i in range(3)])
+    assert len(rt.recorder.tasks["task_id"]) == 0
+
+
+def test_clocks_of_other_hosts_are_aligned_to_the_driver():
+    import socket
+
+    rec = Recorder()
+    rec.worker_seen(0, socket.gethostname(), 1)
+    rec.worker_seen(1, "other-host", 2)
+    mark = rec.open_region()
+    # Worker 1's clock runs 5 s ahead: its task "starts" 5 s after the driver received the result.
+    for tid, worker, start in ((1, 0, 100.1), (2, 1, 105.1)):
+        rec.record_task(task_id=tid, attempt=1, function="f", worker=worker, status=0, batch=-1, submit=100.0,
+                        ready=100.0, received=100.5, stats=(start, 0.2, 0.2, 0.0, 0.0, 1, 1, None, None))
+    t = rec.close_region(mark, {"workers": 2})
+    starts = t.tasks["start"].tolist()
+    assert starts[0] == pytest.approx(100.1)  # same host: untouched
+    assert 100.0 <= starts[1] <= 100.3 and t.tasks["end"][1] - starts[1] == pytest.approx(0.2)
