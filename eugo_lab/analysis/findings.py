@@ -25,7 +25,7 @@ from eugo_lab.analysis.report import (
     fmt_s,
     fmt_x,
 )
-from eugo_lab.analysis.timeline import Units, Window
+from eugo_lab.analysis.timeline import Units, Window, measure
 from eugo_lab.tracing.recorder import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
@@ -247,11 +247,12 @@ def blocking(ctx: Context) -> list[Finding]:
     if len(pairs) < BLOCKING_MIN_PAIRS or len(pairs) < BLOCKING_MIN_SHARE * (len(u) - 1):
         return []
     src_counts = Counter(int(b["source"][p]) for p in pairs)
-    src = trace.sources[min(src_counts, key=lambda s: (-src_counts[s], s))]
-    blocked = float(sum(b["end"][p] - b["start"][p] for p in pairs))
+    src_code = min(src_counts, key=lambda s: (-src_counts[s], s))
+    src = trace.sources[src_code]
+    # Time the driver spent in one-future get() calls at that line (the last task's included).
+    at_src = one[b["source"][one] == src_code]
+    blocked = float((b["end"][at_src] - b["start"][at_src]).sum())
     spans = u.received - u.ready
-    from eugo_lab.analysis.timeline import measure
-
     union = measure(u.ready, u.received)
     concurrency = float(spans.sum() / union) if union > 0 else 0.0
     shown = display_source(src)
