@@ -25,7 +25,7 @@ def test_speedup_always_present_and_graded():
     poor = analyze(b.build()).finding("speedup")
     assert poor.severity == "problem"  # 1x of 4: 25% efficiency
     assert poor.evidence["speedup"] == approx(1.0)
-    assert "ideal 4x, 25% efficiency" in poor.verdict
+    assert poor.verdict == "1x on 4 workers, ideal 4x (25% efficiency): 2 s of task time in 2 s."
     assert "idle" in poor.advice
 
 

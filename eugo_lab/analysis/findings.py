@@ -133,8 +133,8 @@ def speedup(ctx: Context) -> list[Finding]:
     s = serial / wall if wall > 0 else 0.0
     eff = s / w if w else 0.0
     sev = INFO if eff >= GOOD_EFFICIENCY else WARNING if eff >= POOR_EFFICIENCY else PROBLEM
-    verdict = (f"{fmt_x(s)} faster than running the tasks one after another, on {_plural(w, 'worker')} "
-               f"(ideal {w}x, {fmt_pct(eff)} efficiency).")
+    verdict = (f"{fmt_x(s)} on {_plural(w, 'worker')}, ideal {w}x ({fmt_pct(eff)} efficiency): "
+               f"{fmt_s(serial)} of task time in {fmt_s(wall)}.")
     if sev == INFO:
         advice = "Scaling is good; simulate(trace) predicts how far more workers would take it."
     else:

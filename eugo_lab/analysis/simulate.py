@@ -16,7 +16,8 @@ The model (list scheduling, greedy):
   the driver's own code) and stays serial.
 - The run ends when both the last result has arrived plus the driver time measured after
   the final wait returned, and the driver's own (non-blocked) time after its last
-  submission has passed.
+  submission has passed (only for traces with recorded get()/wait() spans: without them
+  the driver is assumed to have waited for the results).
 
 Assumptions: task durations do not depend on the worker count (each worker has its own
 core: beyond this machine's cores that means a cluster), transfers do not contend, and
@@ -87,7 +88,10 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
         after_results = max(win.end - max(last_rcv, last_wait), 0.0)
         lo = np.clip(b["start"], last_ready, win.end)
         hi = np.clip(b["end"], last_ready, win.end)
-        after_submit = max((win.end - last_ready) - measure(lo, hi), 0.0)
+        # Without any recorded get()/wait() we cannot tell the driver's own work from waiting
+        # for results (waits outside get()/wait(), e.g. as_completed(), are not recorded), so
+        # assume it waited: the results then bound the end.
+        after_submit = max((win.end - last_ready) - measure(lo, hi), 0.0) if len(ends) else 0.0
     else:
         after_results = after_submit = 0.0
     return Replay(ready=u.ready - t0, occupancy=np.maximum(u.occ_end - u.occ_start, 0.0), pre=pre,
