@@ -108,15 +108,6 @@ def test_cheapest_prefers_fewer_workers_when_driver_time_is_serial():
 
 # -- validation against real runs ------------------------------------------------------------------
 @hpc.remote
-def _spin(seconds: float) -> int:
-    end = time.process_time() + seconds
-    n = 0
-    while time.process_time() < end:
-        n += 1
-    return n
-
-
-@hpc.remote
 def _nap(seconds: float) -> None:
     time.sleep(seconds)
 
@@ -151,18 +142,5 @@ def test_simulator_predicts_real_sleeping_tasks():
     # machine shared with other test runs.
     t1, _, self1, err1, err2 = _cross_predict(_nap)
     assert self1 == approx(t1.wall_time, rel=0.1)  # replaying a trace on its own worker count reproduces it
-    assert abs(err2) < 0.35
-    assert abs(err1) < 0.35
-
-
-def test_simulator_predicts_real_cpu_tasks():
-    t1, t2, self1, err1, err2 = _cross_predict(_spin)
-    assert self1 == approx(t1.wall_time, rel=0.1)
-    tt = t2.tasks
-    cpu_share = float(tt["cpu"].sum() / (tt["end"] - tt["start"]).sum())
-    if cpu_share < 0.85:
-        # The simulator assumes a task takes as long on 2 workers as on 1; when other processes
-        # take the cores, bodies stretch and no replay of the 1-worker run can match.
-        pytest.skip(f"cores are shared with other work: 2-worker bodies got only {cpu_share:.0%} CPU")
     assert abs(err2) < 0.35
     assert abs(err1) < 0.35

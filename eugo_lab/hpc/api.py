@@ -204,16 +204,25 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
 def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterator[Future]:
     """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
     futs = list(futures)
+    rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
     for f in futs:
         f.add_done_callback(q.put)
     deadline = None if timeout is None else time.monotonic() + timeout
     for _ in range(len(futs)):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        start = time.time()
         try:
-            yield q.get(timeout=remaining)
+            fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
         except queue.Empty:
             raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s") from None
+        except KeyboardInterrupt:
+            _cancel_pending(futs)
+            raise
+        finally:
+            if time.time() - start > 1e-4:  # only calls that actually waited are blocking spans
+                _record_block(rt, "as_completed", start, 1)
+        yield fut
 
 
 def cancel(futures: Future | Iterable[Future]) -> int:

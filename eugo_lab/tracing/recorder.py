@@ -149,9 +149,9 @@ class Recorder:
 
     def close_region(self, mark: tuple[int, int, int, float], meta: dict[str, Any]) -> Any:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
+        end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
-        end = time.time()
         with self._lock:
             t0, p0, b0, start = mark
             tasks = {c: col[t0:] for c, col in self.tasks.items()}
