@@ -137,11 +137,12 @@ def test_cancel_a_running_task_replaces_its_worker(local2):
         hpc.get(f, timeout=5)
     assert time.monotonic() - t < 5
     assert hpc.get(square.remote(5)) == 25
-    deadline = time.monotonic() + 5
-    while len(rt.backend.worker_pids()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    deadline = time.monotonic() + 10
     after = set(rt.backend.worker_pids())
-    assert len(after) == 2 and after != before
+    while (len(after) < 2 or after == before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = set(rt.backend.worker_pids())
+    assert len(after) == 2 and len(after & before) == 1  # one worker replaced, the other untouched
 
 
 def test_options_override_per_call_and_validate(local2):
