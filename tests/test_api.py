@@ -348,3 +348,21 @@ def test_import_is_light_and_names_resolve_to_the_api():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@hpc.remote
+def scale_in_place(a, factor):
+    a *= factor  # tasks may modify their own arguments
+    return float(a[:10].sum()), float(a[-1])
+
+
+def test_large_arguments_by_value_travel_through_shared_memory(local2):
+    rt = hpc.api.session.current()
+    a = np.ones(4_000_000)  # 32 MB
+    with hpc.trace() as t:
+        futures = [scale_in_place.remote(a, k) for k in (2, 3)]
+        a[:] = 100.0  # changing the array after .remote() must not change what the tasks got
+        assert hpc.get(futures) == [(20.0, 2.0), (30.0, 3.0)]
+    assert t.to_dataframe()["bytes_in"].max() < 10_000  # the 32 MB went out of band
+    # The staged copies are freed once their tasks are final.
+    assert [f for f in os.listdir(rt.backend._store_dir) if f.startswith("args-")] == []

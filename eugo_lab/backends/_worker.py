@@ -70,10 +70,12 @@ def execute(
     args_bytes: bytes,
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
-) -> tuple[int, bytes, str | None, Stats]:
+    buffers: Any = None,
+) -> tuple[int, bytes, Any, Stats]:
     """Run ``fn`` on pickled arguments; return ``(status, payload, traceback, stats)``.
 
     ``payload`` is the pickled result when ``status == OK``, else the pickled exception.
+    ``buffers`` are the out-of-band buffers of large arguments (see ``dumps_args``).
     ``cpu_clock`` is ``process_time`` where a process runs one task at a time (the local
     pool: this counts BLAS threads too) and ``thread_time`` on multi-threaded workers.
     """
@@ -83,7 +85,7 @@ def execute(
     c0 = cpu_clock()
     phases = _phase.begin_task()
     try:
-        args, kwargs = loads_args(args_bytes, load_token)
+        args, kwargs = loads_args(args_bytes, load_token, buffers)
         p1 = time.perf_counter()
         c0 = cpu_clock()
         value = fn(*args, **kwargs)
@@ -119,6 +121,7 @@ def execute_batch(
     args_bytes: bytes,
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
+    buffers: Any = None,
 ) -> tuple[int, bytes, dict | None, Stats]:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -129,7 +132,7 @@ def execute_batch(
     """
     start_wall = time.time()
     p0 = time.perf_counter()
-    (items,), _ = loads_args(args_bytes, load_token)
+    (items,), _ = loads_args(args_bytes, load_token, buffers)
     p1 = time.perf_counter()
     c0 = cpu_clock()
     results: list = []

@@ -70,6 +70,9 @@ class Backend(ABC):
     """Base class of execution engines. Subclasses set ``name`` and implement the methods."""
 
     name: str = "?"
+    # Arguments' buffers at least this large travel out of band through stage_buffers();
+    # None: everything is pickled in band (engines that move bytes well on their own).
+    oob_threshold: int | None = None
 
     @abstractmethod
     def start(self) -> None:
@@ -102,6 +105,17 @@ class Backend(ABC):
     @abstractmethod
     def workers(self) -> list[WorkerInfo]:
         """The workers known now (index, host, pid)."""
+
+    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> Any:
+        """Copy a task's large argument buffers somewhere workers read them; return a handle.
+
+        Called at ``.remote()`` time (the caller may change its arrays right after), only
+        when ``oob_threshold`` is set. The handle reaches the worker with the task.
+        """
+        raise NotImplementedError(f"backend {self.name!r} does not stage buffers")
+
+    def release_staged(self, staged: Any) -> None:  # noqa: B027 - optional hook, default: nothing to free
+        """Free what :meth:`stage_buffers` made, once the task is final (no retry will follow)."""
 
     def token(self, ref: ObjectRef) -> tuple:
         """What a reference becomes inside pickled arguments (see ``serialization``)."""

@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 
 from eugo_lab.backends import base
-from eugo_lab.backends.shm_store import make_store_dir, read_object, write_object
+from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
 from eugo_lab.hpc.errors import BackendError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
@@ -82,6 +82,9 @@ class LocalBackend(base.Backend):
     """A pool of ``workers`` processes on this machine (default: one per usable core)."""
 
     name = "local"
+    # Larger argument buffers go through shared memory: one copy at .remote(), no pickling
+    # through the pipe (a 100 MB array by value took ~0.6 s per task through the pipe).
+    oob_threshold = 1 << 20
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
                  threads_per_worker: int | None = None):
@@ -207,6 +210,19 @@ class LocalBackend(base.Backend):
         ref._release = release
         return ref
 
+    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> str:
+        """Copy a task's large argument buffers into one shared-memory file; workers map it."""
+        path = os.path.join(self._store_dir, f"args-{task_id}")
+        write_chunks(path, buffers)
+        return path
+
+    def release_staged(self, staged: str) -> None:
+        """Delete the file (workers that mapped it keep their mapping)."""
+        try:
+            os.unlink(staged)
+        except OSError:
+            pass
+
     def get_object(self, ref: ObjectRef) -> Any:
         """Read the stored object back (zero-copy for its large buffers)."""
         return read_object(ref.location)
@@ -329,7 +345,8 @@ class LocalBackend(base.Backend):
         if fn.fid not in w.known_fns:
             w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
             w.known_fns.add(fn.fid)
-        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.items is not None))
+        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.items is not None,
+                                 task.staged))
         task.state = _SENT
         task.backend_data = w
         w.inflight.append(task)

@@ -118,7 +118,7 @@ def main() -> None:
         msg = pickle.loads(rfile.read(n))
         kind = msg[0]
         if kind == "run":
-            _, key, fid, args_bytes, deps, batch = msg
+            _, key, fid, args_bytes, deps, batch, staged = msg
 
             def load_token(token: tuple, deps: dict | None = deps) -> Any:
                 if token[0] == "fut":
@@ -127,7 +127,13 @@ def main() -> None:
 
             fn, name = functions[fid]
             run = execute_batch if batch else execute
-            status, payload, extra, stats = run(fn, name, args_bytes, load_token)
+            buffers = None
+            if staged is not None:
+                from eugo_lab.backends.shm_store import read_chunks
+
+                buffers = read_chunks(staged, private=True)
+            status, payload, extra, stats = run(fn, name, args_bytes, load_token, buffers=buffers)
+            del buffers
             send(("done", key, status, payload, extra, stats))
         elif kind == "fn":
             _, fid, name, fn_bytes = msg

@@ -23,6 +23,7 @@ from typing import Any
 import cloudpickle
 
 _LEN = struct.Struct("<Q")
+_END = 0xFFFFFFFFFFFFFFFF  # length value that marks the last chunk
 _PREFIX = "eugo-store-"
 
 
@@ -58,42 +59,57 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def write_object(obj: Any, path: str) -> int:
-    """Serialize ``obj`` into a new file at ``path``; return its size in bytes."""
-    buffers: list[pickle.PickleBuffer] = []
-    header = cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-    raws = [b.raw() for b in buffers]
-    total = _LEN.size + len(header) + sum(_LEN.size + r.nbytes for r in raws) + _LEN.size
+def write_chunks(path: str, chunks: list) -> int:
+    """Write byte chunks into a new file at ``path`` (length-prefixed, one copy); return its size."""
+    views = [memoryview(c).cast("B") for c in chunks]
+    total = sum(_LEN.size + v.nbytes for v in views) + _LEN.size
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.ftruncate(fd, total)
         with mmap.mmap(fd, total) as mm:
             off = 0
-            for chunk in [header, *raws]:
-                n = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
-                _LEN.pack_into(mm, off, n)
+            for v in views:
+                _LEN.pack_into(mm, off, v.nbytes)
                 off += _LEN.size
-                mm[off : off + n] = chunk
-                off += n
-            _LEN.pack_into(mm, off, 0xFFFFFFFFFFFFFFFF)  # end marker
+                mm[off : off + v.nbytes] = v
+                off += v.nbytes
+            _LEN.pack_into(mm, off, _END)
     finally:
         os.close(fd)
     return total
 
 
-def read_object(path: str) -> Any:
-    """Rebuild the object stored at ``path`` over a read-only mapping (no copy of buffers)."""
+def read_chunks(path: str, private: bool = False) -> list[memoryview]:
+    """Map a file written by :func:`write_chunks`; views of the mapping, no copy.
+
+    ``private=False`` maps read-only (objects shared by many tasks must not change under
+    them); ``private=True`` maps copy-on-write, so a task may modify its own arguments
+    without affecting anybody else and without paying for a copy it does not need.
+    """
     with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY if private else mmap.ACCESS_READ)
     view = memoryview(mm)
     chunks = []
     off = 0
     while True:
         (n,) = _LEN.unpack_from(view, off)
         off += _LEN.size
-        if n == 0xFFFFFFFFFFFFFFFF:
+        if n == _END:
             break
         chunks.append(view[off : off + n])
         off += n
-    # The mapping stays alive as long as any array built over it does.
+    # The mapping stays alive as long as any view (or array built over one) does.
+    return chunks
+
+
+def write_object(obj: Any, path: str) -> int:
+    """Serialize ``obj`` into a new file at ``path``; return its size in bytes."""
+    buffers: list[pickle.PickleBuffer] = []
+    header = cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    return write_chunks(path, [header, *(b.raw() for b in buffers)])
+
+
+def read_object(path: str) -> Any:
+    """Rebuild the object stored at ``path`` over a read-only mapping (no copy of buffers)."""
+    chunks = read_chunks(path)
     return pickle.loads(chunks[0], buffers=chunks[1:])

@@ -141,7 +141,8 @@ def map_items(runtime: Any, fn: FunctionRecord, iterable: Iterable, options: Tas
         # Probe the first item so an unpicklable input fails at the call, like .remote().
         from eugo_lab.hpc.serialization import dumps_args
 
-        dumps_args((items[0],), {}, function=options.name or fn.name, token_of=runtime._token_of)
+        dumps_args((items[0],), {}, function=options.name or fn.name, token_of=runtime._token_of,
+                   oob_threshold=runtime.backend.oob_threshold)
     job = MapJob(runtime, fn, items, options, batch)
     job.pump()
     return job.futures

@@ -57,8 +57,9 @@ def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:
 class _TokenPickler(_Pickler):
     """A cloudpickler that records futures and object references instead of pickling them."""
 
-    def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any]):
-        super().__init__(file, protocol=PROTOCOL)
+    def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any],
+                 buffer_callback: Callable[[pickle.PickleBuffer], bool] | None = None):
+        super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._token_of = token_of
         self.tokens: list[Any] = []
 
@@ -70,8 +71,8 @@ class _TokenPickler(_Pickler):
 
 
 class _TokenUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, load_token: Callable[[Any], Any]):
-        super().__init__(file)
+    def __init__(self, file: io.BytesIO, load_token: Callable[[Any], Any], buffers: Any = None):
+        super().__init__(file, buffers=buffers)
         self._load_token = load_token
 
     def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle protocol hook
@@ -83,29 +84,43 @@ def _no_tokens(obj: Any) -> None:
 
 
 def dumps_args(
-    args: tuple, kwargs: dict, *, function: str, token_of: Callable[[Any], Any] = _no_tokens
-) -> tuple[bytes, list[Any]]:
-    """Pickle ``(args, kwargs)``; return the bytes and the objects that became tokens.
+    args: tuple, kwargs: dict, *, function: str, token_of: Callable[[Any], Any] = _no_tokens,
+    oob_threshold: int | None = None,
+) -> tuple[bytes, list[Any], list[memoryview]]:
+    """Pickle ``(args, kwargs)``; return the bytes, the objects that became tokens, and large buffers.
 
     ``token_of(obj)`` returns a picklable token for a future or reference, else ``None``.
+    With ``oob_threshold``, contiguous buffers (NumPy arrays, bytes-likes) of at least that
+    many bytes are left out of the pickle (protocol 5, out of band) and returned as views
+    of the caller's memory; the caller must copy them before the caller's code runs on.
     Raises :class:`SerializationError` naming the argument that could not be pickled.
     """
     if all(type(a) in _SIMPLE_TYPES for a in args) and all(type(v) in _SIMPLE_TYPES for v in kwargs.values()):
-        return pickle.dumps((args, kwargs), PROTOCOL), []
+        return pickle.dumps((args, kwargs), PROTOCOL), [], []
+    buffers: list[memoryview] = []
+    callback = None
+    if oob_threshold is not None:
+        def callback(pb: pickle.PickleBuffer) -> bool:
+            view = pb.raw()
+            if view.nbytes < oob_threshold:
+                return True  # small: keep it inside the pickle
+            buffers.append(view)
+            return False
     buf = io.BytesIO()
-    pickler = _TokenPickler(buf, token_of)
+    pickler = _TokenPickler(buf, token_of, callback)
     try:
         pickler.dump((args, kwargs))
     except Exception as exc:
         raise _diagnose_args(args, kwargs, function, exc) from None
-    return buf.getvalue(), pickler.tokens
+    return buf.getvalue(), pickler.tokens, buffers
 
 
-def loads_args(data: bytes, load_token: Callable[[Any], Any] | None = None) -> tuple[tuple, dict]:
+def loads_args(data: bytes, load_token: Callable[[Any], Any] | None = None,
+               buffers: Any = None) -> tuple[tuple, dict]:
     """Inverse of :func:`dumps_args`; ``load_token(token)`` returns the value a token stands for."""
     if load_token is None:
-        return pickle.loads(data)
-    return _TokenUnpickler(io.BytesIO(data), load_token).load()
+        return pickle.loads(data, buffers=buffers)
+    return _TokenUnpickler(io.BytesIO(data), load_token, buffers).load()
 
 
 def dumps_function(fn: Callable, *, function: str) -> bytes:

@@ -106,10 +106,13 @@ class Runtime:
         self._check_open()
         name = options.name or fn.name
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
-        args_bytes, tokens = dumps_args(args, kwargs, function=name, token_of=self._token_of)
+        args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
+                                                 oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
         fut = Future(tid, name, self._cancel_future)
         task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        if buffers:
+            task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
         self.tasks_submitted += 1
         deps = [t for t in tokens if type(t) is Future]
@@ -123,9 +126,12 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
         self._check_open()
-        args_bytes, tokens = dumps_args((items,), {}, function=fn.name, token_of=self._token_of)
+        args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
+                                                 oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
         task = Task(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(), batch_id=tid)
+        if buffers:
+            task.staged = self.backend.stage_buffers(tid, buffers)
         task.on_batch_done = on_done
         self._tasks[tid] = task
         deps = [t for t in tokens if type(t) is Future]
@@ -212,6 +218,8 @@ class Runtime:
             exc = errors.TaskCancelledError(f"task {name}() (task {task.task_id}) did not run to completion: {reason}")
             for f in self._futures_of(task):
                 f._complete(CANCELLED, error=exc)
+        if not retry:
+            self._release(task)
         if retry:
             task.attempt += 1
             log.info("retrying %s() (task %s), attempt %s", name, task.task_id, task.attempt)
@@ -241,13 +249,20 @@ class Runtime:
         return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
                                        context=f"attempt {task.attempt} of {total} on {where}")
 
+    def _release(self, task: Task) -> None:
+        staged, task.staged = task.staged, None
+        if staged is not None:
+            self.backend.release_staged(staged)
+
     def _complete_error(self, task: Task, exc: BaseException) -> None:
+        self._release(task)
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1
         for f in self._futures_of(task):
             f._complete(ERROR, error=exc)
 
     def _fail_from_dependency(self, task: Task, dep: Future) -> None:
+        self._release(task)
         self._tasks.pop(task.task_id, None)
         exc = dep._error or errors.TaskCancelledError(f"a dependency of task {task.fn.name}() was cancelled")
         state = CANCELLED if dep._state == CANCELLED else ERROR
@@ -270,6 +285,7 @@ class Runtime:
         if task.ready_time:  # launched: the backend stops it
             self.backend.cancel(task)
         else:  # still waiting for its inputs
+            self._release(task)
             self._tasks.pop(task.task_id, None)
         return done
 

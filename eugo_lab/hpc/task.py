@@ -92,6 +92,7 @@ class Task:
         "backend_data",
         "ready_time",
         "on_batch_done",
+        "staged",
     )
 
     def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, tokens: list, options: TaskOptions,
@@ -112,6 +113,7 @@ class Task:
         self.backend_data: Any = None  # backend-private
         self.ready_time = 0.0  # when every input existed and the task went to the backend
         self.on_batch_done: Callable[[Task, Any], None] | None = None  # hpc.map's feeder
+        self.staged: Any = None  # the backend's handle to large argument buffers (out of band)
 
     @property
     def is_batch(self) -> bool:

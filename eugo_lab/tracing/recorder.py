@@ -28,6 +28,8 @@ TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch
 TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
 PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
+_TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
+_FLUSH_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class Recorder:
     def _reset(self) -> None:
         self.tasks = {c: array("q") for c in TASK_INT_COLUMNS}
         self.tasks.update({c: array("d") for c in TASK_FLOAT_COLUMNS})
+        self._pending: list[tuple] = []
         self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d")}
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
@@ -133,6 +136,19 @@ class Recorder:
         self.phase_names = _Strings()
         self.sources = _Strings()
         self.block_kinds = _Strings()
+
+    @property
+    def rows_recorded(self) -> int:
+        """Task rows held now (all open regions together)."""
+        return len(self.tasks["task_id"]) + len(self._pending)
+
+    def _flush(self) -> None:
+        """Move buffered single-task rows into the columns (caller holds the lock)."""
+        pending = self._pending
+        if pending:
+            for name, values in zip(_TASK_COLUMNS, zip(*pending)):
+                self.tasks[name].extend(values)
+            pending.clear()
 
     def _update_active(self) -> None:
         self.active = self._regions > 0 or bool(self._subscribers)
@@ -145,6 +161,7 @@ class Recorder:
                 self._reset()
             self._regions += 1
             self._update_active()
+            self._flush()
             return (len(self.tasks["task_id"]), len(self.phases["row"]), len(self.blocks["kind"]), time.time())
 
     def close_region(self, mark: tuple[int, int, int, float], meta: dict[str, Any]) -> Any:
@@ -154,6 +171,7 @@ class Recorder:
 
         with self._lock:
             t0, p0, b0, start = mark
+            self._flush()
             tasks = {c: col[t0:] for c, col in self.tasks.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
@@ -222,13 +240,14 @@ class Recorder:
             cols = self.tasks
             fcode = self.functions.code(function)
             if item_ids is None or ends is None:
-                row = len(cols["task_id"])
-                for c, v in (("task_id", task_id), ("attempt", attempt), ("function", fcode), ("worker", worker),
-                             ("status", status), ("batch", batch), ("bytes_in", bytes_in), ("bytes_out", bytes_out)):
-                    cols[c].append(v)
-                for c, v in (("submit", submit), ("ready", ready), ("start", start_wall + deser if stats else nan),
-                             ("end", end), ("received", received), ("cpu", cpu), ("deser", deser), ("ser", ser)):
-                    cols[c].append(v)
+                pending = self._pending
+                row = len(cols["task_id"]) + len(pending)
+                # One tuple per task, moved into the columns 1024 at a time: a single append
+                # here keeps tracing cheap on the I/O thread, the batch keeps memory columnar.
+                pending.append((task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
+                                start_wall + deser if stats else nan, end, received, cpu, deser, ser))
+                if len(pending) >= _FLUSH_ROWS:
+                    self._flush()
                 if phases:
                     base = start_wall + deser
                     for name, s, e, pcpu in phases:
@@ -239,6 +258,7 @@ class Recorder:
                         self.phases["cpu"].append(pcpu)
                 rows = [(task_id, start_wall + deser if stats else nan, end)]
             else:
+                self._flush()
                 n = len(item_ids)
                 body_start = start_wall + deser
                 starts = [body_start] + [body_start + e for e in ends[:-1]]
