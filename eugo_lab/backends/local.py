@@ -420,7 +420,12 @@ class LocalBackend(base.Backend):
     def _report(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
         on_done = self._on_done.pop(task.task_id, None)
         if on_done is not None:
-            on_done(task, status, payload, extra, stats, worker)
+            try:
+                on_done(task, status, payload, extra, stats, worker)
+            except Exception:  # noqa: BLE001 - one bad callback must not stop the I/O thread
+                import logging
+
+                logging.getLogger("eugo_lab").exception("completing task %s failed", task.task_id)
 
     def _cancel(self, task: Task) -> None:
         if task.state == _DONE:

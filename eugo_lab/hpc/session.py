@@ -163,18 +163,10 @@ class Runtime:
         name = task.future.function if task.future is not None else task.fn.name
         item_errors = extra if (status == base.OK and task.items is not None) else None
         if self.recorder.active:
-            if worker >= 0 and worker not in self.recorder.workers:
-                for w in self.backend.workers():
-                    self.recorder.worker_seen(w.index, w.host, w.pid)
-            item_status = None
-            if item_errors:
-                item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]
-            self.recorder.record_task(
-                task_id=task.task_id, attempt=task.attempt, function=name, worker=worker, status=status,
-                batch=task.batch_id, submit=task.submit_time, ready=ready, received=received, stats=stats,
-                item_ids=[f.task_id for f in task.items] if task.items is not None else None,
-                item_status=item_status,
-            )
+            try:
+                self._record(task, status, stats, worker, name, ready, received, item_errors)
+            except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
+                log.exception("recording task %s failed", task.task_id)
         retry = False
         if status == base.OK:
             self._tasks.pop(task.task_id, None)
@@ -226,6 +218,20 @@ class Runtime:
             self._launch_retry(task)
         elif map_cb is not None:
             map_cb(task, stats)
+
+    def _record(self, task: Task, status: int, stats: Any, worker: int, name: str, ready: float, received: float,
+                item_errors: Any) -> None:
+        recorder = self.recorder
+        if worker >= 0 and worker not in recorder.workers:
+            for w in self.backend.workers():
+                recorder.worker_seen(w.index, w.host, w.pid)
+        item_status = None
+        if item_errors:
+            item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]
+        recorder.record_task(
+            task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
+            stats, [f.task_id for f in task.items] if task.items is not None else None, item_status,
+        )
 
     def _launch_retry(self, task: Task) -> None:
         task.ready_time = time.time()

@@ -29,7 +29,7 @@ TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "des
 PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 _TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-_FLUSH_ROWS = 1024
+_FLUSH_ROWS = 4096  # rows buffered before a vectorized flush: bounded memory, few NumPy calls
 
 
 @dataclass(frozen=True)
@@ -143,12 +143,30 @@ class Recorder:
         return len(self.tasks["task_id"]) + len(self._pending)
 
     def _flush(self) -> None:
-        """Move buffered single-task rows into the columns (caller holds the lock)."""
+        """Turn buffered fast-path rows into columns, vectorized (caller holds the lock)."""
         pending = self._pending
-        if pending:
-            for name, values in zip(_TASK_COLUMNS, zip(*pending)):
-                self.tasks[name].extend(values)
-            pending.clear()
+        if not pending:
+            return
+        import numpy as np
+
+        self._pending = []
+        task_id, attempt, function, worker, status, batch, submit, ready, received, stats = zip(*pending)
+        # stats: (start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases=None, ends=None)
+        st = np.array([s[:7] for s in stats], dtype=np.float64)
+        start = st[:, 0] + st[:, 3]
+        code = self.functions.code
+        ints = {
+            "task_id": task_id, "attempt": attempt, "function": [code(f) for f in function], "worker": worker,
+            "status": status, "batch": batch, "bytes_in": st[:, 5], "bytes_out": st[:, 6],
+        }
+        floats = {
+            "submit": submit, "ready": ready, "start": start, "end": start + st[:, 1], "received": received,
+            "cpu": st[:, 2], "deser": st[:, 3], "ser": st[:, 4],
+        }
+        for name, values in ints.items():
+            self.tasks[name].frombytes(np.asarray(values, dtype=np.int64).tobytes())
+        for name, values in floats.items():
+            self.tasks[name].frombytes(np.asarray(values, dtype=np.float64).tobytes())
 
     def _update_active(self) -> None:
         self.active = self._regions > 0 or bool(self._subscribers)
@@ -223,10 +241,19 @@ class Recorder:
         """Remember which process a worker index is (hosts and pids for lanes)."""
         self.workers[index] = (host, pid)
 
-    def record_task(self, *, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
+    def record_task(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
                     submit: float, ready: float, received: float, stats: tuple | None,
                     item_ids: list[int] | None = None, item_status: list[int] | None = None) -> None:
         """Append one attempt (or one row per item of a batch) from a backend's stats tuple."""
+        if item_ids is None and stats is not None and stats[7] is None and not self._subscribers:
+            # The common case (a finished task without phases): one tuple appended now,
+            # turned into columns later with NumPy, thousands at a time (see _flush).
+            with self._lock:
+                self._pending.append((task_id, attempt, function, worker, status, batch, submit, ready, received,
+                                      stats))
+                if len(self._pending) >= _FLUSH_ROWS:
+                    self._flush()
+            return
         nan = math.nan
         if stats is None:  # crashed or cancelled before any measurement
             start_wall = end = cpu = deser = ser = nan
@@ -239,15 +266,13 @@ class Recorder:
         with self._lock:
             cols = self.tasks
             fcode = self.functions.code(function)
+            self._flush()
             if item_ids is None or ends is None:
-                pending = self._pending
-                row = len(cols["task_id"]) + len(pending)
-                # One tuple per task, moved into the columns 1024 at a time: a single append
-                # here keeps tracing cheap on the I/O thread, the batch keeps memory columnar.
-                pending.append((task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
-                                start_wall + deser if stats else nan, end, received, cpu, deser, ser))
-                if len(pending) >= _FLUSH_ROWS:
-                    self._flush()
+                row = len(cols["task_id"])
+                values = (task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
+                          start_wall + deser if stats else nan, end, received, cpu, deser, ser)
+                for name, value in zip(_TASK_COLUMNS, values):
+                    cols[name].append(value)
                 if phases:
                     base = start_wall + deser
                     for name, s, e, pcpu in phases:
@@ -258,7 +283,6 @@ class Recorder:
                         self.phases["cpu"].append(pcpu)
                 rows = [(task_id, start_wall + deser if stats else nan, end)]
             else:
-                self._flush()
                 n = len(item_ids)
                 body_start = start_wall + deser
                 starts = [body_start] + [body_start + e for e in ends[:-1]]
