@@ -9,4 +9,17 @@ __version__ = "0.1.0"
 
 from eugo_lab import hpc  # noqa: E402 - after __version__ so submodules can read it
 
-__all__ = ["hpc", "__version__"]
+
+def load_ipython_extension(ipython):  # noqa: ANN001, ANN201 - IPython's hook
+    """``%load_ext eugo_lab``: register the ``%%eugo`` cell magic and the ``%eugo`` line magic."""
+    from eugo_lab.magics import load
+
+    load(ipython)
+
+
+def _jupyter_server_extension_points():  # noqa: ANN202 - Jupyter's hook
+    """Lets ``jupyter server extension enable eugo_lab`` find :mod:`eugo_lab.server`."""
+    return [{"module": "eugo_lab.server"}]
+
+
+__all__ = ["hpc", "__version__", "load_ipython_extension"]
