@@ -112,14 +112,16 @@ class CellOptions:
     export: str | None = None
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
-    def worker_counts(self, default: int) -> list[int]:
-        """Worker counts to run at, in order; the last one is the main run (the live view shows it)."""
-        main = self.workers or default
+    def worker_counts(self, default: int | None) -> list[int | None]:
+        """Worker counts to run at, in order; the last one is the main run (the live view shows it).
+
+        ``default`` is the worker count used when ``-w`` is not given (``None``: the runtime's own).
+        With ``--scaling`` the main run is ``-w`` if given, else the largest count.
+        """
         if self.scaling:
-            counts = list(self.scaling)
-            if self.workers is not None and self.workers not in counts:
-                counts.append(self.workers)
-            return sorted(counts, key=lambda n: (n == main, n))
+            main = self.workers or max(self.scaling)
+            return [n for n in self.scaling if n != main] + [main]
+        main = self.workers or default
         if self.compare and main != 1:
             return [1, main]
         return [main]

@@ -49,16 +49,16 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
-    feed = None
-    timeline_shown = False
+    feed = view = None
     value = error = None
-    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
-        if live and out_mode in ("lab", "kernel"):
-            from eugo_lab.render.live import LiveView
+    if live and out_mode in ("lab", "kernel"):
+        # Built before the trace opens: importing Bokeh takes a second that is not the cell's.
+        from eugo_lab.render.live import LiveView
 
-            t0 = time.time()
-            view = LiveView(n, t0, bokeh_url=display.bokeh_root_url() if out_mode == "lab" else None).show()
-            timeline_shown = view.timeline_shown
+        view = LiveView(n, time.time(), bokeh_url=display.bokeh_root_url() if out_mode == "lab" else None).show()
+    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
+        if view is not None:
+            view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: rt.pending_tasks).start()
         try:
             value = execute(shell, compiled)
@@ -67,7 +67,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
         finally:
             if feed is not None:
                 feed.stop(error=None if error is None else type(error).__name__)
-    return value, error, region.trace, timeline_shown
+    return value, error, region.trace, view is not None and view.timeline_shown
 
 
 def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
@@ -76,14 +76,11 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     compiled = compile_cell(shell, cell)
     out_mode = display.mode(shell)
     rt = session.current(start=False)
-    if opts.compare or opts.scaling:
-        default = opts.workers
-        if default is None:
-            same = rt is not None and (opts.backend is None or rt.backend_name == opts.backend)
-            default = int(rt.backend.info().workers) if same else int(ensure_runtime(opts, None).backend.info().workers)
-        counts: list[int | None] = list(opts.worker_counts(default))
-    else:
-        counts = [opts.workers]
+    default = opts.workers
+    if opts.compare and default is None:  # compare against the runtime's own size (started if needed)
+        same = rt is not None and (opts.backend is None or rt.backend_name == opts.backend)
+        default = int((rt if same else ensure_runtime(opts, None)).backend.info().workers)
+    counts = opts.worker_counts(default)
     runs: list[report.Run] = []
     value: Any = None
     error: BaseException | None = None

@@ -88,7 +88,7 @@ def task_columns(events: Iterable, t0: float, palette: Palette) -> dict[str, lis
         cols["right"].append(ev.end - t0)
         cols["y"].append(lane_of(ev.worker))
         cols["color"].append(color)
-        cols["line_color"].append(FAILED_LINE if failed else color)
+        cols["line_color"].append(FAILED_LINE if failed else "#ffffff")  # white edges separate adjacent bars
         cols["hatch"].append("x" if failed else ("/" if ev.attempt > 1 else " "))
         cols["function"].append(ev.function)
         cols["duration"].append(fmt_seconds(ev.end - ev.start))
