@@ -1,0 +1,162 @@
+"""The analysis result: :class:`Finding`, :class:`Report` and their deterministic text.
+
+The text goes into notebooks compared by nbval, so it contains only rounded numbers,
+function names and source lines shown without machine-specific directories: never pids,
+hostnames or addresses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from eugo_lab.analysis.breakdown import Breakdown
+from eugo_lab.analysis.critical_path import CriticalPath
+
+INFO, WARNING, PROBLEM = "info", "warning", "problem"
+SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, INFO: 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the analysis noticed.
+
+    ``code`` is a stable id (tests and UIs key on it), ``term`` the vocabulary term it
+    illustrates, ``verdict`` one short sentence, ``evidence`` the numbers behind it,
+    ``advice`` one concrete next step, ``related`` further vocabulary terms the advice uses,
+    ``severity`` one of ``"problem"``, ``"warning"``, ``"info"``.
+    """
+
+    code: str
+    term: str
+    severity: str
+    verdict: str
+    advice: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    related: tuple[str, ...] = ()
+
+    def to_text(self) -> str:
+        """Two lines: ``[severity] Term: verdict`` and the advice."""
+        return f"[{self.severity}] {self.term}: {self.verdict}\n    -> {self.advice}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`eugo_lab.analysis.analyze` found in a trace.
+
+    ``wall_time``: seconds of the analysed window (the region, widened to cover every
+    task's submit..received span; see :class:`eugo_lab.analysis.timeline.Window`).
+    ``serial_time``: the sum of task body times of successful and failed attempts, i.e.
+    roughly what one worker would have spent computing. ``speedup`` = serial / wall,
+    ``workers`` the ideal speedup, ``efficiency`` = speedup / workers.
+    """
+
+    tasks: int
+    functions: tuple[str, ...]
+    backend: str
+    workers: int
+    wall_time: float
+    serial_time: float
+    breakdown: Breakdown
+    critical_path: CriticalPath
+    findings: tuple[Finding, ...]
+
+    @property
+    def speedup(self) -> float:
+        """``serial_time / wall_time`` (0 for an empty window)."""
+        return self.serial_time / self.wall_time if self.wall_time > 0 else 0.0
+
+    @property
+    def efficiency(self) -> float:
+        """``speedup / workers``: 1.0 means every worker computed all the time."""
+        return self.speedup / self.workers if self.workers else 0.0
+
+    def finding(self, code: str) -> Finding | None:
+        """The first finding with this ``code``, or None."""
+        return next((f for f in self.findings if f.code == code), None)
+
+    def codes(self) -> list[str]:
+        """The codes of all findings, in report order."""
+        return [f.code for f in self.findings]
+
+    def to_text(self) -> str:
+        """A deterministic plain-text report (same trace, same text)."""
+        b = self.breakdown
+        lines = [
+            f"{self.tasks} task{'s' if self.tasks != 1 else ''} on {self.workers} "
+            f"worker{'s' if self.workers != 1 else ''} ({self.backend})",
+            f"wall time {fmt_s(self.wall_time)}, serial time {fmt_s(self.serial_time)}, "
+            f"speedup {fmt_x(self.speedup)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency)",
+            f"worker time ({self.workers} x {fmt_s(self.wall_time)} = {fmt_s(b.worker_time)}):",
+        ]
+        total = b.worker_time
+        for name, v in b.worker_categories().items():
+            share = v / total if total > 0 else 0.0
+            lines.append(f"  {name:<14} {fmt_s(v):>9}  {fmt_pct(share):>4}")
+        lines.append(f"driver blocked in get()/wait() {fmt_s(b.driver_blocked)}; "
+                     f"tasks queued for a busy worker {fmt_s(b.queue_wait)} in total")
+        cp = self.critical_path
+        if len(cp):
+            lines.append(f"critical path {len(cp)} task{'s' if len(cp) != 1 else ''}, {fmt_s(cp.length)} "
+                         f"({fmt_pct(cp.fraction)} of wall time)")
+        lines.append("findings:")
+        lines.extend("  " + f.to_text().replace("\n", "\n  ") for f in self.findings)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.to_text())
+
+
+# -- formatting: fixed rounding so reports are stable ---------------------------------------------
+def fmt_s(x: float) -> str:
+    """Seconds with 3 significant digits in a readable unit (``1.23 s``, ``45.6 ms``, ``789 us``)."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    ax = abs(x)
+    if ax == 0:
+        return "0 s"
+    if ax >= 3600:
+        return f"{x / 3600:.3g} h"
+    if ax >= 60:
+        return f"{x / 60:.3g} min"
+    if ax >= 1:
+        return f"{x:.3g} s"
+    if ax >= 1e-3:
+        return f"{x * 1e3:.3g} ms"
+    return f"{x * 1e6:.3g} us"
+
+
+def fmt_x(x: float) -> str:
+    """A ratio such as a speedup: ``3.2x``."""
+    return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
+
+
+def fmt_pct(x: float) -> str:
+    """A share as a whole percentage: ``42%``."""
+    return f"{x * 100:.0f}%"
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes in a readable unit (powers of 1000)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+_CELL = re.compile(r"(ipykernel_\d+|<ipython-input-)")
+
+
+def display_source(source: str) -> str:
+    """``file:line`` without directories; notebook cells (whose temp paths hold a pid) as ``cell line N``."""
+    path, _, line = source.rpartition(":")
+    if not path:
+        return source
+    if _CELL.search(path):
+        return f"cell line {line}"
+    return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"

@@ -1,0 +1,253 @@
+"""Replay a trace on other worker counts: "what if I had 1, 2, ..., 1024 workers?".
+
+The model (list scheduling, greedy):
+
+- Each dispatch unit (task attempt or map batch) keeps its measured worker occupancy
+  (unpickle + body + pickle), its dispatch latency (from the moment both it and its worker
+  were available until the worker started on it) and its return latency (worker done →
+  driver received).
+- Units are taken in the order they became ready and each goes to the worker that frees
+  up first. A worker that finishes one unit needs the measured *turnaround* (median gap
+  between a worker's units when the next one was already queued) before it starts the next.
+- Dependency ordering is kept: a unit that became ready only after other units' results
+  had arrived (see :mod:`eugo_lab.analysis.critical_path`) becomes ready in the replay
+  the same interval after the latest of those results arrives in the replay. Units with
+  no such predecessor keep their measured ready time: that is driver time (submission,
+  the driver's own code) and stays serial.
+- The run ends when both the last result has arrived plus the driver time measured after
+  the final wait returned, and the driver's own (non-blocked) time after its last
+  submission has passed (only for traces with recorded get()/wait() spans: without them
+  the driver is assumed to have waited for the results).
+
+Assumptions: task durations do not depend on the worker count (each worker has its own
+core: beyond this machine's cores that means a cluster), transfers do not contend, and
+the tasks are those of the trace (failed attempts included, crashed ones without a
+measured body left out).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from eugo_lab.analysis.breakdown import availability
+from eugo_lab.analysis.critical_path import TOLERANCE
+from eugo_lab.analysis.timeline import Units, measure, units, window
+from eugo_lab.tracing.trace import Trace
+
+DEFAULT_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class SimRow:
+    """Predicted wall time at one worker count (speedup/efficiency vs the 1-worker replay)."""
+
+    workers: int
+    wall_time: float
+    speedup: float
+    efficiency: float
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Everything the simulator needs, extracted once from a trace (times relative to its start)."""
+
+    ready: np.ndarray       # measured ready time
+    occupancy: np.ndarray   # worker seconds per unit
+    pre: np.ndarray         # dispatch latency with a free worker
+    post: np.ndarray        # return latency
+    received: np.ndarray    # measured received time
+    turnaround: float       # worker gap between back-to-back units
+    after_results: float    # driver time after the last result and the last wait
+    after_submit: float     # driver's non-blocked time after its last submission
+    wall_time: float        # measured
+
+    def __len__(self) -> int:
+        return int(self.ready.shape[0])
+
+
+def replay_of(trace: Trace, u: Units | None = None) -> Replay:
+    """Extract the replay model's inputs from a trace."""
+    u = units(trace) if u is None else u
+    win = window(trace)
+    t0 = win.start
+    avail, queued = availability(u)
+    pre = np.maximum(u.occ_start - avail, 0.0)
+    # Median, not mean: one slow dispatch (a worker restart) must not slow every replayed task.
+    turnaround = float(np.median(pre[queued])) if queued.any() else 0.0
+    if len(u):
+        last_rcv = float(u.received.max())
+        last_ready = float(u.ready.max())
+        b = trace.blocks
+        ends = b["end"][np.isfinite(b["end"])]
+        last_wait = float(ends.max()) if len(ends) else last_rcv
+        after_results = max(win.end - max(last_rcv, last_wait), 0.0)
+        lo = np.clip(b["start"], last_ready, win.end)
+        hi = np.clip(b["end"], last_ready, win.end)
+        # Without any recorded get()/wait() we cannot tell the driver's own work from waiting
+        # for results (waits outside get()/wait(), e.g. as_completed(), are not recorded), so
+        # assume it waited: the results then bound the end.
+        after_submit = max((win.end - last_ready) - measure(lo, hi), 0.0) if len(ends) else 0.0
+    else:
+        after_results = after_submit = 0.0
+    return Replay(ready=u.ready - t0, occupancy=np.maximum(u.occ_end - u.occ_start, 0.0), pre=pre,
+                  post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
+                  after_results=after_results, after_submit=after_submit, wall_time=win.length)
+
+
+def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None = None,
+           spacing: float = 0.0) -> float:
+    """Predicted wall time of replay ``r`` on ``workers`` workers.
+
+    ``copies``/``partial``/``spacing`` serve :func:`scale`: the units run ``copies`` times
+    plus once more for the unit indices in ``partial``; copy ``k`` is ready ``k × spacing``
+    later, and dependencies are inferred within each copy only.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    n = len(r)
+    if n == 0:
+        return r.wall_time
+    order = np.lexsort((r.received, r.ready))
+    by_rcv = np.argsort(r.received, kind="stable").tolist()
+    n_done = np.searchsorted(r.received[by_rcv], r.ready[order] + TOLERANCE, side="right").tolist()
+    ready_l, pre_l, occ_l, post_l, rcv_l = (r.ready.tolist(), r.pre.tolist(), r.occupancy.tolist(),
+                                            r.post.tolist(), r.received.tolist())
+    # (shifted ready, copy, position in order) for every unit instance, processed by ready time.
+    present = [np.ones(n, dtype=bool)] * copies
+    if partial is not None and len(partial):
+        extra = np.zeros(n, dtype=bool)
+        extra[partial] = True
+        present = present + [extra]
+    jobs = []
+    order_l = order.tolist()
+    for c, pres in enumerate(present):
+        for k, j in enumerate(order_l):
+            if pres[j]:
+                jobs.append((ready_l[j] + c * spacing, c, k))
+    jobs.sort()
+    nc = len(present)
+    sim_rcv = [[math.nan] * n for _ in range(nc)]
+    ptr = [0] * nc
+    f_meas = [-math.inf] * nc
+    f_sim = [-math.inf] * nc
+    heap = [(0.0, w) for w in range(min(workers, len(jobs)))]
+    used: set[int] = set()
+    turn = r.turnaround
+    last_ready = 0.0
+    last_rcv = -math.inf
+    for _, c, k in jobs:
+        j = order_l[k]
+        rc = sim_rcv[c]
+        while ptr[c] < n_done[k]:
+            i = by_rcv[ptr[c]]
+            s = rc[i]
+            if s == s:  # s == s: the predecessor exists in this copy and was replayed
+                if rcv_l[i] > f_meas[c]:
+                    f_meas[c] = rcv_l[i]
+                if s > f_sim[c]:
+                    f_sim[c] = s
+            ptr[c] += 1
+        ready = ready_l[j] + c * spacing
+        if f_meas[c] != -math.inf:
+            ready += f_sim[c] - f_meas[c]
+        last_ready = max(last_ready, ready)
+        t_free, w = heapq.heappop(heap)
+        start = max(ready + pre_l[j], t_free + turn if w in used else t_free)
+        end = start + occ_l[j]
+        used.add(w)
+        heapq.heappush(heap, (end, w))
+        rc[j] = end + post_l[j]
+        last_rcv = max(last_rcv, rc[j])
+    return max(last_rcv + r.after_results, last_ready + r.after_submit)
+
+
+def simulate(trace: Trace, workers: Iterable[int] = DEFAULT_WORKERS) -> list[SimRow]:
+    """Predict the wall time of this trace's work on each worker count (see the module docstring).
+
+    Speedup and efficiency are relative to the replay on 1 worker, so the rows compare
+    like with like (the same model, the same overheads).
+    """
+    r = replay_of(trace)
+    base = replay(r, 1)
+    rows = []
+    for w in workers:
+        t = replay(r, int(w))
+        s = base / t if t > 0 else math.inf
+        rows.append(SimRow(workers=int(w), wall_time=t, speedup=s, efficiency=s / int(w)))
+    return rows
+
+
+def to_dataframe(rows: Sequence[SimRow]) -> object:
+    """A pandas DataFrame with columns ``workers, wall_time, speedup, efficiency``."""
+    import pandas as pd
+
+    return pd.DataFrame([{"workers": x.workers, "wall_time": x.wall_time, "speedup": x.speedup,
+                          "efficiency": x.efficiency} for x in rows])
+
+
+@dataclass(frozen=True)
+class WorkersFor:
+    """Answer of :func:`workers_for`: ``workers`` is None when the target is out of reach (see ``reason``)."""
+
+    workers: int | None
+    wall_time: float
+    reason: str
+
+
+def workers_for(trace: Trace, target_time: float, max_workers: int = 1 << 16) -> WorkersFor:
+    """The fewest workers whose predicted wall time is at most ``target_time`` seconds.
+
+    Searches powers of two, then bisects between the last two (list scheduling is nearly
+    but not strictly monotone in the worker count, so the answer can be off by a little
+    where adding a worker reorders the tail). Unreachable when even one worker per task
+    misses the target: the critical path and the driver's serial time then set the floor.
+    """
+    r = replay_of(trace)
+    cap = max(1, min(max_workers, max(len(r), 1)))
+    floor = replay(r, cap)
+    if floor > target_time:
+        return WorkersFor(None, floor, (
+            f"unreachable: even {cap} worker{'s' if cap != 1 else ''} (one per task) take {floor:.3g} s; the "
+            "chain of dependent tasks and the driver's serial time set that floor"))
+    lo, hi = 0, 1
+    while hi < cap and replay(r, hi) > target_time:
+        lo, hi = hi, min(hi * 2, cap)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if replay(r, mid) <= target_time:
+            hi = mid
+        else:
+            lo = mid
+    t = replay(r, hi)
+    return WorkersFor(hi, t, f"{hi} worker{'s' if hi != 1 else ''} finish in about {t:.3g} s")
+
+
+def scale(trace: Trace, factor: float, workers: int) -> float:
+    """Predicted wall time for ``factor`` times as many tasks on ``workers`` workers.
+
+    Assumes the extra tasks are more of the same (data-parallel growth: more items for the
+    same functions): the trace's units are repeated ``floor(factor)`` times plus a
+    fraction of them (the first ones in ready order). Copy ``k`` becomes ready ``k`` times
+    the driver's submission span later, so submitting stays serial; dependency chains
+    repeat within each copy (they do not get longer). Driver time after the last
+    submission and after the last result is kept once.
+    """
+    if factor <= 0:
+        raise ValueError(f"factor must be positive, got {factor}")
+    r = replay_of(trace)
+    n = len(r)
+    if n == 0:
+        return r.wall_time
+    whole, frac = int(math.floor(factor)), factor - math.floor(factor)
+    order = np.argsort(r.ready, kind="stable")
+    part = order[: int(round(frac * n))]
+    # Spacing between consecutive submissions, so that copy k follows copy k-1's submission.
+    span = float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1)
+    if whole == 0 and not len(part):
+        part = order[:1]
+    return replay(r, workers, copies=whole, partial=part, spacing=span)

@@ -1,0 +1,97 @@
+"""Breakdown, wall/serial time, speedup and critical path on fully specified traces."""
+
+from __future__ import annotations
+
+import pytest
+from trace_builder import TraceBuilder, even_trace
+
+from eugo_lab.analysis import analyze, breakdown, critical_path
+
+approx = pytest.approx
+
+
+def test_even_run_is_all_compute():
+    r = analyze(even_trace(workers=2, per_worker=2))
+    assert r.wall_time == approx(2.0)
+    assert r.serial_time == approx(4.0)
+    assert r.speedup == approx(2.0)
+    assert r.efficiency == approx(1.0)
+    assert r.workers == 2
+    b = r.breakdown
+    assert (b.compute, b.serialization, b.scheduling, b.transfer, b.idle) == approx((4.0, 0, 0, 0, 0), abs=1e-9)
+    assert b.queue_wait == approx(2.0)  # the second task on each worker waited 1 s for it
+    assert b.driver_blocked == 0
+
+
+def test_worker_categories_add_up_to_worker_time():
+    b = TraceBuilder(workers=2)
+    # Worker 0: ready at 0, starts unpickling at 0.2 (0.2 s waiting: 0.1 transfer of 100 MB at 1 GB/s, 0.1
+    # scheduling), unpickles 0.1, body 0.3..1.3, pickles 0.05.
+    b.task(worker=0, ready=0.0, start=0.3, end=1.3, deser=0.1, ser=0.05, bytes_in=100_000_000)
+    # Worker 1: one 0.5 s task that starts at once; idle the rest of the 2 s region.
+    b.task(worker=1, ready=0.0, start=0.0, end=0.5)
+    b.block(0.0, 1.5, futures=2)
+    t = b.build(end=2.0)
+    bd = breakdown(t)
+    assert bd.wall_time == approx(2.0)
+    assert bd.compute == approx(1.5)
+    assert bd.serialization == approx(0.15)
+    assert bd.transfer == approx(0.1)
+    assert bd.scheduling == approx(0.1)
+    assert bd.idle == approx(4.0 - 1.5 - 0.15 - 0.2)
+    assert sum(bd.worker_categories().values()) == approx(bd.worker_time)
+    assert bd.driver_blocked == approx(1.5)
+
+
+def test_serial_time_counts_failed_but_not_crashed():
+    b = TraceBuilder(workers=1)
+    b.task(start=0, end=1, status=0)
+    b.task(start=1, end=1.5, status=1)  # failed: it ran
+    b.task(start=1.5, end=3, status=2)  # crashed: its time is unknown to the body column
+    r = analyze(b.build())
+    assert r.serial_time == approx(1.5)
+
+
+def test_wall_time_widens_to_cover_tasks_outside_region():
+    b = TraceBuilder(workers=1)
+    b.task(start=0.0, end=1.0, received=3.0)
+    t = b.build(end=2.0)
+    assert t.wall_time == approx(2.0)
+    assert analyze(t).wall_time == approx(3.0)
+
+
+def test_critical_path_follows_ready_after_received():
+    b = TraceBuilder(workers=4)
+    a = b.task("load", worker=0, ready=0.0, start=0.0, end=1.0)  # received 1.0
+    b.task("step", worker=1, ready=1.0, start=1.0, end=2.5)  # ready when load's result arrived
+    b.task("step", worker=2, ready=2.5, start=2.5, end=3.0)
+    b.task("side", worker=3, ready=0.0, start=0.0, end=2.0)  # independent and longer than load
+    cp = critical_path(b.build())
+    assert a == 0
+    assert cp.task_ids == (1, 2, 3)
+    assert cp.functions == ("load", "step", "step")
+    assert cp.length == approx(3.0)
+    assert cp.fraction == approx(1.0)
+
+
+def test_critical_path_of_independent_tasks_is_the_longest_task():
+    b = TraceBuilder(workers=4)
+    for w, d in enumerate([1.0, 2.0, 0.5]):
+        b.task(worker=w, ready=0.0, start=0.0, end=d)
+    cp = critical_path(b.build())
+    assert cp.task_ids == (2,)
+    assert cp.length == approx(2.0)
+
+
+def test_map_batch_rows_form_one_unit():
+    b = TraceBuilder(workers=1)
+    # One hpc.map batch of 3 items (rows share batch, ready, received); deser/ser split per item.
+    for k in range(3):
+        b.task("sq", ready=0.0, start=0.1 + 0.1 * k, end=0.2 + 0.1 * k, received=0.5, deser=0.01, ser=0.01,
+               batch=7, task_id=10 + k)
+    t = b.build()
+    cp = critical_path(t)
+    assert cp.task_ids == (10,)
+    r = analyze(t)
+    assert r.serial_time == approx(0.3)
+    assert r.breakdown.serialization == approx(0.06)

@@ -1,0 +1,247 @@
+"""Each finding fires on a synthetic trace built to show it (exact numbers) and not on a near miss."""
+
+from __future__ import annotations
+
+import pytest
+from trace_builder import TraceBuilder, even_trace
+
+from eugo_lab.analysis import analyze, cost
+
+approx = pytest.approx
+
+
+def codes(trace):
+    return analyze(trace).codes()
+
+
+# -- Speedup ---------------------------------------------------------------------------------------
+def test_speedup_always_present_and_graded():
+    good = analyze(even_trace(workers=4, per_worker=3)).finding("speedup")
+    assert good.term == "Speedup" and good.severity == "info"
+    assert good.evidence["speedup"] == approx(4.0) and good.evidence["efficiency"] == approx(1.0)
+    b = TraceBuilder(workers=4)
+    b.task(worker=0, start=0, end=1)
+    b.task(worker=0, start=1, end=2)
+    poor = analyze(b.build()).finding("speedup")
+    assert poor.severity == "problem"  # 1x of 4: 25% efficiency
+    assert poor.evidence["speedup"] == approx(1.0)
+    assert poor.verdict == "1x on 4 workers, ideal 4x (25% efficiency): 2 s of task time in 2 s."
+    assert "idle" in poor.advice
+
+
+# -- Straggler and Long tail ------------------------------------------------------------------------
+def straggler_trace(slow: float) -> object:
+    b = TraceBuilder(workers=4)
+    for w in range(4):
+        b.task("f", worker=w, ready=0.0, start=0.0, end=0.1)
+    for w in range(3):
+        b.task("f", worker=w, ready=0.0, start=0.1, end=0.2)
+    b.task("f", worker=3, ready=0.0, start=0.1, end=0.1 + slow, task_id=99)
+    return b.build()
+
+
+def test_straggler_found_with_tail_cost():
+    r = analyze(straggler_trace(1.0))
+    f = r.finding("straggler")
+    assert f.term == "Straggler"
+    assert f.evidence["median"] == approx(0.1)
+    assert f.evidence["tasks"] == [{"task_id": 99, "duration": approx(1.0)}]
+    assert f.evidence["tail_cost"] == approx(0.9)  # last end 1.1 -> 0.2 had it taken the median
+    assert "task 99" in f.verdict
+
+
+def test_long_tail_found():
+    f = analyze(straggler_trace(1.0)).finding("long-tail")
+    assert f.term == "Long tail"
+    assert f.evidence["tail"] == approx(0.9)
+    assert f.evidence["fraction"] == approx(0.9 / 1.1)
+    assert f.evidence["idle_worker_time"] == approx(4 * 0.9 - 0.9)
+    assert f.evidence["tasks"] == [99]
+
+
+def test_no_straggler_below_ratio_or_floor():
+    assert "straggler" not in codes(straggler_trace(0.25))  # 2.5x the median
+    b = TraceBuilder(workers=1)
+    for k in range(5):
+        b.task(start=0.01 * k, end=0.01 * k + 0.001)
+    b.task(start=0.1, end=0.11)  # 10x the median but only 9 ms longer
+    assert "straggler" not in codes(b.build())
+
+
+def test_no_long_tail_when_workers_finish_together():
+    assert "long-tail" not in codes(even_trace(workers=4, per_worker=3))
+    b = TraceBuilder(workers=4)
+    for w in range(4):
+        b.task(worker=w, ready=0.0, start=0.0, end=1.0)
+    b.task(worker=0, ready=0.0, start=1.0, end=1.2)  # tail 0.2 of 1.2 s = 17% < 20%
+    assert "long-tail" not in codes(b.build())
+
+
+# -- Blocking ---------------------------------------------------------------------------------------
+def blocking_trace(get_inside_loop: bool) -> object:
+    b = TraceBuilder(workers=2)
+    t = 0.0
+    for k in range(5):
+        if get_inside_loop:
+            b.task("g", worker=k % 2, submit=t, ready=t, start=t + 0.01, end=t + 0.11, received=t + 0.12)
+            b.block(t + 0.001, t + 0.121, futures=1, source="/home/student/loop.py:7")
+            t += 0.13
+        else:
+            b.task("g", worker=k % 2, submit=0.001 * k, ready=0.001 * k, start=0.13 * k, end=0.13 * k + 0.1,
+                   received=0.13 * k + 0.11)
+    if not get_inside_loop:
+        for k in range(5):
+            b.block(0.01 if k == 0 else 0.13 * (k - 1) + 0.111, 0.13 * k + 0.111, futures=1)
+    return b.build()
+
+
+def test_blocking_found_with_source_line():
+    f = analyze(blocking_trace(True)).finding("blocking")
+    assert f.term == "Blocking" and f.severity == "problem"
+    assert f.evidence["source"] == "/home/student/loop.py:7"
+    assert f.evidence["serialized_tasks"] == 5
+    assert f.evidence["blocked"] == approx(5 * 0.12)
+    assert f.evidence["concurrency"] == approx(1.0)
+    assert "(loop.py:7)" in f.verdict and "/home/student" not in f.verdict
+    assert "loop.py:7" in f.advice
+
+
+def test_no_blocking_when_all_submitted_first():
+    r = analyze(blocking_trace(False))
+    assert "blocking" not in r.codes()
+
+
+def test_blocking_explains_the_chain_so_no_fan_out():
+    assert "critical-path" not in codes(blocking_trace(True))
+
+
+# -- Scheduling overhead / Batching ----------------------------------------------------------------
+def small_tasks_trace(body: float) -> object:
+    b = TraceBuilder(workers=1)
+    for k in range(20):
+        r = 0.02 * k
+        b.task("tiny", ready=r, start=r + 0.002, end=r + 0.002 + body, received=r + 0.004 + body)
+    return b.build()
+
+
+def test_tasks_too_small_suggests_batch():
+    f = analyze(small_tasks_trace(0.001)).finding("tasks-too-small")
+    assert f.term == "Scheduling overhead" and f.related == ("Batching",)
+    assert f.evidence["median_body"] == approx(0.001)
+    assert f.evidence["median_overhead"] == approx(0.004)
+    assert f.evidence["total_overhead"] == approx(0.08)
+    # 0.2 s / 1 ms = 200 items, capped at 20 items / (2 batches x 1 worker) = 10.
+    assert f.evidence["suggested_batch"] == 10
+    assert f.severity == "problem"
+    assert "batch=10" in f.advice
+
+
+def test_tasks_not_too_small_when_body_dominates():
+    assert "tasks-too-small" not in codes(small_tasks_trace(0.01))
+
+
+# -- I/O-bound / Compute-bound ---------------------------------------------------------------------
+def test_io_and_compute_bound_per_function_and_phase():
+    b = TraceBuilder(workers=2, cores=2)
+    b.task("fetch", worker=0, start=0, end=1, cpu=0.1)
+    row = b.task("crunch", worker=1, start=0, end=1, cpu=0.95)
+    b.task("tiny", worker=1, start=1, end=1.05, cpu=0.0)  # 2.5% of serial time: no verdict
+    b.phase(row, "read", 0.0, 0.5, 0.02)
+    b.phase(row, "compute", 0.5, 1.0, 0.5)
+    r = analyze(b.build())
+    io = [f for f in r.findings if f.code == "io-bound"]
+    cb = [f for f in r.findings if f.code == "compute-bound"]
+    assert [f.evidence["function"] for f in io] == ["fetch()"]
+    assert io[0].term == "I/O-bound" and io[0].evidence["cpu_ratio"] == approx(0.1)
+    assert "hpc.init(workers=4)" in io[0].advice
+    assert [f.evidence["function"] for f in cb] == ["crunch()"]
+    assert cb[0].term == "Compute-bound" and cb[0].evidence["cpu_ratio"] == approx(0.95)
+    assert r.finding("io-bound-phase").evidence["phase"] == "phase 'read'"
+    assert r.finding("compute-bound-phase").evidence["phase"] == "phase 'compute'"
+    assert not any("tiny" in str(f.evidence.get("function")) for f in r.findings)
+
+
+def test_mixed_ratio_is_neither():
+    b = TraceBuilder(workers=1)
+    b.task("mixed", start=0, end=1, cpu=0.65)
+    assert not {"io-bound", "compute-bound"} & set(codes(b.build()))
+
+
+# -- Serialization ---------------------------------------------------------------------------------
+def test_serialization_time_dominates():
+    b = TraceBuilder(workers=1)
+    b.task("big", start=0.2, end=0.5, deser=0.2, ser=0.1, bytes_in=300_000_000, bytes_out=1000)
+    f = analyze(b.build()).finding("serialization")
+    assert f.term == "Serialization"
+    assert f.evidence["serialization"] == approx(0.3)
+    assert f.evidence["share"] == approx(0.5)
+    assert f.evidence["function"] == "big"
+
+
+def test_repeated_large_argument_suggests_put():
+    b = TraceBuilder(workers=2)
+    for k in range(4):
+        b.task("model", worker=k % 2, ready=0.0, start=1.0 * (k // 2), end=1.0 * (k // 2) + 1, bytes_in=5_000_000)
+    f = analyze(b.build()).finding("repeated-argument")
+    assert f.term == "Serialization"
+    assert f.evidence == {"function": "model", "bytes": 5_000_000, "count": 4, "total_bytes": 20_000_000}
+    assert "hpc.put" in f.advice
+    assert "serialization" not in codes(b.build())  # no (un)pickling time recorded
+
+
+def test_no_serialization_findings_for_small_or_distinct_arguments():
+    b = TraceBuilder(workers=1)
+    for k in range(4):
+        b.task("f", start=k, end=k + 1, bytes_in=900_000)  # under 1 MB
+    for k in range(4):
+        b.task("g", start=4 + k, end=5 + k, bytes_in=2_000_000 + k)  # different sizes
+    assert not {"serialization", "repeated-argument"} & set(codes(b.build()))
+
+
+# -- Critical path: Fan-out / Partition ------------------------------------------------------------
+def test_fan_out_for_a_chain_of_steps():
+    b = TraceBuilder(workers=4)
+    for k in range(4):
+        b.task("step", worker=0, ready=float(k), start=float(k), end=k + 1.0)
+    f = analyze(b.build()).finding("critical-path")
+    assert f.term == "Fan-out"
+    assert f.evidence["tasks"] == [1, 2, 3, 4]
+    assert f.evidence["length"] == approx(4.0) and f.evidence["fraction"] == approx(1.0)
+    assert f.evidence["idle_share"] == approx(0.75)
+
+
+def test_partition_for_one_dominant_task():
+    b = TraceBuilder(workers=4)
+    b.task("big", worker=0, ready=0.0, start=0.0, end=3.0)
+    for w in (1, 2, 3):
+        b.task("small", worker=w, ready=0.0, start=0.0, end=0.1)
+    f = analyze(b.build()).finding("critical-path")
+    assert f.term == "Partition"
+    assert f.evidence["tasks"] == [1]
+    assert "big()" in f.advice
+
+
+def test_no_critical_path_finding_when_workers_are_busy():
+    # 4 equal tasks on 4 workers: the path is the whole run but nobody was idle.
+    assert "critical-path" not in codes(even_trace(workers=4, per_worker=1))
+
+
+# -- Idle cluster ----------------------------------------------------------------------------------
+def test_idle_cluster_cost():
+    t = even_trace(workers=2, per_worker=2)  # 2 workers x 2 s
+    c = cost(t, price_per_worker_hour=3600.0, idle=10.0)  # 1 per worker-second
+    assert c.run_cost == approx(4.0)
+    assert c.idle_cost == approx(20.0)
+    assert c.total == approx(24.0)
+    assert c.wasted_in_run == approx(0.0)
+    (f,) = c.findings
+    assert f.term == "Idle cluster" and f.code == "idle-cluster"
+    assert f.evidence["share"] == approx(20 / 24)
+
+
+def test_no_idle_cluster_when_idle_is_short():
+    import datetime
+
+    c = cost(even_trace(workers=2, per_worker=2), price_per_worker_hour=3600.0, idle=datetime.timedelta(seconds=0.1))
+    assert c.idle_cost == approx(0.2)
+    assert c.findings == ()

@@ -1,0 +1,87 @@
+"""Build fully specified synthetic traces for analysis tests (a fake clock, like pyinstrument's tests).
+
+Times given to the builder are seconds relative to ``T0``; every unspecified field gets a
+documented default so each test states only what it is about.
+"""
+
+from __future__ import annotations
+
+from eugo_lab.tracing.recorder import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
+from eugo_lab.tracing.trace import Trace
+
+T0 = 1000.0
+
+
+class TraceBuilder:
+    def __init__(self, workers: int = 2, backend: str = "local", cores: int = 2):
+        self.meta = {"backend": backend, "workers": workers, "cores": cores, "threads_per_worker": 1}
+        self.tasks: dict[str, list] = {c: [] for c in TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS}
+        self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": []}
+        self.blocks: dict[str, list] = {"kind": [], "start": [], "end": [], "futures": [], "source": []}
+        self.functions: list[str] = []
+        self.phase_names: list[str] = []
+        self.sources: list[str] = []
+        self.block_kinds: list[str] = []
+        self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
+        self._next_id = 1
+
+    @staticmethod
+    def _code(table: list[str], name: str) -> int:
+        if name not in table:
+            table.append(name)
+        return table.index(name)
+
+    def task(self, fn: str = "f", *, worker: int = 0, start: float, end: float, ready: float | None = None,
+             submit: float | None = None, received: float | None = None, cpu: float | None = None,
+             deser: float = 0.0, ser: float = 0.0, bytes_in: int = 100, bytes_out: int = 100, status: int = 0,
+             batch: int = -1, attempt: int = 1, task_id: int | None = None) -> int:
+        """Add one row; ``ready``/``submit`` default to ``start - deser``, ``received`` to ``end + ser``,
+        ``cpu`` to the body time. Returns the row index."""
+        ready = start - deser if ready is None else ready
+        submit = ready if submit is None else submit
+        received = end + ser if received is None else received
+        cpu = end - start if cpu is None else cpu
+        if task_id is None:
+            task_id = self._next_id
+        self._next_id = max(self._next_id, task_id) + 1
+        row = len(self.tasks["task_id"])
+        ints = dict(task_id=task_id, attempt=attempt, function=self._code(self.functions, fn), worker=worker,
+                    status=status, batch=batch, bytes_in=bytes_in, bytes_out=bytes_out)
+        floats = dict(submit=T0 + submit, ready=T0 + ready, start=T0 + start, end=T0 + end, received=T0 + received,
+                      cpu=cpu, deser=deser, ser=ser)
+        for k, v in {**ints, **floats}.items():
+            self.tasks[k].append(v)
+        return row
+
+    def phase(self, row: int, name: str, start: float, end: float, cpu: float) -> None:
+        self.phases["row"].append(row)
+        self.phases["name"].append(self._code(self.phase_names, name))
+        self.phases["start"].append(T0 + start)
+        self.phases["end"].append(T0 + end)
+        self.phases["cpu"].append(cpu)
+
+    def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
+              source: str = "/home/student/loop.py:7") -> None:
+        self.blocks["kind"].append(self._code(self.block_kinds, kind))
+        self.blocks["start"].append(T0 + start)
+        self.blocks["end"].append(T0 + end)
+        self.blocks["futures"].append(futures)
+        self.blocks["source"].append(self._code(self.sources, source))
+
+    def build(self, end: float | None = None, start: float = 0.0) -> Trace:
+        """The trace; the region spans ``start``..``end`` (default: the last received time)."""
+        if end is None:
+            end = max([r - T0 for r in self.tasks["received"]] + [e - T0 for e in self.blocks["end"]] + [start])
+        return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks,
+                                  functions=self.functions, phase_names=self.phase_names, sources=self.sources,
+                                  block_kinds=self.block_kinds, workers=self.workers,
+                                  meta={**self.meta, "region_start": T0 + start, "region_end": T0 + end})
+
+
+def even_trace(workers: int = 2, per_worker: int = 2, duration: float = 1.0, fn: str = "f") -> Trace:
+    """``workers × per_worker`` independent tasks, all ready at 0, back to back with no overhead."""
+    b = TraceBuilder(workers=workers)
+    for k in range(per_worker):
+        for w in range(workers):
+            b.task(fn, worker=w, ready=0.0, start=k * duration, end=(k + 1) * duration)
+    return b.build()
