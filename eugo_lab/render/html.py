@@ -123,18 +123,17 @@ def speedup_svg(measured: list[tuple[int, float]], simulated: list[tuple[int, fl
 
 
 def findings_html(findings: list) -> str:
-    """Findings: verdict, next step, code, glossary term (all escaped)."""
+    """Findings: verdict, next step, glossary term (all escaped); ``code`` is the finding's stable id."""
     if not findings:
         return ""
     items = []
     for f in findings:
         sev = escape(str(getattr(f, "severity", "")))
-        code = getattr(f, "code", None)
+        code = escape(str(getattr(f, "code", "")))
         advice = getattr(f, "advice", None)
         items.append(
-            f"<li class='eugo-finding eugo-{sev}'><b>{escape(str(f.verdict))}</b>"
+            f"<li class='eugo-finding eugo-{sev}' data-code='{code}'><b>{escape(str(f.verdict))}</b>"
             + (f"<div>Next step: {escape(str(advice))}</div>" if advice else "")
-            + (f"<pre>{escape(str(code))}</pre>" if code else "")
             + f"<div><i>Glossary:</i> <code>%eugo glossary {escape(str(f.term))}</code></div></li>")
     return "<div><b>Findings</b><ul>" + "".join(items) + "</ul></div>"
 
