@@ -16,7 +16,7 @@ from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
 from eugo_lab.render import glyphs, live, text
-from eugo_lab.tracing.recorder import BlockEvent, Recorder, TaskEvent
+from eugo_lab.tracing.recorder import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS, Chunk, Recorder
 
 SETUP = """
 import time
@@ -267,18 +267,28 @@ def test_glossary_definitions_are_our_own_words():
 
 
 # -- pure parts: glyphs, counters, the writer thread ----------------------------------------------------
-def _ev(tid, worker, start, end, status="ok", attempt=1, phases=(), function="f"):
-    return TaskEvent(tid, function, worker, start, end, status, attempt, tid, phases, 100, 2000)
+def _chunk(rows, phases=(), blocks=(), functions=("f", "g")):
+    """A recorder Chunk from (task_id, worker, start, end[, status, attempt, function]) rows."""
+    full = [r + (0, 1, 0)[len(r) - 4:] for r in rows]
+    tasks = {c: [] for c in TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS}
+    for tid, worker, start, end, status, attempt, fn in full:
+        for c, v in (("task_id", tid), ("worker", worker), ("start", start), ("end", end), ("status", status),
+                     ("attempt", attempt), ("function", fn), ("batch", tid), ("bytes_in", 100),
+                     ("bytes_out", 2000), ("submit", start), ("ready", start), ("received", end), ("cpu", 0.0),
+                     ("deser", 0.0), ("ser", 0.0)):
+            tasks[c].append(v)
+    ph = {"row": [p[0] for p in phases], "name": [0] * len(phases), "start": [p[1] for p in phases],
+          "end": [p[2] for p in phases], "cpu": [0.0] * len(phases)}
+    bl = {"kind": [0] * len(blocks), "start": [b[0] for b in blocks], "end": [b[1] for b in blocks],
+          "futures": [b[2] for b in blocks], "source": [0] * len(blocks)}
+    return Chunk(tasks, ph, bl, functions, ("read",), ("get",), ("cell:3",))
 
 
 def test_task_glyphs():
     pal = glyphs.Palette()
-    cols = glyphs.task_columns([
-        _ev(1, 0, 10.0, 10.5, phases=(("read", 10.0, 10.2),)),
-        _ev(2, 1, 10.1, 10.2, status="error", function="g"),
-        _ev(3, 1, 10.3, 10.4, attempt=2),
-        BlockEvent("get", 10.0, 10.5, 3, "cell:3"),
-    ], 10.0, pal)
+    data = _chunk([(1, 0, 10.0, 10.5), (2, 1, 10.1, 10.2, 1, 1, 1), (3, 1, 10.3, 10.4, 0, 2, 0)],
+                  phases=[(0, 10.0, 10.2)], blocks=[(10.0, 10.5, 3)])
+    cols = glyphs.task_columns(data, 10.0, pal)
     assert cols["left"] == [0.0, pytest.approx(0.1), pytest.approx(0.3)]
     assert cols["y"] == [1, 2, 2]
     assert cols["color"] == ["#1f77b4", "#ff7f0e", "#1f77b4"]
@@ -286,18 +296,32 @@ def test_task_glyphs():
     assert cols["line_color"][1] == glyphs.FAILED_LINE
     assert cols["phases"][0] == "read 200.0 ms"
     assert cols["bytes"][0] == "in 100 B, out 2.0 kB"
-    assert cols["status"][2] == "ok (attempt 2)"
-    blocks = glyphs.block_columns([BlockEvent("get", 10.0, 10.5, 3, "cell:3")], 10.0)
-    assert blocks == {"left": [0.0], "right": [0.5], "y": [0], "label": ["get() blocked on 3 futures"],
-                      "source": ["cell:3"]}
-    ph = glyphs.phase_columns([_ev(1, 0, 10.0, 10.5, phases=(("read", 10.0, 10.2),))], 10.0, glyphs.Palette())
-    assert ph["phase"] == ["read"] and ph["y"] == [1]
+    assert cols["status"][1:] == ["error", "ok (attempt 2)"]
+    assert glyphs.block_columns(data, 10.0) == {"left": [0.0], "right": [0.5], "y": [0],
+                                                "label": ["get() blocked on 3 futures"], "source": ["cell:3"]}
+    ph = glyphs.phase_columns(data, 10.0, glyphs.Palette())
+    assert ph["phase"] == ["read"] and ph["y"] == [1] and ph["function"] == ["f"]
     assert glyphs.lane_labels(3) == {0: "driver", 1: "worker 0", 2: "worker 1"}
+    assert glyphs.max_lane(data) == 2
+
+
+def test_tiny_tasks_share_a_bar():
+    rows = [(i, 0, 1.0 + i * 0.0002, 1.0 + i * 0.0002 + 0.0001) for i in range(100)]
+    rows.append((200, 0, 2.0, 2.0001))  # after a long gap: a new bar
+    rows.append((201, 1, 1.0, 1.5))  # a real task on another lane: its own bar
+    rows.append((202, 0, 2.0002, 2.0003, 1, 1, 0))  # failures are never merged
+    data = _chunk(rows)
+    cols = glyphs.task_columns(data, 1.0, glyphs.Palette())
+    assert sorted(cols["tasks"]) == [1, 1, 1, 100]
+    i = cols["tasks"].index(100)
+    assert cols["function"][i] == "f (x100 tiny tasks)"
+    assert cols["left"][i] == 0.0 and cols["right"][i] == pytest.approx(0.0199)
+    assert len(glyphs.task_columns(data, 1.0, glyphs.Palette(), merge=False)["left"]) == 103
 
 
 def test_live_state_counters():
     st = LiveState(start=100.0, workers=2)
-    st.add([_ev(1, 0, 100.0, 101.0), _ev(2, 1, 100.0, 101.0, status="error"), BlockEvent("get", 100, 101, 2, "")])
+    st.add(_chunk([(1, 0, 100.0, 101.0), (2, 1, 100.0, 101.0, 1, 1, 0)]))
     s = st.snapshot(102.0, unfinished=5)
     assert (s.done, s.failed, s.running, s.pending) == (2, 1, 2, 3)
     assert s.speedup == pytest.approx(1.0) and s.efficiency == pytest.approx(0.5)
@@ -308,27 +332,30 @@ def test_live_state_counters():
 class _Sink:
     def __init__(self):
         self.threads = set()
-        self.events = []
+        self.rows = []
         self.calls = 0
 
-    def update(self, events, snapshot):
+    def update(self, chunk, snapshot):
         self.threads.add(threading.get_ident())
-        self.events += events
+        self.rows += list(chunk.tasks["task_id"])
         self.calls += 1
 
 
-def test_feed_coalesces_events_from_many_threads_into_few_updates():
+def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
     rec = Recorder()
+    mark = rec.open_region()
     sink = _Sink()
     feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.1).start()
     per_thread, n_threads = 5000, 4
+    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
 
-    def publish(k):
+    def record(k):
         for i in range(per_thread):
-            rec._publish(_ev(k * per_thread + i, k % 2, 0.0, 0.001))
+            rec.record_task(task_id=k * per_thread + i, attempt=1, function="f", worker=k % 2, status=0, batch=0,
+                            submit=0.0, ready=0.0, received=0.0, stats=stats)
 
     t0 = time.monotonic()
-    threads = [threading.Thread(target=publish, args=(k,)) for k in range(n_threads)]
+    threads = [threading.Thread(target=record, args=(k,)) for k in range(n_threads)]
     for t in threads:
         t.start()
     for t in threads:
@@ -336,11 +363,10 @@ def test_feed_coalesces_events_from_many_threads_into_few_updates():
     time.sleep(0.25)
     feed.stop()
     elapsed = time.monotonic() - t0
-    assert len(sink.events) == per_thread * n_threads  # nothing lost
-    assert len({e.task_id for e in sink.events}) == per_thread * n_threads  # nothing twice
-    assert len(sink.threads) == 1 or (len(sink.threads) == 2)  # writer thread (+ the final flush on stop)
+    rec.close_region(mark, {})
+    assert sorted(sink.rows) == list(range(per_thread * n_threads))  # nothing lost, nothing twice
+    assert len(sink.threads) <= 2  # the writer thread (+ the final flush from stop(), after it ended)
     assert sink.calls <= elapsed / 0.1 + 3  # ~10 updates per second at most
-    assert not rec.active  # unsubscribed
 
 
 def test_text_renderer_is_deterministic_without_timings():

@@ -1,15 +1,14 @@
 """Counters for the live view, accumulated from trace events (pure: no threads, no widgets).
 
-The writer thread of :mod:`eugo_lab.cellrun.live` feeds batches of events in and asks for
+The writer thread of :mod:`eugo_lab.cellrun.live` feeds chunks of new trace rows in and asks for
 a :class:`Snapshot` at most ~10 times a second; renderers only draw snapshots.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from eugo_lab.tracing.recorder import TaskEvent
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -57,19 +56,17 @@ class LiveState:
         self.retried = 0
         self.busy = 0.0
 
-    def add(self, events: list) -> None:
-        """Count a batch of ``TaskEvent``/``BlockEvent`` (block events do not change counters)."""
-        for ev in events:
-            if type(ev) is not TaskEvent:
-                continue
-            self.done += 1
-            if ev.status != "ok":
-                self.failed += 1
-            if ev.attempt > 1:
-                self.retried += 1
-            d = ev.end - ev.start
-            if not math.isnan(d) and d > 0:
-                self.busy += d
+    def add(self, chunk: object) -> None:
+        """Count the task rows of a recorder ``Chunk`` (or a Trace): vectorised, cost independent of Python loops."""
+        t = chunk.tasks  # type: ignore[attr-defined]
+        if not len(t["task_id"]):
+            return
+        status = np.asarray(t["status"], dtype="int64")
+        dur = np.asarray(t["end"], dtype="float64") - np.asarray(t["start"], dtype="float64")
+        self.done += int(status.size)
+        self.failed += int(np.count_nonzero(status))
+        self.retried += int(np.count_nonzero(np.asarray(t["attempt"], dtype="int64") > 1))
+        self.busy += float(np.nansum(np.clip(dur, 0, None)))
 
     def snapshot(self, now: float, unfinished: int, *, finished: bool = False, error: str | None = None) -> Snapshot:
         """Counters at ``now``; ``unfinished`` = tasks submitted and not done (the runtime's count)."""

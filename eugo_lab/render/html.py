@@ -33,13 +33,14 @@ def counters_html(snap: Any) -> str:
     return f"<div class='eugo-counters' style='{_STYLE}'>" + " &middot; ".join(parts) + "</div>"
 
 
-def timeline_svg(events: list, t0: float, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:
+def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:
     """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns."""
+    t0 = trace.t0
     pal = glyphs.Palette()
-    tasks = glyphs.task_columns(events, t0, pal)
-    phases = glyphs.phase_columns(events, t0, glyphs.Palette(glyphs.PHASE_COLORS))
-    blocks = glyphs.block_columns(events, t0)
-    n_lanes = max(n_lanes, glyphs.max_lane(events) + 1)
+    tasks = glyphs.task_columns(trace, t0, pal)
+    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS))
+    blocks = glyphs.block_columns(trace, t0)
+    n_lanes = max(n_lanes, glyphs.max_lane(trace) + 1)
     lefts = tasks["left"] + blocks["left"]
     rights = tasks["right"] + blocks["right"]
     if not lefts:
@@ -154,7 +155,7 @@ def summary_html(s: Any) -> str:
                     for k, v in rows)
     parts = [f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b></div><table>{table}</table>"]
     if not s.live_timeline_shown:
-        parts.append(timeline_svg(glyphs.events_from_trace(s.trace), s.trace.t0, s.workers + 1))
+        parts.append(timeline_svg(s.trace, s.workers + 1))
     if len(s.runs) > 1 and s.measured:
         parts.append(speedup_svg(s.measured, s.simulated))
     parts.append(findings_html(list(getattr(r, "findings", ()) or ())))

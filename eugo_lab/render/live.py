@@ -79,15 +79,15 @@ class LiveView:
         display.show_widget(self.box, LIVE_TEXT)
         return self
 
-    def update(self, events: list, snapshot: Any) -> None:
-        """Draw newly arrived events and the counters (writer thread only)."""
-        if events and self.sources is not None:
-            for key, cols in (("tasks", glyphs.task_columns(events, self.t0, self.palette)),
-                              ("phases", glyphs.phase_columns(events, self.t0, self.phase_palette)),
-                              ("blocks", glyphs.block_columns(events, self.t0))):
+    def update(self, chunk: Any, snapshot: Any) -> None:
+        """Draw newly recorded rows (a recorder ``Chunk``) and the counters (writer thread only)."""
+        if self.sources is not None and (len(chunk) or len(chunk.blocks["kind"])):
+            for key, cols in (("tasks", glyphs.task_columns(chunk, self.t0, self.palette)),
+                              ("phases", glyphs.phase_columns(chunk, self.t0, self.phase_palette)),
+                              ("blocks", glyphs.block_columns(chunk, self.t0))):
                 if cols["left"]:
                     self.sources[key].stream(cols)
-            lanes = glyphs.max_lane(events) + 1
+            lanes = glyphs.max_lane(chunk) + 1
             if lanes > self.n_lanes:  # a replacement worker got a new index
                 self.n_lanes = lanes
                 self.y_range.start = lanes - 0.4
