@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.jupyter_fixtures import REPO, Lab, write_notebook
+from jupyter_fixtures import REPO, Lab, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -82,6 +81,8 @@ def test_live_timeline_in_chromium(lab):
             "--disable-component-update", "--disable-sync", "--no-first-run"])
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            console: list[str] = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
             page.goto(f"{lab.url}lab/tree/live.ipynb?token={lab.token}&reset")
             page.wait_for_function(
                 "() => { try { return window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
@@ -96,9 +97,11 @@ def test_live_timeline_in_chromium(lab):
                 if len(prompts) >= 2 and re.fullmatch(r"\[\d+\]:", prompts[1]) and s["bars"] >= 20:
                     break
                 time.sleep(0.15)
+            page.screenshot(path=str(OUT / "browser-live-timeline.png"), full_page=True)
             running_with_bars = [s["bars"] for s in samples
                                  if len(s["prompts"]) >= 2 and s["prompts"][1] == "[*]:" and 0 < s["bars"] < 20]
-            assert running_with_bars, f"no partial timeline seen while the cell ran; samples: {samples[-5:]}"
+            assert running_with_bars, (f"no partial timeline seen while the cell ran; samples: {samples[-5:]}; "
+                                       f"console: {console[-15:]}")
             assert samples[-1]["bars"] == 20, samples[-5:]
             page.wait_for_selector(".eugo-summary", timeout=30_000)
             summary = page.inner_text(".eugo-summary")

@@ -13,9 +13,8 @@ import sys
 
 import nbformat
 import pytest
+from jupyter_fixtures import REPO, kernel_env, write_notebook
 from nbclient import NotebookClient
-
-from tests.jupyter_fixtures import REPO, kernel_env, write_notebook
 
 pytestmark = pytest.mark.slow
 

@@ -67,5 +67,7 @@ def load_bokehjs(root_url: str) -> None:
     from bokeh.io import output_notebook
     from bokeh.resources import Resources
 
-    output_notebook(resources=Resources(mode="server", root_url=root_url), hide_banner=True)
+    # 60 s, not Bokeh's 5 s: on a busy 2-core machine the first load of 8 MB of JS can be slow,
+    # and a timed-out load leaves the timeline blank for the whole cell.
+    output_notebook(resources=Resources(mode="server", root_url=root_url), hide_banner=True, load_timeout=60_000)
     _loaded_for.add(root_url)
