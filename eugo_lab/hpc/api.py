@@ -276,10 +276,12 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
 
     After the block, ``t.trace`` (and ``hpc.last_trace()``) is the immutable Trace; the
     region object also forwards attribute access to it, so ``t.to_dataframe()`` works.
+    ``meta`` adds entries to the trace's ``meta`` (``%%eugo`` records its options there).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, meta: dict[str, Any] | None = None) -> None:
         self.trace: Any = None
+        self._extra_meta = dict(meta or {})
         self._mark: Any = None
         self._rt: Any = None
 
@@ -292,7 +294,7 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
         rt = self._rt
         info = rt.backend.info()
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
-                "threads_per_worker": info.threads_per_worker}
+                "threads_per_worker": info.threads_per_worker, **self._extra_meta}
         self.trace = rt.recorder.close_region(self._mark, meta)
         _set_last_trace(self.trace)
 

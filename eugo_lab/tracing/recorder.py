@@ -60,6 +60,28 @@ class BlockEvent:
     source: str
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """New rows read by :meth:`Recorder.read_since`: the same columns and name tables as a Trace."""
+
+    tasks: dict[str, array]
+    phases: dict[str, array]
+    blocks: dict[str, array]
+    functions: tuple[str, ...]
+    phase_names: tuple[str, ...]
+    block_kinds: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    @classmethod
+    def empty(cls) -> Chunk:
+        """No rows."""
+        return cls({c: array("q") for c in TASK_INT_COLUMNS} | {c: array("d") for c in TASK_FLOAT_COLUMNS},
+                   {c: array("d") for c in PHASE_COLUMNS}, {c: array("d") for c in BLOCK_COLUMNS}, (), (), (), ())
+
+    def __len__(self) -> int:
+        return len(self.tasks["task_id"])
+
+
 class _Strings:
     """Interns strings into ints so a column stores small codes."""
 
@@ -235,6 +257,30 @@ class Recorder:
                 import logging
 
                 logging.getLogger("eugo_lab").exception("trace subscriber failed")
+
+    # -- polling (the live view) ---------------------------------------------------------------
+    def read_since(self, cursor: tuple[int, int, int] | None = None) -> tuple[tuple[int, int, int], Chunk]:
+        """Rows appended since ``cursor`` (``None``: start from now) and the cursor to pass next time.
+
+        For a live view that polls a few times a second: it costs nothing per task (unlike
+        :meth:`subscribe`, whose callback runs for every event on the I/O thread) and one
+        lock and a few array slices per call. Phase rows in the chunk index its own task rows
+        (a task and its phases are recorded under one lock, so they arrive in the same chunk).
+        """
+        with self._lock:
+            self._flush()
+            end = (len(self.tasks["task_id"]), len(self.phases["row"]), len(self.blocks["kind"]))
+            if cursor is None or any(c > e for c, e in zip(cursor, end)):  # None, or the buffers were reset
+                return end, Chunk.empty()
+            t0, p0, b0 = cursor
+            tasks = {c: col[t0:] for c, col in self.tasks.items()}
+            phases = {c: col[p0:] for c, col in self.phases.items()}
+            if t0:
+                phases["row"] = array("q", (r - t0 for r in phases["row"]))
+            blocks = {c: col[b0:] for c, col in self.blocks.items()}
+            chunk = Chunk(tasks, phases, blocks, tuple(self.functions.names), tuple(self.phase_names.names),
+                          tuple(self.block_kinds.names), tuple(self.sources.names))
+        return end, chunk
 
     # -- recording ---------------------------------------------------------------------------
     def worker_seen(self, index: int, host: str, pid: int) -> None:

@@ -1,0 +1,59 @@
+"""Run a cell body the way IPython runs a cell, so tracebacks point at the user's lines.
+
+The body is transformed like any cell (``%magics`` and ``!shell`` inside it work), cached
+under IPython's own cell name so a traceback reads ``Cell In[7], line 4`` with the line
+numbers the notebook shows (line 1 is the ``%%eugo`` line), and the value of a final
+expression is returned (the magic returns it, so it shows as the cell's ``Out``).
+Compiling happens before the runtime starts: a syntax error costs nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CompiledCell:
+    """A cell body compiled for repeated execution (``--compare`` and ``--scaling`` run it several times)."""
+
+    body: Any
+    last_expr: Any  # code for eval(), or None when the cell does not end with an expression
+
+
+def _cell_number(shell: Any) -> int:
+    """The ``In[N]`` of the cell running this magic (IPython has already advanced its counter)."""
+    names = getattr(shell.compile, "_filename_map", {})
+    f = sys._getframe(1)
+    while f is not None:
+        n = names.get(f.f_code.co_filename)
+        if n is not None:
+            return int(n)
+        f = f.f_back  # type: ignore[assignment]
+    return max(int(shell.execution_count) - 1, 0)
+
+
+def compile_cell(shell: Any, cell: str) -> CompiledCell:
+    """Transform and compile ``cell``; raises ``SyntaxError`` with the user's line numbers."""
+    transformed = shell.transform_cell(cell)
+    # One leading newline: line 1 of the notebook cell is the %%eugo line itself.
+    source = "\n" + transformed
+    filename = shell.compile.cache(source, _cell_number(shell), raw_code="\n" + cell)
+    tree = shell.compile.ast_parse(source, filename=filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not cell.rstrip().endswith(";"):
+        last = ast.Expression(tree.body.pop().value)
+    body = shell.compile(tree, filename, "exec")
+    last_code = shell.compile(last, filename, "eval") if last is not None else None
+    return CompiledCell(body, last_code)
+
+
+def execute(shell: Any, compiled: CompiledCell) -> Any:
+    """Run the compiled cell in the user's namespace; return the final expression's value."""
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    exec(compiled.body, shell.user_global_ns, shell.user_ns)  # noqa: S102 - running the user's own cell
+    if compiled.last_expr is not None:
+        return eval(compiled.last_expr, shell.user_global_ns, shell.user_ns)  # noqa: S307 - the user's own cell
+    return None

@@ -1,0 +1,77 @@
+"""Counters for the live view, accumulated from trace events (pure: no threads, no widgets).
+
+The writer thread of :mod:`eugo_lab.cellrun.live` feeds chunks of new trace rows in and asks for
+a :class:`Snapshot` at most ~10 times a second; renderers only draw snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The live counters at one moment."""
+
+    done: int
+    failed: int
+    retried: int
+    running: int
+    pending: int
+    elapsed: float
+    busy: float
+    workers: int
+    finished: bool = False
+    error: str | None = None
+
+    @property
+    def speedup(self) -> float:
+        """Work done so far (sum of task durations) divided by the time elapsed."""
+        return self.busy / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def efficiency(self) -> float:
+        """Speedup so far per worker (1.0 = every worker busy all the time)."""
+        return self.speedup / self.workers if self.workers else 0.0
+
+    @property
+    def progress(self) -> float:
+        """Share of the known tasks that are done (0..1); 1 once the cell ended without error."""
+        if self.finished and self.error is None:
+            return 1.0
+        total = self.done + self.running + self.pending
+        return self.done / total if total else 0.0
+
+
+class LiveState:
+    """Accumulates finished-task events into counters."""
+
+    def __init__(self, start: float, workers: int):
+        self.start = start
+        self.workers = max(int(workers), 1)
+        self.done = 0
+        self.failed = 0
+        self.retried = 0
+        self.busy = 0.0
+
+    def add(self, chunk: object) -> None:
+        """Count the task rows of a recorder ``Chunk`` (or a Trace): vectorised, cost independent of Python loops."""
+        t = chunk.tasks  # type: ignore[attr-defined]
+        if not len(t["task_id"]):
+            return
+        status = np.asarray(t["status"], dtype="int64")
+        dur = np.asarray(t["end"], dtype="float64") - np.asarray(t["start"], dtype="float64")
+        self.done += int(status.size)
+        self.failed += int(np.count_nonzero(status))
+        self.retried += int(np.count_nonzero(np.asarray(t["attempt"], dtype="int64") > 1))
+        self.busy += float(np.nansum(np.clip(dur, 0, None)))
+
+    def snapshot(self, now: float, unfinished: int, *, finished: bool = False, error: str | None = None) -> Snapshot:
+        """Counters at ``now``; ``unfinished`` = tasks submitted and not done (the runtime's count)."""
+        unfinished = max(int(unfinished), 0)
+        running = min(unfinished, self.workers)
+        return Snapshot(done=self.done, failed=self.failed, retried=self.retried, running=0 if finished else running,
+                        pending=0 if finished else unfinished - running, elapsed=max(now - self.start, 0.0),
+                        busy=self.busy, workers=self.workers, finished=finished, error=error)

@@ -1,0 +1,156 @@
+"""``%%eugo`` options: parsing helpers that validate every value before anything starts.
+
+Each ``parse_*`` function raises :class:`OptionError` with one line that names the option
+and the valid values; the magic turns it into IPython's ``UsageError``. Nothing here
+evaluates user text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Every backend name the magic knows; ``available()`` says which this install has.
+KNOWN_BACKENDS = ("local", "dask", "ray", "threads")
+GPU_CHOICES = ("auto", "on", "off")
+# Worker counts beyond this are almost certainly typos on a lab machine (and would fork-bomb it).
+MAX_WORKERS = 1024
+_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ray)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})$")
+
+
+class OptionError(ValueError):
+    """A bad ``%%eugo`` option; the message is one line naming the option and the valid values."""
+
+
+def parse_workers(value: Any, option: str = "-w/--workers") -> int:
+    """A worker count: an integer from 1 to :data:`MAX_WORKERS`."""
+    text = str(value).strip()
+    if not re.fullmatch(r"[0-9]+", text):
+        raise OptionError(f"{option} must be a whole number from 1 to {MAX_WORKERS}, got {text!r}")
+    n = int(text)
+    if not 1 <= n <= MAX_WORKERS:
+        raise OptionError(f"{option} must be a whole number from 1 to {MAX_WORKERS}, got {n}")
+    return n
+
+
+def parse_scaling(value: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``: distinct worker counts, sorted."""
+    parts = [p for p in str(value).replace(" ", "").split(",") if p]
+    if not parts:
+        raise OptionError(f"--scaling takes comma-separated worker counts such as 1,2,4, got {value!r}")
+    counts = sorted({parse_workers(p, "--scaling") for p in parts})
+    return tuple(counts)
+
+
+def parse_backend(value: str | None, available: list[str]) -> str | None:
+    """A backend name known to the magic and installed here."""
+    if value is None:
+        return None
+    name = str(value).strip().lower()
+    if name not in KNOWN_BACKENDS:
+        raise OptionError(f"-b/--backend must be one of {', '.join(KNOWN_BACKENDS)}, got {value!r}")
+    if name not in available:
+        raise OptionError(f"-b/--backend {name} is not available in this installation; "
+                          f"available: {', '.join(available)} (pip install \"eugo-lab[{name}]\")")
+    return name
+
+
+def parse_address(value: str | None) -> str | None:
+    """A scheduler address: ``tcp://host:port``, ``ray://host:port``, ``host:port`` or ``auto``."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    m = _ADDRESS.match(text)
+    if text != "auto" and (m is None or not 0 < int(m.group("port")) < 65536):
+        raise OptionError(f"--address must look like tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto, got {text!r}")
+    return text
+
+
+def parse_gpu(value: str) -> str:
+    """``auto``, ``on`` or ``off``."""
+    v = str(value).strip().lower()
+    if v not in GPU_CHOICES:
+        raise OptionError(f"--gpu must be one of {', '.join(GPU_CHOICES)}, got {value!r}")
+    return v
+
+
+def parse_name(value: str | None) -> str | None:
+    """A Python identifier for ``--save``."""
+    if value is None:
+        return None
+    if not str(value).isidentifier():
+        raise OptionError(f"--save takes a Python variable name (letters, digits, _), got {value!r}")
+    return str(value)
+
+
+def parse_export(value: str | None) -> str | None:
+    """A file path whose folder exists, for ``--export``."""
+    if value is None:
+        return None
+    path = os.path.expanduser(str(value))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OptionError(f"--export: the folder {folder!r} does not exist; give a path such as trace.json")
+    return path
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """Validated ``%%eugo`` options."""
+
+    workers: int | None = None
+    backend: str | None = None
+    address: str | None = None
+    gpu: str = "auto"
+    optimize: bool = False
+    compare: bool = False
+    scaling: tuple[int, ...] = ()
+    live: bool = True
+    save: str | None = None
+    export: str | None = None
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+    def worker_counts(self, default: int | None) -> list[int | None]:
+        """Worker counts to run at, in order; the last one is the main run (the live view shows it).
+
+        ``default`` is the worker count used when ``-w`` is not given (``None``: the runtime's own).
+        With ``--scaling`` the main run is ``-w`` if given, else the largest count.
+        """
+        if self.scaling:
+            main = self.workers or max(self.scaling)
+            return [n for n in self.scaling if n != main] + [main]
+        main = self.workers or default
+        if self.compare and main != 1:
+            return [1, main]
+        return [main]
+
+    def meta(self) -> dict[str, Any]:
+        """What the trace records about the options (GPU and optimize choices are hooks for later issues)."""
+        return {"gpu": self.gpu, "optimize": self.optimize, **self.extra_meta}
+
+
+def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu: Any = "auto",
+          optimize: bool = False, compare: bool = False, scaling: Any = None, no_live: bool = False,
+          save: Any = None, export: Any = None, available: list[str] | None = None) -> CellOptions:
+    """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
+    from eugo_lab import backends
+
+    avail = available if available is not None else backends.available()
+    w = parse_workers(workers) if workers is not None else None
+    b = parse_backend(backend, avail)
+    a = parse_address(address)
+    if a is not None and b in ("local", "threads"):
+        raise OptionError(f"--address does not apply to -b/--backend {b} (it runs on this machine); "
+                          "use -b dask or -b ray with an address")
+    if a is not None and b is None:
+        b = "ray" if a.startswith("ray://") or a == "auto" else "dask"
+        if b not in avail:
+            raise OptionError(f"--address {a} needs the {b} backend, which is not available in this installation; "
+                              f"available: {', '.join(avail)}")
+    if compare and scaling:
+        raise OptionError("use either --compare or --scaling, not both (--scaling 1,N includes the comparison)")
+    return CellOptions(workers=w, backend=b, address=a, gpu=parse_gpu(gpu), optimize=bool(optimize),
+                       compare=bool(compare), scaling=parse_scaling(scaling) if scaling is not None else (),
+                       live=not no_live, save=parse_name(save), export=parse_export(export))

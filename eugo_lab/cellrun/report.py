@@ -1,0 +1,121 @@
+"""The summary of one ``%%eugo`` cell: its traces, the analysis report and the measured scaling.
+
+Statistics come from :mod:`eugo_lab.analysis` (``analyze``/``simulate``). Until that
+package is merged here, :class:`_BasicReport` supplies the few numbers the summary needs
+(wall time, summed task time, speedup, efficiency) and no findings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class _BasicReport:
+    """Stand-in for ``eugo_lab.analysis`` reports: the headline numbers, no findings."""
+
+    wall_time: float
+    serial_time: float
+    speedup: float
+    efficiency: float
+    workers: int
+    findings: list = field(default_factory=list)
+    breakdown: dict = field(default_factory=dict)
+
+    def to_text(self) -> str:
+        return (f"wall {self.wall_time:.3f} s, task time {self.serial_time:.3f} s, speedup {self.speedup:.2f}x, "
+                f"efficiency {self.efficiency:.0%} on {self.workers} workers")
+
+
+def _basic_report(trace: Any) -> _BasicReport:
+    t = trace.tasks
+    durations = [e - s for s, e in zip(t["start"].tolist(), t["end"].tolist()) if not math.isnan(e - s)]
+    serial = float(sum(durations))
+    wall = float(trace.wall_time)
+    speedup = serial / wall if wall > 0 else 0.0
+    workers = trace.n_workers
+    return _BasicReport(wall_time=wall, serial_time=serial, speedup=speedup, efficiency=speedup / max(workers, 1),
+                        workers=workers)
+
+
+def analyze(trace: Any) -> Any:
+    """``eugo_lab.analysis.analyze(trace)`` when available, else the basic report."""
+    try:
+        from eugo_lab.analysis import analyze as _analyze
+    except ImportError:
+        return _basic_report(trace)
+    return _analyze(trace)
+
+
+def simulate(trace: Any, workers: list[int]) -> list:
+    """``eugo_lab.analysis.simulate`` rows (``workers``, ``speedup``...), or ``[]`` when not available."""
+    try:
+        from eugo_lab.analysis import simulate as _simulate
+    except ImportError:
+        return []
+    return list(_simulate(trace, workers=list(workers)))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One execution of the cell at a worker count."""
+
+    workers: int
+    trace: Any
+
+
+@dataclass
+class CellSummary:
+    """Everything the final display of a ``%%eugo`` cell shows."""
+
+    backend: str
+    workers: int
+    n_tasks: int
+    functions: dict[str, int]
+    failed: int
+    retried: int
+    blocks: int
+    error: str | None
+    report: Any
+    runs: list[Run]
+    measured: list[tuple[int, float]]  # (workers, speedup vs the smallest count run), when several runs
+    simulated: list[tuple[int, float]]  # (workers, predicted speedup) from simulate()
+    options: dict[str, Any]
+    live_timeline_shown: bool = False
+    saved_as: str | None = None
+    exported_to: str | None = None
+
+    @property
+    def trace(self) -> Any:
+        """The main run's trace (the last run)."""
+        return self.runs[-1].trace
+
+
+def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str, Any],
+              live_timeline_shown: bool = False, saved_as: str | None = None,
+              exported_to: str | None = None) -> CellSummary:
+    """Assemble the summary of a cell from its runs (the last run is the main one)."""
+    main = runs[-1].trace
+    t = main.tasks
+    names = [main.functions[i] for i in t["function"].tolist()]
+    statuses = t["status"].tolist()
+    attempts = t["attempt"].tolist()
+    report = analyze(main) if len(main) or error is None else _basic_report(main)
+    measured: list[tuple[int, float]] = []
+    simulated: list[tuple[int, float]] = []
+    if len(runs) > 1 and error is None:
+        base = min(runs, key=lambda r: r.workers)
+        base_time = base.trace.wall_time * base.workers  # as if run on 1 worker (exact when the base is 1)
+        measured = [(r.workers, base_time / r.trace.wall_time if r.trace.wall_time > 0 else 0.0) for r in runs]
+        simulated = [(int(row.workers), float(row.speedup)) for row in simulate(main, [r.workers for r in runs])]
+    return CellSummary(
+        backend=str(main.meta.get("backend", "?")), workers=main.n_workers, n_tasks=len(main),
+        functions=dict(sorted(Counter(names).items())), failed=sum(1 for s in statuses if s != 0),
+        retried=sum(1 for a in attempts if a > 1), blocks=len(main.blocks["kind"]),
+        error=None if error is None else type(error).__name__, report=report, runs=list(runs),
+        measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,
+        saved_as=saved_as, exported_to=exported_to,
+    )

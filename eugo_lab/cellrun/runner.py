@@ -1,0 +1,109 @@
+"""``%%eugo`` end to end: options -> runtime -> run the cell traced (live) -> summary -> render.
+
+Order of events for one cell:
+
+1. compile the body (a syntax error stops here, before any worker starts);
+2. for each worker count (one, or several for ``--compare``/``--scaling``; the main run is
+   last): start or reuse the runtime, open ``hpc.trace()``, start the live view and its
+   writer thread, run the body, stop the feed, close the trace;
+3. save/export the main trace, build the summary (analyses), display it;
+4. if the body raised, re-raise the original exception (shown once, by IPython, with the
+   cell's line numbers) after the partial timeline and summary were shown.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from eugo_lab import hpc
+from eugo_lab.cellrun import report
+from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
+from eugo_lab.cellrun.live import LiveFeed
+from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.cellrun.options import CellOptions
+from eugo_lab.hpc import session
+from eugo_lab.render import display, html, text
+
+
+def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
+    """Reuse the running runtime if it matches the options, else (re)start one; returns it."""
+    rt = session.current(start=False)
+    backend = opts.backend or (rt.backend_name if rt is not None else "local")
+    if rt is not None and rt.backend_name == backend and (workers is None or rt.backend.info().workers == workers) \
+            and (opts.address is None or rt.options.get("address") == opts.address):
+        return rt
+    kwargs: dict[str, Any] = {}
+    if opts.address is not None:
+        kwargs["address"] = opts.address
+    hpc.init(backend=backend, workers=workers, **kwargs)
+    rt = session.current(start=False)
+    if opts.address is not None:
+        rt.options["address"] = opts.address  # type: ignore[union-attr]
+    return rt
+
+
+def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
+              out_mode: str) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the body once, traced; returns (value, error, trace, timeline_shown)."""
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    rt = ensure_runtime(opts, workers)
+    n = int(rt.backend.info().workers)
+    feed = view = None
+    value = error = None
+    if live and out_mode in ("lab", "kernel"):
+        # Built before the trace opens: importing Bokeh takes a second that is not the cell's.
+        from eugo_lab.render.live import LiveView
+
+        view = LiveView(n, time.time(), bokeh_url=display.bokeh_root_url() if out_mode == "lab" else None).show()
+    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
+        if view is not None:
+            view.t0 = t0 = time.time()
+            feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: rt.pending_tasks).start()
+        try:
+            value = execute(shell, compiled)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
+            error = exc
+        finally:
+            if feed is not None:
+                feed.stop(error=None if error is None else type(error).__name__)
+    return value, error, region.trace, view is not None and view.timeline_shown
+
+
+def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
+    """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value."""
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    compiled = compile_cell(shell, cell)
+    out_mode = display.mode(shell)
+    rt = session.current(start=False)
+    default = opts.workers
+    if opts.compare and default is None:  # compare against the runtime's own size (started if needed)
+        same = rt is not None and (opts.backend is None or rt.backend_name == opts.backend)
+        default = int((rt if same else ensure_runtime(opts, None)).backend.info().workers)
+    counts = opts.worker_counts(default)
+    runs: list[report.Run] = []
+    value: Any = None
+    error: BaseException | None = None
+    shown = False
+    for i, n in enumerate(counts):
+        main = i == len(counts) - 1
+        if not main and out_mode != "text":
+            display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
+        value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode)
+        runs.append(report.Run(int(trace.n_workers), trace))
+        if error is not None:
+            break
+    main_trace = runs[-1].trace
+    if opts.save:
+        shell.user_ns[opts.save] = main_trace
+    if opts.export:
+        main_trace.to_chrome_trace(opts.export)
+    summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
+                               saved_as=opts.save, exported_to=opts.export)
+    if out_mode == "text":
+        print(text.summary_text(summary, precise=True))
+    else:
+        display.publish(text.summary_text(summary), html.summary_html(summary))
+    if error is not None:
+        raise error
+    return value

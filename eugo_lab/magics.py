@@ -1,0 +1,160 @@
+"""IPython magics: ``%%eugo`` runs a cell distributed and shows it live; ``%eugo`` manages the runtime.
+
+Thin by design: parse and validate the line, then call :mod:`eugo_lab.cellrun` (running),
+:mod:`eugo_lab.glossary` (vocabulary) and :mod:`eugo_lab.render` (displays). Arguments are
+never evaluated (no ``{var}`` expansion, no ``eval``).
+
+Load with ``%load_ext eugo_lab``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from eugo_lab.cellrun import options as opt
+from eugo_lab.cellrun.status import DEFAULT_PRICE
+
+SUBCOMMANDS = ("status", "stop", "glossary", "trace")
+OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
+                "--optimize, --compare, --scaling 1,2,4, --no-live, --save NAME, --export PATH (see %%eugo?)")
+
+
+@magics_class
+class EugoMagics(Magics):
+    """``%%eugo`` and ``%eugo``."""
+
+    @no_var_expand
+    @magic_arguments()
+    @argument("-w", "--workers", metavar="N", help="how many workers (default: the running runtime's, or the cores)")
+    @argument("-b", "--backend", metavar="NAME", help="engine: local (default), threads, dask or ray")
+    @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
+    @argument("--gpu", default="auto", metavar="auto|on|off", help="use a GPU: auto (default), on, off")
+    @argument("--optimize", action="store_true", help="apply automatic optimizations (recorded in the trace)")
+    @argument("--compare", action="store_true", help="also run the cell on 1 worker and report the measured speedup")
+    @argument("--scaling", metavar="1,2,4", help="run at each worker count; plot speedup vs ideal and simulated")
+    @argument("--no-live", action="store_true", help="no live view: show the summary at the end only")
+    @argument("--save", metavar="NAME", help="store the Trace in the variable NAME")
+    @argument("--export", metavar="PATH", help="write a Perfetto/Chrome trace JSON to PATH")
+    @cell_magic
+    def eugo(self, line: str, cell: str | None = None) -> Any:
+        """Run the cell on workers, watch its tasks live, and get a summary with next steps.
+
+        Example::
+
+            %%eugo -w 4 --compare
+            @hpc.remote
+            def simulate(seed):
+                return monte_carlo(seed)
+
+            results = hpc.get([simulate.remote(s) for s in range(100)])
+
+        The timeline shows one lane per worker (a bar per task, coloured by function) and
+        a driver lane where get() blocked. After the cell: speedup, efficiency and findings,
+        each with a next step and a glossary term (``%eugo glossary TERM``).
+        ``hpc.last_trace()`` returns the cell's Trace.
+        """
+        __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+        from eugo_lab.cellrun.runner import run_cell
+
+        try:
+            args = parse_argstring(self.eugo, line)
+        except UsageError as exc:
+            raise UsageError(f"%%eugo: {exc}; valid options: {OPTIONS_HELP}") from None
+        try:
+            options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
+                                optimize=args.optimize, compare=args.compare, scaling=args.scaling,
+                                no_live=args.no_live, save=args.save, export=args.export)
+        except opt.OptionError as exc:
+            raise UsageError(str(exc)) from None
+        return run_cell(self.shell, cell or "", options)
+
+    @no_var_expand
+    @line_magic("eugo")
+    def eugo_line(self, line: str) -> None:
+        """Manage the runtime and look things up.
+
+        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
+        ``%eugo stop``                stop the runtime and its workers
+        ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
+        ``%eugo trace``               summary of the last traced cell
+        """
+        from eugo_lab.render import display, html, text
+
+        words = line.split()
+        sub = words[0] if words else ""
+        rest = words[1:]
+        mode = display.mode(self.shell)
+
+        def show(plain: str, precise: str, rich: str | None) -> None:
+            if mode == "text":
+                print(precise)
+            else:
+                display.publish(plain, rich)
+
+        if sub == "status":
+            price = _price(rest)
+            from eugo_lab.cellrun.status import status
+            from eugo_lab.hpc import session
+
+            st = status(session.current(start=False), price=price)
+            show(text.status_text(st), text.status_text(st, precise=True), html.status_html(st))
+        elif sub == "stop":
+            if rest:
+                raise UsageError(f"%eugo stop takes no arguments, got {' '.join(rest)!r}")
+            from eugo_lab import hpc
+
+            was = hpc.is_initialized()
+            hpc.shutdown()
+            msg = "eugo: runtime stopped; its workers are gone" if was else "eugo: no runtime was running"
+            show(msg, msg, None)
+        elif sub == "glossary":
+            from eugo_lab import glossary
+
+            if not rest:
+                listing = "Glossary terms: " + ", ".join(glossary.terms())
+                show(listing, listing, None)
+                return
+            try:
+                entry = glossary.lookup(" ".join(rest))
+            except glossary.UnknownTermError as exc:
+                raise UsageError(str(exc)) from None
+            show(entry.to_text(), entry.to_text(), entry._repr_html_())
+        elif sub == "trace":
+            if rest:
+                raise UsageError(f"%eugo trace takes no arguments, got {' '.join(rest)!r}")
+            from eugo_lab import hpc
+            from eugo_lab.cellrun import report
+
+            tr = hpc.last_trace()
+            if tr is None:
+                msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
+                show(msg, msg, None)
+                return
+            summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+            show(text.summary_text(summary), text.summary_text(summary, precise=True), html.summary_html(summary))
+        else:
+            raise UsageError(f"%eugo needs a subcommand: {', '.join(SUBCOMMANDS)} (got {sub!r}); "
+                             "use %%eugo (two %) to run a cell")
+
+
+def _price(words: list[str]) -> float:
+    if not words:
+        return DEFAULT_PRICE
+    if len(words) == 2 and words[0] == "--price":
+        try:
+            value = float(words[1])
+        except ValueError:
+            value = -1.0
+        if value >= 0:
+            return value
+        raise UsageError(f"--price must be a number >= 0 (per worker-hour), got {words[1]!r}")
+    raise UsageError(f"%eugo status takes only --price P (per worker-hour), got {' '.join(words)!r}")
+
+
+def load(ipython: Any) -> None:
+    """Register the magics on ``ipython`` (called by ``%load_ext eugo_lab``)."""
+    ipython.register_magics(EugoMagics)

@@ -1,0 +1,180 @@
+"""HTML renderers: the cell summary, a static SVG timeline, the speedup plot, counters, status.
+
+Static HTML is what nbconvert, nbclient and a reopened notebook show (no JavaScript).
+Every piece of user text (function names, phase names, sources, advice) goes through
+``html.escape``: a function named ``<img src=x onerror=alert(1)>`` renders as text.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from eugo_lab.render import glyphs
+from eugo_lab.render.glyphs import fmt_seconds
+
+_STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
+          "color: var(--jp-ui-font-color1, #222)")
+
+
+def counters_html(snap: Any) -> str:
+    """The live counters line (a :class:`~eugo_lab.cellrun.live_state.Snapshot`)."""
+    if snap.finished:
+        state = f"stopped by {escape(snap.error)}" if snap.error else "finished"
+    else:
+        state = "running"
+    parts = [f"<b>{state}</b>", f"done {snap.done}", f"running {snap.running}", f"pending {snap.pending}"]
+    if snap.failed:
+        parts.append(f"<span style='color:{glyphs.FAILED_LINE}'>failed {snap.failed}</span>")
+    if snap.retried:
+        parts.append(f"retried {snap.retried}")
+    parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
+              f"efficiency {snap.efficiency:.0%}"]
+    return f"<div class='eugo-counters' style='{_STYLE}'>" + " &middot; ".join(parts) + "</div>"
+
+
+def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:
+    """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns."""
+    t0 = trace.t0
+    pal = glyphs.Palette()
+    tasks = glyphs.task_columns(trace, t0, pal)
+    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS))
+    blocks = glyphs.block_columns(trace, t0)
+    n_lanes = max(n_lanes, glyphs.max_lane(trace) + 1)
+    lefts = tasks["left"] + blocks["left"]
+    rights = tasks["right"] + blocks["right"]
+    if not lefts:
+        return "<div><i>no tasks ran</i></div>"
+    lo, hi = min(lefts), max(rights)
+    span = (hi - lo) or 1.0
+    label_w, plot_w = 80, width - 90
+    height = n_lanes * lane_h + 24
+
+    def x(v: float) -> float:
+        return label_w + (v - lo) / span * plot_w
+
+    out = [f"<svg class='eugo-timeline' width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' "
+           "style='font: 11px sans-serif'>"]
+    for y, label in glyphs.lane_labels(n_lanes).items():
+        out.append(f"<text x='2' y='{y * lane_h + 15}'>{escape(label)}</text>")
+    for i in range(len(blocks["left"])):
+        w = max(x(blocks["right"][i]) - x(blocks["left"][i]), 1)
+        out.append(f"<rect x='{x(blocks['left'][i]):.1f}' y='3' width='{w:.1f}' height='{lane_h - 6}' "
+                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])}</title></rect>")
+    for i in range(len(tasks["left"])):
+        y = tasks["y"][i] * lane_h + 3
+        w = max(x(tasks["right"][i]) - x(tasks["left"][i]), 1)
+        failed = tasks["hatch"][i] == "x"
+        title = (f"{tasks['function'][i]}: {tasks['duration'][i]}, {tasks['status'][i]}, phases {tasks['phases'][i]}, "
+                 f"{tasks['bytes'][i]}")
+        out.append(f"<rect x='{x(tasks['left'][i]):.1f}' y='{y}' width='{w:.1f}' height='{lane_h - 6}' "
+                   f"fill='{tasks['color'][i]}' stroke='{tasks['line_color'][i]}' "
+                   f"stroke-width='{2 if failed else 0.5}'><title>{escape(title)}</title></rect>")
+    for i in range(len(phases["left"])):
+        y = phases["y"][i] * lane_h + 8
+        w = max(x(phases["right"][i]) - x(phases["left"][i]), 1)
+        out.append(f"<rect x='{x(phases['left'][i]):.1f}' y='{y}' width='{w:.1f}' height='{lane_h - 16}' "
+                   f"fill='{phases['color'][i]}' fill-opacity='0.35'>"
+                   f"<title>{escape(phases['phase'][i])}</title></rect>")
+    out.append(f"<text x='{label_w}' y='{height - 4}'>{fmt_seconds(lo)}</text>")
+    out.append(f"<text x='{width - 60}' y='{height - 4}'>{fmt_seconds(hi)}</text>")
+    out.append("</svg>")
+    legend = " ".join(f"<span style='color:{c}'>&#9632;</span> {escape(n)}" for n, c in pal.assigned.items())
+    return "".join(out) + f"<div style='{_STYLE}'>{legend}</div>"
+
+
+def speedup_svg(measured: list[tuple[int, float]], simulated: list[tuple[int, float]], width: int = 360,
+                height: int = 240) -> str:
+    """Speedup vs workers: measured (blue), ideal (dashed grey), simulated from the trace (orange)."""
+    m = glyphs.speedup_points(measured)
+    s = glyphs.speedup_points(simulated)
+    ws = m["workers"] + s["workers"]
+    if not ws:
+        return ""
+    top_w = max(ws)
+    top = max([top_w] + m["speedup"] + s["speedup"]) * 1.05
+    pad = 36
+
+    def px(w: float, sp: float) -> tuple[float, float]:
+        return (pad + w / top_w * (width - pad - 10), height - pad - sp / top * (height - pad - 10))
+
+    def line(pts: dict, color: str, dash: str = "") -> str:
+        xy = " ".join("{:.1f},{:.1f}".format(*px(w, sp)) for w, sp in zip(pts["workers"], pts["speedup"]))
+        dots = "".join("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'/>".format(*px(w, sp), color)
+                       for w, sp in zip(pts["workers"], pts["speedup"]))
+        return f"<polyline points='{xy}' fill='none' stroke='{color}' stroke-width='2' {dash}/>" + dots
+
+    ideal = {"workers": [0, top_w], "speedup": [0, top_w]}
+    parts = [f"<svg class='eugo-speedup' width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' "
+             "style='font: 11px sans-serif'>",
+             f"<line x1='{pad}' y1='{height - pad}' x2='{width - 10}' y2='{height - pad}' stroke='#444'/>",
+             f"<line x1='{pad}' y1='10' x2='{pad}' y2='{height - pad}' stroke='#444'/>",
+             line(ideal, "#999999", "stroke-dasharray='4 3'"), line(m, "#1f77b4")]
+    if s["workers"]:
+        parts.append(line(s, "#ff7f0e", "stroke-dasharray='2 2'"))
+    for w in sorted(set(ws)):
+        cx, _ = px(w, 0)
+        parts.append(f"<text x='{cx - 3:.1f}' y='{height - pad + 14}'>{w}</text>")
+    parts.append(f"<text x='{width / 2 - 20:.0f}' y='{height - 4}'>workers</text>")
+    parts.append(f"<text x='2' y='12'>speedup (max {top / 1.05:.1f}x)</text></svg>")
+    legend = ("<div><span style='color:#1f77b4'>&#9632; measured</span> <span style='color:#999'>&#9632; ideal</span>"
+              + (" <span style='color:#ff7f0e'>&#9632; simulated from this trace</span>" if s["workers"] else "")
+              + "</div>")
+    return "".join(parts) + legend
+
+
+def findings_html(findings: list) -> str:
+    """Findings: verdict, next step, glossary term (all escaped); ``code`` is the finding's stable id."""
+    if not findings:
+        return ""
+    items = []
+    for f in findings:
+        sev = escape(str(getattr(f, "severity", "")))
+        code = escape(str(getattr(f, "code", "")))
+        advice = getattr(f, "advice", None)
+        items.append(
+            f"<li class='eugo-finding eugo-{sev}' data-code='{code}'><b>{escape(str(f.verdict))}</b>"
+            + (f"<div>Next step: {escape(str(advice))}</div>" if advice else "")
+            + f"<div><i>Glossary:</i> <code>%eugo glossary {escape(str(f.term))}</code></div></li>")
+    return "<div><b>Findings</b><ul>" + "".join(items) + "</ul></div>"
+
+
+def summary_html(s: Any) -> str:
+    """The final summary of a ``%%eugo`` cell; includes the static timeline unless the live one was shown."""
+    r = s.report
+    head = f"%%eugo &mdash; {s.n_tasks} tasks on {s.workers} workers (backend {escape(s.backend)})"
+    if s.error:
+        head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"
+    rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),
+            ("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}"),
+            ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
+            ("failed / retried", f"{s.failed} / {s.retried}")]
+    for w, sp in s.measured:
+        rows.append((f"measured speedup, {w} worker{'s' if w != 1 else ''}", f"{sp:.1f}x"))
+    table = "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
+                    for k, v in rows)
+    parts = [f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b></div><table>{table}</table>"]
+    if not s.live_timeline_shown:
+        parts.append(timeline_svg(s.trace, s.workers + 1))
+    if len(s.runs) > 1 and s.measured:
+        parts.append(speedup_svg(s.measured, s.simulated))
+    parts.append(findings_html(list(getattr(r, "findings", ()) or ())))
+    if s.saved_as:
+        parts.append(f"<div>Trace saved in <code>{escape(s.saved_as)}</code>.</div>")
+    if s.exported_to:
+        parts.append(f"<div>Perfetto trace written to <code>{escape(s.exported_to)}</code> "
+                     "(open it at ui.perfetto.dev).</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def status_html(st: Any) -> str:
+    """``%eugo status`` as a small table."""
+    if not st.running_runtime:
+        return f"<div style='{_STYLE}'>No runtime is running.</div>"
+    rows = [("backend", escape(st.backend)), ("workers", st.workers), ("tasks running", st.running),
+            ("tasks queued", st.queued), ("tasks submitted", st.submitted), ("up", fmt_seconds(st.elapsed)),
+            ("idle", fmt_seconds(st.idle)), ("cost so far", f"{st.cost:.4f} (at {st.price:g} per worker-hour)")]
+    return (f"<table class='eugo-status' style='{_STYLE}'>"
+            + "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
+                      for k, v in rows) + "</table>")

@@ -1,0 +1,63 @@
+"""Plain-text renderers.
+
+``precise=False`` gives the deterministic form used as ``text/plain`` of every rich display:
+counts, names and choices only (no timings, speedups, hosts, pids or addresses), so a
+notebook checked with nbval compares equal run after run. ``precise=True`` adds the
+measured numbers and findings (terminal IPython prints that form).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eugo_lab.render.glyphs import fmt_seconds
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary_text(s: Any, precise: bool = False) -> str:
+    """The summary of a ``%%eugo`` cell (a :class:`~eugo_lab.cellrun.report.CellSummary`)."""
+    head = f"%%eugo: {_plural(s.n_tasks, 'task')} on {_plural(s.workers, 'worker')} (backend {s.backend})"
+    if s.error:
+        head += f", stopped by {s.error}"
+    lines = [head]
+    if s.functions:
+        lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
+    lines.append(f"  failed: {s.failed}, retried: {s.retried}, blocking waits: {s.blocks}")
+    opts = s.options
+    lines.append(f"  gpu: {opts.get('gpu', 'auto')}, optimize: {'on' if opts.get('optimize') else 'off'}")
+    if len(s.runs) > 1:
+        lines.append("  runs at workers: " + ", ".join(str(r.workers) for r in s.runs))
+    if s.saved_as:
+        lines.append(f"  trace saved as: {s.saved_as}")
+    if s.exported_to:
+        lines.append("  Perfetto trace exported (open it at ui.perfetto.dev)")
+    if not precise:
+        lines.append("  (timings, speedup and findings: see the rich view, or hpc.last_trace())")
+        return "\n".join(lines)
+    r = s.report
+    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, "
+                 f"speedup {r.speedup:.1f}x, efficiency {r.efficiency:.0%}")
+    for w, sp in s.measured:
+        lines.append(f"  measured speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+    for w, sp in s.simulated:
+        lines.append(f"  simulated speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+    for f in getattr(r, "findings", ()) or ():
+        lines.append(f"  - {f.verdict} [glossary: {f.term}]")
+        if getattr(f, "advice", None):
+            lines.append(f"    next step: {f.advice}")
+    return "\n".join(lines)
+
+
+def status_text(st: Any, precise: bool = False) -> str:
+    """``%eugo status`` (a :class:`~eugo_lab.cellrun.status.Status`)."""
+    if not st.running_runtime:
+        return "eugo: no runtime is running (the next %%eugo cell or .remote() call starts one)"
+    head = f"eugo runtime: backend {st.backend}, {_plural(st.workers, 'worker')}"
+    if not precise:
+        return head + " (live numbers in the rich view)"
+    return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"
+            f"  up {fmt_seconds(st.elapsed)}, idle {fmt_seconds(st.idle)}\n"
+            f"  cost so far: {st.cost:.4f} (at {st.price:g} per worker-hour)")

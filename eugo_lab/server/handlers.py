@@ -1,0 +1,68 @@
+"""Authenticated handlers: ``/eugo/bokeh/static/...`` (the installed BokehJS) and ``/eugo/api/status``."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.utils import url_path_join
+
+#: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
+BOKEH_PREFIX = "eugo/bokeh/"
+BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
+
+
+class BokehJSHandler(JupyterHandler, tornado.web.StaticFileHandler):
+    """Static files of the installed BokehJS (``bokeh.util.paths.bokehjs_path()``), for logged-in users only."""
+
+    @tornado.web.authenticated
+    def get(self, path: str, include_body: bool = True) -> Any:
+        """Serve one file (403 without a valid token or login cookie)."""
+        return super().get(path, include_body)
+
+    @tornado.web.authenticated
+    def head(self, path: str) -> Any:
+        """Headers only (authenticated like ``get``)."""
+        return super().head(path)
+
+    def set_extra_headers(self, path: str) -> None:
+        """Files are versioned by Bokeh's ``?v=`` hash: let the browser keep them for a day."""
+        self.set_header("Cache-Control", "private, max-age=86400")
+
+
+class StatusHandler(APIHandler):
+    """``GET /eugo/api/status``: eugo_lab and server versions, and the kernels this server runs."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        """The status as JSON."""
+        import jupyter_server
+
+        from eugo_lab import __version__
+
+        kernels = []
+        for k in self.kernel_manager.list_kernels():
+            kernels.append({"id": k.get("id"), "name": k.get("name"), "execution_state": k.get("execution_state"),
+                            "connections": k.get("connections")})
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"eugo_lab": __version__, "server_version": jupyter_server.__version__,
+                                "kernels": kernels}))
+
+
+def setup_handlers(serverapp: Any) -> None:
+    """Register the handlers and publish the BokehJS URL to kernels started from now on."""
+    from bokeh.util.paths import bokehjs_path
+
+    web_app = serverapp.web_app
+    base_url = web_app.settings["base_url"]
+    host = ".*$"
+    web_app.add_handlers(host, [
+        (url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": str(bokehjs_path())}),
+        (url_path_join(base_url, "eugo", "api", "status"), StatusHandler),
+    ])
+    # Kernels inherit the server's environment: this is how %%eugo learns base_url.
+    os.environ[BOKEH_URL_ENV] = url_path_join(base_url, BOKEH_PREFIX)
+    serverapp.log.info("eugo_lab: serving BokehJS at %s", os.environ[BOKEH_URL_ENV])
