@@ -375,6 +375,7 @@ def test_text_renderer_is_deterministic_without_timings():
 
     class S:
         backend, workers, n_tasks, functions, failed, retried, blocks = "local", 2, 3, {"f": 3}, 0, 0, 1
+        cancelled = 0
         error, report, runs, measured, simulated, saved_as, exported_to = None, R(), [1], [], [], None, None
         options = {"gpu": "auto", "optimize": False}
 

@@ -49,4 +49,13 @@ def create(name: str, **options: Any) -> Any:
         hint = f' Install it with: pip install "eugo-lab[{extra}]"' if extra else ""
         raise ImportError(f"backend {name!r} needs a package that is not installed ({exc.name}).{hint}") from exc
     opts = {k: v for k, v in options.items() if v is not None}
-    return getattr(mod, cls)(**opts)
+    factory = getattr(mod, cls)
+    import inspect
+
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(opts) - set(params))
+        if unknown:
+            valid = ", ".join(sorted(params)) or "none"
+            raise ValueError(f"backend {name!r} does not take {', '.join(unknown)}; its options are: {valid}")
+    return factory(**opts)

@@ -31,7 +31,7 @@ import psutil
 
 from eugo_lab.backends import base
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
-from eugo_lab.hpc.errors import BackendError
+from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
@@ -49,6 +49,11 @@ MAX_PREFETCH = 32
 DEFAULT_PREFETCH = 1
 # Exponential moving average weight of a new duration sample.
 EWMA_ALPHA = 0.3
+# How often the resident memory of workers running memory-limited tasks is read.
+MEMORY_POLL_SECONDS = 0.05
+# Workers that die before saying hello, in a row, before the pool gives up: a broken
+# environment (missing package, bad PYTHONPATH) must fail tasks, not respawn forever.
+MAX_FAILED_STARTS_PER_WORKER = 3
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
 
@@ -63,7 +68,7 @@ def usable_cores() -> int:
 
 class _Worker:
     __slots__ = ("index", "proc", "task_w", "result_r", "lifeline_w", "outbuf", "inbuf", "inflight",
-                 "known_fns", "pid", "host", "started", "dead", "kill_reason")
+                 "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted")
 
     def __init__(self, index: int):
         self.index = index
@@ -75,7 +80,9 @@ class _Worker:
         self.host = ""
         self.started = time.time()
         self.dead = False
-        self.kill_reason: str | None = None
+        self.kill_reason: Any = None  # "cancel", or a dict for a memory-limit kill
+        self.ps: psutil.Process | None = None
+        self.greeted = False  # the worker said hello: it started properly
 
 
 class LocalBackend(base.Backend):
@@ -87,8 +94,13 @@ class LocalBackend(base.Backend):
     oob_threshold = 1 << 20
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
-                 threads_per_worker: int | None = None):
+                 threads_per_worker: int | None = None, memory_limit: int | str | None = None):
+        from eugo_lab.hpc.task import parse_bytes
+
         cores = usable_cores()
+        self.memory_limit = parse_bytes(memory_limit, "memory_limit")
+        self._failed_starts = 0
+        self._no_workers: str | None = None
         self.n_workers = workers or cores
         self.threads_per_worker = threads_per_worker or max(1, cores // self.n_workers)
         self.extra_env = dict(env or {})
@@ -182,6 +194,8 @@ class LocalBackend(base.Backend):
         """Queue a task; ``on_done`` is called from the I/O thread."""
         if self._stopping:
             raise BackendError("the local pool is shut down; call hpc.init() to start a new one")
+        if self._no_workers:
+            raise NoWorkersError(self._no_workers)
         self._on_done[task.task_id] = on_done
         self._post("task", task)
 
@@ -264,7 +278,7 @@ class LocalBackend(base.Backend):
         self._ready.set()
         try:
             while True:
-                for key, mask in self._sel.select(1.0 if not self._stopping else 0.05):
+                for key, mask in self._sel.select(self._select_timeout()):
                     w = key.data
                     if w is None:
                         continue
@@ -274,6 +288,7 @@ class LocalBackend(base.Backend):
                         self._flush(w)
                 if self._drain_incoming():
                     break
+                self._check_memory()
                 self._dispatch()
         except BaseException:  # pragma: no cover - a bug here must not hang callers
             import logging
@@ -313,6 +328,40 @@ class LocalBackend(base.Backend):
             self._stopping = True
         return stop
 
+    def _limit_of(self, task: Task) -> int | None:
+        return task.options.memory or self.memory_limit
+
+    def _select_timeout(self) -> float:
+        if self._stopping:
+            return 0.05
+        # Poll memory often while a limited task runs: a task allocating 1 GB/s overshoots
+        # its limit by at most ~MEMORY_POLL_SECONDS worth of growth before it is stopped.
+        for w in self._workers:
+            if w.inflight and not w.dead and self._limit_of(w.inflight[0]):
+                return MEMORY_POLL_SECONDS
+        return 1.0
+
+    def _check_memory(self) -> None:
+        """Stop a worker whose resident memory passed its running task's limit."""
+        for w in self._workers:
+            if w.dead or not w.inflight or w.kill_reason is not None:
+                continue
+            limit = self._limit_of(w.inflight[0])
+            if not limit:
+                continue
+            try:
+                if w.ps is None:
+                    w.ps = psutil.Process(w.pid)
+                rss = w.ps.memory_info().rss
+            except psutil.Error:
+                continue
+            if rss > limit:
+                w.kill_reason = {"reason": "memory", "rss": rss, "limit": limit}
+                try:
+                    os.kill(w.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
     def _capacity(self, task: Task) -> int:
         est = self._ewma.get(task.fn.fid)
         if est is None:
@@ -323,6 +372,13 @@ class LocalBackend(base.Backend):
         queue = self._queue
         live = [w for w in self._workers if not w.dead]
         if not live:
+            if self._no_workers:
+                reason = {"reason": "no-workers", "message": self._no_workers}
+                while queue:
+                    t = queue.popleft()
+                    if t.state != _DONE:
+                        t.state = _DONE
+                        self._report(t, base.CRASHED, None, reason, None, -1)
             return
         while queue:
             task = queue[0]
@@ -416,6 +472,8 @@ class LocalBackend(base.Backend):
                 self._report(task, status, payload, extra, stats, w.index)
         elif kind == "hello":
             _, w.pid, w.host, _ = msg
+            w.greeted = True
+            self._failed_starts = 0
 
     def _report(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
         on_done = self._on_done.pop(task.task_id, None)
@@ -471,9 +529,27 @@ class LocalBackend(base.Backend):
                     self._queue.appendleft(t)
             if running.state != _DONE:
                 running.state = _DONE
-                self._report(running, base.CRASHED, None, code, None, w.index)
-        if not self._stopping:
-            self._workers[w.index] = self._spawn(w.index)
+                extra = w.kill_reason if isinstance(w.kill_reason, dict) else code
+                self._report(running, base.CRASHED, None, extra, None, w.index)
+        if self._stopping:
+            return
+        if not w.greeted:
+            self._failed_starts += 1
+        if self._failed_starts >= MAX_FAILED_STARTS_PER_WORKER * self.n_workers:
+            self._give_up(code)
+            return
+        self._workers[w.index] = self._spawn(w.index)
+
+    def _give_up(self, code: int | None) -> None:
+        """Workers keep dying before they start: fail what is queued instead of hanging."""
+        from eugo_lab.hpc.session import describe_exit
+
+        self._no_workers = (
+            f"the local pool has no workers: {self._failed_starts} worker processes in a row exited with "
+            f"{describe_exit(code)} before they could start. Check that eugo_lab and the packages your "
+            f"tasks import are installed for {sys.executable}, then call hpc.init() to start a new pool."
+        )
+        # _dispatch fails whatever is queued, now and later (retries of the crashed tasks too).
 
     def _fail_all(self, reason: str) -> None:
         pending = list(self._queue)

@@ -25,6 +25,7 @@ class Snapshot:
     workers: int
     finished: bool = False
     error: str | None = None
+    cancelled: int = 0
 
     @property
     def speedup(self) -> float:
@@ -54,6 +55,7 @@ class LiveState:
         self.done = 0
         self.failed = 0
         self.retried = 0
+        self.cancelled = 0
         self.busy = 0.0
 
     def add(self, chunk: object) -> None:
@@ -64,7 +66,8 @@ class LiveState:
         status = np.asarray(t["status"], dtype="int64")
         dur = np.asarray(t["end"], dtype="float64") - np.asarray(t["start"], dtype="float64")
         self.done += int(status.size)
-        self.failed += int(np.count_nonzero(status))
+        self.cancelled += int(np.count_nonzero(status == 3))  # 3: cancelled (tracing.recorder.CANCELLED)
+        self.failed += int(np.count_nonzero((status == 1) | (status == 2)))
         self.retried += int(np.count_nonzero(np.asarray(t["attempt"], dtype="int64") > 1))
         self.busy += float(np.nansum(np.clip(dur, 0, None)))
 
@@ -74,4 +77,5 @@ class LiveState:
         running = min(unfinished, self.workers)
         return Snapshot(done=self.done, failed=self.failed, retried=self.retried, running=0 if finished else running,
                         pending=0 if finished else unfinished - running, elapsed=max(now - self.start, 0.0),
-                        busy=self.busy, workers=self.workers, finished=finished, error=error)
+                        busy=self.busy, workers=self.workers, finished=finished, error=error,
+                        cancelled=self.cancelled)

@@ -77,6 +77,7 @@ class CellSummary:
     functions: dict[str, int]
     failed: int
     retried: int
+    cancelled: int
     blocks: int
     error: str | None
     report: Any
@@ -113,7 +114,8 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         simulated = [(int(row.workers), float(row.speedup)) for row in simulate(main, [r.workers for r in runs])]
     return CellSummary(
         backend=str(main.meta.get("backend", "?")), workers=main.n_workers, n_tasks=len(main),
-        functions=dict(sorted(Counter(names).items())), failed=sum(1 for s in statuses if s != 0),
+        functions=dict(sorted(Counter(names).items())), failed=sum(1 for s in statuses if s in (1, 2)),
+        cancelled=sum(1 for s in statuses if s == 3),
         retried=sum(1 for a in attempts if a > 1), blocks=len(main.blocks["kind"]),
         error=None if error is None else type(error).__name__, report=report, runs=list(runs),
         measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,

@@ -136,17 +136,19 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
     """
     rt = session.current(start=False)
-    # The common case, a flat list of futures (fan-out, hpc.map), skips the generic walk.
-    flat = type(obj) is list and all(type(x) is Future for x in obj)
-    if flat:
-        futs = obj
-    else:
-        found: list = []
-        _collect(obj, found)
-        futs = [f for f in found if type(f) is Future]
     start = time.time()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
+    futs: list[Future] = []
+    flat = False
+    try:  # an Interrupt may land anywhere in here, even while the list is being scanned
+        # The common case, a flat list of futures (fan-out, hpc.map), skips the generic walk.
+        flat = type(obj) is list and all(type(x) is Future for x in obj)
+        if flat:
+            futs = obj
+        else:
+            found: list = []
+            _collect(obj, found)
+            futs = [f for f in found if type(f) is Future]
+        deadline = None if timeout is None else time.monotonic() + timeout
         for f in futs:
             if f._state != PENDING:
                 continue
@@ -159,7 +161,9 @@ def get(obj: Any, timeout: float | None = None) -> Any:
                     "again to keep waiting, or hpc.cancel() them."
                 )
     except KeyboardInterrupt:
-        _cancel_pending(futs)
+        found = []
+        _collect(obj, found)
+        _cancel_pending(found)
         raise
     finally:
         if futs:

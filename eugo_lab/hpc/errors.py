@@ -46,7 +46,12 @@ class WorkerCrashedError(HpcError):
 
 
 class WorkerMemoryError(WorkerCrashedError, MemoryError):
-    """A task grew past its worker's memory limit and was stopped."""
+    """A task grew past its worker's memory limit and was stopped (``limit``, ``observed`` in bytes)."""
+
+    def __init__(self, message: str, *, limit: int = 0, observed: int = 0, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.limit = limit
+        self.observed = observed
 
 
 class TaskCancelledError(HpcError):

@@ -37,6 +37,14 @@ def describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def _fmt_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
 class _DependencyGate:
     """Launches a task once every future it was given has finished; fails it if one failed."""
 
@@ -190,20 +198,11 @@ class Runtime:
             if not retry:
                 self._complete_error(task, exc)
         elif status == base.CRASHED:
-            retry = task.attempt <= task.options.retries
+            # A memory-limit kill would happen again: no retry. Other deaths are retried.
+            special = extra if isinstance(extra, dict) else None
+            retry = special is None and task.attempt <= task.options.retries
             if not retry:
-                attempts = task.attempt
-                how = describe_exit(extra)
-                err_cls = errors.WorkerMemoryError if extra == "memory" else errors.WorkerCrashedError
-                self._complete_error(task, err_cls(
-                    f"task {name}() (task {task.task_id}) killed its worker on every attempt "
-                    f"({attempts} attempt{'s' if attempts != 1 else ''}); the last worker died with {how}. "
-                    "Likely causes: the task used more memory than the machine has and the OS killed it, "
-                    "a C extension crashed, or something outside killed the process. Next step: call "
-                    f"{name}() directly on one input in the notebook to see the failure, or give it more "
-                    "memory (fewer workers, smaller partitions).",
-                    function=name, attempts=attempts, exit_code=extra if isinstance(extra, int) else None,
-                ))
+                self._complete_error(task, self._crash_error(task, name, extra))
         else:  # CANCELLED
             self._tasks.pop(task.task_id, None)
             reason = extra if isinstance(extra, str) else "it was cancelled"
@@ -231,6 +230,31 @@ class Runtime:
         recorder.record_task(
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
             stats, [f.task_id for f in task.items] if task.items is not None else None, item_status,
+        )
+
+    @staticmethod
+    def _crash_error(task: Task, name: str, extra: Any) -> errors.HpcError:
+        attempts = task.attempt
+        plural = "s" if attempts != 1 else ""
+        if isinstance(extra, dict) and extra.get("reason") == "memory":
+            rss, limit = extra["rss"], extra["limit"]
+            return errors.WorkerMemoryError(
+                f"task {name}() (task {task.task_id}) was stopped on attempt {attempts}: its worker used "
+                f"{_fmt_size(rss)}, over the {_fmt_size(limit)} memory limit. It was not retried, since it would "
+                "grow the same way again. Next step: process the input in smaller pieces (more, smaller "
+                "partitions), or raise the limit with @hpc.remote(memory=...) or hpc.init(memory_limit=...).",
+                function=name, attempts=attempts, exit_code=-9, limit=limit, observed=rss,
+            )
+        if isinstance(extra, dict) and extra.get("reason") == "no-workers":
+            return errors.NoWorkersError(f"task {name}() (task {task.task_id}) cannot run: {extra['message']}")
+        return errors.WorkerCrashedError(
+            f"task {name}() (task {task.task_id}) killed its worker on every attempt "
+            f"({attempts} attempt{plural}); the last worker died with {describe_exit(extra)}. "
+            "Likely causes: the task used more memory than the machine has and the OS killed it, "
+            "a C extension crashed, or something outside killed the process. Next step: call "
+            f"{name}() directly on one input in the notebook to see the failure, or give it more "
+            "memory (fewer workers, smaller partitions).",
+            function=name, attempts=attempts, exit_code=extra if isinstance(extra, int) else None,
         )
 
     def _launch_retry(self, task: Task) -> None:

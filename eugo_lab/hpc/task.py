@@ -38,7 +38,7 @@ class TaskOptions:
 
     cpus: float = 1
     gpus: float = 0
-    memory: int | None = None
+    memory: int | str | None = None
     retries: int = 3
     retry_exceptions: tuple[type[BaseException], ...] | bool = ()
     name: str | None = None
@@ -49,14 +49,40 @@ class TaskOptions:
         return validate_options(replace(self, **overrides))
 
 
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(value: Any, what: str) -> int | None:
+    """``2_000_000_000``, ``"2GB"``, ``"512 MiB"`` -> bytes; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a number of bytes or a string like '2GB', got {value!r}")
+    if isinstance(value, (int, float)):
+        n = int(value)
+    elif isinstance(value, str):
+        import re
+
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
+        unit = m.group(2).lower() if m else None
+        if m is None or unit not in _UNITS:
+            raise ValueError(f"{what}={value!r} is not a size; write bytes (2000000000) or e.g. '2GB', '512MiB'")
+        n = int(float(m.group(1)) * _UNITS[unit])
+    else:
+        raise TypeError(f"{what} must be a number of bytes or a string like '2GB', got {type(value).__name__}")
+    if n <= 0:
+        raise ValueError(f"{what} must be positive, got {value!r}")
+    return n
+
+
 def validate_options(opts: TaskOptions) -> TaskOptions:
     """Check every option; raise ``ValueError``/``TypeError`` naming the bad one."""
     if not isinstance(opts.cpus, (int, float)) or opts.cpus <= 0:
         raise ValueError(f"cpus must be a positive number, got {opts.cpus!r}")
     if not isinstance(opts.gpus, (int, float)) or opts.gpus < 0:
         raise ValueError(f"gpus must be 0 or a positive number, got {opts.gpus!r}")
-    if opts.memory is not None and (not isinstance(opts.memory, int) or opts.memory <= 0):
-        raise ValueError(f"memory must be a number of bytes (int > 0) or None, got {opts.memory!r}")
+    object.__setattr__(opts, "memory", parse_bytes(opts.memory, "memory"))
     if not isinstance(opts.retries, int) or isinstance(opts.retries, bool) or opts.retries < 0:
         raise ValueError(f"retries must be an int >= 0, got {opts.retries!r}")
     rex = opts.retry_exceptions

@@ -28,6 +28,8 @@ def counters_html(snap: Any) -> str:
         parts.append(f"<span style='color:{glyphs.FAILED_LINE}'>failed {snap.failed}</span>")
     if snap.retried:
         parts.append(f"retried {snap.retried}")
+    if snap.cancelled:
+        parts.append(f"cancelled {snap.cancelled}")
     parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
               f"efficiency {snap.efficiency:.0%}"]
     return f"<div class='eugo-counters' style='{_STYLE}'>" + " &middot; ".join(parts) + "</div>"

@@ -25,7 +25,8 @@ def summary_text(s: Any, precise: bool = False) -> str:
     lines = [head]
     if s.functions:
         lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
-    lines.append(f"  failed: {s.failed}, retried: {s.retried}, blocking waits: {s.blocks}")
+    cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
+    lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     opts = s.options
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}, optimize: {'on' if opts.get('optimize') else 'off'}")
     if len(s.runs) > 1:

@@ -1,0 +1,240 @@
+"""Reliability of the local pool under memory blow-ups, hung tasks, chaos and load."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+
+from eugo_lab import hpc
+from eugo_lab.backends import local
+from eugo_lab.hpc import session
+
+
+@hpc.remote
+def grow(step_mb: int = 20):
+    chunks = []
+    while True:  # grows without bound until something stops it
+        chunks.append(bytearray(step_mb * 1_000_000))
+        time.sleep(0.01)
+
+
+@hpc.remote
+def hang():
+    while True:
+        time.sleep(0.1)
+
+
+@hpc.remote
+def echo(x):
+    return x
+
+
+@hpc.remote
+def short(x):
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.01:
+        pass
+    return x * 2
+
+
+def _pids() -> list[int]:
+    return session.current().backend.worker_pids()
+
+
+def _rss() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def test_task_over_its_memory_limit_is_stopped_near_the_limit(local2):
+    before_pids = set(_pids())
+    driver_before = _rss()
+    limit = 300_000_000
+    f = grow.options(memory="300MB").remote()
+    with pytest.raises(hpc.WorkerMemoryError) as info:
+        hpc.get(f, timeout=60)
+    err = info.value
+    assert isinstance(err, MemoryError) and isinstance(err, hpc.WorkerCrashedError)
+    assert err.limit == limit and limit < err.observed < limit + 250_000_000
+    msg = str(err)
+    assert "grow()" in msg and "300.00 MB memory limit" in msg and "not retried" in msg and "Next step" in msg
+    assert err.attempts == 1
+    assert _rss() - driver_before < 50_000_000  # the kernel's own memory barely moved
+    deadline = time.monotonic() + 10
+    while (len(_pids()) < 2 or set(_pids()) == before_pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_pids()) == 2 and len(set(_pids()) & before_pids) == 1  # a replacement started
+    assert hpc.get(echo.remote(5)) == 5
+
+
+def test_pool_wide_memory_limit_from_init():
+    hpc.init(workers=1, memory_limit="250MB")
+    with pytest.raises(hpc.WorkerMemoryError, match="250.00 MB memory limit"):
+        hpc.get(grow.remote(), timeout=60)
+    assert hpc.get(echo.remote("after")) == "after"
+
+
+def test_bad_memory_values_are_clear_errors():
+    with pytest.raises(ValueError, match="memory_limit='lots' is not a size"):
+        hpc.init(workers=1, memory_limit="lots")
+    with pytest.raises(ValueError, match="memory must be positive"):
+        echo.options(memory=0)
+    with pytest.raises(ValueError, match="backend 'threads' does not take memory_limit"):
+        hpc.init(backend="threads", memory_limit="1GB")
+
+
+def test_hung_task_times_out_then_cancel_stops_it_without_retry(local2, tmp_path):
+    f = hang.remote()
+    t = time.monotonic()
+    with pytest.raises(TimeoutError):
+        hpc.get(f, timeout=2)
+    assert 1.9 < time.monotonic() - t < 4
+    victim = [p for p in _pids()]
+    assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f)
+    with hpc.trace() as tr:
+        assert hpc.get([echo.remote(i) for i in range(4)]) == [0, 1, 2, 3]
+    df = tr.to_dataframe()
+    rows = df[df["task_id"] == f.task_id]
+    assert list(rows["status"]) in ([], ["cancelled"])  # at most the cancellation itself: never run again
+    deadline = time.monotonic() + 10
+    while set(_pids()) == set(victim) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(set(_pids()) - set(victim)) == 1  # its worker was replaced
+
+
+def test_cancelling_a_future_cancels_its_dependents(local2):
+    upstream = hang.remote()
+    middle = echo.remote(upstream)
+    downstream = echo.remote([middle, 1])
+    hpc.cancel(upstream)
+    for f in (middle, downstream):
+        with pytest.raises(hpc.TaskCancelledError):
+            hpc.get(f, timeout=10)
+        assert f.cancelled()
+
+
+def test_workers_that_never_start_fail_tasks_with_noworkerserror(monkeypatch):
+    monkeypatch.setattr(local, "_WORKER_CMD", "import sys; sys.exit(3)")
+    hpc.init(workers=1)
+    t = time.monotonic()
+    with pytest.raises(hpc.NoWorkersError, match="exit code 3 before they could start"):
+        hpc.get(echo.remote(1), timeout=30)
+    assert time.monotonic() - t < 10
+    with pytest.raises(hpc.NoWorkersError, match="call hpc.init"):
+        hpc.get(echo.remote(2), timeout=5)  # later tasks fail at once too
+
+
+def test_local_pool_listens_on_no_network_port(local2):
+    hpc.get(echo.remote(1))
+    for pid in _pids():
+        assert psutil.Process(pid).net_connections(kind="inet") == []
+
+
+def test_chaos_soak_random_worker_kills_lose_nothing(local2):
+    n = 2000
+    expected = [2 * i for i in range(n)]
+    t = time.monotonic()
+    assert hpc.get([short.remote(i) for i in range(n)]) == expected
+    clean = time.monotonic() - t
+
+    threads_before = threading.active_count()
+    rng = random.Random(20261129)
+    stop = threading.Event()
+    kills = []
+
+    def killer():
+        while not stop.wait(rng.uniform(1.5, 2.5)):
+            pids = _pids()
+            if pids:
+                victim = rng.choice(pids)
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                    kills.append(victim)
+                except ProcessLookupError:
+                    pass
+
+    th = threading.Thread(target=killer, daemon=True)
+    th.start()
+    t = time.monotonic()
+    try:
+        with hpc.trace() as tr:
+            results = hpc.get([short.remote(i) for i in range(n)], timeout=120)
+    finally:
+        stop.set()
+        th.join()
+    chaotic = time.monotonic() - t
+    assert results == expected
+    assert kills, "the killer never fired: the soak proved nothing"
+    assert chaotic <= 3 * clean + 2.0, (chaotic, clean)
+    df = tr.to_dataframe()
+    assert (df["status"] == "crashed").sum() >= 1  # kills hit running tasks, which were retried
+    for victim in kills:
+        assert not psutil.pid_exists(victim) or psutil.Process(victim).status() == psutil.STATUS_ZOMBIE
+    assert threading.active_count() <= threads_before
+
+
+LOAD_DRIVER = textwrap.dedent(
+    """
+    import os, time, psutil
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def tiny(x):
+        return x
+
+    hpc.init(workers=2)
+    hpc.get(tiny.remote(0))
+    proc = psutil.Process()
+    rss0 = proc.memory_info().rss
+    t = time.monotonic()
+    futures = [tiny.remote(i) for i in range(100_000)]
+    submit_s = time.monotonic() - t
+    rss1 = proc.memory_info().rss
+    print("SUBMITTED", round(submit_s, 2), rss1 - rss0, flush=True)
+    t = time.monotonic()
+    try:
+        hpc.get(futures)
+        print("FINISHED", flush=True)
+    except KeyboardInterrupt:
+        print("KBI", round(time.monotonic() - t, 2), flush=True)
+    done = sum(f.done() for f in futures)
+    print("DONE", done, sum(f.cancelled() for f in futures), flush=True)
+    print("NEXT", hpc.get(tiny.remote(7), timeout=30), flush=True)
+    """
+)
+
+
+def test_100k_tasks_submit_fast_stay_bounded_and_one_interrupt_stops_them(tmp_path):
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=tmp_path)
+    try:
+        line = proc.stdout.readline().split()
+        assert line[0] == "SUBMITTED", line
+        submit_s, growth = float(line[1]), int(line[2])
+        assert growth < 400_000_000, f"100k pending tasks grew the driver by {growth / 1e6:.0f} MB"
+        assert submit_s < 60
+        os.killpg(proc.pid, signal.SIGINT)  # one Interrupt
+        line = proc.stdout.readline().split()
+        assert line[0] in ("KBI", "FINISHED"), line
+        done = proc.stdout.readline().split()
+        assert done[0] == "DONE" and int(done[1]) == 100_000  # every future settled: finished or cancelled
+        if line[0] == "KBI":
+            assert int(done[2]) > 0
+        assert proc.stdout.readline().split() == ["NEXT", "7"]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    print(f"100k submit: {submit_s:.2f} s, driver growth {growth / 1e6:.0f} MB")
