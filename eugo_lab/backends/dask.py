@@ -19,6 +19,7 @@ round trip each) and reported from our own thread (see ``_cluster.Reporter``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -302,7 +303,7 @@ class DaskBackend(base.Backend):
         if isinstance(exc, KilledWorker):
             # The worker died while running the task (SIGKILL, segfault, out of memory).
             rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
-        elif status == "cancelled" or isinstance(exc, asyncio.CancelledError):
+        elif status == "cancelled" or isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
             reason = getattr(exc, "reason", None) or "Dask cancelled it (the scheduler restarted or the client closed)"
             rep.finish(task, attempt, base.CANCELLED, None, f"it was cancelled: {reason}", None, -1)
         else:
