@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -32,12 +33,29 @@ log = logging.getLogger("eugo_lab")
 
 _DRIVER = uuid.uuid4().hex[:12]
 _INFO_MAX_AGE = 2.0
+FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel
 # Errors that mean "the process or node holding the task went away": the runtime may retry.
 _CRASHES: tuple[type[BaseException], ...] = tuple(
     getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
                               "LocalRayletDiedError") if hasattr(rex, n)
 )
 _OOM: tuple[type[BaseException], ...] = tuple(getattr(rex, n) for n in ("OutOfMemoryError",) if hasattr(rex, n))
+
+
+def _job_config() -> Any:
+    """A JobConfig giving local workers the driver's ``sys.path``, so they import what it imports.
+
+    (Ray itself adds only the driver's working directory; the local pool and Dask's
+    spawned workers get the whole path, and a task must not fail on Ray alone.)
+    """
+    from ray.job_config import JobConfig
+
+    paths = list(dict.fromkeys(os.path.abspath(p or os.getcwd()) for p in sys.path))
+    paths = [p for p in paths if os.path.isdir(p)]
+    try:
+        return JobConfig(_py_driver_sys_path=paths)
+    except TypeError:  # pragma: no cover - a Ray without this (private) option
+        return JobConfig(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
 
 
 def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
@@ -101,7 +119,8 @@ class RayBackend(base.Backend):
                 # Ray has no loopback-only mode: it resolves 127.0.0.1 to the node's address and
                 # binds its gRPC servers on every interface; it protects them with token
                 # authentication (on by default since Ray 2.5x). No dashboard is started.
-                opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False)
+                opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
+                            job_config=_job_config())
                 if self.num_gpus is not None:
                     opts["num_gpus"] = self.num_gpus
                 if self.object_store_memory is not None:
@@ -113,8 +132,12 @@ class RayBackend(base.Backend):
                 self._ctx = ray.init(**opts)
             except Exception as exc:
                 where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
-                raise BackendError(f"ray backend: could not start or reach {where}: {type(exc).__name__}: {exc}") \
-                    from exc
+                hint = ""
+                if "auth" in str(exc).lower():
+                    hint = (" The cluster uses token authentication: make its token available "
+                            "(~/.ray/auth_token or RAY_AUTH_TOKEN) and set RAY_AUTH_MODE=token before starting Python.")
+                raise BackendError(f"ray backend: could not start or reach {where}: {type(exc).__name__}: "
+                                   f"{str(exc)[:500]}{hint}") from exc
             self._owned = True
         self._reporter = _cluster.Reporter("eugo-ray-report")
 
@@ -222,18 +245,38 @@ class RayBackend(base.Backend):
             rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
 
     def cancel(self, task: Task) -> None:
-        """Report the task cancelled now and stop it (``force=True`` ends a running task's worker)."""
+        """Report the task cancelled now and stop it.
+
+        A queued task is dropped. A running one first gets Ray's gentle cancel (an
+        exception raised inside the task: its worker process survives, so no replacement
+        has to start); if it is still running ``FORCE_CANCEL_AFTER`` seconds later (stuck
+        in C code), ``force=True`` ends its worker process.
+        """
         rep = self._reporter
         if rep is None:
             return
         oref = rep.handle(task)
         if not rep.finish(task, task.attempt, base.CANCELLED):
             return
-        if oref is not None:
-            try:
+        if oref is None:
+            return
+        try:
+            ray.cancel(oref, force=False)
+        except Exception:  # noqa: BLE001 - finished in the meantime
+            return
+        timer = threading.Timer(FORCE_CANCEL_AFTER, self._force_cancel, (oref,))
+        timer.daemon = True
+        timer.start()
+
+    def _force_cancel(self, oref: Any) -> None:
+        if self._stopped or not ray.is_initialized():
+            return
+        try:
+            ready, _ = ray.wait([oref], timeout=0)
+            if not ready:
                 ray.cancel(oref, force=True)
-            except Exception:  # noqa: BLE001 - finished in the meantime
-                pass
+        except Exception:  # noqa: BLE001 - finished, or Ray is shutting down
+            pass
 
     # -- objects --------------------------------------------------------------------------------
     def put(self, obj: Any) -> ObjectRef:
