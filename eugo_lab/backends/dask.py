@@ -144,10 +144,22 @@ class DaskBackend(base.Backend):
                 raise BackendError(f"dask backend: could not start a local Dask cluster of {n} workers: {exc}") from exc
             log.info("eugo_lab: started a local Dask cluster at %s", self._local.scheduler_address)
         else:
-            target = self.cluster if self.cluster is not None else self.address
-            where = self.cluster.scheduler_address if self.cluster is not None else self.address
+            target: Any = self.address
+            where = self.address
+            kwargs: dict[str, Any] = {}
+            if self.cluster is not None:
+                where = self.cluster.scheduler_address
+                # A distributed Cluster (LocalCluster, dask-jobqueue, dask-kubernetes...) is passed
+                # as is (the client then uses its security settings); anything else that only
+                # has a scheduler_address is connected to by address.
+                if isinstance(self.cluster, distributed.deploy.Cluster):
+                    target = self.cluster
+                else:
+                    target = where
+                    if getattr(self.cluster, "security", None) is not None:
+                        kwargs["security"] = self.cluster.security
             try:
-                self.client = distributed.Client(target, set_as_default=False, timeout=self.timeout)
+                self.client = distributed.Client(target, set_as_default=False, timeout=self.timeout, **kwargs)
             except Exception as exc:  # OSError/TimeoutError from the comm layer, ValueError for bad addresses
                 self._close_quietly()
                 raise BackendError(
