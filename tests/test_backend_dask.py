@@ -11,7 +11,6 @@ import os
 import signal
 import time
 from multiprocessing import resource_tracker
-from pathlib import Path
 
 import numpy as np
 import psutil
@@ -237,8 +236,3 @@ def test_dask_extra_missing_names_the_install_command(monkeypatch):
     with pytest.raises(ImportError, match=r'pip install "eugo-lab\[dask\]"'):
         hpc.init(backend="dask", workers=1)
 
-
-def test_module_path_is_this_checkout():
-    import eugo_lab
-
-    assert Path(eugo_lab.__file__).resolve().parent.parent == Path(__file__).resolve().parent.parent
