@@ -132,21 +132,27 @@ def ray_cli_cluster(num_cpus: int = 2) -> Iterator[str]:
     from ray._raylet import Config
 
     Config.initialize("")
+    address = None
     try:
         out = subprocess.run(
             [str(BIN / "ray"), "start", "--head", f"--port={port}", f"--num-cpus={num_cpus}", "--num-gpus=0",
-             "--include-dashboard=false", f"--temp-dir={temp}", "--disable-usage-stats"],
+             "--include-dashboard=false", f"--temp-dir={temp}", "--disable-usage-stats",
+             f"--ray-client-server-port={free_port()}"],
             env=env, cwd=REPO, capture_output=True, text=True, timeout=180,
         )
         if out.returncode != 0:
             raise RuntimeError(f"ray start failed:\n{out.stdout}\n{out.stderr}")
         m = re.search(r"--address='([^']+)'", out.stdout + out.stderr)
-        yield m.group(1) if m else f"127.0.0.1:{port}"
+        address = m.group(1) if m else f"127.0.0.1:{port}"
+        yield address
     finally:
+        # Ray's daemons name the temp dir; its client server names the GCS address instead.
+        marks = [temp] + ([f"--address={address} "] if address else [])
         procs = []
         for p in psutil.process_iter(["cmdline"]):
             try:
-                if temp in " ".join(p.info["cmdline"] or []):
+                line = " ".join(p.info["cmdline"] or []) + " "
+                if p.pid != os.getpid() and any(m in line for m in marks):
                     procs.append(p)
                     procs.extend(p.children(recursive=True))
             except psutil.Error:
