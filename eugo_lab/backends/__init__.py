@@ -13,6 +13,8 @@ from typing import Any
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "local": ("eugo_lab.backends.local", "LocalBackend", None),
     "threads": ("eugo_lab.backends.threads", "ThreadBackend", None),
+    "dask": ("eugo_lab.backends.dask", "DaskBackend", "dask"),
+    "ray": ("eugo_lab.backends.ray", "RayBackend", "ray"),
 }
 
 

@@ -1,0 +1,198 @@
+"""Pieces shared by the cluster engines (Dask, Ray): the worker-side task and driver bookkeeping.
+
+Worker side: :func:`run_task` is the one body every cluster task runs. It loads the
+function (cached per process, so a function is unpickled once per worker, not once per
+task), maps argument tokens back to values (``("fut", id)`` to a dependency's pickled
+result, ``("ref", id)`` to an ``hpc.put`` object the engine delivered as an extra
+argument) and calls :func:`~eugo_lab.backends._worker.execute`, so tasks are timed,
+traced and their errors captured exactly as on the local pool.
+
+Driver side: :class:`Reporter` calls ``on_done`` exactly once per task attempt, always
+from one thread of ours (never from the engine's event loop, where a callback that
+submits more work or does a blocking call could stall or deadlock the engine), and
+:class:`WorkerIndex` turns engine worker identities into small, stable ints for the trace.
+
+Clocks: ``stats[0]`` is ``time.time()`` on the worker. Workers on other hosts may have
+clocks that differ from the driver's by milliseconds (NTP) or more; we record their
+timestamps as they are and leave alignment to ``eugo_lab.tracing`` (which can apply
+per-host ``clock_offsets``), so a backend never rewrites a measurement.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from eugo_lab.backends import base
+from eugo_lab.backends._worker import _pickle_exception, execute, execute_batch
+from eugo_lab.hpc.serialization import loads_value
+
+log = logging.getLogger("eugo_lab")
+
+# -- worker side -----------------------------------------------------------------------------
+_FN_CACHE_SIZE = 256
+_fn_cache: collections.OrderedDict[tuple[str, int], Callable] = collections.OrderedDict()
+_fn_lock = threading.Lock()
+
+
+def _load_function(fn_key: tuple[str, int], payload: bytes) -> Callable:
+    with _fn_lock:
+        fn = _fn_cache.get(fn_key)
+        if fn is not None:
+            _fn_cache.move_to_end(fn_key)
+            return fn
+    fn = loads_value(payload)
+    with _fn_lock:
+        _fn_cache[fn_key] = fn
+        while len(_fn_cache) > _FN_CACHE_SIZE:
+            _fn_cache.popitem(last=False)
+    return fn
+
+
+def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes, deps: dict | None,
+             is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float]) -> tuple:
+    """Run one task (or ``hpc.map`` batch) on this worker; never raises.
+
+    Returns ``(status, payload, extra, stats)`` as :func:`execute` does.
+    """
+    try:
+        fn = _load_function(fn_key, fn_payload)
+    except BaseException as exc:  # noqa: BLE001 - e.g. a module the function needs is missing here
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        hint = (f"the function {name}() could not be loaded on worker {socket.gethostname()} "
+                f"(pid {os.getpid()}): {type(exc).__name__}: {exc}. Install the packages it imports on "
+                "every worker (the same versions as on the driver).")
+        from eugo_lab.hpc.errors import BackendError
+
+        return base.ERROR, _pickle_exception(BackendError(hint)), tb, None
+    refs = dict(zip(ref_ids, ref_values))
+
+    def load_token(token: tuple) -> Any:
+        if token[0] == "fut":
+            return loads_value(deps[token[1]])  # type: ignore[index]
+        return refs[token[1]]
+
+    run = execute_batch if is_batch else execute
+    return run(fn, name, args, load_token, cpu_clock)
+
+
+def host_and_pid() -> tuple[str, int]:
+    """The host name and pid of the calling (worker) process."""
+    return socket.gethostname(), os.getpid()
+
+
+# -- driver side -----------------------------------------------------------------------------
+class WorkerIndex:
+    """Maps an engine's worker identity (an address, a worker id) to a small stable int."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[Any, int] = {}
+        self._info: list[base.WorkerInfo] = []
+
+    def index(self, key: Any, host: str = "", pid: int = 0, address: str = "") -> int:
+        """The index of worker ``key``, assigning the next one on first sight."""
+        with self._lock:
+            i = self._by_key.get(key)
+            if i is None:
+                i = self._by_key[key] = len(self._info)
+                self._info.append(base.WorkerInfo(i, host, pid, address))
+            else:
+                w = self._info[i]
+                if pid and not w.pid:
+                    w.host, w.pid = host, pid
+            return i
+
+    def all(self) -> list[base.WorkerInfo]:
+        """Every worker seen so far (also ones that have gone)."""
+        with self._lock:
+            return list(self._info)
+
+
+class Reporter:
+    """Delivers task outcomes: at most one ``on_done`` per attempt, from one thread of ours.
+
+    ``register`` when a task is handed to the engine; ``finish`` from any thread when it
+    ended (the first call for an attempt wins, later ones are ignored, e.g. a result that
+    arrives after ``cancel`` already reported the task cancelled).
+    """
+
+    def __init__(self, name: str):
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[int, base.DoneCallback, Any, Any]] = {}
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+        self.last_activity = time.monotonic()
+
+    def register(self, task: Any, on_done: base.DoneCallback, handle: Any) -> None:
+        """Remember ``task``'s current attempt and the engine's handle for it."""
+        with self._lock:
+            self._pending[task.task_id] = (task.attempt, on_done, handle, task)
+            self.last_activity = time.monotonic()
+
+    def handle(self, task: Any) -> Any:
+        """The engine handle of ``task``'s current attempt, or ``None`` if it already ended."""
+        with self._lock:
+            entry = self._pending.get(task.task_id)
+        return None if entry is None or entry[0] != task.attempt else entry[2]
+
+    def finish(self, task: Any, attempt: int, status: int, payload: Any = None, extra: Any = None,
+               stats: Any = None, worker: int = -1) -> bool:
+        """Report attempt ``attempt`` of ``task``; False if it was already reported."""
+        with self._lock:
+            entry = self._pending.get(task.task_id)
+            if entry is None or entry[0] != attempt:
+                return False
+            del self._pending[task.task_id]
+            self.last_activity = time.monotonic()
+        self._q.put((entry[1], (task, status, payload, extra, stats, worker)))
+        return True
+
+    def post(self, fn: Callable, *args: Any) -> None:
+        """Run ``fn(*args)`` on the reporter thread (in order with the reports)."""
+        self._q.put((fn, args))
+
+    @property
+    def busy(self) -> int:
+        """Attempts handed to the engine and not reported yet."""
+        return len(self._pending)
+
+    def cancel_all(self, reason: str) -> list[Any]:
+        """Report every attempt not reported yet as cancelled; return the engine handles."""
+        with self._lock:
+            entries = list(self._pending.values())
+        for attempt, _, _, task in entries:
+            self.finish(task, attempt, base.CANCELLED, None, reason, None, -1)
+        return [h for _, _, h, _ in entries]
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Deliver what is queued, then end the thread."""
+        self._q.put(None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - one bad callback must not stop every report
+                log.exception("eugo_lab: reporting a task outcome failed")
+
+
+def error_outcome(exc: BaseException) -> tuple[bytes, str]:
+    """``(pickled exception, traceback text)`` for an engine-level failure of a task."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return _pickle_exception(exc), tb

@@ -1,0 +1,416 @@
+"""Dask distributed: an embedded ``LocalCluster``, a running scheduler, or any Dask cluster manager.
+
+``hpc.init(backend="dask", workers=4)`` starts a ``LocalCluster`` of worker processes
+(one thread each) that listens on 127.0.0.1 only; ``hpc.init(address="tcp://host:8786")``
+connects to a running scheduler; ``hpc.init(cluster=obj)`` takes any object with a
+``scheduler_address`` (``LocalCluster``, dask-jobqueue's ``SLURMCluster``, dask-kubernetes...).
+
+Every task is one Dask task that runs ``_dask_task`` on a worker, which runs the body
+through the same ``execute`` code as the local pool. Retries stay in the eugo runtime:
+tasks are submitted with ``retries=0``, and an embedded cluster's scheduler gives up on a
+task after its first worker death (``allowed-failures=0``), which we report as CRASHED so
+the runtime retries it (a scheduler we merely connect to keeps its own setting and may
+re-run the task itself first; a ``KilledWorker`` still ends as CRASHED here).
+
+Results are awaited on the client's event loop (many gathers in flight at once, one
+round trip each) and reported from our own thread (see ``_cluster.Reporter``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+import distributed
+from dask.sizeof import sizeof
+from dask.utils import parse_timedelta
+from distributed.scheduler import KilledWorker
+
+from eugo_lab.backends import _cluster, base
+from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.hpc.objects import ObjectRef, describe_type
+from eugo_lab.hpc.task import Task
+
+log = logging.getLogger("eugo_lab")
+
+_DRIVER = uuid.uuid4().hex[:12]  # makes function-cache keys and Dask keys unique per driver process
+_INFO_MAX_AGE = 2.0  # seconds a fetched scheduler_info() may be reused for resource checks
+
+
+def _dask_task(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
+               ref_ids: tuple, *ref_values: Any) -> tuple:
+    """The Dask task: run the body via ``execute``; return its outcome and who ran it."""
+    status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
+                                                      ref_values, time.thread_time)
+    try:
+        address = distributed.get_worker().address
+    except ValueError:  # pragma: no cover - not on a Dask worker (never in practice)
+        address = ""
+    host, pid = _cluster.host_and_pid()
+    return status, payload, extra, stats, (address, host, pid)
+
+
+def parse_idle_timeout(value: Any) -> float | None:
+    """``"10m"`` -> 600.0, ``30`` -> 30.0, ``None`` -> ``None``; raise ``ValueError`` otherwise."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_timedelta(value, default="seconds")
+    except (ValueError, TypeError, KeyError):
+        seconds = None
+    if seconds is None or isinstance(value, bool) or seconds <= 0:
+        raise ValueError(f"idle_timeout must be a positive number of seconds or a string like '30s' or '10m', "
+                         f"got {value!r}")
+    return float(seconds)
+
+
+class DaskBackend(base.Backend):
+    """Tasks run as Dask tasks on a ``distributed`` cluster."""
+
+    name = "dask"
+
+    def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
+                 idle_timeout: Any = None, threads_per_worker: int = 1, dashboard: bool = True,
+                 timeout: float = 5.0, memory_limit: Any = "auto", resources: dict[str, float] | None = None):
+        if cluster is not None and address is not None:
+            raise ValueError("pass either address= or cluster= to the dask backend, not both")
+        if cluster is not None and not hasattr(cluster, "scheduler_address"):
+            raise TypeError(f"cluster= must be a Dask cluster manager (an object with .scheduler_address), "
+                            f"got {type(cluster).__name__}")
+        if (address is not None or cluster is not None) and workers is not None:
+            raise ValueError("workers= applies to the embedded Dask cluster only; size an existing cluster "
+                             "with its own tools (cluster.scale(n), dask worker ...)")
+        self.n_workers = workers
+        self.address = address
+        self.cluster = cluster
+        self.idle_timeout = parse_idle_timeout(idle_timeout)
+        if self.idle_timeout is not None and (address is not None or cluster is not None):
+            raise ValueError("idle_timeout= applies to the embedded Dask cluster only (hpc.init(backend='dask'))")
+        self.threads_per_worker = threads_per_worker
+        self.dashboard = dashboard
+        self.timeout = float(timeout)
+        self.memory_limit = memory_limit
+        self.worker_resources = dict(resources or {})
+        self.client: distributed.Client | None = None
+        self._local: distributed.LocalCluster | None = None  # the embedded cluster, when we started it
+        self._lifecycle = threading.RLock()
+        self._reporter: _cluster.Reporter | None = None
+        self._index = _cluster.WorkerIndex()
+        self._info_cache: tuple[float, dict] | None = None
+        self._live_refs: set[int] = set()
+        self._stopped = False
+        self._idle_stopped = False
+        self._idle_thread: threading.Thread | None = None
+        self._idle_wake = threading.Event()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def embedded(self) -> bool:
+        """True when this backend starts (and stops) its own LocalCluster."""
+        return self.address is None and self.cluster is None
+
+    def start(self) -> None:
+        """Start the embedded cluster or connect; raises ``BackendError`` naming the address."""
+        self._reporter = _cluster.Reporter("eugo-dask-report")
+        self._connect()
+        if self.idle_timeout is not None:
+            self._idle_thread = threading.Thread(target=self._idle_loop, name="eugo-dask-idle", daemon=True)
+            self._idle_thread.start()
+
+    def _connect(self) -> None:
+        if self.embedded:
+            n = self.n_workers
+            if n is None:
+                from eugo_lab.backends.local import usable_cores
+
+                n = usable_cores()
+            try:
+                self._local = distributed.LocalCluster(
+                    n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
+                    host="127.0.0.1", dashboard_address="127.0.0.1:0" if self.dashboard else None,
+                    worker_dashboard_address=None, silence_logs=logging.ERROR,
+                    memory_limit=self.memory_limit, resources=self.worker_resources or None,
+                    # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
+                    scheduler_kwargs={"allowed_failures": 0},
+                )
+                self.client = distributed.Client(self._local, set_as_default=False, timeout=self.timeout)
+            except Exception as exc:
+                self._close_quietly()
+                raise BackendError(f"dask backend: could not start a local Dask cluster of {n} workers: {exc}") from exc
+            log.info("eugo_lab: started a local Dask cluster at %s", self._local.scheduler_address)
+        else:
+            target: Any = self.address
+            where = self.address
+            kwargs: dict[str, Any] = {}
+            if self.cluster is not None:
+                where = self.cluster.scheduler_address
+                # A distributed Cluster (LocalCluster, dask-jobqueue, dask-kubernetes...) is passed
+                # as is (the client then uses its security settings); anything else that only
+                # has a scheduler_address is connected to by address.
+                if isinstance(self.cluster, distributed.deploy.Cluster):
+                    target = self.cluster
+                else:
+                    target = where
+                    if getattr(self.cluster, "security", None) is not None:
+                        kwargs["security"] = self.cluster.security
+            try:
+                self.client = distributed.Client(target, set_as_default=False, timeout=self.timeout, **kwargs)
+            except Exception as exc:  # OSError/TimeoutError from the comm layer, ValueError for bad addresses
+                self._close_quietly()
+                raise BackendError(
+                    f"dask backend: could not connect to the Dask scheduler at {where} within {self.timeout:g} s "
+                    f"({type(exc).__name__}: {exc}). Check that the scheduler runs and that this machine can "
+                    "reach that host and port."
+                ) from exc
+        self._info_cache = None
+        self._idle_stopped = False
+
+    def _close_quietly(self) -> None:
+        client, local = self.client, self._local
+        self.client = self._local = None
+        if client is not None:
+            try:
+                client.close(timeout=5)
+            except Exception:  # noqa: BLE001 - closing what already failed
+                pass
+        if local is not None:
+            try:
+                local.close(timeout=10)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _ensure_client(self) -> distributed.Client:
+        client = self.client
+        if client is not None:
+            return client
+        with self._lifecycle:
+            if self._stopped:
+                raise BackendError("the Dask backend is shut down; call hpc.init() to start a new one")
+            if self.client is None:
+                log.info("eugo_lab: starting a new local Dask cluster (the previous one stopped after being idle)")
+                self._connect()
+            return self.client  # type: ignore[return-value]
+
+    def shutdown(self) -> None:
+        """Cancel what is pending, close the client, and stop the embedded cluster; idempotent."""
+        with self._lifecycle:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._idle_wake.set()
+            if self._reporter is not None:
+                handles = self._reporter.cancel_all("the runtime was shut down")
+                client = self.client
+                if client is not None and handles:
+                    try:
+                        client.cancel([h for h in handles if h is not None], force=True)
+                    except Exception:  # noqa: BLE001 - the scheduler may be gone already
+                        pass
+            self._close_quietly()
+            if self._reporter is not None:
+                self._reporter.stop()
+
+    # -- idle shutdown ---------------------------------------------------------------------
+    def _idle_loop(self) -> None:
+        timeout = self.idle_timeout
+        assert timeout is not None
+        step = min(1.0, timeout / 4)
+        while not self._idle_wake.wait(step):
+            rep = self._reporter
+            if self.client is None or rep is None or rep.busy or self._live_refs:
+                continue
+            idle = time.monotonic() - rep.last_activity
+            if idle < timeout:
+                continue
+            with self._lifecycle:
+                if self._stopped or self.client is None or rep.busy or self._live_refs:
+                    continue
+                if time.monotonic() - rep.last_activity < timeout:
+                    continue
+                log.warning("eugo_lab: shutting down the local Dask cluster after %.0f s without tasks "
+                            "(idle_timeout=%g s); the next task starts a new one", idle, timeout)
+                self._close_quietly()
+                self._idle_stopped = True
+
+    # -- tasks -------------------------------------------------------------------------------
+    def _scheduler_info(self, client: distributed.Client, fresh: bool = False) -> dict:
+        cached = self._info_cache
+        now = time.monotonic()
+        if not fresh and cached is not None and now - cached[0] < _INFO_MAX_AGE:
+            return cached[1]
+        info = client.scheduler_info(n_workers=-1)
+        self._info_cache = (now, info)
+        return info
+
+    def _resources(self, client: distributed.Client, task: Task) -> dict[str, float] | None:
+        opts = task.options
+        wanted = dict(opts.resources)
+        if opts.gpus:
+            wanted["GPU"] = opts.gpus
+        if not wanted:
+            return None
+        for fresh in (False, True):
+            workers = self._scheduler_info(client, fresh)["workers"]
+            if not workers:  # nothing to judge by yet (an adaptive cluster scales up): let Dask queue it
+                return wanted
+            offers = [w.get("resources") or {} for w in workers.values()]
+            if any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers):
+                return wanted
+        need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+        have = sorted({", ".join(f"{k}={v:g}" for k, v in sorted(o.items())) or "no resources" for o in offers})
+        raise NoWorkersError(
+            f"task {task.fn.name}() asks for {need}, but no worker of the Dask cluster offers that: its "
+            f"{len(offers)} worker(s) offer {'; '.join(have)}. Start workers with the resource "
+            f"(dask worker ... --resources \"GPU=1\") or remove the request (.options(gpus=0))."
+        )
+
+    def submit(self, task: Task, on_done: base.DoneCallback) -> None:
+        """Submit one Dask task; its outcome is reported from the reporter thread."""
+        if self._stopped:
+            raise BackendError("the Dask backend is shut down; call hpc.init() to start a new one")
+        client = self._ensure_client()
+        resources = self._resources(client, task)
+        fn = task.fn
+        name = task.future.function if task.future is not None else fn.name
+        refs = [t for t in task.tokens if type(t) is ObjectRef]
+        attempt = task.attempt
+        key = f"{name}-{_DRIVER}-{task.task_id}-{attempt}"
+        reporter = self._reporter
+        assert reporter is not None
+        try:
+            dfut = client.submit(
+                _dask_task, (_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
+                task.items is not None, tuple(r.ref_id for r in refs), *(r.location for r in refs),
+                key=key, pure=False, retries=0, resources=resources,
+            )
+        except Exception as exc:
+            raise BackendError(f"dask backend: could not submit {name}(): {exc}") from exc
+        reporter.register(task, on_done, dfut)
+        asyncio.run_coroutine_threadsafe(self._watch(dfut, task, attempt), client.loop.asyncio_loop)
+
+    async def _watch(self, dfut: distributed.Future, task: Task, attempt: int) -> None:
+        try:
+            value = await dfut._result(raiseit=False)
+        except BaseException as exc:  # noqa: BLE001 - the client was closed, the connection lost...
+            value = exc
+        status = dfut.status
+        del dfut  # the worker may drop the result now: we hold it as bytes
+        rep = self._reporter
+        if rep is not None:
+            rep.post(self._settle, task, attempt, status, value)
+
+    def _settle(self, task: Task, attempt: int, status: str, value: Any) -> None:
+        rep = self._reporter
+        assert rep is not None
+        if status == "finished" and isinstance(value, tuple) and len(value) == 5:
+            st, payload, extra, stats, (address, host, pid) = value
+            rep.finish(task, attempt, st, payload, extra, stats, self._index.index(address, host, pid, address))
+            return
+        exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value
+        if isinstance(exc, KilledWorker):
+            # The worker died while running the task (SIGKILL, segfault, out of memory).
+            rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+        elif status == "cancelled" or isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
+            reason = getattr(exc, "reason", None) or "Dask cancelled it (the scheduler restarted or the client closed)"
+            rep.finish(task, attempt, base.CANCELLED, None, f"it was cancelled: {reason}", None, -1)
+        else:
+            if not isinstance(exc, BaseException):
+                exc = BackendError(f"dask backend: the task ended in state {status!r} without a result")
+            elif isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
+                exc = BackendError(f"dask backend: a Dask worker cannot import eugo_lab ({exc}); install eugo-lab "
+                                   "on every worker (the same version as on the driver)")
+            payload, tb = _cluster.error_outcome(exc)
+            rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
+
+    def cancel(self, task: Task) -> None:
+        """Report the task cancelled now; Dask forgets it (a running body finishes unseen)."""
+        rep = self._reporter
+        if rep is None:
+            return
+        dfut = rep.handle(task)
+        if not rep.finish(task, task.attempt, base.CANCELLED):
+            return
+        client = self.client
+        if dfut is not None and client is not None:
+            try:
+                client.cancel([dfut], force=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+    # -- objects --------------------------------------------------------------------------------
+    def put(self, obj: Any) -> ObjectRef:
+        """Scatter ``obj`` to one worker; Dask copies it to the workers whose tasks need it."""
+        client = self._ensure_client()
+        [dfut] = client.scatter([obj], broadcast=False, hash=False)
+        ref = ObjectRef(dfut, sizeof(obj), describe_type(obj))
+        rid = ref.ref_id
+        self._live_refs.add(rid)
+        if self._reporter is not None:
+            self._reporter.last_activity = time.monotonic()
+        ref._release = lambda: self._live_refs.discard(rid)  # dropping the Dask future frees the data
+        return ref
+
+    def get_object(self, ref: ObjectRef) -> Any:
+        """Gather the stored object to the driver."""
+        return ref.location.result()
+
+    def token(self, ref: ObjectRef) -> tuple:
+        """The object travels as a Dask dependency (an extra task argument), the token names it."""
+        return ("ref", ref.ref_id)
+
+    # -- info ---------------------------------------------------------------------------------------
+    def info(self) -> base.ClusterInfo:
+        """Workers, threads, memory and GPUs the scheduler reports, its address and dashboard."""
+        client = self.client
+        if client is None:
+            state = "stopped after being idle; the next task starts it again" if self._idle_stopped else "stopped"
+            return base.ClusterInfo(backend="dask", workers=0, cores=0, memory=0, address=f"({state})",
+                                    extra={"state": state})
+        sinfo = self._scheduler_info(client, fresh=True)
+        workers = sinfo.get("workers", {})
+        threads = sum(int(w.get("nthreads", 0)) for w in workers.values())
+        memory = sum(int(w.get("memory_limit") or 0) for w in workers.values())
+        gpus = sum((w.get("resources") or {}).get("GPU", 0) for w in workers.values())
+        dashboard = None
+        if "dashboard" in sinfo.get("services", {}):
+            try:
+                dashboard = client.dashboard_link
+            except Exception:  # noqa: BLE001 - no dashboard
+                dashboard = None
+        return base.ClusterInfo(
+            backend="dask", workers=len(workers), cores=threads, memory=memory, gpus=int(gpus),
+            address=sinfo.get("address") or client.scheduler.address, dashboard=dashboard,
+            threads_per_worker=max(1, threads // len(workers)) if workers else 1,
+            extra={"embedded": self.embedded},
+        )
+
+    def workers(self) -> list[base.WorkerInfo]:
+        """Workers registered now (with stable indices) plus any seen earlier running tasks."""
+        client = self.client
+        if client is not None:
+            try:
+                for addr, w in sorted(self._scheduler_info(client).get("workers", {}).items()):
+                    self._index.index(addr, w.get("host", ""), int(w.get("pid") or 0), addr)
+            except Exception:  # noqa: BLE001 - scheduler unreachable: report what we know
+                pass
+        return self._index.all()
+
+    @property
+    def worker_count(self) -> int:
+        """Tasks that can run at once: the cluster's threads (at least 1)."""
+        client = self.client
+        if client is None:
+            return max(1, (self.n_workers or 1) * self.threads_per_worker)
+        try:
+            workers = self._scheduler_info(client).get("workers", {})
+        except Exception:  # noqa: BLE001
+            return 1
+        return max(1, sum(int(w.get("nthreads", 0)) for w in workers.values()))
+
+
+__all__ = ["DaskBackend"]

@@ -1,0 +1,332 @@
+"""Ray: a local Ray instance on this machine, or a running Ray cluster.
+
+``hpc.init(backend="ray", workers=4)`` starts Ray here with 4 CPUs (loopback only, no
+dashboard, quiet logging); ``hpc.init(address="ray://head:10001")`` or
+``hpc.init(address="auto")`` connects to a running cluster. If this process is already
+connected to Ray (``ray.init()`` was called by the user), that connection is used as is
+and left alone at ``hpc.shutdown()``.
+
+Every task is one Ray task running ``_ray_task``, which runs the body through the same
+``execute`` code as the local pool. Ray's own retries are off (``max_retries=0``): a task
+whose worker died is reported CRASHED and the eugo runtime decides whether to re-run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+import ray
+import ray.exceptions as rex
+
+from eugo_lab.backends import _cluster, base
+from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.hpc.objects import ObjectRef, describe_type
+from eugo_lab.hpc.task import Task
+
+log = logging.getLogger("eugo_lab")
+
+_DRIVER = uuid.uuid4().hex[:12]
+_INFO_MAX_AGE = 2.0
+FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel
+# Errors that mean "the process or node holding the task went away": the runtime may retry.
+_CRASHES: tuple[type[BaseException], ...] = tuple(
+    getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
+                              "LocalRayletDiedError") if hasattr(rex, n)
+)
+_OOM: tuple[type[BaseException], ...] = tuple(getattr(rex, n) for n in ("OutOfMemoryError",) if hasattr(rex, n))
+
+
+def _job_config() -> Any:
+    """A JobConfig giving local workers the driver's ``sys.path``, so they import what it imports.
+
+    (Ray itself adds only the driver's working directory; the local pool and Dask's
+    spawned workers get the whole path, and a task must not fail on Ray alone.)
+    """
+    from ray.job_config import JobConfig
+
+    paths = list(dict.fromkeys(os.path.abspath(p or os.getcwd()) for p in sys.path))
+    paths = [p for p in paths if os.path.isdir(p)]
+    try:
+        return JobConfig(_py_driver_sys_path=paths)
+    except TypeError:  # pragma: no cover - a Ray without this (private) option
+        return JobConfig(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
+
+
+def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
+                   ref_ids: tuple, *ref_values: Any) -> tuple:
+    """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
+    # A Ray worker process runs one task at a time, so process CPU time is the task's
+    # (BLAS threads included), as on the local pool.
+    status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
+                                                      ref_values, time.process_time)
+    ctx = ray.get_runtime_context()
+    host, pid = _cluster.host_and_pid()
+    return status, payload, extra, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
+
+
+_ray_task = ray.remote(max_retries=0)(_ray_task_body)
+
+
+class RayBackend(base.Backend):
+    """Tasks run as Ray tasks."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
+                 num_gpus: int | None = None, object_store_memory: int | None = None,
+                 log_to_driver: bool = True, runtime_env: dict | None = None):
+        if cluster is not None:
+            raise ValueError("cluster= is for Dask cluster managers; for Ray pass address='ray://host:10001' "
+                             "or address='auto'")
+        if address is not None and workers is not None:
+            raise ValueError("workers= applies to a local Ray instance only; a Ray cluster's size is set where "
+                             "it is started (ray start, the autoscaler)")
+        self.n_workers = workers
+        self.address = address
+        self.num_gpus = num_gpus
+        self.object_store_memory = object_store_memory
+        self.log_to_driver = log_to_driver
+        self.runtime_env = runtime_env
+        self._owned = False
+        self._ctx: Any = None
+        self._reporter: _cluster.Reporter | None = None
+        self._index = _cluster.WorkerIndex()
+        self._nodes_cache: tuple[float, list] | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start Ray locally, connect to ``address``, or reuse this process's Ray connection."""
+        if ray.is_initialized():
+            if self.address is not None or self.n_workers is not None:
+                log.warning("eugo_lab: this process is already connected to Ray; using that connection "
+                            "(workers=/address= are ignored). Call ray.shutdown() first to start a new one.")
+            self._owned = False
+        else:
+            opts: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": self.log_to_driver}
+            if self.runtime_env is not None:
+                opts["runtime_env"] = self.runtime_env
+            if self.address is None:
+                from eugo_lab.backends.local import usable_cores
+
+                # Ray has no loopback-only mode: it resolves 127.0.0.1 to the node's address and
+                # binds its gRPC servers on every interface; it protects them with token
+                # authentication (on by default since Ray 2.5x). No dashboard is started.
+                opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
+                            job_config=_job_config())
+                if self.num_gpus is not None:
+                    opts["num_gpus"] = self.num_gpus
+                if self.object_store_memory is not None:
+                    opts["object_store_memory"] = self.object_store_memory
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home from a classroom
+            else:
+                opts["address"] = self.address
+            try:
+                self._ctx = ray.init(**opts)
+            except Exception as exc:
+                where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
+                hint = ""
+                if "auth" in str(exc).lower():
+                    hint = (" The cluster uses token authentication: make its token available "
+                            "(~/.ray/auth_token or RAY_AUTH_TOKEN) and set RAY_AUTH_MODE=token before starting Python.")
+                raise BackendError(f"ray backend: could not start or reach {where}: {type(exc).__name__}: "
+                                   f"{str(exc)[:500]}{hint}") from exc
+            self._owned = True
+        self._reporter = _cluster.Reporter("eugo-ray-report")
+
+    def shutdown(self) -> None:
+        """Cancel what is pending; stop Ray if this backend started or connected it; idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        rep = self._reporter
+        if rep is not None:
+            for ref in rep.cancel_all("the runtime was shut down"):
+                if ref is not None:
+                    try:
+                        ray.cancel(ref, force=True)
+                    except Exception:  # noqa: BLE001 - Ray may be going away already
+                        pass
+        if self._owned:
+            ray.shutdown()
+        if rep is not None:
+            rep.stop()
+
+    # -- tasks ----------------------------------------------------------------------------
+    def _nodes(self, fresh: bool = False) -> list[dict]:
+        cached = self._nodes_cache
+        now = time.monotonic()
+        if not fresh and cached is not None and now - cached[0] < _INFO_MAX_AGE:
+            return cached[1]
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        self._nodes_cache = (now, nodes)
+        return nodes
+
+    def _check_resources(self, task: Task, wanted: dict[str, float]) -> None:
+        for fresh in (False, True):
+            offers = [n.get("Resources") or {} for n in self._nodes(fresh)]
+            if not offers or any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers):
+                return
+        need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+        have = sorted({", ".join(f"{k}={o.get(k, 0):g}" for k in wanted) for o in offers})
+        raise NoWorkersError(
+            f"task {task.fn.name}() asks for {need}, but no node of the Ray cluster offers that: its "
+            f"{len(offers)} node(s) offer {'; '.join(have)}. Start Ray with the resource "
+            "(hpc.init(backend='ray', num_gpus=1), ray start --num-gpus 1) or remove the request (.options(gpus=0))."
+        )
+
+    def submit(self, task: Task, on_done: base.DoneCallback) -> None:
+        """Submit one Ray task; its outcome is reported from the reporter thread."""
+        if self._stopped or not ray.is_initialized():
+            raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+        opts = task.options
+        wanted: dict[str, float] = {"CPU": opts.cpus, **opts.resources}
+        if opts.gpus:
+            wanted["GPU"] = opts.gpus
+        if opts.memory:
+            wanted["memory"] = opts.memory
+        self._check_resources(task, wanted)
+        fn = task.fn
+        name = task.future.function if task.future is not None else fn.name
+        refs = [t for t in task.tokens if type(t) is ObjectRef]
+        remote = _ray_task
+        if opts.cpus != 1 or opts.gpus or opts.resources or opts.memory:
+            remote = _ray_task.options(num_cpus=opts.cpus, num_gpus=opts.gpus or 0,
+                                       resources=dict(opts.resources) or None, memory=opts.memory)
+        try:
+            oref = remote.remote((_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
+                                 task.items is not None, tuple(r.ref_id for r in refs), *(r.location for r in refs))
+        except Exception as exc:
+            raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
+        attempt = task.attempt
+        rep = self._reporter
+        assert rep is not None
+        rep.register(task, on_done, oref)
+        oref.future().add_done_callback(lambda cf: rep.post(self._settle, task, attempt, cf))
+
+    def _settle(self, task: Task, attempt: int, cf: Any) -> None:
+        rep = self._reporter
+        assert rep is not None
+        try:
+            value = cf.result()
+        except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
+            self._settle_error(task, attempt, exc)
+            return
+        st, payload, extra, stats, (worker_id, host, pid, _node) = value
+        rep.finish(task, attempt, st, payload, extra, stats, self._index.index(worker_id, host, pid))
+
+    def _settle_error(self, task: Task, attempt: int, exc: BaseException) -> None:
+        rep = self._reporter
+        assert rep is not None
+        if isinstance(exc, rex.TaskCancelledError) or type(exc).__name__ == "CancelledError":
+            rep.finish(task, attempt, base.CANCELLED, None, "Ray cancelled it", None, -1)
+        elif _OOM and isinstance(exc, _OOM):
+            rep.finish(task, attempt, base.CRASHED, None, "memory", None, -1)
+        elif isinstance(exc, _CRASHES):
+            rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+        else:
+            # Our task body never raises, so this is Ray failing to run it (arguments that do
+            # not unpickle on the worker, a missing module, ...): report the underlying cause.
+            cause = getattr(exc, "cause", None)
+            if isinstance(exc, rex.RayTaskError) and isinstance(cause, BaseException):
+                exc = cause
+            if isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
+                exc = BackendError(f"ray backend: a Ray worker cannot import eugo_lab ({exc}); install eugo-lab "
+                                   "on every node (the same version as on the driver)")
+            payload, tb = _cluster.error_outcome(exc)
+            rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
+
+    def cancel(self, task: Task) -> None:
+        """Report the task cancelled now and stop it.
+
+        A queued task is dropped. A running one first gets Ray's gentle cancel (an
+        exception raised inside the task: its worker process survives, so no replacement
+        has to start); if it is still running ``FORCE_CANCEL_AFTER`` seconds later (stuck
+        in C code), ``force=True`` ends its worker process.
+        """
+        rep = self._reporter
+        if rep is None:
+            return
+        oref = rep.handle(task)
+        if not rep.finish(task, task.attempt, base.CANCELLED):
+            return
+        if oref is None:
+            return
+        try:
+            ray.cancel(oref, force=False)
+        except Exception:  # noqa: BLE001 - finished in the meantime
+            return
+        timer = threading.Timer(FORCE_CANCEL_AFTER, self._force_cancel, (oref,))
+        timer.daemon = True
+        timer.start()
+
+    def _force_cancel(self, oref: Any) -> None:
+        if self._stopped or not ray.is_initialized():
+            return
+        try:
+            ready, _ = ray.wait([oref], timeout=0)
+            if not ready:
+                ray.cancel(oref, force=True)
+        except Exception:  # noqa: BLE001 - finished, or Ray is shutting down
+            pass
+
+    # -- objects --------------------------------------------------------------------------------
+    def put(self, obj: Any) -> ObjectRef:
+        """``ray.put``: stored once in the object store; NumPy arrays are read zero-copy by workers."""
+        if self._stopped:
+            raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+        oref = ray.put(obj)
+        nbytes = int(getattr(obj, "nbytes", 0) or 0)
+        return ObjectRef(oref, nbytes, describe_type(obj))
+
+    def get_object(self, ref: ObjectRef) -> Any:
+        """``ray.get`` on the driver."""
+        return ray.get(ref.location)
+
+    def token(self, ref: ObjectRef) -> tuple:
+        """The Ray reference travels as a top-level task argument (Ray resolves those); the token names it."""
+        return ("ref", ref.ref_id)
+
+    # -- info -----------------------------------------------------------------------------------------
+    def info(self) -> base.ClusterInfo:
+        """CPUs, memory and GPUs of the alive nodes, the GCS address and the dashboard (if any)."""
+        if self._stopped or not ray.is_initialized():
+            return base.ClusterInfo(backend="ray", workers=0, cores=0, memory=0, address="(stopped)")
+        nodes = self._nodes(fresh=True)
+        total: dict[str, float] = {}
+        for n in nodes:
+            for k, v in (n.get("Resources") or {}).items():
+                total[k] = total.get(k, 0) + v
+        cpus = int(total.get("CPU", 0))
+        try:
+            address = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - Ray client mode
+            address = self.address or "?"
+        dashboard = getattr(self._ctx, "dashboard_url", None) or None
+        if dashboard and not dashboard.startswith("http"):
+            dashboard = "http://" + dashboard
+        return base.ClusterInfo(backend="ray", workers=cpus, cores=cpus, memory=int(total.get("memory", 0)),
+                                gpus=int(total.get("GPU", 0)), address=address, dashboard=dashboard,
+                                extra={"nodes": len(nodes), "owned": self._owned})
+
+    def workers(self) -> list[base.WorkerInfo]:
+        """Ray worker processes that have run tasks of this runtime (index, host, pid)."""
+        return self._index.all()
+
+    @property
+    def worker_count(self) -> int:
+        """Tasks that can run at once: the cluster's CPUs (at least 1)."""
+        if self._stopped or not ray.is_initialized():
+            return 1
+        return max(1, int(sum((n.get("Resources") or {}).get("CPU", 0) for n in self._nodes())))
+
+
+__all__ = ["RayBackend"]

@@ -1,0 +1,238 @@
+"""The Dask backend against real Dask processes on 127.0.0.1.
+
+Most tests use a cluster started from the command line (``dask scheduler`` and two
+``dask worker`` processes, as on a real cluster) and connect with ``hpc.init(address=)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from multiprocessing import resource_tracker
+
+import numpy as np
+import psutil
+import pytest
+from _clusters import dask_cli_cluster, free_port
+
+from eugo_lab import hpc
+from eugo_lab.backends.dask import parse_idle_timeout
+from eugo_lab.hpc import session
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _resource_tracker():
+    # LocalCluster's spawned workers start multiprocessing's per-interpreter resource
+    # tracker once; it lives as long as this process and is no leak of one test.
+    resource_tracker.ensure_running()
+
+
+@pytest.fixture(scope="module")
+def cli_cluster():
+    """A scheduler and two single-threaded workers, started with the ``dask`` command."""
+    with dask_cli_cluster(n_workers=2) as c:
+        yield c
+
+
+@hpc.remote
+def square(x):
+    return x * x
+
+
+@hpc.remote
+def total(values):
+    return sum(values)
+
+
+@hpc.remote
+def where(x):
+    with hpc.phase("work"):
+        time.sleep(0.05)
+    return x, os.getpid()
+
+
+@hpc.remote
+def slow_square(x, seconds=0.4):
+    time.sleep(seconds)
+    return x * x
+
+
+@hpc.remote
+def array_stats(a, k):
+    return float(a.mean()) + k
+
+
+def _listening(pids):
+    found = []
+    for pid in pids:
+        try:
+            for c in psutil.Process(pid).net_connections("inet"):
+                if c.status == psutil.CONN_LISTEN:
+                    found.append((pid, c.laddr.ip, c.laddr.port))
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_fan_out_nested_put_map_and_trace_on_a_cli_cluster(cli_cluster):
+    info = hpc.init(address=cli_cluster.address)
+    assert info.backend == "dask" and info.workers == 2 and info.cores == 2
+    assert info.address == cli_cluster.address
+
+    assert hpc.get([square.remote(i) for i in range(30)]) == [i * i for i in range(30)]
+    parts = [square.remote(i) for i in range(5)]
+    assert hpc.get(total.remote([parts[0], parts[1], square.remote(parts[2])])) == 0 + 1 + 16
+    assert hpc.get({"a": parts[3], "b": [parts[4]]}) == {"a": 9, "b": [16]}
+
+    arr = np.arange(50_000, dtype=np.float64)
+    ref = hpc.put(arr)
+    assert hpc.get([array_stats.remote(ref, k) for k in range(4)]) == [arr.mean() + k for k in range(4)]
+    assert hpc.get(hpc.map(square, range(100))) == [i * i for i in range(100)]
+
+    with hpc.trace() as t:
+        results = hpc.get([where.remote(i) for i in range(12)])
+    df = t.to_dataframe()
+    worker_pids = {p.pid for p in cli_cluster.workers}
+    assert {pid for _, pid in results} == worker_pids  # both workers ran tasks
+    assert set(df["worker"]) == {0, 1} or len(set(df["worker"])) == 2
+    assert set(t.phases_dataframe()["phase"]) == {"work"}
+    # each index is one real worker: same index, same process
+    by_index = {}
+    for (_x, pid), w in zip(results, df.sort_values("task_id")["worker"]):
+        by_index.setdefault(int(w), set()).add(pid)
+    assert all(len(p) == 1 for p in by_index.values())
+    known = hpc.session.current().backend.workers()
+    assert {w.pid for w in known} == worker_pids
+    assert all(w.host and w.address.startswith("tcp://127.0.0.1:") for w in known)
+
+
+def test_worker_killed_mid_run_every_result_arrives(cli_cluster):
+    extra = cli_cluster.start_worker()
+    try:
+        cli_cluster.wait_for_workers(3)
+        hpc.init(address=cli_cluster.address)
+        with hpc.trace() as t:
+            futures = [slow_square.remote(i, 0.5) for i in range(12)]
+            time.sleep(0.3)  # every worker is running its first task now
+            os.kill(extra.pid, signal.SIGKILL)
+            assert hpc.get(futures, timeout=60) == [i * i for i in range(12)]
+        extra.wait(10)
+        df = t.to_dataframe()
+        # the scheduler gives a task up when its worker dies (allowed-failures=0): the
+        # eugo runtime records the crashed attempt and runs it again elsewhere
+        assert (df["status"] == "crashed").sum() >= 1
+        assert (df[df["status"] == "crashed"]["worker"] == -1).all()
+        retried = set(df[df["status"] == "crashed"]["task_id"])
+        assert retried <= set(df[(df["status"] == "ok") & (df["attempt"] == 2)]["task_id"])
+        assert hpc.cluster().workers == 2
+    finally:
+        if extra.poll() is None:
+            extra.kill()
+            extra.wait()
+
+
+def test_cluster_manager_object_is_accepted_and_left_running(cli_cluster):
+    class FakeJobqueueCluster:  # any object with .scheduler_address, like dask-jobqueue's
+        scheduler_address = cli_cluster.address
+
+    info = hpc.init(cluster=FakeJobqueueCluster())
+    assert info.backend == "dask" and info.workers == 2
+    assert hpc.get(square.remote(12)) == 144
+    hpc.shutdown()
+    assert all(p.poll() is None for p in cli_cluster.workers[:2])  # not ours to stop
+    assert cli_cluster.scheduler.poll() is None
+
+
+def test_unsatisfiable_resource_fails_clearly(cli_cluster):
+    hpc.init(address=cli_cluster.address)
+    t0 = time.monotonic()
+    f = square.options(gpus=1).remote(3)
+    with pytest.raises(hpc.NoWorkersError) as info:
+        hpc.get(f, timeout=30)
+    assert time.monotonic() - t0 < 10
+    msg = str(info.value)
+    assert "GPU=1" in msg and "square" in msg and "2 worker(s)" in msg and "no resources" in msg
+    assert hpc.get(square.remote(3)) == 9  # other tasks are unaffected
+
+
+def test_unreachable_address_fails_fast_naming_it():
+    address = f"tcp://127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
+    with pytest.raises(hpc.BackendError) as info:
+        hpc.init(address=address)
+    assert time.monotonic() - t0 < 10
+    assert "dask" in str(info.value) and address in str(info.value)
+    assert not hpc.is_initialized()
+
+
+def test_embedded_cluster_listens_on_loopback_only_and_leaves_nothing():
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    info = hpc.init(backend="dask", workers=2, resources={"GPU": 1})
+    assert info.workers == 2 and info.gpus == 2 and info.threads_per_worker == 1
+    assert info.address.startswith("tcp://127.0.0.1:")
+    assert info.dashboard and info.dashboard.startswith("http://127.0.0.1:")
+    assert "dashboard=http://127.0.0.1:" in repr(info)
+    assert hpc.get([square.remote(i) for i in range(8)]) == [i * i for i in range(8)]
+    # a GPU request is a Dask resource request; one no worker offers fails clearly
+    assert hpc.get(square.options(gpus=1).remote(5)) == 25
+    with pytest.raises(hpc.NoWorkersError, match="GPU=2"):
+        hpc.get(square.options(gpus=2).remote(5), timeout=30)
+
+    new = {p.pid for p in me.children(recursive=True)} - before
+    assert len(new) >= 2
+    sockets = _listening([me.pid, *new])
+    assert sockets, "the cluster should be listening somewhere"
+    public = [s for s in sockets if s[1] not in ("127.0.0.1", "::1")]
+    assert public == []
+    hpc.shutdown()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                                              for p in new):
+        time.sleep(0.1)
+    assert not [p for p in new if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+def test_idle_timeout_stops_the_embedded_cluster_and_restarts_it(caplog):
+    caplog.set_level(logging.WARNING, logger="eugo_lab")
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    hpc.init(backend="dask", workers=1, idle_timeout="2s")
+    backend = session.current().backend
+    assert hpc.get(square.remote(4)) == 16
+    workers = {p.pid for p in me.children(recursive=True)} - before
+    first_address = hpc.cluster().address
+    deadline = time.monotonic() + 15
+    while backend.client is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert backend.client is None, "the idle cluster was not shut down"
+    assert "idle" in caplog.text and "idle_timeout=2 s" in caplog.text
+    assert hpc.cluster().workers == 0 and "idle" in hpc.cluster().address
+    assert psutil.wait_procs([psutil.Process(p) for p in workers if psutil.pid_exists(p)], timeout=10)[1] == []
+    # the next task starts a fresh cluster transparently
+    assert hpc.get(square.remote(5), timeout=60) == 25
+    assert hpc.cluster().workers == 1 and hpc.cluster().address != first_address
+
+
+def test_idle_timeout_values():
+    assert parse_idle_timeout("10m") == 600
+    assert parse_idle_timeout("30s") == 30
+    assert parse_idle_timeout(45) == 45
+    assert parse_idle_timeout(None) is None
+    for bad in ("soon", 0, -3, True):
+        with pytest.raises(ValueError, match="idle_timeout"):
+            parse_idle_timeout(bad)
+    with pytest.raises(ValueError, match="embedded"):
+        hpc.init(address="tcp://127.0.0.1:1", idle_timeout="1m")
+
+
+def test_dask_extra_missing_names_the_install_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    monkeypatch.delitem(sys.modules, "eugo_lab.backends.dask", raising=False)
+    with pytest.raises(ImportError, match=r'pip install "eugo-lab\[dask\]"'):
+        hpc.init(backend="dask", workers=1)
+

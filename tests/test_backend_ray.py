@@ -1,0 +1,143 @@
+"""The Ray backend: a local Ray instance started by ``hpc.init(backend="ray")``.
+
+Ray takes seconds to start, so one test drives a whole session on one instance; the
+shared contract (``test_contract.py``) covers the rest against a ``ray start`` cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from eugo_lab import hpc
+from eugo_lab.hpc import session
+
+
+@hpc.remote
+def square(x):
+    return x * x
+
+
+@hpc.remote
+def total(values):
+    return sum(values)
+
+
+@hpc.remote
+def pid_of(x):
+    with hpc.phase("work"):
+        time.sleep(0.05)
+    return x, os.getpid()
+
+
+@hpc.remote
+def array_stats(a, k):
+    assert not a.flags.writeable  # Ray hands out the stored array zero-copy, read-only
+    return float(a.mean()) + k
+
+
+def _report_pid_then_sleep(path, seconds):
+    with open(path, "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(seconds)
+    return "survived"
+
+
+def _alive(pids):
+    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_ray_missing_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.delitem(sys.modules, "eugo_lab.backends.ray", raising=False)
+    with pytest.raises(ImportError, match=r'pip install "eugo-lab\[ray\]"'):
+        hpc.init(backend="ray", workers=1)
+    assert not hpc.is_initialized()
+
+
+def test_options_that_do_not_apply_are_refused():
+    with pytest.raises(ValueError, match="cluster="):
+        hpc.init(backend="ray", cluster=object())
+    with pytest.raises(ValueError, match="workers="):
+        hpc.init(backend="ray", workers=2, address="auto")
+
+
+def test_local_ray_end_to_end(tmp_path):
+    import ray
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    info = hpc.init(backend="ray", workers=2)
+    assert ray.is_initialized()
+    assert info.backend == "ray" and info.workers == 2 and info.cores == 2 and info.gpus == 0
+    assert info.dashboard is None and "backend=ray" in repr(info)
+    started = {p.pid for p in me.children(recursive=True)} - before
+    assert started, "Ray's processes should be children of this process"
+
+    # fan-out, nested futures, put, map
+    assert hpc.get([square.remote(i) for i in range(30)]) == [i * i for i in range(30)]
+    a, b = square.remote(3), square.remote(4)
+    assert hpc.get(total.remote([a, b, square.remote(a)])) == 9 + 16 + 81
+    arr = np.arange(20_000, dtype=np.float64)
+    ref = hpc.put(arr)
+    assert hpc.get([array_stats.remote(ref, k) for k in range(3)]) == [arr.mean() + k for k in range(3)]
+    assert hpc.get(hpc.map(square, range(50))) == [i * i for i in range(50)]
+
+    # the trace shows the workers, each index one real process
+    with hpc.trace() as t:
+        results = hpc.get([pid_of.remote(i) for i in range(10)])
+    df = t.to_dataframe().sort_values("task_id")
+    by_index = {}
+    for (_, pid), w in zip(results, df["worker"]):
+        by_index.setdefault(int(w), set()).add(pid)
+    assert len(by_index) >= 2 and all(len(p) == 1 for p in by_index.values())
+    assert set(t.phases_dataframe()["phase"]) == {"work"}
+    known = {w.index: w.pid for w in session.current().backend.workers()}
+    assert all(known[i] in pids for i, pids in by_index.items())
+
+    # a GPU nobody has: a clear error, quickly
+    t0 = time.monotonic()
+    with pytest.raises(hpc.NoWorkersError, match="GPU=1"):
+        hpc.get(square.options(gpus=1).remote(2), timeout=30)
+    assert time.monotonic() - t0 < 10
+
+    # a worker killed mid-task: Ray reports it crashed, the eugo runtime runs it again
+    pid_file = tmp_path / "pids.txt"
+    victim = hpc.remote(_report_pid_then_sleep).options(retries=2)
+    with hpc.trace() as t:
+        f = victim.remote(str(pid_file), 1.5)
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first_pid = int(pid_file.read_text().split()[0])
+        os.kill(first_pid, signal.SIGKILL)
+        assert hpc.get(f, timeout=90) == "survived"
+    df = t.to_dataframe()
+    assert list(df.sort_values("attempt")["status"]) == ["crashed", "ok"]
+    assert len(pid_file.read_text().split()) == 2
+
+    # cancelling a running task: reported at once, the worker survives the gentle cancel
+    slow = victim.remote(str(tmp_path / "slow.txt"), 30)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "slow.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    assert hpc.cancel(slow) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(slow, timeout=5)
+    assert time.monotonic() - t0 < 2
+    assert hpc.get(square.remote(6), timeout=60) == 36
+
+    # shutdown stops every process this backend started
+    hpc.shutdown()
+    assert not ray.is_initialized()
+    deadline = time.monotonic() + 15
+    while _alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _alive(started) == []
