@@ -209,8 +209,8 @@ DRIVER = textwrap.dedent(
     print("PIDS", *rt.backend.worker_pids(), flush=True)
     mode = sys.argv[1]
     if mode == "idle-sigint":
-        print("READY", flush=True)
         try:
+            print("READY", flush=True)
             time.sleep(30)
         except KeyboardInterrupt:
             print("KBI", flush=True)

@@ -170,7 +170,8 @@ class Runtime:
         ready, map_cb = task.ready_time, task.on_batch_done
         name = task.future.function if task.future is not None else task.fn.name
         item_errors = extra if (status == base.OK and task.items is not None) else None
-        if self.recorder.active:
+        already_cancelled = status == base.CANCELLED and all(f._state == CANCELLED for f in self._futures_of(task))
+        if self.recorder.active and not already_cancelled:  # runtime-made cancellations were recorded then
             try:
                 self._record(task, status, stats, worker, name, ready, received, item_errors)
             except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
@@ -312,6 +313,14 @@ class Runtime:
         # work in the background and its late report finds the future already done.
         done = fut._complete(CANCELLED, error=errors.TaskCancelledError(
             f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        if done and self.recorder.active:
+            # Recorded now, not when the backend confirms: a traced region (a %%eugo cell
+            # stopped by Interrupt) closes right after the cancel and must show it.
+            try:
+                self._record(task, base.CANCELLED, None, -1, fut.function, task.ready_time or time.time(),
+                             time.time(), None)
+            except Exception:  # noqa: BLE001 - tracing must not break cancellation
+                log.exception("recording the cancellation of task %s failed", task.task_id)
         if task.ready_time:  # launched: the backend stops it
             self.backend.cancel(task)
         else:  # still waiting for its inputs
