@@ -234,8 +234,8 @@ class DaskBackend(base.Backend):
                     continue
                 log.warning("eugo_lab: shutting down the local Dask cluster after %.0f s without tasks "
                             "(idle_timeout=%g s); the next task starts a new one", idle, timeout)
+                self._idle_stopped = True  # before closing: info() reads it while the close runs
                 self._close_quietly()
-                self._idle_stopped = True
 
     # -- tasks -------------------------------------------------------------------------------
     def _scheduler_info(self, client: distributed.Client, fresh: bool = False) -> dict:
