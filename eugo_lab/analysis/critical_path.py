@@ -11,6 +11,9 @@ The path's length counts, for each task on it, its round trip without queueing:
 workers, so no number of workers can make the run shorter than the path plus the
 driver's own serial time.
 
+``hpc.map`` batches never follow anything: the map feeder submits a batch when an earlier
+one returns, which would otherwise read as a chain through the whole map.
+
 Limits: ordering is evidence of a dependency, not proof. A task the driver submitted late
 for another reason (it was busy computing) also "follows" every task that finished before
 it, so the path is an upper bound of the true dependency chain; a task that depended on
@@ -96,8 +99,13 @@ def critical_path(trace: Trace) -> CriticalPath:
             if best[i] > run_best:
                 run_best, run_arg = best[i], i
             ptr += 1
-        best[j] = w[j] + run_best
-        prev[j] = run_arg
+        if u.is_batch[j]:
+            # hpc.map sends its next batch when an earlier one returns: that is the feeder
+            # pacing itself, not a data dependency, so a batch starts a chain of its own.
+            best[j], prev[j] = w[j], -1
+        else:
+            best[j] = w[j] + run_best
+            prev[j] = run_arg
     j = int(np.argmax(best))
     chain = []
     while j >= 0:

@@ -75,6 +75,9 @@ COMPUTE_BOUND_RATIO = 0.8
 # the others do not change the run's speed whichever way they are bound.
 BOUND_MIN_SHARE = 0.2
 BOUND_MIN_S = 0.01
+# ...and each call must run at least this long: for bodies of microseconds the CPU/wall
+# ratio is dominated by clock reads and the process being descheduled, not by I/O.
+BOUND_MIN_ITEM_S = 0.001
 
 # Serialization dominates when (un)pickling is a fifth or more of the worker's busy time
 # (then it costs as much as losing one worker in five), and at least 10 ms in total.
@@ -283,10 +286,23 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
         per_item = float(np.median(u.body[sel] / u.n_items[sel]))
         size = math.ceil(TARGET_BATCH_S / max(per_item, 1e-9))
         size = max(1, min(size, math.ceil(items / (BATCHES_PER_WORKER * ctx.workers))))
-        if size <= float(np.median(u.n_items[sel])):
-            continue  # already batched as far as the item count allows
         name = ctx.fname(f)
         sev = PROBLEM if ovh >= 3 * body else WARNING
+        if bool(u.is_batch[sel].all()) and int(u.n_items[sel].max()) > 1:
+            # hpc.map sized these batches itself: a bigger batch is not the fix, the work is too small.
+            biggest = int(u.n_items[sel].max())
+            verdict = (f"hpc.map already sends {name}() items in batches (up to {biggest} per task), yet an item "
+                       f"does only {fmt_s(per_item)} of work: sending the work out costs more than doing it.")
+            advice = ("Do this step in the notebook or vectorize it (one NumPy call over the whole array); "
+                      "distribute work that takes milliseconds per item or more.")
+            out.append(Finding("tasks-too-small", "Scheduling overhead", sev, verdict, advice,
+                               {"function": name, "tasks": n, "median_body": body, "median_overhead": ovh,
+                                "total_overhead": float(ctx.overhead[sel].sum()), "per_item": per_item,
+                                "largest_batch": biggest},
+                               related=("Batching",)))
+            continue
+        if size <= float(np.median(u.n_items[sel])):
+            continue  # already batched as far as the item count allows
         verdict = (f"{n} {name}() tasks run {fmt_s(body)} each but cost {fmt_s(ovh)} of overhead each: "
                    "scheduling takes more time than the work.")
         advice = (f"Batching: give each task about {size} items, e.g. hpc.map({name}, items, batch={size}), "
@@ -328,6 +344,8 @@ def boundness(ctx: Context) -> list[Finding]:
     u, out = ctx.units, []
     for f in np.unique(u.function):
         sel = u.function == f
+        if float(np.median(u.body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
+            continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
         out += _bound(ctx, f"{ctx.fname(f)}()", "", "function", float(u.body[sel].sum()), float(u.cpu[sel].sum()))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):

@@ -94,6 +94,7 @@ class Units:
     ser: np.ndarray
     bytes_in: np.ndarray
     bytes_out: np.ndarray
+    is_batch: np.ndarray  # True for an hpc.map batch (its items need nothing from other tasks)
 
     def __len__(self) -> int:
         return int(self.task_id.shape[0])
@@ -148,6 +149,7 @@ def units(trace: Trace) -> Units:
         ser=ser,
         bytes_in=total(t["bytes_in"].astype(float)),
         bytes_out=total(t["bytes_out"].astype(float)),
+        is_batch=t["batch"][fr] >= 0,
     )
 
 

@@ -329,28 +329,39 @@ class Recorder:
                         self.phases["cpu"].append(pcpu)
                 rows = [(task_id, start_wall + deser if stats else nan, end)]
             else:
+                import numpy as np
+
+                # One row per item, computed with NumPy: a 25,000-item batch costs the I/O
+                # thread about a millisecond instead of tens of Python-level list builds.
                 n = len(item_ids)
                 body_start = start_wall + deser
-                starts = [body_start] + [body_start + e for e in ends[:-1]]
-                stops = [body_start + e for e in ends]
+                stops = body_start + np.asarray(ends, dtype=np.float64)
+                starts = np.empty(n)
+                starts[0] = body_start
+                starts[1:] = stops[:-1]
                 cpu_share = cpu / body if body > 0 else 0.0
-                cols["task_id"].extend(item_ids)
-                cols["attempt"].extend([attempt] * n)
-                cols["function"].extend([fcode] * n)
-                cols["worker"].extend([worker] * n)
-                cols["status"].extend(item_status or [status] * n)
-                cols["batch"].extend([batch] * n)
-                cols["bytes_in"].extend([bytes_in // n] * n)
-                cols["bytes_out"].extend([bytes_out // n] * n)
-                cols["submit"].extend([submit] * n)
-                cols["ready"].extend([ready] * n)
-                cols["start"].extend(starts)
-                cols["end"].extend(stops)
-                cols["received"].extend([received] * n)
-                cols["cpu"].extend([(b - a) * cpu_share for a, b in zip(starts, stops)])
-                cols["deser"].extend([deser / n] * n)
-                cols["ser"].extend([ser / n] * n)
-                rows = list(zip(item_ids, starts, stops)) if self._subscribers else []
+
+                def put(name: str, values: Any, dtype: Any) -> None:
+                    cols[name].frombytes(np.broadcast_to(np.asarray(values, dtype=dtype), (n,)).tobytes())
+
+                i64, f64 = np.int64, np.float64
+                put("task_id", item_ids, i64)
+                put("attempt", attempt, i64)
+                put("function", fcode, i64)
+                put("worker", worker, i64)
+                put("status", item_status if item_status is not None else status, i64)
+                put("batch", batch, i64)
+                put("bytes_in", bytes_in // n, i64)
+                put("bytes_out", bytes_out // n, i64)
+                put("submit", submit, f64)
+                put("ready", ready, f64)
+                put("start", starts, f64)
+                put("end", stops, f64)
+                put("received", received, f64)
+                put("cpu", (stops - starts) * cpu_share, f64)
+                put("deser", deser / n, f64)
+                put("ser", ser / n, f64)
+                rows = list(zip(item_ids, starts.tolist(), stops.tolist())) if self._subscribers else []
         if self._subscribers:
             status_name = STATUS_NAMES[status]
             ph = tuple((name, start_wall + deser + s, start_wall + deser + e) for name, s, e, _ in phases or ())
