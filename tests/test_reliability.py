@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from eugo_lab import hpc
-from eugo_lab.backends import local
+from eugo_lab.backends import local_process
 from eugo_lab.hpc import session
 
 
@@ -124,7 +124,7 @@ def test_cancelling_a_future_cancels_its_dependents(local2):
 
 
 def test_workers_that_never_start_fail_tasks_with_noworkerserror(monkeypatch):
-    monkeypatch.setattr(local, "_WORKER_CMD", "import sys; sys.exit(3)")
+    monkeypatch.setattr(local_process, "_WORKER_CMD", "import sys; sys.exit(3)")
     hpc.init(workers=1)
     t = time.monotonic()
     with pytest.raises(hpc.NoWorkersError, match="exit code 3 before they could start"):
@@ -200,9 +200,9 @@ LOAD_DRIVER = textwrap.dedent(
     futures = [tiny.remote(i) for i in range(100_000)]
     submit_s = time.monotonic() - t
     rss1 = proc.memory_info().rss
-    print("SUBMITTED", round(submit_s, 2), rss1 - rss0, flush=True)
     t = time.monotonic()
-    try:
+    try:  # the Interrupt is sent as soon as SUBMITTED is read: be inside the try by then
+        print("SUBMITTED", round(submit_s, 2), rss1 - rss0, flush=True)
         hpc.get(futures)
         print("FINISHED", flush=True)
     except KeyboardInterrupt:

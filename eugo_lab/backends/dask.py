@@ -126,7 +126,7 @@ class DaskBackend(base.Backend):
         if self.embedded:
             n = self.n_workers
             if n is None:
-                from eugo_lab.backends.local import usable_cores
+                from eugo_lab.backends.local_process import usable_cores
 
                 n = usable_cores()
             try:

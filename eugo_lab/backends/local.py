@@ -29,16 +29,14 @@ from typing import Any
 
 import psutil
 
-from eugo_lab.backends import base
+from eugo_lab.backends import base, local_process
+from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
 _LEN = struct.Struct("<Q")
-_WORKER_CMD = "from eugo_lab.backends.local_worker import main; main()"
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
 
 # How much work a worker may hold beyond the task it runs. Prefetching hides the round
 # trip for tiny tasks; for long tasks it would strand work on a busy worker at the tail,
@@ -56,33 +54,6 @@ MEMORY_POLL_SECONDS = 0.05
 MAX_FAILED_STARTS_PER_WORKER = 3
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (respects affinity and cgroup pinning)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-class _Worker:
-    __slots__ = ("index", "proc", "task_w", "result_r", "lifeline_w", "outbuf", "inbuf", "inflight",
-                 "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted")
-
-    def __init__(self, index: int):
-        self.index = index
-        self.outbuf = bytearray()
-        self.inbuf = bytearray()
-        self.inflight: collections.deque[Task] = collections.deque()
-        self.known_fns: set[int] = set()
-        self.pid = 0
-        self.host = ""
-        self.started = time.time()
-        self.dead = False
-        self.kill_reason: Any = None  # "cancel", or a dict for a memory-limit kill
-        self.ps: psutil.Process | None = None
-        self.greeted = False  # the worker said hello: it started properly
 
 
 class LocalBackend(base.Backend):
@@ -104,7 +75,7 @@ class LocalBackend(base.Backend):
         self.n_workers = workers or cores
         self.threads_per_worker = threads_per_worker or max(1, cores // self.n_workers)
         self.extra_env = dict(env or {})
-        self._workers: list[_Worker] = []
+        self._workers: list[Worker] = []
         self._queue: collections.deque[Task] = collections.deque()
         self._incoming: collections.deque[tuple[str, Any]] = collections.deque()
         self._wake_pending = False
@@ -132,41 +103,9 @@ class LocalBackend(base.Backend):
         if self._start_error is not None:
             raise BackendError(f"could not start local worker processes: {self._start_error}") from self._start_error
 
-    def _worker_env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        # Workers must import what the driver imports: give them the driver's sys.path.
-        paths = [p or os.getcwd() for p in sys.path]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        # Two processes each running a BLAS with one thread per core oversubscribe the
-        # machine (we measured small BLAS calls 3-11x slower): split the cores instead,
-        # unless the user chose a value.
-        for var in _THREAD_VARS:
-            env.setdefault(var, str(self.threads_per_worker))
-        env.update(self.extra_env)
-        return env
-
-    def _spawn(self, index: int) -> _Worker:
-        w = _Worker(index)
-        task_r, w.task_w = os.pipe()
-        w.result_r, result_w = os.pipe()
-        life_r, w.lifeline_w = os.pipe()
-        try:
-            w.proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CMD, str(task_r), str(result_w), str(life_r),
-                 str(os.getpid()), self._store_dir],
-                pass_fds=(task_r, result_w, life_r),
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                env=self._worker_env(),
-                cwd=os.getcwd(),
-            )
-        finally:
-            os.close(task_r)
-            os.close(result_w)
-            os.close(life_r)
-        w.pid = w.proc.pid
-        os.set_blocking(w.task_w, False)
-        os.set_blocking(w.result_r, False)
+    def _spawn(self, index: int) -> Worker:
+        env = local_process.worker_env(self.threads_per_worker, self.extra_env)
+        w = local_process.spawn_worker(index, self._store_dir, env)
         self._sel.register(w.result_r, selectors.EVENT_READ, w)
         return w
 
@@ -396,7 +335,7 @@ class LocalBackend(base.Backend):
         data = pickle.dumps(msg, 5)
         return _LEN.pack(len(data)) + data
 
-    def _send(self, w: _Worker, task: Task) -> None:
+    def _send(self, w: Worker, task: Task) -> None:
         fn = task.fn
         if fn.fid not in w.known_fns:
             w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
@@ -408,7 +347,7 @@ class LocalBackend(base.Backend):
         w.inflight.append(task)
         self._flush(w)
 
-    def _flush(self, w: _Worker) -> None:
+    def _flush(self, w: Worker) -> None:
         buf = w.outbuf
         if buf:
             try:
@@ -420,7 +359,7 @@ class LocalBackend(base.Backend):
                 buf.clear()
         self._watch_write(w, bool(buf))
 
-    def _watch_write(self, w: _Worker, want: bool) -> None:
+    def _watch_write(self, w: Worker, want: bool) -> None:
         try:
             registered = self._sel.get_key(w.task_w)
         except (KeyError, ValueError):
@@ -430,7 +369,7 @@ class LocalBackend(base.Backend):
         elif not want and registered is not None:
             self._sel.unregister(w.task_w)
 
-    def _read(self, w: _Worker) -> None:
+    def _read(self, w: Worker) -> None:
         if w.dead:
             return
         try:
@@ -455,7 +394,7 @@ class LocalBackend(base.Backend):
             self._handle(w, msg)
         del buf[:off]
 
-    def _handle(self, w: _Worker, msg: tuple) -> None:
+    def _handle(self, w: Worker, msg: tuple) -> None:
         kind = msg[0]
         if kind == "done":
             _, key, status, payload, extra, stats = msg
@@ -489,7 +428,7 @@ class LocalBackend(base.Backend):
         if task.state == _DONE:
             return
         if task.state == _SENT:
-            w: _Worker = task.backend_data
+            w: Worker = task.backend_data
             if w.inflight and w.inflight[0] is task and not w.dead:
                 # Running (or about to run): the only sure way to stop arbitrary code,
                 # C extensions included, is to end its process; a replacement starts.
@@ -501,7 +440,7 @@ class LocalBackend(base.Backend):
         task.state = _DONE
         self._report(task, base.CANCELLED, None, None, None, -1)
 
-    def _worker_died(self, w: _Worker) -> None:
+    def _worker_died(self, w: Worker) -> None:
         w.dead = True
         for fd in (w.result_r, w.task_w):
             try:

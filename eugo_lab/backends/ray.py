@@ -114,7 +114,7 @@ class RayBackend(base.Backend):
             if self.runtime_env is not None:
                 opts["runtime_env"] = self.runtime_env
             if self.address is None:
-                from eugo_lab.backends.local import usable_cores
+                from eugo_lab.backends.local_process import usable_cores
 
                 # Ray has no loopback-only mode: it resolves 127.0.0.1 to the node's address and
                 # binds its gRPC servers on every interface; it protects them with token

@@ -28,7 +28,7 @@ class ThreadBackend(base.Backend):
     name = "threads"
 
     def __init__(self, workers: int | None = None):
-        from eugo_lab.backends.local import usable_cores
+        from eugo_lab.backends.local_process import usable_cores
 
         self.n_workers = workers or usable_cores()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -103,7 +103,7 @@ class ThreadBackend(base.Backend):
 
     def info(self) -> base.ClusterInfo:
         """Threads of this process."""
-        from eugo_lab.backends.local import usable_cores
+        from eugo_lab.backends.local_process import usable_cores
 
         return base.ClusterInfo(backend="threads", workers=self.n_workers, cores=usable_cores(),
                                 memory=psutil.virtual_memory().total, address="this process")
