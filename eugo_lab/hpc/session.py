@@ -178,6 +178,7 @@ class Runtime:
                 log.exception("recording task %s failed", task.task_id)
         retry = False
         if status == base.OK:
+            self._release(task)  # before the futures complete: a caller woken by them sees it freed
             self._tasks.pop(task.task_id, None)
             self.tasks_finished += 1
             if task.items is None:
@@ -205,6 +206,7 @@ class Runtime:
             if not retry:
                 self._complete_error(task, self._crash_error(task, name, extra))
         else:  # CANCELLED
+            self._release(task)
             self._tasks.pop(task.task_id, None)
             reason = extra if isinstance(extra, str) else "it was cancelled"
             exc = errors.TaskCancelledError(f"task {name}() (task {task.task_id}) did not run to completion: {reason}")
