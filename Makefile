@@ -32,9 +32,11 @@ system-deps:
 		else echo "chromium is missing: run 'sudo apt-get install -y chromium chromium-driver'"; exit 1; fi; \
 	fi
 
+# Loopback only; no update or news checks (they would reach out to the internet).
 lab: deps
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.root_dir=courses
+		--ServerApp.root_dir=courses --ServerApp.allow_root=True --LabApp.news_url=None \
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 lint: deps
 	$(VENV)/bin/ruff check eugo_lab tests benchmarks
