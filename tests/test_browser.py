@@ -66,6 +66,7 @@ def test_server_extension_auth(lab):
     assert status in (302, 403)
     status, body = lab.get("eugo/api/status", token=lab.token)
     assert status == 200 and b'"kernels"' in body
+    assert lab.token.encode() not in body
     status, body = lab.get("eugo/bokeh/static/js/bokeh.min.js", token=lab.token)
     assert status == 200 and len(body) > 100_000
 
@@ -108,5 +109,10 @@ def test_live_timeline_in_chromium(lab):
             page.screenshot(path=str(OUT / "browser-live-timeline.png"), full_page=True)
             assert re.search(r"speedup\s+\d+(\.\d+)?x", summary), summary
             assert "20 tasks on 2 workers" in summary
+            # The server's token must never end up in what the cell showed (outputs are saved
+            # into the notebook file and shared).
+            outputs = page.evaluate("() => Array.from(document.querySelectorAll('.jp-OutputArea'))"
+                                    ".map(e => e.innerHTML).join('')")
+            assert outputs and lab.token not in outputs
         finally:
             browser.close()
