@@ -170,8 +170,17 @@ class Runtime:
         ready, map_cb = task.ready_time, task.on_batch_done
         name = task.future.function if task.future is not None else task.fn.name
         item_errors = extra if (status == base.OK and task.items is not None) else None
-        already_cancelled = status == base.CANCELLED and all(f._state == CANCELLED for f in self._futures_of(task))
-        if self.recorder.active and not already_cancelled:  # runtime-made cancellations were recorded then
+        recorder = self.recorder
+        if (recorder.active and status == base.OK and stats is not None and task.items is None
+                and stats[7] is None and not recorder._subscribers and worker in recorder.workers):
+            # The common case, on the I/O thread's hot path: one tuple appended, nothing else.
+            recorder.record_fast((task.task_id, task.attempt, name, worker, status, task.batch_id,
+                                  task.submit_time, ready, received, stats))
+            if len(recorder._pending) >= rec.FLUSH_ROWS:
+                recorder.flush()
+        elif recorder.active and not (status == base.CANCELLED and
+                                      all(f._state == CANCELLED for f in self._futures_of(task))):
+            # (cancellations the runtime made itself were recorded when they were made)
             try:
                 self._record(task, status, stats, worker, name, ready, received, item_errors)
             except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
