@@ -192,7 +192,15 @@ class Reporter:
                 log.exception("eugo_lab: reporting a task outcome failed")
 
 
-def error_outcome(exc: BaseException) -> tuple[bytes, str]:
-    """``(pickled exception, traceback text)`` for an engine-level failure of a task."""
+def error_outcome(exc: BaseException, engine: str) -> tuple[bytes, str]:
+    """``(pickled exception, traceback text)`` for an engine-level failure of a task.
+
+    A worker without eugo_lab is the usual cause on a real cluster: say so, for ``engine``.
+    """
+    if isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
+        from eugo_lab.hpc.errors import BackendError
+
+        exc = BackendError(f"{engine} backend: a {engine.capitalize()} worker cannot import eugo_lab ({exc}); "
+                           "install eugo-lab on every worker (the same version as on the driver)")
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return _pickle_exception(exc), tb

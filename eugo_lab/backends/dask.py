@@ -321,10 +321,7 @@ class DaskBackend(base.Backend):
         else:
             if not isinstance(exc, BaseException):
                 exc = BackendError(f"dask backend: the task ended in state {status!r} without a result")
-            elif isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
-                exc = BackendError(f"dask backend: a Dask worker cannot import eugo_lab ({exc}); install eugo-lab "
-                                   "on every worker (the same version as on the driver)")
-            payload, tb = _cluster.error_outcome(exc)
+            payload, tb = _cluster.error_outcome(exc, "dask")
             rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
 
     def cancel(self, task: Task) -> None:

@@ -238,10 +238,7 @@ class RayBackend(base.Backend):
             cause = getattr(exc, "cause", None)
             if isinstance(exc, rex.RayTaskError) and isinstance(cause, BaseException):
                 exc = cause
-            if isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
-                exc = BackendError(f"ray backend: a Ray worker cannot import eugo_lab ({exc}); install eugo-lab "
-                                   "on every node (the same version as on the driver)")
-            payload, tb = _cluster.error_outcome(exc)
+            payload, tb = _cluster.error_outcome(exc, "ray")
             rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
 
     def cancel(self, task: Task) -> None:
