@@ -141,3 +141,12 @@ def test_local_ray_end_to_end(tmp_path):
     while _alive(started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _alive(started) == []
+
+
+def test_unreachable_ray_address_fails_fast_naming_it():
+    t = time.monotonic()
+    with pytest.raises(hpc.BackendError, match=r"ray backend: nothing answers at ray://127\.0\.0\.1:1 "):
+        hpc.init(address="ray://127.0.0.1:1")
+    assert time.monotonic() - t < 10
+    with pytest.raises(ValueError, match="is not 'ray://host:port'"):
+        hpc.init(backend="ray", address="ray://nohost")

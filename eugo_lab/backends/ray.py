@@ -73,6 +73,30 @@ def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, dep
 _ray_task = ray.remote(max_retries=0)(_ray_task_body)
 
 
+# How long the pre-flight TCP check may take: Ray itself keeps retrying an unreachable head
+# for over 35 s, far too long for a notebook cell to sit silent.
+PREFLIGHT_TIMEOUT_S = 5.0
+
+
+def _preflight(address: str) -> None:
+    """Fail fast, naming the address, when nothing listens at a ``ray://`` or ``host:port`` address."""
+    if address == "auto":
+        return  # Ray finds the local cluster itself
+    import socket
+    from urllib.parse import urlsplit
+
+    target = urlsplit(address if "://" in address else f"ray://{address}")
+    if not target.hostname or not target.port:
+        raise ValueError(f"ray backend: address {address!r} is not 'ray://host:port', 'host:port' or 'auto'")
+    try:
+        socket.create_connection((target.hostname, target.port), timeout=PREFLIGHT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise BackendError(
+            f"ray backend: nothing answers at {address} ({type(exc).__name__}: {exc}). Check that the Ray head "
+            "runs (ray start --head) and that this machine can reach that host and port."
+        ) from exc
+
+
 class RayBackend(base.Backend):
     """Tasks run as Ray tasks."""
 
@@ -127,6 +151,7 @@ class RayBackend(base.Backend):
                     opts["object_store_memory"] = self.object_store_memory
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home from a classroom
             else:
+                _preflight(self.address)
                 opts["address"] = self.address
             try:
                 self._ctx = ray.init(**opts)
