@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import time
 from multiprocessing import resource_tracker
 
 import numpy as np
 import psutil
 import pytest
-from _clusters import dask_cli_cluster, free_port
+from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
 
 from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
@@ -236,3 +237,28 @@ def test_dask_extra_missing_names_the_install_command(monkeypatch):
     with pytest.raises(ImportError, match=r'pip install "eugo-lab\[dask\]"'):
         hpc.init(backend="dask", workers=1)
 
+
+
+def test_losing_every_worker_fails_queued_tasks_with_noworkerserror():
+    # A scheduler that gives unrunnable tasks up after 3 s, and one worker without a nanny
+    # (an embedded LocalCluster would just start a new worker).
+    c = DaskCLICluster()
+    c.scheduler = subprocess.Popen(
+        [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(c.port), "--no-dashboard"],
+        env=worker_env(DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT="3s"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        worker = c.start_worker()
+        c.wait_for_workers(1)
+        hpc.init(address=c.address)
+        assert hpc.get(square.remote(3)) == 9
+        worker.kill()
+        worker.wait()
+        t = time.monotonic()
+        with pytest.raises(hpc.NoWorkersError, match="no worker able to run it"):
+            hpc.get(square.remote(4), timeout=60)
+        assert time.monotonic() - t < 30
+    finally:
+        hpc.shutdown()
+        c.stop()

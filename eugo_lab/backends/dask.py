@@ -29,7 +29,7 @@ from typing import Any
 import distributed
 from dask.sizeof import sizeof
 from dask.utils import parse_timedelta
-from distributed.scheduler import KilledWorker
+from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
 
 from eugo_lab.backends import _cluster, base
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
@@ -76,7 +76,8 @@ class DaskBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
                  idle_timeout: Any = None, threads_per_worker: int = 1, dashboard: bool = True,
-                 timeout: float = 5.0, memory_limit: Any = "auto", resources: dict[str, float] | None = None):
+                 timeout: float = 5.0, memory_limit: Any = "auto", resources: dict[str, float] | None = None,
+                 no_workers_timeout: Any = "60s"):
         if cluster is not None and address is not None:
             raise ValueError("pass either address= or cluster= to the dask backend, not both")
         if cluster is not None and not hasattr(cluster, "scheduler_address"):
@@ -95,6 +96,10 @@ class DaskBackend(base.Backend):
         self.dashboard = dashboard
         self.timeout = float(timeout)
         self.memory_limit = memory_limit
+        # Tasks queued while the embedded cluster has no worker fail after this long with
+        # NoWorkersError instead of waiting forever (Dask's no-workers-timeout; a scheduler
+        # you connect to keeps its own setting).
+        self.no_workers_timeout = parse_timedelta(no_workers_timeout)
         self.worker_resources = dict(resources or {})
         self.client: distributed.Client | None = None
         self._local: distributed.LocalCluster | None = None  # the embedded cluster, when we started it
@@ -122,6 +127,16 @@ class DaskBackend(base.Backend):
             self._idle_thread = threading.Thread(target=self._idle_loop, name="eugo-dask-idle", daemon=True)
             self._idle_thread.start()
 
+    def _make_local(self, n: int) -> distributed.LocalCluster:
+        return distributed.LocalCluster(
+            n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
+            host="127.0.0.1", dashboard_address="127.0.0.1:0" if self.dashboard else None,
+            worker_dashboard_address=None, silence_logs=logging.ERROR,
+            memory_limit=self.memory_limit, resources=self.worker_resources or None,
+            # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
+            scheduler_kwargs={"allowed_failures": 0},
+        )
+
     def _connect(self) -> None:
         if self.embedded:
             n = self.n_workers
@@ -130,14 +145,10 @@ class DaskBackend(base.Backend):
 
                 n = usable_cores()
             try:
-                self._local = distributed.LocalCluster(
-                    n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
-                    host="127.0.0.1", dashboard_address="127.0.0.1:0" if self.dashboard else None,
-                    worker_dashboard_address=None, silence_logs=logging.ERROR,
-                    memory_limit=self.memory_limit, resources=self.worker_resources or None,
-                    # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
-                    scheduler_kwargs={"allowed_failures": 0},
-                )
+                import dask
+
+                with dask.config.set({"distributed.scheduler.no-workers-timeout": self.no_workers_timeout}):
+                    self._local = self._make_local(n)
                 self.client = distributed.Client(self._local, set_as_default=False, timeout=self.timeout)
             except Exception as exc:
                 self._close_quietly()
@@ -315,6 +326,10 @@ class DaskBackend(base.Backend):
         if isinstance(exc, KilledWorker):
             # The worker died while running the task (SIGKILL, segfault, out of memory).
             rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+        elif isinstance(exc, (NoWorkerError, NoValidWorkerError)):
+            message = (f"the Dask cluster had no worker able to run it ({exc}). Start workers "
+                       "(dask worker ...), or call hpc.init() for a new cluster.")
+            rep.finish(task, attempt, base.CRASHED, None, {"reason": "no-workers", "message": message}, None, -1)
         elif status == "cancelled" or isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
             reason = getattr(exc, "reason", None) or "Dask cancelled it (the scheduler restarted or the client closed)"
             rep.finish(task, attempt, base.CANCELLED, None, f"it was cancelled: {reason}", None, -1)
