@@ -19,6 +19,7 @@ __all__ = [
     "WorkerCrashedError",
     "WorkerMemoryError",
     "TaskCancelledError",
+    "cancelled",
     "GetTimeoutError",
     "NoWorkersError",
     "BackendError",
@@ -56,6 +57,15 @@ class WorkerMemoryError(WorkerCrashedError, MemoryError):
 
 class TaskCancelledError(HpcError):
     """The future was cancelled (by ``hpc.cancel``, an interrupt, or a cancelled dependency)."""
+
+
+def cancelled(function: str, task_id: int,
+              why: str = "it was cancelled (hpc.cancel or an Interrupt)") -> TaskCancelledError:
+    """The one wording of a cancellation: which task, why, and what to do about it."""
+    return TaskCancelledError(
+        f"task {function}() (task {task_id}) did not finish: {why}. Its result is gone; call "
+        f"{function}.remote(...) again if you still need it."
+    )
 
 
 class GetTimeoutError(HpcError, TimeoutError):

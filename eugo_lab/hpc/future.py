@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.hpc.errors import GetTimeoutError, TaskCancelledError
+from eugo_lab.hpc.errors import GetTimeoutError, cancelled
 from eugo_lab.hpc.serialization import dumps_value, loads_value
 
 PENDING, FINISHED, ERROR, CANCELLED = 0, 1, 2, 3
@@ -146,7 +146,7 @@ class Future:
         if state == ERROR:
             raise self._error  # type: ignore[misc]
         if state == CANCELLED:
-            raise self._error or TaskCancelledError(f"task {self.function}() (task {self.task_id}) was cancelled")
+            raise self._error or cancelled(self.function, self.task_id)
         raise RuntimeError("future is still pending")  # pragma: no cover - callers wait first
 
     def _result_payload(self) -> bytes:

@@ -122,8 +122,7 @@ class MapJob:
         self.pump()
 
     def _cancel_item(self, fut: Future) -> bool:
-        done = fut._complete(CANCELLED, error=errors.TaskCancelledError(
-            f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        done = fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
         task = self.batch_of.get(fut.task_id)
         if task is not None and all(f._state == CANCELLED for f in task.items or ()):
             self.runtime.backend.cancel(task)

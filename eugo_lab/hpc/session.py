@@ -218,7 +218,7 @@ class Runtime:
             self._release(task)
             self._tasks.pop(task.task_id, None)
             reason = extra if isinstance(extra, str) else "it was cancelled"
-            exc = errors.TaskCancelledError(f"task {name}() (task {task.task_id}) did not run to completion: {reason}")
+            exc = errors.cancelled(name, task.task_id, reason)
             for f in self._futures_of(task):
                 f._complete(CANCELLED, error=exc)
         if not retry:
@@ -306,7 +306,8 @@ class Runtime:
     def _fail_from_dependency(self, task: Task, dep: Future) -> None:
         self._release(task)
         self._tasks.pop(task.task_id, None)
-        exc = dep._error or errors.TaskCancelledError(f"a dependency of task {task.fn.name}() was cancelled")
+        exc = dep._error or errors.cancelled(task.fn.name, task.task_id,
+                                             f"its input, task {dep.task_id}, was cancelled")
         state = CANCELLED if dep._state == CANCELLED else ERROR
         for f in self._futures_of(task):
             f._complete(state, error=exc)
@@ -318,12 +319,10 @@ class Runtime:
         task = self._tasks.get(fut.task_id)
         if task is None:
             # A map item (its batch carries the id) or already finished: cancel just this future.
-            return fut._complete(CANCELLED, error=errors.TaskCancelledError(
-                f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+            return fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
         # The future is cancelled now, so the caller sees it at once; the backend stops the
         # work in the background and its late report finds the future already done.
-        done = fut._complete(CANCELLED, error=errors.TaskCancelledError(
-            f"task {fut.function}() (task {fut.task_id}) was cancelled"))
+        done = fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
         if done and self.recorder.active:
             # Recorded now, not when the backend confirms: a traced region (a %%eugo cell
             # stopped by Interrupt) closes right after the cancel and must show it.
@@ -355,8 +354,8 @@ class Runtime:
         finally:
             for task in list(self._tasks.values()):
                 for f in self._futures_of(task):
-                    f._complete(CANCELLED, error=errors.TaskCancelledError(
-                        f"task {f.function}() was cancelled: the runtime was shut down"))
+                    f._complete(CANCELLED, error=errors.cancelled(
+                        f.function, f.task_id, "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"))
             self._tasks.clear()
 
 
