@@ -126,23 +126,47 @@ def test_cancel_a_queued_task(local2):
     assert hpc.get(blockers) == [None, None]
 
 
-def test_cancel_a_running_task_replaces_its_worker(local2):
+def test_cancel_a_running_task_stops_it_inside_its_worker(local2):
     rt = hpc.api.session.current()
     before = set(rt.backend.worker_pids())
     f = nap.remote(30)
     time.sleep(0.5)
     t = time.monotonic()
     assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError, match=r"nap\(\) .* did not finish: it was cancelled"):
+        hpc.get(f, timeout=5)
+    assert time.monotonic() - t < 1
+    # The task was stopped, not abandoned: both workers are free for the next two tasks at once.
+    with hpc.trace() as tr:
+        assert hpc.get([nap.remote(0.3, "a"), nap.remote(0.3, "b")], timeout=10) == ["a", "b"]
+    assert tr.to_dataframe()["worker"].nunique() == 2
+    assert set(rt.backend.worker_pids()) == before  # no worker had to be replaced
+
+
+@hpc.remote
+def stubborn():
+    while True:
+        try:
+            time.sleep(10)
+        except BaseException:  # noqa: BLE001 - this task refuses to stop
+            pass
+
+
+def test_cancel_a_task_that_will_not_stop_replaces_its_worker(local2):
+    rt = hpc.api.session.current()
+    before = set(rt.backend.worker_pids())
+    f = stubborn.remote()
+    time.sleep(0.5)
+    hpc.cancel(f)
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f, timeout=5)
-    assert time.monotonic() - t < 5
-    assert hpc.get(square.remote(5)) == 25
     deadline = time.monotonic() + 10
     after = set(rt.backend.worker_pids())
     while (len(after) < 2 or after == before) and time.monotonic() < deadline:
         time.sleep(0.05)
         after = set(rt.backend.worker_pids())
-    assert len(after) == 2 and len(after & before) == 1  # one worker replaced, the other untouched
+    assert len(after) == 2 and len(after & before) == 1  # killed after the grace period, replaced
+    assert hpc.get(square.remote(5)) == 25
 
 
 def test_options_override_per_call_and_validate(local2):

@@ -97,7 +97,6 @@ def test_hung_task_times_out_then_cancel_stops_it_without_retry(local2, tmp_path
     with pytest.raises(TimeoutError):
         hpc.get(f, timeout=2)
     assert 1.9 < time.monotonic() - t < 4
-    victim = [p for p in _pids()]
     assert hpc.cancel(f) == 1
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f)
@@ -106,10 +105,7 @@ def test_hung_task_times_out_then_cancel_stops_it_without_retry(local2, tmp_path
     df = tr.to_dataframe()
     rows = df[df["task_id"] == f.task_id]
     assert list(rows["status"]) in ([], ["cancelled"])  # at most the cancellation itself: never run again
-    deadline = time.monotonic() + 10
-    while set(_pids()) == set(victim) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(set(_pids()) - set(victim)) == 1  # its worker was replaced
+    assert len(_pids()) == 2  # the pool is whole (the task stopped inside its worker)
 
 
 def test_cancelling_a_future_cancels_its_dependents(local2):

@@ -37,6 +37,7 @@ from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
 _LEN = struct.Struct("<Q")
+_ID = struct.Struct("<q")  # a task id on a worker's cancel pipe
 
 # How much work a worker may hold beyond the task it runs. Prefetching hides the round
 # trip for tiny tasks; for long tasks it would strand work on a busy worker at the tail,
@@ -47,6 +48,8 @@ MAX_PREFETCH = 32
 DEFAULT_PREFETCH = 1
 # Exponential moving average weight of a new duration sample.
 EWMA_ALPHA = 0.3
+# How long a cancelled task may take to stop by itself before its worker is killed.
+CANCEL_GRACE_SECONDS = 1.0
 # How often the resident memory of workers running memory-limited tasks is read.
 MEMORY_POLL_SECONDS = 0.05
 # Workers that die before saying hello, in a row, before the pool gives up: a broken
@@ -228,6 +231,7 @@ class LocalBackend(base.Backend):
                 if self._drain_incoming():
                     break
                 self._check_memory()
+                self._check_cancels()
                 self._dispatch()
         except BaseException:  # pragma: no cover - a bug here must not hang callers
             import logging
@@ -271,7 +275,7 @@ class LocalBackend(base.Backend):
         return task.options.memory or self.memory_limit
 
     def _select_timeout(self) -> float:
-        if self._stopping:
+        if self._stopping or any(w.cancel_target is not None for w in self._workers):
             return 0.05
         # Poll memory often while a limited task runs: a task allocating 1 GB/s overshoots
         # its limit by at most ~MEMORY_POLL_SECONDS worth of growth before it is stopped.
@@ -401,11 +405,12 @@ class LocalBackend(base.Backend):
             task = w.inflight.popleft()
             if task.task_id != key:  # pragma: no cover - protocol invariant
                 raise RuntimeError(f"worker {w.index} answered task {key}, expected {task.task_id}")
-            est = stats[1] + stats[3] + stats[4]
-            if task.items is not None:
-                est /= max(1, len(task.items))
-            old = self._ewma.get(task.fn.fid)
-            self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
+            if stats is not None:  # None: a cancelled task the worker skipped or stopped
+                est = stats[1] + stats[3] + stats[4]
+                if task.items is not None:
+                    est /= max(1, len(task.items))
+                old = self._ewma.get(task.fn.fid)
+                self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
             if task.state != _DONE:
                 task.state = _DONE
                 self._report(task, status, payload, extra, stats, w.index)
@@ -429,16 +434,38 @@ class LocalBackend(base.Backend):
             return
         if task.state == _SENT:
             w: Worker = task.backend_data
-            if w.inflight and w.inflight[0] is task and not w.dead:
-                # Running (or about to run): the only sure way to stop arbitrary code,
-                # C extensions included, is to end its process; a replacement starts.
+            if not w.dead:
+                # Tell the worker which task to drop (it skips a prefetched one, and a running
+                # one gets TaskCancelled raised inside it), then wake it with SIGUSR1. A task
+                # that does not stop within CANCEL_GRACE_SECONDS (C code holding the GIL, a
+                # task that swallows the exception) loses its worker: see _check_cancels.
+                try:
+                    os.write(w.cancel_w, _ID.pack(task.task_id))
+                    os.kill(w.pid, signal.SIGUSR1)
+                except (OSError, ProcessLookupError):
+                    pass
+                if w.inflight and w.inflight[0] is task:
+                    w.cancel_target = task
+                    w.cancel_deadline = time.monotonic() + CANCEL_GRACE_SECONDS
+        task.state = _DONE
+        self._report(task, base.CANCELLED, None, None, None, -1)
+
+    def _check_cancels(self) -> None:
+        """Kill workers whose cancelled task is still running after the grace period."""
+        now = time.monotonic()
+        for w in self._workers:
+            target = w.cancel_target
+            if target is None or w.dead:
+                continue
+            if not w.inflight or w.inflight[0] is not target:
+                w.cancel_target = None  # it stopped in time
+            elif now >= w.cancel_deadline:
+                w.cancel_target = None
                 w.kill_reason = "cancel"
                 try:
                     os.kill(w.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        task.state = _DONE
-        self._report(task, base.CANCELLED, None, None, None, -1)
 
     def _worker_died(self, w: Worker) -> None:
         w.dead = True
@@ -447,7 +474,7 @@ class LocalBackend(base.Backend):
                 self._sel.unregister(fd)
             except (KeyError, ValueError):
                 pass
-        for fd in (w.result_r, w.task_w, w.lifeline_w):
+        for fd in (w.result_r, w.task_w, w.lifeline_w, w.cancel_w):
             try:
                 os.close(fd)
             except OSError:
@@ -505,7 +532,7 @@ class LocalBackend(base.Backend):
         self._stopping = True
         # Closing the lifeline makes every worker exit at once, also mid-task.
         for w in self._workers:
-            for fd in (w.lifeline_w, w.task_w, w.result_r):
+            for fd in (w.lifeline_w, w.task_w, w.result_r, w.cancel_w):
                 try:
                     os.close(fd)
                 except OSError:

@@ -29,8 +29,9 @@ def usable_cores() -> int:
 class Worker:
     """The pool's view of one worker process: its pipes, buffers and the tasks it holds."""
 
-    __slots__ = ("index", "proc", "task_w", "result_r", "lifeline_w", "outbuf", "inbuf", "inflight",
-                 "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted")
+    __slots__ = ("index", "proc", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf", "inflight",
+                 "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted", "cancel_target",
+                 "cancel_deadline")
 
     def __init__(self, index: int):
         self.index = index
@@ -45,6 +46,8 @@ class Worker:
         self.kill_reason: Any = None  # "cancel", or a dict for a memory-limit kill
         self.ps: psutil.Process | None = None
         self.greeted = False  # the worker said hello: it started properly
+        self.cancel_target: Task | None = None  # a running task asked to stop
+        self.cancel_deadline = 0.0  # when the worker is killed if that task is still running
 
 
 def worker_env(threads_per_worker: int, extra_env: dict[str, str]) -> dict[str, str]:
@@ -68,11 +71,12 @@ def spawn_worker(index: int, store_dir: str, env: dict[str, str]) -> Worker:
     task_r, w.task_w = os.pipe()
     w.result_r, result_w = os.pipe()
     life_r, w.lifeline_w = os.pipe()
+    cancel_r, w.cancel_w = os.pipe()
     try:
         w.proc = subprocess.Popen(
             [sys.executable, "-c", _WORKER_CMD, str(task_r), str(result_w), str(life_r),
-             str(os.getpid()), store_dir],
-            pass_fds=(task_r, result_w, life_r),
+             str(os.getpid()), store_dir, str(cancel_r)],
+            pass_fds=(task_r, result_w, life_r, cancel_r),
             start_new_session=True,
             stdin=subprocess.DEVNULL,
             env=env,
@@ -82,7 +86,9 @@ def spawn_worker(index: int, store_dir: str, env: dict[str, str]) -> Worker:
         os.close(task_r)
         os.close(result_w)
         os.close(life_r)
+        os.close(cancel_r)
     w.pid = w.proc.pid
     os.set_blocking(w.task_w, False)
+    os.set_blocking(w.cancel_w, False)
     os.set_blocking(w.result_r, False)
     return w

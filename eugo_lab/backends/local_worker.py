@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 _LEN = struct.Struct("<Q")
+_ID = struct.Struct("<q")
 
 
 def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
@@ -88,12 +89,38 @@ class _Unloadable:
         ) from self.exc
 
 
+class TaskCancelled(BaseException):
+    """Raised inside a running task that the driver cancelled (a BaseException, like KeyboardInterrupt)."""
+
+
+class _Cancels:
+    """Task ids the driver cancelled, read from the cancel pipe when SIGUSR1 arrives."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.ids: set[int] = set()
+        self.running: int | None = None
+        signal.signal(signal.SIGUSR1, self.on_signal)
+
+    def on_signal(self, *_: Any) -> None:
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            data = b""
+        self.ids.update(i for (i,) in _ID.iter_unpack(data[: len(data) - len(data) % _ID.size]))
+        if self.running is not None and self.running in self.ids:
+            self.running = None
+            raise TaskCancelled("the driver cancelled this task")
+
+
 def main() -> None:
     """Serve tasks until the driver closes the task pipe or disappears."""
     task_fd, result_fd, lifeline_fd, parent_pid = (int(a) for a in sys.argv[1:5])
     store_dir = sys.argv[5]
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(lifeline_fd, parent_pid, store_dir)
+    cancels = _Cancels(int(sys.argv[6]))
 
     from eugo_lab.backends._worker import execute, execute_batch
     from eugo_lab.hpc.serialization import loads_value
@@ -126,13 +153,24 @@ def main() -> None:
                 return objects.get(token[1], token[2])
 
             fn, name = functions[fid]
+            if key in cancels.ids:  # cancelled before it started: answer without running it
+                cancels.ids.discard(key)
+                send(("done", key, 1, b"", None, None))
+                continue
             run = execute_batch if batch else execute
             buffers = None
             if staged is not None:
                 from eugo_lab.backends.shm_store import read_chunks
 
                 buffers = read_chunks(staged, private=True)
-            status, payload, extra, stats = run(fn, name, args_bytes, load_token, buffers=buffers)
+            cancels.running = key
+            try:
+                status, payload, extra, stats = run(fn, name, args_bytes, load_token, buffers=buffers)
+            except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
+                status, payload, extra, stats = 1, b"", None, None
+            finally:
+                cancels.running = None
+            cancels.ids.discard(key)
             del buffers
             send(("done", key, status, payload, extra, stats))
         elif kind == "fn":
