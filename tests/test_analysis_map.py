@@ -14,7 +14,7 @@ def test_map_of_tiny_items_gets_the_right_advice(local2):
         hpc.get(hpc.map(noop, range(20_000)))
     report = analysis.analyze(t.trace)
     codes = report.codes()
-    assert "critical-path" not in codes  # batches pace each other; that is not a dependency chain
+    assert "critical-path" not in codes, report.finding("critical-path")  # batches pace each other: no chain
     assert "io-bound" not in codes and "compute-bound" not in codes  # microsecond bodies: no verdict
     small = report.finding("tasks-too-small")
     assert small is not None and "already sends noop() items in batches" in small.verdict

@@ -118,6 +118,17 @@ def test_interrupt_during_a_cell_cancels_its_tasks_and_the_next_cell_works(kerne
     assert _pids(out) == old  # stopped inside their workers: no process had to be replaced
 
 
+def test_interrupt_stops_tasks_the_cell_never_waited_on(kernel):
+    kernel.run(SETUP)
+    msg_id = kernel.submit("%%eugo -w 2 --no-live\nfs = [slow.remote(i) for i in range(6)]\ntime.sleep(30)")
+    time.sleep(1.5)
+    kernel.km.interrupt_kernel()
+    content, text = kernel.collect(msg_id, timeout=30)
+    assert content["ename"] == "KeyboardInterrupt"
+    assert "cancelled: 6" in text
+    assert "[True, True, True, True, True, True]" in kernel.run("print([f.cancelled() for f in fs])")
+
+
 def test_interrupt_while_idle_keeps_the_pool(kernel):
     old = _pids(kernel.run(SETUP))
     kernel.km.interrupt_kernel()

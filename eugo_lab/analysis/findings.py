@@ -404,6 +404,11 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
         return []
     if b.worker_time <= 0 or b.idle < CRITICAL_MIN_IDLE * b.worker_time:
         return []
+    u = ctx.units
+    if set(cp.task_ids) <= set(u.task_id[u.is_batch].tolist()):
+        # A chain of hpc.map batches: the map sizes and paces its own batches, so "partition
+        # your input" would be wrong advice; a slow batch is the Straggler/Long tail findings' case.
+        return []
     ev = {"tasks": list(cp.task_ids), "length": cp.length, "fraction": cp.fraction,
           "idle_share": b.idle / b.worker_time}
     k = int(np.argmax(cp.durations))

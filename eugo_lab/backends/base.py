@@ -106,6 +106,9 @@ class Backend(ABC):
     def workers(self) -> list[WorkerInfo]:
         """The workers known now (index, host, pid)."""
 
+    def wait_ready(self, timeout: float = 60.0) -> None:  # noqa: B027 - optional hook
+        """Block until the workers can run tasks (engines that start workers lazily override it)."""
+
     def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> Any:
         """Copy a task's large argument buffers somewhere workers read them; return a handle.
 

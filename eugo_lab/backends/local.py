@@ -90,6 +90,7 @@ class LocalBackend(base.Backend):
         self._thread: threading.Thread | None = None
         self._store_dir = ""
         self._ready = threading.Event()
+        self._all_greeted = threading.Event()
         self._start_error: BaseException | None = None
         self._lock = threading.Lock()
 
@@ -105,6 +106,13 @@ class LocalBackend(base.Backend):
         self._ready.wait()
         if self._start_error is not None:
             raise BackendError(f"could not start local worker processes: {self._start_error}") from self._start_error
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until every worker process has started (imported its code and said hello)."""
+        deadline = time.monotonic() + timeout
+        while not self._all_greeted.wait(0.1):
+            if self._no_workers or self._stopping or time.monotonic() > deadline:
+                return  # tasks will report what is wrong; init() must not hang
 
     def _spawn(self, index: int) -> Worker:
         env = local_process.worker_env(self.threads_per_worker, self.extra_env)
@@ -418,6 +426,8 @@ class LocalBackend(base.Backend):
             _, w.pid, w.host, _ = msg
             w.greeted = True
             self._failed_starts = 0
+            if all(x.greeted or x.dead for x in self._workers):
+                self._all_greeted.set()
 
     def _report(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
         on_done = self._on_done.pop(task.task_id, None)

@@ -64,6 +64,9 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             value = execute(shell, compiled)
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
+            if isinstance(exc, KeyboardInterrupt):
+                # One Interrupt stops the whole cell, also tasks it submitted but never waited on.
+                rt.cancel_all()
         finally:
             if feed is not None:
                 feed.stop(error=None if error is None else type(error).__name__)

@@ -20,12 +20,14 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # -- lifecycle ---------------------------------------------------------------------------------
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
-         cluster: Any = None, **backend_options: Any) -> Any:
+         cluster: Any = None, _wait_ready: bool = True, **backend_options: Any) -> Any:
     """Start the runtime explicitly and return :func:`cluster` info.
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
     from ``eugo_lab.backends.available()``. ``workers``: how many (default: usable cores).
     Calling ``init`` again replaces the running runtime (its pending tasks are cancelled).
+    It returns once the workers are up, so a traced region that follows measures tasks, not
+    worker start-up.
     """
     from eugo_lab import backends
 
@@ -41,6 +43,8 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
             session.set_current(None)
         be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
         be.start()
+        if _wait_ready:
+            be.wait_ready()
         rt = session.Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
         session.set_current(rt)
     return be.info()

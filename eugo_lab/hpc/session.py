@@ -16,7 +16,7 @@ from typing import Any
 
 from eugo_lab.backends import base
 from eugo_lab.hpc import errors
-from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, BatchResult, Future
+from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
@@ -338,6 +338,15 @@ class Runtime:
             self._tasks.pop(task.task_id, None)
         return done
 
+    def cancel_all(self) -> int:
+        """Cancel every task submitted and not finished (``%%eugo`` does this on Interrupt)."""
+        n = 0
+        for task in list(self._tasks.values()):
+            for f in self._futures_of(task):
+                if f._state == PENDING and f.cancel():
+                    n += 1
+        return n
+
     # -- lifecycle ------------------------------------------------------------------------------
     @property
     def pending_tasks(self) -> int:
@@ -372,7 +381,7 @@ def current(start: bool = True) -> Runtime | None:
         if _current is None:
             from eugo_lab.hpc.api import init
 
-            init()
+            init(_wait_ready=False)  # the first .remote() should not wait for every worker to boot
         return _current
 
 
