@@ -93,17 +93,28 @@ class Future:
     # -- completion (runtime side) -----------------------------------------------------
     def _complete(self, state: int, payload: bytes | None = None, error: BaseException | None = None,
                   batch: BatchResult | None = None, index: int = 0) -> bool:
-        with _lock:
+        # Runs once per hpc.map item on the I/O thread, so it is kept lean: explicit
+        # acquire/release (cheaper than ``with`` here), and only the slots that change are
+        # written (the others still hold their None defaults from __init__).
+        _lock.acquire()
+        try:
             if self._state != PENDING:
                 return False
-            self._payload = payload
-            self._batch = batch
-            self._index = index
-            self._error = error
+            if batch is not None:
+                self._batch = batch
+                self._index = index
+            elif payload is not None:
+                self._payload = payload
+            if error is not None:
+                self._error = error
             self._state = state
-            event, callbacks = self._event, self._callbacks
-            self._callbacks = None
+            event = self._event
+            callbacks = self._callbacks
+            if callbacks is not None:
+                self._callbacks = None
             self._canceller = None
+        finally:
+            _lock.release()
         if event is not None:
             event.set()
         if callbacks:
