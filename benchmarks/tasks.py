@@ -33,15 +33,18 @@ def spin(n: int) -> int:
     return acc
 
 
-def burn(n: int) -> tuple[float, float]:
-    """CPU-bound task; returns (CPU seconds, wall seconds) measured inside the task.
+def burn(n: int) -> tuple[float, float, int]:
+    """CPU-bound task; returns (CPU seconds, wall seconds, worker pid) measured inside the task.
 
-    CPU time (process_time) does not grow when another engineer's job steals the core,
-    so it separates "the engine scheduled badly" from "the machine was busy".
+    CPU time (process_time) does not grow while another engineer's job holds the core,
+    so wall - CPU inside a task is time stolen from it: that separates "the engine
+    scheduled badly" from "the machine was busy".
     """
+    import os
+
     c, t = time.process_time(), time.perf_counter()
     spin(n)
-    return time.process_time() - c, time.perf_counter() - t
+    return time.process_time() - c, time.perf_counter() - t, os.getpid()
 
 
 def nap(seconds: float) -> float:
