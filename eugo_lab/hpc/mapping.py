@@ -11,6 +11,7 @@ another chews through one oversized batch.
 from __future__ import annotations
 
 import math
+import pickle
 import threading
 from collections.abc import Iterable
 from itertools import repeat
@@ -28,6 +29,24 @@ TARGET_BATCH_SECONDS = 0.2
 INFLIGHT_PER_WORKER = 2
 # Weight of a new per-item timing in the running estimate.
 EWMA_ALPHA = 0.5
+
+
+# Item types that can never hide a future, a put reference or a large buffer: a batch of
+# only these is pickled once by the C pickler (see _Packed) instead of going through the
+# task pickler's per-object persistent_id hook (~0.25 us per item, 10x plain pickle).
+_PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+class _Packed:
+    """A batch of plain items pickled up front; it unpickles on the worker as the list itself."""
+
+    __slots__ = ("blob",)
+
+    def __init__(self, items: list):
+        self.blob = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+
+    def __reduce__(self) -> tuple:
+        return pickle.loads, (self.blob,)
 
 
 class MapJob:
@@ -57,6 +76,7 @@ class MapJob:
         self.task_of: list[Task | None] = [None] * len(items)
         self.positions: dict[int, range | list[int]] = {}
         self.workers = max(1, runtime.backend.worker_count)
+        self.plain = set(map(type, items)) <= _PLAIN  # one C-speed scan decides for every batch
 
     def _size(self) -> int:
         remaining = len(self.items) - self.next
@@ -86,6 +106,8 @@ class MapJob:
                 self.inflight += 1
             if type(idx) is range:
                 futs, items = self.futures[lo:hi], self.items[lo:hi]
+                if self.plain:
+                    items = _Packed(items)  # type: ignore[assignment]
             else:
                 futs, items = [self.futures[i] for i in idx], [self.items[i] for i in idx]
             try:
