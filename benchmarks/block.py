@@ -5,7 +5,8 @@
 run.py spawns this per engine and round. The clock starts before anything is imported:
 the first line the child prints (``BENCH_PROBE``) holds the wall-clock time at which the
 first trivial result arrived, and the RSS/USS of the whole process tree at that moment;
-run.py subtracts the spawn time and a bare interpreter's start measured in the same round.
+run.py subtracts the spawn time and this harness's own start without an engine (``bare``),
+measured in the same round.
 Then the scenarios run and ``BENCH_RESULT`` carries their samples. Starting each engine
 once per round, in its own interpreter, keeps engines from disturbing each other (only one
 is ever alive) and pays Ray's and ipyparallel's ~7-20 s start once, not twice.
@@ -35,6 +36,10 @@ def probe(t_result: float) -> dict:
 def main() -> None:
     name, sizes, flip = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "1"
     from benchmarks.engines import ENGINES
+
+    if name == "bare":  # the baseline: this harness with no engine (see scenarios.bare_start)
+        print("BENCH_PROBE " + json.dumps({"t": time.time()}), flush=True)
+        return
 
     eng = ENGINES[name][0]()
     eng.start()
