@@ -192,6 +192,36 @@ class Future:
         return canceller(self)
 
 
+def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) -> None:
+    """Finish every future of an ``hpc.map`` batch with its item of ``batch`` (one lock for all).
+
+    The same effect as ``f._complete(FINISHED, batch=batch, index=i)`` for each ``i`` not in
+    ``skip`` (items that failed, completed separately), at about a third of the cost: the
+    global lock is taken once, and events and callbacks (rare: only futures somebody waits
+    on or watches have them) are fired after it is released.
+    """
+    wake = []
+    _lock.acquire()
+    try:
+        for i, f in enumerate(futures):
+            if f._state != PENDING or (skip and i in skip):
+                continue
+            f._batch = batch
+            f._index = i
+            f._state = FINISHED
+            f._canceller = None
+            if f._event is not None or f._callbacks is not None:
+                wake.append((f, f._event, f._callbacks))
+                f._callbacks = None
+    finally:
+        _lock.release()
+    for f, event, callbacks in wake:
+        if event is not None:
+            event.set()
+        for cb in callbacks or ():
+            _run_callback(cb, f)
+
+
 def _run_callback(fn: Callable[[Future], Any], fut: Future) -> None:
     try:
         fn(fut)
