@@ -1,207 +1,238 @@
-"""Side-by-side benchmarks: Eugo Lab's local pool against peers, measured in one run.
+"""Eugo Lab against Ray, Dask, ipyparallel, loky, joblib and ProcessPoolExecutor, in one run.
 
-Each scenario alternates engines round by round (this VM's CPU speed drifts by up to ~25%
-minute to minute, so interleaving keeps the comparison fair) and reports the median and
-min/max of the rounds, plus ratios against the best peer. Output: a Markdown table on
-stdout and ``benchmarks/results/latest.json`` with versions, machine and date.
+Every engine runs 2 worker processes on this machine (loopback only). Rounds alternate the
+engine order (forward, then reversed) because this shared VM's speed drifts ~25% minute
+to minute; each table cell is the median (and min-max) over rounds, and ratios compare
+engines measured in the same run. Only one engine is alive at a time, so idle Ray or
+Dask daemons never slow another engine's measurement.
 
-    python -m benchmarks.run            # full: 3 rounds, full sizes
-    python -m benchmarks.run --quick    # CI: 1 round, small sizes, checks that it runs
+    python -m benchmarks.run            # full (make bench): 3 rounds, full sizes, ~10 min
+    python -m benchmarks.run --quick    # CI: 1 round, small sizes, checks that it all runs
+
+Writes ``benchmarks/results/latest.json`` (``quick.json`` in quick mode) with versions,
+machine and date, and prints the Markdown tables and the targets with PASS/MISS.
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import datetime
+import importlib.metadata as md
 import json
 import os
 import platform
-import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
+import psutil
 
-from eugo_lab import hpc
+from benchmarks import engines as eng_mod
+from benchmarks import report
+from benchmarks import scenarios as sc
+from benchmarks.tasks import calibrate_spin
 
-WORKERS = 2
 RESULTS = Path(__file__).parent / "results"
 
 
-def noop(x):
-    return x
+@dataclass
+class Sizes:
+    """Problem sizes; ``quick`` shrinks everything so CI stays under ~90 s."""
+
+    tiny: int = 10_000
+    map_items: int = 100_000
+    mb: int = 100
+    cpu_tasks: int = 16
+    cpu_seconds: float = 0.25
+    trace_pairs: int = 2          # traced/untraced pairs per round
+    live_tasks: int = 10_000
+    live_rounds: int = 6
+    sim_tasks: int = 24
+    sim_rounds: int = 3
+    import_repeats: int = 9
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(tiny=500, map_items=5_000, mb=10, cpu_tasks=4, cpu_seconds=0.05, trace_pairs=1,
+                   live_tasks=500, live_rounds=1, sim_tasks=6, sim_rounds=1, import_repeats=3)
 
 
-def array_sum(a):
-    return float(a[::4096].sum())
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("eugo-lab", "numpy", "ray", "dask", "distributed", "loky", "joblib", "ipyparallel"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
 
 
-# -- scenarios: each returns {engine: seconds} for one round -----------------------------------
-
-def tiny_tasks(n: int) -> dict[str, Callable[[], float]]:
-    """n no-op tasks, one call per task, submitted then gathered (pools already warm)."""
-    def eugo() -> float:
-        f = hpc.remote(noop)
-        t = time.perf_counter()
-        hpc.get([f.remote(i) for i in range(n)])
-        return time.perf_counter() - t
-
-    def eugo_traced() -> float:
-        f = hpc.remote(noop)
-        t = time.perf_counter()
-        with hpc.trace():
-            hpc.get([f.remote(i) for i in range(n)])
-        return time.perf_counter() - t
-
-    def ppe() -> float:
-        t = time.perf_counter()
-        futs = [_ppe.submit(noop, i) for i in range(n)]
-        [f.result() for f in futs]
-        return time.perf_counter() - t
-
-    engines = {"eugo_lab": eugo, "eugo_lab (traced)": eugo_traced, "ProcessPoolExecutor": ppe}
-    try:
-        from loky import get_reusable_executor
-
-        loky_ex = get_reusable_executor(max_workers=WORKERS)
-        loky_ex.submit(noop, 0).result()
-
-        def loky() -> float:
-            t = time.perf_counter()
-            futs = [loky_ex.submit(noop, i) for i in range(n)]
-            [f.result() for f in futs]
-            return time.perf_counter() - t
-
-        engines["loky"] = loky
-    except ImportError:
-        pass
-    return engines
-
-
-def batched(n: int) -> dict[str, Callable[[], float]]:
-    """n tiny items through each engine's best batched path."""
-    def eugo() -> float:
-        t = time.perf_counter()
-        hpc.get(hpc.map(noop, range(n)))
-        return time.perf_counter() - t
-
-    def ppe() -> float:
-        t = time.perf_counter()
-        list(_ppe.map(noop, range(n), chunksize=max(1, n // (WORKERS * 8))))
-        return time.perf_counter() - t
-
-    return {"eugo_lab hpc.map": eugo, "ProcessPoolExecutor.map": ppe}
-
-
-def put_array(mb: int) -> dict[str, Callable[[], float]]:
-    """A NumPy array of ``mb`` MB handed to 8 tasks: through put, and by value."""
-    a = np.ones(mb * 1_000_000 // 8)
-    f = hpc.remote(array_sum)
-
-    def eugo_put() -> float:
-        t = time.perf_counter()
-        ref = hpc.put(a)
-        hpc.get([f.remote(ref) for _ in range(8)])
-        return time.perf_counter() - t
-
-    def eugo_value() -> float:
-        t = time.perf_counter()
-        hpc.get([f.remote(a) for _ in range(8)])
-        return time.perf_counter() - t
-
-    def ppe_value() -> float:
-        t = time.perf_counter()
-        [x.result() for x in [_ppe.submit(array_sum, a) for _ in range(8)]]
-        return time.perf_counter() - t
-
-    return {"eugo_lab put": eugo_put, "eugo_lab by value": eugo_value, "ProcessPoolExecutor by value": ppe_value}
-
-
-STARTUP_SNIPPETS = {
-    "eugo_lab": "from eugo_lab import hpc\nf = hpc.remote(abs)\nassert hpc.get(f.remote(-1)) == 1",
-    "ProcessPoolExecutor": ("import concurrent.futures as cf\nif __name__ == '__main__':\n"
-                            "    with cf.ProcessPoolExecutor(2) as ex:\n"
-                            "        assert ex.submit(abs, -1).result() == 1"),
-}
-
-
-def startup() -> dict[str, Callable[[], float]]:
-    """Nothing -> first trivial result, in a fresh interpreter (interpreter start subtracted)."""
-    def measure(code: str) -> float:
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
-        return time.perf_counter() - t
-
-    def engine(code: str) -> Callable[[], float]:
-        return lambda: measure(code) - measure("pass")
-
-    return {name: engine(code) for name, code in STARTUP_SNIPPETS.items()}
-
-
-# -- driver ----------------------------------------------------------------------------------------
-
-def run_scenario(name: str, engines: dict[str, Callable[[], float]], rounds: int, per: int | None) -> dict:
-    samples: dict[str, list[float]] = {e: [] for e in engines}
+def run_engines(names: list[str], sz: Sizes, rounds: int, iters: int, env: dict) -> tuple[dict, dict, list[str]]:
+    """Every engine once per round, each in its own fresh interpreter, order alternating per round."""
+    raw: dict[str, dict[str, list]] = {}
+    startup: dict[str, list] = {}
+    leaks: list[str] = []
+    sizes = {**asdict(sz), "cpu_iters": iters}
     for r in range(rounds):
-        order = list(engines) if r % 2 == 0 else list(reversed(engines))  # alternate
-        for e in order:
-            samples[e].append(engines[e]())
-    rows = {}
-    for e, xs in samples.items():
-        med = statistics.median(xs)
-        rows[e] = {"median_s": med, "min_s": min(xs), "max_s": max(xs),
-                   "per_item_us": med / per * 1e6 if per else None}
-    return {"scenario": name, "items": per, "engines": rows}
+        bare = sc.bare_start(env)
+        for name in (names if r % 2 == 0 else names[::-1]):
+            t0 = time.perf_counter()
+            st, samples, left = sc.engine_block(name, sizes, r % 2 == 1, env, bare)
+            startup.setdefault(name, []).append(st)
+            for k, xs in samples.items():
+                raw.setdefault(k, {}).setdefault(name, []).extend(xs)
+            leaks += [f"{name}: {x}" for x in left]
+            print(f"[bench] round {r + 1}/{rounds}: {name} {time.perf_counter() - t0:.1f} s "
+                  f"(startup {st['wall']:.2f} s)", flush=True)
+    return raw, startup, leaks
 
 
-def markdown(results: list[dict]) -> str:
-    lines = ["| scenario | engine | median | min-max | per item | vs first |", "|---|---|---|---|---|---|"]
-    for res in results:
-        first = None
-        for e, row in res["engines"].items():
-            first = first or row["median_s"]
-            per = f"{row['per_item_us']:.1f} us" if row["per_item_us"] else ""
-            spread = f"{row['min_s']:.3f}-{row['max_s']:.3f}"
-            lines.append(f"| {res['scenario']} | {e} | {row['median_s']:.3f} s | {spread} | "
-                         f"{per} | {row['median_s'] / first:.2f}x |")
+def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Sizes) -> tuple[list, list, list]:
+    """Summary rows per scenario, the simulator rows, and the targets."""
+    res = []
+    res.append({"scenario": "startup", "items": None, "engines": {
+        e: report.summarize(xs, extra=("rss", "uss", "procs")) for e, xs in startup.items()}})
+    res.append({"scenario": f"{sz.tiny} tiny tasks", "items": sz.tiny, "engines": {
+        e: report.summarize(xs) for e, xs in raw["tiny"].items()}})
+    res.append({"scenario": f"{sz.map_items} items batched", "items": sz.map_items, "engines": {
+        e: report.summarize(xs) for e, xs in raw["batched"].items()}})
+    res.append({"scenario": f"{sz.cpu_tasks} CPU tasks x {sz.cpu_seconds} s, 2 workers", "items": None,
+                "engines": {e: report.summarize(xs, extra=("wall_1w", "speedup_wall", "speedup_cpu", "stolen_2w"))
+                            for e, xs in raw["cpu"].items()}})
+    arr = {}
+    for how in ("put", "by value"):
+        for e, xs in raw.get(f"array {how}", {}).items():
+            arr[f"{e} {how}"] = report.summarize(xs)
+    arr = dict(sorted(arr.items(), key=lambda kv: not kv[0].startswith("eugo_lab put")))
+    res.append({"scenario": f"{sz.mb} MB array to 8 tasks", "items": None, "engines": arr})
+    for what, n in (("each", sz.tiny), ("map", sz.map_items)):
+        label = "tiny tasks" if what == "each" else "items via hpc.map"
+        res.append({"scenario": f"tracing, {n} {label}", "items": n, "engines": {
+            f"eugo_lab tracing {k}": report.summarize(raw[f"tracing {what} {k}"]["eugo_lab"]) for k in ("on", "off")}})
+    res.append({"scenario": f"%%eugo cell, {sz.live_tasks} tiny tasks (headless kernel)", "items": sz.live_tasks,
+                "engines": {f"%%eugo {k}": report.summarize(xs, extra=("cell",)) for k, xs in live.items()}})
+    res.append({"scenario": "import (fresh interpreter)", "items": None, "engines": {
+        k: report.summarize([{"wall": x} for x in xs]) for k, xs in imports.items()}})
+
+    sim_rows = []
+    for name, rows in sim.items():
+        for w in (1, eng_mod.WORKERS):
+            measured = [x["measured"] for x in rows if x["traced_on"] == w]
+            for src in (1, eng_mod.WORKERS):
+                pred = [x["predicted"][w] for x in rows if x["traced_on"] == src]
+                m, p = sc.median(measured), sc.median(pred)
+                sim_rows.append({"workload": name, "workers": w, "trace_from": src, "measured_s": m,
+                                 "predicted_s": p, "error_pct": (p - m) / m * 100})
+
+    by = {r["scenario"]: r["engines"] for r in res}
+    g = lambda scen, eng: by[scen][eng]  # noqa: E731
+    T = report.target  # noqa: N806 - reads like a table
+    t = [T("startup: nothing -> first result", g("startup", "eugo_lab")["median_s"], 0.3, "s")]
+    tiny = by[f"{sz.tiny} tiny tasks"]
+    if "ProcessPoolExecutor" in tiny:
+        e, p = tiny["eugo_lab"]["per_item_us"], tiny["ProcessPoolExecutor"]["per_item_us"]
+        t.append(T("one call per tiny task: eugo / ProcessPoolExecutor time per task", e / p, 1.0, "x",
+                   detail=f"{e:.1f} vs {p:.1f} us/task"))
+    bat = by[f"{sz.map_items} items batched"]
+    e = bat["eugo_lab"]["per_item_us"]
+    t.append(T("hpc.map: time per tiny item", e, 5.0, "us"))
+    peers = {k: v["per_item_us"] for k, v in bat.items() if k != "eugo_lab"}
+    if peers:
+        best = min(peers, key=peers.get)
+        t.append(T("hpc.map vs best batched peer", e / peers[best], 1.0, "x",
+                   detail=f"{e:.2f} us vs {best} {peers[best]:.2f} us"))
+    cpu = next(r for r in res if "CPU tasks" in r["scenario"])["engines"]["eugo_lab"]["extra"]
+    t.append(T("CPU speedup on 2 workers (wall clock)", cpu["speedup_wall"]["median"], 1.9, "x", False))
+    t.append(T("CPU speedup on 2 workers (task CPU per corrected second)", cpu["speedup_cpu"]["median"],
+               1.9, "x", False, detail=f"{cpu['stolen_2w']['median'] * 100:.0f}% of in-task time stolen at 2 workers"))
+    arrs = by[f"{sz.mb} MB array to 8 tasks"]
+    if "ray put" in arrs:
+        a, b = arrs["eugo_lab put"]["median_s"], arrs["ray put"]["median_s"]
+        t.append(T(f"{sz.mb} MB to 8 tasks: eugo put / ray put", a / b, 1.0, "x",
+                   detail=f"{a * 1e3:.0f} ms vs {b * 1e3:.0f} ms"))
+    for what, n in (("tiny tasks", sz.tiny), ("items via hpc.map", sz.map_items)):
+        tr = by[f"tracing, {n} {what}"]
+        on, off = tr["eugo_lab tracing on"]["median_s"], tr["eugo_lab tracing off"]["median_s"]
+        t.append(T(f"tracing cost, {what}: on / off", on / off, 1.05, "x",
+                   detail=f"{on * 1e3:.0f} ms vs {off * 1e3:.0f} ms"))
+    lv = by[f"%%eugo cell, {sz.live_tasks} tiny tasks (headless kernel)"]
+    on, off = lv["%%eugo live"]["median_s"], lv["%%eugo no-live"]["median_s"]
+    con, coff = lv["%%eugo live"]["extra"]["cell"]["median"], lv["%%eugo no-live"]["extra"]["cell"]["median"]
+    t.append(T("live widget cost: traced wall, live / --no-live", on / off, 1.05, "x",
+               detail=f"{on * 1e3:.0f} vs {off * 1e3:.0f} ms; whole cell {con * 1e3:.0f} vs {coff * 1e3:.0f} ms"))
+    rss = g("startup", "eugo_lab")["extra"]["rss"]["median"] / 2**20
+    uss = g("startup", "eugo_lab")["extra"]["uss"]["median"] / 2**20
+    t.append(T("process tree RSS after startup", rss, 150, "MB", detail=f"USS {uss:.0f} MB"))
+    imp = by["import (fresh interpreter)"]
+    t.append(T("import eugo_lab", imp["import eugo_lab"]["median_s"] * 1e3, 150, "ms"))
+    t.append(T("from eugo_lab import hpc; hpc.remote (full API)",
+               imp["from eugo_lab import hpc; hpc.remote"]["median_s"] * 1e3, 150, "ms"))
+    return res, sim_rows, t
+
+
+def sim_markdown(rows: list[dict]) -> str:
+    lines = ["| workload | workers | predicted from trace at | measured | predicted | error |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['workload']} | {r['workers']} | {r['trace_from']} workers | {r['measured_s']:.3f} s | "
+                     f"{r['predicted_s']:.3f} s | {r['error_pct']:+.1f}% |")
     return "\n".join(lines)
 
 
-_ppe: cf.ProcessPoolExecutor
-
-
 def main() -> None:
-    global _ppe
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 round, small sizes (CI: checks that it runs)")
-    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per scenario (default 3, quick 1)")
+    ap.add_argument("--engines", default="", help="comma-separated subset of engine names (default: all installed)")
     args = ap.parse_args()
+    sz = Sizes.quick() if args.quick else Sizes()
     rounds = args.rounds or (1 if args.quick else 3)
-    n_tiny, n_map, mb = (500, 5_000, 10) if args.quick else (10_000, 100_000, 100)
+    env = sc.bench_env()
+    os.environ.update(PYTHONPATH=env["PYTHONPATH"], RAY_USAGE_STATS_ENABLED="0")  # engine workers import tasks
+    names = eng_mod.available()
+    if args.engines:
+        keep = set(args.engines.split(",")) | {"eugo_lab"}
+        names = [n for n in names if n in keep]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t_run = time.perf_counter()
 
-    hpc.init(workers=WORKERS)
-    hpc.get(hpc.remote(noop).remote(0))
-    _ppe = cf.ProcessPoolExecutor(WORKERS)
-    _ppe.submit(noop, 0).result()
-    results = [
-        run_scenario("startup", startup(), rounds, None),
-        run_scenario(f"{n_tiny} tiny tasks", tiny_tasks(n_tiny), rounds, n_tiny),
-        run_scenario(f"{n_map} items batched", batched(n_map), rounds, n_map),
-        run_scenario(f"{mb} MB array to 8 tasks", put_array(mb), rounds, None),
-    ]
-    _ppe.shutdown()
-    hpc.shutdown()
-    table = markdown(results)
-    print(table)
+    def phase(what: str) -> None:
+        print(f"[bench] {time.perf_counter() - t_run:.0f} s: {what}", flush=True)
+
+    iters = calibrate_spin(sz.cpu_seconds)
+    raw, startup, leaks = run_engines(names, sz, rounds, iters, env)
+    phase("import time")
+    imports = sc.import_time(env, sz.import_repeats)
+    phase("live widget (headless kernel)")
+    live = sc.live_widget(sz.live_tasks, sz.live_rounds, env)
+    phase("simulator accuracy")
+    naps = [0.02 + 0.01 * (i % 7) for i in range(sz.sim_tasks)]
+    burns = [iters * (1 + i % 3) // 8 for i in range(sz.sim_tasks)]
+    sim = sc.simulator({"sleep": ("nap", naps), "cpu": ("burn", burns)}, sz.sim_rounds)
+
+    phase("done")
+    results, sim_rows, targets = build(raw, startup, imports, live, sim, sz)
+    text = "\n\n".join([report.markdown(results), sim_markdown(sim_rows), report.targets_markdown(targets)])
+    print(text)
+    for t in targets:
+        print(f"{'PASS' if t['pass'] else 'MISS'}  {t['target']}: {t['measured']:.3g} {t['unit']} "
+              f"(limit {t['limit']:.3g}, ratio {t['ratio']:.2f}) {t['detail']}")
+    if leaks:
+        print("[bench] processes left behind by engines (killed):", *leaks, sep="\n  ")
     RESULTS.mkdir(exist_ok=True)
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "quick": args.quick, "rounds": rounds,
-           "machine": {"platform": platform.platform(), "python": platform.python_version(), "cores": os.cpu_count()},
-           "results": results}
-    (RESULTS / ("quick.json" if args.quick else "latest.json")).write_text(json.dumps(doc, indent=2))
+    doc = {"date": started.isoformat(), "command": " ".join([Path(sys.executable).name, "-m", "benchmarks.run",
+                                                               *sys.argv[1:]]),
+           "quick": args.quick, "rounds": rounds, "sizes": asdict(sz), "cpu_spin_iterations": iters,
+           "versions": versions(),
+           "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                       "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+                       "load_avg_at_end": os.getloadavg()},
+           "engines": names, "results": results, "simulator": sim_rows, "targets": targets, "leaks": leaks,
+           "raw": raw, "markdown": text}
+    out = RESULTS / ("quick.json" if args.quick else "latest.json")
+    out.write_text(json.dumps(doc, indent=1, default=float))
+    print(f"[bench] wrote {out}")
 
 
 if __name__ == "__main__":

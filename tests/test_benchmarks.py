@@ -12,12 +12,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_benchmark_runs_and_writes_results():
     out = subprocess.run([sys.executable, "-m", "benchmarks.run", "--quick"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
+                         text=True, timeout=400)
+    assert out.returncode == 0, out.stderr[-3000:]
     assert "| 500 tiny tasks | eugo_lab |" in out.stdout
     doc = json.loads((ROOT / "benchmarks" / "results" / "quick.json").read_text())
+    assert {"date", "versions", "machine", "results", "targets", "simulator"} <= set(doc)
     scenarios = {r["scenario"] for r in doc["results"]}
-    assert {"startup", "500 tiny tasks", "5000 items batched", "10 MB array to 8 tasks"} <= scenarios
+    assert {"startup", "500 tiny tasks", "5000 items batched", "10 MB array to 8 tasks",
+            "tracing, 500 tiny tasks", "import (fresh interpreter)"} <= scenarios
+    engines = set(doc["engines"])
+    assert {"eugo_lab", "ProcessPoolExecutor"} <= engines
     for r in doc["results"]:
-        for row in r["engines"].values():
-            assert row["median_s"] > 0
+        assert r["engines"], r["scenario"]
+        for name, row in r["engines"].items():
+            assert row["median_s"] > 0, (r["scenario"], name)
+    by = {r["scenario"]: r["engines"] for r in doc["results"]}
+    for name in engines:  # every installed engine ran every scenario
+        assert name in by["startup"] and name in by["500 tiny tasks"] and name in by["5000 items batched"]
+        assert by["startup"][name]["extra"]["rss"]["median"] > 0
+    for t in doc["targets"]:
+        assert {"target", "measured", "limit", "ratio", "pass"} <= set(t)
+    assert not doc["leaks"], doc["leaks"]
