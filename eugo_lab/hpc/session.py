@@ -16,7 +16,7 @@ from typing import Any
 
 from eugo_lab.backends import base
 from eugo_lab.hpc import errors
-from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future
+from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future, complete_batch
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
@@ -193,13 +193,9 @@ class Runtime:
             if task.items is None:
                 task.future._complete(FINISHED, payload=payload)
             else:
-                batch = BatchResult(payload)
-                for i, f in enumerate(task.items):
-                    if item_errors and i in item_errors:
-                        exc_bytes, tb = item_errors[i]
-                        f._complete(ERROR, error=self._rebuild(exc_bytes, tb, name, task, worker))
-                    else:
-                        f._complete(FINISHED, batch=batch, index=i)
+                for i, (exc_bytes, tb) in (item_errors or {}).items():  # failed items first, one by one
+                    task.items[i]._complete(ERROR, error=self._rebuild(exc_bytes, tb, name, task, worker))
+                complete_batch(task.items, BatchResult(payload), skip=item_errors or ())
         elif status == base.ERROR:
             exc = self._rebuild(payload, extra, name, task, worker)
             rex = task.options.retry_exceptions
