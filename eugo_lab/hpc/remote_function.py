@@ -9,6 +9,19 @@ from typing import Any
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
 
+_session_module: Any = None
+
+
+def _session() -> Any:
+    # Imported on first use (the runtime pulls in the backends), then kept: an import
+    # statement in .remote() itself cost ~2 us on every call.
+    global _session_module
+    if _session_module is None:
+        from eugo_lab.hpc import session
+
+        _session_module = session
+    return _session_module
+
 
 def display_name(fn: Callable) -> str:
     """``Class.method`` or ``function``; the ``outer.<locals>.`` prefix of nested functions is noise."""
@@ -46,9 +59,7 @@ class RemoteFunction:
 
     def remote(self, *args: Any, **kwargs: Any) -> Future:
         """Submit one call; returns its future immediately."""
-        from eugo_lab.hpc import session
-
-        rt = session.current()
+        rt = _session().current()
         return rt.submit(self._record, args, kwargs, self._options)  # type: ignore[union-attr]
 
     def options(self, **overrides: Any) -> RemoteFunction:
