@@ -173,9 +173,13 @@ class Runtime:
         recorder = self.recorder
         if (recorder.active and status == base.OK and stats is not None and task.items is None
                 and stats[7] is None and not recorder._subscribers and worker in recorder.workers):
-            # The common case, on the I/O thread's hot path: one tuple appended, nothing else.
-            recorder.record_fast((task.task_id, task.attempt, name, worker, status, task.batch_id,
-                                  task.submit_time, ready, received, stats))
+            # The common case, on the I/O thread's hot path: one flat tuple appended (the same
+            # row Recorder.fast_row builds, inlined: this runs once per task).
+            code = recorder.functions.codes.get(name)
+            if code is None:
+                code = recorder.function_code(name)
+            recorder.record_fast((task.task_id, task.attempt, code, worker, status, task.batch_id,
+                                  task.submit_time, ready, received) + stats[:7])
             if len(recorder._pending) >= rec.FLUSH_ROWS:
                 recorder.flush()
         elif recorder.active and not (status == base.CANCELLED and
