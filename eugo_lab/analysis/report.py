@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab import units
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 
@@ -142,11 +143,8 @@ def fmt_pct(x: float) -> str:
 
 
 def fmt_bytes(n: float) -> str:
-    """Bytes in a readable unit (powers of 1000)."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
+    """Bytes in a readable unit for analysis text (three significant digits)."""
+    return units.fmt_bytes(n, ".3g")
 
 
 _CELL = re.compile(r"(ipykernel_\d+|<ipython-input-)")

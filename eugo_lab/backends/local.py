@@ -69,7 +69,7 @@ class LocalBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
                  threads_per_worker: int | None = None, memory_limit: int | str | None = None):
-        from eugo_lab.hpc.task import parse_bytes
+        from eugo_lab.units import parse_bytes
 
         cores = usable_cores()
         self.memory_limit = parse_bytes(memory_limit, "memory_limit")

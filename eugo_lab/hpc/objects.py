@@ -6,15 +6,9 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.units import fmt_bytes
+
 _ids = itertools.count(1)
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"  # pragma: no cover
 
 
 class ObjectRef:
@@ -35,7 +29,7 @@ class ObjectRef:
         self._release = release
 
     def __repr__(self) -> str:
-        return f"<hpc.ObjectRef {self.type_name}, {_fmt_bytes(self.nbytes)}>"
+        return f"<hpc.ObjectRef {self.type_name}, {fmt_bytes(self.nbytes)}>"
 
     def __del__(self) -> None:
         release = self._release

@@ -21,6 +21,7 @@ from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
 from eugo_lab.tracing import recorder as rec
+from eugo_lab.units import fmt_bytes
 
 log = logging.getLogger("eugo_lab")
 
@@ -35,14 +36,6 @@ def describe_exit(code: int | None) -> str:
         except ValueError:
             return f"signal {-code}"
     return f"exit code {code}"
-
-
-def _fmt_size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1000
-    return f"{n} B"  # pragma: no cover
 
 
 class _DependencyGate:
@@ -252,8 +245,8 @@ class Runtime:
             rss, limit = extra["rss"], extra["limit"]
             return errors.WorkerMemoryError(
                 f"task {name}() (task {task.task_id}) was stopped on attempt {attempts}: its worker used "
-                f"{_fmt_size(rss)}, over the {_fmt_size(limit)} memory limit. It was not retried, since it would "
-                "grow the same way again. Next step: process the input in smaller pieces (more, smaller "
+                f"{fmt_bytes(rss, '.2f')}, over the {fmt_bytes(limit, '.2f')} memory limit. It was not retried, "
+                "since it would grow the same way again. Next step: process the input in smaller pieces (more, smaller "
                 "partitions), or raise the limit with @hpc.remote(memory=...) or hpc.init(memory_limit=...).",
                 function=name, attempts=attempts, exit_code=-9, limit=limit, observed=rss,
             )

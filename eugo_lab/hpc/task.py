@@ -9,6 +9,7 @@ from typing import Any
 
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.serialization import dumps_function
+from eugo_lab.units import parse_bytes
 
 _function_ids = itertools.count(1)
 
@@ -47,33 +48,6 @@ class TaskOptions:
     def merged(self, **overrides: Any) -> TaskOptions:
         """A copy with ``overrides`` applied, each validated."""
         return validate_options(replace(self, **overrides))
-
-
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-
-
-def parse_bytes(value: Any, what: str) -> int | None:
-    """``2_000_000_000``, ``"2GB"``, ``"512 MiB"`` -> bytes; ``None`` stays ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be a number of bytes or a string like '2GB', got {value!r}")
-    if isinstance(value, (int, float)):
-        n = int(value)
-    elif isinstance(value, str):
-        import re
-
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
-        unit = m.group(2).lower() if m else None
-        if m is None or unit not in _UNITS:
-            raise ValueError(f"{what}={value!r} is not a size; write bytes (2000000000) or e.g. '2GB', '512MiB'")
-        n = int(float(m.group(1)) * _UNITS[unit])
-    else:
-        raise TypeError(f"{what} must be a number of bytes or a string like '2GB', got {type(value).__name__}")
-    if n <= 0:
-        raise ValueError(f"{what} must be positive, got {value!r}")
-    return n
 
 
 def validate_options(opts: TaskOptions) -> TaskOptions:

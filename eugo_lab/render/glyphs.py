@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from eugo_lab.tracing.recorder import STATUS_NAMES
+from eugo_lab.units import fmt_bytes
 
 # Category10 (colour-blind friendly enough, and the palette Bokeh users know).
 FUNCTION_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -59,14 +60,6 @@ def fmt_seconds(s: float) -> str:
     if s < 1:
         return f"{s * 1e3:.1f} ms"
     return f"{s:.2f} s"
-
-
-def fmt_bytes(n: int) -> str:
-    """``1536`` -> ``1.5 kB``."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def lane_of(worker: int) -> int:
