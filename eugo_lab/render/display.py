@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
+from eugo_lab.server import BOKEH_URL_ENV
+
 #: Override the detected mode: "lab", "kernel" or "text" (tests and benchmarks set it).
 MODE_ENV = "EUGO_LAB_DISPLAY"
 

@@ -10,9 +10,10 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.utils import url_path_join
 
+from eugo_lab.server import BOKEH_URL_ENV
+
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
 BOKEH_PREFIX = "eugo/bokeh/"
-BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
 
 
 class BokehJSHandler(JupyterHandler, tornado.web.StaticFileHandler):
