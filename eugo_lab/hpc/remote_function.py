@@ -50,7 +50,7 @@ class RemoteFunction:
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"<hpc.remote function {self._options.name or self._record.name}>"
+        return f"<hpc.remote function {self.function_name}>"
 
     @property
     def function_name(self) -> str:

@@ -94,10 +94,6 @@ class Runtime:
             return self.backend.token(obj)
         return None
 
-    def new_id(self) -> int:
-        """A fresh task id (unique within this runtime)."""
-        return next(self._ids)
-
     def new_ids(self, n: int) -> list[int]:
         """``n`` fresh task ids (unique, not necessarily consecutive)."""
         return list(itertools.islice(self._ids, n))
