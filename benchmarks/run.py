@@ -21,6 +21,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -45,7 +46,7 @@ class Sizes:
     mb: int = 100
     cpu_tasks: int = 16
     cpu_seconds: float = 0.25
-    trace_pairs: int = 2          # traced/untraced pairs per round
+    trace_pairs: int = 6          # traced/untraced pairs per round (paired ratios, see build)
     live_tasks: int = 10_000
     live_rounds: int = 6
     sim_tasks: int = 24
@@ -151,11 +152,15 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
         a, b = arrs["eugo_lab put"]["median_s"], arrs["ray put"]["median_s"]
         t.append(T(f"{sz.mb} MB to 8 tasks: eugo put / ray put", a / b, 1.0, "x",
                    detail=f"{a * 1e3:.0f} ms vs {b * 1e3:.0f} ms"))
-    for what, n in (("tiny tasks", sz.tiny), ("items via hpc.map", sz.map_items)):
-        tr = by[f"tracing, {n} {what}"]
-        on, off = tr["eugo_lab tracing on"]["median_s"], tr["eugo_lab tracing off"]["median_s"]
-        t.append(T(f"tracing cost, {what}: on / off", on / off, 1.05, "x",
-                   detail=f"{on * 1e3:.0f} ms vs {off * 1e3:.0f} ms"))
+    for key, what in (("each", "tiny tasks"), ("map", "items via hpc.map")):
+        # Paired: on and off run back to back (order alternating), so each pair shares the
+        # machine's load of that moment; the median of the pair ratios is what drift spares.
+        ons, offs = raw[f"tracing {key} on"]["eugo_lab"], raw[f"tracing {key} off"]["eugo_lab"]
+        med_on, med_off = (statistics.median(x["wall"] for x in xs) * 1e3 for xs in (ons, offs))
+        wall = statistics.median(a["wall"] / b["wall"] for a, b in zip(ons, offs))
+        cpu = statistics.median(a["cpu"] / b["cpu"] for a, b in zip(ons, offs))
+        t.append(T(f"tracing cost, {what}: on / off (median of {len(ons)} paired runs)", wall, 1.05, "x",
+                   detail=f"driver CPU on / off {cpu:.3f}x; medians {med_on:.0f} vs {med_off:.0f} ms"))
     lv = by[f"%%eugo cell, {sz.live_tasks} tiny tasks (headless kernel)"]
     on, off = lv["%%eugo live"]["median_s"], lv["%%eugo no-live"]["median_s"]
     con, coff = lv["%%eugo live"]["extra"]["cell"]["median"], lv["%%eugo no-live"]["extra"]["cell"]["median"]

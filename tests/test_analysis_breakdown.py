@@ -95,3 +95,37 @@ def test_map_batch_rows_form_one_unit():
     r = analyze(t)
     assert r.serial_time == approx(0.3)
     assert r.breakdown.serialization == approx(0.06)
+
+
+def test_recorded_dependencies_make_the_critical_path_exact():
+    # "join" was submitted at 0 and passed the future of "slow" only; it went out late
+    # (ready 1.0) for another reason. Timing alone reads it as following the a1 -> a2
+    # driver chain (1.0 s); the recorded edge says its chain is slow -> join.
+    def build(recorded: bool):  # noqa: ANN202
+        b = TraceBuilder(workers=4)
+        b.task("a1", worker=0, submit=0.0, ready=0.0, start=0.0, end=0.5)         # task 1
+        b.task("a2", worker=0, submit=0.5, ready=0.5, start=0.5, end=1.0)         # task 2: submitted after a1's get()
+        b.task("slow", worker=1, submit=0.0, ready=0.0, start=0.0, end=0.8)       # task 3
+        b.task("join", worker=2, submit=0.0, ready=1.0, start=1.0, end=1.45)      # task 4
+        if recorded:
+            b.dep(4, on=3)
+        return b.build()
+
+    inferred = critical_path(build(False))
+    assert not inferred.exact
+    assert inferred.task_ids == (1, 2, 4) and inferred.length == approx(1.45)
+    exact = critical_path(build(True))
+    assert exact.exact
+    assert exact.task_ids == (3, 4) and exact.length == approx(1.25)
+
+
+def test_recorded_dependencies_keep_driver_order_chains():
+    # No data edges at all, but b was submitted only after a's result arrived (a get()
+    # between them): that chain is real and stays on the path.
+    b = TraceBuilder(workers=4)
+    b.task("a", worker=0, submit=0.0, ready=0.0, start=0.0, end=1.0)
+    b.task("b", worker=1, submit=1.0, ready=1.0, start=1.0, end=2.0)
+    b.task("c", worker=2, submit=0.0, ready=0.0, start=0.0, end=1.5)
+    b.deps_recorded = True
+    cp = critical_path(b.build())
+    assert cp.exact and cp.task_ids == (1, 2) and cp.length == approx(2.0)

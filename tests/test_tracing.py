@@ -94,7 +94,7 @@ def test_a_million_task_rows_stay_compact():
     ends = (np.arange(1, n + 1) * 1e-6).tolist()
     rec.record_task(task_id=1, attempt=1, function="f", worker=0, status=0, batch=1, submit=0.0, ready=0.0,
                     received=2.0, stats=_stats(0.0, 1.0, ends=ends), item_ids=list(range(n)))
-    live_bytes = sum(col.itemsize * len(col) for col in rec.tasks.values())
+    live_bytes = rec.nbytes
     assert live_bytes / n <= 200  # columnar: ~128 bytes a row, far from a Python object per field
     t = rec.close_region(mark, {"workers": 1})
     assert len(t) == n
@@ -155,3 +155,72 @@ def test_clocks_of_other_hosts_are_aligned_to_the_driver():
     starts = t.tasks["start"].tolist()
     assert starts[0] == pytest.approx(100.1)  # same host: untouched
     assert 100.0 <= starts[1] <= 100.3 and t.tasks["end"][1] - starts[1] == pytest.approx(0.2)
+
+
+@hpc.remote
+def nap(seconds, *_inputs):
+    time.sleep(seconds)
+    return seconds
+
+
+def test_dependencies_are_recorded_and_give_the_exact_critical_path(local2, tmp_path):
+    from eugo_lab.analysis import critical_path
+
+    with hpc.trace() as t:
+        a = nap.remote(0.2)
+        b = nap.remote(0.2, a)
+        c = nap.remote(0.2, b, a)
+        side = nap.remote(0.3)
+        hpc.get([c, side])
+    trace = t.trace
+    edges = sorted(zip(trace.deps["task"].tolist(), trace.deps["on"].tolist()))
+    assert edges == sorted([(b.task_id, a.task_id), (c.task_id, b.task_id), (c.task_id, a.task_id)])
+    cp = critical_path(trace)
+    assert cp.exact and cp.task_ids == (a.task_id, b.task_id, c.task_id)
+    path = tmp_path / "deps.json"
+    trace.save(str(path))
+    again = Trace.load(str(path))
+    assert again.deps["task"].tolist() == trace.deps["task"].tolist()
+    assert critical_path(again).task_ids == cp.task_ids
+
+
+def test_a_trace_saved_without_dependency_edges_still_loads():
+    rec = Recorder()
+    mark = rec.open_region()
+    rec.record_task(task_id=1, attempt=1, function="f", worker=0, status=0, batch=-1, submit=1.0, ready=1.0,
+                    received=1.2, stats=_stats(1.0, 0.1))
+    doc = rec.close_region(mark, {"workers": 1}).to_dict()
+    del doc["deps"]
+    del doc["meta"]["deps_recorded"]
+    t = Trace.from_dict(doc)
+    assert len(t.deps["task"]) == 0 and len(t) == 1
+
+
+def test_rows_from_every_path_keep_their_order_and_phase_rows():
+    from eugo_lab.tracing.recorder import pack_row
+
+    rec = Recorder()
+    rec.function_code("f")
+    outer = rec.open_region()
+    # fast rows (as the runtime appends them), then a task with phases, a map batch, more fast rows
+    for tid in (1, 2):
+        rec.record_fast(pack_row(tid, 1, 0, 0, 0, -1, 10, 20, 1.0, 1.0, 1.1, 1.2, 1.3, 0.1, 0.0, 0.0))
+    rec.record_task(task_id=3, attempt=1, function="g", worker=1, status=0, batch=-1, submit=1.0, ready=1.0,
+                    received=2.0, stats=_stats(1.0, 0.5, phases=[("read", 0.0, 0.2, 0.0)]))
+    cursor, _ = rec.read_since(None)
+    ends = np.array([0.1, 0.2], dtype=np.float64).tobytes()  # what workers send
+    rec.record_task(task_id=9, attempt=1, function="f", worker=0, status=0, batch=9, submit=1.0, ready=1.0,
+                    received=2.0, stats=_stats(1.0, 0.2, ends=ends), item_ids=range(4, 6))
+    inner = rec.open_region()
+    rec.record_fast(pack_row(6, 1, 0, 1, 0, -1, 10, 20, 1.0, 1.0, 1.5, 1.6, 1.7, 0.1, 0.0, 0.0))
+    cursor, chunk = rec.read_since(cursor)
+    assert chunk.tasks["task_id"].tolist() == [4, 5, 6]
+    t_inner = rec.close_region(inner, {"workers": 2})
+    t = rec.close_region(outer, {"workers": 2})
+    assert t_inner.tasks["task_id"].tolist() == [6]
+    assert t.tasks["task_id"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert t.tasks["batch"].tolist() == [-1, -1, -1, 9, 9, -1]
+    assert np.allclose(t.tasks["end"][3:5] - t.tasks["start"][3:5], [0.1, 0.1])
+    assert t.phases["row"].tolist() == [2]  # the phase still points at task 3's row
+    assert t.functions[t.tasks["function"][2]] == "g"
+    assert not t.tasks["task_id"].flags.writeable

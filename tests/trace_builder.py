@@ -23,6 +23,8 @@ class TraceBuilder:
         self.sources: list[str] = []
         self.block_kinds: list[str] = []
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
+        self.deps: dict[str, list] = {"task": [], "on": []}
+        self.deps_recorded = False
         self._next_id = 1
 
     @staticmethod
@@ -60,6 +62,12 @@ class TraceBuilder:
         self.phases["end"].append(T0 + end)
         self.phases["cpu"].append(cpu)
 
+    def dep(self, task_id: int, on: int) -> None:
+        """Record that ``task_id`` was passed the future of ``on`` (marks the trace's deps as recorded)."""
+        self.deps["task"].append(task_id)
+        self.deps["on"].append(on)
+        self.deps_recorded = True
+
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
               source: str = "/home/student/loop.py:7") -> None:
         self.blocks["kind"].append(self._code(self.block_kinds, kind))
@@ -72,10 +80,12 @@ class TraceBuilder:
         """The trace; the region spans ``start``..``end`` (default: the last received time)."""
         if end is None:
             end = max([r - T0 for r in self.tasks["received"]] + [e - T0 for e in self.blocks["end"]] + [start])
-        return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks,
+        meta = {**self.meta, "region_start": T0 + start, "region_end": T0 + end}
+        if self.deps_recorded:
+            meta["deps_recorded"] = True
+        return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
-                                  block_kinds=self.block_kinds, workers=self.workers,
-                                  meta={**self.meta, "region_start": T0 + start, "region_end": T0 + end})
+                                  block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 
 
 def even_trace(workers: int = 2, per_worker: int = 2, duration: float = 1.0, fn: str = "f") -> Trace:

@@ -1,23 +1,29 @@
 """The critical path: the longest chain of tasks that had to run one after another.
 
-The trace has no dependency column, so the chain is inferred from times the driver
-measured: task B *follows* task A when B became ready (``ready``, the moment all its inputs
-existed and it went to the backend) no earlier than A's result reached the driver
-(``received``). A true data dependency (B was passed A's future) always looks like this,
-and so does a driver that waited for A (``get()``) before submitting B.
+Task B *follows* task A when B could not start before A's result existed. Two things
+make that happen:
+
+- **Data**: B was passed A's future. Traces recorded by this version hold these edges
+  exactly (``trace.deps``, meta ``deps_recorded``).
+- **The driver**: B was submitted only after A's result reached the driver (a ``get()``
+  between them, or code that used A's result to decide B). With recorded edges this is
+  read from B's ``submit`` time; A counts when its result arrived no later than that.
+
+For traces without recorded edges (saved by earlier versions, or built by hand) both are
+inferred from ``ready`` instead: B follows A when B became ready (all its inputs existed
+and it went to the backend) no earlier than A's result arrived. A real dependency always
+looks like that, but so does a task made ready late by another input, so the inferred path
+is an upper bound of the true chain.
 
 The path's length counts, for each task on it, its round trip without queueing:
 ``(received - ready) - queue_wait``. That is the time the chain would take with unlimited
 workers, so no number of workers can make the run shorter than the path plus the
 driver's own serial time.
 
-``hpc.map`` batches never follow anything: the map feeder submits a batch when an earlier
-one returns, which would otherwise read as a chain through the whole map.
-
-Limits: ordering is evidence of a dependency, not proof. A task the driver submitted late
-for another reason (it was busy computing) also "follows" every task that finished before
-it, so the path is an upper bound of the true dependency chain; a task that depended on
-an ``hpc.put`` object or on state outside the trace is invisible.
+``hpc.map`` batches never follow anything through driver order: the map feeder submits a
+batch when an earlier one returns, which would otherwise read as a chain through the
+whole map (their recorded data edges, if any, still count). A task that depended on an
+``hpc.put`` object or on state outside the trace is invisible.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class CriticalPath:
     durations: tuple[float, ...]
     length: float
     wall_time: float
+    exact: bool = False  # True: built from recorded dependency edges, not inferred from timing
 
     @property
     def fraction(self) -> float:
@@ -80,32 +87,70 @@ def predecessors(u: Units) -> tuple[np.ndarray, np.ndarray]:
     return order, n_done
 
 
+def recorded_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
+    """Per unit index, the units whose futures it was passed (from ``trace.deps``)."""
+    d = trace.deps
+    if not len(d["task"]) or not len(u):
+        return {}
+    t = trace.tasks
+    wanted = np.union1d(d["task"], d["on"])
+    # Only rows named by an edge: a task id, or a map batch id (a batch's edges use its id).
+    rows = np.flatnonzero((np.isin(t["task_id"], wanted) | np.isin(t["batch"], wanted)) & (u.row_unit >= 0))
+    unit_of: dict[int, int] = {}
+    for r in rows.tolist():
+        unit = int(u.row_unit[r])
+        unit_of[int(t["task_id"][r])] = unit
+        if t["batch"][r] >= 0:
+            unit_of[int(t["batch"][r])] = unit
+    preds: dict[int, set[int]] = {}
+    for task, on in zip(d["task"].tolist(), d["on"].tolist()):
+        a, b = unit_of.get(task), unit_of.get(on)
+        if a is not None and b is not None and a != b:
+            preds.setdefault(a, set()).add(b)
+    return preds
+
+
 def critical_path(trace: Trace) -> CriticalPath:
-    """Infer the longest chain of tasks that ran one after another (see the module docstring)."""
+    """The longest chain of tasks that ran one after another (see the module docstring)."""
     u = units(trace)
     wall = window(trace).length
     n = len(u)
     if n == 0:
-        return CriticalPath((), (), (), 0.0, wall)
+        return CriticalPath((), (), (), 0.0, wall, exact=False)
+    exact = bool(trace.meta.get("deps_recorded"))
+    data = recorded_predecessors(trace, u) if exact else {}
     w = chain_weights(u)
-    order, n_done = predecessors(u)
+    order = np.lexsort((u.received, u.ready))
     by_rcv = np.argsort(u.received, kind="stable")
+    # Driver order: the units whose results had arrived when each unit was submitted
+    # (recorded edges) or became ready (inferred): a prefix of by_rcv.
+    when = u.submit if exact else u.ready
+    limit = np.searchsorted(u.received[by_rcv], when + TOLERANCE, side="right")
     best = np.zeros(n)
     prev = np.full(n, -1)
-    run_best, run_arg, ptr = 0.0, -1, 0
-    for k, j in enumerate(order):
-        while ptr < n_done[k]:
-            i = by_rcv[ptr]
-            if best[i] > run_best:
-                run_best, run_arg = best[i], i
-            ptr += 1
-        if u.is_batch[j]:
+    # prefix_best[k]/prefix_arg[k]: the best chain among units by_rcv[:k+1], filled as the
+    # sweep reaches them (each is final by then: its result arrived before the unit asking).
+    prefix_best = np.zeros(n)
+    prefix_arg = np.full(n, -1)
+    filled = 0
+    for j in order:
+        lim = int(limit[j])
+        while filled < lim:
+            i = by_rcv[filled]
+            if filled and prefix_best[filled - 1] >= best[i]:
+                prefix_best[filled], prefix_arg[filled] = prefix_best[filled - 1], prefix_arg[filled - 1]
+            else:
+                prefix_best[filled], prefix_arg[filled] = best[i], i
+            filled += 1
+        run_best, run_arg = 0.0, -1
+        if lim and not u.is_batch[j]:
             # hpc.map sends its next batch when an earlier one returns: that is the feeder
-            # pacing itself, not a data dependency, so a batch starts a chain of its own.
-            best[j], prev[j] = w[j], -1
-        else:
-            best[j] = w[j] + run_best
-            prev[j] = run_arg
+            # pacing itself, not a dependency, so batches skip driver order.
+            run_best, run_arg = prefix_best[lim - 1], int(prefix_arg[lim - 1])
+        for p in data.get(int(j), ()):
+            if best[p] > run_best:
+                run_best, run_arg = best[p], p
+        best[j], prev[j] = w[j] + run_best, run_arg
     j = int(np.argmax(best))
     chain = []
     while j >= 0:
@@ -119,4 +164,5 @@ def critical_path(trace: Trace) -> CriticalPath:
         durations=tuple(float(w[c]) for c in chain),
         length=float(sum(w[c] for c in chain)),
         wall_time=wall,
+        exact=exact,
     )

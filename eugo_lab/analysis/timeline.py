@@ -95,6 +95,7 @@ class Units:
     bytes_in: np.ndarray
     bytes_out: np.ndarray
     is_batch: np.ndarray  # True for an hpc.map batch (its items need nothing from other tasks)
+    row_unit: np.ndarray  # per row of trace.tasks: its unit's index, -1 for rows without a measured body
 
     def __len__(self) -> int:
         return int(self.task_id.shape[0])
@@ -132,6 +133,8 @@ def units(trace: Trace) -> Units:
     deser = total(t["deser"])
     ser = total(t["ser"])
     fr = rows[first] if n else rows[:0]
+    row_unit = np.full(len(t["task_id"]), -1, dtype=np.int64)
+    row_unit[rows] = inv
     return Units(
         task_id=t["task_id"][fr],
         function=t["function"][fr],
@@ -150,6 +153,7 @@ def units(trace: Trace) -> Units:
         bytes_in=total(t["bytes_in"].astype(float)),
         bytes_out=total(t["bytes_out"].astype(float)),
         is_batch=t["batch"][fr] >= 0,
+        row_unit=row_unit,
     )
 
 

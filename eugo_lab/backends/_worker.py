@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,8 @@ ERROR = 1
 
 # stats tuple layout, shared with the driver's recorder:
 # (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends)
+# item_ends (map batches only): float64 bytes, one per item (8 bytes each on the wire,
+# one object to unpickle, read by the recorder without conversion).
 Stats = tuple
 
 
@@ -127,7 +130,7 @@ def execute_batch(
 
     Returns ``(OK, pickled list of results, errors, stats)``; ``errors`` maps an item's
     index to ``(pickled exception, traceback)`` and its slot in the list holds ``None``.
-    ``stats[-1]`` lists each item's end as an offset from the body's start, so the trace
+    ``stats[-1]`` holds each item's end (float64 bytes) as an offset from the body's start, so the trace
     can show every item as its own task.
     """
     start_wall = time.time()
@@ -137,7 +140,7 @@ def execute_batch(
     c0 = cpu_clock()
     results: list = []
     errors: dict | None = None
-    ends: list[float] = []
+    ends = array("d")
     perf = time.perf_counter
     for i, item in enumerate(items):
         try:
@@ -168,5 +171,5 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), None, ends)
+    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), None, ends.tobytes())
     return OK, payload, errors, stats

@@ -69,6 +69,14 @@ class _DependencyGate:
             self.runtime._fail_from_dependency(self.task, dep)
 
 
+def _item_ids(items: list[Future]) -> range | list[int]:
+    """The task ids of a map batch's items: a ``range`` when consecutive (the usual case)."""
+    first, last = items[0].task_id, items[-1].task_id
+    if last - first == len(items) - 1:  # ids only grow within a map job: consecutive ends mean all are
+        return range(first, last + 1)
+    return [f.task_id for f in items]
+
+
 class Runtime:
     """A started backend plus the shared task rules; ``hpc.init`` makes one, ``hpc.shutdown`` ends it."""
 
@@ -112,11 +120,7 @@ class Runtime:
             task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
         self.tasks_submitted += 1
-        deps = [t for t in tokens if type(t) is Future]
-        if deps and any(d._state != FINISHED for d in deps):
-            _DependencyGate(self, task, list({id(d): d for d in deps}.values()))
-        else:
-            self._launch(task)
+        self._start(task, tokens)
         return fut
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: list[Future], options: TaskOptions,
@@ -131,12 +135,20 @@ class Runtime:
             task.staged = self.backend.stage_buffers(tid, buffers)
         task.on_batch_done = on_done
         self._tasks[tid] = task
-        deps = [t for t in tokens if type(t) is Future]
-        if deps and any(d._state != FINISHED for d in deps):
-            _DependencyGate(self, task, list({id(d): d for d in deps}.values()))
-        else:
-            self._launch(task)
+        self._start(task, tokens)
         return task
+
+    def _start(self, task: Task, tokens: list) -> None:
+        """Launch ``task`` now, or once the futures it was passed have finished."""
+        deps = [t for t in tokens if type(t) is Future]
+        if deps:
+            deps = list({id(d): d for d in deps}.values())
+            if self.recorder.active:  # exact edges for the trace's critical path
+                self.recorder.record_deps(task.task_id, [d.task_id for d in deps])
+            if any(d._state != FINISHED for d in deps):
+                _DependencyGate(self, task, deps)
+                return
+        self._launch(task)
 
     def _launch(self, task: Task) -> None:
         deps = {t.task_id: t._result_payload() for t in task.tokens if type(t) is Future}
@@ -162,13 +174,15 @@ class Runtime:
         recorder = self.recorder
         if (recorder.active and status == base.OK and stats is not None and task.items is None
                 and stats[7] is None and not recorder._subscribers and worker in recorder.workers):
-            # The common case, on the I/O thread's hot path: one flat tuple appended (the same
-            # row Recorder.fast_row builds, inlined: this runs once per task).
+            # The common case, on the I/O thread's hot path: one packed row appended (what
+            # Recorder.record_task would append, inlined: this runs once per task).
             code = recorder.functions.codes.get(name)
             if code is None:
                 code = recorder.function_code(name)
-            recorder.record_fast((task.task_id, task.attempt, code, worker, status, task.batch_id,
-                                  task.submit_time, ready, received) + stats[:7])
+            body_start = stats[0] + stats[3]  # the body starts after the arguments were unpickled
+            recorder.record_fast(rec.pack_row(task.task_id, task.attempt, code, worker, status, task.batch_id,
+                                              stats[5], stats[6], task.submit_time, ready, body_start,
+                                              body_start + stats[1], received, stats[2], stats[3], stats[4]))
             if len(recorder._pending) >= rec.FLUSH_ROWS:
                 recorder.flush()
         elif recorder.active and not (status == base.CANCELLED and
@@ -230,7 +244,7 @@ class Runtime:
             item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]
         recorder.record_task(
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
-            stats, [f.task_id for f in task.items] if task.items is not None else None, item_status,
+            stats, _item_ids(task.items) if task.items is not None else None, item_status,
         )
 
     @staticmethod

@@ -1,9 +1,11 @@
-"""The live recorder: appends task and blocking events into columns while regions are open.
+"""The live recorder: appends task and blocking events while regions are open.
 
-Storage is columnar (``array.array`` per field, strings interned into small tables), so a
-million task rows cost about 100 bytes each instead of a Python object per field.
-Recording happens on the runtime's I/O thread under one lock; reading a region out
-produces an immutable :class:`~eugo_lab.tracing.trace.Trace`.
+Task rows are packed C structs (:data:`ROW`, 128 bytes: eight int64 then eight float64
+columns, strings interned into small tables) appended to one ``bytearray``, so a million
+rows cost 128 MB and no Python object per field. Reading rows out turns the packed bytes
+into one NumPy array per column in a single pass. Phases and driver waits are rare and
+kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
+region out produces an immutable :class:`~eugo_lab.tracing.trace.Trace`.
 
 Nothing is recorded while no region is open and nobody subscribed: the runtime checks
 ``recorder.active`` (a plain attribute) before doing any work for the trace.
@@ -11,13 +13,15 @@ Nothing is recorded while no region is open and nobody subscribed: the runtime c
 
 from __future__ import annotations
 
-import collections
+import bisect
+import functools
 import math
 import socket
+import struct
 import threading
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +33,25 @@ TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch
 TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
 PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
-_TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-# Fast rows: (task_id, attempt, function code, worker, status, batch, submit, ready, received,
-#             start_wall, body, cpu, deser, ser, bytes_in, bytes_out); the first six are ints.
-_FAST_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch")
-# Rows buffered before the runtime asks for a flush: ~30 MB of tuples at most.
+# One row per data dependency: task ``task`` was passed the future of task ``on``.
+DEP_COLUMNS = ("task", "on")
+TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
+# One task row as packed bytes, fields in TASK_COLUMNS order. Packing costs the I/O thread
+# about as much as building a tuple, and turning rows into columns later is a memcpy-speed
+# NumPy pass instead of converting every Python number again (~0.5 us a row when we did).
+ROW = struct.Struct("<8q8d")
+ROW_SIZE = ROW.size
+pack_row = ROW.pack
+# Fast-path rows buffered before they are joined into the row store (~8 MB of bytes).
 FLUSH_ROWS = 65536
+
+
+@functools.cache
+def row_dtype() -> Any:
+    """The NumPy structured dtype of a packed row (NumPy is imported on first use only)."""
+    import numpy as np
+
+    return np.dtype([(c, "<i8") for c in TASK_INT_COLUMNS] + [(c, "<f8") for c in TASK_FLOAT_COLUMNS])
 
 
 @dataclass(frozen=True)
@@ -67,9 +84,12 @@ class BlockEvent:
 
 @dataclass(frozen=True)
 class Chunk:
-    """New rows read by :meth:`Recorder.read_since`: the same columns and name tables as a Trace."""
+    """New rows read by :meth:`Recorder.read_since`: the same columns and name tables as a Trace.
 
-    tasks: dict[str, array]
+    Task columns are NumPy arrays (int64/float64); phase and block columns ``array.array``.
+    """
+
+    tasks: dict[str, Any]
     phases: dict[str, array]
     blocks: dict[str, array]
     functions: tuple[str, ...]
@@ -102,7 +122,98 @@ class _Strings:
         return c
 
 
-def align_clocks(tasks: dict[str, array], phases: dict[str, array], workers: dict[int, tuple[str, int]],
+class _BatchRows:
+    """The rows of one ``hpc.map`` batch, kept compact until read.
+
+    What the items share is held once, plus per-item ids, statuses and end offsets. Items
+    run back to back inside the batch's body, so item i spans ``ends[i-1]..ends[i]``
+    (offsets from the body's start). CPU time, bytes and (de)serialization time are shared
+    out evenly over the items.
+    """
+
+    __slots__ = ("ids", "status", "shared", "ends", "body_start", "cpu_share")
+
+    def __init__(self, ids: Sequence[int], status: int | Sequence[int], shared: dict[str, float], ends: Any,
+                 body_start: float, cpu_share: float):
+        import numpy as np
+
+        self.ids = ids
+        self.status = status
+        self.shared = shared
+        # Workers send the offsets as float64 bytes: adopted without a copy.
+        self.ends = (np.frombuffer(ends, dtype=np.float64) if isinstance(ends, (bytes, bytearray))
+                     else np.asarray(ends, dtype=np.float64))
+        self.body_start = body_start
+        self.cpu_share = cpu_share
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held per item (the offsets, and the ids when they are not a range)."""
+        return int(self.ends.nbytes) + (0 if isinstance(self.ids, range) else 8 * len(self.ids))
+
+    def columns(self) -> dict[str, Any]:
+        """One NumPy array per task column, a row per item."""
+        import numpy as np
+
+        n = len(self.ends)
+        stops = self.body_start + self.ends
+        starts = np.empty(n)
+        if n:
+            starts[0] = self.body_start
+            starts[1:] = stops[:-1]
+        ids = self.ids
+        cols = {c: np.full(n, v, dtype=np.int64 if c in TASK_INT_COLUMNS else np.float64)
+                for c, v in self.shared.items()}
+        cols["task_id"] = (np.arange(ids.start, ids.stop, ids.step, dtype=np.int64) if isinstance(ids, range)
+                           else np.asarray(ids, dtype=np.int64))
+        cols["status"] = np.broadcast_to(np.asarray(self.status, dtype=np.int64), (n,))
+        cols["start"], cols["end"] = starts, stops
+        cols["cpu"] = (stops - starts) * self.cpu_share
+        return cols
+
+
+class TaskRows:
+    """Recorded task rows not yet turned into columns: segments shared with the recorder.
+
+    Building columns costs about a memory copy of the rows, so a region's end only keeps a
+    reference to the segments (sealed, never written again) and a :class:`Trace` builds
+    its columns the first time they are read; the traced code does not wait for it.
+    """
+
+    __slots__ = ("segments", "skip", "n")
+
+    def __init__(self, segments: list[bytearray | _BatchRows], skip: int, n: int):
+        self.segments = segments
+        self.skip = skip  # rows of the first segment that belong before this range
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def build(self) -> dict[str, Any]:
+        """Fresh, writable int64/float64 NumPy arrays, one per task column."""
+        import numpy as np
+
+        parts: dict[str, list] = {c: [] for c in TASK_COLUMNS}
+        for i, seg in enumerate(self.segments):
+            if isinstance(seg, _BatchRows):
+                cols = seg.columns()
+            else:
+                packed = np.frombuffer(seg, dtype=row_dtype())
+                cols = {c: packed[c] for c in TASK_COLUMNS}
+            for c in TASK_COLUMNS:
+                parts[c].append(cols[c][self.skip:] if i == 0 and self.skip else cols[c])
+        out = {}
+        for c in TASK_COLUMNS:
+            dtype = np.int64 if c in TASK_INT_COLUMNS else np.float64
+            out[c] = np.concatenate(parts[c]).astype(dtype, copy=False) if parts[c] else np.empty(0, dtype)
+        return out
+
+
+def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[int, tuple[str, int]],
                  driver_host: str) -> dict[int, float]:
     """Shift the times of workers on other hosts onto the driver's clock; return the offsets.
 
@@ -113,26 +224,26 @@ def align_clocks(tasks: dict[str, array], phases: dict[str, array], workers: dic
     its result, so ``max(ready - start) <= offset <= min(received - end)`` over that
     worker's tasks. We keep 0 when it fits those bounds, else take the middle of the
     interval (or its lower end when skewed bounds cross). Durations never change: each is
-    measured with one process's monotonic clock.
+    measured with one process's monotonic clock. ``tasks`` holds writable NumPy columns.
     """
+    import numpy as np
+
     offsets: dict[int, float] = {}
-    n = len(tasks["task_id"])
     for w, (host, _) in workers.items():
         if not host or host == driver_host:
             continue
-        rows = [i for i in range(n) if tasks["worker"][i] == w and not math.isnan(tasks["start"][i])]
-        if not rows:
+        rows = (tasks["worker"] == w) & ~np.isnan(tasks["start"])
+        if not rows.any():
             continue
-        lo = max(tasks["ready"][i] - tasks["start"][i] for i in rows)
-        hi = min(tasks["received"][i] - tasks["end"][i] for i in rows)
+        lo = float(np.max(tasks["ready"][rows] - tasks["start"][rows]))
+        hi = float(np.min(tasks["received"][rows] - tasks["end"][rows]))
         if lo <= 0.0 <= hi:
             continue
         off = (lo + hi) / 2 if lo <= hi else lo
         offsets[w] = off
-        for i in rows:
-            tasks["start"][i] += off
-            tasks["end"][i] += off
-        row_set = set(rows)
+        tasks["start"][rows] += off
+        tasks["end"][rows] += off
+        row_set = set(np.flatnonzero(rows).tolist())
         for j in range(len(phases["row"])):
             if phases["row"][j] in row_set:
                 phases["start"][j] += off
@@ -148,69 +259,84 @@ class Recorder:
         self._regions = 0
         self._subscribers: list[Callable[[Any], None]] = []
         self.active = False
-        # Finished tasks waiting to become columns: one tuple each, appended by the runtime's
-        # I/O thread through record_fast (a bound deque.append: atomic, no lock, no Python
-        # frame), turned into columns in bulk by _flush. The deque is never replaced, so the
-        # bound method stays valid.
-        self._pending: collections.deque[tuple] = collections.deque()
+        # Finished tasks waiting to join the row store: one packed row (bytes) each, appended
+        # by the runtime's I/O thread through record_fast (a bound list.append: atomic under
+        # the GIL, no lock, no Python frame), joined in bulk by _flush. The list is never
+        # replaced, so the bound method stays valid.
+        self._pending: list[bytes] = []
         self.record_fast = self._pending.append
         # Which process each worker index is; kept across regions (workers outlive them).
         self.workers: dict[int, tuple[str, int]] = {}
         self._reset()
 
     def _reset(self) -> None:
-        self.tasks = {c: array("q") for c in TASK_INT_COLUMNS}
-        self.tasks.update({c: array("d") for c in TASK_FLOAT_COLUMNS})
+        # Task rows, in order: sealed segments (a bytearray of packed rows, never written
+        # again, or one map batch kept compact as _BatchRows), then the open tail of packed
+        # rows. Columns are built from segments only when somebody reads them (see TaskRows).
+        self._segments: list[bytearray | _BatchRows] = []
+        self._seg_starts: list[int] = []  # the index of each segment's first row
+        self._sealed = 0  # rows in self._segments
+        self._tail = bytearray()
         self._pending.clear()
         self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d")}
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
+        self.deps = {"task": array("q"), "on": array("q")}
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
         self.block_kinds = _Strings()
 
     def flush(self) -> None:
-        """Move buffered rows into the columns now (the runtime calls it every FLUSH_ROWS rows)."""
+        """Move buffered rows into the row store now (the runtime calls it every FLUSH_ROWS rows)."""
         with self._lock:
             self._flush()
 
     @property
     def rows_recorded(self) -> int:
         """Task rows held now (all open regions together)."""
-        return len(self.tasks["task_id"]) + len(self._pending)
+        return self._n_rows() + len(self._pending)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of task rows held now (buffered rows not counted)."""
+        return len(self._tail) + sum(seg.nbytes if isinstance(seg, _BatchRows) else len(seg)
+                                     for seg in self._segments)
 
     def _flush(self) -> None:
-        """Turn buffered fast-path rows into columns (caller holds the lock).
-
-        Rows are flat tuples of 16 numbers (see :meth:`fast_row`), so one ``np.array`` call
-        converts them all in C; each column is then a slice. About 0.5 us a row.
-        """
+        """Append buffered fast-path rows to the tail (caller holds the lock): one join."""
         pending = self._pending
-        if not pending:
-            return
-        import numpy as np
+        n = len(pending)
+        if n:
+            # Each step is one C call, atomic under the GIL; the I/O thread only appends at
+            # the end, so rows appended meanwhile stay for the next flush.
+            if self._tail:
+                self._tail += b"".join(pending[:n])
+            else:  # the usual case: one allocation, not two
+                self._tail = bytearray().join(pending[:n])
+            del pending[:n]
 
-        popleft = pending.popleft  # a row appended meanwhile simply waits for the next flush
-        arr = np.array([popleft() for _ in range(len(pending))], dtype=np.float64)
-        cols = self.tasks
-        for j, name in enumerate(_FAST_INT_COLUMNS):
-            cols[name].frombytes(arr[:, j].astype(np.int64).tobytes())
-        start = arr[:, 9] + arr[:, 12]  # the body starts after the arguments were unpickled
-        floats = {"submit": arr[:, 6], "ready": arr[:, 7], "received": arr[:, 8], "start": start,
-                  "end": start + arr[:, 10], "cpu": arr[:, 11], "deser": arr[:, 12], "ser": arr[:, 13]}
-        for name, values in floats.items():
-            cols[name].frombytes(np.ascontiguousarray(values).tobytes())
-        cols["bytes_in"].frombytes(arr[:, 14].astype(np.int64).tobytes())
-        cols["bytes_out"].frombytes(arr[:, 15].astype(np.int64).tobytes())
+    def _seal(self) -> None:
+        """Close the tail into a segment (caller holds the lock); it is never written again."""
+        self._flush()
+        if self._tail:
+            self._add_segment(self._tail, len(self._tail) // ROW_SIZE)
+            self._tail = bytearray()
 
-    def fast_row(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
-                 submit: float, ready: float, received: float, stats: tuple) -> tuple:
-        """The flat row ``record_fast`` takes (the runtime builds the same tuple inline)."""
-        code = self.functions.codes.get(function)
-        if code is None:
-            code = self.function_code(function)
-        return (task_id, attempt, code, worker, status, batch, submit, ready, received) + stats[:7]
+    def _add_segment(self, segment: bytearray | _BatchRows, rows: int) -> None:
+        self._segments.append(segment)
+        self._seg_starts.append(self._sealed)
+        self._sealed += rows
+
+    def _n_rows(self) -> int:
+        return self._sealed + len(self._tail) // ROW_SIZE
+
+    def _rows_from(self, first: int) -> TaskRows:
+        """Task rows from index ``first`` on, as an unbuilt :class:`TaskRows` (lock held)."""
+        self._seal()
+        k = max(bisect.bisect_right(self._seg_starts, first) - 1, 0)  # the segment holding row `first`
+        segments = self._segments[k:]
+        return TaskRows(segments, first - self._seg_starts[k] if segments else 0, self._sealed - first)
 
     def function_code(self, name: str) -> int:
         """The small int standing for a function name in this recording."""
@@ -221,7 +347,7 @@ class Recorder:
         self.active = self._regions > 0 or bool(self._subscribers)
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float]:
+    def open_region(self) -> tuple[int, int, int, float, int]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from."""
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -229,27 +355,34 @@ class Recorder:
             self._regions += 1
             self._update_active()
             self._flush()
-            return (len(self.tasks["task_id"]), len(self.phases["row"]), len(self.blocks["kind"]), time.time())
+            return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
+                    len(self.deps["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float], meta: dict[str, Any]) -> Any:
+    def close_region(self, mark: tuple[int, int, int, float, int], meta: dict[str, Any]) -> Any:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start = mark
-            self._flush()
-            tasks = {c: col[t0:] for c, col in self.tasks.items()}
+            t0, p0, b0, start, d0 = mark
+            rows = self._rows_from(t0)
+            deps = {c: col[d0:] for c, col in self.deps.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
-            align_clocks(tasks, phases, self.workers, socket.gethostname())
+            host = socket.gethostname()
+            tasks: TaskRows | dict[str, Any] = rows
+            if any(h and h != host for h, _ in self.workers.values()):
+                # Workers on other hosts: their clocks are aligned now, which needs the columns.
+                tasks = rows.build()
+                align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
-                workers=dict(self.workers), meta={**meta, "region_start": start, "region_end": end},
+                workers=dict(self.workers),
+                meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True},
             )
             self._regions -= 1
             self._update_active()
@@ -291,16 +424,16 @@ class Recorder:
 
         For a live view that polls a few times a second: it costs nothing per task (unlike
         :meth:`subscribe`, whose callback runs for every event on the I/O thread) and one
-        lock and a few array slices per call. Phase rows in the chunk index its own task rows
-        (a task and its phases are recorded under one lock, so they arrive in the same chunk).
+        lock and one copy of the new rows per call. Phase rows in the chunk index its own task
+        rows (a task and its phases are recorded under one lock, so they arrive in the same chunk).
         """
         with self._lock:
             self._flush()
-            end = (len(self.tasks["task_id"]), len(self.phases["row"]), len(self.blocks["kind"]))
+            end = (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]))
             if cursor is None or any(c > e for c, e in zip(cursor, end)):  # None, or the buffers were reset
                 return end, Chunk.empty()
             t0, p0, b0 = cursor
-            tasks = {c: col[t0:] for c, col in self.tasks.items()}
+            tasks = self._rows_from(t0).build()
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if t0:
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
@@ -316,85 +449,68 @@ class Recorder:
 
     def record_task(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
                     submit: float, ready: float, received: float, stats: tuple | None,
-                    item_ids: list[int] | None = None, item_status: list[int] | None = None) -> None:
-        """Append one attempt (or one row per item of a batch) from a backend's stats tuple."""
-        if item_ids is None and stats is not None and stats[7] is None and not self._subscribers:
-            # The common case (a finished task without phases): one tuple appended now,
-            # turned into columns later with NumPy, thousands at a time (see _flush).
-            row = self.fast_row(task_id, attempt, function, worker, status, batch, submit, ready, received, stats)
-            with self._lock:
-                self._pending.append(row)
-                if len(self._pending) >= FLUSH_ROWS:
-                    self._flush()
-            return
+                    item_ids: Sequence[int] | None = None, item_status: list[int] | None = None) -> None:
+        """Append one attempt (or one row per item of a batch) from a backend's stats tuple.
+
+        ``stats`` is ``(start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases,
+        item_ends)`` as the worker measured it, or ``None`` when the attempt never ran.
+        ``item_ids`` (a ``range`` when consecutive: no per-item Python work) names the items
+        of an ``hpc.map`` batch, one row each.
+        """
         nan = math.nan
         if stats is None:  # crashed or cancelled before any measurement
-            start_wall = end = cpu = deser = ser = nan
-            body = nan
+            start_wall = body = cpu = deser = ser = nan
             bytes_in = bytes_out = 0
             phases = ends = None
         else:
             start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats
-            end = start_wall + deser + body
+        body_start = start_wall + deser
+        events: list[tuple[int, float, float]] = []
         with self._lock:
-            cols = self.tasks
             fcode = self.functions.code(function)
-            self._flush()
             if item_ids is None or ends is None:
-                row = len(cols["task_id"])
-                values = (task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
-                          start_wall + deser if stats else nan, end, received, cpu, deser, ser)
-                for name, value in zip(_TASK_COLUMNS, values):
-                    cols[name].append(value)
-                if phases:
-                    base = start_wall + deser
-                    for name, s, e, pcpu in phases:
-                        self.phases["row"].append(row)
-                        self.phases["name"].append(self.phase_names.code(name))
-                        self.phases["start"].append(base + s)
-                        self.phases["end"].append(base + e)
-                        self.phases["cpu"].append(pcpu)
-                rows = [(task_id, start_wall + deser if stats else nan, end)]
+                end = body_start + body
+                row = pack_row(task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
+                               body_start, end, received, cpu, deser, ser)
+                if not phases and not self._subscribers:
+                    self._pending.append(row)  # keeps rows in order with the fast path's
+                    if len(self._pending) >= FLUSH_ROWS:
+                        self._flush()
+                    return
+                self._flush()
+                index = self._n_rows()
+                self._tail += row
+                for name, s, e, pcpu in phases or ():
+                    self.phases["row"].append(index)
+                    self.phases["name"].append(self.phase_names.code(name))
+                    self.phases["start"].append(body_start + s)
+                    self.phases["end"].append(body_start + e)
+                    self.phases["cpu"].append(pcpu)
+                events.append((task_id, body_start, end))
             else:
-                import numpy as np
-
-                # One row per item, computed with NumPy: a 25,000-item batch costs the I/O
-                # thread about a millisecond instead of tens of Python-level list builds.
+                self._seal()
                 n = len(item_ids)
-                body_start = start_wall + deser
-                stops = body_start + np.asarray(ends, dtype=np.float64)
-                starts = np.empty(n)
-                starts[0] = body_start
-                starts[1:] = stops[:-1]
-                cpu_share = cpu / body if body > 0 else 0.0
-
-                def put(name: str, values: Any, dtype: Any) -> None:
-                    cols[name].frombytes(np.broadcast_to(np.asarray(values, dtype=dtype), (n,)).tobytes())
-
-                i64, f64 = np.int64, np.float64
-                put("task_id", item_ids, i64)
-                put("attempt", attempt, i64)
-                put("function", fcode, i64)
-                put("worker", worker, i64)
-                put("status", item_status if item_status is not None else status, i64)
-                put("batch", batch, i64)
-                put("bytes_in", bytes_in // n, i64)
-                put("bytes_out", bytes_out // n, i64)
-                put("submit", submit, f64)
-                put("ready", ready, f64)
-                put("start", starts, f64)
-                put("end", stops, f64)
-                put("received", received, f64)
-                put("cpu", (stops - starts) * cpu_share, f64)
-                put("deser", deser / n, f64)
-                put("ser", ser / n, f64)
-                rows = list(zip(item_ids, starts.tolist(), stops.tolist())) if self._subscribers else []
+                shared = {"attempt": attempt, "function": fcode, "worker": worker, "batch": batch,
+                          "bytes_in": bytes_in // n, "bytes_out": bytes_out // n, "submit": submit, "ready": ready,
+                          "received": received, "deser": deser / n, "ser": ser / n}
+                rows = _BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
+                                  body_start, cpu / body if body > 0 else 0.0)
+                self._add_segment(rows, n)
+                if self._subscribers:
+                    cols = rows.columns()
+                    events.extend(zip(cols["task_id"].tolist(), cols["start"].tolist(), cols["end"].tolist()))
         if self._subscribers:
             status_name = STATUS_NAMES[status]
-            ph = tuple((name, start_wall + deser + s, start_wall + deser + e) for name, s, e, _ in phases or ())
-            for i, (tid, s, e) in enumerate(rows):
+            ph = tuple((name, body_start + s, body_start + e) for name, s, e, _ in phases or ())
+            for i, (tid, s, e) in enumerate(events):
                 st = STATUS_NAMES[item_status[i]] if item_status else status_name
                 self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
+
+    def record_deps(self, task_id: int, on: list[int]) -> None:
+        """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""
+        with self._lock:
+            self.deps["task"].extend([task_id] * len(on))
+            self.deps["on"].extend(on)
 
     def record_block(self, kind: str, start: float, end: float, futures: int, source: str) -> None:
         """Append one span during which the driver waited in ``get()``/``wait()``."""

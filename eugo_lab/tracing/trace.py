@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from array import array
 from typing import Any
 
@@ -22,10 +23,12 @@ import numpy as np
 
 from eugo_lab.tracing.recorder import (
     BLOCK_COLUMNS,
+    DEP_COLUMNS,
     PHASE_COLUMNS,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
+    TaskRows,
 )
 
 SCHEMA_VERSION = 1
@@ -37,13 +40,20 @@ def _frozen(a: Any, dtype: str) -> np.ndarray:
     return arr
 
 
+# Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
+_BUILD_LOCK = threading.Lock()
+
+
 class Trace:
     """What happened in a traced region: every task attempt, its phases, and driver waits."""
 
-    def __init__(self, *, tasks: dict[str, np.ndarray], phases: dict[str, np.ndarray], blocks: dict[str, np.ndarray],
-                 functions: list[str], phase_names: list[str], sources: list[str], block_kinds: list[str],
-                 workers: dict[int, tuple[str, int]], meta: dict[str, Any]):
-        self.tasks = tasks
+    def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
+                 blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
+                 block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
+                 deps: dict[str, np.ndarray] | None = None):
+        self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
+        self._tasks = tasks if isinstance(tasks, dict) else None
+        self._rows = None if isinstance(tasks, dict) else tasks
         self.phases = phases
         self.blocks = blocks
         self.functions = tuple(functions)
@@ -55,18 +65,39 @@ class Trace:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def from_columns(cls, *, tasks: dict[str, array], phases: dict[str, array], blocks: dict[str, array],
+    def from_columns(cls, *, tasks: dict[str, Any] | TaskRows, phases: dict[str, array], blocks: dict[str, array],
                      **tables: Any) -> Trace:
-        """Build from the recorder's ``array`` columns (ints as int64, times as float64)."""
-        t = {c: _frozen(tasks[c], "int64") for c in TASK_INT_COLUMNS}
-        t.update({c: _frozen(tasks[c], "float64") for c in TASK_FLOAT_COLUMNS})
+        """Build from columns (``array.array``, lists or NumPy; ints as int64, times as float64).
+
+        ``tasks`` may also be the recorder's unbuilt :class:`~eugo_lab.tracing.recorder.TaskRows`:
+        the columns are then built the first time :attr:`tasks` is read.
+        """
+        if isinstance(tasks, TaskRows):
+            t: dict[str, np.ndarray] | TaskRows = tasks
+        else:
+            t = {c: _frozen(tasks[c], "int64") for c in TASK_INT_COLUMNS}
+            t.update({c: _frozen(tasks[c], "float64") for c in TASK_FLOAT_COLUMNS})
+        deps = tables.pop("deps", None)
+        d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
         p = {c: _frozen(phases[c], "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
         b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
-        return cls(tasks=t, phases=p, blocks=b, **tables)
+        return cls(tasks=t, phases=p, blocks=b, deps=d, **tables)
+
+    @property
+    def tasks(self) -> dict[str, np.ndarray]:
+        """One read-only array per task column (built from the recorder's rows on first read)."""
+        if self._tasks is None:
+            with _BUILD_LOCK:
+                if self._tasks is None:
+                    cols = self._rows.build()  # type: ignore[union-attr]
+                    for arr in cols.values():
+                        arr.setflags(write=False)
+                    self._tasks, self._rows = cols, None
+        return self._tasks
 
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:
-        return int(self.tasks["task_id"].shape[0])
+        return len(self._rows) if self._tasks is None else int(self._tasks["task_id"].shape[0])
 
     @property
     def t0(self) -> float:
@@ -169,6 +200,7 @@ class Trace:
             "tasks": {k: col(v) for k, v in self.tasks.items()},
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
+            "deps": {k: col(v) for k, v in self.deps.items()},
         }
 
     @classmethod
@@ -190,7 +222,10 @@ class Trace:
                   for c in PHASE_COLUMNS}
         blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
                   for c in BLOCK_COLUMNS}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, functions=d["functions"], phase_names=d["phase_names"],
+        # "deps" arrived within schema 1; a trace saved before it has none (and no "deps_recorded").
+        deps = {c: _frozen(d.get("deps", {}).get(c, []), "int64") for c in DEP_COLUMNS}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, functions=d["functions"],
+                   phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"])
 
