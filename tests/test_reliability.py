@@ -1,4 +1,8 @@
-"""Reliability of the local pool under memory blow-ups, hung tasks, chaos and load."""
+"""Reliability of the local pool under memory blow-ups, hung tasks, chaos and load.
+
+Also the worker-side memory watchdog that Dask and Ray workers run (``_worker.run_limited``),
+tested here without an engine; ``test_backend_dask``/``test_backend_ray`` test it through them.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,12 @@ import time
 
 import psutil
 import pytest
+from _memory import grow_forever
 
 from eugo_lab import hpc
-from eugo_lab.backends import local_process
+from eugo_lab.backends import _worker, local_process
 from eugo_lab.hpc import session
+from eugo_lab.hpc.serialization import dumps_args
 
 
 @hpc.remote
@@ -89,6 +95,82 @@ def test_bad_memory_values_are_clear_errors():
         echo.options(memory=0)
     with pytest.raises(ValueError, match="backend 'threads' does not take memory_limit"):
         hpc.init(backend="threads", memory_limit="1GB")
+
+
+# -- the worker-side memory watchdog (Dask and Ray workers) ------------------------------------------
+
+def _args(*args) -> bytes:
+    return dumps_args(args, {}, function="t", token_of=lambda obj: None, oob_threshold=None)[0]
+
+
+def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
+    before = _rss()
+    t = time.monotonic()
+    status, payload, verdict, stats = _worker.run_limited(
+        _worker.execute, 200_000_000, None, grow_forever, "grow_forever", _args(), None)
+    assert time.monotonic() - t < 20
+    assert status == _worker.CRASHED and payload == b""
+    assert verdict["reason"] == "memory" and verdict["limit"] == 200_000_000
+    assert 200_000_000 < verdict["rss"] < 200_000_000 + 150_000_000  # the growth, seen within a poll or two
+    assert verdict["exit_code"] is None  # stopped, not killed: this process is still here
+    assert stats is not None and stats[1] > 0  # the attempt keeps its timing for the trace
+    assert _rss() - before < 100_000_000  # its memory went back (gc + malloc_trim)
+
+    # an hpc.map batch stops at the item that grows, not just that item
+    def item(x):
+        return grow_forever() if x == 2 else x
+
+    status, _, verdict, _ = _worker.run_limited(_worker.execute_batch, 150_000_000, None, item, "item",
+                                                _args([1, 2, 3]), None)
+    assert status == _worker.CRASHED and verdict["limit"] == 150_000_000
+    # a task within its limit is untouched, and the thread takes no stray exception afterwards
+    status, payload, _, _ = _worker.run_limited(_worker.execute, 200_000_000, None, len, "len", _args("abc"), None)
+    assert status == _worker.OK
+    time.sleep(3 * _worker.MEMORY_POLL_SECONDS)
+
+
+UNLIMITED = """
+import sys, threading
+from eugo_lab.backends import _cluster, _worker
+from eugo_lab.hpc.serialization import dumps_args, dumps_function
+args = dumps_args(("abc",), {}, function="len", token_of=lambda o: None, oob_threshold=None)[0]
+out = _cluster.run_task(("d", 1), dumps_function(len, function="len"), "len", args, None, False, (), (),
+                        _worker.time.thread_time)
+print(out[0], _worker._watchdog is None, "psutil" in sys.modules,
+      any(t.name == "eugo-memory-watchdog" for t in threading.enumerate()))
+"""
+
+
+def test_a_task_without_a_limit_starts_no_watchdog():
+    out = subprocess.run([sys.executable, "-c", UNLIMITED], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0", "True", "False", "False"], out.stderr
+
+
+STUBBORN = """
+import sys, time
+from _memory import grow_ignoring_stops
+from eugo_lab.backends import _worker
+from eugo_lab.hpc.serialization import dumps_args
+args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
+t = time.monotonic()
+def tell_driver(verdict):
+    print("VERDICT", verdict["reason"], verdict["limit"], verdict["rss"] > verdict["limit"], verdict["exit_code"],
+          round(time.monotonic() - t, 1), flush=True)
+_worker.run_limited(_worker.execute, 100_000_000, tell_driver, grow_ignoring_stops, "g", args, None)
+print("SURVIVED", flush=True)
+"""
+
+
+def test_watchdog_kills_the_worker_of_a_task_that_ignores_the_stop_after_telling_the_engine():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), *sys.path]))
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", STUBBORN], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    line = out.stdout.split()
+    assert line[:5] == ["VERDICT", "memory", "100000000", "True", "-9"], out.stdout
+    assert float(line[5]) >= _worker.MEMORY_GRACE_SECONDS  # it had its grace to stop first
+    assert "SURVIVED" not in out.stdout
+    assert time.monotonic() - t < 30
 
 
 def test_hung_task_times_out_then_cancel_stops_it_without_retry(local2, tmp_path):
