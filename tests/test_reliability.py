@@ -18,6 +18,7 @@ import time
 import psutil
 import pytest
 from _memory import grow_forever
+from conftest import wait_gone
 
 from eugo_lab import hpc
 from eugo_lab.backends import _worker, local_process
@@ -42,6 +43,12 @@ def hang():
 @hpc.remote
 def echo(x):
     return x
+
+
+@hpc.remote
+def whoami():
+    time.sleep(0.05)
+    return os.getpid()
 
 
 @hpc.remote
@@ -199,6 +206,93 @@ def test_cancelling_a_future_cancels_its_dependents(local2):
         with pytest.raises(hpc.TaskCancelledError):
             hpc.get(f, timeout=10)
         assert f.cancelled()
+
+
+# -- the cancel grace period ---------------------------------------------------------------------------
+
+def _log(path: str, line: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(line + "\n")
+
+
+@hpc.remote
+def ignores_cancel(path):
+    _log(path, f"start {os.getpid()}")
+    while True:
+        try:
+            time.sleep(30)
+        except BaseException as exc:  # noqa: BLE001 - swallows TaskCancelled, and keeps going
+            _log(path, f"caught {type(exc).__name__}")
+
+
+@hpc.remote
+def cleans_up_on_cancel(path, seconds):
+    _log(path, f"start {os.getpid()}")
+    try:
+        time.sleep(30)
+    except BaseException:
+        time.sleep(seconds)  # clean-up that takes a while (closing files, a checkpoint...)
+        _log(path, "cleaned")
+        raise
+
+
+def _wait_for(path, text: str, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        content = path.read_text() if path.exists() else ""
+        if text in content:
+            return content
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} never appeared in {path}")
+
+
+def test_cancel_grace_is_validated():
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="cancel_grace must be a finite number of seconds >= 0"):
+            hpc.init(workers=1, cancel_grace=bad)
+    for bad in ("5s", True):
+        with pytest.raises(TypeError, match="cancel_grace must be a number of seconds"):
+            hpc.init(workers=1, cancel_grace=bad)
+    with pytest.raises(ValueError, match="backend 'threads' does not take cancel_grace"):
+        hpc.init(backend="threads", cancel_grace=1)
+    assert not hpc.is_initialized()
+
+
+def test_task_that_ignores_cancel_is_killed_after_the_grace_and_not_retried(tmp_path):
+    hpc.init(workers=2, cancel_grace=2.0)
+    log = tmp_path / "log"
+    f = ignores_cancel.remote(str(log))
+    pid = int(_wait_for(log, "start").split()[1])
+    t0 = time.monotonic()
+    assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f, timeout=1)  # the future is cancelled at once, whatever the task does
+    _wait_for(log, "caught TaskCancelled", timeout=5)
+    assert psutil.pid_exists(pid)  # it swallowed the stop, and its grace is not over yet
+    assert not wait_gone({pid}, timeout=15), "the worker outlived the grace period"
+    assert time.monotonic() - t0 >= 1.9  # killed after the 2 s grace, not before
+    deadline = time.monotonic() + 10
+    while len(_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_pids()) == 2 and pid not in _pids()  # a replacement started
+    assert hpc.get([echo.remote(i) for i in range(4)], timeout=30) == [0, 1, 2, 3]
+    assert log.read_text().count("start") == 1  # never run again
+
+
+def test_task_that_stops_within_the_grace_keeps_its_worker(tmp_path):
+    grace = 4.0
+    hpc.init(workers=2, cancel_grace=grace)
+    log = tmp_path / "log"
+    f = cleans_up_on_cancel.remote(str(log), 1.5)  # longer than the default 1 s grace
+    pid = int(_wait_for(log, "start").split()[1])
+    before = sorted(_pids())
+    t0 = time.monotonic()
+    hpc.cancel(f)
+    _wait_for(log, "cleaned", timeout=10)
+    time.sleep(max(0.0, t0 + grace + 0.5 - time.monotonic()))  # past the deadline it no longer had
+    assert psutil.pid_exists(pid) and sorted(_pids()) == before  # no worker was killed or replaced
+    assert pid in hpc.get([whoami.remote() for _ in range(6)], timeout=30)
+    assert log.read_text().count("start") == 1
 
 
 def test_workers_that_never_start_fail_tasks_with_noworkerserror(monkeypatch):
