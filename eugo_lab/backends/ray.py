@@ -53,7 +53,12 @@ def _job_config() -> Any:
     paths = list(dict.fromkeys(os.path.abspath(p or os.getcwd()) for p in sys.path))
     paths = [p for p in paths if os.path.isdir(p)]
     try:
-        return JobConfig(_py_driver_sys_path=paths)
+        # A worker puts each entry at the *front* of its sys.path in turn (sys.path.insert(0, p)),
+        # which reverses the list: pass it reversed, so the worker searches in the driver's
+        # order. In the driver's order a checkout on PYTHONPATH comes before site-packages; in
+        # the reverse order a Jupyter kernel's workers imported the *installed* eugo_lab (and
+        # user packages) instead of the one the kernel runs.
+        return JobConfig(_py_driver_sys_path=paths[::-1])
     except TypeError:  # pragma: no cover - a Ray without this (private) option
         return JobConfig(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
 
