@@ -1,7 +1,8 @@
 """The Ray backend: a local Ray instance started by ``hpc.init(backend="ray")``.
 
-Ray takes seconds to start, so one test drives a whole session on one instance; the
-shared contract (``test_contract.py``) covers the rest against a ``ray start`` cluster.
+Ray takes seconds to start, so one test drives a whole session on one instance (and one
+for its memory limits); the shared contract (``test_contract.py``)
+covers the rest against a ``ray start`` cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+from _memory import grow_forever, grow_ignoring_stops
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
@@ -150,3 +152,33 @@ def test_unreachable_ray_address_fails_fast_naming_it():
     assert time.monotonic() - t < 10
     with pytest.raises(ValueError, match="is not 'ray://host:port'"):
         hpc.init(backend="ray", address="ray://nohost")
+
+
+def test_memory_limits_on_ray_stop_the_task_or_kill_its_worker_and_never_retry():
+    hpc.init(backend="ray", workers=2, memory_limit="250MB")  # a default for every task
+    assert hpc.get([square.remote(i) for i in range(6)]) == [i * i for i in range(6)]  # limited, well within
+    driver_before = psutil.Process().memory_info().rss
+    grow = hpc.remote(grow_forever)
+    with hpc.trace() as t:
+        f = grow.remote()
+        with pytest.raises(hpc.WorkerMemoryError) as info:
+            hpc.get(f, timeout=60)
+        g = grow.options(memory="300MB").remote()  # a task's own limit wins
+        with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
+            hpc.get(g, timeout=60)
+        h = hpc.remote(grow_ignoring_stops).options(memory="200MB").remote()
+        with pytest.raises(hpc.WorkerMemoryError) as killed:
+            hpc.get(h, timeout=60)
+    err = info.value
+    assert err.function == "grow_forever" and err.attempts == 1 and err.exit_code is None
+    assert err.limit == 250_000_000 and err.limit < err.observed < err.limit + 150_000_000
+    msg = str(err)
+    assert "grow_forever()" in msg and "250.00 MB memory limit" in msg and "not retried" in msg and "Next step" in msg
+    err = killed.value
+    assert err.attempts == 1 and err.exit_code == -signal.SIGKILL and err.observed > err.limit == 200_000_000
+    assert "did not stop when asked, so its worker process was killed" in str(err)
+    assert psutil.Process().memory_info().rss - driver_before < 50_000_000
+    df = t.to_dataframe()
+    for fut in (f, g, h):
+        assert list(df[df["task_id"] == fut.task_id]["status"]) == ["crashed"]  # one attempt each, no retry
+    assert hpc.get([square.remote(i) for i in range(6)], timeout=60) == [i * i for i in range(6)]

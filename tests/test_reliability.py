@@ -256,6 +256,10 @@ def test_cancel_grace_is_validated():
     with pytest.raises(ValueError, match="backend 'threads' does not take cancel_grace"):
         hpc.init(backend="threads", cancel_grace=1)
     assert not hpc.is_initialized()
+    from eugo_lab.backends.ray import RayBackend
+
+    with pytest.raises(ValueError, match="cancel_grace"):
+        RayBackend(cancel_grace=-0.5)
 
 
 def test_task_that_ignores_cancel_is_killed_after_the_grace_and_not_retried(tmp_path):

@@ -9,10 +9,20 @@ and left alone at ``hpc.shutdown()``.
 Every task is one Ray task running ``_ray_task``, which runs the body through the same
 ``execute`` code as the local pool. Ray's own retries are off (``max_retries=0``): a task
 whose worker died is reported CRASHED and the eugo runtime decides whether to re-run it.
+
+Memory limits (``@hpc.remote(memory=...)``, which also reserves Ray's ``memory`` resource,
+and ``hpc.init(backend="ray", memory_limit=...)``, a default for every task) are enforced
+in the worker by the shared watchdog (``_worker._MemoryWatchdog``): Ray itself only
+schedules by the ``memory`` resource, and its memory monitor acts on the whole node at 95 %.
+A task over its limit is stopped inside its worker process, which Ray keeps using. Should
+the watchdog have to kill the process (a task that ignores the stop), it first stores the
+verdict in Ray's internal key-value store (GCS), where the driver reads it when Ray reports
+the worker dead.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -33,7 +43,8 @@ log = logging.getLogger("eugo_lab")
 
 _DRIVER = uuid.uuid4().hex[:12]
 _INFO_MAX_AGE = 2.0
-FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel
+FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel (cancel_grace)
+_KV_NAMESPACE = "eugo"  # Ray internal-KV namespace of memory-limit verdicts (see _memory_kill_hook)
 # Errors that mean "the process or node holding the task went away": the runtime may retry.
 _CRASHES: tuple[type[BaseException], ...] = tuple(
     getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
@@ -63,13 +74,25 @@ def _job_config() -> Any:
         return JobConfig(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
 
 
+def _memory_kill_hook(kv_key: str) -> Any:
+    """What a worker's watchdog calls before it kills the process: store the verdict in the GCS."""
+
+    def report(verdict: dict) -> None:
+        from ray.experimental.internal_kv import _internal_kv_put
+
+        _internal_kv_put(kv_key, json.dumps(verdict), namespace=_KV_NAMESPACE)
+
+    return report
+
+
 def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
-                   ref_ids: tuple, *ref_values: Any) -> tuple:
+                   limit: int | None, kv_key: str, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
     # A Ray worker process runs one task at a time, so process CPU time is the task's
-    # (BLAS threads included), as on the local pool.
+    # (BLAS threads included), as on the local pool, and a memory limit measures this task alone.
+    on_kill = _memory_kill_hook(kv_key) if limit else None
     status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
-                                                      ref_values, time.process_time)
+                                                      ref_values, time.process_time, limit, on_kill)
     ctx = ray.get_runtime_context()
     host, pid = _cluster.host_and_pid()
     return status, payload, extra, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
@@ -109,7 +132,16 @@ class RayBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
                  num_gpus: int | None = None, object_store_memory: int | None = None,
-                 log_to_driver: bool = True, runtime_env: dict | None = None):
+                 log_to_driver: bool = True, runtime_env: dict | None = None,
+                 memory_limit: int | str | None = None, cancel_grace: float = FORCE_CANCEL_AFTER):
+        """Options of a local instance or a connection (``workers``, ``address``... as ``hpc.init``).
+
+        ``memory_limit``: the default per-task memory limit (a task's ``memory=`` wins).
+        ``cancel_grace``: seconds a cancelled running task gets to stop (Ray raises
+        ``KeyboardInterrupt`` in it) before its worker process is killed.
+        """
+        from eugo_lab.units import parse_bytes, parse_grace
+
         if cluster is not None:
             raise ValueError("cluster= is for Dask cluster managers; for Ray pass address='ray://host:10001' "
                              "or address='auto'")
@@ -122,6 +154,8 @@ class RayBackend(base.Backend):
         self.object_store_memory = object_store_memory
         self.log_to_driver = log_to_driver
         self.runtime_env = runtime_env
+        self.memory_limit = parse_bytes(memory_limit, "memory_limit")
+        self.cancel_grace = parse_grace(cancel_grace)
         self._owned = False
         self._ctx: Any = None
         self._reporter: _cluster.Reporter | None = None
@@ -231,37 +265,58 @@ class RayBackend(base.Backend):
         if opts.cpus != 1 or opts.gpus or opts.resources or opts.memory:
             remote = _ray_task.options(num_cpus=opts.cpus, num_gpus=opts.gpus or 0,
                                        resources=dict(opts.resources) or None, memory=opts.memory)
+        limit = opts.memory or self.memory_limit
+        attempt = task.attempt
+        kv_key = f"memory-{_DRIVER}-{task.task_id}-{attempt}" if limit else ""
         try:
             oref = remote.remote((_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                                 task.items is not None, tuple(r.ref_id for r in refs), *(r.location for r in refs))
+                                 task.items is not None, limit, kv_key, tuple(r.ref_id for r in refs),
+                                 *(r.location for r in refs))
         except Exception as exc:
             raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
-        attempt = task.attempt
         rep = self._reporter
         assert rep is not None
         rep.register(task, on_done, oref)
-        oref.future().add_done_callback(lambda cf: rep.post(self._settle, task, attempt, cf))
+        oref.future().add_done_callback(lambda cf: rep.post(self._settle, task, attempt, cf, kv_key))
 
-    def _settle(self, task: Task, attempt: int, cf: Any) -> None:
+    def _settle(self, task: Task, attempt: int, cf: Any, kv_key: str = "") -> None:
         rep = self._reporter
         assert rep is not None
         try:
             value = cf.result()
         except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
-            self._settle_error(task, attempt, exc)
+            self._settle_error(task, attempt, exc, kv_key)
             return
         st, payload, extra, stats, (worker_id, host, pid, _node) = value
         rep.finish(task, attempt, st, payload, extra, stats, self._index.index(worker_id, host, pid))
 
-    def _settle_error(self, task: Task, attempt: int, exc: BaseException) -> None:
+    @staticmethod
+    def _memory_verdict(kv_key: str) -> dict | None:
+        """The verdict a worker's watchdog stored before it killed itself running this attempt, if any."""
+        try:
+            from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get
+
+            raw = _internal_kv_get(kv_key, namespace=_KV_NAMESPACE)
+            if raw is None:
+                return None
+            _internal_kv_del(kv_key, namespace=_KV_NAMESPACE)
+            verdict = json.loads(raw)
+        except Exception:  # noqa: BLE001 - GCS unreachable, a Ray without internal KV: an ordinary crash
+            return None
+        return verdict if isinstance(verdict, dict) and verdict.get("reason") == "memory" else None
+
+    def _settle_error(self, task: Task, attempt: int, exc: BaseException, kv_key: str = "") -> None:
         rep = self._reporter
         assert rep is not None
         if isinstance(exc, rex.TaskCancelledError) or type(exc).__name__ == "CancelledError":
             rep.finish(task, attempt, base.CANCELLED, None, "Ray cancelled it", None, -1)
-        elif _OOM and isinstance(exc, _OOM):
-            rep.finish(task, attempt, base.CRASHED, None, "memory", None, -1)
-        elif isinstance(exc, _CRASHES):
-            rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+        elif isinstance(exc, _CRASHES) or (_OOM and isinstance(exc, _OOM)):
+            # A dead worker: our watchdog may have killed it for the task's memory limit (the
+            # verdict is in the KV store; never retried), or Ray's memory monitor for the
+            # node's memory (OutOfMemoryError), or something else. The last two are retried
+            # like any crash, since the node may have memory to spare next time.
+            verdict = self._memory_verdict(kv_key) if kv_key else None
+            rep.finish(task, attempt, base.CRASHED, None, verdict, None, -1)
         else:
             # Our task body never raises, so this is Ray failing to run it (arguments that do
             # not unpickle on the worker, a missing module, ...): report the underlying cause.
@@ -276,8 +331,8 @@ class RayBackend(base.Backend):
 
         A queued task is dropped. A running one first gets Ray's gentle cancel (an
         exception raised inside the task: its worker process survives, so no replacement
-        has to start); if it is still running ``FORCE_CANCEL_AFTER`` seconds later (stuck
-        in C code), ``force=True`` ends its worker process.
+        has to start); if it is still running ``cancel_grace`` seconds later (stuck in C
+        code, or it caught the exception), ``force=True`` ends its worker process.
         """
         rep = self._reporter
         if rep is None:
@@ -291,7 +346,7 @@ class RayBackend(base.Backend):
             ray.cancel(oref, force=False)
         except Exception:  # noqa: BLE001 - finished in the meantime
             return
-        timer = threading.Timer(FORCE_CANCEL_AFTER, self._force_cancel, (oref,))
+        timer = threading.Timer(self.cancel_grace, self._force_cancel, (oref,))
         timer.daemon = True
         timer.start()
 
