@@ -1,7 +1,8 @@
 """Ray: a local Ray instance on this machine, or a running Ray cluster.
 
 ``hpc.init(backend="ray", workers=4)`` starts Ray here with 4 CPUs (loopback only, no
-dashboard, quiet logging); ``hpc.init(address="ray://head:10001")`` or
+dashboard, quiet logging, every process tied to this one: see ``_start_local``);
+``hpc.init(address="ray://head:10001")`` or
 ``hpc.init(address="auto")`` connects to a running cluster. If this process is already
 connected to Ray (``ray.init()`` was called by the user), that connection is used as is
 and left alone at ``hpc.shutdown()``.
@@ -22,6 +23,7 @@ the worker dead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -29,12 +31,14 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import ray
 import ray.exceptions as rex
 
 from eugo_lab.backends import _cluster, base
+from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
@@ -125,6 +129,33 @@ def _preflight(address: str) -> None:
         ) from exc
 
 
+_SINGLE_NODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _single_node_mode() -> Iterator[None]:
+    """While Ray starts: multi-node support off, so its node IP (and its servers) stay on 127.0.0.1.
+
+    See ``RayBackend._start_local``. Restores the variable and Ray's constant afterwards.
+    """
+    from ray._private import ray_constants
+
+    old_env = os.environ.get(_SINGLE_NODE_ENV)
+    old_const = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[_SINGLE_NODE_ENV] = "0"
+    if old_const is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop(_SINGLE_NODE_ENV, None)
+        else:
+            os.environ[_SINGLE_NODE_ENV] = old_env
+        if old_const is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = old_const
+
+
 class RayBackend(base.Backend):
     """Tasks run as Ray tasks."""
 
@@ -156,6 +187,7 @@ class RayBackend(base.Backend):
         self.runtime_env = runtime_env
         self.memory_limit = parse_bytes(memory_limit, "memory_limit")
         self.cancel_grace = parse_grace(cancel_grace)
+        self._lifeline: Lifeline | None = None
         self._owned = False
         self._ctx: Any = None
         self._reporter: _cluster.Reporter | None = None
@@ -179,9 +211,6 @@ class RayBackend(base.Backend):
             if self.address is None:
                 from eugo_lab.backends.local_process import usable_cores
 
-                # Ray has no loopback-only mode: it resolves 127.0.0.1 to the node's address and
-                # binds its gRPC servers on every interface; it protects them with token
-                # authentication (on by default since Ray 2.5x). No dashboard is started.
                 opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
                             job_config=_job_config())
                 if self.num_gpus is not None:
@@ -193,7 +222,10 @@ class RayBackend(base.Backend):
                 _preflight(self.address)
                 opts["address"] = self.address
             try:
-                self._ctx = ray.init(**opts)
+                if self.address is None:
+                    self._ctx = self._start_local(opts)
+                else:
+                    self._ctx = ray.init(**opts)
             except Exception as exc:
                 where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
                 hint = ""
@@ -204,6 +236,45 @@ class RayBackend(base.Backend):
                                    f"{str(exc)[:500]}{hint}") from exc
             self._owned = True
         self._reporter = _cluster.Reporter("eugo-ray-report")
+
+    def _start_local(self, opts: dict[str, Any]) -> Any:
+        """``ray.init`` a single-node instance that listens on loopback only and dies with this process.
+
+        Loopback: Ray derives what its servers bind from the node's IP. With the machine's
+        outward address as node IP (Ray's default on Linux; measured with Ray 2.60) the gRPC
+        servers of the GCS, the raylet (node and object manager), the driver and every worker
+        and the dashboard agent bind every interface (``[::]``), the metrics exporters of the
+        dashboard agent, the autoscaler monitor and the dashboard head bind ``0.0.0.0``, and
+        the agents' HTTP/gRPC ports bind the outward address. With 127.0.0.1 as node IP every
+        one of them binds 127.0.0.1 (the C++ servers choose 127.0.0.1 over 0.0.0.0 exactly
+        when the node IP is 127.0.0.1). But on Linux Ray replaces 127.0.0.1 by the outward
+        address, even when given ``_node_ip_address="127.0.0.1"``
+        (``services.resolve_ip_for_localhost``), unless multi-node support is off, which is
+        what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` says: the switch behind Ray's
+        loopback-only default on macOS and Windows. Ray reads it once, at import, into
+        ``ray_constants.ENABLE_RAY_CLUSTER``: we set both while Ray starts and restore them
+        afterwards, so a later connection to a real cluster (``address=``) from this process
+        is unaffected. The processes Ray starts inherit the variable. No dashboard UI is
+        started (``include_dashboard=False``: nothing listens on 8265), though Ray still runs
+        its dashboard head process, on loopback like the rest.
+
+        Lifetime: Ray ties the processes it starts directly (GCS, raylet, monitors) to this
+        one with ``PR_SET_PDEATHSIG``, but not the raylet's agents, which outlive a killed
+        kernel; a :class:`~eugo_lab.backends._lifeline.Lifeline` watcher reaps them all.
+        """
+        import psutil
+
+        me = psutil.Process()
+        before = {p.pid for p in me.children()}
+        with _single_node_mode():
+            ctx = ray.init(**opts)
+        started = [p.pid for p in me.children() if p.pid not in before]
+        try:
+            self._lifeline = Lifeline(started)
+        except OSError as exc:  # pragma: no cover - cannot start a process now: Ray still works
+            log.warning("eugo_lab: could not start the lifeline watcher of the local Ray instance (%s); its "
+                        "processes may outlive this one if it is killed", exc)
+        return ctx
 
     def shutdown(self) -> None:
         """Cancel what is pending; stop Ray if this backend started or connected it; idempotent."""
@@ -221,6 +292,9 @@ class RayBackend(base.Backend):
                         pass
         if self._owned:
             ray.shutdown()
+        if self._lifeline is not None:
+            self._lifeline.close()  # the watcher reaps whatever ray.shutdown() left behind
+            self._lifeline = None
         if rep is not None:
             rep.stop()
 
