@@ -41,3 +41,14 @@ def fmt_bytes(n: float, spec: str = ".1f") -> str:
         if n >= scale:
             return f"{n / scale:{spec}} {unit}"
     return f"{int(n)} B"
+
+
+def parse_grace(value: Any, what: str = "cancel_grace") -> float:
+    """A grace period in seconds: a finite number >= 0 (``0``: no grace at all); raise naming ``what``."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds (e.g. {what}=5), got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0 (e.g. {what}=5), got {value!r}")
+    return float(value)

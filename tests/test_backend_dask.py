@@ -17,6 +17,7 @@ import numpy as np
 import psutil
 import pytest
 from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
+from _memory import grow_forever, grow_ignoring_stops
 
 from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
@@ -227,6 +228,50 @@ def test_idle_timeout_values():
             parse_idle_timeout(bad)
     with pytest.raises(ValueError, match="embedded"):
         hpc.init(address="tcp://127.0.0.1:1", idle_timeout="1m")
+
+
+def _rss() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def test_memory_limit_stops_the_task_inside_its_worker_and_never_retries_it():
+    hpc.init(backend="dask", workers=2, dashboard=False, memory_limit="250MB")  # a default for every task
+    backend = session.current().backend
+    assert hpc.get([square.remote(i) for i in range(8)]) == [i * i for i in range(8)]  # limited, well within
+    workers = {w.pid for w in backend.workers()}
+    driver_before = _rss()
+    grow = hpc.remote(grow_forever)
+    with hpc.trace() as t:
+        f = grow.remote()
+        with pytest.raises(hpc.WorkerMemoryError) as info:
+            hpc.get(f, timeout=60)
+        g = grow.options(memory="300MB").remote()  # a task's own limit wins
+        with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
+            hpc.get(g, timeout=60)
+    err = info.value
+    assert isinstance(err, MemoryError) and err.function == "grow_forever" and err.attempts == 1
+    assert err.limit == 250_000_000 and err.limit < err.observed < err.limit + 150_000_000
+    assert err.exit_code is None  # stopped inside the worker, not killed
+    msg = str(err)
+    assert "grow_forever()" in msg and "grew its worker's memory by" in msg and "250.00 MB memory limit" in msg
+    assert "not retried" in msg and "Next step" in msg
+    assert _rss() - driver_before < 50_000_000  # nothing big reached the driver
+    df = t.to_dataframe()
+    for fut in (f, g):
+        assert list(df[df["task_id"] == fut.task_id]["status"]) == ["crashed"]  # one attempt, no retry
+    # the workers survived and serve the next tasks
+    assert hpc.get([square.remote(i) for i in range(8)], timeout=60) == [i * i for i in range(8)]
+    assert {w.pid for w in backend.workers()} == workers
+
+
+def test_memory_limit_kills_the_worker_of_a_task_that_ignores_the_stop():
+    hpc.init(backend="dask", workers=1, dashboard=False)
+    with pytest.raises(hpc.WorkerMemoryError) as info:
+        hpc.get(hpc.remote(grow_ignoring_stops).options(memory="200MB").remote(), timeout=60)
+    err = info.value
+    assert err.attempts == 1 and err.exit_code == -signal.SIGKILL and err.observed > err.limit == 200_000_000
+    assert "did not stop when asked, so its worker process was killed" in str(err)
+    assert hpc.get(square.remote(7), timeout=60) == 49  # the nanny started a replacement worker
 
 
 def test_dask_extra_missing_names_the_install_command(monkeypatch):

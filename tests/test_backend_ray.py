@@ -1,11 +1,13 @@
 """The Ray backend: a local Ray instance started by ``hpc.init(backend="ray")``.
 
-Ray takes seconds to start, so one test drives a whole session on one instance; the
-shared contract (``test_contract.py``) covers the rest against a ``ray start`` cluster.
+Ray takes seconds to start, so one test drives a whole session on one instance (and one
+each for its network exposure and its memory limits); the shared contract (``test_contract.py``)
+covers the rest against a ``ray start`` cluster.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import sys
@@ -14,6 +16,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+from _memory import grow_forever, grow_ignoring_stops
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
@@ -150,3 +153,70 @@ def test_unreachable_ray_address_fails_fast_naming_it():
     assert time.monotonic() - t < 10
     with pytest.raises(ValueError, match="is not 'ray://host:port'"):
         hpc.init(backend="ray", address="ray://nohost")
+
+
+def _listening(pids):
+    found = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            for c in proc.net_connections("inet"):
+                if c.status == psutil.CONN_LISTEN:
+                    found.append((proc.name(), c.laddr.ip, c.laddr.port))
+        except psutil.Error:
+            pass
+    return found
+
+
+def _is_loopback(ip: str) -> bool:
+    addr = ipaddress.ip_address(ip)
+    mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:127.0.0.1, a dual-stack socket bound to 127.0.0.1
+    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_embedded_ray_listens_on_loopback_only_with_no_dashboard():
+    from ray._private import ray_constants
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    info = hpc.init(backend="ray", workers=1)
+    assert info.address.startswith("127.0.0.1:") and info.dashboard is None
+    assert hpc.get(square.remote(3)) == 9  # a worker process is up: it listens too
+    sockets = _listening([me.pid, *({p.pid for p in me.children(recursive=True)} - before)])
+    names = {name for name, _, _ in sockets}
+    assert {"gcs_server", "raylet"} <= names, sockets  # the test saw Ray's servers
+    assert any(n.startswith("ray::") for n in names), sockets  # and a worker's or an agent's
+    assert [s for s in sockets if not _is_loopback(s[1])] == []
+    assert not [s for s in sockets if s[2] == 8265]  # Ray's dashboard port: no dashboard
+    # the single-node switch was set only while Ray started
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ and ray_constants.ENABLE_RAY_CLUSTER
+
+
+def test_memory_limits_on_ray_stop_the_task_or_kill_its_worker_and_never_retry():
+    hpc.init(backend="ray", workers=2, memory_limit="250MB")  # a default for every task
+    assert hpc.get([square.remote(i) for i in range(6)]) == [i * i for i in range(6)]  # limited, well within
+    driver_before = psutil.Process().memory_info().rss
+    grow = hpc.remote(grow_forever)
+    with hpc.trace() as t:
+        f = grow.remote()
+        with pytest.raises(hpc.WorkerMemoryError) as info:
+            hpc.get(f, timeout=60)
+        g = grow.options(memory="300MB").remote()  # a task's own limit wins
+        with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
+            hpc.get(g, timeout=60)
+        h = hpc.remote(grow_ignoring_stops).options(memory="200MB").remote()
+        with pytest.raises(hpc.WorkerMemoryError) as killed:
+            hpc.get(h, timeout=60)
+    err = info.value
+    assert err.function == "grow_forever" and err.attempts == 1 and err.exit_code is None
+    assert err.limit == 250_000_000 and err.limit < err.observed < err.limit + 150_000_000
+    msg = str(err)
+    assert "grow_forever()" in msg and "250.00 MB memory limit" in msg and "not retried" in msg and "Next step" in msg
+    err = killed.value
+    assert err.attempts == 1 and err.exit_code == -signal.SIGKILL and err.observed > err.limit == 200_000_000
+    assert "did not stop when asked, so its worker process was killed" in str(err)
+    assert psutil.Process().memory_info().rss - driver_before < 50_000_000
+    df = t.to_dataframe()
+    for fut in (f, g, h):
+        assert list(df[df["task_id"] == fut.task_id]["status"]) == ["crashed"]  # one attempt each, no retry
+    assert hpc.get([square.remote(i) for i in range(6)], timeout=60) == [i * i for i in range(6)]

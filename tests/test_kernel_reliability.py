@@ -1,4 +1,8 @@
-"""Faults where users meet them: a real Jupyter kernel (jupyter_client), interrupted, restarted, killed."""
+"""Faults where users meet them: a real Jupyter kernel (jupyter_client), interrupted, restarted, killed.
+
+Engines: the local pool (every fault), an embedded Dask cluster and an embedded Ray instance
+(a killed kernel takes all their processes with it).
+"""
 
 from __future__ import annotations
 
@@ -161,3 +165,34 @@ def test_embedded_dask_cluster_dies_with_a_killed_kernel(kernel):
     assert family, "the embedded cluster started no processes?"
     os.kill(kernel.pid, signal.SIGKILL)
     assert not wait_gone(family, timeout=10), "Dask processes outlived the killed kernel"
+
+
+RAY_SETUP = """
+import time
+from eugo_lab import hpc
+
+@hpc.remote
+def nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+hpc.init(backend="ray", workers=2)
+print("N", hpc.get(hpc.remote(abs).remote(-3)))
+busy = [nap.remote(60) for _ in range(2)]
+time.sleep(1.0)  # both workers are inside a task now
+"""
+
+
+def test_embedded_ray_dies_with_a_killed_kernel(kernel):
+    assert "N 3" in kernel.run(RAY_SETUP, timeout=180)
+    family = {p.pid: p.name() for p in psutil.Process(kernel.pid).children(recursive=True)}
+    names = set(family.values())
+    # Ray's daemons, its agents (children of the raylet, which Ray does not tie to the kernel)
+    # and its busy workers: the test must see them all to prove anything.
+    assert {"gcs_server", "raylet", "ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= names, names
+    assert sum(n.startswith("ray::") and "Agent" not in n for n in names) >= 1, names
+    t = time.monotonic()
+    os.kill(kernel.pid, signal.SIGKILL)
+    alive = wait_gone(set(family), timeout=10)
+    assert not alive, (f"{time.monotonic() - t:.1f} s after the kernel was killed, Ray processes are alive: "
+                       f"{sorted(family[p] for p in alive)}")

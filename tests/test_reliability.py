@@ -1,4 +1,8 @@
-"""Reliability of the local pool under memory blow-ups, hung tasks, chaos and load."""
+"""Reliability of the local pool under memory blow-ups, hung tasks, chaos and load.
+
+Also the worker-side memory watchdog that Dask and Ray workers run (``_worker.run_limited``),
+tested here without an engine; ``test_backend_dask``/``test_backend_ray`` test it through them.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,13 @@ import time
 
 import psutil
 import pytest
+from _memory import grow_forever
+from conftest import wait_gone
 
 from eugo_lab import hpc
-from eugo_lab.backends import local_process
+from eugo_lab.backends import _worker, local_process
 from eugo_lab.hpc import session
+from eugo_lab.hpc.serialization import dumps_args
 
 
 @hpc.remote
@@ -36,6 +43,12 @@ def hang():
 @hpc.remote
 def echo(x):
     return x
+
+
+@hpc.remote
+def whoami():
+    time.sleep(0.05)
+    return os.getpid()
 
 
 @hpc.remote
@@ -91,6 +104,82 @@ def test_bad_memory_values_are_clear_errors():
         hpc.init(backend="threads", memory_limit="1GB")
 
 
+# -- the worker-side memory watchdog (Dask and Ray workers) ------------------------------------------
+
+def _args(*args) -> bytes:
+    return dumps_args(args, {}, function="t", token_of=lambda obj: None, oob_threshold=None)[0]
+
+
+def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
+    before = _rss()
+    t = time.monotonic()
+    status, payload, verdict, stats = _worker.run_limited(
+        _worker.execute, 200_000_000, None, grow_forever, "grow_forever", _args(), None)
+    assert time.monotonic() - t < 20
+    assert status == _worker.CRASHED and payload == b""
+    assert verdict["reason"] == "memory" and verdict["limit"] == 200_000_000
+    assert 200_000_000 < verdict["rss"] < 200_000_000 + 150_000_000  # the growth, seen within a poll or two
+    assert verdict["exit_code"] is None  # stopped, not killed: this process is still here
+    assert stats is not None and stats[1] > 0  # the attempt keeps its timing for the trace
+    assert _rss() - before < 100_000_000  # its memory went back (gc + malloc_trim)
+
+    # an hpc.map batch stops at the item that grows, not just that item
+    def item(x):
+        return grow_forever() if x == 2 else x
+
+    status, _, verdict, _ = _worker.run_limited(_worker.execute_batch, 150_000_000, None, item, "item",
+                                                _args([1, 2, 3]), None)
+    assert status == _worker.CRASHED and verdict["limit"] == 150_000_000
+    # a task within its limit is untouched, and the thread takes no stray exception afterwards
+    status, payload, _, _ = _worker.run_limited(_worker.execute, 200_000_000, None, len, "len", _args("abc"), None)
+    assert status == _worker.OK
+    time.sleep(3 * _worker.MEMORY_POLL_SECONDS)
+
+
+UNLIMITED = """
+import sys, threading
+from eugo_lab.backends import _cluster, _worker
+from eugo_lab.hpc.serialization import dumps_args, dumps_function
+args = dumps_args(("abc",), {}, function="len", token_of=lambda o: None, oob_threshold=None)[0]
+out = _cluster.run_task(("d", 1), dumps_function(len, function="len"), "len", args, None, False, (), (),
+                        _worker.time.thread_time)
+print(out[0], _worker._watchdog is None, "psutil" in sys.modules,
+      any(t.name == "eugo-memory-watchdog" for t in threading.enumerate()))
+"""
+
+
+def test_a_task_without_a_limit_starts_no_watchdog():
+    out = subprocess.run([sys.executable, "-c", UNLIMITED], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0", "True", "False", "False"], out.stderr
+
+
+STUBBORN = """
+import sys, time
+from _memory import grow_ignoring_stops
+from eugo_lab.backends import _worker
+from eugo_lab.hpc.serialization import dumps_args
+args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
+t = time.monotonic()
+def tell_driver(verdict):
+    print("VERDICT", verdict["reason"], verdict["limit"], verdict["rss"] > verdict["limit"], verdict["exit_code"],
+          round(time.monotonic() - t, 1), flush=True)
+_worker.run_limited(_worker.execute, 100_000_000, tell_driver, grow_ignoring_stops, "g", args, None)
+print("SURVIVED", flush=True)
+"""
+
+
+def test_watchdog_kills_the_worker_of_a_task_that_ignores_the_stop_after_telling_the_engine():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), *sys.path]))
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", STUBBORN], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    line = out.stdout.split()
+    assert line[:5] == ["VERDICT", "memory", "100000000", "True", "-9"], out.stdout
+    assert float(line[5]) >= _worker.MEMORY_GRACE_SECONDS  # it had its grace to stop first
+    assert "SURVIVED" not in out.stdout
+    assert time.monotonic() - t < 30
+
+
 def test_hung_task_times_out_then_cancel_stops_it_without_retry(local2, tmp_path):
     f = hang.remote()
     t = time.monotonic()
@@ -117,6 +206,97 @@ def test_cancelling_a_future_cancels_its_dependents(local2):
         with pytest.raises(hpc.TaskCancelledError):
             hpc.get(f, timeout=10)
         assert f.cancelled()
+
+
+# -- the cancel grace period ---------------------------------------------------------------------------
+
+def _log(path: str, line: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(line + "\n")
+
+
+@hpc.remote
+def ignores_cancel(path):
+    _log(path, f"start {os.getpid()}")
+    while True:
+        try:
+            time.sleep(30)
+        except BaseException as exc:  # noqa: BLE001 - swallows TaskCancelled, and keeps going
+            _log(path, f"caught {type(exc).__name__}")
+
+
+@hpc.remote
+def cleans_up_on_cancel(path, seconds):
+    _log(path, f"start {os.getpid()}")
+    try:
+        time.sleep(30)
+    except BaseException:
+        time.sleep(seconds)  # clean-up that takes a while (closing files, a checkpoint...)
+        _log(path, "cleaned")
+        raise
+
+
+def _wait_for(path, text: str, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        content = path.read_text() if path.exists() else ""
+        if text in content:
+            return content
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} never appeared in {path}")
+
+
+def test_cancel_grace_is_validated():
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="cancel_grace must be a finite number of seconds >= 0"):
+            hpc.init(workers=1, cancel_grace=bad)
+    for bad in ("5s", True):
+        with pytest.raises(TypeError, match="cancel_grace must be a number of seconds"):
+            hpc.init(workers=1, cancel_grace=bad)
+    with pytest.raises(ValueError, match="backend 'threads' does not take cancel_grace"):
+        hpc.init(backend="threads", cancel_grace=1)
+    assert not hpc.is_initialized()
+    from eugo_lab.backends.ray import RayBackend
+
+    with pytest.raises(ValueError, match="cancel_grace"):
+        RayBackend(cancel_grace=-0.5)
+
+
+def test_task_that_ignores_cancel_is_killed_after_the_grace_and_not_retried(tmp_path):
+    hpc.init(workers=2, cancel_grace=2.0)
+    log = tmp_path / "log"
+    f = ignores_cancel.remote(str(log))
+    pid = int(_wait_for(log, "start").split()[1])
+    t0 = time.monotonic()
+    assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f, timeout=1)  # the future is cancelled at once, whatever the task does
+    _wait_for(log, "caught TaskCancelled", timeout=5)
+    assert psutil.pid_exists(pid)  # it swallowed the stop, and its grace is not over yet
+    assert not wait_gone({pid}, timeout=15), "the worker outlived the grace period"
+    assert time.monotonic() - t0 >= 1.9  # killed after the 2 s grace, not before
+    deadline = time.monotonic() + 10
+    while len(_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_pids()) == 2 and pid not in _pids()  # a replacement started
+    assert hpc.get([echo.remote(i) for i in range(4)], timeout=30) == [0, 1, 2, 3]
+    assert log.read_text().count("start") == 1  # never run again
+
+
+def test_task_that_stops_within_the_grace_keeps_its_worker(tmp_path):
+    grace = 4.0
+    hpc.init(workers=2, cancel_grace=grace)
+    log = tmp_path / "log"
+    f = cleans_up_on_cancel.remote(str(log), 1.5)  # longer than the default 1 s grace
+    pid = int(_wait_for(log, "start").split()[1])
+    before = sorted(_pids())
+    t0 = time.monotonic()
+    hpc.cancel(f)
+    _wait_for(log, "cleaned", timeout=10)
+    time.sleep(max(0.0, t0 + grace + 0.5 - time.monotonic()))  # past the deadline it no longer had
+    assert psutil.pid_exists(pid) and sorted(_pids()) == before  # no worker was killed or replaced
+    assert pid in hpc.get([whoami.remote() for _ in range(6)], timeout=30)
+    assert log.read_text().count("start") == 1
 
 
 def test_workers_that_never_start_fail_tasks_with_noworkerserror(monkeypatch):

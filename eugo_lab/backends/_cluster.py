@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.backends import base
-from eugo_lab.backends._worker import _pickle_exception, execute, execute_batch
+from eugo_lab.backends._worker import _pickle_exception, execute, execute_batch, run_limited
 from eugo_lab.hpc.serialization import loads_value
 
 log = logging.getLogger("eugo_lab")
@@ -58,10 +58,14 @@ def _load_function(fn_key: tuple[str, int], payload: bytes) -> Callable:
 
 
 def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes, deps: dict | None,
-             is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float]) -> tuple:
+             is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float],
+             memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None) -> tuple:
     """Run one task (or ``hpc.map`` batch) on this worker; never raises.
 
-    Returns ``(status, payload, extra, stats)`` as :func:`execute` does.
+    Returns ``(status, payload, extra, stats)`` as :func:`execute` does. With
+    ``memory_limit`` the body runs under the worker's memory watchdog (see
+    ``_worker._MemoryWatchdog``); ``on_memory_kill`` is how the engine tells the driver why,
+    should the watchdog have to kill this whole process.
     """
     try:
         fn = _load_function(fn_key, fn_payload)
@@ -81,6 +85,8 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
         return refs[token[1]]
 
     run = execute_batch if is_batch else execute
+    if memory_limit:
+        return run_limited(run, memory_limit, on_memory_kill, fn, name, args, load_token, cpu_clock)
     return run(fn, name, args, load_token, cpu_clock)
 
 

@@ -5,6 +5,11 @@ CPU), collects ``hpc.phase`` spans, pickles the result and captures any exceptio
 traceback. It never raises: everything that happens becomes part of the returned outcome,
 so a bad return value or a broken exception cannot take a worker down.
 
+Memory limits (Dask and Ray): ``execute(..., memory_limit=n)`` runs the body under
+:class:`_MemoryWatchdog`, see there. The local pool enforces its limits from the driver
+instead (it polls each worker process and kills it), so its workers never pass a limit
+and a task without one pays nothing: no watchdog thread is started or consulted.
+
 Timestamps: ``start`` is ``time.time()`` on the worker (wall clock, comparable across
 processes of one host); every duration is measured with ``perf_counter`` and added to it,
 so a wall-clock step during the task cannot produce negative durations. Lining up clocks
@@ -13,6 +18,11 @@ of *different hosts* is the driver's job (see ``eugo_lab.tracing``).
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import os
+import signal
+import threading
 import time
 import traceback
 from array import array
@@ -27,6 +37,14 @@ from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
 
 OK = 0
 ERROR = 1
+CRASHED = 2  # as ``base.CRASHED``: here, a task stopped for its memory limit (extra: the verdict dict)
+
+# How often the watchdog reads the worker's resident memory while a limited task runs: a
+# task allocating 1 GB/s overshoots its limit by about this much growth before it is asked to stop.
+MEMORY_POLL_SECONDS = 0.05
+# How long a task asked to stop (MemoryLimitExceeded raised in it) may take to unwind
+# before the worker process is killed: it swallowed the exception, or it is inside C code.
+MEMORY_GRACE_SECONDS = 1.0
 
 # stats tuple layout, shared with the driver's recorder:
 # (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends)
@@ -37,6 +55,15 @@ Stats = tuple
 
 class TaskError(HpcError):
     """Stands in for a task exception that could not itself be pickled back to the driver."""
+
+
+class MemoryLimitExceeded(BaseException):
+    """Raised inside a task whose worker grew past the task's memory limit.
+
+    A ``BaseException`` (like ``KeyboardInterrupt``), so the usual ``except Exception`` in
+    user code does not swallow it. The driver never sees it: the outcome is reported as a
+    memory stop and ``hpc.get`` raises ``hpc.WorkerMemoryError``.
+    """
 
 
 def _pickle_exception(exc: BaseException) -> bytes:
@@ -65,6 +92,189 @@ def _phase_offsets(phases: list, t0: float) -> list | None:
     if not phases:
         return None
     return [(name, s - t0, e - t0, cpu) for name, s, e, cpu in phases]
+
+
+# -- memory limits ---------------------------------------------------------------------------------
+class _Watch:
+    """One memory-limited task being watched: its thread, limit, starting size and verdict."""
+
+    __slots__ = ("thread_id", "limit", "baseline", "verdict", "deadline", "on_kill")
+
+    def __init__(self, limit: int, baseline: int, on_kill: Callable[[dict], None] | None):
+        self.thread_id = threading.get_ident()
+        self.limit = limit
+        self.baseline = baseline
+        self.verdict: dict | None = None  # set once, when the task went over its limit
+        self.deadline = 0.0
+        self.on_kill = on_kill
+
+
+class _MemoryWatchdog:
+    """Stops tasks that grow their worker process past their memory limit (Dask and Ray workers).
+
+    One daemon thread per worker process, started with the first memory-limited task and
+    asleep whenever none runs. Every ``MEMORY_POLL_SECONDS`` it reads the process's
+    resident memory (RSS); a task whose worker grew by more than its limit *since the task
+    started* gets :class:`MemoryLimitExceeded` raised in its thread
+    (``PyThreadState_SetAsyncExc``, delivered at its next bytecode). Its frames unwind, the
+    memory it held is freed and the worker stays up, so no replacement process has to
+    start. A task still running ``MEMORY_GRACE_SECONDS`` later (it swallowed the exception,
+    or it sits in C code) has its whole worker process killed, after ``on_kill`` told the
+    driver why (the engine's side channel: Dask's event log, Ray's internal KV).
+
+    Why growth and not the process's total: a Dask or Ray worker process also holds its
+    engine's runtime (~100 MB), results and ``hpc.put`` objects cached for other tasks and
+    memory freed by earlier tasks but not yet returned to the OS. None of that is the
+    task's doing, and a limit on the total would stop small tasks on a busy worker.
+
+    Limits of an in-process watchdog, by design: (1) a worker process that runs several
+    tasks at once (a Dask worker with ``threads_per_worker > 1``) counts the growth of
+    every thread, so a limited task pays for its neighbours' allocations; the embedded Dask
+    cluster and Ray run one task per process, where the measure is exact. (2) One C call
+    that allocates while holding the GIL (``bytearray(10**10)``) is seen only when it
+    returns. The local pool watches from the driver instead and has neither limit.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watches: set[_Watch] = set()
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._proc: Any = None
+        self._pid = 0
+
+    def rss(self) -> int:
+        """Resident memory of this process, in bytes."""
+        if self._pid != os.getpid():  # first use, or a forked child: psutil caches the pid
+            import psutil
+
+            self._proc, self._pid = psutil.Process(), os.getpid()
+        return self._proc.memory_info().rss
+
+    def watch(self, limit: int, on_kill: Callable[[dict], None] | None) -> _Watch:
+        """Start watching the calling thread's task."""
+        w = _Watch(limit, self.rss(), on_kill)
+        with self._lock:
+            self._watches.add(w)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="eugo-memory-watchdog", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        return w
+
+    def unwatch(self, w: _Watch) -> None:
+        """Stop watching; idempotent, and safe against the exception landing inside it.
+
+        Under the lock no new exception can be raised in the thread, and a pending one that
+        was not delivered yet is withdrawn. One delivered while this runs propagates to the
+        caller, which calls ``unwatch`` again.
+        """
+        with self._lock:
+            self._watches.discard(w)
+            if w.verdict is not None:
+                _set_async_exc(w.thread_id, None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._watches:
+                    self._wake.wait()
+            time.sleep(MEMORY_POLL_SECONDS)
+            try:
+                rss = self.rss()
+            except Exception:  # noqa: BLE001 - /proc unreadable for a moment: try again
+                continue
+            now = time.monotonic()
+            doomed = None
+            with self._lock:
+                for w in self._watches:
+                    if w.verdict is None:
+                        if rss - w.baseline > w.limit:
+                            w.verdict = {"reason": "memory", "rss": rss - w.baseline, "limit": w.limit,
+                                         "baseline": w.baseline, "exit_code": None}
+                            w.deadline = now + MEMORY_GRACE_SECONDS
+                            _set_async_exc(w.thread_id, MemoryLimitExceeded)
+                    elif now >= w.deadline:
+                        doomed = w
+            if doomed is not None:
+                self._kill_process(doomed)
+
+    @staticmethod
+    def _kill_process(w: _Watch) -> None:
+        """The task did not stop: tell the driver through the engine, then end this process."""
+        verdict = dict(w.verdict or {}, exit_code=-int(signal.SIGKILL))
+        if w.on_kill is not None:
+            # On a thread of its own, bounded: a hook stuck on an unreachable scheduler must
+            # not keep a runaway task alive.
+            t = threading.Thread(target=_call_quietly, args=(w.on_kill, verdict), daemon=True)
+            t.start()
+            t.join(2.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _call_quietly(fn: Callable, *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - best effort: the process is about to be killed anyway
+        pass
+
+
+def _set_async_exc(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in thread ``thread_id`` at its next bytecode (``None``: withdraw a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc_type) if exc_type is not None else None)
+
+
+_watchdog: _MemoryWatchdog | None = None
+_watchdog_lock = threading.Lock()
+
+
+def memory_watchdog() -> _MemoryWatchdog:
+    """The watchdog of the calling process (created on first use)."""
+    global _watchdog
+    if _watchdog is None:
+        with _watchdog_lock:
+            if _watchdog is None:
+                _watchdog = _MemoryWatchdog()
+    return _watchdog
+
+
+def _release_memory() -> None:
+    """Give the stopped task's memory back to the OS, so the worker shrinks for the next task."""
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc keeps freed heap pages otherwise
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
+def run_limited(run: Callable[..., tuple], limit: int, on_kill: Callable[[dict], None] | None,
+                *args: Any) -> tuple:
+    """``run(*args)`` (``execute`` or ``execute_batch``) under the memory watchdog.
+
+    Returns ``run``'s outcome, or ``(CRASHED, b"", verdict, stats)`` when the task went
+    over ``limit``: the verdict dict (``reason="memory"``, ``rss`` = growth, ``limit``,
+    ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``, never retried.
+    """
+    dog = memory_watchdog()
+    w = dog.watch(limit, on_kill)
+    outcome = None
+    try:
+        try:
+            outcome = run(*args)
+        finally:
+            dog.unwatch(w)
+    except MemoryLimitExceeded:  # landed outside the body (our own bookkeeping): same verdict
+        dog.unwatch(w)
+    if w.verdict is None:
+        return outcome  # type: ignore[return-value]
+    stats = None
+    if outcome is not None and outcome[3] is not None:
+        s = outcome[3]
+        stats = s[:5] + (s[5], 0, s[7], None)  # no result bytes; a batch is one stopped attempt
+    del outcome
+    _release_memory()
+    return CRASHED, b"", w.verdict, stats
 
 
 def execute(
@@ -145,6 +355,8 @@ def execute_batch(
     for i, item in enumerate(items):
         try:
             results.append(fn(item))
+        except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
+            raise
         except BaseException as exc:  # noqa: BLE001 - per item, reported
             results.append(None)
             if errors is None:

@@ -12,6 +12,15 @@ task after its first worker death (``allowed-failures=0``), which we report as C
 the runtime retries it (a scheduler we merely connect to keeps its own setting and may
 re-run the task itself first; a ``KilledWorker`` still ends as CRASHED here).
 
+Memory limits (``@hpc.remote(memory=...)``, ``hpc.init(backend="dask", memory_limit=...)``,
+a default for every task) are enforced on the worker by the shared watchdog (see
+``_worker._MemoryWatchdog``): the task is stopped inside its worker, which stays up, and
+reported with the limit and the growth seen, never retried. Should the watchdog have to
+kill the worker process (a task that ignores the stop), it first logs the verdict on the
+scheduler's event log (topic ``MEMORY_TOPIC``), where the driver finds it when Dask
+reports the worker lost. Dask's own per-worker ``memory_limit`` (the nanny's) is left at
+Dask's default: it guards the worker process as a whole, not a task.
+
 Results are awaited on the client's event loop (many gathers in flight at once, one
 round trip each) and reported from our own thread (see ``_cluster.Reporter``).
 """
@@ -40,13 +49,31 @@ log = logging.getLogger("eugo_lab")
 
 _DRIVER = uuid.uuid4().hex[:12]  # makes function-cache keys and Dask keys unique per driver process
 _INFO_MAX_AGE = 2.0  # seconds a fetched scheduler_info() may be reused for resource checks
+MEMORY_TOPIC = "eugo-memory"  # scheduler event-log topic of memory-limit kills (see _memory_kill_hook)
+# How long the watchdog waits after logging a kill before it ends the worker: the event goes
+# out on the worker's batched stream within milliseconds; this leaves a wide margin.
+_EVENT_FLUSH_S = 0.5
+
+
+def _memory_kill_hook() -> Any:
+    """What a worker's watchdog calls before it kills the process: log the verdict on the scheduler."""
+    # Both looked up here, on the task's thread: get_worker() and the current key are per thread.
+    worker = distributed.get_worker()
+    key = worker.get_current_task()
+
+    def report(verdict: dict) -> None:
+        worker.log_event(MEMORY_TOPIC, {"key": key, **verdict})
+        time.sleep(_EVENT_FLUSH_S)
+
+    return report
 
 
 def _dask_task(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
-               ref_ids: tuple, *ref_values: Any) -> tuple:
+               limit: int | None, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Dask task: run the body via ``execute``; return its outcome and who ran it."""
+    on_kill = _memory_kill_hook() if limit else None
     status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
-                                                      ref_values, time.thread_time)
+                                                      ref_values, time.thread_time, limit, on_kill)
     try:
         address = distributed.get_worker().address
     except ValueError:  # pragma: no cover - not on a Dask worker (never in practice)
@@ -76,8 +103,10 @@ class DaskBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
                  idle_timeout: Any = None, threads_per_worker: int = 1, dashboard: bool = True,
-                 timeout: float = 5.0, memory_limit: Any = "auto", resources: dict[str, float] | None = None,
-                 no_workers_timeout: Any = "60s"):
+                 timeout: float = 5.0, memory_limit: int | str | None = None,
+                 resources: dict[str, float] | None = None, no_workers_timeout: Any = "60s"):
+        from eugo_lab.units import parse_bytes
+
         if cluster is not None and address is not None:
             raise ValueError("pass either address= or cluster= to the dask backend, not both")
         if cluster is not None and not hasattr(cluster, "scheduler_address"):
@@ -95,7 +124,8 @@ class DaskBackend(base.Backend):
         self.threads_per_worker = threads_per_worker
         self.dashboard = dashboard
         self.timeout = float(timeout)
-        self.memory_limit = memory_limit
+        # The default per-task limit (a task's memory= option wins), as on the local pool.
+        self.memory_limit = parse_bytes(memory_limit, "memory_limit")
         # Tasks queued while the embedded cluster has no worker fail after this long with
         # NoWorkersError instead of waiting forever (Dask's no-workers-timeout; a scheduler
         # you connect to keeps its own setting).
@@ -132,7 +162,7 @@ class DaskBackend(base.Backend):
             n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
             host="127.0.0.1", dashboard_address="127.0.0.1:0" if self.dashboard else None,
             worker_dashboard_address=None, silence_logs=logging.ERROR,
-            memory_limit=self.memory_limit, resources=self.worker_resources or None,
+            resources=self.worker_resources or None,
             # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
             scheduler_kwargs={"allowed_failures": 0},
         )
@@ -291,20 +321,22 @@ class DaskBackend(base.Backend):
         refs = [t for t in task.tokens if type(t) is ObjectRef]
         attempt = task.attempt
         key = f"{name}-{_DRIVER}-{task.task_id}-{attempt}"
+        limit = task.options.memory or self.memory_limit
         reporter = self._reporter
         assert reporter is not None
         try:
             dfut = client.submit(
                 _dask_task, (_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                task.items is not None, tuple(r.ref_id for r in refs), *(r.location for r in refs),
+                task.items is not None, limit, tuple(r.ref_id for r in refs), *(r.location for r in refs),
                 key=key, pure=False, retries=0, resources=resources,
             )
         except Exception as exc:
             raise BackendError(f"dask backend: could not submit {name}(): {exc}") from exc
         reporter.register(task, on_done, dfut)
-        asyncio.run_coroutine_threadsafe(self._watch(dfut, task, attempt), client.loop.asyncio_loop)
+        asyncio.run_coroutine_threadsafe(self._watch(dfut, task, attempt, key if limit else None),
+                                         client.loop.asyncio_loop)
 
-    async def _watch(self, dfut: distributed.Future, task: Task, attempt: int) -> None:
+    async def _watch(self, dfut: distributed.Future, task: Task, attempt: int, limited_key: str | None) -> None:
         try:
             value = await dfut._result(raiseit=False)
         except BaseException as exc:  # noqa: BLE001 - the client was closed, the connection lost...
@@ -313,9 +345,23 @@ class DaskBackend(base.Backend):
         del dfut  # the worker may drop the result now: we hold it as bytes
         rep = self._reporter
         if rep is not None:
-            rep.post(self._settle, task, attempt, status, value)
+            rep.post(self._settle, task, attempt, status, value, limited_key)
 
-    def _settle(self, task: Task, attempt: int, status: str, value: Any) -> None:
+    def _memory_verdict(self, key: str) -> dict | None:
+        """The verdict a worker's watchdog logged before it killed itself running ``key``, if any."""
+        client = self.client
+        if client is None:
+            return None
+        try:
+            events = client.get_events(MEMORY_TOPIC)
+        except Exception:  # noqa: BLE001 - scheduler gone: an ordinary crash then
+            return None
+        for _, msg in reversed(events):
+            if isinstance(msg, dict) and msg.get("key") == key:
+                return {k: v for k, v in msg.items() if k != "key"}
+        return None
+
+    def _settle(self, task: Task, attempt: int, status: str, value: Any, limited_key: str | None = None) -> None:
         rep = self._reporter
         assert rep is not None
         if status == "finished" and isinstance(value, tuple) and len(value) == 5:
@@ -324,8 +370,10 @@ class DaskBackend(base.Backend):
             return
         exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value
         if isinstance(exc, KilledWorker):
-            # The worker died while running the task (SIGKILL, segfault, out of memory).
-            rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+            # The worker died while running the task (SIGKILL, segfault, out of memory), or
+            # our watchdog killed it for the task's memory limit and logged why.
+            verdict = self._memory_verdict(limited_key) if limited_key else None
+            rep.finish(task, attempt, base.CRASHED, None, verdict, None, -1)
         elif isinstance(exc, (NoWorkerError, NoValidWorkerError)):
             message = (f"the Dask cluster had no worker able to run it ({exc}). Start workers "
                        "(dask worker ...), or call hpc.init() for a new cluster.")

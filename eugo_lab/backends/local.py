@@ -48,7 +48,8 @@ MAX_PREFETCH = 32
 DEFAULT_PREFETCH = 1
 # Exponential moving average weight of a new duration sample.
 EWMA_ALPHA = 0.3
-# How long a cancelled task may take to stop by itself before its worker is killed.
+# How long a cancelled running task may take to stop (after TaskCancelled is raised in it)
+# before its worker is killed; the default of hpc.init(cancel_grace=...).
 CANCEL_GRACE_SECONDS = 1.0
 # How often the resident memory of workers running memory-limited tasks is read.
 MEMORY_POLL_SECONDS = 0.05
@@ -68,11 +69,19 @@ class LocalBackend(base.Backend):
     oob_threshold = 1 << 20
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
-                 threads_per_worker: int | None = None, memory_limit: int | str | None = None):
-        from eugo_lab.units import parse_bytes
+                 threads_per_worker: int | None = None, memory_limit: int | str | None = None,
+                 cancel_grace: float = CANCEL_GRACE_SECONDS):
+        """``cancel_grace``: seconds a cancelled running task gets to stop before its worker is killed.
+
+        A task stops at once unless it catches ``TaskCancelled`` (to clean up, say) or sits in
+        C code that holds the GIL; past the grace its worker is killed and replaced. A longer
+        grace suits tasks with real clean-up to do; ``0`` kills at once.
+        """
+        from eugo_lab.units import parse_bytes, parse_grace
 
         cores = usable_cores()
         self.memory_limit = parse_bytes(memory_limit, "memory_limit")
+        self.cancel_grace = parse_grace(cancel_grace)
         self._failed_starts = 0
         self._no_workers: str | None = None
         self.n_workers = workers or cores
@@ -447,7 +456,7 @@ class LocalBackend(base.Backend):
             if not w.dead:
                 # Tell the worker which task to drop (it skips a prefetched one, and a running
                 # one gets TaskCancelled raised inside it), then wake it with SIGUSR1. A task
-                # that does not stop within CANCEL_GRACE_SECONDS (C code holding the GIL, a
+                # that does not stop within cancel_grace seconds (C code holding the GIL, a
                 # task that swallows the exception) loses its worker: see _check_cancels.
                 try:
                     os.write(w.cancel_w, _ID.pack(task.task_id))
@@ -456,7 +465,7 @@ class LocalBackend(base.Backend):
                     pass
                 if w.inflight and w.inflight[0] is task:
                     w.cancel_target = task
-                    w.cancel_deadline = time.monotonic() + CANCEL_GRACE_SECONDS
+                    w.cancel_deadline = time.monotonic() + self.cancel_grace
         task.state = _DONE
         self._report(task, base.CANCELLED, None, None, None, -1)
 

@@ -1,7 +1,8 @@
 """Ray: a local Ray instance on this machine, or a running Ray cluster.
 
 ``hpc.init(backend="ray", workers=4)`` starts Ray here with 4 CPUs (loopback only, no
-dashboard, quiet logging); ``hpc.init(address="ray://head:10001")`` or
+dashboard, quiet logging, every process tied to this one: see ``_start_local``);
+``hpc.init(address="ray://head:10001")`` or
 ``hpc.init(address="auto")`` connects to a running cluster. If this process is already
 connected to Ray (``ray.init()`` was called by the user), that connection is used as is
 and left alone at ``hpc.shutdown()``.
@@ -9,22 +10,35 @@ and left alone at ``hpc.shutdown()``.
 Every task is one Ray task running ``_ray_task``, which runs the body through the same
 ``execute`` code as the local pool. Ray's own retries are off (``max_retries=0``): a task
 whose worker died is reported CRASHED and the eugo runtime decides whether to re-run it.
+
+Memory limits (``@hpc.remote(memory=...)``, which also reserves Ray's ``memory`` resource,
+and ``hpc.init(backend="ray", memory_limit=...)``, a default for every task) are enforced
+in the worker by the shared watchdog (``_worker._MemoryWatchdog``): Ray itself only
+schedules by the ``memory`` resource, and its memory monitor acts on the whole node at 95 %.
+A task over its limit is stopped inside its worker process, which Ray keeps using. Should
+the watchdog have to kill the process (a task that ignores the stop), it first stores the
+verdict in Ray's internal key-value store (GCS), where the driver reads it when Ray reports
+the worker dead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import ray
 import ray.exceptions as rex
 
 from eugo_lab.backends import _cluster, base
+from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
@@ -33,7 +47,8 @@ log = logging.getLogger("eugo_lab")
 
 _DRIVER = uuid.uuid4().hex[:12]
 _INFO_MAX_AGE = 2.0
-FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel
+FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel (cancel_grace)
+_KV_NAMESPACE = "eugo"  # Ray internal-KV namespace of memory-limit verdicts (see _memory_kill_hook)
 # Errors that mean "the process or node holding the task went away": the runtime may retry.
 _CRASHES: tuple[type[BaseException], ...] = tuple(
     getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
@@ -53,18 +68,35 @@ def _job_config() -> Any:
     paths = list(dict.fromkeys(os.path.abspath(p or os.getcwd()) for p in sys.path))
     paths = [p for p in paths if os.path.isdir(p)]
     try:
-        return JobConfig(_py_driver_sys_path=paths)
+        # A worker puts each entry at the *front* of its sys.path in turn (sys.path.insert(0, p)),
+        # which reverses the list: pass it reversed, so the worker searches in the driver's
+        # order. In the driver's order a checkout on PYTHONPATH comes before site-packages; in
+        # the reverse order a Jupyter kernel's workers imported the *installed* eugo_lab (and
+        # user packages) instead of the one the kernel runs.
+        return JobConfig(_py_driver_sys_path=paths[::-1])
     except TypeError:  # pragma: no cover - a Ray without this (private) option
         return JobConfig(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
 
 
+def _memory_kill_hook(kv_key: str) -> Any:
+    """What a worker's watchdog calls before it kills the process: store the verdict in the GCS."""
+
+    def report(verdict: dict) -> None:
+        from ray.experimental.internal_kv import _internal_kv_put
+
+        _internal_kv_put(kv_key, json.dumps(verdict), namespace=_KV_NAMESPACE)
+
+    return report
+
+
 def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
-                   ref_ids: tuple, *ref_values: Any) -> tuple:
+                   limit: int | None, kv_key: str, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
     # A Ray worker process runs one task at a time, so process CPU time is the task's
-    # (BLAS threads included), as on the local pool.
+    # (BLAS threads included), as on the local pool, and a memory limit measures this task alone.
+    on_kill = _memory_kill_hook(kv_key) if limit else None
     status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
-                                                      ref_values, time.process_time)
+                                                      ref_values, time.process_time, limit, on_kill)
     ctx = ray.get_runtime_context()
     host, pid = _cluster.host_and_pid()
     return status, payload, extra, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
@@ -97,6 +129,33 @@ def _preflight(address: str) -> None:
         ) from exc
 
 
+_SINGLE_NODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _single_node_mode() -> Iterator[None]:
+    """While Ray starts: multi-node support off, so its node IP (and its servers) stay on 127.0.0.1.
+
+    See ``RayBackend._start_local``. Restores the variable and Ray's constant afterwards.
+    """
+    from ray._private import ray_constants
+
+    old_env = os.environ.get(_SINGLE_NODE_ENV)
+    old_const = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[_SINGLE_NODE_ENV] = "0"
+    if old_const is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop(_SINGLE_NODE_ENV, None)
+        else:
+            os.environ[_SINGLE_NODE_ENV] = old_env
+        if old_const is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = old_const
+
+
 class RayBackend(base.Backend):
     """Tasks run as Ray tasks."""
 
@@ -104,7 +163,16 @@ class RayBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, address: str | None = None, cluster: Any = None, *,
                  num_gpus: int | None = None, object_store_memory: int | None = None,
-                 log_to_driver: bool = True, runtime_env: dict | None = None):
+                 log_to_driver: bool = True, runtime_env: dict | None = None,
+                 memory_limit: int | str | None = None, cancel_grace: float = FORCE_CANCEL_AFTER):
+        """Options of a local instance or a connection (``workers``, ``address``... as ``hpc.init``).
+
+        ``memory_limit``: the default per-task memory limit (a task's ``memory=`` wins).
+        ``cancel_grace``: seconds a cancelled running task gets to stop (Ray raises
+        ``KeyboardInterrupt`` in it) before its worker process is killed.
+        """
+        from eugo_lab.units import parse_bytes, parse_grace
+
         if cluster is not None:
             raise ValueError("cluster= is for Dask cluster managers; for Ray pass address='ray://host:10001' "
                              "or address='auto'")
@@ -117,6 +185,9 @@ class RayBackend(base.Backend):
         self.object_store_memory = object_store_memory
         self.log_to_driver = log_to_driver
         self.runtime_env = runtime_env
+        self.memory_limit = parse_bytes(memory_limit, "memory_limit")
+        self.cancel_grace = parse_grace(cancel_grace)
+        self._lifeline: Lifeline | None = None
         self._owned = False
         self._ctx: Any = None
         self._reporter: _cluster.Reporter | None = None
@@ -140,9 +211,6 @@ class RayBackend(base.Backend):
             if self.address is None:
                 from eugo_lab.backends.local_process import usable_cores
 
-                # Ray has no loopback-only mode: it resolves 127.0.0.1 to the node's address and
-                # binds its gRPC servers on every interface; it protects them with token
-                # authentication (on by default since Ray 2.5x). No dashboard is started.
                 opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
                             job_config=_job_config())
                 if self.num_gpus is not None:
@@ -154,7 +222,10 @@ class RayBackend(base.Backend):
                 _preflight(self.address)
                 opts["address"] = self.address
             try:
-                self._ctx = ray.init(**opts)
+                if self.address is None:
+                    self._ctx = self._start_local(opts)
+                else:
+                    self._ctx = ray.init(**opts)
             except Exception as exc:
                 where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
                 hint = ""
@@ -165,6 +236,45 @@ class RayBackend(base.Backend):
                                    f"{str(exc)[:500]}{hint}") from exc
             self._owned = True
         self._reporter = _cluster.Reporter("eugo-ray-report")
+
+    def _start_local(self, opts: dict[str, Any]) -> Any:
+        """``ray.init`` a single-node instance that listens on loopback only and dies with this process.
+
+        Loopback: Ray derives what its servers bind from the node's IP. With the machine's
+        outward address as node IP (Ray's default on Linux; measured with Ray 2.60) the gRPC
+        servers of the GCS, the raylet (node and object manager), the driver and every worker
+        and the dashboard agent bind every interface (``[::]``), the metrics exporters of the
+        dashboard agent, the autoscaler monitor and the dashboard head bind ``0.0.0.0``, and
+        the agents' HTTP/gRPC ports bind the outward address. With 127.0.0.1 as node IP every
+        one of them binds 127.0.0.1 (the C++ servers choose 127.0.0.1 over 0.0.0.0 exactly
+        when the node IP is 127.0.0.1). But on Linux Ray replaces 127.0.0.1 by the outward
+        address, even when given ``_node_ip_address="127.0.0.1"``
+        (``services.resolve_ip_for_localhost``), unless multi-node support is off, which is
+        what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` says: the switch behind Ray's
+        loopback-only default on macOS and Windows. Ray reads it once, at import, into
+        ``ray_constants.ENABLE_RAY_CLUSTER``: we set both while Ray starts and restore them
+        afterwards, so a later connection to a real cluster (``address=``) from this process
+        is unaffected. The processes Ray starts inherit the variable. No dashboard UI is
+        started (``include_dashboard=False``: nothing listens on 8265), though Ray still runs
+        its dashboard head process, on loopback like the rest.
+
+        Lifetime: Ray ties the processes it starts directly (GCS, raylet, monitors) to this
+        one with ``PR_SET_PDEATHSIG``, but not the raylet's agents, which outlive a killed
+        kernel; a :class:`~eugo_lab.backends._lifeline.Lifeline` watcher reaps them all.
+        """
+        import psutil
+
+        me = psutil.Process()
+        before = {p.pid for p in me.children()}
+        with _single_node_mode():
+            ctx = ray.init(**opts)
+        started = [p.pid for p in me.children() if p.pid not in before]
+        try:
+            self._lifeline = Lifeline(started)
+        except OSError as exc:  # pragma: no cover - cannot start a process now: Ray still works
+            log.warning("eugo_lab: could not start the lifeline watcher of the local Ray instance (%s); its "
+                        "processes may outlive this one if it is killed", exc)
+        return ctx
 
     def shutdown(self) -> None:
         """Cancel what is pending; stop Ray if this backend started or connected it; idempotent."""
@@ -182,6 +292,9 @@ class RayBackend(base.Backend):
                         pass
         if self._owned:
             ray.shutdown()
+        if self._lifeline is not None:
+            self._lifeline.close()  # the watcher reaps whatever ray.shutdown() left behind
+            self._lifeline = None
         if rep is not None:
             rep.stop()
 
@@ -226,37 +339,58 @@ class RayBackend(base.Backend):
         if opts.cpus != 1 or opts.gpus or opts.resources or opts.memory:
             remote = _ray_task.options(num_cpus=opts.cpus, num_gpus=opts.gpus or 0,
                                        resources=dict(opts.resources) or None, memory=opts.memory)
+        limit = opts.memory or self.memory_limit
+        attempt = task.attempt
+        kv_key = f"memory-{_DRIVER}-{task.task_id}-{attempt}" if limit else ""
         try:
             oref = remote.remote((_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                                 task.items is not None, tuple(r.ref_id for r in refs), *(r.location for r in refs))
+                                 task.items is not None, limit, kv_key, tuple(r.ref_id for r in refs),
+                                 *(r.location for r in refs))
         except Exception as exc:
             raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
-        attempt = task.attempt
         rep = self._reporter
         assert rep is not None
         rep.register(task, on_done, oref)
-        oref.future().add_done_callback(lambda cf: rep.post(self._settle, task, attempt, cf))
+        oref.future().add_done_callback(lambda cf: rep.post(self._settle, task, attempt, cf, kv_key))
 
-    def _settle(self, task: Task, attempt: int, cf: Any) -> None:
+    def _settle(self, task: Task, attempt: int, cf: Any, kv_key: str = "") -> None:
         rep = self._reporter
         assert rep is not None
         try:
             value = cf.result()
         except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
-            self._settle_error(task, attempt, exc)
+            self._settle_error(task, attempt, exc, kv_key)
             return
         st, payload, extra, stats, (worker_id, host, pid, _node) = value
         rep.finish(task, attempt, st, payload, extra, stats, self._index.index(worker_id, host, pid))
 
-    def _settle_error(self, task: Task, attempt: int, exc: BaseException) -> None:
+    @staticmethod
+    def _memory_verdict(kv_key: str) -> dict | None:
+        """The verdict a worker's watchdog stored before it killed itself running this attempt, if any."""
+        try:
+            from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get
+
+            raw = _internal_kv_get(kv_key, namespace=_KV_NAMESPACE)
+            if raw is None:
+                return None
+            _internal_kv_del(kv_key, namespace=_KV_NAMESPACE)
+            verdict = json.loads(raw)
+        except Exception:  # noqa: BLE001 - GCS unreachable, a Ray without internal KV: an ordinary crash
+            return None
+        return verdict if isinstance(verdict, dict) and verdict.get("reason") == "memory" else None
+
+    def _settle_error(self, task: Task, attempt: int, exc: BaseException, kv_key: str = "") -> None:
         rep = self._reporter
         assert rep is not None
         if isinstance(exc, rex.TaskCancelledError) or type(exc).__name__ == "CancelledError":
             rep.finish(task, attempt, base.CANCELLED, None, "Ray cancelled it", None, -1)
-        elif _OOM and isinstance(exc, _OOM):
-            rep.finish(task, attempt, base.CRASHED, None, "memory", None, -1)
-        elif isinstance(exc, _CRASHES):
-            rep.finish(task, attempt, base.CRASHED, None, None, None, -1)
+        elif isinstance(exc, _CRASHES) or (_OOM and isinstance(exc, _OOM)):
+            # A dead worker: our watchdog may have killed it for the task's memory limit (the
+            # verdict is in the KV store; never retried), or Ray's memory monitor for the
+            # node's memory (OutOfMemoryError), or something else. The last two are retried
+            # like any crash, since the node may have memory to spare next time.
+            verdict = self._memory_verdict(kv_key) if kv_key else None
+            rep.finish(task, attempt, base.CRASHED, None, verdict, None, -1)
         else:
             # Our task body never raises, so this is Ray failing to run it (arguments that do
             # not unpickle on the worker, a missing module, ...): report the underlying cause.
@@ -271,8 +405,8 @@ class RayBackend(base.Backend):
 
         A queued task is dropped. A running one first gets Ray's gentle cancel (an
         exception raised inside the task: its worker process survives, so no replacement
-        has to start); if it is still running ``FORCE_CANCEL_AFTER`` seconds later (stuck
-        in C code), ``force=True`` ends its worker process.
+        has to start); if it is still running ``cancel_grace`` seconds later (stuck in C
+        code, or it caught the exception), ``force=True`` ends its worker process.
         """
         rep = self._reporter
         if rep is None:
@@ -286,7 +420,7 @@ class RayBackend(base.Backend):
             ray.cancel(oref, force=False)
         except Exception:  # noqa: BLE001 - finished in the meantime
             return
-        timer = threading.Timer(FORCE_CANCEL_AFTER, self._force_cancel, (oref,))
+        timer = threading.Timer(self.cancel_grace, self._force_cancel, (oref,))
         timer.daemon = True
         timer.start()
 

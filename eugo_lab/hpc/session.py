@@ -253,18 +253,29 @@ class Runtime:
         plural = "s" if attempts != 1 else ""
         if isinstance(extra, dict) and extra.get("reason") == "memory":
             rss, limit = extra["rss"], extra["limit"]
+            baseline = extra.get("baseline")
+            exit_code = extra.get("exit_code", -9)
+            killed = ""
+            if baseline is None:  # the local pool: the worker process's whole resident memory
+                used = f"its worker used {fmt_bytes(rss, '.2f')}"
+            else:  # Dask and Ray: what the task added to a worker process that runs other things too
+                used = (f"it grew its worker's memory by {fmt_bytes(rss, '.2f')} (from {fmt_bytes(baseline, '.2f')} "
+                        f"to {fmt_bytes(baseline + rss, '.2f')})")
+                if exit_code is not None:
+                    killed = "; it did not stop when asked, so its worker process was killed"
             return errors.WorkerMemoryError(
-                f"task {name}() (task {task.task_id}) was stopped on attempt {attempts}: its worker used "
-                f"{fmt_bytes(rss, '.2f')}, over the {fmt_bytes(limit, '.2f')} memory limit. It was not retried, "
+                f"task {name}() (task {task.task_id}) was stopped on attempt {attempts}: {used}, over the "
+                f"{fmt_bytes(limit, '.2f')} memory limit{killed}. It was not retried, "
                 "since it would grow the same way again. Next step: process the input in smaller pieces (more, smaller "
                 "partitions), or raise the limit with @hpc.remote(memory=...) or hpc.init(memory_limit=...).",
-                function=name, attempts=attempts, exit_code=-9, limit=limit, observed=rss,
+                function=name, attempts=attempts, exit_code=exit_code, limit=limit, observed=rss,
             )
         if isinstance(extra, dict) and extra.get("reason") == "no-workers":
             return errors.NoWorkersError(f"task {name}() (task {task.task_id}) cannot run: {extra['message']}")
+        code = extra if isinstance(extra, int) else None
         return errors.WorkerCrashedError(
             f"task {name}() (task {task.task_id}) killed its worker on every attempt "
-            f"({attempts} attempt{plural}); the last worker died with {describe_exit(extra)}. "
+            f"({attempts} attempt{plural}); the last worker died with {describe_exit(code)}. "
             "Likely causes: the task used more memory than the machine has and the OS killed it, "
             "a C extension crashed, or something outside killed the process. Next step: call "
             f"{name}() directly on one input in the notebook to see the failure, or give it more "
