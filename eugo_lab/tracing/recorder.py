@@ -334,6 +334,8 @@ class Recorder:
     def _rows_from(self, first: int) -> TaskRows:
         """Task rows from index ``first`` on, as an unbuilt :class:`TaskRows` (lock held)."""
         self._seal()
+        if first >= self._sealed:
+            return TaskRows([], 0, 0)
         k = max(bisect.bisect_right(self._seg_starts, first) - 1, 0)  # the segment holding row `first`
         segments = self._segments[k:]
         return TaskRows(segments, first - self._seg_starts[k] if segments else 0, self._sealed - first)
