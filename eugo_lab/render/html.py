@@ -39,17 +39,20 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
     """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns."""
     t0 = trace.t0
     pal = glyphs.Palette()
-    tasks = glyphs.task_columns(trace, t0, pal)
-    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS))
+    lanes = glyphs.Lanes(n_lanes - 1)
+    tasks = glyphs.task_columns(trace, t0, pal, lanes=lanes)
+    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS), lanes=lanes)
     blocks = glyphs.block_columns(trace, t0)
-    n_lanes = max(n_lanes, glyphs.max_lane(trace) + 1)
+    n_lanes = lanes.n_lanes
     lefts = tasks["left"] + blocks["left"]
     rights = tasks["right"] + blocks["right"]
     if not lefts:
         return "<div><i>no tasks ran</i></div>"
     lo, hi = min(lefts), max(rights)
     span = (hi - lo) or 1.0
-    label_w, plot_w = 80, width - 90
+    labels = lanes.labels()
+    label_w = max(80, 6 * max(len(v) for v in labels.values()) + 8)  # "worker 0 (replacement, died)" fits
+    plot_w = width - label_w - 10
     height = n_lanes * lane_h + 24
 
     def x(v: float) -> float:
@@ -57,7 +60,7 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
 
     out = [f"<svg class='eugo-timeline' width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' "
            "style='font: 11px sans-serif'>"]
-    for y, label in glyphs.lane_labels(n_lanes).items():
+    for y, label in labels.items():
         out.append(f"<text x='2' y='{y * lane_h + 15}'>{escape(label)}</text>")
     for i in range(len(blocks["left"])):
         w = max(x(blocks["right"][i]) - x(blocks["left"][i]), 1)
