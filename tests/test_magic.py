@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -208,6 +209,125 @@ evil_r = hpc.remote(evil)
     assert "&lt;img src=x onerror=alert(1)&gt;" in h
 
 
+@pytest.fixture
+def lab_views(monkeypatch):
+    """Lab mode (Bokeh timeline built and streamed, no browser); records every LiveView and its snapshots."""
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "lab")
+    monkeypatch.setenv("EUGO_LAB_BOKEH_URL", "/eugo/bokeh/")
+    views, original = [], live.LiveView.update
+
+    def update(self, chunk, snapshot):
+        if not views or views[-1][0] is not self:
+            views.append((self, []))
+        views[-1][1].append(snapshot)
+        original(self, chunk, snapshot)
+
+    monkeypatch.setattr(live.LiveView, "update", update)
+    return views
+
+
+def test_map_counters_count_items_not_batches(ip, lab_views):
+    ip.run_cell("""
+import time
+from eugo_lab import hpc
+
+@hpc.remote
+def pause(x):
+    time.sleep(0.004)
+    return x
+""")
+    n = 300
+    with capture_output() as cap:
+        value = ip.run_cell_magic("eugo", "-w 2", f"len(hpc.get(hpc.map(pause, range({n}))))")
+    assert value == n
+    view, snaps = lab_views[-1]
+    running = [s for s in snaps if not s.finished]
+    assert running, "no live update while the map ran"
+    totals = [s.done + s.running + s.pending for s in running]
+    # Items, not batches: a map of 300 keeps at most 2 batches per worker in flight, so a count of
+    # batches would show pending <= 4. A batch coming back can make one snapshot a batch short.
+    assert max(totals) == n and sum(t == n for t in totals) >= len(totals) / 2, totals
+    assert max(s.pending for s in running) > 4 * 2, [(s.done, s.running, s.pending) for s in running]
+    assert all(s.running <= 2 for s in running)
+    last = snaps[-1]
+    assert last.finished and (last.done, last.running, last.pending) == (n, 0, 0)
+    assert sum(view.sources["tasks"].data["tasks"]) == n  # every item drawn once (tiny ones share bars)
+    assert "functions: pause x300" in summary_bundle(cap)["text/plain"]
+
+
+def test_crash_mid_cell_retried_on_a_replacement_lane(ip, lab_views, tmp_path):
+    flag = tmp_path / "crashed-once"
+    ip.run_cell(f"""
+import os, time
+from eugo_lab import hpc
+
+@hpc.remote
+def fragile(i):
+    time.sleep(0.05)
+    if i == 3 and not os.path.exists({str(flag)!r}):
+        open({str(flag)!r}, "w").close()
+        os._exit(1)  # the worker process dies mid-task, on the first attempt only
+    return i
+""")
+    with capture_output() as cap:
+        value = ip.run_cell_magic("eugo", "-w 2", "hpc.get([fragile.remote(i) for i in range(8)])")
+    assert value == list(range(8))
+    tr = hpc.last_trace()
+    assert sorted(tr.tasks["status"].tolist()) == [0] * 8 + [2] and tr.tasks["attempt"].max() == 2
+    view, snaps = lab_views[-1]
+    data = view.sources["tasks"].data
+    crashed = [i for i, st in enumerate(data["status"]) if st == "crashed"]
+    retried = [i for i, st in enumerate(data["status"]) if st == "ok (attempt 2)"]
+    assert len(crashed) == 1 and len(retried) == 1
+    assert data["hatch"][crashed[0]] == "x" and data["hatch"][retried[0]] == "/"
+    labels = view.figure.yaxis[0].major_label_overrides
+    dead = data["y"][crashed[0]]
+    assert labels[dead] in ("worker 0 (died)", "worker 1 (died)")
+    w = labels[dead].split()[1]
+    new_lane = next(y for y, lab in labels.items() if lab == f"worker {w} (replacement)")
+    assert new_lane == 3 and view.figure.yaxis[0].ticker.ticks == [0, 1, 2, 3] and view.figure.y_range.start > 3
+    assert any(y == new_lane for y in data["y"])  # the replacement ran something
+    assert (snaps[-1].done, snaps[-1].failed, snaps[-1].retried) == (8, 1, 1)
+    assert "failed: 1, retried: 1" in summary_bundle(cap)["text/plain"]
+
+
+def test_crash_lanes_in_the_static_timeline(ip, kernel_mode, tmp_path):
+    flag = tmp_path / "crashed-once"
+    ip.run_cell(f"""
+import os
+from eugo_lab import hpc
+
+@hpc.remote
+def fragile2(i):
+    if i == 1 and not os.path.exists({str(flag)!r}):
+        open({str(flag)!r}, "w").close()
+        os._exit(1)
+    return i
+""")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live", "hpc.get([fragile2.remote(i) for i in range(4)])")
+    h = summary_bundle(cap)["text/html"]
+    assert re.search(r">worker \d \(died\)</text>", h) and re.search(r">worker \d \(replacement\)</text>", h), h
+    assert "crashed" in h and "at most" in h  # the crashed attempt's bar and its title
+
+
+def test_user_text_is_escaped_in_the_live_timeline_data(ip, lab_views):
+    ip.run_cell("""
+from eugo_lab import hpc
+def evil2(x):
+    return x
+evil2.__name__ = evil2.__qualname__ = "<img src=x onerror=alert(1)>"
+evil2_r = hpc.remote(evil2)
+""")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "hpc.get([evil2_r.remote(i) for i in range(3)])")
+    data = lab_views[-1][0].sources["tasks"].data
+    # Bokeh gets the name as data (the browser test checks it shows as text); HTML outputs escape it.
+    assert set(data["name"]) == {"<img src=x onerror=alert(1)>"}
+    for b in bundles(cap):
+        assert "<img" not in b.get("text/html", "")
+
+
 def test_terminal_prints_precise_text(ip, monkeypatch, capsys):
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     ip.run_cell(SETUP)
@@ -302,7 +422,8 @@ def test_task_glyphs():
     ph = glyphs.phase_columns(data, 10.0, glyphs.Palette())
     assert ph["phase"] == ["read"] and ph["y"] == [1] and ph["function"] == ["f"]
     assert glyphs.lane_labels(3) == {0: "driver", 1: "worker 0", 2: "worker 1"}
-    assert glyphs.max_lane(data) == 2
+    lanes = glyphs.Lanes(2)
+    assert glyphs.task_columns(data, 10.0, pal, lanes=lanes)["y"] == [1, 2, 2] and lanes.n_lanes == 3
 
 
 def test_tiny_tasks_share_a_bar():
@@ -317,6 +438,51 @@ def test_tiny_tasks_share_a_bar():
     assert cols["function"][i] == "f (x100 tiny tasks)"
     assert cols["left"][i] == 0.0 and cols["right"][i] == pytest.approx(0.0199)
     assert len(glyphs.task_columns(data, 1.0, glyphs.Palette(), merge=False)["left"]) == 103
+
+
+def _crash_row(tid, worker, ready, received, attempt=1):
+    """A crashed attempt as the runtime records it: no start or end, only when it was sent and seen dead."""
+    c = _chunk([(tid, worker, float("nan"), float("nan"), 2, attempt, 0)])
+    c.tasks["ready"][0], c.tasks["received"][0] = ready, received
+    return c
+
+
+def test_crashed_worker_and_its_replacement_get_their_own_lanes():
+    lanes, pal = glyphs.Lanes(2), glyphs.Palette()
+    first = glyphs.task_columns(_chunk([(1, 0, 10.0, 10.2), (3, 1, 10.0, 10.4)]), 10.0, pal, lanes=lanes)
+    assert first["y"] == [1, 2] and not lanes.changed
+    crash = glyphs.task_columns(_crash_row(2, 0, ready=10.1, received=10.5), 10.0, pal, lanes=lanes)
+    # drawn on the dead process's lane, from when its previous task ended to when the death was seen
+    assert crash["y"] == [1] and crash["hatch"] == ["x"] and crash["status"] == ["crashed"]
+    assert crash["left"] == [pytest.approx(0.2)] and crash["right"] == [pytest.approx(0.5)]
+    assert crash["line_color"] == [glyphs.FAILED_LINE]
+    assert crash["duration"] == ["at most 300.0 ms (its worker died)"]
+    assert lanes.changed and lanes.labels() == {0: "driver", 1: "worker 0 (died)", 2: "worker 1"}
+    # the retry runs on the replacement process (same index 0): a new lane at the bottom
+    retry = glyphs.task_columns(_chunk([(2, 0, 10.6, 10.8, 0, 2, 0), (4, 1, 10.5, 10.7)]), 10.0, pal, lanes=lanes)
+    assert retry["y"] == [3, 2] and retry["hatch"] == ["/", " "] and retry["status"][0] == "ok (attempt 2)"
+    assert lanes.n_lanes == 4
+    assert lanes.labels() == {0: "driver", 1: "worker 0 (died)", 2: "worker 1", 3: "worker 0 (replacement)"}
+    # the same rows drawn again (a whole trace at the end) land on the same lanes
+    again = glyphs.Lanes(2)
+    for c in (_chunk([(1, 0, 10.0, 10.2)]), _crash_row(2, 0, 10.1, 10.5), _chunk([(2, 0, 10.6, 10.8, 0, 2, 0)])):
+        ys = glyphs.task_columns(c, 10.0, glyphs.Palette(), lanes=again)["y"]
+    assert ys == [3] and again.labels() == lanes.labels()
+
+
+def test_new_worker_index_gets_the_next_lane_and_crash_without_worker_is_not_drawn():
+    lanes = glyphs.Lanes(1)
+    cols = glyphs.task_columns(_chunk([(1, 5, 1.0, 1.1), (2, -1, 1.0, 1.2)]), 1.0, glyphs.Palette(), lanes=lanes)
+    assert cols["y"] == [2, 0] and lanes.labels() == {0: "driver", 1: "worker 0", 2: "worker 5"}
+    assert glyphs.task_columns(_crash_row(3, -1, 1.0, 1.5), 1.0, glyphs.Palette(), lanes=lanes)["left"] == []
+
+
+def test_live_state_counts_tasks_not_attempts():
+    st = LiveState(start=10.0, workers=2)
+    st.add(_crash_row(2, 0, 10.1, 10.5))
+    st.add(_chunk([(1, 0, 10.0, 10.2), (2, 0, 10.6, 10.8, 0, 2, 0)]))
+    s = st.snapshot(11.0, unfinished=0)
+    assert (s.done, s.failed, s.retried) == (2, 1, 1)
 
 
 def test_live_state_counters():
@@ -360,13 +526,18 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
         t.start()
     for t in threads:
         t.join()
-    time.sleep(0.25)
+    # the last rows are recorded just before the region closes: stop() must still read them
+    rec.record_task(task_id=per_thread * n_threads, attempt=1, function="f", worker=0, status=0, batch=0,
+                    submit=0.0, ready=0.0, received=0.0, stats=stats)
     feed.stop()
     elapsed = time.monotonic() - t0
     rec.close_region(mark, {})
-    assert sorted(sink.rows) == list(range(per_thread * n_threads))  # nothing lost, nothing twice
-    assert len(sink.threads) <= 2  # the writer thread (+ the final flush from stop(), after it ended)
+    snap = feed.finish()  # drawn after the region closed (not part of the cell's traced time)
+    assert sorted(sink.rows) == list(range(per_thread * n_threads + 1))  # nothing lost, nothing twice
+    assert snap.done == per_thread * n_threads + 1 and snap.finished
+    assert len(sink.threads) <= 2  # the writer thread (+ the final update from finish(), after it ended)
     assert sink.calls <= elapsed / 0.1 + 3  # ~10 updates per second at most
+    assert 0 < feed.cpu < elapsed
 
 
 def test_text_renderer_is_deterministic_without_timings():
