@@ -321,6 +321,10 @@ evil2_r = hpc.remote(evil2)
 """)
     with capture_output() as cap:
         ip.run_cell_magic("eugo", "-w 2", "hpc.get([evil2_r.remote(i) for i in range(3)])")
+    blocks = lab_views[-1][0].sources["blocks"].data
+    # the driver's wait names the notebook cell and line (line 1 is the %%eugo line), not a temp file
+    assert blocks["label"] == ["get() blocked on 3 futures"]
+    assert re.fullmatch(r"Cell In\[\d+\], line 2", blocks["source"][0]), blocks["source"]
     data = lab_views[-1][0].sources["tasks"].data
     # Bokeh gets the name as data (the browser test checks it shows as text); HTML outputs escape it.
     assert set(data["name"]) == {"<img src=x onerror=alert(1)>"}

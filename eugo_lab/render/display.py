@@ -64,6 +64,24 @@ def show_widget(widget: Any, text: str) -> None:
 #: synchronous request (served from the browser's cache after the first time) has finished
 #: before the page processes the next output. Only ``bokeh.min.js``: the timeline uses no
 #: Bokeh widgets, tables, WebGL or math text.
+def source_label(source: str) -> str:
+    """``/tmp/ipykernel_1/123.py:13`` -> ``Cell In[2], line 13`` (IPython's name for a cell's code); else unchanged.
+
+    Sources are recorded as ``file:line``; a notebook cell's file is a temporary name that
+    means nothing to the person reading the timeline.
+    """
+    path, sep, line = source.rpartition(":")
+    if not sep:
+        return source
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return source
+    shell = get_ipython()
+    n = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(path) if shell is not None else None
+    return f"Cell In[{n}], line {line}" if n is not None else source
+
+
 _LOADER = """(function () {
   var version = %(version)s, url = %(url)s;
   if (window.Bokeh !== undefined && window.Bokeh.version === version) { return; }

@@ -11,7 +11,7 @@ same columns, so what the page shows live and what the saved notebook shows agre
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -290,8 +290,8 @@ def phase_columns(data: object, t0: float, palette: Palette, lanes: Lanes | None
     return cols
 
 
-def block_columns(data: object, t0: float) -> dict[str, list]:
-    """One bar on the driver lane per ``get()``/``wait()`` that blocked."""
+def block_columns(data: object, t0: float, source_label: Callable[[str], str] | None = None) -> dict[str, list]:
+    """One bar on the driver lane per ``get()``/``wait()`` that blocked; ``source_label`` rewrites ``file:line``."""
     cols = empty(BLOCK_GLYPH_COLUMNS)
     b = data.blocks  # type: ignore[attr-defined]
     kinds, sources = data.block_kinds, data.sources  # type: ignore[attr-defined]
@@ -301,7 +301,7 @@ def block_columns(data: object, t0: float) -> dict[str, list]:
         cols["right"].append(float(e) - t0)
         cols["y"].append(0)
         cols["label"].append(f"{kinds[int(k)]}() blocked on {n} future{'s' if n != 1 else ''}")
-        cols["source"].append(sources[int(src)])
+        cols["source"].append(source_label(sources[int(src)]) if source_label else sources[int(src)])
     return cols
 
 

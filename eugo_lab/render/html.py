@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eugo_lab.render import glyphs
+from eugo_lab.render import display, glyphs
 from eugo_lab.render.glyphs import fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
@@ -42,7 +42,7 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
     lanes = glyphs.Lanes(n_lanes - 1)
     tasks = glyphs.task_columns(trace, t0, pal, lanes=lanes)
     phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS), lanes=lanes)
-    blocks = glyphs.block_columns(trace, t0)
+    blocks = glyphs.block_columns(trace, t0, display.source_label)
     n_lanes = lanes.n_lanes
     lefts = tasks["left"] + blocks["left"]
     rights = tasks["right"] + blocks["right"]
@@ -65,7 +65,8 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
     for i in range(len(blocks["left"])):
         w = max(x(blocks["right"][i]) - x(blocks["left"][i]), 1)
         out.append(f"<rect x='{x(blocks['left'][i]):.1f}' y='3' width='{w:.1f}' height='{lane_h - 6}' "
-                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])}</title></rect>")
+                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])} at {escape(blocks['source'][i])}"
+                   "</title></rect>")
     for i in range(len(tasks["left"])):
         y = tasks["y"][i] * lane_h + 3
         w = max(x(tasks["right"][i]) - x(tasks["left"][i]), 1)

@@ -111,7 +111,7 @@ class LiveView:
         if self.sources is not None and (len(chunk) or len(chunk.blocks["kind"])):
             for key, cols in (("tasks", glyphs.task_columns(chunk, self.t0, self.palette, lanes=self.lanes)),
                               ("phases", glyphs.phase_columns(chunk, self.t0, self.phase_palette, lanes=self.lanes)),
-                              ("blocks", glyphs.block_columns(chunk, self.t0))):
+                              ("blocks", glyphs.block_columns(chunk, self.t0, display.source_label))):
                 if cols["left"]:
                     self.sources[key].stream(cols)
             if self.lanes.changed:
