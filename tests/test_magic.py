@@ -288,7 +288,8 @@ def fragile(i):
     assert new_lane == 3 and view.figure.yaxis[0].ticker.ticks == [0, 1, 2, 3] and view.figure.y_range.start > 3
     assert any(y == new_lane for y in data["y"])  # the replacement ran something
     assert (snaps[-1].done, snaps[-1].failed, snaps[-1].retried) == (8, 1, 1)
-    assert "failed: 1, retried: 1" in summary_bundle(cap)["text/plain"]
+    assert summary_bundle(cap)["text/plain"].startswith("%%eugo: 8 tasks on 2 workers")  # tasks, not attempts
+    assert "functions: fragile x8\n  failed: 1, retried: 1" in summary_bundle(cap)["text/plain"]
 
 
 def test_crash_lanes_in_the_static_timeline(ip, kernel_mode, tmp_path):
