@@ -255,25 +255,40 @@ def pause(x):
     assert "functions: pause x300" in summary_bundle(cap)["text/plain"]
 
 
-def test_crash_mid_cell_retried_on_a_replacement_lane(ip, lab_views, tmp_path):
-    flag = tmp_path / "crashed-once"
-    ip.run_cell(f"""
+def crash_setup(flag) -> str:
+    """A task that kills its worker process on its first attempt at i == 2, and returns its pid."""
+    return f"""
 import os, time
 from eugo_lab import hpc
+from eugo_lab.hpc import session
 
 @hpc.remote
 def fragile(i):
-    time.sleep(0.05)
-    if i == 3 and not os.path.exists({str(flag)!r}):
+    time.sleep(0.02)
+    if i == 2 and not os.path.exists({str(flag)!r}):
         open({str(flag)!r}, "w").close()
         os._exit(1)  # the worker process dies mid-task, on the first attempt only
-    return i
-""")
+    return os.getpid()
+"""
+
+
+# 8 tasks, one of which crashes its worker once; then more tasks until one ran on the
+# replacement process (it takes a moment to start; until then the other worker takes all).
+CRASH_CELL = """started_with = {w.pid for w in session.current().backend.workers()}
+hpc.get([fragile.remote(i) for i in range(8)])
+n = 8
+while not set(hpc.get([fragile.remote(-1), fragile.remote(-1)])) - started_with:
+    n += 2
+n + 2"""
+
+
+def test_crash_mid_cell_retried_on_a_replacement_lane(ip, lab_views, tmp_path):
+    ip.run_cell(crash_setup(tmp_path / "crashed-once"))
+    hpc.init(workers=2)
     with capture_output() as cap:
-        value = ip.run_cell_magic("eugo", "-w 2", "hpc.get([fragile.remote(i) for i in range(8)])")
-    assert value == list(range(8))
+        n = ip.run_cell_magic("eugo", "-w 2", CRASH_CELL)
     tr = hpc.last_trace()
-    assert sorted(tr.tasks["status"].tolist()) == [0] * 8 + [2] and tr.tasks["attempt"].max() == 2
+    assert sorted(tr.tasks["status"].tolist()) == [0] * n + [2] and tr.tasks["attempt"].max() == 2
     view, snaps = lab_views[-1]
     data = view.sources["tasks"].data
     crashed = [i for i, st in enumerate(data["status"]) if st == "crashed"]
@@ -287,26 +302,17 @@ def fragile(i):
     new_lane = next(y for y, lab in labels.items() if lab == f"worker {w} (replacement)")
     assert new_lane == 3 and view.figure.yaxis[0].ticker.ticks == [0, 1, 2, 3] and view.figure.y_range.start > 3
     assert any(y == new_lane for y in data["y"])  # the replacement ran something
-    assert (snaps[-1].done, snaps[-1].failed, snaps[-1].retried) == (8, 1, 1)
-    assert summary_bundle(cap)["text/plain"].startswith("%%eugo: 8 tasks on 2 workers")  # tasks, not attempts
-    assert "functions: fragile x8\n  failed: 1, retried: 1" in summary_bundle(cap)["text/plain"]
+    assert (snaps[-1].done, snaps[-1].failed, snaps[-1].retried) == (n, 1, 1)
+    plain = summary_bundle(cap)["text/plain"]
+    assert plain.startswith(f"%%eugo: {n} tasks on 2 workers")  # tasks, not attempts (n + 1 rows)
+    assert f"functions: fragile x{n}\n  failed: 1, retried: 1" in plain
 
 
 def test_crash_lanes_in_the_static_timeline(ip, kernel_mode, tmp_path):
-    flag = tmp_path / "crashed-once"
-    ip.run_cell(f"""
-import os
-from eugo_lab import hpc
-
-@hpc.remote
-def fragile2(i):
-    if i == 1 and not os.path.exists({str(flag)!r}):
-        open({str(flag)!r}, "w").close()
-        os._exit(1)
-    return i
-""")
+    ip.run_cell(crash_setup(tmp_path / "crashed-once"))
+    hpc.init(workers=2)
     with capture_output() as cap:
-        ip.run_cell_magic("eugo", "-w 2 --no-live", "hpc.get([fragile2.remote(i) for i in range(4)])")
+        ip.run_cell_magic("eugo", "-w 2 --no-live", CRASH_CELL)
     h = summary_bundle(cap)["text/html"]
     assert re.search(r">worker \d \(died\)</text>", h) and re.search(r">worker \d \(replacement\)</text>", h), h
     assert "crashed" in h and "at most" in h  # the crashed attempt's bar and its title

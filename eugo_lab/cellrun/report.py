@@ -106,8 +106,8 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     attempts = np.asarray(t["attempt"])
     # A trace row is one attempt; a task retried after a crash has two. Count tasks (first
     # attempts), as the live counters do, so "8 tasks, retried 1" is not "9 tasks".
-    codes, counts = np.unique(np.asarray(t["function"])[attempts == 1], return_counts=True)
-    functions = {main.functions[int(c)]: int(n) for c, n in zip(codes.tolist(), counts.tolist())}
+    counts = np.bincount(np.asarray(t["function"], dtype="int64")[attempts == 1], minlength=len(main.functions))
+    functions = {main.functions[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
     report = analyze(main) if len(main) or error is None else _basic_report(main)
     measured: list[tuple[int, float]] = []
     simulated: list[tuple[int, float]] = []
