@@ -510,11 +510,13 @@ class _Sink:
     def __init__(self):
         self.threads = set()
         self.rows = []
+        self.chunks = []
         self.calls = 0
 
     def update(self, chunk, snapshot):
         self.threads.add(threading.get_ident())
-        self.rows += list(chunk.tasks["task_id"])
+        self.rows += [int(t) for t in chunk.tasks["task_id"]]
+        self.chunks.append(chunk)
         self.calls += 1
 
 
@@ -537,18 +539,47 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
         t.start()
     for t in threads:
         t.join()
-    # the last rows are recorded just before the region closes: stop() must still read them
+    # the last rows are recorded just before the region closes: finish() takes them from the Trace
     rec.record_task(task_id=per_thread * n_threads, attempt=1, function="f", worker=0, status=0, batch=0,
                     submit=0.0, ready=0.0, received=0.0, stats=stats)
     feed.stop()
     elapsed = time.monotonic() - t0
-    rec.close_region(mark, {})
-    snap = feed.finish()  # drawn after the region closed (not part of the cell's traced time)
+    trace = rec.close_region(mark, {})
+    snap = feed.finish(trace)  # drawn after the region closed (not part of the cell's traced time)
     assert sorted(sink.rows) == list(range(per_thread * n_threads + 1))  # nothing lost, nothing twice
     assert snap.done == per_thread * n_threads + 1 and snap.finished
     assert len(sink.threads) <= 2  # the writer thread (+ the final update from finish(), after it ended)
     assert sink.calls <= elapsed / 0.1 + 3  # ~10 updates per second at most
     assert 0 < feed.cpu < elapsed
+
+
+def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
+    rec = Recorder()
+    mark = rec.open_region()
+    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    with_phase = (time.time(), 0.002, 0.001, 0.0, 0.0, 10, 10, [("read", 0.0, 0.001, 0.0)], None)
+
+    def record(tid, st=stats):
+        rec.record_task(task_id=tid, attempt=1, function="f", worker=0, status=0, batch=0, submit=0.0, ready=0.0,
+                        received=0.0, stats=st)
+
+    record(0)  # recorded after the region opened, before the feed started: in the Trace, never streamed
+    sink = _Sink()
+    feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.05).start()
+    for tid in (1, 2):
+        record(tid)
+    deadline = time.monotonic() + 10
+    while sink.rows != [1, 2] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sink.rows == [1, 2]
+    record(3, with_phase)
+    rec.record_block("get", time.time(), time.time() + 0.01, 3, "cell:1")
+    feed.stop()
+    snap = feed.finish(rec.close_region(mark, {}))
+    assert sorted(sink.rows) == [0, 1, 2, 3] and snap.done == 4
+    last = sink.chunks[-1]
+    assert list(last.tasks["task_id"]) == [0, 3] and list(last.phases["row"]) == [1]  # re-indexed to the chunk
+    assert len(last.blocks["start"]) == 1
 
 
 def test_text_renderer_is_deterministic_without_timings():

@@ -18,10 +18,12 @@ time is measured (``time.thread_time``); the pause before the next one is stretc
 that updates take at most :data:`CPU_BUDGET` of one core (up to :data:`MAX_INTERVAL`),
 which matters where an update is expensive (thousands of new bars, a slow machine).
 
-Why the last update is drawn after the region closes (:meth:`LiveFeed.finish`): the
-final rows must be read while the region is open (its buffers go when it closes), but
-drawing them and the final counters is not the cell's work, so it stays out of the
-traced time.
+Why the last update is drawn from the closed region's Trace (:meth:`LiveFeed.finish`):
+reading the last rows from the recorder while the region is still open would make the
+recorder turn its buffered rows into columns inside the cell's traced time (with
+``--no-live`` that happens after the region's end is stamped). So :meth:`LiveFeed.stop`
+only tells the writer thread to stop, and the rows it had not drawn are taken from the
+Trace afterwards: drawing them and the final counters is not the cell's work.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import numpy as np
+
 from eugo_lab.cellrun.live_state import LiveState, Snapshot
+from eugo_lab.tracing.recorder import Chunk
 
 log = logging.getLogger("eugo_lab")
 
@@ -67,8 +72,14 @@ class LiveFeed:
         self._clock = clock
         self._cursor: Any = None
         self._stop = threading.Event()
+        self._read_lock = threading.Lock()  # a read after stop() began would find the region gone
         self._thread: threading.Thread | None = None
-        self._last: Any = None  # the rows read by stop(), drawn by finish()
+        # What the writer thread has drawn, to find the rest in the Trace (see finish()):
+        # rows and blocks seen, and the first of each (a row recorded between the region's
+        # opening and start() is in the Trace before them).
+        self._seen_tasks = self._seen_blocks = 0
+        self._first_task: tuple[int, int] | None = None
+        self._first_block: float | None = None
         self.updates = 0  # how many sink updates were made (tests check the throttle)
         self.cpu = 0.0  # CPU seconds the updates took (reading rows, counting, drawing, sending)
         self._broken = False
@@ -81,7 +92,17 @@ class LiveFeed:
         return self
 
     def _read(self) -> Any:
-        self._cursor, chunk = self._recorder.read_since(self._cursor)
+        with self._read_lock:
+            if self._stop.is_set():
+                return None
+            self._cursor, chunk = self._recorder.read_since(self._cursor)
+        t = chunk.tasks
+        if len(t["task_id"]) and self._first_task is None:
+            self._first_task = (int(t["task_id"][0]), int(t["attempt"][0]))
+        if len(chunk.blocks["start"]) and self._first_block is None:
+            self._first_block = float(chunk.blocks["start"][0])
+        self._seen_tasks += len(t["task_id"])
+        self._seen_blocks += len(chunk.blocks["start"])
         return chunk
 
     def _draw(self, chunk: Any, *, finished: bool = False, error: str | None = None) -> None:
@@ -101,28 +122,60 @@ class LiveFeed:
         pause = self._interval
         while not self._stop.wait(pause):
             c = time.thread_time()
-            self._draw(self._read())
+            chunk = self._read()
+            if chunk is None:
+                break
+            self._draw(chunk)
             spent = time.thread_time() - c
             self.cpu += spent
             pause = min(max(self._interval, spent / CPU_BUDGET), MAX_INTERVAL)
 
     def stop(self) -> None:
-        """Stop the thread and read the last rows (call before the region closes; draw them with :meth:`finish`)."""
+        """Tell the writer thread to stop (call before the region closes; it costs the cell nothing else).
+
+        A read already under way finishes first, so none is left running when the region closes.
+        """
         self._stop.set()
+        with self._read_lock:
+            pass
+
+    def finish(self, trace: Any, error: str | None = None) -> Snapshot:
+        """Draw what the writer thread had not drawn, from the region's ``trace``, and the final counters."""
+        self.stop()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
         c = time.thread_time()
-        self._last = self._read()
-        self.cpu += time.thread_time() - c
-
-    def finish(self, error: str | None = None) -> Snapshot:
-        """Draw the rows :meth:`stop` read and the final counters; return them (after the region closed is fine)."""
-        if self._last is None:
-            self.stop()
-        c = time.thread_time()
-        self._draw(self._last, finished=True, error=error)
-        self._last = None
+        self._draw(self._unseen(trace), finished=True, error=error)
         self.cpu += time.thread_time() - c
         last_stats.update(updates=self.updates, cpu=self.cpu)
         return self._state.snapshot(self._clock(), 0, finished=True, error=error)
+
+    def _unseen(self, trace: Any) -> Chunk:
+        """The rows of ``trace`` the writer thread did not draw, as a Chunk (phases re-indexed to it)."""
+        t, b = trace.tasks, trace.blocks
+        n, nb = len(t["task_id"]), len(b["start"])
+        first = 0
+        if self._first_task is not None:
+            tid, att = self._first_task
+            hits = np.flatnonzero((np.asarray(t["task_id"]) == tid) & (np.asarray(t["attempt"]) == att))
+            first = int(hits[0]) if hits.size else 0
+        keep = np.ones(n, dtype=bool)
+        keep[first:first + self._seen_tasks] = False
+        rows = np.flatnonzero(keep)
+        first_b = 0
+        if self._first_block is not None:
+            hits = np.flatnonzero(np.asarray(b["start"]) == self._first_block)
+            first_b = int(hits[0]) if hits.size else 0
+        keep_b = np.ones(nb, dtype=bool)
+        keep_b[first_b:first_b + self._seen_blocks] = False
+        new_row = np.full(n, -1, dtype="int64")
+        new_row[rows] = np.arange(rows.size)
+        p = trace.phases
+        p_rows = new_row[np.asarray(p["row"], dtype="int64")] if len(p["row"]) else np.zeros(0, dtype="int64")
+        p_keep = p_rows >= 0
+        phases = {c: np.asarray(v)[p_keep] for c, v in p.items()}
+        phases["row"] = p_rows[p_keep]
+        return Chunk({c: np.asarray(v)[rows] for c, v in t.items()}, phases,
+                     {c: np.asarray(v)[keep_b] for c, v in b.items()}, tuple(trace.functions),
+                     tuple(trace.phase_names), tuple(trace.block_kinds), tuple(trace.sources))

@@ -70,9 +70,9 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
                 rt.cancel_all()
         finally:
             if feed is not None:
-                feed.stop()  # reads the last rows while the region still holds them
-    if feed is not None:
-        feed.finish(error=None if error is None else type(error).__name__)  # drawing them is not the cell's work
+                feed.stop()
+    if feed is not None:  # the last rows come from the Trace: reading and drawing them is not the cell's work
+        feed.finish(region.trace, error=None if error is None else type(error).__name__)
     return value, error, region.trace, view is not None and view.timeline_shown
 
 

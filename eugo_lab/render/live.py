@@ -42,8 +42,13 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
     tasks = p.hbar(y="y", left="left", right="right", height=0.8, source=sources["tasks"], fill_color="color",
                    line_color="line_color", hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
                    name="eugo-tasks")
-    p.hbar(y="y", left="left", right="right", height=0.45, source=sources["phases"], fill_color="color",
-           fill_alpha=0.35, line_color=None)
+    phases = p.hbar(y="y", left="left", right="right", height=0.45, source=sources["phases"], fill_color="color",
+                    fill_alpha=0.35, line_color=None)
+    for r in (blocks, tasks, phases):
+        # Nothing is ever selected or muted here: without those glyph copies the figure has 6
+        # models fewer to serialize when the cell starts (BokehModel's cost grows with them).
+        r.nonselection_glyph = None
+        r.muted_glyph = None
     # Tooltip values are inserted as text by BokehJS (no "{safe}" format): a function named
     # "<img src=x onerror=...>" shows as those characters (tests/test_browser.py checks it).
     p.add_tools(HoverTool(renderers=[tasks], tooltips=[
