@@ -504,6 +504,12 @@ def test_live_state_counters():
     assert s.speedup == pytest.approx(1.0) and s.efficiency == pytest.approx(0.5)
     assert s.progress == pytest.approx(2 / 7)
     assert st.snapshot(103.0, 0, finished=True).progress == 1.0
+    from eugo_lab.render.html import counters_html
+
+    h = counters_html(s)
+    assert "<b>running</b> &middot; done 2 &middot; running 2 &middot; pending 3" in h and "width:28.6%" in h
+    stopped = counters_html(st.snapshot(103.0, 0, finished=True, error="<Boom>"))
+    assert "stopped by &lt;Boom&gt;" in stopped and f"background:{glyphs.FAILED_LINE}" in stopped
 
 
 class _Sink:

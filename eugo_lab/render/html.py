@@ -17,8 +17,16 @@ _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; l
           "color: var(--jp-ui-font-color1, #222)")
 
 
+PROGRESS_COLORS = {"running": "#1f77b4", "finished": "#2ca02c", "stopped": glyphs.FAILED_LINE}
+
+
 def counters_html(snap: Any) -> str:
-    """The live counters line (a :class:`~eugo_lab.cellrun.live_state.Snapshot`)."""
+    """The live counters line and a progress bar (a :class:`~eugo_lab.cellrun.live_state.Snapshot`).
+
+    One HTML string, so each update of the live view is one widget message (a separate
+    progress widget doubled them, and every message wakes the kernel's IOPub thread and
+    the front end while the cell's tasks run).
+    """
     if snap.finished:
         state = f"stopped by {escape(snap.error)}" if snap.error else "finished"
     else:
@@ -32,7 +40,11 @@ def counters_html(snap: Any) -> str:
         parts.append(f"cancelled {snap.cancelled}")
     parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
               f"efficiency {snap.efficiency:.0%}"]
-    return f"<div class='eugo-counters' style='{_STYLE}'>" + " &middot; ".join(parts) + "</div>"
+    color = PROGRESS_COLORS["stopped" if snap.finished and snap.error else state]
+    bar = (f"<div class='eugo-progress' style='height:6px;margin-top:3px;background:#e0e0e0'>"
+           f"<div style='width:{snap.progress * 100:.1f}%;height:100%;background:{color}'></div></div>")
+    return (f"<div class='eugo-live' style='{_STYLE}'><div class='eugo-counters'>" + " &middot; ".join(parts)
+            + f"</div>{bar}</div>")
 
 
 def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:

@@ -3,7 +3,8 @@
 It only draws: :class:`~eugo_lab.cellrun.live.LiveFeed` calls :meth:`LiveView.update` from
 its single writer thread about 10 times a second with the events that arrived and a
 counters snapshot. Each update costs at most three ``stream()`` calls (tasks, phases,
-blocks, only when non-empty) and two widget changes.
+blocks, only when non-empty) and one widget change (counters and progress bar are one
+HTML string).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
 
 
 class LiveView:
-    """Counters + progress bar (ipywidgets), and the Bokeh timeline when ``bokeh_url`` is given."""
+    """Counters and progress bar (one ipywidgets HTML), and the Bokeh timeline when ``bokeh_url`` is given."""
 
     def __init__(self, workers: int, t0: float, bokeh_url: str | None = None):
         import ipywidgets as w
@@ -76,19 +77,17 @@ class LiveView:
         self.palette = glyphs.Palette()
         self.phase_palette = glyphs.Palette(glyphs.PHASE_COLORS)
         self.counters = w.HTML(value="<i>starting...</i>")
-        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="100%"))
-        children: list[Any] = [self.counters, self.progress]
         self.sources: dict[str, Any] | None = None
         self.figure: Any = None
         self.timeline_shown = False
+        self.box: Any = self.counters  # no timeline: the counters widget alone (fewer widget models to create)
         if bokeh_url is not None:
             from jupyter_bokeh import BokehModel
 
             display.load_bokehjs(bokeh_url)
             self.figure, self.sources = _timeline_figure(self.lanes.n_lanes)
-            children.append(BokehModel(self.figure))
+            self.box = w.VBox([self.counters, BokehModel(self.figure)])
             self.timeline_shown = True
-        self.box = w.VBox(children)
 
     @property
     def n_lanes(self) -> int:
@@ -121,7 +120,4 @@ class LiveView:
                     self.sources[key].stream(cols)
             if self.lanes.changed:
                 self._relabel()
-        self.counters.value = counters_html(snapshot)  # traitlets sends nothing when the text is unchanged
-        self.progress.value = snapshot.progress
-        if snapshot.finished:
-            self.progress.bar_style = "danger" if snapshot.error else "success"
+        self.counters.value = counters_html(snapshot)  # one message (traitlets sends none if unchanged)
