@@ -451,6 +451,20 @@ def test_tiny_tasks_share_a_bar():
     assert len(glyphs.task_columns(data, 1.0, glyphs.Palette(), merge=False)["left"]) == 103
 
 
+def test_tiny_tasks_with_phases_share_a_bar_and_sum_their_phases():
+    rows = [(i, 0, 1.0 + i * 0.0002, 1.0 + i * 0.0002 + 0.0001) for i in range(50)]
+    rows.append((99, 1, 1.0, 1.2))  # a long task: its own bar and its own phase bar
+    phases = [(i, 1.0 + i * 0.0002, 1.0 + i * 0.0002 + 0.00004) for i in range(50)] + [(50, 1.0, 1.05)]
+    data = _chunk(rows, phases=phases)
+    cols = glyphs.task_columns(data, 1.0, glyphs.Palette())
+    assert sorted(cols["tasks"]) == [1, 50]
+    merged = cols["tasks"].index(50)
+    assert cols["phases"][merged] == "read 2.0 ms"  # 50 x 40 us
+    assert cols["phases"][1 - merged] == "read 50.0 ms"
+    ph = glyphs.phase_columns(data, 1.0, glyphs.Palette())
+    assert ph["left"] == [0.0] and ph["y"] == [2]  # no slivers for the merged tasks
+
+
 def _crash_row(tid, worker, ready, received, attempt=1):
     """A crashed attempt as the runtime records it: no start or end, only when it was sent and seen dead."""
     c = _chunk([(tid, worker, float("nan"), float("nan"), 2, attempt, 0)])

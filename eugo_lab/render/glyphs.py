@@ -26,8 +26,9 @@ FAILED_LINE = "#d62728"
 BLOCK_COLOR = "#9e9e9e"
 TASK_COLUMNS = ("left", "right", "y", "color", "line_color", "hatch", "function", "name", "duration", "phases",
                 "bytes", "status", "attempt", "task_id", "tasks")
-# Tiny tasks: a successful first attempt without phases shorter than MERGE_MAX_TASK that starts
-# within MERGE_MAX_GAP of the previous one of the same function on the same lane shares its bar.
+# Tiny tasks: a successful first attempt shorter than MERGE_MAX_TASK that starts within
+# MERGE_MAX_GAP of the previous one of the same function on the same lane shares its bar
+# (the bar's tooltip sums their phases).
 # 10,000 tasks of 70 us then draw as a few dozen bars instead of 10,000 (a bar that thin is
 # invisible at any zoom that shows the whole run), which keeps the live view's cost and the
 # saved notebook small; tasks of 5 ms or more always get their own bar.
@@ -176,12 +177,52 @@ def _arr(col: object, dtype: str) -> np.ndarray:
     return np.asarray(col, dtype=dtype)
 
 
-def _phases_by_row(data: object) -> dict[int, list[tuple[str, float, float]]]:
+def _tiny(data: object, merge: bool = True) -> np.ndarray:
+    """Rows drawn merged (see :data:`MERGE_MAX_TASK`): successful first attempts shorter than it."""
+    t = data.tasks  # type: ignore[attr-defined]
+    start, end = _arr(t["start"], "float64"), _arr(t["end"], "float64")
+    with np.errstate(invalid="ignore"):
+        tiny = np.isfinite(start) & np.isfinite(end) & (end - start < MERGE_MAX_TASK)
+    tiny &= (_arr(t["attempt"], "int64") == 1) & (_arr(t["status"], "int64") == 0)
+    return tiny if merge else tiny & False
+
+
+def _phases_by_row(data: object, skip: np.ndarray | None = None) -> dict[int, list[tuple[str, float, float]]]:
+    """``{row: [(phase, start, end), ...]}`` for the phase spans of the rows not in ``skip``.
+
+    A Python loop per span: only for rows drawn one bar each, which are few per second.
+    """
     p = data.phases  # type: ignore[attr-defined]
     names = data.phase_names  # type: ignore[attr-defined]
+    rows = _arr(p["row"], "int64")
+    keep = np.flatnonzero(~skip[rows]) if skip is not None and rows.size else np.arange(rows.size)
     out: dict[int, list[tuple[str, float, float]]] = {}
-    for r, nm, s, e in zip(p["row"], p["name"], p["start"], p["end"]):
-        out.setdefault(int(r), []).append((names[int(nm)], float(s), float(e)))
+    if not keep.size:
+        return out
+    starts, ends, codes = _arr(p["start"], "float64")[keep], _arr(p["end"], "float64")[keep], _arr(p["name"], "int64")
+    for r, nm, s, e in zip(rows[keep].tolist(), codes[keep].tolist(), starts.tolist(), ends.tolist()):
+        out.setdefault(r, []).append((names[nm], s, e))
+    return out
+
+
+def _merged_phases(data: object, bar_of_row: np.ndarray, n_bars: int) -> list[str]:
+    """Per merged bar: its tasks' phase time summed by phase name (``"read 1.2 ms, compute 30 ms"``), or ``"-"``."""
+    p = data.phases  # type: ignore[attr-defined]
+    out = ["-"] * n_bars
+    rows = _arr(p["row"], "int64")
+    if not rows.size or not n_bars:
+        return out
+    bars = bar_of_row[rows]
+    keep = bars >= 0
+    if not keep.any():
+        return out
+    names = data.phase_names  # type: ignore[attr-defined]
+    codes = _arr(p["name"], "int64")[keep]
+    dur = (_arr(p["end"], "float64") - _arr(p["start"], "float64"))[keep]
+    k = len(names)
+    totals = np.bincount(bars[keep] * k + codes, weights=dur, minlength=n_bars * k).reshape(n_bars, k)
+    for b in np.flatnonzero(totals.any(axis=1)).tolist():
+        out[b] = ", ".join(f"{names[c]} {fmt_seconds(float(totals[b, c]))}" for c in np.flatnonzero(totals[b]).tolist())
     return out
 
 
@@ -211,17 +252,14 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
     status, attempt = _arr(t["status"], "int64"), _arr(t["attempt"], "int64")
     b_in, b_out, tid = _arr(t["bytes_in"], "int64"), _arr(t["bytes_out"], "int64"), _arr(t["task_id"], "int64")
     ys = lanes.assign(worker, start, status, received)
-    phases = _phases_by_row(data)
+    tiny = _tiny(data, merge)
+    phases = _phases_by_row(data, skip=tiny)
     for code in dict.fromkeys(fcode.tolist()):  # colours follow the order functions first appear
         palette.color(names[code])
-    with np.errstate(invalid="ignore"):
-        valid = np.isfinite(start) & np.isfinite(end)
-        tiny = valid & (end - start < MERGE_MAX_TASK) & (attempt == 1) & (status == 0) if merge else valid & False
-        crashed = ~valid & (status == CRASHED) & (worker >= 0) & np.isfinite(ready) & np.isfinite(received)
-    if phases:
-        tiny[list(phases)] = False
+    valid = np.isfinite(start) & np.isfinite(end)
+    crashed = ~valid & (status == CRASHED) & (worker >= 0) & np.isfinite(ready) & np.isfinite(received)
 
-    def add(i: int, left: float, right: float, n: int, busy: float, bi: int, bo: int) -> None:
+    def add(i: int, left: float, right: float, n: int, busy: float, bi: int, bo: int, merged: str = "-") -> None:
         name = names[fcode[i]]
         failed = status[i] != 0
         st = STATUS_NAMES[status[i]]
@@ -241,11 +279,11 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
             cols["function"].append(name)
             cols["duration"].append(fmt_seconds(right - left) if valid[i] else
                                     f"at most {fmt_seconds(right - left)} (its worker died)")
-            cols["phases"].append(", ".join(f"{pn} {fmt_seconds(e - s)}" for pn, s, e in phases.get(i, ())) or "-")
+            cols["phases"].append(", ".join(f"{pn} {fmt_seconds(e - s)}" for pn, s, e in phases.get(i, ())) or merged)
         else:
             cols["function"].append(f"{name} (x{n} tiny tasks)")
             cols["duration"].append(f"{fmt_seconds(busy)} busy in {fmt_seconds(right - left)}")
-            cols["phases"].append("-")
+            cols["phases"].append(merged)
 
     for i in np.flatnonzero(valid & ~tiny).tolist():
         add(i, float(start[i]), float(end[i]), 1, float(end[i] - start[i]), int(b_in[i]), int(b_out[i]))
@@ -263,21 +301,27 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
         busys = np.add.reduceat(e - s, firsts)
         counts = np.diff(np.append(firsts, order.size))
         bis, bos = np.add.reduceat(b_in[order], firsts), np.add.reduceat(b_out[order], firsts)
+        bar_of_row = np.full(len(start), -1, dtype="int64")
+        bar_of_row[order] = np.cumsum(new) - 1
+        merged_phases = _merged_phases(data, bar_of_row, firsts.size)
         for k, j in enumerate(firsts.tolist()):
             i = int(order[j])
-            add(i, float(start[i]), float(rights[k]), int(counts[k]), float(busys[k]), int(bis[k]), int(bos[k]))
+            add(i, float(start[i]), float(rights[k]), int(counts[k]), float(busys[k]), int(bis[k]), int(bos[k]),
+                merged_phases[k])
     lanes.note_ends(ys, end)
     return cols
 
 
 def phase_columns(data: object, t0: float, palette: Palette, lanes: Lanes | None = None) -> dict[str, list]:
-    """One thinner, translucent bar per ``hpc.phase`` span, drawn inside its task's bar.
+    """One thinner, translucent bar per ``hpc.phase`` span of a task drawn with a bar of its own.
 
     Pass the ``lanes`` that :func:`task_columns` used for the same rows (phases follow their task).
     """
     cols = empty(PHASE_GLYPH_COLUMNS)
     t = data.tasks  # type: ignore[attr-defined]
-    by_row = _phases_by_row(data)
+    # Tiny tasks share bars (their phase time is summed in the bar's tooltip): no phase bars
+    # for them, which would be thousands of invisible slivers.
+    by_row = _phases_by_row(data, skip=_tiny(data))
     if not by_row:
         return cols
     ys = (lanes if lanes is not None else Lanes()).assign(
