@@ -602,6 +602,25 @@ def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
     assert len(last.blocks["start"]) == 1
 
 
+def test_feeds_share_one_long_lived_writer_thread():
+    rec = Recorder()
+    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    writers = []
+    for k in range(2):
+        mark = rec.open_region()
+        sink = _Sink()
+        feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.02).start()
+        rec.record_task(task_id=k, attempt=1, function="f", worker=0, status=0, batch=0, submit=0.0, ready=0.0,
+                        received=0.0, stats=stats)
+        deadline = time.monotonic() + 10
+        while not sink.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        feed.stop()
+        feed.finish(rec.close_region(mark, {}))
+        writers.append(next(iter(sink.threads - {threading.get_ident()})))
+    assert writers[0] == writers[1]  # no thread (and no IOPub socket) per cell
+
+
 def test_text_renderer_is_deterministic_without_timings():
     class R:
         wall_time, serial_time, speedup, efficiency, findings = 1.0, 2.0, 2.0, 1.0, []

@@ -1,10 +1,11 @@
 """The live feed: one writer thread polls the recorder ~10 times a second and updates the view.
 
-Why one thread: Bokeh's ``ColumnDataSource.stream`` loses rows when several threads call
-it at once, and every ``stream`` costs >= 3 comm messages while Jupyter drops IOPub
-output above ~1000 messages/s. One thread wakes every ``interval`` seconds, reads every
-row recorded since its last visit (``Recorder.read_since``: one lock, a few array
-slices) and makes one update of the sink. 10 updates/s is smooth to the eye and stays far
+Why one thread (one for the whole kernel, see :class:`_Writer`): Bokeh's
+``ColumnDataSource.stream`` loses rows when several threads call it at once, and every
+``stream`` costs >= 3 comm messages while Jupyter drops IOPub output above ~1000
+messages/s. One thread wakes every ``interval`` seconds, reads every row recorded since
+its last visit (``Recorder.read_since``: one lock, a few array slices) and makes one
+update of the sink. 10 updates/s is smooth to the eye and stays far
 below the rate limit whatever the task rate: 10,000 tiny tasks cost 10 updates a second.
 
 Why polling rather than ``Recorder.subscribe``: a subscriber callback runs for every task
@@ -29,6 +30,7 @@ Trace afterwards: drawing them and the final counters is not the cell's work.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -59,8 +61,43 @@ class Sink(Protocol):
         """Draw new rows (a recorder ``Chunk``) and counters."""
 
 
+class _Writer:
+    """The one long-lived writer thread; it runs one feed at a time (cells run one at a time).
+
+    Long-lived because a thread's first message to the kernel's IOPub thread opens a ZMQ
+    socket for that thread (ipykernel keeps one per sending thread), and a new thread per
+    cell paid for that, and for starting, while the cell's tasks ran.
+    """
+
+    def __init__(self) -> None:
+        self._feeds: queue.SimpleQueue[LiveFeed] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, feed: LiveFeed) -> None:
+        """Hand ``feed`` to the thread (started on first use)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="eugo-live-writer", daemon=True)
+                self._thread.start()
+        self._feeds.put(feed)
+
+    def _loop(self) -> None:
+        while True:
+            feed = self._feeds.get()
+            try:
+                feed._run()
+            except BaseException:  # noqa: BLE001 - never lose the thread, or a waiting finish()
+                log.exception("the live view's writer failed")
+            finally:
+                feed._done.set()
+
+
+_writer = _Writer()
+
+
 class LiveFeed:
-    """Polls a recorder and drives ``sink`` from a single writer thread."""
+    """Polls a recorder and drives ``sink`` from the single writer thread."""
 
     def __init__(self, recorder: Any, sink: Sink, state: LiveState, unfinished: Callable[[], int],
                  interval: float = INTERVAL, clock: Callable[[], float] = time.time):
@@ -72,8 +109,9 @@ class LiveFeed:
         self._clock = clock
         self._cursor: Any = None
         self._stop = threading.Event()
+        self._done = threading.Event()  # set by the writer thread when it has left this feed
         self._read_lock = threading.Lock()  # a read after stop() began would find the region gone
-        self._thread: threading.Thread | None = None
+        self._started = False
         # What the writer thread has drawn, to find the rest in the Trace (see finish()):
         # rows and blocks seen, and the first of each (a row recorded between the region's
         # opening and start() is in the Trace before them).
@@ -85,10 +123,10 @@ class LiveFeed:
         self._broken = False
 
     def start(self) -> LiveFeed:
-        """Remember where the recorder is now and start the writer thread."""
+        """Remember where the recorder is now and hand the feed to the writer thread."""
         self._cursor, _ = self._recorder.read_since(None)
-        self._thread = threading.Thread(target=self._run, name="eugo-live-writer", daemon=True)
-        self._thread.start()
+        self._started = True
+        _writer.run(self)
         return self
 
     def _read(self) -> Any:
@@ -106,10 +144,10 @@ class LiveFeed:
         return chunk
 
     def _draw(self, chunk: Any, *, finished: bool = False, error: str | None = None) -> None:
-        self._state.add(chunk)
         if self._broken:
             return
         try:
+            self._state.add(chunk)
             snap = self._state.snapshot(self._clock(), 0 if finished else self._unfinished(), finished=finished,
                                         error=error)
             self._sink.update(chunk, snap)
@@ -120,9 +158,14 @@ class LiveFeed:
 
     def _run(self) -> None:
         pause = self._interval
-        while not self._stop.wait(pause):
+        while not self._broken and not self._stop.wait(pause):
             c = time.thread_time()
-            chunk = self._read()
+            try:
+                chunk = self._read()
+            except Exception:  # noqa: BLE001 - the view stops; the cell and its trace do not
+                self._broken = True
+                log.exception("the live view could not read the trace; the cell keeps running without it")
+                break
             if chunk is None:
                 break
             self._draw(chunk)
@@ -142,9 +185,8 @@ class LiveFeed:
     def finish(self, trace: Any, error: str | None = None) -> Snapshot:
         """Draw what the writer thread had not drawn, from the region's ``trace``, and the final counters."""
         self.stop()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        if self._started:
+            self._done.wait()
         c = time.thread_time()
         self._draw(self._unseen(trace), finished=True, error=error)
         self.cpu += time.thread_time() - c

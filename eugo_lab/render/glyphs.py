@@ -84,13 +84,20 @@ class Lanes:
     def __init__(self, workers: int | None = None):
         # workers: how many the cell started with (their lanes exist from the start); None:
         # take it from the first rows drawn (a whole Trace drawn at once).
-        self.initial = -1 if workers is None else max(int(workers), 0)
-        self.n_lanes = max(self.initial, 0) + 1  # the driver and one lane per worker the cell started with
-        self._lane: dict[tuple[int, int], int] = {(w, 0): w + 1 for w in range(self.initial)}
+        self.initial = -1
+        self.n_lanes = 1
+        self._lane: dict[tuple[int, int], int] = {}
+        if workers is not None:
+            self._set_initial(workers)
         self._crashes: dict[int, list[float]] = {}  # worker -> sorted times its processes were seen dead
         self._died: set[int] = set()  # lanes whose process died
         self._last_end: dict[int, float] = {}  # lane -> latest task end drawn on it (places crashed bars)
         self.changed = False  # set when lanes or labels changed; the live view redraws the axis and clears it
+
+    def _set_initial(self, workers: int) -> None:
+        self.initial = max(int(workers), 0)
+        self.n_lanes = max(self.n_lanes, self.initial + 1)  # the driver and one lane per worker the cell started with
+        self._lane.update({(w, 0): w + 1 for w in range(self.initial)})
 
     def labels(self) -> dict[int, str]:
         """``{y: label}`` for every lane made so far."""
@@ -113,7 +120,7 @@ class Lanes:
     def assign(self, worker: np.ndarray, start: np.ndarray, status: np.ndarray, received: np.ndarray) -> np.ndarray:
         """The lane of every row (vectorised; a Python step only per crash and per worker that crashed)."""
         if self.initial < 0:
-            self.__init__(int(worker.max()) + 1 if worker.size else 0)  # type: ignore[misc]
+            self._set_initial(int(worker.max()) + 1 if worker.size else 0)
         ys = np.where(worker >= 0, worker + 1, 0)
         crashed_rows = (status == CRASHED) & (worker >= 0)
         if not self._crashes and not crashed_rows.any() and (not worker.size or worker.max() < self.initial):
