@@ -224,8 +224,7 @@ def work(i):
     time.sleep(0.2)
     return b"x" * 1000
 
-work.__name__ = work.__qualname__ = "<img src=x onerror=alert(1)>"
-evil = hpc.remote(work)
+evil = hpc.remote(work, name="<img src=x onerror=alert(1)>")  # the name traces and displays show
 futures = [evil.remote(i) for i in range(6)]
 len(hpc.get(futures))"""
 
@@ -251,7 +250,7 @@ def test_tooltips_and_user_text_escaped_in_chromium(tmp_path):
         assert len(blocks) == 1, blocks
         tip = _hover(page, blocks[0])
         page.screenshot(path=str(OUT / "browser-tooltip-driver.png"))
-        assert tip["rows"] == {"driver": "get() blocked on 6 futures", "at": "Cell In[2], line 14"}, tip
+        assert tip["rows"] == {"driver": "get() blocked on 6 futures", "at": "Cell In[2], line 13"}, tip
 
         axis = page.evaluate(AXIS_AND_LEGEND, 0)
         assert axis["legend"] == [EVIL] and axis["labels"] == {"0": "driver", "1": "worker 0", "2": "worker 1"}
