@@ -112,7 +112,7 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
         res.append({"scenario": f"tracing, {n} {label}", "items": n, "engines": {
             f"eugo_lab tracing {k}": report.summarize(raw[f"tracing {what} {k}"]["eugo_lab"]) for k in ("on", "off")}})
     res.append({"scenario": f"%%eugo cell, {sz.live_tasks} tiny tasks (headless kernel)", "items": sz.live_tasks,
-                "engines": {f"%%eugo {k}": report.summarize(xs, extra=("cell",)) for k, xs in live.items()}})
+                "engines": {f"%%eugo {k}": report.summarize(xs, extra=("cell", "kcpu")) for k, xs in live.items()}})
     res.append({"scenario": "import (fresh interpreter)", "items": None, "engines": {
         k: report.summarize([{"wall": x} for x in xs]) for k, xs in imports.items()}})
 
@@ -166,6 +166,9 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
     con, coff = lv["%%eugo live"]["extra"]["cell"]["median"], lv["%%eugo no-live"]["extra"]["cell"]["median"]
     t.append(T("live widget cost: traced wall, live / --no-live", on / off, 1.05, "x",
                detail=f"{on * 1e3:.0f} vs {off * 1e3:.0f} ms; whole cell {con * 1e3:.0f} vs {coff * 1e3:.0f} ms"))
+    kon, koff = lv["%%eugo live"]["extra"]["kcpu"]["median"], lv["%%eugo no-live"]["extra"]["kcpu"]["median"]
+    t.append(T("live widget cost: kernel CPU per cell, live / --no-live", kon / koff, 1.05, "x",
+               detail=f"{kon * 1e3:.0f} vs {koff * 1e3:.0f} ms of kernel-process CPU"))
     rss = g("startup", "eugo_lab")["extra"]["rss"]["median"] / 2**20
     uss = g("startup", "eugo_lab")["extra"]["uss"]["median"] / 2**20
     t.append(T("process tree RSS after startup", rss, 150, "MB", detail=f"USS {uss:.0f} MB"))

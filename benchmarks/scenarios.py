@@ -208,16 +208,33 @@ hpc.get([tiny.remote(i) for i in range(200)])  # warm the workers
 """
 
 
-def live_widget(n: int, rounds: int, env: dict) -> dict[str, list[dict]]:
+# The kernel process's CPU seconds, all threads, read inside the kernel: clock_gettime's
+# process clock has nanosecond resolution where psutil's cpu_times counts 10 ms ticks.
+CPU_NOW = "__import__('time').process_time()"
+
+
+def live_widget(n: int, rounds: int, env: dict, display: str = "kernel") -> dict[str, list[dict]]:
     """``%%eugo`` (live view) vs ``%%eugo --no-live`` cells of ``n`` tiny tasks, alternating.
 
-    Per cell we keep the traced wall time of its work (``hpc.last_trace().wall_time``) and
-    the round trip of the execute request (what the user waits for, summary included). The
-    kernel is headless (no display env), so the live view runs its counters path; every
-    iopub message is read, as a front end would.
+    Per cell we keep the traced wall time of its work (``hpc.last_trace().wall_time``), the
+    round trip of the execute request (what the user waits for, summary included),
+    ``kcpu``, the kernel process's CPU seconds for the cell (every thread: the cell, the
+    runtime's I/O thread, the live view's writer thread, ZMQ; read in the kernel just before
+    and just after), and ``feed_cpu``, the CPU the live feed's own updates took
+    (``eugo_lab.cellrun.live.last_stats``; 0 with ``--no-live``). Wall clock on this shared
+    VM drifts by tens of percent; CPU time of the one process the live view runs in is the
+    steadier measure of what the view costs.
+
+    ``display="kernel"``: no Jupyter server, so the live view runs its counters path;
+    ``"lab"`` makes the kernel believe our server extension is there (``EUGO_LAB_DISPLAY``,
+    ``EUGO_LAB_BOKEH_URL``), so the Bokeh timeline is built and streamed too (its comm
+    messages go to IOPub with no browser to draw them). Every iopub message is read, as a
+    front end would.
     """
     from jupyter_client.manager import start_new_kernel
 
+    if display == "lab":
+        env = dict(env, EUGO_LAB_DISPLAY="lab", EUGO_LAB_BOKEH_URL="/eugo/bokeh/")
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT))
     out: dict[str, list[dict]] = {"live": [], "no-live": []}
     try:
@@ -233,11 +250,18 @@ def live_widget(n: int, rounds: int, env: dict) -> dict[str, list[dict]]:
         for r in range(rounds):
             for kind in (("live", "no-live") if r % 2 == 0 else ("no-live", "live")):
                 flag = " --no-live" if kind == "no-live" else ""
+                c = run("pass", user_expressions={"c": CPU_NOW})["user_expressions"]["c"]["data"]["text/plain"]
                 t = time.perf_counter()
                 run(f"%%eugo -w 2{flag}\n_ = hpc.get([tiny.remote(i) for i in range({n})])")
                 cell = time.perf_counter() - t
-                exprs = run("pass", user_expressions={"w": "hpc.last_trace().wall_time"})["user_expressions"]
-                out[kind].append({"wall": float(exprs["w"]["data"]["text/plain"]), "cell": cell})
+                exprs = run("pass", user_expressions={
+                    "c": CPU_NOW,
+                    "w": "hpc.last_trace().wall_time",
+                    "f": "__import__('eugo_lab.cellrun.live', fromlist=['_']).last_stats.pop('cpu', 0.0)",
+                })["user_expressions"]
+                kcpu = float(exprs["c"]["data"]["text/plain"]) - float(c)
+                out[kind].append({"wall": float(exprs["w"]["data"]["text/plain"]), "cell": cell, "kcpu": kcpu,
+                                  "feed_cpu": float(exprs["f"]["data"]["text/plain"])})
         run("%eugo stop")
     finally:
         kc.stop_channels()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -208,6 +209,136 @@ evil_r = hpc.remote(evil)
     assert "&lt;img src=x onerror=alert(1)&gt;" in h
 
 
+@pytest.fixture
+def lab_views(monkeypatch):
+    """Lab mode (Bokeh timeline built and streamed, no browser); records every LiveView and its snapshots."""
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "lab")
+    monkeypatch.setenv("EUGO_LAB_BOKEH_URL", "/eugo/bokeh/")
+    views, original = [], live.LiveView.update
+
+    def update(self, chunk, snapshot):
+        if not views or views[-1][0] is not self:
+            views.append((self, []))
+        views[-1][1].append(snapshot)
+        original(self, chunk, snapshot)
+
+    monkeypatch.setattr(live.LiveView, "update", update)
+    return views
+
+
+def test_map_counters_count_items_not_batches(ip, lab_views):
+    ip.run_cell("""
+import time
+from eugo_lab import hpc
+
+@hpc.remote
+def pause(x):
+    time.sleep(0.004)
+    return x
+""")
+    n = 300
+    with capture_output() as cap:
+        value = ip.run_cell_magic("eugo", "-w 2", f"len(hpc.get(hpc.map(pause, range({n}))))")
+    assert value == n
+    view, snaps = lab_views[-1]
+    running = [s for s in snaps if not s.finished]
+    assert running, "no live update while the map ran"
+    totals = [s.done + s.running + s.pending for s in running]
+    # Items, not batches: a map of 300 keeps at most 2 batches per worker in flight, so a count of
+    # batches would show pending <= 4. A batch coming back can make one snapshot a batch short.
+    assert max(totals) == n and sum(t == n for t in totals) >= len(totals) / 2, totals
+    assert max(s.pending for s in running) > 4 * 2, [(s.done, s.running, s.pending) for s in running]
+    assert all(s.running <= 2 for s in running)
+    last = snaps[-1]
+    assert last.finished and (last.done, last.running, last.pending) == (n, 0, 0)
+    assert sum(view.sources["tasks"].data["tasks"]) == n  # every item drawn once (tiny ones share bars)
+    assert "functions: pause x300" in summary_bundle(cap)["text/plain"]
+
+
+def crash_setup(flag) -> str:
+    """A task that kills its worker process on its first attempt at i == 2, and returns its pid."""
+    return f"""
+import os, time
+from eugo_lab import hpc
+from eugo_lab.hpc import session
+
+@hpc.remote
+def fragile(i):
+    time.sleep(0.02)
+    if i == 2 and not os.path.exists({str(flag)!r}):
+        open({str(flag)!r}, "w").close()
+        os._exit(1)  # the worker process dies mid-task, on the first attempt only
+    return os.getpid()
+"""
+
+
+# 8 tasks, one of which crashes its worker once; then more tasks until one ran on the
+# replacement process (it takes a moment to start; until then the other worker takes all).
+CRASH_CELL = """started_with = {w.pid for w in session.current().backend.workers()}
+hpc.get([fragile.remote(i) for i in range(8)])
+n = 8
+while not set(hpc.get([fragile.remote(-1), fragile.remote(-1)])) - started_with:
+    n += 2
+n + 2"""
+
+
+def test_crash_mid_cell_retried_on_a_replacement_lane(ip, lab_views, tmp_path):
+    ip.run_cell(crash_setup(tmp_path / "crashed-once"))
+    hpc.init(workers=2)
+    with capture_output() as cap:
+        n = ip.run_cell_magic("eugo", "-w 2", CRASH_CELL)
+    tr = hpc.last_trace()
+    assert sorted(tr.tasks["status"].tolist()) == [0] * n + [2] and tr.tasks["attempt"].max() == 2
+    view, snaps = lab_views[-1]
+    data = view.sources["tasks"].data
+    crashed = [i for i, st in enumerate(data["status"]) if st == "crashed"]
+    retried = [i for i, st in enumerate(data["status"]) if st == "ok (attempt 2)"]
+    assert len(crashed) == 1 and len(retried) == 1
+    assert data["hatch"][crashed[0]] == "x" and data["hatch"][retried[0]] == "/"
+    labels = view.figure.yaxis[0].major_label_overrides
+    dead = data["y"][crashed[0]]
+    assert labels[dead] in ("worker 0 (died)", "worker 1 (died)")
+    w = labels[dead].split()[1]
+    new_lane = next(y for y, lab in labels.items() if lab == f"worker {w} (replacement)")
+    assert new_lane == 3 and view.figure.yaxis[0].ticker.ticks == [0, 1, 2, 3] and view.figure.y_range.start > 3
+    assert any(y == new_lane for y in data["y"])  # the replacement ran something
+    assert (snaps[-1].done, snaps[-1].failed, snaps[-1].retried) == (n, 1, 1)
+    plain = summary_bundle(cap)["text/plain"]
+    assert plain.startswith(f"%%eugo: {n} tasks on 2 workers")  # tasks, not attempts (n + 1 rows)
+    assert f"functions: fragile x{n}\n  failed: 1, retried: 1" in plain
+
+
+def test_crash_lanes_in_the_static_timeline(ip, kernel_mode, tmp_path):
+    ip.run_cell(crash_setup(tmp_path / "crashed-once"))
+    hpc.init(workers=2)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live", CRASH_CELL)
+    h = summary_bundle(cap)["text/html"]
+    assert re.search(r">worker \d \(died\)</text>", h) and re.search(r">worker \d \(replacement\)</text>", h), h
+    assert "crashed" in h and "at most" in h  # the crashed attempt's bar and its title
+
+
+def test_user_text_is_escaped_in_the_live_timeline_data(ip, lab_views):
+    ip.run_cell("""
+from eugo_lab import hpc
+def evil2(x):
+    return x
+evil2.__name__ = evil2.__qualname__ = "<img src=x onerror=alert(1)>"
+evil2_r = hpc.remote(evil2)
+""")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "hpc.get([evil2_r.remote(i) for i in range(3)])")
+    blocks = lab_views[-1][0].sources["blocks"].data
+    # the driver's wait names the notebook cell and line (line 1 is the %%eugo line), not a temp file
+    assert blocks["label"] == ["get() blocked on 3 futures"]
+    assert re.fullmatch(r"Cell In\[\d+\], line 2", blocks["source"][0]), blocks["source"]
+    data = lab_views[-1][0].sources["tasks"].data
+    # Bokeh gets the name as data (the browser test checks it shows as text); HTML outputs escape it.
+    assert set(data["name"]) == {"<img src=x onerror=alert(1)>"}
+    for b in bundles(cap):
+        assert "<img" not in b.get("text/html", "")
+
+
 def test_terminal_prints_precise_text(ip, monkeypatch, capsys):
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     ip.run_cell(SETUP)
@@ -302,7 +433,8 @@ def test_task_glyphs():
     ph = glyphs.phase_columns(data, 10.0, glyphs.Palette())
     assert ph["phase"] == ["read"] and ph["y"] == [1] and ph["function"] == ["f"]
     assert glyphs.lane_labels(3) == {0: "driver", 1: "worker 0", 2: "worker 1"}
-    assert glyphs.max_lane(data) == 2
+    lanes = glyphs.Lanes(2)
+    assert glyphs.task_columns(data, 10.0, pal, lanes=lanes)["y"] == [1, 2, 2] and lanes.n_lanes == 3
 
 
 def test_tiny_tasks_share_a_bar():
@@ -319,6 +451,65 @@ def test_tiny_tasks_share_a_bar():
     assert len(glyphs.task_columns(data, 1.0, glyphs.Palette(), merge=False)["left"]) == 103
 
 
+def test_tiny_tasks_with_phases_share_a_bar_and_sum_their_phases():
+    rows = [(i, 0, 1.0 + i * 0.0002, 1.0 + i * 0.0002 + 0.0001) for i in range(50)]
+    rows.append((99, 1, 1.0, 1.2))  # a long task: its own bar and its own phase bar
+    phases = [(i, 1.0 + i * 0.0002, 1.0 + i * 0.0002 + 0.00004) for i in range(50)] + [(50, 1.0, 1.05)]
+    data = _chunk(rows, phases=phases)
+    cols = glyphs.task_columns(data, 1.0, glyphs.Palette())
+    assert sorted(cols["tasks"]) == [1, 50]
+    merged = cols["tasks"].index(50)
+    assert cols["phases"][merged] == "read 2.0 ms"  # 50 x 40 us
+    assert cols["phases"][1 - merged] == "read 50.0 ms"
+    ph = glyphs.phase_columns(data, 1.0, glyphs.Palette())
+    assert ph["left"] == [0.0] and ph["y"] == [2]  # no slivers for the merged tasks
+
+
+def _crash_row(tid, worker, ready, received, attempt=1):
+    """A crashed attempt as the runtime records it: no start or end, only when it was sent and seen dead."""
+    c = _chunk([(tid, worker, float("nan"), float("nan"), 2, attempt, 0)])
+    c.tasks["ready"][0], c.tasks["received"][0] = ready, received
+    return c
+
+
+def test_crashed_worker_and_its_replacement_get_their_own_lanes():
+    lanes, pal = glyphs.Lanes(2), glyphs.Palette()
+    first = glyphs.task_columns(_chunk([(1, 0, 10.0, 10.2), (3, 1, 10.0, 10.4)]), 10.0, pal, lanes=lanes)
+    assert first["y"] == [1, 2] and not lanes.changed
+    crash = glyphs.task_columns(_crash_row(2, 0, ready=10.1, received=10.5), 10.0, pal, lanes=lanes)
+    # drawn on the dead process's lane, from when its previous task ended to when the death was seen
+    assert crash["y"] == [1] and crash["hatch"] == ["x"] and crash["status"] == ["crashed"]
+    assert crash["left"] == [pytest.approx(0.2)] and crash["right"] == [pytest.approx(0.5)]
+    assert crash["line_color"] == [glyphs.FAILED_LINE]
+    assert crash["duration"] == ["at most 300.0 ms (its worker died)"]
+    assert lanes.changed and lanes.labels() == {0: "driver", 1: "worker 0 (died)", 2: "worker 1"}
+    # the retry runs on the replacement process (same index 0): a new lane at the bottom
+    retry = glyphs.task_columns(_chunk([(2, 0, 10.6, 10.8, 0, 2, 0), (4, 1, 10.5, 10.7)]), 10.0, pal, lanes=lanes)
+    assert retry["y"] == [3, 2] and retry["hatch"] == ["/", " "] and retry["status"][0] == "ok (attempt 2)"
+    assert lanes.n_lanes == 4
+    assert lanes.labels() == {0: "driver", 1: "worker 0 (died)", 2: "worker 1", 3: "worker 0 (replacement)"}
+    # the same rows drawn again (a whole trace at the end) land on the same lanes
+    again = glyphs.Lanes(2)
+    for c in (_chunk([(1, 0, 10.0, 10.2)]), _crash_row(2, 0, 10.1, 10.5), _chunk([(2, 0, 10.6, 10.8, 0, 2, 0)])):
+        ys = glyphs.task_columns(c, 10.0, glyphs.Palette(), lanes=again)["y"]
+    assert ys == [3] and again.labels() == lanes.labels()
+
+
+def test_new_worker_index_gets_the_next_lane_and_crash_without_worker_is_not_drawn():
+    lanes = glyphs.Lanes(1)
+    cols = glyphs.task_columns(_chunk([(1, 5, 1.0, 1.1), (2, -1, 1.0, 1.2)]), 1.0, glyphs.Palette(), lanes=lanes)
+    assert cols["y"] == [2, 0] and lanes.labels() == {0: "driver", 1: "worker 0", 2: "worker 5"}
+    assert glyphs.task_columns(_crash_row(3, -1, 1.0, 1.5), 1.0, glyphs.Palette(), lanes=lanes)["left"] == []
+
+
+def test_live_state_counts_tasks_not_attempts():
+    st = LiveState(start=10.0, workers=2)
+    st.add(_crash_row(2, 0, 10.1, 10.5))
+    st.add(_chunk([(1, 0, 10.0, 10.2), (2, 0, 10.6, 10.8, 0, 2, 0)]))
+    s = st.snapshot(11.0, unfinished=0)
+    assert (s.done, s.failed, s.retried) == (2, 1, 1)
+
+
 def test_live_state_counters():
     st = LiveState(start=100.0, workers=2)
     st.add(_chunk([(1, 0, 100.0, 101.0), (2, 1, 100.0, 101.0, 1, 1, 0)]))
@@ -327,17 +518,25 @@ def test_live_state_counters():
     assert s.speedup == pytest.approx(1.0) and s.efficiency == pytest.approx(0.5)
     assert s.progress == pytest.approx(2 / 7)
     assert st.snapshot(103.0, 0, finished=True).progress == 1.0
+    from eugo_lab.render.html import counters_html
+
+    h = counters_html(s)
+    assert "<b>running</b> &middot; done 2 &middot; running 2 &middot; pending 3" in h and "width:28.6%" in h
+    stopped = counters_html(st.snapshot(103.0, 0, finished=True, error="<Boom>"))
+    assert "stopped by &lt;Boom&gt;" in stopped and f"background:{glyphs.FAILED_LINE}" in stopped
 
 
 class _Sink:
     def __init__(self):
         self.threads = set()
         self.rows = []
+        self.chunks = []
         self.calls = 0
 
     def update(self, chunk, snapshot):
         self.threads.add(threading.get_ident())
-        self.rows += list(chunk.tasks["task_id"])
+        self.rows += [int(t) for t in chunk.tasks["task_id"]]
+        self.chunks.append(chunk)
         self.calls += 1
 
 
@@ -360,13 +559,66 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
         t.start()
     for t in threads:
         t.join()
-    time.sleep(0.25)
+    # the last rows are recorded just before the region closes: finish() takes them from the Trace
+    rec.record_task(task_id=per_thread * n_threads, attempt=1, function="f", worker=0, status=0, batch=0,
+                    submit=0.0, ready=0.0, received=0.0, stats=stats)
     feed.stop()
     elapsed = time.monotonic() - t0
-    rec.close_region(mark, {})
-    assert sorted(sink.rows) == list(range(per_thread * n_threads))  # nothing lost, nothing twice
-    assert len(sink.threads) <= 2  # the writer thread (+ the final flush from stop(), after it ended)
+    trace = rec.close_region(mark, {})
+    snap = feed.finish(trace)  # drawn after the region closed (not part of the cell's traced time)
+    assert sorted(sink.rows) == list(range(per_thread * n_threads + 1))  # nothing lost, nothing twice
+    assert snap.done == per_thread * n_threads + 1 and snap.finished
+    assert len(sink.threads) <= 2  # the writer thread (+ the final update from finish(), after it ended)
     assert sink.calls <= elapsed / 0.1 + 3  # ~10 updates per second at most
+    assert 0 < feed.cpu < elapsed
+
+
+def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
+    rec = Recorder()
+    mark = rec.open_region()
+    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    with_phase = (time.time(), 0.002, 0.001, 0.0, 0.0, 10, 10, [("read", 0.0, 0.001, 0.0)], None)
+
+    def record(tid, st=stats):
+        rec.record_task(task_id=tid, attempt=1, function="f", worker=0, status=0, batch=0, submit=0.0, ready=0.0,
+                        received=0.0, stats=st)
+
+    record(0)  # recorded after the region opened, before the feed started: in the Trace, never streamed
+    sink = _Sink()
+    feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.05).start()
+    for tid in (1, 2):
+        record(tid)
+    deadline = time.monotonic() + 10
+    while sink.rows != [1, 2] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sink.rows == [1, 2]
+    record(3, with_phase)
+    rec.record_block("get", time.time(), time.time() + 0.01, 3, "cell:1")
+    feed.stop()
+    snap = feed.finish(rec.close_region(mark, {}))
+    assert sorted(sink.rows) == [0, 1, 2, 3] and snap.done == 4
+    last = sink.chunks[-1]
+    assert list(last.tasks["task_id"]) == [0, 3] and list(last.phases["row"]) == [1]  # re-indexed to the chunk
+    assert len(last.blocks["start"]) == 1
+
+
+def test_feeds_share_one_long_lived_writer_thread():
+    rec = Recorder()
+    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    writers = []
+    for k in range(2):
+        mark = rec.open_region()
+        sink = _Sink()
+        feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.02).start()
+        rec.record_task(task_id=k, attempt=1, function="f", worker=0, status=0, batch=0, submit=0.0, ready=0.0,
+                        received=0.0, stats=stats)
+        deadline = time.monotonic() + 10
+        while not sink.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        feed.stop()
+        feed.finish(rec.close_region(mark, {}))
+        writers.append(next(iter(sink.threads - {threading.get_ident()})))
+    assert writers[0] == writers[1]  # no thread (and no IOPub socket) per cell
 
 
 def test_text_renderer_is_deterministic_without_timings():

@@ -65,14 +65,21 @@ class LiveState:
             return
         status = np.asarray(t["status"], dtype="int64")
         dur = np.asarray(t["end"], dtype="float64") - np.asarray(t["start"], dtype="float64")
-        self.done += int(status.size)
+        retried = int(np.count_nonzero(np.asarray(t["attempt"], dtype="int64") > 1))
+        # A row is one attempt (one per item for hpc.map). Every attempt > 1 exists because an
+        # earlier attempt of the same task failed and was not final: tasks done = rows - retries
+        # (so the counters add up to the tasks the cell submitted, not to its attempts).
+        self.done += int(status.size) - retried
         self.cancelled += int(np.count_nonzero(status == 3))  # 3: cancelled (tracing.recorder.CANCELLED)
         self.failed += int(np.count_nonzero((status == 1) | (status == 2)))
-        self.retried += int(np.count_nonzero(np.asarray(t["attempt"], dtype="int64") > 1))
+        self.retried += retried
         self.busy += float(np.nansum(np.clip(dur, 0, None)))
 
     def snapshot(self, now: float, unfinished: int, *, finished: bool = False, error: str | None = None) -> Snapshot:
-        """Counters at ``now``; ``unfinished`` = tasks submitted and not done (the runtime's count)."""
+        """Counters at ``now``; ``unfinished`` = tasks (``hpc.map`` items) submitted and not done.
+
+        ``running`` is at most one per worker (a worker runs one task or item at a time).
+        """
         unfinished = max(int(unfinished), 0)
         running = min(unfinished, self.workers)
         return Snapshot(done=self.done, failed=self.failed, retried=self.retried, running=0 if finished else running,

@@ -8,7 +8,6 @@ package is merged here, :class:`_BasicReport` supplies the few numbers the summa
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +72,7 @@ class CellSummary:
 
     backend: str
     workers: int
-    n_tasks: int
+    n_tasks: int  # tasks (hpc.map items), not attempts: a retried task counts once
     functions: dict[str, int]
     failed: int
     retried: int
@@ -99,11 +98,16 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
               live_timeline_shown: bool = False, saved_as: str | None = None,
               exported_to: str | None = None) -> CellSummary:
     """Assemble the summary of a cell from its runs (the last run is the main one)."""
+    import numpy as np
+
     main = runs[-1].trace
     t = main.tasks
-    names = [main.functions[i] for i in t["function"].tolist()]
-    statuses = t["status"].tolist()
-    attempts = t["attempt"].tolist()
+    statuses = np.asarray(t["status"])
+    attempts = np.asarray(t["attempt"])
+    # A trace row is one attempt; a task retried after a crash has two. Count tasks (first
+    # attempts), as the live counters do, so "8 tasks, retried 1" is not "9 tasks".
+    counts = np.bincount(np.asarray(t["function"], dtype="int64")[attempts == 1], minlength=len(main.functions))
+    functions = {main.functions[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
     report = analyze(main) if len(main) or error is None else _basic_report(main)
     measured: list[tuple[int, float]] = []
     simulated: list[tuple[int, float]] = []
@@ -113,10 +117,11 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         measured = [(r.workers, base_time / r.trace.wall_time if r.trace.wall_time > 0 else 0.0) for r in runs]
         simulated = [(int(row.workers), float(row.speedup)) for row in simulate(main, [r.workers for r in runs])]
     return CellSummary(
-        backend=str(main.meta.get("backend", "?")), workers=main.n_workers, n_tasks=len(main),
-        functions=dict(sorted(Counter(names).items())), failed=sum(1 for s in statuses if s in (1, 2)),
-        cancelled=sum(1 for s in statuses if s == 3),
-        retried=sum(1 for a in attempts if a > 1), blocks=len(main.blocks["kind"]),
+        backend=str(main.meta.get("backend", "?")), workers=main.n_workers,
+        n_tasks=int(np.count_nonzero(attempts == 1)),
+        functions=dict(sorted(functions.items())), failed=int(np.count_nonzero((statuses == 1) | (statuses == 2))),
+        cancelled=int(np.count_nonzero(statuses == 3)),
+        retried=int(np.count_nonzero(attempts > 1)), blocks=len(main.blocks["kind"]),
         error=None if error is None else type(error).__name__, report=report, runs=list(runs),
         measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,
         saved_as=saved_as, exported_to=exported_to,

@@ -22,6 +22,7 @@ from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
 from eugo_lab.cellrun.options import CellOptions
+from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import session
 from eugo_lab.render import display, html, text
 
@@ -59,7 +60,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
         if view is not None:
             view.t0 = t0 = time.time()
-            feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: rt.pending_tasks).start()
+            feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
             value = execute(shell, compiled)
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
@@ -69,7 +70,9 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
                 rt.cancel_all()
         finally:
             if feed is not None:
-                feed.stop(error=None if error is None else type(error).__name__)
+                feed.stop()
+    if feed is not None:  # the last rows come from the Trace: reading and drawing them is not the cell's work
+        feed.finish(region.trace, error=None if error is None else type(error).__name__)
     return value, error, region.trace, view is not None and view.timeline_shown
 
 

@@ -34,13 +34,26 @@ class Status:
         return self.workers * self.elapsed / 3600.0 * self.price
 
 
+def unfinished_items(runtime: Any) -> int:
+    """Tasks submitted and not finished, counting each ``hpc.map`` item (not each batch) as one.
+
+    ``Runtime.pending_tasks`` counts a map batch of 5,000 items as one task and items not
+    sent yet not at all; the counters people read (``%%eugo``'s running/pending, ``%eugo
+    status``) are about their items.
+    """
+    from eugo_lab.hpc.mapping import map_progress
+
+    items, batches = map_progress(runtime)
+    return max(int(runtime.pending_tasks) - batches, 0) + items
+
+
 def status(runtime: Any, price: float = DEFAULT_PRICE, now: float | None = None) -> Status:
     """Describe ``runtime`` (``eugo_lab.hpc.session.current(start=False)``; ``None`` when stopped)."""
     if runtime is None:
         return Status(running_runtime=False, price=price)
     now = time.time() if now is None else now
     workers = int(runtime.backend.info().workers)
-    unfinished = int(runtime.pending_tasks)
+    unfinished = unfinished_items(runtime)
     running = min(unfinished, workers)
     idle = 0.0 if unfinished else max(now - runtime.last_activity, 0.0)
     return Status(running_runtime=True, backend=runtime.backend_name, workers=workers, running=running,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import pickle
 import threading
+import weakref
 from collections.abc import Iterable
 from itertools import repeat
 from typing import Any
@@ -49,6 +50,30 @@ class _Packed:
         return pickle.loads, (self.blob,)
 
 
+# hpc.map calls with items not finished yet, for progress displays (the %%eugo counters count
+# items: Runtime.pending_tasks sees one task per batch and nothing of the items not sent yet).
+# Weak: a job the user dropped, or one whose runtime was shut down, simply disappears.
+_unfinished_jobs: weakref.WeakSet[MapJob] = weakref.WeakSet()
+_jobs_lock = threading.Lock()
+
+
+def map_progress(runtime: Any) -> tuple[int, int]:
+    """``(items, batches)`` of ``runtime``'s running ``hpc.map`` calls: items not finished, batch tasks in flight.
+
+    Items not finished = not sent yet + in a batch that has not come back. A progress
+    display counts ``runtime.pending_tasks - batches + items``. Cheap (a few running maps,
+    no per-item work): the live view calls it ~10 times a second.
+    """
+    with _jobs_lock:
+        jobs = [j for j in _unfinished_jobs if j.runtime is runtime]
+    items = batches = 0
+    for j in jobs:
+        with j.lock:
+            items += len(j.items) - j.next + j.sent_items
+            batches += j.inflight
+    return items, batches
+
+
 class MapJob:
     """Feeds the items of one ``hpc.map`` call to the runtime as adaptive batches."""
 
@@ -68,6 +93,7 @@ class MapJob:
         self._pos_of: dict[int, int] | None = None
         self.next = 0
         self.inflight = 0
+        self.sent_items = 0  # items in batches sent and not come back (for map_progress)
         self.cancelled = 0  # items cancelled so far: while 0, batches are plain slices
         self.per_item: float | None = None
         self.lock = threading.Lock()
@@ -104,6 +130,7 @@ class MapJob:
                 else:
                     idx = range(lo, hi)
                 self.inflight += 1
+                self.sent_items += len(idx)
             if type(idx) is range:
                 futs, items = self.futures[lo:hi], self.items[lo:hi]
                 if self.plain:
@@ -115,11 +142,13 @@ class MapJob:
             except errors.SerializationError:
                 with self.lock:
                     self.inflight -= 1
+                    self.sent_items -= len(idx)
                 self._fail_unpicklable(idx)
                 continue
             except errors.HpcError as exc:
                 with self.lock:
                     self.inflight -= 1
+                    self.sent_items -= len(idx)
                 for f in futs:
                     f._complete(2, error=exc)
                 return
@@ -140,6 +169,7 @@ class MapJob:
         if good:
             with self.lock:
                 self.inflight += 1
+                self.sent_items += len(good)
             futs = [self.futures[i] for i in good]
             task = self.runtime.submit_batch(self.fn, [self.items[i] for i in good], futs, self.options,
                                              on_done=self._batch_done)
@@ -167,6 +197,7 @@ class MapJob:
     def _batch_done(self, task: Task, stats: Any) -> None:
         with self.lock:
             self.inflight -= 1
+            self.sent_items -= len(task.items or ())
             if stats is not None and task.items:
                 _, body, _, deser, ser = stats[:5]
                 est = (body + deser + ser) / len(task.items)
@@ -180,6 +211,9 @@ class MapJob:
                 for i in idx:
                     self.task_of[i] = None
         self.pump()
+        if self.next >= len(self.items) and not self.inflight:
+            with _jobs_lock:
+                _unfinished_jobs.discard(self)
 
     def _cancel_item(self, fut: Future) -> bool:
         done = fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
@@ -206,5 +240,8 @@ def map_items(runtime: Any, fn: FunctionRecord, iterable: Iterable, options: Tas
         dumps_args((items[0],), {}, function=options.name or fn.name, token_of=runtime._token_of,
                    oob_threshold=runtime.backend.oob_threshold)
     job = MapJob(runtime, fn, items, options, batch)
+    if items:
+        with _jobs_lock:
+            _unfinished_jobs.add(job)
     job.pump()
     return job.futures

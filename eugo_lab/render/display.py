@@ -56,19 +56,72 @@ def show_widget(widget: Any, text: str) -> None:
     display(data, raw=True)
 
 
-_loaded_for: set[str] = set()
+#: BokehJS loader, run by the page. Synchronous on purpose: the live view's jupyter_bokeh widget
+#: calls ``window.Bokeh.require`` the moment its view is built, which is when the next output
+#: (the widget) arrives, milliseconds later. Bokeh's own loader (``output_notebook``) injects
+#: ``<script src>`` tags that finish loading much later on a page that has not loaded BokehJS
+#: yet, and the widget then fails with "Could not create a view" for the whole cell. A
+#: synchronous request (served from the browser's cache after the first time) has finished
+#: before the page processes the next output. Only ``bokeh.min.js``: the timeline uses no
+#: Bokeh widgets, tables, WebGL or math text.
+def source_label(source: str) -> str:
+    """``/tmp/ipykernel_1/123.py:13`` -> ``Cell In[2], line 13`` (IPython's name for a cell's code); else unchanged.
+
+    Sources are recorded as ``file:line``; a notebook cell's file is a temporary name that
+    means nothing to the person reading the timeline.
+    """
+    path, sep, line = source.rpartition(":")
+    if not sep:
+        return source
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return source
+    shell = get_ipython()
+    n = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(path) if shell is not None else None
+    return f"Cell In[{n}], line {line}" if n is not None else source
+
+
+_LOADER = """(function () {
+  var version = %(version)s, url = %(url)s;
+  if (window.Bokeh !== undefined && window.Bokeh.version === version) { return; }
+  var xhr = new XMLHttpRequest();
+  xhr.open("GET", url, false);
+  xhr.send(null);
+  if (xhr.status !== 200) {
+    console.error("eugo: could not load BokehJS from " + url + " (HTTP " + xhr.status + ")");
+    return;
+  }
+  var script = document.createElement("script");
+  script.textContent = xhr.responseText + "\\n//# sourceURL=" + url;
+  document.head.appendChild(script);
+})();
+"""
+#: The mimetype jupyter_bokeh's JupyterLab renderer runs as a script (the one ``output_notebook`` uses).
+LOAD_MIME_TYPE = "application/vnd.bokehjs_load.v0+json"
+
+
+def bokehjs_loader(root_url: str) -> str:
+    """The JavaScript that loads BokehJS from ``root_url`` (our authenticated static handler) if needed."""
+    import json
+
+    import bokeh
+
+    url = root_url.rstrip("/") + "/static/js/bokeh.min.js?v=" + bokeh.__version__
+    # json.dumps makes JS string literals; "</" is escaped too, so nothing can end a <script> early.
+    return _LOADER % {"version": json.dumps(bokeh.__version__).replace("</", "<\\/"),
+                      "url": json.dumps(url).replace("</", "<\\/")}
 
 
 def load_bokehjs(root_url: str) -> None:
-    """Tell the page to load BokehJS from ``root_url`` (our authenticated static handler).
+    """Tell the page to load BokehJS from ``root_url`` before the live view's widget is shown.
 
-    Re-sent for every live view (a few hundred bytes: script URLs, not the 8 MB library),
-    because a reloaded page has forgotten it; the browser caches the files.
+    Re-sent for every live view (a few hundred bytes: a URL, not the library), because a
+    reloaded page has forgotten BokehJS; the browser caches the file. ``text/plain`` is
+    empty: nothing to read, and nothing shows where the script cannot run (an untrusted
+    notebook).
     """
-    from bokeh.io import output_notebook
-    from bokeh.resources import Resources
+    from IPython.display import display
 
-    # 60 s, not Bokeh's 5 s: on a busy 2-core machine the first load of 8 MB of JS can be slow,
-    # and a timed-out load leaves the timeline blank for the whole cell.
-    output_notebook(resources=Resources(mode="server", root_url=root_url), hide_banner=True, load_timeout=60_000)
-    _loaded_for.add(root_url)
+    js = bokehjs_loader(root_url)
+    display({"text/plain": "", "application/javascript": js, LOAD_MIME_TYPE: js}, raw=True)

@@ -10,15 +10,23 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eugo_lab.render import glyphs
+from eugo_lab.render import display, glyphs
 from eugo_lab.render.glyphs import fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
           "color: var(--jp-ui-font-color1, #222)")
 
 
+PROGRESS_COLORS = {"running": "#1f77b4", "finished": "#2ca02c", "stopped": glyphs.FAILED_LINE}
+
+
 def counters_html(snap: Any) -> str:
-    """The live counters line (a :class:`~eugo_lab.cellrun.live_state.Snapshot`)."""
+    """The live counters line and a progress bar (a :class:`~eugo_lab.cellrun.live_state.Snapshot`).
+
+    One HTML string, so each update of the live view is one widget message (a separate
+    progress widget doubled them, and every message wakes the kernel's IOPub thread and
+    the front end while the cell's tasks run).
+    """
     if snap.finished:
         state = f"stopped by {escape(snap.error)}" if snap.error else "finished"
     else:
@@ -32,24 +40,31 @@ def counters_html(snap: Any) -> str:
         parts.append(f"cancelled {snap.cancelled}")
     parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
               f"efficiency {snap.efficiency:.0%}"]
-    return f"<div class='eugo-counters' style='{_STYLE}'>" + " &middot; ".join(parts) + "</div>"
+    color = PROGRESS_COLORS["stopped" if snap.finished and snap.error else state]
+    bar = (f"<div class='eugo-progress' style='height:6px;margin-top:3px;background:#e0e0e0'>"
+           f"<div style='width:{snap.progress * 100:.1f}%;height:100%;background:{color}'></div></div>")
+    return (f"<div class='eugo-live' style='{_STYLE}'><div class='eugo-counters'>" + " &middot; ".join(parts)
+            + f"</div>{bar}</div>")
 
 
 def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:
     """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns."""
     t0 = trace.t0
     pal = glyphs.Palette()
-    tasks = glyphs.task_columns(trace, t0, pal)
-    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS))
-    blocks = glyphs.block_columns(trace, t0)
-    n_lanes = max(n_lanes, glyphs.max_lane(trace) + 1)
+    lanes = glyphs.Lanes(n_lanes - 1)
+    tasks = glyphs.task_columns(trace, t0, pal, lanes=lanes)
+    phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS), lanes=lanes)
+    blocks = glyphs.block_columns(trace, t0, display.source_label)
+    n_lanes = lanes.n_lanes
     lefts = tasks["left"] + blocks["left"]
     rights = tasks["right"] + blocks["right"]
     if not lefts:
         return "<div><i>no tasks ran</i></div>"
     lo, hi = min(lefts), max(rights)
     span = (hi - lo) or 1.0
-    label_w, plot_w = 80, width - 90
+    labels = lanes.labels()
+    label_w = max(80, 6 * max(len(v) for v in labels.values()) + 8)  # "worker 0 (replacement, died)" fits
+    plot_w = width - label_w - 10
     height = n_lanes * lane_h + 24
 
     def x(v: float) -> float:
@@ -57,12 +72,13 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
 
     out = [f"<svg class='eugo-timeline' width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' "
            "style='font: 11px sans-serif'>"]
-    for y, label in glyphs.lane_labels(n_lanes).items():
+    for y, label in labels.items():
         out.append(f"<text x='2' y='{y * lane_h + 15}'>{escape(label)}</text>")
     for i in range(len(blocks["left"])):
         w = max(x(blocks["right"][i]) - x(blocks["left"][i]), 1)
         out.append(f"<rect x='{x(blocks['left'][i]):.1f}' y='3' width='{w:.1f}' height='{lane_h - 6}' "
-                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])}</title></rect>")
+                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])} at {escape(blocks['source'][i])}"
+                   "</title></rect>")
     for i in range(len(tasks["left"])):
         y = tasks["y"][i] * lane_h + 3
         w = max(x(tasks["right"][i]) - x(tasks["left"][i]), 1)
