@@ -224,3 +224,13 @@ def test_rows_from_every_path_keep_their_order_and_phase_rows():
     assert t.phases["row"].tolist() == [2]  # the phase still points at task 3's row
     assert t.functions[t.tasks["function"][2]] == "g"
     assert not t.tasks["task_id"].flags.writeable
+
+
+def test_map_rows_carry_the_remote_functions_name(local2):
+    def square(x):
+        return x * x
+
+    named = hpc.remote(square, name="squares")
+    with hpc.trace() as t:
+        hpc.get(hpc.map(named, range(50)))
+    assert set(t.trace.to_dataframe()["function"]) == {"squares"}

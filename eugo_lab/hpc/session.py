@@ -169,7 +169,7 @@ class Runtime:
         received = time.time()
         self.last_activity = received
         ready, map_cb = task.ready_time, task.on_batch_done
-        name = task.future.function if task.future is not None else task.fn.name
+        name = task.future.function if task.future is not None else (task.options.name or task.fn.name)
         item_errors = extra if (status == base.OK and task.items is not None) else None
         recorder = self.recorder
         if (recorder.active and status == base.OK and stats is not None and task.items is None
