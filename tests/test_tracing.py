@@ -204,7 +204,7 @@ def test_rows_from_every_path_keep_their_order_and_phase_rows():
     outer = rec.open_region()
     # fast rows (as the runtime appends them), then a task with phases, a map batch, more fast rows
     for tid in (1, 2):
-        rec.record_fast(pack_row(tid, 1, 0, 0, 0, -1, 10, 20, 1.0, 1.0, 1.1, 1.2, 1.3, 0.1, 0.0, 0.0))
+        rec.record_fast(pack_row(tid, 1, 0, 0, 0, -1, 1.0, 1.0, 1.3, 1.1, 1.2, 0.1, 0.0, 0.0, 10, 20))
     rec.record_task(task_id=3, attempt=1, function="g", worker=1, status=0, batch=-1, submit=1.0, ready=1.0,
                     received=2.0, stats=_stats(1.0, 0.5, phases=[("read", 0.0, 0.2, 0.0)]))
     cursor, _ = rec.read_since(None)
@@ -212,7 +212,7 @@ def test_rows_from_every_path_keep_their_order_and_phase_rows():
     rec.record_task(task_id=9, attempt=1, function="f", worker=0, status=0, batch=9, submit=1.0, ready=1.0,
                     received=2.0, stats=_stats(1.0, 0.2, ends=ends), item_ids=range(4, 6))
     inner = rec.open_region()
-    rec.record_fast(pack_row(6, 1, 0, 1, 0, -1, 10, 20, 1.0, 1.0, 1.5, 1.6, 1.7, 0.1, 0.0, 0.0))
+    rec.record_fast(pack_row(6, 1, 0, 1, 0, -1, 1.0, 1.0, 1.7, 1.5, 1.6, 0.1, 0.0, 0.0, 10, 20))
     cursor, chunk = rec.read_since(cursor)
     assert chunk.tasks["task_id"].tolist() == [4, 5, 6]
     t_inner = rec.close_region(inner, {"workers": 2})

@@ -34,6 +34,7 @@ import cloudpickle
 from eugo_lab.hpc import phases as _phase
 from eugo_lab.hpc.errors import HpcError, SerializationError
 from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
+from eugo_lab.tracing.recorder import pack_tail
 
 OK = 0
 ERROR = 1
@@ -47,7 +48,9 @@ MEMORY_POLL_SECONDS = 0.05
 MEMORY_GRACE_SECONDS = 1.0
 
 # stats tuple layout, shared with the driver's recorder:
-# (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends)
+# (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends, tail)
+# tail (single tasks only): the same numbers packed as the trace row's worker part
+# (tracing.recorder.ROW_TAIL), so the driver's I/O thread does not pack them per task.
 # item_ends (map batches only): float64 bytes, one per item (8 bytes each on the wire,
 # one object to unpickle, read by the recorder without conversion).
 Stats = tuple
@@ -323,8 +326,10 @@ def execute(
     else:
         payload = _pickle_exception(value)
     p3 = time.perf_counter()
+    body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload),
-             _phase_offsets(phases, p1), None)
+             _phase_offsets(phases, p1), None,
+             pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload)))
     return status, payload, tb, stats
 
 

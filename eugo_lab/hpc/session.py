@@ -174,15 +174,17 @@ class Runtime:
         recorder = self.recorder
         if (recorder.active and status == base.OK and stats is not None and task.items is None
                 and stats[7] is None and not recorder._subscribers and worker in recorder.workers):
-            # The common case, on the I/O thread's hot path: one packed row appended (what
-            # Recorder.record_task would append, inlined: this runs once per task).
+            # The common case, on the I/O thread's hot path (the driver's busiest thread): the
+            # driver's 9 fields packed and joined to the tail the worker packed (stats[9]);
+            # the same row Recorder.record_task would append.
             code = recorder.functions.codes.get(name)
             if code is None:
                 code = recorder.function_code(name)
-            body_start = stats[0] + stats[3]  # the body starts after the arguments were unpickled
-            recorder.record_fast(rec.pack_row(task.task_id, task.attempt, code, worker, status, task.batch_id,
-                                              stats[5], stats[6], task.submit_time, ready, body_start,
-                                              body_start + stats[1], received, stats[2], stats[3], stats[4]))
+            try:
+                recorder.record_fast(rec.pack_head(task.task_id, task.attempt, code, worker, status, task.batch_id,
+                                                   task.submit_time, ready, received) + stats[9])
+            except (IndexError, TypeError):  # an engine whose stats carry no packed tail
+                self._record(task, status, stats, worker, name, ready, received, item_errors)
             if len(recorder._pending) >= rec.FLUSH_ROWS:
                 recorder.flush()
         elif recorder.active and not (status == base.CANCELLED and

@@ -1,7 +1,7 @@
 """The live recorder: appends task and blocking events while regions are open.
 
-Task rows are packed C structs (:data:`ROW`, 128 bytes: eight int64 then eight float64
-columns, strings interned into small tables) appended to one ``bytearray``, so a million
+Task rows are packed C structs (:data:`ROW`, 128 bytes: the :data:`ROW_FIELDS` as int64 and
+float64, strings interned into small tables) appended to one ``bytearray``, so a million
 rows cost 128 MB and no Python object per field. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
 kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
@@ -36,12 +36,20 @@ BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
 TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-# One task row as packed bytes, fields in TASK_COLUMNS order. Packing costs the I/O thread
-# about as much as building a tuple, and turning rows into columns later is a memcpy-speed
-# NumPy pass instead of converting every Python number again (~0.5 us a row when we did).
-ROW = struct.Struct("<8q8d")
+# One task row as packed bytes (128 of them). Packing costs the I/O thread about as much as
+# building a tuple, and turning rows into columns later is a memcpy-speed NumPy pass instead
+# of converting every Python number again (~0.5 us a row when we did). The row is the
+# driver's head (what only the driver knows) followed by the worker's tail, which the
+# worker packs itself (``stats[9]``), so the driver's hot path packs 9 fields, not 16.
+ROW_FIELDS = ("task_id", "attempt", "function", "worker", "status", "batch", "submit", "ready", "received",
+              "start", "end", "cpu", "deser", "ser", "bytes_in", "bytes_out")
+ROW_HEAD = struct.Struct("<6q3d")
+ROW_TAIL = struct.Struct("<5d2q")
+ROW = struct.Struct("<6q3d5d2q")
 ROW_SIZE = ROW.size
-pack_row = ROW.pack
+pack_row = ROW.pack  # all 16 fields, in ROW_FIELDS order
+pack_head = ROW_HEAD.pack
+pack_tail = ROW_TAIL.pack  # (start, end, cpu, deser, ser, bytes_in, bytes_out), used by workers
 # Fast-path rows buffered before they are joined into the row store (~8 MB of bytes).
 FLUSH_ROWS = 65536
 
@@ -51,7 +59,7 @@ def row_dtype() -> Any:
     """The NumPy structured dtype of a packed row (NumPy is imported on first use only)."""
     import numpy as np
 
-    return np.dtype([(c, "<i8") for c in TASK_INT_COLUMNS] + [(c, "<f8") for c in TASK_FLOAT_COLUMNS])
+    return np.dtype([(c, "<i8" if c in TASK_INT_COLUMNS else "<f8") for c in ROW_FIELDS])
 
 
 @dataclass(frozen=True)
@@ -455,7 +463,7 @@ class Recorder:
         """Append one attempt (or one row per item of a batch) from a backend's stats tuple.
 
         ``stats`` is ``(start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases,
-        item_ends)`` as the worker measured it, or ``None`` when the attempt never ran.
+        item_ends[, packed tail])`` as the worker measured it, or ``None`` when the attempt never ran.
         ``item_ids`` (a ``range`` when consecutive: no per-item Python work) names the items
         of an ``hpc.map`` batch, one row each.
         """
@@ -465,15 +473,15 @@ class Recorder:
             bytes_in = bytes_out = 0
             phases = ends = None
         else:
-            start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats
+            start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats[:9]
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
         with self._lock:
             fcode = self.functions.code(function)
             if item_ids is None or ends is None:
                 end = body_start + body
-                row = pack_row(task_id, attempt, fcode, worker, status, batch, bytes_in, bytes_out, submit, ready,
-                               body_start, end, received, cpu, deser, ser)
+                row = pack_row(task_id, attempt, fcode, worker, status, batch, submit, ready, received,
+                               body_start, end, cpu, deser, ser, bytes_in, bytes_out)
                 if not phases and not self._subscribers:
                     self._pending.append(row)  # keeps rows in order with the fast path's
                     if len(self._pending) >= FLUSH_ROWS:
