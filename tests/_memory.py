@@ -26,3 +26,21 @@ def grow_ignoring_stops(step_mb: int = 10) -> None:
                 time.sleep(0.01)
         except BaseException:  # noqa: BLE001 - the point of this task
             pass
+
+
+def stop_two_growing_tasks(hpc) -> tuple[BaseException, list]:  # noqa: ANN001 - the eugo_lab.hpc module
+    """Run :func:`grow_forever` under the init's default limit, then under its own 300 MB limit.
+
+    Both must raise ``hpc.WorkerMemoryError`` (the second naming its own limit); returns the
+    first error and both futures.
+    """
+    import pytest
+
+    grow = hpc.remote(grow_forever)
+    f = grow.remote()
+    with pytest.raises(hpc.WorkerMemoryError) as info:
+        hpc.get(f, timeout=60)
+    g = grow.options(memory="300MB").remote()  # a task's own limit wins
+    with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
+        hpc.get(g, timeout=60)
+    return info.value, [f, g]

@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 import pytest
 from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
-from _memory import grow_forever, grow_ignoring_stops
+from _memory import grow_ignoring_stops, stop_two_growing_tasks
 
 from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
@@ -240,15 +240,8 @@ def test_memory_limit_stops_the_task_inside_its_worker_and_never_retries_it():
     assert hpc.get([square.remote(i) for i in range(8)]) == [i * i for i in range(8)]  # limited, well within
     workers = {w.pid for w in backend.workers()}
     driver_before = _rss()
-    grow = hpc.remote(grow_forever)
     with hpc.trace() as t:
-        f = grow.remote()
-        with pytest.raises(hpc.WorkerMemoryError) as info:
-            hpc.get(f, timeout=60)
-        g = grow.options(memory="300MB").remote()  # a task's own limit wins
-        with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
-            hpc.get(g, timeout=60)
-    err = info.value
+        err, (f, g) = stop_two_growing_tasks(hpc)
     assert isinstance(err, MemoryError) and err.function == "grow_forever" and err.attempts == 1
     assert err.limit == 250_000_000 and err.limit < err.observed < err.limit + 150_000_000
     assert err.exit_code is None  # stopped inside the worker, not killed

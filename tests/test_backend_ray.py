@@ -16,7 +16,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-from _memory import grow_forever, grow_ignoring_stops
+from _memory import grow_ignoring_stops, stop_two_growing_tasks
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
@@ -196,18 +196,11 @@ def test_memory_limits_on_ray_stop_the_task_or_kill_its_worker_and_never_retry()
     hpc.init(backend="ray", workers=2, memory_limit="250MB")  # a default for every task
     assert hpc.get([square.remote(i) for i in range(6)]) == [i * i for i in range(6)]  # limited, well within
     driver_before = psutil.Process().memory_info().rss
-    grow = hpc.remote(grow_forever)
     with hpc.trace() as t:
-        f = grow.remote()
-        with pytest.raises(hpc.WorkerMemoryError) as info:
-            hpc.get(f, timeout=60)
-        g = grow.options(memory="300MB").remote()  # a task's own limit wins
-        with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
-            hpc.get(g, timeout=60)
+        err, (f, g) = stop_two_growing_tasks(hpc)
         h = hpc.remote(grow_ignoring_stops).options(memory="200MB").remote()
         with pytest.raises(hpc.WorkerMemoryError) as killed:
             hpc.get(h, timeout=60)
-    err = info.value
     assert err.function == "grow_forever" and err.attempts == 1 and err.exit_code is None
     assert err.limit == 250_000_000 and err.limit < err.observed < err.limit + 150_000_000
     msg = str(err)

@@ -194,14 +194,19 @@ def test_syntax_error_starts_nothing(ip):
     assert not hpc.is_initialized()
 
 
-def test_user_text_is_escaped(ip, kernel_mode):
-    ip.run_cell("""
+def _define_evil(ip, name: str) -> None:
+    """Define ``name`` and ``name_r`` (its remote) in the shell: a function whose name is HTML."""
+    ip.run_cell(f"""
 from eugo_lab import hpc
-def evil(x):
+def {name}(x):
     return x
-evil.__name__ = evil.__qualname__ = "<img src=x onerror=alert(1)>"
-evil_r = hpc.remote(evil)
+{name}.__name__ = {name}.__qualname__ = "<img src=x onerror=alert(1)>"
+{name}_r = hpc.remote({name})
 """)
+
+
+def test_user_text_is_escaped(ip, kernel_mode):
+    _define_evil(ip, "evil")
     with capture_output() as cap:
         ip.run_cell_magic("eugo", "-w 2 --no-live", "hpc.get([evil_r.remote(i) for i in range(2)])")
     h = summary_bundle(cap)["text/html"]
@@ -319,13 +324,7 @@ def test_crash_lanes_in_the_static_timeline(ip, kernel_mode, tmp_path):
 
 
 def test_user_text_is_escaped_in_the_live_timeline_data(ip, lab_views):
-    ip.run_cell("""
-from eugo_lab import hpc
-def evil2(x):
-    return x
-evil2.__name__ = evil2.__qualname__ = "<img src=x onerror=alert(1)>"
-evil2_r = hpc.remote(evil2)
-""")
+    _define_evil(ip, "evil2")
     with capture_output() as cap:
         ip.run_cell_magic("eugo", "-w 2", "hpc.get([evil2_r.remote(i) for i in range(3)])")
     blocks = lab_views[-1][0].sources["blocks"].data
