@@ -169,6 +169,16 @@ def test_unreachable_address_fails_fast_naming_it():
     assert not hpc.is_initialized()
 
 
+def test_embedded_cluster_without_dashboard_serves_none_and_takes_no_fixed_port(recwarn):
+    info = hpc.init(backend="dask", workers=1, dashboard=False)
+    assert info.dashboard is None and "dashboard=" not in repr(info)
+    listening = [c.laddr for c in psutil.Process().net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
+    assert listening and all(a.ip == "127.0.0.1" for a in listening), listening
+    assert 8787 not in {a.port for a in listening}  # a second cluster would collide with the first there
+    assert not [w for w in recwarn if "8787" in str(w.message)]
+    assert hpc.get(square.remote(3)) == 9
+
+
 def test_embedded_cluster_listens_on_loopback_only_and_leaves_nothing():
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}

@@ -160,11 +160,14 @@ class DaskBackend(base.Backend):
     def _make_local(self, n: int) -> distributed.LocalCluster:
         return distributed.LocalCluster(
             n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
-            host="127.0.0.1", dashboard_address="127.0.0.1:0" if self.dashboard else None,
+            host="127.0.0.1", dashboard_address="127.0.0.1:0",
             worker_dashboard_address=None, silence_logs=logging.ERROR,
             resources=self.worker_resources or None,
             # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
-            scheduler_kwargs={"allowed_failures": 0},
+            # The scheduler always serves HTTP (health, metrics); without a dashboard it would
+            # take port 8787 and warn when a second cluster finds it taken, so every embedded
+            # cluster gets a free loopback port and the dashboard itself only when asked for.
+            scheduler_kwargs={"allowed_failures": 0, "dashboard": self.dashboard},
         )
 
     def _connect(self) -> None:
@@ -437,7 +440,9 @@ class DaskBackend(base.Backend):
         memory = sum(int(w.get("memory_limit") or 0) for w in workers.values())
         gpus = sum((w.get("resources") or {}).get("GPU", 0) for w in workers.values())
         dashboard = None
-        if "dashboard" in sinfo.get("services", {}):
+        # The scheduler lists its HTTP server as "dashboard" even when it serves no dashboard
+        # pages (dashboard=False): only link one that was asked for.
+        if self.dashboard and "dashboard" in sinfo.get("services", {}):
             try:
                 dashboard = client.dashboard_link
             except Exception:  # noqa: BLE001 - no dashboard
