@@ -183,7 +183,8 @@ time.sleep(1.0)  # both workers are inside a task now
 """
 
 
-def test_embedded_ray_dies_with_a_killed_kernel(kernel):
+@pytest.mark.parametrize("how", ["sigkill", "restart"])  # a restart shuts the kernel down first
+def test_embedded_ray_dies_with_its_kernel(kernel, how):
     assert "N 3" in kernel.run(RAY_SETUP, timeout=180)
     family = {p.pid: p.name() for p in psutil.Process(kernel.pid).children(recursive=True)}
     names = set(family.values())
@@ -192,7 +193,10 @@ def test_embedded_ray_dies_with_a_killed_kernel(kernel):
     assert {"gcs_server", "raylet", "ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= names, names
     assert sum(n.startswith("ray::") and "Agent" not in n for n in names) >= 1, names
     t = time.monotonic()
-    os.kill(kernel.pid, signal.SIGKILL)
+    if how == "restart":
+        kernel.km.restart_kernel(now=False)
+    else:
+        os.kill(kernel.pid, signal.SIGKILL)
     alive = wait_gone(set(family), timeout=10)
-    assert not alive, (f"{time.monotonic() - t:.1f} s after the kernel was killed, Ray processes are alive: "
+    assert not alive, (f"{time.monotonic() - t:.1f} s after the kernel {how}, Ray processes are alive: "
                        f"{sorted(family[p] for p in alive)}")
