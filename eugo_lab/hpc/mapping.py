@@ -10,11 +10,13 @@ another chews through one oversized batch.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import pickle
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
@@ -74,6 +76,24 @@ def map_progress(runtime: Any) -> tuple[int, int]:
     return items, batches
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while creating many objects at once.
+
+    Creating 100,000 futures triggers ~140 young-generation passes plus older ones that walk
+    every live object; in a notebook with a large heap that was more than half of
+    ``hpc.map``'s own cost (35-68 ms against 15 ms paused). Futures form no cycles that need
+    collecting now, and the collector's previous state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class MapJob:
     """Feeds the items of one ``hpc.map`` call to the runtime as adaptive batches."""
 
@@ -86,7 +106,8 @@ class MapJob:
         name = options.name or fn.name
         cancel = self._cancel_item
         ids = runtime.new_ids(len(items))
-        self.futures = list(map(Future, ids, repeat(name), repeat(cancel)))  # no Python-level loop
+        with _gc_paused():  # no Python-level loop, and no collector passes over half-built lists
+            self.futures = list(map(Future, ids, repeat(name), repeat(cancel)))
         # Item position of a future: task_id - first_id when the ids are consecutive (they are
         # unless another thread took ids meanwhile); otherwise a dict built on the first cancel.
         self.first_id = ids[0] if ids and ids[-1] - ids[0] == len(ids) - 1 else None
