@@ -1,8 +1,9 @@
 """The live recorder: appends task and blocking events while regions are open.
 
 Task rows are packed C structs (:data:`ROW`, 128 bytes: the :data:`ROW_FIELDS` as int64 and
-float64, strings interned into small tables) appended to one ``bytearray``, so a million
-rows cost 128 MB and no Python object per field. Reading rows out turns the packed bytes
+float64, strings interned into small tables) appended to ``bytearray`` segments, so a
+million rows cost 128 MB and no Python object per field; an ``hpc.map`` batch is one compact
+segment (:class:`_BatchRows`) whatever its size. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
 kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
 region out produces an immutable :class:`~eugo_lab.tracing.trace.Trace`.
@@ -159,7 +160,7 @@ class _BatchRows:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held per item (the offsets, and the ids when they are not a range)."""
+        """Bytes this batch holds: 8 per item for the offsets, 8 more for ids that are not a range."""
         return int(self.ends.nbytes) + (0 if isinstance(self.ids, range) else 8 * len(self.ids))
 
     def columns(self) -> dict[str, Any]:
