@@ -184,16 +184,13 @@ class Runtime:
                 recorder.record_fast(rec.pack_head(task.task_id, task.attempt, code, worker, status, task.batch_id,
                                                    task.submit_time, ready, received) + stats[9])
             except (IndexError, TypeError):  # an engine whose stats carry no packed tail
-                self._record(task, status, stats, worker, name, ready, received, item_errors)
+                self._record_safely(task, status, stats, worker, name, ready, received, item_errors)
             if len(recorder._pending) >= rec.FLUSH_ROWS:
                 recorder.flush()
         elif recorder.active and not (status == base.CANCELLED and
                                       all(f._state == CANCELLED for f in self._futures_of(task))):
             # (cancellations the runtime made itself were recorded when they were made)
-            try:
-                self._record(task, status, stats, worker, name, ready, received, item_errors)
-            except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
-                log.exception("recording task %s failed", task.task_id)
+            self._record_safely(task, status, stats, worker, name, ready, received, item_errors)
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed
@@ -234,6 +231,13 @@ class Runtime:
             self._launch_retry(task)
         elif map_cb is not None:
             map_cb(task, stats)
+
+    def _record_safely(self, task: Task, *args: Any) -> None:
+        """:meth:`_record`, logging instead of raising: a tracing bug must never keep a future from completing."""
+        try:
+            self._record(task, *args)
+        except Exception:  # noqa: BLE001
+            log.exception("recording task %s failed", task.task_id)
 
     def _record(self, task: Task, status: int, stats: Any, worker: int, name: str, ready: float, received: float,
                 item_errors: Any) -> None:
@@ -342,11 +346,8 @@ class Runtime:
         if done and self.recorder.active:
             # Recorded now, not when the backend confirms: a traced region (a %%eugo cell
             # stopped by Interrupt) closes right after the cancel and must show it.
-            try:
-                self._record(task, base.CANCELLED, None, -1, fut.function, task.ready_time or time.time(),
-                             time.time(), None)
-            except Exception:  # noqa: BLE001 - tracing must not break cancellation
-                log.exception("recording the cancellation of task %s failed", task.task_id)
+            self._record_safely(task, base.CANCELLED, None, -1, fut.function, task.ready_time or time.time(),
+                                time.time(), None)
         if task.ready_time:  # launched: the backend stops it
             self.backend.cancel(task)
         else:  # still waiting for its inputs
