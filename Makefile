@@ -39,11 +39,12 @@ lab: deps
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 lint: deps
-	$(VENV)/bin/ruff check eugo_lab tests benchmarks
+	$(VENV)/bin/ruff check eugo_lab tests benchmarks conftest.py
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: deps system-deps lint
-	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	@rm -f .pytest-running; $(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary, in: $$(cat .pytest-running)"; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: deps

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import wait_gone
+from _processes import wait_gone
 from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parents[1]

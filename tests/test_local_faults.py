@@ -13,7 +13,7 @@ import time
 
 import psutil
 import pytest
-from conftest import wait_gone
+from _processes import wait_gone
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
@@ -201,6 +201,10 @@ DRIVER = textwrap.dedent(
     """
     import os, signal, sys, time
     from eugo_lab import hpc
+
+    # A shell that starts a job in the background (CI runners do) makes it ignore SIGINT,
+    # and Python then never raises KeyboardInterrupt: act as a kernel does, which handles it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     @hpc.remote
     def nap(s):

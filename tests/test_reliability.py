@@ -18,7 +18,7 @@ import time
 import psutil
 import pytest
 from _memory import grow_forever
-from conftest import wait_gone
+from _processes import wait_gone
 
 from eugo_lab import hpc
 from eugo_lab.backends import _worker, local_process
@@ -361,8 +361,10 @@ def test_chaos_soak_random_worker_kills_lose_nothing(local2):
 
 LOAD_DRIVER = textwrap.dedent(
     """
-    import os, time, psutil
+    import os, signal, time, psutil
     from eugo_lab import hpc
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # see test_local_faults.DRIVER
 
     @hpc.remote
     def tiny(x):

@@ -91,6 +91,8 @@ class LocalBackend(base.Backend):
         self._queue: collections.deque[Task] = collections.deque()
         self._incoming: collections.deque[tuple[str, Any]] = collections.deque()
         self._wake_pending = False
+        self._wake_r = self._wake_w = -1  # the I/O thread's wake-up pipe, -1 while closed
+        self._wake_lock = threading.Lock()
         self._stopping = False
         self._stopped = threading.Event()
         self._sel = selectors.DefaultSelector()
@@ -144,10 +146,16 @@ class LocalBackend(base.Backend):
         # See _drain_incoming for why clearing the flag before draining is race-free.
         if not self._wake_pending:
             self._wake_pending = True
-            try:
-                os.write(self._wake_w, b"x")
-            except (BlockingIOError, OSError):
-                pass
+            # Under the lock, and only while the pipe is open: a write after _teardown closed
+            # it would land in whatever file reused that descriptor number (a socket of
+            # another engine, a log). Late posts happen: an ObjectRef collected after
+            # shutdown posts its "drop".
+            with self._wake_lock:
+                if self._wake_w >= 0:
+                    try:
+                        os.write(self._wake_w, b"x")
+                    except (BlockingIOError, OSError):
+                        pass
 
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Queue a task; ``on_done`` is called from the I/O thread."""
@@ -493,11 +501,7 @@ class LocalBackend(base.Backend):
                 self._sel.unregister(fd)
             except (KeyError, ValueError):
                 pass
-        for fd in (w.result_r, w.task_w, w.lifeline_w, w.cancel_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        w.close_pipes()
         try:
             code = w.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - pipe closed, process stuck
@@ -551,11 +555,7 @@ class LocalBackend(base.Backend):
         self._stopping = True
         # Closing the lifeline makes every worker exit at once, also mid-task.
         for w in self._workers:
-            for fd in (w.lifeline_w, w.task_w, w.result_r, w.cancel_w):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            w.close_pipes()
         deadline = time.monotonic() + 3
         for w in self._workers:
             try:
@@ -569,11 +569,13 @@ class LocalBackend(base.Backend):
                 self._queue.append(item)
         self._incoming.clear()
         self._fail_all("the runtime was shut down")
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        with self._wake_lock:
+            for fd in (self._wake_r, self._wake_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._wake_r = self._wake_w = -1
         self._sel.close()
         shutil.rmtree(self._store_dir, ignore_errors=True)
         self._stopped.set()

@@ -35,6 +35,7 @@ class Worker:
 
     def __init__(self, index: int):
         self.index = index
+        self.task_w = self.result_r = self.lifeline_w = self.cancel_w = -1
         self.outbuf = bytearray()
         self.inbuf = bytearray()
         self.inflight: collections.deque[Task] = collections.deque()
@@ -48,6 +49,21 @@ class Worker:
         self.greeted = False  # the worker said hello: it started properly
         self.cancel_target: Task | None = None  # a running task asked to stop
         self.cancel_deadline = 0.0  # when the worker is killed if that task is still running
+
+    def close_pipes(self) -> None:
+        """Close this worker's pipe ends once; they read -1 afterwards.
+
+        Closing a descriptor twice is not harmless: by the second close its number may name
+        a file some other code opened since, which that close would take away from it.
+        """
+        for name in ("result_r", "task_w", "lifeline_w", "cancel_w"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 def worker_env(threads_per_worker: int, extra_env: dict[str, str]) -> dict[str, str]:
