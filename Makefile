@@ -44,7 +44,7 @@ lint: deps
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: deps system-deps lint
 	@rm -f .pytest-running; $(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
-	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary, in: $$(cat .pytest-running)"; fi; \
+	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary; the last test phases:"; cat .pytest-running; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: deps

@@ -1,29 +1,37 @@
-"""Repository-wide pytest hooks: a trail that names the test pytest was in if it dies.
+"""Repository-wide pytest hooks: a trail that names the tests pytest was in if it dies.
 
-A process that ends by ``os._exit`` or a signal prints no summary. ``make test`` reads this
-file when pytest exits without removing it and says which test (and phase) it was in.
+A process that ends by ``os._exit`` or a signal prints no summary, and what it wrote to
+stderr during a test stays in pytest's capture. ``make test`` prints this file when pytest
+exits without removing it: the last test phases, with the time each one ended.
 """
 
 from __future__ import annotations
 
+import collections
+import time
 from pathlib import Path
 
 import pytest
 
 TRAIL = Path(__file__).parent / ".pytest-running"
+_recent: collections.deque[str] = collections.deque(maxlen=12)
+
+
+def _note(line: str) -> None:
+    _recent.append(f"{time.strftime('%H:%M:%S')} {line}")
+    TRAIL.write_text("\n".join(_recent) + "\n")
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
-    """A test starts: note its id."""
-    TRAIL.write_text(f"{nodeid} (setup)\n")
+    """A test starts."""
+    _note(f"{nodeid}: setup starts")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """A phase of a test ended: note the next one it is in."""
-    following = {"setup": "call", "call": "teardown", "teardown": "between tests"}[report.when]
-    TRAIL.write_text(f"{report.nodeid} ({report.when} {report.outcome}; now in {following})\n")
+    """A phase of a test ended."""
+    _note(f"{report.nodeid}: {report.when} {report.outcome}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Pytest ended normally: no trail."""
+    """The run ended normally: no trail."""
     TRAIL.unlink(missing_ok=True)
