@@ -78,13 +78,13 @@ def test_no_long_tail_when_workers_finish_together():
 
 
 # -- Blocking ---------------------------------------------------------------------------------------
-def blocking_trace(get_inside_loop: bool) -> object:
+def blocking_trace(get_inside_loop: bool, kind: str = "get") -> object:
     b = TraceBuilder(workers=2)
     t = 0.0
     for k in range(5):
         if get_inside_loop:
             b.task("g", worker=k % 2, submit=t, ready=t, start=t + 0.01, end=t + 0.11, received=t + 0.12)
-            b.block(t + 0.001, t + 0.121, futures=1, source="/home/student/loop.py:7")
+            b.block(t + 0.001, t + 0.121, futures=1, kind=kind, source="/home/student/loop.py:7")
             t += 0.13
         else:
             b.task("g", worker=k % 2, submit=0.001 * k, ready=0.001 * k, start=0.13 * k, end=0.13 * k + 0.1,
@@ -104,6 +104,13 @@ def test_blocking_found_with_source_line():
     assert f.evidence["concurrency"] == approx(1.0)
     assert "(loop.py:7)" in f.verdict and "/home/student" not in f.verdict
     assert "loop.py:7" in f.advice
+
+
+def test_awaiting_each_task_in_the_loop_is_blocking_too_with_async_advice():
+    f = analyze(blocking_trace(True, kind="await")).finding("blocking")
+    assert f.evidence["serialized_tasks"] == 5 and f.evidence["blocked"] == approx(5 * 0.12)
+    assert f.verdict.startswith("The driver awaited each task right after submitting it (loop.py:7)")
+    assert "asyncio.gather(*futures)" in f.advice and "hpc.get()" not in f.advice
 
 
 def test_no_blocking_when_all_submitted_first():

@@ -237,3 +237,47 @@ def test_cluster_repr(backend):
     assert info.workers == WORKERS
     assert info.cores >= 1 and info.memory > 0
     assert "address=" in text
+
+
+async def _await_with_a_ticker(futures: list, fails) -> tuple[list, int, str]:  # noqa: ANN001
+    """Await ``futures`` while a ticker runs on the same loop; then await ``fails``."""
+    import asyncio
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    t = asyncio.create_task(ticker())
+    first = await futures[0]
+    rest = await asyncio.gather(*futures[1:])
+    try:
+        await fails
+        error = "no error"
+    except ValueError as exc:
+        error = str(exc)
+    t.cancel()
+    return [first, *rest], ticks, error
+
+
+def test_await_gives_values_and_errors_without_blocking_the_loop(backend):
+    import asyncio
+
+    futures = [nap.remote(0.3, "slow")] + [square.remote(i) for i in range(5)]
+    values, ticks, error = asyncio.run(_await_with_a_ticker(futures, fail.remote("boom")))
+    assert values == ["slow", 0, 1, 4, 9, 16]
+    assert ticks >= 5, "the event loop was blocked while a future was awaited"
+    assert "boom" in error
+
+    async def traced() -> int:  # inside a traced region an await is recorded as a driver block
+        with hpc.trace():
+            return await nap.remote(0.2, 49)
+
+    assert asyncio.run(traced()) == 49
+    t = hpc.last_trace()
+    assert list(t.block_kinds) == ["await"] and len(t.blocks["kind"]) == 1
+    assert 0.15 < float(t.blocks["end"][0] - t.blocks["start"][0]) < 30
+

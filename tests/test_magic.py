@@ -194,6 +194,17 @@ def test_syntax_error_starts_nothing(ip):
     assert not hpc.is_initialized()
 
 
+def test_top_level_await_is_refused_with_what_to_do_and_starts_nothing(ip):
+    hpc.shutdown()
+    cell = "import asyncio\nasync def ok():\n    await asyncio.sleep(0)\nx = [1]\nfor i in x:\n    await ok()\n"
+    with pytest.raises(SyntaxError) as err:
+        ip.run_cell_magic("eugo", "-w 2", cell)
+    assert "cannot use top-level await" in str(err.value) and "hpc.get(futures)" in str(err.value)
+    assert err.value.lineno == 7  # the notebook's line: line 1 is the %%eugo line
+    assert not hpc.is_initialized()
+    ip.run_cell_magic("eugo", "-w 2", "import asyncio\nasync def ok():\n    return [i async for i in agen()]\n")
+
+
 def _define_evil(ip, name: str) -> None:
     """Define ``name`` and ``name_r`` (its remote) in the shell: a function whose name is HTML."""
     ip.run_cell(f"""

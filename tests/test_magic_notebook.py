@@ -31,6 +31,8 @@ CELLS = [
     "len(t), t.meta['workers'], hpc.last_trace() is t",
     "%eugo glossary straggler",
     "%%eugo -w 2\n# NBVAL_RAISES_EXCEPTION\nhpc.get([nap.remote(i) for i in range(2)])\n1 / 0",
+    "await nap.remote(21)",  # a plain cell: top-level await of an hpc future (IPython's autoawait)
+    "import asyncio\nawait asyncio.gather(*[nap.remote(i) for i in range(3)])",
     "%eugo stop",
 ]
 
@@ -71,6 +73,9 @@ def test_notebook_outputs(tmp_path):
     assert "stopped by ZeroDivisionError" in summary[0].data["text/plain"]
     tb = "\n".join(err[-1].traceback)
     assert re.search(r"----> 4\S* 1 / 0", re.sub(r"\x1b\[[0-9;]*m", "", tb)), tb
+
+    assert _outputs(nb, 7)[0].data["text/plain"] == "42"
+    assert _outputs(nb, 8)[0].data["text/plain"] == "[0, 2, 4]"
 
     nbformat.write(nb, path)
     (tmp_path / "sanitize.cfg").write_text(SANITIZE)

@@ -34,7 +34,7 @@ class Breakdown:
 
     - ``queue_wait``: summed over tasks, time a ready task waited because its worker was
       busy with other tasks (capacity, not overhead).
-    - ``driver_blocked``: time the driver spent inside ``get()``/``wait()`` (union of the
+    - ``driver_blocked``: time the driver spent inside ``get()``/``wait()`` or an ``await`` (union of the
       blocking spans).
     """
 

@@ -231,7 +231,8 @@ def blocking(ctx: Context) -> list[Finding]:
     if ctx.workers < 2 or len(u) < 2 or not len(b["kind"]):
         return []
     kinds = np.array(trace.block_kinds, dtype=object)[b["kind"]]
-    one = np.flatnonzero((kinds == "get") & (b["futures"] == 1))
+    # One-future waits: get(f), or `await f` in async code (the same pattern: r = await t.remote(x)).
+    one = np.flatnonzero(np.isin(kinds, ("get", "await")) & (b["futures"] == 1))
     if not len(one):
         return []
     one = one[np.argsort(b["end"][one], kind="stable")]
@@ -259,11 +260,17 @@ def blocking(ctx: Context) -> list[Finding]:
     union = measure(u.ready, u.received)
     concurrency = float(spans.sum() / union) if union > 0 else 0.0
     shown = display_source(src)
-    verdict = (f"the driver called get() on each task right after submitting it ({shown}), so "
+    awaited = kinds[pairs[0]] == "await"
+    call = "awaited" if awaited else "called get() on"
+    verdict = (f"the driver {call} each task right after submitting it ({shown}), so "
                f"{len(pairs) + 1} tasks ran one at a time (average concurrency {concurrency:.2f}).")
     verdict = verdict[0].upper() + verdict[1:]
-    advice = (f"Submit all tasks first, then call hpc.get() once on the list: move the get() at {shown} "
-              "out of the loop.")
+    if awaited:
+        advice = (f"Submit all tasks first, then await them together: replace the await at {shown} by "
+                  "`await asyncio.gather(*futures)` after the loop.")
+    else:
+        advice = (f"Submit all tasks first, then call hpc.get() once on the list: move the get() at {shown} "
+                  "out of the loop.")
     return [Finding("blocking", "Blocking", PROBLEM, verdict, advice,
                     {"source": src, "serialized_tasks": len(pairs) + 1, "blocked": blocked,
                      "concurrency": concurrency, "gets": int(len(one))})]

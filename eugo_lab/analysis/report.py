@@ -96,7 +96,7 @@ class Report:
         for name, v in b.worker_categories().items():
             share = v / total if total > 0 else 0.0
             lines.append(f"  {name:<14} {fmt_s(v):>9}  {fmt_pct(share):>4}")
-        lines.append(f"driver blocked in get()/wait() {fmt_s(b.driver_blocked)}; "
+        lines.append(f"driver blocked in get()/wait()/await {fmt_s(b.driver_blocked)}; "
                      f"tasks queued for a busy worker {fmt_s(b.queue_wait)} in total")
         cp = self.critical_path
         if len(cp):

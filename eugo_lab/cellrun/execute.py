@@ -42,12 +42,48 @@ def compile_cell(shell: Any, cell: str) -> CompiledCell:
     source = "\n" + transformed
     filename = shell.compile.cache(source, _cell_number(shell), raw_code="\n" + cell)
     tree = shell.compile.ast_parse(source, filename=filename)
+    _refuse_top_level_await(tree, filename)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not cell.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)
     body = shell.compile(tree, filename, "exec")
     last_code = shell.compile(last, filename, "eval") if last is not None else None
     return CompiledCell(body, last_code)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_AWAITS = (ast.Await, ast.AsyncFor, ast.AsyncWith)
+
+
+def _top_level_await(node: ast.AST) -> ast.AST | None:
+    """The first ``await``/``async for``/``async with`` of the cell itself (not inside a def)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, _AWAITS):
+            return child
+        if isinstance(child, ast.comprehension) and child.is_async:
+            return child.iter
+        if not isinstance(child, _SCOPES):
+            found = _top_level_await(child)
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_top_level_await(tree: ast.AST, filename: str) -> None:
+    """A plain notebook cell may ``await`` at top level; a ``%%eugo`` body cannot: say so, and what to do.
+
+    IPython calls cell magics synchronously from inside the kernel's running event loop,
+    so the magic has no way to run the cell as a coroutine to completion.
+    """
+    node = _top_level_await(tree)
+    if node is not None:
+        err = SyntaxError(
+            "%%eugo runs its cell as ordinary code, so it cannot use top-level await. Wait for hpc "
+            "futures with hpc.get(futures) instead (the timeline shows the same), or drop %%eugo to "
+            "await them in a plain cell."
+        )
+        err.filename, err.lineno, err.offset = filename, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+        raise err
 
 
 def execute(shell: Any, compiled: CompiledCell) -> Any:

@@ -9,7 +9,8 @@ driver, and ``get()`` pays for decoding in the caller's thread, not the runtime'
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Generator
 from typing import Any
 
 from eugo_lab.hpc.errors import GetTimeoutError, cancelled
@@ -184,6 +185,33 @@ class Future:
             return exc
         return None  # pragma: no cover
 
+    def __await__(self) -> Generator[Any, None, Any]:
+        """``await future``: the value (or the task's exception), without blocking the event loop.
+
+        For async code: a notebook cell with top-level ``await``, ``asyncio.gather(*futures)``,
+        an async web handler. The I/O thread that completes the future hands the wake-up to
+        the awaiting loop with ``call_soon_threadsafe``; the value is decoded on the loop's
+        thread, as ``get()`` decodes in its caller's. Cancelling the awaiting asyncio task
+        stops the wait only: the hpc task keeps running (cancel it with ``hpc.cancel``).
+        """
+        if self._state == PENDING:
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+
+            def wake(_: Future) -> None:
+                try:
+                    loop.call_soon_threadsafe(_release, waiter)
+                except RuntimeError:  # the loop was closed meanwhile: nobody is waiting any more
+                    pass
+
+            self.add_done_callback(wake)
+            start = time.time()
+            yield from waiter
+            _record_await(start)
+        return self._value()
+
     def cancel(self) -> bool:
         """Cancel the task (see :func:`eugo_lab.hpc.cancel`); True if it was still pending."""
         canceller = self._canceller
@@ -220,6 +248,20 @@ def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) ->
             event.set()
         for cb in callbacks or ():
             _run_callback(cb, f)
+
+
+def _record_await(start: float) -> None:
+    """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
+    from eugo_lab.hpc.api import _record_block
+    from eugo_lab.hpc.session import current
+
+    _record_block(current(start=False), "await", start, 1)
+
+
+def _release(waiter: Any) -> None:
+    """Wake an ``await`` (on its event loop's thread), unless that wait was cancelled."""
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _run_callback(fn: Callable[[Future], Any], fut: Future) -> None:
