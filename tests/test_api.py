@@ -390,3 +390,16 @@ def test_large_arguments_by_value_travel_through_shared_memory(local2):
     assert t.to_dataframe()["bytes_in"].max() < 10_000  # the 32 MB went out of band
     # The staged copies are freed once their tasks are final.
     assert [f for f in os.listdir(rt.backend._store_dir) if f.startswith("args-")] == []
+
+
+def test_remote_refuses_a_class_and_non_callables_saying_what_to_do():
+    with pytest.raises(TypeError, match=r"Counter is a class: stateful remote objects \(Ray's actors\)"):
+        @hpc.remote
+        class Counter:
+            pass
+    with pytest.raises(TypeError, match="hpc.put"):
+        hpc.remote(cpus=1)(type("Model", (), {}))
+    with pytest.raises(TypeError, match="hpc.remote takes a function, got int 4"):
+        hpc.remote(4)
+    with pytest.raises(TypeError, match="already an hpc.remote function"):
+        hpc.remote(hpc.remote(len))

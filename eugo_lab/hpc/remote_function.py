@@ -91,7 +91,22 @@ def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memo
                                         retry_exceptions=retry_exceptions, name=name,
                                         resources=dict(resources or {})))
     if fn is None:
-        return lambda f: RemoteFunction(f, opts)
+        return lambda f: _wrap(f, opts)
+    return _wrap(fn, opts)
+
+
+def _wrap(fn: Any, opts: TaskOptions) -> RemoteFunction:
     if isinstance(fn, RemoteFunction):
         raise TypeError("this function is already an hpc.remote function; use .options(...) to change its options")
+    if isinstance(fn, type):
+        # Ray turns a class into an actor; here .remote() would build the object on a worker
+        # and send a copy back, silently losing every later change: refuse instead.
+        raise TypeError(
+            f"hpc.remote takes a function, and {fn.__name__} is a class: stateful remote objects "
+            "(Ray's actors) are not part of hpc. Decorate a function that creates the object and "
+            "does the work, keep the state in the notebook and pass it to tasks, or share "
+            "read-only data with hpc.put()."
+        )
+    if not callable(fn):
+        raise TypeError(f"hpc.remote takes a function, got {type(fn).__name__} {fn!r:.80}")
     return RemoteFunction(fn, opts)
