@@ -403,3 +403,36 @@ def test_remote_refuses_a_class_and_non_callables_saying_what_to_do():
         hpc.remote(4)
     with pytest.raises(TypeError, match="already an hpc.remote function"):
         hpc.remote(hpc.remote(len))
+
+
+def test_bad_timeouts_are_refused_before_waiting(local2):
+    f = nap.remote(0.01, 1)
+    for bad in (-1, float("nan"), "5", True):
+        with pytest.raises(ValueError, match=r"get\(\): timeout must be None .* or a number of seconds >= 0"):
+            hpc.get(f, timeout=bad)
+    with pytest.raises(ValueError, match=r"wait\(\): timeout"):
+        hpc.wait([f], timeout=-0.5)
+    with pytest.raises(ValueError, match=r"as_completed\(\): timeout"):
+        next(hpc.as_completed([f], timeout=-1))
+    assert hpc.get(f, timeout=0 + 30) == 1
+
+
+def test_polling_with_wait_leaves_no_callbacks_behind(local2):
+    slow = nap.remote(2.0, "slow")
+    for _ in range(50):
+        done, pending = hpc.wait([slow], timeout=0.001)
+        assert pending == [slow]
+    assert not slow._callbacks  # each wait() took its callback off again
+    assert hpc.get(slow) == "slow"
+
+
+def test_map_names_a_non_iterable_argument(local2):
+    with pytest.raises(TypeError, match=r"hpc.map\(square, items\): items must be an iterable .*got int"):
+        hpc.map(square, 5)
+
+    def broken():
+        yield 1
+        raise TypeError("the generator's own error")
+
+    with pytest.raises(TypeError, match="the generator's own error"):
+        hpc.map(square, broken())

@@ -312,3 +312,29 @@ def test_shutdown_stops_every_worker_even_mid_task():
     hpc.shutdown()
     assert time.monotonic() - t < 5
     assert not wait_gone(set(pids), timeout=5)
+
+
+SHUTDOWN_RACE = textwrap.dedent(
+    """
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def echo(x):
+        return x
+
+    for i in range(20):
+        hpc.init(workers=1)
+        futures = [echo.remote(k) for k in range(50)]
+        hpc.wait(futures, num_returns=1)  # results are on their way back while the pool shuts down
+        hpc.shutdown()
+    print("DONE", flush=True)
+    """
+)
+
+
+def test_shutdown_while_a_result_is_sent_prints_no_worker_traceback(tmp_path):
+    script = tmp_path / "race.py"
+    script.write_text(SHUTDOWN_RACE)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "DONE", out.stderr[-2000:]
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]

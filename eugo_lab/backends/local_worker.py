@@ -132,9 +132,14 @@ def main() -> None:
 
     def send(msg: tuple) -> None:
         data = pickle.dumps(msg, 5)
-        wfile.write(_LEN.pack(len(data)))
-        wfile.write(data)
-        wfile.flush()
+        try:
+            wfile.write(_LEN.pack(len(data)))
+            wfile.write(data)
+            wfile.flush()
+        except OSError:
+            # The pool closed our result pipe (shutdown, or the driver died): nobody is left
+            # to read this result, and a traceback on the notebook's stderr would only alarm.
+            os._exit(0)
 
     send(("hello", os.getpid(), socket.gethostname(), time.time()))
     while True:

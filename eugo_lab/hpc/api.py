@@ -134,6 +134,15 @@ def _cancel_pending(futs: Iterable[Future]) -> None:
             f.cancel()
 
 
+def _check_timeout(timeout: Any, call: str) -> None:
+    """``None`` or a number of seconds >= 0; anything else is refused before waiting starts."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ValueError(f"{call}: timeout must be None (wait as long as it takes) or a number of seconds "
+                         f">= 0, got {timeout!r}")
+
+
 def get(obj: Any, timeout: float | None = None) -> Any:
     """Resolve a future, a ``put`` reference, or a (nested) list/tuple/dict of them into values.
 
@@ -141,6 +150,7 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     failed, ``TimeoutError`` (``hpc.GetTimeoutError``) after ``timeout`` seconds (the futures
     stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
     """
+    _check_timeout(timeout, "get()")
     rt = session.current(start=False)
     start = time.time()
     futs: list[Future] = []
@@ -187,6 +197,7 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         raise TypeError(f"hpc.wait() takes hpc.Future objects, got {', '.join(sorted(set(bad)))}")
     if not 0 <= num_returns <= len(futs):
         raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
+    _check_timeout(timeout, "wait()")
     rt = session.current(start=False)
     start = time.time()
     cond = threading.Condition()
@@ -207,6 +218,10 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         raise
     finally:
         _record_block(rt, "wait", start, len(futs))
+        # A wait that returns early leaves its callback on the futures still running: take it
+        # off, or a polling loop (wait(pending, timeout=0.1) over and over) piles them up.
+        for f in futs:
+            f._remove_done_callback(on_done)
     done = [f for f in futs if f._state != PENDING]
     pending = [f for f in futs if f._state == PENDING]
     return done, pending
@@ -215,6 +230,7 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
 def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterator[Future]:
     """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
     futs = list(futures)
+    _check_timeout(timeout, "as_completed()")
     rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
     for f in futs:

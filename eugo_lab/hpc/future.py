@@ -136,6 +136,16 @@ class Future:
                 return
         _run_callback(fn, self)
 
+    def _remove_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        """Take ``fn`` off a pending future (no-op once it is done or if it is not there)."""
+        with _lock:
+            callbacks = self._callbacks
+            if callbacks is not None:
+                try:
+                    callbacks.remove(fn)
+                except ValueError:
+                    pass
+
     # -- waiting and values ------------------------------------------------------------
     def _wait(self, timeout: float | None) -> bool:
         if self._state != PENDING:

@@ -252,7 +252,13 @@ def map_items(runtime: Any, fn: FunctionRecord, iterable: Iterable, options: Tas
     """Start an ``hpc.map``; returns the item futures in input order."""
     if batch != "auto" and not (isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1):
         raise ValueError(f"batch must be 'auto' or an int >= 1, got {batch!r}")
-    items = list(iterable)
+    try:
+        items = list(iterable)
+    except TypeError as exc:
+        if hasattr(iterable, "__iter__"):
+            raise  # an iterator that failed while producing its items: its own error
+        raise TypeError(f"hpc.map({options.name or fn.name}, items): items must be an iterable (a list, a range, "
+                        f"a generator...), got {type(iterable).__name__}") from exc
     fn.payload  # noqa: B018 - a function that cannot be pickled fails here, not later
     if items:
         # Probe the first item so an unpicklable input fails at the call, like .remote().
