@@ -407,6 +407,14 @@ def set_current(rt: Runtime | None) -> None:
     global _current
     with _current_lock:
         _current = rt
+    try:
+        from eugo_lab.hpc.status import runtime_changed
+
+        runtime_changed()  # tell the Jupyter server, when this kernel reports to one
+    except Exception:  # noqa: BLE001 - a status file must never break init or shutdown
+        import logging
+
+        logging.getLogger("eugo_lab").debug("publishing the runtime status failed", exc_info=True)
 
 
 def _shutdown_at_exit() -> None:

@@ -1,4 +1,8 @@
-"""Authenticated handlers: ``/eugo/bokeh/static/...`` (the installed BokehJS) and ``/eugo/api/status``."""
+"""Authenticated handlers: ``/eugo/bokeh/static/...`` (the installed BokehJS) and ``/eugo/api/status``.
+
+``/eugo/api/status`` lists the kernels this server runs, each with the status its eugo
+runtime last published (:mod:`eugo_lab.hpc.status`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.utils import url_path_join
 
+from eugo_lab.hpc.status import STATUS_DIR_ENV, read_status
 from eugo_lab.server import BOKEH_URL_ENV
 
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
@@ -44,13 +49,29 @@ class StatusHandler(APIHandler):
 
         from eugo_lab import __version__
 
+        status_dir = self.settings.get("eugo_status_dir", "")
         kernels = []
         for k in self.kernel_manager.list_kernels():
-            kernels.append({"id": k.get("id"), "name": k.get("name"), "execution_state": k.get("execution_state"),
-                            "connections": k.get("connections")})
+            kid = k.get("id")
+            kernels.append({"id": kid, "name": k.get("name"), "execution_state": k.get("execution_state"),
+                            "connections": k.get("connections"),
+                            # what the kernel's eugo runtime last published (None: it has not used eugo yet)
+                            "eugo": read_status(status_dir, kid) if status_dir and kid else None})
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"eugo_lab": __version__, "server_version": jupyter_server.__version__,
                                 "kernels": kernels}))
+
+
+def _make_status_dir(runtime_dir: str) -> str:
+    """A private directory for this server's kernels' status files, removed when the server exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    os.makedirs(runtime_dir, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="eugo-status-", dir=runtime_dir)  # mode 0700
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def setup_handlers(serverapp: Any) -> None:
@@ -64,6 +85,10 @@ def setup_handlers(serverapp: Any) -> None:
         (url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": str(bokehjs_path())}),
         (url_path_join(base_url, "eugo", "api", "status"), StatusHandler),
     ])
-    # Kernels inherit the server's environment: this is how %%eugo learns base_url.
+    # Kernels inherit the server's environment: this is how %%eugo learns base_url, and
+    # where each kernel publishes its runtime status (eugo_lab.hpc.status).
     os.environ[BOKEH_URL_ENV] = url_path_join(base_url, BOKEH_PREFIX)
+    status_dir = _make_status_dir(serverapp.runtime_dir)
+    web_app.settings["eugo_status_dir"] = status_dir
+    os.environ[STATUS_DIR_ENV] = status_dir
     serverapp.log.info("eugo_lab: serving BokehJS at %s", os.environ[BOKEH_URL_ENV])

@@ -1,0 +1,161 @@
+"""Each kernel's runtime status, published for the Jupyter server (``GET /eugo/api/status``).
+
+The server cannot look inside a kernel, so a kernel tells it. The server extension gives
+the kernels it starts a directory (``STATUS_DIR_ENV``); a kernel writes
+``<dir>/<kernel id>.json`` there, atomically (a temporary file renamed over the old one):
+
+- at once when a runtime starts or stops (``hpc.init``, ``hpc.shutdown``, ``%%eugo``);
+- from one daemon thread that looks every ``PUBLISH_INTERVAL`` seconds and writes only
+  when something changed (task and item counters, tracing on or off): an idle kernel
+  writes nothing, and the file's ``updated`` and ``elapsed`` let a reader extrapolate.
+
+Files, not a socket or a comm: a kernel that is busy running a cell, or hung in C code,
+still has an up-to-date file; a dead kernel's file is simply ignored by the server (it
+only reads the files of kernels it runs). Outside such a server (a script, pytest, a
+kernel of another server) nothing is written and no thread is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+#: Set by the server extension for the kernels it starts: where they write their status.
+STATUS_DIR_ENV = "EUGO_LAB_STATUS_DIR"
+#: Seconds between two looks at the runtime's counters (a look costs a few microseconds).
+PUBLISH_INTERVAL = 1.0
+#: Version of the file's layout, for the server and the JupyterLab extension.
+STATUS_SCHEMA = 1
+
+_CONNECTION_FILE = re.compile(r"kernel-(?P<id>[0-9A-Za-z_-]+)\.json$")
+
+
+def snapshot(rt: Any) -> dict[str, Any]:
+    """The status of runtime ``rt`` (``None``: no runtime) as a JSON-ready dict.
+
+    The fields of ``%eugo status`` (:func:`eugo_lab.cellrun.status.status`: backend,
+    workers, running, queued, submitted, elapsed, idle, price, cost; counts are of items, an
+    ``hpc.map`` item counts as one), plus ``state`` (``running`` or ``none``), ``tracing``
+    and when and by which process it was taken.
+    """
+    from eugo_lab import __version__
+    from eugo_lab.cellrun.status import status
+
+    running = rt is not None and not rt._closed
+    st = status(rt if running else None)
+    doc: dict[str, Any] = {"schema": STATUS_SCHEMA, "eugo_lab": __version__, "pid": os.getpid(),
+                           "updated": time.time(), "state": "running" if running else "none"}
+    if running:
+        fields = asdict(st)
+        del fields["running_runtime"]
+        doc.update(fields, cost=st.cost, tracing=bool(rt.recorder.active))
+    return doc
+
+
+def _change_key(rt: Any) -> tuple:
+    """What a new status file would differ in; cheap (no engine call), so the thread can poll it."""
+    if rt is None or rt._closed:
+        return (None,)
+    from eugo_lab.hpc.mapping import map_progress
+
+    return (id(rt), rt.tasks_submitted, rt.tasks_finished, rt.pending_tasks, map_progress(rt),
+            bool(rt.recorder.active))
+
+
+def kernel_id() -> str | None:
+    """The Jupyter kernel id of this process (from its connection file), or ``None`` outside a kernel."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        kernel = getattr(shell, "kernel", None)
+        if kernel is None:
+            return None
+        from ipykernel.connect import get_connection_file
+
+        m = _CONNECTION_FILE.search(os.path.basename(get_connection_file()))
+    except Exception:  # noqa: BLE001 - not a kernel, or an ipykernel without connection files
+        return None
+    return m.group("id") if m else None
+
+
+class Publisher:
+    """Writes this kernel's status file; ``notify()`` after a runtime starts or stops."""
+
+    def __init__(self, directory: str, kid: str, current: Any):
+        self.path = os.path.join(directory, f"{kid}.json")
+        self._current = current  # a callable: the runtime now (session.current(start=False))
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._last: tuple | None = None
+        self._thread: threading.Thread | None = None
+
+    def notify(self) -> None:
+        """Publish now (from the thread that started or stopped a runtime), and keep publishing."""
+        self.publish()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="eugo-status", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def publish(self, force: bool = True) -> bool:
+        """Write the file if the status changed since the last write (always if ``force``)."""
+        rt = self._current()
+        key = _change_key(rt)
+        with self._lock:
+            if not force and key == self._last:
+                return False
+            doc = snapshot(rt)
+            tmp = f"{self.path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "w") as fh:
+                    json.dump(doc, fh)
+                os.replace(tmp, self.path)
+            except OSError:  # the server went away with its directory: nothing to tell
+                return False
+            self._last = key
+        return True
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(PUBLISH_INTERVAL)
+            self._wake.clear()
+            self.publish(force=False)
+
+
+_publisher: Publisher | None = None
+_publisher_lock = threading.Lock()
+
+
+def runtime_changed() -> None:
+    """Called by ``session.set_current``: publish the new state if this kernel reports to a server."""
+    global _publisher
+    directory = os.environ.get(STATUS_DIR_ENV)
+    if not directory:
+        return
+    with _publisher_lock:
+        if _publisher is None:
+            kid = kernel_id()
+            if kid is None:
+                return
+            from eugo_lab.hpc.session import current
+
+            _publisher = Publisher(directory, kid, lambda: current(start=False))
+    _publisher.notify()
+
+
+def read_status(directory: str, kid: str) -> dict[str, Any] | None:
+    """The status kernel ``kid`` published in ``directory``; ``None`` if it has not (or it is unreadable)."""
+    if not _CONNECTION_FILE.fullmatch(f"kernel-{kid}.json"):
+        return None  # not a kernel id: never let it name another path
+    try:
+        with open(os.path.join(directory, f"{kid}.json")) as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
