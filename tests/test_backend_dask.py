@@ -310,3 +310,28 @@ def test_losing_every_worker_fails_queued_tasks_with_noworkerserror():
     finally:
         hpc.shutdown()
         c.stop()
+
+
+def test_losing_the_scheduler_fails_tasks_with_backenderror_naming_it():
+    with dask_cli_cluster(n_workers=1) as c:
+        try:
+            hpc.init(address=c.address)
+            assert hpc.get(square.remote(3)) == 9
+            running = [slow_square.remote(i, 5.0) for i in range(3)]
+            c.scheduler.kill()  # the scheduler dies (and its worker after it)
+            c.scheduler.wait()
+            t = time.monotonic()
+            for f in running:
+                with pytest.raises(hpc.BackendError, match=rf"connection to the Dask scheduler at {c.address} "
+                                                           r"was lost .* call hpc.init"):
+                    hpc.get(f, timeout=60)
+            assert time.monotonic() - t < 30
+            assert not any(f.cancelled() for f in running)  # nobody cancelled them: an error, not a cancel
+            # Once Dask gave up reconnecting, a new task fails at once with the same advice.
+            deadline = time.monotonic() + 30
+            while not session.current().backend._connection_lost() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            with pytest.raises(hpc.BackendError, match=rf"scheduler at {c.address} is closed"):
+                hpc.get(square.remote(4), timeout=10)
+        finally:
+            hpc.shutdown()

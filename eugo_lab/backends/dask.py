@@ -313,10 +313,24 @@ class DaskBackend(base.Backend):
             f"(dask worker ... --resources \"GPU=1\") or remove the request (.options(gpus=0))."
         )
 
+    def _connection_lost(self) -> bool:
+        """The client gave up on its scheduler (Dask closes it after a few seconds of failed reconnects)."""
+        client = self.client
+        if client is None or self._stopped:
+            return False
+        return getattr(client, "status", "running") in ("closed", "closing")
+
+    def _lost_message(self, what: str) -> str:
+        where = self.address or (self.cluster.scheduler_address if self.cluster is not None else "its local cluster")
+        return (f"the connection to the Dask scheduler at {where} {what}. Check that the scheduler is running "
+                "and reachable, then call hpc.init(...) to connect again (a new embedded cluster: hpc.init()).")
+
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Submit one Dask task; its outcome is reported from the reporter thread."""
         if self._stopped:
             raise BackendError("the Dask backend is shut down; call hpc.init() to start a new one")
+        if self._connection_lost():
+            raise BackendError(self._lost_message("is closed: the scheduler stopped answering"))
         client = self._ensure_client()
         resources = self._resources(client, task)
         fn = task.fn
@@ -382,7 +396,13 @@ class DaskBackend(base.Backend):
                        "(dask worker ...), or call hpc.init() for a new cluster.")
             rep.finish(task, attempt, base.CRASHED, None, {"reason": "no-workers", "message": message}, None, -1)
         elif status == "cancelled" or isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
-            reason = getattr(exc, "reason", None) or "Dask cancelled it (the scheduler restarted or the client closed)"
+            reason = getattr(exc, "reason", None)
+            if reason == "scheduler-connection-lost" or self._connection_lost():
+                # Nobody cancelled it: the scheduler went away (stopped, crashed, unreachable).
+                rep.finish(task, attempt, base.CRASHED, None, {"reason": "engine-lost", "message": self._lost_message(
+                    "was lost while the task was queued or running, and its result with it")}, None, -1)
+                return
+            reason = reason or "Dask cancelled it (the scheduler restarted or the client closed)"
             rep.finish(task, attempt, base.CANCELLED, None, f"it was cancelled: {reason}", None, -1)
         else:
             if not isinstance(exc, BaseException):

@@ -278,6 +278,8 @@ class Runtime:
             )
         if isinstance(extra, dict) and extra.get("reason") == "no-workers":
             return errors.NoWorkersError(f"task {name}() (task {task.task_id}) cannot run: {extra['message']}")
+        if isinstance(extra, dict) and extra.get("reason") == "engine-lost":
+            return errors.BackendError(f"task {name}() (task {task.task_id}) did not finish: {extra['message']}")
         code = extra if isinstance(extra, int) else None
         return errors.WorkerCrashedError(
             f"task {name}() (task {task.task_id}) killed its worker on every attempt "
