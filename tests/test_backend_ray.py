@@ -10,12 +10,15 @@ from __future__ import annotations
 import ipaddress
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
 import psutil
 import pytest
+from _clusters import REPO, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
 
 from eugo_lab import hpc
@@ -213,3 +216,67 @@ def test_memory_limits_on_ray_stop_the_task_or_kill_its_worker_and_never_retry()
     for fut in (f, g, h):
         assert list(df[df["task_id"] == fut.task_id]["status"]) == ["crashed"]  # one attempt each, no retry
     assert hpc.get([square.remote(i) for i in range(6)], timeout=60) == [i * i for i in range(6)]
+
+
+# In a process of its own: Ray ends a driver whose cluster died about a minute later (exit 1),
+# which must never be the test run itself.
+LOST_CLUSTER_DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, "tests")
+    from _clusters import ray_cli_cluster
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def nap(s):
+        time.sleep(s)
+        return s
+
+    with ray_cli_cluster(num_cpus=2) as address:
+        hpc.init(backend="ray", address=address)
+        print("FIRST", hpc.get(nap.remote(0.1)), flush=True)
+        futures = [nap.remote(30) for _ in range(3)]
+        time.sleep(1)
+    # the cluster is gone: every one of its processes was killed
+    t = time.monotonic()
+    for name, call in [("GET", lambda: hpc.get(futures, timeout=50)), ("NEW", lambda: hpc.get(nap.remote(0)))]:
+        try:
+            call()
+            print(name, "no error", flush=True)
+        except Exception as e:
+            print(name, round(time.monotonic() - t, 1), type(e).__name__, str(e), flush=True)
+    t = time.monotonic()
+    hpc.shutdown()
+    print("SHUTDOWN", round(time.monotonic() - t, 1), flush=True)
+    try:
+        hpc.init(backend="ray")
+    except Exception as e:
+        print("REINIT", type(e).__name__, str(e), flush=True)
+    """
+)
+
+
+def test_a_cluster_that_dies_fails_its_tasks_clearly_before_ray_ends_the_process(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", LOST_CLUSTER_DRIVER], cwd=REPO, env=worker_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = {}
+        for _ in range(5):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            key, _, rest = line.strip().partition(" ")
+            lines[key] = rest
+        assert lines.get("FIRST") == "0.1", lines
+        seconds, kind, message = lines["GET"].split(" ", 2)
+        assert kind == "BackendError" and float(seconds) < 40, lines["GET"]  # Ray itself waits 60 s, then exits
+        assert "task nap() (task 2) did not finish: the Ray cluster at" in message
+        assert "stopped answering" in message and "restart the kernel" in message
+        assert lines["NEW"].split(" ", 2)[1] == "BackendError" and "ray backend: the Ray cluster at" in lines["NEW"]
+        assert float(lines["SHUTDOWN"]) < 5  # never blocked in ray.shutdown()
+        assert lines["REINIT"].startswith("BackendError ray backend: this process is still attached to a Ray "
+                                          "cluster that went away")
+    finally:
+        proc.kill()
+        proc.wait()
+

@@ -174,10 +174,14 @@ class Reporter:
 
     def cancel_all(self, reason: str) -> list[Any]:
         """Report every attempt not reported yet as cancelled; return the engine handles."""
+        return self.finish_all(base.CANCELLED, reason)
+
+    def finish_all(self, status: int, extra: Any) -> list[Any]:
+        """Report every attempt not reported yet with ``status``/``extra``; return the engine handles."""
         with self._lock:
             entries = list(self._pending.values())
         for attempt, _, _, task in entries:
-            self.finish(task, attempt, base.CANCELLED, None, reason, None, -1)
+            self.finish(task, attempt, status, None, extra, None, -1)
         return [h for _, _, h, _ in entries]
 
     def stop(self, timeout: float = 5.0) -> None:

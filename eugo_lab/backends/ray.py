@@ -38,6 +38,7 @@ import ray
 import ray.exceptions as rex
 
 from eugo_lab.backends import _cluster, base
+from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch, parse_address
 from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
@@ -49,6 +50,9 @@ _DRIVER = uuid.uuid4().hex[:12]
 _INFO_MAX_AGE = 2.0
 FORCE_CANCEL_AFTER = 2.0  # seconds a running task may take to honour a gentle cancel (cancel_grace)
 _KV_NAMESPACE = "eugo"  # Ray internal-KV namespace of memory-limit verdicts (see _memory_kill_hook)
+# Set once this process's Ray connection has lost its cluster: Ray cannot detach from a dead
+# cluster (ray.shutdown() blocks), so no new connection can be made until the process restarts.
+_dead_cluster: str | None = None
 # Errors that mean "the process or node holding the task went away": the runtime may retry.
 _CRASHES: tuple[type[BaseException], ...] = tuple(
     getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
@@ -195,10 +199,15 @@ class RayBackend(base.Backend):
         self._nodes_cache: tuple[float, list] | None = None
         self._stopped = False
         self._lock = threading.Lock()
+        self._watch: GcsWatch | None = None
+        self._lost: str | None = None  # why the cluster is considered gone (see _on_gcs_lost)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start Ray locally, connect to ``address``, or reuse this process's Ray connection."""
+        if _dead_cluster is not None:
+            raise BackendError(f"ray backend: this process is still attached to a Ray cluster that went away "
+                               f"({_dead_cluster}). Restart the kernel (or the Python process), then call hpc.init().")
         if ray.is_initialized():
             if self.address is not None or self.n_workers is not None:
                 log.warning("eugo_lab: this process is already connected to Ray; using that connection "
@@ -236,6 +245,34 @@ class RayBackend(base.Backend):
                                    f"{str(exc)[:500]}{hint}") from exc
             self._owned = True
         self._reporter = _cluster.Reporter("eugo-ray-report")
+        self._watch_gcs()
+
+    def _watch_gcs(self) -> None:
+        """Probe the cluster's GCS so that its loss fails tasks clearly (see ``_gcs_watch``)."""
+        try:
+            gcs = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - Ray Client mode (ray://): its client server reports a lost cluster
+            return
+        parsed = parse_address(gcs) if isinstance(gcs, str) else None
+        if parsed is not None:
+            self._watch = GcsWatch(*parsed, on_lost=lambda: self._on_gcs_lost(gcs))
+
+    def _on_gcs_lost(self, gcs: str) -> None:
+        global _dead_cluster
+        if self._stopped:
+            return
+        self._lost = (
+            f"the Ray cluster at {gcs} stopped answering: its GCS refused connections for about "
+            f"{PROBE_SECONDS * LOST_AFTER:.0f} s, so the unfinished tasks failed and their results are gone. Ray "
+            "cannot detach this process from a cluster that died, and ends it about a minute after losing the "
+            "cluster (Ray's gcs_rpc_server_reconnect_timeout_s): save what you need, restart the kernel, then "
+            "call hpc.init(...) again once the cluster is back"
+        )
+        _dead_cluster = f"the cluster at {gcs}"
+        log.warning("eugo_lab: %s.", self._lost)
+        rep = self._reporter
+        if rep is not None:
+            rep.finish_all(base.CRASHED, {"reason": "engine-lost", "message": self._lost + "."})
 
     def _start_local(self, opts: dict[str, Any]) -> Any:
         """``ray.init`` a single-node instance that listens on loopback only and dies with this process.
@@ -282,7 +319,17 @@ class RayBackend(base.Backend):
             if self._stopped:
                 return
             self._stopped = True
+        if self._watch is not None:
+            self._watch.stop()
         rep = self._reporter
+        if self._lost is not None:
+            # ray.cancel and ray.shutdown would block until Ray ends the process: only let go.
+            if self._lifeline is not None:
+                self._lifeline.close()
+            if rep is not None:
+                rep.cancel_all("the runtime was shut down")
+                rep.stop()
+            return
         if rep is not None:
             for ref in rep.cancel_all("the runtime was shut down"):
                 if ref is not None:
@@ -325,6 +372,8 @@ class RayBackend(base.Backend):
         """Submit one Ray task; its outcome is reported from the reporter thread."""
         if self._stopped or not ray.is_initialized():
             raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+        if self._lost is not None:
+            raise BackendError(f"ray backend: {self._lost}.")
         opts = task.options
         wanted: dict[str, float] = {"CPU": opts.cpus, **opts.resources}
         if opts.gpus:
@@ -439,6 +488,8 @@ class RayBackend(base.Backend):
         """``ray.put``: stored once in the object store; NumPy arrays are read zero-copy by workers."""
         if self._stopped:
             raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+        if self._lost is not None:
+            raise BackendError(f"ray backend: {self._lost}.")
         oref = ray.put(obj)
         nbytes = int(getattr(obj, "nbytes", 0) or 0)
         return ObjectRef(oref, nbytes, describe_type(obj))
@@ -456,6 +507,8 @@ class RayBackend(base.Backend):
         """CPUs, memory and GPUs of the alive nodes, the GCS address and the dashboard (if any)."""
         if self._stopped or not ray.is_initialized():
             return base.ClusterInfo(backend="ray", workers=0, cores=0, memory=0, address="(stopped)")
+        if self._lost is not None:  # ray.nodes() would block
+            return base.ClusterInfo(backend="ray", workers=0, cores=0, memory=0, address="(cluster lost)")
         nodes = self._nodes(fresh=True)
         total: dict[str, float] = {}
         for n in nodes:
@@ -480,7 +533,7 @@ class RayBackend(base.Backend):
     @property
     def worker_count(self) -> int:
         """Tasks that can run at once: the cluster's CPUs (at least 1)."""
-        if self._stopped or not ray.is_initialized():
+        if self._stopped or not ray.is_initialized() or self._lost is not None:
             return 1
         return max(1, int(sum((n.get("Resources") or {}).get("CPU", 0) for n in self._nodes())))
 
