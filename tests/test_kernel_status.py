@@ -113,7 +113,8 @@ def test_status_endpoint_reports_each_kernels_runtime(tmp_path):
         while (_eugo_of(lab, used) or {}).get("submitted") != 8 and time.monotonic() < deadline:
             time.sleep(0.1)
         busy = _eugo_of(lab, used)
-        assert busy["submitted"] == 8 and busy["running"] == 2 and busy["queued"] == 3
+        # 5 tasks of 3 s on 2 workers: 2 running, 3 queued at first (1 once the first two ended)
+        assert busy["submitted"] == 8 and busy["running"] == 2 and busy["queued"] in (1, 3)
         run("hpc.shutdown()")
         assert _eugo_of(lab, used)["state"] == "none"
         assert _eugo_of(lab, unused) is None  # a kernel that never used eugo_lab
