@@ -496,6 +496,8 @@ class RayBackend(base.Backend):
 
     def get_object(self, ref: ObjectRef) -> Any:
         """``ray.get`` on the driver."""
+        if self._lost is not None:  # ray.get would wait until Ray ends the process
+            raise BackendError(f"ray backend: {self._lost}.")
         return ray.get(ref.location)
 
     def token(self, ref: ObjectRef) -> tuple:
