@@ -236,10 +236,12 @@ LOST_CLUSTER_DRIVER = textwrap.dedent(
         hpc.init(backend="ray", address=address)
         print("FIRST", hpc.get(nap.remote(0.1)), flush=True)
         futures = [nap.remote(30) for _ in range(3)]
+        ref = hpc.put(list(range(10)))
         time.sleep(1)
     # the cluster is gone: every one of its processes was killed
     t = time.monotonic()
-    for name, call in [("GET", lambda: hpc.get(futures, timeout=50)), ("NEW", lambda: hpc.get(nap.remote(0)))]:
+    for name, call in [("GET", lambda: hpc.get(futures, timeout=50)), ("NEW", lambda: hpc.get(nap.remote(0))),
+                       ("PUT", lambda: hpc.get(ref))]:
         try:
             call()
             print(name, "no error", flush=True)
@@ -261,7 +263,7 @@ def test_a_cluster_that_dies_fails_its_tasks_clearly_before_ray_ends_the_process
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         lines = {}
-        for _ in range(5):
+        for _ in range(6):
             line = proc.stdout.readline()
             if not line:
                 break
@@ -273,6 +275,7 @@ def test_a_cluster_that_dies_fails_its_tasks_clearly_before_ray_ends_the_process
         assert "task nap() (task 2) did not finish: the Ray cluster at" in message
         assert "stopped answering" in message and "restart the kernel" in message
         assert lines["NEW"].split(" ", 2)[1] == "BackendError" and "ray backend: the Ray cluster at" in lines["NEW"]
+        assert lines["PUT"].split(" ", 2)[1] == "BackendError"  # never blocked in ray.get
         assert float(lines["SHUTDOWN"]) < 5  # never blocked in ray.shutdown()
         assert lines["REINIT"].startswith("BackendError ray backend: this process is still attached to a Ray "
                                           "cluster that went away")
