@@ -436,3 +436,21 @@ def test_map_names_a_non_iterable_argument(local2):
 
     with pytest.raises(TypeError, match="the generator's own error"):
         hpc.map(square, broken())
+
+
+def test_cancelling_an_await_leaves_the_task_running_and_no_callback_behind(local2):
+    import asyncio
+
+    slow = nap.remote(1.0, "done")
+
+    async def give_up() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.ensure_future(_await(slow)), timeout=0.05)
+
+    asyncio.run(give_up())
+    assert not slow._callbacks and not slow.done()
+    assert hpc.get(slow) == "done"
+
+
+async def _await(f):  # noqa: ANN001, ANN202
+    return await f

@@ -218,7 +218,11 @@ class Future:
 
             self.add_done_callback(wake)
             start = time.time()
-            yield from waiter
+            try:
+                yield from waiter
+            except BaseException:  # the awaiting task was cancelled: stop watching this future
+                self._remove_done_callback(wake)
+                raise
             _record_await(start)
         return self._value()
 
