@@ -234,3 +234,17 @@ def test_map_rows_carry_the_remote_functions_name(local2):
     with hpc.trace() as t:
         hpc.get(hpc.map(named, range(50)))
     assert set(t.trace.to_dataframe()["function"]) == {"squares"}
+
+
+def test_the_region_object_works_wherever_a_trace_does(local2):
+    from eugo_lab import analysis
+
+    with hpc.trace() as t:
+        with pytest.raises(TypeError, match="after the 'with hpc.trace\\(\\)' block ends"):
+            len(t)
+        hpc.get([work.remote(i) for i in range(6)])
+    assert len(t) == len(t.trace) == 6
+    assert str(analysis.analyze(t)) == str(analysis.analyze(t.trace))
+    assert [r.wall_time for r in analysis.simulate(t, workers=[1, 2])] == \
+        [r.wall_time for r in analysis.simulate(t.trace, workers=[1, 2])]
+    assert len(analysis.critical_path(t)) == len(analysis.critical_path(t.trace))

@@ -334,6 +334,13 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
     def __repr__(self) -> str:
         return repr(self.trace) if self.trace is not None else "<hpc.trace region (recording)>"
 
+    def __len__(self) -> int:
+        # Dunder methods are looked up on the class, never through __getattr__: forward the
+        # one the analyses use (len(trace)), so analyze(t) works on the region object too.
+        if self.trace is None:
+            raise TypeError("the trace is available after the 'with hpc.trace()' block ends")
+        return len(self.trace)
+
 
 __all__ = ["init", "shutdown", "cluster", "get", "wait", "as_completed", "cancel", "put", "map", "trace",
            "last_trace", "is_initialized"]
