@@ -144,3 +144,22 @@ def test_simulator_predicts_real_sleeping_tasks():
     assert self1 == approx(t1.wall_time, rel=0.1)  # replaying a trace on its own worker count reproduces it
     assert abs(err2) < 0.35
     assert abs(err1) < 0.35
+
+
+def test_entry_points_refuse_what_is_not_a_trace_and_bad_numbers():
+    from eugo_lab.analysis import analyze, breakdown, cost, critical_path
+
+    for fn in (analyze, breakdown, critical_path, simulate):
+        with pytest.raises(TypeError, match=rf"{fn.__name__}\(\) takes a Trace \(from 'with hpc.trace\(\) as t', "
+                                            r"hpc.last_trace\(\) or Trace.load\(path\)\), got dict"):
+            fn({"tasks": []})
+    trace = even_trace()
+    with pytest.raises(ValueError, match="target_time must be a positive number of seconds, got -1"):
+        workers_for(trace, -1)
+    with pytest.raises(ValueError, match="factor must be positive, got nan"):
+        scale(trace, float("nan"), 2)
+    with pytest.raises(ValueError, match="deadline must be a positive number of seconds, got 0"):
+        cheapest_workers(trace, 0, 1.0)
+    with pytest.raises(ValueError, match="price_per_worker_hour must not be negative, got -2"):
+        cheapest_workers(trace, 10, -2)
+    assert cost(trace, 1.0).workers == trace.n_workers

@@ -7,6 +7,7 @@ import numpy as np
 from eugo_lab.analysis import findings as fd
 from eugo_lab.analysis.breakdown import breakdown, per_task_overhead, queue_waits
 from eugo_lab.analysis.critical_path import critical_path
+from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.report import SEVERITY_ORDER, Report
 from eugo_lab.analysis.timeline import units, window
 from eugo_lab.tracing.recorder import ERROR, OK
@@ -21,6 +22,7 @@ def serial_time(trace: Trace) -> float:
     return float(body[sel].sum())
 
 
+@takes_trace
 def analyze(trace: Trace) -> Report:
     """Analyse a trace: speedup, time breakdown, critical path and findings (see :class:`Report`).
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.timeline import Units, Window, bandwidth, covered, measure, merge, units, window
 from eugo_lab.tracing.trace import Trace
 
@@ -99,6 +100,7 @@ def per_task_overhead(u: Units) -> np.ndarray:
     return np.maximum((u.received - avail) - u.body, 0.0)
 
 
+@takes_trace
 def breakdown(trace: Trace, u: Units | None = None, win: Window | None = None) -> Breakdown:
     """Compute the :class:`Breakdown` of a trace."""
     u = units(trace) if u is None else u

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eugo_lab.analysis.breakdown import breakdown
+from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.report import WARNING, Finding, fmt_pct, fmt_s
 from eugo_lab.analysis.simulate import DEFAULT_WORKERS, replay, replay_of
 from eugo_lab.tracing.trace import Trace
@@ -44,6 +45,7 @@ class CostReport:
         return self.run_cost + self.idle_cost
 
 
+@takes_trace
 def cost(trace: Trace, price_per_worker_hour: float, idle: float | datetime.timedelta = 0.0) -> CostReport:
     """Price the run at ``price_per_worker_hour`` per worker.
 
@@ -84,6 +86,7 @@ class CostChoice:
     reason: str
 
 
+@takes_trace
 def cheapest_workers(trace: Trace, deadline: float, price_per_worker_hour: float,
                      candidates: Iterable[int] = DEFAULT_WORKERS) -> CostChoice:
     """The worker count with the lowest predicted cost that meets ``deadline`` seconds.
@@ -92,6 +95,10 @@ def cheapest_workers(trace: Trace, deadline: float, price_per_worker_hour: float
 
     Ties go to fewer workers. Predictions come from :func:`eugo_lab.analysis.simulate`.
     """
+    if not deadline > 0:
+        raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+    if not price_per_worker_hour >= 0:
+        raise ValueError(f"price_per_worker_hour must not be negative, got {price_per_worker_hour!r}")
     r = replay_of(trace)
     rate = price_per_worker_hour / 3600.0
     best: CostChoice | None = None

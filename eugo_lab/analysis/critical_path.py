@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eugo_lab.analysis.breakdown import queue_waits
+from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.timeline import Units, units, window
 from eugo_lab.tracing.trace import Trace
 
@@ -110,6 +111,7 @@ def recorded_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
     return preds
 
 
+@takes_trace
 def critical_path(trace: Trace) -> CriticalPath:
     """The longest chain of tasks that ran one after another (see the module docstring)."""
     u = units(trace)

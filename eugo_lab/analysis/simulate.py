@@ -36,6 +36,7 @@ import numpy as np
 
 from eugo_lab.analysis.breakdown import availability
 from eugo_lab.analysis.critical_path import TOLERANCE
+from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.timeline import Units, measure, units, window
 from eugo_lab.tracing.trace import Trace
 
@@ -166,6 +167,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     return max(last_rcv + r.after_results, last_ready + r.after_submit)
 
 
+@takes_trace
 def simulate(trace: Trace, workers: Iterable[int] = DEFAULT_WORKERS) -> list[SimRow]:
     """Predict the wall time of this trace's work on each worker count (see the module docstring).
 
@@ -199,6 +201,7 @@ class WorkersFor:
     reason: str
 
 
+@takes_trace
 def workers_for(trace: Trace, target_time: float, max_workers: int = 1 << 16) -> WorkersFor:
     """The fewest workers whose predicted wall time is at most ``target_time`` seconds.
 
@@ -207,6 +210,8 @@ def workers_for(trace: Trace, target_time: float, max_workers: int = 1 << 16) ->
     where adding a worker reorders the tail). Unreachable when even one worker per task
     misses the target: the critical path and the driver's serial time then set the floor.
     """
+    if not target_time > 0:
+        raise ValueError(f"target_time must be a positive number of seconds, got {target_time!r}")
     r = replay_of(trace)
     cap = max(1, min(max_workers, max(len(r), 1)))
     floor = replay(r, cap)
@@ -227,6 +232,7 @@ def workers_for(trace: Trace, target_time: float, max_workers: int = 1 << 16) ->
     return WorkersFor(hi, t, f"{hi} worker{'s' if hi != 1 else ''} finish in about {t:.3g} s")
 
 
+@takes_trace
 def scale(trace: Trace, factor: float, workers: int) -> float:
     """Predicted wall time for ``factor`` times as many tasks on ``workers`` workers.
 
@@ -237,8 +243,8 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     repeat within each copy (they do not get longer). Driver time after the last
     submission and after the last result is kept once.
     """
-    if factor <= 0:
-        raise ValueError(f"factor must be positive, got {factor}")
+    if not factor > 0:
+        raise ValueError(f"factor must be positive, got {factor!r}")
     r = replay_of(trace)
     n = len(r)
     if n == 0:
