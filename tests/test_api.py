@@ -454,3 +454,16 @@ def test_cancelling_an_await_leaves_the_task_running_and_no_callback_behind(loca
 
 async def _await(f):  # noqa: ANN001, ANN202
     return await f
+
+
+def test_leaving_as_completed_early_leaves_no_callbacks_behind(local2):
+    fast, slow = nap.remote(0.01, "fast"), nap.remote(2.0, "slow")
+    for f in hpc.as_completed([slow, fast]):
+        assert hpc.get(f) == "fast"
+        break
+    assert not slow._callbacks
+    with pytest.raises(hpc.GetTimeoutError):
+        for _ in hpc.as_completed([slow], timeout=0.01):
+            pass
+    assert not slow._callbacks
+    assert hpc.get(slow) == "slow"

@@ -233,23 +233,31 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
     _check_timeout(timeout, "as_completed()")
     rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
+    put = q.put
     for f in futs:
-        f.add_done_callback(q.put)
+        f.add_done_callback(put)
     deadline = None if timeout is None else time.monotonic() + timeout
-    for _ in range(len(futs)):
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        start = time.time()
-        try:
-            fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
-        except queue.Empty:
-            raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s") from None
-        except KeyboardInterrupt:
-            _cancel_pending(futs)
-            raise
-        finally:
-            if time.time() - start > 1e-4:  # only calls that actually waited are blocking spans
-                _record_block(rt, "as_completed", start, 1)
-        yield fut
+    try:
+        for _ in range(len(futs)):
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            start = time.time()
+            try:
+                fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
+            except queue.Empty:
+                raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s") from None
+            except KeyboardInterrupt:
+                _cancel_pending(futs)
+                raise
+            finally:
+                if time.time() - start > 1e-4:  # only calls that actually waited are blocking spans
+                    _record_block(rt, "as_completed", start, 1)
+            yield fut
+    finally:
+        # A loop that breaks early, or a timeout, leaves futures still running: take our
+        # callback off them (it would keep this queue and every finished future alive).
+        for f in futs:
+            if f._state == PENDING:
+                f._remove_done_callback(put)
 
 
 def cancel(futures: Future | Iterable[Future]) -> int:
