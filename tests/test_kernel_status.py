@@ -124,3 +124,19 @@ def test_status_endpoint_reports_each_kernels_runtime(tmp_path):
         for c in clients:
             c.stop_channels()
         lab.stop()
+
+
+def test_a_server_removes_the_status_dirs_of_servers_that_died(tmp_path):
+    import os
+    import stat
+
+    from eugo_lab.server.handlers import _make_status_dir
+
+    dead = tmp_path / "eugo-status-4194999-abc"  # above Linux's largest pid: no such process
+    alive = tmp_path / f"eugo-status-{os.getpid()}-def"
+    dead.mkdir()
+    alive.mkdir()
+    (dead / "k.json").write_text("{}")
+    path = Path(_make_status_dir(str(tmp_path)))
+    assert not dead.exists() and alive.exists()
+    assert path.name.startswith(f"eugo-status-{os.getpid()}-") and stat.S_IMODE(path.stat().st_mode) == 0o700

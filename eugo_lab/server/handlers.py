@@ -63,13 +63,24 @@ class StatusHandler(APIHandler):
 
 
 def _make_status_dir(runtime_dir: str) -> str:
-    """A private directory for this server's kernels' status files, removed when the server exits."""
+    """A private directory for this server's kernels' status files, removed when the server exits.
+
+    Named after the server's pid, so that the directories of servers that were killed (and
+    never ran their exit handler) are recognised and removed by the next server.
+    """
     import atexit
+    import glob
     import shutil
     import tempfile
 
+    import psutil
+
     os.makedirs(runtime_dir, exist_ok=True)
-    path = tempfile.mkdtemp(prefix="eugo-status-", dir=runtime_dir)  # mode 0700
+    for old in glob.glob(os.path.join(runtime_dir, "eugo-status-*-*")):
+        pid = os.path.basename(old).split("-")[2]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    path = tempfile.mkdtemp(prefix=f"eugo-status-{os.getpid()}-", dir=runtime_dir)  # mode 0700
     atexit.register(shutil.rmtree, path, True)
     return path
 
