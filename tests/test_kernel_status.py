@@ -35,7 +35,7 @@ def test_publisher_writes_on_start_and_stop_and_follows_the_counters(tmp_path, m
     assert doc["schema"] == status.STATUS_SCHEMA and doc["submitted"] == 0 and doc["tracing"] is False
     assert not pub.publish(force=False)  # nothing changed: no write
 
-    futures = [nap.remote(0.3) for _ in range(4)]
+    futures = [nap.remote(1.0) for _ in range(4)]  # 2 s of work: busy while the file is read
     deadline = time.monotonic() + 10
     while _read(path)["submitted"] != 4 and time.monotonic() < deadline:
         time.sleep(0.02)
