@@ -317,6 +317,7 @@ def test_losing_the_scheduler_fails_tasks_with_backenderror_naming_it():
         try:
             hpc.init(address=c.address)
             assert hpc.get(square.remote(3)) == 9
+            stored = hpc.put(list(range(5)))
             running = [slow_square.remote(i, 5.0) for i in range(3)]
             c.scheduler.kill()  # the scheduler dies (and its worker after it)
             c.scheduler.wait()
@@ -333,5 +334,10 @@ def test_losing_the_scheduler_fails_tasks_with_backenderror_naming_it():
                 time.sleep(0.1)
             with pytest.raises(hpc.BackendError, match=rf"scheduler at {c.address} is closed"):
                 hpc.get(square.remote(4), timeout=10)
+            with pytest.raises(hpc.BackendError, match=rf"scheduler at {c.address} is closed"):
+                hpc.put([1, 2])
+            with pytest.raises(hpc.BackendError, match="objects stored through it are gone"):
+                hpc.get(stored)
+            assert hpc.cluster().address == "(scheduler lost)"
         finally:
             hpc.shutdown()

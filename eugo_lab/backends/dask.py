@@ -428,6 +428,8 @@ class DaskBackend(base.Backend):
     # -- objects --------------------------------------------------------------------------------
     def put(self, obj: Any) -> ObjectRef:
         """Scatter ``obj`` to one worker; Dask copies it to the workers whose tasks need it."""
+        if self._connection_lost():
+            raise BackendError(self._lost_message("is closed: the scheduler stopped answering"))
         client = self._ensure_client()
         [dfut] = client.scatter([obj], broadcast=False, hash=False)
         ref = ObjectRef(dfut, sizeof(obj), describe_type(obj))
@@ -440,6 +442,8 @@ class DaskBackend(base.Backend):
 
     def get_object(self, ref: ObjectRef) -> Any:
         """Gather the stored object to the driver."""
+        if self._connection_lost():
+            raise BackendError(self._lost_message("is closed, and the objects stored through it are gone"))
         return ref.location.result()
 
     def token(self, ref: ObjectRef) -> tuple:
@@ -450,6 +454,9 @@ class DaskBackend(base.Backend):
     def info(self) -> base.ClusterInfo:
         """Workers, threads, memory and GPUs the scheduler reports, its address and dashboard."""
         client = self.client
+        if self._connection_lost():
+            return base.ClusterInfo(backend="dask", workers=0, cores=0, memory=0, address="(scheduler lost)",
+                                    extra={"state": self._lost_message("is closed")})
         if client is None:
             state = "stopped after being idle; the next task starts it again" if self._idle_stopped else "stopped"
             return base.ClusterInfo(backend="dask", workers=0, cores=0, memory=0, address=f"({state})",
