@@ -15,11 +15,12 @@ def as_trace(obj: Any, function: str) -> Trace:
     """``obj`` as a :class:`Trace`: a Trace, or the object of ``with hpc.trace() as t`` once its block ended."""
     if isinstance(obj, Trace):
         return obj
+    from eugo_lab.hpc.api import NOT_ENDED
     from eugo_lab.hpc.api import trace as region  # here: the analyses must not import the runtime
 
     if isinstance(obj, region):
         if obj.trace is None:
-            raise TypeError(f"{function}(): the trace is available after the 'with hpc.trace()' block ends")
+            raise TypeError(f"{function}(): {NOT_ENDED}")
         return obj.trace
     raise TypeError(f"{function}() takes a Trace (from 'with hpc.trace() as t', hpc.last_trace() or "
                     f"Trace.load(path)), got {type(obj).__name__}")

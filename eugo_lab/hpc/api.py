@@ -221,7 +221,8 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         # A wait that returns early leaves its callback on the futures still running: take it
         # off, or a polling loop (wait(pending, timeout=0.1) over and over) piles them up.
         for f in futs:
-            f._remove_done_callback(on_done)
+            if f._state == PENDING:  # done futures dropped their callbacks when they completed
+                f._remove_done_callback(on_done)
     done = [f for f in futs if f._state != PENDING]
     pending = [f for f in futs if f._state == PENDING]
     return done, pending
@@ -306,6 +307,10 @@ def _set_last_trace(t: Any) -> None:
     _last_trace = t
 
 
+#: What a region object says when its trace is asked for while the block still runs.
+NOT_ENDED = "the trace is available after the 'with hpc.trace()' block ends"
+
+
 class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
     """Record every task and blocking call made inside the ``with`` block.
 
@@ -336,7 +341,7 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
     def __getattr__(self, name: str) -> Any:
         t = self.__dict__.get("trace")
         if t is None:
-            raise AttributeError(f"the trace is available after the 'with hpc.trace()' block ends ({name!r})")
+            raise AttributeError(f"{NOT_ENDED} ({name!r})")
         return getattr(t, name)
 
     def __repr__(self) -> str:
@@ -346,7 +351,7 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
         # Dunder methods are looked up on the class, never through __getattr__: forward the
         # one the analyses use (len(trace)), so analyze(t) works on the region object too.
         if self.trace is None:
-            raise TypeError("the trace is available after the 'with hpc.trace()' block ends")
+            raise TypeError(NOT_ENDED)
         return len(self.trace)
 
 
