@@ -32,7 +32,8 @@ PUBLISH_INTERVAL = 1.0
 #: Version of the file's layout, for the server and the JupyterLab extension.
 STATUS_SCHEMA = 1
 
-_CONNECTION_FILE = re.compile(r"kernel-(?P<id>[0-9A-Za-z_-]+)\.json$")
+_KERNEL_ID = r"[0-9A-Za-z_-]+"
+_CONNECTION_FILE = re.compile(rf"kernel-(?P<id>{_KERNEL_ID})\.json$")
 
 
 def snapshot(rt: Any) -> dict[str, Any]:
@@ -151,7 +152,7 @@ def runtime_changed() -> None:
 
 def read_status(directory: str, kid: str) -> dict[str, Any] | None:
     """The status kernel ``kid`` published in ``directory``; ``None`` if it has not (or it is unreadable)."""
-    if not _CONNECTION_FILE.fullmatch(f"kernel-{kid}.json"):
+    if not re.fullmatch(_KERNEL_ID, kid):
         return None  # not a kernel id: never let it name another path
     try:
         with open(os.path.join(directory, f"{kid}.json")) as fh:
