@@ -33,7 +33,6 @@ class GcsWatch:
         self._probe_seconds = probe_seconds
         self._lost_after = lost_after
         self._stop = threading.Event()
-        self.lost = False
         self._thread = threading.Thread(target=self._run, name="eugo-ray-gcs-watch", daemon=True)
         self._thread.start()
 
@@ -49,18 +48,9 @@ class GcsWatch:
         while not self._stop.wait(self._probe_seconds):
             failures = 0 if self._answers() else failures + 1
             if failures >= self._lost_after and not self._stop.is_set():
-                self.lost = True
                 self._on_lost()
                 return
 
     def stop(self) -> None:
         """Stop probing."""
         self._stop.set()
-
-
-def parse_address(address: str) -> tuple[str, int] | None:
-    """``host:port`` (IPv6 in brackets) of a GCS address, or ``None`` if it is not one."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        return None
-    return host.strip("[]"), int(port)

@@ -38,7 +38,7 @@ import ray
 import ray.exceptions as rex
 
 from eugo_lab.backends import _cluster, base
-from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch, parse_address
+from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch
 from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
@@ -114,18 +114,29 @@ _ray_task = ray.remote(max_retries=0)(_ray_task_body)
 PREFLIGHT_TIMEOUT_S = 5.0
 
 
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a ``ray://host:port`` or ``host:port`` address (IPv6 in brackets), else ``None``."""
+    from urllib.parse import urlsplit
+
+    try:
+        target = urlsplit(address if "://" in address else f"ray://{address}")
+        port = target.port
+    except ValueError:  # a port that is not a number
+        return None
+    return (target.hostname, port) if target.hostname and port else None
+
+
 def _preflight(address: str) -> None:
     """Fail fast, naming the address, when nothing listens at a ``ray://`` or ``host:port`` address."""
     if address == "auto":
         return  # Ray finds the local cluster itself
     import socket
-    from urllib.parse import urlsplit
 
-    target = urlsplit(address if "://" in address else f"ray://{address}")
-    if not target.hostname or not target.port:
+    target = _host_port(address)
+    if target is None:
         raise ValueError(f"ray backend: address {address!r} is not 'ray://host:port', 'host:port' or 'auto'")
     try:
-        socket.create_connection((target.hostname, target.port), timeout=PREFLIGHT_TIMEOUT_S).close()
+        socket.create_connection(target, timeout=PREFLIGHT_TIMEOUT_S).close()
     except OSError as exc:
         raise BackendError(
             f"ray backend: nothing answers at {address} ({type(exc).__name__}: {exc}). Check that the Ray head "
@@ -253,7 +264,7 @@ class RayBackend(base.Backend):
             gcs = ray.get_runtime_context().gcs_address
         except Exception:  # noqa: BLE001 - Ray Client mode (ray://): its client server reports a lost cluster
             return
-        parsed = parse_address(gcs) if isinstance(gcs, str) else None
+        parsed = _host_port(gcs) if isinstance(gcs, str) else None
         if parsed is not None:
             self._watch = GcsWatch(*parsed, on_lost=lambda: self._on_gcs_lost(gcs))
 
