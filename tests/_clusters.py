@@ -129,9 +129,16 @@ def ray_cli_cluster(num_cpus: int = 2) -> Iterator[str]:
     # The driver authenticates with the token `ray start` created. Ray reads the mode when
     # it is imported (and this session may have imported it already): refresh it.
     os.environ["RAY_AUTH_MODE"] = "token"
-    from ray._raylet import Config
+    from ray._private.authentication.authentication_token_setup import generate_and_save_token
+    from ray._raylet import AuthenticationTokenLoader, Config
 
     Config.initialize("")
+    # `ray start` does not create the token it then insists on (ray.init does): a fresh
+    # machine on which no ray.init() ran yet has none, so create it the way ray.init would.
+    loader = AuthenticationTokenLoader.instance()
+    if not loader.has_token(ignore_auth_mode=True):
+        generate_and_save_token()
+        loader.reset_cache()
     address = None
     try:
         out = subprocess.run(

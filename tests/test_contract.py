@@ -7,6 +7,8 @@ and threads are cheap enough to start per test.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from multiprocessing import resource_tracker
 
@@ -281,3 +283,66 @@ def test_await_gives_values_and_errors_without_blocking_the_loop(backend):
     assert list(t.block_kinds) == ["await"] and len(t.blocks["kind"]) == 1
     assert 0.15 < float(t.blocks["end"][0] - t.blocks["start"][0]) < 30
 
+
+
+def _wait_for_file(path, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return open(path).read()
+        time.sleep(0.05)
+    return ""
+
+
+def _until_cancelled(started: str, marker: str, seconds: float) -> str:
+    open(started, "w").close()
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(0.01)
+    except hpc.TaskCancelled:
+        with open(marker, "w") as fh:
+            fh.write("TaskCancelled")
+        raise
+    with open(marker, "w") as fh:
+        fh.write("ran to its end")
+    return "done"
+
+
+# Engines that stop a running task raise hpc.TaskCancelled inside it; the others let it finish unseen.
+STOPS_RUNNING_TASKS = {"local": True, "ray": True, "dask": False, "threads": False}
+
+
+def test_a_cancelled_running_task_gets_hpc_task_cancelled_inside(backend, tmp_path):
+    started, marker = str(tmp_path / "started"), str(tmp_path / "marker")
+    seconds = 4.0
+    f = hpc.remote(_until_cancelled).remote(started, marker, seconds)
+    assert _wait_for_file(started) == ""  # exists, and is empty: the body is running
+    assert os.path.exists(started)
+    assert hpc.cancel(f) == 1
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(f)
+    expected = "TaskCancelled" if STOPS_RUNNING_TASKS[backend] else "ran to its end"
+    assert _wait_for_file(marker, timeout=seconds + 30) == expected
+    assert hpc.get(square.remote(4)) == 16  # the engine still works
+
+
+def test_a_function_the_workers_cannot_import_is_a_function_load_error(backend, tmp_path, monkeypatch):
+    # A module only the driver can import (added to sys.path after the workers started):
+    # the function travels by reference, and a worker cannot resolve it.
+    (tmp_path / "driver_only_mod.py").write_text("def triple(x):\n    return 3 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import driver_only_mod
+
+        f = hpc.remote(driver_only_mod.triple).remote(2)
+        if backend == "threads":  # the workers are threads of this process: they can import it
+            assert hpc.get(f, timeout=60) == 6
+            return
+        with pytest.raises(hpc.FunctionLoadError, match=r"triple\(\) could not be loaded on a worker") as info:
+            hpc.get(f, timeout=60)
+        assert isinstance(info.value, ImportError) and isinstance(info.value, hpc.BackendError)
+        assert "driver_only_mod" in str(info.value)
+    finally:
+        sys.modules.pop("driver_only_mod", None)
+    assert hpc.get(square.remote(5)) == 25

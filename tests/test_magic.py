@@ -17,7 +17,8 @@ from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
 from eugo_lab.render import glyphs, live, text
-from eugo_lab.tracing.recorder import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS, Chunk, Recorder
+from eugo_lab.tracing.recorder import Chunk, Recorder
+from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS, TaskStats
 
 SETUP = """
 import time
@@ -556,7 +557,7 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
     sink = _Sink()
     feed = LiveFeed(rec, sink, LiveState(time.time(), 2), lambda: 0, interval=0.1).start()
     per_thread, n_threads = 5000, 4
-    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    stats = TaskStats(time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None, None)
 
     def record(k):
         for i in range(per_thread):
@@ -586,7 +587,7 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
 def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
     rec = Recorder()
     mark = rec.open_region()
-    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    stats = TaskStats(time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None, None)
     with_phase = (time.time(), 0.002, 0.001, 0.0, 0.0, 10, 10, [("read", 0.0, 0.001, 0.0)], None)
 
     def record(tid, st=stats):
@@ -614,7 +615,7 @@ def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
 
 def test_feeds_share_one_long_lived_writer_thread():
     rec = Recorder()
-    stats = (time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None)
+    stats = TaskStats(time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None, None)
     writers = []
     for k in range(2):
         mark = rec.open_region()

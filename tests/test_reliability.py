@@ -117,10 +117,10 @@ def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
         _worker.execute, 200_000_000, None, grow_forever, "grow_forever", _args(), None)
     assert time.monotonic() - t < 20
     assert status == _worker.CRASHED and payload == b""
-    assert verdict["reason"] == "memory" and verdict["limit"] == 200_000_000
-    assert 200_000_000 < verdict["rss"] < 200_000_000 + 150_000_000  # the growth, seen within a poll or two
-    assert verdict["exit_code"] is None  # stopped, not killed: this process is still here
-    assert stats is not None and stats[1] > 0  # the attempt keeps its timing for the trace
+    assert verdict.kind == "memory" and verdict.limit == 200_000_000
+    assert 200_000_000 < verdict.used < 200_000_000 + 150_000_000  # the growth, seen within a poll or two
+    assert verdict.exit_code is None  # stopped, not killed: this process is still here
+    assert stats is not None and stats.body > 0  # the attempt keeps its timing for the trace
     assert _rss() - before < 100_000_000  # its memory went back (gc + malloc_trim)
 
     # an hpc.map batch stops at the item that grows, not just that item
@@ -129,7 +129,7 @@ def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
 
     status, _, verdict, _ = _worker.run_limited(_worker.execute_batch, 150_000_000, None, item, "item",
                                                 _args([1, 2, 3]), None)
-    assert status == _worker.CRASHED and verdict["limit"] == 150_000_000
+    assert status == _worker.CRASHED and verdict.limit == 150_000_000
     # a task within its limit is untouched, and the thread takes no stray exception afterwards
     status, payload, _, _ = _worker.run_limited(_worker.execute, 200_000_000, None, len, "len", _args("abc"), None)
     assert status == _worker.OK
@@ -161,7 +161,7 @@ from eugo_lab.hpc.serialization import dumps_args
 args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
 t = time.monotonic()
 def tell_driver(verdict):
-    print("VERDICT", verdict["reason"], verdict["limit"], verdict["rss"] > verdict["limit"], verdict["exit_code"],
+    print("VERDICT", verdict["kind"], verdict["limit"], verdict["used"] > verdict["limit"], verdict["exit_code"],
           round(time.monotonic() - t, 1), flush=True)
 _worker.run_limited(_worker.execute, 100_000_000, tell_driver, grow_ignoring_stops, "g", args, None)
 print("SURVIVED", flush=True)

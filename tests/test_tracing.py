@@ -10,6 +10,7 @@ import pytest
 
 from eugo_lab import hpc
 from eugo_lab.tracing import BlockEvent, Recorder, TaskEvent
+from eugo_lab.tracing.row import TaskStats, pack_tail
 from eugo_lab.tracing.trace import SCHEMA_VERSION, Trace
 
 
@@ -21,8 +22,14 @@ def work(x):
 
 
 def _stats(start: float, body: float, phases=None, ends=None):
-    # (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends)
-    return (start, body, body / 2, 0.001, 0.002, 100, 50, phases, ends)
+    return TaskStats(start, body, body / 2, 0.001, 0.002, 100, 50, phases, ends, None)
+
+
+def _fast(rec: Recorder, tid: int, worker: int, received: float, start: float, end: float) -> None:
+    """A plain task as the runtime's hot path records it: the worker packed the row's tail."""
+    tail = pack_tail(start, end, 0.1, 0.0, 0.0, 10, 20)
+    rec.record_attempt(tid, 1, "f", worker, 0, -1, 1.0, 1.0, received,
+                       TaskStats(start, end - start, 0.1, 0.0, 0.0, 10, 20, None, None, tail))
 
 
 def test_recorder_is_inactive_without_regions_or_subscribers():
@@ -197,14 +204,15 @@ def test_a_trace_saved_without_dependency_edges_still_loads():
 
 
 def test_rows_from_every_path_keep_their_order_and_phase_rows():
-    from eugo_lab.tracing.recorder import pack_row
-
     rec = Recorder()
+    rec.worker_seen(0, "", 1)
+    rec.worker_seen(1, "", 2)
     rec.function_code("f")
     outer = rec.open_region()
     # fast rows (as the runtime appends them), then a task with phases, a map batch, more fast rows
     for tid in (1, 2):
-        rec.record_fast(pack_row(tid, 1, 0, 0, 0, -1, 1.0, 1.0, 1.3, 1.1, 1.2, 0.1, 0.0, 0.0, 10, 20))
+        _fast(rec, tid, 0, 1.3, 1.1, 1.2)
+    assert len(rec._pending) == 2  # they took the fast path
     rec.record_task(task_id=3, attempt=1, function="g", worker=1, status=0, batch=-1, submit=1.0, ready=1.0,
                     received=2.0, stats=_stats(1.0, 0.5, phases=[("read", 0.0, 0.2, 0.0)]))
     cursor, _ = rec.read_since(None)
@@ -212,7 +220,7 @@ def test_rows_from_every_path_keep_their_order_and_phase_rows():
     rec.record_task(task_id=9, attempt=1, function="f", worker=0, status=0, batch=9, submit=1.0, ready=1.0,
                     received=2.0, stats=_stats(1.0, 0.2, ends=ends), item_ids=range(4, 6))
     inner = rec.open_region()
-    rec.record_fast(pack_row(6, 1, 0, 1, 0, -1, 1.0, 1.0, 1.7, 1.5, 1.6, 0.1, 0.0, 0.0, 10, 20))
+    _fast(rec, 6, 1, 1.7, 1.5, 1.6)
     cursor, chunk = rec.read_since(cursor)
     assert chunk.tasks["task_id"].tolist() == [4, 5, 6]
     t_inner = rec.close_region(inner, {"workers": 2})

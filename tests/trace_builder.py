@@ -6,7 +6,7 @@ documented default so each test states only what it is about.
 
 from __future__ import annotations
 
-from eugo_lab.tracing.recorder import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
+from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
 from eugo_lab.tracing.trace import Trace
 
 T0 = 1000.0

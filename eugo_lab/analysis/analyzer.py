@@ -10,7 +10,7 @@ from eugo_lab.analysis.critical_path import critical_path
 from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.report import SEVERITY_ORDER, Report
 from eugo_lab.analysis.timeline import units, window
-from eugo_lab.tracing.recorder import ERROR, OK
+from eugo_lab.tracing.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 

@@ -26,7 +26,7 @@ from eugo_lab.analysis.report import (
     fmt_x,
 )
 from eugo_lab.analysis.timeline import Units, Window, measure
-from eugo_lab.tracing.recorder import ERROR, OK
+from eugo_lab.tracing.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 # -- thresholds -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from one thread of ours (never from the engine's event loop, where a callback th
 submits more work or does a blocking call could stall or deadlock the engine), and
 :class:`WorkerIndex` turns engine worker identities into small, stable ints for the trace.
 
-Clocks: ``stats[0]`` is ``time.time()`` on the worker. Workers on other hosts may have
+Clocks: ``stats.start_wall`` is ``time.time()`` on the worker. Workers on other hosts may have
 clocks that differ from the driver's by milliseconds (NTP) or more; we record their
 timestamps as they are and leave alignment to ``eugo_lab.tracing`` (which can apply
 per-host ``clock_offsets``), so a backend never rewrites a measurement.
@@ -32,7 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.backends import base
-from eugo_lab.backends._worker import _pickle_exception, execute, execute_batch, run_limited
+from eugo_lab.backends._worker import Ran, _pickle_exception, execute, execute_batch, run_limited
+from eugo_lab.backends.outcome import Outcome
 from eugo_lab.hpc.serialization import loads_value
 
 log = logging.getLogger("eugo_lab")
@@ -59,10 +60,10 @@ def _load_function(fn_key: tuple[str, int], payload: bytes) -> Callable:
 
 def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes, deps: dict | None,
              is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float],
-             memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None) -> tuple:
+             memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None) -> Ran:
     """Run one task (or ``hpc.map`` batch) on this worker; never raises.
 
-    Returns ``(status, payload, extra, stats)`` as :func:`execute` does. With
+    Returns ``(status, payload, detail, stats)`` as :func:`execute` does. With
     ``memory_limit`` the body runs under the worker's memory watchdog (see
     ``_worker._MemoryWatchdog``); ``on_memory_kill`` is how the engine tells the driver why,
     should the watchdog have to kill this whole process.
@@ -70,13 +71,10 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
     try:
         fn = _load_function(fn_key, fn_payload)
     except BaseException as exc:  # noqa: BLE001 - e.g. a module the function needs is missing here
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        hint = (f"the function {name}() could not be loaded on worker {socket.gethostname()} "
-                f"(pid {os.getpid()}): {type(exc).__name__}: {exc}. Install the packages it imports on "
-                "every worker (the same versions as on the driver).")
-        from eugo_lab.hpc.errors import BackendError
+        from eugo_lab.hpc.errors import function_load_error
 
-        return base.ERROR, _pickle_exception(BackendError(hint)), tb, None
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return base.ERROR, _pickle_exception(function_load_error(name, exc)), tb, None
     refs = dict(zip(ref_ids, ref_values))
 
     def load_token(token: tuple) -> Any:
@@ -151,8 +149,7 @@ class Reporter:
             entry = self._pending.get(task.task_id)
         return None if entry is None or entry[0] != task.attempt else entry[2]
 
-    def finish(self, task: Any, attempt: int, status: int, payload: Any = None, extra: Any = None,
-               stats: Any = None, worker: int = -1) -> bool:
+    def finish(self, task: Any, attempt: int, result: Outcome) -> bool:
         """Report attempt ``attempt`` of ``task``; False if it was already reported."""
         with self._lock:
             entry = self._pending.get(task.task_id)
@@ -160,7 +157,7 @@ class Reporter:
                 return False
             del self._pending[task.task_id]
             self.last_activity = time.monotonic()
-        self._q.put((entry[1], (task, status, payload, extra, stats, worker)))
+        self._q.put((entry[1], (task, result)))
         return True
 
     def post(self, fn: Callable, *args: Any) -> None:
@@ -174,14 +171,14 @@ class Reporter:
 
     def cancel_all(self, reason: str) -> list[Any]:
         """Report every attempt not reported yet as cancelled; return the engine handles."""
-        return self.finish_all(base.CANCELLED, reason)
+        return self.finish_all(Outcome.cancelled(reason))
 
-    def finish_all(self, status: int, extra: Any) -> list[Any]:
-        """Report every attempt not reported yet with ``status``/``extra``; return the engine handles."""
+    def finish_all(self, result: Outcome) -> list[Any]:
+        """Report every attempt not reported yet with ``result``; return the engine handles."""
         with self._lock:
             entries = list(self._pending.values())
         for attempt, _, _, task in entries:
-            self.finish(task, attempt, status, None, extra, None, -1)
+            self.finish(task, attempt, result)
         return [h for _, _, h, _ in entries]
 
     def stop(self, timeout: float = 5.0) -> None:

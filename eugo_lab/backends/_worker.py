@@ -31,14 +31,11 @@ from typing import Any
 
 import cloudpickle
 
+from eugo_lab.backends.outcome import Crash
 from eugo_lab.hpc import phases as _phase
-from eugo_lab.hpc.errors import HpcError, SerializationError
+from eugo_lab.hpc.errors import MemoryLimitExceeded, SerializationError, TaskError
 from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
-from eugo_lab.tracing.recorder import pack_tail
-
-OK = 0
-ERROR = 1
-CRASHED = 2  # as ``base.CRASHED``: here, a task stopped for its memory limit (extra: the verdict dict)
+from eugo_lab.tracing.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
 # task allocating 1 GB/s overshoots its limit by about this much growth before it is asked to stop.
@@ -47,26 +44,10 @@ MEMORY_POLL_SECONDS = 0.05
 # before the worker process is killed: it swallowed the exception, or it is inside C code.
 MEMORY_GRACE_SECONDS = 1.0
 
-# stats tuple layout, shared with the driver's recorder:
-# (start_wall, body_s, cpu_s, deser_s, ser_s, bytes_in, bytes_out, phases, item_ends, tail)
-# tail (single tasks only): the same numbers packed as the trace row's worker part
-# (tracing.recorder.ROW_TAIL), so the driver's I/O thread does not pack them per task.
-# item_ends (map batches only): float64 bytes, one per item (8 bytes each on the wire,
-# one object to unpickle, read by the recorder without conversion).
-Stats = tuple
-
-
-class TaskError(HpcError):
-    """Stands in for a task exception that could not itself be pickled back to the driver."""
-
-
-class MemoryLimitExceeded(BaseException):
-    """Raised inside a task whose worker grew past the task's memory limit.
-
-    A ``BaseException`` (like ``KeyboardInterrupt``), so the usual ``except Exception`` in
-    user code does not swallow it. The driver never sees it: the outcome is reported as a
-    memory stop and ``hpc.get`` raises ``hpc.WorkerMemoryError``.
-    """
+# What a task's run returns: (status, payload, detail, stats). ``detail`` is the traceback
+# (ERROR), the failed items of a batch (OK) or a memory stop (CRASHED: a Crash); the
+# backend turns it into a typed ``outcome.Outcome`` (``outcome.from_worker``).
+Ran = tuple[int, bytes, Any, "TaskStats | None"]
 
 
 def _pickle_exception(exc: BaseException) -> bytes:
@@ -91,10 +72,10 @@ def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str
     return frames, "".join(traceback.format_exception_only(type(exc), exc))
 
 
-def _phase_offsets(phases: list, t0: float) -> list | None:
+def _phase_offsets(phases: list, t0: float) -> list[Phase] | None:
     if not phases:
         return None
-    return [(name, s - t0, e - t0, cpu) for name, s, e, cpu in phases]
+    return [Phase(name, s - t0, e - t0, cpu) for name, s, e, cpu in phases]
 
 
 # -- memory limits ---------------------------------------------------------------------------------
@@ -107,7 +88,7 @@ class _Watch:
         self.thread_id = threading.get_ident()
         self.limit = limit
         self.baseline = baseline
-        self.verdict: dict | None = None  # set once, when the task went over its limit
+        self.verdict: Crash | None = None  # set once, when the task went over its limit
         self.deadline = 0.0
         self.on_kill = on_kill
 
@@ -193,8 +174,7 @@ class _MemoryWatchdog:
                 for w in self._watches:
                     if w.verdict is None:
                         if rss - w.baseline > w.limit:
-                            w.verdict = {"reason": "memory", "rss": rss - w.baseline, "limit": w.limit,
-                                         "baseline": w.baseline, "exit_code": None}
+                            w.verdict = Crash.memory(rss - w.baseline, w.limit, w.baseline)
                             w.deadline = now + MEMORY_GRACE_SECONDS
                             _set_async_exc(w.thread_id, MemoryLimitExceeded)
                     elif now >= w.deadline:
@@ -205,11 +185,11 @@ class _MemoryWatchdog:
     @staticmethod
     def _kill_process(w: _Watch) -> None:
         """The task did not stop: tell the driver through the engine, then end this process."""
-        verdict = dict(w.verdict or {}, exit_code=-int(signal.SIGKILL))
+        verdict = (w.verdict or Crash.memory(0, w.limit, w.baseline))._replace(exit_code=-int(signal.SIGKILL))
         if w.on_kill is not None:
             # On a thread of its own, bounded: a hook stuck on an unreachable scheduler must
             # not keep a runaway task alive.
-            t = threading.Thread(target=_call_quietly, args=(w.on_kill, verdict), daemon=True)
+            t = threading.Thread(target=_call_quietly, args=(w.on_kill, verdict.to_dict()), daemon=True)
             t.start()
             t.join(2.0)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -251,13 +231,14 @@ def _release_memory() -> None:
         pass
 
 
-def run_limited(run: Callable[..., tuple], limit: int, on_kill: Callable[[dict], None] | None,
-                *args: Any) -> tuple:
+def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], None] | None,
+                *args: Any) -> Ran:
     """``run(*args)`` (``execute`` or ``execute_batch``) under the memory watchdog.
 
-    Returns ``run``'s outcome, or ``(CRASHED, b"", verdict, stats)`` when the task went
-    over ``limit``: the verdict dict (``reason="memory"``, ``rss`` = growth, ``limit``,
-    ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``, never retried.
+    Returns ``run``'s outcome, or ``(CRASHED, b"", crash, stats)`` when the task went
+    over ``limit``: the :class:`~eugo_lab.backends.outcome.Crash` (kind memory, ``used`` =
+    growth, ``limit``, ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``,
+    never retried. ``on_kill`` receives the same crash as a dict (``Crash.to_dict``).
     """
     dog = memory_watchdog()
     w = dog.watch(limit, on_kill)
@@ -271,10 +252,7 @@ def run_limited(run: Callable[..., tuple], limit: int, on_kill: Callable[[dict],
         dog.unwatch(w)
     if w.verdict is None:
         return outcome  # type: ignore[return-value]
-    stats = None
-    if outcome is not None and outcome[3] is not None:
-        s = outcome[3]
-        stats = s[:5] + (s[5], 0, s[7], None)  # no result bytes; a batch is one stopped attempt
+    stats = outcome[3].stopped() if outcome is not None and outcome[3] is not None else None
     del outcome
     _release_memory()
     return CRASHED, b"", w.verdict, stats
@@ -287,7 +265,7 @@ def execute(
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
-) -> tuple[int, bytes, Any, Stats]:
+) -> Ran:
     """Run ``fn`` on pickled arguments; return ``(status, payload, traceback, stats)``.
 
     ``payload`` is the pickled result when ``status == OK``, else the pickled exception.
@@ -327,9 +305,12 @@ def execute(
         payload = _pickle_exception(value)
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
-    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload),
-             _phase_offsets(phases, p1), None,
-             pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload)))
+    # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
+    # thread does not pack them per task.
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload),
+                      _phase_offsets(phases, p1), None,
+                      pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, len(args_bytes),
+                                len(payload)))
     return status, payload, tb, stats
 
 
@@ -340,13 +321,14 @@ def execute_batch(
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
-) -> tuple[int, bytes, dict | None, Stats]:
+) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
     Returns ``(OK, pickled list of results, errors, stats)``; ``errors`` maps an item's
     index to ``(pickled exception, traceback)`` and its slot in the list holds ``None``.
-    ``stats[-1]`` holds each item's end (float64 bytes) as an offset from the body's start, so the trace
-    can show every item as its own task.
+    ``stats.item_ends`` holds each item's end (float64 bytes: 8 bytes each on the wire, one
+    object to unpickle, read by the recorder without conversion) as an offset from the
+    body's start, so the trace can show every item as its own task.
     """
     start_wall = time.time()
     p0 = time.perf_counter()
@@ -388,5 +370,6 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    stats = (start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), None, ends.tobytes())
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), None,
+                      ends.tobytes(), None)
     return OK, payload, errors, stats

@@ -12,17 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.backends.outcome import CANCELLED, CRASHED, ERROR, OK, Outcome
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.task import Task
 
-# Outcome statuses a backend reports through ``on_done``.
-OK = 0  # payload: pickled result (or list of results for a batch)
-ERROR = 1  # payload: pickled exception; extra: traceback text (batch: per-item errors)
-CRASHED = 2  # the worker died while holding the task; extra: exit code (negative: signal)
-CANCELLED = 3  # stopped by cancel(); never retried
+__all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Outcome", "DoneCallback", "WorkerInfo", "ClusterInfo", "Backend"]
 
-# on_done(task, status, payload, extra, stats, worker_index)
-DoneCallback = Callable[[Task, int, Any, Any, Any, int], None]
+# on_done(task, outcome): exactly once per attempt, from any thread (see eugo_lab.backends.outcome).
+DoneCallback = Callable[[Task, Outcome], None]
 
 
 @dataclass

@@ -40,7 +40,8 @@ from dask.sizeof import sizeof
 from dask.utils import parse_timedelta
 from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
 
-from eugo_lab.backends import _cluster, base
+from eugo_lab.backends import _cluster, base, outcome
+from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
@@ -364,7 +365,7 @@ class DaskBackend(base.Backend):
         if rep is not None:
             rep.post(self._settle, task, attempt, status, value, limited_key)
 
-    def _memory_verdict(self, key: str) -> dict | None:
+    def _memory_verdict(self, key: str) -> Crash | None:
         """The verdict a worker's watchdog logged before it killed itself running ``key``, if any."""
         client = self.client
         if client is None:
@@ -375,40 +376,41 @@ class DaskBackend(base.Backend):
             return None
         for _, msg in reversed(events):
             if isinstance(msg, dict) and msg.get("key") == key:
-                return {k: v for k, v in msg.items() if k != "key"}
+                return Crash.from_dict(msg)
         return None
 
     def _settle(self, task: Task, attempt: int, status: str, value: Any, limited_key: str | None = None) -> None:
         rep = self._reporter
         assert rep is not None
         if status == "finished" and isinstance(value, tuple) and len(value) == 5:
-            st, payload, extra, stats, (address, host, pid) = value
-            rep.finish(task, attempt, st, payload, extra, stats, self._index.index(address, host, pid, address))
+            st, payload, detail, stats, (address, host, pid) = value
+            worker = self._index.index(address, host, pid, address)
+            rep.finish(task, attempt, outcome.from_worker(st, payload, detail, stats, worker, task.items is not None))
             return
         exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value
         if isinstance(exc, KilledWorker):
             # The worker died while running the task (SIGKILL, segfault, out of memory), or
             # our watchdog killed it for the task's memory limit and logged why.
             verdict = self._memory_verdict(limited_key) if limited_key else None
-            rep.finish(task, attempt, base.CRASHED, None, verdict, None, -1)
+            rep.finish(task, attempt, Outcome.crashed(verdict or Crash(outcome.DIED)))
         elif isinstance(exc, (NoWorkerError, NoValidWorkerError)):
             message = (f"the Dask cluster had no worker able to run it ({exc}). Start workers "
                        "(dask worker ...), or call hpc.init() for a new cluster.")
-            rep.finish(task, attempt, base.CRASHED, None, {"reason": "no-workers", "message": message}, None, -1)
+            rep.finish(task, attempt, Outcome.crashed(Crash(outcome.NO_WORKERS, message=message)))
         elif status == "cancelled" or isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
             reason = getattr(exc, "reason", None)
             if reason == "scheduler-connection-lost" or self._connection_lost():
                 # Nobody cancelled it: the scheduler went away (stopped, crashed, unreachable).
-                rep.finish(task, attempt, base.CRASHED, None, {"reason": "engine-lost", "message": self._lost_message(
-                    "was lost while the task was queued or running, and its result with it")}, None, -1)
+                rep.finish(task, attempt, Outcome.crashed(Crash(outcome.ENGINE_LOST, message=self._lost_message(
+                    "was lost while the task was queued or running, and its result with it"))))
                 return
             reason = reason or "Dask cancelled it (the scheduler restarted or the client closed)"
-            rep.finish(task, attempt, base.CANCELLED, None, f"it was cancelled: {reason}", None, -1)
+            rep.finish(task, attempt, Outcome.cancelled(f"it was cancelled: {reason}"))
         else:
             if not isinstance(exc, BaseException):
                 exc = BackendError(f"dask backend: the task ended in state {status!r} without a result")
             payload, tb = _cluster.error_outcome(exc, "dask")
-            rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
+            rep.finish(task, attempt, Outcome(base.ERROR, payload, traceback=tb))
 
     def cancel(self, task: Task) -> None:
         """Report the task cancelled now; Dask forgets it (a running body finishes unseen)."""
@@ -416,7 +418,7 @@ class DaskBackend(base.Backend):
         if rep is None:
             return
         dfut = rep.handle(task)
-        if not rep.finish(task, task.attempt, base.CANCELLED):
+        if not rep.finish(task, task.attempt, Outcome.cancelled()):
             return
         client = self.client
         if dfut is not None and client is not None:

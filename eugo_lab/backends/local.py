@@ -29,12 +29,14 @@ from typing import Any
 
 import psutil
 
-from eugo_lab.backends import base, local_process
+from eugo_lab.backends import base, local_process, outcome
 from eugo_lab.backends.local_process import Worker, usable_cores
+from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
-from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.hpc.errors import BackendError, NoWorkersError, describe_exit
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
+from eugo_lab.tracing.row import TaskStats
 
 _LEN = struct.Struct("<Q")
 _ID = struct.Struct("<q")  # a task id on a worker's cancel pipe
@@ -324,7 +326,7 @@ class LocalBackend(base.Backend):
             except psutil.Error:
                 continue
             if rss > limit:
-                w.kill_reason = {"reason": "memory", "rss": rss, "limit": limit}
+                w.kill_reason = Crash.memory(rss, limit, exit_code=-int(signal.SIGKILL))
                 try:
                     os.kill(w.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -341,12 +343,12 @@ class LocalBackend(base.Backend):
         live = [w for w in self._workers if not w.dead]
         if not live:
             if self._no_workers:
-                reason = {"reason": "no-workers", "message": self._no_workers}
+                lost = Outcome.crashed(Crash(outcome.NO_WORKERS, message=self._no_workers))
                 while queue:
                     t = queue.popleft()
                     if t.state != _DONE:
                         t.state = _DONE
-                        self._report(t, base.CRASHED, None, reason, None, -1)
+                        self._report(t, lost)
             return
         while queue:
             task = queue[0]
@@ -426,19 +428,21 @@ class LocalBackend(base.Backend):
     def _handle(self, w: Worker, msg: tuple) -> None:
         kind = msg[0]
         if kind == "done":
-            _, key, status, payload, extra, stats = msg
+            _, key, status, payload, detail, raw_stats = msg
             task = w.inflight.popleft()
             if task.task_id != key:  # pragma: no cover - protocol invariant
                 raise RuntimeError(f"worker {w.index} answered task {key}, expected {task.task_id}")
+            stats = TaskStats.from_wire(raw_stats)
             if stats is not None:  # None: a cancelled task the worker skipped or stopped
-                est = stats[1] + stats[3] + stats[4]
+                est = stats.body + stats.deser + stats.ser
                 if task.items is not None:
                     est /= max(1, len(task.items))
                 old = self._ewma.get(task.fn.fid)
                 self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
             if task.state != _DONE:
                 task.state = _DONE
-                self._report(task, status, payload, extra, stats, w.index)
+                self._report(task, outcome.from_worker(status, payload, detail, stats, w.index,
+                                                       task.items is not None))
         elif kind == "hello":
             _, w.pid, w.host, _ = msg
             w.greeted = True
@@ -446,11 +450,11 @@ class LocalBackend(base.Backend):
             if all(x.greeted or x.dead for x in self._workers):
                 self._all_greeted.set()
 
-    def _report(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
+    def _report(self, task: Task, result: Outcome) -> None:
         on_done = self._on_done.pop(task.task_id, None)
         if on_done is not None:
             try:
-                on_done(task, status, payload, extra, stats, worker)
+                on_done(task, result)
             except Exception:  # noqa: BLE001 - one bad callback must not stop the I/O thread
                 import logging
 
@@ -475,7 +479,7 @@ class LocalBackend(base.Backend):
                     w.cancel_target = task
                     w.cancel_deadline = time.monotonic() + self.cancel_grace
         task.state = _DONE
-        self._report(task, base.CANCELLED, None, None, None, -1)
+        self._report(task, Outcome.cancelled())
 
     def _check_cancels(self) -> None:
         """Kill workers whose cancelled task is still running after the grace period."""
@@ -518,8 +522,8 @@ class LocalBackend(base.Backend):
                     self._queue.appendleft(t)
             if running.state != _DONE:
                 running.state = _DONE
-                extra = w.kill_reason if isinstance(w.kill_reason, dict) else code
-                self._report(running, base.CRASHED, None, extra, None, w.index)
+                crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
+                self._report(running, Outcome.crashed(crash, w.index))
         if self._stopping:
             return
         if not w.greeted:
@@ -531,8 +535,6 @@ class LocalBackend(base.Backend):
 
     def _give_up(self, code: int | None) -> None:
         """Workers keep dying before they start: fail what is queued instead of hanging."""
-        from eugo_lab.hpc.session import describe_exit
-
         self._no_workers = (
             f"the local pool has no workers: {self._failed_starts} worker processes in a row exited with "
             f"{describe_exit(code)} before they could start. Check that eugo_lab and the packages your "
@@ -549,7 +551,7 @@ class LocalBackend(base.Backend):
         for t in pending:
             if t.state != _DONE:
                 t.state = _DONE
-                self._report(t, base.CANCELLED, None, reason, None, -1)
+                self._report(t, Outcome.cancelled(reason))
 
     def _teardown(self) -> None:
         self._stopping = True

@@ -44,7 +44,7 @@ class Worker:
         self.host = ""
         self.started = time.time()
         self.dead = False
-        self.kill_reason: Any = None  # "cancel", or a dict for a memory-limit kill
+        self.kill_reason: Any = None  # "cancel", or an outcome.Crash for a memory-limit kill
         self.ps: psutil.Process | None = None
         self.greeted = False  # the worker said hello: it started properly
         self.cancel_target: Task | None = None  # a running task asked to stop

@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -37,10 +38,11 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
-from eugo_lab.backends import _cluster, base
+from eugo_lab.backends import _cluster, base, outcome
 from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch
 from eugo_lab.backends._lifeline import Lifeline
-from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.backends.outcome import Crash, Outcome
+from eugo_lab.hpc.errors import BackendError, NoWorkersError, TaskCancelled
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
@@ -93,17 +95,44 @@ def _memory_kill_hook(kv_key: str) -> Any:
     return report
 
 
+def _raise_task_cancelled(signum: int, frame: Any) -> None:
+    raise TaskCancelled("the driver cancelled this task (hpc.cancel)")
+
+
+@contextlib.contextmanager
+def _cancels_raise_task_cancelled() -> Iterator[None]:
+    """While a task body runs, Ray's gentle cancel raises ``hpc.TaskCancelled`` in it, as on the local pool.
+
+    Ray stops a running task with ``_thread.interrupt_main()``, which runs the main thread's
+    SIGINT handler: Python's default raises ``KeyboardInterrupt``. Ours raises the one type
+    a task can catch on every engine. Outside the body (a worker between tasks) Ray's own
+    handler is back. Tasks Ray runs off the main thread keep Ray's behaviour.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _raise_task_cancelled)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
                    limit: int | None, kv_key: str, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
     # A Ray worker process runs one task at a time, so process CPU time is the task's
     # (BLAS threads included), as on the local pool, and a memory limit measures this task alone.
     on_kill = _memory_kill_hook(kv_key) if limit else None
-    status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
-                                                      ref_values, time.process_time, limit, on_kill)
+    try:
+        with _cancels_raise_task_cancelled():
+            status, payload, detail, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch,
+                                                               ref_ids, ref_values, time.process_time, limit, on_kill)
+    except TaskCancelled:  # landed outside the body (unpickling, pickling the result): nobody waits for it
+        raise KeyboardInterrupt from None  # Ray's own way of ending a cancelled task
     ctx = ray.get_runtime_context()
     host, pid = _cluster.host_and_pid()
-    return status, payload, extra, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
+    return status, payload, detail, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
 
 
 _ray_task = ray.remote(max_retries=0)(_ray_task_body)
@@ -183,8 +212,8 @@ class RayBackend(base.Backend):
         """Options of a local instance or a connection (``workers``, ``address``... as ``hpc.init``).
 
         ``memory_limit``: the default per-task memory limit (a task's ``memory=`` wins).
-        ``cancel_grace``: seconds a cancelled running task gets to stop (Ray raises
-        ``KeyboardInterrupt`` in it) before its worker process is killed.
+        ``cancel_grace``: seconds a cancelled running task gets to stop (``hpc.TaskCancelled``
+        is raised in it) before its worker process is killed.
         """
         from eugo_lab.units import parse_bytes, parse_grace
 
@@ -283,7 +312,7 @@ class RayBackend(base.Backend):
         log.warning("eugo_lab: %s.", self._lost)
         rep = self._reporter
         if rep is not None:
-            rep.finish_all(base.CRASHED, {"reason": "engine-lost", "message": self._lost + "."})
+            rep.finish_all(Outcome.crashed(Crash(outcome.ENGINE_LOST, message=self._lost + ".")))
 
     def _start_local(self, opts: dict[str, Any]) -> Any:
         """``ray.init`` a single-node instance that listens on loopback only and dies with this process.
@@ -421,11 +450,12 @@ class RayBackend(base.Backend):
         except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
             self._settle_error(task, attempt, exc, kv_key)
             return
-        st, payload, extra, stats, (worker_id, host, pid, _node) = value
-        rep.finish(task, attempt, st, payload, extra, stats, self._index.index(worker_id, host, pid))
+        st, payload, detail, stats, (worker_id, host, pid, _node) = value
+        worker = self._index.index(worker_id, host, pid)
+        rep.finish(task, attempt, outcome.from_worker(st, payload, detail, stats, worker, task.items is not None))
 
     @staticmethod
-    def _memory_verdict(kv_key: str) -> dict | None:
+    def _memory_verdict(kv_key: str) -> Crash | None:
         """The verdict a worker's watchdog stored before it killed itself running this attempt, if any."""
         try:
             from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get
@@ -437,20 +467,22 @@ class RayBackend(base.Backend):
             verdict = json.loads(raw)
         except Exception:  # noqa: BLE001 - GCS unreachable, a Ray without internal KV: an ordinary crash
             return None
-        return verdict if isinstance(verdict, dict) and verdict.get("reason") == "memory" else None
+        if not (isinstance(verdict, dict) and verdict.get("kind") == outcome.MEMORY):
+            return None
+        return Crash.from_dict(verdict)
 
     def _settle_error(self, task: Task, attempt: int, exc: BaseException, kv_key: str = "") -> None:
         rep = self._reporter
         assert rep is not None
         if isinstance(exc, rex.TaskCancelledError) or type(exc).__name__ == "CancelledError":
-            rep.finish(task, attempt, base.CANCELLED, None, "Ray cancelled it", None, -1)
+            rep.finish(task, attempt, Outcome.cancelled("Ray cancelled it"))
         elif isinstance(exc, _CRASHES) or (_OOM and isinstance(exc, _OOM)):
             # A dead worker: our watchdog may have killed it for the task's memory limit (the
             # verdict is in the KV store; never retried), or Ray's memory monitor for the
             # node's memory (OutOfMemoryError), or something else. The last two are retried
             # like any crash, since the node may have memory to spare next time.
             verdict = self._memory_verdict(kv_key) if kv_key else None
-            rep.finish(task, attempt, base.CRASHED, None, verdict, None, -1)
+            rep.finish(task, attempt, Outcome.crashed(verdict or Crash(outcome.DIED)))
         else:
             # Our task body never raises, so this is Ray failing to run it (arguments that do
             # not unpickle on the worker, a missing module, ...): report the underlying cause.
@@ -458,7 +490,7 @@ class RayBackend(base.Backend):
             if isinstance(exc, rex.RayTaskError) and isinstance(cause, BaseException):
                 exc = cause
             payload, tb = _cluster.error_outcome(exc, "ray")
-            rep.finish(task, attempt, base.ERROR, payload, tb, None, -1)
+            rep.finish(task, attempt, Outcome(base.ERROR, payload, traceback=tb))
 
     def cancel(self, task: Task) -> None:
         """Report the task cancelled now and stop it.
@@ -472,7 +504,7 @@ class RayBackend(base.Backend):
         if rep is None:
             return
         oref = rep.handle(task)
-        if not rep.finish(task, task.attempt, base.CANCELLED):
+        if not rep.finish(task, task.attempt, Outcome.cancelled()):
             return
         if oref is None:
             return

@@ -15,8 +15,9 @@ from typing import Any
 
 import psutil
 
-from eugo_lab.backends import base
+from eugo_lab.backends import base, outcome
 from eugo_lab.backends._worker import execute, execute_batch
+from eugo_lab.backends.outcome import Outcome
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.serialization import loads_value
 from eugo_lab.hpc.task import Task
@@ -68,10 +69,11 @@ class ThreadBackend(base.Backend):
             return self._objects[token[1]]
 
         run = execute_batch if task.items is not None else execute
-        status, payload, extra, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time)
+        status, payload, detail, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time)
         if not task.state:
             task.state = 1
-            on_done(task, status, payload, extra, stats, getattr(self._index, "value", 0))
+            worker = getattr(self._index, "value", 0)
+            on_done(task, outcome.from_worker(status, payload, detail, stats, worker, task.items is not None))
 
     def cancel(self, task: Task) -> None:
         """Queued tasks are dropped; a running thread cannot be stopped, its late result is ignored."""
@@ -80,7 +82,7 @@ class ThreadBackend(base.Backend):
         task.state = 1
         fut, on_done = task.backend_data
         fut.cancel()
-        on_done(task, base.CANCELLED, None, None, None, -1)
+        on_done(task, Outcome.cancelled())
 
     def put(self, obj: Any) -> ObjectRef:
         """Keep ``obj`` in this process; tasks receive the same object."""

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eugo_lab.tracing.row import CANCELLED, CRASHED, ERROR
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -70,8 +72,8 @@ class LiveState:
         # earlier attempt of the same task failed and was not final: tasks done = rows - retries
         # (so the counters add up to the tasks the cell submitted, not to its attempts).
         self.done += int(status.size) - retried
-        self.cancelled += int(np.count_nonzero(status == 3))  # 3: cancelled (tracing.recorder.CANCELLED)
-        self.failed += int(np.count_nonzero((status == 1) | (status == 2)))
+        self.cancelled += int(np.count_nonzero(status == CANCELLED))
+        self.failed += int(np.count_nonzero((status == ERROR) | (status == CRASHED)))
         self.retried += retried
         self.busy += float(np.nansum(np.clip(dur, 0, None)))
 

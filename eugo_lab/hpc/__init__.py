@@ -25,8 +25,9 @@ from typing import Any
 _EXPORTS = {
     "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "init", "is_initialized", "last_trace", "map",
                          "put", "shutdown", "trace", "wait"),
-    "eugo_lab.hpc.errors": ("BackendError", "GetTimeoutError", "HpcError", "NoWorkersError", "RemoteTraceback",
-                            "SerializationError", "TaskCancelledError", "WorkerCrashedError", "WorkerMemoryError"),
+    "eugo_lab.hpc.errors": ("BackendError", "FunctionLoadError", "GetTimeoutError", "HpcError", "MemoryLimitExceeded",
+                            "NoWorkersError", "RemoteTraceback", "SerializationError", "TaskCancelled",
+                            "TaskCancelledError", "TaskError", "WorkerCrashedError", "WorkerMemoryError"),
     "eugo_lab.hpc.future": ("Future",),
     "eugo_lab.hpc.objects": ("ObjectRef",),
     "eugo_lab.hpc.phases": ("phase",),

@@ -9,12 +9,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import errors, session
 from eugo_lab.hpc.future import FINISHED, PENDING, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote_function import RemoteFunction
+
+if TYPE_CHECKING:
+    from eugo_lab.backends.base import ClusterInfo
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding nothing else
@@ -22,7 +25,7 @@ _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding not
 
 # -- lifecycle ---------------------------------------------------------------------------------
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
-         cluster: Any = None, _wait_ready: bool = True, **backend_options: Any) -> Any:
+         cluster: Any = None, _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
     """Start the runtime explicitly and return :func:`cluster` info.
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
@@ -31,39 +34,19 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     It returns once the workers are up, so a traced region that follows measures tasks, not
     worker start-up.
     """
-    from eugo_lab import backends
-
-    if address is None and backend is None and cluster is None:
-        address = os.environ.get("EUGO_ADDRESS") or None
-    name = backends.resolve_name(backend, address=address, cluster=cluster)
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    with session._current_lock:
-        old = session.current(start=False)
-        if old is not None:
-            old.shutdown()
-            session.set_current(None)
-        be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
-        be.start()
-        if _wait_ready:
-            be.wait_ready()
-        rt = session.Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
-        session.set_current(rt)
-    return be.info()
+    rt = session.start_runtime(backend, workers, address=address, cluster=cluster, wait_ready=_wait_ready,
+                               **backend_options)
+    return rt.backend.info()
 
 
 def shutdown() -> None:
     """Stop the runtime and every process it started. Safe to call when nothing runs."""
-    with session._current_lock:
-        rt = session.current(start=False)
-        session.set_current(None)
-    if rt is not None:
-        rt.shutdown()
+    session.stop_runtime()
 
 
-def cluster() -> Any:
+def cluster() -> ClusterInfo:
     """What the runtime runs on: backend, workers, cores, memory, GPUs, address (starts the default)."""
-    return session.current().backend.info()  # type: ignore[union-attr]
+    return session.running().backend.info()
 
 
 def is_initialized() -> bool:

@@ -7,15 +7,47 @@ reach for first (``SerializationError`` is a ``TypeError``, ``GetTimeoutError`` 
 
 Exceptions raised *inside* a task are not wrapped in a type of ours: ``get()`` re-raises
 them as their own type (see :func:`remote_exception`), so ``except ValueError`` works.
+
+Two exceptions are raised by the runtime *inside* a running task, the same type on every
+engine, so a task can clean up (``try: ... except hpc.TaskCancelled: ...; raise``):
+:class:`TaskCancelled` (the task was cancelled while it ran) and
+:class:`MemoryLimitExceeded` (it outgrew its ``memory=`` limit). Both derive from
+``BaseException``, like ``KeyboardInterrupt``, so a task's usual ``except Exception`` does
+not swallow them. The driver never receives them: ``get()`` raises
+:class:`TaskCancelledError` and :class:`WorkerMemoryError` instead.
+
+The tree::
+
+    HpcError (Exception)
+    |-- SerializationError (also TypeError)     an argument, capture or result cannot be pickled
+    |-- TaskError                               stands in for a task exception that could not be pickled
+    |-- WorkerCrashedError                      the worker died on every attempt
+    |   `-- WorkerMemoryError (also MemoryError) stopped at its memory limit
+    |-- TaskCancelledError                      cancelled (hpc.cancel, Interrupt, a cancelled input)
+    |-- GetTimeoutError (also TimeoutError)     get/wait/as_completed ran out of time
+    |-- NoWorkersError                          no worker can run it
+    `-- BackendError                            the engine failed or went away
+        `-- FunctionLoadError (also ImportError) a worker could not load the task's function
+    TaskCancelled (BaseException)               raised inside a running task that was cancelled
+    MemoryLimitExceeded (BaseException)         raised inside a task over its memory limit
 """
 
 from __future__ import annotations
 
-from typing import Any
+import signal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eugo_lab.backends.outcome import Crash
 
 __all__ = [
     "HpcError",
     "SerializationError",
+    "TaskError",
+    "FunctionLoadError",
+    "function_load_error",
+    "TaskCancelled",
+    "MemoryLimitExceeded",
     "WorkerCrashedError",
     "WorkerMemoryError",
     "TaskCancelledError",
@@ -23,6 +55,8 @@ __all__ = [
     "GetTimeoutError",
     "NoWorkersError",
     "BackendError",
+    "describe_exit",
+    "crash_error",
     "RemoteTraceback",
     "remote_exception",
 ]
@@ -34,6 +68,10 @@ class HpcError(Exception):
 
 class SerializationError(HpcError, TypeError):
     """A function, argument, captured variable or return value could not be pickled."""
+
+
+class TaskError(HpcError):
+    """Stands in for a task's exception that could not itself be pickled back to the driver."""
 
 
 class WorkerCrashedError(HpcError):
@@ -78,6 +116,91 @@ class NoWorkersError(HpcError):
 
 class BackendError(HpcError):
     """The execution engine (local pool, Dask, Ray) failed or could not be reached."""
+
+
+class FunctionLoadError(BackendError, ImportError):
+    """A worker could not load the task's function (a module it needs is missing there); never retried."""
+
+
+def function_load_error(function: str, exc: BaseException) -> FunctionLoadError:
+    """The one wording, on every engine, of a worker that could not unpickle a task's function."""
+    import os
+    import socket
+
+    return FunctionLoadError(
+        f"the function {function}() could not be loaded on a worker ({socket.gethostname()}, pid {os.getpid()}): "
+        f"{type(exc).__name__}: {exc}. Functions defined in a module are sent by reference: make that module "
+        "importable on every worker (install it, or keep it next to the notebook), with the packages it "
+        "imports in the same versions as on the driver."
+    )
+
+
+class TaskCancelled(BaseException):  # noqa: N818 - named for what happened, like KeyboardInterrupt
+    """Raised *inside* a running task that was cancelled; the same type on every engine that stops tasks.
+
+    Catch it only to clean up, then re-raise: a task that swallows it is killed with its
+    worker process after the grace period (``hpc.init(cancel_grace=...)``).
+    """
+
+
+class MemoryLimitExceeded(BaseException):  # noqa: N818 - named for what happened, like KeyboardInterrupt
+    """Raised *inside* a task whose worker grew past the task's memory limit (Dask and Ray).
+
+    The driver never sees it: the attempt is reported as a memory stop and ``hpc.get``
+    raises :class:`WorkerMemoryError`. (The local pool stops such a task by killing its
+    worker process from the driver.)
+    """
+
+
+def describe_exit(code: int | None) -> str:
+    """``-9`` -> ``signal 9 (SIGKILL)``; ``1`` -> ``exit code 1``."""
+    if code is None:
+        return "an unknown exit status"
+    if code < 0:
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def crash_error(function: str, task_id: int, attempts: int, crash: Crash) -> HpcError:
+    """The error ``get()`` raises for a task whose last attempt lost its worker, by what happened."""
+    from eugo_lab.backends import outcome
+    from eugo_lab.units import fmt_bytes
+
+    task = f"task {function}() (task {task_id})"
+    if crash.kind == outcome.MEMORY:
+        limit = crash.limit
+        killed = ""
+        if crash.baseline is None:  # the local pool: the worker process's whole resident memory
+            used = f"its worker used {fmt_bytes(crash.used, '.2f')}"
+        else:  # Dask and Ray: what the task added to a worker process that runs other things too
+            used = (f"it grew its worker's memory by {fmt_bytes(crash.used, '.2f')} (from "
+                    f"{fmt_bytes(crash.baseline, '.2f')} to {fmt_bytes(crash.baseline + crash.used, '.2f')})")
+            if crash.exit_code is not None:
+                killed = "; it did not stop when asked, so its worker process was killed"
+        return WorkerMemoryError(
+            f"{task} was stopped on attempt {attempts}: {used}, over the {fmt_bytes(limit, '.2f')} memory "
+            f"limit{killed}. It was not retried, since it would grow the same way again. Next step: process the "
+            "input in smaller pieces (more, smaller partitions), or raise the limit with @hpc.remote(memory=...) "
+            "or hpc.init(memory_limit=...).",
+            function=function, attempts=attempts,
+            exit_code=crash.exit_code, limit=limit, observed=crash.used,
+        )
+    if crash.kind == outcome.NO_WORKERS:
+        return NoWorkersError(f"{task} cannot run: {crash.message}")
+    if crash.kind == outcome.ENGINE_LOST:
+        return BackendError(f"{task} did not finish: {crash.message}")
+    plural = "s" if attempts != 1 else ""
+    return WorkerCrashedError(
+        f"{task} killed its worker on every attempt ({attempts} attempt{plural}); the last worker died with "
+        f"{describe_exit(crash.exit_code)}. Likely causes: the task used more memory than the machine has and "
+        "the OS killed it, a C extension crashed, or something outside killed the process. Next step: call "
+        f"{function}() directly on one input in the notebook to see the failure, or give it more memory "
+        "(fewer workers, smaller partitions).",
+        function=function, attempts=attempts, exit_code=crash.exit_code,
+    )
 
 
 class RemoteTraceback(Exception):

@@ -9,33 +9,24 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
-import signal
+import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import base
+from eugo_lab.backends import base, outcome
+from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc import errors
 from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future, complete_batch
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
 from eugo_lab.tracing import recorder as rec
-from eugo_lab.units import fmt_bytes
+from eugo_lab.tracing import row
+from eugo_lab.tracing.row import TaskStats
 
 log = logging.getLogger("eugo_lab")
-
-
-def describe_exit(code: int | None) -> str:
-    """``-9`` -> ``signal 9 (SIGKILL)``; ``1`` -> ``exit code 1``."""
-    if code is None:
-        return "an unknown exit status"
-    if code < 0:
-        try:
-            return f"signal {-code} ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
 
 
 class _DependencyGate:
@@ -165,62 +156,59 @@ class Runtime:
             raise errors.BackendError("this runtime was shut down; call hpc.init() (or just .remote()) again")
 
     # -- completion (backend threads) ------------------------------------------------------
-    def _on_done(self, task: Task, status: int, payload: Any, extra: Any, stats: Any, worker: int) -> None:
+    def _on_done(self, task: Task, result: Outcome) -> None:
         received = time.time()
         self.last_activity = received
+        status, stats, worker = result.status, result.stats, result.worker
         ready, map_cb = task.ready_time, task.on_batch_done
         name = task.future.function if task.future is not None else (task.options.name or task.fn.name)
-        item_errors = extra if (status == base.OK and task.items is not None) else None
         recorder = self.recorder
-        if (recorder.active and status == base.OK and stats is not None and task.items is None
-                and stats[7] is None and not recorder._subscribers and worker in recorder.workers):
-            # The common case, on the I/O thread's hot path (the driver's busiest thread): the
-            # driver's 9 fields packed and joined to the tail the worker packed (stats[9]);
-            # the same row Recorder.record_task would append.
-            code = recorder.functions.codes.get(name)
-            if code is None:
-                code = recorder.function_code(name)
-            try:
-                recorder.record_fast(rec.pack_head(task.task_id, task.attempt, code, worker, status, task.batch_id,
-                                                   task.submit_time, ready, received) + stats[9])
-            except (IndexError, TypeError):  # an engine whose stats carry no packed tail
-                self._record_safely(task, status, stats, worker, name, ready, received, item_errors)
-            if len(recorder._pending) >= rec.FLUSH_ROWS:
-                recorder.flush()
-        elif recorder.active and not (status == base.CANCELLED and
-                                      all(f._state == CANCELLED for f in self._futures_of(task))):
-            # (cancellations the runtime made itself were recorded when they were made)
-            self._record_safely(task, status, stats, worker, name, ready, received, item_errors)
+        if recorder.active:
+            if status == base.OK and task.items is None and worker in recorder.workers:
+                # The I/O thread's hot path (the driver's busiest thread), inline: one packed row.
+                try:
+                    recorder.record_attempt(task.task_id, task.attempt, name, worker, status, task.batch_id,
+                                            task.submit_time, ready, received, stats)
+                except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
+                    log.exception("recording task %s failed", task.task_id)
+            elif status == base.OK and task.items is None:
+                self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
+                                    task.batch_id, task.submit_time, ready, received, stats, worker=worker)
+            elif not (status == base.CANCELLED and all(f._state == CANCELLED for f in self._futures_of(task))):
+                # (cancellations the runtime made itself were recorded when they were made)
+                self._record_safely(self._record, task, status, stats, worker, name, ready, received,
+                                    result.item_errors if status == base.OK else None, worker=worker)
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed
             self._tasks.pop(task.task_id, None)
             self.tasks_finished += 1
             if task.items is None:
-                task.future._complete(FINISHED, payload=payload)
+                task.future._complete(FINISHED, payload=result.payload)
             else:
+                item_errors = result.item_errors
                 for i, (exc_bytes, tb) in (item_errors or {}).items():  # failed items first, one by one
                     task.items[i]._complete(ERROR, error=self._rebuild(exc_bytes, tb, name, task, worker))
-                complete_batch(task.items, BatchResult(payload), skip=item_errors or ())
+                complete_batch(task.items, BatchResult(result.payload), skip=item_errors or ())
         elif status == base.ERROR:
-            exc = self._rebuild(payload, extra, name, task, worker)
+            exc = self._rebuild(result.payload, result.traceback, name, task, worker)
             rex = task.options.retry_exceptions
             original = getattr(exc, "original", exc)
             matches = rex is True or (isinstance(rex, tuple) and rex and isinstance(original, rex))
-            retry = bool(matches) and task.attempt <= task.options.retries
+            # A function the worker cannot load would fail the same way again.
+            retry = (bool(matches) and task.attempt <= task.options.retries
+                     and not isinstance(original, errors.FunctionLoadError))
             if not retry:
                 self._complete_error(task, exc)
         elif status == base.CRASHED:
-            # A memory-limit kill would happen again: no retry. Other deaths are retried.
-            special = extra if isinstance(extra, dict) else None
-            retry = special is None and task.attempt <= task.options.retries
+            crash = result.crash or Crash(outcome.DIED)
+            retry = crash.retryable and task.attempt <= task.options.retries
             if not retry:
-                self._complete_error(task, self._crash_error(task, name, extra))
+                self._complete_error(task, errors.crash_error(name, task.task_id, task.attempt, crash))
         else:  # CANCELLED
             self._release(task)
             self._tasks.pop(task.task_id, None)
-            reason = extra if isinstance(extra, str) else "it was cancelled"
-            exc = errors.cancelled(name, task.task_id, reason)
+            exc = errors.cancelled(name, task.task_id, result.reason or "it was cancelled")
             for f in self._futures_of(task):
                 f._complete(CANCELLED, error=exc)
         if not retry:
@@ -232,63 +220,24 @@ class Runtime:
         elif map_cb is not None:
             map_cb(task, stats)
 
-    def _record_safely(self, task: Task, *args: Any) -> None:
-        """:meth:`_record`, logging instead of raising: a tracing bug must never keep a future from completing."""
+    def _record_safely(self, record: Callable[..., None], *args: Any, worker: int) -> None:
+        """``record(*args)``, logging instead of raising: a tracing bug must never keep a future from completing."""
         try:
-            self._record(task, *args)
+            if worker >= 0 and worker not in self.recorder.workers:
+                for w in self.backend.workers():  # a worker the trace has not seen: learn its host and pid
+                    self.recorder.worker_seen(w.index, w.host, w.pid)
+            record(*args)
         except Exception:  # noqa: BLE001
-            log.exception("recording task %s failed", task.task_id)
+            log.exception("recording a task attempt failed")
 
-    def _record(self, task: Task, status: int, stats: Any, worker: int, name: str, ready: float, received: float,
-                item_errors: Any) -> None:
-        recorder = self.recorder
-        if worker >= 0 and worker not in recorder.workers:
-            for w in self.backend.workers():
-                recorder.worker_seen(w.index, w.host, w.pid)
+    def _record(self, task: Task, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
+                received: float, item_errors: dict | None) -> None:
         item_status = None
         if item_errors:
-            item_status = [rec.ERROR if i in item_errors else rec.OK for i in range(len(task.items))]
-        recorder.record_task(
+            item_status = [row.ERROR if i in item_errors else row.OK for i in range(len(task.items))]
+        self.recorder.record_task(
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
             stats, _item_ids(task.items) if task.items is not None else None, item_status,
-        )
-
-    @staticmethod
-    def _crash_error(task: Task, name: str, extra: Any) -> errors.HpcError:
-        attempts = task.attempt
-        plural = "s" if attempts != 1 else ""
-        if isinstance(extra, dict) and extra.get("reason") == "memory":
-            rss, limit = extra["rss"], extra["limit"]
-            baseline = extra.get("baseline")
-            exit_code = extra.get("exit_code", -9)
-            killed = ""
-            if baseline is None:  # the local pool: the worker process's whole resident memory
-                used = f"its worker used {fmt_bytes(rss, '.2f')}"
-            else:  # Dask and Ray: what the task added to a worker process that runs other things too
-                used = (f"it grew its worker's memory by {fmt_bytes(rss, '.2f')} (from {fmt_bytes(baseline, '.2f')} "
-                        f"to {fmt_bytes(baseline + rss, '.2f')})")
-                if exit_code is not None:
-                    killed = "; it did not stop when asked, so its worker process was killed"
-            return errors.WorkerMemoryError(
-                f"task {name}() (task {task.task_id}) was stopped on attempt {attempts}: {used}, over the "
-                f"{fmt_bytes(limit, '.2f')} memory limit{killed}. It was not retried, "
-                "since it would grow the same way again. Next step: process the input in smaller pieces (more, smaller "
-                "partitions), or raise the limit with @hpc.remote(memory=...) or hpc.init(memory_limit=...).",
-                function=name, attempts=attempts, exit_code=exit_code, limit=limit, observed=rss,
-            )
-        if isinstance(extra, dict) and extra.get("reason") == "no-workers":
-            return errors.NoWorkersError(f"task {name}() (task {task.task_id}) cannot run: {extra['message']}")
-        if isinstance(extra, dict) and extra.get("reason") == "engine-lost":
-            return errors.BackendError(f"task {name}() (task {task.task_id}) did not finish: {extra['message']}")
-        code = extra if isinstance(extra, int) else None
-        return errors.WorkerCrashedError(
-            f"task {name}() (task {task.task_id}) killed its worker on every attempt "
-            f"({attempts} attempt{plural}); the last worker died with {describe_exit(code)}. "
-            "Likely causes: the task used more memory than the machine has and the OS killed it, "
-            "a C extension crashed, or something outside killed the process. Next step: call "
-            f"{name}() directly on one input in the notebook to see the failure, or give it more "
-            "memory (fewer workers, smaller partitions).",
-            function=name, attempts=attempts, exit_code=extra if isinstance(extra, int) else None,
         )
 
     def _launch_retry(self, task: Task) -> None:
@@ -348,8 +297,8 @@ class Runtime:
         if done and self.recorder.active:
             # Recorded now, not when the backend confirms: a traced region (a %%eugo cell
             # stopped by Interrupt) closes right after the cancel and must show it.
-            self._record_safely(task, base.CANCELLED, None, -1, fut.function, task.ready_time or time.time(),
-                                time.time(), None)
+            self._record_safely(self._record, task, base.CANCELLED, None, -1, fut.function,
+                                task.ready_time or time.time(), time.time(), None, worker=-1)
         if task.ready_time:  # launched: the backend stops it
             self.backend.cancel(task)
         else:  # still waiting for its inputs
@@ -391,6 +340,44 @@ _current: Runtime | None = None
 _current_lock = threading.RLock()
 
 
+def start_runtime(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
+          cluster: Any = None, wait_ready: bool = True, **backend_options: Any) -> Runtime:
+    """Start a runtime on ``backend`` and make it the active one (what ``hpc.init`` does).
+
+    A running runtime is shut down first (its pending tasks end cancelled). With no engine
+    named, ``EUGO_ADDRESS`` (an existing cluster's address) wins over the embedded pool.
+    """
+    from eugo_lab import backends
+    from eugo_lab.settings import ADDRESS_ENV
+
+    if address is None and backend is None and cluster is None:
+        address = os.environ.get(ADDRESS_ENV) or None
+    name = backends.resolve_name(backend, address=address, cluster=cluster)
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    with _current_lock:
+        old = _current
+        if old is not None:
+            old.shutdown()
+            set_current(None)
+        be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
+        be.start()
+        if wait_ready:
+            be.wait_ready()
+        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
+        set_current(rt)
+    return rt
+
+
+def stop_runtime() -> None:
+    """Shut the active runtime down, if any (what ``hpc.shutdown`` does)."""
+    with _current_lock:
+        rt = _current
+        set_current(None)
+    if rt is not None:
+        rt.shutdown()
+
+
 def current(start: bool = True) -> Runtime | None:
     """The active runtime; start the embedded default (or ``EUGO_ADDRESS``) if ``start``."""
     rt = _current
@@ -398,10 +385,15 @@ def current(start: bool = True) -> Runtime | None:
         return rt
     with _current_lock:
         if _current is None:
-            from eugo_lab.hpc.api import init
-
-            init(_wait_ready=False)  # the first .remote() should not wait for every worker to boot
+            start_runtime(wait_ready=False)  # the first .remote() should not wait for every worker to boot
         return _current
+
+
+def running() -> Runtime:
+    """The active runtime, starting the default one if none runs (never ``None``)."""
+    rt = current()
+    assert rt is not None  # current(start=True) always leaves one
+    return rt
 
 
 def set_current(rt: Runtime | None) -> None:

@@ -23,10 +23,14 @@ import re
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-#: Set by the server extension for the kernels it starts: where they write their status.
-STATUS_DIR_ENV = "EUGO_LAB_STATUS_DIR"
+from eugo_lab.hpc.counters import DEFAULT_PRICE, change_key, counters
+from eugo_lab.settings import STATUS_DIR_ENV
+
+if TYPE_CHECKING:
+    from eugo_lab.hpc.session import Runtime
+
 #: Seconds between two looks at the runtime's counters (a look costs a few microseconds).
 PUBLISH_INTERVAL = 1.0
 #: Version of the file's layout, for the server and the JupyterLab extension.
@@ -36,36 +40,24 @@ _KERNEL_ID = r"[0-9A-Za-z_-]+"
 _CONNECTION_FILE = re.compile(rf"kernel-(?P<id>{_KERNEL_ID})\.json$")
 
 
-def snapshot(rt: Any) -> dict[str, Any]:
+def snapshot(rt: Runtime | None) -> dict[str, Any]:
     """The status of runtime ``rt`` (``None``: no runtime) as a JSON-ready dict.
 
-    The fields of ``%eugo status`` (:func:`eugo_lab.cellrun.status.status`: backend,
-    workers, running, queued, submitted, elapsed, idle, price, cost; counts are of items, an
-    ``hpc.map`` item counts as one), plus ``state`` (``running`` or ``none``), ``tracing``
-    and when and by which process it was taken.
+    The :class:`~eugo_lab.hpc.counters.Counters` (backend, workers, running, queued,
+    submitted, elapsed, idle; counts are of items, an ``hpc.map`` item counts as one), the
+    ``price`` per worker-hour and the ``cost`` so far, plus ``state`` (``running`` or
+    ``none``), ``tracing`` and when and by which process it was taken.
     """
     from eugo_lab import __version__
-    from eugo_lab.cellrun.status import status
 
     running = rt is not None and not rt._closed
-    st = status(rt if running else None)
     doc: dict[str, Any] = {"schema": STATUS_SCHEMA, "eugo_lab": __version__, "pid": os.getpid(),
                            "updated": time.time(), "state": "running" if running else "none"}
     if running:
-        fields = asdict(st)
-        del fields["running_runtime"]
-        doc.update(fields, cost=st.cost, tracing=bool(rt.recorder.active))
+        c = counters(rt)  # type: ignore[arg-type]
+        doc.update(asdict(c), price=DEFAULT_PRICE, cost=c.cost(DEFAULT_PRICE),
+                   tracing=bool(rt.recorder.active))  # type: ignore[union-attr]
     return doc
-
-
-def _change_key(rt: Any) -> tuple:
-    """What a new status file would differ in; cheap (no engine call), so the thread can poll it."""
-    if rt is None or rt._closed:
-        return (None,)
-    from eugo_lab.hpc.mapping import map_progress
-
-    return (id(rt), rt.tasks_submitted, rt.tasks_finished, rt.pending_tasks, map_progress(rt),
-            bool(rt.recorder.active))
 
 
 def kernel_id() -> str | None:
@@ -107,7 +99,7 @@ class Publisher:
     def publish(self, force: bool = True) -> bool:
         """Write the file if the status changed since the last write (always if ``force``)."""
         rt = self._current()
-        key = _change_key(rt)
+        key = change_key(rt)
         with self._lock:
             if not force and key == self._last:
                 return False

@@ -15,10 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from eugo_lab.server import BOKEH_URL_ENV
-
-#: Override the detected mode: "lab", "kernel" or "text" (tests and benchmarks set it).
-MODE_ENV = "EUGO_LAB_DISPLAY"
+from eugo_lab.settings import BOKEH_URL_ENV
+from eugo_lab.settings import DISPLAY_MODE_ENV as MODE_ENV  # "lab", "kernel" or "text" (tests, benchmarks)
 
 
 def bokeh_root_url() -> str | None:

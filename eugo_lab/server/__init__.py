@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-# The server sets it for the kernels it starts; the %%eugo live view reads it.
-BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
-
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "eugo_lab.server"}]

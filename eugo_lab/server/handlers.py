@@ -14,8 +14,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.utils import url_path_join
 
-from eugo_lab.hpc.status import STATUS_DIR_ENV, read_status
-from eugo_lab.server import BOKEH_URL_ENV
+from eugo_lab.hpc.status import read_status
+from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
 
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
 BOKEH_PREFIX = "eugo/bokeh/"

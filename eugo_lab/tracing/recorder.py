@@ -1,7 +1,7 @@
 """The live recorder: appends task and blocking events while regions are open.
 
-Task rows are packed C structs (:data:`ROW`, 128 bytes: the :data:`ROW_FIELDS` as int64 and
-float64, strings interned into small tables) appended to ``bytearray`` segments, so a
+Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 128 bytes, strings interned
+into small tables) appended to ``bytearray`` segments, so a
 million rows cost 128 MB and no Python object per field; an ``hpc.map`` batch is one compact
 segment (:class:`_BatchRows`) whatever its size. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
@@ -15,10 +15,8 @@ Nothing is recorded while no region is open and nobody subscribed: the runtime c
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import socket
-import struct
 import threading
 import time
 from array import array
@@ -26,41 +24,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# Row statuses (a column of int8 in the trace).
-OK, ERROR, CRASHED, CANCELLED = 0, 1, 2, 3
-STATUS_NAMES = ("ok", "error", "crashed", "cancelled")
+from eugo_lab.tracing.row import (
+    BLOCK_COLUMNS,
+    PHASE_COLUMNS,
+    ROW_SIZE,
+    STATUS_NAMES,
+    TASK_COLUMNS,
+    TASK_FLOAT_COLUMNS,
+    TASK_INT_COLUMNS,
+    TaskStats,
+    pack_head,
+    pack_row,
+    row_dtype,
+)
 
-TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch", "bytes_in", "bytes_out")
-TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
-PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
-BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
-# One row per data dependency: task ``task`` was passed the future of task ``on``.
-DEP_COLUMNS = ("task", "on")
-TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-# One task row as packed bytes (128 of them). Packing costs the I/O thread about as much as
-# building a tuple, and turning rows into columns later is a memcpy-speed NumPy pass instead
-# of converting every Python number again (~0.5 us a row when we did). The row is the
-# driver's head (what only the driver knows) followed by the worker's tail, which the
-# worker packs itself (``stats[9]``), so the driver's hot path packs 9 fields, not 16.
-ROW_FIELDS = ("task_id", "attempt", "function", "worker", "status", "batch", "submit", "ready", "received",
-              "start", "end", "cpu", "deser", "ser", "bytes_in", "bytes_out")
-ROW_HEAD = struct.Struct("<6q3d")
-ROW_TAIL = struct.Struct("<5d2q")
-ROW = struct.Struct("<6q3d5d2q")
-ROW_SIZE = ROW.size
-pack_row = ROW.pack  # all 16 fields, in ROW_FIELDS order
-pack_head = ROW_HEAD.pack
-pack_tail = ROW_TAIL.pack  # (start, end, cpu, deser, ser, bytes_in, bytes_out), used by workers
 # Fast-path rows buffered before they are joined into the row store (~8 MB of bytes).
 FLUSH_ROWS = 65536
-
-
-@functools.cache
-def row_dtype() -> Any:
-    """The NumPy structured dtype of a packed row (NumPy is imported on first use only)."""
-    import numpy as np
-
-    return np.dtype([(c, "<i8" if c in TASK_INT_COLUMNS else "<f8") for c in ROW_FIELDS])
 
 
 @dataclass(frozen=True)
@@ -269,11 +248,9 @@ class Recorder:
         self._subscribers: list[Callable[[Any], None]] = []
         self.active = False
         # Finished tasks waiting to join the row store: one packed row (bytes) each, appended
-        # by the runtime's I/O thread through record_fast (a bound list.append: atomic under
-        # the GIL, no lock, no Python frame), joined in bulk by _flush. The list is never
-        # replaced, so the bound method stays valid.
+        # by record_attempt on the runtime's I/O thread (list.append: atomic under the GIL,
+        # no lock), joined in bulk by _flush. The list is never replaced.
         self._pending: list[bytes] = []
-        self.record_fast = self._pending.append
         # Which process each worker index is; kept across regions (workers outlive them).
         self.workers: dict[int, tuple[str, int]] = {}
         self._reset()
@@ -458,15 +435,36 @@ class Recorder:
         """Remember which process a worker index is (hosts and pids for lanes)."""
         self.workers[index] = (host, pid)
 
-    def record_task(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
-                    submit: float, ready: float, received: float, stats: tuple | None,
-                    item_ids: Sequence[int] | None = None, item_status: list[int] | None = None) -> None:
-        """Append one attempt (or one row per item of a batch) from a backend's stats tuple.
+    def record_attempt(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
+                       submit: float, ready: float, received: float, stats: TaskStats | None) -> None:
+        """Append one finished attempt of a single task: the runtime's hot path (its I/O thread).
 
-        ``stats`` is ``(start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases,
-        item_ends[, packed tail])`` as the worker measured it, or ``None`` when the attempt never ran.
-        ``item_ids`` (a ``range`` when consecutive: no per-item Python work) names the items
-        of an ``hpc.map`` batch, one row each.
+        The common case, a task that ran with no phases while nobody subscribed, costs one
+        pack of the driver's 9 fields joined to the tail the worker packed
+        (``stats.tail``) and one list append: no lock, the same row :meth:`record_task`
+        would append. Anything else goes through :meth:`record_task`.
+        """
+        if (stats is not None and stats.tail is not None and stats.phases is None and not self._subscribers
+                and worker in self.workers):
+            code = self.functions.codes.get(function)
+            if code is None:
+                code = self.function_code(function)
+            pending = self._pending
+            pending.append(pack_head(task_id, attempt, code, worker, status, batch, submit, ready, received)
+                           + stats.tail)
+            if len(pending) >= FLUSH_ROWS:
+                self.flush()
+            return
+        self.record_task(task_id, attempt, function, worker, status, batch, submit, ready, received, stats)
+
+    def record_task(self, task_id: int, attempt: int, function: str, worker: int, status: int, batch: int,
+                    submit: float, ready: float, received: float, stats: TaskStats | None,
+                    item_ids: Sequence[int] | None = None, item_status: list[int] | None = None) -> None:
+        """Append one attempt (or one row per item of a batch) from what its worker measured.
+
+        ``stats`` is ``None`` when the attempt never ran (crashed or cancelled before any
+        measurement). ``item_ids`` (a ``range`` when consecutive: no per-item Python work)
+        names the items of an ``hpc.map`` batch, one row each.
         """
         nan = math.nan
         if stats is None:  # crashed or cancelled before any measurement

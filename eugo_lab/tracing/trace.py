@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.tracing.recorder import (
+from eugo_lab.tracing.recorder import TaskRows
+from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
     DEP_COLUMNS,
     PHASE_COLUMNS,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
-    TaskRows,
 )
 
 SCHEMA_VERSION = 1

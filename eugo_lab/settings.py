@@ -1,0 +1,18 @@
+"""The environment variables Eugo Lab reads, named once.
+
+Each is set by a person (``EUGO_ADDRESS``, ``EUGO_LAB_DISPLAY``) or by Eugo Lab's Jupyter
+server extension for the kernels it starts (the others); every module that reads or sets
+one imports its name from here.
+"""
+
+from __future__ import annotations
+
+#: An existing Dask scheduler (``tcp://host:8786``) or Ray cluster (``ray://...``) that the
+#: first ``.remote()`` / ``hpc.init()`` connects to instead of starting the embedded pool.
+ADDRESS_ENV = "EUGO_ADDRESS"
+#: Set by the server extension: the directory where its kernels publish their runtime status.
+STATUS_DIR_ENV = "EUGO_LAB_STATUS_DIR"
+#: Set by the server extension: the URL path under which it serves the installed BokehJS.
+BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
+#: Forces how ``%%eugo`` displays (``live``, ``static`` or ``text``) instead of detecting it.
+DISPLAY_MODE_ENV = "EUGO_LAB_DISPLAY"

@@ -1,0 +1,102 @@
+"""The trace row: one task attempt as every layer sees it, defined once.
+
+The worker shim measures a task and packs its half of the row; the recorder appends rows;
+the :class:`~eugo_lab.tracing.trace.Trace` turns them into columns; the analyses and
+renderers read the columns and the status codes. All of them import this module, which
+holds no state and imports nothing heavy (worker processes load it at start-up).
+
+A row is 128 packed bytes, :data:`ROW_FIELDS` as int64/float64: the driver's head (what
+only the driver knows: ids, worker, status, submit/ready/received times) followed by the
+worker's tail (body times, CPU, bytes), which the worker packs itself so the driver's
+busiest thread packs 9 fields per task, not 16.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from typing import Any, NamedTuple
+
+# -- outcome of an attempt: one set of codes, from the worker to the trace's status column --------
+OK = 0  # the body returned (a batch: every item ran; failed items are listed separately)
+ERROR = 1  # the body raised
+CRASHED = 2  # the worker died holding the task, or the task was stopped at its memory limit
+CANCELLED = 3  # stopped by hpc.cancel (or an Interrupt); never retried
+STATUS_NAMES = ("ok", "error", "crashed", "cancelled")
+
+# -- columns ---------------------------------------------------------------------------------------
+TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch", "bytes_in", "bytes_out")
+TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
+TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
+PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
+BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
+# One row per data dependency: task ``task`` was passed the future of task ``on``.
+DEP_COLUMNS = ("task", "on")
+
+# -- the packed row ----------------------------------------------------------------------------------
+# Packing costs about as much as building a tuple, and turning rows into columns later is a
+# memcpy-speed NumPy pass instead of converting every Python number again (~0.5 us a row
+# when we did).
+ROW_FIELDS = ("task_id", "attempt", "function", "worker", "status", "batch", "submit", "ready", "received",
+              "start", "end", "cpu", "deser", "ser", "bytes_in", "bytes_out")
+ROW_HEAD = struct.Struct("<6q3d")  # driver: task_id .. received
+ROW_TAIL = struct.Struct("<5d2q")  # worker: start .. bytes_out
+ROW = struct.Struct("<6q3d5d2q")
+ROW_SIZE = ROW.size
+pack_row = ROW.pack  # all 16 fields, in ROW_FIELDS order
+pack_head = ROW_HEAD.pack
+pack_tail = ROW_TAIL.pack
+
+
+@functools.cache
+def row_dtype() -> Any:
+    """The NumPy structured dtype of a packed row (NumPy is imported on first use only)."""
+    import numpy as np
+
+    return np.dtype([(c, "<i8" if c in TASK_INT_COLUMNS else "<f8") for c in ROW_FIELDS])
+
+
+class Phase(NamedTuple):
+    """One ``hpc.phase`` span, as offsets in seconds from the body's start."""
+
+    name: str
+    start: float
+    end: float
+    cpu: float
+
+
+class TaskStats(NamedTuple):
+    """What a worker measured about one attempt; travels back with its outcome.
+
+    Times are seconds; ``start_wall`` is ``time.time()`` on the worker when it took the
+    task, and the body starts ``deser`` seconds later.
+    """
+
+    start_wall: float
+    body: float  # the function's own run (a batch: every item's)
+    cpu: float  # CPU seconds of the body
+    deser: float  # unpickling the arguments
+    ser: float  # pickling the result
+    bytes_in: int  # pickled arguments
+    bytes_out: int  # pickled result
+    phases: list[Phase] | None  # hpc.phase spans, None when the task marked none
+    item_ends: bytes | None  # a batch: each item's end offset from the body's start, float64 bytes
+    tail: bytes | None  # a single task: the row's worker half, packed (ROW_TAIL)
+
+    @property
+    def body_start(self) -> float:
+        """Wall-clock time the body started (after the arguments were unpickled)."""
+        return self.start_wall + self.deser
+
+    def stopped(self) -> TaskStats:
+        """These stats for an attempt stopped at its memory limit: no result, one attempt even for a batch."""
+        return self._replace(bytes_out=0, item_ends=None, tail=None)
+
+    @classmethod
+    def from_wire(cls, raw: tuple | None) -> TaskStats | None:
+        """Adopt a plain tuple of the fields without a copy (~0.1 us): how the local pool's pipes carry stats.
+
+        Pickling the named tuple itself costs ~1.5 us more per task on each side; a plain
+        tuple of the same fields is the local wire format, re-typed here on arrival.
+        """
+        return None if raw is None else tuple.__new__(cls, raw)
