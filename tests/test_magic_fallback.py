@@ -7,11 +7,13 @@ same in a real kernel of a fresh ``pip install eugo-lab``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from jupyter_fixtures import REPO, kernel_env
@@ -38,7 +40,7 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # None when another test module started it already
     shell.run_line_magic("load_ext", "eugo_lab")
     shell.run_cell(SETUP)
     return shell
@@ -171,3 +173,26 @@ def test_fresh_interpreter_never_imports_widgets_or_jupyter_server():
                        timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
     assert "ModuleNotFoundError" not in r.stdout + r.stderr
+
+
+def test_server_extension_without_bokeh_serves_status_and_publishes_no_bokeh_url(monkeypatch, tmp_path):
+    """The config file enabling the extension comes with every install: a server without Bokeh must still load."""
+    import logging
+    from types import SimpleNamespace
+
+    from eugo_lab.hpc.status import STATUS_DIR_ENV
+    from eugo_lab.server import BOKEH_URL_ENV, handlers
+
+    monkeypatch.setenv(BOKEH_URL_ENV, "/stale/")
+    monkeypatch.delenv(STATUS_DIR_ENV, raising=False)
+    _hide(monkeypatch, "bokeh")
+    added, warnings = [], []
+    log = logging.getLogger("test-server")
+    monkeypatch.setattr(log, "warning", lambda msg, *a: warnings.append(msg % a if a else msg))
+    web_app = SimpleNamespace(settings={"base_url": "/"}, add_handlers=lambda host, hs: added.extend(hs))
+    app = SimpleNamespace(web_app=web_app, runtime_dir=str(tmp_path), log=log)
+    handlers.setup_handlers(app)
+    assert [h[0] for h in added] == ["/eugo/api/status"]
+    assert BOKEH_URL_ENV not in os.environ  # kernels of this server: live counters and the static timeline
+    assert warnings == ['eugo_lab: bokeh is not installed, so the %%eugo live timeline is off; '
+                        'pip install "eugo-lab[lab]" and restart the server']
