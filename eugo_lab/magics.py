@@ -4,16 +4,21 @@ Thin by design: parse and validate the line, then call :mod:`eugo_lab.cellrun` (
 :mod:`eugo_lab.glossary` (vocabulary) and :mod:`eugo_lab.render` (displays). Arguments are
 never evaluated (no ``{var}`` expansion, no ``eval``).
 
-Load with ``%load_ext eugo_lab``.
+Load with ``%load_ext eugo_lab``. Only IPython is needed here: the live view's widgets (the
+``lab`` extra) are optional, see :func:`eugo_lab.render.live.choose`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+try:
+    from IPython.core.error import UsageError
+    from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+    from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+except ImportError as exc:  # IPython is not a core dependency: the magic only exists inside IPython anyway
+    raise ImportError("eugo_lab.magics is the %%eugo magic for IPython and Jupyter, and IPython is not installed; "
+                      "pip install ipykernel (or \"eugo-lab[lab]\" for JupyterLab and the live view)") from exc
 
 from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.status import DEFAULT_PRICE

@@ -5,7 +5,10 @@ Order of events for one cell:
 1. compile the body (a syntax error stops here, before any worker starts);
 2. for each worker count (one, or several for ``--compare``/``--scaling``; the main run is
    last): start or reuse the runtime, open ``hpc.trace()``, start the live view and its
-   writer thread, run the body, stop the feed, close the trace;
+   writer thread, run the body, stop the feed, close the trace. The live view needs the
+   ``lab`` extra (:func:`eugo_lab.render.live.choose`); without it the body runs traced
+   the same way, a one-line hint says (once per kernel) how to get it, and the final
+   summary carries the static timeline;
 3. save/export the main trace, build the summary (analyses), display it;
 4. if the body raised, re-raise the original exception (shown once, by IPython, with the
    cell's line numbers) after the partial timeline and summary were shown.
@@ -53,10 +56,15 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     feed = view = None
     value = error = None
     if live and out_mode in ("lab", "kernel"):
-        # Built before the trace opens: importing Bokeh takes a second that is not the cell's.
-        from eugo_lab.render.live import LiveView
+        # Chosen and built before the trace opens: importing Bokeh takes a second that is not the cell's.
+        from eugo_lab.render import live as live_view
 
-        view = LiveView(n, time.time(), bokeh_url=display.bokeh_root_url() if out_mode == "lab" else None).show()
+        choice = live_view.choose(out_mode)
+        if choice.hint is not None:  # the widgets are an extra: say once how to get them, then run all the same
+            display.publish(choice.hint, html.hint_html(choice.hint))
+        if choice.counters:
+            bokeh_url = display.bokeh_root_url() if choice.timeline else None
+            view = live_view.LiveView(n, time.time(), bokeh_url=bokeh_url).show()
     with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
         if view is not None:
             view.t0 = t0 = time.time()

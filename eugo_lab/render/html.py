@@ -186,6 +186,11 @@ def summary_html(s: Any) -> str:
     return "".join(parts)
 
 
+def hint_html(line: str) -> str:
+    """A one-line note (such as how to get the live view), escaped, in the summary's font."""
+    return f"<div class='eugo-hint' style='{_STYLE}; color: var(--jp-ui-font-color2, #666)'>{escape(line)}</div>"
+
+
 def status_html(st: Any) -> str:
     """``%eugo status`` as a small table."""
     if not st.running_runtime:

@@ -5,10 +5,18 @@ its single writer thread about 10 times a second with the events that arrived an
 counters snapshot. Each update costs at most three ``stream()`` calls (tasks, phases,
 blocks, only when non-empty) and one widget change (counters and progress bar are one
 HTML string).
+
+The widgets come from the ``lab`` extra (ipywidgets, Bokeh, jupyter_bokeh), which a plain
+``pip install eugo-lab`` leaves out so that cluster workers stay small. :func:`choose` is
+the one place that decides what can be shown live; without those packages the cell runs
+traced all the same and only its final report is shown (see :mod:`eugo_lab.cellrun.runner`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from dataclasses import dataclass
 from typing import Any
 
 from eugo_lab.render import display, glyphs
@@ -19,6 +27,77 @@ TASKS_SOURCE = "eugo-timeline-tasks"
 PHASES_SOURCE = "eugo-timeline-phases"
 BLOCKS_SOURCE = "eugo-timeline-blocks"
 LIVE_TEXT = "eugo live view (counters and timeline; needs a running kernel)"
+
+
+#: What each part of the live view imports: the counters need ipywidgets, the JupyterLab timeline Bokeh too.
+COUNTER_MODULES = ("ipywidgets",)
+TIMELINE_MODULES = ("bokeh.plotting", "jupyter_bokeh")
+#: The packages of the ``lab`` extra the live view uses, in the order the hint names them.
+LIVE_PACKAGES = ("ipywidgets", "bokeh", "jupyter_bokeh")
+INSTALL_HINT = 'pip install "eugo-lab[lab]" and restart the kernel'
+
+
+@dataclass(frozen=True)
+class LiveChoice:
+    """What the live view of the next cell can show, and the one-line hint to print (or ``None``)."""
+
+    counters: bool
+    timeline: bool
+    hint: str | None = None
+
+
+#: Whether this kernel has already been told how to get the live view (once is enough: the
+#: packages do not appear in a running kernel, the fix is to install them and restart).
+_hinted = False
+
+
+def _importable(module: str) -> bool:
+    """Import ``module`` now (before the cell's trace opens: importing Bokeh takes about a second)."""
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - missing or broken, the live view goes without it; the cell must run
+        return False
+    return True
+
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules[package] is None (an import blocker)
+        return False
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def missing_hint(counters: bool) -> str:
+    """The one line that says what is off, which packages are missing, and how to get them."""
+    wanted = [p for p in LIVE_PACKAGES if not counters or p != "ipywidgets"]
+    missing = [p for p in wanted if not _installed(p)]
+    what = "live timeline off (counters only)" if counters else "live view off"
+    if missing:
+        why = f"{_names(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
+    else:  # installed but the import failed (a broken or half-upgraded environment)
+        why = f"{_names(wanted)} could not be imported"
+    return f"eugo: {what}: {why}; {INSTALL_HINT}"
+
+
+def choose(out_mode: str) -> LiveChoice:
+    """What to show live in display mode ``out_mode`` (``lab`` or ``kernel``) with the packages this kernel has.
+
+    ``kernel`` mode shows live counters (ipywidgets); ``lab`` mode adds the Bokeh timeline
+    (Bokeh, jupyter_bokeh). The hint is returned the first time per kernel that part of
+    that is missing, and ``None`` afterwards.
+    """
+    global _hinted
+    counters = all(_importable(m) for m in COUNTER_MODULES)
+    timeline = counters and out_mode == "lab" and all(_importable(m) for m in TIMELINE_MODULES)
+    hint = None
+    if (not counters or (out_mode == "lab" and not timeline)) and not _hinted:
+        _hinted = True
+        hint = missing_hint(counters)
+    return LiveChoice(counters=counters, timeline=timeline, hint=hint)
 
 
 LANE_HEIGHT_PX = 30

@@ -85,21 +85,36 @@ def _make_status_dir(runtime_dir: str) -> str:
     return path
 
 
+def _bokehjs_dir() -> str | None:
+    """Where the installed BokehJS lives, or ``None`` without Bokeh (it is in the ``lab`` extra)."""
+    try:
+        from bokeh.util.paths import bokehjs_path
+    except ImportError:
+        return None
+    return str(bokehjs_path())
+
+
 def setup_handlers(serverapp: Any) -> None:
     """Register the handlers and publish the BokehJS URL to kernels started from now on."""
-    from bokeh.util.paths import bokehjs_path
-
     web_app = serverapp.web_app
     base_url = web_app.settings["base_url"]
     host = ".*$"
-    web_app.add_handlers(host, [
-        (url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": str(bokehjs_path())}),
-        (url_path_join(base_url, "eugo", "api", "status"), StatusHandler),
-    ])
+    handlers: list[tuple] = [(url_path_join(base_url, "eugo", "api", "status"), StatusHandler)]
+    bokeh_dir = _bokehjs_dir()
+    if bokeh_dir is not None:
+        handlers.append((url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": bokeh_dir}))
+    web_app.add_handlers(host, handlers)
     # Kernels inherit the server's environment: this is how %%eugo learns base_url, and
     # where each kernel publishes its runtime status (eugo_lab.hpc.status).
-    os.environ[BOKEH_URL_ENV] = url_path_join(base_url, BOKEH_PREFIX)
+    if bokeh_dir is not None:
+        os.environ[BOKEH_URL_ENV] = url_path_join(base_url, BOKEH_PREFIX)
+        serverapp.log.info("eugo_lab: serving BokehJS at %s", os.environ[BOKEH_URL_ENV])
+    else:
+        # The config file that enables this extension comes with every install, the lab extra
+        # (Bokeh) does not. Without a URL, %%eugo shows live counters and the static timeline.
+        os.environ.pop(BOKEH_URL_ENV, None)
+        serverapp.log.warning('eugo_lab: bokeh is not installed, so the %%eugo live timeline is off; '
+                              'pip install "eugo-lab[lab]" and restart the server')
     status_dir = _make_status_dir(serverapp.runtime_dir)
     web_app.settings["eugo_status_dir"] = status_dir
     os.environ[STATUS_DIR_ENV] = status_dir
-    serverapp.log.info("eugo_lab: serving BokehJS at %s", os.environ[BOKEH_URL_ENV])
