@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from jupyter_fixtures import Lab
 
-from eugo_lab import hpc
+from eugo_lab import hpc, settings
 from eugo_lab.hpc import session, status
 
 
@@ -63,7 +63,7 @@ def test_read_status_takes_kernel_ids_only(tmp_path):
 
 
 def test_outside_a_kernel_nothing_is_published(tmp_path, monkeypatch):
-    monkeypatch.setenv(status.STATUS_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(settings.STATUS_DIR_ENV, str(tmp_path))
     assert status.kernel_id() is None
     hpc.init(workers=1)
     hpc.shutdown()

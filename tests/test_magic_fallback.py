@@ -180,8 +180,8 @@ def test_server_extension_without_bokeh_serves_status_and_publishes_no_bokeh_url
     import logging
     from types import SimpleNamespace
 
-    from eugo_lab.hpc.status import STATUS_DIR_ENV
-    from eugo_lab.server import BOKEH_URL_ENV, handlers
+    from eugo_lab.server import handlers
+    from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
 
     monkeypatch.setenv(BOKEH_URL_ENV, "/stale/")
     monkeypatch.delenv(STATUS_DIR_ENV, raising=False)

@@ -7,7 +7,10 @@ subclass and add its name here.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eugo_lab.backends.base import Backend
 
 # name -> (module, class, pip extra that provides it or None)
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {
@@ -42,7 +45,7 @@ def resolve_name(backend: str | None, *, address: str | None = None, cluster: An
     return backend
 
 
-def create(name: str, **options: Any) -> Any:
+def create(name: str, **options: Any) -> Backend:
     """Instantiate backend ``name`` with its options (``None`` values are dropped)."""
     module, cls, extra = _REGISTRY[name]
     try:

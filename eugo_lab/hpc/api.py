@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import builtins
-import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import errors, session
+from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import FINISHED, PENDING, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote_function import RemoteFunction
 
 if TYPE_CHECKING:
     from eugo_lab.backends.base import ClusterInfo
+    from eugo_lab.tracing.trace import Trace
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding nothing else
 
 
@@ -94,21 +93,6 @@ def _rebuild(obj: Any, rt: Any) -> Any:
     if t is dict:
         return {k: _rebuild(v, rt) for k, v in obj.items()}
     return obj
-
-
-def _caller_source() -> str:
-    """``file:line`` of the user's code that called into ``hpc`` (for blocking findings)."""
-    f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
-        f = f.f_back  # type: ignore[assignment]
-    if f is None:
-        return "?"
-    return f"{f.f_code.co_filename}:{f.f_lineno}"
-
-
-def _record_block(rt: Any, kind: str, start: float, n: int) -> None:
-    if rt is not None and rt.recorder.active:
-        rt.recorder.record_block(kind, start, time.time(), n, _caller_source())
 
 
 def _cancel_pending(futs: Iterable[Future]) -> None:
@@ -277,15 +261,15 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
 
 
 # -- tracing --------------------------------------------------------------------------------------
-_last_trace: Any = None
+_last_trace: Trace | None = None
 
 
-def last_trace() -> Any:
+def last_trace() -> Trace | None:
     """The :class:`~eugo_lab.tracing.Trace` of the most recent ``hpc.trace()`` region or ``%%eugo`` cell."""
     return _last_trace
 
 
-def _set_last_trace(t: Any) -> None:
+def _set_last_trace(t: Trace | None) -> None:
     global _last_trace
     _last_trace = t
 
@@ -303,7 +287,7 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
     """
 
     def __init__(self, meta: dict[str, Any] | None = None) -> None:
-        self.trace: Any = None
+        self.trace: Trace | None = None
         self._extra_meta = dict(meta or {})
         self._mark: Any = None
         self._rt: Any = None

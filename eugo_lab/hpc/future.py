@@ -266,10 +266,10 @@ def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) ->
 
 def _record_await(start: float) -> None:
     """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
-    from eugo_lab.hpc.api import _record_block
+    from eugo_lab.hpc.blocking import record_block
     from eugo_lab.hpc.session import current
 
-    _record_block(current(start=False), "await", start, 1)
+    record_block(current(start=False), "await", start, 1)
 
 
 def _release(waiter: Any) -> None:

@@ -22,7 +22,7 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
@@ -37,6 +37,9 @@ from eugo_lab.tracing.row import (
     pack_row,
     row_dtype,
 )
+
+if TYPE_CHECKING:
+    from eugo_lab.tracing.trace import Trace
 
 # Fast-path rows buffered before they are joined into the row store (~8 MB of bytes).
 FLUSH_ROWS = 65536
@@ -346,7 +349,7 @@ class Recorder:
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int], meta: dict[str, Any]) -> Any:
+    def close_region(self, mark: tuple[int, int, int, float, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace

@@ -17,7 +17,7 @@ import json
 import math
 import threading
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from eugo_lab.tracing.row import (
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -122,7 +125,7 @@ class Trace:
         p.text(repr(self))
 
     # -- views -----------------------------------------------------------------------------------
-    def to_dataframe(self) -> Any:
+    def to_dataframe(self) -> pd.DataFrame:
         """One row per task attempt (per item for ``hpc.map``); times in seconds from ``t0``."""
         import pandas as pd
 
@@ -154,7 +157,7 @@ class Trace:
             "bytes_out": t["bytes_out"],
         })
 
-    def phases_dataframe(self) -> Any:
+    def phases_dataframe(self) -> pd.DataFrame:
         """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``."""
         import pandas as pd
 
@@ -168,7 +171,7 @@ class Trace:
             "cpu": p["cpu"],
         })
 
-    def blocks_dataframe(self) -> Any:
+    def blocks_dataframe(self) -> pd.DataFrame:
         """One row per blocking ``get()``/``wait()``: ``kind``, ``start``, ``end``, ``futures``, ``source``."""
         import pandas as pd
 
