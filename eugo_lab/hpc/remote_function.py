@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
@@ -77,9 +77,21 @@ class RemoteFunction:
         return hpc_map(self, iterable, batch=batch)
 
 
-def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memory: int | None = None,
+@overload
+def remote(fn: Callable, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
+           retry_exceptions: Any = (), name: str | None = None,
+           resources: dict[str, float] | None = None) -> RemoteFunction: ...
+
+
+@overload
+def remote(fn: None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
+           retry_exceptions: Any = (), name: str | None = None,
+           resources: dict[str, float] | None = None) -> Callable[[Callable], RemoteFunction]: ...
+
+
+def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None,
            retries: int = 3, retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None) -> Any:
+           resources: dict[str, float] | None = None) -> RemoteFunction | Callable[[Callable], RemoteFunction]:
     """Decorator: ``@hpc.remote`` or ``@hpc.remote(cpus=1, gpus=0, retries=3, ...)``.
 
     - ``retries``: how many times a task is re-run when its worker dies (crash, kill).

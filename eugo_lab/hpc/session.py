@@ -144,6 +144,10 @@ class Runtime:
     def _launch(self, task: Task) -> None:
         deps = {t.task_id: t._result_payload() for t in task.tokens if type(t) is Future}
         task.deps_payload = deps or None
+        self._hand_to_backend(task)
+
+    def _hand_to_backend(self, task: Task) -> None:
+        """Give a ready task (or its next attempt) to the engine; an engine that refuses it fails it."""
         task.ready_time = time.time()
         task.state = 0
         try:
@@ -216,7 +220,7 @@ class Runtime:
         if retry:
             task.attempt += 1
             log.info("retrying %s() (task %s), attempt %s", name, task.task_id, task.attempt)
-            self._launch_retry(task)
+            self._hand_to_backend(task)
         elif map_cb is not None:
             map_cb(task, stats)
 
@@ -239,14 +243,6 @@ class Runtime:
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
             stats, _item_ids(task.items) if task.items is not None else None, item_status,
         )
-
-    def _launch_retry(self, task: Task) -> None:
-        task.ready_time = time.time()
-        task.state = 0
-        try:
-            self.backend.submit(task, self._on_done)
-        except errors.HpcError as exc:
-            self._complete_error(task, exc)
 
     @staticmethod
     def _futures_of(task: Task) -> list[Future]:
