@@ -3,7 +3,7 @@
 Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 128 bytes, strings interned
 into small tables) appended to ``bytearray`` segments, so a
 million rows cost 128 MB and no Python object per field; an ``hpc.map`` batch is one compact
-segment (:class:`_BatchRows`) whatever its size. Reading rows out turns the packed bytes
+segment (:class:`BatchRows`) whatever its size. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
 kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
 region out produces an immutable :class:`~eugo_lab.tracing.trace.Trace`.
@@ -29,14 +29,13 @@ from eugo_lab.tracing.row import (
     PHASE_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
-    TASK_COLUMNS,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
     TaskStats,
     pack_head,
     pack_row,
-    row_dtype,
 )
+from eugo_lab.tracing.segments import BatchRows, TaskRows
 
 if TYPE_CHECKING:
     from eugo_lab.tracing.trace import Trace
@@ -113,97 +112,6 @@ class _Strings:
         return c
 
 
-class _BatchRows:
-    """The rows of one ``hpc.map`` batch, kept compact until read.
-
-    What the items share is held once, plus per-item ids, statuses and end offsets. Items
-    run back to back inside the batch's body, so item i spans ``ends[i-1]..ends[i]``
-    (offsets from the body's start). CPU time, bytes and (de)serialization time are shared
-    out evenly over the items.
-    """
-
-    __slots__ = ("ids", "status", "shared", "ends", "body_start", "cpu_share")
-
-    def __init__(self, ids: Sequence[int], status: int | Sequence[int], shared: dict[str, float], ends: Any,
-                 body_start: float, cpu_share: float):
-        import numpy as np
-
-        self.ids = ids
-        self.status = status
-        self.shared = shared
-        # Workers send the offsets as float64 bytes: adopted without a copy.
-        self.ends = (np.frombuffer(ends, dtype=np.float64) if isinstance(ends, (bytes, bytearray))
-                     else np.asarray(ends, dtype=np.float64))
-        self.body_start = body_start
-        self.cpu_share = cpu_share
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes this batch holds: 8 per item for the offsets, 8 more for ids that are not a range."""
-        return int(self.ends.nbytes) + (0 if isinstance(self.ids, range) else 8 * len(self.ids))
-
-    def columns(self) -> dict[str, Any]:
-        """One NumPy array per task column, a row per item."""
-        import numpy as np
-
-        n = len(self.ends)
-        stops = self.body_start + self.ends
-        starts = np.empty(n)
-        if n:
-            starts[0] = self.body_start
-            starts[1:] = stops[:-1]
-        ids = self.ids
-        cols = {c: np.full(n, v, dtype=np.int64 if c in TASK_INT_COLUMNS else np.float64)
-                for c, v in self.shared.items()}
-        cols["task_id"] = (np.arange(ids.start, ids.stop, ids.step, dtype=np.int64) if isinstance(ids, range)
-                           else np.asarray(ids, dtype=np.int64))
-        cols["status"] = np.broadcast_to(np.asarray(self.status, dtype=np.int64), (n,))
-        cols["start"], cols["end"] = starts, stops
-        cols["cpu"] = (stops - starts) * self.cpu_share
-        return cols
-
-
-class TaskRows:
-    """Recorded task rows not yet turned into columns: segments shared with the recorder.
-
-    Building columns costs about a memory copy of the rows, so a region's end only keeps a
-    reference to the segments (sealed, never written again) and a :class:`Trace` builds
-    its columns the first time they are read; the traced code does not wait for it.
-    """
-
-    __slots__ = ("segments", "skip", "n")
-
-    def __init__(self, segments: list[bytearray | _BatchRows], skip: int, n: int):
-        self.segments = segments
-        self.skip = skip  # rows of the first segment that belong before this range
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def build(self) -> dict[str, Any]:
-        """Fresh, writable int64/float64 NumPy arrays, one per task column."""
-        import numpy as np
-
-        parts: dict[str, list] = {c: [] for c in TASK_COLUMNS}
-        for i, seg in enumerate(self.segments):
-            if isinstance(seg, _BatchRows):
-                cols = seg.columns()
-            else:
-                packed = np.frombuffer(seg, dtype=row_dtype())
-                cols = {c: packed[c] for c in TASK_COLUMNS}
-            for c in TASK_COLUMNS:
-                parts[c].append(cols[c][self.skip:] if i == 0 and self.skip else cols[c])
-        out = {}
-        for c in TASK_COLUMNS:
-            dtype = np.int64 if c in TASK_INT_COLUMNS else np.float64
-            out[c] = np.concatenate(parts[c]).astype(dtype, copy=False) if parts[c] else np.empty(0, dtype)
-        return out
-
-
 def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[int, tuple[str, int]],
                  driver_host: str) -> dict[int, float]:
     """Shift the times of workers on other hosts onto the driver's clock; return the offsets.
@@ -260,9 +168,9 @@ class Recorder:
 
     def _reset(self) -> None:
         # Task rows, in order: sealed segments (a bytearray of packed rows, never written
-        # again, or one map batch kept compact as _BatchRows), then the open tail of packed
+        # again, or one map batch kept compact as BatchRows), then the open tail of packed
         # rows. Columns are built from segments only when somebody reads them (see TaskRows).
-        self._segments: list[bytearray | _BatchRows] = []
+        self._segments: list[bytearray | BatchRows] = []
         self._seg_starts: list[int] = []  # the index of each segment's first row
         self._sealed = 0  # rows in self._segments
         self._tail = bytearray()
@@ -289,7 +197,7 @@ class Recorder:
     @property
     def nbytes(self) -> int:
         """Bytes of task rows held now (buffered rows not counted)."""
-        return len(self._tail) + sum(seg.nbytes if isinstance(seg, _BatchRows) else len(seg)
+        return len(self._tail) + sum(seg.nbytes if isinstance(seg, BatchRows) else len(seg)
                                      for seg in self._segments)
 
     def _flush(self) -> None:
@@ -312,7 +220,7 @@ class Recorder:
             self._add_segment(self._tail, len(self._tail) // ROW_SIZE)
             self._tail = bytearray()
 
-    def _add_segment(self, segment: bytearray | _BatchRows, rows: int) -> None:
+    def _add_segment(self, segment: bytearray | BatchRows, rows: int) -> None:
         self._segments.append(segment)
         self._seg_starts.append(self._sealed)
         self._sealed += rows
@@ -505,7 +413,7 @@ class Recorder:
                 shared = {"attempt": attempt, "function": fcode, "worker": worker, "batch": batch,
                           "bytes_in": bytes_in // n, "bytes_out": bytes_out // n, "submit": submit, "ready": ready,
                           "received": received, "deser": deser / n, "ser": ser / n}
-                rows = _BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
+                rows = BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
                                   body_start, cpu / body if body > 0 else 0.0)
                 self._add_segment(rows, n)
                 if self._subscribers:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eugo_lab.tracing.recorder import TaskRows
 from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
     DEP_COLUMNS,
@@ -30,6 +29,7 @@ from eugo_lab.tracing.row import (
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
 )
+from eugo_lab.tracing.segments import TaskRows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +72,7 @@ class Trace:
                      **tables: Any) -> Trace:
         """Build from columns (``array.array``, lists or NumPy; ints as int64, times as float64).
 
-        ``tasks`` may also be the recorder's unbuilt :class:`~eugo_lab.tracing.recorder.TaskRows`:
+        ``tasks`` may also be the recorder's unbuilt :class:`~eugo_lab.tracing.segments.TaskRows`:
         the columns are then built the first time :attr:`tasks` is read.
         """
         if isinstance(tasks, TaskRows):

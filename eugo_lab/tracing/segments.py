@@ -1,0 +1,106 @@
+"""Task rows as the recorder stores them: packed segments, built into columns only when read.
+
+A segment is either a ``bytearray`` of packed rows (:mod:`eugo_lab.tracing.row`), sealed
+and never written again, or one ``hpc.map`` batch kept compact (:class:`BatchRows`).
+:class:`TaskRows` is a range of them, which a :class:`~eugo_lab.tracing.trace.Trace`
+turns into NumPy columns the first time it is read. Shared by the recorder (which writes
+segments) and the trace (which reads them); NumPy is imported only when rows are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eugo_lab.tracing.row import TASK_COLUMNS, TASK_INT_COLUMNS, row_dtype
+
+
+class BatchRows:
+    """The rows of one ``hpc.map`` batch, kept compact until read.
+
+    What the items share is held once, plus per-item ids, statuses and end offsets. Items
+    run back to back inside the batch's body, so item i spans ``ends[i-1]..ends[i]``
+    (offsets from the body's start). CPU time, bytes and (de)serialization time are shared
+    out evenly over the items.
+    """
+
+    __slots__ = ("ids", "status", "shared", "ends", "body_start", "cpu_share")
+
+    def __init__(self, ids: Sequence[int], status: int | Sequence[int], shared: dict[str, float], ends: Any,
+                 body_start: float, cpu_share: float):
+        import numpy as np
+
+        self.ids = ids
+        self.status = status
+        self.shared = shared
+        # Workers send the offsets as float64 bytes: adopted without a copy.
+        self.ends = (np.frombuffer(ends, dtype=np.float64) if isinstance(ends, (bytes, bytearray))
+                     else np.asarray(ends, dtype=np.float64))
+        self.body_start = body_start
+        self.cpu_share = cpu_share
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this batch holds: 8 per item for the offsets, 8 more for ids that are not a range."""
+        return int(self.ends.nbytes) + (0 if isinstance(self.ids, range) else 8 * len(self.ids))
+
+    def columns(self) -> dict[str, Any]:
+        """One NumPy array per task column, a row per item."""
+        import numpy as np
+
+        n = len(self.ends)
+        stops = self.body_start + self.ends
+        starts = np.empty(n)
+        if n:
+            starts[0] = self.body_start
+            starts[1:] = stops[:-1]
+        ids = self.ids
+        cols = {c: np.full(n, v, dtype=np.int64 if c in TASK_INT_COLUMNS else np.float64)
+                for c, v in self.shared.items()}
+        cols["task_id"] = (np.arange(ids.start, ids.stop, ids.step, dtype=np.int64) if isinstance(ids, range)
+                           else np.asarray(ids, dtype=np.int64))
+        cols["status"] = np.broadcast_to(np.asarray(self.status, dtype=np.int64), (n,))
+        cols["start"], cols["end"] = starts, stops
+        cols["cpu"] = (stops - starts) * self.cpu_share
+        return cols
+
+
+class TaskRows:
+    """Recorded task rows not yet turned into columns: segments shared with the recorder.
+
+    Building columns costs about a memory copy of the rows, so a region's end only keeps a
+    reference to the segments (sealed, never written again) and a :class:`Trace` builds
+    its columns the first time they are read; the traced code does not wait for it.
+    """
+
+    __slots__ = ("segments", "skip", "n")
+
+    def __init__(self, segments: list[bytearray | BatchRows], skip: int, n: int):
+        self.segments = segments
+        self.skip = skip  # rows of the first segment that belong before this range
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def build(self) -> dict[str, Any]:
+        """Fresh, writable int64/float64 NumPy arrays, one per task column."""
+        import numpy as np
+
+        parts: dict[str, list] = {c: [] for c in TASK_COLUMNS}
+        for i, seg in enumerate(self.segments):
+            if isinstance(seg, BatchRows):
+                cols = seg.columns()
+            else:
+                packed = np.frombuffer(seg, dtype=row_dtype())
+                cols = {c: packed[c] for c in TASK_COLUMNS}
+            for c in TASK_COLUMNS:
+                parts[c].append(cols[c][self.skip:] if i == 0 and self.skip else cols[c])
+        out = {}
+        for c in TASK_COLUMNS:
+            dtype = np.int64 if c in TASK_INT_COLUMNS else np.float64
+            out[c] = np.concatenate(parts[c]).astype(dtype, copy=False) if parts[c] else np.empty(0, dtype)
+        return out
