@@ -1,12 +1,12 @@
-"""Dask distributed: an embedded ``LocalCluster``, a running scheduler, or any Dask cluster manager.
+"""Dask distributed: an embedded cluster, a running scheduler, or any Dask cluster manager.
 
-``hpc.init(backend="dask", workers=4)`` starts an embedded cluster of worker processes
-(one thread each) that listens on 127.0.0.1 only: the scheduler runs in this process, the
-workers in a ``dask spec`` process of their own (see ``_WorkerProcesses``: no
-``if __name__ == "__main__":`` guard needed, and they end with this process, even when it
-is SIGKILLed); ``hpc.init(address="tcp://host:8786")``
-connects to a running scheduler; ``hpc.init(cluster=obj)`` takes any object with a
-``scheduler_address`` (``LocalCluster``, dask-jobqueue's ``SLURMCluster``, dask-kubernetes...).
+``hpc.init(backend="dask", workers=4)`` starts an embedded cluster that listens on
+127.0.0.1 only: the scheduler in this process, the workers (one thread each) in a process of
+their own (see ``_WorkerProcesses``: a script needs no ``if __name__ == "__main__":`` guard,
+and the workers end with this process, even when it is SIGKILLed).
+``hpc.init(address="tcp://host:8786")`` connects to a running scheduler;
+``hpc.init(cluster=obj)`` takes any object with a ``scheduler_address`` (``LocalCluster``,
+dask-jobqueue's ``SLURMCluster``, dask-kubernetes...).
 
 Every task is one Dask task that runs ``_dask_task`` on a worker, which runs the body
 through the same ``execute`` code as the local pool. Retries stay in the eugo runtime:
@@ -135,7 +135,10 @@ class _WorkerProcesses:
         # over the workers (a nanny alone would give each worker memory * nthreads / cores).
         memory_limit = parse_memory_limit("auto", 1, n, logger=log)
         opts = {"scheduler_file": scheduler_file, "nthreads": nthreads, "host": "127.0.0.1",
-                "resources": resources, "memory_limit": memory_limit, "silence_logs": logging.ERROR}
+                "resources": resources, "memory_limit": memory_limit, "silence_logs": logging.ERROR,
+                # A backstop for a lifeline that never started: a nanny gives up when it finds no
+                # scheduler (or its worker cannot reach it) within this time, instead of waiting forever.
+                "death_timeout": _WORKERS_START_S}
         spec = {str(i): {"cls": "distributed.Nanny", "opts": {**opts, "name": i}} for i in range(n)}
         env = dict(os.environ)
         # Workers must import what this process imports (the modules of the tasks): give
@@ -247,7 +250,7 @@ class DaskBackend(base.Backend):
     # -- lifecycle -----------------------------------------------------------------------
     @property
     def embedded(self) -> bool:
-        """True when this backend starts (and stops) its own LocalCluster."""
+        """True when this backend starts (and stops) its own cluster."""
         return self.address is None and self.cluster is None
 
     def start(self) -> None:
