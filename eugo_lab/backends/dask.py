@@ -310,8 +310,10 @@ class DaskBackend(base.Backend):
             try:
                 with dask.config.set({"distributed.scheduler.no-workers-timeout": self.no_workers_timeout}):
                     self._make_local(n)
-            except Exception as exc:
-                self._close_quietly()
+            except BaseException as exc:
+                self._close_quietly()  # also on Ctrl+C while the workers start: nothing of it stays behind
+                if not isinstance(exc, Exception):
+                    raise
                 raise BackendError(f"dask backend: could not start a local Dask cluster of {n} workers: {exc}") from exc
             _EMBEDDED.add(self)
             log.info("eugo_lab: started a local Dask cluster at %s", self._local.scheduler_address)
