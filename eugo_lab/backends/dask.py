@@ -1,9 +1,12 @@
-"""Dask distributed: an embedded ``LocalCluster``, a running scheduler, or any Dask cluster manager.
+"""Dask distributed: an embedded cluster, a running scheduler, or any Dask cluster manager.
 
-``hpc.init(backend="dask", workers=4)`` starts a ``LocalCluster`` of worker processes
-(one thread each) that listens on 127.0.0.1 only; ``hpc.init(address="tcp://host:8786")``
-connects to a running scheduler; ``hpc.init(cluster=obj)`` takes any object with a
-``scheduler_address`` (``LocalCluster``, dask-jobqueue's ``SLURMCluster``, dask-kubernetes...).
+``hpc.init(backend="dask", workers=4)`` starts an embedded cluster that listens on
+127.0.0.1 only: the scheduler in this process, the workers (one thread each) in a process of
+their own (see ``_WorkerProcesses``: a script needs no ``if __name__ == "__main__":`` guard,
+and the workers end with this process, even when it is SIGKILLed).
+``hpc.init(address="tcp://host:8786")`` connects to a running scheduler;
+``hpc.init(cluster=obj)`` takes any object with a ``scheduler_address`` (``LocalCluster``,
+dask-jobqueue's ``SLURMCluster``, dask-kubernetes...).
 
 Every task is one Dask task that runs ``_dask_task`` on a worker, which runs the body
 through the same ``execute`` code as the local pool. Retries stay in the eugo runtime:
@@ -28,19 +31,30 @@ round trip each) and reported from our own thread (see ``_cluster.Reporter``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import uuid
+import weakref
 from typing import Any
 
+import dask
 import distributed
 from dask.sizeof import sizeof
 from dask.utils import parse_timedelta
 from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
+from distributed.worker_memory import parse_memory_limit
 
 from eugo_lab.backends import _cluster, base, outcome
+from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
@@ -54,6 +68,8 @@ MEMORY_TOPIC = "eugo-memory"  # scheduler event-log topic of memory-limit kills 
 # How long the watchdog waits after logging a kill before it ends the worker: the event goes
 # out on the worker's batched stream within milliseconds; this leaves a wide margin.
 _EVENT_FLUSH_S = 0.5
+_WORKERS_START_S = 60.0  # how long the embedded cluster's workers may take to register (a loaded machine)
+_WORKERS_EXIT_S = 5.0  # how long their process may take to exit on SIGTERM before it is killed
 
 
 def _memory_kill_hook() -> Any:
@@ -97,6 +113,93 @@ def parse_idle_timeout(value: Any) -> float | None:
     return float(seconds)
 
 
+class _WorkerProcesses:
+    """The embedded cluster's workers: one ``dask spec`` process running a nanny per worker.
+
+    Why not ``LocalCluster(processes=True)``: its nannies run in this process and start the
+    workers through multiprocessing, which re-imports the caller's ``__main__`` (spawn and
+    forkserver alike), so a plain script without an ``if __name__ == "__main__":`` guard ran
+    its top level again in every worker and failed with "Nanny failed to start". In the
+    ``dask spec`` process ``__main__`` is Dask's own (guarded) module, while the nannies do
+    what they did here: start the workers, and replace one that dies (SIGKILL, the memory
+    watchdog) so that the cluster keeps its size.
+
+    Lifetime: a worker dies with its nanny (Dask's parent-alive pipe), and a
+    :class:`~eugo_lab.backends._lifeline.Lifeline` watcher kills the whole process tree
+    when this process goes away, even by SIGKILL (nothing in this process runs then). The
+    process starts in its own session, so a Ctrl+C or Jupyter's Interrupt (which signal the
+    driver's process group) does not stop the workers.
+    """
+
+    def __init__(self, n: int, nthreads: int, resources: dict[str, float] | None, scheduler_file: str):
+        # Dask's "auto" memory limit, split as LocalCluster splits it: the machine's memory
+        # over the workers (a nanny alone would give each worker memory * nthreads / cores).
+        memory_limit = parse_memory_limit("auto", 1, n, logger=log)
+        opts = {"scheduler_file": scheduler_file, "nthreads": nthreads, "host": "127.0.0.1",
+                "resources": resources, "memory_limit": memory_limit, "silence_logs": logging.ERROR,
+                # A backstop for a lifeline that never started: a nanny gives up when it finds no
+                # scheduler (or its worker cannot reach it) within this time, instead of waiting forever.
+                "death_timeout": _WORKERS_START_S}
+        spec = {str(i): {"cls": "distributed.Nanny", "opts": {**opts, "name": i}} for i in range(n)}
+        env = dict(os.environ)
+        # Workers must import what this process imports (the modules of the tasks): give
+        # them its sys.path. They also get its Dask configuration, as nannies running here did.
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p or os.getcwd() for p in sys.path))
+        # As quiet as the nannies' silence_logs=ERROR, also while they start and close.
+        env["DASK_LOGGING__DISTRIBUTED"] = "error"
+        try:
+            env["DASK_INTERNAL_INHERIT_CONFIG"] = dask.config.serialize(dask.config.config)
+        except (TypeError, ValueError):  # pragma: no cover - a config value JSON cannot hold
+            log.debug("eugo_lab: the Dask configuration is not JSON-serializable; workers use their own")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_spec", "--spec", json.dumps(spec)],
+            env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+        )
+        self.lifeline: Lifeline | None = None
+        try:
+            self.lifeline = Lifeline([self.proc.pid])
+        except OSError as exc:  # pragma: no cover - cannot start a process now: the cluster still works
+            log.warning("eugo_lab: could not start the lifeline watcher of the local Dask workers (%s); they "
+                        "may outlive this process if it is killed", exc)
+
+    def exited(self) -> int | None:
+        """The exit status of the workers' process, or None while it runs."""
+        return self.proc.poll()
+
+    def close(self, timeout: float = _WORKERS_EXIT_S) -> None:
+        """Stop the nannies and their workers (SIGTERM: they close properly), then kill what is left."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.lifeline is not None:
+            self.lifeline.close()  # the watcher kills the nannies and workers still running
+            self.lifeline = None
+        if self.proc.poll() is None:  # pragma: no cover - no lifeline, or it could not kill
+            self.proc.kill()
+        self.proc.wait()
+
+
+_EMBEDDED: weakref.WeakSet[DaskBackend] = weakref.WeakSet()  # backends that started an embedded cluster
+
+
+def _shut_down_at_exit() -> None:
+    for backend in list(_EMBEDDED):
+        try:
+            backend.shutdown()
+        except Exception:  # noqa: BLE001 - interpreter exit
+            pass
+
+
+# Registered after distributed's exit hooks (imported above), so it runs before them (atexit
+# is last in, first out): the client lets its results go and the workers close before Dask's
+# hook closes the scheduler under them. The other way round, each worker goes through a slower
+# shutdown that logs errors, and results still held are recomputed on workers that are leaving.
+atexit.register(_shut_down_at_exit)
+
+
 class DaskBackend(base.Backend):
     """Tasks run as Dask tasks on a ``distributed`` cluster."""
 
@@ -133,7 +236,8 @@ class DaskBackend(base.Backend):
         self.no_workers_timeout = parse_timedelta(no_workers_timeout)
         self.worker_resources = dict(resources or {})
         self.client: distributed.Client | None = None
-        self._local: distributed.LocalCluster | None = None  # the embedded cluster, when we started it
+        self._local: distributed.LocalCluster | None = None  # the embedded cluster's scheduler, when we started it
+        self._procs: _WorkerProcesses | None = None  # and its workers
         self._lifecycle = threading.RLock()
         self._reporter: _cluster.Reporter | None = None
         self._index = _cluster.WorkerIndex()
@@ -147,7 +251,7 @@ class DaskBackend(base.Backend):
     # -- lifecycle -----------------------------------------------------------------------
     @property
     def embedded(self) -> bool:
-        """True when this backend starts (and stops) its own LocalCluster."""
+        """True when this backend starts (and stops) its own cluster."""
         return self.address is None and self.cluster is None
 
     def start(self) -> None:
@@ -158,18 +262,44 @@ class DaskBackend(base.Backend):
             self._idle_thread = threading.Thread(target=self._idle_loop, name="eugo-dask-idle", daemon=True)
             self._idle_thread.start()
 
-    def _make_local(self, n: int) -> distributed.LocalCluster:
-        return distributed.LocalCluster(
-            n_workers=n, threads_per_worker=self.threads_per_worker, processes=True,
-            host="127.0.0.1", dashboard_address="127.0.0.1:0",
-            worker_dashboard_address=None, silence_logs=logging.ERROR,
-            resources=self.worker_resources or None,
-            # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
-            # The scheduler always serves HTTP (health, metrics); without a dashboard it would
-            # take port 8787 and warn when a second cluster finds it taken, so every embedded
-            # cluster gets a free loopback port and the dashboard itself only when asked for.
-            scheduler_kwargs={"allowed_failures": 0, "dashboard": self.dashboard},
-        )
+    def _make_local(self, n: int) -> None:
+        """Start the embedded cluster: its workers' process, then the scheduler here; wait for the workers."""
+        # The workers find the scheduler through this file, so their process can start first
+        # and import Dask while the scheduler starts here (a fixed port chosen in advance
+        # could be taken by then).
+        folder = tempfile.mkdtemp(prefix="eugo-dask-")
+        scheduler_file = os.path.join(folder, "scheduler.json")
+        try:
+            self._procs = _WorkerProcesses(n, self.threads_per_worker, self.worker_resources or None, scheduler_file)
+            # A LocalCluster without workers: the scheduler in this process, on its event loop.
+            self._local = distributed.LocalCluster(
+                n_workers=0, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                worker_dashboard_address=None, silence_logs=logging.ERROR,
+                # The eugo runtime retries crashed tasks itself: Dask must not re-run them too.
+                # The scheduler always serves HTTP (health, metrics); without a dashboard it would
+                # take port 8787 and warn when a second cluster finds it taken, so every embedded
+                # cluster gets a free loopback port and the dashboard itself only when asked for.
+                scheduler_kwargs={"allowed_failures": 0, "dashboard": self.dashboard,
+                                  "scheduler_file": scheduler_file},
+            )
+            self.client = distributed.Client(self._local, set_as_default=False, timeout=self.timeout)
+            self._wait_for_workers(self.client, n)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # every nanny read it when it was created
+
+    def _wait_for_workers(self, client: distributed.Client, n: int) -> None:
+        """Block until ``n`` workers registered, as LocalCluster did; fail early if their process ends."""
+        procs = self._procs
+        assert procs is not None
+        deadline = time.monotonic() + _WORKERS_START_S
+        while len(client.scheduler_info(n_workers=-1)["workers"]) < n:
+            code = procs.exited()
+            if code is not None:
+                raise BackendError(f"the process of its workers exited with status {code} (its error, if any, "
+                                   "is printed above)")
+            if time.monotonic() > deadline:
+                raise BackendError(f"its workers did not start within {_WORKERS_START_S:g} s")
+            time.sleep(0.02)
 
     def _connect(self) -> None:
         if self.embedded:
@@ -179,14 +309,14 @@ class DaskBackend(base.Backend):
 
                 n = usable_cores()
             try:
-                import dask
-
                 with dask.config.set({"distributed.scheduler.no-workers-timeout": self.no_workers_timeout}):
-                    self._local = self._make_local(n)
-                self.client = distributed.Client(self._local, set_as_default=False, timeout=self.timeout)
-            except Exception as exc:
-                self._close_quietly()
+                    self._make_local(n)
+            except BaseException as exc:
+                self._close_quietly()  # also on Ctrl+C while the workers start: nothing of it stays behind
+                if not isinstance(exc, Exception):
+                    raise
                 raise BackendError(f"dask backend: could not start a local Dask cluster of {n} workers: {exc}") from exc
+            _EMBEDDED.add(self)
             log.info("eugo_lab: started a local Dask cluster at %s", self._local.scheduler_address)
         else:
             target: Any = self.address
@@ -216,13 +346,17 @@ class DaskBackend(base.Backend):
         self._idle_stopped = False
 
     def _close_quietly(self) -> None:
-        client, local = self.client, self._local
-        self.client = self._local = None
+        client, local, procs = self.client, self._local, self._procs
+        self.client = self._local = self._procs = None
         if client is not None:
             try:
                 client.close(timeout=5)
             except Exception:  # noqa: BLE001 - closing what already failed
                 pass
+        # The workers first: closed by their nannies they leave at once, while a closing
+        # scheduler's "close" sends each through a slower path (seconds) that logs errors.
+        if procs is not None:
+            procs.close()
         if local is not None:
             try:
                 local.close(timeout=10)
