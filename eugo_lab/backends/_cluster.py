@@ -34,6 +34,7 @@ from typing import Any
 from eugo_lab.backends import base
 from eugo_lab.backends._worker import Ran, _pickle_exception, execute, execute_batch, run_limited
 from eugo_lab.backends.outcome import Outcome
+from eugo_lab.hpc.errors import BackendError, NoWorkersError
 from eugo_lab.hpc.serialization import loads_value
 
 log = logging.getLogger("eugo_lab")
@@ -91,6 +92,45 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
 def host_and_pid() -> tuple[str, int]:
     """The host name and pid of the calling (worker) process."""
     return socket.gethostname(), os.getpid()
+
+
+#: Why unfinished tasks end when the runtime stops them (hpc.shutdown, hpc.init, the kernel).
+SHUT_DOWN_REASON = "the runtime was shut down"
+
+
+def shut_down_error(engine: str) -> BackendError:
+    """What a call on an engine that was shut down raises, for ``engine`` ("Dask", "Ray")."""
+    return BackendError(f"the {engine} backend is shut down; call hpc.init() to start a new one")
+
+
+def wanted_resources(task: Any) -> dict[str, float]:
+    """What ``task`` asks a worker for: its ``resources=`` plus ``gpus=`` as ``GPU``."""
+    opts = task.options
+    wanted = dict(opts.resources)
+    if opts.gpus:
+        wanted["GPU"] = opts.gpus
+    return wanted
+
+
+def offered(wanted: dict[str, float], offers: list[dict[str, float]]) -> bool:
+    """True when some worker's resources (``offers``, one dict each) cover ``wanted``.
+
+    No worker at all is no answer either way (an adaptive cluster scaling up): True, and
+    the engine queues the task until one comes.
+    """
+    return not offers or any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers)
+
+
+def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, float]], *, engine: str,
+                   unit: str, how: str) -> NoWorkersError:
+    """The error for a request no ``unit`` ("worker", "node") of the cluster offers; ``how`` starts one that does."""
+    need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+    have = sorted({", ".join(f"{k}={o.get(k, 0):g}" for k in wanted) if o else "no resources" for o in offers})
+    return NoWorkersError(
+        f"task {task.fn.name}() asks for {need}, but no {unit} of the {engine} cluster offers that: its "
+        f"{len(offers)} {unit}(s) offer {'; '.join(have)}. Start {how} or remove the request (.options(gpus=0))."
+    )
+
 
 
 # -- driver side -----------------------------------------------------------------------------
@@ -169,7 +209,18 @@ class Reporter:
         """Attempts handed to the engine and not reported yet."""
         return len(self._pending)
 
-    def cancel_all(self, reason: str) -> list[Any]:
+    def cancel(self, task: Any) -> Any:
+        """Report ``task``'s current attempt cancelled now; return the engine's handle for it.
+
+        ``None`` when the attempt had already ended (nothing to stop) or was handed over
+        without a handle yet; the caller then stops the engine's work with the handle.
+        """
+        handle = self.handle(task)
+        if not self.finish(task, task.attempt, Outcome.cancelled()):
+            return None
+        return handle
+
+    def cancel_all(self, reason: str = SHUT_DOWN_REASON) -> list[Any]:
         """Report every attempt not reported yet as cancelled; return the engine handles."""
         return self.finish_all(Outcome.cancelled(reason))
 
@@ -205,8 +256,6 @@ def error_outcome(exc: BaseException, engine: str) -> tuple[bytes, str]:
     A worker without eugo_lab is the usual cause on a real cluster: say so, for ``engine``.
     """
     if isinstance(exc, ModuleNotFoundError) and "eugo_lab" in str(exc):
-        from eugo_lab.hpc.errors import BackendError
-
         exc = BackendError(f"{engine} backend: a {engine.capitalize()} worker cannot import eugo_lab ({exc}); "
                            "install eugo-lab on every worker (the same version as on the driver)")
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

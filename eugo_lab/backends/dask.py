@@ -56,7 +56,7 @@ from distributed.worker_memory import parse_memory_limit
 from eugo_lab.backends import _cluster, base, outcome
 from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.hpc.errors import BackendError
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
@@ -369,10 +369,15 @@ class DaskBackend(base.Backend):
             return client
         with self._lifecycle:
             if self._stopped:
-                raise BackendError("the Dask backend is shut down; call hpc.init() to start a new one")
+                raise _cluster.shut_down_error("Dask")
             if self.client is None:
                 log.info("eugo_lab: starting a new local Dask cluster (the previous one stopped after being idle)")
                 self._connect()
+                if self._reporter is not None:
+                    # A new cluster is not idle: without this, the idle loop could read the old
+                    # cluster's last activity and close the new one before the task that
+                    # started it is even submitted (seen on a loaded machine).
+                    self._reporter.last_activity = time.monotonic()
             return self.client  # type: ignore[return-value]
 
     def shutdown(self) -> None:
@@ -383,7 +388,7 @@ class DaskBackend(base.Backend):
             self._stopped = True
             self._idle_wake.set()
             if self._reporter is not None:
-                handles = self._reporter.cancel_all("the runtime was shut down")
+                handles = self._reporter.cancel_all()
                 client = self.client
                 if client is not None and handles:
                     try:
@@ -427,26 +432,15 @@ class DaskBackend(base.Backend):
         return info
 
     def _resources(self, client: distributed.Client, task: Task) -> dict[str, float] | None:
-        opts = task.options
-        wanted = dict(opts.resources)
-        if opts.gpus:
-            wanted["GPU"] = opts.gpus
+        wanted = _cluster.wanted_resources(task)
         if not wanted:
             return None
-        for fresh in (False, True):
-            workers = self._scheduler_info(client, fresh)["workers"]
-            if not workers:  # nothing to judge by yet (an adaptive cluster scales up): let Dask queue it
+        for fresh in (False, True):  # a cached view first; a fresh one before refusing
+            offers = [w.get("resources") or {} for w in self._scheduler_info(client, fresh)["workers"].values()]
+            if _cluster.offered(wanted, offers):
                 return wanted
-            offers = [w.get("resources") or {} for w in workers.values()]
-            if any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers):
-                return wanted
-        need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
-        have = sorted({", ".join(f"{k}={v:g}" for k, v in sorted(o.items())) or "no resources" for o in offers})
-        raise NoWorkersError(
-            f"task {task.fn.name}() asks for {need}, but no worker of the Dask cluster offers that: its "
-            f"{len(offers)} worker(s) offer {'; '.join(have)}. Start workers with the resource "
-            f"(dask worker ... --resources \"GPU=1\") or remove the request (.options(gpus=0))."
-        )
+        raise _cluster.no_offer_error(task, wanted, offers, engine="Dask", unit="worker",
+                                      how='workers with the resource (dask worker ... --resources "GPU=1")')
 
     def _connection_lost(self) -> bool:
         """The client gave up on its scheduler (Dask closes it after a few seconds of failed reconnects)."""
@@ -463,7 +457,7 @@ class DaskBackend(base.Backend):
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Submit one Dask task; its outcome is reported from the reporter thread."""
         if self._stopped:
-            raise BackendError("the Dask backend is shut down; call hpc.init() to start a new one")
+            raise _cluster.shut_down_error("Dask")
         if self._connection_lost():
             raise BackendError(self._lost_message("is closed: the scheduler stopped answering"))
         client = self._ensure_client()
@@ -551,9 +545,7 @@ class DaskBackend(base.Backend):
         rep = self._reporter
         if rep is None:
             return
-        dfut = rep.handle(task)
-        if not rep.finish(task, task.attempt, Outcome.cancelled()):
-            return
+        dfut = rep.cancel(task)
         client = self.client
         if dfut is not None and client is not None:
             try:

@@ -42,7 +42,7 @@ from eugo_lab.backends import _cluster, base, outcome
 from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch
 from eugo_lab.backends._lifeline import Lifeline
 from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc.errors import BackendError, NoWorkersError, TaskCancelled
+from eugo_lab.hpc.errors import BackendError, TaskCancelled
 from eugo_lab.hpc.objects import ObjectRef, describe_type
 from eugo_lab.hpc.task import Task
 
@@ -367,11 +367,11 @@ class RayBackend(base.Backend):
             if self._lifeline is not None:
                 self._lifeline.close()
             if rep is not None:
-                rep.cancel_all("the runtime was shut down")
+                rep.cancel_all()
                 rep.stop()
             return
         if rep is not None:
-            for ref in rep.cancel_all("the runtime was shut down"):
+            for ref in rep.cancel_all():
                 if ref is not None:
                     try:
                         ray.cancel(ref, force=True)
@@ -396,28 +396,21 @@ class RayBackend(base.Backend):
         return nodes
 
     def _check_resources(self, task: Task, wanted: dict[str, float]) -> None:
-        for fresh in (False, True):
+        for fresh in (False, True):  # a cached view first; a fresh one before refusing
             offers = [n.get("Resources") or {} for n in self._nodes(fresh)]
-            if not offers or any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers):
+            if _cluster.offered(wanted, offers):
                 return
-        need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
-        have = sorted({", ".join(f"{k}={o.get(k, 0):g}" for k in wanted) for o in offers})
-        raise NoWorkersError(
-            f"task {task.fn.name}() asks for {need}, but no node of the Ray cluster offers that: its "
-            f"{len(offers)} node(s) offer {'; '.join(have)}. Start Ray with the resource "
-            "(hpc.init(backend='ray', num_gpus=1), ray start --num-gpus 1) or remove the request (.options(gpus=0))."
-        )
+        raise _cluster.no_offer_error(task, wanted, offers, engine="Ray", unit="node", how=(
+            "Ray with the resource (hpc.init(backend='ray', num_gpus=1), ray start --num-gpus 1)"))
 
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Submit one Ray task; its outcome is reported from the reporter thread."""
         if self._stopped or not ray.is_initialized():
-            raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+            raise _cluster.shut_down_error("Ray")
         if self._lost is not None:
             raise BackendError(f"ray backend: {self._lost}.")
         opts = task.options
-        wanted: dict[str, float] = {"CPU": opts.cpus, **opts.resources}
-        if opts.gpus:
-            wanted["GPU"] = opts.gpus
+        wanted: dict[str, float] = {"CPU": opts.cpus, **_cluster.wanted_resources(task)}
         if opts.memory:
             wanted["memory"] = opts.memory
         self._check_resources(task, wanted)
@@ -503,9 +496,7 @@ class RayBackend(base.Backend):
         rep = self._reporter
         if rep is None:
             return
-        oref = rep.handle(task)
-        if not rep.finish(task, task.attempt, Outcome.cancelled()):
-            return
+        oref = rep.cancel(task)
         if oref is None:
             return
         try:
@@ -530,7 +521,7 @@ class RayBackend(base.Backend):
     def put(self, obj: Any) -> ObjectRef:
         """``ray.put``: stored once in the object store; NumPy arrays are read zero-copy by workers."""
         if self._stopped:
-            raise BackendError("the Ray backend is shut down; call hpc.init() to start a new one")
+            raise _cluster.shut_down_error("Ray")
         if self._lost is not None:
             raise BackendError(f"ray backend: {self._lost}.")
         oref = ray.put(obj)
