@@ -7,34 +7,14 @@ import time
 
 import numpy as np
 import pytest
+from tasks import add, nap, spin, square, total
 
 from eugo_lab import hpc
 
 
 @hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def add(a, b=0):
-    return a + b
-
-
-@hpc.remote
 def pick(mapping, key):
     return mapping[key]
-
-
-@hpc.remote
-def nap(seconds, value=None):
-    time.sleep(seconds)
-    return value
-
-
-@hpc.remote
-def total(xs):
-    return sum(xs)
 
 
 def test_calling_a_remote_function_runs_it_locally():
@@ -266,9 +246,7 @@ def test_map_batch_1_sends_one_task_per_item(local2):
 
 def test_map_keeps_both_workers_busy_at_the_tail(local2):
     def work(x):
-        t = time.perf_counter()
-        while time.perf_counter() - t < 0.02:
-            pass
+        spin(0.02)
         return x
 
     with hpc.trace() as t:

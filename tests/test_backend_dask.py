@@ -18,6 +18,7 @@ import psutil
 import pytest
 from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
+from tasks import pid_of, square, total
 
 from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
@@ -36,23 +37,6 @@ def cli_cluster():
     """A scheduler and two single-threaded workers, started with the ``dask`` command."""
     with dask_cli_cluster(n_workers=2) as c:
         yield c
-
-
-@hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def total(values):
-    return sum(values)
-
-
-@hpc.remote
-def where(x):
-    with hpc.phase("work"):
-        time.sleep(0.05)
-    return x, os.getpid()
 
 
 @hpc.remote
@@ -94,7 +78,7 @@ def test_fan_out_nested_put_map_and_trace_on_a_cli_cluster(cli_cluster):
     assert hpc.get(hpc.map(square, range(100))) == [i * i for i in range(100)]
 
     with hpc.trace() as t:
-        results = hpc.get([where.remote(i) for i in range(12)])
+        results = hpc.get([pid_of.remote(i) for i in range(12)])
     df = t.to_dataframe()
     worker_pids = {p.pid for p in cli_cluster.workers}
     assert {pid for _, pid in results} == worker_pids  # both workers ran tasks

@@ -20,26 +20,10 @@ import psutil
 import pytest
 from _clusters import REPO, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
+from tasks import pid_of, square, total
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
-
-
-@hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def total(values):
-    return sum(values)
-
-
-@hpc.remote
-def pid_of(x):
-    with hpc.phase("work"):
-        time.sleep(0.05)
-    return x, os.getpid()
 
 
 @hpc.remote

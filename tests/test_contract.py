@@ -15,6 +15,7 @@ from multiprocessing import resource_tracker
 import numpy as np
 import pytest
 from _clusters import ray_cli_cluster
+from tasks import add, nap, square, total
 
 from eugo_lab import hpc
 
@@ -59,29 +60,6 @@ def backend(engine):
     name, attach = engine
     attach()
     return name
-
-
-@hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def add(a, b=0):
-    return a + b
-
-
-@hpc.remote
-def total(values):
-    if isinstance(values, dict):
-        return sum(values.values())
-    return sum(values)
-
-
-@hpc.remote
-def nap(seconds, value=None):
-    time.sleep(seconds)
-    return value
 
 
 @hpc.remote

@@ -14,21 +14,10 @@ import time
 import psutil
 import pytest
 from _processes import wait_gone
+from tasks import nap, whoami
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
-
-
-@hpc.remote
-def nap(seconds, value=None):
-    time.sleep(seconds)
-    return value
-
-
-@hpc.remote
-def whoami(seconds=0.0):
-    time.sleep(seconds)
-    return os.getpid()
 
 
 @hpc.remote

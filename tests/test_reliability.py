@@ -19,19 +19,14 @@ import psutil
 import pytest
 from _memory import grow_forever
 from _processes import wait_gone
+from tasks import spin, whoami
 
 from eugo_lab import hpc
 from eugo_lab.backends import _worker, local_process
 from eugo_lab.hpc import session
 from eugo_lab.hpc.serialization import dumps_args
 
-
-@hpc.remote
-def grow(step_mb: int = 20):
-    chunks = []
-    while True:  # grows without bound until something stops it
-        chunks.append(bytearray(step_mb * 1_000_000))
-        time.sleep(0.01)
+grow = hpc.remote(name="grow")(grow_forever)  # grows without bound until something stops it
 
 
 @hpc.remote
@@ -46,16 +41,8 @@ def echo(x):
 
 
 @hpc.remote
-def whoami():
-    time.sleep(0.05)
-    return os.getpid()
-
-
-@hpc.remote
 def short(x):
-    t = time.perf_counter()
-    while time.perf_counter() - t < 0.01:
-        pass
+    spin(0.01)
     return x * 2
 
 
@@ -295,7 +282,7 @@ def test_task_that_stops_within_the_grace_keeps_its_worker(tmp_path):
     _wait_for(log, "cleaned", timeout=10)
     time.sleep(max(0.0, t0 + grace + 0.5 - time.monotonic()))  # past the deadline it no longer had
     assert psutil.pid_exists(pid) and sorted(_pids()) == before  # no worker was killed or replaced
-    assert pid in hpc.get([whoami.remote() for _ in range(6)], timeout=30)
+    assert pid in hpc.get([whoami.remote(0.05) for _ in range(6)], timeout=30)
     assert log.read_text().count("start") == 1
 
 
