@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from _waiting import wait_for_pool
 from tasks import add, nap, spin, square, total
 
 from eugo_lab import hpc
@@ -140,11 +141,7 @@ def test_cancel_a_task_that_will_not_stop_replaces_its_worker(local2):
     hpc.cancel(f)
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f, timeout=5)
-    deadline = time.monotonic() + 10
-    after = set(rt.backend.worker_pids())
-    while (len(after) < 2 or after == before) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        after = set(rt.backend.worker_pids())
+    after = wait_for_pool(2, other_than=before)
     assert len(after) == 2 and len(after & before) == 1  # killed after the grace period, replaced
     assert hpc.get(square.remote(5)) == 25
 
