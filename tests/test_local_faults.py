@@ -250,7 +250,7 @@ def test_sigint_while_blocked_in_get_cancels_that_calls_tasks(tmp_path):
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
         kbi = proc.stdout.readline().split()
-        assert kbi[0] == "KBI" and float(kbi[1]) < 2.0
+        assert kbi[0] == "KBI" and float(kbi[1]) < 20 / 4  # the get() did not wait for its 20 s tasks
         assert proc.stdout.readline().split() == ["CANCELLED", "4"]
         assert proc.stdout.readline().split() == ["RESULT", "True"]
         assert proc.wait(timeout=20) == 0
