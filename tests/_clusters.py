@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+from _processes import signal_all
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -164,11 +165,7 @@ def ray_cli_cluster(num_cpus: int = 2) -> Iterator[str]:
                     procs.extend(p.children(recursive=True))
             except psutil.Error:
                 pass
-        for p in procs:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+        signal_all(procs)
         psutil.wait_procs(procs, timeout=10)
         shutil.rmtree(temp, ignore_errors=True)
         if old_mode is None:

@@ -6,7 +6,9 @@ that name can resolve to the repository's root ``conftest.py``.
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Iterable
 
 import psutil
 
@@ -16,12 +18,42 @@ def children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # gone (or reaped) between the listing and the look
+        return False
+
+
 def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
     """Wait until none of ``pids`` is alive (zombies count as gone); return the survivors."""
     deadline = time.monotonic() + timeout
     alive = set(pids)
     while alive and time.monotonic() < deadline:
-        alive = {p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE}
+        alive = {p for p in alive if _alive(p)}
         if alive:
             time.sleep(0.05)
     return alive
+
+
+def signal_all(procs: Iterable[psutil.Process | int], sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` (default SIGKILL) to each of ``procs`` (processes or pids), passing over those already gone."""
+    for p in procs:
+        try:
+            (p if isinstance(p, psutil.Process) else psutil.Process(p)).send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def listening(pids: Iterable[int]) -> list[tuple[str, str, int]]:
+    """``(process name, ip, port)`` of every socket the processes ``pids`` listen on."""
+    found = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            for c in proc.net_connections("inet"):
+                if c.status == psutil.CONN_LISTEN:
+                    found.append((proc.name(), c.laddr.ip, c.laddr.port))
+        except psutil.Error:
+            pass
+    return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psutil
 import pytest
-from _processes import children, wait_gone
+from _processes import children, signal_all, wait_gone
 
 from eugo_lab import hpc
 
@@ -23,11 +23,7 @@ def no_leaked_processes():
                 desc.append(f"{pid}: {' '.join(psutil.Process(pid).cmdline())[:120]}")
             except psutil.Error:
                 pass
-        for pid in leaked:  # do not poison the following tests
-            try:
-                psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
+        signal_all(leaked)  # do not poison the following tests
         pytest.fail("test leaked processes:\n" + "\n".join(desc))
 
 

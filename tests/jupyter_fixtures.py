@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+from _clusters import free_port
+from _processes import signal_all
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,12 +29,6 @@ def kernel_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def kill_tree(proc: subprocess.Popen, timeout: float = 10) -> None:
     """Stop a process and every descendant (kernels, pool workers): SIGTERM, then SIGKILL."""
     try:
@@ -41,17 +36,9 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 10) -> None:
         procs = [parent, *parent.children(recursive=True)]
     except psutil.NoSuchProcess:
         return
-    for p in procs:
-        try:
-            p.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
+    signal_all(procs, signal.SIGTERM)
     _, alive = psutil.wait_procs(procs, timeout=timeout)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
+    signal_all(alive)
     psutil.wait_procs(alive, timeout=5)
     try:
         proc.wait(timeout=5)

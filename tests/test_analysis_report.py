@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
+from tasks import nap
 from trace_builder import TraceBuilder
 
 from eugo_lab import hpc
@@ -92,17 +92,12 @@ def test_empty_trace():
 
 
 # -- real runs ------------------------------------------------------------------------------------
-@hpc.remote
-def _nap(seconds: float) -> None:
-    time.sleep(seconds)
-
-
 def test_real_blocking_loop_is_found():
     hpc.init(backend="local", workers=2)
-    hpc.get([_nap.remote(0.001) for _ in range(4)])
+    hpc.get([nap.remote(0.001) for _ in range(4)])
     with hpc.trace() as t:
         for _ in range(5):
-            hpc.get(_nap.remote(0.02))  # the line the finding must point at
+            hpc.get(nap.remote(0.02))  # the line the finding must point at
     line = test_real_blocking_loop_is_found.__code__.co_firstlineno + 5
     r = analyze(t.trace)
     f = r.finding("blocking")
@@ -114,9 +109,9 @@ def test_real_blocking_loop_is_found():
 
 def test_real_submit_all_then_get_is_not_blocking():
     hpc.init(backend="local", workers=2)
-    hpc.get([_nap.remote(0.001) for _ in range(4)])
+    hpc.get([nap.remote(0.001) for _ in range(4)])
     with hpc.trace() as t:
-        futs = [_nap.remote(0.02) for _ in range(6)]
+        futs = [nap.remote(0.02) for _ in range(6)]
         for f in futs:
             hpc.get(f)  # one future at a time, but all were submitted first: fine
     r = analyze(t.trace)

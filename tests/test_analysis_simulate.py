@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from tasks import nap
 from trace_builder import TraceBuilder, even_trace
 
 from eugo_lab import hpc
@@ -107,11 +106,6 @@ def test_cheapest_prefers_fewer_workers_when_driver_time_is_serial():
 
 
 # -- validation against real runs ------------------------------------------------------------------
-@hpc.remote
-def _nap(seconds: float) -> None:
-    time.sleep(seconds)
-
-
 def _measure(fn, workers: int, tasks: int = 12, seconds: float = 0.05):
     hpc.init(backend="local", workers=workers)
     try:
@@ -140,7 +134,7 @@ def _cross_predict(fn):
 def test_simulator_predicts_real_sleeping_tasks():
     # Sleeping tasks do not compete for cores, so this checks the replay model itself even on a
     # machine shared with other test runs.
-    t1, _, self1, err1, err2 = _cross_predict(_nap)
+    t1, _, self1, err1, err2 = _cross_predict(nap)
     assert self1 == approx(t1.wall_time, rel=0.1)  # replaying a trace on its own worker count reproduces it
     assert abs(err2) < 0.35
     assert abs(err1) < 0.35

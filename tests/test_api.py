@@ -7,34 +7,15 @@ import time
 
 import numpy as np
 import pytest
+from _waiting import wait_for_pool
+from tasks import add, nap, spin, square, total
 
 from eugo_lab import hpc
 
 
 @hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def add(a, b=0):
-    return a + b
-
-
-@hpc.remote
 def pick(mapping, key):
     return mapping[key]
-
-
-@hpc.remote
-def nap(seconds, value=None):
-    time.sleep(seconds)
-    return value
-
-
-@hpc.remote
-def total(xs):
-    return sum(xs)
 
 
 def test_calling_a_remote_function_runs_it_locally():
@@ -43,10 +24,11 @@ def test_calling_a_remote_function_runs_it_locally():
 
 
 def test_remote_returns_a_future_at_once_and_get_resolves_it(local2):
+    seconds = 4.0  # a .remote() that waited for its task would take this long
     t = time.monotonic()
-    f = nap.remote(1.0, "done")
+    f = nap.remote(seconds, "done")
     assert isinstance(f, hpc.Future)
-    assert time.monotonic() - t < 0.5
+    assert time.monotonic() - t < seconds / 2
     assert not f.done()
     assert hpc.get(f) == "done"
     assert f.done() and f.status == "finished"
@@ -77,10 +59,11 @@ def test_futures_nested_in_arguments_are_resolved_before_the_task_runs(local2):
 
 
 def test_dependency_chain_does_not_block_the_caller(local2):
-    slow = nap.remote(1.0, 5)
+    seconds = 4.0  # an add.remote() that waited for its argument would take this long
+    slow = nap.remote(seconds, 5)
     t = time.monotonic()
     dependent = add.remote(slow, 1)
-    assert time.monotonic() - t < 0.3
+    assert time.monotonic() - t < seconds / 2
     assert hpc.get(dependent) == 6
 
 
@@ -129,13 +112,14 @@ def test_cancel_a_queued_task(local2):
 def test_cancel_a_running_task_stops_it_inside_its_worker(local2):
     rt = hpc.api.session.current()
     before = set(rt.backend.worker_pids())
-    f = nap.remote(30)
+    seconds = 30  # a cancel that waited for the running task would take the rest of this
+    f = nap.remote(seconds)
     time.sleep(0.5)
     t = time.monotonic()
     assert hpc.cancel(f) == 1
     with pytest.raises(hpc.TaskCancelledError, match=r"nap\(\) .* did not finish: it was cancelled"):
         hpc.get(f, timeout=5)
-    assert time.monotonic() - t < 1
+    assert time.monotonic() - t < seconds / 4
     # The task was stopped, not abandoned: both workers are free for the next two tasks at once.
     with hpc.trace() as tr:
         assert hpc.get([nap.remote(0.3, "a"), nap.remote(0.3, "b")], timeout=10) == ["a", "b"]
@@ -160,11 +144,7 @@ def test_cancel_a_task_that_will_not_stop_replaces_its_worker(local2):
     hpc.cancel(f)
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f, timeout=5)
-    deadline = time.monotonic() + 10
-    after = set(rt.backend.worker_pids())
-    while (len(after) < 2 or after == before) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        after = set(rt.backend.worker_pids())
+    after = wait_for_pool(2, other_than=before)
     assert len(after) == 2 and len(after & before) == 1  # killed after the grace period, replaced
     assert hpc.get(square.remote(5)) == 25
 
@@ -266,9 +246,7 @@ def test_map_batch_1_sends_one_task_per_item(local2):
 
 def test_map_keeps_both_workers_busy_at_the_tail(local2):
     def work(x):
-        t = time.perf_counter()
-        while time.perf_counter() - t < 0.02:
-            pass
+        spin(0.02)
         return x
 
     with hpc.trace() as t:
@@ -276,8 +254,10 @@ def test_map_keeps_both_workers_busy_at_the_tail(local2):
     df = t.to_dataframe()
     per_worker = df.groupby("worker")["end"].max()
     assert len(per_worker) == 2
-    # The two workers finish within a couple of batches of each other.
-    assert abs(per_worker.iloc[0] - per_worker.iloc[1]) < 0.5
+    # The two workers finish within a couple of batches of each other: a share of the run's own
+    # span (a loaded machine stretches both alike), about 1% here, 30-50% with a few big batches.
+    span = df["end"].max() - df["start"].min()
+    assert abs(per_worker.iloc[0] - per_worker.iloc[1]) < 0.25 * span
 
 
 def test_map_item_errors_fail_only_their_future(local2):

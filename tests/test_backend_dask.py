@@ -18,6 +18,8 @@ import psutil
 import pytest
 from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
+from _processes import listening, wait_gone
+from tasks import pid_of, square, total
 
 from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
@@ -39,23 +41,6 @@ def cli_cluster():
 
 
 @hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def total(values):
-    return sum(values)
-
-
-@hpc.remote
-def where(x):
-    with hpc.phase("work"):
-        time.sleep(0.05)
-    return x, os.getpid()
-
-
-@hpc.remote
 def slow_square(x, seconds=0.4):
     time.sleep(seconds)
     return x * x
@@ -64,18 +49,6 @@ def slow_square(x, seconds=0.4):
 @hpc.remote
 def array_stats(a, k):
     return float(a.mean()) + k
-
-
-def _listening(pids):
-    found = []
-    for pid in pids:
-        try:
-            for c in psutil.Process(pid).net_connections("inet"):
-                if c.status == psutil.CONN_LISTEN:
-                    found.append((pid, c.laddr.ip, c.laddr.port))
-        except psutil.Error:
-            pass
-    return found
 
 
 def test_fan_out_nested_put_map_and_trace_on_a_cli_cluster(cli_cluster):
@@ -94,7 +67,7 @@ def test_fan_out_nested_put_map_and_trace_on_a_cli_cluster(cli_cluster):
     assert hpc.get(hpc.map(square, range(100))) == [i * i for i in range(100)]
 
     with hpc.trace() as t:
-        results = hpc.get([where.remote(i) for i in range(12)])
+        results = hpc.get([pid_of.remote(i) for i in range(12)])
     df = t.to_dataframe()
     worker_pids = {p.pid for p in cli_cluster.workers}
     assert {pid for _, pid in results} == worker_pids  # both workers ran tasks
@@ -195,16 +168,12 @@ def test_embedded_cluster_listens_on_loopback_only_and_leaves_nothing():
 
     new = {p.pid for p in me.children(recursive=True)} - before
     assert len(new) >= 2
-    sockets = _listening([me.pid, *new])
+    sockets = listening([me.pid, *new])
     assert sockets, "the cluster should be listening somewhere"
     public = [s for s in sockets if s[1] not in ("127.0.0.1", "::1")]
     assert public == []
     hpc.shutdown()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
-                                              for p in new):
-        time.sleep(0.1)
-    assert not [p for p in new if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not wait_gone(new, timeout=10)
 
 
 def test_idle_timeout_stops_the_embedded_cluster_and_restarts_it(caplog):

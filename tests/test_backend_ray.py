@@ -20,26 +20,12 @@ import psutil
 import pytest
 from _clusters import REPO, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
+from _processes import listening, wait_gone
+from _waiting import wait_for_file
+from tasks import pid_of, square, total
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
-
-
-@hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def total(values):
-    return sum(values)
-
-
-@hpc.remote
-def pid_of(x):
-    with hpc.phase("work"):
-        time.sleep(0.05)
-    return x, os.getpid()
 
 
 @hpc.remote
@@ -53,10 +39,6 @@ def _report_pid_then_sleep(path, seconds):
         fh.write(f"{os.getpid()}\n")
     time.sleep(seconds)
     return "survived"
-
-
-def _alive(pids):
-    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
 
 
 def test_ray_missing_names_the_install_command(monkeypatch):
@@ -118,10 +100,7 @@ def test_local_ray_end_to_end(tmp_path):
     victim = hpc.remote(_report_pid_then_sleep).options(retries=2)
     with hpc.trace() as t:
         f = victim.remote(str(pid_file), 1.5)
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        first_pid = int(pid_file.read_text().split()[0])
+        first_pid = int(wait_for_file(pid_file, "\n").split()[0])
         os.kill(first_pid, signal.SIGKILL)
         assert hpc.get(f, timeout=90) == "survived"
     df = t.to_dataframe()
@@ -129,24 +108,20 @@ def test_local_ray_end_to_end(tmp_path):
     assert len(pid_file.read_text().split()) == 2
 
     # cancelling a running task: reported at once, the worker survives the gentle cancel
-    slow = victim.remote(str(tmp_path / "slow.txt"), 30)
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "slow.txt").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    seconds = 30  # a cancel that waited for the running task would take the rest of this
+    slow = victim.remote(str(tmp_path / "slow.txt"), seconds)
+    wait_for_file(tmp_path / "slow.txt")
     t0 = time.monotonic()
     assert hpc.cancel(slow) == 1
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(slow, timeout=5)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < seconds / 4
     assert hpc.get(square.remote(6), timeout=60) == 36
 
     # shutdown stops every process this backend started
     hpc.shutdown()
     assert not ray.is_initialized()
-    deadline = time.monotonic() + 15
-    while _alive(started) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _alive(started) == []
+    assert wait_gone(started, timeout=15) == set()
 
 
 def test_unreachable_ray_address_fails_fast_naming_it():
@@ -156,19 +131,6 @@ def test_unreachable_ray_address_fails_fast_naming_it():
     assert time.monotonic() - t < 10
     with pytest.raises(ValueError, match="is not 'ray://host:port'"):
         hpc.init(backend="ray", address="ray://nohost")
-
-
-def _listening(pids):
-    found = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            for c in proc.net_connections("inet"):
-                if c.status == psutil.CONN_LISTEN:
-                    found.append((proc.name(), c.laddr.ip, c.laddr.port))
-        except psutil.Error:
-            pass
-    return found
 
 
 def _is_loopback(ip: str) -> bool:
@@ -185,7 +147,7 @@ def test_embedded_ray_listens_on_loopback_only_with_no_dashboard():
     info = hpc.init(backend="ray", workers=1)
     assert info.address.startswith("127.0.0.1:") and info.dashboard is None
     assert hpc.get(square.remote(3)) == 9  # a worker process is up: it listens too
-    sockets = _listening([me.pid, *({p.pid for p in me.children(recursive=True)} - before)])
+    sockets = listening([me.pid, *({p.pid for p in me.children(recursive=True)} - before)])
     names = {name for name, _, _ in sockets}
     assert {"gcs_server", "raylet"} <= names, sockets  # the test saw Ray's servers
     assert any(n.startswith("ray::") for n in names), sockets  # and a worker's or an agent's

@@ -15,6 +15,8 @@ from multiprocessing import resource_tracker
 import numpy as np
 import pytest
 from _clusters import ray_cli_cluster
+from _waiting import wait_for_file
+from tasks import add, nap, square, total
 
 from eugo_lab import hpc
 
@@ -62,29 +64,6 @@ def backend(engine):
 
 
 @hpc.remote
-def square(x):
-    return x * x
-
-
-@hpc.remote
-def add(a, b=0):
-    return a + b
-
-
-@hpc.remote
-def total(values):
-    if isinstance(values, dict):
-        return sum(values.values())
-    return sum(values)
-
-
-@hpc.remote
-def nap(seconds, value=None):
-    time.sleep(seconds)
-    return value
-
-
-@hpc.remote
 def fail(message):
     raise ValueError(message)
 
@@ -122,11 +101,12 @@ def test_get_nested_structures(backend):
 
 
 def test_get_timeout_raises_and_leaves_future_alive(backend):
-    f = nap.remote(1.0, "late")
+    seconds = 4.0  # a get(timeout=0.1) that waited for the task would take about this long
+    f = nap.remote(seconds, "late")
     t0 = time.monotonic()
     with pytest.raises(TimeoutError):
         hpc.get(f, timeout=0.1)
-    assert time.monotonic() - t0 < 0.9
+    assert time.monotonic() - t0 < seconds / 2
     with pytest.raises(hpc.GetTimeoutError):
         hpc.get(f, timeout=0.05)
     assert not f.done()
@@ -285,15 +265,6 @@ def test_await_gives_values_and_errors_without_blocking_the_loop(backend):
 
 
 
-def _wait_for_file(path, timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            return open(path).read()
-        time.sleep(0.05)
-    return ""
-
-
 def _until_cancelled(started: str, marker: str, seconds: float) -> str:
     open(started, "w").close()
     try:
@@ -317,13 +288,13 @@ def test_a_cancelled_running_task_gets_hpc_task_cancelled_inside(backend, tmp_pa
     started, marker = str(tmp_path / "started"), str(tmp_path / "marker")
     seconds = 4.0
     f = hpc.remote(_until_cancelled).remote(started, marker, seconds)
-    assert _wait_for_file(started) == ""  # exists, and is empty: the body is running
+    assert wait_for_file(started) == ""  # exists, and is empty: the body is running
     assert os.path.exists(started)
     assert hpc.cancel(f) == 1
     with pytest.raises(hpc.TaskCancelledError):
         hpc.get(f)
     expected = "TaskCancelled" if STOPS_RUNNING_TASKS[backend] else "ran to its end"
-    assert _wait_for_file(marker, timeout=seconds + 30) == expected
+    assert wait_for_file(marker, timeout=seconds + 30) == expected
     assert hpc.get(square.remote(4)) == 16  # the engine still works
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from _processes import signal_all
 from jupyter_fixtures import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -158,10 +159,6 @@ def _run_kernel(fresh_venv: Path, tmp_path: Path, err) -> None:  # noqa: ANN001 
         kc.stop_channels()
         km.shutdown_kernel(now=False)
         _, alive = psutil.wait_procs(kernel_tree, timeout=20)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+        signal_all(alive)
     assert not alive, f"left running after the kernel shut down: {alive}"
     assert "ModuleNotFoundError" not in json.dumps(everything), everything

@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 from jupyter_fixtures import Lab
+from tasks import nap
 
 from eugo_lab import hpc, settings
 from eugo_lab.hpc import session, status
-
-
-@hpc.remote
-def nap(seconds):
-    time.sleep(seconds)
-    return seconds
 
 
 def _read(path: Path) -> dict:
