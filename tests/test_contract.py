@@ -265,6 +265,13 @@ def test_await_gives_values_and_errors_without_blocking_the_loop(backend):
 
 
 
+def _write_atomically(path: str, text: str) -> None:
+    # Renamed into place whole: a poller never reads the file half written.
+    with open(path + ".tmp", "w") as fh:
+        fh.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def _until_cancelled(started: str, marker: str, seconds: float) -> str:
     open(started, "w").close()
     try:
@@ -272,11 +279,9 @@ def _until_cancelled(started: str, marker: str, seconds: float) -> str:
         while time.monotonic() < end:
             time.sleep(0.01)
     except hpc.TaskCancelled:
-        with open(marker, "w") as fh:
-            fh.write("TaskCancelled")
+        _write_atomically(marker, "TaskCancelled")
         raise
-    with open(marker, "w") as fh:
-        fh.write("ran to its end")
+    _write_atomically(marker, "ran to its end")
     return "done"
 
 
