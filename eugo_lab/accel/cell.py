@@ -112,11 +112,12 @@ def _restore_namespace(ns: dict) -> None:
                 v[kk] = _plain(x)
 
 
-def run(shell: Any, mode: str, body: Callable[[], Any]) -> Any:
-    """Run ``body`` (the cell) under ``--gpu mode``; returns its value as plain NumPy. ``off``: just ``body()``."""
+def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
+    """Run ``body(*args)`` (the cell) under ``--gpu mode``; returns its value as plain NumPy. ``off``: just the call."""
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     _last[0] = None
     if mode == "off":
-        return body()
+        return body(*args)
     device, note = choose_device(mode)
     session = dispatch.Offload(mode, device, device.profile if device else prediction_profile())
     session.ledger.busy_note = note
@@ -139,7 +140,7 @@ def run(shell: Any, mode: str, body: Callable[[], Any]) -> Any:
                                    and not isinstance(v, ProxyModule)):
                         space[k] = session.module(v)
             g["__builtins__"] = hooked
-            value = body()
+            value = body(*args)
     finally:
         if saved is missing:
             g.pop("__builtins__", None)

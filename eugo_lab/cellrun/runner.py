@@ -71,7 +71,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
-            value = offload_cell.run(shell, opts.gpu, lambda: execute(shell, compiled))  # --gpu off: plain execute
+            value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
             if isinstance(exc, KeyboardInterrupt):
