@@ -94,11 +94,18 @@ def _from_nvml() -> tuple[list[GpuInfo], str]:
 
 
 def _cupy_version() -> str | None:
-    try:
-        import cupy
-    except Exception:  # noqa: BLE001 - ImportError, or a CUDA library mismatch at import
+    # Without importing CuPy (half a second, and it initialises CUDA): its distribution's version.
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
         return None
-    return str(cupy.__version__)
+    for dist in ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "installed"
 
 
 def _from_cupy() -> tuple[list[GpuInfo], str]:

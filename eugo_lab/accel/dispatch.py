@@ -215,6 +215,8 @@ class Offload:
         if self.closed:
             return func(*self.to_host_args(args), **self.to_host_args(kwargs))
         name = ops.qualname(func)
+        if name in ("array", "asarray", "asanyarray", "ascontiguousarray") and args and isinstance(args[0], AccelArray):
+            return self._as_array(name, args[0], args[1:], kwargs)
         arrays = _operands(args) + _operands(kwargs)
         if name in ops.CREATION or not arrays:
             return self.wrap_host(func(*self.to_host_args(args), **self.to_host_args(kwargs)))
@@ -222,6 +224,15 @@ class Offload:
             return self._where_the_data_is(name, func, args, kwargs, arrays)
         kind = ops.FUNCTIONS.get(name)
         return self._dispatch(name, kind, "cheap", lambda: self.device.resolve(name), func, args, kwargs)
+
+    def _as_array(self, name: str, a: AccelArray, rest: tuple, kwargs: dict) -> Any:
+        """``np.asarray(proxy)`` is the proxy itself (as NumPy returns the same array); ``np.array`` copies it."""
+        dtype = kwargs.get("dtype", rest[0] if rest else None)
+        if name == "array" and kwargs.get("copy", True) is not False:
+            return self.astype(a, dtype, True) if dtype is not None else np.copy(a)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return self.astype(a, dtype, True)
+        return a
 
     def astype(self, a: AccelArray, dtype: Any, copy: bool) -> Any:
         """``a.astype(dtype)``, where ``a`` is."""
