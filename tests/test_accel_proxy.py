@@ -29,8 +29,8 @@ CELLS = {
     "inplace": ("a = np.zeros(100_000)\na += 1\na *= np.arange(100_000.0)\nv = a[10:20]\nv -= 5\n"
                 "a[0] = 42\nb = a * 2\na[1] = -1\nc = a * 2\nnp.multiply(a, 3, out=a)\nr = [a, b, c, v]"),
     "mixed": ("import numpy\nplain = numpy.arange(30_000.0)\na = np.ones(30_000)\n"
-              "r = [a + plain, plain + a, plain * a.sum(), numpy.add(plain, a), numpy.sum(a), np.where(a > 0, plain, 0),"
-              " np.concatenate([a, plain]), np.clip(plain, 5, 10)]"),
+              "r = [a + plain, plain + a, plain * a.sum(), numpy.add(plain, a), numpy.sum(a),\n"
+              "     np.where(a > 0, plain, 0), np.concatenate([a, plain]), np.clip(plain, 5, 10)]"),
     "dtypes": ("a = np.arange(20_000, dtype=np.int32)\nb = a.astype(np.float32) / 3\nc = (a * 2) // 3\n"
                "r = [b, c, a.sum(), b.mean(), np.float32(2) * b, a.dtype.name]"),
     "loop": "a = np.ones(10)\nfor i in range(50):\n    a = a * 1.01 + i\nr = a",
