@@ -135,3 +135,27 @@ def test_html_escapes_all_user_text():
     html = offload_html(led)
     assert "<script>" not in html and "<img" not in html and "<b>dev" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;b&gt;dev&lt;/b&gt;" in html
+
+
+@pytest.mark.parametrize("backend", ["local", "threads"])
+def test_remote_functions_defined_in_an_offloaded_cell_get_plain_numpy(ip, monkeypatch, capsys, backend):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell_magic("eugo", f"--gpu auto -w 2 -b {backend}", """
+import numpy as np
+from eugo_lab import hpc
+
+@hpc.remote
+def work(a):
+    import numpy
+    return type(np).__name__, type(numpy).__name__, type(a).__name__, float(np.sum(a * 2))
+
+x = np.arange(10.0)
+got = hpc.get([work.remote(x), work.remote(x + 1)])
+""")
+    # In a worker process the cell's `np` arrives as the real numpy. A `-b threads` worker shares the
+    # cell's globals, so it sees the proxy module, whose calls run as plain NumPy off the cell's thread.
+    np_type = "module" if backend == "local" else "ProxyModule"
+    assert ip.user_ns["got"] == [(np_type, "module", "ndarray", 90.0), (np_type, "module", "ndarray", 110.0)]
+    assert "GPU offload (--gpu auto)" in capsys.readouterr().out
+    assert cell.last_ledger().n_ops() == 1  # `x + 1`; nothing the workers did
+    hpc.shutdown()

@@ -55,7 +55,7 @@ def use_device(device: Device) -> Iterator[Device]:
 def _import_hook(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     mod = _real_import(name, globals, locals, fromlist, level)
     s = dispatch.active()
-    if s is None or level != 0 or not (name == "numpy" or name.startswith("numpy.")):
+    if s is None or s._bypass() or level != 0 or not (name == "numpy" or name.startswith("numpy.")):
         return mod
     return s.module(mod) if isinstance(mod, types.ModuleType) else mod
 

@@ -11,6 +11,7 @@ records what the model would do on the named profile, tracking where the data wo
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import types
 import weakref
@@ -61,6 +62,12 @@ class Offload:
         self._writes: dict[int, int] = {}  # id(buffer owner) -> writes through proxies (cache validity)
         self._h2d = self._d2h = 0  # bytes moved so far (an operation reads the difference)
         self.closed = False
+        # Only the cell's own thread dispatches: a `-b threads` worker running a function defined in the
+        # cell uses plain NumPy (the ledger and the device streams belong to the cell).
+        self._thread = threading.get_ident()
+
+    def _bypass(self) -> bool:
+        return self.closed or threading.get_ident() != self._thread
 
     @property
     def host(self) -> HostProfile:
@@ -112,7 +119,7 @@ class Offload:
         ``row``: a move is its own "to host" row (the host asked: print, ``np.asarray``...); an
         operation that needs its operands on the host counts the bytes in its own row instead.
         """
-        if self.predictions_only and row and not self.closed and not a._v_host:
+        if self.predictions_only and row and not self._bypass() and not a._v_host:
             a._v_host = True
             self.ledger.add(OpRecord("to host", (a.shape,), str(a.dtype), "transfer", "host needed",
                                      "predicted: the host needed the value", "predicted: the host needed the value",
@@ -126,7 +133,7 @@ class Offload:
             h = self.device.to_host(a._dev)  # type: ignore[union-attr]
             self._d2h += h.nbytes
             a._host, a._stamp = h, self._count(a._dev)
-            if row and not self.closed:
+            if row and not self._bypass():
                 self._transfer_row(a, "host needed", h.nbytes, time.perf_counter() - t0)
         if expose and a._auth == "host":
             self._wrote(h)  # the caller may write into it: device copies of this buffer are stale from now
@@ -199,7 +206,7 @@ class Offload:
     # -- entry points (from the proxy and the proxy module) --------------------------------------------
     def ufunc(self, uf: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
         """A ufunc call or method (``reduce``, ``outer``, ...) on proxies or arrays."""
-        if self.closed:
+        if self._bypass():
             return getattr(uf, method)(*self.to_host_args(inputs), **self.to_host_args(kwargs))
         name = uf.__name__
         if method == "__call__":
@@ -212,7 +219,7 @@ class Offload:
 
     def function(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A numpy function called with proxies or arrays (``__array_function__`` or the proxy module)."""
-        if self.closed:
+        if self._bypass():
             return func(*self.to_host_args(args), **self.to_host_args(kwargs))
         name = ops.qualname(func)
         if name in ("array", "asarray", "asanyarray", "ascontiguousarray") and args and isinstance(args[0], AccelArray):
