@@ -61,6 +61,8 @@ class Offload:
         self._modules: dict[str, ProxyModule] = {}
         self._writes: dict[int, int] = {}  # id(buffer owner) -> writes through proxies (cache validity)
         self._h2d = self._d2h = 0  # bytes moved so far (an operation reads the difference)
+        self._estimates: dict[tuple, Estimate] = {}
+        self._reasons: dict[int, tuple[str, str]] = {}  # id of a cached Estimate -> its reason texts
         self.closed = False
         # Only the cell's own thread dispatches: a `-b threads` worker running a function defined in the
         # cell uses plain NumPy (the ledger and the device streams belong to the cell).
@@ -294,14 +296,22 @@ class Offload:
         shapes = tuple(tuple(a.shape) for a in arrays)
         dtype = _result_dtype(args, arrays)
         est: Estimate | None = None
+        key: tuple | None = None  # the estimate's identity; rows with the same one share their reason text
         if kind is not None and arrays:
-            op = Operation(name, kind, shapes, dtype.name,
-                           ops.output_shape(kind, name, list(shapes), args, kwargs, method),
-                           tuple(self._resident(a) for a in arrays), tuple(a.dtype.itemsize for a in arrays),
-                           work if kind == "elementwise" else "cheap")
-            est = predict(op, self.host, self.profile)
+            out_shape = ops.output_shape(kind, name, list(shapes), args, kwargs, method)
+            resident = tuple(self._resident(a) for a in arrays)
+            sizes = tuple(a.dtype.itemsize for a in arrays)
+            key = (name, kind, shapes, dtype, out_shape, resident, sizes)
+            est = self._estimates.get(key)
+            if est is None:  # a loop repeats the same operation: predict it (and word it) once
+                op = Operation(name, kind, shapes, dtype.name, out_shape, resident, sizes,
+                               work if kind == "elementwise" else "cheap")
+                est = predict(op, self.host, self.profile)
+                if len(self._estimates) < 10_000:
+                    self._estimates[key] = est
+                    self._reasons[id(est)] = (est.reason(), est.reason(bucket=True))
         if self.predictions_only:
-            return self._predicted(name, shapes, dtype, est, host_fn, args, kwargs, arrays, outs)
+            return self._predicted(name, shapes, dtype, est, key, host_fn, args, kwargs, arrays, outs)
         target, why = ("gpu", "faster") if est is None else (est.where, est.why)
         if self.mode == "on":
             target, why = "gpu", "forced"
@@ -328,19 +338,21 @@ class Offload:
             res = host_fn(*self.to_host_args(args), **self.to_host_args(kwargs))
             seconds = time.perf_counter() - t0
             result = self.wrap_host(res)
-        reason = self._reason(target, why, est, name, fallback)
-        rdtype = str(getattr(res, "dtype", dtype))
-        rec = OpRecord(name, shapes, rdtype, target, why, reason[0], reason[1], self._h2d - h2d0,
-                       self._d2h - d2h0, est.cpu_s if est else None, est.gpu_s if est else None,
-                       measured_where=target, fallback=fallback)
-        if target == "gpu":
-            self.ledger.add(rec, timer=timer)
-        else:
-            self.ledger.add(rec, measured_s=seconds)
+        rdtype = getattr(res, "dtype", dtype)
+        h2d, d2h = self._h2d - h2d0, self._d2h - d2h0
+        cpu_s, gpu_s = (est.cpu_s, est.gpu_s) if est else (None, None)
+        rkey = (name, shapes, rdtype, target, why, fallback, key)
+        timer_arg = timer if target == "gpu" else None
+        measured = 0.0 if target == "gpu" else seconds
+        if not self.ledger.merge(rkey, h2d, d2h, cpu_s, gpu_s, measured, timer_arg):
+            reason = self._reason(target, why, est, name, fallback)
+            self.ledger.add(OpRecord(name, shapes, str(rdtype), target, why, reason[0], reason[1], h2d, d2h, cpu_s,
+                                     gpu_s, measured_where=target, fallback=fallback),
+                            timer=timer_arg, measured_s=measured, key=rkey)
         return self._store(outs, result) if outs else result
 
-    def _predicted(self, name: str, shapes: tuple, dtype: np.dtype, est: Estimate | None, host_fn: Any,
-                   args: tuple, kwargs: dict, arrays: list, outs: tuple) -> Any:
+    def _predicted(self, name: str, shapes: tuple, dtype: np.dtype, est: Estimate | None, key: tuple | None,
+                   host_fn: Any, args: tuple, kwargs: dict, arrays: list, outs: tuple) -> Any:
         t0 = time.perf_counter()
         res = host_fn(*self.to_host_args(args), **self.to_host_args(kwargs))
         seconds = time.perf_counter() - t0
@@ -356,11 +368,14 @@ class Offload:
                 if isinstance(a, AccelArray) and not a._v_host:
                     d2h += a.nbytes
                     a._v_host = True
-        reason = self._reason(where, why, est, name, None)
-        self.ledger.add(OpRecord(name, shapes, str(getattr(res, "dtype", dtype)), where, why, reason[0], reason[1],
-                                 est.h2d_bytes if est and where == "gpu" else 0, d2h,
-                                 est.cpu_s if est else None, est.gpu_s if est else None, measured_where="cpu"),
-                        measured_s=seconds)
+        rdtype = getattr(res, "dtype", dtype)
+        h2d = est.h2d_bytes if est and where == "gpu" else 0
+        cpu_s, gpu_s = (est.cpu_s, est.gpu_s) if est else (None, None)
+        rkey = (name, shapes, rdtype, where, why, None, key)
+        if not self.ledger.merge(rkey, h2d, d2h, cpu_s, gpu_s, seconds):
+            reason = self._reason(where, why, est, name, None)
+            self.ledger.add(OpRecord(name, shapes, str(rdtype), where, why, reason[0], reason[1], h2d, d2h, cpu_s,
+                                     gpu_s, measured_where="cpu"), measured_s=seconds, key=rkey)
         result = self.wrap_host(res, v_dev=where == "gpu")
         if outs:
             for o in outs:
@@ -383,7 +398,8 @@ class Offload:
             return tuple(f"gpu: --gpu on (predicted {fmt_time(est.gpu_s or 0, b)} vs {fmt_time(est.cpu_s, b)} on CPU)"
                          for b in (False, True))  # type: ignore[return-value]
         assert est is not None
-        return est.reason(), est.reason(bucket=True)
+        cached = self._reasons.get(id(est))
+        return cached if cached is not None else (est.reason(), est.reason(bucket=True))
 
     def _store(self, outs: tuple, result: Any) -> Any:
         """Write ``result`` into the ``out=`` arrays (where each of them lives) and return them."""

@@ -63,25 +63,36 @@ class Ledger:
     busy_note: str = ""
     _index: dict = field(default_factory=dict, repr=False)
 
-    def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0) -> OpRecord:
-        """Add a row (merged into an identical one); ``timer`` is resolved at :meth:`finish`."""
-        row = self._index.get(rec.key())
+    def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None) -> OpRecord:
+        """Add a row (merged into an identical one); ``timer`` is resolved at :meth:`finish`.
+
+        ``key``: the caller's own identity for the row (see :meth:`merge`), instead of :meth:`OpRecord.key`.
+        """
+        k = rec.key() if key is None else key
+        if self.merge(k, rec.h2d_bytes, rec.d2h_bytes, rec.predicted_cpu_s, rec.predicted_gpu_s, measured_s, timer):
+            return self._index[k]
+        rec.measured_s = measured_s
+        if timer is not None:
+            rec._timers.append(timer)
+        self.rows.append(rec)
+        self._index[k] = rec
+        return rec
+
+    def merge(self, key: Any, h2d: int, d2h: int, cpu_s: float | None, gpu_s: float | None, measured_s: float,
+              timer: Any = None) -> bool:
+        """Count one more operation into the row ``key``; False when there is no such row yet (the fast path)."""
+        row = self._index.get(key)
         if row is None:
-            rec.measured_s = measured_s
-            if timer is not None:
-                rec._timers.append(timer)
-            self.rows.append(rec)
-            self._index[rec.key()] = rec
-            return rec
+            return False
         row.count += 1
-        row.h2d_bytes += rec.h2d_bytes
-        row.d2h_bytes += rec.d2h_bytes
-        row.predicted_cpu_s = _add(row.predicted_cpu_s, rec.predicted_cpu_s)
-        row.predicted_gpu_s = _add(row.predicted_gpu_s, rec.predicted_gpu_s)
+        row.h2d_bytes += h2d
+        row.d2h_bytes += d2h
+        row.predicted_cpu_s = _add(row.predicted_cpu_s, cpu_s)
+        row.predicted_gpu_s = _add(row.predicted_gpu_s, gpu_s)
         row.measured_s += measured_s
         if timer is not None:
             row._timers.append(timer)
-        return row
+        return True
 
     def finish(self) -> Ledger:
         """Resolve device timers (synchronises once, at the end of the cell)."""
