@@ -159,3 +159,17 @@ got = hpc.get([work.remote(x), work.remote(x + 1)])
     assert "GPU offload (--gpu auto)" in capsys.readouterr().out
     assert cell.last_ledger().n_ops() == 1  # `x + 1`; nothing the workers did
     hpc.shutdown()
+
+
+def test_a_gpu_without_cupy_predicts_for_its_own_profile_and_says_why(ip, monkeypatch, capsys):
+    from eugo_lab.accel.detect import GpuInfo
+
+    gpu = GpuInfo(0, "Tesla T4", 16 * 10**9, "535.1", (7, 5), "nvml")
+    monkeypatch.setattr(cell, "detect_gpus", lambda: Detection((gpu,), ""))  # cupy_version None: not usable
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell_magic("eugo", "--gpu auto -w 1", "import numpy as np\na = np.ones(10) + 1\n")
+    out = capsys.readouterr().out
+    assert 'note: Tesla T4 found, but CuPy is not installed (pip install "eugo-lab[gpu]")' in out
+    assert "PREDICTIONS for Tesla T4 (published T4 figures)" in out
+    with pytest.raises(NoDeviceError, match="this machine has Tesla T4, but CuPy is not installed"):
+        ip.run_cell_magic("eugo", "--gpu on -w 1", "x = 1\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import os
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,6 +31,7 @@ from eugo_lab.accel.devices import CupyDevice, Device, NoDeviceError
 from eugo_lab.accel.ledger import Ledger
 from eugo_lab.accel.profiles import prediction_profile, profile_for_name
 from eugo_lab.accel.proxy import AccelArray, ProxyModule
+from eugo_lab.settings import GPU_PROFILE_ENV
 
 _real_import = builtins.__import__
 _last: list[Ledger | None] = [None]
@@ -69,8 +71,15 @@ def choose_device(mode: str) -> tuple[Device | None, str]:
         from eugo_lab.accel.calibrate import calibrated
 
         if 0 not in _devices:
-            dev = CupyDevice(profile_for_name(det.gpus[0].name))
-            dev.profile = calibrated(dev)
+            try:
+                dev = CupyDevice(profile_for_name(det.gpus[0].name))
+                dev.profile = calibrated(dev)
+            except Exception as exc:  # noqa: BLE001 - a CUDA/CuPy mismatch: say so; auto still predicts
+                why = f"{det.gpus[0].name} found, but CuPy could not use it ({type(exc).__name__}: {exc})"
+                if mode == "on":
+                    raise NoDeviceError(f"--gpu on: {why}. Check that cupy-cuda12x matches the driver "
+                                        "(nvidia-smi), or use --gpu auto or --gpu off") from exc
+                return None, why
             _devices[0] = dev
         return _devices[0], ""
     if mode == "on":
@@ -84,9 +93,20 @@ def choose_device(mode: str) -> tuple[Device | None, str]:
     return None, ""
 
 
+def _prediction_profile() -> Any:
+    """What to predict for without a usable device: EUGO_LAB_GPU_PROFILE, else the GPU that is here, else H100."""
+    det = detect_gpus()
+    if det.available and not os.environ.get(GPU_PROFILE_ENV):
+        return profile_for_name(det.gpus[0].name)
+    return prediction_profile()
+
+
 def check(mode: str) -> None:
-    """Raise :class:`NoDeviceError` now (before any worker starts) when ``--gpu on`` cannot be honoured."""
-    if mode == "on":
+    """Before the cell's runtime and trace start: find (and calibrate, once) the device.
+
+    Raises :class:`NoDeviceError` when ``--gpu on`` cannot be honoured, so that nothing starts.
+    """
+    if mode != "off":
         choose_device(mode)
 
 
@@ -119,8 +139,8 @@ def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
     if mode == "off":
         return body(*args)
     device, note = choose_device(mode)
-    session = dispatch.Offload(mode, device, device.profile if device else prediction_profile())
-    session.ledger.busy_note = note
+    session = dispatch.Offload(mode, device, device.profile if device else _prediction_profile())
+    session.ledger.note = note
     g, ns = shell.user_global_ns, shell.user_ns
     missing = object()
     saved = g.get("__builtins__", missing)

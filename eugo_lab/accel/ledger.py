@@ -61,6 +61,7 @@ class Ledger:
     rows: list[OpRecord] = field(default_factory=list)
     busy: tuple[float, float, int] | None = None  # GPU busy % (mean, max, samples) from NVML
     busy_note: str = ""
+    note: str = ""  # e.g. "NVIDIA H200 found, but CuPy is not installed (...)": why predictions only
     _index: dict = field(default_factory=dict, repr=False)
 
     def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None) -> OpRecord:

@@ -94,6 +94,9 @@ class AccelArray(NDArrayOperatorsMixin):
         for i in range(len(self)):
             yield self[i]
 
+    def __contains__(self, value: Any) -> bool:
+        return bool((self == value).any())
+
     def _value(self) -> Any:
         h = self._s.host_value(self)
         return h[()] if self._scalar else h

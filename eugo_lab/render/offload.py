@@ -49,7 +49,7 @@ def heading(ledger: Any) -> str:
 
 def offload_text(ledger: Any, precise: bool = False) -> str:
     """The report as text; ``precise`` adds predicted and measured times and GPU busy %."""
-    lines = [heading(ledger), "  " + ledger.summary()]
+    lines = [heading(ledger)] + ([f"  note: {ledger.note}"] if ledger.note else []) + ["  " + ledger.summary()]
     pred = "predicted " if ledger.predictions_only else ""
     cols = ["op", "shapes", "dtype", f"{pred}where", f"{pred}moved", "why"]
     if precise:
@@ -101,6 +101,8 @@ def offload_html(ledger: Any) -> str:
         body.append("<tr>" + "".join(f"<td {_TH}>{escape(str(c))}</td>" for c in cells) + "</tr>")
     note = ("<div><i>No GPU here: the place, bytes moved and GPU times are what the cost model predicts for "
             f"{escape(ledger.device)}; only CPU times were measured.</i></div>" if pred else "")
+    if ledger.note:
+        note += f"<div>Note: {escape(ledger.note)}</div>"
     return (f"<div class='eugo-offload'><div><b>{head}</b></div><div>{escape(ledger.summary())}</div>{note}"
             f"<table><tr>{''.join(f'<th {_TH}>{escape(c)}</th>' for c in cols)}</tr>{''.join(body)}</table>"
             f"<div>{escape(_busy(ledger))}</div></div>")
