@@ -128,3 +128,42 @@ def test_importing_accel_never_fails_and_imports_nothing_heavy():
             "print(sorted(m for m in ('cupy', 'numba', 'IPython') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_busy_sampler_with_an_nvml_stand_in(monkeypatch):
+    from eugo_lab.accel.nvml import BusySampler
+
+    fake = _fake_pynvml()
+    readings = iter([10, 50, 90] + [30] * 1000)
+    fake.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=next(readings))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    s = BusySampler(interval=0.001).start()
+    import time
+
+    time.sleep(0.05)
+    mean, peak, n = s.stop()
+    assert peak == 90 and n >= 4 and 10 <= mean <= 90
+
+
+def test_busy_sampler_without_nvml_says_so(monkeypatch):
+    from eugo_lab.accel.nvml import BusySampler
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(fail_init=True))
+    s = BusySampler().start()
+    assert s.stop() is None and s.note == "GPU busy % not sampled (NVMLError)"
+
+
+def test_calibration_runs_through_the_device_interface():
+    from eugo_lab.accel.calibrate import calibrate
+    from eugo_lab.accel.devices import FakeDevice
+    from eugo_lab.accel.profiles import published
+
+    t4 = published("t4")
+    dev = FakeDevice(t4)
+    p = calibrate(dev, scale=1 / 512)
+    assert p.calibrated and p.source == f"calibrated on {dev.name}" and p.name.endswith("(calibrated)")
+    assert (p.mem_eff, p.link_eff, p.flop_eff) == (1.0, 1.0, 1.0)
+    # the fake's transfers cost what T4's profile models, plus NumPy's copy: below the modelled link rate
+    assert 0 < p.link_bw <= t4.link_bw * t4.link_eff * 1.05
+    assert p.launch_s >= t4.launch_s and p.transfer_s >= t4.transfer_s
+    assert p.fp32 > 0 and p.fp64 > 0 and p.mem_bw > 0
