@@ -64,6 +64,7 @@ def _import_hook(name: str, globals: Any = None, locals: Any = None, fromlist: A
 
 def choose_device(mode: str) -> tuple[Device | None, str]:
     """The device for ``mode`` (``None``: predictions only) and a note; ``on`` without one raises NoDeviceError."""
+    __tracebackhide__ = True  # noqa: F841 - the error is the message, not where it was raised
     if _override:
         return _override[-1], ""
     det = detect_gpus()
@@ -106,6 +107,7 @@ def check(mode: str) -> None:
 
     Raises :class:`NoDeviceError` when ``--gpu on`` cannot be honoured, so that nothing starts.
     """
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     if mode != "off":
         choose_device(mode)
 
