@@ -241,3 +241,13 @@ def test_cached_copies_never_go_stale_after_writes_through_views():
     assert ns["c"][0] == 10.0 and ns["c"][1] == 2.0
     assert ns["s1"] == "[2. 2. 2.]" and ns["s2"] == "[3. 3. 3.]"
     assert ns["d"][1] == -7.0 and ns["d"][0] == 3.0 and ns["b"][1] == -7.0
+
+
+def test_a_failed_operation_is_not_retried_on_the_device_in_the_same_cell():
+    calls = []
+    dev = FakeDevice(H100, fail=lambda op: calls.append(op) or op == "add")
+    _, ledger = _run("import numpy as np\na = np.ones(1_000_000)\nfor _ in range(5):\n    b = a + a\n", device=dev)
+    rows = [r for r in ledger.ops if r.op == "add"]
+    assert {(r.where, r.why) for r in rows} == {("cpu", "fallback")} and sum(r.count for r in rows) == 5
+    assert calls.count("add") == 1
+    assert ledger.summary().startswith("5 ops: 0 on GPU, 5 on CPU (5 fallback: FakeDeviceError: out of memory in add")

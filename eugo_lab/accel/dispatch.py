@@ -62,6 +62,7 @@ class Offload:
         self._writes: dict[int, int] = {}  # id(buffer owner) -> writes through proxies (cache validity)
         self._h2d = self._d2h = 0  # bytes moved so far (an operation reads the difference)
         self._estimates: dict[tuple, Estimate] = {}
+        self._failed: dict[tuple, str] = {}  # (op, shapes, dtype) -> why its device version failed
         self._reasons: dict[int, tuple[str, str]] = {}  # id of a cached Estimate -> its reason texts
         self.closed = False
         # Only the cell's own thread dispatches: a `-b threads` worker running a function defined in the
@@ -317,10 +318,12 @@ class Offload:
             target, why = "gpu", "forced"
         if est is None and self.mode != "on":
             target, why = "cpu", "not offloaded"
+        fallback = self._failed.get((name, shapes, dtype)) if target == "gpu" else None
+        if fallback is not None:  # it failed on the device before: do not pay for failing again
+            target, why = "cpu", "fallback"
         impl = resolve() if target == "gpu" else None
         if target == "gpu" and impl is None:
             target, why = "cpu", "not offloaded"
-        fallback = None
         h2d0, d2h0 = self._h2d, self._d2h
         if target == "gpu":
             timer = self.device.timer()  # type: ignore[union-attr]
@@ -331,6 +334,7 @@ class Offload:
             except Exception as exc:  # noqa: BLE001 - any device failure: NumPy runs it instead, and we say why
                 fallback = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}".rstrip(": ")
                 target, why, timer = "cpu", "fallback", None
+                self._failed[(name, shapes, dtype)] = fallback
             else:
                 result = self._wrap_dev(res, scalar_ok=kind in ("reduction", "elementwise", "matmul"))
         if target == "cpu":
