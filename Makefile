@@ -1,7 +1,7 @@
 # Eugo Lab: two commands do all set-up on a fresh machine.
 #   make lab    create .venv, install, start JupyterLab on courses/ (127.0.0.1:8888)
 #   make test   create .venv, install everything the tests need, run ruff and pytest
-# Other targets: make bench (benchmarks vs peers), make bench-quick, make clean.
+# Other targets: make bench (benchmarks vs peers), make bench-quick, make gpu-check, make clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +10,7 @@ PIP    := $(PY) -m pip
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint bench bench-quick clean venv deps system-deps
+.PHONY: lab test lint bench bench-quick gpu-check clean venv deps system-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,21 @@ bench: deps
 
 bench-quick: deps
 	$(PY) -m benchmarks.run --quick
+
+# On a machine with an NVIDIA GPU, in under 5 minutes: install the gpu extra, run the GPU tests (CuPy,
+# NVML, calibration, model vs measured crossovers within 2x, the report's CUDA-event times) and print the
+# crossover table for benchmarks/RESULTS.md (also saved to benchmarks/results/gpu_crossover.md).
+gpu-check: | $(PY)
+	@command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L || { \
+		echo "gpu-check: no NVIDIA GPU here (nvidia-smi not found); run it on a GPU machine."; \
+		echo "Anywhere: $(PY) -m benchmarks.gpu_crossover --predict-only"; exit 1; }
+	timeout 120 $(PIP) install -q -e ".[gpu,test]" || { echo "gpu-check: installing the gpu extra failed or timed out"; exit 1; }
+	timeout 150 $(PY) -m pytest -q -p no:cacheprovider -o addopts="" -rs tests/test_accel_gpu.py tests/test_accel_kernels.py \
+		|| { echo "gpu-check: GPU tests failed (or took over 150 s)"; exit 1; }
+	@mkdir -p benchmarks/results
+	@timeout 100 $(PY) -m benchmarks.gpu_crossover --budget 75 > benchmarks/results/gpu_crossover.md; rc=$$?; \
+		cat benchmarks/results/gpu_crossover.md; \
+		if [ $$rc -ne 0 ]; then echo "gpu-check: the crossover table failed (exit $$rc; 124: over 100 s)"; fi; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info

@@ -16,3 +16,6 @@ STATUS_DIR_ENV = "EUGO_LAB_STATUS_DIR"
 BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
 #: Forces how ``%%eugo`` displays (``live``, ``static`` or ``text``) instead of detecting it.
 DISPLAY_MODE_ENV = "EUGO_LAB_DISPLAY"
+#: The published GPU profile (``h100``, ``t4``...) that ``%%eugo --gpu auto`` predicts for when
+#: this machine has no GPU (see :data:`eugo_lab.accel.profiles.PUBLISHED`).
+GPU_PROFILE_ENV = "EUGO_LAB_GPU_PROFILE"

@@ -27,6 +27,9 @@ FORBIDDEN = {
                  "ipywidgets", "bokeh"),
     "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
+    # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
+    "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+              "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
 }
 
 

@@ -87,6 +87,7 @@ class CellSummary:
     live_timeline_shown: bool = False
     saved_as: str | None = None
     exported_to: str | None = None
+    offload: Any = None  # --gpu auto|on: the cell's eugo_lab.accel Ledger (per-operation report), else None
 
     @property
     def trace(self) -> Any:

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from eugo_lab import hpc
+from eugo_lab.accel import cell as offload_cell  # --gpu (issue #13): `import numpy` in the cell dispatches per op
 from eugo_lab.cellrun import report
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
@@ -70,7 +71,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
-            value = execute(shell, compiled)
+            value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
             if isinstance(exc, KeyboardInterrupt):
@@ -88,6 +89,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value."""
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     compiled = compile_cell(shell, cell)
+    offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
     out_mode = display.mode(shell)
     rt = session.current(start=False)
     default = opts.workers
@@ -114,6 +116,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         main_trace.to_chrome_trace(opts.export)
     summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
                                saved_as=opts.save, exported_to=opts.export)
+    summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     if out_mode == "text":
         print(text.summary_text(summary, precise=True))
     else:

@@ -177,6 +177,10 @@ def summary_html(s: Any) -> str:
     if len(s.runs) > 1 and s.measured:
         parts.append(speedup_svg(s.measured, s.simulated))
     parts.append(findings_html(list(getattr(r, "findings", ()) or ())))
+    if getattr(s, "offload", None) is not None and s.offload.rows:  # GPU offload (issue #13): per-op report
+        from eugo_lab.render.offload import offload_html
+
+        parts.append(offload_html(s.offload))
     if s.saved_as:
         parts.append(f"<div>Trace saved in <code>{escape(s.saved_as)}</code>.</div>")
     if s.exported_to:

@@ -29,6 +29,11 @@ def summary_text(s: Any, precise: bool = False) -> str:
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     opts = s.options
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}, optimize: {'on' if opts.get('optimize') else 'off'}")
+    # -- GPU offload (issue #13): the per-operation report, when the cell ran NumPy operations --
+    if getattr(s, "offload", None) is not None and s.offload.rows:
+        from eugo_lab.render.offload import offload_text
+
+        lines.extend("  " + line for line in offload_text(s.offload, precise).splitlines())
     if len(s.runs) > 1:
         lines.append("  runs at workers: " + ", ".join(str(r.workers) for r in s.runs))
     if s.saved_as:

@@ -1,0 +1,189 @@
+"""What the cost model knows about a machine: a host (CPU) profile and device (GPU) profiles.
+
+The host profile is measured on first use (a few short NumPy timings, cached per process,
+well under a second), because the break-even size depends on the host: a laptop core and a
+64-core server move memory at very different rates. Device profiles start from published
+peak figures (cited next to each number) scaled by achievable fractions, and are replaced by
+an on-device calibration (:mod:`eugo_lab.accel.calibrate`) when a GPU is present.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from dataclasses import dataclass, replace
+
+from eugo_lab.settings import GPU_PROFILE_ENV
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """How fast this host runs NumPy: per-call overhead, memory bandwidth, special-function and BLAS rates."""
+
+    name: str
+    call_overhead_s: float  # one tiny ufunc call: Python + NumPy dispatch
+    mem_bw: float  # bytes/s moved by a large elementwise ufunc (read + write), operands in main memory
+    cache_bw: float  # the same for operands that fit in the caches (below CACHE_BYTES)
+    special_rate: float  # float64 exp() evaluations per second (transcendental ufuncs)
+    flops64: float  # float64 matmul flop/s (BLAS, all its threads)
+    flops32: float  # float32 matmul flop/s
+    source: str = "measured"
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """A GPU as the cost model sees it: peak figures and the fraction of them NumPy-style code reaches."""
+
+    key: str
+    name: str
+    mem_bw: float  # device memory bandwidth, bytes/s (peak)
+    fp32: float  # flop/s (peak, non-tensor-core)
+    fp64: float  # flop/s (peak, non-tensor-core)
+    link_bw: float  # host<->device bandwidth per direction, bytes/s (peak)
+    link: str  # what the link is, for the report
+    launch_s: float  # one kernel launch including CuPy's Python dispatch
+    memory: int  # device memory, bytes
+    mem_eff: float = 0.8  # STREAM-like kernels reach ~80-90% of peak HBM/GDDR bandwidth
+    link_eff: float = 0.5  # NumPy arrays are pageable: the driver stages them, about half the pinned rate
+    flop_eff: float = 0.7  # cuBLAS GEMM on large square matrices reaches ~70% of the non-tensor peak
+    transfer_s: float = 10e-6  # fixed cost of one cudaMemcpy (setup + synchronisation)
+    source: str = "published figures"
+
+    @property
+    def calibrated(self) -> bool:
+        """True when the figures were measured on this device, not taken from a datasheet."""
+        return self.source.startswith("calibrated")
+
+
+#: Working sets (bytes read + written) up to this size run at ``cache_bw`` on the host: a few MB of
+#: L2 + L3 per core group is typical of current x86-64 and Neoverse server parts.
+CACHE_BYTES = 4 * 10**6
+
+_T = 1e12
+_G = 1e9
+# Kernel launch: ~3-5 us in the CUDA driver (NVIDIA CUDA C++ Best Practices Guide, "Kernel launch
+# overhead"), plus CuPy's per-call Python work (argument checks, kernel cache lookup), ~5 us.
+_LAUNCH = 10e-6
+
+#: Published profiles, keyed by a short name (``EUGO_LAB_GPU_PROFILE`` picks one for predictions).
+PUBLISHED: dict[str, DeviceProfile] = {
+    # NVIDIA H100 Tensor Core GPU datasheet (SXM5): FP64 34 TFLOPS, FP32 67 TFLOPS, HBM3 3.35 TB/s,
+    # 80 GB; host link PCIe Gen5 x16, 128 GB/s both directions = 64 GB/s each way.
+    "h100": DeviceProfile("h100", "NVIDIA H100 SXM (published)", mem_bw=3.35 * _T, fp32=67 * _T, fp64=34 * _T,
+                          link_bw=64 * _G, link="PCIe Gen5 x16", launch_s=_LAUNCH, memory=80 * 10**9),
+    # NVIDIA H200 datasheet (SXM): same compute as H100 SXM, HBM3e 4.8 TB/s, 141 GB; PCIe Gen5 x16.
+    "h200": DeviceProfile("h200", "NVIDIA H200 SXM (published)", mem_bw=4.8 * _T, fp32=67 * _T, fp64=34 * _T,
+                          link_bw=64 * _G, link="PCIe Gen5 x16", launch_s=_LAUNCH, memory=141 * 10**9),
+    # NVIDIA GH200 Grace Hopper datasheet: H100 with 96 GB HBM3 at 4 TB/s; NVLink-C2C to the Grace
+    # CPU, 900 GB/s total = 450 GB/s each way (coherent: pageable memory is not staged, so link_eff 0.8).
+    "gh200": DeviceProfile("gh200", "NVIDIA GH200 (published)", mem_bw=4.0 * _T, fp32=67 * _T, fp64=34 * _T,
+                           link_bw=450 * _G, link="NVLink-C2C", launch_s=_LAUNCH, memory=96 * 10**9,
+                           link_eff=0.8),
+    # NVIDIA A100 datasheet (SXM4 80GB): FP64 9.7 TFLOPS, FP32 19.5 TFLOPS, HBM2e 2,039 GB/s;
+    # PCIe Gen4 x16, 64 GB/s both directions = 32 GB/s each way.
+    "a100": DeviceProfile("a100", "NVIDIA A100 SXM 80GB (published)", mem_bw=2.039 * _T, fp32=19.5 * _T,
+                          fp64=9.7 * _T, link_bw=32 * _G, link="PCIe Gen4 x16", launch_s=_LAUNCH, memory=80 * 10**9),
+    # NVIDIA A10 datasheet: FP32 31.2 TFLOPS, GDDR6 600 GB/s, 24 GB, PCIe Gen4 x16 (32 GB/s each way).
+    # FP64 is not on the datasheet: GA102 runs it at 1/64 of FP32 (CUDA Programming Guide, arithmetic
+    # instruction throughput, compute capability 8.6), ~0.49 TFLOPS.
+    "a10": DeviceProfile("a10", "NVIDIA A10 (published)", mem_bw=600 * _G, fp32=31.2 * _T, fp64=0.49 * _T,
+                         link_bw=32 * _G, link="PCIe Gen4 x16", launch_s=_LAUNCH, memory=24 * 10**9),
+    # NVIDIA T4 datasheet: FP32 8.1 TFLOPS, GDDR6 320 GB/s, 16 GB, PCIe Gen3 x16 (32 GB/s both ways =
+    # 16 GB/s each). FP64 not on the datasheet: TU104 runs it at 1/32 of FP32 (compute capability 7.5), ~0.25.
+    "t4": DeviceProfile("t4", "NVIDIA T4 (published)", mem_bw=320 * _G, fp32=8.1 * _T, fp64=0.25 * _T,
+                        link_bw=16 * _G, link="PCIe Gen3 x16", launch_s=_LAUNCH, memory=16 * 10**9),
+}
+
+#: The profile predictions are made for when this machine has no GPU (``EUGO_LAB_GPU_PROFILE`` overrides).
+DEFAULT_PROFILE = "h100"
+
+
+def published(key: str) -> DeviceProfile:
+    """A published profile by short name; a bad name lists the valid ones."""
+    k = str(key).strip().lower()
+    if k not in PUBLISHED:
+        raise ValueError(f"no GPU profile named {key!r}; choose one of {', '.join(PUBLISHED)} "
+                         f"(set {GPU_PROFILE_ENV} or pass the name)")
+    return PUBLISHED[k]
+
+
+def prediction_profile() -> DeviceProfile:
+    """The named profile to predict for on a machine without a GPU (``EUGO_LAB_GPU_PROFILE``, default H100)."""
+    return published(os.environ.get(GPU_PROFILE_ENV) or DEFAULT_PROFILE)
+
+
+def profile_for_name(gpu_name: str) -> DeviceProfile:
+    """The closest published profile for a device name such as ``"NVIDIA H200"`` (H100 when unknown)."""
+    low = gpu_name.lower().replace(" ", "")
+    for key in ("gh200", "h200", "h100", "a100", "a10", "t4"):
+        if key in low and not (key == "a10" and "a100" in low):
+            return replace(PUBLISHED[key], name=f"{gpu_name} (published {key.upper()} figures)")
+    return replace(PUBLISHED["h100"], name=f"{gpu_name} (no published profile: H100 figures)")
+
+
+def _best_time(fn, repeat: int, budget_s: float = 0.0) -> float:  # noqa: ANN001 - a zero-argument callable
+    # The best of a few runs, as timeit advises: on a shared machine the slower runs measure the
+    # neighbours (a BLAS call whose threads lose their cores runs 100x slower), not what this host can
+    # do. With a budget, keep trying (up to 4x `repeat`) while the runs so far are within it.
+    best = math.inf
+    start = time.perf_counter()
+    for i in range(repeat * 4 if budget_s else repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+        if i + 1 >= repeat and (not budget_s or time.perf_counter() - start > budget_s or best < budget_s / 100):
+            break
+    return best
+
+
+def measure_host(name: str | None = None) -> HostProfile:
+    """Time a few NumPy operations on this host (about 0.1 s); prefer :func:`host_profile` (cached)."""
+    import numpy as np
+
+    from eugo_lab.accel.detect import describe_cpu
+
+    n = 1 << 21  # 16 MB per float64 operand, 48 MB per add: past the last-level cache of most servers
+    a = np.random.default_rng(0).random(n)
+    b = a[::-1].copy()
+    out = np.empty_like(a)
+    c = 1 << 15  # 256 kB per operand: in L2/L3, the bandwidth small arrays see
+    tiny = np.ones(8)
+    np.add(a, b, out=out)  # first touch of the pages, not part of the timing
+    reps = 200
+
+    def tiny_calls() -> None:
+        for _ in range(reps):
+            np.add(tiny, tiny)  # allocates its result, as most calls in a cell do
+
+    overhead = _best_time(tiny_calls, 3) / reps
+    # Results allocated fresh, as in a cell: a large result is new pages (faulted in) every time.
+    add_s = _best_time(lambda: np.add(a, b), 3)
+    cache_s = _best_time(lambda: np.add(a[:c], b[:c]), 7)
+    m = n // 4
+    exp_s = _best_time(lambda: np.exp(a[:m]), 3)
+    k = 192  # 14 MFLOP: long enough for BLAS to reach speed, short enough to stay ~1 ms
+    x64 = a[: k * k].reshape(k, k)
+    x32 = x64.astype(np.float32)
+    for _ in range(2):  # wake the BLAS threads: the first calls of a process pay for starting them
+        x64 @ x64
+        x32 @ x32
+    mm64 = _best_time(lambda: x64 @ x64, 3, budget_s=0.03)
+    mm32 = _best_time(lambda: x32 @ x32, 3, budget_s=0.03)
+    eps = 1e-9  # a timer that reads 0 must not give an infinite rate
+    return HostProfile(
+        name=name or describe_cpu(),
+        call_overhead_s=overhead,
+        mem_bw=3 * 8 * n / max(add_s - overhead, eps),
+        cache_bw=3 * 8 * c / max(cache_s - overhead, eps),
+        special_rate=m / max(exp_s - overhead, eps),
+        flops64=2 * k**3 / max(mm64 - overhead, eps),
+        flops32=2 * k**3 / max(mm32 - overhead, eps),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def host_profile() -> HostProfile:
+    """The profile of this host, measured once per process on first use."""
+    return measure_host()
