@@ -37,7 +37,8 @@ class EugoMagics(Magics):
     @argument("-w", "--workers", metavar="N", help="how many workers (default: the running runtime's, or the cores)")
     @argument("-b", "--backend", metavar="NAME", help="engine: local (default), threads, dask or ray")
     @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
-    @argument("--gpu", default="auto", metavar="auto|on|off", help="use a GPU: auto (default), on, off")
+    @argument("--gpu", default=None, metavar="auto|on|off",
+              help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
     @argument("--optimize", action="store_true", help="apply automatic optimizations (recorded in the trace)")
     @argument("--compare", action="store_true", help="also run the cell on 1 worker and report the measured speedup")
     @argument("--scaling", metavar="1,2,4", help="run at each worker count; plot speedup vs ideal and simulated")

@@ -173,3 +173,22 @@ def test_a_gpu_without_cupy_predicts_for_its_own_profile_and_says_why(ip, monkey
     assert "PREDICTIONS for Tesla T4 (published T4 figures)" in out
     with pytest.raises(NoDeviceError, match="this machine has Tesla T4, but CuPy is not installed"):
         ip.run_cell_magic("eugo", "--gpu on -w 1", "x = 1\n")
+
+
+def test_gpu_not_given_runs_numpy_unproxied_without_a_gpu_and_says_so(ip, monkeypatch, capsys):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell_magic("eugo", "-w 1", "import numpy as np\nkind = type(np.arange(3)).__module__")
+    assert ip.user_ns["kind"] == "numpy"  # a real ndarray inside the cell: nothing was proxied
+    out = capsys.readouterr().out
+    assert "gpu: off (no GPU here, NumPy ran unchanged; --gpu auto shows what a GPU would do)" in out
+    assert "GPU offload" not in out
+
+
+def test_gpu_not_given_is_auto_where_a_gpu_is(monkeypatch):
+    from eugo_lab.accel.detect import Detection
+
+    usable = Detection((), "")
+    monkeypatch.setattr(type(usable), "usable", property(lambda self: True))
+    monkeypatch.setattr(cell, "detect_gpus", lambda: usable)
+    assert cell.default_mode(None) == ("auto", "")
+    assert cell.default_mode("off") == ("off", "")

@@ -123,10 +123,18 @@ def test_cell_outputs_value_and_deterministic_text(ip, kernel_mode):
         "%%eugo: 6 tasks on 2 workers (backend local)\n"
         "  functions: nap x6\n"
         "  failed: 0, retried: 0, blocking waits: 1\n"
-        "  gpu: auto, optimize: off\n"
+        f"  gpu: {_default_gpu_line()}, optimize: off\n"
         "  (timings, speedup and findings: see the rich view, or hpc.last_trace())")
     tr = hpc.last_trace()
     assert len(tr) == 6 and tr.meta["workers"] == 2
+
+
+def _default_gpu_line() -> str:
+    """What the summary says of --gpu when it is not given: auto on a GPU machine, off (with why) elsewhere."""
+    from eugo_lab.accel import cell
+
+    mode, note = cell.default_mode(None)
+    return f"{mode} ({note})" if note else mode
 
 
 def test_save_export_and_meta(ip, kernel_mode, tmp_path):

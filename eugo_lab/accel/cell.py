@@ -102,6 +102,25 @@ def _prediction_profile() -> Any:
     return prediction_profile()
 
 
+#: What the summary says when ``--gpu`` was not given and there is no GPU to offload to.
+NO_GPU_DEFAULT_NOTE = "no GPU here, NumPy ran unchanged; --gpu auto shows what a GPU would do"
+
+
+def default_mode(requested: str | None) -> tuple[str, str]:
+    """The mode a cell runs in, and a note for the summary, given ``--gpu`` (``None``: not given).
+
+    Not given means ``auto`` where a usable GPU is: something to gain, no annotation needed.
+    Without one, the cell's NumPy runs unproxied (``off``): routing every operation through
+    the proxy only to predict costs ~20 us per operation and changes ``type()`` inside the
+    cell, a price a learner should choose with ``--gpu auto``, not pay by default.
+    """
+    if requested is not None:
+        return requested, ""
+    if detect_gpus().usable:
+        return "auto", ""
+    return "off", NO_GPU_DEFAULT_NOTE
+
+
 def check(mode: str) -> None:
     """Before the cell's runtime and trace start: find (and calibrate, once) the device.
 

@@ -103,7 +103,7 @@ class CellOptions:
     workers: int | None = None
     backend: str | None = None
     address: str | None = None
-    gpu: str = "auto"
+    gpu: str | None = None  # auto|on|off; None: not given (auto where a GPU is, see accel.cell.default_mode)
     optimize: bool = False
     compare: bool = False
     scaling: tuple[int, ...] = ()
@@ -131,7 +131,7 @@ class CellOptions:
         return {"gpu": self.gpu, "optimize": self.optimize, **self.extra_meta}
 
 
-def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu: Any = "auto",
+def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu: Any = None,
           optimize: bool = False, compare: bool = False, scaling: Any = None, no_live: bool = False,
           save: Any = None, export: Any = None, available: list[str] | None = None) -> CellOptions:
     """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
@@ -151,6 +151,7 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
                               f"available: {', '.join(avail)}")
     if compare and scaling:
         raise OptionError("use either --compare or --scaling, not both (--scaling 1,N includes the comparison)")
-    return CellOptions(workers=w, backend=b, address=a, gpu=parse_gpu(gpu), optimize=bool(optimize),
-                       compare=bool(compare), scaling=parse_scaling(scaling) if scaling is not None else (),
+    return CellOptions(workers=w, backend=b, address=a, gpu=parse_gpu(gpu) if gpu is not None else None,
+                       optimize=bool(optimize), compare=bool(compare),
+                       scaling=parse_scaling(scaling) if scaling is not None else (),
                        live=not no_live, save=parse_name(save), export=parse_export(export))

@@ -16,6 +16,7 @@ Order of events for one cell:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -89,6 +90,10 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value."""
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     compiled = compile_cell(shell, cell)
+    gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
+    if gpu_note:
+        opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
+    opts = dataclasses.replace(opts, gpu=gpu)
     offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
     out_mode = display.mode(shell)
     rt = session.current(start=False)

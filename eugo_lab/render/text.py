@@ -28,7 +28,8 @@ def summary_text(s: Any, precise: bool = False) -> str:
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     opts = s.options
-    lines.append(f"  gpu: {opts.get('gpu', 'auto')}, optimize: {'on' if opts.get('optimize') else 'off'}")
+    note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
+    lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")
     # -- GPU offload (issue #13): the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
         from eugo_lab.render.offload import offload_text
