@@ -133,6 +133,24 @@ def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, f
 
 
 
+def describe_cpus(descriptions: list[str]) -> str:
+    """One line for the CPUs of a cluster's workers (one description per worker, as ``describe_cpu`` gives).
+
+    ``AMD EPYC (x86-64, 2 cores)`` when all are alike; ``2x AMD EPYC (...); 1x ARM Neoverse V2 (...)`` when not.
+    """
+    counts = collections.Counter(d for d in descriptions if d)
+    if len(counts) <= 1:
+        return next(iter(counts), "")
+    return "; ".join(f"{n}x {d}" for d, n in sorted(counts.items()))
+
+
+def this_cpu() -> str:
+    """The CPU of the machine this runs on, for engines whose workers all run here."""
+    from eugo_lab.accel.detect import describe_cpu
+
+    return describe_cpu()
+
+
 # -- driver side -----------------------------------------------------------------------------
 class WorkerIndex:
     """Maps an engine's worker identity (an address, a worker id) to a small stable int."""

@@ -45,6 +45,9 @@ class ClusterInfo:
     dashboard: str | None = None
     threads_per_worker: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The workers' CPU, architecture and model (``AMD EPYC (x86-64, 2 cores)``, ``ARM Neoverse V2 (aarch64,
+    #: 72 cores)``); machines of different kinds are listed each with how many workers run on it.
+    cpu: str = ""
 
     def __repr__(self) -> str:
         gib = self.memory / 2**30
@@ -58,6 +61,8 @@ class ClusterInfo:
         ]
         if self.threads_per_worker != 1:
             parts.insert(2, f"threads_per_worker={self.threads_per_worker}")
+        if self.cpu:
+            parts.append(f"cpu={self.cpu}")
         if self.dashboard:
             parts.append(f"dashboard={self.dashboard}")
         return "ClusterInfo(" + ", ".join(parts) + ")"

@@ -242,6 +242,7 @@ class DaskBackend(base.Backend):
         self._reporter: _cluster.Reporter | None = None
         self._index = _cluster.WorkerIndex()
         self._info_cache: tuple[float, dict] | None = None
+        self._cpu_cache: tuple[frozenset, str] | None = None  # (worker addresses, what their CPUs are)
         self._live_refs: set[int] = set()
         self._stopped = False
         self._idle_stopped = False
@@ -606,8 +607,24 @@ class DaskBackend(base.Backend):
             backend="dask", workers=len(workers), cores=threads, memory=memory, gpus=int(gpus),
             address=sinfo.get("address") or client.scheduler.address, dashboard=dashboard,
             threads_per_worker=max(1, threads // len(workers)) if workers else 1,
-            extra={"embedded": self.embedded},
+            extra={"embedded": self.embedded}, cpu=self._cpus(client, workers),
         )
+
+    def _cpus(self, client: distributed.Client, workers: dict) -> str:
+        """The workers' CPUs: this machine's for the embedded cluster, else asked of each worker once."""
+        if self.embedded:
+            return _cluster.this_cpu()
+        key = frozenset(workers)
+        cached = self._cpu_cache
+        if cached is None or cached[0] != key:
+            try:
+                from eugo_lab.accel.detect import describe_cpu
+
+                answers = client.run(describe_cpu, workers=list(workers)) if workers else {}
+            except Exception:  # noqa: BLE001 - workers without eugo_lab, a worker leaving: unknown, not an error
+                answers = {}
+            cached = self._cpu_cache = (key, _cluster.describe_cpus(list(answers.values())))
+        return cached[1]
 
     def workers(self) -> list[base.WorkerInfo]:
         """Workers registered now (with stable indices) plus any seen earlier running tasks."""

@@ -30,6 +30,7 @@ from typing import Any
 import psutil
 
 from eugo_lab.backends import base, local_process, outcome
+from eugo_lab.backends._cluster import this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
@@ -221,6 +222,7 @@ class LocalBackend(base.Backend):
             gpus=0,
             address="local processes",
             threads_per_worker=self.threads_per_worker,
+            cpu=this_cpu(),
         )
 
     def workers(self) -> list[base.WorkerInfo]:

@@ -138,6 +138,13 @@ def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, dep
 _ray_task = ray.remote(max_retries=0)(_ray_task_body)
 
 
+@ray.remote(num_cpus=0, max_retries=0)
+def _ray_describe_cpu() -> str:
+    from eugo_lab.accel.detect import describe_cpu
+
+    return describe_cpu()
+
+
 # How long the pre-flight TCP check may take: Ray itself keeps retrying an unreachable head
 # for over 35 s, far too long for a notebook cell to sit silent.
 PREFLIGHT_TIMEOUT_S = 5.0
@@ -237,6 +244,7 @@ class RayBackend(base.Backend):
         self._reporter: _cluster.Reporter | None = None
         self._index = _cluster.WorkerIndex()
         self._nodes_cache: tuple[float, list] | None = None
+        self._cpu_cache: tuple[frozenset, str] | None = None  # (node ids, what their CPUs are)
         self._stopped = False
         self._lock = threading.Lock()
         self._watch: GcsWatch | None = None
@@ -560,7 +568,25 @@ class RayBackend(base.Backend):
             dashboard = "http://" + dashboard
         return base.ClusterInfo(backend="ray", workers=cpus, cores=cpus, memory=int(total.get("memory", 0)),
                                 gpus=int(total.get("GPU", 0)), address=address, dashboard=dashboard,
-                                extra={"nodes": len(nodes), "owned": self._owned})
+                                extra={"nodes": len(nodes), "owned": self._owned}, cpu=self._cpus(nodes))
+
+    def _cpus(self, nodes: list[dict]) -> str:
+        """The nodes' CPUs: this machine's for a local instance, else one small task pinned to each node, once."""
+        if self._owned:
+            return _cluster.this_cpu()
+        key = frozenset(n.get("NodeID", "") for n in nodes)
+        cached = self._cpu_cache
+        if cached is None or cached[0] != key:
+            try:
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                refs = [_ray_describe_cpu.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    n["NodeID"], soft=False)).remote() for n in nodes if n.get("NodeID")]
+                answers = ray.get(refs, timeout=10)
+            except Exception:  # noqa: BLE001 - nodes without eugo_lab, a node leaving: unknown, not an error
+                answers = []
+            cached = self._cpu_cache = (key, _cluster.describe_cpus(answers))
+        return cached[1]
 
     def workers(self) -> list[base.WorkerInfo]:
         """Ray worker processes that have run tasks of this runtime (index, host, pid)."""

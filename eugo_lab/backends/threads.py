@@ -105,10 +105,11 @@ class ThreadBackend(base.Backend):
 
     def info(self) -> base.ClusterInfo:
         """Threads of this process."""
+        from eugo_lab.backends._cluster import this_cpu
         from eugo_lab.backends.local_process import usable_cores
 
         return base.ClusterInfo(backend="threads", workers=self.n_workers, cores=usable_cores(),
-                                memory=psutil.virtual_memory().total, address="this process")
+                                memory=psutil.virtual_memory().total, address="this process", cpu=this_cpu())
 
     def workers(self) -> list[base.WorkerInfo]:
         """One entry per thread."""
