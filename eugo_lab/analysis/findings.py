@@ -6,12 +6,15 @@ course can quote them and a test can pin them.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from eugo_lab.analysis import contention, whatif
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.report import (
@@ -25,7 +28,8 @@ from eugo_lab.analysis.report import (
     fmt_s,
     fmt_x,
 )
-from eugo_lab.analysis.timeline import Units, Window, measure
+from eugo_lab.analysis.simulate import Replay, replay
+from eugo_lab.analysis.timeline import Units, Window, bandwidth, measure
 from eugo_lab.tracing.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
@@ -52,10 +56,60 @@ LONG_TAIL_FRACTION = 0.2
 LONG_TAIL_FLOOR_S = 0.05
 
 # Blocking too early: a handful of one-future get()s is normal (a setup step); we flag it
-# when at least 3 consecutive task pairs, and at least half of all tasks, were submitted
-# only after the previous task's get() returned.
+# when at least 3 consecutive task pairs were submitted only after the previous task's get()
+# returned, and submitting them together is predicted to save at least MIN_SAVES of the run
+# (by its cost, not its share of the tasks: 6 serialized of 20 can cost a third of the run).
 BLOCKING_MIN_PAIRS = 3
-BLOCKING_MIN_SHARE = 0.5
+
+# -- what a fix is worth ------------------------------------------------------------------------------
+# A mistake found by its cost is flagged when its fix is predicted to save at least 5% of the
+# run: this VM's speed drifts by up to ~25% minute to minute, but a replay compares the
+# same trace with and without the fix, so 5% is real time, not noise...
+MIN_SAVES = 0.05
+# ...and at least 10 ms: a saving below that is not something a learner could measure.
+MIN_SAVES_S = 0.01
+# Found by their own rules (a straggler, an I/O-bound phase) but worth under 3% of the run
+# if fixed: shown as a note, so the list leads with what pays.
+NOTE_SHARE = 0.03
+# The speedup headline only says "scaling is good" when no fix would save a tenth of the run.
+GOOD_ENOUGH_SAVES = 0.1
+# Honest on 1 core (Binder): findings that need parallelism say what this worker count
+# would do instead, from the replay.
+TWO_WORKERS = 2
+
+# -- driver patterns ---------------------------------------------------------------------------------
+# Waiting in submission order: at least 3 one-future get()s at one line over tasks that were
+# all submitted first (fewer is a setup step, not a results loop).
+ORDER_MIN_GETS = 3
+# Slow submission: a loop of at least 4 submissions with no wait in between, whose
+# submissions are at least 2 ms apart on average: a .remote() call costs 0.1-0.5 ms on the
+# local pool (ARCHITECTURE facts: ~155 us per call for a process pool), so 2 ms means the
+# driver did other work in the loop (building the argument).
+SLOW_SUBMIT_MIN_TASKS = 4
+SLOW_SUBMIT_GAP_S = 0.002
+# What a bare submission costs in the replay of the fix (the upper end of the measured range).
+SUBMIT_COST_S = 0.0005
+
+# -- balance -----------------------------------------------------------------------------------------
+# Contention: a function's tasks ran at least 10% slower side by side than alone. Noise
+# between runs on this VM is up to ~25% minute to minute, but within one trace (or a
+# --compare pair run back to back) medians over several tasks stay within a few percent;
+# 10% is also where the measured and estimated speedups visibly disagree (item "one speedup
+# story"), and at least 5 ms per task so microsecond tasks' jitter does not count.
+CONTENTION_MIN = 0.1
+CONTENTION_MIN_S = 0.005
+CONTENTION_MIN_TASKS = 2
+# A task ran "alone" when others overlapped under 10% of it, "side by side" when over 90%.
+ALONE_OVERLAP = 0.1
+TOGETHER_OVERLAP = 0.9
+# The measured and task-time speedups "differ" when they are more than 10% apart.
+SPEEDUP_GAP = 0.1
+# Unbalanced partitions: input sizes and durations of one function's tasks both spread over
+# 3x (ordinary variation stays within ~2x, as for stragglers) and move together (a rank
+# correlation of 0.8: bigger input, longer task, nearly always), over at least 4 tasks.
+UNBALANCED_RATIO = 3.0
+UNBALANCED_CORR = 0.8
+UNBALANCED_MIN_TASKS = 4
 
 # Tasks are too small when the per-task overhead is at least the body: then at least half
 # of each round trip is overhead. Below 10 tasks batching cannot gain much in total.
@@ -109,15 +163,60 @@ class Context:
     overhead: np.ndarray
     critical_path: CriticalPath
     serial_time: float
+    replay: Replay
+    baseline: Trace | None = None  # the same work measured on 1 worker (--compare / --scaling), if any
 
     @property
     def workers(self) -> int:
         """Workers of the traced engine."""
         return self.trace.n_workers
 
+    @property
+    def wall(self) -> float:
+        """The analysed wall time."""
+        return self.window.length
+
     def fname(self, code: int) -> str:
         """Function name for a function index."""
         return self.trace.functions[int(code)]
+
+    @functools.cached_property
+    def overlap(self) -> np.ndarray:
+        """Per unit: the share of its occupancy while another unit ran too (see :mod:`contention`)."""
+        return contention.overlap_share(self.units)
+
+    def worth_flagging(self, saves: float) -> bool:
+        """A mistake found by its cost: the fix saves at least ``MIN_SAVES`` of the run and ``MIN_SAVES_S``."""
+        return saves >= MIN_SAVES * self.wall and saves >= MIN_SAVES_S
+
+    def predict(self, fixed: Replay, parallel: bool = False) -> whatif.Prediction:
+        """The fix replayed on this run's workers (on 2 when ``parallel`` and the run had 1: see ``TWO_WORKERS``)."""
+        w = max(self.workers, TWO_WORKERS) if parallel else self.workers
+        return whatif.predict(self.replay, fixed, w)
+
+
+def side_by_side(ctx: Context, fn: int) -> dict | None:
+    """``fn``'s tasks alone vs side by side in this trace (see ``ALONE_OVERLAP``, ``TOGETHER_OVERLAP``)."""
+    return contention.side_by_side(ctx.units, fn, ALONE_OVERLAP, TOGETHER_OVERLAP, CONTENTION_MIN_TASKS,
+                                   ctx.overlap)
+
+
+def priced(ctx: Context, f: Finding, fixed: Replay, fix: str, parallel: bool = False) -> Finding:
+    """``f`` with what its fix saves on this run (``saves``, ``wall_after``, ``fix``).
+
+    ``parallel``: the mistake only costs time when tasks could overlap. On a 1-worker run the
+    verdict then also says what 2 workers are predicted to do with and without the fix, so a
+    learner on one core (Binder) still sees the mistake's price.
+    """
+    p = whatif.predict(ctx.replay, fixed, ctx.workers)
+    ev, verdict = dict(f.evidence), f.verdict
+    if parallel and ctx.workers < TWO_WORKERS:
+        p2 = whatif.predict(ctx.replay, fixed, TWO_WORKERS)
+        ev["on_2_workers"] = {"before": p2.before, "after": p2.after, "saves": p2.saves}
+        verdict += (f" On {TWO_WORKERS} workers the replay predicts {fmt_s(p2.before)} as written and "
+                    f"{fmt_s(p2.after)} with the fix.")
+    return dataclasses.replace(f, verdict=verdict, evidence=ev, saves=p.saves,
+                               wall_after=max(ctx.wall - p.saves, 0.0), fix=fix)
 
 
 def _plural(n: int, word: str) -> str:
@@ -130,27 +229,55 @@ def _ids(ids: list[int], limit: int = 5) -> str:
 
 
 # -- detectors -------------------------------------------------------------------------------------
-def speedup(ctx: Context) -> list[Finding]:
-    """Always present: measured speedup against the ideal (the worker count)."""
+def speedup(ctx: Context, others: list[Finding]) -> list[Finding]:
+    """Always present: the speedup against the ideal (the worker count), measured when a baseline exists.
+
+    ``others`` are the run's other findings: the advice says "scaling is good" only when no
+    fix would save ``GOOD_ENOUGH_SAVES`` of the run.
+    """
     wall, serial, w = ctx.window.length, ctx.serial_time, ctx.workers
-    s = serial / wall if wall > 0 else 0.0
+    est = serial / wall if wall > 0 else 0.0
+    base = ctx.baseline.wall_time if ctx.baseline is not None else None
+    s = base / wall if base is not None and wall > 0 else est
     eff = s / w if w else 0.0
+    best = max((f for f in others if f.saves is not None), key=lambda f: f.saves or 0.0, default=None)
+    big = best is not None and (best.saves or 0.0) >= GOOD_ENOUGH_SAVES * wall
     sev = INFO if eff >= GOOD_EFFICIENCY else WARNING if eff >= POOR_EFFICIENCY else PROBLEM
-    verdict = (f"{fmt_x(s)} on {_plural(w, 'worker')}, ideal {w}x ({fmt_pct(eff)} efficiency): "
-               f"{fmt_s(serial)} of task time in {fmt_s(wall)}.")
-    if sev == INFO:
+    ev = {"speedup": s, "estimated_speedup": est, "measured_speedup": None if base is None else s, "workers": w,
+          "efficiency": eff, "serial_time": serial, "wall_time": wall}
+    if base is not None:
+        verdict = (f"{fmt_x(s)} on {_plural(w, 'worker')} measured against the 1-worker run ({fmt_s(base)} → "
+                   f"{fmt_s(wall)}), ideal {w}x ({fmt_pct(eff)} efficiency); the task-time estimate is {fmt_x(est)}.")
+    else:
+        verdict = (f"{fmt_x(s)} on {_plural(w, 'worker')}, ideal {w}x ({fmt_pct(eff)} efficiency): "
+                   f"{fmt_s(serial)} of task time in {fmt_s(wall)} (estimated from task time).")
+    if w < TWO_WORKERS:
+        two = replay(ctx.replay, TWO_WORKERS)
+        ev["on_2_workers"] = {"before": two}
+        verdict = (f"1 worker: nothing ran in parallel here, so no speedup is measured. The replay predicts "
+                   f"{fmt_s(two)} on {TWO_WORKERS} workers ({fmt_x(wall / two if two > 0 else 0.0)} faster).")
+        advice = ("Run with 2 or more workers where you have the cores (%%eugo -w 2 --compare) to measure it; "
+                  "the findings below price each mistake on 2 workers.")
+        sev = INFO
+    elif big:
+        advice = (f"The biggest win: {best.fix}, saving {fmt_s(best.saves)}; the findings below say what else "
+                  "costs.")
+    elif sev == INFO:
         advice = "Scaling is good; simulate(trace) predicts how far more workers would take it."
     else:
         cats = {k: v for k, v in ctx.breakdown.worker_categories().items() if k != "compute"}
         worst = max(cats, key=lambda k: cats[k])
         advice = (f"The largest loss is {worst} ({fmt_s(cats[worst])} of worker time); "
                   "the findings below say where it comes from.")
-    return [Finding("speedup", "Speedup", sev, verdict, advice,
-                    {"speedup": s, "workers": w, "efficiency": eff, "serial_time": serial, "wall_time": wall})]
+    return [Finding("speedup", "Speedup", sev, verdict, advice, ev)]
 
 
-def stragglers(ctx: Context) -> list[Finding]:
-    """Tasks far slower than their function's median (see ``STRAGGLER_*``)."""
+def stragglers(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding]:
+    """Tasks far slower than their function's median (see ``STRAGGLER_*``).
+
+    Priced as the slow tasks split into median-sized pieces. Functions in ``skip`` already
+    have an Unbalanced partitions finding, which names the cause (their input sizes).
+    """
     t = ctx.trace.tasks
     body = t["end"] - t["start"]
     valid = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
@@ -160,7 +287,7 @@ def stragglers(ctx: Context) -> list[Finding]:
     meds = np.zeros(len(body))
     for f in np.unique(t["function"][valid]):
         sel = valid & (t["function"] == f)
-        if sel.sum() < STRAGGLER_MIN_TASKS:
+        if sel.sum() < STRAGGLER_MIN_TASKS or ctx.fname(f) in skip:
             continue
         med = float(np.median(body[sel]))
         slow = sel & (body > STRAGGLER_RATIO * med) & (body - med >= STRAGGLER_FLOOR_S)
@@ -183,9 +310,26 @@ def stragglers(ctx: Context) -> list[Finding]:
                    f"{fmt_s(med)} (slowest: task {tasks[0]['task_id']}, {fmt_s(tasks[0]['duration'])}).")
         advice = (f"Find what makes task {_ids([x['task_id'] for x in tasks], 3)} different (input size, data "
                   "skew): split big inputs so every task does similar work, or submit the biggest first.")
-        out.append(Finding("straggler", "Straggler", WARNING, verdict, advice,
-                           {"function": name, "median": med, "tasks": tasks, "tail_cost": saved}))
+        finding = Finding("straggler", "Straggler", WARNING, verdict, advice,
+                          {"function": name, "median": med, "tasks": tasks, "tail_cost": saved})
+        out.append(priced(ctx, finding, _split_fixed(ctx, [x["task_id"] for x in tasks], med),
+                          f"split task {_ids([x['task_id'] for x in tasks], 3)} of {name}() into median-sized pieces",
+                          parallel=True))
     return out
+
+
+def _unit_of(ctx: Context, task_ids: list[int]) -> list[int]:
+    """Unit indices of these task ids (their first measured attempt's unit, when there is one)."""
+    u = ctx.units
+    pos = {int(t): i for i, t in reversed(list(enumerate(u.task_id.tolist())))}
+    return [pos[t] for t in task_ids if t in pos]
+
+
+def _split_fixed(ctx: Context, task_ids: list[int], piece: float) -> Replay:
+    """The replay with these tasks split into pieces of about ``piece`` seconds of body each."""
+    idx = _unit_of(ctx, task_ids)
+    occ = ctx.replay.occupancy
+    return whatif.split(ctx.replay, idx, [whatif.pieces_for(float(occ[i]), piece) for i in idx])
 
 
 def long_tail(ctx: Context) -> list[Finding]:
@@ -220,15 +364,34 @@ def long_tail(ctx: Context) -> list[Finding]:
     verdict = verdict[0].upper() + verdict[1:]
     advice = ("Make the last tasks short: split the longest tasks into pieces, or submit the longest first "
               "so they do not start last.")
-    return [Finding("long-tail", "Long tail", WARNING, verdict, advice,
-                    {"tail": tail, "fraction": tail / win.length, "idle_worker_time": idle, "tasks": ids})]
+    finding = Finding("long-tail", "Long tail", WARNING, verdict, advice,
+                      {"tail": tail, "fraction": tail / win.length, "idle_worker_time": idle, "tasks": ids})
+    # Two fixes, priced both ways; the finding names the one that saves more.
+    idx = _unit_of(ctx, ids)
+    fn = u.function[idx] if idx else np.zeros(0, dtype=np.int64)
+    typical = float(np.median(u.occ_end[np.isin(u.function, fn)] - u.occ_start[np.isin(u.function, fn)])) \
+        if idx else 0.0
+    split = _split_fixed(ctx, ids, typical if typical > 0 else tail / 2)
+    group = np.flatnonzero(np.isin(u.function, fn))
+    early = whatif.first(ctx.replay, idx, group) if idx else ctx.replay
+    a, b = ctx.predict(split), ctx.predict(early)
+    if b.saves > a.saves:
+        return [priced(ctx, finding, early, f"submit task {_ids(ids, 3)} first", parallel=True)]
+    return [priced(ctx, finding, split, f"split task {_ids(ids, 3)} into smaller pieces", parallel=True)]
 
 
 def blocking(ctx: Context) -> list[Finding]:
-    """``get()`` right after each ``.remote()`` so tasks never overlap (see ``BLOCKING_*``)."""
+    """``get()`` right after each ``.remote()`` so tasks never overlap (see ``BLOCKING_*``, ``MIN_SAVES``).
+
+    Found by its cost: the replay with the serialized tasks submitted together (their
+    one-future waits cut out of the driver's time line, nothing waiting on their results
+    until the end) must save ``MIN_SAVES`` of the run. Tasks that ran alone are priced at
+    the speed the same function's tasks had side by side in this trace, when it shows one
+    (see :func:`side_by_side`), so contention does not inflate the promise.
+    """
     u, trace = ctx.units, ctx.trace
     b = trace.blocks
-    if ctx.workers < 2 or len(u) < 2 or not len(b["kind"]):
+    if len(u) < 2 or not len(b["kind"]):
         return []
     kinds = np.array(trace.block_kinds, dtype=object)[b["kind"]]
     # One-future waits: get(f), or `await f` in async code (the same pattern: r = await t.remote(x)).
@@ -239,7 +402,7 @@ def blocking(ctx: Context) -> list[Finding]:
     bend, bstart = b["end"][one], b["start"][one]
     order = np.argsort(u.submit, kind="stable")
     sub, rcv = u.submit[order], u.received[order]
-    pairs = []
+    pairs, waited = [], set()
     for k in range(len(order) - 1):
         if sub[k + 1] < rcv[k]:
             continue  # the next task was submitted while this one ran: they could overlap
@@ -248,32 +411,60 @@ def blocking(ctx: Context) -> list[Finding]:
         # ...waited for this task: it started after the submission and ended after the result.
         if m >= 0 and bstart[m] >= sub[k] and bend[m] >= rcv[k]:
             pairs.append(int(one[m]))
-    if len(pairs) < BLOCKING_MIN_PAIRS or len(pairs) < BLOCKING_MIN_SHARE * (len(u) - 1):
+            waited.add(int(order[k]))
+    if len(pairs) < BLOCKING_MIN_PAIRS:
         return []
+    # The loop's last task: waited on by a one-future get before anything else was submitted.
+    for k in range(len(order)):
+        m = int(np.searchsorted(bend, rcv[k], side="left"))
+        if m < len(one) and sub[k] <= bstart[m] <= rcv[k] and (k == len(order) - 1 or sub[k + 1] >= bend[m]):
+            waited.add(int(order[k]))
     src_counts = Counter(int(b["source"][p]) for p in pairs)
     src_code = min(src_counts, key=lambda s: (-src_counts[s], s))
     src = trace.sources[src_code]
     # Time the driver spent in one-future get() calls at that line (the last task's included).
     at_src = one[b["source"][one] == src_code]
     blocked = float((b["end"][at_src] - b["start"][at_src]).sum())
-    spans = u.received - u.ready
-    union = measure(u.ready, u.received)
+    t0 = ctx.window.start
+    fixed = whatif.without_waits(ctx.replay, b["start"][at_src] - t0, b["end"][at_src] - t0, sorted(waited))
+    alone = sorted(waited)
+    for f in np.unique(u.function[alone]):
+        slow = side_by_side(ctx, int(f))
+        if slow is not None and slow["slowdown"] >= CONTENTION_MIN:
+            sel = [i for i in alone if u.function[i] == f]
+            fixed = whatif.scaled(fixed, sel, 1.0 + slow["slowdown"])
+    pred = ctx.predict(fixed, parallel=True)
+    if not ctx.worth_flagging(pred.saves) and not (ctx.workers < TWO_WORKERS and pred.saves >= MIN_SAVES * pred.before
+                                                    and pred.saves >= MIN_SAVES_S):
+        return []
+    # Concurrency of the serialized tasks themselves (the fan-out after the loop is not the mistake).
+    ws = np.array(sorted(waited))
+    spans = u.received[ws] - u.ready[ws]
+    union = measure(u.ready[ws], u.received[ws])
     concurrency = float(spans.sum() / union) if union > 0 else 0.0
+    loop = float(u.received[ws].max() - u.ready[ws].min())
     shown = display_source(src)
     awaited = kinds[pairs[0]] == "await"
     call = "awaited" if awaited else "called get() on"
+    n_ser = len(waited)
+    of = f"{n_ser} tasks" if n_ser == len(u) else f"{n_ser} of {len(u)} tasks"
+    idle = (f": for {fmt_s(loop)} ({fmt_pct(loop / ctx.wall)} of the run) {ctx.workers - 1} of {ctx.workers} "
+            f"workers sat idle" if ctx.workers > 1 and ctx.wall > 0 else "")
     verdict = (f"the driver {call} each task right after submitting it ({shown}), so "
-               f"{len(pairs) + 1} tasks ran one at a time (average concurrency {concurrency:.2f}).")
+               f"{of} ran one at a time (average concurrency {concurrency:.2f}){idle}.")
     verdict = verdict[0].upper() + verdict[1:]
     if awaited:
         advice = (f"Submit all tasks first, then await them together: replace the await at {shown} by "
                   "`await asyncio.gather(*futures)` after the loop.")
+        fix = f"await the tasks together instead of at {shown}"
     else:
         advice = (f"Submit all tasks first, then call hpc.get() once on the list: move the get() at {shown} "
                   "out of the loop.")
-    return [Finding("blocking", "Blocking", PROBLEM, verdict, advice,
-                    {"source": src, "serialized_tasks": len(pairs) + 1, "blocked": blocked,
-                     "concurrency": concurrency, "gets": int(len(one))})]
+        fix = f"move the get() at {shown} out of the loop"
+    finding = Finding("blocking", "Blocking", PROBLEM, verdict, advice,
+                      {"source": src, "serialized_tasks": n_ser, "blocked": blocked, "loop": loop,
+                       "concurrency": concurrency, "gets": int(len(one))}, related=("Fan-out",))
+    return [priced(ctx, finding, fixed, fix, parallel=True)]
 
 
 def tasks_too_small(ctx: Context) -> list[Finding]:
@@ -314,14 +505,25 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                    "scheduling takes more time than the work.")
         advice = (f"Batching: give each task about {size} items, e.g. hpc.map({name}, items, batch={size}), "
                   f"so a task runs about {fmt_s(size * per_item)}.")
-        out.append(Finding("tasks-too-small", "Scheduling overhead", sev, verdict, advice,
-                           {"function": name, "tasks": n, "median_body": body, "median_overhead": ovh,
-                            "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
-                           related=("Batching",)))
+        finding = Finding("tasks-too-small", "Scheduling overhead", sev, verdict, advice,
+                          {"function": name, "tasks": n, "median_body": body, "median_overhead": ovh,
+                           "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
+                          related=("Batching",))
+        fixed = whatif.batched(ctx.replay, np.flatnonzero(sel & ~u.is_batch), size, SUBMIT_COST_S)
+        out.append(priced(ctx, finding, fixed, f"batch {name}() {size} items per task with hpc.map"))
     return out
 
 
-def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, cpu: float) -> list[Finding]:
+def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, cpu: float,
+           task: tuple[float, float] | None = None, units_with: np.ndarray | None = None,
+           per_unit: np.ndarray | None = None) -> list[Finding]:
+    """The bound verdict for one function (``task`` None) or one phase.
+
+    For a phase, ``task`` is (body, cpu) of the tasks that ran it, ``units_with`` their unit
+    indices and ``per_unit`` the phase's seconds in each: a phase's verdict is worded by what
+    it is of its task, and "more workers than cores" is only advised when waiting dominates
+    the task as a whole; otherwise the waiting phase can overlap the rest (item: prefetch).
+    """
     serial = ctx.serial_time
     if body < BOUND_MIN_S or serial <= 0 or body < BOUND_MIN_SHARE * serial:
         return []
@@ -329,10 +531,35 @@ def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, c
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial}
     if ratio < IO_BOUND_RATIO:
-        verdict = f"{label} used the CPU {fmt_pct(ratio)} of its run time: it mostly waits (I/O, sleep, network)."
-        more = f"hpc.init(workers={2 * cores})" if cores else "more workers than cores"
-        advice = f"Waiting does not need a core: run more workers than cores ({more}) or overlap the waits."
-        return [Finding(f"io-bound{code_suffix}", "I/O-bound", WARNING, verdict, advice, ev)]
+        more = max(2 * cores, 2 * ctx.workers) if cores else 2 * ctx.workers
+        task_ratio = task[1] / task[0] if task is not None and task[0] > 0 else ratio
+        of_task = body / task[0] if task is not None and task[0] > 0 else 1.0
+        ev.update(task_share=of_task, task_cpu_ratio=task_ratio)
+        if task is None:
+            verdict = (f"{label} used the CPU {fmt_pct(ratio)} of its run time: it mostly waits "
+                       "(I/O, sleep, network).")
+        else:
+            verdict = (f"{label} is {fmt_pct(of_task)} of its tasks' time and used the CPU {fmt_pct(ratio)} of it: "
+                       f"it waits (I/O, sleep, network); the tasks as a whole used the CPU {fmt_pct(task_ratio)}.")
+        if task_ratio < IO_BOUND_RATIO:
+            init = f"hpc.init(workers={more})"
+            advice = f"Waiting does not need a core: run more workers than cores ({init}) or overlap the waits."
+            # The replay keeps each task's duration, which holds for waiting (it needs no core).
+            saves = max(replay(ctx.replay, ctx.workers) - replay(ctx.replay, more), 0.0)
+            finding = Finding(f"io-bound{code_suffix}", "I/O-bound", WARNING, verdict, advice, ev)
+            return [dataclasses.replace(finding, saves=saves, wall_after=max(ctx.wall - saves, 0.0),
+                                        fix=f"run more workers than cores ({init})")]
+        name = label.split("'")[1] if "'" in label else label
+        advice = (f"Overlap the {label} with compute: prefetch the next input while computing this one (start "
+                  f"reading item i+1, e.g. in a thread, before computing item i). More workers than cores would "
+                  f"slow the {fmt_pct(1 - of_task)} of the task that computes.")
+        finding = Finding(f"io-bound{code_suffix}", "I/O-bound", WARNING, verdict, advice, ev)
+        if units_with is None or per_unit is None:
+            return [finding]
+        occ = ctx.replay.occupancy[units_with]
+        hidden = np.minimum(per_unit, np.maximum(occ - per_unit, 0.0))
+        fixed = whatif.shorter(ctx.replay, units_with, hidden)
+        return [priced(ctx, finding, fixed, f"overlap the '{name}' phase with compute (prefetch)")]
     if ratio >= COMPUTE_BOUND_RATIO:
         threads = f" (about {ratio:.1f} cores per task: threaded code)" if ratio >= 1.5 else ""
         verdict = f"{label} kept the CPU busy {fmt_pct(min(ratio, 1.0))} of its run time{threads}."
@@ -358,8 +585,14 @@ def boundness(ctx: Context) -> list[Finding]:
     for n in np.unique(p["name"]):
         sel = p["name"] == n
         dur = float((p["end"][sel] - p["start"][sel]).sum())
+        unit_of_row = u.row_unit[p["row"][sel]]
+        ok = unit_of_row >= 0
+        with_phase = np.unique(unit_of_row[ok])
+        per_unit = np.bincount(np.searchsorted(with_phase, unit_of_row[ok]),
+                               weights=(p["end"][sel] - p["start"][sel])[ok], minlength=len(with_phase))
+        task = (float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum())) if len(with_phase) else None
         out += _bound(ctx, f"phase '{ctx.trace.phase_names[n]}'", "-phase", "phase", dur,
-                      float(np.nansum(p["cpu"][sel])))
+                      float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit)
     return out
 
 
@@ -377,9 +610,12 @@ def serialization(ctx: Context) -> list[Finding]:
         verdict = verdict[0].upper() + verdict[1:]
         advice = ("Send less: pass big inputs once with hpc.put() or let tasks load their own data, and return "
                   "summaries instead of large results.")
-        out.append(Finding("serialization", "Serialization", WARNING, verdict, advice,
-                           {"serialization": ser, "share": ser / busy, "bytes_in": bin_, "bytes_out": bout,
-                            "function": top}))
+        finding = Finding("serialization", "Serialization", WARNING, verdict, advice,
+                          {"serialization": ser, "share": ser / busy, "bytes_in": bin_, "bytes_out": bout,
+                           "function": top})
+        # Priced as if nothing were pickled: the most sending less can save.
+        fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser)
+        out.append(priced(ctx, finding, fixed, "send less data to and from the tasks (hpc.put, summaries)"))
     single = u.n_items == 1
     for f in np.unique(u.function[single]):
         sizes = u.bytes_in[single & (u.function == f)]
@@ -394,8 +630,11 @@ def serialization(ctx: Context) -> list[Finding]:
         verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(size * n)} in all)."
         advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
                   "it without re-sending.")
-        out.append(Finding("repeated-argument", "Serialization", WARNING, verdict, advice,
-                           {"function": name, "bytes": size, "count": n, "total_bytes": size * n}))
+        finding = Finding("repeated-argument", "Serialization", WARNING, verdict, advice,
+                          {"function": name, "bytes": size, "count": n, "total_bytes": size * n})
+        idx = np.flatnonzero(single & (u.function == f) & (u.bytes_in == size))
+        fixed = whatif.sent_once(ctx.replay, idx, u.deser[idx], size / bandwidth(ctx.trace))
+        out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
     return out
 
 
@@ -425,7 +664,11 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
                    f"{fmt_s(cp.wall_time)} run; other workers had nothing to do meanwhile.")
         verdict = verdict[0].upper() + verdict[1:]
         advice = f"Partition the input of {fn}() into pieces (one task each) so they run in parallel."
-        return [Finding("critical-path", "Partition", WARNING, verdict, advice, ev)]
+        finding = Finding("critical-path", "Partition", WARNING, verdict, advice, ev)
+        pieces = max(ctx.workers, TWO_WORKERS)
+        idx = _unit_of(ctx, [cp.task_ids[k]])
+        return [priced(ctx, finding, whatif.split(ctx.replay, idx, [pieces] * len(idx)),
+                       f"partition task {cp.task_ids[k]}'s input ({fn}) into {pieces} pieces")]
     verdict = (f"a chain of {len(cp)} tasks, each waiting for the previous one, took {fmt_s(cp.length)} "
                f"({fmt_pct(cp.fraction)} of the run); more workers cannot shorten it.")
     verdict = verdict[0].upper() + verdict[1:]

@@ -66,6 +66,13 @@ class Replay:
     after_results: float    # driver time after the last result and the last wait
     after_submit: float     # driver's non-blocked time after its last submission
     wall_time: float        # measured
+    # Per unit: does a later unit wait for its result? None: all do (as inferred from timing).
+    # A what-if that removes a wait (eugo_lab.analysis.whatif) clears it for the units nobody
+    # waits for any more, e.g. the tasks a get() in a loop used to wait on.
+    gates: np.ndarray | None = None
+    # Measured start of each unit's occupancy: units ready at the same moment are replayed
+    # in the order the engine dispatched them (None: in the order their results arrived).
+    started: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ready.shape[0])
@@ -97,7 +104,8 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
         after_results = after_submit = 0.0
     return Replay(ready=u.ready - t0, occupancy=np.maximum(u.occ_end - u.occ_start, 0.0), pre=pre,
                   post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
-                  after_results=after_results, after_submit=after_submit, wall_time=win.length)
+                  after_results=after_results, after_submit=after_submit, wall_time=win.length,
+                  started=u.occ_start - t0)
 
 
 def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None = None,
@@ -113,7 +121,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     n = len(r)
     if n == 0:
         return r.wall_time
-    order = np.lexsort((r.received, r.ready))
+    order = np.lexsort((r.received, r.ready) if r.started is None else (r.received, r.started, r.ready))
     by_rcv = np.argsort(r.received, kind="stable").tolist()
     n_done = np.searchsorted(r.received[by_rcv], r.ready[order] + TOLERANCE, side="right").tolist()
     ready_l, pre_l, occ_l, post_l, rcv_l = (r.ready.tolist(), r.pre.tolist(), r.occupancy.tolist(),
@@ -139,6 +147,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     heap = [(0.0, w) for w in range(min(workers, len(jobs)))]
     used: set[int] = set()
     turn = r.turnaround
+    gates = r.gates.tolist() if r.gates is not None else [True] * n
     last_ready = 0.0
     last_rcv = -math.inf
     for _, c, k in jobs:
@@ -147,7 +156,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         while ptr[c] < n_done[k]:
             i = by_rcv[ptr[c]]
             s = rc[i]
-            if s == s:  # s == s: the predecessor exists in this copy and was replayed
+            if s == s and gates[i]:  # s == s: the predecessor exists in this copy and was replayed
                 if rcv_l[i] > f_meas[c]:
                     f_meas[c] = rcv_l[i]
                 if s > f_sim[c]:
