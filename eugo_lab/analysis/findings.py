@@ -141,6 +141,15 @@ SERIALIZATION_MIN_S = 0.01
 # task; three repeats rule out coincidence between two similar inputs.
 REPEAT_MIN_BYTES = 1_000_000
 REPEAT_MIN_COUNT = 3
+# Pickling an argument at .remote() costs the driver up to ~5x what unpickling it costs a
+# worker (measured here: a list of a million ints, 0.2-0.29 s to pickle through the
+# future-aware pickler, 0.05-0.08 s to unpickle; bytes and arrays are a memcpy both ways).
+# The put what-if credits at most 8x the unpickling (and never more than the driver's time
+# between submissions), so a loop that also built something is not all credited to pickling.
+PICKLE_PER_UNPICKLE = 8.0
+# hpc.put pickles the object once with the plain pickler: about half a worker's unpickling
+# (measured: 29 ms to put the same list).
+PUT_PER_UNPICKLE = 0.5
 
 # The critical path limits the run when it is half the wall time or more and workers sat
 # idle for at least a quarter of their time (otherwise the worker count is the limit).
@@ -209,14 +218,26 @@ def priced(ctx: Context, f: Finding, fixed: Replay, fix: str, parallel: bool = F
     learner on one core (Binder) still sees the mistake's price.
     """
     p = whatif.predict(ctx.replay, fixed, ctx.workers)
+    after = after_fix(ctx, p)
     ev, verdict = dict(f.evidence), f.verdict
     if parallel and ctx.workers < TWO_WORKERS:
         p2 = whatif.predict(ctx.replay, fixed, TWO_WORKERS)
         ev["on_2_workers"] = {"before": p2.before, "after": p2.after, "saves": p2.saves}
         verdict += (f" On {TWO_WORKERS} workers the replay predicts {fmt_s(p2.before)} as written and "
                     f"{fmt_s(p2.after)} with the fix.")
-    return dataclasses.replace(f, verdict=verdict, evidence=ev, saves=p.saves,
-                               wall_after=max(ctx.wall - p.saves, 0.0), fix=fix)
+    return dataclasses.replace(f, verdict=verdict, evidence=ev, saves=ctx.wall - after, wall_after=after, fix=fix)
+
+
+def after_fix(ctx: Context, p: whatif.Prediction) -> float:
+    """The measured wall time scaled by the replay's ratio (fixed / as written), never above the measured.
+
+    A ratio, not a difference: where the replay is off for the run as written (a driver
+    cost it does not model), it is off in proportion for the fixed run too, and the
+    prediction can never drop below zero.
+    """
+    if p.before <= 0:
+        return ctx.wall
+    return ctx.wall * min(p.after / p.before, 1.0)
 
 
 def _plural(n: int, word: str) -> str:
@@ -509,7 +530,8 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                           {"function": name, "tasks": n, "median_body": body, "median_overhead": ovh,
                            "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
                           related=("Batching",))
-        fixed = whatif.batched(ctx.replay, np.flatnonzero(sel & ~u.is_batch), size, SUBMIT_COST_S)
+        one = np.flatnonzero(sel & ~u.is_batch)
+        fixed = whatif.batched(ctx.replay, one, size, u.body[one], SUBMIT_COST_S, SLOW_SUBMIT_GAP_S)
         out.append(priced(ctx, finding, fixed, f"batch {name}() {size} items per task with hpc.map"))
     return out
 
@@ -545,9 +567,9 @@ def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, c
             init = f"hpc.init(workers={more})"
             advice = f"Waiting does not need a core: run more workers than cores ({init}) or overlap the waits."
             # The replay keeps each task's duration, which holds for waiting (it needs no core).
-            saves = max(replay(ctx.replay, ctx.workers) - replay(ctx.replay, more), 0.0)
+            after = after_fix(ctx, whatif.Prediction(more, replay(ctx.replay, ctx.workers), replay(ctx.replay, more)))
             finding = Finding(f"io-bound{code_suffix}", "I/O-bound", WARNING, verdict, advice, ev)
-            return [dataclasses.replace(finding, saves=saves, wall_after=max(ctx.wall - saves, 0.0),
+            return [dataclasses.replace(finding, saves=ctx.wall - after, wall_after=after,
                                         fix=f"run more workers than cores ({init})")]
         name = label.split("'")[1] if "'" in label else label
         advice = (f"Overlap the {label} with compute: prefetch the next input while computing this one (start "
@@ -633,9 +655,39 @@ def serialization(ctx: Context) -> list[Finding]:
         finding = Finding("repeated-argument", "Serialization", WARNING, verdict, advice,
                           {"function": name, "bytes": size, "count": n, "total_bytes": size * n})
         idx = np.flatnonzero(single & (u.function == f) & (u.bytes_in == size))
-        fixed = whatif.sent_once(ctx.replay, idx, u.deser[idx], size / bandwidth(ctx.trace))
+        fixed = whatif.sent_once(ctx.replay, idx, _pickling(ctx, idx, size), u.deser[idx],
+                                 keep=min(ctx.workers, len(idx)), pre=_bare(ctx.replay.pre, u.bytes_in),
+                                 post=_bare(ctx.replay.post, u.bytes_in))
         out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
     return out
+
+
+def _pickling(ctx: Context, idx: np.ndarray, size: float) -> np.ndarray:
+    """Per unit of ``idx``: the driver's seconds pickling its copy of the argument at ``.remote()``.
+
+    Not timed by the trace, so bounded from both sides: at most the driver's time since the
+    previous submission (minus a bare ``.remote()``, ``SUBMIT_COST_S``), and taken as the
+    larger of moving the bytes (``size / bandwidth``) and ``PICKLE_PER_UNPICKLE`` times the
+    worker's measured unpickling of the same bytes.
+    """
+    u = ctx.units
+    ready = u.ready[idx]
+    srt = np.sort(u.ready)
+    prev = np.searchsorted(srt, ready, side="left") - 1
+    # The first submission's copy was pickled after the region began (the driver's time before it).
+    gap = ready - np.where(prev >= 0, srt[np.clip(prev, 0, None)], ctx.window.start)
+    est = np.maximum(size / bandwidth(ctx.trace), PICKLE_PER_UNPICKLE * u.deser[idx])
+    cost = np.clip(np.minimum(gap - SUBMIT_COST_S, est), 0.0, None)
+    # ...less the one copy hpc.put() still makes (a plain pickle, see PUT_PER_UNPICKLE).
+    first = int(np.argmin(ready))
+    cost[first] = max(cost[first] - PUT_PER_UNPICKLE * float(u.deser[idx][first]), 0.0)
+    return cost
+
+
+def _bare(latency: np.ndarray, bytes_in: np.ndarray) -> float:
+    """A dispatch or return latency without a big argument: the median over small-argument units, else the least."""
+    small = bytes_in < REPEAT_MIN_BYTES
+    return float(np.median(latency[small])) if small.any() else float(latency.min()) if len(latency) else 0.0
 
 
 def critical(ctx: Context, blocked: bool) -> list[Finding]:

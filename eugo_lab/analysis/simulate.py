@@ -42,6 +42,16 @@ from eugo_lab.tracing.trace import Trace
 
 DEFAULT_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
+# The driver sends every unit and takes every result through one thread, one at a time.
+# When units waited (1 ms or more between ready and start) while the workers had time to
+# spare, that thread set the pace, and the replay models it as a serial dispatcher costing
+# the observed time per unit. "Had time to spare": the observed time per unit is at least
+# twice what the workers needed (their occupancy and turnaround divided among them), and
+# over at least 50 waiting units, so a few slow starts (a worker restart) do not count.
+BACKLOG_S = 0.001
+DISPATCH_MIN_UNITS = 50
+DISPATCH_SLACK = 2.0
+
 
 @dataclass(frozen=True)
 class SimRow:
@@ -70,6 +80,8 @@ class Replay:
     # A what-if that removes a wait (eugo_lab.analysis.whatif) clears it for the units nobody
     # waits for any more, e.g. the tasks a get() in a loop used to wait on.
     gates: np.ndarray | None = None
+    # Seconds of the driver's dispatch thread per unit when it was the bottleneck, else 0.
+    dispatch: float = 0.0
     # Measured start of each unit's occupancy: units ready at the same moment are replayed
     # in the order the engine dispatched them (None: in the order their results arrived).
     started: np.ndarray | None = None
@@ -102,7 +114,16 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
         after_submit = max((win.end - last_ready) - measure(lo, hi), 0.0) if len(ends) else 0.0
     else:
         after_results = after_submit = 0.0
-    return Replay(ready=u.ready - t0, occupancy=np.maximum(u.occ_end - u.occ_start, 0.0), pre=pre,
+    occupancy = np.maximum(u.occ_end - u.occ_start, 0.0)
+    dispatch = 0.0
+    waited = np.flatnonzero(u.occ_start - u.ready >= BACKLOG_S)
+    if len(waited) >= DISPATCH_MIN_UNITS:
+        starts = np.sort(u.occ_start[waited])
+        per_unit = float(starts[-1] - starts[0]) / (len(waited) - 1)
+        need = float(occupancy[waited].mean() + turnaround) / max(trace.n_workers, 1)
+        if per_unit >= DISPATCH_SLACK * need:
+            dispatch = per_unit
+    return Replay(ready=u.ready - t0, occupancy=occupancy, pre=pre, dispatch=dispatch,
                   post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
                   after_results=after_results, after_submit=after_submit, wall_time=win.length,
                   started=u.occ_start - t0)
@@ -147,6 +168,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     heap = [(0.0, w) for w in range(min(workers, len(jobs)))]
     used: set[int] = set()
     turn = r.turnaround
+    disp, d_free = r.dispatch, -math.inf
     gates = r.gates.tolist() if r.gates is not None else [True] * n
     last_ready = 0.0
     last_rcv = -math.inf
@@ -168,6 +190,9 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         last_ready = max(last_ready, ready)
         t_free, w = heapq.heappop(heap)
         start = max(ready + pre_l[j], t_free + turn if w in used else t_free)
+        if disp:
+            start = max(start, d_free + disp)
+            d_free = start
         end = start + occ_l[j]
         used.add(w)
         heapq.heappush(heap, (end, w))

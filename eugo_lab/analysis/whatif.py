@@ -106,53 +106,66 @@ def first(r: Replay, idx: list[int], group: np.ndarray) -> Replay:
     return dataclasses.replace(r, ready=ready)
 
 
-def batched(r: Replay, idx: np.ndarray, size: int, submit_cost: float) -> Replay:
-    """Units ``idx`` (in ready order) sent as batches of ``size``: one dispatch per batch.
+def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost: float, driver_gap: float) -> Replay:
+    """Units ``idx`` sent as batches of ``size``: one dispatch per batch.
 
-    A batch is ready when its last item would be: the driver still produces the items at
-    the measured pace, less ``submit_cost`` per item (what each ``.remote()`` call cost,
-    which hpc.map's batching no longer pays). It occupies its worker for the items' summed
-    occupancy, pays the group's median dispatch and return latency once, and gates nothing
-    (hpc.map items are independent).
+    A batch is ready when its last item would be. A loop that only submitted (median gap
+    between submissions under ``driver_gap``) becomes one ``hpc.map`` call: every batch is
+    ready at once. Otherwise the driver still produces the items at the measured pace,
+    less ``submit_cost`` per item (the ``.remote()`` call that batching no longer makes).
+    A batch occupies its worker for its items' bodies (``body``, per unit of ``idx``) plus
+    one unit's fixed cost (the group's median occupancy beyond the body: unpickling,
+    pickling, bookkeeping), pays the median dispatch and return latency once, and gates
+    nothing (hpc.map items are independent).
     """
     idx = np.asarray(idx, dtype=np.int64)
-    idx = idx[np.argsort(r.ready[idx], kind="stable")]
+    o = np.argsort(r.ready[idx], kind="stable")
+    idx, body = idx[o], np.asarray(body, float)[o]
     keep = np.ones(len(r), dtype=bool)
     keep[idx] = False
-    gaps = np.maximum(np.diff(r.ready[idx]) - submit_cost, 0.0)
-    ready = float(r.ready[idx[0]]) + np.concatenate([[0.0], np.cumsum(gaps)])
+    gaps = np.diff(r.ready[idx])
+    if len(gaps) and float(np.median(gaps)) < driver_gap:
+        gaps = np.zeros_like(gaps)
+    ready = float(r.ready[idx[0]]) + np.concatenate([[0.0], np.cumsum(np.maximum(gaps - submit_cost, 0.0))])
     chunks = [np.arange(k, min(k + size, len(idx))) for k in range(0, len(idx), size)]
+    fixed = float(np.median(np.maximum(r.occupancy[idx] - body, 0.0)))
     pre, post = float(np.median(r.pre[idx])), float(np.median(r.post[idx]))
     return _append(r, keep, ready=[ready[c].max() for c in chunks],
-                   occupancy=[r.occupancy[idx[c]].sum() for c in chunks],
+                   occupancy=[body[c].sum() + fixed for c in chunks],
                    pre=[pre] * len(chunks), post=[post] * len(chunks),
                    received=[r.received[idx[c]].max() for c in chunks], gates=[False] * len(chunks),
                    started=_started(r, [idx[c] for c in chunks]))
 
 
-def sent_once(r: Replay, idx: np.ndarray, unpickle: np.ndarray, transfer: float) -> Replay:
-    """Units ``idx`` get their big argument by reference: the first keeps its cost, the rest skip it.
+def sent_once(r: Replay, idx: np.ndarray, driver: np.ndarray, unpickle: np.ndarray, keep: int, pre: float,
+              post: float) -> Replay:
+    """Units ``idx`` get their big argument by reference (``hpc.put``) instead of by value.
 
-    Each later unit skips unpickling the argument on the worker (``unpickle`` seconds each,
-    as measured) and ``transfer`` seconds of moving and pickling it, which came out of its
-    dispatch latency and, on the driver, out of the time before the next submission.
+    Per unit (any order; sorted by ready time here): ``driver`` the seconds the driver spent
+    pickling its copy at ``.remote()``, which later submissions no longer wait for;
+    ``unpickle`` the seconds its worker spent unpickling it. The first ``keep`` units (one
+    per worker) still load the object once; the others skip that. Dispatch and return
+    latencies fall to at most ``pre``/``post``: no copy travels through the pipe, and the
+    driver, no longer pickling, picks results up promptly.
     """
     idx = np.asarray(idx, dtype=np.int64)
     o = np.argsort(r.ready[idx], kind="stable")
-    idx, unp = idx[o], np.asarray(unpickle, float)[o][1:]
-    occ, pre, ready = r.occupancy.copy(), r.pre.copy(), r.ready.copy()
-    later = idx[1:]
-    occ[later] = np.maximum(occ[later] - unp, 0.0)
-    pre[later] = np.maximum(pre[later] - transfer, 0.0)
-    # Driver side: pickling each copy happened at .remote(), so every later submission comes earlier.
-    gaps = np.diff(r.ready[idx])
-    saved = np.concatenate([[0.0], np.cumsum(np.minimum(gaps, transfer))])
-    shift = np.zeros(len(r))
+    idx, driver, unpickle = idx[o], np.asarray(driver, float)[o], np.asarray(unpickle, float)[o]
+    occ, pre_, post_ = r.occupancy.copy(), r.pre.copy(), r.post.copy()
+    occ[idx[keep:]] = np.maximum(occ[idx[keep:]] - unpickle[keep:], 0.0)
+    pre_[idx] = np.minimum(pre_[idx], pre)
+    post_[idx] = np.minimum(post_[idx], post)
+    # Driver side: every unit ready after the k-th copy comes earlier by what copies 0..k cost.
+    saved = np.cumsum(driver)
     order = np.argsort(r.ready, kind="stable")
-    # Units ready after the k-th repeated unit move earlier by what the first k submissions saved.
     pos = np.searchsorted(r.ready[idx], r.ready[order], side="right") - 1
+    shift = np.zeros(len(r))
     shift[order] = np.where(pos >= 0, saved[np.clip(pos, 0, None)], 0.0)
-    return dataclasses.replace(r, occupancy=occ, pre=pre, ready=ready - shift, received=r.received - shift)
+    # The gap between a worker's back-to-back units was measured while every dispatch carried
+    # a copy: when most units did, it falls to the bare dispatch latency too.
+    turn = min(r.turnaround, pre) if 2 * len(idx) >= len(r) else r.turnaround
+    return dataclasses.replace(r, occupancy=occ, pre=pre_, post=post_, ready=r.ready - shift,
+                               received=r.received - shift, turnaround=turn)
 
 
 def shorter(r: Replay, idx: np.ndarray, seconds: np.ndarray) -> Replay:
