@@ -325,3 +325,14 @@ def test_every_finding_names_a_glossary_term():
     assert {"Contention", "Submission order", "Slow submission", "Unbalanced partitions"} <= terms
     for term in terms:
         assert glossary.lookup(term).term == term
+
+
+def test_a_speedup_gap_without_slower_tasks_is_explained_by_the_speedup_finding():
+    base, main = compare_pair(0.2)  # same task time side by side...
+    slow_base = TraceBuilder(workers=1)
+    for k in range(8):  # ...but the 1-worker run had 50 ms of dispatch between tasks
+        slow_base.task("crunch", ready=0.0, start=0.25 * k + 0.05, end=0.25 * (k + 1))
+    r = analyze(main, baseline=slow_base.build())
+    assert "contention" not in r.codes()
+    assert r.measured_speedup == approx(2.5) and r.estimated_speedup == approx(2.0)
+    assert "time outside the tasks" in r.finding("speedup").verdict

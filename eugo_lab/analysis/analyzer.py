@@ -9,6 +9,7 @@ import numpy as np
 
 from eugo_lab.analysis import findings as fd
 from eugo_lab.analysis import findings_more as fm
+from eugo_lab.analysis import findings_tasks as ft
 from eugo_lab.analysis.breakdown import breakdown, per_task_overhead, queue_waits
 from eugo_lab.analysis.critical_path import critical_path
 from eugo_lab.analysis.inputs import as_trace, takes_trace
@@ -76,9 +77,9 @@ def analyze(trace: Trace, baseline: Any = None) -> Report:
     found += balance
     found += fd.stragglers(ctx, frozenset(f.evidence["function"] for f in balance))
     found += fd.long_tail(ctx)
-    found += fd.tasks_too_small(ctx)
-    found += fd.serialization(ctx)
-    found += fd.boundness(ctx)
+    found += ft.tasks_too_small(ctx)
+    found += ft.serialization(ctx)
+    found += ft.boundness(ctx)
     found += fm.contention(ctx)
     found = fd.speedup(ctx, found) + found
     found = _order(found, win.length)
