@@ -3,8 +3,9 @@
     python -m benchmarks.whatif [--rounds N]
 
 For each mistake (a get() in a loop, tiny tasks one by one, the same big object sent by
-value) this runs the mistaken cell, reads the finding's ``wall_after``, runs the fixed cell,
-and reports the error of the prediction: ``(predicted - measured) / measured``. Tasks sleep,
+value, results taken in submission order, inputs built in the submitting loop) this runs
+the mistaken cell, reads the finding's ``wall_after``, runs the fixed cell, and reports
+the error of the prediction: ``(predicted - measured) / measured``. Tasks sleep,
 so two cores are enough and the VM's CPU speed drift does not enter; mistake and fix are
 run back to back, in alternating order each round, and the table gives the median and the
 worst error over the rounds (paste it into ``benchmarks/RESULTS.md``).
@@ -66,14 +67,14 @@ def blocking_fix() -> None:
 
 
 def batching_mistake() -> None:
-    """20000 tasks of microseconds, one .remote() each."""
-    hpc.get([tiny.remote(i) for i in range(20000)])
+    """100000 tasks of microseconds, one .remote() each."""
+    hpc.get([tiny.remote(i) for i in range(100000)])
 
 
 def batching_fix(size: int) -> Callable[[], None]:
     """The same items through hpc.map at the batch size the finding suggested."""
     def run() -> None:
-        hpc.get(hpc.map(tiny, range(20000), batch=size))
+        hpc.get(hpc.map(tiny, range(100000), batch=size))
     return run
 
 
@@ -91,6 +92,52 @@ def put_fix() -> None:
     """The table stored once with hpc.put; the tasks get a reference."""
     ref = hpc.put(TABLE)
     hpc.get([lookup.remote(ref, 0.03) for _ in range(12)])
+
+
+def order_mistake() -> None:
+    """One slow task first, then 7 quick ones; results taken in submission order, 50 ms of handling each."""
+    futures = [nap.remote(0.5)] + [nap.remote(0.05) for _ in range(7)]
+    for f in futures:
+        hpc.get(f)
+        time.sleep(0.05)  # the driver's handling of one result
+
+
+def order_fix() -> None:
+    """The same, taking results as they finish."""
+    futures = [nap.remote(0.5)] + [nap.remote(0.05) for _ in range(7)]
+    for f in hpc.as_completed(futures):
+        hpc.get(f)
+        time.sleep(0.05)
+
+
+def build_input(i: int) -> int:
+    """Building one task's input on the driver (100 ms)."""
+    time.sleep(0.1)
+    return i
+
+
+@hpc.remote
+def fit(x: int) -> int:
+    """The task's own work (20 ms)."""
+    time.sleep(0.02)
+    return x
+
+
+@hpc.remote
+def fit_own(i: int) -> int:
+    """The task building its own input (100 ms), then its work (20 ms)."""
+    time.sleep(0.12)
+    return i
+
+
+def submission_mistake() -> None:
+    """Each input built in the submitting loop."""
+    hpc.get([fit.remote(build_input(i)) for i in range(12)])
+
+
+def submission_fix() -> None:
+    """Each task builds its own input."""
+    hpc.get([fit_own.remote(i) for i in range(12)])
 
 
 @dataclass
@@ -133,8 +180,11 @@ def _batch_size(fix: str) -> int:
 
 CASES = [
     ("blocking: get() in a loop for 6 of 20 tasks", "blocking", blocking_mistake, lambda _fix: blocking_fix),
-    ("batching: 20000 tiny tasks", "tasks-too-small", batching_mistake, lambda fix: batching_fix(_batch_size(fix))),
+    ("batching: 100000 tiny tasks", "tasks-too-small", batching_mistake, lambda fix: batching_fix(_batch_size(fix))),
     ("put: a 5 MB table to 12 tasks", "repeated-argument", put_mistake, lambda _fix: put_fix),
+    ("submission order: a slow first task", "submission-order", order_mistake, lambda _fix: order_fix),
+    ("slow submission: inputs built in the loop", "slow-submission", submission_mistake,
+     lambda _fix: submission_fix),
 ]
 
 
@@ -145,7 +195,8 @@ def run(rounds: int = 5) -> list[Sample]:
     try:
         # Warm: workers started and every function loaded on each worker (the first call ships it).
         hpc.get([nap.remote(0.001) for _ in range(8)] + [tiny.remote(0) for _ in range(8)]
-                + [lookup.remote([], 0.0) for _ in range(8)] + hpc.map(tiny, range(64), batch=8))
+                + [lookup.remote([], 0.0) for _ in range(8)] + hpc.map(tiny, range(64), batch=8)
+                + [fit.remote(0) for _ in range(4)] + [fit_own.remote(0) for _ in range(4)])
         out = []
         for k in range(rounds):
             for case, code, mistake, fix in CASES:

@@ -25,6 +25,7 @@ from eugo_lab.analysis.findings import (
     BOUND_MIN_SHARE,
     COMPUTE_BOUND_RATIO,
     IO_BOUND_RATIO,
+    MAP_ITEM_S,
     OVERHEAD_MIN_TASKS,
     OVERHEAD_RATIO,
     PICKLE_PER_UNPICKLE,
@@ -36,6 +37,7 @@ from eugo_lab.analysis.findings import (
     SLOW_SUBMIT_GAP_S,
     SUBMIT_COST_S,
     TARGET_BATCH_S,
+    TASK_TIMING_S,
     Context,
     after_fix,
     priced,
@@ -88,7 +90,8 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                            "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
                           related=("Batching",))
         one = np.flatnonzero(sel & ~u.is_batch)
-        fixed = whatif.batched(ctx.replay, one, size, u.body[one], SUBMIT_COST_S, SLOW_SUBMIT_GAP_S)
+        body_in_batch = np.maximum(u.body[one] - TASK_TIMING_S, 0.0)
+        fixed = whatif.batched(ctx.replay, one, size, body_in_batch, SUBMIT_COST_S, SLOW_SUBMIT_GAP_S, MAP_ITEM_S)
         out.append(priced(ctx, finding, fixed, f"batch {name}() {size} items per task with hpc.map"))
     return out
 

@@ -106,7 +106,8 @@ def first(r: Replay, idx: list[int], group: np.ndarray) -> Replay:
     return dataclasses.replace(r, ready=ready)
 
 
-def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost: float, driver_gap: float) -> Replay:
+def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost: float, driver_gap: float,
+            per_item: float = 0.0) -> Replay:
     """Units ``idx`` sent as batches of ``size``: one dispatch per batch.
 
     A batch is ready when its last item would be. A loop that only submitted (median gap
@@ -116,7 +117,8 @@ def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost
     A batch occupies its worker for its items' bodies (``body``, per unit of ``idx``) plus
     one unit's fixed cost (the group's median occupancy beyond the body: unpickling,
     pickling, bookkeeping), pays the median dispatch and return latency once, and gates
-    nothing (hpc.map items are independent).
+    nothing (hpc.map items are independent). ``per_item``: the driver's cost per item of
+    setting up the map (its futures), paid before the first batch is sent.
     """
     idx = np.asarray(idx, dtype=np.int64)
     o = np.argsort(r.ready[idx], kind="stable")
@@ -127,6 +129,7 @@ def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost
     if len(gaps) and float(np.median(gaps)) < driver_gap:
         gaps = np.zeros_like(gaps)
     ready = float(r.ready[idx[0]]) + np.concatenate([[0.0], np.cumsum(np.maximum(gaps - submit_cost, 0.0))])
+    ready = ready + per_item * len(idx)  # the map's own futures, made before the first batch goes
     chunks = [np.arange(k, min(k + size, len(idx))) for k in range(0, len(idx), size)]
     fixed = float(np.median(np.maximum(r.occupancy[idx] - body, 0.0)))
     pre, post = float(np.median(r.pre[idx])), float(np.median(r.post[idx]))
