@@ -328,3 +328,41 @@ def test_crash_lanes_and_map_item_counters_in_chromium(tmp_path):
         assert re.fullmatch(r"at most \d+(\.\d+)? ms \(its worker died\)", tip["rows"]["duration"]), tip
         summaries = page.evaluate("() => Array.from(document.querySelectorAll('.eugo-summary')).map(e => e.innerText)")
         assert "failed / retried\t1 / 1" in summaries[0], summaries[0]
+
+
+FINDINGS_CELL = """%%eugo -w 2
+import time
+from eugo_lab import hpc
+
+@hpc.remote
+def setup(i):
+    time.sleep(0.06)
+    return i
+
+def part(data):
+    with hpc.phase("<img src=x onerror=alert(1)>"):
+        time.sleep(0.01)
+    time.sleep(len(data) / 8e6)  # a bigger partition takes longer
+    return 1
+
+evil = hpc.remote(part, name="<img src=x onerror=alert(1)>")
+for i in range(3):
+    hpc.get(setup.remote(i))  # the Blocking finding's line
+len(hpc.get([evil.remote(b"x" * n) for n in (100_000, 200_000, 400_000, 800_000, 1_600_000, 3_200_000)]))"""
+
+
+def test_new_findings_and_biggest_win_escaped_in_chromium(tmp_path):
+    with _lab_with(tmp_path, "findings.ipynb", ["%load_ext eugo_lab", FINDINGS_CELL]) as lab, \
+            _page(lab, "findings.ipynb") as (page, console, dialogs):
+        _run_all(page)
+        page.wait_for_selector(".eugo-summary", timeout=60_000)
+        summary = page.inner_text(".eugo-summary")
+        page.screenshot(path=str(OUT / "browser-findings.png"), full_page=True)
+        assert re.search(r"Biggest win: .+ — predicted \S+ m?s → \S+ m?s", summary), summary
+        assert f"{EVIL}() inputs range from 100 kB to 3.2 MB" in summary, summary  # Unbalanced partitions
+        assert f"every {EVIL}() task does about the same work" in summary, summary
+        assert "move the get() at cell line 18 out of the loop" in summary, summary  # Blocking, with its line
+        assert re.search(r"saves \S+ m?s: \S+ m?s → \S+ m?s predicted", summary), summary
+        assert "(estimated from task time)" in summary, summary
+        injected = page.evaluate("() => document.querySelectorAll('.jp-OutputArea img').length")
+        assert injected == 0 and dialogs == [], (injected, dialogs, console[-10:])

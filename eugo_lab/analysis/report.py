@@ -16,8 +16,8 @@ from eugo_lab import units
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 
-INFO, WARNING, PROBLEM = "info", "warning", "problem"
-SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, INFO: 2}
+INFO, NOTE, WARNING, PROBLEM = "info", "note", "warning", "problem"
+SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, NOTE: 2, INFO: 3}
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,13 @@ class Finding:
     ``code`` is a stable id (tests and UIs key on it), ``term`` the vocabulary term it
     illustrates, ``verdict`` one short sentence, ``evidence`` the numbers behind it,
     ``advice`` one concrete next step, ``related`` further vocabulary terms the advice uses,
-    ``severity`` one of ``"problem"``, ``"warning"``, ``"info"``.
+    ``severity`` one of ``"problem"``, ``"warning"``, ``"note"`` (a mistake whose fix would
+    save only a few percent), ``"info"``.
+
+    What fixing it is worth, from a replay of the trace with the mistake removed
+    (:mod:`eugo_lab.analysis.whatif`): ``saves`` the predicted seconds saved, ``wall_after``
+    the predicted wall time after the fix (``None`` for findings that are not mistakes,
+    such as the speedup), ``fix`` the fix in a few words for the report's "Biggest win" line.
     """
 
     code: str
@@ -37,10 +43,24 @@ class Finding:
     advice: str
     evidence: dict[str, Any] = field(default_factory=dict)
     related: tuple[str, ...] = ()
+    saves: float | None = None
+    wall_after: float | None = None
+    fix: str = ""
+
+    def saving_text(self) -> str:
+        """``saves 1.1 s: 3.4 s → 2.3 s predicted`` ('' when the finding has no fix to price)."""
+        if self.saves is None or self.wall_after is None:
+            return ""
+        before = self.wall_after + self.saves
+        if self.saves < 0.01 * before:  # a note: say so rather than print "saves 0 s: 1.8 s → 1.8 s"
+            return f"saves almost nothing on this run (under 1% of {fmt_s(before)}, predicted)"
+        return f"saves {fmt_s(self.saves)}: {fmt_s(before)} → {fmt_s(self.wall_after)} predicted"
 
     def to_text(self) -> str:
-        """Two lines: ``[severity] Term: verdict`` and the advice."""
-        return f"[{self.severity}] {self.term}: {self.verdict}\n    -> {self.advice}"
+        """``[severity] Term: verdict``, the advice, and what the fix saves when it has a price."""
+        saving = self.saving_text()
+        tail = f"\n    {saving}" if saving else ""
+        return f"[{self.severity}] {self.term}: {self.verdict}\n    -> {self.advice}{tail}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,13 @@ class Report:
     ``serial_time``: the sum of task body times of successful and failed attempts, i.e.
     roughly what one worker would have spent computing. ``speedup`` = serial / wall,
     ``workers`` the ideal speedup, ``efficiency`` = speedup / workers.
+
+    One speedup story: with a measured baseline (``baseline_wall``: the wall time of the
+    same work run on 1 worker, from ``%%eugo --compare``/``--scaling`` or
+    ``analyze(trace, baseline=...)``) ``speedup`` is the measured one, ``baseline_wall /
+    wall_time``; without one it is the estimate from task time, ``serial_time / wall_time``
+    (:attr:`estimated_speedup` is always that estimate). ``findings`` are ordered by the time
+    their fix saves, biggest first (:attr:`biggest_win`).
     """
 
     tasks: int
@@ -63,11 +90,54 @@ class Report:
     breakdown: Breakdown
     critical_path: CriticalPath
     findings: tuple[Finding, ...]
+    baseline_wall: float | None = None
+
+    @property
+    def estimated_speedup(self) -> float:
+        """``serial_time / wall_time`` (0 for an empty window): what the task time says, overheads aside."""
+        return self.serial_time / self.wall_time if self.wall_time > 0 else 0.0
+
+    @property
+    def measured_speedup(self) -> float | None:
+        """``baseline_wall / wall_time`` when a 1-worker baseline was measured, else None."""
+        if self.baseline_wall is None or not self.wall_time > 0:
+            return None
+        return self.baseline_wall / self.wall_time
 
     @property
     def speedup(self) -> float:
-        """``serial_time / wall_time`` (0 for an empty window)."""
-        return self.serial_time / self.wall_time if self.wall_time > 0 else 0.0
+        """The measured speedup when a baseline exists, else the task-time estimate."""
+        m = self.measured_speedup
+        return self.estimated_speedup if m is None else m
+
+    @property
+    def biggest_win(self) -> Finding | None:
+        """The finding whose fix saves the most (notes included only when nothing saves more), or None."""
+        priced = [f for f in self.findings if f.saves is not None and f.saves > 0]
+        return max(priced, key=lambda f: f.saves, default=None)  # type: ignore[arg-type, return-value]
+
+    def headline(self) -> str:
+        """The report's first line: the biggest win and its predicted effect on the wall time."""
+        f = self.biggest_win
+        if f is not None and f.severity != NOTE and f.wall_after is not None:
+            return f"Biggest win: {f.fix} — predicted {fmt_s(self.wall_time)} → {fmt_s(f.wall_after)}"
+        # One worker (Binder's one core): the mistakes that need parallelism are priced on 2 workers.
+        two = [g for g in self.findings if g.fix and g.evidence.get("on_2_workers", {}).get("saves", 0) > 0]
+        if two:
+            g = max(two, key=lambda x: x.evidence["on_2_workers"]["saves"])
+            w2 = g.evidence["on_2_workers"]
+            return (f"Biggest win on 2 workers: {g.fix} — predicted {fmt_s(w2['before'])} → {fmt_s(w2['after'])} "
+                    f"(this run had {self.workers} worker)")
+        return "Biggest win: none found (no fix the analysis knows would save more than a few percent)"
+
+    def speedup_text(self) -> str:
+        """The speedup, saying whether it was measured against 1 worker or estimated from task time."""
+        m = self.measured_speedup
+        if m is None:
+            return (f"speedup {fmt_x(self.speedup)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), "
+                    "estimated from task time (no 1-worker run to measure it against)")
+        return (f"speedup {fmt_x(m)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), measured against "
+                f"1 worker ({fmt_s(self.baseline_wall)}); task-time estimate {fmt_x(self.estimated_speedup)}")
 
     @property
     def efficiency(self) -> float:
@@ -86,10 +156,10 @@ class Report:
         """A deterministic plain-text report (same trace, same text)."""
         b = self.breakdown
         lines = [
+            self.headline(),
             f"{self.tasks} task{'s' if self.tasks != 1 else ''} on {self.workers} "
             f"worker{'s' if self.workers != 1 else ''} ({self.backend})",
-            f"wall time {fmt_s(self.wall_time)}, serial time {fmt_s(self.serial_time)}, "
-            f"speedup {fmt_x(self.speedup)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency)",
+            f"wall time {fmt_s(self.wall_time)}, serial time {fmt_s(self.serial_time)}, {self.speedup_text()}",
             f"worker time ({self.workers} x {fmt_s(self.wall_time)} = {fmt_s(b.worker_time)}):",
         ]
         total = b.worker_time

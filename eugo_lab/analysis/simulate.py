@@ -42,6 +42,16 @@ from eugo_lab.tracing.trace import Trace
 
 DEFAULT_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
+# The driver sends every unit and takes every result through one thread, one at a time.
+# When units waited (1 ms or more between ready and start) while the workers had time to
+# spare, that thread set the pace, and the replay models it as a serial dispatcher costing
+# the observed time per unit. "Had time to spare": the observed time per unit is at least
+# twice what the workers needed (their occupancy and turnaround divided among them), and
+# over at least 50 waiting units, so a few slow starts (a worker restart) do not count.
+BACKLOG_S = 0.001
+DISPATCH_MIN_UNITS = 50
+DISPATCH_SLACK = 2.0
+
 
 @dataclass(frozen=True)
 class SimRow:
@@ -66,6 +76,15 @@ class Replay:
     after_results: float    # driver time after the last result and the last wait
     after_submit: float     # driver's non-blocked time after its last submission
     wall_time: float        # measured
+    # Per unit: does a later unit wait for its result? None: all do (as inferred from timing).
+    # A what-if that removes a wait (eugo_lab.analysis.whatif) clears it for the units nobody
+    # waits for any more, e.g. the tasks a get() in a loop used to wait on.
+    gates: np.ndarray | None = None
+    # Seconds of the driver's dispatch thread per unit when it was the bottleneck, else 0.
+    dispatch: float = 0.0
+    # Measured start of each unit's occupancy: units ready at the same moment are replayed
+    # in the order the engine dispatched them (None: in the order their results arrived).
+    started: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ready.shape[0])
@@ -95,9 +114,19 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
         after_submit = max((win.end - last_ready) - measure(lo, hi), 0.0) if len(ends) else 0.0
     else:
         after_results = after_submit = 0.0
-    return Replay(ready=u.ready - t0, occupancy=np.maximum(u.occ_end - u.occ_start, 0.0), pre=pre,
+    occupancy = np.maximum(u.occ_end - u.occ_start, 0.0)
+    dispatch = 0.0
+    waited = np.flatnonzero(u.occ_start - u.ready >= BACKLOG_S)
+    if len(waited) >= DISPATCH_MIN_UNITS:
+        starts = np.sort(u.occ_start[waited])
+        per_unit = float(starts[-1] - starts[0]) / (len(waited) - 1)
+        need = float(occupancy[waited].mean() + turnaround) / max(trace.n_workers, 1)
+        if per_unit >= DISPATCH_SLACK * need:
+            dispatch = per_unit
+    return Replay(ready=u.ready - t0, occupancy=occupancy, pre=pre, dispatch=dispatch,
                   post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
-                  after_results=after_results, after_submit=after_submit, wall_time=win.length)
+                  after_results=after_results, after_submit=after_submit, wall_time=win.length,
+                  started=u.occ_start - t0)
 
 
 def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None = None,
@@ -113,7 +142,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     n = len(r)
     if n == 0:
         return r.wall_time
-    order = np.lexsort((r.received, r.ready))
+    order = np.lexsort((r.received, r.ready) if r.started is None else (r.received, r.started, r.ready))
     by_rcv = np.argsort(r.received, kind="stable").tolist()
     n_done = np.searchsorted(r.received[by_rcv], r.ready[order] + TOLERANCE, side="right").tolist()
     ready_l, pre_l, occ_l, post_l, rcv_l = (r.ready.tolist(), r.pre.tolist(), r.occupancy.tolist(),
@@ -139,6 +168,8 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     heap = [(0.0, w) for w in range(min(workers, len(jobs)))]
     used: set[int] = set()
     turn = r.turnaround
+    disp, d_free = r.dispatch, -math.inf
+    gates = r.gates.tolist() if r.gates is not None else [True] * n
     last_ready = 0.0
     last_rcv = -math.inf
     for _, c, k in jobs:
@@ -147,7 +178,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         while ptr[c] < n_done[k]:
             i = by_rcv[ptr[c]]
             s = rc[i]
-            if s == s:  # s == s: the predecessor exists in this copy and was replayed
+            if s == s and gates[i]:  # s == s: the predecessor exists in this copy and was replayed
                 if rcv_l[i] > f_meas[c]:
                     f_meas[c] = rcv_l[i]
                 if s > f_sim[c]:
@@ -159,6 +190,9 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         last_ready = max(last_ready, ready)
         t_free, w = heapq.heappop(heap)
         start = max(ready + pre_l[j], t_free + turn if w in used else t_free)
+        if disp:
+            start = max(start, d_free + disp)
+            d_free = start
         end = start + occ_l[j]
         used.add(w)
         heapq.heappush(heap, (end, w))

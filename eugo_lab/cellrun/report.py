@@ -40,13 +40,17 @@ def _basic_report(trace: Any) -> _BasicReport:
                         workers=workers)
 
 
-def analyze(trace: Any) -> Any:
-    """``eugo_lab.analysis.analyze(trace)`` when available, else the basic report."""
+def analyze(trace: Any, baseline: Any = None) -> Any:
+    """``eugo_lab.analysis.analyze(trace, baseline=...)`` when available, else the basic report.
+
+    ``baseline``: the cell's 1-worker run (``--compare``/``--scaling``), so the report's
+    speedup is the measured one and contention is measured against it.
+    """
     try:
         from eugo_lab.analysis import analyze as _analyze
     except ImportError:
         return _basic_report(trace)
-    return _analyze(trace)
+    return _analyze(trace, baseline=baseline)
 
 
 def simulate(trace: Any, workers: list[int]) -> list:
@@ -109,7 +113,10 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     # attempts), as the live counters do, so "8 tasks, retried 1" is not "9 tasks".
     counts = np.bincount(np.asarray(t["function"], dtype="int64")[attempts == 1], minlength=len(main.functions))
     functions = {main.functions[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
-    report = analyze(main) if len(main) or error is None else _basic_report(main)
+    # One speedup story: with a 1-worker run among the cell's runs, the report's speedup is measured against it.
+    one = [r for r in runs[:-1] if r.workers == 1]
+    baseline = one[0].trace if one and error is None and runs[-1].workers > 1 else None
+    report = analyze(main, baseline) if len(main) or error is None else _basic_report(main)
     measured: list[tuple[int, float]] = []
     simulated: list[tuple[int, float]] = []
     if len(runs) > 1 and error is None:

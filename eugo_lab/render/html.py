@@ -150,9 +150,11 @@ def findings_html(findings: list) -> str:
         sev = escape(str(getattr(f, "severity", "")))
         code = escape(str(getattr(f, "code", "")))
         advice = getattr(f, "advice", None)
+        saving = f.saving_text() if hasattr(f, "saving_text") else ""
         items.append(
             f"<li class='eugo-finding eugo-{sev}' data-code='{code}'><b>{escape(str(f.verdict))}</b>"
             + (f"<div>Next step: {escape(str(advice))}</div>" if advice else "")
+            + (f"<div class='eugo-saves'>{escape(saving)}</div>" if saving else "")
             + f"<div><i>Glossary:</i> <code>%eugo glossary {escape(str(f.term))}</code></div></li>")
     return "<div><b>Findings</b><ul>" + "".join(items) + "</ul></div>"
 
@@ -163,15 +165,27 @@ def summary_html(s: Any) -> str:
     head = f"%%eugo &mdash; {s.n_tasks} tasks on {s.workers} workers (backend {escape(s.backend)})"
     if s.error:
         head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"
+    measured = getattr(r, "measured_speedup", None)
+    if measured is not None:  # one speedup story: the measured one leads, the estimate is labelled
+        speed = [("speedup", f"{measured:.1f}x (measured against 1 worker)"),
+                 ("speedup estimated from task time", f"{r.estimated_speedup:.1f}x")]
+    elif hasattr(r, "estimated_speedup"):
+        speed = [("speedup", f"{r.speedup:.1f}x (estimated from task time)")]
+    else:
+        speed = [("speedup", f"{r.speedup:.1f}x")]
     rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),
-            ("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}"),
+            *speed, ("efficiency", f"{r.efficiency:.0%}"),
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
             ("failed / retried", f"{s.failed} / {s.retried}")]
     for w, sp in s.measured:
         rows.append((f"measured speedup, {w} worker{'s' if w != 1 else ''}", f"{sp:.1f}x"))
     table = "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
                     for k, v in rows)
-    parts = [f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b></div><table>{table}</table>"]
+    parts = [f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b></div>"]
+    headline = getattr(r, "headline", None)
+    if headline is not None:
+        parts.append(f"<div class='eugo-biggest-win'><b>{escape(headline())}</b></div>")
+    parts.append(f"<table>{table}</table>")
     if not s.live_timeline_shown:
         parts.append(timeline_svg(s.trace, s.workers + 1))
     if len(s.runs) > 1 and s.measured:

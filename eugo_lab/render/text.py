@@ -45,8 +45,11 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append("  (timings, speedup and findings: see the rich view, or hpc.last_trace())")
         return "\n".join(lines)
     r = s.report
+    headline = getattr(r, "headline", None)
+    if headline is not None:
+        lines.insert(1, "  " + headline())
     lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, "
-                 f"speedup {r.speedup:.1f}x, efficiency {r.efficiency:.0%}")
+                 f"{speedup_words(r)}, efficiency {r.efficiency:.0%}")
     for w, sp in s.measured:
         lines.append(f"  measured speedup on {_plural(w, 'worker')}: {sp:.1f}x")
     for w, sp in s.simulated:
@@ -55,7 +58,20 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append(f"  - {f.verdict} [glossary: {f.term}]")
         if getattr(f, "advice", None):
             lines.append(f"    next step: {f.advice}")
+        saving = f.saving_text() if hasattr(f, "saving_text") else ""
+        if saving:
+            lines.append(f"    {saving}")
     return "\n".join(lines)
+
+
+def speedup_words(r: Any) -> str:
+    """``speedup 1.2x measured against 1 worker (task-time estimate 1.5x)``, or the estimate labelled as one."""
+    measured = getattr(r, "measured_speedup", None)
+    if measured is not None:
+        return f"speedup {measured:.1f}x measured against 1 worker (task-time estimate {r.estimated_speedup:.1f}x)"
+    if hasattr(r, "estimated_speedup"):
+        return f"speedup {r.speedup:.1f}x (estimated from task time)"
+    return f"speedup {r.speedup:.1f}x"
 
 
 def status_text(st: Any, precise: bool = False) -> str:

@@ -2,6 +2,8 @@
 
 Run from the repository root: ``python tests/data/make_golden.py``. The real traces are
 re-recorded (so their numbers change): review the new ``.txt`` files before committing.
+``python tests/data/make_golden.py --synthetic`` rewrites only the synthetic ones (and the
+real traces' ``.txt`` from their saved ``.json``, which does not change their numbers).
 Worker hosts and pids are scrubbed before saving.
 """
 
@@ -41,6 +43,35 @@ def synthetic_mixed() -> Trace:
     return b.build(end=1.82)
 
 
+CELL = "/tmp/ipykernel_4242/2718.py"
+
+
+def partial_blocking(n_serial: int = 6, n_fan: int = 14, alone: float = 0.2, together: float = 0.25) -> Trace:
+    """The issue's cell: get() inside a loop for the first 6 tasks (cell line 4), then 14 more fanned out.
+
+    Each task takes ``alone`` seconds when it runs by itself and ``together`` side by side
+    (contention), with 10 ms to dispatch and 2 ms to return; the final get() (line 6) waits for the 14.
+    """
+    b = TraceBuilder(workers=2, cores=2)
+    t = 0.0
+    for _ in range(n_serial):
+        b.task("simulate", worker=0, submit=t, ready=t, start=t + 0.01, end=t + 0.01 + alone,
+               received=t + 0.012 + alone)
+        b.block(t + 0.001, t + 0.0125 + alone, futures=1, source=f"{CELL}:4")
+        t += 0.013 + alone
+    sub = t
+    free = [t, t]
+    for k in range(n_fan):
+        w = 0 if free[0] <= free[1] else 1
+        ready = sub + 0.001 * k
+        start = max(free[w], ready) + 0.01
+        b.task("simulate", worker=w, submit=ready, ready=ready, start=start, end=start + together,
+               received=start + together + 0.002)
+        free[w] = start + together
+    b.block(sub + 0.001 * n_fan, max(free) + 0.002, futures=n_fan, source=f"{CELL}:6")
+    return b.build()
+
+
 @hpc.remote
 def nap(seconds: float) -> None:
     time.sleep(seconds)
@@ -69,9 +100,15 @@ def scrub(t: Trace) -> Trace:
 
 
 def main() -> None:
-    for name, trace in (("golden_mixed", synthetic_mixed()), ("golden_real_map", real(False)),
-                        ("golden_real_blocking", real(True))):
-        trace.save(os.path.join(HERE, f"{name}.json"))
+    real_ones = sys.argv[1:] != ["--synthetic"]  # --synthetic: rewrite only the synthetic goldens (no re-recording)
+    goldens = [("golden_mixed", synthetic_mixed()), ("golden_partial_blocking", partial_blocking())]
+    if real_ones:
+        goldens += [("golden_real_map", real(False)), ("golden_real_blocking", real(True))]
+    else:
+        goldens += [(n, None) for n in ("golden_real_map", "golden_real_blocking")]
+    for name, trace in goldens:  # type: ignore[assignment]
+        if trace is not None:
+            trace.save(os.path.join(HERE, f"{name}.json"))
         text = analyze(Trace.load(os.path.join(HERE, f"{name}.json"))).to_text()
         with open(os.path.join(HERE, f"{name}.txt"), "w", encoding="utf-8") as f:
             f.write(text + "\n")
