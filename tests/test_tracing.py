@@ -256,3 +256,19 @@ def test_the_region_object_works_wherever_a_trace_does(local2):
     assert [r.wall_time for r in analysis.simulate(t, workers=[1, 2])] == \
         [r.wall_time for r in analysis.simulate(t.trace, workers=[1, 2])]
     assert len(analysis.critical_path(t)) == len(analysis.critical_path(t.trace))
+
+
+def test_bytes_in_counts_large_arrays_sent_by_value_through_shared_memory(local2):
+    from eugo_lab import analysis
+
+    big = np.ones(1_000_000)  # 8 MB: over the pool's 1 MiB threshold, so it travels out of band
+
+    @hpc.remote
+    def total(a):
+        return float(a.sum())
+
+    with hpc.trace() as t:
+        assert hpc.get([total.remote(big) for _ in range(6)]) == [1e6] * 6
+    assert t.tasks["bytes_in"].min() >= big.nbytes  # the array, not just the ~100-byte pickle around it
+    terms = [f.term for f in analysis.analyze(t).findings]
+    assert "Serialization" in terms, terms  # the same large argument sent 6 times: put() it once

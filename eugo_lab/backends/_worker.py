@@ -72,6 +72,18 @@ def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str
     return frames, "".join(traceback.format_exception_only(type(exc), exc))
 
 
+def _bytes_in(args_bytes: bytes, buffers: Any) -> int:
+    """What the task was sent: the pickle stream plus its out-of-band buffers (large arrays by value).
+
+    On the local pool an array of 1 MiB or more travels through shared memory beside the
+    pickle, which holds ~100 bytes of it; counting only the pickle would hide exactly the
+    mistake the Serialization finding looks for (the same large array sent to every task).
+    """
+    if not buffers:
+        return len(args_bytes)
+    return len(args_bytes) + sum(memoryview(b).nbytes for b in buffers)
+
+
 def _phase_offsets(phases: list, t0: float) -> list[Phase] | None:
     if not phases:
         return None
@@ -305,12 +317,12 @@ def execute(
         payload = _pickle_exception(value)
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
+    bytes_in = _bytes_in(args_bytes, buffers)
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
-    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload),
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, len(payload),
                       _phase_offsets(phases, p1), None,
-                      pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, len(args_bytes),
-                                len(payload)))
+                      pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, bytes_in, len(payload)))
     return status, payload, tb, stats
 
 
@@ -370,6 +382,6 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, len(args_bytes), len(payload), None,
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload), None,
                       ends.tobytes(), None)
     return OK, payload, errors, stats
