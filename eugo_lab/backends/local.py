@@ -27,8 +27,6 @@ import threading
 import time
 from typing import Any
 
-import psutil
-
 from eugo_lab.backends import base, local_process
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
@@ -58,6 +56,16 @@ MEMORY_POLL_SECONDS = 0.05
 MAX_FAILED_STARTS_PER_WORKER = 3
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
+
+
+def _total_memory() -> int:
+    """Physical memory of this machine in bytes (what psutil reports as total, without importing psutil)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        import psutil
+
+        return psutil.virtual_memory().total
 
 
 class LocalBackend(base.Backend):
@@ -215,7 +223,7 @@ class LocalBackend(base.Backend):
             backend="local",
             workers=self.n_workers,
             cores=usable_cores(),
-            memory=psutil.virtual_memory().total,
+            memory=_total_memory(),
             gpus=0,
             address="local processes",
             threads_per_worker=self.threads_per_worker,
@@ -317,6 +325,8 @@ class LocalBackend(base.Backend):
             limit = self._limit_of(w.inflight[0])
             if not limit:
                 continue
+            import psutil  # only pools running memory-limited tasks pay for importing it (~6 ms)
+
             try:
                 if w.ps is None:
                     w.ps = psutil.Process(w.pid)
