@@ -348,9 +348,12 @@ class LocalBackend(base.Backend):
 
     def _dispatch(self) -> None:
         queue = self._queue
-        live = [w for w in self._workers if not w.dead]
+        # Only workers that said hello get tasks: a task handed to one still starting (or to one
+        # that never will) would wait for it while another worker sits idle. Until the first
+        # hello, tasks stay queued; workers that keep failing to start fail them (_give_up).
+        live = [w for w in self._workers if w.greeted and not w.dead]
         if not live:
-            if self._no_workers:
+            if self._no_workers and all(w.dead for w in self._workers):
                 reason = {"reason": "no-workers", "message": self._no_workers}
                 while queue:
                     t = queue.popleft()
