@@ -93,7 +93,7 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
     """Summary rows per scenario, the simulator rows, and the targets."""
     res = []
     res.append({"scenario": "startup", "items": None, "engines": {
-        e: report.summarize(xs, extra=("rss", "uss", "procs")) for e, xs in startup.items()}})
+        e: report.summarize(xs, extra=("rss", "uss", "procs", "from_spawn")) for e, xs in startup.items()}})
     res.append({"scenario": f"{sz.tiny} tiny tasks", "items": sz.tiny, "engines": {
         e: report.summarize(xs) for e, xs in raw["tiny"].items()}})
     res.append({"scenario": f"{sz.map_items} items batched", "items": sz.map_items, "engines": {
