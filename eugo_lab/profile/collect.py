@@ -1,0 +1,283 @@
+"""Worker side of profiling: sample a task body's stack while it runs; return a compact pyinstrument session.
+
+How a task asks to be profiled: the driver hands the backend a :class:`Profiled` wrapper
+around the function instead of the function itself (``hpc.profile``, ``%%eugo --profile``).
+The worker shim (``backends/_worker.py``) tests ``type(fn) is Profiled`` (constant time),
+unwraps it and runs the body between :func:`start` and :meth:`Recording.stop`. Because the
+wrapper is a different function record, every engine's per-worker function cache keys it
+apart from the plain function, and no engine's wire protocol changes: the samples travel
+back in ``TaskStats.profile``.
+
+Two samplers, both writing pyinstrument's frame records (its frame identifiers, from its
+own C ``get_frame_info``, and its :class:`pyinstrument.session.Session`), so merging is
+pyinstrument's ``Session.combine`` and its renderers work on the result:
+
+- ``"thread"`` (default): one daemon thread per worker process wakes every ``interval``,
+  reads the watched task threads' frames (``sys._current_frames``) and records each stack.
+  The task itself runs untouched, so the cost is the GIL hand-over per sample (~1%; see
+  ``benchmarks/profile_overhead.py``). When the sampler gets the GIL at once, no thread was
+  running Python bytecode: the task sat in C code that released the GIL (NumPy, BLAS, I/O,
+  sleep), and the sample ends in a :data:`NATIVE` frame.
+- ``"pyinstrument"``: pyinstrument's own ``Profiler`` (``sys.setprofile``). It names every
+  C function called, but on Python 3.11 an active profile function turns off the
+  interpreter's specialised bytecode: we measured pure-Python loops 1.5x and call-heavy
+  loops 3-4x slower, far over our 5% budget, hence not the default.
+
+Nothing here imports pyinstrument until a profiled task runs: the worker shim imports this
+module at start-up and a task without the wrapper pays one ``type(fn) is`` test.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+#: Seconds between samples the thread sampler asks for. A thread running Python bytecode
+#: hands the GIL over only at its switch interval (``sys.getswitchinterval()``, 5 ms), so
+#: such code is sampled every ~6 ms whatever this says; code that released the GIL is
+#: sampled every 1 ms. Below ~0.5 ms the sampler's own wake-ups start to cost CPU.
+DEFAULT_INTERVAL = 0.001
+SAMPLERS = ("thread", "pyinstrument")
+#: The frame a sample ends in when the task held no GIL (pyinstrument's format for C frames).
+NATIVE = "[C code or waiting, GIL released]\x00<built-in>\x000"
+# The sampler woke at most this late (beyond its interval): the GIL was free, so no thread
+# was running bytecode. A thread running Python keeps the GIL up to the 5 ms switch
+# interval, so 0.5 ms separates the two cases with a wide margin on both sides.
+_GIL_FREE_S = 0.0005
+# Samples in a row that find a watched thread outside its body before the watch is dropped
+# (~1 s): a body stopped by an exception raised into it may never reach Recording.stop().
+_MAX_MISSES = 1000
+#: Version of the serialized form (``TaskStats.profile``): zlib-compressed pyinstrument session JSON.
+FORMAT = 1
+
+
+class Profiled:
+    """A task function wrapped to be profiled on its worker; picklable (the function travels inside).
+
+    The driver caches one wrapper record per (function, settings), so a function profiled in
+    several regions is sent to each worker once.
+    """
+
+    __slots__ = ("fn", "interval", "sampler")
+
+    def __init__(self, fn: Callable, interval: float = DEFAULT_INTERVAL, sampler: str = "thread"):
+        self.fn = fn
+        self.interval = float(interval)
+        self.sampler = sampler
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the function unprofiled (the worker shim unwraps it before the body runs)."""
+        return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        return _unpickle, (self.fn, self.interval, self.sampler)
+
+
+def _unpickle(fn: Callable, interval: float, sampler: str) -> Profiled:
+    """Rebuild a wrapper on the worker, loading pyinstrument now (~70 ms cold).
+
+    Workers unpickle a function once, when it arrives, outside any task's timing: importing
+    here keeps the import out of the first profiled task's body, where the sampler would
+    also have missed it.
+    """
+    try:
+        import pyinstrument.low_level.stat_profile  # noqa: F401
+        import pyinstrument.session  # noqa: F401
+    except ImportError:  # profiling is skipped on this worker (start() returns None); the task still runs
+        pass
+    return Profiled(fn, interval, sampler)
+
+
+class Recording:
+    """One task body being profiled; :meth:`stop` ends it and returns the serialized session."""
+
+    __slots__ = ("_watch", "_profiler", "_root", "_start_wall", "_t0", "_c0", "_name", "_interval")
+
+    def __init__(self, name: str, interval: float, root: Any):
+        self._name = name  # the body's own frame identifier: where an unsampled (too short) task's time goes
+        self._interval = interval
+        self._root = root
+        self._watch: _Watch | None = None
+        self._profiler: Any = None
+        self._start_wall = time.time()
+        self._t0 = time.perf_counter()
+        self._c0 = time.thread_time()
+
+    def stop(self) -> bytes | None:
+        """End the recording; the session as bytes (``None`` if profiling failed: the task never suffers)."""
+        try:
+            duration = time.perf_counter() - self._t0
+            cpu = time.thread_time() - self._c0
+            if self._watch is not None:
+                records = sampler(self._interval).unwatch(self._watch)
+            else:
+                session = self._profiler.stop()
+                depth = len(session.start_call_stack)  # drop the frames above the task body (thread .. _worker)
+                records = {}
+                for stack, t in session.frame_records:
+                    key = tuple(stack[depth:])
+                    if key:
+                        records[key] = records.get(key, 0.0) + t
+            return dumps(records, self._name, self._start_wall, duration, cpu, self._interval)
+        except Exception:  # noqa: BLE001 - a profiling failure must not fail the task
+            return None
+
+
+def start(wrapper: Profiled) -> Recording | None:
+    """Start profiling the caller's callees on this thread (call it right before the body)."""
+    root = sys._getframe(1)  # the worker shim's frame: stacks are recorded below it
+    rec = Recording(_identifier(wrapper.fn), wrapper.interval, root)
+    try:
+        if wrapper.sampler == "pyinstrument":
+            from pyinstrument import Profiler
+
+            rec._profiler = Profiler(interval=wrapper.interval, async_mode="disabled")
+            rec._profiler.start(caller_frame=root, target_description=rec._name.split("\x00", 1)[0])
+        else:
+            rec._watch = sampler(wrapper.interval).watch(root)
+    except Exception:  # noqa: BLE001 - e.g. pyinstrument missing on this worker: run the task unprofiled
+        return None
+    return rec
+
+
+def _identifier(fn: Any) -> str:
+    """The pyinstrument frame identifier (``name NUL file NUL first line``) of a function's code."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return f"{getattr(fn, '__qualname__', type(fn).__qualname__)}\x00<task>\x000"
+    return f"{code.co_name}\x00{code.co_filename}\x00{code.co_firstlineno}"
+
+
+def dumps(records: dict[tuple[str, ...], float], body: str, start_wall: float, duration: float, cpu: float,
+          interval: float) -> bytes:
+    """Serialize aggregated stacks as a pyinstrument session (compressed JSON).
+
+    Identical stacks are summed on the worker (a CPU loop yields thousands of equal
+    samples), so a task's profile is usually a few hundred bytes.
+    """
+    from pyinstrument.session import Session
+
+    if not records:  # too short to be sampled: its whole time goes to the function itself
+        records = {(body,): duration}
+    session = Session(
+        frame_records=[(list(k), v) for k, v in records.items()], start_time=start_wall, duration=duration,
+        min_interval=interval, max_interval=interval, sample_count=len(records), start_call_stack=[],
+        target_description=body.split("\x00", 1)[0], cpu_time=cpu, sys_path=[p for p in sys.path if p],
+        sys_prefixes=Session.current_sys_prefixes(),
+    )
+    doc = {"format": FORMAT, "session": session.to_json()}
+    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
+
+
+def loads(data: bytes) -> Any:
+    """The pyinstrument :class:`~pyinstrument.session.Session` of one task's serialized profile."""
+    from pyinstrument.session import Session
+
+    doc = json.loads(zlib.decompress(data))
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"profile format {doc.get('format')!r}; this eugo_lab reads format {FORMAT}")
+    return Session.from_json(doc["session"])
+
+
+# -- the thread sampler --------------------------------------------------------------------------------
+class _Watch:
+    """One task thread being sampled: where its body starts, when it was last sampled, its stacks."""
+
+    __slots__ = ("thread_id", "root", "last", "records", "misses")
+
+    def __init__(self, root: Any):
+        self.misses = 0  # samples in a row that found the thread outside the body
+        self.thread_id = threading.get_ident()
+        self.root = root
+        self.last = time.perf_counter()
+        self.records: dict[tuple[str, ...], float] = {}
+
+
+class _Sampler:
+    """Samples the watched task threads of this process every ``interval`` seconds.
+
+    One daemon thread, started with the first profiled task and asleep (a condition wait,
+    no wake-ups) while none runs. Each sample charges the time since the thread's previous
+    sample to the stack seen now, as pyinstrument does.
+    """
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._watches: dict[int, _Watch] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, root: Any) -> _Watch:
+        """Start sampling the calling thread below frame ``root``."""
+        w = _Watch(root)
+        with self._lock:
+            self._watches[w.thread_id] = w
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="eugo-profile-sampler", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        return w
+
+    def unwatch(self, w: _Watch) -> dict[tuple[str, ...], float]:
+        """Stop sampling; the stacks recorded (under the lock: no sample is half-written)."""
+        with self._lock:
+            self._watches.pop(w.thread_id, None)
+            w.root = None
+            return w.records
+
+    def _loop(self) -> None:
+        from pyinstrument.low_level.stat_profile import get_frame_info
+
+        perf = time.perf_counter
+        while True:
+            with self._lock:
+                while not self._watches:
+                    self._wake.wait()
+            asked = perf()
+            time.sleep(self.interval)
+            now = perf()
+            gil_free = now - asked - self.interval < _GIL_FREE_S
+            with self._lock:
+                frames = sys._current_frames()
+                f = None
+                gone: list[int] = []
+                for w in self._watches.values():
+                    f = frames.get(w.thread_id)
+                    stack = []
+                    while f is not None and f is not w.root:
+                        stack.append(get_frame_info(f))
+                        f = f.f_back
+                    if f is None or not stack:  # not inside the body just now
+                        w.misses += 1
+                        if w.misses > _MAX_MISSES:  # its body ended without stop() (an async exception): forget it
+                            gone.append(w.thread_id)
+                        continue
+                    stack.reverse()
+                    if gil_free:
+                        stack.append(NATIVE)
+                    key = tuple(stack)
+                    w.records[key] = w.records.get(key, 0.0) + (now - w.last)
+                    w.last = now
+                    w.misses = 0
+                for tid in gone:
+                    self._watches.pop(tid, None)
+                del frames, f  # keep no frame alive between samples
+
+
+_samplers: dict[float, _Sampler] = {}
+_samplers_lock = threading.Lock()
+
+
+def sampler(interval: float) -> _Sampler:
+    """The thread sampler of this process for ``interval`` (created on first use)."""
+    s = _samplers.get(interval)
+    if s is None:
+        with _samplers_lock:
+            s = _samplers.setdefault(interval, _Sampler(interval))
+    return s
