@@ -29,6 +29,7 @@ module at start-up and a task without the wrapper pays one ``type(fn) is`` test.
 
 from __future__ import annotations
 
+import dis
 import json
 import sys
 import threading
@@ -188,11 +189,17 @@ def loads(data: bytes) -> Any:
 class _Watch:
     """One task thread being sampled: where its body starts, when it was last sampled, its stacks."""
 
-    __slots__ = ("thread_id", "root", "last", "records", "misses")
+    __slots__ = ("thread_id", "native_id", "clock", "cpu", "root", "last", "records", "misses")
 
     def __init__(self, root: Any):
         self.misses = 0  # samples in a row that found the thread outside the body
         self.thread_id = threading.get_ident()
+        self.native_id = threading.get_native_id()
+        try:  # the task thread's own CPU clock, readable from the sampler (Linux, macOS)
+            self.clock: int | None = time.pthread_getcpuclockid(self.thread_id)
+            self.cpu = time.clock_gettime(self.clock)
+        except (AttributeError, OSError):
+            self.clock, self.cpu = None, 0.0
         self.root = root
         self.last = time.perf_counter()
         self.records: dict[tuple[str, ...], float] = {}
@@ -245,11 +252,12 @@ class _Sampler:
             gil_free = now - asked - self.interval < _GIL_FREE_S
             with self._lock:
                 frames = sys._current_frames()
-                f = None
+                f = f_leaf = None
                 gone: list[int] = []
                 for w in self._watches.values():
                     f = frames.get(w.thread_id)
                     stack = []
+                    f_leaf = f
                     while f is not None and f is not w.root:
                         stack.append(get_frame_info(f))
                         f = f.f_back
@@ -259,7 +267,7 @@ class _Sampler:
                             gone.append(w.thread_id)
                         continue
                     stack.reverse()
-                    if gil_free:
+                    if _in_native(w, f_leaf, now - w.last, gil_free):
                         stack.append(NATIVE)
                     key = tuple(stack)
                     w.records[key] = w.records.get(key, 0.0) + (now - w.last)
@@ -267,7 +275,38 @@ class _Sampler:
                     w.misses = 0
                 for tid in gone:
                     self._watches.pop(tid, None)
-                del frames, f  # keep no frame alive between samples
+                del frames, f, f_leaf  # keep no frame alive between samples
+
+
+# Opcodes where a thread running pure Python waits for the GIL (the interpreter hands it over
+# only at these): a thread seen there was not in C code, whatever the GIL's state.
+_YIELD_OPS = frozenset(dis.opmap[name] for name in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "RESUME",
+                                                    "JUMP_ABSOLUTE") if name in dis.opmap)
+
+
+def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
+    """Whether the watched thread sits in C code that released the GIL, or waits in a call (sleep, I/O, a lock).
+
+    A heuristic from three cheap facts: the opcode its innermost frame is at (a thread running
+    pure Python waits for the GIL only at a loop's back jump or a function's start, so there
+    it is Python), its CPU clock (running: in C code if the sampler got the GIL at once,
+    ``gil_free``, else bytecode) and, when it did not run, the kernel's state: asleep in a
+    call (native) or runnable but short of a core, as on a busy 2-core machine (Python).
+    pyinstrument's own sampler (``sampler="pyinstrument"``) names C functions exactly.
+    """
+    cpu = time.clock_gettime(w.clock) if w.clock is not None else 0.0
+    used, w.cpu = cpu - w.cpu, cpu
+    lasti = leaf.f_lasti
+    if lasti >= 0 and leaf.f_code.co_code[lasti] in _YIELD_OPS:
+        return False
+    if w.clock is None or used > 0.1 * wall:
+        return gil_free
+    try:
+        with open(f"/proc/self/task/{w.native_id}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return gil_free
+    return state != b"R"
 
 
 _samplers: dict[float, _Sampler] = {}
