@@ -58,6 +58,8 @@ def check_known_workload(p: Profile, workers: int = 2) -> None:
     line = p.hot_lines()[0]
     assert (line.function, line.line) == ("spin", HOT_LINE) and line.share > 0.7, p.hot_lines()
     assert "abs(i % 7 - 3)" in line.source
+    roots = [c.function for c in p.tree().children]
+    assert roots == ["outer"], roots  # stacks start at the task's function: no engine or shim frames
 
 
 @pytest.fixture(scope="module")

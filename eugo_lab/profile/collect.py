@@ -252,19 +252,22 @@ class _Sampler:
             gil_free = now - asked - self.interval < _GIL_FREE_S
             with self._lock:
                 frames = sys._current_frames()
-                f = f_leaf = None
+                f = f_leaf = top = None
                 gone: list[int] = []
                 for w in self._watches.values():
                     f = frames.get(w.thread_id)
                     stack = []
                     f_leaf = f
+                    top = None
                     while f is not None and f is not w.root:
                         stack.append(get_frame_info(f))
-                        f = f.f_back
+                        top, f = f, f.f_back
                     if f is None or not stack:  # not inside the body just now
                         w.misses += 1
                         if w.misses > _MAX_MISSES:  # its body ended without stop() (an async exception): forget it
                             gone.append(w.thread_id)
+                        continue
+                    if top.f_code in _OWN_CODE:  # the recording starting or stopping, not the task's time
                         continue
                     stack.reverse()
                     if _in_native(w, f_leaf, now - w.last, gil_free):
@@ -275,7 +278,7 @@ class _Sampler:
                     w.misses = 0
                 for tid in gone:
                     self._watches.pop(tid, None)
-                del frames, f, f_leaf  # keep no frame alive between samples
+                del frames, f, f_leaf, top  # keep no frame alive between samples
 
 
 # Opcodes where a thread running pure Python waits for the GIL (the interpreter hands it over
@@ -308,6 +311,9 @@ def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
         return gil_free
     return state != b"R"
 
+
+# Frames of our own right below the task's root: samples taken there belong to no task code.
+_OWN_CODE = frozenset((start.__code__, Recording.stop.__code__))
 
 _samplers: dict[float, _Sampler] = {}
 _samplers_lock = threading.Lock()
