@@ -40,9 +40,10 @@ from typing import Any
 
 #: Seconds between samples the thread sampler asks for. A thread running Python bytecode
 #: hands the GIL over only at its switch interval (``sys.getswitchinterval()``, 5 ms), so
-#: such code is sampled every ~6 ms whatever this says; code that released the GIL is
-#: sampled every 1 ms. Below ~0.5 ms the sampler's own wake-ups start to cost CPU.
-DEFAULT_INTERVAL = 0.001
+#: such code is sampled every ~10 ms; code that released the GIL every 5 ms. That is a few
+#: samples per 50 ms task and hundreds over a cell's tasks; a 1 ms interval sampled Python
+#: code only ~1.7x as often (every ~6 ms) and cost measurably more (benchmarks/profile_overhead.py).
+DEFAULT_INTERVAL = 0.005
 SAMPLERS = ("thread", "pyinstrument")
 #: The frame a sample ends in when the task held no GIL (pyinstrument's format for C frames).
 NATIVE = "[C code or waiting, GIL released]\x00<built-in>\x000"

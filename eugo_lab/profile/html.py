@@ -8,14 +8,26 @@ source lines) goes through ``html.escape``, in text and in attributes.
 
 from __future__ import annotations
 
+import zlib
 from html import escape
 
 from eugo_lab.profile.model import Profile, ProfileNode
+from eugo_lab.profile.text import where
 
 ROW_PX = 18
 MIN_WIDTH = 0.002  # blocks narrower than this share of the width are not drawn (thousands of slivers otherwise)
 MAX_DEPTH = 48
 COLORS = {"app": "#f4a259", "library": "#8ecae6", "native": "#90be6d", "root": "#d9d9d9"}
+# Neighbouring blocks of one kind differ in shade, picked by a hash of the function name
+# (the same function has the same colour everywhere, in every run).
+SHADES = {"app": ("#f4a259", "#f6bd60", "#ee8959", "#f2b880", "#e9c46a", "#f7a072"),
+          "library": ("#8ecae6", "#a8dadc", "#9cc5e8", "#b5c7e8"), "native": ("#90be6d", "#a7c957"),
+          "root": ("#d9d9d9",)}
+
+
+def _color(kind: str, name: str) -> str:
+    shades = SHADES[kind]
+    return shades[zlib.crc32(name.encode()) % len(shades)]
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 12px; line-height: 1.35; "
           "color: var(--jp-ui-font-color1, #222)")
 
@@ -51,7 +63,7 @@ def icicle_html(p: Profile) -> str:
             return
         depth_seen = max(depth_seen, depth)
         kind = "root" if depth == 0 else node.kind
-        where_txt = f"{node.file}:{node.line}" if node.kind != "native" else "C code"
+        where_txt = where(node.file, node.path, node.line) if node.kind != "native" else "C code"
         tip = (f"{node.function} ({where_txt}): {w:.1%} of task time, self {node.self_time / root.time:.1%}"
                if depth else f"all profiled tasks: {p.tasks} on {p.workers} workers")
         label = node.function if depth else f"all tasks ({p.tasks})"
@@ -59,7 +71,7 @@ def icicle_html(p: Profile) -> str:
             f"<div class='eugo-block eugo-{kind}' data-x='{x:.6f}' data-w='{w:.6f}' data-d='{depth}' "
             f"title='{escape(tip, quote=True)}' style='position:absolute;box-sizing:border-box;cursor:pointer;"
             f"left:{x * 100:.4f}%;width:{w * 100:.4f}%;top:{depth * ROW_PX}px;height:{ROW_PX - 1}px;"
-            f"background:{COLORS[kind]};border-right:1px solid #fff;padding:0 3px;overflow:hidden;"
+            f"background:{_color(kind, node.function)};border-right:1px solid #fff;padding:0 3px;overflow:hidden;"
             f"white-space:nowrap;text-overflow:ellipsis;font-size:11px;line-height:{ROW_PX - 1}px'>"
             f"{escape(label)}</div>")
         cx = x
@@ -80,7 +92,8 @@ def icicle_html(p: Profile) -> str:
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th style='text-align:left;padding:1px 8px'>{escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td style='padding:1px 8px'>{c}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left;padding:1px 8px'>{c}</td>" for c in r) + "</tr>"
+                   for r in rows)
     return f"<table class='eugo-profile-table' style='border-collapse:collapse'><tr>{th}</tr>{body}</table>"
 
 
@@ -89,9 +102,9 @@ def profile_html(p: Profile, functions: int = 8, lines: int = 8) -> str:
     if p.total <= 0:
         return f"<div class='eugo-profile' style='{_STYLE}'><i>Profile: no samples</i></div>"
     fn_rows = [[f"{h.self_share:.0%}", f"{h.native_share:.0%}", f"{h.total_share:.0%}",
-                f"<code>{escape(h.function)}</code>", escape(f"{h.file}:{h.line}"), escape(h.where)]
+                f"<code>{escape(h.function)}</code>", escape(where(h.file, h.path, h.line)), escape(h.where)]
                for h in p.hot_functions(functions)]
-    line_rows = [[f"{x.share:.0%}", escape(f"{x.file}:{x.line}"), f"<code>{escape(x.function)}</code>",
+    line_rows = [[f"{x.share:.0%}", escape(where(x.file, x.path, x.line)), f"<code>{escape(x.function)}</code>",
                   f"<code>{escape(x.source)}</code>"] for x in p.hot_lines(lines)]
     tasks = f"{p.tasks} task{'s' if p.tasks != 1 else ''} on {p.workers} worker{'s' if p.workers != 1 else ''}"
     return (f"<div class='eugo-profile' style='{_STYLE}'><b>Profile</b>: {escape(tasks)}, "

@@ -50,6 +50,7 @@ class HotFunction:
     total_share: float
     native_share: float
     where: str
+    path: str = ""  # the file as the worker named it (renderers may label a notebook cell's file)
 
     @property
     def python_share(self) -> float:
@@ -67,6 +68,7 @@ class HotLine:
     share: float
     native_share: float
     source: str  # the line's text where the driver can read the file ("" otherwise)
+    path: str = ""  # the file as the worker named it
 
 
 @dataclass(frozen=True)
@@ -80,11 +82,12 @@ class ProfileNode:
     self_time: float
     children: tuple[ProfileNode, ...]
     kind: str = "app"  # "app" (your code), "library" (the Python install) or "native" (C code, GIL released)
+    path: str = ""  # the file as the worker named it
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready nested dict."""
         return {"function": self.function, "file": self.file, "line": self.line, "time": self.time,
-                "self_time": self.self_time, "kind": self.kind,
+                "self_time": self.self_time, "kind": self.kind, "path": self.path,
                 "children": [c.to_dict() for c in self.children]}
 
 
@@ -210,7 +213,7 @@ class Profile:
             for key in {f.key for f in py}:  # once per sample, also for recursive calls
                 total_t[key] = total_t.get(key, 0.0) + t
         rows = [HotFunction(name, self.short_path(file), first, self._share(self_t.get(k, 0.0)),
-                            self._share(total_t[k]), self._share(native_t.get(k, 0.0)), self._where(file))
+                            self._share(total_t[k]), self._share(native_t.get(k, 0.0)), self._where(file), file)
                 for k in total_t for name, file, first in (k,)]
         rows.sort(key=lambda h: (-round(h.self_share, 6), -round(h.total_share, 6), h.function, h.file, h.line))
         rows = [h for h in rows if h.self_share >= min_share]
@@ -230,7 +233,7 @@ class Profile:
                 acc[1] += t
         rows = [HotLine(name, self.short_path(file), line, self._share(t), self._share(n),
                         linecache.getline(file, line).strip() if not file.startswith("<") or "ipython" in file
-                        else "")
+                        else "", file)
                 for (name, file, line), (t, n) in times.items()]
         rows.sort(key=lambda h: (-round(h.share, 6), h.file, h.line, h.function))
         return rows if limit is None else rows[:limit]
@@ -251,7 +254,7 @@ class Profile:
             kids = sorted(n["kids"].items(), key=lambda kv: (-round(kv[1]["t"], 9), kv[0]))
             name, file, first = key
             return ProfileNode(name, self.short_path(file), first, n["t"], n["self"],
-                               tuple(build(k, v) for k, v in kids), n.get("kind", "root"))
+                               tuple(build(k, v) for k, v in kids), n.get("kind", "root"), file)
 
         return build(("all tasks", "", 0), root)
 

@@ -7,10 +7,17 @@ notebook's ``text/plain`` can be compared by nbval; nothing here computes a stat
 from __future__ import annotations
 
 from eugo_lab.profile.model import Profile
+from eugo_lab.render.display import source_label
 
 FUNCTIONS = 8  # rows of each table: enough to see where the time goes, short enough to read
 LINES = 8
 _NAME_W = 32
+
+
+def where(file: str, path: str, line: int) -> str:
+    """``file:line``, or IPython's name for a notebook cell's code (``Cell In[2], line 7``)."""
+    label = source_label(f"{path}:{line}") if path else ""
+    return label if label.startswith("Cell In[") else f"{file}:{line}"
 
 
 def _pct(share: float) -> str:
@@ -34,9 +41,10 @@ def profile_text(p: Profile, functions: int = FUNCTIONS, lines: int = LINES) -> 
     for h in hot[:functions]:
         tag = "" if h.where == "app" else f"  [{h.where}]"
         out.append(f"  {_pct(h.self_share):>5} {_pct(h.native_share):>6} {_pct(h.total_share):>5}  "
-                   f"{_cut(h.function, _NAME_W):<{_NAME_W}} {h.file}:{h.line}{tag}")
+                   f"{_cut(h.function, _NAME_W):<{_NAME_W}} {where(h.file, h.path, h.line)}{tag}")
     out.append("Hottest lines")
     for line in [x for x in p.hot_lines(None) if round(x.share * 100) >= 1][:lines]:
         src = f"  {_cut(line.source, 60)}" if line.source else ""
-        out.append(f"  {_pct(line.share):>5}  {line.file}:{line.line} ({_cut(line.function, _NAME_W)}){src}")
+        out.append(f"  {_pct(line.share):>5}  {where(line.file, line.path, line.line)} "
+                   f"({_cut(line.function, _NAME_W)}){src}")
     return "\n".join(out)
