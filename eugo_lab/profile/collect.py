@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dis
 import json
+import os
 import sys
 import threading
 import time
@@ -98,13 +99,14 @@ def _unpickle(fn: Callable, interval: float, sampler: str) -> Profiled:
 class Recording:
     """One task body being profiled; :meth:`stop` ends it and returns the serialized session."""
 
-    __slots__ = ("_watch", "_profiler", "_root", "_start_wall", "_t0", "_c0", "_name", "_interval")
+    __slots__ = ("_watch", "_sampler", "_profiler", "_root", "_start_wall", "_t0", "_c0", "_name", "_interval")
 
     def __init__(self, name: str, interval: float, root: Any):
         self._name = name  # the body's own frame identifier: where an unsampled (too short) task's time goes
         self._interval = interval
         self._root = root
         self._watch: _Watch | None = None
+        self._sampler: _Sampler | None = None
         self._profiler: Any = None
         self._start_wall = time.time()
         self._t0 = time.perf_counter()
@@ -116,18 +118,30 @@ class Recording:
             duration = time.perf_counter() - self._t0
             cpu = time.thread_time() - self._c0
             if self._watch is not None:
-                records = sampler(self._interval).unwatch(self._watch)
+                records = self._sampler.unwatch(self._watch)  # type: ignore[union-attr]
+                samples = self._watch.samples
             else:
-                session = self._profiler.stop()
+                session = self._stop_profiler()
                 depth = len(session.start_call_stack)  # drop the frames above the task body (thread .. _worker)
                 records = {}
                 for stack, t in session.frame_records:
                     key = tuple(stack[depth:])
                     if key:
                         records[key] = records.get(key, 0.0) + t
-            return dumps(records, self._name, self._start_wall, duration, cpu, self._interval)
+                samples = len(session.frame_records)
+            return dumps(records, self._name, self._start_wall, duration, cpu, self._interval, samples)
         except Exception:  # noqa: BLE001 - a profiling failure must not fail the task
             return None
+
+    def _stop_profiler(self) -> Any:
+        try:
+            return self._profiler.stop()
+        except BaseException:
+            # Never leave pyinstrument's profile function installed: it would slow every later task.
+            from pyinstrument.low_level.stat_profile import setstatprofile
+
+            setstatprofile(None)
+            raise
 
 
 def start(wrapper: Profiled) -> Recording | None:
@@ -141,7 +155,8 @@ def start(wrapper: Profiled) -> Recording | None:
             rec._profiler = Profiler(interval=wrapper.interval, async_mode="disabled")
             rec._profiler.start(caller_frame=root, target_description=rec._name.split("\x00", 1)[0])
         else:
-            rec._watch = sampler(wrapper.interval).watch(root)
+            rec._sampler = sampler(wrapper.interval)
+            rec._watch = rec._sampler.watch(root)
     except Exception:  # noqa: BLE001 - e.g. pyinstrument missing on this worker: run the task unprofiled
         return None
     return rec
@@ -156,7 +171,7 @@ def _identifier(fn: Any) -> str:
 
 
 def dumps(records: dict[tuple[str, ...], float], body: str, start_wall: float, duration: float, cpu: float,
-          interval: float) -> bytes:
+          interval: float, samples: int = 0) -> bytes:
     """Serialize aggregated stacks as a pyinstrument session (compressed JSON).
 
     Identical stacks are summed on the worker (a CPU loop yields thousands of equal
@@ -168,7 +183,7 @@ def dumps(records: dict[tuple[str, ...], float], body: str, start_wall: float, d
         records = {(body,): duration}
     session = Session(
         frame_records=[(list(k), v) for k, v in records.items()], start_time=start_wall, duration=duration,
-        min_interval=interval, max_interval=interval, sample_count=len(records), start_call_stack=[],
+        min_interval=interval, max_interval=interval, sample_count=samples, start_call_stack=[],
         target_description=body.split("\x00", 1)[0], cpu_time=cpu, sys_path=[p for p in sys.path if p],
         sys_prefixes=Session.current_sys_prefixes(),
     )
@@ -190,10 +205,11 @@ def loads(data: bytes) -> Any:
 class _Watch:
     """One task thread being sampled: where its body starts, when it was last sampled, its stacks."""
 
-    __slots__ = ("thread_id", "native_id", "clock", "cpu", "root", "last", "records", "misses")
+    __slots__ = ("thread_id", "native_id", "clock", "cpu", "root", "last", "records", "misses", "samples")
 
     def __init__(self, root: Any):
         self.misses = 0  # samples in a row that found the thread outside the body
+        self.samples = 0
         self.thread_id = threading.get_ident()
         self.native_id = threading.get_native_id()
         try:  # the task thread's own CPU clock, readable from the sampler (Linux, macOS)
@@ -277,6 +293,7 @@ class _Sampler:
                     w.records[key] = w.records.get(key, 0.0) + (now - w.last)
                     w.last = now
                     w.misses = 0
+                    w.samples += 1
                 for tid in gone:
                     self._watches.pop(tid, None)
                 del frames, f, f_leaf, top  # keep no frame alive between samples
@@ -318,6 +335,18 @@ _OWN_CODE = frozenset((start.__code__, Recording.stop.__code__))
 
 _samplers: dict[float, _Sampler] = {}
 _samplers_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's threads (the samplers') and maybe a lock the
+    # parent held at the fork: start from nothing.
+    global _samplers_lock
+    _samplers.clear()
+    _samplers_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which never forks)
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def sampler(interval: float) -> _Sampler:
