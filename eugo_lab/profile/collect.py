@@ -41,13 +41,19 @@ from typing import Any
 
 #: Seconds between samples the thread sampler asks for. A thread running Python bytecode
 #: hands the GIL over only at its switch interval (``sys.getswitchinterval()``, 5 ms), so
-#: such code is sampled every ~10 ms; code that released the GIL every 5 ms. That is a few
-#: samples per 50 ms task and hundreds over a cell's tasks; a 1 ms interval sampled Python
-#: code only ~1.7x as often (every ~6 ms) and cost measurably more (benchmarks/profile_overhead.py).
+#: such code is sampled every ~10 ms; code that released the GIL every 5 ms. Measured
+#: against 1 ms (pyinstrument's default; benchmarks/profile_overhead.py, RESULTS.md): the
+#: same ~3-4% more task CPU, but on a loaded 2-core VM 1 ms stretched CPU-bound tasks' wall
+#: time by 7-10% (each hand-over waits for the sampler thread to get a core), 5 ms by 1-2%.
 DEFAULT_INTERVAL = 0.005
+#: pyinstrument's own default: its cost is per call event, not per sample, so sampling often is free there.
+PYINSTRUMENT_INTERVAL = 0.001
 SAMPLERS = ("thread", "pyinstrument")
 #: The frame a sample ends in when the task held no GIL (pyinstrument's format for C frames).
 NATIVE = "[C code or waiting, GIL released]\x00<built-in>\x000"
+#: The frame under a task's function that holds the time no sample covered (a task shorter
+#: than the interval, or one whose sampler got no core or no GIL, e.g. two busy task threads).
+UNSAMPLED = "[not sampled]\x00<unsampled>\x000"
 # The sampler woke at most this late (beyond its interval): the GIL was free, so no thread
 # was running bytecode. A thread running Python keeps the GIL up to the 5 ms switch
 # interval, so 0.5 ms separates the two cases with a wide margin on both sides.
@@ -55,6 +61,10 @@ _GIL_FREE_S = 0.0005
 # Samples in a row that find a watched thread outside its body before the watch is dropped
 # (~1 s): a body stopped by an exception raised into it may never reach Recording.stop().
 _MAX_MISSES = 1000
+# How long the sampler keeps ticking after the last profiled task ended before it waits to be
+# woken: the next task of a busy worker starts within milliseconds, and a sleeping sampler
+# would first have to win the GIL from that task just to wake (~5 ms more, a 10 ms task unsampled).
+_LINGER_S = 0.25
 #: Version of the serialized form (``TaskStats.profile``): zlib-compressed pyinstrument session JSON.
 FORMAT = 1
 
@@ -179,8 +189,8 @@ def dumps(records: dict[tuple[str, ...], float], body: str, start_wall: float, d
     """
     from pyinstrument.session import Session
 
-    if not records:  # too short to be sampled: its whole time goes to the function itself
-        records = {(body,): duration}
+    if not records:  # not sampled at all: its time is known, where it went is not
+        records = {(body, UNSAMPLED): duration}
     session = Session(
         frame_records=[(list(k), v) for k, v in records.items()], start_time=start_wall, duration=duration,
         min_interval=interval, max_interval=interval, sample_count=samples, start_call_stack=[],
@@ -236,9 +246,16 @@ class _Sampler:
         self._wake = threading.Condition(self._lock)
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
+        self._get_frame_info: Callable[[Any], str] | None = None
 
     def watch(self, root: Any) -> _Watch:
         """Start sampling the calling thread below frame ``root``."""
+        # Imported here, on the task's thread, before the sampler thread exists: importing it
+        # there raced the task thread's own import of pyinstrument.session (in dumps) on the
+        # package's import lock, and the sampler missed whole tasks while it waited.
+        from pyinstrument.low_level.stat_profile import get_frame_info
+
+        self._get_frame_info = get_frame_info
         w = _Watch(root)
         with self._lock:
             self._watches[w.thread_id] = w
@@ -256,18 +273,26 @@ class _Sampler:
             return w.records
 
     def _loop(self) -> None:
-        from pyinstrument.low_level.stat_profile import get_frame_info
-
+        get_frame_info = self._get_frame_info
         perf = time.perf_counter
+        idle_since = None
         while True:
             with self._lock:
-                while not self._watches:
-                    self._wake.wait()
+                if self._watches:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = perf()
+                elif perf() - idle_since > _LINGER_S:
+                    while not self._watches:
+                        self._wake.wait()
+                    idle_since = None
             asked = perf()
             time.sleep(self.interval)
             now = perf()
             gil_free = now - asked - self.interval < _GIL_FREE_S
             with self._lock:
+                if not self._watches:
+                    continue
                 frames = sys._current_frames()
                 f = f_leaf = top = None
                 gone: list[int] = []

@@ -22,7 +22,7 @@ COLORS = {"app": "#f4a259", "library": "#8ecae6", "native": "#90be6d", "root": "
 # (the same function has the same colour everywhere, in every run).
 SHADES = {"app": ("#f4a259", "#f6bd60", "#ee8959", "#f2b880", "#e9c46a", "#f7a072"),
           "library": ("#8ecae6", "#a8dadc", "#9cc5e8", "#b5c7e8"), "native": ("#90be6d", "#a7c957"),
-          "root": ("#d9d9d9",)}
+          "root": ("#d9d9d9",), "unsampled": ("#eeeeee",)}
 
 
 def _color(kind: str, name: str) -> str:
@@ -63,7 +63,8 @@ def icicle_html(p: Profile) -> str:
             return
         depth_seen = max(depth_seen, depth)
         kind = "root" if depth == 0 else node.kind
-        where_txt = where(node.file, node.path, node.line) if node.kind != "native" else "C code"
+        where_txt = {"native": "C code", "unsampled": "no sample"}.get(node.kind) or where(node.file, node.path,
+                                                                                           node.line)
         tip = (f"{node.function} ({where_txt}): {w:.1%} of task time, self {node.self_time / root.time:.1%}"
                if depth else f"all profiled tasks: {p.tasks} on {p.workers} workers")
         label = node.function if depth else f"all tasks ({p.tasks})"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,11 +30,14 @@ from eugo_lab.profile.collect import FORMAT, loads
 # pyinstrument's frame info: "name NUL file NUL first_line" then attributes, each after SOH.
 _SEP, _ATTR = "\x00", "\x01"
 NATIVE_FILE = "<built-in>"  # pyinstrument's file name for C functions (and ours for GIL-released time)
+UNSAMPLED_FILE = "<unsampled>"  # a task no sample covered: its time, under its function (collect.UNSAMPLED)
 
 
 @dataclass(frozen=True)
 class HotFunction:
     """One Python function's share of task time, across all profiled tasks and workers.
+
+    Self shares add up to 1 minus :attr:`Profile.unsampled_share` (usually 0).
 
     ``self_share``: samples whose innermost Python frame was this function (its own lines,
     including C functions it called directly); ``native_share``: the part of that spent in
@@ -81,7 +85,9 @@ class ProfileNode:
     time: float
     self_time: float
     children: tuple[ProfileNode, ...]
-    kind: str = "app"  # "app" (your code), "library" (the Python install) or "native" (C code, GIL released)
+    # "app" (your code), "library" (the Python install), "native" (C code, GIL released) or
+    # "unsampled" (the time of tasks no sample covered, under their function)
+    kind: str = "app"
     path: str = ""  # the file as the worker named it
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +100,7 @@ class ProfileNode:
 class _Frame:
     """A parsed frame info: display name, full file, first line, current line, flags."""
 
-    __slots__ = ("name", "file", "first", "line", "native", "key")
+    __slots__ = ("name", "file", "first", "line", "native", "unsampled", "key")
 
     def __init__(self, info: str):
         ident, _, attrs = info.partition(_ATTR)
@@ -107,6 +113,7 @@ class _Frame:
                 name = f"{a[1:]}.{name}"
         self.name, self.file, self.first, self.line = name, file, int(first or 0), line
         self.native = file == NATIVE_FILE
+        self.unsampled = file == UNSAMPLED_FILE
         self.key = (name, file, self.first)
 
 
@@ -135,8 +142,16 @@ class Profile:
         self.functions = tuple(functions)  # the profiled task functions, as the trace names them
         self._frames: dict[str, _Frame] = {}
         self._stacks = self._aggregate(session.frame_records if session is not None else [])
-        self._records = [(tuple(self._frame(s) for s in k), t) for k, t in self._stacks]
-        self.total = sum(t for _, t in self._records)  # seconds of task time the samples cover
+        self.total = sum(t for _, t in self._stacks)  # seconds of the profiled tasks' time
+        unsampled = sum(t for k, t in self._stacks if k[-1].endswith(UNSAMPLED_FILE + "\x000"))
+        #: Share of that time in tasks no sample covered (shorter than a sampling period, or
+        #: whose sampler got no core): it is shared out like the samples of other tasks of the
+        #: same function, which ran the same code.
+        self.estimated_share = self._share(unsampled)
+        self._records = [(tuple(self._frame(s) for s in k), t) for k, t in self._share_out_unsampled(self._stacks)]
+        #: Share left unattributed: tasks of functions none of whose tasks was sampled (in
+        #: their function's total, in no line and no self time).
+        self.unsampled_share = self._share(sum(t for s, t in self._records if s[-1].unsampled))
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -152,7 +167,7 @@ class Profile:
         for r in rows:
             try:
                 sessions.append(loads(r.data))
-            except (ValueError, OSError, KeyError):  # a corrupt or foreign profile: skip it, keep the rest
+            except (ValueError, OSError, KeyError, zlib.error):  # corrupt or foreign: skip it, keep the rest
                 continue
         session = _combine(sessions) if sessions else None
         return cls(session, tasks=len({(r.task_id, r.attempt) for r in rows}), workers=len({r.worker for r in rows}),
@@ -174,6 +189,34 @@ class Profile:
                 sums[key] = sums.get(key, 0.0) + t
         return sorted(sums.items())
 
+    @staticmethod
+    def _share_out_unsampled(stacks: list[tuple[tuple[str, ...], float]]) -> list[tuple[tuple[str, ...], float]]:
+        """Spread each function's unsampled task time over the sampled stacks of that function, pro rata.
+
+        Tasks of one function run the same code, so where a sampled task's time went is the
+        best estimate for an unsampled one; a function with no sampled task keeps its
+        ``[not sampled]`` stack. Deterministic: the same stacks always give the same result.
+        """
+        unsampled: dict[str, float] = {}
+        sampled: dict[str, float] = {}
+        for k, t in stacks:
+            root = k[0].partition(_ATTR)[0]
+            if len(k) == 2 and k[1].endswith(UNSAMPLED_FILE + "\x000"):
+                unsampled[root] = unsampled.get(root, 0.0) + t
+            else:
+                sampled[root] = sampled.get(root, 0.0) + t
+        if not unsampled:
+            return stacks
+        out = []
+        for k, t in stacks:
+            root = k[0].partition(_ATTR)[0]
+            if root in sampled and root in unsampled:
+                if len(k) == 2 and k[1].endswith(UNSAMPLED_FILE + "\x000"):
+                    continue
+                t *= 1.0 + unsampled[root] / sampled[root]
+            out.append((k, t))
+        return out
+
     # -- paths -------------------------------------------------------------------------------------
     def short_path(self, path: str) -> str:
         """``path`` relative to the ``sys.path`` entry that holds it (the deepest one), else its base name."""
@@ -186,6 +229,9 @@ class Profile:
             if r and path.startswith(r + os.sep) and len(r) > len(best):
                 best = r
         return path[len(best) + 1:] if best else os.path.basename(path)
+
+    def _kind(self, f: _Frame) -> str:
+        return "native" if f.native else "unsampled" if f.unsampled else self._where(f.file)
 
     def _where(self, path: str) -> str:
         prefixes = self.session.sys_prefixes if self.session is not None else []
@@ -203,15 +249,17 @@ class Profile:
         native_t: dict[tuple, float] = {}
         total_t: dict[tuple, float] = {}
         for stack, t in self._records:
-            py = [f for f in stack if not f.native]
+            py = [f for f in stack if not f.native and not f.unsampled]
             if not py:
+                continue
+            for key in {f.key for f in py}:  # once per sample, also for recursive calls
+                total_t[key] = total_t.get(key, 0.0) + t
+            if stack[-1].unsampled:
                 continue
             leaf = py[-1]
             self_t[leaf.key] = self_t.get(leaf.key, 0.0) + t
             if stack[-1].native:
                 native_t[leaf.key] = native_t.get(leaf.key, 0.0) + t
-            for key in {f.key for f in py}:  # once per sample, also for recursive calls
-                total_t[key] = total_t.get(key, 0.0) + t
         rows = [HotFunction(name, self.short_path(file), first, self._share(self_t.get(k, 0.0)),
                             self._share(total_t[k]), self._share(native_t.get(k, 0.0)), self._where(file), file)
                 for k in total_t for name, file, first in (k,)]
@@ -224,7 +272,7 @@ class Profile:
         times: dict[tuple, list[float]] = {}
         for stack, t in self._records:
             py = [f for f in stack if not f.native]
-            if not py or not py[-1].line:
+            if not py or not py[-1].line or stack[-1].unsampled:
                 continue
             leaf = py[-1]
             acc = times.setdefault((leaf.name, leaf.file, leaf.line), [0.0, 0.0])
@@ -246,7 +294,7 @@ class Profile:
             node["t"] += t
             for f in stack:
                 node = node["kids"].setdefault(f.key, {"t": 0.0, "self": 0.0, "kids": {},
-                                                       "kind": "native" if f.native else self._where(f.file)})
+                                                       "kind": self._kind(f)})
                 node["t"] += t
             node["self"] += t
 
