@@ -162,7 +162,8 @@ def test_unsampled_tasks_are_estimated_from_sampled_tasks_of_their_function():
     assert by["outer"].self_share == pytest.approx(2.5 / 3) and by["outer"].total_share == pytest.approx(2.5 / 3)
     assert by["lone"].self_share == 0 and by["lone"].total_share == pytest.approx(0.5 / 3)
     assert [(x.line, round(x.share, 6)) for x in p.hot_lines()] == [(2, round(1.875 / 3, 6)), (3, round(0.625 / 3, 6))]
-    assert "(33% of it in unsampled tasks" in profile_text(p).splitlines()[0]
+    assert "33% of it in tasks too short to be sampled" in profile_html(p)
+    assert profile_text(p).splitlines()[0] == "Profile: 3 tasks on 2 workers; shares of the tasks' time"
     assert [c.kind for c in p.tree().children[1].children] == ["unsampled"]
     assert profile_text(Profile.from_dict(p.to_dict())) == profile_text(p)  # raw samples kept, estimate redone
 

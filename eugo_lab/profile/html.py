@@ -108,7 +108,11 @@ def profile_html(p: Profile, functions: int = 8, lines: int = 8) -> str:
     line_rows = [[f"{x.share:.0%}", escape(where(x.file, x.path, x.line)), f"<code>{escape(x.function)}</code>",
                   f"<code>{escape(x.source)}</code>"] for x in p.hot_lines(lines)]
     tasks = f"{p.tasks} task{'s' if p.tasks != 1 else ''} on {p.workers} worker{'s' if p.workers != 1 else ''}"
+    # How much of the time is estimated varies from run to run, so it is said here and not in
+    # the text/plain form, which notebooks compare.
+    est = (f"; {p.estimated_share:.0%} of it in tasks too short to be sampled, shared out like their "
+           "function's sampled tasks" if p.estimated_share >= 0.01 else "")
     return (f"<div class='eugo-profile' style='{_STYLE}'><b>Profile</b>: {escape(tasks)}, "
-            f"{p.total:.3g} s of task time sampled" + icicle_html(p)
+            f"{p.total:.3g} s of task time{est}" + icicle_html(p)
             + "<b>Hottest functions</b>" + _table(["self", "native", "total", "function", "file", "where"], fn_rows)
             + "<b>Hottest lines</b>" + _table(["share", "file", "function", "source"], line_rows) + "</div>")

@@ -35,9 +35,6 @@ def profile_text(p: Profile, functions: int = FUNCTIONS, lines: int = LINES) -> 
     ntasks = f"{p.tasks} task{'s' if p.tasks != 1 else ''}"
     nworkers = f"{p.workers} worker{'s' if p.workers != 1 else ''}"
     out = [f"Profile: {ntasks} on {nworkers}; shares of the tasks' time"]
-    if round(p.estimated_share * 100) >= 1:
-        # short tasks get no sample: their time is shared out like their function's other tasks'
-        out[0] += f" ({_pct(p.estimated_share)} of it in unsampled tasks, estimated from sampled ones)"
     hot = [h for h in p.hot_functions(None) if round(h.self_share * 100) >= 1 or round(h.total_share * 100) >= 1]
     out.append("Hottest functions (self: its own lines, native: in C code it called, total: with callees)")
     out.append(f"  {'self':>5} {'native':>6} {'total':>5}  {'function':<{_NAME_W}} where")
