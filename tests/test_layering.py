@@ -27,6 +27,8 @@ FORBIDDEN = {
                  "ipywidgets", "bokeh"),
     "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
+    # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
+    "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }
 
 

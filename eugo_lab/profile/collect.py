@@ -29,13 +29,10 @@ module at start-up and a task without the wrapper pays one ``type(fn) is`` test.
 
 from __future__ import annotations
 
-import dis
-import json
 import os
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -197,12 +194,18 @@ def dumps(records: dict[tuple[str, ...], float], body: str, start_wall: float, d
         target_description=body.split("\x00", 1)[0], cpu_time=cpu, sys_path=[p for p in sys.path if p],
         sys_prefixes=Session.current_sys_prefixes(),
     )
+    import json
+    import zlib
+
     doc = {"format": FORMAT, "session": session.to_json()}
     return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
 
 
 def loads(data: bytes) -> Any:
     """The pyinstrument :class:`~pyinstrument.session.Session` of one task's serialized profile."""
+    import json
+    import zlib
+
     from pyinstrument.session import Session
 
     doc = json.loads(zlib.decompress(data))
@@ -273,6 +276,8 @@ class _Sampler:
             return w.records
 
     def _loop(self) -> None:
+        global _YIELD_OPS
+        _YIELD_OPS = _yield_ops()
         get_frame_info = self._get_frame_info
         perf = time.perf_counter
         idle_since = None
@@ -325,9 +330,16 @@ class _Sampler:
 
 
 # Opcodes where a thread running pure Python waits for the GIL (the interpreter hands it over
-# only at these): a thread seen there was not in C code, whatever the GIL's state.
-_YIELD_OPS = frozenset(dis.opmap[name] for name in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "RESUME",
-                                                    "JUMP_ABSOLUTE") if name in dis.opmap)
+# only at these): a thread seen there was not in C code, whatever the GIL's state. Filled by
+# the sampler thread (``dis`` is not loaded with the worker).
+_YIELD_OPS: frozenset[int] = frozenset()
+
+
+def _yield_ops() -> frozenset[int]:
+    import dis
+
+    return frozenset(dis.opmap[name] for name in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "RESUME",
+                                                  "JUMP_ABSOLUTE") if name in dis.opmap)
 
 
 def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
