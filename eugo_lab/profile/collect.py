@@ -14,8 +14,8 @@ pyinstrument's ``Session.combine`` and its renderers work on the result:
 
 - ``"thread"`` (default): one daemon thread per worker process wakes every ``interval``,
   reads the watched task threads' frames (``sys._current_frames``) and records each stack.
-  The task itself runs untouched, so the cost is the GIL hand-over per sample (~1%; see
-  ``benchmarks/profile_overhead.py``). When the sampler gets the GIL at once, no thread was
+  The task itself runs untouched, so the cost is the GIL hand-over per sample (~2% more
+  task CPU; ``benchmarks/profile_overhead.py``). When the sampler gets the GIL at once, no thread was
   running Python bytecode: the task sat in C code that released the GIL (NumPy, BLAS, I/O,
   sleep), and the sample ends in a :data:`NATIVE` frame.
 - ``"pyinstrument"``: pyinstrument's own ``Profiler`` (``sys.setprofile``). It names every

@@ -86,7 +86,7 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
     The block is also an ``hpc.trace()`` region: ``p.trace`` is its Trace. Tasks must finish
     inside the block to be counted (as for ``hpc.trace``). ``sampler="pyinstrument"`` uses
     pyinstrument's own profiler, which names C functions but slows Python code 1.5-4x on
-    Python 3.11; the default thread sampler costs about 2-4% more task CPU. ``interval``:
+    Python 3.11; the default thread sampler costs about 2% more task CPU. ``interval``:
     seconds between samples (default 5 ms for the thread sampler, 1 ms for pyinstrument's).
     """
 
