@@ -109,6 +109,14 @@ def test_text_is_deterministic_for_the_same_trace(known, tmp_path):
     assert profile_text(Profile.from_trace(Trace.load(str(path)))) == text
     p.save(str(tmp_path / "p.json"))
     assert profile_text(Profile.load(str(tmp_path / "p.json"))) == text
+    bundle = known._repr_mimebundle_()  # `p` as a cell's last line: the same text, and the icicle
+    assert bundle["text/plain"] == text and "eugo-icicle" in bundle["text/html"]
+    assert repr(known) == f"<Profile of 8 tasks on 2 workers, hottest spin ({p.hot_functions()[0].self_share:.0%})>"
+
+
+def test_methods_are_named_with_their_class():
+    p = _synthetic({("run\x00/w/app.py\x001\x01cModel\x01l2",): 1.0})
+    assert p.hot_functions()[0].function == "Model.run" and p.hot_lines()[0].function == "Model.run"
 
 
 EVIL = "<img src=x onerror=alert(1)>"
