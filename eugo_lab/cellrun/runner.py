@@ -29,6 +29,7 @@ from eugo_lab.cellrun.live_state import LiveState
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import session
+from eugo_lab.profile import region as prof_region
 from eugo_lab.render import display, html, text
 
 
@@ -50,8 +51,8 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 
 
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
-              out_mode: str) -> tuple[Any, BaseException | None, Any, bool]:
-    """Run the body once, traced; returns (value, error, trace, timeline_shown)."""
+              out_mode: str, profile: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
@@ -67,7 +68,8 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
         if choice.counters:
             bokeh_url = display.bokeh_root_url() if choice.timeline else None
             view = live_view.LiveView(n, time.time(), bokeh_url=bokeh_url).show()
-    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
+    settings = prof_region.Settings() if profile else None  # --profile: only the main run is sampled
+    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region, prof_region.profiling(rt, settings):
         if view is not None:
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
@@ -110,7 +112,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         main = i == len(counts) - 1
         if not main and out_mode != "text":
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
-        value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode)
+        value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
+                                               profile=main and opts.profile)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break
@@ -126,6 +129,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         print(text.summary_text(summary, precise=True))
     else:
         display.publish(text.summary_text(summary), html.summary_html(summary))
+    if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
+        prof_region.show(main_trace, text_only=out_mode == "text")
     if error is not None:
         raise error
     return value

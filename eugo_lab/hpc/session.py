@@ -83,6 +83,9 @@ class Runtime:
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
+        # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
+        # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
+        self.profiling: Any = None
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
@@ -101,6 +104,8 @@ class Runtime:
         """Pickle the call now (errors surface here), then launch it once its inputs exist."""
         self._check_open()
         name = options.name or fn.name
+        if self.profiling is not None:
+            fn = self.profiling.wrap(fn)
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
@@ -118,6 +123,8 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
         self._check_open()
+        if self.profiling is not None:
+            fn = self.profiling.wrap(fn)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
