@@ -29,6 +29,7 @@ _EXPORTS = {
                             "NoWorkersError", "RemoteTraceback", "SerializationError", "TaskCancelled",
                             "TaskCancelledError", "TaskError", "WorkerCrashedError", "WorkerMemoryError"),
     "eugo_lab.hpc.future": ("Future",),
+    "eugo_lab.hpc.mapping": ("MapResult",),
     "eugo_lab.hpc.objects": ("ObjectRef",),
     "eugo_lab.hpc.phases": ("phase",),
     "eugo_lab.hpc.remote_function": ("RemoteFunction", "remote"),

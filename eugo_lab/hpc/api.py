@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.hpc import errors, session
 from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import FINISHED, PENDING, Future
+from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote_function import RemoteFunction
 
@@ -56,7 +57,7 @@ def is_initialized() -> bool:
 # -- resolving futures ---------------------------------------------------------------------------
 def _collect(obj: Any, out: list) -> None:
     t = type(obj)
-    if t is Future or t is ObjectRef:
+    if t is Future or t is ObjectRef or t is MapResult:
         out.append(obj)
     elif t in (list, tuple, set, frozenset):
         for x in obj:
@@ -88,6 +89,8 @@ def _rebuild(obj: Any, rt: Any) -> Any:
         return obj._value()
     if t is ObjectRef:
         return rt.backend.get_object(obj)
+    if t is MapResult:
+        return obj._job.values()
     if t in (list, tuple, set, frozenset):
         return t(_rebuild(x, rt) for x in obj)
     if t is dict:
@@ -95,10 +98,12 @@ def _rebuild(obj: Any, rt: Any) -> Any:
     return obj
 
 
-def _cancel_pending(futs: Iterable[Future]) -> None:
+def _cancel_pending(futs: Iterable[Any]) -> None:
     for f in futs:
         if type(f) is Future and f._state == PENDING:
             f.cancel()
+        elif type(f) is MapResult:
+            f._job.cancel_pending()
 
 
 def _check_timeout(timeout: Any, call: str) -> None:
@@ -120,7 +125,10 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     _check_timeout(timeout, "get()")
     rt = session.current(start=False)
     start = time.time()
+    if type(obj) is MapResult:  # hpc.get(hpc.map(...)): waits on the map, joins its batches' lists
+        return _get_map(obj, timeout, rt, start)
     futs: list[Future] = []
+    maps: list[MapResult] = []
     flat = False
     try:  # an Interrupt may land anywhere in here, even while the list is being scanned
         # The common case, a flat list of futures (fan-out, hpc.map), skips the generic walk;
@@ -132,32 +140,60 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             found: list = []
             _collect(obj, found)
             futs = [f for f in found if type(f) is Future]
+            maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
         for f in futs:
             if f._state != PENDING:
                 continue
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not f._wait(remaining):
-                done = sum(1 for x in futs if x._state != PENDING)
-                raise errors.GetTimeoutError(
-                    f"get() timed out after {timeout} s with {len(futs) - done} of {len(futs)} task(s) still "
-                    f"running (first: {f.function}(), task {f.task_id}); the tasks keep running. Call get() "
-                    "again to keep waiting, or hpc.cancel() them."
-                )
+                _timed_out(timeout, futs, maps, f.function, f.task_id)
+        for m in maps:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not m._job.wait(m._job.n, remaining):
+                p = m._job.first_pending()
+                _timed_out(timeout, futs, maps, m._job.name, m._job.first_id + (p or 0))
     except KeyboardInterrupt:
         found = []
         _collect(obj, found)
         _cancel_pending(found)
         raise
     finally:
-        if futs:
-            _record_block(rt, "get", start, len(futs))
+        if futs or maps:
+            _record_block(rt, "get", start, len(futs) + sum(len(m) for m in maps))
     return _values_of(obj) if flat else _rebuild(obj, rt)
+
+
+def _timed_out(timeout: float | None, futs: list[Future], maps: list[MapResult], function: str, task_id: int) -> None:
+    total = len(futs) + sum(len(m) for m in maps)
+    left = sum(1 for x in futs if x._state == PENDING) + sum(m._job.n - m._job.done for m in maps)
+    raise errors.GetTimeoutError(
+        f"get() timed out after {timeout} s with {left} of {total} task(s) still running (first: {function}(), "
+        f"task {task_id}); the tasks keep running. Call get() again to keep waiting, or hpc.cancel() them."
+    )
+
+
+def _get_map(result: MapResult, timeout: float | None, rt: Any, start: float) -> list:
+    """``get`` of a whole ``hpc.map``: one wait on the map, then its batches' result lists joined in order."""
+    job = result._job
+    try:
+        if not job.wait(job.n, timeout):
+            p = job.first_pending()
+            _timed_out(timeout, [], [result], job.name, job.first_id + (p or 0))
+    except KeyboardInterrupt:
+        job.cancel_pending()
+        raise
+    finally:
+        if job.n:
+            _record_block(rt, "get", start, job.n)
+    return job.values()
 
 
 def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None = None
          ) -> tuple[list[Future], list[Future]]:
     """Block until ``num_returns`` futures are done (or ``timeout``); return ``(done, pending)`` in input order."""
+    if type(futures) is MapResult:
+        return _wait_map(futures, num_returns, timeout)
     futs = list(futures)
     bad = [type(f).__name__ for f in futs if type(f) is not Future]
     if bad:
@@ -195,6 +231,25 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
     return done, pending
 
 
+def _wait_map(result: MapResult, num_returns: int, timeout: float | None) -> tuple[list[Future], list[Future]]:
+    """``wait`` on a whole ``hpc.map``: one wait on the map's count of items done, not a callback per item."""
+    job = result._job
+    if not 0 <= num_returns <= job.n:
+        raise ValueError(f"num_returns must be between 0 and {job.n} (the number of futures), got {num_returns}")
+    _check_timeout(timeout, "wait()")
+    rt = session.current(start=False)
+    start = time.time()
+    try:
+        job.wait(num_returns, timeout)
+    except KeyboardInterrupt:
+        job.cancel_pending()
+        raise
+    finally:
+        _record_block(rt, "wait", start, job.n)
+    futs = list(result)  # the futures move in step with the map: a done item's future says done
+    return [f for f in futs if f._state != PENDING], [f for f in futs if f._state == PENDING]
+
+
 def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterator[Future]:
     """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
     futs = list(futures)
@@ -230,6 +285,8 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
 
 def cancel(futures: Future | Iterable[Future]) -> int:
     """Cancel queued or running tasks (a running local task's worker is replaced); returns how many."""
+    if type(futures) is MapResult:  # every pending item, the ones not sent yet included, in bulk
+        return futures._job.cancel_pending()
     futs = [futures] if type(futures) is Future else list(futures)  # type: ignore[arg-type]
     return sum(1 for f in futs if f.cancel())
 
@@ -246,11 +303,13 @@ def put(obj: Any) -> ObjectRef:
     return session.current().backend.put(obj)  # type: ignore[union-attr]
 
 
-def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto") -> list[Future]:  # noqa: A001
-    """Run ``fn(item)`` for every item; returns one future per item, in order.
+def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto") -> MapResult:  # noqa: A001
+    """Run ``fn(item)`` for every item; returns a :class:`MapResult`, a sequence of one future per item, in order.
 
     Tiny items are sent in batches sized from measured durations (``batch="auto"``);
-    ``batch=1`` sends one task per item, ``batch=N`` fixed batches of N.
+    ``batch=1`` sends one task per item, ``batch=N`` fixed batches of N. An item's future is
+    made only when the result is indexed or iterated; ``hpc.get(result)`` returns the list
+    of values without making any.
     """
     from eugo_lab.hpc.mapping import map_items
     from eugo_lab.hpc.remote_function import remote

@@ -264,6 +264,44 @@ def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) ->
             _run_callback(cb, f)
 
 
+def settle(changes: list[tuple[Future, int, BaseException | None, BatchResult | None, int]]) -> list:
+    """Set the outcome of pending futures in one go: ``(future, state, error, batch, index)`` each.
+
+    For callers that must change futures in step with their own bookkeeping (``hpc.map``
+    settles its item futures while it holds its own lock, so a future never says pending
+    after its map said done). Returns what :func:`wake` must do once the caller's locks are
+    released: events and callbacks never run under a lock.
+    """
+    woken = []
+    _lock.acquire()
+    try:
+        for f, state, error, batch, index in changes:
+            if f._state != PENDING:
+                continue
+            if batch is not None:
+                f._batch = batch
+                f._index = index
+            if error is not None:
+                f._error = error
+            f._state = state
+            f._canceller = None
+            if f._event is not None or f._callbacks is not None:
+                woken.append((f, f._event, f._callbacks))
+                f._callbacks = None
+    finally:
+        _lock.release()
+    return woken
+
+
+def wake(woken: list) -> None:
+    """Set the events and run the callbacks that :func:`settle` collected."""
+    for f, event, callbacks in woken:
+        if event is not None:
+            event.set()
+        for cb in callbacks or ():
+            _run_callback(cb, f)
+
+
 def _record_await(start: float) -> None:
     """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
     from eugo_lab.hpc.blocking import record_block

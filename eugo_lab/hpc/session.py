@@ -18,7 +18,7 @@ from typing import Any
 from eugo_lab.backends import base, outcome
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc import errors
-from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future, complete_batch
+from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
@@ -100,6 +100,17 @@ class Runtime:
         """``n`` fresh task ids (unique, not necessarily consecutive)."""
         return list(itertools.islice(self._ids, n))
 
+    def new_id_block(self, n: int) -> int:
+        """The first of ``n`` consecutive fresh task ids (``hpc.map``: item ``p`` is task ``first + p``).
+
+        The counter is advanced by C code alone (``islice``), which another thread's
+        ``next(self._ids)`` cannot interleave with, and no list of ``n`` ids is built.
+        """
+        first = next(self._ids)
+        if n > 1:
+            next(itertools.islice(self._ids, n - 2, None))
+        return first
+
     def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions) -> Future:
         """Pickle the call now (errors surface here), then launch it once its inputs exist."""
         self._check_open()
@@ -119,9 +130,9 @@ class Runtime:
         self._start(task, tokens)
         return fut
 
-    def submit_batch(self, fn: FunctionRecord, items: list, futures: list[Future], options: TaskOptions,
+    def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
                      on_done: Any = None) -> Task:
-        """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
+        """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
         self._check_open()
         if self.profiling is not None:
             fn = self.profiling.wrap(fn)
@@ -196,11 +207,10 @@ class Runtime:
             self.tasks_finished += 1
             if task.items is None:
                 task.future._complete(FINISHED, payload=result.payload)
-            else:
-                item_errors = result.item_errors
-                for i, (exc_bytes, tb) in (item_errors or {}).items():  # failed items first, one by one
-                    task.items[i]._complete(ERROR, error=self._rebuild(exc_bytes, tb, name, task, worker))
-                complete_batch(task.items, BatchResult(result.payload), skip=item_errors or ())
+            else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
+                failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
+                          for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
+                task.items.finish(BatchResult(result.payload), failed)
         elif status == base.ERROR:
             exc = self._rebuild(result.payload, result.traceback, name, task, worker)
             rex = task.options.retry_exceptions
@@ -252,8 +262,10 @@ class Runtime:
         )
 
     @staticmethod
-    def _futures_of(task: Task) -> list[Future]:
-        return list(task.items) if task.items is not None else [task.future]
+    def _futures_of(task: Task) -> list:
+        # An hpc.map batch (mapping._Batch) stands in for all its items' futures: it ends,
+        # cancels and reports them at once, without making a future per item.
+        return [task.items] if task.items is not None else [task.future]
 
     def _rebuild(self, exc_bytes: bytes, tb: Any, name: str, task: Task, worker: int) -> BaseException:
         try:
@@ -311,7 +323,9 @@ class Runtime:
 
     def cancel_all(self) -> int:
         """Cancel every task submitted and not finished (``%%eugo`` does this on Interrupt)."""
-        n = 0
+        from eugo_lab.hpc.mapping import cancel_maps
+
+        n = cancel_maps(self)  # hpc.map items, the ones not sent yet included (counted per item)
         for task in list(self._tasks.values()):
             for f in self._futures_of(task):
                 if f._state == PENDING and f.cancel():
