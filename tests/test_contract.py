@@ -153,6 +153,50 @@ def test_map(backend, batch):
     assert hpc.get(futures) == [i * i for i in range(60)]
 
 
+@hpc.remote
+def maybe_fail(x):
+    if x % 7 == 3:
+        raise KeyError(f"item {x}")
+    return x * 10
+
+
+def test_map_result_acts_as_the_list_of_its_futures(backend):
+    r = hpc.map(square, range(200))
+    assert isinstance(r, hpc.MapResult) and len(r) == 200
+    assert hpc.get(r) == [i * i for i in range(200)]
+    assert hpc.get(r[7]) == 49 and hpc.get(r[-1]) == 199 * 199 and hpc.get(r[10:13]) == [100, 121, 144]
+    assert hpc.get(list(r)) == hpc.get(r) and r == list(r) and r[3:5] == [r[3], r[4]]
+    assert hpc.get(total.remote(r)) == sum(i * i for i in range(200))  # passed whole: the list of values
+    assert hpc.get(square.remote(r[3])) == 81
+    done, pending = hpc.wait(r, num_returns=200, timeout=60)
+    assert len(done) == 200 and not pending
+    more = hpc.map(square, range(30))
+    assert sorted(hpc.get(f) for f in hpc.as_completed(more, timeout=60)) == [i * i for i in range(30)]
+
+
+def test_map_item_errors_keep_their_type_and_spare_the_rest(backend):
+    r = hpc.map(maybe_fail, range(20))
+    with pytest.raises(KeyError, match="item 3"):
+        hpc.get(r, timeout=60)
+    with pytest.raises(KeyError, match="item 10"):
+        hpc.get(r[10])
+    assert hpc.get(r[4]) == 40 and hpc.get(r[:3]) == [0, 10, 20]
+    assert [f.status for f in r] == ["error" if i % 7 == 3 else "finished" for i in range(20)]
+
+
+def test_map_cancel_one_item_and_then_all(backend):
+    r = hpc.map(nap, [0.3] * 40)
+    last = r[39]
+    assert last.cancel() and last.cancelled()
+    assert 0 < hpc.cancel(r) <= 39
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(r, timeout=60)
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(last)
+    assert all(f.done() for f in r)
+    assert hpc.get(square.remote(3)) == 9  # the engine still works
+
+
 def test_exception_type_preserved(backend):
     f = fail.remote("boom 42")
     with pytest.raises(ValueError) as info:
