@@ -56,6 +56,8 @@ def main() -> None:
     try:
         raw["tiny"] = [sc.tiny(eng, sizes["tiny"])]
         raw["batched"] = [sc.batched(eng, sizes["map_items"])]
+        if eng.map_large:
+            raw["batched large"] = [sc.batched(eng, sizes["map_items_large"])]
         raw["cpu"] = [sc.cpu_speedup(eng, sizes["cpu_tasks"], sizes["cpu_iters"], flip)]
         for how, s in sc.array_to_tasks(eng, sizes["mb"]).items():
             raw[f"array {how}"] = [s]

@@ -27,6 +27,7 @@ class Engine:
     name = "?"
     tiny_cap: int | None = None   # per-task cost is reported, so fewer tasks stay comparable
     has_put = False
+    map_large = False  # also runs the 1,000,000-item batched scenario (the chunked-map peers of hpc.map)
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -57,11 +58,23 @@ def default_chunk(n: int) -> int:
     return max(1, n // (WORKERS * 8))
 
 
+def map_chunk(n: int) -> int:
+    """``chunksize`` for a process pool's ``map`` (loky, ProcessPoolExecutor): 16 chunks per worker.
+
+    Tuned for the peers, not for us: the usual recipe, n / (4 * workers), measured the same
+    at 100,000 no-op items but 15-25% slower at 1,000,000 (both pools, alternated, 3 sweeps):
+    with only 8 chunks the driver's pickling of the first chunk and unpickling of the last
+    are not overlapped with the workers. n / (16 * workers) was the fastest of 4..32.
+    """
+    return max(1, n // (WORKERS * 16))
+
+
 # -- Eugo Lab ----------------------------------------------------------------------------------
 class EugoLab(Engine):
     """Eugo Lab's local backend; ``traced`` wraps every measured call in ``hpc.trace()``."""
 
     has_put = True
+    map_large = True
 
     def __init__(self, traced: bool = True, name: str = "eugo_lab"):
         self.traced = traced
@@ -103,6 +116,7 @@ class StdPool(Engine):
     """``concurrent.futures.ProcessPoolExecutor`` (fork on Linux, the default)."""
 
     name = "ProcessPoolExecutor"
+    map_large = True
 
     def start(self) -> None:
         import concurrent.futures as cf  # here, not at the top: the startup clock is running
@@ -117,7 +131,7 @@ class StdPool(Engine):
         return [f.result() for f in [self.ex.submit(fn, a) for a in args]]
 
     def batched(self, fn, items):  # noqa: ANN001, ANN201
-        return list(self.ex.map(fn, items, chunksize=default_chunk(len(items))))
+        return list(self.ex.map(fn, items, chunksize=map_chunk(len(items))))
 
 
 class Loky(StdPool):
