@@ -5,7 +5,10 @@ Why batches: a task costs a fixed ~100 us of scheduling overhead, so 100,000 tas
 start with single-item probe batches, measure the per-item time on the worker, and then
 size batches to take about ``TARGET_BATCH_SECONDS`` each. Near the end, batches shrink so
 that every worker still has about two batches left: no worker idles at the tail while
-another chews through one oversized batch.
+another chews through one oversized batch. They never shrink below ``MIN_BATCH_SECONDS``
+of work: a worker idling that long at the end costs less than the round trips of ever
+smaller batches (100,000 no-op items: 45 batches without the floor, 0.28 us per item; ~15 and
+0.15 us with it, medians of 20 alternated runs).
 
 Why a :class:`MapResult` and not a list of futures: an item costs well under a microsecond
 on the workers, so one ``Future`` per item (creating it, completing it, reading it back)
@@ -35,6 +38,8 @@ from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
 # A batch this long amortizes the ~0.1 ms per-task overhead to well under 1%, yet is short
 # enough that the live timeline moves and the tail stays balanced (joblib aims at 0.2 s too).
 TARGET_BATCH_SECONDS = 0.2
+# The shortest batch worth sending at the tail: ~50 per-task overheads (0.1 ms each).
+MIN_BATCH_SECONDS = 0.005
 # Batches in flight per worker: one running, one queued, so a worker never waits for the
 # driver to form its next batch.
 INFLIGHT_PER_WORKER = 2
@@ -459,8 +464,9 @@ class MapJob:
             return min(self.batch, remaining)
         if self.per_item is None:
             return 1  # probe: the first results tell us how long an item takes
-        size = int(TARGET_BATCH_SECONDS / max(self.per_item, 1e-7))
-        tail_cap = math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers))
+        per_item = max(self.per_item, 1e-7)
+        size = int(TARGET_BATCH_SECONDS / per_item)
+        tail_cap = max(math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers)), int(MIN_BATCH_SECONDS / per_item))
         return max(1, min(size, tail_cap, remaining))
 
     def pump(self) -> None:
@@ -500,20 +506,24 @@ class MapJob:
         """Send batch ``b``; False if the runtime refused it (then nothing more is sent)."""
         try:
             b.task = self.runtime.submit_batch(self.fn, items, b, self.options, on_done=self._batch_done)
-        except errors.SerializationError:
-            return self._fail_unpicklable(b)
+        except errors.SerializationError as exc:
+            return self._fail_unpicklable(b, exc)
         except errors.HpcError as exc:
-            with self.lock:
-                self.inflight -= 1
-                self.sent_items -= b.size
-                b.state, b.error, b.reported = ERROR, exc, True
-                woken = self._closed(b) + self._end_tail(ERROR, exc)  # the runtime refuses: so it would the rest
-            wake(woken)
-            self._maybe_finished()
-            return False
+            return self._refused(b, exc)
         return True
 
-    def _fail_unpicklable(self, b: _Batch) -> bool:
+    def _refused(self, b: _Batch, exc: BaseException) -> bool:
+        """The runtime would not take batch ``b``: it and the items not sent yet fail with ``exc``."""
+        with self.lock:
+            self.inflight -= 1
+            self.sent_items -= b.size
+            b.state, b.error, b.reported = ERROR, exc, True
+            woken = self._closed(b) + self._end_tail(ERROR, exc)  # the runtime refuses: so it would the rest
+        wake(woken)
+        self._maybe_finished()
+        return False
+
+    def _fail_unpicklable(self, b: _Batch, exc: errors.SerializationError) -> bool:
         # Pickle item by item to blame exactly the bad ones; the good ones still run.
         from eugo_lab.hpc.serialization import dumps_args
 
@@ -523,17 +533,19 @@ class MapJob:
             try:
                 dumps_args((self.items[p],), {}, function=self.fn.name)
                 good.append(p)
-            except errors.SerializationError as exc:
+            except errors.SerializationError as err:
                 bad.append((p, errors.SerializationError(
-                    f"item {p} of hpc.map({self.fn.name}, ...) cannot be sent to a worker: {exc}")))
+                    f"item {p} of hpc.map({self.fn.name}, ...) cannot be sent to a worker: {err}")))
+        if not bad:  # every item pickles alone, not all together (a resend of the good ones too): fail the batch
+            return self._refused(b, exc)
         with self.lock:
             changes = []
-            for p, exc in bad:
+            for p, err in bad:
                 if p not in self.outcomes:
-                    self.outcomes[p] = (ERROR, exc)
+                    self.outcomes[p] = (ERROR, err)
                     self.done += 1
                     if (f := self.futs.get(p)) is not None:
-                        changes.append((f, ERROR, exc, None, 0))
+                        changes.append((f, ERROR, err, None, 0))
             self.sent_items -= b.size - len(good)
             b.positions, b.size = good, len(good)
             b.n_cancelled = sum(1 for p in good if p in self.outcomes)
