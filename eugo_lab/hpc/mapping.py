@@ -271,8 +271,10 @@ class MapJob:
         self.futs: dict[int, Future] = {}  # the item futures made so far, by position
         self._canceller = self._cancel_item  # one bound method shared by every item future
         self.workers = max(1, runtime.backend.worker_count)
-        # One C-speed scan decides for every batch (a range holds ints only: no scan).
-        self.plain = plain if plain is not None else set(map(type, items)) <= _PLAIN
+        # True: every item is plain (a range holds ints only); None: each batch's slice is
+        # scanned as it is sent (C speed), not the whole input up front: that scan (11 ms per
+        # 1,000,000 items) would hold back the first batch while the workers wait.
+        self.plain = plain
 
     # -- outcomes ---------------------------------------------------------------------------------
     def _error(self, p: int, error: BaseException | None) -> BaseException:
@@ -495,7 +497,7 @@ class MapJob:
                 self.sent_items += b.size
             if positions is None:
                 items: Any = self.items[lo:hi]
-                if self.plain:
+                if self.plain or (self.plain is None and set(map(type, items)) <= _PLAIN):
                     items = _Packed(items)
             else:
                 items = [self.items[p] for p in positions]
