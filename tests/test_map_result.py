@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from eugo_lab import hpc
-from eugo_lab.backends._worker import ItemEnds, execute_batch
+from eugo_lab.backends._worker import execute_batch
 from eugo_lab.hpc import mapping, session
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.serialization import dumps_args
+from eugo_lab.tracing.item_ends import ItemEnds
 
 
 def square(x):

@@ -35,6 +35,7 @@ from eugo_lab.hpc.errors import MemoryLimitExceeded, SerializationError, TaskErr
 from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.collect import start as _profile_start
+from eugo_lab.tracing.item_ends import ItemEnds
 from eugo_lab.tracing.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
@@ -56,39 +57,6 @@ Ran = tuple[int, bytes, Any, "TaskStats | None"]
 # than GROUP_CLOCKS clock reads are still timed one by one.
 GROUP_CLOCKS = 50
 MAX_GROUP = 1024
-
-
-class ItemEnds:
-    """The ends of a batch's items, measured per group: ``counts[g]`` items ended by ``ends[g]``.
-
-    A group's items share its time evenly (they are tiny: together they last about
-    ``GROUP_CLOCKS`` clock reads). Kept as two compact arrays on the wire; ``np.asarray``
-    expands them on the driver (the recorder does so), one float64 per item.
-    """
-
-    __slots__ = ("counts", "ends")
-
-    def __init__(self, counts: bytes, ends: bytes):
-        self.counts = counts  # int64 bytes: items per group
-        self.ends = ends  # float64 bytes: each group's end, seconds after the body's start
-
-    def __reduce__(self) -> tuple:
-        return ItemEnds, (self.counts, self.ends)
-
-    def __len__(self) -> int:
-        return len(self.counts) and int(sum(array("q", self.counts)))
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        import numpy as np
-
-        counts = np.frombuffer(self.counts, dtype=np.int64)
-        ends = np.frombuffer(self.ends, dtype=np.float64)
-        # Each item gets an even share of its group's time; the running sum of the shares
-        # lands on every group's measured end (to rounding). Two passes over the items: the
-        # recorder's I/O thread does this once per batch.
-        share = np.diff(ends, prepend=0.0) / np.maximum(counts, 1)
-        out = np.cumsum(np.repeat(share, counts))
-        return out if dtype is None else out.astype(dtype, copy=False)
 
 
 def _clock_cost() -> float:
