@@ -298,11 +298,6 @@ class MapJob:
             return FINISHED, None, b.result, b.index(p)
         return b.state, self._error(p, b.error), None, 0
 
-    def state_of(self, p: int) -> int:
-        """The state of item ``p`` (``future.PENDING`` ...), without making its future."""
-        with self.lock:
-            return self._outcome(p)[0]
-
     def _closed(self, b: _Batch) -> list:
         """Book ``b`` as ended (its ``state`` is set) and settle its item futures; the lock is held."""
         self.open.discard(b)
