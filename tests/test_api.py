@@ -454,3 +454,16 @@ def test_leaving_as_completed_early_leaves_no_callbacks_behind(local2):
             pass
     assert not slow._callbacks
     hpc.cancel(slow)
+
+
+def test_future_result_waits_like_get_and_is_traced(local2):
+    f = nap.remote(4.0, "late")
+    with pytest.raises(hpc.GetTimeoutError, match=r"result\(\) timed out after 0.1 s: nap\(\)"):
+        f.result(timeout=0.1)
+    assert not f.done()  # a timeout leaves the task running
+    with pytest.raises(ValueError, match="timeout must be None"):
+        f.result(timeout=-1)
+    with hpc.trace() as t:
+        assert f.result(timeout=60) == "late"
+    assert list(t.blocks_dataframe()["kind"]) == ["get"]
+    assert square.remote(3).result() == 9

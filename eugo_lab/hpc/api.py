@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import errors, session
+from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
-from eugo_lab.hpc.future import FINISHED, PENDING, Future
+from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote_function import RemoteFunction
@@ -74,7 +75,7 @@ def _values_of(futs: list[Future]) -> list:
     values: list = []
     for f in futs:
         batch = f._batch
-        if batch is not None and f._state == FINISHED:
+        if batch is not None and f._state == STATE_FINISHED:
             if batch is not last_batch:
                 last_batch, values = batch, batch.values()
             out.append(values[f._index])
@@ -100,19 +101,10 @@ def _rebuild(obj: Any, rt: Any) -> Any:
 
 def _cancel_pending(futs: Iterable[Any]) -> None:
     for f in futs:
-        if type(f) is Future and f._state == PENDING:
+        if type(f) is Future and f._state == STATE_PENDING:
             f.cancel()
         elif type(f) is MapResult:
             f._job.cancel_pending()
-
-
-def _check_timeout(timeout: Any, call: str) -> None:
-    """``None`` or a number of seconds >= 0; anything else is refused before waiting starts."""
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise ValueError(f"{call}: timeout must be None (wait as long as it takes) or a number of seconds "
-                         f">= 0, got {timeout!r}")
 
 
 def get(obj: Any, timeout: float | None = None) -> Any:
@@ -143,7 +135,7 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
         for f in futs:
-            if f._state != PENDING:
+            if f._state != STATE_PENDING:
                 continue
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not f._wait(remaining):
@@ -166,7 +158,7 @@ def get(obj: Any, timeout: float | None = None) -> Any:
 
 def _timed_out(timeout: float | None, futs: list[Future], maps: list[MapResult], function: str, task_id: int) -> None:
     total = len(futs) + sum(len(m) for m in maps)
-    left = sum(1 for x in futs if x._state == PENDING) + sum(m._job.n - m._job.done for m in maps)
+    left = sum(1 for x in futs if x._state == STATE_PENDING) + sum(m._job.n - m._job.done for m in maps)
     raise errors.GetTimeoutError(
         f"get() timed out after {timeout} s with {left} of {total} task(s) still running (first: {function}(), "
         f"task {task_id}); the tasks keep running. Call get() again to keep waiting, or hpc.cancel() them."
@@ -224,10 +216,10 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         # A wait that returns early leaves its callback on the futures still running: take it
         # off, or a polling loop (wait(pending, timeout=0.1) over and over) piles them up.
         for f in futs:
-            if f._state == PENDING:  # done futures dropped their callbacks when they completed
+            if f._state == STATE_PENDING:  # done futures dropped their callbacks when they completed
                 f._remove_done_callback(on_done)
-    done = [f for f in futs if f._state != PENDING]
-    pending = [f for f in futs if f._state == PENDING]
+    done = [f for f in futs if f._state != STATE_PENDING]
+    pending = [f for f in futs if f._state == STATE_PENDING]
     return done, pending
 
 
@@ -247,7 +239,7 @@ def _wait_map(result: MapResult, num_returns: int, timeout: float | None) -> tup
     finally:
         _record_block(rt, "wait", start, job.n)
     futs = list(result)  # the futures move in step with the map: a done item's future says done
-    return [f for f in futs if f._state != PENDING], [f for f in futs if f._state == PENDING]
+    return [f for f in futs if f._state != STATE_PENDING], [f for f in futs if f._state == STATE_PENDING]
 
 
 def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterator[Future]:
@@ -279,7 +271,7 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
         # A loop that breaks early, or a timeout, leaves futures still running: take our
         # callback off them (it would keep this queue and every finished future alive).
         for f in futs:
-            if f._state == PENDING:
+            if f._state == STATE_PENDING:
                 f._remove_done_callback(put)
 
 

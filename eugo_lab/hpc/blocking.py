@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
@@ -33,3 +33,12 @@ def record_block(rt: Runtime | None, kind: str, start: float, n: int) -> None:
     """Record that the driver waited from ``start`` until now on ``n`` futures, if a trace is open."""
     if rt is not None and rt.recorder.active:
         rt.recorder.record_block(kind, start, time.time(), n, caller_source())
+
+
+def check_timeout(timeout: Any, call: str) -> None:
+    """``None`` or a number of seconds >= 0; anything else is refused before waiting starts."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ValueError(f"{call}: timeout must be None (wait as long as it takes) or a number of seconds "
+                         f">= 0, got {timeout!r}")

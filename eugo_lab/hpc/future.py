@@ -16,8 +16,11 @@ from typing import Any
 from eugo_lab.hpc.errors import GetTimeoutError, cancelled
 from eugo_lab.hpc.serialization import dumps_value, loads_value
 
-PENDING, FINISHED, ERROR, CANCELLED = 0, 1, 2, 3
-_STATE_NAMES = {PENDING: "pending", FINISHED: "finished", ERROR: "error", CANCELLED: "cancelled"}
+# A future's state. Not the trace row's status codes (eugo_lab.tracing.row: those describe
+# one attempt; a future outlives failed attempts that were retried).
+STATE_PENDING, STATE_FINISHED, STATE_FAILED, STATE_CANCELLED = 0, 1, 2, 3
+_STATE_NAMES = {STATE_PENDING: "pending", STATE_FINISHED: "finished", STATE_FAILED: "error",
+                STATE_CANCELLED: "cancelled"}
 
 # One lock for all futures: completing a future takes it for a few instructions, and a
 # lock per future would cost memory on every one of them.
@@ -64,7 +67,7 @@ class Future:
     def __init__(self, task_id: int, function: str, canceller: Callable[[Future], bool] | None = None):
         self.task_id = task_id
         self.function = function
-        self._state = PENDING
+        self._state = STATE_PENDING
         self._payload: bytes | None = None
         self._batch: BatchResult | None = None
         self._index = 0
@@ -85,11 +88,11 @@ class Future:
 
     def done(self) -> bool:
         """True once the task finished, failed or was cancelled."""
-        return self._state != PENDING
+        return self._state != STATE_PENDING
 
     def cancelled(self) -> bool:
         """True if the task was cancelled before it produced a result."""
-        return self._state == CANCELLED
+        return self._state == STATE_CANCELLED
 
     # -- completion (runtime side) -----------------------------------------------------
     def _complete(self, state: int, payload: bytes | None = None, error: BaseException | None = None,
@@ -99,7 +102,7 @@ class Future:
         # written (the others still hold their None defaults from __init__).
         _lock.acquire()
         try:
-            if self._state != PENDING:
+            if self._state != STATE_PENDING:
                 return False
             if batch is not None:
                 self._batch = batch
@@ -129,7 +132,7 @@ class Future:
         Callbacks run on the runtime's I/O thread: keep them short and never block in them.
         """
         with _lock:
-            if self._state == PENDING:
+            if self._state == STATE_PENDING:
                 if self._callbacks is None:
                     self._callbacks = []
                 self._callbacks.append(fn)
@@ -148,10 +151,10 @@ class Future:
 
     # -- waiting and values ------------------------------------------------------------
     def _wait(self, timeout: float | None) -> bool:
-        if self._state != PENDING:
+        if self._state != STATE_PENDING:
             return True
         with _lock:
-            if self._state != PENDING:
+            if self._state != STATE_PENDING:
                 return True
             event = self._event
             if event is None:
@@ -161,13 +164,13 @@ class Future:
     def _value(self) -> Any:
         """The result of a finished future (raise its error otherwise); never blocks."""
         state = self._state
-        if state == FINISHED:
+        if state == STATE_FINISHED:
             if self._batch is not None:
                 return self._batch.values()[self._index]
             return loads_value(self._payload)  # type: ignore[arg-type]
-        if state == ERROR:
+        if state == STATE_FAILED:
             raise self._error  # type: ignore[misc]
-        if state == CANCELLED:
+        if state == STATE_CANCELLED:
             raise self._error or cancelled(self.function, self.task_id)
         raise RuntimeError("future is still pending")  # pragma: no cover - callers wait first
 
@@ -178,16 +181,35 @@ class Future:
         return self._payload  # type: ignore[return-value]
 
     def result(self, timeout: float | None = None) -> Any:
-        """Block until done and return the value (same as ``hpc.get(self)``)."""
-        from eugo_lab.hpc.api import get
+        """Block until done and return the value (same as ``hpc.get(self)``).
 
-        return get(self, timeout=timeout)
+        Recorded in traces as a ``get`` wait; an Interrupt while waiting cancels the task,
+        and a timeout leaves it running.
+        """
+        from eugo_lab.hpc.blocking import check_timeout, record_block
+        from eugo_lab.hpc.session import current
+
+        check_timeout(timeout, "result()")
+        if self._state != STATE_PENDING:
+            return self._value()
+        start = time.time()
+        try:
+            if not self._wait(timeout):
+                raise GetTimeoutError(
+                    f"result() timed out after {timeout} s: {self.function}() (task {self.task_id}) is still running "
+                    "and keeps running. Call result() again to keep waiting, or cancel() it.")
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+        finally:
+            record_block(current(start=False), "get", start, 1)
+        return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Block until done; return the task's exception, or ``None`` if it succeeded."""
         if not self._wait(timeout):
             raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
-        if self._state == FINISHED:
+        if self._state == STATE_FINISHED:
             return None
         try:
             self._value()
@@ -204,7 +226,7 @@ class Future:
         thread, as ``get()`` decodes in its caller's. Cancelling the awaiting asyncio task
         stops the wait only: the hpc task keeps running (cancel it with ``hpc.cancel``).
         """
-        if self._state == PENDING:
+        if self._state == STATE_PENDING:
             import asyncio
 
             loop = asyncio.get_running_loop()
@@ -229,7 +251,7 @@ class Future:
     def cancel(self) -> bool:
         """Cancel the task (see :func:`eugo_lab.hpc.cancel`); True if it was still pending."""
         canceller = self._canceller
-        if self._state != PENDING or canceller is None:
+        if self._state != STATE_PENDING or canceller is None:
             return False
         return canceller(self)
 
@@ -237,7 +259,7 @@ class Future:
 def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) -> None:
     """Finish every future of an ``hpc.map`` batch with its item of ``batch`` (one lock for all).
 
-    The same effect as ``f._complete(FINISHED, batch=batch, index=i)`` for each ``i`` not in
+    The same effect as ``f._complete(STATE_FINISHED, batch=batch, index=i)`` for each ``i`` not in
     ``skip`` (items that failed, completed separately), at about a third of the cost: the
     global lock is taken once, and events and callbacks (rare: only futures somebody waits
     on or watches have them) are fired after it is released.
@@ -246,11 +268,11 @@ def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) ->
     _lock.acquire()
     try:
         for i, f in enumerate(futures):
-            if f._state != PENDING or (skip and i in skip):
+            if f._state != STATE_PENDING or (skip and i in skip):
                 continue
             f._batch = batch
             f._index = i
-            f._state = FINISHED
+            f._state = STATE_FINISHED
             f._canceller = None
             if f._event is not None or f._callbacks is not None:
                 wake.append((f, f._event, f._callbacks))
@@ -276,7 +298,7 @@ def settle(changes: list[tuple[Future, int, BaseException | None, BatchResult | 
     _lock.acquire()
     try:
         for f, state, error, batch, index in changes:
-            if f._state != PENDING:
+            if f._state != STATE_PENDING:
                 continue
             if batch is not None:
                 f._batch = batch

@@ -32,7 +32,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from eugo_lab.hpc import errors
-from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future, settle, wake
+from eugo_lab.hpc.future import (
+    STATE_CANCELLED,
+    STATE_FAILED,
+    STATE_FINISHED,
+    STATE_PENDING,
+    BatchResult,
+    Future,
+    settle,
+    wake,
+)
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
 
 # A batch this long amortizes the ~0.1 ms per-task overhead to well under 1%, yet is short
@@ -140,9 +149,9 @@ class _Batch:
         self.positions = positions  # None: every position in lo..hi; else the sorted ones sent
         self.size = hi - lo if positions is None else len(positions)
         self.task: Task | None = None
-        self.state = PENDING
+        self.state = STATE_PENDING
         self.result: BatchResult | None = None
-        self.error: BaseException | None = None  # None with CANCELLED: each item gets its own message
+        self.error: BaseException | None = None  # None with STATE_CANCELLED: each item gets its own message
         self.n_cancelled = 0  # items of this batch cancelled one by one while it ran
         self.reported = False  # its task came back to MapJob._batch_done
 
@@ -186,15 +195,15 @@ class _Batch:
         """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that raised."""
         job = self.job
         with job.lock:
-            if self.state != PENDING:
+            if self.state != STATE_PENDING:
                 return  # cancelled meanwhile: its items stay cancelled, as a single task's future would
-            self.state = FINISHED
+            self.state = STATE_FINISHED
             self.result = result
             outcomes = job.outcomes
             for i, exc in failed.items():
                 p = self.position(i)
                 if p not in outcomes:
-                    outcomes[p] = (ERROR, exc)
+                    outcomes[p] = (STATE_FAILED, exc)
             woken = job._closed(self)
         wake(woken)
         job._maybe_finished()
@@ -212,8 +221,8 @@ class _Batch:
 
     @property
     def _state(self) -> int:
-        if self.state == PENDING and self.n_cancelled == self.size:
-            return CANCELLED  # every item was cancelled one by one: nothing is left to wait for
+        if self.state == STATE_PENDING and self.n_cancelled == self.size:
+            return STATE_CANCELLED  # every item was cancelled one by one: nothing is left to wait for
         return self.state
 
     def _complete(self, state: int, payload: Any = None, error: BaseException | None = None) -> bool:
@@ -221,7 +230,7 @@ class _Batch:
         # its input failed, or the runtime shut down): every item still pending ends the same way.
         job = self.job
         with job.lock:
-            if self.state != PENDING:
+            if self.state != STATE_PENDING:
                 return False
             self.state = state
             self.error = error
@@ -255,7 +264,7 @@ class MapJob:
         self.cond = threading.Condition(self.lock)  # get()/wait() on the whole map wait on it
         self.next = 0  # items[:next] were given to a batch
         self.end = self.n  # items[end:] will never be sent: they ended as `tail` says
-        self.tail: tuple[int, BaseException | None] = (CANCELLED, None)
+        self.tail: tuple[int, BaseException | None] = (STATE_CANCELLED, None)
         self.done = 0  # items whose outcome is known
         self.inflight = 0
         self.sent_items = 0  # items in batches sent and not come back (for map_progress)
@@ -290,12 +299,12 @@ class MapJob:
         if p >= self.next:
             if p >= self.end:
                 return self.tail[0], self._error(p, self.tail[1]), None, 0
-            return PENDING, None, None, 0
+            return STATE_PENDING, None, None, 0
         b = self.batches[bisect_right(self.starts, p) - 1]
-        if b.state == PENDING:
-            return PENDING, None, None, 0
-        if b.state == FINISHED:
-            return FINISHED, None, b.result, b.index(p)
+        if b.state == STATE_PENDING:
+            return STATE_PENDING, None, None, 0
+        if b.state == STATE_FINISHED:
+            return STATE_FINISHED, None, b.result, b.index(p)
         return b.state, self._error(p, b.error), None, 0
 
     def _closed(self, b: _Batch) -> list:
@@ -306,11 +315,12 @@ class MapJob:
         if not futs:
             changes = []
         elif len(futs) < b.size:  # few futures made (the usual case): look at those
-            changes = [(f, *self._outcome(p)) for p, f in list(futs.items()) if f._state == PENDING and b.holds(p)]
+            changes = [(f, *self._outcome(p)) for p, f in list(futs.items())
+                       if f._state == STATE_PENDING and b.holds(p)]
         else:
             get = futs.get
             changes = [(f, *self._outcome(p)) for p in (range(b.lo, b.hi) if b.positions is None else b.positions)
-                       if (f := get(p)) is not None and f._state == PENDING]
+                       if (f := get(p)) is not None and f._state == STATE_PENDING]
         self.cond.notify_all()
         return settle(changes)
 
@@ -324,7 +334,7 @@ class MapJob:
         self.end, self.tail = lo, (state, error)
         self.cond.notify_all()
         return settle([(f, *self._outcome(p)) for p, f in list(self.futs.items())
-                       if p >= lo and f._state == PENDING])
+                       if p >= lo and f._state == STATE_PENDING])
 
     def _maybe_finished(self) -> None:
         if self.done >= self.n:
@@ -347,7 +357,7 @@ class MapJob:
         # which settles futures under the same lock, can never leave it behind.
         f = Future(self.first_id + p, self.name, self._canceller)
         state, error, result, index = self._outcome(p)
-        if state != PENDING:
+        if state != STATE_PENDING:
             f._state, f._error, f._batch, f._index, f._canceller = state, error, result, index, None
         self.futs[p] = f
         return f
@@ -386,9 +396,9 @@ class MapJob:
     def values(self) -> list:
         """Every item's value, in order, once all are done; raises the first failed item's error (in order)."""
         with self.lock:
-            bad = [p for p, o in self.outcomes.items() if o[0] != FINISHED]
+            bad = [p for p, o in self.outcomes.items() if o[0] != STATE_FINISHED]
             bad += [b.lo if b.positions is None else b.positions[0]
-                    for b in self.batches if b.state not in (FINISHED, PENDING) and b.size]
+                    for b in self.batches if b.state not in (STATE_FINISHED, STATE_PENDING) and b.size]
             if self.end < self.n:
                 bad.append(self.end)
             if bad:
@@ -406,10 +416,10 @@ class MapJob:
         task = None
         with self.lock:
             state, _, _, _ = self._outcome(p)
-            if state != PENDING:
+            if state != STATE_PENDING:
                 return False
             exc = errors.cancelled(self.name, fut.task_id)
-            self.outcomes[p] = (CANCELLED, exc)
+            self.outcomes[p] = (STATE_CANCELLED, exc)
             self.done += 1
             if p >= self.next:
                 self.unsent_cancelled.add(p)
@@ -418,7 +428,7 @@ class MapJob:
                 b.n_cancelled += 1
                 if b.n_cancelled == b.size:  # nothing of it is wanted any more: stop the task
                     task = b.task
-            woken = settle([(fut, CANCELLED, exc, None, 0)])
+            woken = settle([(fut, STATE_CANCELLED, exc, None, 0)])
             self.cond.notify_all()
         wake(woken)
         if task is not None:
@@ -436,15 +446,15 @@ class MapJob:
             woken: list = []
             if only is None:
                 before = self.done
-                woken += self._end_tail(CANCELLED, None)
+                woken += self._end_tail(STATE_CANCELLED, None)
                 n += self.done - before
                 batches = list(self.open)
             else:
-                batches = [only] if only.state == PENDING else []
+                batches = [only] if only.state == STATE_PENDING else []
             tasks = []
             for b in batches:
                 n += b.size - b.n_cancelled
-                b.state, b.error = CANCELLED, None
+                b.state, b.error = STATE_CANCELLED, None
                 woken += self._closed(b)
                 tasks.append(b.task)
         wake(woken)
@@ -485,7 +495,7 @@ class MapJob:
                 self.starts.append(lo)
                 self.batches.append(b)
                 if not b.size:  # every item of this span was cancelled already
-                    b.state, b.reported = FINISHED, True
+                    b.state, b.reported = STATE_FINISHED, True
                     continue
                 self.open.add(b)
                 self.inflight += 1
@@ -514,8 +524,8 @@ class MapJob:
         with self.lock:
             self.inflight -= 1
             self.sent_items -= b.size
-            b.state, b.error, b.reported = ERROR, exc, True
-            woken = self._closed(b) + self._end_tail(ERROR, exc)  # the runtime refuses: so it would the rest
+            b.state, b.error, b.reported = STATE_FAILED, exc, True
+            woken = self._closed(b) + self._end_tail(STATE_FAILED, exc)  # the runtime refuses: so it would the rest
         wake(woken)
         self._maybe_finished()
         return False
@@ -539,16 +549,16 @@ class MapJob:
             changes = []
             for p, err in bad:
                 if p not in self.outcomes:
-                    self.outcomes[p] = (ERROR, err)
+                    self.outcomes[p] = (STATE_FAILED, err)
                     self.done += 1
                     if (f := self.futs.get(p)) is not None:
-                        changes.append((f, ERROR, err, None, 0))
+                        changes.append((f, STATE_FAILED, err, None, 0))
             self.sent_items -= b.size - len(good)
             b.positions, b.size = good, len(good)
             b.n_cancelled = sum(1 for p in good if p in self.outcomes)
             if not good:
                 self.inflight -= 1
-                b.state, b.reported = FINISHED, True
+                b.state, b.reported = STATE_FINISHED, True
                 self.open.discard(b)
             self.cond.notify_all()
             woken = settle(changes)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
+
+if TYPE_CHECKING:
+    from eugo_lab.hpc.mapping import MapResult
 
 _session_module: Any = None
 
@@ -70,11 +73,11 @@ class RemoteFunction:
             raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: {valid}")
         return RemoteFunction(self._fn, self._options.merged(**overrides), self._record)
 
-    def map(self, iterable: Iterable, batch: int | str = "auto") -> list[Future]:
+    def map(self, iterable: Iterable, batch: int | str = "auto") -> MapResult:
         """Same as ``hpc.map(self, iterable, batch=batch)``."""
-        from eugo_lab.hpc.api import map as hpc_map
+        from eugo_lab.hpc.mapping import map_items
 
-        return hpc_map(self, iterable, batch=batch)
+        return map_items(_session().running(), self._record, iterable, self._options, batch)
 
 
 @overload

@@ -18,7 +18,7 @@ from typing import Any
 from eugo_lab.backends import base, outcome
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc import errors
-from eugo_lab.hpc.future import CANCELLED, ERROR, FINISHED, PENDING, BatchResult, Future
+from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
 from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
@@ -47,7 +47,7 @@ class _DependencyGate:
         with self.lock:
             if self.closed:
                 return
-            if dep._state != FINISHED:
+            if dep._state != STATE_FINISHED:
                 self.closed = True
                 launch = False
             else:
@@ -56,7 +56,7 @@ class _DependencyGate:
                 self.closed = launch
         if launch:
             self.runtime._launch(self.task)
-        elif dep._state != FINISHED:
+        elif dep._state != STATE_FINISHED:
             self.runtime._fail_from_dependency(self.task, dep)
 
 
@@ -154,7 +154,7 @@ class Runtime:
             deps = list({id(d): d for d in deps}.values())
             if self.recorder.active:  # exact edges for the trace's critical path
                 self.recorder.record_deps(task.task_id, [d.task_id for d in deps])
-            if any(d._state != FINISHED for d in deps):
+            if any(d._state != STATE_FINISHED for d in deps):
                 _DependencyGate(self, task, deps)
                 return
         self._launch(task)
@@ -196,7 +196,7 @@ class Runtime:
             elif status == base.OK and task.items is None:
                 self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
                                     task.batch_id, task.submit_time, ready, received, stats, worker=worker)
-            elif not (status == base.CANCELLED and all(f._state == CANCELLED for f in self._futures_of(task))):
+            elif not (status == base.CANCELLED and all(f._state == STATE_CANCELLED for f in self._futures_of(task))):
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
                                     result.item_errors if status == base.OK else None, worker=worker)
@@ -206,7 +206,7 @@ class Runtime:
             self._tasks.pop(task.task_id, None)
             self.tasks_finished += 1
             if task.items is None:
-                task.future._complete(FINISHED, payload=result.payload)
+                task.future._complete(STATE_FINISHED, payload=result.payload)
             else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
                 failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
                           for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
@@ -226,12 +226,12 @@ class Runtime:
             retry = crash.retryable and task.attempt <= task.options.retries
             if not retry:
                 self._complete_error(task, errors.crash_error(name, task.task_id, task.attempt, crash))
-        else:  # CANCELLED
+        else:  # STATE_CANCELLED
             self._release(task)
             self._tasks.pop(task.task_id, None)
             exc = errors.cancelled(name, task.task_id, result.reason or "it was cancelled")
             for f in self._futures_of(task):
-                f._complete(CANCELLED, error=exc)
+                f._complete(STATE_CANCELLED, error=exc)
         if not retry:
             self._release(task)
         if retry:
@@ -287,14 +287,14 @@ class Runtime:
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1
         for f in self._futures_of(task):
-            f._complete(ERROR, error=exc)
+            f._complete(STATE_FAILED, error=exc)
 
     def _fail_from_dependency(self, task: Task, dep: Future) -> None:
         self._release(task)
         self._tasks.pop(task.task_id, None)
         exc = dep._error or errors.cancelled(task.fn.name, task.task_id,
                                              f"its input, task {dep.task_id}, was cancelled")
-        state = CANCELLED if dep._state == CANCELLED else ERROR
+        state = STATE_CANCELLED if dep._state == STATE_CANCELLED else STATE_FAILED
         for f in self._futures_of(task):
             f._complete(state, error=exc)
         if task.on_batch_done is not None:
@@ -305,10 +305,10 @@ class Runtime:
         task = self._tasks.get(fut.task_id)
         if task is None:
             # A map item (its batch carries the id) or already finished: cancel just this future.
-            return fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
+            return fut._complete(STATE_CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
         # The future is cancelled now, so the caller sees it at once; the backend stops the
         # work in the background and its late report finds the future already done.
-        done = fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
+        done = fut._complete(STATE_CANCELLED, error=errors.cancelled(fut.function, fut.task_id))
         if done and self.recorder.active:
             # Recorded now, not when the backend confirms: a traced region (a %%eugo cell
             # stopped by Interrupt) closes right after the cancel and must show it.
@@ -328,7 +328,7 @@ class Runtime:
         n = cancel_maps(self)  # hpc.map items, the ones not sent yet included (counted per item)
         for task in list(self._tasks.values()):
             for f in self._futures_of(task):
-                if f._state == PENDING and f.cancel():
+                if f._state == STATE_PENDING and f.cancel():
                     n += 1
         return n
 
@@ -348,7 +348,7 @@ class Runtime:
         finally:
             for task in list(self._tasks.values()):
                 for f in self._futures_of(task):
-                    f._complete(CANCELLED, error=errors.cancelled(
+                    f._complete(STATE_CANCELLED, error=errors.cancelled(
                         f.function, f.task_id, "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"))
             self._tasks.clear()
 
