@@ -90,21 +90,21 @@ class EugoLab(Engine):
     def stop(self) -> None:
         self.hpc.shutdown()
 
-    def _region(self):  # noqa: ANN202
+    def _region(self):
         import contextlib
 
         return self.hpc.trace() if self.traced else contextlib.nullcontext()
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         f = self.hpc.remote(fn)
         with self._region():
             return self.hpc.get([f.remote(a) for a in args])
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         with self._region():
             return self.hpc.get(self.hpc.map(fn, items))
 
-    def via_put(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def via_put(self, fn, obj, k):
         f = self.hpc.remote(fn)
         with self._region():
             ref = self.hpc.put(obj)
@@ -127,10 +127,10 @@ class StdPool(Engine):
     def stop(self) -> None:
         self.ex.shutdown(wait=True)
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         return [f.result() for f in [self.ex.submit(fn, a) for a in args]]
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         return list(self.ex.map(fn, items, chunksize=map_chunk(len(items))))
 
 
@@ -167,20 +167,20 @@ class Joblib(Engine):
 
         get_reusable_executor().shutdown(wait=True, kill_workers=True)
 
-    def _run(self, fn, args, **kw):  # noqa: ANN001, ANN003, ANN202
+    def _run(self, fn, args, **kw):
         d = self.joblib.delayed(fn)
         return self.joblib.Parallel(n_jobs=WORKERS, **kw)(d(a) for a in args)
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         return self._run(fn, args, batch_size=1)
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         return self._run(fn, items, batch_size="auto")
 
-    def by_value(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def by_value(self, fn, obj, k):
         return self._run(fn, [obj] * k, max_nbytes=None)
 
-    def via_put(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def via_put(self, fn, obj, k):
         return self._run(fn, [obj] * k)
 
 
@@ -204,22 +204,22 @@ class Dask(Engine):
         self.client.close()
         self.cluster.close()
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         return self.client.gather([self.client.submit(fn, a, pure=False) for a in args])
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         # client.map(fn, 100_000 items) would be 100,000 scheduler tasks: batch by hand.
         parts = self.client.map(tasks.run_batch, chunks(items, default_chunk(len(items))), pure=False)
         return [x for part in self.client.gather(parts) for x in part]
 
-    def by_value(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def by_value(self, fn, obj, k):
         import warnings
 
         with warnings.catch_warnings():  # "Sending large graph": yes, that is this path
             warnings.simplefilter("ignore", UserWarning)
             return self.each(fn, [obj] * k)
 
-    def via_put(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def via_put(self, fn, obj, k):
         [ref] = self.client.scatter([obj], broadcast=False, hash=False)
         return self.client.gather([self.client.submit(fn, ref, pure=False) for _ in range(k)])
 
@@ -241,7 +241,7 @@ class Ray(Engine):
         self._remote: dict = {}
         self.ray.get(self._r(tasks.noop).remote(0))
 
-    def _r(self, fn):  # noqa: ANN001, ANN202
+    def _r(self, fn):
         if fn not in self._remote:
             self._remote[fn] = self.ray.remote(fn)
         return self._remote[fn]
@@ -249,15 +249,15 @@ class Ray(Engine):
     def stop(self) -> None:
         self.ray.shutdown()
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         f = self._r(fn)
         return self.ray.get([f.remote(a) for a in args])
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         f = self._r(tasks.run_batch)
         return [x for part in self.ray.get([f.remote(c) for c in chunks(items, 100)]) for x in part]
 
-    def via_put(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def via_put(self, fn, obj, k):
         f = self._r(fn)
         ref = self.ray.put(obj)
         return self.ray.get([f.remote(ref) for _ in range(k)])
@@ -286,13 +286,13 @@ class IPyParallel(Engine):
         self.rc.close()
         self.cluster.stop_cluster_sync()
 
-    def each(self, fn, args):  # noqa: ANN001, ANN201
+    def each(self, fn, args):
         return [r.get() for r in [self.lview.apply_async(fn, a) for a in args]]
 
-    def batched(self, fn, items):  # noqa: ANN001, ANN201
+    def batched(self, fn, items):
         return self.lview.map_sync(fn, items, chunksize=default_chunk(len(items)))
 
-    def via_put(self, fn, obj, k):  # noqa: ANN001, ANN201
+    def via_put(self, fn, obj, k):
         self.dview.push({"_bench_obj": obj}, block=True)   # once per engine
         return self.each(fn, [self.ipp.Reference("_bench_obj")] * k)
 

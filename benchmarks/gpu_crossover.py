@@ -67,7 +67,7 @@ def _operands(case: Case, n: int) -> list[np.ndarray]:
     return [np.full(shape, 0.5, dtype=case.dtype) for _ in range(count)]
 
 
-def _np_fn(case: Case, xp: object):  # noqa: ANN202 - the operation in the array module xp
+def _np_fn(case: Case, xp: object):  # the operation in the array module xp
     if case.kind == "matmul":
         return lambda a, b: xp.matmul(a, b)
     if case.kind == "reduction":
@@ -77,7 +77,7 @@ def _np_fn(case: Case, xp: object):  # noqa: ANN202 - the operation in the array
     return lambda a, b: xp.add(a, b)
 
 
-def _best(fn, repeat: int = 3) -> float:  # noqa: ANN001
+def _best(fn, repeat: int = 3) -> float:
     best = math.inf
     for _ in range(repeat):
         t = time.perf_counter()

@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 __all__ = ["hpc", "__version__", "load_ipython_extension"]
 
 
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562 hook
+def __getattr__(name: str):  # PEP 562 hook
     if name == "hpc":
         import importlib
 
@@ -18,13 +18,13 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562 hook
     raise AttributeError(f"module 'eugo_lab' has no attribute {name!r}")
 
 
-def load_ipython_extension(ipython):  # noqa: ANN001, ANN201 - IPython's hook
+def load_ipython_extension(ipython):  # IPython's hook
     """``%load_ext eugo_lab``: register the ``%%eugo`` cell magic and the ``%eugo`` line magic."""
     from eugo_lab.magics import load
 
     load(ipython)
 
 
-def _jupyter_server_extension_points():  # noqa: ANN202 - Jupyter's hook
+def _jupyter_server_extension_points():  # Jupyter's hook
     """Lets ``jupyter server extension enable eugo_lab`` find :mod:`eugo_lab.server`."""
     return [{"module": "eugo_lab.server"}]

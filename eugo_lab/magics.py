@@ -66,7 +66,7 @@ class EugoMagics(Magics):
         each with a next step and a glossary term (``%eugo glossary TERM``).
         ``hpc.last_trace()`` returns the cell's Trace.
         """
-        __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+        __tracebackhide__ = True  # IPython hides this frame in tracebacks
         from eugo_lab.cellrun.runner import run_cell
 
         try:

@@ -28,7 +28,7 @@ def grow_ignoring_stops(step_mb: int = 10) -> None:
             pass
 
 
-def stop_two_growing_tasks(hpc) -> tuple[BaseException, list]:  # noqa: ANN001 - the eugo_lab.hpc module
+def stop_two_growing_tasks(hpc) -> tuple[BaseException, list]:  # the eugo_lab.hpc module
     """Run :func:`grow_forever` under the init's default limit, then under its own 300 MB limit.
 
     Both must raise ``hpc.WorkerMemoryError`` (the second naming its own limit); returns the

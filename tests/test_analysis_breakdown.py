@@ -101,7 +101,7 @@ def test_recorded_dependencies_make_the_critical_path_exact():
     # "join" was submitted at 0 and passed the future of "slow" only; it went out late
     # (ready 1.0) for another reason. Timing alone reads it as following the a1 -> a2
     # driver chain (1.0 s); the recorded edge says its chain is slow -> join.
-    def build(recorded: bool):  # noqa: ANN202
+    def build(recorded: bool):
         b = TraceBuilder(workers=4)
         b.task("a1", worker=0, submit=0.0, ready=0.0, start=0.0, end=0.5)         # task 1
         b.task("a2", worker=0, submit=0.5, ready=0.5, start=0.5, end=1.0)         # task 2: submitted after a1's get()

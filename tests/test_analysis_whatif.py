@@ -15,7 +15,7 @@ from eugo_lab.analysis import analyze, whatif
 from eugo_lab.analysis.simulate import replay, replay_of
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
-from make_golden import partial_blocking  # noqa: E402
+from make_golden import partial_blocking
 
 approx = pytest.approx
 CELL = "/tmp/ipykernel_4242/2718.py"

@@ -439,7 +439,7 @@ def test_cancelling_an_await_leaves_the_task_running_and_no_callback_behind(loca
     hpc.cancel(slow)
 
 
-async def _await(f):  # noqa: ANN001, ANN202
+async def _await(f):
     return await f
 
 

@@ -269,7 +269,7 @@ def test_cluster_repr(backend):
     assert info.cpu == describe_cpu() and f"cpu={info.cpu}" in text
 
 
-async def _await_with_a_ticker(futures: list, fails) -> tuple[list, int, str]:  # noqa: ANN001
+async def _await_with_a_ticker(futures: list, fails) -> tuple[list, int, str]:
     """Await ``futures`` while a ticker runs on the same loop; then await ``fails``."""
     import asyncio
 

@@ -71,7 +71,7 @@ def fresh_venv(tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _kernel(py: Path, workdir: Path, stderr):  # noqa: ANN001 - an open binary file
+def _kernel(py: Path, workdir: Path, stderr):  # an open binary file
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
@@ -110,7 +110,7 @@ def test_first_eugo_cell_after_core_install(fresh_venv, tmp_path):
     assert "Traceback" not in stderr, stderr[-3000:]
 
 
-def _run_kernel(fresh_venv: Path, tmp_path: Path, err) -> None:  # noqa: ANN001 - an open binary file
+def _run_kernel(fresh_venv: Path, tmp_path: Path, err) -> None:  # an open binary file
     km, kc = _kernel(fresh_venv, tmp_path, err)
     kernel_tree = [psutil.Process(km.provisioner.process.pid)]
     everything: list[dict] = []

@@ -64,7 +64,7 @@ def _import_hook(name: str, globals: Any = None, locals: Any = None, fromlist: A
 
 def choose_device(mode: str) -> tuple[Device | None, str]:
     """The device for ``mode`` (``None``: predictions only) and a note; ``on`` without one raises NoDeviceError."""
-    __tracebackhide__ = True  # noqa: F841 - the error is the message, not where it was raised
+    __tracebackhide__ = True  # the error is the message, not where it was raised
     if _override:
         return _override[-1], ""
     det = detect_gpus()
@@ -75,7 +75,7 @@ def choose_device(mode: str) -> tuple[Device | None, str]:
             try:
                 dev = CupyDevice(profile_for_name(det.gpus[0].name))
                 dev.profile = calibrated(dev)
-            except Exception as exc:  # noqa: BLE001 - a CUDA/CuPy mismatch: say so; auto still predicts
+            except Exception as exc:  # a CUDA/CuPy mismatch: say so; auto still predicts
                 why = f"{det.gpus[0].name} found, but CuPy could not use it ({type(exc).__name__}: {exc})"
                 if mode == "on":
                     raise NoDeviceError(f"--gpu on: {why}. Check that cupy-cuda12x matches the driver "
@@ -126,7 +126,7 @@ def check(mode: str) -> None:
 
     Raises :class:`NoDeviceError` when ``--gpu on`` cannot be honoured, so that nothing starts.
     """
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
     if mode != "off":
         choose_device(mode)
 
@@ -155,7 +155,7 @@ def _restore_namespace(ns: dict) -> None:
 
 def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
     """Run ``body(*args)`` (the cell) under ``--gpu mode``; returns its value as plain NumPy. ``off``: just the call."""
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
     _last[0] = None
     if mode == "off":
         return body(*args)

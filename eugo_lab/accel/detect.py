@@ -89,7 +89,7 @@ def _from_nvml() -> tuple[list[GpuInfo], str]:
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - already shut down
+        except Exception:  # noqa: BLE001 - already shut down
             pass
 
 

@@ -108,7 +108,7 @@ def _saxpy() -> Any:
         nbcuda = cuda()
 
         @nbcuda.jit
-        def saxpy_kernel(a, x, y, out):  # noqa: ANN001, ANN202 - a CUDA kernel: Numba types it
+        def saxpy_kernel(a, x, y, out):  # a CUDA kernel: Numba types it
             start = nbcuda.grid(1)  # this thread's index in the whole grid
             stride = nbcuda.gridsize(1)  # threads in the whole grid
             for i in range(start, x.shape[0], stride):  # grid-stride loop: any n with any grid

@@ -41,7 +41,7 @@ class BusySampler:
     def _sample(self) -> None:
         try:
             self.samples.append(int(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
-        except Exception:  # noqa: BLE001, S110 - one failed read is one missing sample
+        except Exception:  # noqa: BLE001 - one failed read is one missing sample
             pass
 
     def _run(self) -> None:
@@ -57,7 +57,7 @@ class BusySampler:
             self._sample()  # the period that ended with the cell
             try:
                 self._nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001, S110
+            except Exception:  # noqa: BLE001
                 pass
         if not self.samples:
             return None

@@ -123,7 +123,7 @@ def profile_for_name(gpu_name: str) -> DeviceProfile:
     return replace(PUBLISHED["h100"], name=f"{gpu_name} (no published profile: H100 figures)")
 
 
-def _best_time(fn, repeat: int, budget_s: float = 0.0) -> float:  # noqa: ANN001 - a zero-argument callable
+def _best_time(fn, repeat: int, budget_s: float = 0.0) -> float:  # a zero-argument callable
     # The best of a few runs, as timeit advises: on a shared machine the slower runs measure the
     # neighbours (a BLAS call whose threads lose their cores runs 100x slower), not what this host can
     # do. With a budget, keep trying (up to 4x `repeat`) while the runs so far are within it.

@@ -264,7 +264,7 @@ class Reporter:
             fn, args = item
             try:
                 fn(*args)
-            except Exception:  # noqa: BLE001 - one bad callback must not stop every report
+            except Exception:  # one bad callback must not stop every report
                 log.exception("eugo_lab: reporting a task outcome failed")
 
 

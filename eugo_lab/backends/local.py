@@ -470,7 +470,7 @@ class LocalBackend(base.Backend):
         if on_done is not None:
             try:
                 on_done(task, result)
-            except Exception:  # noqa: BLE001 - one bad callback must not stop the I/O thread
+            except Exception:  # one bad callback must not stop the I/O thread
                 import logging
 
                 logging.getLogger("eugo_lab").exception("completing task %s failed", task.task_id)

@@ -88,8 +88,8 @@ def _refuse_top_level_await(tree: ast.AST, filename: str) -> None:
 
 def execute(shell: Any, compiled: CompiledCell) -> Any:
     """Run the compiled cell in the user's namespace; return the final expression's value."""
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
-    exec(compiled.body, shell.user_global_ns, shell.user_ns)  # noqa: S102 - running the user's own cell
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    exec(compiled.body, shell.user_global_ns, shell.user_ns)  # running the user's own cell
     if compiled.last_expr is not None:
-        return eval(compiled.last_expr, shell.user_global_ns, shell.user_ns)  # noqa: S307 - the user's own cell
+        return eval(compiled.last_expr, shell.user_global_ns, shell.user_ns)  # the user's own cell
     return None

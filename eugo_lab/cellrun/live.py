@@ -87,7 +87,7 @@ class _Writer:
             feed = self._feeds.get()
             try:
                 feed._run()
-            except BaseException:  # noqa: BLE001 - never lose the thread, or a waiting finish()
+            except BaseException:  # never lose the thread, or a waiting finish()
                 log.exception("the live view's writer failed")
             finally:
                 feed._done.set()
@@ -152,7 +152,7 @@ class LiveFeed:
                                         error=error)
             self._sink.update(chunk, snap)
             self.updates += 1
-        except Exception:  # noqa: BLE001 - a broken view must never break the user's cell
+        except Exception:  # a broken view must never break the user's cell
             self._broken = True
             log.exception("the live view failed; the cell keeps running without it")
 
@@ -162,7 +162,7 @@ class LiveFeed:
             c = time.thread_time()
             try:
                 chunk = self._read()
-            except Exception:  # noqa: BLE001 - the view stops; the cell and its trace do not
+            except Exception:  # the view stops; the cell and its trace do not
                 self._broken = True
                 log.exception("the live view could not read the trace; the cell keeps running without it")
                 break

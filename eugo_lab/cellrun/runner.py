@@ -53,7 +53,7 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
               out_mode: str, profile: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
     """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
     feed = view = None
@@ -90,7 +90,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
 
 def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value."""
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
     compiled = compile_cell(shell, cell)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:

@@ -34,7 +34,7 @@ class Entry:
             lines.append(f"See also: {', '.join(self.see_also)}")
         return "\n".join(lines)
 
-    def _repr_pretty_(self, p, cycle: bool) -> None:  # noqa: ANN001 - IPython's printer
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's printer
         p.text(self.to_text())
 
     def _repr_html_(self) -> str:

@@ -295,7 +295,7 @@ def put(obj: Any) -> ObjectRef:
     return session.current().backend.put(obj)  # type: ignore[union-attr]
 
 
-def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto") -> MapResult:  # noqa: A001
+def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto") -> MapResult:
     """Run ``fn(item)`` for every item; returns a :class:`MapResult`, a sequence of one future per item, in order.
 
     Tiny items are sent in batches sized from measured durations (``batch="auto"``);

@@ -135,7 +135,7 @@ def function_load_error(function: str, exc: BaseException) -> FunctionLoadError:
     )
 
 
-class TaskCancelled(BaseException):  # noqa: N818 - named for what happened, like KeyboardInterrupt
+class TaskCancelled(BaseException):  # named for what happened, like KeyboardInterrupt
     """Raised *inside* a running task that was cancelled; the same type on every engine that stops tasks.
 
     Catch it only to clean up, then re-raise: a task that swallows it is killed with its
@@ -143,7 +143,7 @@ class TaskCancelled(BaseException):  # noqa: N818 - named for what happened, lik
     """
 
 
-class MemoryLimitExceeded(BaseException):  # noqa: N818 - named for what happened, like KeyboardInterrupt
+class MemoryLimitExceeded(BaseException):  # named for what happened, like KeyboardInterrupt
     """Raised *inside* a task whose worker grew past the task's memory limit (Dask and Ray).
 
     The driver never sees it: the attempt is reported as a memory stop and ``hpc.get``
@@ -276,7 +276,7 @@ def remote_exception(exc: BaseException, *, function: str, traceback_text: str, 
             new.__dict__.update(getattr(exc, "__dict__", {}))
             new.args = exc.args
             new._eugo_message = message  # type: ignore[attr-defined]
-        except Exception:  # pragma: no cover - exotic exception types
+        except Exception:  # noqa: BLE001  # pragma: no cover - exotic exception types keep the original object
             new = exc
     else:  # pragma: no cover - exotic exception types
         new = exc

@@ -341,7 +341,7 @@ def _release(waiter: Any) -> None:
 def _run_callback(fn: Callable[[Future], Any], fut: Future) -> None:
     try:
         fn(fut)
-    except Exception:  # noqa: BLE001 - a broken callback must not stop the runtime
+    except Exception:  # a broken callback must not stop the runtime
         import logging
 
         logging.getLogger("eugo_lab").exception("done-callback %r failed for %r", fn, fut)

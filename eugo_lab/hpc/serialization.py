@@ -60,7 +60,7 @@ def _picklers() -> tuple[type, type]:
             self._token_of = token_of
             self.tokens: list[Any] = []
 
-        def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        def persistent_id(self, obj: Any) -> Any:  # pickle protocol hook
             token = self._token_of(obj)
             if token is not None:
                 self.tokens.append(obj)
@@ -80,7 +80,7 @@ class _TokenUnpickler(pickle.Unpickler):
         super().__init__(file, buffers=buffers)
         self._load_token = load_token
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle protocol hook
+    def persistent_load(self, pid: Any) -> Any:  # pickle protocol hook
         return self._load_token(pid)
 
 
@@ -115,7 +115,7 @@ def dumps_args(
     pickler = _picklers()[1](buf, token_of, callback)
     try:
         pickler.dump((args, kwargs))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - pickle raises many types; each becomes a SerializationError naming the argument
         raise _diagnose_args(args, kwargs, function, exc) from None
     return buf.getvalue(), pickler.tokens, buffers
 
@@ -132,7 +132,7 @@ def dumps_function(fn: Callable, *, function: str) -> bytes:
     """Pickle a function by value where needed (notebook functions, lambdas, closures)."""
     try:
         return _cloud_dumps(fn)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any pickling failure becomes one naming the captured variable
         raise _diagnose_function(fn, function, exc) from None
 
 
@@ -140,7 +140,7 @@ def dumps_value(value: Any) -> bytes:
     """Pickle a task's result: the fast standard pickler first, cloudpickle when it must."""
     try:
         return pickle.dumps(value, PROTOCOL)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever plain pickle refuses (lambdas, local classes) cloudpickle may take
         return _cloud_dumps(value)
 
 

@@ -191,7 +191,7 @@ class Runtime:
                 try:
                     recorder.record_attempt(task.task_id, task.attempt, name, worker, status, task.batch_id,
                                             task.submit_time, ready, received, stats)
-                except Exception:  # noqa: BLE001 - a tracing bug must never keep a future from completing
+                except Exception:  # a tracing bug must never keep a future from completing
                     log.exception("recording task %s failed", task.task_id)
             elif status == base.OK and task.items is None:
                 self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
@@ -248,7 +248,7 @@ class Runtime:
                 for w in self.backend.workers():  # a worker the trace has not seen: learn its host and pid
                     self.recorder.worker_seen(w.index, w.host, w.pid)
             record(*args)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("recording a task attempt failed")
 
     def _record(self, task: Task, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
@@ -422,7 +422,7 @@ def set_current(rt: Runtime | None) -> None:
         from eugo_lab.hpc.status import runtime_changed
 
         runtime_changed()  # tell the Jupyter server, when this kernel reports to one
-    except Exception:  # noqa: BLE001 - a status file must never break init or shutdown
+    except Exception:  # a status file must never break init or shutdown
         import logging
 
         logging.getLogger("eugo_lab").debug("publishing the runtime status failed", exc_info=True)

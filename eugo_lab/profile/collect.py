@@ -96,7 +96,7 @@ def _unpickle(fn: Callable, interval: float, sampler: str) -> Profiled:
     also have missed it.
     """
     try:
-        import pyinstrument.low_level.stat_profile  # noqa: F401
+        import pyinstrument.low_level.stat_profile
         import pyinstrument.session  # noqa: F401
     except ImportError:  # profiling is skipped on this worker (start() returns None); the task still runs
         pass

@@ -314,7 +314,7 @@ class Recorder:
         for cb in list(self._subscribers):
             try:
                 cb(event)
-            except Exception:  # noqa: BLE001 - a broken subscriber must not stop tasks
+            except Exception:  # a broken subscriber must not stop tasks
                 import logging
 
                 logging.getLogger("eugo_lab").exception("trace subscriber failed")
