@@ -370,3 +370,10 @@ def test_a_function_the_workers_cannot_import_is_a_function_load_error(backend, 
     finally:
         sys.modules.pop("driver_only_mod", None)
     assert hpc.get(square.remote(5)) == 25
+
+
+def test_a_resource_request_no_worker_offers_fails_clearly(backend):
+    # None of these test engines has a GPU worker: a gpus=1 task must fail saying so, not run on a CPU.
+    with pytest.raises(hpc.NoWorkersError, match=r"square\(\) asks for (CPU=1, )?GPU=1, but no (worker|node) of the"):
+        hpc.get(square.options(gpus=1).remote(2), timeout=60)
+    assert hpc.get(square.remote(2)) == 4

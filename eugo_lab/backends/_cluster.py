@@ -133,6 +133,22 @@ def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, f
 
 
 
+#: How to get workers that offer GPUs or other resources, for engines whose workers offer none.
+RESOURCE_ENGINES = ("a Dask or Ray cluster whose workers have it (hpc.init(backend='dask', resources={'GPU': 1}), "
+                    "hpc.init(backend='ray', num_gpus=1))")
+
+
+def refuse_resources(task: Any, workers: int, engine: str) -> None:
+    """Raise for a task that asks for GPUs or other resources on an engine whose ``workers`` offer none.
+
+    Running it anyway would put a ``gpus=1`` task on a CPU-only worker without a word.
+    """
+    wanted = wanted_resources(task)
+    if wanted:
+        raise no_offer_error(task, wanted, [{}] * max(workers, 1), engine=engine, unit="worker",
+                             how=RESOURCE_ENGINES)
+
+
 def describe_cpus(descriptions: list[str]) -> str:
     """One line for the CPUs of a cluster's workers (one description per worker, as ``describe_cpu`` gives).
 

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from eugo_lab.backends import base, local_process, outcome
-from eugo_lab.backends._cluster import this_cpu
+from eugo_lab.backends._cluster import refuse_resources, this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
@@ -174,6 +174,8 @@ class LocalBackend(base.Backend):
             raise BackendError("the local pool is shut down; call hpc.init() to start a new one")
         if self._no_workers:
             raise NoWorkersError(self._no_workers)
+        if task.options.gpus or task.options.resources:
+            refuse_resources(task, self.n_workers, "local pool")
         self._on_done[task.task_id] = on_done
         self._post("task", task)
 

@@ -55,6 +55,10 @@ class ThreadBackend(base.Backend):
             from eugo_lab.hpc.errors import BackendError
 
             raise BackendError("the thread pool is shut down; call hpc.init() to start a new one")
+        if task.options.gpus or task.options.resources:
+            from eugo_lab.backends._cluster import refuse_resources
+
+            refuse_resources(task, self.n_workers, "threads")
         task.state = 0
         task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
 
