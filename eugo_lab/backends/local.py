@@ -89,6 +89,7 @@ class LocalBackend(base.Backend):
         self._no_workers: str | None = None
         self.n_workers = workers or cores
         self.threads_per_worker = threads_per_worker or max(1, cores // self.n_workers)
+        self._threads_explicit = threads_per_worker is not None  # the user's choice wins over thread variables
         self.extra_env = dict(env or {})
         self._workers: list[Worker] = []
         self._queue: collections.deque[Task] = collections.deque()
@@ -129,7 +130,7 @@ class LocalBackend(base.Backend):
                 return  # tasks will report what is wrong; init() must not hang
 
     def _spawn(self, index: int) -> Worker:
-        env = local_process.worker_env(self.threads_per_worker, self.extra_env)
+        env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
         w = local_process.spawn_worker(index, self._store_dir, env)
         self._sel.register(w.result_r, selectors.EVENT_READ, w)
         return w

@@ -118,7 +118,10 @@ def main() -> None:
     _die_with_parent(lifeline_fd, parent_pid, store_dir)
     cancels = _Cancels(int(sys.argv[6]))
 
+    from eugo_lab.accel.thread_guard import apply_once
     from eugo_lab.backends._worker import execute, execute_batch
+
+    apply_once()  # thread oversubscription guard (issue #13): the env has the limit; loaded libraries get it too
     from eugo_lab.hpc.serialization import loads_value
 
     rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)

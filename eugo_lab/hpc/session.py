@@ -68,6 +68,12 @@ def _item_ids(items: list[Future]) -> range | list[int]:
     return [f.task_id for f in items]
 
 
+def _optimized(fn: FunctionRecord) -> FunctionRecord:
+    from eugo_lab.hpc.optimized import optimized_record
+
+    return optimized_record(fn)
+
+
 class Runtime:
     """A started backend plus the shared task rules; ``hpc.init`` makes one, ``hpc.shutdown`` ends it."""
 
@@ -83,6 +89,7 @@ class Runtime:
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
+        self.optimize = False  # %%eugo --optimize sets it for the cell's run (eugo_lab.hpc.optimized)
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
@@ -97,9 +104,15 @@ class Runtime:
         """``n`` fresh task ids (unique, not necessarily consecutive)."""
         return list(itertools.islice(self._ids, n))
 
-    def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions) -> Future:
-        """Pickle the call now (errors surface here), then launch it once its inputs exist."""
+    def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions,
+               on_done: Callable[[Task, Any], None] | None = None) -> Future:
+        """Pickle the call now (errors surface here), then launch it once its inputs exist.
+
+        ``on_done(task, stats)``: called once the call ended (``batch="auto"`` measures with it).
+        """
         self._check_open()
+        if self.optimize:  # %%eugo --optimize (issue #13): the JIT trial wraps every function of the cell
+            fn = _optimized(fn)
         name = options.name or fn.name
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
@@ -107,6 +120,7 @@ class Runtime:
         tid = next(self._ids)
         fut = Future(tid, name, self._cancel_future)
         task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        task.on_batch_done = on_done
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
@@ -118,6 +132,8 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
         self._check_open()
+        if self.optimize:  # %%eugo --optimize (issue #13)
+            fn = _optimized(fn)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
