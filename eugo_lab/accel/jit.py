@@ -99,7 +99,7 @@ def classify_numba_error(exc: BaseException) -> tuple[str, str]:
     """Map a Numba compile error onto a decline code and a short detail (the offending name, if any)."""
     text = str(exc)
     low = text.lower()
-    m = re.search(r"untyped global name '([^']+)'", text)
+    m = re.search(r"untyped global name '([^']+)'", text, re.IGNORECASE)
     if m:
         return "unknown-call", f"{m.group(1)}"
     m = re.search(r"Unknown attribute '(\w+)' of type Module\(<module '([\w.]+)'", text)

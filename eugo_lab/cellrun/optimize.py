@@ -1,0 +1,68 @@
+"""``%%eugo --optimize``: switch the runtime's optimizations on for the cell's run, then build its report.
+
+Kept out of ``runner.py`` so the runner's edit is two calls. What runs here: before the main
+run, the runtime wraps every submitted function in the JIT trial (``Runtime.optimize``) and
+the ``batch="auto"`` counters are read; after it, the report is built from the trace, the
+counters' difference and the thread guard's plan for this runtime (``eugo_lab.accel.report``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from eugo_lab.accel import report as opt_report
+from eugo_lab.accel import thread_guard
+from eugo_lab.hpc import coalesce
+
+
+def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
+    """The thread guard's plan for ``rt``'s workers (None for the threads backend: one process)."""
+    if rt.backend_name == "threads":
+        return None
+    info = rt.backend.info()
+    external = bool(rt.options.get("address") or rt.options.get("cluster"))
+    if rt.backend_name == "local":
+        explicit = rt.options.get("threads_per_worker")
+        return thread_guard.plan(info.cores, info.workers, explicit=explicit)
+    return thread_guard.plan(info.cores, info.workers, external=external)
+
+
+def _delta(before: dict[str, Any], after: list[Any]) -> list[Any]:
+    out = []
+    for s in after:
+        b = before.get(s.function)
+        if b is None:
+            out.append(s)
+            continue
+        out.append(coalesce.CoalesceStats(s.function, s.calls - b.calls, s.plain_tasks - b.plain_tasks,
+                                          s.batches - b.batches, s.batched_calls - b.batched_calls,
+                                          s.largest_batch, s.per_call, s.mode))
+    return out
+
+
+class CellOptimizer:
+    """One cell's optimizations: :meth:`running` around the main run, then :attr:`report`."""
+
+    def __init__(self) -> None:
+        self.report: opt_report.OptimizationReport | None = None
+        self._before: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def running(self, rt: Any) -> Iterator[None]:
+        """Optimizations on for the body's run on ``rt``."""
+        self._before = {s.function: s for s in coalesce.all_stats()}
+        rt.optimize = True
+        try:
+            yield
+        finally:
+            rt.optimize = False
+
+    def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport:
+        """Build (and remember, for ``hpc.last_optimizations()``) the report of the run traced in ``trace``."""
+        note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
+        self.report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
+                                       threads_note=note)
+        opt_report.set_last(self.report)
+        return self.report
