@@ -52,3 +52,18 @@ def compiles_here():
     from eugo_lab.accel import jit
 
     return os.getpid(), jit.compile_count()
+
+
+def inc(x):
+    """A tiny call (~1 us): the kind batch="auto" coalesces."""
+    if x == 13:
+        raise ValueError("thirteen is unlucky")
+    return x + 1
+
+
+def slow_inc(x):
+    """A call long enough (20 ms) to be its own task."""
+    import time
+
+    time.sleep(0.02)
+    return x + 1

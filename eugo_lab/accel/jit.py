@@ -136,17 +136,44 @@ class Verdict:
         """True when calls on this worker run the compiled version."""
         return self.status == VERDICT_COMPILED
 
-    def phase_name(self) -> str:
-        """The zero-length phase that carries this verdict to the driver."""
-        if self.compiled:
-            return PHASE_PREFIX + VERDICT_COMPILED
-        return PHASE_PREFIX + "declined: " + self.code + (f": {self.detail}" if self.detail else "")
+    def phase_name(self, cached: bool = False) -> str:
+        """The zero-length phase that carries this verdict to the driver.
+
+        ``cached``: the verdict of an earlier trial in this process, announced again for a new
+        record of the same code (a cell re-run); it then carries the trial's times, as no spans do.
+        """
+        name = PHASE_PREFIX + (VERDICT_COMPILED if self.compiled else
+                               "declined: " + self.code + (f": {self.detail}" if self.detail else ""))
+        if not cached:
+            return name
+        times = " ".join(f"{k}={v:.3g}" for k, v in (("plain", self.plain_s), ("compile", self.compile_s),
+                                                       ("compiled", self.compiled_s)) if v is not None)
+        return f"{name} {_CACHED}{times}]"
+
+
+_CACHED = "[cached "
+
+
+def cached_times(name: str) -> tuple[str, dict[str, float] | None]:
+    """Split a verdict phase name into the verdict and the times a cached announcement carries."""
+    head, sep, tail = name.partition(" " + _CACHED)
+    if not sep:
+        return name, None
+    times = {}
+    for part in tail.rstrip("]").split():
+        k, _, v = part.partition("=")
+        try:
+            times[k] = float(v)
+        except ValueError:
+            pass
+    return head, times
 
 
 def parse_phase(name: str) -> tuple[str, str, str] | None:
     """``"jit: declined: unknown-call: foo"`` -> ``("declined", "unknown-call", "foo")``; other phases -> None."""
     if not name.startswith(PHASE_PREFIX):
         return None
+    name, _ = cached_times(name)
     rest = name[len(PHASE_PREFIX):]
     if rest == VERDICT_COMPILED:
         return VERDICT_COMPILED, "", ""
@@ -181,12 +208,13 @@ class Optimized:
     directly (the threads backend, or by hand) behaves the same.
     """
 
-    __slots__ = ("fn", "key", "phase", "__weakref__")
+    __slots__ = ("fn", "key", "phase", "announced", "__weakref__")
 
     def __init__(self, fn: Callable, key: str, phase: Callable[[str], Any] = _NoPhase):
         self.fn = fn
         self.key = key
         self.phase = phase
+        self.announced = False  # this copy told the driver its verdict (a trial, or the cached one)
 
     def __reduce__(self) -> tuple:
         return Optimized, (self.fn, self.key, self.phase)
@@ -195,12 +223,20 @@ class Optimized:
         """The compiled version if this worker's trial kept it, else the plain function (the first call: the trial)."""
         entry = _verdicts.get(self.key)
         if entry is not None:
-            compiled = entry[1]
-            return (compiled or self.fn)(*args, **kwargs)
+            if not self.announced:  # the same code under a new record (a cell re-run): say what this worker does
+                self.announced = True
+                with self.phase(entry[0].phase_name(cached=True)):
+                    pass
+            return (entry[1] or self.fn)(*args, **kwargs)
         with _lock:  # threads-backend workers share one process: one trial per process
             entry = _verdicts.get(self.key)
             if entry is None:
-                value, verdict, compiled = trial(self.fn, args, kwargs, self.phase)
+                self.announced = True
+                try:
+                    value, verdict, compiled = trial(self.fn, args, kwargs, self.phase)
+                except BaseException:
+                    self.announced = False  # the plain call raised: try again on the next call
+                    raise
                 _verdicts[self.key] = (verdict, compiled)
                 return value
         return (entry[1] or self.fn)(*args, **kwargs)
@@ -333,6 +369,7 @@ class FunctionVerdict:
     plain_s: float | None  # median over trials
     compile_s: float | None
     compiled_s: float | None
+    cached: bool = False  # every worker reused an earlier trial's verdict (same code, e.g. a cell re-run)
 
     @property
     def speedup(self) -> float | None:
@@ -376,6 +413,12 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             parsed = parse_phase(name)
             if parsed is not None:
                 d["verdict"] = parsed
+                _, times = cached_times(name)
+                if times is not None:  # an earlier trial's numbers, announced again: no compile this time
+                    d["cached"] = True
+                    for k in ("plain", "compile", "compiled"):
+                        if k in times:
+                            d.setdefault(k + "_cached", times[k])
     by_fn: dict[str, list[tuple[int, dict]]] = {}
     for r, d in rows.items():
         if "verdict" in d:
@@ -389,8 +432,9 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
         out.append(FunctionVerdict(
             fname, status, code, detail, workers=len({w for w, _ in trials}),
             compiles=sum(1 for _, d in trials if "compile" in d),
-            plain_s=_median([d.get("plain") for _, d in trials]),
-            compile_s=_median([d.get("compile") for _, d in trials]),
-            compiled_s=_median([d.get("compiled") for _, d in trials]),
+            plain_s=_median([d.get("plain", d.get("plain_cached")) for _, d in trials]),
+            compile_s=_median([d.get("compile", d.get("compile_cached")) for _, d in trials]),
+            compiled_s=_median([d.get("compiled", d.get("compiled_cached")) for _, d in trials]),
+            cached=all(d.get("cached") for _, d in trials),
         ))
     return out

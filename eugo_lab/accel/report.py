@@ -101,7 +101,8 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
     def t(s: float | None, bucket: bool) -> str:
         return fmt_time(s, bucket) if s is not None else "?"
 
-    workers = f"{v.workers} worker{'s' if v.workers != 1 else ''}, one compile each"
+    workers = f"{v.workers} worker{'s' if v.workers != 1 else ''}, " + \
+        ("no new compile" if v.cached else "one compile each")
     prof = f"; profile: {python_share:.0%} of its time in Python bytecode" if python_share is not None else ""
     numbers = {"plain_s": v.plain_s, "compile_s": v.compile_s, "compiled_s": v.compiled_s, "speedup": v.speedup,
                "workers": v.workers, "compiles": v.compiles}
@@ -110,7 +111,8 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
 
         def line(b: bool) -> str:
             ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
-            return (f"{v.function}: compiled in {t(v.compile_s, b)}; {t(v.plain_s, b)} -> {t(v.compiled_s, b)} "
+            how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
+            return (f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(v.compiled_s, b)} "
                     f"per call ({ratio}), result checked")
         return Optimization("jit", v.function, True, f"{line(False)} ({workers}){prof}", line(True) + prof,
                             numbers=numbers)

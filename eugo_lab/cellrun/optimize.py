@@ -9,12 +9,16 @@ counters' difference and the thread guard's plan for this runtime (``eugo_lab.ac
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.accel import report as opt_report
 from eugo_lab.accel import thread_guard
 from eugo_lab.hpc import coalesce
+
+# A new wrapper per run, so each run's trace carries the workers' verdicts (see hpc.optimized).
+_generations = itertools.count(1)
 
 
 def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
@@ -53,11 +57,11 @@ class CellOptimizer:
     def running(self, rt: Any) -> Iterator[None]:
         """Optimizations on for the body's run on ``rt``."""
         self._before = {s.function: s for s in coalesce.all_stats()}
-        rt.optimize = True
+        rt.optimize = next(_generations)
         try:
             yield
         finally:
-            rt.optimize = False
+            rt.optimize = 0
 
     def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport:
         """Build (and remember, for ``hpc.last_optimizations()``) the report of the run traced in ``trace``."""

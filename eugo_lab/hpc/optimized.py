@@ -17,25 +17,34 @@ import threading
 
 from eugo_lab.hpc.task import FunctionRecord
 
-# function id -> its optimized record. Bounded like the workers' function caches: a notebook that
-# redefines a function in a loop must not grow this forever.
+# (function id, cell generation) -> its optimized record. Bounded like the workers' function caches:
+# a notebook that redefines a function in a loop must not grow this forever.
 _MAX = 256
-_records: dict[int, FunctionRecord] = {}
+_records: dict[tuple[int, int], FunctionRecord] = {}
 _lock = threading.Lock()
 
 
-def optimized_record(record: FunctionRecord) -> FunctionRecord:
-    """The record of ``record``'s function wrapped in the JIT trial (made once, then reused)."""
+def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRecord:
+    """The record of ``record``'s function wrapped in the JIT trial (made once per generation, then reused).
+
+    ``generation``: each ``%%eugo --optimize`` run gets a new one, so its workers receive a fresh
+    wrapper that announces their (cached) verdict in that run's trace; the compiled code itself
+    stays cached on the workers under the code's key.
+    """
     from eugo_lab.accel.jit import Optimized, code_key
+    from eugo_lab.hpc.coalesce import _Spread
     from eugo_lab.hpc.phases import phase
 
-    if isinstance(record.fn, Optimized):
-        return record
+    if (isinstance(record.fn, Optimized) and not generation) or isinstance(record.fn, _Spread):
+        return record  # batch="auto" batches carry their function as it was given (optimize=True on it applies)
     with _lock:
-        opt = _records.get(record.fid)
+        opt = _records.get((record.fid, generation))
         if opt is None:
-            opt = FunctionRecord(Optimized(record.fn, code_key(record.payload), phase), record.name)
-            _records[record.fid] = opt
+            fn = record.fn
+            key = fn.key if isinstance(fn, Optimized) else code_key(record.payload)
+            plain = fn.fn if isinstance(fn, Optimized) else fn
+            opt = FunctionRecord(Optimized(plain, key, phase), record.name)
+            _records[(record.fid, generation)] = opt
             while len(_records) > _MAX:
                 _records.pop(next(iter(_records)))
         return opt

@@ -68,10 +68,10 @@ def _item_ids(items: list[Future]) -> range | list[int]:
     return [f.task_id for f in items]
 
 
-def _optimized(fn: FunctionRecord) -> FunctionRecord:
+def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
     from eugo_lab.hpc.optimized import optimized_record
 
-    return optimized_record(fn)
+    return optimized_record(fn, generation)
 
 
 class Runtime:
@@ -89,7 +89,7 @@ class Runtime:
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
-        self.optimize = False  # %%eugo --optimize sets it for the cell's run (eugo_lab.hpc.optimized)
+        self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
@@ -112,7 +112,7 @@ class Runtime:
         """
         self._check_open()
         if self.optimize:  # %%eugo --optimize (issue #13): the JIT trial wraps every function of the cell
-            fn = _optimized(fn)
+            fn = _optimized(fn, self.optimize)
         name = options.name or fn.name
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
@@ -133,7 +133,7 @@ class Runtime:
         """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
         self._check_open()
         if self.optimize:  # %%eugo --optimize (issue #13)
-            fn = _optimized(fn)
+            fn = _optimized(fn, self.optimize)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
