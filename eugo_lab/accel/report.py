@@ -105,7 +105,11 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
         ("no new compile" if v.cached else "one compile each")
     prof = f"; profile: {python_share:.0%} of its time in Python bytecode" if python_share is not None else ""
     numbers = {"plain_s": v.plain_s, "compile_s": v.compile_s, "compiled_s": v.compiled_s, "speedup": v.speedup,
-               "workers": v.workers, "compiles": v.compiles}
+               "workers": v.workers, "compiles": v.compiles, "later_s": v.later_s, "later_calls": v.later_calls}
+    later = ""
+    if v.later_s is not None and v.later_calls:
+        later = f"; {v.later_calls} later call{'s' if v.later_calls != 1 else ''} ran compiled: " \
+                f"{t(v.later_s, False)} each (median task body)"
     if v.status == "compiled":
         sp = v.speedup or 0.0
 
@@ -114,7 +118,7 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
             how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
             return (f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(v.compiled_s, b)} "
                     f"per call ({ratio}), result checked")
-        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){prof}", line(True) + prof,
+        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof,
                             numbers=numbers)
     what, helps = explain(v.code)
     detail = f" ({v.detail})" if v.detail else ""
