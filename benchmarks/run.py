@@ -93,7 +93,7 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
     """Summary rows per scenario, the simulator rows, and the targets."""
     res = []
     res.append({"scenario": "startup", "items": None, "engines": {
-        e: report.summarize(xs, extra=("rss", "uss", "procs")) for e, xs in startup.items()}})
+        e: report.summarize(xs, extra=("rss", "uss", "procs", "from_spawn")) for e, xs in startup.items()}})
     res.append({"scenario": f"{sz.tiny} tiny tasks", "items": sz.tiny, "engines": {
         e: report.summarize(xs) for e, xs in raw["tiny"].items()}})
     res.append({"scenario": f"{sz.map_items} items batched", "items": sz.map_items, "engines": {
@@ -130,6 +130,14 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
     g = lambda scen, eng: by[scen][eng]  # noqa: E731
     T = report.target  # noqa: N806 - reads like a table
     t = [T("startup: nothing -> first result", g("startup", "eugo_lab")["median_s"], 0.3, "s")]
+    st = by["startup"]
+    if "ProcessPoolExecutor" in st:
+        # Same run, same rounds: the machine's load drifts too much for an absolute limit alone.
+        e, p = st["eugo_lab"], st["ProcessPoolExecutor"]
+        t.append(T("startup: eugo / ProcessPoolExecutor, nothing -> first result", e["median_s"] / p["median_s"],
+                   2.0, "x", detail=f"{e['median_s'] * 1e3:.0f} ms ({e['min_s'] * 1e3:.0f}-{e['max_s'] * 1e3:.0f}) vs "
+                   f"{p['median_s'] * 1e3:.0f} ms ({p['min_s'] * 1e3:.0f}-{p['max_s'] * 1e3:.0f}), "
+                   f"medians of {e['rounds']} rounds"))
     tiny = by[f"{sz.tiny} tiny tasks"]
     if "ProcessPoolExecutor" in tiny:
         e, p = tiny["eugo_lab"]["per_item_us"], tiny["ProcessPoolExecutor"]["per_item_us"]

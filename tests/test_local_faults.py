@@ -13,10 +13,11 @@ import time
 
 import pytest
 from _processes import wait_gone
-from _waiting import pool_pids, wait_for_pool
+from _waiting import pool_pids, wait_for_file, wait_for_pool
 from tasks import nap, whoami
 
 from eugo_lab import hpc
+from eugo_lab.backends import local_process
 
 
 @hpc.remote
@@ -29,6 +30,46 @@ def fails(x):
     if x < 0:
         raise ValueError(f"negative input {x}")
     return x
+
+
+def _one_slow_worker(monkeypatch: pytest.MonkeyPatch, delay: float) -> None:
+    """Make worker 0 of the next pool sleep ``delay`` seconds before it starts; the others start as usual."""
+    real_spawn, real_cmd = local_process.spawn_worker, local_process._WORKER_CMD
+
+    def spawn(index: int, store_dir: str, env: dict) -> local_process.Worker:
+        if index != 0:
+            return real_spawn(index, store_dir, env)
+        local_process._WORKER_CMD = f"import time; time.sleep({delay}); {real_cmd}"
+        try:
+            return real_spawn(index, store_dir, env)
+        finally:
+            local_process._WORKER_CMD = real_cmd
+
+    monkeypatch.setattr(local_process, "spawn_worker", spawn)
+
+
+def test_first_task_runs_on_the_first_worker_up_not_on_a_slow_one(monkeypatch):
+    # The first .remote() starts the pool without waiting (init(_wait_ready=False)); workers
+    # start side by side, and a task goes to one that said hello, not to the slow worker 0.
+    delay = 6.0
+    _one_slow_worker(monkeypatch, delay)
+    t = time.monotonic()
+    hpc.init(workers=4, _wait_ready=False)
+    slow = pool_pids()[0]
+    pids = hpc.get([whoami.remote() for _ in range(3)], timeout=60)
+    took = time.monotonic() - t
+    assert took < delay / 2, f"the first tasks waited {took:.1f} s for the slow worker"
+    assert slow not in pids
+
+
+def test_init_still_waits_for_every_worker(monkeypatch):
+    # hpc.init() returns once all workers are up, so a traced region that follows measures tasks.
+    delay = 3.0
+    _one_slow_worker(monkeypatch, delay)
+    t = time.monotonic()
+    hpc.init(workers=4)
+    assert time.monotonic() - t >= delay
+    assert len(set(hpc.get([whoami.remote(0.3) for _ in range(8)], timeout=60))) == 4
 
 
 def test_killed_worker_retries_only_its_task(local2):
@@ -48,12 +89,22 @@ def test_killed_worker_retries_only_its_task(local2):
     assert len(set(hpc.get([whoami.remote(0.2) for _ in range(4)]))) == 2  # both workers serve again
 
 
-def test_crash_is_recorded_as_a_retried_attempt(local2):
+@hpc.remote
+def started_then_nap(path: str, seconds: float, value: str) -> str:
+    open(path, "a").close()
+    time.sleep(seconds)
+    return value
+
+
+def test_crash_is_recorded_as_a_retried_attempt(local2, tmp_path):
+    started = tmp_path / "started"
     with hpc.trace() as t:
-        f = nap.remote(1.0, "ok")
-        time.sleep(0.4)
-        os.kill(pool_pids()[0], signal.SIGKILL)
-        os.kill(pool_pids()[1], signal.SIGKILL)
+        f = started_then_nap.remote(str(started), 1.0, "ok")
+        wait_for_file(started)  # running, not just sent: a busy machine can take a while
+        # Both at once: the pool hands a retry to any worker that is up, so a second kill that
+        # came after the first crash was handled could land on the retry itself.
+        for pid in pool_pids():
+            os.kill(pid, signal.SIGKILL)
         assert hpc.get(f, timeout=60) == "ok"
     df = t.to_dataframe()
     rows = df[df["task_id"] == f.task_id].sort_values("attempt")

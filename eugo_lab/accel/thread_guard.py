@@ -27,13 +27,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eugo_lab.settings import THREADS_PER_WORKER_ENV, THREADS_USER_ENV
+
 #: The variables BLAS/OpenMP/NumExpr/Numba read for their thread counts.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
 #: The limit the driver chose for its workers (or the user's explicit choice, set in the driver's environment).
-LIMIT_ENV = "EUGO_THREADS_PER_WORKER"
+LIMIT_ENV = THREADS_PER_WORKER_ENV
 #: Set by the driver when the user chose thread variables themselves: the worker then changes nothing.
-USER_ENV = "EUGO_THREADS_USER"
+USER_ENV = THREADS_USER_ENV
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,9 @@ import os
 import signal
 import threading
 import time
-import traceback
 from array import array
 from collections.abc import Callable
 from typing import Any
-
-import cloudpickle
 
 from eugo_lab.backends.outcome import Crash
 from eugo_lab.hpc import phases as _phase
@@ -50,7 +47,12 @@ MEMORY_GRACE_SECONDS = 1.0
 Ran = tuple[int, bytes, Any, "TaskStats | None"]
 
 
+# cloudpickle and traceback are imported where an exception is reported, not at module level:
+# a local-pool worker imports this module before it says hello, and cloudpickle alone took
+# ~20 ms of that (it imports dataclasses, inspect and logging).
 def _pickle_exception(exc: BaseException) -> bytes:
+    import cloudpickle
+
     try:
         return cloudpickle.dumps(exc, protocol=PROTOCOL)
     except Exception:  # noqa: BLE001 - any failure: send a picklable stand-in
@@ -64,6 +66,8 @@ def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str
     read (a notebook cell) keeps an empty line, and the driver fills it from its own
     ``linecache``, which holds the cells' source.
     """
+    import traceback
+
     # Drop this module's own frame: the user's code is what they need to see.
     tb = exc.__traceback__
     if tb is not None and tb.tb_next is not None:

@@ -27,8 +27,6 @@ import threading
 import time
 from typing import Any
 
-import psutil
-
 from eugo_lab.backends import base, local_process, outcome
 from eugo_lab.backends._cluster import this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
@@ -61,6 +59,16 @@ MEMORY_POLL_SECONDS = 0.05
 MAX_FAILED_STARTS_PER_WORKER = 3
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
+
+
+def _total_memory() -> int:
+    """Physical memory of this machine in bytes (what psutil reports as total, without importing psutil)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        import psutil
+
+        return psutil.virtual_memory().total
 
 
 class LocalBackend(base.Backend):
@@ -219,7 +227,7 @@ class LocalBackend(base.Backend):
             backend="local",
             workers=self.n_workers,
             cores=usable_cores(),
-            memory=psutil.virtual_memory().total,
+            memory=_total_memory(),
             gpus=0,
             address="local processes",
             threads_per_worker=self.threads_per_worker,
@@ -322,6 +330,8 @@ class LocalBackend(base.Backend):
             limit = self._limit_of(w.inflight[0])
             if not limit:
                 continue
+            import psutil  # only pools running memory-limited tasks pay for importing it (~6 ms)
+
             try:
                 if w.ps is None:
                     w.ps = psutil.Process(w.pid)
@@ -343,9 +353,12 @@ class LocalBackend(base.Backend):
 
     def _dispatch(self) -> None:
         queue = self._queue
-        live = [w for w in self._workers if not w.dead]
+        # Only workers that said hello get tasks: a task handed to one still starting (or to one
+        # that never will) would wait for it while another worker sits idle. Until the first
+        # hello, tasks stay queued; workers that keep failing to start fail them (_give_up).
+        live = [w for w in self._workers if w.greeted and not w.dead]
         if not live:
-            if self._no_workers:
+            if self._no_workers and all(w.dead for w in self._workers):
                 lost = Outcome.crashed(Crash(outcome.NO_WORKERS, message=self._no_workers))
                 while queue:
                     t = queue.popleft()

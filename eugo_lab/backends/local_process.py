@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc.task import Task
+
+if TYPE_CHECKING:  # the driver imports psutil only when a memory limit is watched
+    import psutil
 
 _WORKER_CMD = "from eugo_lab.backends.local_worker import main; main()"
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",

@@ -11,6 +11,9 @@ Why each safeguard is here:
   while a task is running. ``PR_SET_PDEATHSIG`` backs this up for tasks that hold the GIL.
 - Frames are ``<8-byte little-endian length><pickle>``, read through a buffered file, so
   several small tasks arrive per system call.
+- Start-up is on the pool's critical path (``hpc.init()`` waits for every hello), so this
+  module and what it imports before the hello stay small: nothing heavier than the task
+  loop needs (``shutil``, ``socket``, cloudpickle) is imported before it is used.
 """
 
 from __future__ import annotations
@@ -18,9 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
-import shutil
 import signal
-import socket
 import struct
 import sys
 import threading
@@ -35,9 +36,15 @@ _ID = struct.Struct("<q")
 
 def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
     def leave(*_: Any) -> None:
-        # The driver is gone: free the shared-memory objects it can no longer free.
-        shutil.rmtree(store_dir, ignore_errors=True)
-        os._exit(0)
+        # The driver is gone: free the shared-memory objects it can no longer free. shutil is
+        # imported here, its only use, so a worker's start-up does not pay for it; whatever
+        # that import or the removal raises, the worker still exits.
+        try:
+            import shutil
+
+            shutil.rmtree(store_dir, ignore_errors=True)
+        finally:
+            os._exit(0)
 
     # SIGTERM (not SIGKILL) so the handler can clean up; both paths end in os._exit.
     signal.signal(signal.SIGTERM, leave)
@@ -118,10 +125,7 @@ def main() -> None:
     _die_with_parent(lifeline_fd, parent_pid, store_dir)
     cancels = _Cancels(int(sys.argv[6]))
 
-    from eugo_lab.accel.thread_guard import apply_once
     from eugo_lab.backends._worker import execute, execute_batch
-
-    apply_once()  # thread oversubscription guard (issue #13): the env has the limit; loaded libraries get it too
     from eugo_lab.hpc.serialization import loads_value
 
     rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)
@@ -140,7 +144,13 @@ def main() -> None:
             # to read this result, and a traceback on the notebook's stderr would only alarm.
             os._exit(0)
 
-    send(("hello", os.getpid(), socket.gethostname(), time.time()))
+    # os.uname().nodename is what socket.gethostname() returns, without importing socket.
+    send(("hello", os.getpid(), os.uname().nodename, time.time()))
+    # Thread oversubscription guard (issue #13), after the hello so start-up does not wait for it:
+    # the environment already holds the limit; this also sets it for libraries loaded by now.
+    from eugo_lab.accel.thread_guard import apply_once
+
+    apply_once()
     while True:
         head = rfile.read(_LEN.size)
         if len(head) < _LEN.size:

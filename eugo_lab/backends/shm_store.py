@@ -20,8 +20,6 @@ import struct
 import tempfile
 from typing import Any
 
-import cloudpickle
-
 _LEN = struct.Struct("<Q")
 _END = 0xFFFFFFFFFFFFFFFF  # length value that marks the last chunk
 _PREFIX = "eugo-store-"
@@ -112,6 +110,8 @@ def read_chunks(path: str, private: bool = False) -> list[memoryview]:
 def write_object(obj: Any, path: str) -> int:
     """Serialize ``obj`` into a new file at ``path``; return its size in bytes."""
     buffers: list[pickle.PickleBuffer] = []
+    import cloudpickle  # on first put(), not when the pool starts (the driver's start-up waits for it)
+
     header = cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     return write_chunks(path, [header, *(b.raw() for b in buffers)])
 

@@ -9,15 +9,13 @@ and a dependency's result bytes travel to the worker without being unpickled on 
 
 from __future__ import annotations
 
-import inspect
+import functools
 import io
 import pickle
 import types
 from collections import ChainMap
 from collections.abc import Callable
 from typing import Any
-
-import cloudpickle
 
 from eugo_lab.hpc.errors import SerializationError
 
@@ -27,47 +25,54 @@ PROTOCOL = 5
 _SIMPLE_TYPES = frozenset({int, float, str, bytes, bool, type(None), complex})
 
 
-def _code_reduce_keeping_filename(code: types.CodeType) -> Any:
-    # cloudpickle >= 3.1 replaces co_filename by "<dynamic-code>" to make payloads
-    # deterministic; we want worker tracebacks to name the user's file (or notebook cell).
-    ctor, args = _cloudpickle_code_reduce(code)
-    return ctor, tuple(code.co_filename if a == "<dynamic-code>" else a for a in args)
+# cloudpickle (with the dataclasses, inspect and logging it imports: ~20 ms) loads on first
+# use. A local-pool worker imports this module before it says hello, and most workers only
+# unpickle arguments and pickle plain results, which the standard pickle does.
+@functools.cache
+def _picklers() -> tuple[type, type]:
+    """The cloudpickle-based picklers ``(_Pickler, _TokenPickler)``, built on first use."""
+    import cloudpickle
 
+    try:
+        from cloudpickle.cloudpickle import _code_reduce as _cloudpickle_code_reduce
 
-try:
-    from cloudpickle.cloudpickle import _code_reduce as _cloudpickle_code_reduce
+        def _code_reduce_keeping_filename(code: types.CodeType) -> Any:
+            # cloudpickle >= 3.1 replaces co_filename by "<dynamic-code>" to make payloads
+            # deterministic; we want worker tracebacks to name the user's file (or notebook cell).
+            ctor, args = _cloudpickle_code_reduce(code)
+            return ctor, tuple(code.co_filename if a == "<dynamic-code>" else a for a in args)
 
-    _DISPATCH = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
-except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
-    _DISPATCH = cloudpickle.CloudPickler.dispatch_table
+        dispatch = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
+    except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
+        dispatch = cloudpickle.CloudPickler.dispatch_table
 
+    class _Pickler(cloudpickle.CloudPickler):
+        """cloudpickle, keeping code objects' file names for readable remote tracebacks."""
 
-class _Pickler(cloudpickle.CloudPickler):
-    """cloudpickle, keeping code objects' file names for readable remote tracebacks."""
+        dispatch_table = dispatch
 
-    dispatch_table = _DISPATCH
+    class _TokenPickler(_Pickler):
+        """A cloudpickler that records futures and object references instead of pickling them."""
+
+        def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any],
+                     buffer_callback: Callable[[pickle.PickleBuffer], bool] | None = None):
+            super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
+            self._token_of = token_of
+            self.tokens: list[Any] = []
+
+        def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
+            token = self._token_of(obj)
+            if token is not None:
+                self.tokens.append(obj)
+            return token
+
+    return _Pickler, _TokenPickler
 
 
 def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:
     buf = io.BytesIO()
-    _Pickler(buf, protocol=PROTOCOL, **kwargs).dump(obj)
+    _picklers()[0](buf, protocol=PROTOCOL, **kwargs).dump(obj)
     return buf.getvalue()
-
-
-class _TokenPickler(_Pickler):
-    """A cloudpickler that records futures and object references instead of pickling them."""
-
-    def __init__(self, file: io.BytesIO, token_of: Callable[[Any], Any],
-                 buffer_callback: Callable[[pickle.PickleBuffer], bool] | None = None):
-        super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
-        self._token_of = token_of
-        self.tokens: list[Any] = []
-
-    def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
-        token = self._token_of(obj)
-        if token is not None:
-            self.tokens.append(obj)
-        return token
 
 
 class _TokenUnpickler(pickle.Unpickler):
@@ -107,7 +112,7 @@ def dumps_args(
             buffers.append(view)
             return False
     buf = io.BytesIO()
-    pickler = _TokenPickler(buf, token_of, callback)
+    pickler = _picklers()[1](buf, token_of, callback)
     try:
         pickler.dump((args, kwargs))
     except Exception as exc:
@@ -145,6 +150,8 @@ def loads_value(data: bytes) -> Any:
 
 
 def _first_unpicklable(value: Any) -> BaseException | None:
+    import cloudpickle
+
     try:
         cloudpickle.dumps(value, protocol=PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - any pickling failure is what we look for
@@ -185,6 +192,8 @@ def _diagnose_args(args: tuple, kwargs: dict, function: str, exc: BaseException)
 
 def _diagnose_function(fn: Callable, function: str, exc: BaseException) -> SerializationError:
     """Name the captured variable (closure cell or referenced global) that failed."""
+    import inspect
+
     try:
         captured = inspect.getclosurevars(fn)
         candidates = {**captured.globals, **captured.nonlocals}
