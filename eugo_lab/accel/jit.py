@@ -383,10 +383,20 @@ class FunctionVerdict:
     later_calls: int = 0
 
     @property
+    def after_s(self) -> float | None:
+        """One compiled call: the median of the calls that ran compiled after the swap, else the trial's run.
+
+        The later calls are preferred: the trial's compiled run happens while other workers may be
+        compiling on the same cores (10 ms against 1.3 ms later, measured on 2 cores).
+        """
+        return self.later_s if self.later_s is not None and self.later_calls else self.compiled_s
+
+    @property
     def speedup(self) -> float | None:
         """Plain time over compiled time of one call, when both were measured."""
-        if self.plain_s and self.compiled_s:
-            return self.plain_s / self.compiled_s
+        after = self.after_s
+        if self.plain_s and after:
+            return self.plain_s / after
         return None
 
 
