@@ -28,6 +28,7 @@ class FakeTrace:
         names = sorted({p[1] for p in phases})
         self.phase_names = names
         self.tasks = {"function": [r[0] for r in rows], "worker": [r[1] for r in rows],
+                      "cpu": [r[3] - r[2] for r in rows],
                       "start": [r[2] for r in rows], "end": [r[3] for r in rows],
                       "batch": [r[4] for r in rows], "attempt": [1] * len(rows)}
         self.phases = {"row": [p[0] for p in phases], "name": [names.index(p[1]) for p in phases],
@@ -72,7 +73,8 @@ def test_cached_verdicts_carry_the_earlier_numbers():
     v = jit.Verdict("compiled", plain_s=0.3, compile_s=0.25, compiled_s=0.0003)
     name = v.phase_name(cached=True)
     assert jit.parse_phase(name) == ("compiled", "", "")
-    assert jit.cached_times(name)[1] == {"plain": 0.3, "compile": 0.25, "compiled": 0.0003}
+    assert jit.cached_times(name)[1:] == ({"plain": 0.3, "compile": 0.25, "compiled": 0.0003}, True)
+    assert jit.parse_phase(jit.Verdict("declined", "differs", plain_s=0.1).phase_name()) == ("declined", "differs", "")
     t = FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, name, 0.0, 0.0)])
     (fv,) = jit.verdicts_from_trace(t)
     assert fv.cached and fv.compiles == 0 and abs(fv.speedup - 1000) < 1e-6

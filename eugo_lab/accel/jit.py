@@ -137,43 +137,41 @@ class Verdict:
         return self.status == VERDICT_COMPILED
 
     def phase_name(self, cached: bool = False) -> str:
-        """The zero-length phase that carries this verdict to the driver.
+        """The zero-length phase that carries this verdict (and the trial's times) to the driver.
 
         ``cached``: the verdict of an earlier trial in this process, announced again for a new
-        record of the same code (a cell re-run); it then carries the trial's times, as no spans do.
+        record of the same code (a cell re-run), with that trial's times.
         """
         name = PHASE_PREFIX + (VERDICT_COMPILED if self.compiled else
                                "declined: " + self.code + (f": {self.detail}" if self.detail else ""))
-        if not cached:
-            return name
         times = " ".join(f"{k}={v:.3g}" for k, v in (("plain", self.plain_s), ("compile", self.compile_s),
                                                        ("compiled", self.compiled_s)) if v is not None)
-        return f"{name} {_CACHED}{times}]"
+        return f"{name} [{'cached' if cached else 'trial'} {times}]" if times or cached else name
 
 
-_CACHED = "[cached "
-
-
-def cached_times(name: str) -> tuple[str, dict[str, float] | None]:
-    """Split a verdict phase name into the verdict and the times a cached announcement carries."""
-    head, sep, tail = name.partition(" " + _CACHED)
-    if not sep:
-        return name, None
-    times = {}
-    for part in tail.rstrip("]").split():
-        k, _, v = part.partition("=")
-        try:
-            times[k] = float(v)
-        except ValueError:
-            pass
-    return head, times
+def cached_times(name: str) -> tuple[str, dict[str, float] | None, bool]:
+    """Split a verdict phase name into the verdict, the trial's times (None: none) and whether it was cached."""
+    for tag in ("trial", "cached"):
+        head, sep, tail = name.partition(f" [{tag} ")
+        if sep or name.endswith(f" [{tag}]"):
+            if not sep:
+                return name[: -len(f" [{tag}]")], {}, tag == "cached"
+            times = {}
+            for part in tail.rstrip("]").split():
+                k, _, v = part.partition("=")
+                try:
+                    times[k] = float(v)
+                except ValueError:
+                    pass
+            return head, times, tag == "cached"
+    return name, None, False
 
 
 def parse_phase(name: str) -> tuple[str, str, str] | None:
     """``"jit: declined: unknown-call: foo"`` -> ``("declined", "unknown-call", "foo")``; other phases -> None."""
     if not name.startswith(PHASE_PREFIX):
         return None
-    name, _ = cached_times(name)
+    name, _, _ = cached_times(name)
     rest = name[len(PHASE_PREFIX):]
     if rest == VERDICT_COMPILED:
         return VERDICT_COMPILED, "", ""
@@ -299,14 +297,18 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
     values = list(args) + list(kwargs.values())
     has_arrays = any(_has(v, np.ndarray) for v in values)
     copies = _copies(args, kwargs) if has_arrays else None
-    t0 = time.perf_counter()
+    # Calls are timed in this thread's CPU time: the other workers of this machine may be compiling
+    # or running at the same moment, and on 2 shared cores that made a 50 us compiled call read 2 ms
+    # by the wall clock. Compiling is timed by the wall clock (what the task waits).
+    cpu = time.thread_time
+    t0 = cpu()
     try:
         with phase(PHASE_PREFIX + "plain run"):
             value = fn(*args, **kwargs)
     except BaseException:
         _mark(Verdict("declined", "plain-error"))
         raise
-    plain_s = time.perf_counter() - t0
+    plain_s = cpu() - t0
     if not has_arrays:
         code = "lists" if any(_has(v, list) for v in values) else "no-arrays"
         return value, _mark(Verdict("declined", code, plain_s=plain_s)), None
@@ -331,18 +333,18 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
     compile_s = time.perf_counter() - t1
     try:
         with phase(PHASE_PREFIX + "compiled run"):
-            t2 = time.perf_counter()
+            t2 = cpu()
             fast = dispatcher(*cargs, **ckwargs)
-            compiled_s = time.perf_counter() - t2
+            compiled_s = cpu() - t2
             for _ in range(2):
                 if compiled_s * 10 > plain_s:
                     break
                 # Again on the same inputs, keeping the fastest: a first call pays page faults for its
                 # fresh output (4 ms against 0.3 ms for 8 MB here), which later calls reuse. Cheap: a
                 # tenth of the plain run at most.
-                t2 = time.perf_counter()
+                t2 = cpu()
                 dispatcher(*cargs, **ckwargs)  # (its result is not used: the check above is done on the first)
-                compiled_s = min(compiled_s, time.perf_counter() - t2)
+                compiled_s = min(compiled_s, cpu() - t2)
     except Exception as exc:  # noqa: BLE001 - e.g. an out-of-bounds write Python would have caught differently
         code, detail = classify_numba_error(exc) if "numba" in type(exc).__module__ else ("compiled-error", "")
         return value, _mark(Verdict("declined", code, detail, plain_s=plain_s, compile_s=compile_s)), None
@@ -434,22 +436,23 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             parsed = parse_phase(name)
             if parsed is not None:
                 d["verdict"] = parsed
-                _, times = cached_times(name)
-                if times is not None:  # an earlier trial's numbers, announced again: no compile this time
-                    d["cached"] = True
-                    for k in ("plain", "compile", "compiled"):
-                        if k in times:
-                            d.setdefault(k + "_cached", times[k])
+                _, times, cached = cached_times(name)
+                d["cached"] = cached  # an earlier trial's numbers, announced again: no compile this time
+                for k, v in (times or {}).items():
+                    d["t_" + k] = v  # the trial's own measures (CPU time of the calls) win over the spans
     by_fn: dict[str, list[tuple[int, dict]]] = {}
     for r, d in rows.items():
         if "verdict" in d:
             by_fn.setdefault(trace.functions[int(fn_col[r])], []).append((int(worker_col[r]), d))
     # Calls after the swap: tasks of a compiled function that carry no trial phases ran the compiled version.
+    # Their CPU time, as the trial measured (the trace's cpu column: the task's own CPU seconds).
     start, end = t["start"], t["end"]
+    cpu_col = t["cpu"] if "cpu" in t else None
     later: dict[str, list[float]] = {}
     for r in range(len(fn_col)):
         if r not in rows:
-            later.setdefault(trace.functions[int(fn_col[r])], []).append(float(end[r] - start[r]))
+            took = float(cpu_col[r]) if cpu_col is not None else float(end[r] - start[r])
+            later.setdefault(trace.functions[int(fn_col[r])], []).append(took)
     out = []
     for fname, trials in sorted(by_fn.items()):
         statuses = {d["verdict"][0] for _, d in trials}
@@ -459,9 +462,9 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
         out.append(FunctionVerdict(
             fname, status, code, detail, workers=len({w for w, _ in trials}),
             compiles=sum(1 for _, d in trials if "compile" in d),
-            plain_s=_median([d.get("plain", d.get("plain_cached")) for _, d in trials]),
-            compile_s=_median([d.get("compile", d.get("compile_cached")) for _, d in trials]),
-            compiled_s=_median([d.get("compiled", d.get("compiled_cached")) for _, d in trials]),
+            plain_s=_median([d.get("t_plain", d.get("plain")) for _, d in trials]),
+            compile_s=_median([d.get("t_compile", d.get("compile")) for _, d in trials]),
+            compiled_s=_median([d.get("t_compiled", d.get("compiled")) for _, d in trials]),
             cached=all(d.get("cached") for _, d in trials),
             later_s=_median(later.get(fname, [])) if status == VERDICT_COMPILED else None,
             later_calls=len(later.get(fname, [])) if status == VERDICT_COMPILED else 0,
