@@ -102,3 +102,21 @@ def test_optimize_options_round_trip():
     assert not isinstance(f.options(optimize=False)._record.fn, jit.Optimized)
     with pytest.raises(TypeError, match="optimize"):
         hpc.remote(optimize="yes")(smooth)
+
+
+@pytest.mark.parametrize("engine", ["dask", "ray"])
+def test_cluster_workers_compile_once_each(engine):
+    pytest.importorskip("distributed" if engine == "dask" else "ray")
+    hpc.init(engine, workers=2)
+    try:
+        f = hpc.remote(optimize=True)(smooth)
+        a = np.random.default_rng(4).random(100_000)
+        with hpc.trace() as region:
+            out = hpc.get([f.remote(a) for _ in range(8)])
+        np.testing.assert_allclose(out[-1], smooth(a))
+        (v,) = jit.verdicts_from_trace(region.trace)
+        assert v.status == "compiled" and v.compiles == v.workers  # _cluster's function cache: one wrapper per worker
+        counts = dict(hpc.get([hpc.remote(compiles_here).remote() for _ in range(12)]))
+        assert all(n <= 1 for n in counts.values()), counts
+    finally:
+        hpc.shutdown()
