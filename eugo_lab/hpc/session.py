@@ -68,6 +68,15 @@ def _item_ids(items: list[Future]) -> range | list[int]:
     return [f.task_id for f in items]
 
 
+def _arrays_in(args: Any, more: Any) -> bool:
+    """A call a JIT could be for: an argument is a NumPy array or a list (checked by type name: no NumPy import)."""
+    for a in itertools.chain(args, more):
+        t = type(a)
+        if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
+            return True
+    return False
+
+
 def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
     from eugo_lab.hpc.optimized import optimized_record
 
@@ -111,7 +120,7 @@ class Runtime:
         ``on_done(task, stats)``: called once the call ended (``batch="auto"`` measures with it).
         """
         self._check_open()
-        if self.optimize:  # %%eugo --optimize (issue #13): the JIT trial wraps every function of the cell
+        if self.optimize and _arrays_in(args, kwargs.values()):  # %%eugo --optimize (issue #13): JIT trial
             fn = _optimized(fn, self.optimize)
         name = options.name or fn.name
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
@@ -132,7 +141,7 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures[i]`` receives the result of ``fn(items[i])``."""
         self._check_open()
-        if self.optimize:  # %%eugo --optimize (issue #13)
+        if self.optimize and items and _arrays_in(items[:1], ()):  # %%eugo --optimize (issue #13)
             fn = _optimized(fn, self.optimize)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
