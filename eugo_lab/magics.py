@@ -25,7 +25,8 @@ from eugo_lab.cellrun.status import DEFAULT_PRICE
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
-                "--optimize, --compare, --scaling 1,2,4, --no-live, --save NAME, --export PATH (see %%eugo?)")
+                "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH "
+                "(see %%eugo?)")
 
 
 @magics_class
@@ -44,6 +45,8 @@ class EugoMagics(Magics):
     @argument("--compare", action="store_true", help="also run the cell on 1 worker and report the measured speedup")
     @argument("--scaling", metavar="1,2,4", help="run at each worker count; plot speedup vs ideal and simulated")
     @argument("--no-live", action="store_true", help="no live view: show the summary at the end only")
+    @argument("--profile", action="store_true", help="sample every task on every worker; show the hottest "
+              "functions and lines and an icicle view after the summary")
     @argument("--save", metavar="NAME", help="store the Trace in the variable NAME")
     @argument("--export", metavar="PATH", help="write a Perfetto/Chrome trace JSON to PATH")
     @cell_magic
@@ -74,7 +77,7 @@ class EugoMagics(Magics):
         try:
             options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
                                 optimize=args.optimize, compare=args.compare, scaling=args.scaling,
-                                no_live=args.no_live, save=args.save, export=args.export)
+                                no_live=args.no_live, save=args.save, export=args.export, profile=args.profile)
         except opt.OptionError as exc:
             raise UsageError(str(exc)) from None
         return run_cell(self.shell, cell or "", options)

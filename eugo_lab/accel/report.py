@@ -103,7 +103,11 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
 
     workers = f"{v.workers} worker{'s' if v.workers != 1 else ''}, " + \
         ("no new compile" if v.cached else "one compile each")
-    prof = f"; profile: {python_share:.0%} of its time in Python bytecode" if python_share is not None else ""
+    prof = prof_b = ""
+    if python_share is not None:  # the bucketed words cannot flicker between 99% and 100% from run to run
+        prof = f"; profile: {python_share:.0%} of its own time in Python bytecode"
+        prof_b = "; profile: " + ("mostly Python bytecode (what a JIT speeds up)" if python_share >= MIN_PYTHON_SHARE
+                                  else "mostly C code (NumPy already compiled)")
     numbers = {"plain_s": v.plain_s, "compile_s": v.compile_s, "compiled_s": v.compiled_s, "speedup": v.speedup,
                "workers": v.workers, "compiles": v.compiles, "later_s": v.later_s, "later_calls": v.later_calls}
     later = ""
@@ -120,7 +124,7 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
             how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
             return (f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} "
                     f"per call ({ratio}), result checked")
-        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof,
+        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
                             numbers=numbers)
     what, helps = explain(v.code)
     detail = f" ({v.detail})" if v.detail else ""
@@ -129,7 +133,7 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
     timing = ""
     if v.code in ("differs", "not-faster") and v.plain_s and v.compiled_s:
         timing = f" [plain {t(v.plain_s, False)}, compiled {t(v.compiled_s, False)}]"
-    return Optimization("jit", v.function, False, text + timing + prof, text + prof, what + detail, helps, numbers)
+    return Optimization("jit", v.function, False, text + timing + prof, text + prof_b, what + detail, helps, numbers)
 
 
 def _batch_item(s: Any) -> Optimization:

@@ -32,6 +32,8 @@ from eugo_lab.backends.outcome import Crash
 from eugo_lab.hpc import phases as _phase
 from eugo_lab.hpc.errors import MemoryLimitExceeded, SerializationError, TaskError
 from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
+from eugo_lab.profile.collect import Profiled
+from eugo_lab.profile.collect import start as _profile_start
 from eugo_lab.tracing.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
@@ -293,17 +295,25 @@ def execute(
     p0 = time.perf_counter()
     p1 = p0
     c0 = cpu_clock()
+    # -- profiling (eugo_lab.profile): a profiled task arrives wrapped; off, this test is all it costs
+    wrapped = profile = recording = None
+    if type(fn) is Profiled:
+        wrapped, fn = fn, fn.fn
     phases = _phase.begin_task()
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
         p1 = time.perf_counter()
         c0 = cpu_clock()
+        if wrapped is not None:
+            recording = _profile_start(wrapped)
         value = fn(*args, **kwargs)
         status = OK
     except BaseException as exc:  # noqa: BLE001 - reported, never raised on the worker
         status, value, tb = ERROR, exc, _format_tb(exc)
     finally:
         _phase.end_task()
+        if recording is not None:
+            profile = recording.stop()
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
     if status == OK:
@@ -324,6 +334,9 @@ def execute(
     bytes_in = _bytes_in(args_bytes, buffers)
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
+    if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
+        return status, payload, tb, TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in,
+                                              len(payload), _phase_offsets(phases, p1), None, None, profile)
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, len(payload),
                       _phase_offsets(phases, p1), None,
                       pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, bytes_in, len(payload)))
@@ -355,10 +368,16 @@ def execute_batch(
     errors: dict | None = None
     ends = array("d")
     perf = time.perf_counter
+    # -- profiling (eugo_lab.profile): one recording covers every item of the batch
+    recording = None
+    if type(fn) is Profiled:
+        fn, recording = fn.fn, _profile_start(fn)
     for i, item in enumerate(items):
         try:
             results.append(fn(item))
         except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
+            if recording is not None:
+                recording.stop()
             raise
         except BaseException as exc:  # noqa: BLE001 - per item, reported
             results.append(None)
@@ -366,6 +385,7 @@ def execute_batch(
                 errors = {}
             errors[i] = (_pickle_exception(exc), _format_tb(exc))
         ends.append(perf() - p1)
+    profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
     try:
@@ -387,5 +407,5 @@ def execute_batch(
         payload = dumps_value(good)
     p3 = time.perf_counter()
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload), None,
-                      ends.tobytes(), None)
+                      ends.tobytes(), None, profile)
     return OK, payload, errors, stats

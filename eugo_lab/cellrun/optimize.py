@@ -64,7 +64,18 @@ class CellOptimizer:
             rt.optimize = 0
 
     def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport:
-        """Build (and remember, for ``hpc.last_optimizations()``) the report of the run traced in ``trace``."""
+        """Build (and remember, for ``hpc.last_optimizations()``) the report of the run traced in ``trace``.
+
+        ``hot``: the profile's hot functions; by default those of the run's own profile (an
+        ``--optimize`` run is profiled), which the report words next to each JIT verdict.
+        """
+        if hot is None and getattr(trace, "profiles", ()):
+            try:
+                from eugo_lab.profile.model import Profile
+
+                hot = Profile.from_trace(trace).hot_functions(limit=None)
+            except Exception:  # noqa: BLE001 - the report stands without the profile's evidence
+                hot = None
         note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
         self.report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
                                        threads_note=note)

@@ -110,6 +110,7 @@ class CellOptions:
     live: bool = True
     save: str | None = None
     export: str | None = None
+    profile: bool = False  # --profile: sample every task (eugo_lab.profile), report after the summary
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
     def worker_counts(self, default: int | None) -> list[int | None]:
@@ -128,12 +129,14 @@ class CellOptions:
 
     def meta(self) -> dict[str, Any]:
         """What the trace records about the options (GPU and optimize choices are hooks for later issues)."""
-        return {"gpu": self.gpu, "optimize": self.optimize, **self.extra_meta}
+        return {"gpu": self.gpu, "optimize": self.optimize, **({"profile": True} if self.profile else {}),
+                **self.extra_meta}
 
 
 def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu: Any = None,
           optimize: bool = False, compare: bool = False, scaling: Any = None, no_live: bool = False,
-          save: Any = None, export: Any = None, available: list[str] | None = None) -> CellOptions:
+          save: Any = None, export: Any = None, available: list[str] | None = None,
+          profile: bool = False) -> CellOptions:
     """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
     from eugo_lab import backends
 
@@ -154,4 +157,4 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
     return CellOptions(workers=w, backend=b, address=a, gpu=parse_gpu(gpu) if gpu is not None else None,
                        optimize=bool(optimize), compare=bool(compare),
                        scaling=parse_scaling(scaling) if scaling is not None else (),
-                       live=not no_live, save=parse_name(save), export=parse_export(export))
+                       live=not no_live, save=parse_name(save), export=parse_export(export), profile=bool(profile))

@@ -31,6 +31,7 @@ from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize (issue #13)
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import session
+from eugo_lab.profile import region as prof_region
 from eugo_lab.render import display, html, text
 
 
@@ -52,8 +53,9 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 
 
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
-              out_mode: str, optimizer: CellOptimizer | None = None) -> tuple[Any, BaseException | None, Any, bool]:
-    """Run the body once, traced; returns (value, error, trace, timeline_shown)."""
+              out_mode: str, profile: bool = False,
+              optimizer: CellOptimizer | None = None) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
@@ -69,7 +71,8 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
         if choice.counters:
             bokeh_url = display.bokeh_root_url() if choice.timeline else None
             view = live_view.LiveView(n, time.time(), bokeh_url=bokeh_url).show()
-    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region:
+    settings = prof_region.Settings() if profile else None  # --profile: only the main run is sampled
+    with hpc.trace(meta={**opts.meta(), "cell_runs_at": n}) as region, prof_region.profiling(rt, settings):
         if view is not None:
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
@@ -116,7 +119,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         if not main and out_mode != "text":
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
         value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
-                                               optimizer=optimizer)
+                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break
@@ -134,6 +137,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         print(text.summary_text(summary, precise=True))
     else:
         display.publish(text.summary_text(summary), html.summary_html(summary))
+    if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
+        prof_region.show(main_trace, text_only=out_mode == "text")
     if error is not None:
         raise error
     return value

@@ -32,6 +32,7 @@ _EXPORTS = {
     "eugo_lab.hpc.objects": ("ObjectRef",),
     "eugo_lab.hpc.phases": ("phase",),
     "eugo_lab.hpc.remote_function": ("RemoteFunction", "remote"),
+    "eugo_lab.profile.region": ("profile",),  # profiling lives in its own package (eugo_lab/profile)
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

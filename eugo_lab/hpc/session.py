@@ -99,6 +99,9 @@ class Runtime:
         self.tasks_finished = 0
         self.last_activity = time.time()
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
+        # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
+        # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
+        self.profiling: Any = None
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
@@ -123,6 +126,8 @@ class Runtime:
         if self.optimize and _arrays_in(args, kwargs.values()):  # %%eugo --optimize (issue #13): JIT trial
             fn = _optimized(fn, self.optimize)
         name = options.name or fn.name
+        if self.profiling is not None:
+            fn = self.profiling.wrap(fn)
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
@@ -143,6 +148,8 @@ class Runtime:
         self._check_open()
         if self.optimize and items and _arrays_in(items[:1], ()):  # %%eugo --optimize (issue #13)
             fn = _optimized(fn, self.optimize)
+        if self.profiling is not None:
+            fn = self.profiling.wrap(fn)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)

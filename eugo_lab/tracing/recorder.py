@@ -31,6 +31,7 @@ from eugo_lab.tracing.row import (
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
+    TaskProfile,
     TaskStats,
     pack_head,
     pack_row,
@@ -179,6 +180,7 @@ class Recorder:
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
@@ -246,7 +248,7 @@ class Recorder:
         self.active = self._regions > 0 or bool(self._subscribers)
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float, int]:
+    def open_region(self) -> tuple[int, int, int, float, int, int]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from."""
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -255,15 +257,15 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]))
+                    len(self.deps["task"]), len(self.profiles))
 
-    def close_region(self, mark: tuple[int, int, int, float, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0 = mark
+            t0, p0, b0, start, d0, f0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
@@ -280,7 +282,7 @@ class Recorder:
                 tasks=tasks, phases=phases, blocks=blocks, deps=deps,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
-                workers=dict(self.workers),
+                workers=dict(self.workers), profiles=self.profiles[f0:],
                 meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True},
             )
             self._regions -= 1
@@ -387,6 +389,9 @@ class Recorder:
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
         with self._lock:
+            profile = getattr(stats, "profile", None)  # (a plain tuple of the first fields is accepted too)
+            if profile is not None:  # a profiled attempt: its worker sent no tail, so it never takes the fast path
+                self.profiles.append(TaskProfile(task_id, attempt, function, worker, profile))
             fcode = self.functions.code(function)
             if item_ids is None or ends is None:
                 end = body_start + body

@@ -65,6 +65,16 @@ class Phase(NamedTuple):
     cpu: float
 
 
+class TaskProfile(NamedTuple):
+    """One profiled task attempt's samples, as the recorder and the trace keep them (``Trace.profiles``)."""
+
+    task_id: int
+    attempt: int
+    function: str
+    worker: int
+    data: bytes  # TaskStats.profile: read with eugo_lab.profile (Profile.from_trace)
+
+
 class TaskStats(NamedTuple):
     """What a worker measured about one attempt; travels back with its outcome.
 
@@ -82,6 +92,12 @@ class TaskStats(NamedTuple):
     phases: list[Phase] | None  # hpc.phase spans, None when the task marked none
     item_ends: bytes | None  # a batch: each item's end offset from the body's start, float64 bytes
     tail: bytes | None  # a single task: the row's worker half, packed (ROW_TAIL)
+    # -- profiling (eugo_lab.profile) --
+    # The task's samples, a serialized pyinstrument session, when it ran profiled (hpc.profile,
+    # %%eugo --profile). A profiled task sends tail=None, so the recorder's fast path never
+    # sees it and the unprofiled hot path has no new test. Last, with a default: every
+    # existing constructor and the local wire (a plain tuple) stay as they were.
+    profile: bytes | None = None
 
     @property
     def body_start(self) -> float:

@@ -13,10 +13,12 @@ process's monotonic clock.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import threading
 from array import array
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +30,7 @@ from eugo_lab.tracing.row import (
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
+    TaskProfile,
 )
 from eugo_lab.tracing.segments import TaskRows
 
@@ -53,7 +56,7 @@ class Trace:
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
-                 deps: dict[str, np.ndarray] | None = None):
+                 deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = ()):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         self._tasks = tasks if isinstance(tasks, dict) else None
         self._rows = None if isinstance(tasks, dict) else tasks
@@ -65,6 +68,8 @@ class Trace:
         self.block_kinds = tuple(block_kinds)
         self.workers = dict(workers)
         self.meta = dict(meta)
+        #: Profiled task attempts (``hpc.profile``): read with ``eugo_lab.profile.Profile.from_trace``.
+        self.profiles = tuple(profiles)
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
@@ -204,6 +209,8 @@ class Trace:
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
+            **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
+                             for p in self.profiles]} if self.profiles else {}),
         }
 
     @classmethod
@@ -230,7 +237,9 @@ class Trace:
         return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
-                   workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"])
+                   workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"],
+                   profiles=[TaskProfile(int(t), int(a), f, int(w), base64.b64decode(b))
+                             for t, a, f, w, b in d.get("profiles", ())])
 
     def save(self, path: str) -> None:
         """Write the trace as JSON (``Trace.load`` reads it back)."""
