@@ -77,3 +77,15 @@ def test_futures_as_arguments_go_as_plain_tasks(local):
     first = f.remote(1)
     second = f.remote(first)  # depends on a future: plain task, resolved as usual
     assert second.result(timeout=30) == 3
+
+
+def test_shutdown_cancels_calls_still_held():
+    from _optimize_tasks import slow_inc as _slow  # noqa: F401 - importable on workers
+
+    hpc.init("local", workers=2)
+    f = hpc.remote(batch="auto")(inc)
+    hpc.get([f.remote(i) for i in range(20, 70)])  # measured: tiny
+    futs = [f.remote(i) for i in range(20, 3000)]
+    hpc.shutdown()
+    # Every future ends: a result, or cancelled by the shutdown; none is left pending forever.
+    assert all(fu.done() for fu in futs)

@@ -86,8 +86,8 @@ def test_profile_hot_functions_pick_the_jit_candidates():
     hot = [Hot("smooth", 0.8, 0.76), Hot("vectorized", 0.15, 0.01), Hot("idle", 0.0, 0.0)]
     assert opt_report.jit_candidates(hot) == {"smooth": 0.95}
     rep = opt_report.build(_trace(), None, hot=hot)
-    assert rep.find("smooth").bucketed.endswith("profile: mostly Python bytecode (what a JIT speeds up)")
-    assert rep.find("smooth").precise.endswith("profile: 95% of its own time in Python bytecode")
+    assert "profile" not in rep.find("smooth").bucketed  # sampled or not depends on the run: precise text only
+    assert rep.find("smooth").precise.endswith("profile: 95% of its own time in Python bytecode (what a JIT speeds up)")
 
 
 def test_batching_items():

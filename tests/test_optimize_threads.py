@@ -88,3 +88,14 @@ def test_apply_once_in_a_process_already_running_numpy(monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "'threadpoolctl': True" in out.stdout and out.stdout.strip().endswith("[1]"), out.stdout
+
+
+def test_eugo_threads_per_worker_is_an_explicit_choice(monkeypatch):
+    for v in thread_guard.THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv(thread_guard.LIMIT_ENV, "2")
+    hpc.init("local", workers=WORKERS)
+    try:
+        _assert_limited(_threads_seen(), 2)
+    finally:
+        hpc.shutdown()

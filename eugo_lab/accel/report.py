@@ -103,11 +103,12 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
 
     workers = f"{v.workers} worker{'s' if v.workers != 1 else ''}, " + \
         ("no new compile" if v.cached else "one compile each")
+    # The profile's evidence goes in the precise line only: a short task may get no sample in one run and
+    # some in the next, so the deterministic text/plain cannot depend on it.
     prof = prof_b = ""
-    if python_share is not None:  # the bucketed words cannot flicker between 99% and 100% from run to run
-        prof = f"; profile: {python_share:.0%} of its own time in Python bytecode"
-        prof_b = "; profile: " + ("mostly Python bytecode (what a JIT speeds up)" if python_share >= MIN_PYTHON_SHARE
-                                  else "mostly C code (NumPy already compiled)")
+    if python_share is not None:
+        prof = f"; profile: {python_share:.0%} of its own time in Python bytecode" + \
+            (" (what a JIT speeds up)" if python_share >= MIN_PYTHON_SHARE else " (the rest is C code: NumPy)")
     numbers = {"plain_s": v.plain_s, "compile_s": v.compile_s, "compiled_s": v.compiled_s, "speedup": v.speedup,
                "workers": v.workers, "compiles": v.compiles, "later_s": v.later_s, "later_calls": v.later_calls}
     later = ""

@@ -96,6 +96,11 @@ class LocalBackend(base.Backend):
         self._failed_starts = 0
         self._no_workers: str | None = None
         self.n_workers = workers or cores
+        if threads_per_worker is None:  # EUGO_THREADS_PER_WORKER: the same explicit choice, from the environment
+            from eugo_lab.settings import THREADS_PER_WORKER_ENV
+
+            raw = os.environ.get(THREADS_PER_WORKER_ENV, "").strip()
+            threads_per_worker = int(raw) if raw.isdigit() and int(raw) > 0 else None
         self.threads_per_worker = threads_per_worker or max(1, cores // self.n_workers)
         self._threads_explicit = threads_per_worker is not None  # the user's choice wins over thread variables
         self.extra_env = dict(env or {})

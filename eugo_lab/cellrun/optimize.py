@@ -15,6 +15,7 @@ from typing import Any
 
 from eugo_lab.accel import report as opt_report
 from eugo_lab.accel import thread_guard
+from eugo_lab.backends.local_process import usable_cores
 from eugo_lab.hpc import coalesce
 
 # A new wrapper per run, so each run's trace carries the workers' verdicts (see hpc.optimized).
@@ -26,11 +27,22 @@ def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
     if rt.backend_name == "threads":
         return None
     info = rt.backend.info()
-    external = bool(rt.options.get("address") or rt.options.get("cluster"))
-    if rt.backend_name == "local":
-        explicit = rt.options.get("threads_per_worker")
-        return thread_guard.plan(info.cores, info.workers, explicit=explicit)
-    return thread_guard.plan(info.cores, info.workers, external=external)
+    be = rt.backend
+    if rt.backend_name == "local":  # what the pool gave its workers (threads_per_worker=, or cores / workers)
+        explicit = be.threads_per_worker if getattr(be, "_threads_explicit", False) else None
+        return thread_guard.plan(usable_cores(), info.workers, explicit=explicit)
+    # Dask and Ray: the guard applies to the workers we started here (the embedded Dask cluster, local Ray),
+    # task slots = worker processes x threads each; an address (or a cluster passed in) is not ours.
+    external = bool(rt.options.get("address")) or not _started_here(be)
+    slots = info.workers * max(1, int(getattr(info, "threads_per_worker", 1) or 1))
+    return thread_guard.plan(usable_cores(), slots, external=external)
+
+
+def _started_here(backend: Any) -> bool:
+    """True when this process started the engine's workers (so they got the guard's environment)."""
+    if getattr(backend, "_procs", None) is not None:  # the embedded Dask cluster's worker processes
+        return True
+    return bool(getattr(backend, "_owned", False)) and getattr(backend, "address", None) is None  # local Ray
 
 
 def _delta(before: dict[str, Any], after: list[Any]) -> list[Any]:

@@ -82,6 +82,14 @@ class CoalesceStats:
 
 _all: weakref.WeakSet[Coalescer] = weakref.WeakSet()
 
+_SHUT_DOWN = "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"
+
+
+def runtime_closed(rt: Any) -> None:
+    """``rt`` was shut down: the calls still held for a batch on it end cancelled, as its tasks did."""
+    for c in list(_all):
+        c._drop_held(rt)
+
 
 def all_stats() -> list[CoalesceStats]:
     """Stats of every ``batch="auto"`` function that made calls, by name."""
@@ -119,9 +127,11 @@ class Coalescer:
         """One ``.remote()`` call: a plain task, or a future whose call waits here for the next batch."""
         rt = session.running()
         if rt is not self.runtime:  # a new runtime (hpc.init): measure again, on its workers
+            self._drop_held(self.runtime)
             with self.lock:
                 self._reset()
                 self.runtime = rt
+            rt.coalescing = True
         plain_args = all(type(a) in _PLAIN for a in args) and all(type(v) in _PLAIN for v in kwargs.values())
         if not plain_args:
             # Raise here, like .remote(), for an argument that cannot be pickled; inputs that are
@@ -162,6 +172,15 @@ class Coalescer:
         if batch is not None:
             self._send(rt, batch)
         return fut
+
+    def _drop_held(self, rt: Any) -> None:
+        """Cancel the calls held for ``rt`` (shut down or replaced); nothing happens for another runtime."""
+        with self.lock:
+            if rt is None or rt is not self.runtime:
+                return
+            held, self.buffer = self.buffer, []
+        for _, _, fut in held:
+            fut._complete(CANCELLED, error=errors.cancelled(fut.function, fut.task_id, _SHUT_DOWN))
 
     def _buffer_full(self) -> bool:
         per = self.per_call or TINY_SECONDS

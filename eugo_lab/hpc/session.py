@@ -98,6 +98,7 @@ class Runtime:
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
+        self.coalescing = False  # a batch="auto" function has held calls here (eugo_lab.hpc.coalesce)
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
@@ -362,6 +363,10 @@ class Runtime:
                     f._complete(CANCELLED, error=errors.cancelled(
                         f.function, f.task_id, "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"))
             self._tasks.clear()
+            if self.coalescing:  # batch="auto" calls still held for a batch end cancelled too (issue #13)
+                from eugo_lab.hpc.coalesce import runtime_closed
+
+                runtime_closed(self)
 
 
 _current: Runtime | None = None
