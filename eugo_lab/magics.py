@@ -40,7 +40,8 @@ class EugoMagics(Magics):
     @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
     @argument("--gpu", default=None, metavar="auto|on|off",
               help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
-    @argument("--optimize", action="store_true", help="apply automatic optimizations (recorded in the trace)")
+    @argument("--optimize", action="store_true",
+              help="JIT Python loops over arrays (Numba, result checked); report what the runtime did")
     @argument("--compare", action="store_true", help="also run the cell on 1 worker and report the measured speedup")
     @argument("--scaling", metavar="1,2,4", help="run at each worker count; plot speedup vs ideal and simulated")
     @argument("--no-live", action="store_true", help="no live view: show the summary at the end only")

@@ -6,10 +6,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-pytest.importorskip("numba", reason='numba is in the test extra: pip install -e ".[test]"')
-
 # A fresh interpreter: the simulator is chosen when numba.cuda is first imported, once per process.
 CODE = """
 import json, numpy as np

@@ -127,10 +127,15 @@ BATCHES_PER_WORKER = 2
 # bookkeeping around the call (measured: `return x + 1` reads ~1 us as a task, ~0.14 us per
 # item inside an hpc.map batch); the batching what-if takes it off each item.
 TASK_TIMING_S = 1e-6
-# hpc.map makes one future per item on the driver before it sends the first batch: ~0.18 us
-# per item measured (20,000 items, ready after 3.6 ms), so the batches of the what-if are
-# ready that much later.
-MAP_ITEM_S = 1.8e-7
+# hpc.map's own set-up on the driver before its first batch goes: ~13 ms per 1,000,000 items
+# measured since its result makes no future per item (it was ~0.18 us per item with one
+# future each), so the batches of the what-if are ready that much later.
+MAP_ITEM_S = 1.3e-8
+# What an item costs its worker inside an hpc.map batch when its own work is nothing: the
+# batch's share of (un)pickling and the worker's loop, measured ~0.1-0.2 us (100,000 no-op
+# items in 10-16 ms on 2 workers). A single task that short measures only its own timing
+# (~1 us, with a tail of scheduler noise that a batch's tight loop does not pay).
+MAP_ITEM_WORK_S = 2e-7
 
 # CPU time / wall time of a body: below 0.5 the task mostly waits (I/O, sleep, locks,
 # network); at or above 0.8 it is limited by the CPU.

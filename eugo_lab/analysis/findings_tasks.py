@@ -26,6 +26,7 @@ from eugo_lab.analysis.findings import (
     COMPUTE_BOUND_RATIO,
     IO_BOUND_RATIO,
     MAP_ITEM_S,
+    MAP_ITEM_WORK_S,
     OVERHEAD_MIN_TASKS,
     OVERHEAD_RATIO,
     PICKLE_PER_UNPICKLE,
@@ -90,7 +91,11 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                            "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
                           related=("Batching",))
         one = np.flatnonzero(sel & ~u.is_batch)
-        body_in_batch = np.maximum(u.body[one] - TASK_TIMING_S, 0.0)
+        # Each item at the function's median body: bodies this short are mostly the task's own
+        # timing plus scheduler noise (a preempted task reads hundreds of us), which a batch's
+        # tight loop over its items does not pay per item.
+        per_item_in_batch = max(float(np.median(u.body[one])) - TASK_TIMING_S, MAP_ITEM_WORK_S)
+        body_in_batch = np.full(len(one), per_item_in_batch)
         fixed = whatif.batched(ctx.replay, one, size, body_in_batch, SUBMIT_COST_S, SLOW_SUBMIT_GAP_S, MAP_ITEM_S)
         out.append(priced(ctx, finding, fixed, f"batch {name}() {size} items per task with hpc.map"))
     return out

@@ -59,6 +59,20 @@ def _load_function(fn_key: tuple[str, int], payload: bytes) -> Callable:
     return fn
 
 
+_threads_unguarded = True
+
+
+def _guard_threads() -> None:
+    global _threads_unguarded
+    _threads_unguarded = False
+    try:
+        from eugo_lab.accel.thread_guard import apply_once
+
+        apply_once()
+    except Exception:  # a guard that fails must never fail the task
+        log.debug("eugo_lab: the thread guard failed", exc_info=True)
+
+
 def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes, deps: dict | None,
              is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float],
              memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None) -> Ran:
@@ -69,6 +83,8 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
     ``_worker._MemoryWatchdog``); ``on_memory_kill`` is how the engine tells the driver why,
     should the watchdog have to kill this whole process.
     """
+    if _threads_unguarded:  # once per worker process: BLAS/OpenMP/Numba threads = cores / workers (issue #13)
+        _guard_threads()
     try:
         fn = _load_function(fn_key, fn_payload)
     except BaseException as exc:  # noqa: BLE001 - e.g. a module the function needs is missing here

@@ -147,6 +147,11 @@ class _WorkerProcesses:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p or os.getcwd() for p in sys.path))
         # As quiet as the nannies' silence_logs=ERROR, also while they start and close.
         env["DASK_LOGGING__DISTRIBUTED"] = "error"
+        # Thread oversubscription guard (issue #13): n processes x nthreads task threads share the cores.
+        from eugo_lab.accel import thread_guard
+        from eugo_lab.backends.local_process import usable_cores
+
+        env.update(thread_guard.worker_env(thread_guard.plan(usable_cores(), n * max(1, nthreads))))
         try:
             env["DASK_INTERNAL_INHERIT_CONFIG"] = dask.config.serialize(dask.config.config)
         except (TypeError, ValueError):  # pragma: no cover - a config value JSON cannot hold

@@ -96,7 +96,13 @@ class LocalBackend(base.Backend):
         self._failed_starts = 0
         self._no_workers: str | None = None
         self.n_workers = workers or cores
+        if threads_per_worker is None:  # EUGO_THREADS_PER_WORKER: the same explicit choice, from the environment
+            from eugo_lab.settings import THREADS_PER_WORKER_ENV
+
+            raw = os.environ.get(THREADS_PER_WORKER_ENV, "").strip()
+            threads_per_worker = int(raw) if raw.isdigit() and int(raw) > 0 else None
         self.threads_per_worker = threads_per_worker or max(1, cores // self.n_workers)
+        self._threads_explicit = threads_per_worker is not None  # the user's choice wins over thread variables
         self.extra_env = dict(env or {})
         self._workers: list[Worker] = []
         self._queue: collections.deque[Task] = collections.deque()
@@ -137,7 +143,7 @@ class LocalBackend(base.Backend):
                 return  # tasks will report what is wrong; init() must not hang
 
     def _spawn(self, index: int) -> Worker:
-        env = local_process.worker_env(self.threads_per_worker, self.extra_env)
+        env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
         w = local_process.spawn_worker(index, self._store_dir, env)
         self._sel.register(w.result_r, selectors.EVENT_READ, w)
         return w

@@ -67,17 +67,27 @@ class Worker:
                     pass
 
 
-def worker_env(threads_per_worker: int, extra_env: dict[str, str]) -> dict[str, str]:
-    """The environment a worker starts with: the driver's, its sys.path, and thread limits."""
+def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: bool = False) -> dict[str, str]:
+    """The environment a worker starts with: the driver's, its sys.path, and thread limits.
+
+    ``explicit``: the user passed ``threads_per_worker`` themselves (it then wins over the
+    thread variables of the driver's environment).
+    """
+    from eugo_lab.accel import thread_guard
+
     env = dict(os.environ)
     # Workers must import what the driver imports: give them the driver's sys.path.
     paths = [p or os.getcwd() for p in sys.path]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     # Two processes each running a BLAS with one thread per core oversubscribe the
     # machine (we measured small BLAS calls 3-11x slower): split the cores instead,
-    # unless the user chose a value.
-    for var in _THREAD_VARS:
-        env.setdefault(var, str(threads_per_worker))
+    # unless the user chose a value (a thread variable set here, or threads_per_worker=).
+    user = thread_guard.user_thread_vars()
+    if user and not explicit:
+        env[thread_guard.USER_ENV] = ",".join(user)
+    else:
+        env.update({v: str(threads_per_worker) for v in _THREAD_VARS})
+        env[thread_guard.LIMIT_ENV] = str(threads_per_worker)
     env.update(extra_env)
     return env
 

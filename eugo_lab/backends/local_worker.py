@@ -146,6 +146,11 @@ def main() -> None:
 
     # os.uname().nodename is what socket.gethostname() returns, without importing socket.
     send(("hello", os.getpid(), os.uname().nodename, time.time()))
+    # Thread oversubscription guard (issue #13), after the hello so start-up does not wait for it:
+    # the environment already holds the limit; this also sets it for libraries loaded by now.
+    from eugo_lab.accel.thread_guard import apply_once
+
+    apply_once()
     while True:
         head = rfile.read(_LEN.size)
         if len(head) < _LEN.size:

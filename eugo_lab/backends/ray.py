@@ -270,6 +270,14 @@ class RayBackend(base.Backend):
 
                 opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
                             job_config=_job_config())
+                # Thread oversubscription guard (issue #13): one task per worker process, num_cpus of them.
+                from eugo_lab.accel import thread_guard
+
+                guard_env = thread_guard.worker_env(thread_guard.plan(usable_cores(), opts["num_cpus"]))
+                if guard_env:
+                    renv = dict(opts.get("runtime_env") or {})
+                    renv["env_vars"] = {**guard_env, **dict(renv.get("env_vars") or {})}  # the user's own win
+                    opts["runtime_env"] = renv
                 if self.num_gpus is not None:
                     opts["num_gpus"] = self.num_gpus
                 if self.object_store_memory is not None:

@@ -92,6 +92,7 @@ class CellSummary:
     saved_as: str | None = None
     exported_to: str | None = None
     offload: Any = None  # --gpu auto|on: the cell's eugo_lab.accel Ledger (per-operation report), else None
+    optimizations: Any = None  # --optimize: the cell's eugo_lab.accel.report.OptimizationReport, else None
 
     @property
     def trace(self) -> Any:

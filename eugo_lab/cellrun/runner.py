@@ -16,6 +16,7 @@ Order of events for one cell:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -26,6 +27,7 @@ from eugo_lab.cellrun import report
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize (issue #13)
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import session
@@ -51,7 +53,8 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 
 
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
-              out_mode: str, profile: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
+              out_mode: str, profile: bool = False,
+              optimizer: CellOptimizer | None = None) -> tuple[Any, BaseException | None, Any, bool]:
     """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
@@ -74,7 +77,9 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
-            value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
+            # --optimize (issue #13): the runtime wraps the cell's functions in the JIT trial while the body runs
+            with optimizer.running(rt) if optimizer is not None else contextlib.nullcontext():
+                value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
             if isinstance(exc, KeyboardInterrupt):
@@ -108,12 +113,13 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     value: Any = None
     error: BaseException | None = None
     shown = False
+    optimizer = CellOptimizer() if opts.optimize else None
     for i, n in enumerate(counts):
         main = i == len(counts) - 1
         if not main and out_mode != "text":
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
         value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
-                                               profile=main and opts.profile)
+                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break
@@ -125,6 +131,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
     summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
                                saved_as=opts.save, exported_to=opts.export)
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
+    if optimizer is not None:  # --optimize: what the runtime did for you (also hpc.last_optimizations())
+        summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
     if out_mode == "text":
         print(text.summary_text(summary, precise=True))
     else:

@@ -23,8 +23,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "init", "is_initialized", "last_trace", "map",
-                         "put", "shutdown", "trace", "wait"),
+    "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "init", "is_initialized", "last_optimizations",
+                         "last_trace", "map", "put", "shutdown", "trace", "wait"),
     "eugo_lab.hpc.errors": ("BackendError", "FunctionLoadError", "GetTimeoutError", "HpcError", "MemoryLimitExceeded",
                             "NoWorkersError", "RemoteTraceback", "SerializationError", "TaskCancelled",
                             "TaskCancelledError", "TaskError", "WorkerCrashedError", "WorkerMemoryError"),

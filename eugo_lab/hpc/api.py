@@ -315,6 +315,17 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
 _last_trace: Trace | None = None
 
 
+def last_optimizations() -> Any:
+    """What the runtime did in the latest ``%%eugo --optimize`` cell: an ``OptimizationReport``, or ``None``.
+
+    ``.items`` lists every optimization applied or declined (``kind``, ``target``, ``applied``,
+    ``reason``, ``advice``, ``numbers`` with before/after times); ``.applied``/``.declined`` filter them.
+    """
+    from eugo_lab.accel.report import last
+
+    return last()
+
+
 def last_trace() -> Trace | None:
     """The :class:`~eugo_lab.tracing.Trace` of the most recent ``hpc.trace()`` region or ``%%eugo`` cell."""
     return _last_trace

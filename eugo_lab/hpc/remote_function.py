@@ -46,6 +46,11 @@ class RemoteFunction:
         self._fn = fn
         self._options = options
         self._record = record or FunctionRecord(fn, display_name(fn))
+        self._coalescer: Any = None  # batch="auto": made on the first .remote() (eugo_lab.hpc.coalesce)
+        if options.optimize:  # the JIT trial travels with the function (eugo_lab.hpc.optimized)
+            from eugo_lab.hpc.optimized import optimized_record
+
+            self._record = optimized_record(self._record)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -62,8 +67,17 @@ class RemoteFunction:
 
     def remote(self, *args: Any, **kwargs: Any) -> Future:
         """Submit one call; returns its future immediately."""
+        if self._options.batch is not None:  # batch="auto": coalesce tiny calls (eugo_lab.hpc.coalesce)
+            return self._coalesced(args, kwargs)
         rt = _session().current()
         return rt.submit(self._record, args, kwargs, self._options)  # type: ignore[union-attr]
+
+    def _coalesced(self, args: tuple, kwargs: dict) -> Future:
+        if self._coalescer is None:
+            from eugo_lab.hpc.coalesce import Coalescer
+
+            self._coalescer = Coalescer(self._record, self._options, self.function_name)
+        return self._coalescer.submit(args, kwargs)
 
     def options(self, **overrides: Any) -> RemoteFunction:
         """A copy with some options changed (``cpus``, ``gpus``, ``memory``, ``retries``, ...)."""
@@ -71,7 +85,10 @@ class RemoteFunction:
         if unknown:
             valid = ", ".join(sorted(TaskOptions.__dataclass_fields__))
             raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: {valid}")
-        return RemoteFunction(self._fn, self._options.merged(**overrides), self._record)
+        opts = self._options.merged(**overrides)
+        plain = getattr(self._record.fn, "fn", None) if not opts.optimize and self._options.optimize else None
+        record = self._record if plain is None else FunctionRecord(plain, self._record.name)
+        return RemoteFunction(self._fn, opts, record)
 
     def map(self, iterable: Iterable, batch: int | str = "auto") -> MapResult:
         """Same as ``hpc.map(self, iterable, batch=batch)``."""
@@ -83,28 +100,35 @@ class RemoteFunction:
 @overload
 def remote(fn: Callable, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
            retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None) -> RemoteFunction: ...
+           resources: dict[str, float] | None = None, optimize: bool = False,
+           batch: str | None = None) -> RemoteFunction: ...
 
 
 @overload
 def remote(fn: None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
            retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None) -> Callable[[Callable], RemoteFunction]: ...
+           resources: dict[str, float] | None = None, optimize: bool = False,
+           batch: str | None = None) -> Callable[[Callable], RemoteFunction]: ...
 
 
 def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None,
            retries: int = 3, retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None) -> RemoteFunction | Callable[[Callable], RemoteFunction]:
+           resources: dict[str, float] | None = None, optimize: bool = False,
+           batch: str | None = None) -> RemoteFunction | Callable[[Callable], RemoteFunction]:
     """Decorator: ``@hpc.remote`` or ``@hpc.remote(cpus=1, gpus=0, retries=3, ...)``.
 
     - ``retries``: how many times a task is re-run when its worker dies (crash, kill).
     - ``retry_exceptions``: exception classes (or ``True`` for any) that also trigger a re-run.
     - ``memory``: bytes the task may use; ``cpus``/``gpus``/``resources``: what it needs from a worker.
     - ``name``: the name shown in traces and errors (default: the function's qualified name).
+    - ``optimize``: try Numba on the first call in each worker; keep the compiled version only if
+      its result matches the plain one and it is faster (see the README, "Automatic optimizations").
+    - ``batch="auto"``: ``.remote()`` calls of a function measured as tiny (< 1 ms) are coalesced
+      into batch tasks; each call keeps its own future.
     """
     opts = validate_options(TaskOptions(cpus=cpus, gpus=gpus, memory=memory, retries=retries,
                                         retry_exceptions=retry_exceptions, name=name,
-                                        resources=dict(resources or {})))
+                                        resources=dict(resources or {}), optimize=optimize, batch=batch))
     if fn is None:
         return lambda f: _wrap(f, opts)
     return _wrap(fn, opts)

@@ -68,6 +68,21 @@ def _item_ids(items: list[Future]) -> range | list[int]:
     return [f.task_id for f in items]
 
 
+def _arrays_in(args: Any, more: Any) -> bool:
+    """A call a JIT could be for: an argument is a NumPy array or a list (checked by type name: no NumPy import)."""
+    for a in itertools.chain(args, more):
+        t = type(a)
+        if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
+            return True
+    return False
+
+
+def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
+    from eugo_lab.hpc.optimized import optimized_record
+
+    return optimized_record(fn, generation)
+
+
 class Runtime:
     """A started backend plus the shared task rules; ``hpc.init`` makes one, ``hpc.shutdown`` ends it."""
 
@@ -83,6 +98,8 @@ class Runtime:
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
+        self.coalescing = False  # a batch="auto" function has held calls here (eugo_lab.hpc.coalesce)
+        self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
@@ -111,9 +128,15 @@ class Runtime:
             next(itertools.islice(self._ids, n - 2, None))
         return first
 
-    def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions) -> Future:
-        """Pickle the call now (errors surface here), then launch it once its inputs exist."""
+    def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions,
+               on_done: Callable[[Task, Any], None] | None = None) -> Future:
+        """Pickle the call now (errors surface here), then launch it once its inputs exist.
+
+        ``on_done(task, stats)``: called once the call ended (``batch="auto"`` measures with it).
+        """
         self._check_open()
+        if self.optimize and _arrays_in(args, kwargs.values()):  # %%eugo --optimize (issue #13): JIT trial
+            fn = _optimized(fn, self.optimize)
         name = options.name or fn.name
         if self.profiling is not None:
             fn = self.profiling.wrap(fn)
@@ -123,6 +146,7 @@ class Runtime:
         tid = next(self._ids)
         fut = Future(tid, name, self._cancel_future)
         task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        task.on_batch_done = on_done
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
@@ -134,6 +158,8 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
         self._check_open()
+        if self.optimize and items and _arrays_in(items[:1], ()):  # %%eugo --optimize (issue #13)
+            fn = _optimized(fn, self.optimize)
         if self.profiling is not None:
             fn = self.profiling.wrap(fn)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
@@ -351,6 +377,10 @@ class Runtime:
                     f._complete(STATE_CANCELLED, error=errors.cancelled(
                         f.function, f.task_id, "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"))
             self._tasks.clear()
+            if self.coalescing:  # batch="auto" calls still held for a batch end cancelled too (issue #13)
+                from eugo_lab.hpc.coalesce import runtime_closed
+
+                runtime_closed(self)
 
 
 _current: Runtime | None = None

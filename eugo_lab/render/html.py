@@ -195,6 +195,10 @@ def summary_html(s: Any) -> str:
         from eugo_lab.render.offload import offload_html
 
         parts.append(offload_html(s.offload))
+    if getattr(s, "optimizations", None) is not None:  # --optimize (issue #13): what the runtime did for you
+        from eugo_lab.render.optimizations import optimizations_html
+
+        parts.append(optimizations_html(s.optimizations))
     if s.saved_as:
         parts.append(f"<div>Trace saved in <code>{escape(s.saved_as)}</code>.</div>")
     if s.exported_to:

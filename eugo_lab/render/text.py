@@ -35,6 +35,11 @@ def summary_text(s: Any, precise: bool = False) -> str:
         from eugo_lab.render.offload import offload_text
 
         lines.extend("  " + line for line in offload_text(s.offload, precise).splitlines())
+    # -- automatic optimizations (issue #13): what the runtime did for you --
+    if getattr(s, "optimizations", None) is not None:
+        from eugo_lab.render.optimizations import optimizations_text
+
+        lines.extend("  " + line for line in optimizations_text(s.optimizations, precise).splitlines())
     if len(s.runs) > 1:
         lines.append("  runs at workers: " + ", ".join(str(r.workers) for r in s.runs))
     if s.saved_as:

@@ -1,0 +1,217 @@
+"""Automatic optimizations (issue #13), measured: JIT on a loop stencil, the thread guard, call coalescing.
+
+    python -m benchmarks.optimizations            # Markdown table on stdout (for RESULTS.md)
+    python -m benchmarks.optimizations --quick    # fewer rounds (a smoke run)
+
+Method (2 shared cores, CPU speed drifting by up to ~25%): the things compared alternate
+round by round and every cell is a median over the rounds with its min-max.
+
+- **JIT**: a 3-point stencil over 1e6 float64 as a Python loop, plain vs ``numba.njit``
+  (``compile`` timed on its own, then the compiled call), in this process; then the same
+  function through ``@hpc.remote(optimize=True)`` on 2 local workers, where the first call
+  per worker is the trial and later calls run compiled (median task body from the trace).
+- **Thread guard**: 2 local workers each running 100 small matmuls (128x128) per task, 8 tasks,
+  with the guard (threads = cores / workers) and without (each worker's BLAS on every core,
+  as an unguarded process starts it): wall time of the 8 tasks, pools started fresh each round.
+- **Batching**: a tight loop of tiny ``.remote()`` calls, plain vs ``batch="auto"``, on the
+  local pool and on Dask (whose per-task cost is ~2 ms): submit-to-all-results wall time; and
+  ``hpc.map`` over the same items with the batch sizes it chose (from the trace's batch column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from eugo_lab import hpc
+from eugo_lab.backends.local_process import usable_cores
+
+
+def smooth(a):
+    """The loop stencil: what the profile would show as Python bytecode over an array."""
+    out = np.empty_like(a)
+    out[0] = a[0]
+    out[-1] = a[-1]
+    for i in range(1, a.shape[0] - 1):
+        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0
+    return out
+
+
+def matmuls(seed):
+    """100 small matmuls (128x128): the calls BLAS oversubscription slows down most (64x64 stay single-threaded)."""
+    rng = np.random.default_rng(seed)
+    a = rng.random((128, 128))
+    b = rng.random((128, 128))
+    for _ in range(100):
+        a = (a @ b) / 128.0
+    return float(a.sum())
+
+
+def tiny(x):
+    """A call of about a microsecond."""
+    return x + 1
+
+
+def _med(xs: list[float]) -> tuple[float, float, float]:
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def _fmt(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} us"
+
+
+def _cell(xs: list[float]) -> str:
+    m, lo, hi = _med(xs)
+    return f"{_fmt(m)} ({_fmt(lo)}-{_fmt(hi)})"
+
+
+def bench_jit(rounds: int) -> list[tuple[str, str, str]]:
+    """In-process plain vs compiled, and through the runtime with optimize=True."""
+    a = np.random.default_rng(0).random(1_000_000)
+    t0 = time.perf_counter()
+    import numba
+
+    import_s = time.perf_counter() - t0
+    disp = numba.njit(smooth)
+    t0 = time.perf_counter()
+    disp.compile((numba.typeof(a),))
+    compile_s = time.perf_counter() - t0
+    plain, fast, first = [], [], []
+    for _ in range(rounds):  # alternated: plain, compiled, plain, ...
+        t0 = time.perf_counter()
+        ref = smooth(a)
+        plain.append(time.perf_counter() - t0)
+        calls = []
+        for _ in range(5):  # the first call pays page faults for its fresh 8 MB output; later ones reuse it
+            t0 = time.perf_counter()
+            out = disp(a)
+            calls.append(time.perf_counter() - t0)
+        first.append(calls[0])
+        fast.append(statistics.median(calls[1:]))
+        assert np.allclose(ref, out)
+    ratio = statistics.median(plain) / statistics.median(fast)
+    rows = [("JIT: stencil 1e6, plain Python loop", _cell(plain), "per call"),
+            ("JIT: same, numba.njit (after compile)", _cell(fast), f"**{ratio:.0f}x** faster (target >= 100x)"),
+            ("JIT: first compiled call (fresh output pages)", _cell(first), ""),
+            ("JIT: numba import / compile", f"{_fmt(import_s)} / {_fmt(compile_s)}", "once per worker process")]
+    hpc.init("local", workers=2)
+    try:
+        f = hpc.remote(optimize=True)(smooth)
+        with hpc.trace() as region:
+            hpc.get([f.remote(a) for _ in range(8)])
+        from eugo_lab.accel.jit import verdicts_from_trace
+        from eugo_lab.accel.report import build
+
+        tr = region.trace
+        t = tr.tasks
+        body = (np.asarray(t["end"]) - np.asarray(t["start"])).tolist()
+        trial_rows = {int(r) for r in tr.phases["row"]}
+        later = [b for i, b in enumerate(body) if i not in trial_rows]
+        v = verdicts_from_trace(tr)[0]
+        rows.append(("JIT via optimize=True, 2 workers: trial task (plain + compile + check)",
+                     _cell([b for i, b in enumerate(body) if i in trial_rows]), f"{v.compiles} compiles"))
+        if later:
+            rows.append(("JIT via optimize=True: later tasks (compiled)", _cell(later), "task body incl. argument"))
+        rows.append(("report line", build(tr, None).find("smooth", "jit").precise, ""))
+    finally:
+        hpc.shutdown()
+    return rows
+
+
+def _matmul_wall(threads: int) -> float:
+    hpc.init("local", workers=2, threads_per_worker=threads)
+    try:
+        f = hpc.remote(matmuls)
+        hpc.get([f.remote(i) for i in range(2)])  # warm: NumPy imported, BLAS threads started
+        t0 = time.perf_counter()
+        hpc.get([f.remote(i) for i in range(8)])
+        return time.perf_counter() - t0
+    finally:
+        hpc.shutdown()
+
+
+def bench_threads(rounds: int) -> list[tuple[str, str, str]]:
+    """Small matmuls in 2 workers, guard on (cores/2 threads) vs off (all cores per worker)."""
+    cores = usable_cores()
+    guarded, unguarded = [], []
+    for r in range(rounds):
+        order = [(guarded, max(1, cores // 2)), (unguarded, cores)]
+        for out, n in order if r % 2 == 0 else reversed(order):
+            out.append(_matmul_wall(n))
+    ratio = statistics.median(unguarded) / statistics.median(guarded)
+    return [(f"thread guard: 8 tasks x 100 matmuls 128x128, 2 workers, {max(1, cores // 2)} BLAS thread(s) each",
+             _cell(guarded), f"guard on ({cores} cores / 2 workers)"),
+            (f"same, {cores} BLAS threads per worker (no guard)", _cell(unguarded), f"**{ratio:.1f}x** slower")]
+
+
+def _loop_wall(fn, n: int) -> float:
+    t0 = time.perf_counter()
+    hpc.get([fn.remote(i) for i in range(n)])
+    return time.perf_counter() - t0
+
+
+def bench_batching(rounds: int, engines: list[str]) -> list[tuple[str, str, str]]:
+    """Tight loops of tiny .remote() calls, plain vs batch='auto'; hpc.map's batch sizes."""
+    rows = []
+    for engine in engines:
+        n = 5000 if engine == "local" else 1000
+        hpc.init(engine, workers=2)
+        try:
+            plain_fn = hpc.remote(tiny)
+            hpc.get([plain_fn.remote(0) for _ in range(20)])  # warm the workers
+            plain, auto, tasks = [], [], []
+            for r in range(rounds):
+                auto_fn = hpc.remote(batch="auto")(tiny)  # fresh each round: it measures itself again
+                runs = [("plain", plain_fn), ("auto", auto_fn)]
+                for label, fn in runs if r % 2 == 0 else reversed(runs):
+                    (plain if label == "plain" else auto).append(_loop_wall(fn, n))
+                tasks.append(auto_fn._coalescer.stats().backend_tasks)
+            ratio = statistics.median(plain) / statistics.median(auto)
+            rows.append((f"{engine}: {n} tiny .remote() calls, plain", _cell(plain), f"{n} backend tasks"))
+            rows.append((f"{engine}: same with batch=\"auto\"", _cell(auto),
+                         f"**{ratio:.1f}x**; {int(statistics.median(tasks))} backend tasks (median)"))
+            with hpc.trace() as region:
+                t0 = time.perf_counter()
+                hpc.get(hpc.map(plain_fn, range(n)))
+                wall = time.perf_counter() - t0
+            from eugo_lab.accel.report import map_batches
+
+            m = map_batches(region.trace)[0]
+            rows.append((f"{engine}: hpc.map over the same {n} items", _fmt(wall),
+                         f"{m.numbers['batches']} batches, largest {m.numbers['largest_batch']} items"))
+        finally:
+            hpc.shutdown()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and print the Markdown table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2 rounds instead of 5")
+    ap.add_argument("--engines", default="local,dask", help="engines for the batching rows (default local,dask)")
+    args = ap.parse_args(argv)
+    rounds = 2 if args.quick else 5
+    rows = bench_jit(rounds) + bench_threads(rounds) + bench_batching(rounds, args.engines.split(","))
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"## Automatic optimizations: {when} (`python -m benchmarks.optimizations`, {rounds} rounds)\n")
+    print(f"{usable_cores()} cores, load average {load}, Python {sys.version.split()[0]}, NumPy {np.__version__}. "
+          "Cells: median (min-max) over the rounds; compared things alternate round by round.\n")
+    print("| what | measured | note |\n|---|---|---|")
+    for what, measured, note in rows:
+        print(f"| {what} | {measured} | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

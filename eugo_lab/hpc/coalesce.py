@@ -1,0 +1,285 @@
+"""``@hpc.remote(batch="auto")``: ``.remote()`` calls of a tiny function, coalesced into batch tasks.
+
+Why: each task costs the runtime ~0.1-0.5 ms of scheduling and pickling (Dask ~2 ms), so a
+loop of 10,000 ``.remote()`` calls of a 10 us function spends almost all its time on
+overhead. ``hpc.map`` batches because it sees all items at once; here the calls arrive one
+by one, so batches are formed from what arrives while the workers are busy:
+
+1. **probe**: the first calls go out as plain tasks, each reporting its measured time (up to
+   two per worker in flight, so a slow function loses no parallelism while it is measured);
+   calls made while those are out wait here, at most until the first one reports;
+2. a function measured slower than :data:`TINY_SECONDS` a call is left alone: every call is
+   a plain task, exactly as without ``batch="auto"``;
+3. a **tiny** function's calls are held while :data:`INFLIGHT_PER_WORKER` batches per worker are
+   out, and sent as one batch when one comes back (or when :data:`TARGET_BATCH_SECONDS` of
+   work is waiting). With nothing in flight a call goes at once, so a lone call never waits.
+
+Each call keeps its own :class:`~eugo_lab.hpc.Future` (its own task id; errors and
+cancellation per call) and shows in the trace as its own task, as a ``hpc.map`` item does.
+Calls whose arguments hold futures or ``put`` references go as plain tasks (they would make
+a batch wait for all of their inputs).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eugo_lab.hpc import errors, session
+from eugo_lab.hpc.future import STATE_CANCELLED, Future
+from eugo_lab.hpc.task import FunctionRecord, TaskOptions
+
+# A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
+TINY_SECONDS = 1e-3
+# Work per batch at most: well above the per-task overhead (<1% of it), short enough that
+# the live timeline moves and the last batches do not leave workers idle.
+TARGET_BATCH_SECONDS = 0.05
+# Batches (or probe tasks) in flight per worker: one running, one queued, as hpc.map does.
+INFLIGHT_PER_WORKER = 2
+# Weight of a new per-call timing in the running estimate (as hpc.map's EWMA_ALPHA).
+EWMA_ALPHA = 0.5
+
+_PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+class _Spread:
+    """Runs one coalesced call: a batch item is ``(args, kwargs)``."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __reduce__(self) -> tuple:
+        return _Spread, (self.fn,)
+
+    def __call__(self, item: tuple) -> Any:
+        args, kwargs = item
+        return self.fn(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class CoalesceStats:
+    """What ``batch="auto"`` did for one function (since its runtime started)."""
+
+    function: str
+    calls: int  # .remote() calls
+    plain_tasks: int  # calls sent as plain tasks (probes, slow function, calls with futures)
+    batches: int  # batch tasks sent
+    batched_calls: int  # calls sent inside those batches
+    largest_batch: int
+    per_call: float | None  # measured seconds per call (body, unpickling, pickling)
+    mode: str  # "probing" | "tiny" | "slow"
+
+    @property
+    def backend_tasks(self) -> int:
+        """Tasks the engine saw: plain tasks plus batches."""
+        return self.plain_tasks + self.batches
+
+
+_all: weakref.WeakSet[Coalescer] = weakref.WeakSet()
+
+_SHUT_DOWN = "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"
+
+
+def runtime_closed(rt: Any) -> None:
+    """``rt`` was shut down: the calls still held for a batch on it end cancelled, as its tasks did."""
+    for c in list(_all):
+        c._drop_held(rt)
+
+
+def all_stats() -> list[CoalesceStats]:
+    """Stats of every ``batch="auto"`` function that made calls, by name."""
+    return sorted((c.stats() for c in list(_all) if c.calls), key=lambda s: s.function)
+
+
+class Coalescer:
+    """Holds and batches the ``.remote()`` calls of one ``batch="auto"`` function."""
+
+    def __init__(self, record: FunctionRecord, options: TaskOptions, name: str):
+        self.record = record
+        self.options = options
+        self.name = name
+        self.spread = FunctionRecord(_Spread(record.fn), record.name)
+        self.lock = threading.Lock()
+        self.runtime: Any = None
+        self._reset()
+        _all.add(self)
+
+    def _reset(self) -> None:
+        self.per_call: float | None = None
+        self.mode = "probing"
+        self.buffer: list[tuple[tuple, dict, Future]] = []
+        self.inflight = 0
+        self.calls = self.plain_tasks = self.batches = self.batched_calls = self.largest = 0
+
+    def stats(self) -> CoalesceStats:
+        """A snapshot of the counters."""
+        with self.lock:
+            return CoalesceStats(self.name, self.calls, self.plain_tasks, self.batches, self.batched_calls,
+                                 self.largest, self.per_call, self.mode)
+
+    # -- .remote() ----------------------------------------------------------------------------------
+    def submit(self, args: tuple, kwargs: dict) -> Future:
+        """One ``.remote()`` call: a plain task, or a future whose call waits here for the next batch."""
+        rt = session.running()
+        if rt is not self.runtime:  # a new runtime (hpc.init): measure again, on its workers
+            self._drop_held(self.runtime)
+            with self.lock:
+                self._reset()
+                self.runtime = rt
+            rt.coalescing = True
+        plain_args = all(type(a) in _PLAIN for a in args) and all(type(v) in _PLAIN for v in kwargs.values())
+        if not plain_args:
+            # Raise here, like .remote(), for an argument that cannot be pickled; inputs that are
+            # futures or put() references make a plain task (a batch would wait for all of them).
+            from eugo_lab.hpc.serialization import dumps_args
+
+            _, tokens, _ = dumps_args(args, kwargs, function=self.name, token_of=rt._token_of)
+            if tokens:
+                with self.lock:
+                    self.calls += 1
+                    self.plain_tasks += 1
+                return rt.submit(self.record, args, kwargs, self.options)
+        slots = INFLIGHT_PER_WORKER * max(1, rt.backend.worker_count)
+        fut: Future | None = None
+        batch = None
+        with self.lock:
+            self.calls += 1
+            probe = self.mode == "probing" and self.inflight < slots and not self.buffer
+            if self.mode == "slow" or probe:
+                self.plain_tasks += 1
+                if probe:
+                    self.inflight += 1
+            else:
+                fut = Future(rt.new_ids(1)[0], self.name, self._cancel)
+                self.buffer.append((args, kwargs, fut))
+                if self.mode == "tiny" and (self.inflight < slots or self._buffer_full()):
+                    batch = self._take()
+                    if batch is not None:
+                        self.inflight += 1
+        if fut is None:
+            try:
+                return rt.submit(self.record, args, kwargs, self.options, on_done=self._probe_done if probe else None)
+            except BaseException:
+                if probe:
+                    with self.lock:
+                        self.inflight -= 1
+                raise
+        if batch is not None:
+            self._send(rt, batch)
+        return fut
+
+    def _drop_held(self, rt: Any) -> None:
+        """Cancel the calls held for ``rt`` (shut down or replaced); nothing happens for another runtime."""
+        with self.lock:
+            if rt is None or rt is not self.runtime:
+                return
+            held, self.buffer = self.buffer, []
+        for _, _, fut in held:
+            fut._complete(STATE_CANCELLED, error=errors.cancelled(fut.function, fut.task_id, _SHUT_DOWN))
+
+    def _buffer_full(self) -> bool:
+        per = self.per_call or TINY_SECONDS
+        return len(self.buffer) * per >= TARGET_BATCH_SECONDS
+
+    def _take(self) -> list[tuple[tuple, dict, Future]] | None:
+        """The waiting calls (not cancelled) as one batch, at most TARGET_BATCH_SECONDS of work (under the lock)."""
+        live = [c for c in self.buffer if c[2]._state != STATE_CANCELLED]
+        if not live:
+            self.buffer = []
+            return None
+        cap = max(1, int(TARGET_BATCH_SECONDS / max(self.per_call or TINY_SECONDS, 1e-7)))
+        # Spread what is waiting over the free slots, so a burst of held calls keeps every worker busy.
+        rt = self.runtime
+        free = max(1, INFLIGHT_PER_WORKER * max(1, rt.backend.worker_count if rt is not None else 1) - self.inflight)
+        size = min(cap, -(-len(live) // free))
+        batch, rest = live[:size], live[size:]
+        self.buffer = rest
+        self.batches += 1
+        self.batched_calls += len(batch)
+        self.largest = max(self.largest, len(batch))
+        return batch
+
+    def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]]) -> None:
+        futs = [f for _, _, f in batch]
+        try:
+            rt.submit_batch(self.spread, [(a, k) for a, k, _ in batch], futs, self.options, on_done=self._batch_done)
+        except errors.HpcError as exc:  # the runtime was shut down meanwhile: fail these calls, as .remote() would
+            with self.lock:
+                self.inflight -= 1
+            for f in futs:
+                f._complete(2, error=exc)
+
+    # -- completions (the runtime's reporting thread) ---------------------------------------------------
+    def _measured(self, stats: Any, n: int) -> None:
+        if stats is None or not n:
+            return
+        _, body, _, deser, ser = stats[:5]
+        est = (body + deser + ser) / n
+        self.per_call = est if self.per_call is None else self.per_call + EWMA_ALPHA * (est - self.per_call)
+
+    def _probe_done(self, task: Any, stats: Any) -> None:
+        with self.lock:
+            self.inflight -= 1
+            self._measured(stats, 1)
+            if self.mode == "probing":  # no timing (the worker died): do not hold calls for a verdict
+                self.mode = "tiny" if self.per_call is not None and self.per_call < TINY_SECONDS else "slow"
+            held, self.buffer = (self.buffer, []) if self.mode == "slow" else ([], self.buffer)
+        rt = self.runtime
+        for args, kwargs, fut in held:  # a slow function: the calls that waited for the verdict go plain
+            if fut._state == STATE_CANCELLED:
+                continue
+            self._plain_for(rt, args, kwargs, fut)
+        self._pump()
+
+    def _plain_for(self, rt: Any, args: tuple, kwargs: dict, fut: Future) -> None:
+        """Send a held call as a plain task whose result lands in the future the caller already has."""
+        with self.lock:
+            self.plain_tasks += 1
+        # A one-call batch: the caller's future (and its task id) stays the one it was given.
+        try:
+            rt.submit_batch(self.spread, [(args, kwargs)], [fut], self.options)
+        except errors.HpcError as exc:
+            fut._complete(2, error=exc)
+
+    def _batch_done(self, task: Any, stats: Any) -> None:
+        with self.lock:
+            self.inflight -= 1
+            self._measured(stats, len(task.items or ()))
+            if self.mode == "tiny" and self.per_call is not None and self.per_call >= 2 * TINY_SECONDS:
+                self.mode = "slow"  # its calls got longer: stop holding them
+        self._pump()
+
+    def _pump(self) -> None:
+        rt = self.runtime
+        if rt is None:
+            return
+        slots = INFLIGHT_PER_WORKER * max(1, rt.backend.worker_count)
+        while True:
+            with self.lock:
+                if not self.buffer or self.mode == "probing" or self.inflight >= slots:
+                    if self.mode == "slow" and self.buffer:
+                        held, self.buffer = self.buffer, []
+                    else:
+                        return
+                else:
+                    held = None
+                    batch = self._take()
+                    if batch is None:
+                        return
+                    self.inflight += 1
+            if held is not None:
+                for args, kwargs, fut in held:
+                    if fut._state != STATE_CANCELLED:
+                        self._plain_for(rt, args, kwargs, fut)
+                return
+            self._send(rt, batch)
+
+    def _cancel(self, fut: Future) -> bool:
+        # Held here: it is dropped when its batch is formed. Sent: the batch still runs it (as with
+        # hpc.map items) and its result is ignored; the caller sees the cancellation at once.
+        return fut._complete(STATE_CANCELLED, error=errors.cancelled(fut.function, fut.task_id))

@@ -1,0 +1,44 @@
+"""The "what the runtime did for you" report of a ``%%eugo --optimize`` cell: text and HTML.
+
+Input is an :class:`eugo_lab.accel.report.OptimizationReport`; nothing is computed here.
+``precise=False`` (the ``text/plain`` of the rich display) uses each item's bucketed line:
+deterministic run after run. HTML shows the measured lines, with all user text (function
+names, Numba's details) escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+_KIND = {"jit": "JIT (Numba)", "batch": "batching", "map": "hpc.map batching", "threads": "threads"}
+
+
+def heading(report: Any) -> str:
+    """``Optimizations: 2 applied, 1 declined``."""
+    return f"Optimizations (--optimize): {len(report.applied)} applied, {len(report.declined)} declined"
+
+
+def optimizations_text(report: Any, precise: bool = False) -> str:
+    """The report as text: one line per optimization, applied ones first."""
+    lines = [heading(report)]
+    if not report.items:
+        lines.append("  nothing to optimize: no remote function ran in this cell")
+    for o in report.applied + report.declined:
+        mark = "applied" if o.applied else "declined"
+        lines.append(f"  [{mark}] {_KIND.get(o.kind, o.kind)}: {o.precise if precise else o.bucketed}")
+    return "\n".join(lines)
+
+
+def optimizations_html(report: Any) -> str:
+    """The report as an HTML table (measured numbers; every piece of user text escaped)."""
+    rows = []
+    for o in report.applied + report.declined:
+        color = "#2e7d32" if o.applied else "#b26a00"
+        rows.append(f"<tr><td style='text-align:left;color:{color}'>{'applied' if o.applied else 'declined'}</td>"
+                    f"<td style='text-align:left'>{escape(_KIND.get(o.kind, o.kind))}</td>"
+                    f"<td style='text-align:left'>{escape(o.precise)}</td></tr>")
+    if not rows:
+        rows.append("<tr><td colspan='3'>nothing to optimize: no remote function ran in this cell</td></tr>")
+    return (f"<div class='eugo-optimizations'><div><b>{escape(heading(report))}</b></div>"
+            f"<table>{''.join(rows)}</table></div>")

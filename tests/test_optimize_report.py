@@ -1,0 +1,110 @@
+"""The optimization report as data (issue #13): built from hand-made traces, hot functions and counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eugo_lab.accel import jit
+from eugo_lab.accel import report as opt_report
+from eugo_lab.accel.thread_guard import plan
+from eugo_lab.hpc.coalesce import CoalesceStats
+
+
+@dataclass(frozen=True)
+class Hot:
+    """What the profiler's HotFunction offers (function, self_share, python_share)."""
+
+    function: str
+    self_share: float
+    python_share: float
+
+
+class FakeTrace:
+    """The few Trace attributes the report reads: tasks, phases, names."""
+
+    def __init__(self, rows, phases):
+        # rows: (function index, worker, start, end, batch); phases: (row, name, start, end)
+        self.functions = ["smooth", "boxed", "inc"]
+        names = sorted({p[1] for p in phases})
+        self.phase_names = names
+        self.tasks = {"function": [r[0] for r in rows], "worker": [r[1] for r in rows],
+                      "cpu": [r[3] - r[2] for r in rows],
+                      "start": [r[2] for r in rows], "end": [r[3] for r in rows],
+                      "batch": [r[4] for r in rows], "attempt": [1] * len(rows)}
+        self.phases = {"row": [p[0] for p in phases], "name": [names.index(p[1]) for p in phases],
+                       "start": [p[2] for p in phases], "end": [p[3] for p in phases], "cpu": [0.0] * len(phases)}
+
+
+def _trace():
+    ok = jit.Verdict("compiled").phase_name()
+    declined = jit.Verdict("declined", "unknown-call", "Tag").phase_name()
+    rows = [(0, 0, 0.0, 1.0, -1), (0, 1, 0.0, 1.0, -1), (0, 0, 1.0, 1.0004, -1), (1, 1, 1.0, 1.2, -1)]
+    phases = [(0, "jit: plain run", 0.0, 0.3), (0, "jit: compile", 0.3, 0.55), (0, "jit: compiled run", 0.55, 0.5503),
+              (0, ok, 0.6, 0.6),
+              (1, "jit: plain run", 0.0, 0.3), (1, "jit: compile", 0.3, 0.55), (1, "jit: compiled run", 0.55, 0.5503),
+              (1, ok, 0.6, 0.6), (3, "jit: plain run", 0.0, 0.2), (3, declined, 0.2, 0.2)]
+    return FakeTrace(rows, phases)
+
+
+def test_verdicts_are_merged_per_function():
+    vs = {v.function: v for v in jit.verdicts_from_trace(_trace())}
+    assert vs["smooth"].status == "compiled" and vs["smooth"].workers == 2 and vs["smooth"].compiles == 2
+    assert abs(vs["smooth"].speedup - 750) < 1  # plain 0.3 s over the later compiled call's 0.4 ms
+    assert vs["smooth"].later_calls == 1 and abs(vs["smooth"].later_s - 0.0004) < 1e-9
+    assert vs["boxed"].status == "declined" and (vs["boxed"].code, vs["boxed"].detail) == ("unknown-call", "Tag")
+
+
+def test_report_lines_precise_and_bucketed():
+    rep = opt_report.build(_trace(), plan(2, 2, env={}))
+    smooth = rep.find("smooth", "jit")
+    assert smooth.bucketed == ("smooth: compiled in 200 ms; 200 ms -> 200 us per call (~1000x), result checked")
+    assert smooth.precise == ("smooth: compiled in 250 ms; 300 ms -> 400 us per call (750x), result checked "
+                              "(2 workers, one compile each); after: median of 1 later call (trial's compiled run "
+                              "300 us)")
+    boxed = rep.find("boxed")
+    assert not boxed.applied and "(Tag)" in boxed.reason and "NumPy and math functions" in boxed.advice
+    threads = rep.find("workers", "threads")
+    assert threads.applied and threads.bucketed == "BLAS threads per worker: 1 (2 cores / 2 workers); was 2"
+    assert [o.kind for o in rep.items] == ["jit", "jit", "threads"]
+    assert [i["target"] for i in rep.to_dict()["items"]] == ["boxed", "smooth", "workers"]
+
+
+def test_cached_verdicts_carry_the_earlier_numbers():
+    v = jit.Verdict("compiled", plain_s=0.3, compile_s=0.25, compiled_s=0.0003)
+    name = v.phase_name(cached=True)
+    assert jit.parse_phase(name) == ("compiled", "", "")
+    assert jit.cached_times(name)[1:] == ({"plain": 0.3, "compile": 0.25, "compiled": 0.0003}, True)
+    assert jit.parse_phase(jit.Verdict("declined", "differs", plain_s=0.1).phase_name()) == ("declined", "differs", "")
+    t = FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, name, 0.0, 0.0)])
+    (fv,) = jit.verdicts_from_trace(t)
+    assert fv.cached and fv.compiles == 0 and abs(fv.speedup - 1000) < 1e-6
+    line = opt_report.build(t, None).find("smooth").bucketed
+    assert line.startswith("smooth: compiled earlier on these workers, reused; 200 ms -> 200 us per call")
+
+
+def test_profile_hot_functions_pick_the_jit_candidates():
+    hot = [Hot("smooth", 0.8, 0.76), Hot("vectorized", 0.15, 0.01), Hot("idle", 0.0, 0.0)]
+    assert opt_report.jit_candidates(hot) == {"smooth": 0.95}
+    rep = opt_report.build(_trace(), None, hot=hot)
+    assert "profile" not in rep.find("smooth").bucketed  # sampled or not depends on the run: precise text only
+    assert rep.find("smooth").precise.endswith("profile: 95% of its own time in Python bytecode (what a JIT speeds up)")
+
+
+def test_batching_items():
+    tiny = CoalesceStats("inc", 2000, 4, 6, 1996, 900, 2e-6, "tiny")
+    slow = CoalesceStats("nap", 10, 10, 0, 0, 0, 0.02, "slow")
+    rep = opt_report.build(FakeTrace([], []), None, [tiny, slow])
+    assert rep.find("inc").applied and "10 backend tasks" in rep.find("inc").precise
+    assert "fewer backend tasks" in rep.find("inc").bucketed and "2 us" in rep.find("inc").precise
+    assert not rep.find("nap").applied and "20 ms" in rep.find("nap").precise
+
+
+def test_map_batches_from_the_batch_column():
+    rows = [(2, 0, 0.0, 0.1, 7)] * 3 + [(2, 1, 0.0, 0.1, 9)] * 2 + [(2, 0, 0.0, 0.1, 11)]
+    (m,) = opt_report.map_batches(FakeTrace(rows, []))
+    assert m.numbers == {"items": 6, "batches": 3, "largest_batch": 3} and m.applied
+
+
+def test_bucket_ratio():
+    assert opt_report.bucket_ratio(937) == "~1000x" and opt_report.bucket_ratio(3.1) == "~2x"
+    assert opt_report.bucket_ratio(0) == "?"
