@@ -24,6 +24,7 @@ _WORKER_CMD = "from eugo_lab.backends.local_worker import main; main()"
 # only this command is what the template's pre-imported code would run, so only it is forked.
 DEFAULT_WORKER_CMD = _WORKER_CMD
 _TEMPLATE_CMD = "from eugo_lab.backends.local_zygote import main; main()"
+_STARTUP_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "GLIBC_")
 # The wire format of local_zygote (see its docstring).
 _MSG = struct.Struct("<1sii")
 # How long a fork request may wait for its answer: the template's first answer waits for it to
@@ -174,7 +175,7 @@ class Template:
         """Ask for worker ``index`` on these pipe ends; False if the template is gone."""
         if not self.alive:
             return False
-        msg = pickle.dumps((index, store_dir, {k: env[k] for k in _THREAD_VARS if k in env}, os.getcwd()))
+        msg = pickle.dumps((index, store_dir, env, os.getcwd()))
         try:
             self.sock.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("<4i", *fds))])
             return True
@@ -307,9 +308,10 @@ def _ready(w: Worker) -> Worker:
 
 
 def _startup_env(env: dict[str, str]) -> dict[str, str]:
-    # All but the thread limits is read at interpreter start (PYTHONPATH, LD_LIBRARY_PATH, ...):
-    # a worker must start with the template's values of those to be forked from it.
-    return {k: v for k, v in env.items() if k not in _THREAD_VARS}
+    # The variables read only when a process starts (the interpreter's, the dynamic linker's,
+    # glibc malloc's): a forked worker keeps the template's, so they must be what it should get.
+    # The rest is set in the forked worker; tools do change os.environ while a pool runs.
+    return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
 
 
 def fork_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:

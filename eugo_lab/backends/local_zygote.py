@@ -7,10 +7,10 @@ Booting an interpreter and importing the worker code costs ~20 ms of CPU per wor
 ~1 ms, also for a replacement after a crash.
 
 Protocol on the Unix socket (``SOCK_SEQPACKET``: one message per request or report):
-- driver -> template: a pickled ``(index, store_dir, thread_env, cwd)``, with the worker's four
-  pipe ends (task, result, lifeline, cancel) as ``SCM_RIGHTS``. The driver forks only workers
-  whose environment is the template's but for the thread limits (``thread_env``, read by BLAS
-  and OpenMP when a task loads them, after the fork), and sets ``cwd`` in the child;
+- driver -> template: a pickled ``(index, store_dir, env, cwd)``, with the worker's four pipe
+  ends (task, result, lifeline, cancel) as ``SCM_RIGHTS``. The child takes ``env`` as its
+  environment and ``cwd`` as its directory; the driver forks only workers whose variables read
+  at process start (``PYTHON*``, ``LD_*``...) are the template's, and spawns the others;
 - template -> driver: ``_MSG`` ``(b"F", index, pid)`` once the worker is forked, and
   ``(b"X", pid, exit code)`` when a worker it forked exits (negative: killed by that signal,
   as ``subprocess`` reports it), since only the template, its parent, can read that status.
@@ -56,8 +56,11 @@ def main() -> None:
     stores: set[str] = set()  # the shared-memory stores of the workers it forked
 
     def leave(*_: Any) -> None:
-        # The driver is gone: stop its workers and free its shared memory, then exit.
-        for pid in live:
+        # The driver is gone: stop its workers and free its shared memory, then exit. No handler
+        # may run in here: reap() would re-enter leave() in the middle of `import shutil`, and
+        # get the half-imported module.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGTERM})
+        for pid in list(live):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -104,11 +107,11 @@ def main() -> None:
         fds = [fd for level, kind, raw in ancdata
                if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
                for fd in struct.unpack(f"<{len(raw) // 4}i", raw[: len(raw) - len(raw) % 4])]
-        index, store_dir, thread_env, cwd = pickle.loads(data)
+        index, store_dir, env, cwd = pickle.loads(data)
         stores.add(store_dir)
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         try:
-            pid = _fork(sock, fds, store_dir, thread_env, cwd, old_mask) if len(fds) == 4 else -1
+            pid = _fork(sock, fds, store_dir, env, cwd, old_mask) if len(fds) == 4 else -1
             if pid > 0:
                 live.add(pid)
             try:
@@ -121,7 +124,7 @@ def main() -> None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _fork(sock: Any, fds: list[int], store_dir: str, thread_env: dict[str, str], cwd: str, old_mask: Any) -> int:
+def _fork(sock: Any, fds: list[int], store_dir: str, env: dict[str, str], cwd: str, old_mask: Any) -> int:
     """Fork one worker on ``fds`` (task, result, lifeline, cancel); the pid, or -1 if fork failed."""
     try:
         pid = os.fork()
@@ -135,7 +138,9 @@ def _fork(sock: Any, fds: list[int], store_dir: str, thread_env: dict[str, str],
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         sock.close()
-        os.environ.update(thread_env)
+        if env != os.environ:  # what the worker would have started with (thread limits, later changes)
+            os.environ.clear()
+            os.environ.update(env)
         if cwd != os.getcwd():
             os.chdir(cwd)
         task_fd, result_fd, lifeline_fd, cancel_fd = fds
