@@ -144,6 +144,7 @@ class LocalBackend(base.Backend):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Block until every worker process has started (imported its code and said hello)."""
+        this_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
         deadline = time.monotonic() + timeout
         while not self._all_greeted.wait(0.1):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
