@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.backends import base, local_process, outcome
+from eugo_lab.backends import base, local_process, local_template, outcome
 from eugo_lab.backends._cluster import this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
@@ -62,7 +62,7 @@ MAX_FAILED_STARTS_PER_WORKER = 3
 # that dies is replaced on the next worker start, at most this many times per pool; past that,
 # or when one cannot start, workers are spawned as fresh interpreters (the pool stays usable).
 MAX_TEMPLATE_STARTS = 3
-USE_TEMPLATE = local_process.USE_TEMPLATE
+USE_TEMPLATE = local_template.USE_TEMPLATE
 _SPAWN_WORKER = local_process.spawn_worker
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
@@ -122,16 +122,16 @@ class LocalBackend(base.Backend):
         self._all_greeted = threading.Event()
         self._start_error: BaseException | None = None
         self._lock = threading.Lock()
-        self._template: local_process.Template | None = None
+        self._template: local_template.Template | None = None
         self._template_starts = 0
-        self._prestarted: local_process.Template | None = None
+        self._prestarted: local_template.Template | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start the I/O thread, which spawns the workers (so they die with it, never earlier)."""
         # Taken here, on the thread that started the runtime: an older pool's I/O thread, still
         # spawning while it shuts down, must not take the template hpc.init() started for this one.
-        self._prestarted = local_process.take_prestarted()
+        self._prestarted = local_template.take_prestarted()
         self._store_dir = make_store_dir()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -167,7 +167,7 @@ class LocalBackend(base.Backend):
             self._sel.register(w.result_r, selectors.EVENT_READ, w)
         return workers
 
-    def _template_for(self, env: dict[str, str]) -> local_process.Template | None:
+    def _template_for(self, env: dict[str, str]) -> local_template.Template | None:
         """The template to fork a worker with this environment from (started if need be), or None to spawn."""
         pre, self._prestarted = self._prestarted, None  # one this pool does not use is closed, not leaked
         t = self._template
@@ -188,7 +188,7 @@ class LocalBackend(base.Backend):
                     t, pre = pre, None
                 else:
                     try:
-                        t = local_process.Template(env)
+                        t = local_template.Template(env)
                     except OSError:
                         t = None
                 if t is not None:
@@ -208,7 +208,7 @@ class LocalBackend(base.Backend):
             pass
         t.close()
 
-    def _on_template(self, t: local_process.Template) -> None:
+    def _on_template(self, t: local_template.Template) -> None:
         t.poll()  # exit reports of workers; EOF: the template died
         if not t.alive and t is self._template:
             self._drop_template()
@@ -340,7 +340,7 @@ class LocalBackend(base.Backend):
                     w = key.data
                     if w is None:
                         continue
-                    if isinstance(w, local_process.Template):
+                    if isinstance(w, local_template.Template):
                         self._on_template(w)
                         continue
                     if mask & selectors.EVENT_READ:

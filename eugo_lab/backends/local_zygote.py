@@ -1,6 +1,6 @@
 """The local pool's template process (a "zygote"): it imports the worker code once and forks workers.
 
-Started by :class:`eugo_lab.backends.local_process.Template` as ``python -c "...main()" SOCK_FD
+Started by :class:`eugo_lab.backends.local_template.Template` as ``python -c "...main()" SOCK_FD
 PARENT_PID``, as early as ``hpc.init()`` can (its boot then overlaps the driver's own imports).
 Booting an interpreter and importing the worker code costs ~20 ms of CPU per worker; on a
 2-core machine that is the pool's start-up. The template pays it once and a fork then costs

@@ -51,7 +51,7 @@ def init(backend: str | None = None, workers: int | None = None, **options: Any)
         from eugo_lab.settings import ADDRESS_ENV
 
         if backend == "local" or not os.environ.get(ADDRESS_ENV):
-            from eugo_lab.backends.local_process import prestart_template
+            from eugo_lab.backends.local_template import prestart_template
 
             prestart_template()
     from eugo_lab.hpc.api import init as api_init
@@ -59,7 +59,7 @@ def init(backend: str | None = None, workers: int | None = None, **options: Any)
     try:
         return api_init(backend, workers, **options)
     except BaseException:
-        from eugo_lab.backends.local_process import discard_prestarted
+        from eugo_lab.backends.local_template import discard_prestarted
 
         discard_prestarted()
         raise

@@ -352,7 +352,7 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     if name == "local":  # the worker template boots while the pool's own code is imported
-        from eugo_lab.backends.local_process import discard_prestarted, prestart_template
+        from eugo_lab.backends.local_template import discard_prestarted, prestart_template
 
         prestart_template()
         try:
