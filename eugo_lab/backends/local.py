@@ -175,8 +175,8 @@ class LocalBackend(base.Backend):
                 or local_process.spawn_worker is not _SPAWN_WORKER:
             t = None  # a replaced worker command or spawner (tests) is not what the template runs
         elif t is not None and t.alive:
-            # Its environment is that of when it started: a worker that should see another one
-            # (os.environ or sys.path changed since) is spawned, as it always was.
+            # A forked worker keeps the template's variables read at process start (PYTHON*, LD_*):
+            # one that should start with others (sys.path changed since, say) is spawned.
             t = t if t.fits(env) else None
         else:
             if t is not None:
