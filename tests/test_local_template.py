@@ -60,6 +60,14 @@ def _wait_template(other_than: int | None, timeout: float = 10.0) -> int:
         time.sleep(0.02)
 
 
+def _wait_greeted(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(w.pid == pid and w.greeted and not w.dead for w in list(_backend()._workers)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"worker {pid} never said hello")
+        time.sleep(0.01)
+
+
 def test_workers_and_their_replacements_are_forked_from_the_template(local2):
     template = _backend().template_pid()
     assert template is not None
@@ -127,6 +135,7 @@ def test_forked_workers_get_the_pools_environment_and_directory(tmp_path, monkey
         new = wait_for_pool(2, other_than=pids)
         (replacement,) = new - pids
         assert _parent(replacement) == parent, var
+        _wait_greeted(replacement)  # else the other worker may run every task below
         answers = {p: (v, c) for p, v, c in hpc.get([env_of.remote(0.3, var) for _ in range(6)], timeout=30)}
         assert answers[replacement] == (["default"], str(tmp_path)), var
 

@@ -17,7 +17,7 @@ import sys
 import time
 
 _TEMPLATE_CMD = "from eugo_lab.backends.local_zygote import main; main()"
-_STARTUP_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "GLIBC_")
+_STARTUP_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "GLIBC_", "LC_", "LANG")
 # The wire format of local_zygote (see its docstring).
 _MSG = struct.Struct("<1sii")
 # How long a fork request may wait for its answer: the template's first answer waits for it to
@@ -213,7 +213,8 @@ class Forked:
 
 def _startup_env(env: dict[str, str]) -> dict[str, str]:
     # The variables read only when a process starts (the interpreter's, the dynamic linker's,
-    # glibc malloc's): a forked worker keeps the template's, so they must be what it should get.
+    # glibc malloc's, the locale Python takes its encodings from): a forked worker keeps the
+    # template's, so they must be what it should get.
     # The rest is set in the forked worker; tools do change os.environ while a pool runs.
     return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
 
