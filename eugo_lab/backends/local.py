@@ -155,11 +155,23 @@ class LocalBackend(base.Backend):
 
     def _spawn_many(self, indices: list[int]) -> list[Worker]:
         """Start these workers: forked by the template when one fits, else as fresh interpreters."""
+        return self._finish_spawn(*self._ask_spawn(indices))
+
+    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], dict[str, str], list[Worker | None]]:
+        """Ask the template for these workers (if one fits) without waiting for it; see _finish_spawn."""
         env = local_process.worker_env(self.threads_per_worker, self.extra_env)
         template = self._template_for(env)
-        found: list[Worker | None] = [None] * len(indices)
+        asked: list[Worker | None] = [None] * len(indices)
         if template is not None:
-            found = local_process.fork_workers(template, indices, self._store_dir, env)
+            asked = local_process.ask_workers(template, indices, self._store_dir, env)
+        return indices, env, asked
+
+    def _finish_spawn(self, indices: list[int], env: dict[str, str], asked: list[Worker | None]) -> list[Worker]:
+        """The workers asked for: those the template forked, the others spawned now."""
+        template = self._template
+        found = asked
+        if template is not None and any(w is not None for w in asked):
+            found = local_process.answered(template, asked)
             if not template.alive:
                 self._drop_template()
         workers = [w or local_process.spawn_worker(i, self._store_dir, env) for i, w in zip(indices, found)]
@@ -325,7 +337,9 @@ class LocalBackend(base.Backend):
     # -- the I/O thread -----------------------------------------------------------------
     def _run(self) -> None:
         try:
-            self._workers = self._spawn_many(list(range(self.n_workers)))
+            asked = self._ask_spawn(list(range(self.n_workers)))
+            if not any(w is not None for w in asked[2]):  # no template: spawn now, errors go to start()
+                self._workers = self._finish_spawn(*asked)
         except BaseException as exc:  # noqa: BLE001 - reported to start()
             self._drop_template()
             if self._prestarted is not None:
@@ -333,7 +347,14 @@ class LocalBackend(base.Backend):
             self._start_error = exc
             self._ready.set()
             return
+        # start() returns before the template answers: the caller goes on (pickling its first
+        # task, say) while the template boots. Tasks wait in the queue for the workers' hello.
         self._ready.set()
+        if not self._workers:
+            try:
+                self._workers = self._finish_spawn(*asked)
+            except Exception as exc:  # noqa: BLE001 - no workers: tasks fail, init() does not hang
+                self._no_workers = f"could not start local worker processes: {exc}"
         try:
             while True:
                 for key, mask in self._sel.select(self._select_timeout()):

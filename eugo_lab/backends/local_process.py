@@ -113,10 +113,15 @@ def _ready(w: Worker) -> Worker:
 
 
 def fork_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
-    """Have the template fork a worker per index (all asked first, then all answered); None: not forked.
+    """Have the template fork a worker per index; None: not forked, for the caller to spawn instead."""
+    return answered(template, ask_workers(template, indices, store_dir, env))
+
+
+def ask_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
+    """Ask the template for a worker per index, without waiting; :func:`answered` completes them.
 
     Asking for every worker before reading any answer lets the template boot and fork them
-    while the driver goes on; a None is for the caller to spawn instead.
+    while the driver goes on.
     """
     asked: list[Worker | None] = []
     for index in indices:
@@ -130,6 +135,11 @@ def fork_workers(template: Template, indices: list[int], store_dir: str, env: di
         if not ok:
             w.close_pipes()
         asked.append(w if ok else None)
+    return asked
+
+
+def answered(template: Template, asked: list[Worker | None]) -> list[Worker | None]:
+    """The workers of :func:`ask_workers` once the template says their pids; None: not forked."""
     out: list[Worker | None] = []
     for w in asked:
         pid = template.answer() if w is not None else None
