@@ -56,21 +56,22 @@ def main() -> None:
     stores: set[str] = set()  # the shared-memory stores of the workers it forked
 
     def leave(*_: Any) -> None:
-        # The driver is gone: stop its workers and free its shared memory, then exit. No handler
-        # may run in here: reap() would re-enter leave() in the middle of `import shutil`, and
-        # get the half-imported module.
+        # The driver is gone: free its shared memory, then stop its workers and exit. The store
+        # goes first: whoever sees the workers gone may look for it. No handler may run in
+        # here: reap() would re-enter leave() in the middle of `import shutil`, and get the
+        # half-imported module.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGTERM})
-        for pid in list(live):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         try:
             import shutil
 
             for store_dir in stores:
                 shutil.rmtree(store_dir, ignore_errors=True)
         finally:
+            for pid in list(live):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             os._exit(0)
 
     def reap(*_: Any) -> None:
