@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.backends import base, local_process, outcome
+from eugo_lab.backends import base, local_process, local_template, outcome
 from eugo_lab.backends._cluster import refuse_resources, this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
@@ -57,6 +57,13 @@ MEMORY_POLL_SECONDS = 0.05
 # Workers that die before saying hello, in a row, before the pool gives up: a broken
 # environment (missing package, bad PYTHONPATH) must fail tasks, not respawn forever.
 MAX_FAILED_STARTS_PER_WORKER = 3
+# Workers are forked from a pre-imported template process (local_zygote): ~1 ms a worker
+# instead of ~20 ms of CPU for a fresh interpreter, at start-up and after a crash. A template
+# that dies is replaced on the next worker start, at most this many times per pool; past that,
+# or when one cannot start, workers are spawned as fresh interpreters (the pool stays usable).
+MAX_TEMPLATE_STARTS = 3
+USE_TEMPLATE = local_template.USE_TEMPLATE
+_SPAWN_WORKER = local_process.spawn_worker
 
 _QUEUED, _SENT, _DONE = 0, 1, 2
 
@@ -121,10 +128,16 @@ class LocalBackend(base.Backend):
         self._all_greeted = threading.Event()
         self._start_error: BaseException | None = None
         self._lock = threading.Lock()
+        self._template: local_template.Template | None = None
+        self._template_starts = 0
+        self._prestarted: local_template.Template | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start the I/O thread, which spawns the workers (so they die with it, never earlier)."""
+        # Taken here, on the thread that started the runtime: an older pool's I/O thread, still
+        # spawning while it shuts down, must not take the template hpc.init() started for this one.
+        self._prestarted = local_template.take_prestarted()
         self._store_dir = make_store_dir()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -137,16 +150,91 @@ class LocalBackend(base.Backend):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Block until every worker process has started (imported its code and said hello)."""
+        this_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
         deadline = time.monotonic() + timeout
         while not self._all_greeted.wait(0.1):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
                 return  # tasks will report what is wrong; init() must not hang
 
     def _spawn(self, index: int) -> Worker:
+        return self._spawn_many([index])[0]
+
+    def _spawn_many(self, indices: list[int]) -> list[Worker]:
+        """Start these workers: forked by the template when one fits, else as fresh interpreters."""
+        return self._finish_spawn(*self._ask_spawn(indices))
+
+    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], dict[str, str], list[Worker | None]]:
+        """Ask the template for these workers (if one fits) without waiting for it; see _finish_spawn."""
         env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
-        w = local_process.spawn_worker(index, self._store_dir, env)
-        self._sel.register(w.result_r, selectors.EVENT_READ, w)
-        return w
+        template = self._template_for(env)
+        asked: list[Worker | None] = [None] * len(indices)
+        if template is not None:
+            asked = local_process.ask_workers(template, indices, self._store_dir, env)
+        return indices, env, asked
+
+    def _finish_spawn(self, indices: list[int], env: dict[str, str], asked: list[Worker | None]) -> list[Worker]:
+        """The workers asked for: those the template forked, the others spawned now."""
+        template = self._template
+        found = asked
+        if template is not None and any(w is not None for w in asked):
+            found = local_process.answered(template, asked)
+            if not template.alive:
+                self._drop_template()
+        workers = [w or local_process.spawn_worker(i, self._store_dir, env) for i, w in zip(indices, found)]
+        for w in workers:
+            self._sel.register(w.result_r, selectors.EVENT_READ, w)
+        return workers
+
+    def _template_for(self, env: dict[str, str]) -> local_template.Template | None:
+        """The template to fork a worker with this environment from (started if need be), or None to spawn."""
+        pre, self._prestarted = self._prestarted, None  # one this pool does not use is closed, not leaked
+        t = self._template
+        if not USE_TEMPLATE or local_process._WORKER_CMD != local_process.DEFAULT_WORKER_CMD \
+                or local_process.spawn_worker is not _SPAWN_WORKER:
+            t = None  # a replaced worker command or spawner (tests) is not what the template runs
+        elif t is not None and t.alive:
+            # A forked worker keeps the template's variables read at process start (PYTHON*, LD_*):
+            # one that should start with others (sys.path changed since, say) is spawned.
+            t = t if t.fits(env) else None
+        else:
+            if t is not None:
+                self._drop_template()
+            t = None
+            if self._template_starts < MAX_TEMPLATE_STARTS:
+                self._template_starts += 1
+                if pre is not None and pre.fits(env):  # else started for another environment (init(env=...))
+                    t, pre = pre, None
+                else:
+                    try:
+                        t = local_template.Template(env)
+                    except OSError:
+                        t = None
+                if t is not None:
+                    self._template = t
+                    self._sel.register(t.fileno(), selectors.EVENT_READ, t)
+        if pre is not None:
+            pre.close()
+        return t
+
+    def _drop_template(self) -> None:
+        t, self._template = self._template, None
+        if t is None:
+            return
+        try:
+            self._sel.unregister(t.fileno())
+        except (KeyError, ValueError):
+            pass
+        t.close()
+
+    def _on_template(self, t: local_template.Template) -> None:
+        t.poll()  # exit reports of workers; EOF: the template died
+        if not t.alive and t is self._template:
+            self._drop_template()
+
+    def template_pid(self) -> int | None:
+        """Process id of the live template process, if workers are forked from one (tests and diagnostics)."""
+        t = self._template
+        return t.pid if t is not None and t.alive else None
 
     def shutdown(self) -> None:
         """Stop every worker (at once, also mid-task) and the I/O thread; idempotent."""
@@ -257,17 +345,32 @@ class LocalBackend(base.Backend):
     # -- the I/O thread -----------------------------------------------------------------
     def _run(self) -> None:
         try:
-            self._workers = [self._spawn(i) for i in range(self.n_workers)]
+            asked = self._ask_spawn(list(range(self.n_workers)))
+            if not any(w is not None for w in asked[2]):  # no template: spawn now, errors go to start()
+                self._workers = self._finish_spawn(*asked)
         except BaseException as exc:  # noqa: BLE001 - reported to start()
+            self._drop_template()
+            if self._prestarted is not None:
+                self._prestarted.close()
             self._start_error = exc
             self._ready.set()
             return
+        # start() returns before the template answers: the caller goes on (pickling its first
+        # task, say) while the template boots. Tasks wait in the queue for the workers' hello.
         self._ready.set()
+        if not self._workers:
+            try:
+                self._workers = self._finish_spawn(*asked)
+            except Exception as exc:  # noqa: BLE001 - no workers: tasks fail, init() does not hang
+                self._no_workers = f"could not start local worker processes: {exc}"
         try:
             while True:
                 for key, mask in self._sel.select(self._select_timeout()):
                     w = key.data
                     if w is None:
+                        continue
+                    if isinstance(w, local_template.Template):
+                        self._on_template(w)
                         continue
                     if mask & selectors.EVENT_READ:
                         self._read(w)
@@ -588,6 +691,10 @@ class LocalBackend(base.Backend):
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
+        self._drop_template()  # after the workers: it reports their exits until they are gone
+        if self._prestarted is not None:  # the I/O thread failed before it started any worker
+            self._prestarted.close()
+            self._prestarted = None
         # Tasks still queued or running: their futures must not wait forever.
         for kind, item in list(self._incoming):
             if kind == "task":

@@ -9,14 +9,16 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.backends.local_template import Forked, Template, worker_env  # noqa: F401 - worker_env: the pool's
 from eugo_lab.hpc.task import Task
 
 if TYPE_CHECKING:  # the driver imports psutil only when a memory limit is watched
     import psutil
 
 _WORKER_CMD = "from eugo_lab.backends.local_worker import main; main()"
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
+# What workers run when nobody replaced _WORKER_CMD (tests do, to slow or break a worker):
+# only this command is what the template's pre-imported code would run, so only it is forked.
+DEFAULT_WORKER_CMD = _WORKER_CMD
 
 
 def usable_cores() -> int:
@@ -30,12 +32,16 @@ def usable_cores() -> int:
 class Worker:
     """The pool's view of one worker process: its pipes, buffers and the tasks it holds."""
 
-    __slots__ = ("index", "proc", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf", "inflight",
-                 "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted", "cancel_target",
-                 "cancel_deadline")
+    __slots__ = ("index", "proc", "forked", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf",
+                 "inflight", "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted",
+                 "cancel_target", "cancel_deadline")
 
     def __init__(self, index: int):
         self.index = index
+        # Started process: a subprocess.Popen, or a Forked (by the template); both answer pid,
+        # wait(timeout) (exit code; subprocess.TimeoutExpired) and kill().
+        self.proc: subprocess.Popen | Forked | None = None
+        self.forked = False
         self.task_w = self.result_r = self.lifeline_w = self.cancel_w = -1
         self.outbuf = bytearray()
         self.inbuf = bytearray()
@@ -67,38 +73,10 @@ class Worker:
                     pass
 
 
-def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: bool = False) -> dict[str, str]:
-    """The environment a worker starts with: the driver's, its sys.path, and thread limits.
-
-    ``explicit``: the user passed ``threads_per_worker`` themselves (it then wins over the
-    thread variables of the driver's environment).
-    """
-    from eugo_lab.accel import thread_guard
-
-    env = dict(os.environ)
-    # Workers must import what the driver imports: give them the driver's sys.path.
-    paths = [p or os.getcwd() for p in sys.path]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    # Two processes each running a BLAS with one thread per core oversubscribe the
-    # machine (we measured small BLAS calls 3-11x slower): split the cores instead,
-    # unless the user chose a value (a thread variable set here, or threads_per_worker=).
-    user = thread_guard.user_thread_vars()
-    if user and not explicit:
-        env[thread_guard.USER_ENV] = ",".join(user)
-    else:
-        env.update({v: str(threads_per_worker) for v in _THREAD_VARS})
-        env[thread_guard.LIMIT_ENV] = str(threads_per_worker)
-    env.update(extra_env)
-    return env
-
-
 def spawn_worker(index: int, store_dir: str, env: dict[str, str]) -> Worker:
     """Start worker process ``index`` with its three pipes; the caller registers ``result_r``."""
     w = Worker(index)
-    task_r, w.task_w = os.pipe()
-    w.result_r, result_w = os.pipe()
-    life_r, w.lifeline_w = os.pipe()
-    cancel_r, w.cancel_w = os.pipe()
+    task_r, result_w, life_r, cancel_r = _new_pipes(w)
     try:
         w.proc = subprocess.Popen(
             [sys.executable, "-c", _WORKER_CMD, str(task_r), str(result_w), str(life_r),
@@ -115,7 +93,61 @@ def spawn_worker(index: int, store_dir: str, env: dict[str, str]) -> Worker:
         os.close(life_r)
         os.close(cancel_r)
     w.pid = w.proc.pid
+    return _ready(w)
+
+
+def _new_pipes(w: Worker) -> tuple[int, int, int, int]:
+    """Open ``w``'s four pipes; return the worker's ends (task_r, result_w, life_r, cancel_r)."""
+    task_r, w.task_w = os.pipe()
+    w.result_r, result_w = os.pipe()
+    life_r, w.lifeline_w = os.pipe()
+    cancel_r, w.cancel_w = os.pipe()
+    return task_r, result_w, life_r, cancel_r
+
+
+def _ready(w: Worker) -> Worker:
     os.set_blocking(w.task_w, False)
     os.set_blocking(w.cancel_w, False)
     os.set_blocking(w.result_r, False)
     return w
+
+
+def fork_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
+    """Have the template fork a worker per index; None: not forked, for the caller to spawn instead."""
+    return answered(template, ask_workers(template, indices, store_dir, env))
+
+
+def ask_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
+    """Ask the template for a worker per index, without waiting; :func:`answered` completes them.
+
+    Asking for every worker before reading any answer lets the template boot and fork them
+    while the driver goes on.
+    """
+    asked: list[Worker | None] = []
+    for index in indices:
+        w = Worker(index)
+        theirs = _new_pipes(w)
+        try:
+            ok = template.request(index, theirs, store_dir, env)
+        finally:
+            for fd in theirs:  # the template holds its own copies now (SCM_RIGHTS duplicates them)
+                os.close(fd)
+        if not ok:
+            w.close_pipes()
+        asked.append(w if ok else None)
+    return asked
+
+
+def answered(template: Template, asked: list[Worker | None]) -> list[Worker | None]:
+    """The workers of :func:`ask_workers` once the template says their pids; None: not forked."""
+    out: list[Worker | None] = []
+    for w in asked:
+        pid = template.answer() if w is not None else None
+        if w is None or pid is None:
+            if w is not None:
+                w.close_pipes()
+            out.append(None)
+            continue
+        w.proc, w.pid, w.forked = Forked(template, pid), pid, True
+        out.append(_ready(w))
+    return out

@@ -1,7 +1,8 @@
 """The process main loop of one local-pool worker.
 
 Started by :mod:`eugo_lab.backends.local` as ``python -c "...main()" TASK_FD RESULT_FD
-LIFELINE_FD PARENT_PID STORE_DIR``.
+LIFELINE_FD PARENT_PID STORE_DIR CANCEL_FD``, or forked by the pool's template process
+(:mod:`eugo_lab.backends.local_zygote`), which calls :func:`serve` with the same pipes.
 
 Why each safeguard is here:
 - SIGINT is ignored and the worker runs in its own session: Jupyter's Interrupt signals
@@ -34,7 +35,7 @@ _LEN = struct.Struct("<Q")
 _ID = struct.Struct("<q")
 
 
-def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
+def _die_with_parent(lifeline_fd: int, parent_pid: int | None, store_dir: str) -> None:
     def leave(*_: Any) -> None:
         # The driver is gone: free the shared-memory objects it can no longer free. shutil is
         # imported here, its only use, so a worker's start-up does not pay for it; whatever
@@ -48,13 +49,17 @@ def _die_with_parent(lifeline_fd: int, parent_pid: int, store_dir: str) -> None:
 
     # SIGTERM (not SIGKILL) so the handler can clean up; both paths end in os._exit.
     signal.signal(signal.SIGTERM, leave)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        leave()
+    # parent_pid None: forked by the template (local_zygote), whose death must not take the
+    # workers with it; the lifeline alone says when the driver is gone, and the template
+    # kills its workers when it sees the driver go (for tasks that hold the GIL).
+    if parent_pid is not None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - not Linux
+            pass
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            leave()
 
     def watch() -> None:
         try:
@@ -118,12 +123,17 @@ class _Cancels:
 
 
 def main() -> None:
-    """Serve tasks until the driver closes the task pipe or disappears."""
+    """Serve tasks until the driver closes the task pipe or disappears (argv: see the module docstring)."""
     task_fd, result_fd, lifeline_fd, parent_pid = (int(a) for a in sys.argv[1:5])
-    store_dir = sys.argv[5]
+    serve(task_fd, result_fd, lifeline_fd, int(sys.argv[6]), sys.argv[5], parent_pid)
+
+
+def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_dir: str,
+          parent_pid: int | None) -> None:
+    """The task loop on these pipes; never returns (``os._exit``). ``parent_pid`` None: forked by the template."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(lifeline_fd, parent_pid, store_dir)
-    cancels = _Cancels(int(sys.argv[6]))
+    cancels = _Cancels(cancel_fd)
 
     from eugo_lab.backends._worker import execute, execute_batch
     from eugo_lab.hpc.serialization import loads_value

@@ -20,10 +20,13 @@ tasks, which keeps a worker's start-up short.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eugo_lab.backends.base import ClusterInfo
 
 _EXPORTS = {
-    "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "init", "is_initialized", "last_optimizations",
+    "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "is_initialized", "last_optimizations",
                          "last_trace", "map", "put", "shutdown", "trace", "wait"),
     "eugo_lab.hpc.errors": ("BackendError", "FunctionLoadError", "GetTimeoutError", "HpcError", "MemoryLimitExceeded",
                             "NoWorkersError", "RemoteTraceback", "SerializationError", "TaskCancelled",
@@ -37,7 +40,44 @@ _EXPORTS = {
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_WHERE)
+__all__ = sorted([*_WHERE, "init"])
+
+
+def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
+         cluster: Any = None, **options: Any) -> ClusterInfo:
+    """Start the runtime explicitly and return :func:`cluster` info.
+
+    ``backend``: ``"local"`` (default: worker processes on this machine) or another name
+    from ``eugo_lab.backends.available()``; ``workers``: how many (default: usable cores);
+    ``address``: an existing Dask scheduler or Ray cluster; ``cluster``: a Dask cluster
+    manager; other options go to the engine (``memory_limit``, ``cancel_grace``,
+    ``idle_timeout``, ...). Calling ``init`` again replaces the running runtime (its pending
+    tasks are cancelled). It returns once the workers are up, so a traced region that
+    follows measures tasks, not worker start-up.
+
+    Defined here rather than in ``api`` so that, for the local pool, the process its workers
+    are forked from starts first and boots while the runtime's own modules are imported
+    (~20 ms of CPU each).
+    """
+    options = {**options, "address": address, "cluster": cluster}
+    if backend in (None, "local") and address is None and cluster is None:
+        import os
+
+        from eugo_lab.settings import ADDRESS_ENV
+
+        if backend == "local" or not os.environ.get(ADDRESS_ENV):
+            from eugo_lab.backends.local_template import prestart_template
+
+            prestart_template()
+    from eugo_lab.hpc.api import init as api_init
+
+    try:
+        return api_init(backend, workers, **options)
+    except BaseException:
+        from eugo_lab.backends.local_template import discard_prestarted
+
+        discard_prestarted()
+        raise
 
 
 def __getattr__(name: str) -> Any:

@@ -402,6 +402,22 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
     name = backends.resolve_name(backend, address=address, cluster=cluster)
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    if name == "local":  # the worker template boots while the pool's own code is imported
+        from eugo_lab.backends.local_template import discard_prestarted, prestart_template
+
+        prestart_template()
+        try:
+            return _start(name, workers, address, cluster, wait_ready, backend_options)
+        except BaseException:
+            discard_prestarted()  # the pool did not take it
+            raise
+    return _start(name, workers, address, cluster, wait_ready, backend_options)
+
+
+def _start(name: str, workers: int | None, address: str | None, cluster: Any, wait_ready: bool,
+           backend_options: dict[str, Any]) -> Runtime:
+    from eugo_lab import backends
+
     with _current_lock:
         old = _current
         if old is not None:
