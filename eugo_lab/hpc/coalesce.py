@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eugo_lab.hpc import errors, session
-from eugo_lab.hpc.future import STATE_CANCELLED, Future
+from eugo_lab.hpc.future import STATE_CANCELLED, Future, FutureBatch
 from eugo_lab.hpc.task import FunctionRecord, TaskOptions
 
 # A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
@@ -207,7 +207,8 @@ class Coalescer:
     def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]]) -> None:
         futs = [f for _, _, f in batch]
         try:
-            rt.submit_batch(self.spread, [(a, k) for a, k, _ in batch], futs, self.options, on_done=self._batch_done)
+            rt.submit_batch(self.spread, [(a, k) for a, k, _ in batch], FutureBatch(futs), self.options,
+                            on_done=self._batch_done)
         except errors.HpcError as exc:  # the runtime was shut down meanwhile: fail these calls, as .remote() would
             with self.lock:
                 self.inflight -= 1
@@ -242,7 +243,7 @@ class Coalescer:
             self.plain_tasks += 1
         # A one-call batch: the caller's future (and its task id) stays the one it was given.
         try:
-            rt.submit_batch(self.spread, [(args, kwargs)], [fut], self.options)
+            rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut]), self.options)
         except errors.HpcError as exc:
             fut._complete(2, error=exc)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from eugo_lab.hpc.errors import GetTimeoutError, cancelled
@@ -345,3 +345,61 @@ def _run_callback(fn: Callable[[Future], Any], fut: Future) -> None:
         import logging
 
         logging.getLogger("eugo_lab").exception("done-callback %r failed for %r", fn, fut)
+
+
+class FutureBatch:
+    """A batch task's items when each already has its future (``batch="auto"`` coalescing of ``.remote()`` calls).
+
+    The same protocol as an ``hpc.map`` batch (``mapping._Batch``), which the runtime uses for
+    every batch task: ``finish`` settles the items from one result list, and the batch stands
+    in for its items where the runtime ends a task as a whole (``_complete``, ``cancel``,
+    ``_state``, ``function``, ``task_id``).
+    """
+
+    __slots__ = ("futures",)
+
+    def __init__(self, futures: list[Future]):
+        self.futures = list(futures)
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def __getitem__(self, i: int) -> Future:
+        return self.futures[i]
+
+    def __iter__(self) -> Iterator[Future]:
+        return iter(self.futures)
+
+    def __repr__(self) -> str:
+        return f"<hpc.FutureBatch of {len(self.futures)} calls>"
+
+    def finish(self, result: BatchResult, failed: dict[int, BaseException]) -> None:
+        """Settle every item: the failed ones with their error, the others from ``result``."""
+        for i, exc in failed.items():
+            self.futures[i]._complete(STATE_FAILED, error=exc)
+        complete_batch(self.futures, result, skip=failed)
+
+    @property
+    def function(self) -> str:
+        """The calls' function name."""
+        return self.futures[0].function if self.futures else "?"
+
+    @property
+    def task_id(self) -> int:
+        """The first call's task id."""
+        return self.futures[0].task_id if self.futures else -1
+
+    @property
+    def _state(self) -> int:
+        states = {f._state for f in self.futures}
+        if STATE_PENDING in states:
+            return STATE_PENDING
+        return STATE_CANCELLED if states == {STATE_CANCELLED} else STATE_FINISHED
+
+    def _complete(self, state: int, payload: Any = None, error: BaseException | None = None) -> bool:
+        """End every item still pending the same way; True if any was."""
+        return any([f._complete(state, payload=payload, error=error) for f in self.futures])
+
+    def cancel(self) -> bool:
+        """Cancel the items still pending; True if any was."""
+        return any([f.cancel() for f in self.futures])
