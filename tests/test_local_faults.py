@@ -91,7 +91,9 @@ def test_killed_worker_retries_only_its_task(local2):
 
 @hpc.remote
 def started_then_nap(path: str, seconds: float, value: str) -> str:
-    open(path, "a").close()
+    with open(path + ".tmp", "w") as fh:  # the pid of the worker running it, written whole
+        fh.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
     time.sleep(seconds)
     return value
 
@@ -100,11 +102,10 @@ def test_crash_is_recorded_as_a_retried_attempt(local2, tmp_path):
     started = tmp_path / "started"
     with hpc.trace() as t:
         f = started_then_nap.remote(str(started), 1.0, "ok")
-        wait_for_file(started)  # running, not just sent: a busy machine can take a while
-        # Both at once: the pool hands a retry to any worker that is up, so a second kill that
-        # came after the first crash was handled could land on the retry itself.
-        for pid in pool_pids():
-            os.kill(pid, signal.SIGKILL)
+        pid = int(wait_for_file(started))  # running, not just sent: a busy machine can take a while
+        # Only the worker running it: the retry goes to any worker that is up (the other one, or
+        # the replacement, forked in milliseconds), and must not be killed too.
+        os.kill(pid, signal.SIGKILL)
         assert hpc.get(f, timeout=60) == "ok"
     df = t.to_dataframe()
     rows = df[df["task_id"] == f.task_id].sort_values("attempt")
