@@ -464,6 +464,10 @@ def set_current(rt: Runtime | None) -> None:
     global _current
     with _current_lock:
         _current = rt
+    from eugo_lab.settings import STATUS_DIR_ENV
+
+    if not os.environ.get(STATUS_DIR_ENV):
+        return  # not a kernel of a server with our extension: nobody to tell (and no json import at start-up)
     try:
         from eugo_lab.hpc.status import runtime_changed
 
