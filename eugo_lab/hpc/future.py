@@ -257,33 +257,13 @@ class Future:
 
 
 def complete_batch(futures: list[Future], batch: BatchResult, skip: Any = ()) -> None:
-    """Finish every future of an ``hpc.map`` batch with its item of ``batch`` (one lock for all).
+    """Finish every future of a batch with its item of ``batch`` (one lock for all; see :func:`settle`).
 
     The same effect as ``f._complete(STATE_FINISHED, batch=batch, index=i)`` for each ``i`` not in
-    ``skip`` (items that failed, completed separately), at about a third of the cost: the
-    global lock is taken once, and events and callbacks (rare: only futures somebody waits
-    on or watches have them) are fired after it is released.
+    ``skip`` (items that failed, completed separately): the global lock is taken once, and
+    events and callbacks are fired after it is released.
     """
-    wake = []
-    _lock.acquire()
-    try:
-        for i, f in enumerate(futures):
-            if f._state != STATE_PENDING or (skip and i in skip):
-                continue
-            f._batch = batch
-            f._index = i
-            f._state = STATE_FINISHED
-            f._canceller = None
-            if f._event is not None or f._callbacks is not None:
-                wake.append((f, f._event, f._callbacks))
-                f._callbacks = None
-    finally:
-        _lock.release()
-    for f, event, callbacks in wake:
-        if event is not None:
-            event.set()
-        for cb in callbacks or ():
-            _run_callback(cb, f)
+    wake(settle([(f, STATE_FINISHED, None, batch, i) for i, f in enumerate(futures) if not (skip and i in skip)]))
 
 
 def settle(changes: list[tuple[Future, int, BaseException | None, BatchResult | None, int]]) -> list:
