@@ -1,5 +1,5 @@
 # Eugo Lab: two commands do all set-up on a fresh machine.
-#   make lab    create .venv, install, start JupyterLab on courses/ (127.0.0.1:8888)
+#   make lab    create .venv, install, start JupyterLab on courses/index.ipynb (127.0.0.1:8888)
 #   make test   create .venv, install everything the tests need, run ruff and pytest
 # Other targets: make bench (benchmarks vs peers), make bench-quick, make gpu-check, make clean.
 
@@ -43,6 +43,7 @@ system-deps:
 lab: deps bytecode
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.root_dir=courses --ServerApp.allow_root=True --LabApp.news_url=None \
+		--LabApp.default_url=/lab/tree/index.ipynb \
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 lint: deps

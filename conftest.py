@@ -30,6 +30,26 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A phase of a test ended."""
     _note(f"{report.nodeid}: {report.when} {report.outcome}")
+    path = report.nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        _notebook_seconds[path] = _notebook_seconds.get(path, 0.0) + report.duration
+
+
+# Seconds each notebook took under nbval (all its cells), printed after the run: the courses
+# promise each lesson under 2 minutes on 2 cores and the whole set under 15.
+_notebook_seconds: dict[str, float] = {}
+NOTEBOOK_BUDGET_S = 120.0
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Report how long each notebook took (its cells summed), slowest first."""
+    if not _notebook_seconds:
+        return
+    total = sum(_notebook_seconds.values())
+    terminalreporter.section(f"notebooks: {len(_notebook_seconds)} in {total / 60:.1f} min")
+    for path, secs in sorted(_notebook_seconds.items(), key=lambda kv: -kv[1]):
+        over = "  OVER the 2-minute budget" if secs > NOTEBOOK_BUDGET_S else ""
+        terminalreporter.write_line(f"{secs:7.1f} s  {path}{over}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
