@@ -90,7 +90,8 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                           {"function": name, "tasks": n, "median_body": body, "median_overhead": ovh,
                            "total_overhead": float(ctx.overhead[sel].sum()), "suggested_batch": size},
                           related=("Batching",))
-        one = np.flatnonzero(sel & ~u.is_batch)
+        # Tasks of one item each: plain calls, and hpc.map batches of a single item (batch=1).
+        one = np.flatnonzero(sel & (~u.is_batch | (u.n_items <= 1)))
         # Each item at the function's median body: bodies this short are mostly the task's own
         # timing plus scheduler noise (a preempted task reads hundreds of us), which a batch's
         # tight loop over its items does not pay per item.
