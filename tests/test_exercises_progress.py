@@ -132,8 +132,9 @@ def test_verdict_text_and_html():
     v = base.Verdict("fan-out", False, ("use <b>hpc.get</b> once",), details=("1.9x",))
     assert v.to_text() == "exercise fan-out: not yet\n  use <b>hpc.get</b> once"
     assert v.to_text(precise=True).endswith("measured: 1.9x")
-    h = v._repr_html_()
+    h = v.to_html(precise=True)
     assert "<b>hpc.get</b>" not in h and "&lt;b&gt;hpc.get&lt;/b&gt;" in h and "1.9x" in h
+    assert "1.9x" not in v._repr_html_() and "&lt;b&gt;hpc.get&lt;/b&gt;" in v._repr_html_()  # nbval can compare it
     assert base.Verdict("fan-out", True).first_line == "exercise fan-out: passed"
 
 
