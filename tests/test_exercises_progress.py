@@ -203,3 +203,19 @@ def test_store_that_cannot_be_written_warns_and_keeps_the_cell(store, monkeypatc
         v = run_exercise("fan-out", REFERENCE)
     assert v.passed
     assert any("was not saved" in str(w.message) and "newer eugo-lab" in str(w.message) for w in caught)
+
+
+def test_a_checker_bug_in_the_magic_is_shown_as_such_and_not_saved(store, monkeypatch):
+    def broken(a):
+        return a.namespace["no such name"]
+
+    monkeypatch.setitem(base._REGISTRY, "broken-demo", base.Exercise("broken-demo", "x.ipynb", "demo", broken))
+    ip = shell()
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    with capture_output() as cap:
+        ip.run_cell("%%eugo --exercise broken-demo -w 2 --no-live\nx = 1\n")
+    assert "exercise broken-demo: not checked" in cap.stdout
+    assert "bug in Eugo Lab, not a mistake in your cell" in cap.stdout
+    assert not store.exists()  # not counted as an attempt of the learner's
+    with pytest.raises(AssertionError, match="checker bug: KeyError"):
+        run_exercise("broken-demo", "x = 1\n")

@@ -155,7 +155,8 @@ class Attempt:
         """
         if name not in self.namespace or (name in self.before and self.namespace[name] is self.before[name]):
             raise NotYet(f"the cell did not define `{name}`: this exercise reads its result from a variable "
-                         f"named `{name}`, so assign the final result to it (e.g. `{name} = hpc.get(futures)`).")
+                         f"named `{name}`, so assign your final result to `{name}` in this cell (a value left "
+                         "by an earlier cell does not count).")
         return self.namespace[name]
 
     def passed(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
