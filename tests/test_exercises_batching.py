@@ -9,7 +9,7 @@ from eugo_lab import hpc
 
 @hpc.remote
 def score(x):
-    return (x * 7919) % 104729
+    return sum((x * k) % 7 for k in range(200))
 
 items = range(3000)
 """
@@ -42,6 +42,11 @@ def test_on_one_worker_the_batches_are_counted_for_two():
     v = run_exercise("batching", "results = hpc.get(hpc.map(score, items, batch=1000))\n", setup=SETUP,
                      line="-w 1 --no-live")
     assert not v.passed and "(counted for 2: this run had 1)" in v.to_text(), v.to_text()
+
+
+def test_reference_on_one_worker_passes():
+    v = run_exercise("batching", "results = hpc.get(hpc.map(score, items))\n", setup=SETUP, line="-w 1 --no-live")
+    assert v.passed and "on 2 workers" in v.to_text(), v.to_text()
 
 
 def test_wrong_order():
