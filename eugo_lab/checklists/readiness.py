@@ -88,7 +88,7 @@ def result_size(s: Subject) -> tuple[bool | None, str]:
 
 
 def bound(s: Subject) -> tuple[bool | None, str]:
-    """CPU time over wall time of the local call."""
+    """CPU time over the time the local call could run (waiting for a core other programs held left out)."""
     missing = _need_call(s)
     if missing:
         return None, missing
@@ -96,13 +96,16 @@ def bound(s: Subject) -> tuple[bool | None, str]:
     assert call is not None
     if call.seconds <= 0:
         return None, "not measured: the call was too short to tell"
-    ratio = call.cpu / call.seconds
+    ratio = call.cpu_share
+    # Time queued for a core is the machine being busy, not the call waiting: said, and left out.
+    busy = f" (plus {fmt_s(call.queued)} queued for a core other programs held)" if call.queued >= 0.1 * call.seconds \
+        else ""
+    head = f"one call used the CPU {fmt_pct(min(ratio, 1.0))} of its {fmt_s(call.seconds - call.queued)}{busy}"
     if ratio < IO_BOUND_RATIO:
-        return False, (f"one call used the CPU {fmt_pct(ratio)} of its {fmt_s(call.seconds)}: it mostly waits (I/O, "
-                       "network, sleep); more workers help only if what it waits on serves them in parallel")
+        return False, (f"{head}: it mostly waits (I/O, network, sleep); more workers help only if what it waits on "
+                       "serves them in parallel")
     kind = "compute-bound" if ratio >= COMPUTE_BOUND_RATIO else "mostly computing"
-    return True, (f"one call used the CPU {fmt_pct(min(ratio, 1.0))} of its {fmt_s(call.seconds)}: {kind}, more "
-                  "cores help")
+    return True, f"{head}: {kind}, more cores help"
 
 
 def pieces(s: Subject) -> tuple[bool | None, str]:

@@ -29,13 +29,37 @@ OVERHEAD_PROBES = 15
 
 @dataclass(frozen=True)
 class Call:
-    """One timed local call: median seconds and CPU seconds per call, the result, or the exception raised."""
+    """One timed local call: median seconds and CPU seconds per call, the result, or the exception raised.
+
+    ``queued``: seconds per call this thread was ready to run but waited for a core (other
+    programs had it); not waiting on I/O, so :attr:`cpu_share` leaves it out.
+    """
 
     seconds: float
     cpu: float
     calls: int
     result: Any = None
     error: BaseException | None = None
+    queued: float = 0.0
+
+    @property
+    def cpu_share(self) -> float:
+        """CPU time over the time the call could run (wall time less waiting for a busy core)."""
+        could_run = self.seconds - self.queued
+        return self.cpu / could_run if could_run > 0 else 1.0
+
+
+def _run_queue_wait() -> float:
+    """Seconds this thread has spent runnable but waiting for a core (Linux schedstat; 0 elsewhere).
+
+    On a shared machine a busy loop can get half a core: its CPU share then looks like
+    waiting on I/O unless the time spent queued for a core is taken out.
+    """
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def describe_call(fn: Any, args: tuple, kwargs: dict) -> str:
@@ -86,21 +110,23 @@ class Subject:
         """One local call of ``fn`` timed (None without ``fn``); an exception is kept, not raised."""
         if self.fn is None:
             return None
-        times, cpus = [], []
+        times, cpus, queued = [], [], []
         result = None
         budget_end = time.perf_counter() + TIME_BUDGET_S
         while True:
-            c0, t0 = time.process_time(), time.perf_counter()
+            q0, c0, t0 = _run_queue_wait(), time.process_time(), time.perf_counter()
             try:
                 result = self.fn(*self.args, **self.kwargs)
             except Exception as exc:  # noqa: BLE001 - the learner's function: reported as evidence, never raised
                 return Call(0.0, 0.0, len(times) + 1, error=exc)
-            t1, c1 = time.perf_counter(), time.process_time()
+            t1, c1, q1 = time.perf_counter(), time.process_time(), _run_queue_wait()
             times.append(t1 - t0)
             cpus.append(c1 - c0)
+            queued.append(q1 - q0)
             if times[0] >= SINGLE_CALL_S or len(times) >= MAX_CALLS or t1 >= budget_end:
                 break
-        return Call(statistics.median(times), statistics.median(cpus), len(times), result)
+        return Call(statistics.median(times), statistics.median(cpus), len(times), result,
+                    queued=statistics.median(queued))
 
     def call_failed(self) -> str:
         """The evidence for items that need the call when it raised ('' when it did not)."""
