@@ -109,7 +109,8 @@ def threads_guarded(s: Subject) -> tuple[bool | None, str]:
     total = per * info.workers
     head = (f"each worker's BLAS runs {per} thread{'s' if per != 1 else ''} ({len(by_worker)} workers answered): "
             f"{info.workers} workers x {per} = {total} threads on {info.cores} cores")
-    if total <= info.cores:
+    # One thread per worker is the least a worker can run; the guard gives each its share of the cores.
+    if per <= max(1, info.cores // max(info.workers, 1)):
         return True, head
     return False, (f"{head}: they fight for the cores; limit them with hpc.init(threads_per_worker=1) or "
                    "OMP_NUM_THREADS=1")
