@@ -18,6 +18,9 @@ def measure(name: str, fn: Any = None, args: Any = (), kwargs: Any = None, trace
     trace, :func:`eugo_lab.hpc.last_trace`). ``deadline`` (seconds) and ``price`` (per
     worker-hour) are for the cost checklist.
 
+    The readiness checklist's task-size item measures the overhead on the running runtime
+    (and starts the default one if none runs); the other items never start one.
+
     Each result's ``ok`` is True or False, or None when the item cannot be measured with
     what was given (or is one you tick yourself); ``evidence`` says why, with your numbers.
     Nothing is saved: ticks are saved by the interactive checklist (:func:`show`) or
