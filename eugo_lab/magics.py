@@ -23,7 +23,7 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
 from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.status import DEFAULT_PRICE
 
-SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises")
+SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
                 "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH, "
                 "--exercise ID (see %%eugo?)")
@@ -96,7 +96,7 @@ class EugoMagics(Magics):
 
     @no_var_expand
     @line_magic("eugo")
-    def eugo_line(self, line: str) -> None:
+    def eugo_line(self, line: str) -> Any:
         """Manage the runtime and look things up.
 
         ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
@@ -104,6 +104,8 @@ class EugoMagics(Magics):
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
         ``%eugo exercises``           every exercise, its lesson and your status (passed / not yet / not tried)
+        ``%eugo checklist NAME``      an interactive checklist (readiness, tuning, cost, ml); ``--fn F --args A
+                                      --trace T`` name the notebook's variables its Measure buttons use
         """
         from eugo_lab.render import display, html, text
 
@@ -167,6 +169,17 @@ class EugoMagics(Magics):
             found = listing.rows()
             plain = listing.listing_text(found)
             show(plain, plain, listing.listing_html(found))
+        elif sub == "checklist":
+            from eugo_lab.checklists import ChecklistError, view
+
+            try:
+                checklist = view.from_line(rest, self.shell.user_ns)
+            except ChecklistError as exc:
+                raise UsageError(f"%eugo checklist: {exc}") from None
+            if mode == "text":
+                print(checklist.to_text(precise=True))
+                return None
+            return checklist  # displayed by IPython as the widget, with a deterministic text/plain
         else:
             raise UsageError(f"%eugo needs a subcommand: {', '.join(SUBCOMMANDS)} (got {sub!r}); "
                              "use %%eugo (two %) to run a cell")
