@@ -1,0 +1,205 @@
+"""``hpc.map_partitions``: run a pandas analysis on row partitions of a DataFrame, one task each, and combine.
+
+The analysis stays what it was on one machine, a function of a DataFrame; the runtime
+splits the frame into **partitions**, runs the function once per partition, and joins the
+results. Partition size is the lever: too few partitions leave workers idle (one slow
+partition holds up the run), too many pay a fixed cost per partition (the task's scheduling
+overhead plus pandas' own per-call cost) that the work no longer covers.
+
+Each partition travels by value, as the argument of its one task. ``hpc.put`` pays off
+when many tasks share one object; here every partition is read by exactly one task, so a
+put would add a store and a reference without saving a copy. By value, the large column
+buffers already go through shared memory on the local pool (the tasks' ``bytes_in`` add
+up to about the frame's own size, which ``tests/test_map_partitions.py`` measures).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eugo_lab.hpc import session
+from eugo_lab.hpc.future import STATE_FAILED, STATE_PENDING
+from eugo_lab.hpc.remote_function import RemoteFunction, remote
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+# Partitions per worker for partitions="auto". One per worker leaves no slack: a partition
+# that runs 2x slower (a busy core, denser rows) doubles the run. With four, a worker that
+# finishes early takes another partition, so one slow partition delays the end by about a
+# quarter of a worker's share; more than four mostly adds per-partition fixed costs.
+PARTITIONS_PER_WORKER = 4
+# The smallest partition "auto" makes. pandas pays a fixed ~0.1-0.5 ms per operation
+# whatever the row count (the Course 1 lesson's eight-step summary: ~4 ms on 500 rows,
+# ~40 ms on 50,000, measured on the 2-core VM); at 10,000 rows the vectorized work per
+# partition is at least that fixed part, so splitting further mostly multiplies it.
+MIN_PARTITION_ROWS = 10_000
+# The largest partition "auto" makes. A worker holds its partition, the copy it unpickled
+# and pandas' intermediates (often 2-4x the input): 64 MiB keeps that to a few hundred MB
+# per worker, and moving 64 MiB through shared memory (~20-50 ms) stays small beside the
+# work. Above it the count grows past PARTITIONS_PER_WORKER per worker; this limit wins
+# over MIN_PARTITION_ROWS, because memory is a hard limit and the row floor only a cost.
+MAX_PARTITION_BYTES = 64 << 20
+
+
+def auto_partitions(rows: int, nbytes: int, workers: int) -> int:
+    """The partition count ``partitions="auto"`` uses for ``rows`` rows of ``nbytes`` bytes on ``workers`` workers."""
+    n = min(PARTITIONS_PER_WORKER * max(1, workers), rows // MIN_PARTITION_ROWS)
+    n = max(n, math.ceil(nbytes / MAX_PARTITION_BYTES))
+    return max(1, min(n, rows))
+
+
+def _check_count(partitions: Any, limit: int, what: str, unit: str) -> int | None:
+    """``partitions`` as an int (None for "auto"); at most ``limit`` (``what`` says why) of ``unit``."""
+    if isinstance(partitions, str) and partitions == "auto":
+        return None
+    choices = f"pass partitions='auto' or an int from 1 to {limit} ({what})"
+    if isinstance(partitions, bool) or not isinstance(partitions, int):
+        raise ValueError(f"partitions={partitions!r} is not a partition count; {choices}")
+    if partitions < 1:
+        raise ValueError(f"partitions={partitions!r}: the data needs at least 1 partition; {choices}")
+    if partitions > limit:
+        raise ValueError(f"partitions={partitions!r}: more partitions than {unit} would leave some empty; {choices}")
+    return partitions
+
+
+def _row_bounds(rows: int, n: int) -> list[tuple[int, int]]:
+    """``n`` contiguous ``(start, stop)`` row spans whose sizes differ by at most one."""
+    cuts = [i * rows // n for i in range(n + 1)]
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def _group_codes(frame: pd.DataFrame, by: Hashable | Sequence[Hashable]) -> np.ndarray:
+    """One int per row: which group of the ``by`` columns it belongs to (missing keys form a group too)."""
+    keys = list(by) if isinstance(by, (list, tuple)) else [by]
+    if not keys:
+        raise ValueError("by=[] names no column; pass a column name (by='meter') or a list of them, or leave by out")
+    missing = [k for k in keys if k not in frame.columns]
+    if missing:
+        cols = ", ".join(repr(c) for c in frame.columns)
+        raise ValueError(f"by={by!r}: no column {', '.join(repr(k) for k in missing)} in the DataFrame; "
+                         f"its columns are {cols}")
+    return frame.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+
+
+def _assign_groups(sizes: np.ndarray, n: int) -> np.ndarray:
+    """Partition of each group: biggest groups first, each to the partition with the fewest rows so far.
+
+    Longest-processing-time-first balancing: no partition exceeds the fair share by more than
+    its smallest group, except where one group alone is bigger than the fair share.
+    """
+    import numpy as np
+
+    out = np.empty(len(sizes), dtype=np.int64)
+    heap = [(0, p) for p in range(n)]  # (rows so far, partition): ties go to the lower partition
+    for g in np.argsort(-sizes, kind="stable"):
+        rows, p = heapq.heappop(heap)
+        out[g] = p
+        heapq.heappush(heap, (rows + int(sizes[g]), p))
+    return out
+
+
+def split(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: Any = None,
+          workers: int = 1) -> list[pd.DataFrame | pd.Series]:
+    """The partitions ``map_partitions`` sends: contiguous row spans, or whole groups of ``by`` per partition.
+
+    Row spans keep the frame's order (partition 0 holds the first rows). With ``by``, rows of
+    one key value are all in one partition, each partition's rows in their original order.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not isinstance(data, (pd.DataFrame, pd.Series)):
+        raise TypeError(f"hpc.map_partitions takes a pandas DataFrame or Series, got {type(data).__name__}; "
+                        "for a list of items use hpc.map(f, items)")
+    rows = len(data)
+    if by is None:
+        count = _check_count(partitions, max(1, rows), f"the data has {rows} rows", "rows")
+        if count is None:
+            nbytes = int(np.sum(data.memory_usage(index=True, deep=True)))
+            count = auto_partitions(rows, nbytes, workers)
+        return [data.iloc[lo:hi] for lo, hi in _row_bounds(rows, count)]
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("by= groups the rows of a DataFrame by its columns; a Series has none: pass "
+                         "series.to_frame() or leave by out")
+    codes = _group_codes(data, by)
+    sizes = np.bincount(codes, minlength=int(codes.max()) + 1 if rows else 0)
+    groups = len(sizes)
+    count = _check_count(partitions, max(1, groups), f"by={by!r} has {groups} distinct values", "keys")
+    if count is None:
+        nbytes = int(np.sum(data.memory_usage(index=True, deep=True)))
+        count = min(auto_partitions(rows, nbytes, workers), max(1, groups))
+    if not groups:
+        return [data]
+    part = _assign_groups(sizes, count)[codes]
+    order = np.argsort(part, kind="stable")  # rows of partition 0 first, each in its original order
+    cuts = np.searchsorted(part[order], np.arange(count + 1))
+    return [data.iloc[order[lo:hi]] for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _combine_default(results: list) -> Any:
+    """``pd.concat`` in partition order when every result is a DataFrame or Series, else the list."""
+    import pandas as pd
+
+    if results and all(isinstance(r, (pd.DataFrame, pd.Series)) for r in results):
+        return pd.concat(results)
+    return results
+
+
+def _failed_partition(futures: list, parts: list) -> str:
+    """Which partition's task failed first, as a note for the error the caller sees."""
+    for i, fut in enumerate(futures):
+        if fut._state == STATE_FAILED:
+            return f"hpc.map_partitions: raised by {fut.function}() on partition {i} of {len(futures)} " \
+                   f"({len(parts[i])} rows)"
+    return "hpc.map_partitions: a partition's task failed"
+
+
+def map_partitions(f: Callable[[Any], Any] | RemoteFunction, df: pd.DataFrame | pd.Series,
+                   partitions: int | str = "auto", combine: Callable[[list], Any] | None = None, *,
+                   by: Any = None) -> Any:
+    """Run ``f(partition)`` on row partitions of ``df``, one task each, on the running runtime; combine the results.
+
+    - ``partitions``: ``"auto"`` (about four per worker, none under 10,000 rows or over
+      64 MiB: see the constants of :mod:`eugo_lab.hpc.partitions`) or an int from 1 to the
+      number of rows (with ``by``: to the number of distinct keys).
+    - ``combine``: a callable given the list of results in partition order (``sum``, or a
+      function that re-aggregates partial group results). Default: ``pd.concat`` of them
+      when they are DataFrames or Series (a row-wise ``f`` gives back the frame's rows in
+      their order), else the list itself.
+    - ``by``: a column name or a list of them: rows with the same key go to one partition,
+      so ``f`` may group by that key and the combined result needs no second aggregation
+      (its rows come in partition order: ``.sort_index()`` them if order matters). A key
+      with most of the rows makes its partition a straggler; split by rows and ``combine``
+      partial results instead.
+
+    Blocks until every partition is done. A task's error is raised as its own type, with a
+    note naming the partition; the other partitions still pending are cancelled.
+    """
+    if not callable(f):
+        raise TypeError(f"hpc.map_partitions(f, df): f must be a function of a DataFrame, got {type(f).__name__}")
+    if combine is not None and not callable(combine):
+        raise TypeError(f"combine must be a callable taking the list of partition results (e.g. sum or "
+                        f"pd.concat), got {type(combine).__name__}")
+    rt = session.current()
+    parts = split(df, partitions, by=by, workers=rt.backend.worker_count)  # type: ignore[union-attr]
+    rf = f if isinstance(f, RemoteFunction) else remote(f)
+    futures = [rf.remote(p) for p in parts]
+    from eugo_lab.hpc.api import get
+
+    try:
+        results = get(futures)
+    except Exception as exc:
+        exc.add_note(_failed_partition(futures, parts))
+        for fut in futures:
+            if fut._state == STATE_PENDING:
+                fut.cancel()
+        raise
+    return (combine or _combine_default)(results)
+
+
+__all__ = ["map_partitions", "split", "auto_partitions"]
