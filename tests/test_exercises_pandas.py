@@ -45,13 +45,14 @@ def merge_summaries(parts):
         {{"readings": "sum", "kwh": "sum", "peak_evening_kw": "max", "drift_warnings": "sum"}})
 
 
-hpc.init(workers=2)
-hpc.map_partitions(summarize, readings.iloc[:4_000], partitions=8)  # both workers import pandas before the check
+hpc.init(workers={workers})
+hpc.map_partitions(summarize, readings.iloc[:4_000], partitions=8)  # each worker imports pandas before the check
 """
 
 
-def run(cell: str, rows: int = 100_000):
-    return run_exercise("partition-pandas", cell, setup=SETUP.format(rows=rows))
+def run(cell: str, rows: int = 100_000, workers: int = 2):
+    return run_exercise("partition-pandas", cell, setup=SETUP.format(rows=rows, workers=workers),
+                        line=f"-w {workers} --no-live")
 
 
 def lines(v) -> str:
@@ -71,6 +72,16 @@ def test_references_pass(cell):
     assert "result equals pandas' summarize(readings): 60 rows" in text
     assert "the tasks ran at the same time on several workers" in text
     assert " s " not in v.to_text(precise=False)  # no seconds in the compared text
+
+
+def test_on_one_worker_the_reference_passes_on_the_replay_and_says_so():
+    cell = 'result = hpc.map_partitions(summarize, readings, by="meter")\n'
+    v = run(cell, workers=1)
+    text = lines(v)
+    assert v.passed, text
+    assert "this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over 1.4x" in text
+    v = run("result = hpc.map_partitions(summarize, readings, partitions=1)\n", workers=1)
+    assert "sent the whole DataFrame (100,000 rows) to one task" in lines(v)
 
 
 def test_the_starter_sends_the_whole_frame_to_one_task():
@@ -104,15 +115,15 @@ def test_a_combine_that_drops_partitions_names_the_missing_meters():
 
 def test_one_task_per_row_is_too_small():
     v = run("result = hpc.map_partitions(summarize, readings, partitions=len(readings), combine=merge_summaries)\n",
-            rows=300)
+            rows=120)
     text = lines(v)
-    assert "your run made 300 tasks of about 1 row each" in text, text
+    assert "your run made 120 tasks of about 1 row each" in text, text
     assert "scheduling overhead" in text and "at least 10,000 rows each" in text
 
 
 def test_hundreds_of_small_partitions_are_too_small():
-    v = run("result = hpc.map_partitions(summarize, readings, partitions=400, combine=merge_summaries)\n")
-    assert "your run made 400 tasks of about 250 rows each" in lines(v)
+    v = run("result = hpc.map_partitions(summarize, readings, partitions=200, combine=merge_summaries)\n")
+    assert "your run made 200 tasks of about 500 rows each" in lines(v)
 
 
 @pytest.mark.parametrize(("parts", "gather", "message"), [

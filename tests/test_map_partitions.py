@@ -56,6 +56,7 @@ def test_row_wise_result_equals_pandas_in_the_frames_order(local2):
         out = hpc.map_partitions(_power, df, partitions=6)
     pd.testing.assert_frame_equal(out, _power(df))  # values, dtypes, and the (shuffled) index in its order
     assert len(t.to_dataframe()) == 6
+    assert len(hpc.map_partitions(len, df, partitions=np.int64(3))) == 3  # a count computed with NumPy is a count
 
 
 def test_series_in_series_out(local2):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +59,9 @@ def _check_count(partitions: Any, limit: int, what: str, unit: str) -> int | Non
     if isinstance(partitions, str) and partitions == "auto":
         return None
     choices = f"pass partitions='auto' or an int from 1 to {limit} ({what})"
-    if isinstance(partitions, bool) or not isinstance(partitions, int):
+    if isinstance(partitions, bool) or not hasattr(type(partitions), "__index__"):  # ints, NumPy ints; not 2.0
         raise ValueError(f"partitions={partitions!r} is not a partition count; {choices}")
+    partitions = operator.index(partitions)
     if partitions < 1:
         raise ValueError(f"partitions={partitions!r}: the data needs at least 1 partition; {choices}")
     if partitions > limit:
