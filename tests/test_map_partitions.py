@@ -90,6 +90,16 @@ def test_by_keeps_each_key_in_one_partition_so_a_median_needs_no_second_step(loc
     pd.testing.assert_frame_equal(out.sort_index(), _median(df))
 
 
+def test_by_with_missing_keys_and_with_several_columns():
+    df = _readings(3_000).assign(site=lambda d: d["meter"].str[:2].where(d["kw"] < 4))  # NaN site: its own group
+    parts = split(df, 3, by="site")
+    holding_nan = [i for i, p in enumerate(parts) if p["site"].isna().any()]
+    assert len(holding_nan) == 1 and parts[holding_nan[0]]["site"].isna().sum() == df["site"].isna().sum()
+    pairs = [set(zip(p["site"].fillna("-"), p["meter"], strict=True)) for p in split(df, 5, by=["site", "meter"])]
+    assert sum(len(p) for p in pairs) == len(set().union(*pairs))  # no (site, meter) pair in two partitions
+    assert len(hpc.map_partitions(len, df, partitions=5, by=["site", "meter"])) == 5
+
+
 def test_results_that_are_not_frames_come_back_as_a_list_or_through_combine(local2):
     df = _readings(1_000)
     assert hpc.map_partitions(_shape, df, partitions=3) == [(333, 3), (333, 3), (334, 3)]

@@ -85,6 +85,11 @@ def _group_codes(frame: pd.DataFrame, by: Hashable | Sequence[Hashable]) -> np.n
         cols = ", ".join(repr(c) for c in frame.columns)
         raise ValueError(f"by={by!r}: no column {', '.join(repr(k) for k in missing)} in the DataFrame; "
                          f"its columns are {cols}")
+    if len(keys) == 1:  # one column: factorize it directly (~10x faster than a groupby's ngroup)
+        import pandas as pd
+
+        codes, _ = pd.factorize(frame[keys[0]], use_na_sentinel=False)
+        return codes
     return frame.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
 
 
