@@ -85,5 +85,6 @@ def fan_out(a: Attempt) -> Verdict:
                          "Keep the loop to submitting.")
     return a.passed(f"all {N} tasks were in flight before the first get() returned; results equal the reference",
                     f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
-                    details=(f"replayed speedup {fmt_x(replayed)} on {w} workers",
+                    details=(f"average concurrency {measure.concurrency(a.trace):.1f}",
+                             f"replayed speedup {fmt_x(replayed)} on {w} workers",
                              f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run"))
