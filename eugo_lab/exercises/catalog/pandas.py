@@ -145,8 +145,8 @@ def partition_pandas(a: Attempt) -> Verdict:
         return a.not_yet("no task ran on a worker: summarize ran here in the notebook, on all the rows at once; "
                          f"{FIX}.")
     if n == 1:
-        return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so one worker did all "
-                         f"the work while the others had nothing to do; {FIX}.")
+        return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so only one worker "
+                         f"can work on it, however many there are; {FIX}.")
     workers = max(2, a.workers)
     nbytes = int(readings.memory_usage(index=True, deep=True).sum())
     per_task = rows // n
