@@ -116,6 +116,8 @@ def test_auto_picks_several_partitions_per_worker_above_the_row_floor(local2):
     # A small frame is not cut below the floor: 3.5 floors' worth of rows make 3 partitions.
     assert len(hpc.map_partitions(len, _readings(int(3.5 * MIN_PARTITION_ROWS)))) == 3
     assert hpc.map_partitions(len, _readings(50)) == [50]
+    empty = _readings(0)
+    assert hpc.map_partitions(len, empty) == [0] == hpc.map_partitions(len, empty, by="meter")  # f sees the columns
 
 
 def test_auto_partition_count_rules():
