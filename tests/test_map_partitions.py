@@ -164,7 +164,7 @@ def test_by_errors_name_the_columns_and_the_key_count(local2):
     assert len(hpc.map_partitions(len, df, partitions="auto", by="meter")) == 1  # 2,000 rows: under the floor
 
 
-def test_wrong_types_are_refused_before_anything_runs(local2):
+def test_wrong_types_are_refused_before_anything_runs():
     df = _readings(100)
     with pytest.raises(TypeError, match="takes a pandas DataFrame or Series, got list; for a list of items use"):
         hpc.map_partitions(len, [1, 2, 3])
@@ -172,6 +172,9 @@ def test_wrong_types_are_refused_before_anything_runs(local2):
         hpc.map_partitions("len", df)
     with pytest.raises(TypeError, match="combine must be a callable"):
         hpc.map_partitions(len, df, combine="sum")
+    with pytest.raises(ValueError, match="partitions=0"):
+        hpc.map_partitions(len, df, partitions=0)
+    assert not hpc.is_initialized()  # no runtime was started for calls that could not run
 
 
 def test_a_failing_partition_raises_its_own_error_naming_the_partition(local2):

@@ -71,6 +71,13 @@ def _check_count(partitions: Any, limit: int, what: str, unit: str) -> int | Non
     return partitions
 
 
+def _workers(workers: int | None) -> int:
+    """``workers``, or the running runtime's worker count (the default runtime starts if none runs)."""
+    if workers is not None:
+        return workers
+    return session.current().backend.worker_count  # type: ignore[union-attr]
+
+
 def _row_bounds(rows: int, n: int) -> list[tuple[int, int]]:
     """``n`` contiguous ``(start, stop)`` row spans whose sizes differ by at most one."""
     cuts = [i * rows // n for i in range(n + 1)]
@@ -113,9 +120,11 @@ def _assign_groups(sizes: np.ndarray, n: int) -> np.ndarray:
 
 
 def plan(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: Any = None,
-         workers: int = 1) -> list[slice | np.ndarray]:
+         workers: int | None = None) -> list[slice | np.ndarray]:
     """The rows of each partition, as ``iloc`` selectors: contiguous spans, or whole groups of ``by`` each.
 
+    ``workers`` sizes ``"auto"``; None asks the running runtime (starting the default one), and
+    only once the data and the count have been checked, so a bad call starts no workers.
     Validates everything before any row is copied. Row spans keep the frame's order
     (partition 0 holds the first rows). With ``by``, the rows of one key value are all in one
     partition, each partition's rows in their original order.
@@ -131,7 +140,7 @@ def plan(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: 
         count = _check_count(partitions, max(1, rows), f"the data has {rows} rows", "rows")
         if count is None:
             nbytes = int(np.sum(data.memory_usage(index=True, deep=True)))
-            count = auto_partitions(rows, nbytes, workers)
+            count = auto_partitions(rows, nbytes, _workers(workers))
         return [slice(lo, hi) for lo, hi in _row_bounds(rows, count)]
     if not isinstance(data, pd.DataFrame):
         raise ValueError("by= groups the rows of a DataFrame by its columns; a Series has none: pass "
@@ -142,7 +151,7 @@ def plan(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: 
     count = _check_count(partitions, max(1, groups), f"by={by!r} has {groups} distinct values", "keys")
     if count is None:
         nbytes = int(np.sum(data.memory_usage(index=True, deep=True)))
-        count = min(auto_partitions(rows, nbytes, workers), max(1, groups))
+        count = min(auto_partitions(rows, nbytes, _workers(workers)), max(1, groups))
     if not groups:
         return [slice(0, rows)]
     part = _assign_groups(sizes, count)[codes]
@@ -152,7 +161,7 @@ def plan(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: 
 
 
 def split(data: pd.DataFrame | pd.Series, partitions: int | str = "auto", *, by: Any = None,
-          workers: int = 1) -> list[pd.DataFrame | pd.Series]:
+          workers: int | None = None) -> list[pd.DataFrame | pd.Series]:
     """The partitions ``map_partitions`` sends (see :func:`plan`), as DataFrames or Series."""
     return [data.iloc[rows] for rows in plan(data, partitions, by=by, workers=workers)]
 
@@ -201,8 +210,7 @@ def map_partitions(f: Callable[[Any], Any] | RemoteFunction, df: pd.DataFrame | 
     if combine is not None and not callable(combine):
         raise TypeError(f"combine must be a callable taking the list of partition results (e.g. sum or "
                         f"pd.concat), got {type(combine).__name__}")
-    rt = session.current()
-    selectors = plan(df, partitions, by=by, workers=rt.backend.worker_count)  # type: ignore[union-attr]
+    selectors = plan(df, partitions, by=by)
     rf = f if isinstance(f, RemoteFunction) else remote(f)
     futures, sizes = [], []
     for rows in selectors:  # each partition is copied out and sent before the next is cut: the first starts at once
