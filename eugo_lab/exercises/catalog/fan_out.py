@@ -43,9 +43,10 @@ from eugo_lab.exercises.base import Attempt, Verdict, exercise
 
 N = 12
 FUNCTION = "slow_square"
-# 12 tasks of 50 ms on 2 workers replay at ~1.9x; waiting for each replays at ~1.0x. 1.5x sits
-# clearly between, whatever the machine's speed (the replay keeps the measured durations).
-MIN_REPLAYED_SPEEDUP = 1.5
+# 12 tasks of 50 ms on 2 workers replay at 1.6-2.0x (the low end on freshly started workers);
+# waiting for each replays at ~1.0x. 1.3x sits clearly between, whatever the machine's speed
+# (the replay keeps the measured durations).
+MIN_REPLAYED_SPEEDUP = 1.3
 
 
 @exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once")
