@@ -20,6 +20,18 @@ ranges = [(i * 1_000_000, (i + 1) * 1_000_000) for i in range(7)] + [(7_000_000,
 def test_reference_total_is_the_sum():
     assert reference_total(1000) == sum(i * i % 7 for i in range(1000))
     assert reference_total(6) == sum(i * i % 7 for i in range(6))
+    assert reference_total(1000, 13) == sum(i * i % 7 for i in range(13, 1000))
+
+
+def test_a_lesson_may_scale_the_ranges():
+    # The criteria are counts and ratios: a lesson with ranges of 400,000 is checked on its own ranges.
+    setup = SETUP.replace("1_000_000", "400_000").replace("27_000_000", "8_400_000").replace("7_000_000", "2_800_000")
+    v = run_exercise("straggler", "total = sum(hpc.get([work.remote(s, e) for s, e in ranges]))\n", setup=setup)
+    assert not v.passed and "pieces of about 400,000 numbers" in v.to_text(), v.to_text()
+    v = run_exercise("straggler", "pieces = [(a, min(a + 400_000, e))\n"
+                                  "          for s, e in ranges for a in range(s, e, 400_000)]\n"
+                                  "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n", setup=setup)
+    assert v.passed, v.to_text()
 
 
 def test_reference_passes():
@@ -52,7 +64,7 @@ def test_tiny_pieces():
 
 def test_pieces_that_miss_part_of_the_input():
     v = run_exercise("straggler", "total = sum(hpc.get([work.remote(s, e) for s, e in ranges[:-1]]))\n", setup=SETUP)
-    assert not v.passed and "must cover every range exactly once" in v.to_text()
+    assert not v.passed and "`total` is not the sum over all of `ranges`" in v.to_text()
 
 
 def test_giant_range_on_one_worker_is_still_not_yet():
