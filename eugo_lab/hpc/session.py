@@ -226,6 +226,8 @@ class Runtime:
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
                                     result.item_errors if status == base.OK else None, worker=worker)
+            if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
+                self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed

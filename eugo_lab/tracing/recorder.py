@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
+    GPU_COLUMNS,
     PHASE_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
@@ -180,6 +181,7 @@ class Recorder:
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
         self.phase_names = _Strings()
@@ -257,17 +259,18 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles))
+                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0 = mark
+            t0, p0, b0, start, d0, f0, g0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            gpus = {c: col[g0:] for c, col in self.gpus.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
@@ -279,7 +282,7 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
@@ -430,6 +433,14 @@ class Recorder:
             for i, (tid, s, e) in enumerate(events):
                 st = STATUS_NAMES[item_status[i]] if item_status else status_name
                 self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
+
+    def record_gpu(self, task_id: int, attempt: int, gpu: int) -> None:
+        """Remember that attempt ``attempt`` of task ``task_id`` (an ``hpc.map`` batch: its id) held GPU ``gpu``."""
+        with self._lock:
+            g = self.gpus
+            g["task"].append(task_id)
+            g["attempt"].append(attempt)
+            g["gpu"].append(gpu)
 
     def record_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""
