@@ -231,3 +231,33 @@ def test_worker_envs_pin_gpu_workers_and_hide_devices_from_the_others(monkeypatc
     found = local_gpus.Devices(("0",), (0,), "NVML", detected=True)  # numbered as NVML numbers them
     assert local_gpus.worker_envs(found, 1) == [{"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
     assert local_gpus.worker_envs(local_gpus.Devices((), (), ""), 2) == [{}, {}]
+
+
+def test_workers_is_the_pool_size_devices_found_beyond_it_go_unused():
+    found = local_gpus.Devices(("0", "1", "2"), (0, 1, 2), "NVML", detected=True)
+    assert local_gpus.fit(found, 2).tokens == ("0", "1") and local_gpus.fit(found, None) is found
+    named = local_gpus.Devices(("0", "1"), (0, 1), "gpus=")
+    with pytest.raises(ValueError, match=r"gpus= names 2 GPUs \(GPU 0, GPU 1\), but workers=1: each GPU needs"):
+        local_gpus.fit(named, 1)
+    with pytest.raises(ValueError, match="each GPU needs a worker of its own"):
+        hpc.init(workers=1, gpus=[0, 1])
+    assert hpc.init(gpus=[0, 1, 2]).workers >= 3  # the default size grows to hold every device named
+
+
+def test_the_summary_and_the_timeline_mark_gpu_tasks():
+    from eugo_lab.cellrun.report import Run, summarize
+    from eugo_lab.render.html import summary_html, timeline_svg
+    from eugo_lab.render.text import gpu_words, summary_text
+
+    hpc.init(workers=2, gpus=[0])
+    with hpc.trace() as t:
+        hpc.get([held.remote(0.01) for _ in range(3)] + [cpu_nap.remote(0) for _ in range(2)])
+    s = summarize([Run(2, t)], error=None, options={})
+    assert s.gpu_tasks == {0: 3}
+    assert "  gpu tasks: 3 tasks held GPU 0" in summary_text(s).splitlines()
+    assert "3 tasks held GPU 0" in summary_html(s)
+    svg = timeline_svg(t, 3)
+    assert svg.count(", held GPU 0</title>") == 3 and "held a GPU" in svg  # each GPU bar says so; the legend too
+    # several devices: the deterministic form gives the total (the split depends on timing), precise the split
+    assert gpu_words({0: 2, 1: 3}) == "5 tasks held a GPU"
+    assert gpu_words({0: 2, 1: 1}, precise=True) == "2 tasks held GPU 0, 1 task held GPU 1"

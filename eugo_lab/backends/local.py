@@ -85,7 +85,8 @@ class LocalBackend(base.Backend):
     workers ``0 .. k-1`` hold one device each (``CUDA_VISIBLE_DEVICES`` set to it alone) and the
     others see none. A ``gpus=1`` task runs only on a GPU worker (it waits in its own queue while
     they are busy); other tasks run on the CPU workers, and on a GPU worker only while it sits
-    idle with no GPU task waiting. There are at least as many workers as devices.
+    idle with no GPU task waiting. There are at least as many workers as devices, unless
+    ``workers=`` asks for fewer than were found (then only the first devices get a worker).
     """
 
     name = "local"
@@ -113,7 +114,7 @@ class LocalBackend(base.Backend):
         self.cancel_grace = parse_grace(cancel_grace)
         self._failed_starts = 0
         self._no_workers: str | None = None
-        self.devices = local_gpus.resolve(gpus)
+        self.devices = local_gpus.fit(local_gpus.resolve(gpus), workers)
         self.n_gpu = len(self.devices)  # workers 0 .. n_gpu-1 hold GPU i each
         self.n_workers = max(workers or cores, self.n_gpu)
         self._gpu_envs = local_gpus.worker_envs(self.devices, self.n_workers) if self.n_gpu else None

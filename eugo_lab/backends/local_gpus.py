@@ -158,6 +158,20 @@ def resolve(gpus: Any = None) -> Devices:
     return _number([str(i) for i in range(count)], "NVML", detected=True)
 
 
+def fit(devices: Devices, workers: int | None) -> Devices:
+    """``devices`` for a pool of ``workers`` (None: the default size, which grows to hold them all).
+
+    ``workers=`` is the user's word on the pool's size: of devices found, only the first
+    ``workers`` get a GPU worker; devices the user named each need a worker, so too few is an error.
+    """
+    if not workers or len(devices) <= workers:
+        return devices
+    if devices.source in ("gpus=", GPU_DEVICES_ENV):
+        raise ValueError(f"{devices.source} names {len(devices)} GPUs ({devices.describe()}), but workers={workers}: "
+                         f"each GPU needs a worker of its own; ask for workers={len(devices)} or more, or name fewer")
+    return Devices(devices.tokens[:workers], devices.indices[:workers], devices.source, detected=devices.detected)
+
+
 def worker_envs(devices: Devices, n_workers: int) -> list[dict[str, str]]:
     """The variables each worker adds to the pool's environment: workers ``0..len(devices)-1`` hold a GPU each.
 
