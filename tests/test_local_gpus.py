@@ -59,7 +59,12 @@ def _replaced(index: int, old_pid: int, timeout: float = 20.0) -> int:
     raise AssertionError(f"worker {index} was not replaced within {timeout} s")
 
 
-def test_each_gpu_worker_sees_only_its_device_and_cpu_workers_see_none():
+@pytest.mark.parametrize("start", ["forked", "spawned"])
+def test_each_gpu_worker_sees_only_its_device_and_cpu_workers_see_none(start, monkeypatch):
+    from eugo_lab.backends import local
+
+    if start == "spawned":  # fresh interpreters, as when no template can start: the same environment
+        monkeypatch.setattr(local, "USE_TEMPLATE", False)
     info = hpc.init(workers=3, gpus=[0, 1])
     assert info.workers == 3 and info.gpus == 2 and info.gpu_workers == {0: 0, 1: 1}
     assert "gpu_workers=[worker 0: GPU 0, worker 1: GPU 1]" in repr(info)
@@ -71,7 +76,8 @@ def test_each_gpu_worker_sees_only_its_device_and_cpu_workers_see_none():
     # CPU tasks: the CPU worker sees no GPU at all (an empty list hides every device from CUDA)
     cpu_seen = {pid: (py, c) for py, c, pid in hpc.get([seen.remote() for _ in range(10)])}
     assert cpu_seen[pids[2]] == ("", "")
-    assert session.current().backend.template_pid() is not None  # forked from the template, as CPU workers are
+    # forked from the template (as CPU workers are), or spawned
+    assert (session.current().backend.template_pid() is not None) == (start == "forked")
 
 
 def test_gpu_tasks_run_only_on_gpu_workers_queue_when_busy_and_the_trace_says_which_gpu():

@@ -31,6 +31,8 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
     from ``eugo_lab.backends.available()``. ``workers``: how many (default: usable cores).
+    On the local pool, ``gpus=[0, 1]`` picks the GPUs that get a worker of their own (default:
+    every GPU found; ``gpus=0``: none): ``@hpc.remote(gpus=1)`` tasks run on those workers only.
     Calling ``init`` again replaces the running runtime (its pending tasks are cancelled).
     It returns once the workers are up, so a traced region that follows measures tasks, not
     worker start-up.
