@@ -264,6 +264,7 @@ def test_the_summary_and_the_timeline_mark_gpu_tasks():
     assert "3 tasks held GPU 0" in summary_html(s)
     svg = timeline_svg(t, 3)
     assert svg.count(", held GPU 0</title>") == 3 and "held a GPU" in svg  # each GPU bar says so; the legend too
+    assert ">worker 0 (GPU 0)</text>" in svg and ">worker 1</text>" in svg  # and the GPU worker's lane
     # several devices: the deterministic form gives the total (the split depends on timing), precise the split
     assert gpu_words({0: 2, 1: 3}) == "5 tasks held a GPU"
     assert gpu_words({0: 2, 1: 1}, precise=True) == "2 tasks held GPU 0, 1 task held GPU 1"

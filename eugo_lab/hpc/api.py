@@ -366,6 +366,8 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
         info = rt.backend.info()
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
                 "threads_per_worker": info.threads_per_worker, **self._extra_meta}
+        if info.gpu_workers:  # which worker holds which GPU (JSON keys: strings), for the timeline's lanes
+            meta["gpu_workers"] = {str(w): d for w, d in info.gpu_workers.items()}
         self.trace = rt.recorder.close_region(self._mark, meta)
         _set_last_trace(self.trace)
 

@@ -100,11 +100,13 @@ class Lanes:
         self.n_lanes = max(self.n_lanes, self.initial + 1)  # the driver and one lane per worker the cell started with
         self._lane.update({(w, 0): w + 1 for w in range(self.initial)})
 
-    def labels(self) -> dict[int, str]:
-        """``{y: label}`` for every lane made so far."""
+    def labels(self, gpus: dict[int, int] | None = None) -> dict[int, str]:
+        """``{y: label}`` for every lane made so far; ``gpus``: ``{worker: GPU it holds}`` (``worker 0 (GPU 0)``)."""
         out = {0: "driver"}
         for (w, gen), y in self._lane.items():
             label = f"worker {w}" if gen == 0 else f"worker {w} (replacement{'' if gen == 1 else f' {gen}'})"
+            if gpus and w in gpus:  # a replacement holds its slot's device too
+                label = label[:-1] + f", GPU {gpus[w]})" if label.endswith(")") else label + f" (GPU {gpus[w]})"
             if y in self._died:
                 label = label[:-1] + ", died)" if label.endswith(")") else label + " (died)"
             out[y] = label

@@ -62,7 +62,7 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
         return "<div><i>no tasks ran</i></div>"
     lo, hi = min(lefts), max(rights)
     span = (hi - lo) or 1.0
-    labels = lanes.labels()
+    labels = lanes.labels({int(w): int(d) for w, d in getattr(trace, "meta", {}).get("gpu_workers", {}).items()})
     label_w = max(80, 6 * max(len(v) for v in labels.values()) + 8)  # "worker 0 (replacement, died)" fits
     plot_w = width - label_w - 10
     height = n_lanes * lane_h + 24
