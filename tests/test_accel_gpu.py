@@ -114,7 +114,7 @@ def _devices_seen() -> tuple[int, str, str, int]:
         n = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError:  # cudaErrorNoDevice: every GPU hidden
         return 0, "", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), os.getpid()
-    bus = cupy.cuda.runtime.deviceGetPCIBusId(0) if n else ""
+    bus = cupy.cuda.Device(0).pci_bus_id if n else ""
     return n, bus, os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), os.getpid()
 
 

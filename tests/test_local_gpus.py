@@ -225,7 +225,8 @@ def test_resolve_rejects_bad_lists(monkeypatch):
             local_gpus.resolve(bad)
     with pytest.raises(ValueError, match="names a device twice"):
         local_gpus.resolve([0, 0])
-    with pytest.raises(ValueError, match=r"gpus=2 asks for 2 GPU workers, but this machine shows 0 GPU"):
+    with pytest.raises(ValueError, match=r"gpus=2 asks for 2 GPU workers, but this machine shows 0 GPU\(s\) \(no "
+                                         r"NVIDIA GPU visible: no NVIDIA driver"):
         local_gpus.resolve(2)
 
 

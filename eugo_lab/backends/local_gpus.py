@@ -121,7 +121,8 @@ def resolve(gpus: Any = None) -> Devices:
         if isinstance(wanted, int):  # the first n devices found
             found = resolve(None)
             if len(found) < wanted:
-                raise ValueError(f"gpus={wanted} asks for {wanted} GPU workers, but this machine shows "
+                raise ValueError(f"gpus={wanted} asks for {wanted} GPU worker{'s' if wanted > 1 else ''}, but this "
+                                 f"machine shows "
                                  f"{len(found)} GPU(s) ({found.describe() or found.reason}); name the devices "
                                  "(gpus=[0, 1]) or ask for fewer")
             return Devices(found.tokens[:wanted], found.indices[:wanted], where, detected=found.detected)
