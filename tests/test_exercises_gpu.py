@@ -87,7 +87,7 @@ GPU_AUTO = "--gpu auto --no-live -w 1"
 def test_transfer_reference_passes():
     v = run_exercise("gpu-transfer", transfer("s = np.asarray(signal)\n", "s"), TRANSFER_SETUP, line=GPU_AUTO)
     assert v.passed, v.to_text()
-    assert "predicted for a named GPU profile (no GPU here)" in v.to_text()
+    assert "a prediction for a named GPU profile: no GPU here" in v.to_text()
 
 
 def test_transfer_starter_recopies_signal_every_step():

@@ -150,7 +150,7 @@ def gpu_break_even(a: Attempt) -> Verdict:
         details += (_measured_line(size, device),)
     where = "calibrated on this GPU" if gpu.calibrated else "published figures, a prediction"
     return a.passed("the model sends np.power on host data to the GPU from your size on, and not at half of it",
-                    f"device profile: {gpu.name} ({where}); host profile: measured on this machine",
+                    f"device profile: {gpu.name}, {where}; host profile: measured on this machine",
                     details=details)
 
 
@@ -219,7 +219,7 @@ def gpu_transfer(a: Attempt) -> Verdict:
     if per_op >= limit:
         return a.not_yet(f"{fmt_bytes(per_op)} moved per operation, more than {MAX_MOVED_SHARE:.0%} of signal's "
                          f"{fmt_bytes(signal.nbytes)}.", _transfer_advice(ledger, signal.nbytes), details=details)
-    where = "predicted for a named GPU profile (no GPU here)" if ledger.predictions_only else "measured on the GPU"
+    where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
     return a.passed("root is the square root of signal",
                     f"bytes moved per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's "
                     f"{fmt_bytes(signal.nbytes)}: the data stayed on the device ({where})", details=details)
