@@ -224,3 +224,13 @@ def test_starting_at_the_thread_index_misses_elements_and_wrong_values_are_named
     v = run_exercise("grid-stride", KERNEL.format(body=GRID_STRIDE.replace("x[i] * x[i]", "x[i] + x[i]")),
                      line="--no-live")
     assert not v.passed and "out[1] is 0.25, not x[1] * x[1] = 0.015625" in v.to_text()
+
+
+def test_break_even_measured_line_times_both_sides_on_a_device():
+    # On a GPU the check adds measured times at the learner's size; the fake device runs the same path here.
+    from eugo_lab.accel.devices import FakeDevice
+    from eugo_lab.accel.profiles import published
+    from eugo_lab.exercises.catalog import gpu
+
+    line = gpu._measured_line(10_000, FakeDevice(published("h100")))
+    assert line.startswith("measured at 10,000: CPU ") and "with the copies to the device" in line
