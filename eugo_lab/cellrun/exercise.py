@@ -16,7 +16,7 @@ from eugo_lab import exercises
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import run_cell
 from eugo_lab.exercises import base, catalog, progress
-from eugo_lab.hpc import objects
+from eugo_lab.hpc import errors, objects
 from eugo_lab.render import display
 
 
@@ -25,11 +25,13 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     ex = catalog.get(exercise_id)
     puts_before = objects.refs_made()
+    refused_before = errors.requests_refused()
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
 
     def check(trace: Any, error: BaseException | None, out_mode: str) -> None:
         attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
-                               puts=objects.refs_made() - puts_before, before=before)
+                               puts=objects.refs_made() - puts_before,
+                               refused=errors.requests_refused() - refused_before, before=before)
         verdict = base.grade(ex, attempt)
         exercises._set_last_verdict(verdict)
         if out_mode == "text":

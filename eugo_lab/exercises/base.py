@@ -113,7 +113,8 @@ class Attempt:
 
     ``trace``: the cell's :class:`~eugo_lab.tracing.Trace`; ``namespace``: the user namespace
     after the cell; ``error``: the exception the cell raised, or None; ``workers``: the
-    worker count it ran on; ``puts``: how many ``hpc.put`` references the cell created;
+    worker count it ran on; ``puts``: how many ``hpc.put`` references the cell created; ``refused``: how many of its
+    resource requests (``gpus=``) no worker could meet (:class:`~eugo_lab.hpc.ResourceRequestError`);
     ``before``: the namespace before the cell (so a value left by an earlier cell is not
     taken for this cell's answer). ``report`` (the analysis
     :class:`~eugo_lab.analysis.Report`) is computed on first use.
@@ -124,6 +125,7 @@ class Attempt:
     namespace: dict[str, Any]
     error: BaseException | None = None
     puts: int = 0
+    refused: int = 0
     before: dict[str, Any] = field(default_factory=dict, repr=False)
     _report: Any = field(default=None, repr=False)
 
