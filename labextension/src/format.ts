@@ -1,0 +1,78 @@
+/**
+ * Pure functions that turn a kernel's published runtime status into what the panel and the
+ * status bar say. No DOM here, so the wording is the same everywhere.
+ */
+import { IRuntime } from './api';
+
+/** A runtime's counters as of `now` (seconds since the epoch), extrapolated from its last publication.
+ *
+ * A kernel writes its status only when something changes: between two writes the elapsed
+ * time, the idle time (while nothing runs) and the cost keep growing at a known rate.
+ */
+export interface ILiveRuntime {
+  backend: string;
+  workers: number;
+  running: number;
+  queued: number;
+  elapsed: number;
+  idle: number;
+  cost: number;
+}
+
+export function liveRuntime(rt: IRuntime, now: number): ILiveRuntime {
+  const since = rt.updated !== undefined ? Math.max(now - rt.updated, 0) : 0;
+  const workers = rt.workers ?? 0;
+  const running = rt.running ?? 0;
+  const queued = rt.queued ?? 0;
+  const busy = running + queued > 0;
+  const elapsed = (rt.elapsed ?? 0) + since;
+  const idle = busy ? 0 : (rt.idle ?? 0) + since;
+  const price = rt.price ?? 0;
+  // the kernel's own cost plus what the time since its last write added (workers bill while idle)
+  const cost = (rt.cost ?? (workers * (rt.elapsed ?? 0) * price) / 3600) + (workers * since * price) / 3600;
+  return { backend: rt.backend ?? '?', workers, running, queued, elapsed, idle, cost };
+}
+
+/** "45 s", "12 min", "1 h 05 min": a duration as people read it. */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  const minutes = Math.floor(s / 60);
+  if (minutes < 60) {
+    return `${minutes} min`;
+  }
+  const hours = Math.floor(minutes / 60);
+  return `${hours} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/** Cost in the price's currency: two decimals, more for amounts under a cent so they do not read 0.00. */
+export function formatCost(cost: number): string {
+  if (cost > 0 && cost < 0.01) {
+    return cost.toFixed(4);
+  }
+  return cost.toFixed(2);
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** The idle warning for a runtime idle at least `threshold` seconds, else null. */
+export function idleWarning(live: ILiveRuntime, threshold: number): string | null {
+  if (live.running + live.queued > 0 || live.idle < threshold) {
+    return null;
+  }
+  return `Idle cluster: ${formatDuration(live.idle)} idle, ${formatCost(live.cost)} so far — stop it?`;
+}
+
+/** One line for the status bar: workers, running tasks and cost, or "idle". */
+export function statusBarText(rt: IRuntime | null, now: number): string {
+  if (rt === null || rt.state !== 'running') {
+    return 'Eugo: idle';
+  }
+  const live = liveRuntime(rt, now);
+  const tasks = live.running + live.queued > 0 ? `${live.running} running` + (live.queued ? `, ${live.queued} queued` : '') : 'idle';
+  return `Eugo: ${plural(live.workers, 'worker')}, ${tasks}, ${formatCost(live.cost)}`;
+}
