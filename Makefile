@@ -10,7 +10,7 @@ PIP    := $(PY) -m pip
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint bench bench-quick gpu-check clean venv deps system-deps bytecode
+.PHONY: lab test lint labext bench bench-quick gpu-check clean venv deps system-deps bytecode
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,8 +57,15 @@ lab: deps bytecode $(LAB_OVERRIDES)
 lint: deps
 	$(VENV)/bin/ruff check eugo_lab tests benchmarks conftest.py
 
+# The JupyterLab extension: npm packages (from the package registry, at install time only), then the
+# TypeScript type-check and lint, then the bundle the browser tests load (rebuilt from the sources).
+labext: $(STAMP)
+	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm install
+	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm check
+	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm build:prod >/dev/null
+
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
-test: deps bytecode system-deps lint
+test: deps bytecode system-deps lint labext
 	@rm -f .pytest-running; $(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary; the last test phases:"; cat .pytest-running; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
