@@ -158,7 +158,7 @@ def make_tiles(folder: str | os.PathLike, n: int = 8, size: int = 512, seed: int
     Each file is written to a temporary name and moved into place.
     """
     rasterio = require("rasterio")
-    from rasterio.transform import from_origin
+    from affine import Affine
 
     n = _check_count("n", n)
     size = _check_count("size", size, 16)
@@ -177,7 +177,7 @@ def make_tiles(folder: str | os.PathLike, n: int = 8, size: int = 512, seed: int
         tmp = path.with_name(path.name + ".tmp")
         block = min(BLOCK, size - size % 16)
         with rasterio.open(tmp, "w", driver="GTiff", width=size, height=size, count=len(BANDS), dtype="uint16",
-                           crs=crs, transform=from_origin(left, top, resolution, resolution), tiled=True,
+                           crs=crs, transform=Affine(resolution, 0.0, left, 0.0, -resolution, top), tiled=True,
                            blockxsize=block, blockysize=block, interleave="band") as dst:
             dst.write(data)
             dst.descriptions = BANDS
@@ -262,7 +262,7 @@ def resample(tile: Tile, factor: float = 2, crs: str | None = None, method: str 
         if crs is None:
             dst_crs = tile.crs
             width, height = max(1, round(cols / factor)), max(1, round(rows / factor))
-            transform = tile.transform * tile.transform.scale(cols / width, rows / height)
+            transform = tile.transform @ tile.transform.scale(cols / width, rows / height)
         else:
             dst_crs = crs
             transform, width, height = calculate_default_transform(
