@@ -35,6 +35,10 @@ FORBIDDEN = {
     "workloads": ("eugo_lab.hpc.api", "eugo_lab.hpc.session", "eugo_lab.backends", "eugo_lab.tracing",
                   "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server",
                   "eugo_lab.exercises", "IPython", "ipywidgets", "bokeh"),
+    # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
+    # and the server extension reads their progress store, so neither may be imported from here
+    "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                  "IPython", "ipywidgets", "bokeh"),
     # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
     "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }
