@@ -36,6 +36,17 @@ def test_tiles_are_georeferenced_satellite_like_geotiffs(tiles):
     mean = data.reshape(4, -1).mean(axis=1)
     assert mean[3] > 2 * mean[2]  # a mostly vegetated scene: bright in the near infrared, dark in the red
     assert tiles.total_bytes > 4 * 512 * 512 * 2 * 4
+    assert str(tiles).startswith("4 tiles of 512 x 512 pixels, 4 uint16 bands (blue, green, red, nir), 10 m pixels")
+
+
+def test_tiles_of_several_sizes(tmp_path):
+    mixed = g.make_tiles(tmp_path, n=3, size=[256, 512, 256])
+    assert mixed.sizes == (256, 512, 256) and str(mixed).startswith("3 tiles of 256 x 256 or 512 x 512 pixels")
+    with rasterio.open(mixed.paths[1]) as big, rasterio.open(mixed.paths[2]) as small:
+        assert big.width == 512 and small.width == 256
+        assert small.bounds.top == g.ORIGIN[1] - 512 * 10.0  # second row: one slot per largest tile
+    with pytest.raises(ValueError, match="size must be one number or 3 of them"):
+        g.make_tiles(tmp_path, n=3, size=[256, 512])
 
 
 def test_tiles_are_deterministic_from_the_seed(tmp_path, tiles):

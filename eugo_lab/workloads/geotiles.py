@@ -50,7 +50,7 @@ class TileSet:
 
     folder: Path
     paths: tuple[Path, ...]
-    size: int
+    sizes: tuple[int, ...]  # each tile's width and height in pixels
     bands: tuple[str, ...]
     crs: str
     resolution: float
@@ -67,7 +67,9 @@ class TileSet:
         return sum(p.stat().st_size for p in self.paths)
 
     def __str__(self) -> str:
-        return (f"{len(self)} tiles of {self.size} x {self.size} pixels, {len(self.bands)} uint16 bands "
+        kinds = sorted(set(self.sizes))
+        of = " or ".join(f"{s} x {s}" for s in kinds)
+        return (f"{len(self)} tiles of {of} pixels, {len(self.bands)} uint16 bands "
                 f"({', '.join(self.bands)}), {self.resolution:g} m pixels in {self.crs}: "
                 f"{self.total_bytes / 1e6:.1f} MB in {self.folder}")
 
@@ -149,25 +151,30 @@ def _check_count(name: str, value: Any, low: int = 1) -> int:
     return int(value)
 
 
-def make_tiles(folder: str | os.PathLike, n: int = 8, size: int = 512, seed: int = 0, *, crs: str = CRS,
-               resolution: float = RESOLUTION) -> TileSet:
+def make_tiles(folder: str | os.PathLike, n: int = 8, size: int | Sequence[int] = 512, seed: int = 0, *,
+               crs: str = CRS, resolution: float = RESOLUTION) -> TileSet:
     """Write ``n`` satellite-like GeoTIFF tiles of ``size`` x ``size`` pixels into ``folder``.
 
-    Deterministic from ``seed``: the same arguments write the same pixels. Tiles sit on a
-    grid (``ceil(sqrt(n))`` columns) starting at :data:`ORIGIN`, named ``tile_ROW_COL.tif``.
-    Each file is written to a temporary name and moved into place.
+    ``size`` may also be a sequence of ``n`` sizes, one per tile (scenes of different
+    extents: a bigger one is that much more work). Deterministic from ``seed``: the same
+    arguments write the same pixels. Tiles sit on a grid (``ceil(sqrt(n))`` columns, one
+    slot per largest tile) starting at :data:`ORIGIN`, named ``tile_ROW_COL.tif``. Each
+    file is written to a temporary name and moved into place.
     """
     rasterio = require("rasterio")
     from affine import Affine
 
     n = _check_count("n", n)
-    size = _check_count("size", size, 16)
+    sizes = [size] * n if isinstance(size, (int, np.integer)) else list(size)
+    if len(sizes) != n:
+        raise ValueError(f"size must be one number or {n} of them (one per tile), got {len(sizes)}")
+    sizes = [_check_count("size", s, 16) for s in sizes]
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     cols = math.ceil(math.sqrt(n))
-    span = size * resolution
+    span = max(sizes) * resolution
     paths = []
-    for i in range(n):
+    for i, size in enumerate(sizes):
         r, c = divmod(i, cols)
         left, top = ORIGIN[0] + c * span, ORIGIN[1] - r * span
         x = left + (np.arange(size) + 0.5) * resolution
@@ -183,7 +190,8 @@ def make_tiles(folder: str | os.PathLike, n: int = 8, size: int = 512, seed: int
             dst.descriptions = BANDS
         os.replace(tmp, path)
         paths.append(path)
-    return TileSet(folder=folder, paths=tuple(paths), size=size, bands=BANDS, crs=crs, resolution=resolution)
+    return TileSet(folder=folder, paths=tuple(paths), sizes=tuple(sizes), bands=BANDS, crs=crs,
+                   resolution=resolution)
 
 
 def band_indexes(bands: Sequence[str | int] | None) -> list[int]:
