@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eugo_lab.analysis.inputs import takes_trace
@@ -121,8 +122,9 @@ def predict(trace: Trace, job: Job, workers: int) -> float:
 def plan(trace: Trace, job: Job, max_workers: int = 1 << 20) -> Plan:
     """The fewest workers that finish ``job`` by its deadline, predicted from ``trace`` (see the module docstring).
 
-    A linear first guess (total work / time left) starts the search; doubling and bisection
-    find the smallest count the replay says meets the deadline (list scheduling is nearly
+    A linear first guess (total work / time left), corrected once by the replay's time that
+    does not shrink with more workers, starts the search; galloping and bisection find the
+    smallest count the replay says meets the deadline (list scheduling is nearly
     monotone in the worker count, so the answer can be off by one where a worker more
     reorders the tail). Out of reach when even one worker per task misses it: then the
     driver's submission pace or the longest task sets the floor.
@@ -134,24 +136,54 @@ def plan(trace: Trace, job: Job, max_workers: int = 1 << 20) -> Plan:
     submit = submit_span(r) * job.tasks / len(r)
     cap = max(1, min(max_workers, job.tasks))
     work = float(r.occupancy.sum()) * job.tasks / len(r)
-    guess = min(cap, max(1, math.ceil(work / (job.deadline - job.startup))))
-    hi = guess
-    while _wall(r, job, hi) > job.deadline:
-        if hi == cap:
-            t = _wall(r, job, cap)
-            return _plan(job, None, t, submit, len(r), (
-                f"unreachable: even {cap:,} workers take {fmt_s(t)}; the driver's submission "
-                f"({fmt_s(submit)}) or the longest task sets that floor"))
-        hi = min(cap, hi * 2)
-    lo = hi // 2 if hi > guess else 0  # the last count that missed (0: the guess already met it)
-    while hi - lo > 1:
+    left = job.deadline - job.startup
+    walls: dict[int, float] = {}
+
+    def wall(w: int) -> float:
+        if w not in walls:
+            walls[w] = _wall(r, job, w)
+        return walls[w]
+
+    # Two replays usually land next to the answer: the linear guess, then the count that the guess's
+    # non-scaling time (submission, overheads, the last wave) leaves room for; galloping and
+    # bisection from there find the fewest (each replay of a big job costs ~0.1-0.5 s).
+    guess = min(cap, max(1, math.ceil(work / left)))
+    fixed = wall(guess) - job.startup - work / guess
+    start = guess if fixed >= left else min(cap, max(1, math.ceil(work / (left - fixed))))
+    w = _fewest(lambda n: wall(n) <= job.deadline, start, cap)
+    if w is None:
+        t = wall(cap)
+        return _plan(job, None, t, submit, len(r), (
+            f"unreachable: even {cap:,} workers take {fmt_s(t)}; the driver's submission "
+            f"({fmt_s(submit)}) or the longest task sets that floor"))
+    t = wall(w)
+    return _plan(job, w, t, submit, len(r), f"{w:,} worker{'s' if w != 1 else ''} finish in about {fmt_s(t)}")
+
+
+def _fewest(ok: Callable[[int], bool], start: int, cap: int) -> int | None:
+    """The smallest n in 1..cap with ``ok(n)`` (ok assumed monotone), searched outward from ``start``."""
+    if ok(start):
+        hi, step = start, 1
+        lo = start - step
+        while lo >= 1 and ok(lo):  # gallop down while it still holds
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, 0)
+    else:
+        lo, step = start, 1
+        hi = min(cap, start + step)
+        while not ok(hi):  # gallop up until it holds
+            if hi == cap:
+                return None
+            lo, step = hi, step * 2
+            hi = min(cap, hi + step)
+    while hi - lo > 1:  # ok(hi) holds, ok(lo) does not (lo 0: nothing below was tried)
         mid = (lo + hi) // 2
-        if _wall(r, job, mid) <= job.deadline:
+        if ok(mid):
             hi = mid
         else:
             lo = mid
-    t = _wall(r, job, hi)
-    return _plan(job, hi, t, submit, len(r), f"{hi:,} worker{'s' if hi != 1 else ''} finish in about {fmt_s(t)}")
+    return hi
 
 
 def _plan(job: Job, workers: int | None, wall: float, submit: float, measured: int, reason: str) -> Plan:
