@@ -134,10 +134,13 @@ def sizing_check(a: Attempt) -> Verdict:
                  (_linear(job.tasks, mean, job.deadline), no_startup)]
     if c:
         shortcuts += [(_linear(job.tasks, c, left), compute_only), (_linear(job.tasks, c, job.deadline), compute_only)]
-    # The learner's arithmetic on the same trace gives exactly one of these; the closest one names the shortcut.
+    # The learner's arithmetic on the same trace gives one of these exactly; the closest names the shortcut.
+    # Two shortcuts can round to the same count on some runs: then both are named.
     close = [(abs(workers - n), msg) for n, msg in shortcuts if _near(workers, n, MATCH, 1)]
     if close:
-        return a.not_yet(*min(close, key=lambda x: x[0])[1], details=details)
+        best = min(d for d, _ in close)
+        named = list(dict.fromkeys(msg for d, msg in close if d == best))
+        return a.not_yet(*(m[0] for m in named), named[0][1], details=details)
     if workers < ref.workers:
         return a.not_yet("with that many workers the simulator's replay of your run misses the deadline.",
                          "Try sizing.plan(small, job): it searches for the fewest workers that finish in time.",
