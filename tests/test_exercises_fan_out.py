@@ -67,3 +67,13 @@ def test_registered_with_its_lesson():
     ex = catalog.get("fan-out")
     assert ex.lesson == "01-distributed-python/02-fan-out-without-blocking.ipynb"
     assert ex.title == "Submit all, get once"
+
+
+def test_on_one_worker_the_replay_decides_and_says_so():
+    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in range(12)]\n"
+                                     "results = hpc.get(futures)\n"), line="-w 1 --no-live")
+    assert v.passed, v.to_text()
+    assert "the replay on 2 workers (this run had 1 worker, so the check uses the replay)" in v.to_text()
+    v = run_exercise("fan-out", cell("results = []\nfor x in range(12):\n"
+                                     "    results.append(hpc.get(slow_square.remote(x)))\n"), line="-w 1 --no-live")
+    assert not v.passed and "your loop called get() at cell line 11 after each task" in v.to_text(), v.to_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -131,8 +132,9 @@ def test_verdict_text_and_html():
     v = base.Verdict("fan-out", False, ("use <b>hpc.get</b> once",), details=("1.9x",))
     assert v.to_text() == "exercise fan-out: not yet\n  use <b>hpc.get</b> once"
     assert v.to_text(precise=True).endswith("measured: 1.9x")
-    h = v._repr_html_()
+    h = v.to_html(precise=True)
     assert "<b>hpc.get</b>" not in h and "&lt;b&gt;hpc.get&lt;/b&gt;" in h and "1.9x" in h
+    assert "1.9x" not in v._repr_html_() and "&lt;b&gt;hpc.get&lt;/b&gt;" in v._repr_html_()  # nbval can compare it
     assert base.Verdict("fan-out", True).first_line == "exercise fan-out: passed"
 
 
@@ -159,7 +161,8 @@ def test_a_verdict_is_saved_and_listed(store, monkeypatch):
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     with capture_output() as cap:
         ip.run_line_magic("eugo", "exercises")
-    assert "  not tried  fan-out" in cap.stdout and cap.stdout.startswith("Exercises: 0 of ")
+    assert cap.stdout.startswith("Exercises: 0 of ")
+    assert re.search(r"^  not tried  fan-out +Submit all", cap.stdout, re.M)
     v = run_exercise("fan-out", REFERENCE)
     assert v.passed
     entry = json.loads(store.read_text())["exercises"]["fan-out"]
@@ -167,8 +170,9 @@ def test_a_verdict_is_saved_and_listed(store, monkeypatch):
     with capture_output() as cap:
         ip.run_line_magic("eugo", "exercises")
     first = cap.stdout
-    assert "  passed     fan-out  Submit all, get once (01-distributed-python/02-fan-out-without-blocking.ipynb)" \
-        in first and first.startswith("Exercises: 1 of ")
+    assert re.search(r"^  passed     fan-out +Submit all, get once \(01-distributed-python/02-fan-out-without-"
+                     r"blocking\.ipynb\)$", first, re.M) and first.startswith("Exercises: 1 of ")
+    assert re.search(r"^  not tried  put +Share a large array with hpc.put", first, re.M)
     with capture_output() as cap:
         ip.run_line_magic("eugo", "exercises")
     assert cap.stdout == first  # deterministic
@@ -199,3 +203,19 @@ def test_store_that_cannot_be_written_warns_and_keeps_the_cell(store, monkeypatc
         v = run_exercise("fan-out", REFERENCE)
     assert v.passed
     assert any("was not saved" in str(w.message) and "newer eugo-lab" in str(w.message) for w in caught)
+
+
+def test_a_checker_bug_in_the_magic_is_shown_as_such_and_not_saved(store, monkeypatch):
+    def broken(a):
+        return a.namespace["no such name"]
+
+    monkeypatch.setitem(base._REGISTRY, "broken-demo", base.Exercise("broken-demo", "x.ipynb", "demo", broken))
+    ip = shell()
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    with capture_output() as cap:
+        ip.run_cell("%%eugo --exercise broken-demo -w 2 --no-live\nx = 1\n")
+    assert "exercise broken-demo: not checked" in cap.stdout
+    assert "bug in Eugo Lab, not a mistake in your cell" in cap.stdout
+    assert not store.exists()  # not counted as an attempt of the learner's
+    with pytest.raises(AssertionError, match="checker bug: KeyError"):
+        run_exercise("broken-demo", "x = 1\n")

@@ -1,9 +1,10 @@
 """``%%eugo --exercise ID``: run the cell exactly as ``%%eugo`` does, then check it and show the verdict.
 
-The verdict comes after the cell's summary (text/plain + HTML; the precise text in a
-terminal), is saved to the progress store and is ``eugo_lab.exercises.last_verdict()``. A
-cell that raised is graded ``not yet`` (naming the error) and its error is re-raised after
-the verdict, as ``%%eugo`` does. A store that cannot be written costs a warning, not the cell.
+The verdict comes after the cell's summary (deterministic text/plain, and HTML with the measured
+details; the precise text in a terminal), is saved to the progress store and is
+``eugo_lab.exercises.last_verdict()``. A cell that raised is graded ``not yet`` (naming the
+error) and its error is re-raised after the verdict, as ``%%eugo`` does. A store that cannot be
+written costs a warning, not the cell.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
         if out_mode == "text":
             print(verdict.to_text(precise=True))
         else:
-            display.publish(verdict.to_text(), verdict._repr_html_())
+            display.publish(verdict.to_text(), verdict.to_html(precise=True))
         if verdict.checker_error is None:  # a checker bug is not an attempt of the learner's
             save(verdict)
 

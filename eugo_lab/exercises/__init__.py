@@ -6,6 +6,14 @@
 - :mod:`eugo_lab.exercises.listing`: what ``%eugo exercises`` shows.
 
 ``last_verdict()`` is the verdict of the most recent exercise cell.
+
+In a lesson: the starter cell (tag ``starter``) and the reference solution (tag ``solution``,
+source hidden) both start with ``%%eugo --exercise ID``; each catalog module's docstring holds
+them. A ``%%eugo`` cell's own output cannot be compared by nbval (its summary HTML carries
+timings), so to pin the reference's verdict put ``exercises.last_verdict()`` in the next cell
+under ``# NBVAL_CHECK_OUTPUT``: a shown :class:`Verdict` is deterministic text and HTML (the
+reference's lines state counts and criteria, never seconds). ``%eugo exercises`` depends on
+the learner's progress, so its output is not for ``NBVAL_CHECK_OUTPUT``.
 """
 
 from __future__ import annotations

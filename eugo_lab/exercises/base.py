@@ -9,7 +9,10 @@ a 1-core Binder (where criteria that need parallelism use the replay on 2 worker
 Text is deterministic: the first line is exactly ``exercise ID: passed`` or ``exercise ID:
 not yet``; the lines after it state counts and criteria (never seconds, pids or addresses),
 so a reference solution's verdict can be compared by nbval. Measured numbers that vary from
-run to run go in :attr:`Verdict.details`, shown in the HTML view and ``to_text(precise=True)``.
+run to run go in :attr:`Verdict.details`, shown only by ``to_text(precise=True)`` and
+``to_html(precise=True)`` (what ``%%eugo --exercise`` displays in HTML and in a terminal).
+The cell's summary HTML carries timings, so a lesson checks a reference's verdict in the
+next cell: ``exercises.last_verdict()`` displays the deterministic text and HTML.
 
 A checker that raises is a bug in Eugo Lab, not the learner's mistake: :func:`grade` turns
 it into a verdict whose first line is ``exercise ID: not checked`` and says so (:func:`grade`).
@@ -43,10 +46,10 @@ class UnknownExerciseError(KeyError):
 class Verdict:
     """The result of checking one attempt.
 
-    ``lines``: deterministic sentences after the first line (evidence for a pass, the
-    specific message and next step for a ``not yet``). ``details``: measured numbers that
-    vary between runs (concurrency, seconds), shown in HTML and ``to_text(precise=True)``
-    only. ``checker_error``: set when the checker itself failed (a bug to report).
+    ``lines``: deterministic sentences after the first line (evidence for a pass, the specific
+    message and next step for a ``not yet``). ``details``: measured numbers that vary between
+    runs (concurrency, seconds), shown by the ``precise`` forms only. ``checker_error``: set
+    when the checker itself failed (a bug to report).
     """
 
     exercise_id: str
@@ -83,16 +86,21 @@ class Verdict:
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.to_text())
 
-    def _repr_html_(self) -> str:
+    def to_html(self, precise: bool = False) -> str:
+        """The verdict as HTML, every string escaped; ``precise`` adds the measured details."""
         cls = {PASSED: "passed", NOT_YET: "not-yet", NOT_CHECKED: "not-checked"}[self.status]
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
         details = ""
-        if self.details:
+        if precise and self.details:
             details = ("<p class='eugo-exercise-details'>measured: "
                        + html.escape("; ".join(self.details)) + "</p>")
         return (f"<div class='eugo-exercise eugo-exercise-{cls}'>"
                 f"<p><b>exercise {html.escape(self.exercise_id)}</b>: {html.escape(self.status)}</p>"
                 f"<ul>{items}</ul>{details}</div>")
+
+    def _repr_html_(self) -> str:
+        # Deterministic like to_text(): a cell that shows a verdict can be compared by nbval.
+        return self.to_html()
 
     def evidence(self) -> str:
         """The deterministic lines as one string (what the progress store keeps)."""
@@ -147,7 +155,8 @@ class Attempt:
         """
         if name not in self.namespace or (name in self.before and self.namespace[name] is self.before[name]):
             raise NotYet(f"the cell did not define `{name}`: this exercise reads its result from a variable "
-                         f"named `{name}`, so assign the final result to it (e.g. `{name} = hpc.get(futures)`).")
+                         f"named `{name}`, so assign your final result to `{name}` in this cell (a value left "
+                         "by an earlier cell does not count).")
         return self.namespace[name]
 
     def passed(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:

@@ -11,7 +11,7 @@ import importlib
 from eugo_lab.exercises.base import Exercise, registered, unknown
 
 #: Topic modules of this package, in course order.
-MODULES = ("fan_out", "geo", "geo_sizing")
+MODULES = ("fan_out", "as_completed", "put", "batching", "straggler", "geo", "geo_sizing")
 
 _loaded = False
 
