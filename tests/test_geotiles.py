@@ -205,3 +205,33 @@ def test_without_the_courses_extra_the_error_says_what_to_install(tmp_path, monk
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r'pyarrow is not installed.*pip install "eugo-lab\[courses\]"'):
         tables.make_observations(tmp_path / "x.parquet")
+
+
+@pytest.mark.parametrize("shared, most", [(False, 3), (True, 1)])
+def test_a_shared_link_makes_readers_take_turns(tmp_path, monkeypatch, shared, most):
+    # Three readers at once: on their own streams they wait together; on one link they queue.
+    real_sleep = storage.time.sleep
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def sleep(seconds):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        real_sleep(seconds)
+        with lock:
+            state["now"] -= 1
+
+    monkeypatch.setattr(storage.time, "sleep", sleep)
+    model = Throttle(bandwidth=1e6, link=tmp_path / "link" if shared else None)
+    readers = [threading.Thread(target=model.stream, args=(50_000,)) for _ in range(3)]
+    for r in readers:
+        r.start()
+    for r in readers:
+        r.join()
+    assert state["most"] == most
+    assert ("shared by all readers" in str(model)) == shared
+
+
+def test_a_link_needs_a_finite_bandwidth(tmp_path):
+    with pytest.raises(ValueError, match="a Throttle link shares a finite bandwidth"):
+        Throttle(link=tmp_path / "link")

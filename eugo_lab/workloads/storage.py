@@ -13,6 +13,11 @@ Sleeping waits the way a network read does, without a core, so more workers than
 reading thread overlap it, as they would overlap real network reads. Real stores also charge
 latency per request (a reader issues several per file); the model folds those into the
 per-file figure.
+
+With ``link`` (a path), ``bandwidth`` is the total of one shared pipe instead of each stream's:
+every reader in every process that names the same link takes its turn on it (an exclusive
+``flock`` on that file while its bytes "transfer"), so a saturated network link or storage
+front end is modelled too. Then more readers only queue: they add waiting, not throughput.
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ class Throttle:
 
     latency: float = 0.0
     bandwidth: float = math.inf
+    link: str | None = None  # a lock file shared by every reader: bandwidth is then their total
 
     def __post_init__(self) -> None:
+        if self.link is not None:
+            if math.isinf(self.bandwidth):
+                raise ValueError("a Throttle link shares a finite bandwidth: give bandwidth= in bytes per second")
+            object.__setattr__(self, "link", os.fspath(self.link))
         if not (isinstance(self.latency, (int, float)) and self.latency >= 0 and math.isfinite(self.latency)):
             raise ValueError(f"Throttle latency must be a finite number of seconds >= 0, got {self.latency!r}")
         if not (isinstance(self.bandwidth, (int, float)) and self.bandwidth > 0):
@@ -57,9 +67,20 @@ class Throttle:
             time.sleep(self.latency)
 
     def stream(self, nbytes: int) -> None:
-        """Wait for ``nbytes`` bytes at this bandwidth."""
-        if nbytes > 0 and not math.isinf(self.bandwidth):
+        """Wait for ``nbytes`` bytes at this bandwidth (on a shared link: after the readers ahead of this one)."""
+        if nbytes <= 0 or math.isinf(self.bandwidth):
+            return
+        if self.link is None:
             time.sleep(nbytes / self.bandwidth)
+            return
+        import fcntl  # POSIX; the link model serialises transfers across processes with it
+
+        with open(self.link, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                time.sleep(nbytes / self.bandwidth)
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def upload(self, nbytes: int) -> None:
         """Wait for writing one file of ``nbytes`` bytes to the modelled store (latency + bytes)."""
@@ -70,7 +91,8 @@ class Throttle:
         if self.is_free:
             return "no throttle (local disk)"
         bw = "unlimited" if math.isinf(self.bandwidth) else f"{self.bandwidth / 1e6:.3g} MB/s"
-        return f"modelled object store: {self.latency * 1000:.3g} ms per file, {bw} per stream"
+        per = "shared by all readers" if self.link else "per stream"
+        return f"modelled object store: {self.latency * 1000:.3g} ms per file, {bw} {per}"
 
 
 @dataclass
