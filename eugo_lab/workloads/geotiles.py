@@ -83,6 +83,7 @@ class Tile(NamedTuple):
     bands: tuple[str, ...]
     bytes_read: int = 0
     file_bytes: int = 0
+    reads: int = 0  # read calls GDAL made on the file: on object storage, each would be a ranged request
 
 
 class TileResult(NamedTuple):
@@ -95,6 +96,7 @@ class TileResult(NamedTuple):
     bytes_written: int
     shape_in: tuple[int, ...]
     shape_out: tuple[int, ...]
+    reads: int = 0  # read calls GDAL made on the input file
 
 
 class CogInfo(NamedTuple):
@@ -245,7 +247,7 @@ def read_tile(path: str | os.PathLike, bands: Sequence[str | int] | None = None,
             transform = src.transform if win is None else src.window_transform(win)
             crs = src.crs
         size = os.path.getsize(path)
-    return Tile(data, transform, crs, tuple(BANDS[i - 1] for i in idx), meter.bytes_read, size)
+    return Tile(data, transform, crs, tuple(BANDS[i - 1] for i in idx), meter.bytes_read, size, meter.reads)
 
 
 def resample(tile: Tile, factor: float = 2, crs: str | None = None, method: str = "average") -> Tile:
@@ -368,7 +370,7 @@ def _finish(tile: Tile, path: str | os.PathLike, out_dir: str | os.PathLike, pro
     target = Path(out_dir) / f"{Path(path).stem}_{product}.tif"
     written = write_cog(out, target, throttle=upload)
     return TileResult(str(path), str(target), tile.bytes_read, tile.file_bytes, written, tuple(tile.data.shape),
-                      tuple(out.data.shape))
+                      tuple(out.data.shape), tile.reads)
 
 
 def process_tile(path: str | os.PathLike, out_dir: str | os.PathLike, *, bands: Sequence[str | int] | None = None,
