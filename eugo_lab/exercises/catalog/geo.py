@@ -29,8 +29,8 @@ tiles passes too)::
     results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir"), throttle=store)
                        for p in tiles.paths])
 
-Criteria: NDVI COGs for every tile; the waiting overlapped — on average more reads in flight
-(while any read was) than the machine has cores (at least ``MIN_READS_IN_FLIGHT``), or, with
+Criteria: NDVI COGs for every tile; the waiting overlapped — on average at least
+``MIN_READS_IN_FLIGHT`` reads in flight while any read was, or, with
 reads prefetched in threads, a task's later tiles waiting at most half of its first, whole,
 read (``MIN_HIDDEN``); each tile read at
 most ``MAX_BYTES_SHARE`` of its file (red and nir: half the bands). Graded on the trace and the
@@ -48,10 +48,10 @@ from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
 LESSON_2 = "04-scaling-a-real-workload/02-reading-large-datasets-without-stalling.ipynb"
 PHASES = ("read", "compute", "write")
-# Reads "overlap" when, on average while any read waits, more reads wait than the machine has
-# cores: waiting needs no core, so that is what only overlapping (more workers than cores, or
-# reads in threads) achieves. At least 3, so a 2-worker run on a 1-core Binder does not pass
-# by its two workers alone.
+# Reads "overlap" when, on average while any read waits, at least 3 wait together: more than
+# the starter's 2 workers can hold (one read each), and more than the cores of this 2-core VM
+# or a 1-core Binder, so it takes overlapping (more workers than cores, or reads in threads).
+# A fixed count rather than cores + 1, so the lesson's 8-worker fix passes on bigger machines too.
 MIN_READS_IN_FLIGHT = 3
 # Red and nir are 2 of the 4 band-interleaved bands: a read of just those takes ~50% of the
 # file (plus its header); reading every band takes ~100%. 60% sits clearly between.
@@ -191,7 +191,7 @@ def io_overlap(a: Attempt) -> Verdict:
     results = _tile_results(a, product="ndvi")
     n = len(results)
     cores = int(a.trace.meta.get("cores", 0) or 0) or 1
-    need = max(MIN_READS_IN_FLIGHT, cores + 1)
+    need = MIN_READS_IN_FLIGHT
     flight = in_flight(*_read_spans(a.trace))
     shares = phase_shares(a.trace)
     read_share, compute_share = shares.get("read", 0.0), shares.get("compute", 0.0)
@@ -220,7 +220,8 @@ def io_overlap(a: Attempt) -> Verdict:
                      "bands=(\"red\", \"nir\") to process_tile so every read fetches about half the bytes.")
     if lines:
         return a.not_yet(*lines, details=details)
-    how = ("more reads were in flight than the machine has cores" if flight >= need
+    how = (f"on average {need} or more reads waited at once, more than the starter's 2 workers could hold"
+           if flight >= need
            else "reads prefetched in threads ran while the tasks computed (later tiles waited under half a read)")
     return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs",
                     f"the waiting overlapped: {how}",
