@@ -29,8 +29,8 @@ tiles passes too)::
     results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir"), throttle=store)
                        for p in tiles.paths])
 
-Criteria: NDVI COGs for every tile; the waiting overlapped — on average at least
-``MIN_READS_IN_FLIGHT`` reads in flight while any read was, or, with
+Criteria: NDVI COGs for every tile; the waiting overlapped — at some moment at least
+``MIN_READS_IN_FLIGHT`` reads in flight together, or, with
 reads prefetched in threads, a task's later tiles waiting at most half of its first, whole,
 read (``MIN_HIDDEN``); each tile read at
 most ``MAX_BYTES_SHARE`` of its file (red and nir: half the bands). Graded on the trace and the
@@ -48,10 +48,13 @@ from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
 LESSON_2 = "04-scaling-a-real-workload/02-reading-large-datasets-without-stalling.ipynb"
 PHASES = ("read", "compute", "write")
-# Reads "overlap" when, on average while any read waits, at least 3 wait together: more than
-# the starter's 2 workers can hold (one read each), and more than the cores of this 2-core VM
-# or a 1-core Binder, so it takes overlapping (more workers than cores, or reads in threads).
-# A fixed count rather than cores + 1, so the lesson's 8-worker fix passes on bigger machines too.
+# Reads "overlap" when at some moment at least 3 wait together: more than the starter's 2 workers
+# can hold (process_tile reads once per task, so a worker has one read at a time), and more than
+# the cores of this 2-core VM or a 1-core Binder, so it takes overlapping (more workers than
+# cores, or reads in threads). The peak, not the average: freshly started workers load GDAL on
+# their first tile, which staggers the first reads of an 8-worker run and pulls its average
+# towards 2 on a busy machine. A fixed count rather than cores + 1, so the lesson's 8-worker fix
+# passes on bigger machines too.
 MIN_READS_IN_FLIGHT = 3
 # Red and nir are 2 of the 4 band-interleaved bands: a read of just those takes ~50% of the
 # file (plus its header); reading every band takes ~100%. 60% sits clearly between.
@@ -112,6 +115,16 @@ def in_flight(starts: np.ndarray, ends: np.ndarray) -> float:
             cur_e = max(cur_e, b)
     covered += cur_e - cur_s
     return float((e - s).sum()) / covered if covered > 0 else 0.0
+
+
+def peak_in_flight(starts: np.ndarray, ends: np.ndarray) -> int:
+    """The most spans open at one moment (at equal times an end comes before a start)."""
+    if not len(starts):
+        return 0
+    times = np.concatenate([np.asarray(starts), np.asarray(ends)])
+    deltas = np.concatenate([np.ones(len(starts)), -np.ones(len(ends))])
+    order = np.lexsort((deltas, times))
+    return int(np.cumsum(deltas[order]).max())
 
 
 def phase_shares(trace: Any) -> dict[str, float]:
@@ -192,13 +205,14 @@ def io_overlap(a: Attempt) -> Verdict:
     n = len(results)
     cores = int(a.trace.meta.get("cores", 0) or 0) or 1
     need = MIN_READS_IN_FLIGHT
-    flight = in_flight(*_read_spans(a.trace))
+    spans = _read_spans(a.trace)
+    flight, peak = in_flight(*spans), peak_in_flight(*spans)
     shares = phase_shares(a.trace)
     read_share, compute_share = shares.get("read", 0.0), shares.get("compute", 0.0)
     hidden = hidden_reads(a.trace)
-    overlapped = flight >= need or (hidden is not None and hidden >= MIN_HIDDEN)
+    overlapped = peak >= need or (hidden is not None and hidden >= MIN_HIDDEN)
     share = max(r.bytes_read / r.file_bytes for r in results if r.file_bytes)
-    details = (f"{flight:.1f} reads in flight on average while reading",
+    details = (f"up to {peak} reads in flight, {flight:.1f} on average while reading",
                *(() if hidden is None else (f"prefetch hid {hidden:.0%} of a read's wait",)),
                f"read {read_share:.0%} and compute "
                f"{compute_share:.0%} of task time", f"largest read {share:.0%} of its file",
@@ -207,8 +221,8 @@ def io_overlap(a: Attempt) -> Verdict:
     if not overlapped:
         w = f"{a.workers} worker{'s' if a.workers != 1 else ''}"
         most = "most of" if read_share >= 0.5 else "much of"
-        lines.append(f"the tasks still spent {most} their time waiting in the 'read' phase, with no more reads in "
-                     f"flight than the {w} held one each (fewer than {need}).")
+        lines.append(f"the tasks still spent {most} their time waiting in the 'read' phase, and never more than "
+                     f"{need - 1} reads waited at once: on {w} each read waited its turn.")
         if compute_share < SMALL_COMPUTE_SHARE:
             lines.append("Compute is a small part of each task, so a faster compute step (vectorized, or with more "
                          "CPU) cannot hide the waiting.")
@@ -220,8 +234,8 @@ def io_overlap(a: Attempt) -> Verdict:
                      "bands=(\"red\", \"nir\") to process_tile so every read fetches about half the bytes.")
     if lines:
         return a.not_yet(*lines, details=details)
-    how = (f"on average {need} or more reads waited at once, more than the starter's 2 workers could hold"
-           if flight >= need
+    how = (f"{need} or more reads waited at once, more than the starter's 2 workers could hold"
+           if peak >= need
            else "reads prefetched in threads ran while the tasks computed (later tiles waited under half a read)")
     return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs",
                     f"the waiting overlapped: {how}",
