@@ -164,7 +164,7 @@ def test_a_verdict_is_saved_and_listed(store, monkeypatch):
     assert cap.stdout.startswith("Exercises: 0 of ")
     assert re.search(r"^  not tried  fan-out +Submit all", cap.stdout, re.M)
     v = run_exercise("fan-out", REFERENCE)
-    assert v.passed
+    assert v.passed, v.to_text()
     entry = json.loads(store.read_text())["exercises"]["fan-out"]
     assert entry["passed"] is True and entry["attempts"] == 1 and entry["evidence"] == v.evidence()
     with capture_output() as cap:
@@ -201,7 +201,7 @@ def test_store_that_cannot_be_written_warns_and_keeps_the_cell(store, monkeypatc
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         v = run_exercise("fan-out", REFERENCE)
-    assert v.passed
+    assert v.passed, v.to_text()
     assert any("was not saved" in str(w.message) and "newer eugo-lab" in str(w.message) for w in caught)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from eugo_lab.analysis.report import display_source
 from eugo_lab.analysis.timeline import Units, units
+from eugo_lab.analysis.timeline import measure as union_length
 
 
 def tasks(trace: Any, function: str | None = None) -> int:
@@ -52,6 +53,15 @@ def max_in_flight(trace: Any) -> int:
     deltas = np.concatenate([np.ones(int(ok.sum())), -np.ones(int(ok.sum()))])
     order = np.lexsort((deltas, times))  # at equal times an end before a start
     return int(np.cumsum(deltas[order]).max())
+
+
+def concurrency(trace: Any) -> float:
+    """Average number of task bodies running at once while any ran (varies run to run: for details, not criteria)."""
+    u = units(trace)
+    if not len(u):
+        return 0.0
+    span = union_length(u.occ_start, u.occ_end)
+    return float((u.occ_end - u.occ_start).sum() / span) if span > 0 else 0.0
 
 
 def waits(trace: Any) -> list[tuple[str, int, str]]:

@@ -43,9 +43,10 @@ from eugo_lab.exercises.base import Attempt, Verdict, exercise
 
 N = 12
 FUNCTION = "slow_square"
-# 12 tasks of 50 ms on 2 workers replay at ~1.9x; waiting for each replays at ~1.0x. 1.5x sits
-# clearly between, whatever the machine's speed (the replay keeps the measured durations).
-MIN_REPLAYED_SPEEDUP = 1.5
+# 12 tasks of 50 ms on 2 workers replay at 1.6-2.0x (the low end on freshly started workers);
+# waiting for each replays at ~1.0x. 1.3x sits clearly between, whatever the machine's speed
+# (the replay keeps the measured durations).
+MIN_REPLAYED_SPEEDUP = 1.3
 
 
 @exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once")
@@ -85,5 +86,6 @@ def fan_out(a: Attempt) -> Verdict:
                          "Keep the loop to submitting.")
     return a.passed(f"all {N} tasks were in flight before the first get() returned; results equal the reference",
                     f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
-                    details=(f"replayed speedup {fmt_x(replayed)} on {w} workers",
+                    details=(f"average concurrency {measure.concurrency(a.trace):.1f}",
+                             f"replayed speedup {fmt_x(replayed)} on {w} workers",
                              f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run"))
