@@ -96,14 +96,23 @@ def test_io_overlap_more_workers_than_cores_passes():
     assert "each read fetched only red and nir" in text
 
 
-def test_io_overlap_prefetch_passes():
-    cell = (f"batch = hpc.remote(geotiles.process_tiles)\n"
-            f"parts = hpc.get([batch.remote(tiles.paths[i::2], out_dir, prefetch=4, {NDVI}, bands=('red', 'nir'))"
-            f" for i in range(2)])\n"
+def batches(prefetch: int) -> str:
+    return (f"batch = hpc.remote(geotiles.process_tiles)\n"
+            f"parts = hpc.get([batch.remote(tiles.paths[i::2], out_dir, prefetch={prefetch}, {NDVI}, "
+            f"bands=('red', 'nir')) for i in range(2)])\n"
             "results = [r for part in parts for r in part]\n")
-    first, text = lines(run_exercise("io-overlap", cell, setup=EVEN))
+
+
+def test_io_overlap_prefetch_passes():
+    first, text = lines(run_exercise("io-overlap", batches(4), setup=EVEN))
     assert first == "exercise io-overlap: passed", text
     assert "reads prefetched in threads ran while the tasks computed" in text
+
+
+def test_io_overlap_batches_without_read_ahead_still_wait():
+    first, text = lines(run_exercise("io-overlap", batches(0), setup=EVEN))
+    assert first == "exercise io-overlap: not yet", text
+    assert "never more than 2 reads waited at once" in text
 
 
 def test_io_overlap_starter_names_both_problems():
