@@ -138,6 +138,13 @@ def test_io_overlap_more_workers_but_every_band_is_not_yet_for_the_bytes():
     assert 'pass bands=("red", "nir") to process_tile' in text and "waited at once" not in text
 
 
+def test_io_overlap_without_the_modelled_store_says_to_keep_it():
+    cell = 'results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir")) for p in tiles.paths])'
+    first, text = lines(run_exercise("io-overlap", cell, setup=EVEN))
+    assert first == "exercise io-overlap: not yet"
+    assert "Keep throttle=store in the process_tile call" in text
+
+
 def test_io_overlap_needs_ndvi_outputs():
     cell = 'results = hpc.get([process.remote(p, out_dir, bands=("red", "nir")) for p in tiles.paths])'
     _, text = lines(run_exercise("io-overlap", cell, setup=EVEN, line="-w 8 --no-live"))
