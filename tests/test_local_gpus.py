@@ -284,3 +284,10 @@ def test_the_live_view_reads_which_gpu_each_new_row_held():
     cols = glyphs.task_columns(chunk, 0.0, glyphs.Palette(), merge=False)
     assert sorted(cols["gpu"]) == ["-", "GPU 0", "GPU 0"]
     assert cols["line_color"].count(glyphs.GPU_LINE) == 2
+
+
+def test_a_bad_variable_names_itself(monkeypatch):
+    _no_driver(monkeypatch)
+    monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0,-1")
+    with pytest.raises(ValueError, match=r"EUGO_LAB_GPU_DEVICES must list GPU devices .* or be 'none', got"):
+        local_gpus.resolve()
