@@ -1,5 +1,5 @@
 # Eugo Lab: two commands do all set-up on a fresh machine.
-#   make lab    create .venv, install, start JupyterLab on courses/ (127.0.0.1:8888)
+#   make lab    create .venv, install, start JupyterLab on courses/index.ipynb (127.0.0.1:8888)
 #   make test   create .venv, install everything the tests need, run ruff and pytest
 # Other targets: make bench (benchmarks vs peers), make bench-quick, make gpu-check, make clean.
 
@@ -39,10 +39,19 @@ system-deps:
 		else echo "chromium is missing: run 'sudo apt-get install -y chromium chromium-driver'"; exit 1; fi; \
 	fi
 
+# JupyterLab's app-level settings in this project's venv only: no "get notified about Jupyter news?"
+# toast (fetching news would reach out to the internet; the learner's own settings still win).
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_OVERRIDES): | $(STAMP)
+	@mkdir -p $(dir $@)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
 # Loopback only; no update or news checks (they would reach out to the internet).
-lab: deps bytecode
+lab: deps bytecode $(LAB_OVERRIDES)
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.root_dir=courses --ServerApp.allow_root=True --LabApp.news_url=None \
+		--LabApp.default_url=/lab/tree/index.ipynb \
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 lint: deps

@@ -66,7 +66,7 @@ def _guard_threads() -> None:
     global _threads_unguarded
     _threads_unguarded = False
     try:
-        from eugo_lab.accel.thread_guard import apply_once
+        from eugo_lab.accel.thread_vars import apply_once
 
         apply_once()
     except Exception:  # a guard that fails must never fail the task

@@ -18,7 +18,6 @@ import collections
 import os
 import pickle
 import selectors
-import shutil
 import signal
 import struct
 import subprocess
@@ -28,7 +27,6 @@ import time
 from typing import Any
 
 from eugo_lab.backends import base, local_gpus, local_process, local_template, outcome
-from eugo_lab.backends._cluster import RESOURCE_ENGINES, request_error, this_cpu
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
@@ -166,7 +164,11 @@ class LocalBackend(base.Backend):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Block until every worker process has started (imported its code and said hello)."""
-        this_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
+        # Not _cluster.this_cpu: _cluster (with the worker shim, ctypes, logging) is ~2 ms of
+        # imports the local pool's start-up does not need; the driver's imports are that start-up.
+        from eugo_lab.accel.detect import describe_cpu
+
+        describe_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
         deadline = time.monotonic() + timeout
         while not self._all_greeted.wait(0.1):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
@@ -303,6 +305,9 @@ class LocalBackend(base.Backend):
 
     def _check_request(self, task: Task) -> None:
         """Raise :class:`~eugo_lab.hpc.errors.ResourceRequestError` for a request no worker of this pool meets."""
+        # Only a task asking for resources pays for importing _cluster (~2 ms at pool start otherwise).
+        from eugo_lab.backends._cluster import RESOURCE_ENGINES, request_error
+
         opts = task.options
         if opts.resources:
             raise request_error(task, f"the local pool offers no custom resources (its {self.n_workers} workers "
@@ -362,6 +367,9 @@ class LocalBackend(base.Backend):
     # -- info -----------------------------------------------------------------------------
     def info(self) -> base.ClusterInfo:
         """Pool size, cores and memory of this machine."""
+        from eugo_lab.accel.detect import describe_cpu
+
+
         return base.ClusterInfo(
             backend="local",
             workers=self.n_workers,
@@ -370,7 +378,7 @@ class LocalBackend(base.Backend):
             gpus=self.n_gpu,
             address="local processes",
             threads_per_worker=self.threads_per_worker,
-            cpu=this_cpu(),
+            cpu=describe_cpu(),
             gpu_workers={i: self.devices.indices[i] for i in range(self.n_gpu)},
         )
 
@@ -796,5 +804,7 @@ class LocalBackend(base.Backend):
                     pass
             self._wake_r = self._wake_w = -1
         self._sel.close()
+        import shutil  # at shutdown only (with its bz2/lzma: 1.5 ms of the start-up otherwise)
+
         shutil.rmtree(self._store_dir, ignore_errors=True)
         self._stopped.set()

@@ -26,12 +26,16 @@ class Entry:
     definition: str
     aliases: tuple[str, ...] = ()
     see_also: tuple[str, ...] = ()
+    #: The lesson that shows the term at work, relative to ``courses/`` (empty: the vocabulary's own demo).
+    lesson: str = ""
 
     def to_text(self) -> str:
         """Plain text (deterministic: it is course data)."""
         lines = [f"{self.term}: {self.definition}"]
         if self.see_also:
             lines.append(f"See also: {', '.join(self.see_also)}")
+        if self.lesson:
+            lines.append(f"Lesson: courses/{self.lesson}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's printer
@@ -41,6 +45,8 @@ class Entry:
         also = ""
         if self.see_also:
             also = f"<div><i>See also:</i> {html.escape(', '.join(self.see_also))}</div>"
+        if self.lesson:
+            also += f"<div><i>Lesson:</i> <code>courses/{html.escape(self.lesson)}</code></div>"
         return (f"<div class='eugo-glossary'><b>{html.escape(self.term)}</b>: "
                 f"{html.escape(self.definition)}{also}</div>")
 
@@ -67,7 +73,7 @@ def _key(s: str) -> str:
 def _entries() -> tuple[Entry, ...]:
     data = json.loads(_DATA.read_text(encoding="utf-8"))
     return tuple(Entry(term=d["term"], definition=d["definition"], aliases=tuple(d.get("aliases", ())),
-                       see_also=tuple(d.get("see_also", ()))) for d in data["terms"])
+                       see_also=tuple(d.get("see_also", ())), lesson=d.get("lesson", "")) for d in data["terms"])
 
 
 @lru_cache(maxsize=1)

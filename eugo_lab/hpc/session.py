@@ -17,7 +17,7 @@ from typing import Any
 
 from eugo_lab.backends import base, outcome
 from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc import errors
+from eugo_lab.hpc import errors, serialization
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
@@ -438,6 +438,8 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
         be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
         be.start()
         if wait_ready:
+            # The first .remote() needs cloudpickle: import it while the workers boot, not after.
+            serialization.warm()
             be.wait_ready()
         rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
         set_current(rt)

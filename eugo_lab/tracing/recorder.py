@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import socket
 import threading
 import time
 from array import array
@@ -113,6 +112,13 @@ class _Strings:
             c = self.codes[s] = len(self.names)
             self.names.append(s)
         return c
+
+
+def _hostname() -> str:
+    """The driver's host name, as the workers report theirs (socket on first use: not at the runtime's start)."""
+    import socket
+
+    return socket.gethostname()
 
 
 def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[int, tuple[str, int]],
@@ -285,7 +291,7 @@ class Recorder:
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
-            host = socket.gethostname()
+            host = _hostname()
             tasks: TaskRows | dict[str, Any] = rows
             if any(h and h != host for h, _ in self.workers.values()):
                 # Workers on other hosts: their clocks are aligned now, which needs the columns.
