@@ -87,6 +87,7 @@ class Chunk:
     phase_names: tuple[str, ...]
     block_kinds: tuple[str, ...]
     sources: tuple[str, ...]
+    gpu: Any = None  # per task row, the GPU it held (-1: none); None when no task held one
 
     @classmethod
     def empty(cls) -> Chunk:
@@ -357,8 +358,13 @@ class Recorder:
             if t0:
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
+            gpu = None
+            if len(self.gpus["task"]):  # GPU tasks ran (rare): which GPU each new row held, for the live bars
+                from eugo_lab.tracing.trace import gpu_per_row
+
+                gpu = gpu_per_row(tasks, self.gpus)
             chunk = Chunk(tasks, phases, blocks, tuple(self.functions.names), tuple(self.phase_names.names),
-                          tuple(self.block_kinds.names), tuple(self.sources.names))
+                          tuple(self.block_kinds.names), tuple(self.sources.names), gpu)
         return end, chunk
 
     # -- recording ---------------------------------------------------------------------------

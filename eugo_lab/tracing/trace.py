@@ -47,6 +47,23 @@ def _frozen(a: Any, dtype: str) -> np.ndarray:
     return arr
 
 
+def gpu_per_row(tasks: dict[str, Any], gpus: dict[str, Any]) -> np.ndarray:
+    """The GPU each task row held (-1: none), from the ``GPU_COLUMNS`` table of attempts that held one.
+
+    A row matches its own ``(task_id, attempt)``, or, an ``hpc.map`` item, its batch's.
+    """
+    tid, batch = np.asarray(tasks["task_id"], dtype="int64"), np.asarray(tasks["batch"], dtype="int64")
+    out = np.full(tid.shape[0], -1, dtype="int64")
+    held_tasks = np.asarray(gpus["task"], dtype="int64")
+    if held_tasks.size:
+        held = {(k, a): d for k, a, d in zip(held_tasks.tolist(), list(gpus["attempt"]), list(gpus["gpu"]))}
+        rows = np.flatnonzero(np.isin(tid, held_tasks) | np.isin(batch, held_tasks))  # only those: a loop
+        attempt = np.asarray(tasks["attempt"], dtype="int64")
+        for i, k, b, a in zip(rows.tolist(), tid[rows].tolist(), batch[rows].tolist(), attempt[rows].tolist()):
+            out[i] = held.get((k, a), held.get((b, a), -1))
+    return out
+
+
 # Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
 _BUILD_LOCK = threading.Lock()
 
@@ -119,16 +136,7 @@ class Trace:
         it, on Dask the one its worker was given, on Ray ``ray.get_gpu_ids()``.
         """
         if self._gpu is None:
-            t = self.tasks
-            out = np.full(len(self), -1, dtype="int64")
-            g = self.gpus
-            if len(g["task"]):
-                held = {(k, a): d for k, a, d in zip(g["task"].tolist(), g["attempt"].tolist(), g["gpu"].tolist())}
-                tid, batch = t["task_id"], t["batch"]
-                rows = np.flatnonzero(np.isin(tid, g["task"]) | np.isin(batch, g["task"]))  # only those: a loop
-                for i, k, b, a in zip(rows.tolist(), tid[rows].tolist(), batch[rows].tolist(),
-                                      t["attempt"][rows].tolist()):
-                    out[i] = held.get((k, a), held.get((b, a), -1))
+            out = gpu_per_row(self.tasks, self.gpus)
             out.setflags(write=False)
             self._gpu = out
         return self._gpu
