@@ -25,3 +25,6 @@ THREADS_PER_WORKER_ENV = "EUGO_THREADS_PER_WORKER"
 #: Set by the driver for the workers it starts when the user set thread variables themselves
 #: (``OMP_NUM_THREADS=4``...): the worker's thread guard then changes nothing.
 THREADS_USER_ENV = "EUGO_THREADS_USER"
+#: The folder of the learner's progress store (``progress.json``); default ``<jupyter data dir>/eugo_lab``.
+#: Tests set it to a temporary folder so they never touch a real learner's progress.
+PROGRESS_DIR_ENV = "EUGO_LAB_PROGRESS_DIR"

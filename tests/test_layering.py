@@ -30,6 +30,10 @@ FORBIDDEN = {
     # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
     "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
               "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
+    # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
+    # and the server extension reads their progress store, so neither may be imported from here
+    "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                  "IPython", "ipywidgets", "bokeh"),
     # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
     "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }
