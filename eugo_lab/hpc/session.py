@@ -77,6 +77,16 @@ def _arrays_in(args: Any, more: Any) -> bool:
     return False
 
 
+def _batch_arrays(fn: FunctionRecord, first: Any) -> bool:
+    """A batch a JIT could be for: its first item (a ``batch="auto"`` batch: that call's arguments) has arrays."""
+    from eugo_lab.hpc.coalesce import _Spread
+
+    if isinstance(fn.fn, _Spread):
+        args, kwargs = first
+        return _arrays_in(args, kwargs.values())
+    return _arrays_in((first,), ())
+
+
 def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
     from eugo_lab.hpc.optimized import optimized_record
 
@@ -158,7 +168,7 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
         self._check_open()
-        if self.optimize and items and _arrays_in(items[:1], ()):  # %%eugo --optimize (issue #13)
+        if self.optimize and items and _batch_arrays(fn, items[0]):  # %%eugo --optimize (issue #13)
             fn = _optimized(fn, self.optimize)
         if self.profiling is not None:
             fn = self.profiling.wrap(fn)
@@ -226,6 +236,8 @@ class Runtime:
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
                                     result.item_errors if status == base.OK else None, worker=worker)
+            if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
+                self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
+    GPU_COLUMNS,
     PHASE_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
@@ -151,6 +152,15 @@ def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[
     return offsets
 
 
+def _items_at(phases: Sequence[tuple], ends: Any, n: int) -> list[int]:
+    """For each phase of an ``hpc.map`` batch, the item it started in (``ends``: each item's end offset)."""
+    import numpy as np
+
+    # An item's span starts after the previous item's end was read: the first end past its start is its item's.
+    at = np.searchsorted(np.asarray(ends), [s for _, s, _, _ in phases], side="right")
+    return np.minimum(at, n - 1).tolist()
+
+
 class Recorder:
     """Thread-safe event store with nestable regions and live subscribers."""
 
@@ -180,6 +190,7 @@ class Recorder:
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
         self.phase_names = _Strings()
@@ -257,17 +268,18 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles))
+                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0 = mark
+            t0, p0, b0, start, d0, f0, g0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            gpus = {c: col[g0:] for c, col in self.gpus.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
@@ -279,7 +291,7 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
@@ -388,6 +400,7 @@ class Recorder:
             start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats[:9]
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
+        items: list[int] | None = None  # a batch's phases: the item each started in
         with self._lock:
             profile = getattr(stats, "profile", None)  # (a plain tuple of the first fields is accepted too)
             if profile is not None:  # a profiled attempt: its worker sent no tail, so it never takes the fast path
@@ -405,12 +418,8 @@ class Recorder:
                 self._flush()
                 index = self._n_rows()
                 self._tail += row
-                for name, s, e, pcpu in phases or ():
-                    self.phases["row"].append(index)
-                    self.phases["name"].append(self.phase_names.code(name))
-                    self.phases["start"].append(body_start + s)
-                    self.phases["end"].append(body_start + e)
-                    self.phases["cpu"].append(pcpu)
+                if phases:
+                    self._add_phases(phases, body_start, [index] * len(phases))
                 events.append((task_id, body_start, end))
             else:
                 self._seal()
@@ -420,16 +429,44 @@ class Recorder:
                           "received": received, "deser": deser / n, "ser": ser / n}
                 rows = BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
                                   body_start, cpu / body if body > 0 else 0.0)
+                first = self._sealed  # the row of the batch's first item
                 self._add_segment(rows, n)
+                if phases:  # each span on the row of the item it started in (a JIT trial: the first call's)
+                    items = _items_at(phases, ends, n)
+                    self._add_phases(phases, body_start, [first + i for i in items])
                 if self._subscribers:
                     cols = rows.columns()
                     events.extend(zip(cols["task_id"].tolist(), cols["start"].tolist(), cols["end"].tolist()))
         if self._subscribers:
             status_name = STATUS_NAMES[status]
-            ph = tuple((name, body_start + s, body_start + e) for name, s, e, _ in phases or ())
+            spans = [(name, body_start + s, body_start + e) for name, s, e, _ in phases or ()]
+            if items is None:
+                per_event = {0: tuple(spans)} if spans else {}
+            else:
+                per_event = {}
+                for i, span in zip(items, spans):
+                    per_event.setdefault(i, []).append(span)
             for i, (tid, s, e) in enumerate(events):
                 st = STATUS_NAMES[item_status[i]] if item_status else status_name
-                self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
+                self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, tuple(per_event.get(i, ())),
+                                        bytes_in, bytes_out))
+
+    def _add_phases(self, phases: Sequence[tuple], body_start: float, rows: Sequence[int]) -> None:
+        """Append ``phases`` (offsets from ``body_start``), span ``j`` on task row ``rows[j]`` (lock held)."""
+        for (name, s, e, pcpu), index in zip(phases, rows):
+            self.phases["row"].append(index)
+            self.phases["name"].append(self.phase_names.code(name))
+            self.phases["start"].append(body_start + s)
+            self.phases["end"].append(body_start + e)
+            self.phases["cpu"].append(pcpu)
+
+    def record_gpu(self, task_id: int, attempt: int, gpu: int) -> None:
+        """Remember that attempt ``attempt`` of task ``task_id`` (an ``hpc.map`` batch: its id) held GPU ``gpu``."""
+        with self._lock:
+            g = self.gpus
+            g["task"].append(task_id)
+            g["attempt"].append(attempt)
+            g["gpu"].append(gpu)
 
     def record_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""
