@@ -11,7 +11,7 @@ import importlib
 from eugo_lab.exercises.base import Exercise, registered, unknown
 
 #: Topic modules of this package, in course order.
-MODULES = ("fan_out", "as_completed", "put", "batching", "straggler")
+MODULES = ("fan_out", "as_completed", "put", "batching", "straggler", "optimizations")
 
 _loaded = False
 
