@@ -98,6 +98,11 @@ def _task_seconds(a: Attempt, function: str, cpu: bool) -> np.ndarray:
     return (np.asarray(t["end"], dtype=float) - np.asarray(t["start"], dtype=float))[sel]
 
 
+def _ratio(a: Attempt, slow: str, fast: str, cpu: bool) -> float:
+    """Median task of ``slow`` over median task of ``fast``, both from this run."""
+    return float(np.median(_task_seconds(a, slow, cpu)) / max(float(np.median(_task_seconds(a, fast, cpu))), 1e-6))
+
+
 def _need_tasks(a: Attempt, function: str, n: int, how: str) -> None:
     got = measure.tasks(a.trace, function)
     if got < n:
@@ -217,7 +222,7 @@ def vectorize(a: Attempt) -> Verdict:
     p = _profile(a, "compare")
     loop_py = _python_seconds(p, VEC_LOOP) / VEC_CALLS
     mine_py = _python_seconds(p, VEC_FN) / VEC_CALLS
-    speedup = float(np.median(_task_seconds(a, VEC_LOOP, cpu=True)) / max(np.median(_task_seconds(a, VEC_FN, cpu=True)), 1e-6))
+    speedup = _ratio(a, VEC_LOOP, VEC_FN, cpu=True)
     details = (f"Python bytecode per call: {loop_py * 1e3:.1f} ms in {VEC_LOOP}, {mine_py * 1e3:.1f} ms in {VEC_FN}",
                f"{speedup:.0f}x faster by task CPU time")
     if loop_py <= 0:
@@ -312,7 +317,7 @@ def threads(a: Attempt) -> Verdict:
                          "(blas_work() returns the count threadpoolctl reports inside the worker).")
     cores, workers = _cores(), a.workers
     limit = max(1, cores // workers)
-    ratio = float(np.median(_task_seconds(a, THREAD_BASE, cpu=False)) / max(np.median(_task_seconds(a, THREAD_FN, cpu=False)), 1e-6))
+    ratio = _ratio(a, THREAD_BASE, THREAD_FN, cpu=False)
     details = (f"{THREAD_FN} tasks {ratio:.1f}x shorter than {THREAD_BASE} (median)",)
     if max(seen_after) > limit:
         return a.not_yet(f"your tuned tasks ran with {max(seen_after)} BLAS threads each on "
