@@ -260,7 +260,7 @@ def _report(batch: str = '(batch="auto")', arg: str = "signal"):
 def test_runtime_report_reference_passes():
     v = _report()
     assert v.passed, v.to_text(precise=True)
-    assert "the report shows parse batched (batch) and running_max compiled" in v.to_text()
+    assert "the report shows parse batched (batch=\"auto\") and running_max compiled" in v.to_text()
 
 
 def test_runtime_report_tiny_calls_not_batched():

@@ -323,7 +323,8 @@ def threads(a: Attempt) -> Verdict:
         return a.not_yet(f"your tuned tasks ran with {max(seen_after)} BLAS threads each on "
                          f"{measure.plural(workers, 'worker')}: {max(seen_after) * workers} threads for "
                          f"{measure.plural(cores, 'core')}. The threadpool_limits(...) inside tuned overrides the "
-                         f"guard: remove it, so each worker keeps the guard's {limit}.", details=details)
+                         f"guard: remove it, so each worker keeps the guard's {measure.plural(limit, 'thread')}.",
+                         details=details)
     if max(seen_before) <= max(seen_after):
         return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
                         f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}",
@@ -394,8 +395,7 @@ def runtime_report(a: Attempt) -> Verdict:
     if not compiled.applied:
         return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}. What would help: "
                          f"{compiled.advice}.", details=details)
-    return a.passed(f"the report shows parse batched ({batched[0].kind}) and running_max compiled with its result "
-                    "checked",
-                    f"{measure.plural(len(applied), 'optimization')} applied, "
-                    f"{len(rep.declined)} declined with its reason; values and peaks equal the "
-                    "reference", details=details)
+    how = "hpc.map" if batched[0].kind == "map" else 'batch="auto"'
+    return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
+                    f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; values "
+                    "and peaks equal the reference", details=details)
