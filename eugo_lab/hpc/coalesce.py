@@ -41,6 +41,8 @@ TARGET_BATCH_SECONDS = 0.05
 INFLIGHT_PER_WORKER = 2
 # Weight of a new per-call timing in the running estimate (as hpc.map's EWMA_ALPHA).
 EWMA_ALPHA = 0.5
+# A batch of at least this many calls moves that estimate with the full weight; smaller ones pro rata.
+FULL_WEIGHT_CALLS = 16
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
@@ -225,7 +227,10 @@ class Coalescer:
         if ends:  # a batch: up to its last item's end; the body also holds a profiled batch's recording
             body = min(body, memoryview(ends).cast("d")[-1])  # being serialized (0.4 s the first time)
         est = (body + deser + ser) / n
-        self.per_call = est if self.per_call is None else self.per_call + EWMA_ALPHA * (est - self.per_call)
+        # A batch of a few calls measures mostly its fixed cost (unpickling, the reply): it moves the
+        # estimate less, so the last small batches of a loop do not turn a tiny function slow.
+        weight = EWMA_ALPHA * min(1.0, n / FULL_WEIGHT_CALLS)
+        self.per_call = est if self.per_call is None else self.per_call + weight * (est - self.per_call)
 
     def _probe_done(self, task: Any, stats: Any) -> None:
         with self.lock:
