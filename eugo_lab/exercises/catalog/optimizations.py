@@ -384,10 +384,9 @@ def runtime_report(a: Attempt) -> Verdict:
     details = tuple(o.precise for o in rep.items)
     if not batched or not batched[0].applied:
         n = measure.tasks(a.trace, REPORT_TINY)
-        why = (f" ({batched[0].reason})" if batched and batched[0].reason else "")
-        return a.not_yet(f"the report shows no batching for parse{why}: its {n} calls went as "
-                         f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each a few "
-                         "microseconds of work behind a task's overhead. Let the runtime batch them: "
+        return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
+                         f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
+                         "less work than a task's overhead. Let the runtime batch them: "
                          "@hpc.remote(batch=\"auto\") on parse, or hpc.map(parse, lines).", details=details)
     if compiled is None:
         return a.not_yet("the report has no JIT verdict for running_max: submit it with running_max.remote(...) in "
