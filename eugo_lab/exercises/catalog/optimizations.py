@@ -54,7 +54,8 @@ in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the t
 ``tuned`` tasks report (``after``) are at most the guard's cores / workers; where the baseline
 really was oversubscribed, ``tuned``'s median task is at least ``MIN_THREAD_RATIO`` times shorter.
 
-``runtime-report`` (lesson 5): 2,000 tiny ``parse`` calls and a loop-heavy ``running_max``.
+``runtime-report`` (lesson 5): 2,000 tiny ``parse`` calls and a loop-heavy ``running_max`` over a
+200,000-step random walk (``signal``), passed as a list in the starter.
 Criteria: ``--optimize`` was on; ``values`` and ``peaks`` equal the reference; the report shows
 ``parse`` batched (``batch="auto"`` or ``hpc.map``) and ``running_max`` compiled.
 """
@@ -197,7 +198,8 @@ VEC_CALLS = 3
 # A whole-array version of the loop is 30-100x faster here (300,000 elements); np.vectorize or a list
 # comprehension, still one Python call per element, is 1-3x. 10x sits far from both.
 MIN_VECTOR_SPEEDUP = 10.0
-# The loop's tasks spend nearly all their time in bytecode; a whole-array version under a tenth of it.
+# The loop's tasks spend nearly all their time in bytecode; a whole-array version almost none: a fifth
+# of the loop's is far from both.
 MIN_PROFILE_DROP = 5.0
 
 
