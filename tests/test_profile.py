@@ -264,3 +264,51 @@ def test_the_model_never_imports_a_renderer():
         mods = [m for _, m in imports_of(PKG / "profile" / name)]
         assert not [m for m in mods if m.startswith(("eugo_lab.profile.text", "eugo_lab.profile.html",
                                                      "eugo_lab.render", "IPython"))], (name, mods)
+
+
+def count_if(values):
+    hits = 0
+    for i in range(len(values)):  # the loop line: where its backward jump lands
+        if values[i] > 2:
+            hits += 1
+    return hits
+
+
+def test_a_loop_stopped_at_its_lineless_jump_gets_the_loops_line():
+    # CPython gives the jump back after an `if` without `else` no line: such samples used to carry none,
+    # and the hottest line of a loop like count_if went missing from the profile.
+    import sys
+    import threading
+
+    from pyinstrument.low_level.stat_profile import get_frame_info
+
+    first = count_if.__code__.co_firstlineno
+    stop = threading.Event()
+    values = list(range(5)) * 1000
+
+    def run():
+        while not stop.is_set():
+            count_if(values)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    seen = set()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(seen) < 50:
+            time.sleep(0.001)
+            f = sys._current_frames().get(t.ident)
+            while f is not None and f.f_code is not count_if.__code__:
+                f = f.f_back
+            if f is None:
+                continue
+            info = get_frame_info(f)
+            fixed = collect._with_line(info, f) if "\x01l" not in info else info
+            line = int(fixed.rsplit("\x01l", 1)[1].split("\x01")[0])
+            seen.add((line, "\x01l" in info))
+    finally:
+        stop.set()
+        t.join(5)
+    assert any(not had for _, had in seen), f"no sample stopped at the lineless jump: {seen}"
+    assert all(first < line <= first + 5 for line, _ in seen), seen
+    assert all(line == first + 2 for line, had in seen if not had), seen  # lineless samples: the `for` line
