@@ -6,6 +6,8 @@ documented default so each test states only what it is about.
 
 from __future__ import annotations
 
+import math
+
 from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
 from eugo_lab.tracing.trace import Trace
 
@@ -36,9 +38,9 @@ class TraceBuilder:
     def task(self, fn: str = "f", *, worker: int = 0, start: float, end: float, ready: float | None = None,
              submit: float | None = None, received: float | None = None, cpu: float | None = None,
              deser: float = 0.0, ser: float = 0.0, bytes_in: int = 100, bytes_out: int = 100, status: int = 0,
-             batch: int = -1, attempt: int = 1, task_id: int | None = None) -> int:
+             batch: int = -1, attempt: int = 1, task_id: int | None = None, runq: float = math.nan) -> int:
         """Add one row; ``ready``/``submit`` default to ``start - deser``, ``received`` to ``end + ser``,
-        ``cpu`` to the body time. Returns the row index."""
+        ``cpu`` to the body time, ``runq`` (run-queue wait) to NaN (not measured). Returns the row index."""
         ready = start - deser if ready is None else ready
         submit = ready if submit is None else submit
         received = end + ser if received is None else received
@@ -50,7 +52,7 @@ class TraceBuilder:
         ints = dict(task_id=task_id, attempt=attempt, function=self._code(self.functions, fn), worker=worker,
                     status=status, batch=batch, bytes_in=bytes_in, bytes_out=bytes_out)
         floats = dict(submit=T0 + submit, ready=T0 + ready, start=T0 + start, end=T0 + end, received=T0 + received,
-                      cpu=cpu, deser=deser, ser=ser)
+                      cpu=cpu, deser=deser, ser=ser, runq=runq)
         for k, v in {**ints, **floats}.items():
             self.tasks[k].append(v)
         return row

@@ -1,8 +1,8 @@
 """The live recorder: appends task and blocking events while regions are open.
 
-Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 128 bytes, strings interned
+Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 136 bytes, strings interned
 into small tables) appended to ``bytearray`` segments, so a
-million rows cost 128 MB and no Python object per field; an ``hpc.map`` batch is one compact
+million rows cost 136 MB and no Python object per field; an ``hpc.map`` batch is one compact
 segment (:class:`BatchRows`) whatever its size. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
 kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
@@ -381,11 +381,12 @@ class Recorder:
         """
         nan = math.nan
         if stats is None:  # crashed or cancelled before any measurement
-            start_wall = body = cpu = deser = ser = nan
+            start_wall = body = cpu = deser = ser = runq = nan
             bytes_in = bytes_out = 0
             phases = ends = None
         else:
             start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats[:9]
+            runq = getattr(stats, "runq", nan)
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
         with self._lock:
@@ -396,7 +397,7 @@ class Recorder:
             if item_ids is None or ends is None:
                 end = body_start + body
                 row = pack_row(task_id, attempt, fcode, worker, status, batch, submit, ready, received,
-                               body_start, end, cpu, deser, ser, bytes_in, bytes_out)
+                               body_start, end, cpu, deser, ser, runq, bytes_in, bytes_out)
                 if not phases and not self._subscribers:
                     self._pending.append(row)  # keeps rows in order with the fast path's
                     if len(self._pending) >= FLUSH_ROWS:
@@ -419,7 +420,7 @@ class Recorder:
                           "bytes_in": bytes_in // n, "bytes_out": bytes_out // n, "submit": submit, "ready": ready,
                           "received": received, "deser": deser / n, "ser": ser / n}
                 rows = BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
-                                  body_start, cpu / body if body > 0 else 0.0)
+                                  body_start, cpu / body if body > 0 else 0.0, runq / body if body > 0 else nan)
                 self._add_segment(rows, n)
                 if self._subscribers:
                     cols = rows.columns()

@@ -25,6 +25,7 @@ import numpy as np
 
 from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
+    COLUMN_DEFAULTS,
     DEP_COLUMNS,
     PHASE_COLUMNS,
     STATUS_NAMES,
@@ -44,6 +45,13 @@ def _frozen(a: Any, dtype: str) -> np.ndarray:
     arr = np.array(a, dtype=dtype)
     arr.setflags(write=False)
     return arr
+
+
+def _task_column(tasks: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:
+    """Column ``c`` of ``tasks``; a column added after the trace was made reads as its default."""
+    if c not in tasks and c in COLUMN_DEFAULTS:
+        return _frozen(np.full(n, COLUMN_DEFAULTS[c]), dtype)
+    return _frozen(tasks[c] if fix is None else fix(tasks[c]), dtype)
 
 
 # Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
@@ -83,8 +91,9 @@ class Trace:
         if isinstance(tasks, TaskRows):
             t: dict[str, np.ndarray] | TaskRows = tasks
         else:
-            t = {c: _frozen(tasks[c], "int64") for c in TASK_INT_COLUMNS}
-            t.update({c: _frozen(tasks[c], "float64") for c in TASK_FLOAT_COLUMNS})
+            n = len(tasks["task_id"])
+            t = {c: _task_column(tasks, c, "int64", n) for c in TASK_INT_COLUMNS}
+            t.update({c: _task_column(tasks, c, "float64", n) for c in TASK_FLOAT_COLUMNS})
         deps = tables.pop("deps", None)
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
         p = {c: _frozen(phases[c], "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
@@ -156,6 +165,7 @@ class Trace:
             "received": t["received"] - t0,
             "duration": t["end"] - t["start"],
             "cpu": t["cpu"],
+            "runq": t["runq"],
             "deser": t["deser"],
             "ser": t["ser"],
             "bytes_in": t["bytes_in"],
@@ -226,8 +236,10 @@ class Trace:
         def nan(xs: list) -> list:
             return [math.nan if x is None else x for x in xs]
 
-        tasks = {c: _frozen(d["tasks"][c], "int64") for c in TASK_INT_COLUMNS}
-        tasks.update({c: _frozen(nan(d["tasks"][c]), "float64") for c in TASK_FLOAT_COLUMNS})
+        n = len(d["tasks"]["task_id"])
+        # Columns added within schema 1 ("runq") read as their default in a trace saved before them.
+        tasks = {c: _task_column(d["tasks"], c, "int64", n) for c in TASK_INT_COLUMNS}
+        tasks.update({c: _task_column(d["tasks"], c, "float64", n, nan) for c in TASK_FLOAT_COLUMNS})
         phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64")
                   for c in PHASE_COLUMNS}
         blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
@@ -278,6 +290,7 @@ class Trace:
                 "ts": (s - t0) * us, "dur": max(e - s, 0) * us, "pid": 1, "tid": int(t["worker"][i]) + 1,
                 "args": {"task_id": int(t["task_id"][i]), "attempt": int(t["attempt"][i]),
                          "status": STATUS_NAMES[t["status"][i]], "cpu_s": float(t["cpu"][i]),
+                         "runq_s": None if math.isnan(t["runq"][i]) else float(t["runq"][i]),
                          "bytes_in": int(t["bytes_in"][i]), "bytes_out": int(t["bytes_out"][i])},
             })
         p = self.phases
