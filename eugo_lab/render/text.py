@@ -27,6 +27,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
+    unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None
+    if unwaited:
+        lines.append(f"  {unwaited}")
     opts = s.options
     note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")
