@@ -66,6 +66,12 @@ spin_task = hpc.remote(spin)
 
 
 @hpc.remote
+def phased(core: int, n: int) -> int:
+    with hpc.phase("crunch"):
+        return spin(core, n)
+
+
+@hpc.remote
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
@@ -93,7 +99,7 @@ def test_reading_is_fresh_and_grows_while_a_hog_shares_the_core():
 def test_cpu_bound_task_on_a_shared_core_is_not_io_bound():
     core = _core()
     hpc.init(backend="local", workers=1)
-    hpc.get(spin_task.remote(core, 10))  # the worker has started and pinned itself to the hog's core
+    hpc.get(spin_task.remote(core, 100_000))  # started, pinned, and a body long enough to be measured next
     with _Hog(core):
         with hpc.trace() as t:
             hpc.get([spin_task.remote(core, 2_000_000) for _ in range(4)])
@@ -109,6 +115,19 @@ def test_cpu_bound_task_on_a_shared_core_is_not_io_bound():
     assert cont.evidence["runq_ratio"] > 0.25
     assert "more workers than cores" not in report.to_text()
     assert "runq" in t.trace.to_dataframe().columns
+
+
+@linux_only
+def test_a_phase_on_a_shared_core_records_its_wait_and_is_not_io_bound():
+    core = _core()
+    hpc.init(backend="local", workers=1)
+    hpc.get(phased.remote(core, 100_000))
+    with _Hog(core):
+        with hpc.trace() as t:
+            hpc.get([phased.remote(core, 2_000_000) for _ in range(3)])
+    ph = t.trace.phases_dataframe()
+    assert (ph["runq"] > 0.25 * (ph["end"] - ph["start"])).all(), ph
+    assert analysis.analyze(t.trace).finding("io-bound-phase") is None
 
 
 @linux_only
@@ -173,8 +192,19 @@ def test_without_run_queue_time_the_verdict_is_as_before():
     assert io is not None and "for a core" not in io.verdict and r.finding("contention") is None
 
 
+def test_a_phase_that_waited_for_a_core_is_not_io_bound():
+    b = TraceBuilder(workers=1, cores=2)
+    for k in range(4):
+        row = b.task("load", ready=0.0, start=float(k), end=k + 1.0, cpu=0.45, runq=0.5)
+        b.phase(row, "crunch", float(k), k + 1.0, 0.45, runq=0.5)
+    r = analyze(b.build())
+    assert r.finding("io-bound-phase") is None and r.finding("io-bound") is None
+    assert "waited 50% for a core" in r.finding("compute-bound-phase").verdict
+
+
 def test_an_old_trace_without_the_column_loads_as_not_measured():
     d = _starved(0.3).build().to_dict()
     del d["tasks"]["runq"]
+    del d["phases"]["runq"]
     t = type(_starved(0.3).build()).from_dict(d)
     assert np.isnan(t.tasks["runq"]).all() and analyze(t).finding("io-bound") is not None

@@ -18,7 +18,7 @@ class TraceBuilder:
     def __init__(self, workers: int = 2, backend: str = "local", cores: int = 2):
         self.meta = {"backend": backend, "workers": workers, "cores": cores, "threads_per_worker": 1}
         self.tasks: dict[str, list] = {c: [] for c in TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS}
-        self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": []}
+        self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": [], "runq": []}
         self.blocks: dict[str, list] = {"kind": [], "start": [], "end": [], "futures": [], "source": []}
         self.functions: list[str] = []
         self.phase_names: list[str] = []
@@ -26,6 +26,7 @@ class TraceBuilder:
         self.block_kinds: list[str] = []
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
         self.deps: dict[str, list] = {"task": [], "on": []}
+        self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.deps_recorded = False
         self._next_id = 1
 
@@ -57,18 +58,24 @@ class TraceBuilder:
             self.tasks[k].append(v)
         return row
 
-    def phase(self, row: int, name: str, start: float, end: float, cpu: float) -> None:
+    def phase(self, row: int, name: str, start: float, end: float, cpu: float, runq: float = math.nan) -> None:
         self.phases["row"].append(row)
         self.phases["name"].append(self._code(self.phase_names, name))
         self.phases["start"].append(T0 + start)
         self.phases["end"].append(T0 + end)
         self.phases["cpu"].append(cpu)
+        self.phases["runq"].append(runq)
 
     def dep(self, task_id: int, on: int) -> None:
         """Record that ``task_id`` was passed the future of ``on`` (marks the trace's deps as recorded)."""
         self.deps["task"].append(task_id)
         self.deps["on"].append(on)
         self.deps_recorded = True
+
+    def arg(self, task_id: int, key: int) -> None:
+        """Record that ``task_id`` was sent the large argument ``key`` (as the driver does at .remote())."""
+        self.arg_keys["task"].append(task_id)
+        self.arg_keys["key"].append(key)
 
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
               source: str = "/home/student/loop.py:7") -> None:
@@ -86,6 +93,7 @@ class TraceBuilder:
         if self.deps_recorded:
             meta["deps_recorded"] = True
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
+                                  arg_keys=self.arg_keys,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 

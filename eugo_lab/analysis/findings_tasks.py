@@ -197,7 +197,7 @@ def boundness(ctx: Context) -> list[Finding]:
         task = ((float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum()),
                  float(np.nansum(u.runq[with_phase]))) if len(with_phase) else None)
         out += _bound(ctx, f"phase '{ctx.trace.phase_names[n]}'", "-phase", "phase", dur,
-                      float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit)
+                      float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit, float(np.nansum(p["runq"][sel])))
     return out
 
 
@@ -222,27 +222,47 @@ def serialization(ctx: Context) -> list[Finding]:
         fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser)
         out.append(priced(ctx, finding, fixed, "send less data to and from the tasks (hpc.put, summaries)"))
     single = u.n_items == 1
-    for f in np.unique(u.function[single]):
-        sizes = u.bytes_in[single & (u.function == f)]
-        big = sizes[sizes >= REPEAT_MIN_BYTES]
-        if not len(big):
-            continue
-        counts = Counter(int(x) for x in big)
-        size, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    big = single & (u.bytes_in >= REPEAT_MIN_BYTES)
+    group = _argument_groups(ctx, np.flatnonzero(big))
+    for f in np.unique(u.function[big]):
+        sel = np.flatnonzero(big & (u.function == f))
+        counts = Counter(group[i] for i in sel)
+        first: dict[tuple, int] = {}
+        for i in sel:
+            first.setdefault(group[i], int(i))
+        # The most repeated argument; ties go to the larger one, then the one sent first (deterministic).
+        g, n = min(counts.items(), key=lambda kv: (-kv[1], -float(u.bytes_in[first[kv[0]]]), first[kv[0]]))
         if n < REPEAT_MIN_COUNT:
             continue
+        idx = np.array([i for i in sel if group[i] == g], dtype=np.int64)
+        size = float(np.median(u.bytes_in[idx]))  # the same argument; small ones beside it may differ a little
+        total = float(u.bytes_in[idx].sum())
         name = ctx.fname(f)
-        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(size * n)} in all)."
+        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(total)} in all)."
         advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
                   "it without re-sending.")
         finding = Finding("repeated-argument", "Serialization", WARNING, verdict, advice,
-                          {"function": name, "bytes": size, "count": n, "total_bytes": size * n})
-        idx = np.flatnonzero(single & (u.function == f) & (u.bytes_in == size))
+                          {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total)})
         fixed = whatif.sent_once(ctx.replay, idx, _pickling(ctx, idx, size), u.deser[idx],
                                  keep=min(ctx.workers, len(idx)), pre=_bare(ctx.replay.pre, u.bytes_in),
                                  post=_bare(ctx.replay.post, u.bytes_in))
         out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
     return out
+
+
+def _argument_groups(ctx: Context, idx: np.ndarray) -> dict[int, tuple]:
+    """Per unit of ``idx``: what identifies its large argument, so tasks sent the same one share a group.
+
+    The driver's record of the argument (``trace.arg_keys``: the same object, the same key)
+    where there is one, so small arguments beside it that differ from call to call do not
+    split the group; else (a trace from before the record, an argument the driver could
+    not name) the pickle's exact size.
+    """
+    u = ctx.units
+    k = ctx.trace.arg_keys
+    key_of = dict(zip(k["task"].tolist(), k["key"].tolist()))
+    return {int(i): ("arg", key_of[t]) if t in key_of else ("bytes", int(b))
+            for i, t, b in zip(idx.tolist(), u.task_id[idx].tolist(), u.bytes_in[idx].tolist())}
 
 
 def _pickling(ctx: Context, idx: np.ndarray, size: float) -> np.ndarray:

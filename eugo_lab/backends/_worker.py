@@ -133,7 +133,7 @@ def _bytes_in(args_bytes: bytes, buffers: Any) -> int:
 def _phase_offsets(phases: list, t0: float) -> list[Phase] | None:
     if not phases:
         return None
-    return [Phase(name, s - t0, e - t0, cpu) for name, s, e, cpu in phases]
+    return [Phase(name, s - t0, e - t0, cpu, runq) for name, s, e, cpu, runq in phases]
 
 
 # -- memory limits ---------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.tracing.row import (
+    ARG_COLUMNS,
     BLOCK_COLUMNS,
     PHASE_COLUMNS,
     ROW_SIZE,
@@ -176,10 +177,12 @@ class Recorder:
         self._sealed = 0  # rows in self._segments
         self._tail = bytearray()
         self._pending.clear()
-        self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d")}
+        self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d"),
+                       "runq": array("d")}
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
         self.phase_names = _Strings()
@@ -248,7 +251,7 @@ class Recorder:
         self.active = self._regions > 0 or bool(self._subscribers)
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float, int, int]:
+    def open_region(self) -> tuple[int, int, int, float, int, int, int]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from."""
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -257,17 +260,18 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles))
+                    len(self.deps["task"]), len(self.profiles), len(self.arg_keys["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0 = mark
+            t0, p0, b0, start, d0, f0, a0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
@@ -279,7 +283,7 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, arg_keys=arg_keys,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
@@ -406,12 +410,14 @@ class Recorder:
                 self._flush()
                 index = self._n_rows()
                 self._tail += row
-                for name, s, e, pcpu in phases or ():
+                for ph in phases or ():
+                    name, s, e, pcpu = ph[:4]
                     self.phases["row"].append(index)
                     self.phases["name"].append(self.phase_names.code(name))
                     self.phases["start"].append(body_start + s)
                     self.phases["end"].append(body_start + e)
                     self.phases["cpu"].append(pcpu)
+                    self.phases["runq"].append(ph[4] if len(ph) > 4 else nan)
                 events.append((task_id, body_start, end))
             else:
                 self._seal()
@@ -427,7 +433,7 @@ class Recorder:
                     events.extend(zip(cols["task_id"].tolist(), cols["start"].tolist(), cols["end"].tolist()))
         if self._subscribers:
             status_name = STATUS_NAMES[status]
-            ph = tuple((name, body_start + s, body_start + e) for name, s, e, _ in phases or ())
+            ph = tuple((p[0], body_start + p[1], body_start + p[2]) for p in phases or ())
             for i, (tid, s, e) in enumerate(events):
                 st = STATUS_NAMES[item_status[i]] if item_status else status_name
                 self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
@@ -437,6 +443,12 @@ class Recorder:
         with self._lock:
             self.deps["task"].extend([task_id] * len(on))
             self.deps["on"].extend(on)
+
+    def record_arg(self, task_id: int, key: int) -> None:
+        """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""
+        with self._lock:
+            self.arg_keys["task"].append(task_id)
+            self.arg_keys["key"].append(key)
 
     def record_block(self, kind: str, start: float, end: float, futures: int, source: str) -> None:
         """Append one span during which the driver waited in ``get()``/``wait()``."""

@@ -31,7 +31,7 @@ TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch
 # NaN where it was not measured (no /proc/thread-self/schedstat, e.g. macOS; see _worker).
 TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser", "runq")
 TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
+PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
@@ -41,7 +41,8 @@ ARG_COLUMNS = ("task", "key")
 # Tasks whose arguments pickle to fewer bytes than this get no ``ARG_COLUMNS`` row: the
 # Serialization finding counts repeats from 1 MB (analysis.findings.REPEAT_MIN_BYTES).
 ARG_KEY_MIN_BYTES = 100_000
-# What a trace saved before a column existed reads as (``Trace.from_dict``, hand-built traces).
+# What a trace saved before a column existed reads as (``Trace.from_dict``, hand-built traces),
+# in the task table and the phase table alike.
 COLUMN_DEFAULTS = {"runq": float("nan")}
 
 # -- the packed row ----------------------------------------------------------------------------------
@@ -74,6 +75,7 @@ class Phase(NamedTuple):
     start: float
     end: float
     cpu: float
+    runq: float = math.nan  # seconds waiting for a core during the phase (see TaskStats.runq)
 
 
 class TaskProfile(NamedTuple):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from eugo_lab.tracing.row import (
+    ARG_COLUMNS,
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
@@ -47,11 +48,11 @@ def _frozen(a: Any, dtype: str) -> np.ndarray:
     return arr
 
 
-def _task_column(tasks: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:
-    """Column ``c`` of ``tasks``; a column added after the trace was made reads as its default."""
-    if c not in tasks and c in COLUMN_DEFAULTS:
+def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:
+    """Column ``c`` of a task or phase table; a column added after the trace was made reads as its default."""
+    if c not in table and c in COLUMN_DEFAULTS:
         return _frozen(np.full(n, COLUMN_DEFAULTS[c]), dtype)
-    return _frozen(tasks[c] if fix is None else fix(tasks[c]), dtype)
+    return _frozen(table[c] if fix is None else fix(table[c]), dtype)
 
 
 # Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
@@ -64,8 +65,11 @@ class Trace:
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
-                 deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = ()):
+                 deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
+                 arg_keys: dict[str, np.ndarray] | None = None):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
+        #: Tasks sent a large argument (``task``) and which one (``key``: the same object, the same key).
+        self.arg_keys = arg_keys if arg_keys is not None else {c: _frozen([], "int64") for c in ARG_COLUMNS}
         self._tasks = tasks if isinstance(tasks, dict) else None
         self._rows = None if isinstance(tasks, dict) else tasks
         self.phases = phases
@@ -92,13 +96,16 @@ class Trace:
             t: dict[str, np.ndarray] | TaskRows = tasks
         else:
             n = len(tasks["task_id"])
-            t = {c: _task_column(tasks, c, "int64", n) for c in TASK_INT_COLUMNS}
-            t.update({c: _task_column(tasks, c, "float64", n) for c in TASK_FLOAT_COLUMNS})
+            t = {c: _column(tasks, c, "int64", n) for c in TASK_INT_COLUMNS}
+            t.update({c: _column(tasks, c, "float64", n) for c in TASK_FLOAT_COLUMNS})
         deps = tables.pop("deps", None)
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
-        p = {c: _frozen(phases[c], "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
+        keys = tables.pop("arg_keys", None)
+        a = {c: _frozen(keys[c], "int64") for c in ARG_COLUMNS} if keys is not None else None
+        n = len(phases["row"])
+        p = {c: _column(phases, c, "int64" if c in ("row", "name") else "float64", n) for c in PHASE_COLUMNS}
         b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
-        return cls(tasks=t, phases=p, blocks=b, deps=d, **tables)
+        return cls(tasks=t, phases=p, blocks=b, deps=d, arg_keys=a, **tables)
 
     @property
     def tasks(self) -> dict[str, np.ndarray]:
@@ -173,7 +180,7 @@ class Trace:
         })
 
     def phases_dataframe(self) -> pd.DataFrame:
-        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``."""
+        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``, ``runq``."""
         import pandas as pd
 
         p = self.phases
@@ -184,6 +191,7 @@ class Trace:
             "start": p["start"] - self.t0,
             "end": p["end"] - self.t0,
             "cpu": p["cpu"],
+            "runq": p["runq"],
         })
 
     def blocks_dataframe(self) -> pd.DataFrame:
@@ -219,6 +227,7 @@ class Trace:
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
+            "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
         }
@@ -238,15 +247,17 @@ class Trace:
 
         n = len(d["tasks"]["task_id"])
         # Columns added within schema 1 ("runq") read as their default in a trace saved before them.
-        tasks = {c: _task_column(d["tasks"], c, "int64", n) for c in TASK_INT_COLUMNS}
-        tasks.update({c: _task_column(d["tasks"], c, "float64", n, nan) for c in TASK_FLOAT_COLUMNS})
-        phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64")
+        tasks = {c: _column(d["tasks"], c, "int64", n) for c in TASK_INT_COLUMNS}
+        tasks.update({c: _column(d["tasks"], c, "float64", n, nan) for c in TASK_FLOAT_COLUMNS})
+        n = len(d["phases"]["row"])
+        phases = {c: _column(d["phases"], c, "int64" if c in ("row", "name") else "float64", n, nan)
                   for c in PHASE_COLUMNS}
         blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
                   for c in BLOCK_COLUMNS}
         # "deps" arrived within schema 1; a trace saved before it has none (and no "deps_recorded").
         deps = {c: _frozen(d.get("deps", {}).get(c, []), "int64") for c in DEP_COLUMNS}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, functions=d["functions"],
+        arg_keys = {c: _frozen(d.get("arg_keys", {}).get(c, []), "int64") for c in ARG_COLUMNS}  # also within schema 1
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, arg_keys=arg_keys, functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"],
