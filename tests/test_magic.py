@@ -395,6 +395,17 @@ def test_a_long_task_never_waited_on_keeps_running_and_is_reported(ip, monkeypat
     assert hpc.get(futs) == [0, 1]
 
 
+def test_an_unwaited_map_counts_its_items_and_names_its_result(ip, monkeypatch):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "r = hpc.map(nap, range(6), batch=1)")
+    assert "%%eugo: 6 tasks on 2 workers" in cap.stdout
+    assert "6 tasks never waited on in the cell; the trace waited for them to finish" in cap.stdout
+    assert "call hpc.get(r) to use their results" in cap.stdout
+    assert len(hpc.last_trace()) == 6
+
+
 def test_a_cell_that_waits_says_nothing_about_unwaited_tasks(ip, monkeypatch):
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     ip.run_cell(SETUP)

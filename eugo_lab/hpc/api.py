@@ -369,11 +369,13 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         rt = self._rt
-        left = unwaited.unfinished_since(rt, self._mark[3])  # mark[3]: the region's start time
-        running = unwaited.settle(rt, left, self._settle) if left and exc_type is None else left
+        start = self._mark[3]  # the region's start time
+        left = unwaited.unfinished_since(rt, start)
+        before = unwaited.snapshot(left)
+        running = unwaited.settle(rt, start, self._settle) if left and exc_type is None else left
         info = rt.backend.info()
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
-                "threads_per_worker": info.threads_per_worker, **unwaited.describe(left, running),
+                "threads_per_worker": info.threads_per_worker, **unwaited.describe(before, running),
                 **self._extra_meta}
         self.trace = rt.recorder.close_region(self._mark, meta)
         _set_last_trace(self.trace)

@@ -17,6 +17,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.mapping import MapResult
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
@@ -41,49 +42,68 @@ def unfinished_since(rt: Runtime, t0: float) -> list[Task]:
     return [t for t in list(rt._tasks.values()) if t.submit_time >= t0]
 
 
-def settle(rt: Runtime, tasks: list[Task], timeout: float) -> list[Task]:
-    """Wait up to ``timeout`` seconds for ``tasks`` to finish; return those still unfinished."""
+def settle(rt: Runtime, t0: float, timeout: float) -> list[Task]:
+    """Wait up to ``timeout`` seconds for the tasks submitted since ``t0``; return those still unfinished.
+
+    Looked up again at every poll: an ``hpc.map`` sends its next batches as earlier ones come back.
+    """
     deadline = time.monotonic() + timeout
-    left = [t for t in tasks if t.task_id in rt._tasks]
+    left = unfinished_since(rt, t0)
     while left and time.monotonic() < deadline:
         time.sleep(min(_POLL_S, max(deadline - time.monotonic(), 0.0)))
-        left = [t for t in left if t.task_id in rt._tasks]
+        left = unfinished_since(rt, t0)
     return left
 
 
-def _items(t: Task) -> int:
-    return len(t.items) if t.items is not None else 1
+def _count(tasks: list[Task]) -> int:
+    """Tasks, counting an ``hpc.map`` by its items not finished yet (also those not sent yet)."""
+    n, jobs = 0, {}
+    for t in tasks:
+        if t.items is None:
+            n += 1
+        else:
+            jobs[id(t.items.job)] = t.items.job
+    return n + sum(max(j.n - j.done, 0) for j in jobs.values())
 
 
 def _name(t: Task) -> str:
     return t.future.function if t.future is not None else (t.options.name or t.fn.name)
 
 
-def describe(unwaited: list[Task], running: list[Task]) -> dict[str, Any]:
-    """The trace's ``meta`` entries: what the block never waited on, and what still ran at the close.
+def snapshot(unwaited: list[Task]) -> dict[str, Any]:
+    """What the block never waited on, taken when its code ended (before :func:`settle`): ``meta`` entries.
 
-    ``unwaited_tasks``: tasks (map items) unfinished when the block's code ended;
-    ``unwaited_ids``: the first of their future's task ids (single tasks only);
-    ``running_at_end``: function name -> tasks (map items) still unfinished when the trace closed;
-    ``unwaited_ref``: where :func:`future_names` finds their futures.
-    Empty when the block waited for everything it submitted.
+    ``unwaited_tasks``: tasks (map items, also those not sent yet) unfinished then;
+    ``unwaited_ids``: the first of their futures' task ids (single tasks only);
+    ``unwaited_ref``: where :func:`future_names` finds their futures. Empty when it waited for all.
     """
     if not unwaited:
         return {}
-    by_fn: dict[str, int] = {}
-    for t in running:
-        by_fn[_name(t)] = by_fn.get(_name(t), 0) + _items(t)
     key = next(_keys)
-    _futures[key] = [weakref.ref(t.future) for t in unwaited if t.future is not None][:_MAX_IDS]
+    jobs = {id(t.items.job): t.items.job for t in unwaited if t.items is not None}
+    _futures[key] = ([weakref.ref(t.future) for t in unwaited if t.future is not None][:_MAX_IDS]
+                     + [weakref.ref(j) for j in jobs.values()])
     while len(_futures) > _KEEP:
         _futures.pop(next(iter(_futures)))
     ids = [t.task_id for t in unwaited if t.items is None][:_MAX_IDS]
-    return {"unwaited_tasks": sum(_items(t) for t in unwaited), "unwaited_ids": ids,
-            "running_at_end": dict(sorted(by_fn.items())), "unwaited_ref": key}
+    return {"unwaited_tasks": _count(unwaited), "unwaited_ids": ids, "unwaited_ref": key}
+
+
+def describe(before: dict[str, Any], running: list[Task]) -> dict[str, Any]:
+    """``before`` (from :func:`snapshot`) plus ``running_at_end``, as the trace closes.
+
+    ``running_at_end``: function name -> tasks (map items) still unfinished when the trace closed.
+    """
+    if not before:
+        return {}
+    by_fn: dict[str, list[Task]] = {}
+    for t in running:
+        by_fn.setdefault(_name(t), []).append(t)
+    return {**before, "running_at_end": {name: _count(ts) for name, ts in sorted(by_fn.items())}}
 
 
 def future_names(namespace: dict[str, Any] | None, meta: dict[str, Any]) -> list[str]:
-    """The user's variables holding a future (or a list/tuple of them) the traced block never waited on.
+    """The user's variables holding a future (a list/tuple of them, an ``hpc.map`` result) never waited on.
 
     ``meta`` is the trace's (see :func:`describe`). The futures are matched by identity
     (weak references kept for the last few traces): a variable left from an earlier runtime
@@ -95,7 +115,11 @@ def future_names(namespace: dict[str, Any] | None, meta: dict[str, Any]) -> list
         return []
 
     def ours(v: Any) -> bool:
-        return type(v) is Future and mine.get(id(v)) is v
+        if type(v) is MapResult:
+            v = v._job
+        elif type(v) is not Future:
+            return False
+        return mine.get(id(v)) is v
 
     names = []
     for name, value in list(namespace.items()):
