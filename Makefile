@@ -20,7 +20,7 @@ venv: $(PY)
 
 # Reinstall when the project's metadata changes.
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e ".[lab,dask,ray,test,bench]"
+	$(PIP) install -q -e ".[lab,courses,dask,ray,test,bench]"
 	touch $(STAMP)
 
 deps: $(STAMP)
@@ -39,8 +39,16 @@ system-deps:
 		else echo "chromium is missing: run 'sudo apt-get install -y chromium chromium-driver'"; exit 1; fi; \
 	fi
 
+# JupyterLab's app-level settings in this project's venv only: no "get notified about Jupyter news?"
+# toast (fetching news would reach out to the internet; the learner's own settings still win).
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_OVERRIDES): | $(STAMP)
+	@mkdir -p $(dir $@)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
 # Loopback only; no update or news checks (they would reach out to the internet).
-lab: deps bytecode
+lab: deps bytecode $(LAB_OVERRIDES)
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.root_dir=courses --ServerApp.allow_root=True --LabApp.news_url=None \
 		--LabApp.default_url=/lab/tree/index.ipynb \

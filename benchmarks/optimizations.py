@@ -29,18 +29,9 @@ import time
 
 import numpy as np
 
+from benchmarks.stencil import smooth
 from eugo_lab import hpc
 from eugo_lab.backends.local_process import usable_cores
-
-
-def smooth(a):
-    """The loop stencil: what the profile would show as Python bytecode over an array."""
-    out = np.empty_like(a)
-    out[0] = a[0]
-    out[-1] = a[-1]
-    for i in range(1, a.shape[0] - 1):
-        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0
-    return out
 
 
 def matmuls(seed):

@@ -23,10 +23,10 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
 from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.status import DEFAULT_PRICE
 
-SUBCOMMANDS = ("status", "stop", "glossary", "trace")
+SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
-                "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH "
-                "(see %%eugo?)")
+                "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH, "
+                "--exercise ID (see %%eugo?)")
 
 
 @magics_class
@@ -49,6 +49,8 @@ class EugoMagics(Magics):
               "functions and lines and an icicle view after the summary")
     @argument("--save", metavar="NAME", help="store the Trace in the variable NAME")
     @argument("--export", metavar="PATH", help="write a Perfetto/Chrome trace JSON to PATH")
+    @argument("--exercise", metavar="ID", help="check the run as exercise ID after the summary and save the "
+              "verdict to your progress (%%eugo exercises lists them)")
     @cell_magic
     def eugo(self, line: str, cell: str | None = None) -> Any:
         """Run the cell on workers, watch its tasks live, and get a summary with next steps.
@@ -65,7 +67,8 @@ class EugoMagics(Magics):
         The timeline shows one lane per worker (a bar per task, coloured by function) and
         a driver lane where get() blocked. After the cell: speedup, efficiency and findings,
         each with a next step and a glossary term (``%eugo glossary TERM``).
-        ``hpc.last_trace()`` returns the cell's Trace.
+        ``hpc.last_trace()`` returns the cell's Trace. With ``--exercise ID`` the run is then
+        checked against that exercise (``exercise ID: passed`` or ``not yet`` and what to do next).
         """
         __tracebackhide__ = True  # IPython hides this frame in tracebacks
         from eugo_lab.cellrun.runner import run_cell
@@ -80,17 +83,29 @@ class EugoMagics(Magics):
                                 no_live=args.no_live, save=args.save, export=args.export, profile=args.profile)
         except opt.OptionError as exc:
             raise UsageError(str(exc)) from None
+        if args.exercise is not None:
+            from eugo_lab.cellrun.exercise import run_exercise_cell
+            from eugo_lab.exercises import UnknownExerciseError, catalog
+
+            try:
+                ex = catalog.get(args.exercise)
+            except UnknownExerciseError as exc:
+                raise UsageError(f"%%eugo --exercise: {exc}") from None
+            return run_exercise_cell(self.shell, cell or "", options, ex.id)
         return run_cell(self.shell, cell or "", options)
 
     @no_var_expand
     @line_magic("eugo")
-    def eugo_line(self, line: str) -> None:
+    def eugo_line(self, line: str) -> Any:
         """Manage the runtime and look things up.
 
         ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
         ``%eugo stop``                stop the runtime and its workers
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
+        ``%eugo exercises``           every exercise, its lesson and your status (passed / not yet / not tried)
+        ``%eugo checklist NAME``      an interactive checklist (readiness, tuning, cost, ml); ``--fn F --args A
+                                      --trace T`` name the notebook's variables its Measure buttons use
         """
         from eugo_lab.render import display, html, text
 
@@ -146,6 +161,25 @@ class EugoMagics(Magics):
                 return
             summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
             show(text.summary_text(summary), text.summary_text(summary, precise=True), html.summary_html(summary))
+        elif sub == "exercises":
+            if rest:
+                raise UsageError(f"%eugo exercises takes no arguments, got {' '.join(rest)!r}")
+            from eugo_lab.exercises import listing
+
+            found = listing.rows()
+            plain = listing.listing_text(found)
+            show(plain, plain, listing.listing_html(found))
+        elif sub == "checklist":
+            from eugo_lab.checklists import ChecklistError, view
+
+            try:
+                checklist = view.from_line(rest, self.shell.user_ns)
+            except ChecklistError as exc:
+                raise UsageError(f"%eugo checklist: {exc}") from None
+            if mode == "text":
+                print(checklist.to_text(precise=True))
+                return None
+            return checklist  # displayed by IPython as the widget, with a deterministic text/plain
         else:
             raise UsageError(f"%eugo needs a subcommand: {', '.join(SUBCOMMANDS)} (got {sub!r}); "
                              "use %%eugo (two %) to run a cell")

@@ -25,3 +25,11 @@ THREADS_PER_WORKER_ENV = "EUGO_THREADS_PER_WORKER"
 #: Set by the driver for the workers it starts when the user set thread variables themselves
 #: (``OMP_NUM_THREADS=4``...): the worker's thread guard then changes nothing.
 THREADS_USER_ENV = "EUGO_THREADS_USER"
+#: The folder of the learner's progress store (``progress.json``); default ``<jupyter data dir>/eugo_lab``.
+#: Tests set it to a temporary folder so they never touch a real learner's progress.
+PROGRESS_DIR_ENV = "EUGO_LAB_PROGRESS_DIR"
+#: The GPUs the local pool gives a worker each (``0,1``; ``none`` for no GPU workers), as
+#: ``hpc.init(gpus=[0, 1])`` does: set by a person to pick devices, or to run a pool with GPU
+#: workers where no driver lists them (tests). Unset: the devices of ``CUDA_VISIBLE_DEVICES``,
+#: else every GPU NVML finds (see :mod:`eugo_lab.backends.local_gpus`).
+GPU_DEVICES_ENV = "EUGO_LAB_GPU_DEVICES"

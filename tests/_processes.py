@@ -7,8 +7,11 @@ that name can resolve to the repository's root ``conftest.py``.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
@@ -43,6 +46,23 @@ def signal_all(procs: Iterable[psutil.Process | int], sig: int = signal.SIGKILL)
             (p if isinstance(p, psutil.Process) else psutil.Process(p)).send_signal(sig)
         except psutil.Error:
             pass
+
+
+def start_driver(tmp_path: Path, source: str, mode: str, n_pids: int) -> tuple[subprocess.Popen, list[int]]:
+    """Run ``source`` as a driver script (``mode`` its argument) in its own session, and wait for it.
+
+    The script prints a line of ``n_pids`` pids after a first word, then ``READY``; returns the
+    process (stdout a text pipe, for the lines that follow) and those pids.
+    """
+    script = tmp_path / "driver.py"
+    script.write_text(source)
+    proc = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=tmp_path)
+    pids = [int(p) for p in proc.stdout.readline().split()[1:]]
+    assert len(pids) == n_pids
+    line = proc.stdout.readline()
+    assert line.startswith("READY"), line
+    return proc, pids
 
 
 def listening(pids: Iterable[int]) -> list[tuple[str, str, int]]:

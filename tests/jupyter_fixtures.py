@@ -58,6 +58,9 @@ class Lab:
         tracker = settings / "@jupyterlab" / "notebook-extension"
         tracker.mkdir(parents=True)
         (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        notices = settings / "@jupyterlab" / "apputils-extension"
+        notices.mkdir(parents=True)  # no "get notified about Jupyter news?" toast over the page
+        (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
         for d in ("config", "runtime", "ws"):
             (tmp / d).mkdir()
         env = kernel_env(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))

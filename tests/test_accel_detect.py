@@ -60,13 +60,18 @@ def _hide(monkeypatch, *names):
     monkeypatch.setattr(builtins, "__import__", fake_import)
 
 
-def test_no_pynvml_and_no_cupy_is_said_plainly(monkeypatch):
+def _detect_afresh():
+    """``detect_gpus()`` run now (not its cached answer), leaving no cached answer behind."""
     detect.detect_gpus.cache_clear()
-    _hide(monkeypatch, "pynvml", "cupy")
     try:
-        det = detect.detect_gpus()
+        return detect.detect_gpus()
     finally:
         detect.detect_gpus.cache_clear()
+
+
+def test_no_pynvml_and_no_cupy_is_said_plainly(monkeypatch):
+    _hide(monkeypatch, "pynvml", "cupy")
+    det = _detect_afresh()
     assert not det.available and not det.usable and det.gpus == ()
     assert "nvidia-ml-py is not installed" in det.reason and "CuPy is not installed" in det.reason
     assert det.describe().startswith("no GPU here: ")
@@ -97,11 +102,7 @@ def _fake_pynvml(fail_init=False):
 def test_nvml_that_cannot_start_means_no_driver(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(fail_init=True))
     _hide(monkeypatch, "cupy")
-    detect.detect_gpus.cache_clear()
-    try:
-        det = detect.detect_gpus()
-    finally:
-        detect.detect_gpus.cache_clear()
+    det = _detect_afresh()
     assert not det.available
     assert "NVML could not start (NVML Shared Library Not Found): no NVIDIA driver on this machine" in det.reason
 
@@ -109,11 +110,7 @@ def test_nvml_that_cannot_start_means_no_driver(monkeypatch):
 def test_a_gpu_through_nvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
     _hide(monkeypatch, "cupy")
-    detect.detect_gpus.cache_clear()
-    try:
-        det = detect.detect_gpus()
-    finally:
-        detect.detect_gpus.cache_clear()
+    det = _detect_afresh()
     assert det.available and not det.usable  # a GPU, but no CuPy to use it
     (g,) = det.gpus
     assert (g.name, g.memory, g.driver, g.compute_capability, g.source) == \

@@ -101,3 +101,55 @@ def test_the_report_measures_on_the_gpu(device):
     for r in gpu_rows:  # predicted and measured within an order of magnitude for these bandwidth-bound ops
         if r.predicted_gpu_s and r.count >= 5:
             assert 0.1 < r.measured_s / r.predicted_gpu_s < 10, (r.op, r.measured_s, r.predicted_gpu_s)
+
+
+# -- GPU workers of the local pool (issue #13: per-call resource requests) ----------------------
+def _devices_seen() -> tuple[int, str, str, int]:
+    """In a worker: how many devices CUDA shows, the PCI bus of device 0, CUDA_VISIBLE_DEVICES, the pid."""
+    import os
+
+    import cupy
+
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError:  # cudaErrorNoDevice: every GPU hidden
+        return 0, "", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), os.getpid()
+    bus = cupy.cuda.Device(0).pci_bus_id if n else ""
+    return n, bus, os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), os.getpid()
+
+
+def _bus(text: str) -> str:
+    """A PCI bus id without its domain, lower case (CUDA writes 0000:..., NVML 00000000:...)."""
+    return text.split(":", 1)[-1].lower()
+
+
+def test_a_gpus_1_task_sees_exactly_its_own_device_and_a_cpu_task_none():
+    import pynvml
+
+    from eugo_lab import hpc
+    from eugo_lab.hpc import session
+
+    det = detect_gpus()
+    n_gpu = len(det.gpus)
+    info = hpc.init(workers=n_gpu + 1)  # the devices are found, not named: what a user with a GPU gets
+    try:
+        assert info.gpus == n_gpu and sorted(info.gpu_workers) == list(range(n_gpu)), info
+        on_gpu = hpc.remote(gpus=1)(_devices_seen)
+        with hpc.trace() as t:
+            seen = hpc.get([on_gpu.remote() for _ in range(2 * n_gpu)])
+        assert all(n == 1 for n, _, _, _ in seen), seen  # one device each, never all of them
+        gpu_of = {w.pid: w.gpu for w in session.current().backend.workers()}
+        pynvml.nvmlInit()
+        try:
+            for _, bus, cvd, pid in seen:
+                assert gpu_of[pid] >= 0 and cvd == str(gpu_of[pid])
+                nvml_bus = pynvml.nvmlDeviceGetPciInfo(pynvml.nvmlDeviceGetHandleByIndex(gpu_of[pid])).busId
+                assert _bus(bus) == _bus(nvml_bus if isinstance(nvml_bus, str) else nvml_bus.decode())
+        finally:
+            pynvml.nvmlShutdown()
+        assert sum(t.gpu_tasks().values()) == len(seen) and set(t.gpu_tasks()) <= set(range(n_gpu))
+        # a task that asked for no GPU runs on the CPU worker, which sees none
+        n, _, cvd, pid = hpc.get(hpc.remote(_devices_seen).remote())
+        assert (n, cvd, gpu_of[pid]) == (0, "", -1)
+    finally:
+        hpc.shutdown()

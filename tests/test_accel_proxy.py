@@ -251,3 +251,23 @@ def test_a_failed_operation_is_not_retried_on_the_device_in_the_same_cell():
     assert {(r.where, r.why) for r in rows} == {("cpu", "fallback")} and sum(r.count for r in rows) == 5
     assert calls.count("add") == 1
     assert ledger.summary().startswith("5 ops: 0 on GPU, 5 on CPU (5 fallback: FakeDeviceError: out of memory in add")
+
+
+def test_an_operand_given_twice_crosses_once_predicted_and_on_the_device():
+    src = "import numpy as np\na = np.random.default_rng(0).random(400_000)\nb = a * a\nc = np.sqrt(b)\n"
+    _, predicted = _run(src)
+    _, fake = _run(src, device=FakeDevice(H100))
+    for ledger in (predicted, fake):
+        (mul,) = [r for r in ledger.ops if r.op == "multiply"]
+        assert mul.h2d_bytes == 400_000 * 8  # one copy of a, not two
+    assert predicted.moved == fake.moved
+
+
+def test_writing_an_element_of_a_value_left_on_the_device_moves_nothing_back():
+    src = "import numpy as np\na = np.random.default_rng(0).random(400_000)\n" \
+          "b = np.sqrt(a)\nb[0] = 1.0\nc = np.sqrt(b)"
+    _, predicted = _run(src)
+    _, fake = _run(src, device=FakeDevice(H100))
+    for ledger in (predicted, fake):
+        assert not [r for r in ledger.rows if r.is_transfer and r.why == "host needed"]
+        assert sum(r.h2d_bytes for r in ledger.ops) == 400_000 * 8  # a, once; b stayed on the device

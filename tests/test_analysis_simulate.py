@@ -66,6 +66,29 @@ def test_per_task_overhead_is_kept():
     assert walls(b.build(), [1, 4]) == approx([4.8, 4.8])
 
 
+def held_up_trace(gap: float):
+    """4 tasks of 0.1 s queued on 1 worker, 1 ms apart except ``gap`` before the third."""
+    b = TraceBuilder(workers=1)
+    s = 0.0
+    for k in range(4):
+        b.task(ready=0.0, start=s, end=s + 0.1)
+        s += 0.1 + (gap if k == 1 else 0.001)
+    return b.build()
+
+
+def test_a_held_up_dispatch_is_kept_for_its_unit():
+    # The third unit waited 0.3 s with its worker free (the driver's I/O thread starved): the
+    # replay keeps that hold-up for it, not the 1 ms turnaround of the others.
+    t = held_up_trace(0.3)
+    assert walls(t, [1]) == approx([0.702])
+    # On 2 workers it still starts 0.3 s after its worker's previous unit (ready + 0.3 from the trace).
+    assert walls(t, [2]) == approx([0.5])
+
+
+def test_turnaround_jitter_is_not_a_hold_up():
+    assert walls(held_up_trace(0.0018), [1]) == approx([0.403])  # 0.8 ms over the median turnaround: jitter
+
+
 def test_workers_for_target():
     t = even_trace(workers=1, per_worker=8)  # 8 x 1 s
     ans = workers_for(t, 2.0)

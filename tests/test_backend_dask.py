@@ -176,6 +176,32 @@ def test_embedded_cluster_listens_on_loopback_only_and_leaves_nothing():
     assert not wait_gone(new, timeout=10)
 
 
+def _cuda_visible():
+    import os
+
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def test_embedded_gpu_workers_are_pinned_to_a_device_each_and_the_trace_says_which(monkeypatch):
+    # Two devices named (as the local pool takes them; no GPU stands behind them here): each worker
+    # offering GPU=1 gets one of them as its CUDA_VISIBLE_DEVICES, as dask-cuda pins its workers.
+    monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0,1")
+    hpc.init(backend="dask", workers=2, resources={"GPU": 1}, dashboard=False)
+    on_gpu = hpc.remote(_cuda_visible).options(gpus=1)
+    with hpc.trace() as t:
+        seen = hpc.get([on_gpu.remote() for _ in range(8)])
+        hpc.get(square.remote(2))
+    df = t.to_dataframe()
+    assert set(seen) <= {"0", "1"} and len(set(seen)) >= 1
+    g = df[df["function"] == "_cuda_visible"]
+    by_worker = g.groupby("worker")["gpu"].agg(set).to_dict()
+    assert all(len(v) == 1 for v in by_worker.values()) and set().union(*by_worker.values()) <= {0, 1}
+    devices = [next(iter(v)) for v in by_worker.values()]
+    assert len(devices) == len(set(devices))  # each worker its own device
+    assert sorted(int(s) for s in seen) == sorted(g["gpu"].tolist())  # the column is the device the task saw
+    assert (df[df["function"] == "square"]["gpu"] == -1).all()
+
+
 def test_idle_timeout_stops_the_embedded_cluster_and_restarts_it(caplog):
     caplog.set_level(logging.WARNING, logger="eugo_lab")
     me = psutil.Process()

@@ -56,14 +56,21 @@ def test_options_that_do_not_apply_are_refused():
         hpc.init(backend="ray", workers=2, address="auto")
 
 
+def _cuda_visible():
+    import os
+
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
 def test_local_ray_end_to_end(tmp_path):
     import ray
 
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
-    info = hpc.init(backend="ray", workers=2)
+    # num_gpus=1: one GPU declared (Ray takes the count as given; none stands behind it here)
+    info = hpc.init(backend="ray", workers=2, num_gpus=1)
     assert ray.is_initialized()
-    assert info.backend == "ray" and info.workers == 2 and info.cores == 2 and info.gpus == 0
+    assert info.backend == "ray" and info.workers == 2 and info.cores == 2 and info.gpus == 1
     assert info.dashboard is None and "backend=ray" in repr(info)
     started = {p.pid for p in me.children(recursive=True)} - before
     assert started, "Ray's processes should be children of this process"
@@ -89,10 +96,17 @@ def test_local_ray_end_to_end(tmp_path):
     known = {w.index: w.pid for w in session.current().backend.workers()}
     assert all(known[i] in pids for i, pids in by_index.items())
 
-    # a GPU nobody has: a clear error, quickly
+    # a gpus=1 task gets the GPU Ray assigns it, and the trace says which (ray.get_gpu_ids())
+    with hpc.trace() as t:
+        assert hpc.get(hpc.remote(_cuda_visible).options(gpus=1).remote()) == "0"
+        hpc.get(square.remote(1))
+    assert sorted(t.to_dataframe()["gpu"].tolist()) == [-1, 0] and t.gpu_tasks() == {0: 1}
+
+    # more GPUs than any node has: a clear error, quickly
     t0 = time.monotonic()
-    with pytest.raises(hpc.NoWorkersError, match="GPU=1"):
-        hpc.get(square.options(gpus=1).remote(2), timeout=30)
+    with pytest.raises(hpc.ResourceRequestError, match="requested gpus=2, but no node of the Ray cluster offers "
+                                                       "CPU=1, GPU=2: its 1 node"):
+        hpc.get(square.options(gpus=2).remote(2), timeout=30)
     assert time.monotonic() - t0 < 10
 
     # a worker killed mid-task: Ray reports it crashed, the eugo runtime runs it again

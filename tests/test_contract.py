@@ -52,7 +52,9 @@ def engine(request):
             connection.shutdown()
             assert not ray.is_initialized()
     else:
-        yield name, lambda: hpc.init(backend=name, workers=WORKERS)
+        # gpus=0: no GPU workers on the local pool, also on a machine with GPUs (the tests expect none)
+        options = {"gpus": 0} if name == "local" else {}
+        yield name, lambda: hpc.init(backend=name, workers=WORKERS, **options)
 
 
 @pytest.fixture
@@ -373,7 +375,15 @@ def test_a_function_the_workers_cannot_import_is_a_function_load_error(backend, 
 
 
 def test_a_resource_request_no_worker_offers_fails_clearly(backend):
-    # None of these test engines has a GPU worker: a gpus=1 task must fail saying so, not run on a CPU.
-    with pytest.raises(hpc.NoWorkersError, match=r"square\(\) asks for (CPU=1, )?GPU=1, but no (worker|node) of the"):
-        hpc.get(square.options(gpus=1).remote(2), timeout=60)
+    # None of these test engines has a GPU worker: a gpus=1 task must fail saying so, not run on a CPU,
+    # with the same error type on every engine, at submit (the future has failed before anyone waits).
+    f = square.options(gpus=1).remote(2)
+    assert f.done()
+    with pytest.raises(hpc.ResourceRequestError, match=r"task square\(\) requested gpus=1, but ") as info:
+        hpc.get(f, timeout=60)
+    assert isinstance(info.value, hpc.NoWorkersError) and info.value.request == {"GPU": 1}
+    have = {"local": "this local pool has no GPU workers (gpus=0 asked for none)",
+            "threads": "the threads backend has no GPU workers", "dask": "no worker of the Dask cluster offers GPU=1",
+            "ray": "no node of the Ray cluster offers CPU=1, GPU=1"}[backend]
+    assert have in str(info.value) and "or drop the request (square.options(gpus=0))" in str(info.value)
     assert hpc.get(square.remote(2)) == 4

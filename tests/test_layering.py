@@ -30,6 +30,19 @@ FORBIDDEN = {
     # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
     "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
               "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
+    # course workloads run inside tasks: they may mark hpc.phase spans, never reach the runtime's machinery or
+    # the layers that read traces (a workload is what gets measured, not what measures)
+    "workloads": ("eugo_lab.hpc.api", "eugo_lab.hpc.session", "eugo_lab.backends", "eugo_lab.tracing",
+                  "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server",
+                  "eugo_lab.exercises", "IPython", "ipywidgets", "bokeh"),
+    # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
+    # and the server extension reads their progress store, so neither may be imported from here
+    "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                  "IPython", "ipywidgets", "bokeh"),
+    # checklists: items as data, measured through the public runtime API and the analyses; their widget draws
+    # itself (ipywidgets only); the magic shows it and the server extension reads the ticks, never the reverse
+    "checklists": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                   "IPython", "bokeh"),
     # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
     "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }

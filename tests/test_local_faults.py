@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from _processes import wait_gone
+from _processes import start_driver, wait_gone
 from _waiting import pool_pids, wait_for_file, wait_for_pool
 from tasks import nap, whoami
 
@@ -271,15 +271,7 @@ DRIVER = textwrap.dedent(
 
 
 def _start_driver(tmp_path, mode: str) -> tuple[subprocess.Popen, list[int]]:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    proc = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=tmp_path)
-    pids = [int(p) for p in proc.stdout.readline().split()[1:]]
-    assert len(pids) == 2
-    line = proc.stdout.readline()
-    assert line.startswith("READY"), line
-    return proc, pids
+    return start_driver(tmp_path, DRIVER, mode, 2)  # its 2 workers
 
 
 def test_idle_workers_survive_sigint_to_the_process_group(tmp_path):

@@ -11,13 +11,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 
 import psutil
 import pytest
-from _processes import children, wait_gone
+from _processes import children, start_driver, wait_gone
 from _waiting import pool_pids, wait_for_pool
 from tasks import whoami
 
@@ -191,15 +190,7 @@ DRIVER = textwrap.dedent(
 
 
 def _driver(tmp_path, mode: str) -> tuple[subprocess.Popen, list[int]]:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    proc = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=tmp_path)
-    pids = [int(p) for p in proc.stdout.readline().split()[1:]]
-    assert len(pids) == 3
-    line = proc.stdout.readline()
-    assert line.startswith("READY"), line
-    return proc, pids
+    return start_driver(tmp_path, DRIVER, mode, 3)  # the template, then 2 workers
 
 
 def test_template_and_workers_survive_an_interrupt_then_go_with_the_killed_driver(tmp_path):

@@ -102,6 +102,17 @@ def _prediction_profile() -> Any:
     return prediction_profile()
 
 
+def device_profile() -> Any:
+    """The device profile a ``--gpu auto`` cell predicts with here: measured or published, never both.
+
+    With a usable GPU: its profile calibrated on it (``profile.calibrated`` is True, the figures
+    are measurements). Without one: the published profile named by ``EUGO_LAB_GPU_PROFILE``, else
+    that of the GPU found (when CuPy is missing), else the H100's (``calibrated`` is False).
+    """
+    device, _ = choose_device("auto")
+    return device.profile if device is not None else _prediction_profile()
+
+
 #: What the summary says when ``--gpu`` was not given and there is no GPU to offload to.
 NO_GPU_DEFAULT_NOTE = "no GPU here, NumPy ran unchanged; --gpu auto shows what a GPU would do"
 

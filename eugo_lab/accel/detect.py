@@ -126,6 +126,23 @@ def _from_cupy() -> tuple[list[GpuInfo], str]:
         return [], f"CUDA reports no usable GPU ({_text(exc)})"
 
 
+# The device nodes through which a process reaches an NVIDIA driver: /dev/nvidiactl on Linux
+# (containers given a GPU get it mounted too), /dev/dxg under WSL2, where CUDA goes through DirectX.
+_DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg")
+
+
+def driver_absent() -> str:
+    """Why no NVIDIA driver can be reached from here, or ``""`` when one may be (then ask :func:`detect_gpus`).
+
+    A look for the driver's device files, a few microseconds: the local pool asks it on
+    every start, where importing pynvml and starting NVML (~25 ms) to hear "no driver" would
+    slow every ``hpc.init()`` on machines without a GPU.
+    """
+    if platform.system() != "Linux" or any(os.path.exists(p) for p in _DRIVER_NODES):
+        return ""
+    return "no NVIDIA driver on this machine (no /dev/nvidiactl)"
+
+
 @functools.lru_cache(maxsize=1)
 def detect_gpus() -> Detection:
     """The GPUs of this machine, found once per process (``detect_gpus.cache_clear()`` to look again)."""

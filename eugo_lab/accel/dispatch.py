@@ -273,7 +273,10 @@ class Offload:
             a._dev[dkey] = self._to_device_args(value)
             self._wrote(a._dev)
             return
-        h = self.host_value(a)
+        # Predictions only: a value the model keeps on the device alone is written there, as the GPU path
+        # does, so nothing comes to the host (NumPy still writes the real, host, buffer).
+        on_dev = self.predictions_only and a._v_dev and not a._v_host
+        h = self.host_value(a, row=not on_dev)
         h[self.to_host_args(key)] = self.to_host_args(value)
         self._wrote(h)
 
@@ -300,7 +303,8 @@ class Offload:
         key: tuple | None = None  # the estimate's identity; rows with the same one share their reason text
         if kind is not None and arrays:
             out_shape = ops.output_shape(kind, name, list(shapes), args, kwargs, method)
-            resident = tuple(self._resident(a) for a in arrays)
+            # An operand given twice (x * x) crosses once: its second use finds the copy of its first.
+            resident = tuple(self._resident(a) or any(a is b for b in arrays[:i]) for i, a in enumerate(arrays))
             sizes = tuple(a.dtype.itemsize for a in arrays)
             key = (name, kind, shapes, dtype, out_shape, resident, sizes)
             est = self._estimates.get(key)

@@ -51,6 +51,11 @@ DEFAULT_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 BACKLOG_S = 0.001
 DISPATCH_MIN_UNITS = 50
 DISPATCH_SLACK = 2.0
+# A queued unit whose worker sat free ``STALL_S`` or more beyond the median turnaround
+# before it started was held up on the driver's side (its dispatch thread starved while
+# the main thread pickled a big argument, a slow send): the replay keeps that hold-up for
+# that unit. Below it, the gap is the usual jitter the median turnaround stands for.
+STALL_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,9 @@ class Replay:
     # Measured start of each unit's occupancy: units ready at the same moment are replayed
     # in the order the engine dispatched them (None: in the order their results arrived).
     started: np.ndarray | None = None
+    # Per unit: how much longer than ``turnaround`` its worker sat free before it, when the
+    # trace shows it queued and held up (see ``STALL_S``); None: no unit was.
+    stall: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ready.shape[0])
@@ -123,10 +131,14 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
         need = float(occupancy[waited].mean() + turnaround) / max(trace.n_workers, 1)
         if per_unit >= DISPATCH_SLACK * need:
             dispatch = per_unit
+    stall = None
+    if not dispatch and len(u):  # with the dispatch thread modelled, the gaps are its pace, not hold-ups
+        excess = np.where(queued, pre - turnaround, 0.0)
+        stall = np.where(excess >= STALL_S, excess, 0.0)
     return Replay(ready=u.ready - t0, occupancy=occupancy, pre=pre, dispatch=dispatch,
                   post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
                   after_results=after_results, after_submit=after_submit, wall_time=win.length,
-                  started=u.occ_start - t0)
+                  started=u.occ_start - t0, stall=stall if stall is not None and stall.any() else None)
 
 
 def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None = None,
@@ -170,6 +182,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     turn = r.turnaround
     disp, d_free = r.dispatch, -math.inf
     gates = r.gates.tolist() if r.gates is not None else [True] * n
+    stall_l = r.stall.tolist() if r.stall is not None else [0.0] * n
     last_ready = 0.0
     last_rcv = -math.inf
     for _, c, k in jobs:
@@ -189,7 +202,7 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
             ready += f_sim[c] - f_meas[c]
         last_ready = max(last_ready, ready)
         t_free, w = heapq.heappop(heap)
-        start = max(ready + pre_l[j], t_free + turn if w in used else t_free)
+        start = max(ready + pre_l[j], t_free + turn + stall_l[j] if w in used else t_free)
         if disp:
             start = max(start, d_free + disp)
             d_free = start
@@ -279,7 +292,11 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     """
     if not factor > 0:
         raise ValueError(f"factor must be positive, got {factor!r}")
-    r = replay_of(trace)
+    return replay_scaled(replay_of(trace), factor, workers)
+
+
+def replay_scaled(r: Replay, factor: float, workers: int) -> float:
+    """:func:`scale` on an extracted replay (so a search over worker counts extracts it once)."""
     n = len(r)
     if n == 0:
         return r.wall_time
@@ -287,7 +304,13 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     order = np.argsort(r.ready, kind="stable")
     part = order[: int(round(frac * n))]
     # Spacing between consecutive submissions, so that copy k follows copy k-1's submission.
-    span = float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1)
+    span = submit_span(r)
     if whole == 0 and not len(part):
         part = order[:1]
     return replay(r, workers, copies=whole, partial=part, spacing=span)
+
+
+def submit_span(r: Replay) -> float:
+    """The driver's time to submit the replay's units once: one copy's spacing in :func:`replay_scaled`."""
+    n = len(r)
+    return float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1) if n else 0.0

@@ -34,7 +34,7 @@ from typing import Any
 from eugo_lab.backends import base
 from eugo_lab.backends._worker import Ran, _pickle_exception, execute, execute_batch, run_limited
 from eugo_lab.backends.outcome import Outcome
-from eugo_lab.hpc.errors import BackendError, NoWorkersError
+from eugo_lab.hpc.errors import BackendError, ResourceRequestError
 from eugo_lab.hpc.serialization import loads_value
 
 log = logging.getLogger("eugo_lab")
@@ -66,7 +66,7 @@ def _guard_threads() -> None:
     global _threads_unguarded
     _threads_unguarded = False
     try:
-        from eugo_lab.accel.thread_guard import apply_once
+        from eugo_lab.accel.thread_vars import apply_once
 
         apply_once()
     except Exception:  # a guard that fails must never fail the task
@@ -105,6 +105,22 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
     return run(fn, name, args, load_token, cpu_clock)
 
 
+def cuda_device() -> int:
+    """The GPU a task on this Dask worker uses: the first of ``CUDA_VISIBLE_DEVICES``, else 0.
+
+    Dask resources (``GPU=1``) are counts, not devices; a GPU worker is pinned to its device
+    by ``CUDA_VISIBLE_DEVICES`` (dask-cuda puts the worker's own device first), and a CUDA
+    library uses the first device it sees. A device named by id, not number, shows as 0.
+    """
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return int(first) if first.isdigit() else 0
+
+
+def held_gpu(task: Any, device: int) -> int:
+    """The GPU for the trace: ``device`` for a task that asked for one (``gpus=``), else -1."""
+    return device if task.options.gpus and device >= 0 else -1
+
+
 def host_and_pid() -> tuple[str, int]:
     """The host name and pid of the calling (worker) process."""
     return socket.gethostname(), os.getpid()
@@ -137,32 +153,51 @@ def offered(wanted: dict[str, float], offers: list[dict[str, float]]) -> bool:
     return not offers or any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers)
 
 
+def describe_request(task: Any) -> str:
+    """The task's request as its author wrote it: ``gpus=1``, ``resources={'TPU': 1}``."""
+    opts = task.options
+    parts = [f"gpus={opts.gpus:g}"] if opts.gpus else []
+    if opts.resources:
+        parts.append(f"resources={dict(opts.resources)!r}")
+    return ", ".join(parts)
+
+
+def request_error(task: Any, have: str, how: str) -> ResourceRequestError:
+    """The one wording, on every engine, of a ``gpus=``/``resources=`` request no worker can meet.
+
+    ``have``: what the cluster has instead ("this local pool has no GPU workers (...)");
+    ``how``: what would give the task a worker that can run it.
+    """
+    opts = task.options
+    drop = ", ".join((["gpus=0"] if opts.gpus else []) + (["resources={}"] if opts.resources else []))
+    name = task.fn.name
+    return ResourceRequestError(
+        f"task {name}() requested {describe_request(task)}, but {have}; {how}, or drop the request "
+        f"({name}.options({drop})).", request=wanted_resources(task))
+
+
 def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, float]], *, engine: str,
-                   unit: str, how: str) -> NoWorkersError:
+                   unit: str, how: str) -> ResourceRequestError:
     """The error for a request no ``unit`` ("worker", "node") of the cluster offers; ``how`` starts one that does."""
     need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
     have = sorted({", ".join(f"{k}={o.get(k, 0):g}" for k in wanted) if o else "no resources" for o in offers})
-    return NoWorkersError(
-        f"task {task.fn.name}() asks for {need}, but no {unit} of the {engine} cluster offers that: its "
-        f"{len(offers)} {unit}(s) offer {'; '.join(have)}. Start {how} or remove the request (.options(gpus=0))."
-    )
-
+    return request_error(task, f"no {unit} of the {engine} cluster offers {need}: its {len(offers)} {unit}(s) offer "
+                         f"{'; '.join(have)}", f"start {how}")
 
 
 #: How to get workers that offer GPUs or other resources, for engines whose workers offer none.
-RESOURCE_ENGINES = ("a Dask or Ray cluster whose workers have it (hpc.init(backend='dask', resources={'GPU': 1}), "
-                    "hpc.init(backend='ray', num_gpus=1))")
+RESOURCE_ENGINES = ("run on a Dask or Ray cluster whose workers have them (hpc.init(backend='dask', "
+                    "resources={'GPU': 1}), hpc.init(backend='ray', num_gpus=1))")
 
 
-def refuse_resources(task: Any, workers: int, engine: str) -> None:
-    """Raise for a task that asks for GPUs or other resources on an engine whose ``workers`` offer none.
+def refuse_resources(task: Any, engine: str) -> None:
+    """Raise for a task that asks for GPUs or other resources on an engine (``threads``) whose workers offer none.
 
     Running it anyway would put a ``gpus=1`` task on a CPU-only worker without a word.
     """
-    wanted = wanted_resources(task)
-    if wanted:
-        raise no_offer_error(task, wanted, [{}] * max(workers, 1), engine=engine, unit="worker",
-                             how=RESOURCE_ENGINES)
+    if wanted_resources(task):
+        raise request_error(task, f"the {engine} backend has no GPU workers and offers no resources",
+                            RESOURCE_ENGINES)
 
 
 def describe_cpus(descriptions: list[str]) -> str:

@@ -429,27 +429,33 @@ def execute_batch(
     rest = iter(items)
     n, done, size, last = len(items), 0, 1, 0.0
     group_s = GROUP_CLOCKS * _clock_cost_s  # a group should last about this long
-    while done < n:
-        try:
-            results.extend(map(fn, itertools.islice(rest, min(size, n - done))))
-        except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
-            if recording is not None:
-                recording.stop()
-            raise
-        except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
-            if errors is None:
-                errors = {}
-            errors[len(results)] = (_pickle_exception(exc), _format_tb(exc))
-            results.append(None)
-        t = perf() - p1
-        got = len(results) - done
-        counts.append(got)
-        ends.append(t)
-        done += got
-        took, last = t - last, t
-        # Grow (doubling, so one slow item cannot hide in a large group) while the group was
-        # short; back to single items as soon as one took long.
-        size = min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+    # hpc.phase spans of the items (a JIT trial announces its verdict as phases): one list per batch
+    phases = _phase.begin_task()
+    try:
+        while done < n:
+            try:
+                results.extend(map(fn, itertools.islice(rest, min(size, n - done))))
+            except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
+                if recording is not None:
+                    recording.stop()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
+                if errors is None:
+                    errors = {}
+                errors[len(results)] = (_pickle_exception(exc), _format_tb(exc))
+                results.append(None)
+            t = perf() - p1
+            got = len(results) - done
+            counts.append(got)
+            ends.append(t)
+            done += got
+            took, last = t - last, t
+            # Grow (doubling, so one slow item cannot hide in a large group) while the group was
+            # short; back to single items as soon as one took long. Items that mark phases run one
+            # a group: each end is then measured, and the trace puts each span on its own item.
+            size = 1 if phases else min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+    finally:
+        _phase.end_task()
     profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
@@ -472,6 +478,6 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload), None,
-                      ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq)
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
+                      _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq)
     return OK, payload, errors, stats

@@ -30,6 +30,7 @@ class WorkerInfo:
     host: str = ""
     pid: int = 0
     address: str = ""
+    gpu: int = -1  # the GPU this worker holds (the local pool's GPU workers), -1: none of its own
 
 
 @dataclass
@@ -48,6 +49,9 @@ class ClusterInfo:
     #: The workers' CPU, architecture and model (``AMD EPYC (x86-64, 2 cores)``, ``ARM Neoverse V2 (aarch64,
     #: 72 cores)``); machines of different kinds are listed each with how many workers run on it.
     cpu: str = ""
+    #: Which worker holds which GPU: ``{worker index: device}`` (the local pool's GPU workers; engines that
+    #: assign devices per task, Dask and Ray, leave it empty and count theirs in ``gpus``).
+    gpu_workers: dict[int, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         gib = self.memory / 2**30
@@ -61,6 +65,9 @@ class ClusterInfo:
         ]
         if self.threads_per_worker != 1:
             parts.insert(2, f"threads_per_worker={self.threads_per_worker}")
+        if self.gpu_workers:
+            held = ", ".join(f"worker {w}: GPU {d}" for w, d in sorted(self.gpu_workers.items()))
+            parts.append(f"gpu_workers=[{held}]")
         if self.cpu:
             parts.append(f"cpu={self.cpu}")
         if self.dashboard:

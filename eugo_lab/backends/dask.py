@@ -96,7 +96,7 @@ def _dask_task(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: d
     except ValueError:  # pragma: no cover - not on a Dask worker (never in practice)
         address = ""
     host, pid = _cluster.host_and_pid()
-    return status, payload, extra, stats, (address, host, pid)
+    return status, payload, extra, stats, (address, host, pid, _cluster.cuda_device())
 
 
 def parse_idle_timeout(value: Any) -> float | None:
@@ -141,6 +141,14 @@ class _WorkerProcesses:
                 # scheduler (or its worker cannot reach it) within this time, instead of waiting forever.
                 "death_timeout": _WORKERS_START_S}
         spec = {str(i): {"cls": "distributed.Nanny", "opts": {**opts, "name": i}} for i in range(n)}
+        if resources and resources.get("GPU"):
+            # Workers that offer GPUs: each one pinned to a device of its own, as dask-cuda pins them
+            # (without it every worker's tasks would share device 0). Devices as the local pool finds them.
+            from eugo_lab.backends import local_gpus
+
+            devices = local_gpus.resolve()
+            for i in range(n if devices.tokens else 0):
+                spec[str(i)]["opts"]["env"] = {local_gpus.CUDA_VISIBLE: devices.tokens[i % len(devices)]}
         env = dict(os.environ)
         # Workers must import what this process imports (the modules of the tasks): give
         # them its sys.path. They also get its Dask configuration, as nannies running here did.
@@ -517,9 +525,11 @@ class DaskBackend(base.Backend):
         rep = self._reporter
         assert rep is not None
         if status == "finished" and isinstance(value, tuple) and len(value) == 5:
-            st, payload, detail, stats, (address, host, pid) = value
+            st, payload, detail, stats, (address, host, pid, device) = value
             worker = self._index.index(address, host, pid, address)
-            rep.finish(task, attempt, outcome.from_worker(st, payload, detail, stats, worker, task.items is not None))
+            result = outcome.from_worker(st, payload, detail, stats, worker, task.items is not None)
+            gpu = _cluster.held_gpu(task, device)
+            rep.finish(task, attempt, result._replace(gpu=gpu) if gpu >= 0 else result)
             return
         exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value
         if isinstance(exc, KilledWorker):

@@ -18,7 +18,6 @@ import collections
 import os
 import pickle
 import selectors
-import shutil
 import signal
 import struct
 import subprocess
@@ -27,8 +26,7 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.backends import base, local_process, local_template, outcome
-from eugo_lab.backends._cluster import refuse_resources, this_cpu
+from eugo_lab.backends import base, local_gpus, local_process, local_template, outcome
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
@@ -79,7 +77,15 @@ def _total_memory() -> int:
 
 
 class LocalBackend(base.Backend):
-    """A pool of ``workers`` processes on this machine (default: one per usable core)."""
+    """A pool of ``workers`` processes on this machine (default: one per usable core).
+
+    GPU workers: with GPUs here (or named by ``gpus=``, see :mod:`~eugo_lab.backends.local_gpus`)
+    workers ``0 .. k-1`` hold one device each (``CUDA_VISIBLE_DEVICES`` set to it alone) and the
+    others see none. A ``gpus=1`` task runs only on a GPU worker (it waits in its own queue while
+    they are busy); other tasks run on the CPU workers, and on a GPU worker only while it sits
+    idle with no GPU task waiting. There are at least as many workers as devices, unless
+    ``workers=`` asks for fewer than were found (then only the first devices get a worker).
+    """
 
     name = "local"
     # Larger argument buffers go through shared memory: one copy at .remote(), no pickling
@@ -88,8 +94,12 @@ class LocalBackend(base.Backend):
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
                  threads_per_worker: int | None = None, memory_limit: int | str | None = None,
-                 cancel_grace: float = CANCEL_GRACE_SECONDS):
+                 cancel_grace: float = CANCEL_GRACE_SECONDS, gpus: Any = None):
         """``cancel_grace``: seconds a cancelled running task gets to stop before its worker is killed.
+
+        ``gpus``: the devices that get a GPU worker each: ``[0, 1]``, ``0`` for none, a count for
+        the first ones found; default: ``EUGO_LAB_GPU_DEVICES``, ``CUDA_VISIBLE_DEVICES``, or
+        every GPU NVML finds (:func:`eugo_lab.backends.local_gpus.resolve`).
 
         A task stops at once unless it catches ``TaskCancelled`` (to clean up, say) or sits in
         C code that holds the GIL; past the grace its worker is killed and replaced. A longer
@@ -102,7 +112,10 @@ class LocalBackend(base.Backend):
         self.cancel_grace = parse_grace(cancel_grace)
         self._failed_starts = 0
         self._no_workers: str | None = None
-        self.n_workers = workers or cores
+        self.devices = local_gpus.fit(local_gpus.resolve(gpus), workers)
+        self.n_gpu = len(self.devices)  # workers 0 .. n_gpu-1 hold GPU i each
+        self.n_workers = max(workers or cores, self.n_gpu)
+        self._gpu_envs = local_gpus.worker_envs(self.devices, self.n_workers) if self.n_gpu else None
         if threads_per_worker is None:  # EUGO_THREADS_PER_WORKER: the same explicit choice, from the environment
             from eugo_lab.settings import THREADS_PER_WORKER_ENV
 
@@ -113,6 +126,7 @@ class LocalBackend(base.Backend):
         self.extra_env = dict(env or {})
         self._workers: list[Worker] = []
         self._queue: collections.deque[Task] = collections.deque()
+        self._gpu_queue: collections.deque[Task] = collections.deque()  # gpus= tasks, for GPU workers only
         self._incoming: collections.deque[tuple[str, Any]] = collections.deque()
         self._wake_pending = False
         self._wake_r = self._wake_w = -1  # the I/O thread's wake-up pipe, -1 while closed
@@ -150,7 +164,11 @@ class LocalBackend(base.Backend):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Block until every worker process has started (imported its code and said hello)."""
-        this_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
+        # Not _cluster.this_cpu: _cluster (with the worker shim, ctypes, logging) is ~2 ms of
+        # imports the local pool's start-up does not need; the driver's imports are that start-up.
+        from eugo_lab.accel.detect import describe_cpu
+
+        describe_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
         deadline = time.monotonic() + timeout
         while not self._all_greeted.wait(0.1):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
@@ -163,16 +181,25 @@ class LocalBackend(base.Backend):
         """Start these workers: forked by the template when one fits, else as fresh interpreters."""
         return self._finish_spawn(*self._ask_spawn(indices))
 
-    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], dict[str, str], list[Worker | None]]:
+    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], list[dict[str, str]], list[Worker | None]]:
         """Ask the template for these workers (if one fits) without waiting for it; see _finish_spawn."""
         env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
+        envs = [env] * len(indices)
+        if self._gpu_envs is not None:
+            # CUDA reads CUDA_VISIBLE_DEVICES once, when a library first initialises it in the
+            # process (cuInit). A worker forked by the template sets its environment before it
+            # serves (local_zygote._fork) and the template never initialises CUDA, so a forked
+            # GPU worker sees only its device, as a spawned one does; the variable is not one
+            # read at process start (_startup_env), so GPU and CPU workers fork from one template.
+            envs = [{**env, **self._gpu_envs[i]} for i in indices]
         template = self._template_for(env)
         asked: list[Worker | None] = [None] * len(indices)
         if template is not None:
-            asked = local_process.ask_workers(template, indices, self._store_dir, env)
-        return indices, env, asked
+            asked = local_process.ask_workers(template, indices, self._store_dir, envs)
+        return indices, envs, asked
 
-    def _finish_spawn(self, indices: list[int], env: dict[str, str], asked: list[Worker | None]) -> list[Worker]:
+    def _finish_spawn(self, indices: list[int], envs: list[dict[str, str]],
+                      asked: list[Worker | None]) -> list[Worker]:
         """The workers asked for: those the template forked, the others spawned now."""
         template = self._template
         found = asked
@@ -180,8 +207,11 @@ class LocalBackend(base.Backend):
             found = local_process.answered(template, asked)
             if not template.alive:
                 self._drop_template()
-        workers = [w or local_process.spawn_worker(i, self._store_dir, env) for i, w in zip(indices, found)]
+        workers = [w or local_process.spawn_worker(i, self._store_dir, env)
+                   for i, w, env in zip(indices, found, envs)]
         for w in workers:
+            if w.index < self.n_gpu:
+                w.gpu = self.devices.indices[w.index]
             self._sel.register(w.result_r, selectors.EVENT_READ, w)
         return workers
 
@@ -269,9 +299,28 @@ class LocalBackend(base.Backend):
         if self._no_workers:
             raise NoWorkersError(self._no_workers)
         if task.options.gpus or task.options.resources:
-            refuse_resources(task, self.n_workers, "local pool")
+            self._check_request(task)
         self._on_done[task.task_id] = on_done
         self._post("task", task)
+
+    def _check_request(self, task: Task) -> None:
+        """Raise :class:`~eugo_lab.hpc.errors.ResourceRequestError` for a request no worker of this pool meets."""
+        # Only a task asking for resources pays for importing _cluster (~2 ms at pool start otherwise).
+        from eugo_lab.backends._cluster import RESOURCE_ENGINES, request_error
+
+        opts = task.options
+        if opts.resources:
+            raise request_error(task, f"the local pool offers no custom resources (its {self.n_workers} workers "
+                                f"offer CPUs{', and GPUs ' + self.devices.describe() if self.n_gpu else ''})",
+                                RESOURCE_ENGINES)
+        if not self.n_gpu:
+            raise request_error(task, f"this local pool has no GPU workers ({self.devices.reason})",
+                                "run it on a machine with a GPU (or on a Dask or Ray cluster whose workers have "
+                                "one: hpc.init(backend='ray', num_gpus=1))")
+        if opts.gpus > 1:
+            raise request_error(task, f"each GPU worker of this local pool holds one device (it has {self.n_gpu}: "
+                                f"{self.devices.describe()})", "split the work into gpus=1 tasks (or run it on a "
+                                "Dask or Ray cluster whose workers hold several GPUs)")
 
     def cancel(self, task: Task) -> None:
         """Drop a queued task; a running one is stopped by replacing its worker."""
@@ -318,20 +367,24 @@ class LocalBackend(base.Backend):
     # -- info -----------------------------------------------------------------------------
     def info(self) -> base.ClusterInfo:
         """Pool size, cores and memory of this machine."""
+        from eugo_lab.accel.detect import describe_cpu
+
+
         return base.ClusterInfo(
             backend="local",
             workers=self.n_workers,
             cores=usable_cores(),
             memory=_total_memory(),
-            gpus=0,
+            gpus=self.n_gpu,
             address="local processes",
             threads_per_worker=self.threads_per_worker,
-            cpu=this_cpu(),
+            cpu=describe_cpu(),
+            gpu_workers={i: self.devices.indices[i] for i in range(self.n_gpu)},
         )
 
     def workers(self) -> list[base.WorkerInfo]:
-        """The live workers."""
-        return [base.WorkerInfo(w.index, w.host, w.pid) for w in list(self._workers) if not w.dead]
+        """The live workers (``gpu``: the device a GPU worker holds, -1 for a CPU worker)."""
+        return [base.WorkerInfo(w.index, w.host, w.pid, gpu=w.gpu) for w in list(self._workers) if not w.dead]
 
     @property
     def worker_count(self) -> int:
@@ -404,7 +457,10 @@ class LocalBackend(base.Backend):
             kind, item = incoming.popleft()
             if kind == "task":
                 item.state = _QUEUED
-                self._queue.append(item)
+                if self.n_gpu and item.options.gpus:
+                    self._gpu_queue.append(item)
+                else:
+                    self._queue.append(item)
             elif kind == "cancel":
                 self._cancel(item)
             elif kind == "drop":
@@ -470,20 +526,56 @@ class LocalBackend(base.Backend):
         if not live:
             if self._no_workers and all(w.dead for w in self._workers):
                 lost = Outcome.crashed(Crash(outcome.NO_WORKERS, message=self._no_workers))
-                while queue:
-                    t = queue.popleft()
-                    if t.state != _DONE:
-                        t.state = _DONE
-                        self._report(t, lost)
+                for q in (self._gpu_queue, queue):
+                    while q:
+                        t = q.popleft()
+                        if t.state != _DONE:
+                            t.state = _DONE
+                            self._report(t, lost)
             return
+        if self.n_gpu:
+            self._dispatch_gpu(live)
+        else:
+            self._fill(queue, live)
+
+    def _fill(self, queue: collections.deque[Task], workers: list[Worker]) -> None:
+        """Hand ``queue``'s tasks, in order, to the least-loaded of ``workers`` while one has room."""
         while queue:
             task = queue[0]
             if task.state == _DONE:  # cancelled while queued
                 queue.popleft()
                 continue
-            w = min(live, key=lambda w: len(w.inflight))
+            w = min(workers, key=lambda w: len(w.inflight))
             if len(w.inflight) >= self._capacity(task):
                 return
+            queue.popleft()
+            self._send(w, task)
+
+    def _dispatch_gpu(self, live: list[Worker]) -> None:
+        """Dispatch in a pool with GPU workers: GPU tasks to GPU workers, the rest to CPU workers first.
+
+        A CPU task goes to an idle CPU worker, else to an idle GPU worker (when no GPU task
+        waits), else is prefetched by a CPU worker: an idle worker beats a prefetch slot. A GPU
+        worker holds one CPU task at most (no prefetch), so a GPU task that comes next waits for
+        at most that one.
+        """
+        gpu_live = [w for w in live if w.gpu >= 0]
+        cpu_live = [w for w in live if w.gpu < 0]
+        if gpu_live:
+            self._fill(self._gpu_queue, gpu_live)
+        queue = self._queue
+        while queue:
+            task = queue[0]
+            if task.state == _DONE:
+                queue.popleft()
+                continue
+            w = min(cpu_live, key=lambda w: len(w.inflight)) if cpu_live else None
+            if w is None or w.inflight:
+                idle = [g for g in gpu_live if not g.inflight] if not self._gpu_queue else []
+                if idle:
+                    w = idle[0]
+                elif w is None or len(w.inflight) >= self._capacity(task):
+                    return
             queue.popleft()
             self._send(w, task)
 
@@ -567,8 +659,10 @@ class LocalBackend(base.Backend):
                 self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
             if task.state != _DONE:
                 task.state = _DONE
-                self._report(task, outcome.from_worker(status, payload, detail, stats, w.index,
-                                                       task.items is not None))
+                result = outcome.from_worker(status, payload, detail, stats, w.index, task.items is not None)
+                if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
+                    result = result._replace(gpu=w.gpu)
+                self._report(task, result)
         elif kind == "hello":
             _, w.pid, w.host, _ = msg
             w.greeted = True
@@ -645,7 +739,7 @@ class LocalBackend(base.Backend):
             for t in reversed(rest):
                 if t.state != _DONE:
                     t.state = _QUEUED
-                    self._queue.appendleft(t)
+                    (self._gpu_queue if self.n_gpu and t.options.gpus else self._queue).appendleft(t)
             if running.state != _DONE:
                 running.state = _DONE
                 crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
@@ -669,7 +763,8 @@ class LocalBackend(base.Backend):
         # _dispatch fails whatever is queued, now and later (retries of the crashed tasks too).
 
     def _fail_all(self, reason: str) -> None:
-        pending = list(self._queue)
+        pending = list(self._gpu_queue) + list(self._queue)
+        self._gpu_queue.clear()
         self._queue.clear()
         for w in self._workers:
             pending.extend(w.inflight)
@@ -709,5 +804,7 @@ class LocalBackend(base.Backend):
                     pass
             self._wake_r = self._wake_w = -1
         self._sel.close()
+        import shutil  # at shutdown only (with its bz2/lzma: 1.5 ms of the start-up otherwise)
+
         shutil.rmtree(self._store_dir, ignore_errors=True)
         self._stopped.set()

@@ -34,7 +34,7 @@ class Worker:
 
     __slots__ = ("index", "proc", "forked", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf",
                  "inflight", "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted",
-                 "cancel_target", "cancel_deadline")
+                 "cancel_target", "cancel_deadline", "gpu")
 
     def __init__(self, index: int):
         self.index = index
@@ -56,6 +56,7 @@ class Worker:
         self.greeted = False  # the worker said hello: it started properly
         self.cancel_target: Task | None = None  # a running task asked to stop
         self.cancel_deadline = 0.0  # when the worker is killed if that task is still running
+        self.gpu = -1  # the device a GPU worker holds (its CUDA_VISIBLE_DEVICES), -1 for a CPU worker
 
     def close_pipes(self) -> None:
         """Close this worker's pipe ends once; they read -1 afterwards.
@@ -112,19 +113,23 @@ def _ready(w: Worker) -> Worker:
     return w
 
 
-def fork_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
+def fork_workers(template: Template, indices: list[int], store_dir: str,
+                 env: dict[str, str] | list[dict[str, str]]) -> list[Worker | None]:
     """Have the template fork a worker per index; None: not forked, for the caller to spawn instead."""
     return answered(template, ask_workers(template, indices, store_dir, env))
 
 
-def ask_workers(template: Template, indices: list[int], store_dir: str, env: dict[str, str]) -> list[Worker | None]:
+def ask_workers(template: Template, indices: list[int], store_dir: str,
+                env: dict[str, str] | list[dict[str, str]]) -> list[Worker | None]:
     """Ask the template for a worker per index, without waiting; :func:`answered` completes them.
 
-    Asking for every worker before reading any answer lets the template boot and fork them
-    while the driver goes on.
+    ``env``: every worker's environment, or a list of one per index (GPU workers differ in
+    ``CUDA_VISIBLE_DEVICES``). Asking for every worker before reading any answer lets the
+    template boot and fork them while the driver goes on.
     """
+    envs = env if isinstance(env, list) else [env] * len(indices)
     asked: list[Worker | None] = []
-    for index in indices:
+    for index, env in zip(indices, envs):
         w = Worker(index)
         theirs = _new_pipes(w)
         try:

@@ -27,8 +27,6 @@ TEMPLATE_ANSWER_SECONDS = 20.0
 USE_TEMPLATE = os.environ.get("EUGO_LOCAL_TEMPLATE", "1") != "0"
 # How long a dead forked worker's exit status may take to arrive after its result pipe closed.
 EXIT_REPORT_SECONDS = 5.0
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: bool = False) -> dict[str, str]:
@@ -37,7 +35,7 @@ def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: boo
     ``explicit``: the user passed ``threads_per_worker`` themselves (it then wins over the
     thread variables of the driver's environment).
     """
-    from eugo_lab.accel import thread_guard
+    from eugo_lab.accel import thread_vars  # not thread_guard: its dataclasses/inspect would delay the start
 
     env = dict(os.environ)
     # Workers must import what the driver imports: give them the driver's sys.path.
@@ -46,12 +44,12 @@ def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: boo
     # Two processes each running a BLAS with one thread per core oversubscribe the
     # machine (we measured small BLAS calls 3-11x slower): split the cores instead,
     # unless the user chose a value (a thread variable set here, or threads_per_worker=).
-    user = thread_guard.user_thread_vars()
+    user = thread_vars.user_thread_vars()
     if user and not explicit:
-        env[thread_guard.USER_ENV] = ",".join(user)
+        env[thread_vars.USER_ENV] = ",".join(user)
     else:
-        env.update({v: str(threads_per_worker) for v in _THREAD_VARS})
-        env[thread_guard.LIMIT_ENV] = str(threads_per_worker)
+        env.update({v: str(threads_per_worker) for v in thread_vars.THREAD_VARS})
+        env[thread_vars.LIMIT_ENV] = str(threads_per_worker)
     env.update(extra_env)
     return env
 

@@ -68,6 +68,7 @@ class Outcome(NamedTuple):
     item_errors: dict[int, tuple[bytes, Any]] | None = None  # OK batch: item index -> (exception, traceback)
     crash: Crash | None = None  # CRASHED
     reason: str | None = None  # CANCELLED
+    gpu: int = -1  # the GPU the attempt held (a gpus= task on a worker with a device), -1: none
 
     @classmethod
     def crashed(cls, crash: Crash, worker: int = -1, stats: TaskStats | None = None) -> Outcome:

@@ -132,7 +132,10 @@ def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, dep
         raise KeyboardInterrupt from None  # Ray's own way of ending a cancelled task
     ctx = ray.get_runtime_context()
     host, pid = _cluster.host_and_pid()
-    return status, payload, detail, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id())
+    # The GPU Ray gave this task (num_gpus=): its id as Ray numbers the node's devices; -1 for none.
+    ids = ray.get_gpu_ids()
+    gpu = int(ids[0]) if ids and str(ids[0]).isdigit() else (0 if ids else -1)
+    return status, payload, detail, stats, (ctx.get_worker_id(), host, pid, ctx.get_node_id(), gpu)
 
 
 _ray_task = ray.remote(max_retries=0)(_ray_task_body)
@@ -459,9 +462,11 @@ class RayBackend(base.Backend):
         except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
             self._settle_error(task, attempt, exc, kv_key)
             return
-        st, payload, detail, stats, (worker_id, host, pid, _node) = value
+        st, payload, detail, stats, (worker_id, host, pid, _node, device) = value
         worker = self._index.index(worker_id, host, pid)
-        rep.finish(task, attempt, outcome.from_worker(st, payload, detail, stats, worker, task.items is not None))
+        result = outcome.from_worker(st, payload, detail, stats, worker, task.items is not None)
+        gpu = _cluster.held_gpu(task, device)
+        rep.finish(task, attempt, result._replace(gpu=gpu) if gpu >= 0 else result)
 
     @staticmethod
     def _memory_verdict(kv_key: str) -> Crash | None:

@@ -58,7 +58,7 @@ class ThreadBackend(base.Backend):
         if task.options.gpus or task.options.resources:
             from eugo_lab.backends._cluster import refuse_resources
 
-            refuse_resources(task, self.n_workers, "threads")
+            refuse_resources(task, "threads")
         task.state = 0
         task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 from eugo_lab import hpc
@@ -93,8 +94,13 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     return value, error, region.trace, view is not None and view.timeline_shown
 
 
-def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
-    """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value."""
+def run_cell(shell: Any, cell: str, opts: CellOptions,
+             after: Callable[[Any, BaseException | None, str], None] | None = None) -> Any:
+    """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
+
+    ``after(trace, error, out_mode)``: called with the main run's trace once the summary is
+    shown and before the cell's own error is re-raised (``--exercise`` checks the run there).
+    """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     compiled = compile_cell(shell, cell)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
@@ -139,6 +145,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions) -> Any:
         display.publish(text.summary_text(summary), html.summary_html(summary))
     if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
         prof_region.show(main_trace, text_only=out_mode == "text")
+    if after is not None:
+        after(main_trace, error, out_mode)
     if error is not None:
         raise error
     return value

@@ -31,6 +31,8 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
     from ``eugo_lab.backends.available()``. ``workers``: how many (default: usable cores).
+    On the local pool, ``gpus=[0, 1]`` picks the GPUs that get a worker of their own (default:
+    every GPU found; ``gpus=0``: none): ``@hpc.remote(gpus=1)`` tasks run on those workers only.
     Calling ``init`` again replaces the running runtime (its pending tasks are cancelled).
     It returns once the workers are up, so a traced region that follows measures tasks, not
     worker start-up.
@@ -377,6 +379,8 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
                 "threads_per_worker": info.threads_per_worker, **unwaited.describe(before, running),
                 **self._extra_meta}
+        if info.gpu_workers:  # which worker holds which GPU (JSON keys: strings), for the timeline's lanes
+            meta["gpu_workers"] = {str(w): d for w, d in info.gpu_workers.items()}
         self.trace = rt.recorder.close_region(self._mark, meta)
         _set_last_trace(self.trace)
 

@@ -26,6 +26,7 @@ The tree::
     |-- TaskCancelledError                      cancelled (hpc.cancel, Interrupt, a cancelled input)
     |-- GetTimeoutError (also TimeoutError)     get/wait/as_completed ran out of time
     |-- NoWorkersError                          no worker can run it
+    |   `-- ResourceRequestError                gpus=/resources= that no worker of the cluster offers
     `-- BackendError                            the engine failed or went away
         `-- FunctionLoadError (also ImportError) a worker could not load the task's function
     TaskCancelled (BaseException)               raised inside a running task that was cancelled
@@ -54,6 +55,7 @@ __all__ = [
     "cancelled",
     "GetTimeoutError",
     "NoWorkersError",
+    "ResourceRequestError",
     "BackendError",
     "describe_exit",
     "crash_error",
@@ -112,6 +114,37 @@ class GetTimeoutError(HpcError, TimeoutError):
 
 class NoWorkersError(HpcError):
     """No worker is available to run tasks and none came back in time."""
+
+
+class ResourceRequestError(NoWorkersError):
+    """A task asks for GPUs or resources (``gpus=``, ``resources=``) that no worker of the cluster offers.
+
+    The same type on every engine, raised by ``get()`` at once (the task never runs, never
+    quietly on a worker without the device); the message names the request, what the cluster
+    has, and what to do. ``request`` holds what was asked (``{"GPU": 1}``).
+    """
+
+    def __init__(self, message: str, *, request: dict[str, float] | None = None):
+        global _refused
+        super().__init__(message)
+        self.request = dict(request or {})
+        _refused += 1
+
+
+    def __reduce__(self) -> tuple:  # keeps ``request`` across pickling (Dask and Ray carry errors pickled)
+        return (_resource_request_error, (str(self), self.request))
+
+
+_refused = 0  # ResourceRequestErrors made in this process (what a cell's check reads: was a request refused?)
+
+
+def requests_refused() -> int:
+    """How many resource requests were refused in this process so far (:class:`ResourceRequestError` made)."""
+    return _refused
+
+
+def _resource_request_error(message: str, request: dict[str, float]) -> ResourceRequestError:
+    return ResourceRequestError(message, request=request)
 
 
 class BackendError(HpcError):

@@ -35,15 +35,20 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     from eugo_lab.hpc.coalesce import _Spread
     from eugo_lab.hpc.phases import phase
 
-    if (isinstance(record.fn, Optimized) and not generation) or isinstance(record.fn, _Spread):
-        return record  # batch="auto" batches carry their function as it was given (optimize=True on it applies)
+    spread = isinstance(record.fn, _Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
+    fn = record.fn.fn if spread else record.fn
+    if isinstance(fn, Optimized) and not generation:
+        return record  # optimize=True on the function already: its wrapper travels as given
     with _lock:
         opt = _records.get((record.fid, generation))
         if opt is None:
-            fn = record.fn
-            key = fn.key if isinstance(fn, Optimized) else code_key(record.payload)
+            # The key of the function itself (not of the batch wrapper): batches and the plain calls of a
+            # batch="auto" function share one trial and one compiled version per worker.
+            key = fn.key if isinstance(fn, Optimized) else code_key(
+                record.payload if not spread else FunctionRecord(fn, record.name).payload)
             plain = fn.fn if isinstance(fn, Optimized) else fn
-            opt = FunctionRecord(Optimized(plain, key, phase), record.name)
+            wrapped = Optimized(plain, key, phase)
+            opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, record.name)
             _records[(record.fid, generation)] = opt
             while len(_records) > _MAX:
                 _records.pop(next(iter(_records)))

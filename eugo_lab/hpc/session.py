@@ -17,7 +17,7 @@ from typing import Any
 
 from eugo_lab.backends import base, outcome
 from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc import errors
+from eugo_lab.hpc import errors, serialization
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
@@ -76,6 +76,16 @@ def _arrays_in(args: Any, more: Any) -> bool:
         if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
             return True
     return False
+
+
+def _batch_arrays(fn: FunctionRecord, first: Any) -> bool:
+    """A batch a JIT could be for: its first item (a ``batch="auto"`` batch: that call's arguments) has arrays."""
+    from eugo_lab.hpc.coalesce import _Spread
+
+    if isinstance(fn.fn, _Spread):
+        args, kwargs = first
+        return _arrays_in(args, kwargs.values())
+    return _arrays_in((first,), ())
 
 
 def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
@@ -174,7 +184,7 @@ class Runtime:
                      on_done: Any = None) -> Task:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
         self._check_open()
-        if self.optimize and items and _arrays_in(items[:1], ()):  # %%eugo --optimize (issue #13)
+        if self.optimize and items and _batch_arrays(fn, items[0]):  # %%eugo --optimize (issue #13)
             fn = _optimized(fn, self.optimize)
         if self.profiling is not None:
             fn = self.profiling.wrap(fn)
@@ -242,6 +252,8 @@ class Runtime:
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
                                     result.item_errors if status == base.OK else None, worker=worker)
+            if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
+                self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed
@@ -442,6 +454,8 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
         be = backends.create(name, workers=workers, address=address, cluster=cluster, **backend_options)
         be.start()
         if wait_ready:
+            # The first .remote() needs cloudpickle: import it while the workers boot, not after.
+            serialization.warm()
             be.wait_ready()
         rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
         set_current(rt)

@@ -23,9 +23,10 @@ FUNCTION_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377
                    "#17becf", "#aec7e8")
 PHASE_COLORS = ("#000000", "#ffffff", "#555555", "#dddddd")
 FAILED_LINE = "#d62728"
+GPU_LINE = "#76b900"  # the outline of a task that held a GPU (NVIDIA's green: the colour people know it by)
 BLOCK_COLOR = "#9e9e9e"
 TASK_COLUMNS = ("left", "right", "y", "color", "line_color", "hatch", "function", "name", "duration", "phases",
-                "bytes", "status", "attempt", "task_id", "tasks")
+                "bytes", "status", "attempt", "task_id", "tasks", "gpu")
 # Tiny tasks: a successful first attempt shorter than MERGE_MAX_TASK that starts within
 # MERGE_MAX_GAP of the previous one of the same function on the same lane shares its bar
 # (the bar's tooltip sums their phases).
@@ -99,11 +100,13 @@ class Lanes:
         self.n_lanes = max(self.n_lanes, self.initial + 1)  # the driver and one lane per worker the cell started with
         self._lane.update({(w, 0): w + 1 for w in range(self.initial)})
 
-    def labels(self) -> dict[int, str]:
-        """``{y: label}`` for every lane made so far."""
+    def labels(self, gpus: dict[int, int] | None = None) -> dict[int, str]:
+        """``{y: label}`` for every lane made so far; ``gpus``: ``{worker: GPU it holds}`` (``worker 0 (GPU 0)``)."""
         out = {0: "driver"}
         for (w, gen), y in self._lane.items():
             label = f"worker {w}" if gen == 0 else f"worker {w} (replacement{'' if gen == 1 else f' {gen}'})"
+            if gpus and w in gpus:  # a replacement holds its slot's device too
+                label = label[:-1] + f", GPU {gpus[w]})" if label.endswith(")") else label + f" (GPU {gpus[w]})"
             if y in self._died:
                 label = label[:-1] + ", died)" if label.endswith(")") else label + " (died)"
             out[y] = label
@@ -259,6 +262,9 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
     status, attempt = _arr(t["status"], "int64"), _arr(t["attempt"], "int64")
     b_in, b_out, tid = _arr(t["bytes_in"], "int64"), _arr(t["bytes_out"], "int64"), _arr(t["task_id"], "int64")
     ys = lanes.assign(worker, start, status, received)
+    # The GPU each row held (a Trace knows it; the live view's chunks do not, and show none).
+    held = getattr(data, "gpu", None)
+    gpu = np.asarray(held, dtype="int64") if held is not None else np.full(len(start), -1, dtype="int64")
     tiny = _tiny(data, merge)
     phases = _phases_by_row(data, skip=tiny)
     for code in dict.fromkeys(fcode.tolist()):  # colours follow the order functions first appear
@@ -274,7 +280,9 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
         cols["right"].append(right - t0)
         cols["y"].append(int(ys[i]))
         cols["color"].append(palette.color(name))
-        cols["line_color"].append(FAILED_LINE if failed else "#ffffff")  # white edges separate adjacent bars
+        # white edges separate adjacent bars; a task that held a GPU is outlined green
+        cols["line_color"].append(FAILED_LINE if failed else (GPU_LINE if gpu[i] >= 0 else "#ffffff"))
+        cols["gpu"].append(f"GPU {gpu[i]}" if gpu[i] >= 0 else "-")
         cols["hatch"].append("x" if failed else ("/" if attempt[i] > 1 else " "))
         cols["attempt"].append(int(attempt[i]))
         cols["task_id"].append(int(tid[i]))

@@ -62,7 +62,7 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
         return "<div><i>no tasks ran</i></div>"
     lo, hi = min(lefts), max(rights)
     span = (hi - lo) or 1.0
-    labels = lanes.labels()
+    labels = lanes.labels({int(w): int(d) for w, d in getattr(trace, "meta", {}).get("gpu_workers", {}).items()})
     label_w = max(80, 6 * max(len(v) for v in labels.values()) + 8)  # "worker 0 (replacement, died)" fits
     plot_w = width - label_w - 10
     height = n_lanes * lane_h + 24
@@ -83,11 +83,12 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
         y = tasks["y"][i] * lane_h + 3
         w = max(x(tasks["right"][i]) - x(tasks["left"][i]), 1)
         failed = tasks["hatch"][i] == "x"
+        on_gpu = tasks["gpu"][i] != "-"
         title = (f"{tasks['function'][i]}: {tasks['duration'][i]}, {tasks['status'][i]}, phases {tasks['phases'][i]}, "
-                 f"{tasks['bytes'][i]}")
+                 f"{tasks['bytes'][i]}" + (f", held {tasks['gpu'][i]}" if on_gpu else ""))
         out.append(f"<rect x='{x(tasks['left'][i]):.1f}' y='{y}' width='{w:.1f}' height='{lane_h - 6}' "
                    f"fill='{tasks['color'][i]}' stroke='{tasks['line_color'][i]}' "
-                   f"stroke-width='{2 if failed else 0.5}'><title>{escape(title)}</title></rect>")
+                   f"stroke-width='{2 if failed or on_gpu else 0.5}'><title>{escape(title)}</title></rect>")
     for i in range(len(phases["left"])):
         y = phases["y"][i] * lane_h + 8
         w = max(x(phases["right"][i]) - x(phases["left"][i]), 1)
@@ -98,6 +99,8 @@ def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -
     out.append(f"<text x='{width - 60}' y='{height - 4}'>{fmt_seconds(hi)}</text>")
     out.append("</svg>")
     legend = " ".join(f"<span style='color:{c}'>&#9632;</span> {escape(n)}" for n, c in pal.assigned.items())
+    if any(g != "-" for g in tasks["gpu"]):
+        legend += f" <span style='color:{glyphs.GPU_LINE}'>&#9633;</span> held a GPU"
     return "".join(out) + f"<div style='{_STYLE}'>{legend}</div>"
 
 
@@ -177,6 +180,10 @@ def summary_html(s: Any) -> str:
             *speed, ("efficiency", f"{r.efficiency:.0%}"),
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
             ("failed / retried", f"{s.failed} / {s.retried}")]
+    if getattr(s, "gpu_tasks", None):
+        from eugo_lab.render.text import gpu_words
+
+        rows.append(("GPU tasks", escape(gpu_words(s.gpu_tasks, precise=True))))
     for w, sp in s.measured:
         rows.append((f"measured speedup, {w} worker{'s' if w != 1 else ''}", f"{sp:.1f}x"))
     table = "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"

@@ -133,7 +133,7 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
     # "<img src=x onerror=...>" shows as those characters (tests/test_browser.py checks it).
     p.add_tools(HoverTool(renderers=[tasks], tooltips=[
         ("function", "@function"), ("duration", "@duration"), ("phases", "@phases"), ("bytes", "@bytes"),
-        ("status", "@status")]))
+        ("status", "@status"), ("gpu", "@gpu")]))
     p.add_tools(HoverTool(renderers=[blocks], tooltips=[("driver", "@label"), ("at", "@source")]))
     # One legend entry per function, grouped in the browser from the "name" column, so it
     # grows as new functions stream in; drawn on the canvas (user text is never HTML there).

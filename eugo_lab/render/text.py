@@ -27,6 +27,8 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
+    if getattr(s, "gpu_tasks", None):
+        lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise)}")
     unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None
     if unwaited:
         lines.append(f"  {unwaited}")
@@ -70,6 +72,17 @@ def summary_text(s: Any, precise: bool = False) -> str:
         if saving:
             lines.append(f"    {saving}")
     return "\n".join(lines)
+
+
+def gpu_words(gpu_tasks: dict[int, int], precise: bool = False) -> str:
+    """``3 tasks held GPU 0, 2 tasks held GPU 1`` from ``{device: tasks}`` (``Trace.gpu_tasks()``).
+
+    The deterministic form (``precise=False``) names the device only when there is one: how
+    tasks split over several GPU workers depends on timing, their total does not.
+    """
+    if precise or len(gpu_tasks) == 1:
+        return ", ".join(f"{_plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
+    return f"{_plural(sum(gpu_tasks.values()), 'task')} held a GPU"
 
 
 def speedup_words(r: Any) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import socket
 import threading
 import time
 from array import array
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.tracing.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
+    GPU_COLUMNS,
     PHASE_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
@@ -114,6 +114,13 @@ class _Strings:
         return c
 
 
+def _hostname() -> str:
+    """The driver's host name, as the workers report theirs (socket on first use: not at the runtime's start)."""
+    import socket
+
+    return socket.gethostname()
+
+
 def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[int, tuple[str, int]],
                  driver_host: str) -> dict[int, float]:
     """Shift the times of workers on other hosts onto the driver's clock; return the offsets.
@@ -152,6 +159,15 @@ def align_clocks(tasks: dict[str, Any], phases: dict[str, array], workers: dict[
     return offsets
 
 
+def _items_at(phases: Sequence[tuple], ends: Any, n: int) -> list[int]:
+    """For each phase of an ``hpc.map`` batch, the item it started in (``ends``: each item's end offset)."""
+    import numpy as np
+
+    # An item's span starts after the previous item's end was read: the first end past its start is its item's.
+    at = np.searchsorted(np.asarray(ends), [p[1] for p in phases], side="right")
+    return np.minimum(at, n - 1).tolist()
+
+
 class Recorder:
     """Thread-safe event store with nestable regions and live subscribers."""
 
@@ -183,6 +199,7 @@ class Recorder:
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
         self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
+        self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
         self.phase_names = _Strings()
@@ -251,7 +268,7 @@ class Recorder:
         self.active = self._regions > 0 or bool(self._subscribers)
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float, int, int, int]:
+    def open_region(self) -> tuple[int, int, int, float, int, int, int, int]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from."""
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -260,30 +277,31 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles), len(self.arg_keys["task"]))
+                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0, a0 = mark
+            t0, p0, b0, start, d0, f0, g0, a0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            gpus = {c: col[g0:] for c, col in self.gpus.items()}
             arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
-            host = socket.gethostname()
+            host = _hostname()
             tasks: TaskRows | dict[str, Any] = rows
             if any(h and h != host for h, _ in self.workers.values()):
                 # Workers on other hosts: their clocks are aligned now, which needs the columns.
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps, arg_keys=arg_keys,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
@@ -393,6 +411,7 @@ class Recorder:
             runq = getattr(stats, "runq", nan)
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
+        items: list[int] | None = None  # a batch's phases: the item each started in
         with self._lock:
             profile = getattr(stats, "profile", None)  # (a plain tuple of the first fields is accepted too)
             if profile is not None:  # a profiled attempt: its worker sent no tail, so it never takes the fast path
@@ -410,14 +429,8 @@ class Recorder:
                 self._flush()
                 index = self._n_rows()
                 self._tail += row
-                for ph in phases or ():
-                    name, s, e, pcpu = ph[:4]
-                    self.phases["row"].append(index)
-                    self.phases["name"].append(self.phase_names.code(name))
-                    self.phases["start"].append(body_start + s)
-                    self.phases["end"].append(body_start + e)
-                    self.phases["cpu"].append(pcpu)
-                    self.phases["runq"].append(ph[4] if len(ph) > 4 else nan)
+                if phases:
+                    self._add_phases(phases, body_start, [index] * len(phases))
                 events.append((task_id, body_start, end))
             else:
                 self._seal()
@@ -427,16 +440,46 @@ class Recorder:
                           "received": received, "deser": deser / n, "ser": ser / n}
                 rows = BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
                                   body_start, cpu / body if body > 0 else 0.0, runq / body if body > 0 else nan)
+                first = self._sealed  # the row of the batch's first item
                 self._add_segment(rows, n)
+                if phases:  # each span on the row of the item it started in (a JIT trial: the first call's)
+                    items = _items_at(phases, ends, n)
+                    self._add_phases(phases, body_start, [first + i for i in items])
                 if self._subscribers:
                     cols = rows.columns()
                     events.extend(zip(cols["task_id"].tolist(), cols["start"].tolist(), cols["end"].tolist()))
         if self._subscribers:
             status_name = STATUS_NAMES[status]
-            ph = tuple((p[0], body_start + p[1], body_start + p[2]) for p in phases or ())
+            spans = [(p[0], body_start + p[1], body_start + p[2]) for p in phases or ()]
+            if items is None:
+                per_event = {0: tuple(spans)} if spans else {}
+            else:
+                per_event = {}
+                for i, span in zip(items, spans):
+                    per_event.setdefault(i, []).append(span)
             for i, (tid, s, e) in enumerate(events):
                 st = STATUS_NAMES[item_status[i]] if item_status else status_name
-                self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, ph, bytes_in, bytes_out))
+                self._publish(TaskEvent(tid, function, worker, s, e, st, attempt, batch, tuple(per_event.get(i, ())),
+                                        bytes_in, bytes_out))
+
+    def _add_phases(self, phases: Sequence[tuple], body_start: float, rows: Sequence[int]) -> None:
+        """Append ``phases`` (offsets from ``body_start``), span ``j`` on task row ``rows[j]`` (lock held)."""
+        for ph, index in zip(phases, rows):
+            name, s, e, pcpu = ph[:4]
+            self.phases["row"].append(index)
+            self.phases["name"].append(self.phase_names.code(name))
+            self.phases["start"].append(body_start + s)
+            self.phases["end"].append(body_start + e)
+            self.phases["cpu"].append(pcpu)
+            self.phases["runq"].append(ph[4] if len(ph) > 4 else math.nan)  # a 4-tuple: no run-queue time
+
+    def record_gpu(self, task_id: int, attempt: int, gpu: int) -> None:
+        """Remember that attempt ``attempt`` of task ``task_id`` (an ``hpc.map`` batch: its id) held GPU ``gpu``."""
+        with self._lock:
+            g = self.gpus
+            g["task"].append(task_id)
+            g["attempt"].append(attempt)
+            g["gpu"].append(gpu)
 
     def record_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""

@@ -35,6 +35,10 @@ PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
+# One row per attempt that held a GPU (a gpus= task): its task (an hpc.map batch: the batch's id),
+# attempt and device. Kept apart from the packed row: traces without GPU tasks carry nothing for
+# it, and the row's hot path stays as it is. ``Trace.gpu`` spreads it into a per-row column (-1: none).
+GPU_COLUMNS = ("task", "attempt", "gpu")
 # One row per task sent a large argument: ``key`` identifies that argument (the same object,
 # the same key), so repeats are counted by what was sent, not by the pickle's exact size.
 ARG_COLUMNS = ("task", "key")

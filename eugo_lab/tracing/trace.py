@@ -28,6 +28,7 @@ from eugo_lab.tracing.row import (
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
+    GPU_COLUMNS,
     PHASE_COLUMNS,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
@@ -66,8 +67,11 @@ class Trace:
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
                  deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
-                 arg_keys: dict[str, np.ndarray] | None = None):
+                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
+        #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
+        self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
+        self._gpu: np.ndarray | None = None
         #: Tasks sent a large argument (``task``) and which one (``key``: the same object, the same key).
         self.arg_keys = arg_keys if arg_keys is not None else {c: _frozen([], "int64") for c in ARG_COLUMNS}
         self._tasks = tasks if isinstance(tasks, dict) else None
@@ -102,6 +106,9 @@ class Trace:
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
         keys = tables.pop("arg_keys", None)
         a = {c: _frozen(keys[c], "int64") for c in ARG_COLUMNS} if keys is not None else None
+        gpus = tables.pop("gpus", None)
+        if gpus is not None:
+            tables["gpus"] = {c: _frozen(gpus[c], "int64") for c in GPU_COLUMNS}
         n = len(phases["row"])
         p = {c: _column(phases, c, "int64" if c in ("row", "name") else "float64", n) for c in PHASE_COLUMNS}
         b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
@@ -118,6 +125,37 @@ class Trace:
                         arr.setflags(write=False)
                     self._tasks, self._rows = cols, None
         return self._tasks
+
+    @property
+    def gpu(self) -> np.ndarray:
+        """Per task row, the GPU its attempt held (``-1``: none); an ``hpc.map`` item shows its batch's.
+
+        Only ``gpus=`` tasks hold one: on the local pool the device of the GPU worker that ran
+        it, on Dask the one its worker was given, on Ray ``ray.get_gpu_ids()``.
+        """
+        if self._gpu is None:
+            t = self.tasks
+            out = np.full(len(self), -1, dtype="int64")
+            g = self.gpus
+            if len(g["task"]):
+                held = {(k, a): d for k, a, d in zip(g["task"].tolist(), g["attempt"].tolist(), g["gpu"].tolist())}
+                tid, batch = t["task_id"], t["batch"]
+                rows = np.flatnonzero(np.isin(tid, g["task"]) | np.isin(batch, g["task"]))  # only those: a loop
+                for i, k, b, a in zip(rows.tolist(), tid[rows].tolist(), batch[rows].tolist(),
+                                      t["attempt"][rows].tolist()):
+                    out[i] = held.get((k, a), held.get((b, a), -1))
+            out.setflags(write=False)
+            self._gpu = out
+        return self._gpu
+
+    def gpu_tasks(self) -> dict[int, int]:
+        """``{device: tasks that held it}``, counting each task once (not each attempt); ``{}`` when none did."""
+        gpu = self.gpu
+        if not (gpu >= 0).any():
+            return {}
+        first = (self.tasks["attempt"] == 1) & (gpu >= 0)
+        devices, counts = np.unique(gpu[first], return_counts=True)
+        return dict(zip(devices.tolist(), counts.tolist()))
 
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -177,6 +215,7 @@ class Trace:
             "ser": t["ser"],
             "bytes_in": t["bytes_in"],
             "bytes_out": t["bytes_out"],
+            "gpu": self.gpu,
         })
 
     def phases_dataframe(self) -> pd.DataFrame:
@@ -228,6 +267,7 @@ class Trace:
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
+            **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
         }
@@ -257,7 +297,10 @@ class Trace:
         # "deps" arrived within schema 1; a trace saved before it has none (and no "deps_recorded").
         deps = {c: _frozen(d.get("deps", {}).get(c, []), "int64") for c in DEP_COLUMNS}
         arg_keys = {c: _frozen(d.get("arg_keys", {}).get(c, []), "int64") for c in ARG_COLUMNS}  # also within schema 1
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, arg_keys=arg_keys, functions=d["functions"],
+        # "gpus" too (only traces in which a task held a GPU carry it).
+        gpus = {c: _frozen(d.get("gpus", {}).get(c, []), "int64") for c in GPU_COLUMNS}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+                   functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"],
@@ -292,17 +335,21 @@ class Trace:
                 events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": w + 1,
                                "args": {"name": f"worker {w}"}})
         t = self.tasks
+        gpu = self.gpu
         for i in range(len(self)):
             s, e = t["start"][i], t["end"][i]
             if math.isnan(s) or math.isnan(e):
                 continue
+            args = {"task_id": int(t["task_id"][i]), "attempt": int(t["attempt"][i]),
+                    "status": STATUS_NAMES[t["status"][i]], "cpu_s": float(t["cpu"][i]),
+                    "runq_s": None if math.isnan(t["runq"][i]) else float(t["runq"][i]),
+                    "bytes_in": int(t["bytes_in"][i]), "bytes_out": int(t["bytes_out"][i])}
+            if gpu[i] >= 0:
+                args["gpu"] = int(gpu[i])
             events.append({
                 "name": self.functions[t["function"][i]], "cat": STATUS_NAMES[t["status"][i]], "ph": "X",
                 "ts": (s - t0) * us, "dur": max(e - s, 0) * us, "pid": 1, "tid": int(t["worker"][i]) + 1,
-                "args": {"task_id": int(t["task_id"][i]), "attempt": int(t["attempt"][i]),
-                         "status": STATUS_NAMES[t["status"][i]], "cpu_s": float(t["cpu"][i]),
-                         "runq_s": None if math.isnan(t["runq"][i]) else float(t["runq"][i]),
-                         "bytes_in": int(t["bytes_in"][i]), "bytes_out": int(t["bytes_out"][i])},
+                "args": args,
             })
         p = self.phases
         for j in range(len(p["row"])):

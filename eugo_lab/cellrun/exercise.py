@@ -1,0 +1,52 @@
+"""``%%eugo --exercise ID``: run the cell exactly as ``%%eugo`` does, then check it and show the verdict.
+
+The verdict comes after the cell's summary (deterministic text/plain, and HTML with the measured
+details; the precise text in a terminal), is saved to the progress store and is
+``eugo_lab.exercises.last_verdict()``. A cell that raised is graded ``not yet`` (naming the
+error) and its error is re-raised after the verdict, as ``%%eugo`` does. A store that cannot be
+written costs a warning, not the cell.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from eugo_lab import exercises
+from eugo_lab.cellrun.options import CellOptions
+from eugo_lab.cellrun.runner import run_cell
+from eugo_lab.exercises import base, catalog, progress
+from eugo_lab.hpc import errors, objects
+from eugo_lab.render import display
+
+
+def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str) -> Any:
+    """Run ``cell`` under ``%%eugo`` with ``opts`` and grade it as ``exercise_id`` (already validated)."""
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    ex = catalog.get(exercise_id)
+    puts_before = objects.refs_made()
+    refused_before = errors.requests_refused()
+    before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
+
+    def check(trace: Any, error: BaseException | None, out_mode: str) -> None:
+        attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
+                               puts=objects.refs_made() - puts_before,
+                               refused=errors.requests_refused() - refused_before, before=before)
+        verdict = base.grade(ex, attempt)
+        exercises._set_last_verdict(verdict)
+        if out_mode == "text":
+            print(verdict.to_text(precise=True))
+        else:
+            display.publish(verdict.to_text(), verdict.to_html(precise=True))
+        if verdict.checker_error is None:  # a checker bug is not an attempt of the learner's
+            save(verdict)
+
+    return run_cell(shell, cell, opts, after=check)
+
+
+def save(verdict: base.Verdict) -> None:
+    """Record ``verdict`` in the progress store; a store that cannot be written is a warning."""
+    try:
+        progress.record_exercise(verdict.exercise_id, verdict.passed, verdict.evidence())
+    except (OSError, progress.ProgressError) as exc:
+        warnings.warn(f"eugo: your result was not saved to {progress.progress_path()}: {exc}", stacklevel=2)

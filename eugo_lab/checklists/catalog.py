@@ -1,0 +1,12 @@
+"""The four checklists, in the order the course page lists them (importing this module registers them)."""
+
+from __future__ import annotations
+
+from eugo_lab.checklists.cost import COST
+from eugo_lab.checklists.ml import ML
+from eugo_lab.checklists.readiness import READINESS
+from eugo_lab.checklists.tuning import TUNING
+
+CHECKLISTS = (READINESS, TUNING, COST, ML)
+
+__all__ = ["CHECKLISTS"]

@@ -1,0 +1,36 @@
+"""Exercises checked on measured behaviour: ``%%eugo --exercise ID`` runs a cell and grades its trace.
+
+- :mod:`eugo_lab.exercises.base`: ``@exercise``, :class:`Attempt`, :class:`Verdict`;
+- :mod:`eugo_lab.exercises.catalog`: every exercise (``get(id)``, ``all_exercises()``);
+- :mod:`eugo_lab.exercises.progress`: the learner's progress store (shared with the server extension);
+- :mod:`eugo_lab.exercises.listing`: what ``%eugo exercises`` shows.
+
+``last_verdict()`` is the verdict of the most recent exercise cell.
+
+In a lesson: the starter cell (tag ``starter``) and the reference solution (tag ``solution``,
+source hidden) both start with ``%%eugo --exercise ID``; each catalog module's docstring holds
+them. A ``%%eugo`` cell's own output cannot be compared by nbval (its summary HTML carries
+timings), so to pin the reference's verdict put ``exercises.last_verdict()`` in the next cell
+under ``# NBVAL_CHECK_OUTPUT``: a shown :class:`Verdict` is deterministic text and HTML (the
+reference's lines state counts and criteria, never seconds). ``%eugo exercises`` depends on
+the learner's progress, so its output is not for ``NBVAL_CHECK_OUTPUT``.
+"""
+
+from __future__ import annotations
+
+from eugo_lab.exercises.base import Attempt, NotYet, UnknownExerciseError, Verdict, exercise
+
+_last: Verdict | None = None
+
+
+def last_verdict() -> Verdict | None:
+    """The :class:`Verdict` of the most recent ``%%eugo --exercise`` cell in this kernel, or None."""
+    return _last
+
+
+def _set_last_verdict(v: Verdict | None) -> None:
+    global _last
+    _last = v
+
+
+__all__ = ["exercise", "Attempt", "Verdict", "NotYet", "UnknownExerciseError", "last_verdict"]

@@ -1,0 +1,256 @@
+"""The exercise machinery: the ``@exercise`` registry, the learner's :class:`Attempt` and the :class:`Verdict`.
+
+An exercise is a function ``check(attempt) -> Verdict`` registered with :func:`exercise`.
+It grades what the learner's cell *did*, measured on its own trace: overlap, findings of the
+analysis, bytes shipped, batch counts, results equal to a reference, the replayed speedup.
+Never wall-clock windows, so the same cell gets the same verdict on a busy 2-core VM and on
+a 1-core Binder (where criteria that need parallelism use the replay on 2 workers, and say so).
+
+Text is deterministic: the first line is exactly ``exercise ID: passed`` or ``exercise ID:
+not yet``; the lines after it state counts and criteria (never seconds, pids or addresses),
+so a reference solution's verdict can be compared by nbval. Measured numbers that vary from
+run to run go in :attr:`Verdict.details`, shown only by ``to_text(precise=True)`` and
+``to_html(precise=True)`` (what ``%%eugo --exercise`` displays in HTML and in a terminal).
+The cell's summary HTML carries timings, so a lesson checks a reference's verdict in the
+next cell: ``exercises.last_verdict()`` displays the deterministic text and HTML.
+
+A checker that raises is a bug in Eugo Lab, not the learner's mistake: :func:`grade` turns
+it into a verdict whose first line is ``exercise ID: not checked`` and says so (:func:`grade`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: ``exercise ID: passed`` / ``exercise ID: not yet`` (and ``not checked`` for a checker bug).
+PASSED, NOT_YET, NOT_CHECKED = "passed", "not yet", "not checked"
+
+
+class NotYet(Exception):
+    """Raised inside a checker to end it with a ``not yet`` verdict carrying this message."""
+
+
+class UnknownExerciseError(KeyError):
+    """No exercise has this id; the message lists the close ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown exercise"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of checking one attempt.
+
+    ``lines``: deterministic sentences after the first line (evidence for a pass, the specific
+    message and next step for a ``not yet``). ``details``: measured numbers that vary between
+    runs (concurrency, seconds), shown by the ``precise`` forms only. ``checker_error``: set
+    when the checker itself failed (a bug to report).
+    """
+
+    exercise_id: str
+    passed: bool
+    lines: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    checker_error: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``passed``, ``not yet`` or ``not checked``."""
+        if self.checker_error is not None:
+            return NOT_CHECKED
+        return PASSED if self.passed else NOT_YET
+
+    @property
+    def first_line(self) -> str:
+        """``exercise ID: passed`` or ``exercise ID: not yet`` (``not checked`` for a checker bug)."""
+        return f"exercise {self.exercise_id}: {self.status}"
+
+    def to_text(self, precise: bool = False) -> str:
+        """The first line, then the evidence or message (indented); ``precise`` adds the measured details."""
+        out = [self.first_line, *("  " + line for line in self.lines)]
+        if precise and self.details:
+            out.append("  measured: " + "; ".join(self.details))
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.to_text())
+
+    def to_html(self, precise: bool = False) -> str:
+        """The verdict as HTML, every string escaped; ``precise`` adds the measured details."""
+        cls = {PASSED: "passed", NOT_YET: "not-yet", NOT_CHECKED: "not-checked"}[self.status]
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
+        details = ""
+        if precise and self.details:
+            details = ("<p class='eugo-exercise-details'>measured: "
+                       + html.escape("; ".join(self.details)) + "</p>")
+        return (f"<div class='eugo-exercise eugo-exercise-{cls}'>"
+                f"<p><b>exercise {html.escape(self.exercise_id)}</b>: {html.escape(self.status)}</p>"
+                f"<ul>{items}</ul>{details}</div>")
+
+    def _repr_html_(self) -> str:
+        # Deterministic like to_text(): a cell that shows a verdict can be compared by nbval.
+        return self.to_html()
+
+    def evidence(self) -> str:
+        """The deterministic lines as one string (what the progress store keeps)."""
+        return " ".join(self.lines)
+
+
+@dataclass
+class Attempt:
+    """One run of a learner's exercise cell, as the checker sees it.
+
+    ``trace``: the cell's :class:`~eugo_lab.tracing.Trace`; ``namespace``: the user namespace
+    after the cell; ``error``: the exception the cell raised, or None; ``workers``: the
+    worker count it ran on; ``puts``: how many ``hpc.put`` references the cell created; ``refused``: how many of its
+    resource requests (``gpus=``) no worker could meet (:class:`~eugo_lab.hpc.ResourceRequestError`);
+    ``before``: the namespace before the cell (so a value left by an earlier cell is not
+    taken for this cell's answer). ``report`` (the analysis
+    :class:`~eugo_lab.analysis.Report`) is computed on first use.
+    """
+
+    exercise_id: str
+    trace: Any
+    namespace: dict[str, Any]
+    error: BaseException | None = None
+    puts: int = 0
+    refused: int = 0
+    before: dict[str, Any] = field(default_factory=dict, repr=False)
+    _report: Any = field(default=None, repr=False)
+
+    @property
+    def workers(self) -> int:
+        """Workers of the run (1 on Binder: criteria that need parallelism use :meth:`replayed_speedup`)."""
+        return int(self.trace.n_workers)
+
+    @property
+    def report(self) -> Any:
+        """``eugo_lab.analysis.analyze(trace)``: findings (``report.finding("blocking")``), speedup..."""
+        if self._report is None:
+            from eugo_lab.analysis import analyze
+
+            self._report = analyze(self.trace)
+        return self._report
+
+    def replayed_speedup(self, workers: int = 2) -> float:
+        """The speedup the simulator predicts for this trace's work on ``workers`` vs 1 worker."""
+        from eugo_lab.analysis import simulate
+
+        (row,) = simulate(self.trace, workers=[int(workers)])
+        return float(row.speedup)
+
+    def require(self, name: str) -> Any:
+        """The value the cell gave ``name``; raises :class:`NotYet` naming it when the cell did not define it.
+
+        A name that still holds the very object it held before the cell was not set by this cell.
+        """
+        if name not in self.namespace or (name in self.before and self.namespace[name] is self.before[name]):
+            raise NotYet(f"the cell did not define `{name}`: this exercise reads its result from a variable "
+                         f"named `{name}`, so assign your final result to `{name}` in this cell (a value left "
+                         "by an earlier cell does not count).")
+        return self.namespace[name]
+
+    def passed(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
+        """A passing verdict whose lines are the deterministic evidence."""
+        return Verdict(self.exercise_id, True, tuple(lines), tuple(details))
+
+    def not_yet(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
+        """A ``not yet`` verdict: what the run showed and the next step."""
+        return Verdict(self.exercise_id, False, tuple(lines), tuple(details))
+
+
+Checker = Callable[[Attempt], Verdict]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A registered exercise: its id, lesson notebook (relative to ``courses/``), title and checker."""
+
+    id: str
+    lesson: str
+    title: str
+    check: Checker
+
+    def __call__(self, attempt: Attempt) -> Verdict:
+        """Grade ``attempt`` (see :func:`grade`)."""
+        return grade(self, attempt)
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(id: str, *, lesson: str, title: str) -> Callable[[Checker], Exercise]:
+    """Register ``check(attempt) -> Verdict`` as the exercise ``id`` of ``lesson``.
+
+    ``lesson`` is the notebook's path under ``courses/``
+    (``01-distributed-python/02-fan-out-without-blocking.ipynb``); ``title`` a few words.
+    """
+    if not id or id != id.strip().lower() or " " in id:
+        raise ValueError(f"an exercise id is lower-case words joined by '-', got {id!r}")
+
+    def register(fn: Checker) -> Exercise:
+        old = _REGISTRY.get(id)
+        if old is not None and old.check.__qualname__ != fn.__qualname__:
+            by = f"{old.check.__module__}.{old.check.__qualname__}"
+            raise ValueError(f"exercise {id!r} is already registered (by {by})")
+        ex = Exercise(id=id, lesson=lesson, title=title, check=fn)
+        _REGISTRY[id] = ex
+        return ex
+
+    return register
+
+
+def registered() -> dict[str, Exercise]:
+    """The exercises registered so far (the catalog imports its modules to fill this)."""
+    return dict(_REGISTRY)
+
+
+def unknown(exercise_id: str, known: list[str]) -> UnknownExerciseError:
+    """The error for an unknown id: the close ids (did you mean), and every id."""
+    close = difflib.get_close_matches(exercise_id, known, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return UnknownExerciseError(f"no exercise {exercise_id!r}; {hint}exercises: {', '.join(sorted(known))}")
+
+
+def grade(ex: Exercise, attempt: Attempt) -> Verdict:
+    """Run ``ex``'s checker on ``attempt``: never raises, and keeps the learner's and the checker's faults apart.
+
+    - the cell raised: ``not yet`` naming the error (the checker is not asked: it would grade a half run);
+    - the checker raised :class:`NotYet`: ``not yet`` with its message;
+    - the checker raised anything else: ``not checked``, saying it is a bug in Eugo Lab, not in the cell.
+    """
+    if attempt.error is not None:
+        err = attempt.error
+        name = type(err).__name__
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        said = f"{name}: {msg}" if msg else name
+        return Verdict(ex.id, False, (f"the cell stopped with {said} before it finished, so there is nothing to "
+                                      "check yet; fix the error (the traceback below shows the line), then run "
+                                      "the cell again.",))
+    try:
+        verdict = ex.check(attempt)
+    except NotYet as exc:
+        return Verdict(ex.id, False, (str(exc),))
+    except Exception as exc:  # noqa: BLE001 - a checker bug must not look like the learner's mistake
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        bug = f"{type(exc).__name__}: {exc} ({where.name}, line {where.lineno})"
+        return Verdict(ex.id, False, (
+            "the checker for this exercise failed: that is a bug in Eugo Lab, not a mistake in your cell "
+            "(your cell ran; the summary above shows what it did). Please report it with this line: "
+            f"{type(exc).__name__} in the {ex.id} checker.",), checker_error=bug)
+    if not isinstance(verdict, Verdict) or verdict.exercise_id != ex.id:
+        return Verdict(ex.id, False, ("the checker for this exercise returned no verdict: that is a bug in Eugo "
+                                      "Lab, not a mistake in your cell.",),
+                       checker_error=f"checker returned {type(verdict).__name__}")
+    return verdict

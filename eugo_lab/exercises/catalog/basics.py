@@ -1,0 +1,77 @@
+"""Exercise ``first-task`` (Course 1, lesson 1): run a function as a task and take its value with ``hpc.get``.
+
+The lesson's first cell defines ``estimate_pi(seed, n=1_500_000)`` with ``@hpc.remote``.
+
+Starter cell (graded ``not yet``: a plain call runs in the notebook, so no task ran on a worker)::
+
+    %%eugo --exercise first-task
+    result = estimate_pi(42)
+    print(result)
+
+Reference solution::
+
+    %%eugo --exercise first-task
+    future = estimate_pi.remote(42)
+    result = hpc.get(future)
+    print(result)
+
+Criteria: ``estimate_pi`` is a remote function; ``result`` is a value, not a future; at least
+one ``estimate_pi`` task ran on a worker and succeeded; ``result`` equals the plain call
+``estimate_pi(42)``, made here by the checker. Nothing here needs parallelism, so the verdict
+is the same on one worker as on many.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eugo_lab import hpc
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+
+FUNCTION = "estimate_pi"
+SEED = 42
+
+
+def _is_pending_value(value: Any) -> bool:
+    """A future or an ``hpc.map`` result: something ``hpc.get`` still has to turn into values."""
+    return isinstance(value, (hpc.Future, hpc.MapResult))
+
+
+def _function(a: Attempt) -> Any:
+    """The lesson's ``estimate_pi``, as a remote function; ``not yet`` saying what to run when it is missing."""
+    if FUNCTION not in a.namespace:
+        raise NotYet(f"this notebook has no `{FUNCTION}` yet: run the lesson's first code cell (it defines "
+                     f"{FUNCTION} with @hpc.remote), then this cell again.")
+    fn = a.namespace[FUNCTION]
+    if not isinstance(fn, hpc.RemoteFunction):
+        raise NotYet(f"`{FUNCTION}` is a plain function here, without `.remote`: keep `@hpc.remote` on the line "
+                     f"above `def {FUNCTION}` and run that cell again.")
+    return fn
+
+
+@exercise("first-task", lesson="01-distributed-python/01-remote-functions-and-futures.ipynb",
+          title="Your first task")
+def first_task(a: Attempt) -> Verdict:
+    """Grade the first task: ``estimate_pi(42)`` ran on a worker and ``result`` holds its value."""
+    fn = _function(a)
+    result = a.require("result")
+    ran = measure.tasks(a.trace, FUNCTION)
+    if _is_pending_value(result):
+        # Whether or not its task finished before the cell ended, the learner kept the receipt, not the value.
+        return a.not_yet(f"`result` holds a future ({result!r}), not its value: .remote started the task on a "
+                         "worker and handed you this receipt at once, and printing it shows only the receipt. "
+                         f"Pass it to hpc.get: result = hpc.get({FUNCTION}.remote({SEED})).")
+    expected = fn(SEED)  # the plain call, here: the reference the task's value must equal
+    if not ran:
+        if measure.same_result(result, expected):
+            return a.not_yet(f"the value is right, but no task ran on a worker: `{FUNCTION}({SEED})` is a plain "
+                             "call, so it ran right here in the notebook. Start it as a task with "
+                             f"`{FUNCTION}.remote({SEED})`, which returns a future, and pass that to hpc.get.")
+        return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell: start one with "
+                         f"`{FUNCTION}.remote({SEED})` and store hpc.get of its future in `result`.")
+    if not measure.same_result(result, expected):
+        return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: give the task "
+                         f"seed {SEED} (`{FUNCTION}.remote({SEED})`) and store the value hpc.get returns.")
+    return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on a worker",
+                    f"hpc.get returned {expected!r}, the same value as the plain call {FUNCTION}({SEED})")

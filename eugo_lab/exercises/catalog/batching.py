@@ -1,0 +1,74 @@
+"""Exercise ``batching`` (Course 1, lesson 5): send thousands of tiny items in batches, not one task each.
+
+Starter cell (graded ``not yet``: 3,000 tasks, each costing more to schedule than to run)::
+
+    %%eugo --exercise batching
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def score(x):
+        return sum((x * k) % 7 for k in range(200))    # about 20 microseconds of work
+
+    items = range(3000)
+    results = hpc.get([score.remote(x) for x in items])
+
+Reference solution (same first lines, then)::
+
+    results = hpc.get(hpc.map(score, items))     # batch="auto" sizes the batches
+
+Criteria: ``results`` equals ``score(x)`` for x in range(3000), computed here, in order; at
+least ``MIN_ITEMS_PER_TASK`` items per dispatched task on average (tasks and ``hpc.map`` batches
+counted from the trace); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2
+workers when the run had 1 (so the cell also spreads on more).
+"""
+
+from __future__ import annotations
+
+from eugo_lab.analysis.findings import BATCHES_PER_WORKER
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, Verdict, exercise
+
+N = 3000
+# A task round trip costs ~0.1-0.5 ms on the local pool and an item here ~20 us: with 10 items
+# per task or more, each item's share of the overhead is at most about its own work.
+# (hpc.map's batch="auto" leaves about 2 batches per worker in flight to the end, so it always
+# passes the batches-per-worker criterion below; items this small make its batches tens of items.)
+MIN_ITEMS_PER_TASK = 10
+
+
+def score_of(x: int) -> int:
+    """What ``score(x)`` returns, computed here for the reference."""
+    return sum((x * k) % 7 for k in range(200))
+
+
+@exercise("batching", lesson="01-distributed-python/05-task-size-and-batching.ipynb",
+          title="Batch thousands of tiny items")
+def batching(a: Attempt) -> Verdict:
+    """Grade batching: the right results from few enough tasks, and enough batches for every worker."""
+    results = a.require("results")
+    if not measure.same_result(list(results) if not isinstance(results, list) else results,
+                               [score_of(x) for x in range(N)]):
+        return a.not_yet(f"`results` is not score(x) for the {N} items in order; hpc.get on the futures (or on "
+                         "hpc.map's result) keeps their order.")
+    units = len(measure.dispatch_units(a.trace))
+    if units == 0:
+        return a.not_yet(f"no task ran on a worker: the {N} items were scored here in the notebook. Send them with "
+                         "hpc.map(score, items).")
+    per_task = N / units
+    if per_task < MIN_ITEMS_PER_TASK:
+        tiny = a.report.finding("tasks-too-small")
+        why = " (the Scheduling overhead finding)" if tiny is not None else ""
+        return a.not_yet(f"{units} tasks for {N} items: one .remote() per item, so every item paid a task's "
+                         f"scheduling overhead, which is more than its work{why}. Send the items in batches: "
+                         "hpc.map(score, items) batches them for you.")
+    w = max(a.workers, 2)
+    need = BATCHES_PER_WORKER * w
+    if units < need:
+        only = "only 1 worker could get work" if units == 1 else f"at most {units} workers could get work"
+        on = f"{w} workers" + (" (counted for 2: this run had 1)" if a.workers < 2 else "")
+        return a.not_yet(f"all {N} items went in {measure.plural(units, 'task')}, so {only}; leave at least "
+                         f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}): use batch=\"auto\" (the "
+                         f"default) or a batch of at most {N // need} items.")
+    return a.passed(f"{N} items in {units} tasks: at least {MIN_ITEMS_PER_TASK} items per task and at least "
+                    f"{BATCHES_PER_WORKER} batches per worker on {w} workers; results equal the reference",
+                    details=(f"{per_task:.0f} items per task on average",))

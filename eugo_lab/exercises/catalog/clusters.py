@@ -1,0 +1,130 @@
+"""Exercise ``dask-cluster`` (Course 1, lesson 8): the same simulations on a Dask cluster, side by side.
+
+The lesson starts ``cluster = LocalCluster(n_workers=2, ...)``, connects with
+``hpc.init(backend="dask", address=cluster.scheduler_address)`` and keeps the local pool's
+run of the same twelve simulations in ``local_result``.
+
+Starter cell (graded ``not yet``: it runs on the cluster, but waits for each task in turn)::
+
+    %%eugo --exercise dask-cluster
+    result = []
+    for seed in range(12):
+        result.append(hpc.get(darts.remote(seed)))
+
+Reference solution (same magic)::
+
+    %%eugo --exercise dask-cluster
+    futures = [darts.remote(seed) for seed in range(12)]
+    result = hpc.get(futures)
+
+Criteria: the 12 ``darts`` tasks ran on the Dask engine, connected to the scheduler of
+``cluster`` (``cluster.scheduler_address``; or the string in ``address``), not on the local
+pool nor on an embedded Dask cluster the runtime started itself; ``result`` equals
+``local_result``; no Blocking finding; the tasks ran on at least two workers, at least two
+of them at the same moment. No wall-clock window: overlap is read off the trace, so the
+verdict is the same on a busy VM and on one core (two worker processes still overlap there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.analysis.contention import overlap_share
+from eugo_lab.analysis.report import display_source
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+
+N = 12
+FUNCTION = "darts"
+CONNECT = "hpc.init(backend=\"dask\", address=cluster.scheduler_address)"
+
+
+def _scheme_less(address: str) -> str:
+    """``tcp://127.0.0.1:8786`` -> ``127.0.0.1:8786`` (Dask reports the scheme; a person may leave it out)."""
+    return address.split("://", 1)[-1].rstrip("/")
+
+
+def given_address(namespace: dict[str, Any]) -> str:
+    """The scheduler the lesson asks for: ``cluster.scheduler_address``, else the string in ``address``."""
+    cluster = namespace.get("cluster")
+    found = getattr(cluster, "scheduler_address", None) if cluster is not None else None
+    if isinstance(found, str) and found:
+        return found
+    address = namespace.get("address")
+    if isinstance(address, str) and address:
+        return address
+    raise NotYet("there is no cluster to check against: this exercise reads the scheduler's address from "
+                 "`cluster` (the LocalCluster the lesson starts in 'Start a cluster'). Run that cell, connect "
+                 f"with {CONNECT}, then run this cell again.")
+
+
+def connected_address() -> str | None:
+    """The address of the scheduler the running runtime talks to, or None when no runtime runs."""
+    from eugo_lab import hpc
+
+    if not hpc.is_initialized():
+        return None
+    return str(hpc.cluster().address)
+
+
+def overlapped(trace: Any, function: str) -> int:
+    """How many ``function`` tasks ran, for part of their time at least, while another of them was running."""
+    u = measure.dispatch_units(trace, function)
+    return int(np.count_nonzero(overlap_share(u) > 0))
+
+
+@exercise("dask-cluster", lesson="01-distributed-python/08-moving-to-a-dask-cluster.ipynb",
+          title="The same cell on a Dask cluster")
+def dask_cluster(a: Attempt) -> Verdict:
+    """Grade a run on the lesson's Dask cluster: the right engine and scheduler, overlap, the local results."""
+    result = a.require("result")
+    if "local_result" not in a.namespace:
+        raise NotYet("there is no `local_result` to compare with: it is the local pool's run of the same "
+                     f"{N} simulations, made by the lesson's first %%eugo cell. Run that cell, then this one again.")
+    local = a.namespace["local_result"]  # made by an earlier cell on purpose: not a.require, which wants this cell's
+    backend = str(a.trace.meta.get("backend", "local"))
+    n = measure.tasks(a.trace, FUNCTION)
+    if n == 0:
+        return a.not_yet(f"no {FUNCTION} task ran in this cell: call {FUNCTION}.remote(seed) for each of the {N} "
+                         "seeds so the simulations run as tasks on the cluster.")
+    if backend != "dask":
+        return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine (this machine's pool), "
+                         f"not on the Dask cluster: connect first with {CONNECT} (the cell in 'Start a cluster'), "
+                         "then run this cell again.")
+    want = given_address(a.namespace)
+    have = connected_address()
+    if have is None or _scheme_less(have) != _scheme_less(want):
+        return a.not_yet("your tasks ran on a Dask cluster, but not on the one in `cluster`: `%%eugo -b dask` or "
+                         "hpc.init(backend=\"dask\") without an address starts a separate Dask cluster of eugo's "
+                         f"own. Connect to the lesson's cluster with {CONNECT}, then run this cell again.")
+    if n < N:
+        return a.not_yet(f"only {measure.plural(n, 'simulation')} of {N} ran as {FUNCTION} tasks; submit one "
+                         f"{FUNCTION}.remote(seed) for every seed in range({N}).")
+    if not measure.same_result(result, local):
+        return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations; "
+                         f"collect hpc.get of the {N} futures in seed order (hpc.get on a list keeps its order).")
+    blocking = a.report.finding("blocking")
+    if blocking is not None:
+        where = display_source(blocking.evidence["source"])
+        k = int(blocking.evidence["serialized_tasks"])
+        return a.not_yet(f"your tasks ran on the cluster, but the loop called get() at {where} after each task, so "
+                         f"{k} tasks ran one at a time, each paying the trip through the scheduler in turn; submit "
+                         f"them all first (futures = [{FUNCTION}.remote(seed) for seed in range({N})]), then call "
+                         "hpc.get(futures) once.")
+    used = measure.workers_used(a.trace, FUNCTION)
+    together = overlapped(a.trace, FUNCTION)
+    if used < 2:
+        return a.not_yet(f"all {N} tasks ran on one worker of a cluster with {a.workers}, so nothing ran side by side"
+                         + ("; start the cluster with n_workers=2 (or more) and connect again."
+                            if a.workers < 2 else "; submit them all before you wait, so the scheduler can "
+                            "hand them to every worker."))
+    if together == 0:
+        return a.not_yet(f"the tasks ran on {used} workers, but never two at the same moment: something waited "
+                         "between them. Submit all twelve first, then wait for them together.")
+    return a.passed(f"the {N} {FUNCTION} tasks ran on the Dask cluster in `cluster`, on several workers at the "
+                    "same time",
+                    "no Blocking finding; `result` equals `local_result` from the local pool",
+                    details=(f"{used} workers used of {a.workers}",
+                             f"{together} of {n} tasks ran while another was running"))

@@ -1,0 +1,91 @@
+"""Exercise ``fan-out`` (Course 1, lesson 2): submit every task first, then call ``hpc.get`` once.
+
+Starter cell (graded ``not yet``: the loop waits for each task before submitting the next)::
+
+    %%eugo --exercise fan-out
+    import time
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def slow_square(x):
+        time.sleep(0.05)   # stands in for 50 ms of real work
+        return x * x
+
+    results = []
+    for x in range(12):
+        results.append(hpc.get(slow_square.remote(x)))
+
+Reference solution (same magic; the cell's ``slow_square`` may also come from an earlier cell)::
+
+    %%eugo --exercise fan-out
+    import time
+    from eugo_lab import hpc
+
+    @hpc.remote
+    def slow_square(x):
+        time.sleep(0.05)
+        return x * x
+
+    futures = [slow_square.remote(x) for x in range(12)]
+    results = hpc.get(futures)
+
+Criteria: ``results`` equals ``[x * x for x in range(12)]`` computed here; all 12 calls ran
+as ``slow_square`` tasks; no Blocking finding; every task was in flight before the first
+get() returned; the replay on 2 workers (on this run's workers when it had more) predicts
+at least ``MIN_REPLAYED_SPEEDUP``.
+"""
+
+from __future__ import annotations
+
+from eugo_lab.analysis.report import display_source, fmt_x
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, Verdict, exercise
+
+N = 12
+FUNCTION = "slow_square"
+# 12 tasks of 50 ms on 2 workers replay at 1.6-2.0x (the low end on freshly started workers);
+# waiting for each replays at ~1.0x. 1.3x sits clearly between, whatever the machine's speed
+# (the replay keeps the measured durations).
+MIN_REPLAYED_SPEEDUP = 1.3
+
+
+@exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once")
+def fan_out(a: Attempt) -> Verdict:
+    """Grade a fan-out: the right results, from 12 tasks that were all in flight before the first get()."""
+    results = a.require("results")
+    expected = [x * x for x in range(N)]
+    if not measure.same_result(results, expected):
+        return a.not_yet(f"`results` is not the {N} squares [0, 1, 4, ..., {(N - 1) ** 2}] in order; collect "
+                         f"the values of slow_square(x) for x in range({N}) (hpc.get on the list of futures "
+                         "keeps their order).")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n == 0:
+        return a.not_yet(f"no {FUNCTION} task ran on a worker: the loop called the function right here in the "
+                         f"notebook, one call after another. Call {FUNCTION}.remote(x) to submit each call as a "
+                         "task; it returns a future at once.")
+    if n < N:
+        return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; submit every call "
+                         f"with {FUNCTION}.remote(x).")
+    blocking = a.report.finding("blocking")
+    if blocking is not None:
+        where = display_source(blocking.evidence["source"])
+        k = int(blocking.evidence["serialized_tasks"])
+        return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time; "
+                         "submit them all first (futures = [slow_square.remote(x) for x in range(12)]), then call "
+                         "hpc.get(futures) once.")
+    in_flight = measure.max_in_flight(a.trace)
+    if in_flight < N:
+        return a.not_yet(f"at most {in_flight} of the {N} tasks were in flight together: something waited between "
+                         "submissions. Submit all 12 first, then wait for them together.")
+    w = max(a.workers, 2)
+    replayed = a.replayed_speedup(w)
+    on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")
+    if replayed < MIN_REPLAYED_SPEEDUP:
+        return a.not_yet(f"the tasks were all submitted, yet the replay {on} predicts only {fmt_x(replayed)}, "
+                         f"under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the driver's own work between tasks set the pace. "
+                         "Keep the loop to submitting.")
+    return a.passed(f"all {N} tasks were in flight before the first get() returned; results equal the reference",
+                    f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
+                    details=(f"average concurrency {measure.concurrency(a.trace):.1f}",
+                             f"replayed speedup {fmt_x(replayed)} on {w} workers",
+                             f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run"))

@@ -1,0 +1,187 @@
+"""Exercise ``partition-pandas`` (Course 1, lesson 7): a pandas analysis split across workers, same result as pandas.
+
+The lesson defines ``readings`` (a DataFrame of meter readings) and ``summarize(frame)``, a
+per-meter summary written for one machine. Starter cell (graded ``not yet``: the whole
+DataFrame goes to one task, so one worker does everything)::
+
+    %%eugo --exercise partition-pandas
+    result = hpc.map_partitions(summarize, readings, partitions=1)
+
+Reference solution (every meter's rows in one partition, so the partial summaries need no
+second aggregation; ``partitions="auto"`` with a ``combine=`` that adds the partial counts
+and sums passes too)::
+
+    %%eugo --exercise partition-pandas
+    result = hpc.map_partitions(summarize, readings, by="meter")
+
+Criteria, in the order checked: ``result`` equals ``summarize(readings)`` computed here in
+the notebook (the same labels once each, the same columns, the same values; rows compared
+after sorting by label); the work ran as more than one task; no task was too small to pay
+its fixed cost (more tasks than ``partitions="auto"`` makes, each under its
+``MIN_PARTITION_ROWS`` floor); no task held more than ``DOMINANT_SHARE`` times its fair share
+of the input bytes; the tasks ran at the same time on two workers (on one worker: the
+replay on 2 workers predicts at least ``MIN_REPLAYED_SPEEDUP``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.analysis.report import fmt_x
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions
+
+DATA, ANALYSIS, RESULT = "readings", "summarize", "result"
+# A partition holding more than 1.5x its fair share of the input: with 2 partitions, a 75/25
+# split; with 8, one partition of 19% or more. Equal splits (by rows, or whole meters
+# balanced by map_partitions(by=...)) stay within a few percent of their share.
+DOMINANT_SHARE = 1.5
+# 8 equal partitions on 2 workers replay at ~1.9x, one partition at 1.0x, two unequal ones
+# (75/25) at ~1.3x: 1.4x separates a split that keeps both workers busy from one that does not.
+MIN_REPLAYED_SPEEDUP = 1.4
+FIX = ("split it into partitions: hpc.map_partitions(summarize, readings, by=\"meter\") keeps each meter's rows "
+       "together, or partitions=\"auto\" with a combine that adds the partial results")
+
+
+def _rows_word(n: int) -> str:
+    return f"{n:,} row{'' if n == 1 else 's'}"
+
+
+def _values_differ(result: Any, expected: Any, thing: str) -> str | None:
+    """The first column whose values differ, said with how many rows and the totals; None if all agree."""
+    for col in expected.columns:
+        ours, theirs = result[col].to_numpy(), expected[col].to_numpy()
+        if ours.dtype.kind in "biuf" and theirs.dtype.kind in "biuf":
+            bad = ~np.isclose(ours.astype(float), theirs.astype(float), rtol=1e-9, atol=1e-12, equal_nan=True)
+            totals = f" (yours add up to {np.nansum(ours.astype(float)):,.6g}, pandas' to " \
+                     f"{np.nansum(theirs.astype(float)):,.6g})"
+        else:
+            bad = ours != theirs
+            totals = ""
+        n = int(np.count_nonzero(bad))
+        if n:
+            first = result.index[int(np.argmax(bad))]
+            return (f"column `{col}` differs from pandas for {n} of {len(expected)} {thing}s, e.g. {first!r}"
+                    f"{totals}: the combine did not add up every partial result exactly once. Counts and "
+                    "sums add across partitions, a maximum is the max of the maxima, and an average is not the "
+                    "average of averages.")
+    return None
+
+
+def compare(result: Any, expected: Any) -> str | None:
+    """Why ``result`` is not pandas' ``expected`` (a DataFrame or Series), or None when they agree.
+
+    Rows are matched by label after sorting: the order partitions come back in is not part of
+    the result. Duplicated labels (a summary stacked once per partition), missing or extra
+    labels and columns, and differing values each get their own message.
+    """
+    import pandas as pd
+
+    if isinstance(result, list):
+        return (f"`result` is a list of {len(result)} partial results, not one {type(expected).__name__}: combine "
+                "them, e.g. pd.concat(...) (hpc.map_partitions does that by default).")
+    if not isinstance(result, (pd.DataFrame, pd.Series)):
+        return (f"`result` is a {type(result).__name__}; summarize(readings) gives a {type(expected).__name__}: "
+                "assign the combined DataFrame to `result`.")
+    if isinstance(expected, pd.Series):
+        expected = expected.to_frame()
+    if isinstance(result, pd.Series):
+        result = result.to_frame()
+    thing = str(expected.index.name or "row")
+    counts = result.index.value_counts()
+    if (counts > 1).any():
+        label, times = counts.index[0], int(counts.iloc[0])
+        return (f"`result` has {_rows_word(len(result))} for {len(counts)} {thing}s: {label!r} appears {times} "
+                f"times, once per partition that held some of its rows, so the partial summaries were stacked, "
+                f"not combined (pandas has one row per {thing}). Keep each {thing}'s rows in one partition "
+                f"(by=\"{thing}\"), or pass a combine that adds the partial counts and sums.")
+    missing = expected.index.difference(result.index)
+    if len(missing):
+        return (f"`result` lacks {len(missing)} of the {len(expected)} {thing}s pandas has (e.g. {missing[0]!r}): "
+                "rows were lost on the way; combine every partition's result, not only some.")
+    extra = result.index.difference(expected.index)
+    if len(extra):
+        return (f"`result` has {len(extra)} {thing}(s) that pandas does not (e.g. {extra[0]!r}); run summarize on "
+                "the partitions of readings itself.")
+    lost = [c for c in expected.columns if c not in result.columns]
+    if lost:
+        return f"`result` has no column {', '.join(f'`{c}`' for c in lost)}; summarize(readings) has them."
+    return _values_differ(result.loc[expected.index, list(expected.columns)], expected, thing)
+
+
+def _ran_together(u: Any) -> int:
+    """The most tasks that were running (unpickling, computing or pickling) at one moment."""
+    s, e = np.asarray(u.occ_start, dtype=float), np.asarray(u.occ_end, dtype=float)
+    if not len(s):
+        return 0
+    times = np.concatenate([s, e])
+    deltas = np.concatenate([np.ones(len(s)), -np.ones(len(e))])
+    order = np.lexsort((deltas, times))  # at equal times an end before a start
+    return int(np.cumsum(deltas[order]).max())
+
+
+@exercise("partition-pandas", lesson="01-distributed-python/07-parallel-pandas-in-practice.ipynb",
+          title="Split a DataFrame across workers")
+def partition_pandas(a: Attempt) -> Verdict:
+    """Grade a partitioned pandas run: pandas' result, from several balanced tasks that overlapped."""
+    import pandas as pd
+
+    readings, summarize = a.namespace.get(DATA), a.namespace.get(ANALYSIS)  # from the lesson's first cell
+    if not isinstance(readings, pd.DataFrame) or not callable(summarize):
+        missing = f"`{DATA}` (a DataFrame)" if not isinstance(readings, pd.DataFrame) else f"`{ANALYSIS}`"
+        raise NotYet(f"this notebook has no {missing} from the lesson's first cell (the kernel may have restarted): "
+                     "run that cell again, then this one.")
+    result = a.require(RESULT)
+    expected = summarize(readings)  # the analysis as written, on one machine: the reference
+    wrong = compare(result, expected)
+    if wrong is not None:
+        return a.not_yet(wrong)
+    rows = len(readings)
+    n = measure.tasks(a.trace)
+    if n == 0:
+        return a.not_yet("no task ran on a worker: summarize ran here in the notebook, on all the rows at once; "
+                         f"{FIX}.")
+    if n == 1:
+        return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so only one worker "
+                         f"can work on it, however many there are; {FIX}.")
+    workers = max(2, a.workers)
+    nbytes = int(readings.memory_usage(index=True, deep=True).sum())
+    per_task = rows // n
+    if per_task < MIN_PARTITION_ROWS and n > auto_partitions(rows, nbytes, workers):
+        found = a.report.finding("tasks-too-small")
+        why = " (the analysis reports Scheduling overhead too)" if found is not None else ""
+        return a.not_yet(f"your run made {n:,} tasks of about {_rows_word(per_task)} each{why}: every task pays a "
+                         "fixed cost (scheduling overhead, plus pandas' own cost per call) that so few rows do not "
+                         f"cover. Use fewer, larger partitions, at least {MIN_PARTITION_ROWS:,} rows each: "
+                         "partitions=\"auto\" picks a few per worker.")
+    u = measure.dispatch_units(a.trace)
+    sizes = np.asarray(u.bytes_in, dtype=float)
+    share = float(sizes.max() / sizes.sum()) if sizes.sum() > 0 else 0.0
+    if share * len(sizes) > DOMINANT_SHARE:
+        return a.not_yet(f"one task received {share:.0%} of the input bytes, {share * len(sizes):.1f}x its fair share "
+                         f"of {1 / len(sizes):.0%}: that partition dominates, and the run waits for it while the other "
+                         "workers idle. Split into equal partitions (hpc.map_partitions does), a few per worker.")
+    replayed = a.replayed_speedup(workers)
+    together = _ran_together(u)
+    details = (f"{n} tasks of about {per_task:,} rows", f"largest {share:.0%} of the input bytes",
+               f"replayed speedup {fmt_x(replayed)} on {workers} workers",
+               f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run")
+    if a.workers >= 2:
+        if together < 2:
+            return a.not_yet(f"the {n} tasks never ran at the same time: each one waited for the one before. Submit "
+                             "them all before waiting (hpc.map_partitions does), then get the results once.",
+                             details=details)
+        overlap = "the tasks ran at the same time on several workers"
+    else:
+        if replayed < MIN_REPLAYED_SPEEDUP:
+            return a.not_yet(f"this run had 1 worker, and the replay of its tasks on 2 workers predicts only "
+                             f"{fmt_x(replayed)}, under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep two "
+                             "workers busy. Split into more, equal partitions.", details=details)
+        overlap = (f"this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over "
+                   f"{fmt_x(MIN_REPLAYED_SPEEDUP)}")
+    return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values",
+                    f"the work ran as several tasks, none under the row floor or over {DOMINANT_SHARE}x its share "
+                    f"of the input; {overlap}", details=details)

@@ -1,0 +1,79 @@
+"""Exercise ``put`` (Course 1, lesson 4): store a large array once with ``hpc.put`` and share it.
+
+Starter cell (graded ``not yet``: the 16 MB array is pickled and shipped with every task)::
+
+    %%eugo --exercise put
+    import numpy as np
+    from eugo_lab import hpc
+
+    data = np.random.default_rng(0).random(2_000_000)   # 16 MB of float64
+
+    @hpc.remote
+    def chunk_sum(arr, i):
+        return float(arr[i::8].sum())    # task i sums every 8th value from i
+
+    total = sum(hpc.get([chunk_sum.remote(data, i) for i in range(8)]))
+
+Reference solution (same first lines, then)::
+
+    ref = hpc.put(data)
+    total = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))
+
+Criteria: ``total`` equals ``data.sum()`` of the same array computed here; 8 ``chunk_sum``
+tasks ran; their arguments came to under ``MAX_SHIPPED_SHARE`` of the array (bytes shipped,
+from the trace); the cell called ``hpc.put`` exactly once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eugo_lab.analysis.report import fmt_bytes
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, Verdict, exercise
+
+N_TASKS = 8
+SIZE = 2_000_000
+SEED = 0
+FUNCTION = "chunk_sum"
+# A reference is a few hundred bytes; one copy of the array in the arguments is 100%: 10% is
+# far from both, so a stray small argument never fails a correct solution.
+MAX_SHIPPED_SHARE = 0.1
+
+
+def reference_data() -> np.ndarray:
+    """The exercise's array, made here the same way the cell makes it."""
+    return np.random.default_rng(SEED).random(SIZE)
+
+
+@exercise("put", lesson="01-distributed-python/04-large-arguments-and-put.ipynb",
+          title="Share a large array with hpc.put")
+def put(a: Attempt) -> Verdict:
+    """Grade sharing: the right total, from 8 tasks that all read one stored copy of the array."""
+    total = a.require("total")
+    data = reference_data()
+    if not measure.same_result(total, float(data.sum())):
+        return a.not_yet("`total` is not the sum of the array: add up what the 8 chunk_sum tasks return "
+                         "(total = sum(hpc.get(futures))), one task for each i in range(8).")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n < N_TASKS:
+        return a.not_yet(f"only {n} of the {N_TASKS} chunk_sum calls ran as tasks; submit each one with "
+                         f"{FUNCTION}.remote(ref, i).")
+    shipped = measure.bytes_in(a.trace, FUNCTION)
+    if shipped > MAX_SHIPPED_SHARE * data.nbytes:
+        per = shipped / max(n, 1)
+        return a.not_yet(f"the {n} chunk_sum tasks were sent {fmt_bytes(shipped)} of arguments in all, about "
+                         f"{fmt_bytes(per)} each: the {fmt_bytes(data.nbytes)} array went by value with every "
+                         "task. Store it once with ref = hpc.put(data) and pass ref to chunk_sum.remote(ref, i).")
+    if a.puts > 1:
+        return a.not_yet(f"the cell called hpc.put {a.puts} times, about once per task: each call stores another "
+                         f"copy of the {fmt_bytes(data.nbytes)} array. Call ref = hpc.put(data) once, before the "
+                         "loop, and pass the same ref to every task.")
+    if a.puts == 0:
+        return a.not_yet("the tasks got the array without hpc.put (through a global or a closure, which is "
+                         "pickled with the function): store it once with ref = hpc.put(data) and pass ref to "
+                         "every chunk_sum.remote(ref, i).")
+    return a.passed(f"{n} tasks shared one stored copy of the array (1 hpc.put)",
+                    f"their arguments came to under {MAX_SHIPPED_SHARE:.0%} of the array's "
+                    f"{fmt_bytes(data.nbytes)}; the total equals the sum computed here",
+                    details=(f"{fmt_bytes(shipped)} of arguments shipped",))

@@ -1,0 +1,105 @@
+"""Facts the checkers read off a trace: task counts, how many tasks were in flight together, batches, bytes.
+
+Pure functions of a :class:`~eugo_lab.tracing.Trace` (and plain values), so a checker's
+criteria can be tested on built traces as well as on real runs. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.analysis.report import display_source
+from eugo_lab.analysis.timeline import Units, units
+from eugo_lab.analysis.timeline import measure as union_length
+
+
+def tasks(trace: Any, function: str | None = None) -> int:
+    """Tasks of ``function`` (all if None): first attempts, so a retried task counts once; map items one each."""
+    t = trace.tasks
+    sel = np.asarray(t["attempt"]) == 1
+    if function is not None:
+        if function not in trace.functions:
+            return 0
+        sel &= np.asarray(t["function"]) == trace.functions.index(function)
+    return int(np.count_nonzero(sel))
+
+
+def dispatch_units(trace: Any, function: str | None = None) -> Units:
+    """The trace's dispatch units (a task, or an ``hpc.map`` batch), all or those of ``function``."""
+    u = units(trace)
+    if function is None:
+        return u
+    code = trace.functions.index(function) if function in trace.functions else -1
+    sel = u.function == code
+    return Units(**{k: (v[sel] if k != "row_unit" else v) for k, v in vars(u).items()})
+
+
+def max_in_flight(trace: Any) -> int:
+    """The most tasks that were submitted and not yet received at one moment (queued ones included).
+
+    Independent of the worker count and of the machine's speed: a loop that waits for each
+    task before submitting the next never has more than 1 in flight; submitting them all
+    first puts all of them in flight at once.
+    """
+    t = trace.tasks
+    first = np.asarray(t["attempt"]) == 1
+    s, e = np.asarray(t["submit"])[first], np.asarray(t["received"])[first]
+    ok = np.isfinite(s) & np.isfinite(e)
+    if not ok.any():
+        return 0
+    times = np.concatenate([s[ok], e[ok]])
+    deltas = np.concatenate([np.ones(int(ok.sum())), -np.ones(int(ok.sum()))])
+    order = np.lexsort((deltas, times))  # at equal times an end before a start
+    return int(np.cumsum(deltas[order]).max())
+
+
+def concurrency(trace: Any) -> float:
+    """Average number of task bodies running at once while any ran (varies run to run: for details, not criteria)."""
+    u = units(trace)
+    if not len(u):
+        return 0.0
+    span = union_length(u.occ_start, u.occ_end)
+    return float((u.occ_end - u.occ_start).sum() / span) if span > 0 else 0.0
+
+
+def waits(trace: Any) -> list[tuple[str, int, str]]:
+    """The driver's blocking calls in order: (kind, number of futures, ``cell line N`` or ``file:line``)."""
+    b = trace.blocks
+    order = np.argsort(np.asarray(b["start"]), kind="stable")
+    kinds = trace.block_kinds
+    return [(kinds[int(b["kind"][i])], int(b["futures"][i]), display_source(trace.sources[int(b["source"][i])]))
+            for i in order.tolist()]
+
+
+def workers_used(trace: Any, function: str | None = None) -> int:
+    """How many distinct workers ran tasks (of ``function``)."""
+    u = dispatch_units(trace, function)
+    return int(len(np.unique(u.worker)))
+
+
+def bytes_in(trace: Any, function: str | None = None) -> int:
+    """Pickled argument bytes shipped to the workers (of ``function``): what .remote() sent."""
+    u = dispatch_units(trace, function)
+    return int(np.asarray(u.bytes_in).sum())
+
+
+def same_result(value: Any, expected: Any) -> bool:
+    """``value`` equals ``expected`` (NumPy arrays and pandas objects compared by value, floats closely)."""
+    try:
+        if isinstance(expected, np.ndarray) or isinstance(value, np.ndarray):
+            a, b = np.asarray(value), np.asarray(expected)
+            return a.shape == b.shape and bool(np.allclose(a, b, equal_nan=True))
+        if isinstance(expected, float) or isinstance(value, float):
+            return bool(np.isclose(float(value), float(expected)))
+        if isinstance(expected, (list, tuple)) and isinstance(value, (list, tuple)):
+            return len(value) == len(expected) and all(same_result(v, x) for v, x in zip(value, expected))
+        return bool(value == expected)
+    except (TypeError, ValueError):
+        return False
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``3 tasks``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

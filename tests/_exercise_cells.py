@@ -1,0 +1,47 @@
+"""Run an exercise cell the way a learner does: ``%%eugo --exercise ID`` in an IPython shell, text mode.
+
+``run_exercise(exercise_id, cell, setup="")`` runs ``setup`` as a plain cell, then ``cell``
+under ``%%eugo --exercise`` (its options, e.g. ``-w 2``, via ``line``), and returns the
+:class:`~eugo_lab.exercises.base.Verdict`. A checker bug (``not checked``) fails the test:
+the tests of an exercise must never mistake one for the learner's fault.
+"""
+
+from __future__ import annotations
+
+import os
+
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+
+from eugo_lab import exercises
+from eugo_lab.exercises.base import Verdict
+
+
+def shell():
+    """The test IPython shell with the magics loaded."""
+    ip = start_ipython() or get_ipython()  # None when another test module started it already
+    ip.run_line_magic("load_ext", "eugo_lab")
+    return ip
+
+
+def run_exercise(exercise_id: str, cell: str, setup: str = "", line: str = "-w 2 --no-live") -> Verdict:
+    """Run ``cell`` as ``%%eugo --exercise exercise_id`` (after ``setup``) and return its verdict."""
+    ip = shell()
+    old = os.environ.get("EUGO_LAB_DISPLAY")
+    os.environ["EUGO_LAB_DISPLAY"] = "text"
+    try:
+        if setup:
+            r = ip.run_cell(setup)
+            r.raise_error()
+        exercises._set_last_verdict(None)
+        ip.run_cell(f"%%eugo --exercise {exercise_id} {line}\n{cell}")
+    finally:
+        if old is None:
+            os.environ.pop("EUGO_LAB_DISPLAY", None)
+        else:
+            os.environ["EUGO_LAB_DISPLAY"] = old
+    verdict = exercises.last_verdict()
+    assert verdict is not None, f"%%eugo --exercise {exercise_id} gave no verdict"
+    assert verdict.checker_error is None, f"checker bug: {verdict.checker_error}\n{verdict.to_text()}"
+    assert verdict.exercise_id == exercise_id
+    return verdict

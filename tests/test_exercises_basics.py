@@ -1,0 +1,76 @@
+"""The ``first-task`` exercise: the reference passes; each typical mistake gets its own ``not yet``."""
+
+from __future__ import annotations
+
+from _exercise_cells import run_exercise
+
+# The lesson's function, with fewer darts so each call takes milliseconds (the checker calls it too).
+SETUP = """
+import random
+from eugo_lab import hpc
+
+@hpc.remote
+def estimate_pi(seed, n=20_000):
+    rng = random.Random(seed)
+    inside = 0
+    for _ in range(n):
+        x, y = rng.random(), rng.random()
+        inside += x * x + y * y <= 1.0
+    return 4 * inside / n
+"""
+
+
+def first_line(v) -> str:
+    return v.to_text().splitlines()[0]
+
+
+def test_reference_passes_with_deterministic_evidence():
+    v = run_exercise("first-task", "future = estimate_pi.remote(42)\nresult = hpc.get(future)\n", setup=SETUP)
+    assert v.passed, v.to_text()
+    assert first_line(v) == "exercise first-task: passed"
+    text = v.to_text()
+    assert "estimate_pi ran as 1 task on a worker" in text
+    assert "the same value as the plain call estimate_pi(42)" in text
+    again = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(42))\n", setup=SETUP)
+    assert again.to_text() == text  # nothing in the evidence varies between runs
+
+
+def test_plain_call_runs_nothing_on_a_worker():
+    v = run_exercise("first-task", "result = estimate_pi(42)\nprint(result)\n", setup=SETUP)
+    assert first_line(v) == "exercise first-task: not yet", v.to_text()
+    assert "no task ran on a worker" in v.to_text()
+    assert "plain call, so it ran right here in the notebook" in v.to_text()
+    assert "estimate_pi.remote(42)" in v.to_text()
+
+
+def test_future_instead_of_its_value():
+    v = run_exercise("first-task", "result = estimate_pi.remote(42)\nprint(result)\n", setup=SETUP)
+    assert first_line(v) == "exercise first-task: not yet", v.to_text()
+    assert "`result` holds a future (<hpc.Future estimate_pi() task" in v.to_text()
+    assert "Pass it to hpc.get" in v.to_text()
+
+
+def test_wrong_seed_names_both_values():
+    v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(7))\n", setup=SETUP)
+    assert first_line(v) == "exercise first-task: not yet", v.to_text()
+    assert "but estimate_pi(42) returns" in v.to_text()
+    assert "seed 42" in v.to_text()
+
+
+def test_missing_result_variable():
+    v = run_exercise("first-task", "value = hpc.get(estimate_pi.remote(42))\n", setup=SETUP)
+    assert first_line(v) == "exercise first-task: not yet"
+    assert "did not define `result`" in v.to_text()
+
+
+def test_function_without_the_decorator():
+    plain = SETUP.replace("@hpc.remote\n", "")
+    v = run_exercise("first-task", "result = estimate_pi(42)\n", setup=plain)
+    assert first_line(v) == "exercise first-task: not yet"
+    assert "is a plain function here, without `.remote`" in v.to_text()
+
+
+def test_lesson_not_run_yet():
+    v = run_exercise("first-task", "result = 3.14\n", setup="globals().pop('estimate_pi', None)")
+    assert first_line(v) == "exercise first-task: not yet"
+    assert "this notebook has no `estimate_pi` yet" in v.to_text()

@@ -1,0 +1,79 @@
+"""The ``fan-out`` exercise: the reference passes; the typical mistakes get their own ``not yet``."""
+
+from __future__ import annotations
+
+from _exercise_cells import run_exercise
+
+from eugo_lab.exercises import catalog
+
+FUNC = """
+import time
+from eugo_lab import hpc
+
+@hpc.remote
+def slow_square(x):
+    time.sleep(0.05)
+    return x * x
+"""
+
+
+def cell(body: str) -> str:
+    """A whole exercise cell: the function, then ``body`` (line numbers: line 1 is the %%eugo line)."""
+    return FUNC.lstrip("\n") + body
+
+
+def test_reference_passes():
+    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in range(12)]\n"
+                                     "results = hpc.get(futures)\n"))
+    assert v.passed, v.to_text()
+    assert v.to_text().splitlines()[0] == "exercise fan-out: passed"
+    assert "all 12 tasks were in flight" in v.to_text()
+    assert "s " not in v.to_text().split("\n", 1)[0]
+
+
+def test_get_inside_the_loop_names_the_line():
+    body = ("results = []\n"
+            "for x in range(12):\n"
+            "    results.append(hpc.get(slow_square.remote(x)))\n")
+    v = run_exercise("fan-out", cell(body))
+    text = v.to_text()
+    assert text.splitlines()[0] == "exercise fan-out: not yet", text
+    # line 1 is %%eugo, the function is lines 2-8, the loop's get() is line 11
+    assert "your loop called get() at cell line 11 after each task" in text, text
+    assert "hpc.get(futures) once" in text
+
+
+def test_local_loop_without_remote():
+    v = run_exercise("fan-out", cell("results = [slow_square(x) for x in range(12)]\n"))
+    assert not v.passed
+    assert "no slow_square task ran on a worker" in v.to_text()
+    assert "slow_square.remote(x)" in v.to_text()
+
+
+def test_wrong_results_and_missing_variable():
+    v = run_exercise("fan-out", cell("out = hpc.get([slow_square.remote(x) for x in range(12)])\n"))
+    assert not v.passed and "did not define `results`" in v.to_text()
+    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in range(11)])\n"))
+    assert not v.passed and "is not the 12 squares" in v.to_text()
+
+
+def test_error_in_the_cell_is_not_yet_naming_it():
+    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in range(12)])\n1 / 0\n"))
+    assert v.to_text().splitlines()[0] == "exercise fan-out: not yet"
+    assert "ZeroDivisionError: division by zero" in v.to_text()
+
+
+def test_registered_with_its_lesson():
+    ex = catalog.get("fan-out")
+    assert ex.lesson == "01-distributed-python/02-fan-out-without-blocking.ipynb"
+    assert ex.title == "Submit all, get once"
+
+
+def test_on_one_worker_the_replay_decides_and_says_so():
+    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in range(12)]\n"
+                                     "results = hpc.get(futures)\n"), line="-w 1 --no-live")
+    assert v.passed, v.to_text()
+    assert "the replay on 2 workers (this run had 1 worker, so the check uses the replay)" in v.to_text()
+    v = run_exercise("fan-out", cell("results = []\nfor x in range(12):\n"
+                                     "    results.append(hpc.get(slow_square.remote(x)))\n"), line="-w 1 --no-live")
+    assert not v.passed and "your loop called get() at cell line 11 after each task" in v.to_text(), v.to_text()
