@@ -155,7 +155,7 @@ class Runtime:
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
-        if self.recorder.active:
+        if self.recorder.active and (buffers or len(args_bytes) >= row.ARG_KEY_MIN_BYTES):  # tiny: one len()
             self._record_large_argument(tid, args, kwargs, args_bytes, buffers)
         fut = Future(tid, name, self._cancel_future)
         task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
