@@ -297,9 +297,10 @@ def jit_exercise(a: Attempt) -> Verdict:
 
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
-# Oversubscribed BLAS on 2 shared cores ran 5-10x slower than one thread per worker here; 1.3x is far
-# below that, so a busy neighbour does not fail a correct answer.
-MIN_THREAD_RATIO = 1.3
+# Oversubscribed BLAS on 2 shared cores ran 5-10x slower than one thread per worker here; the reference
+# still came in under 1.3x once with other programs loading both cores, so the bar is "faster at all,
+# beyond noise": a busy neighbour must not fail a correct answer.
+MIN_THREAD_RATIO = 1.15
 
 
 @exercise("threads", lesson=COURSE + "04-threads-and-oversubscription.ipynb",
