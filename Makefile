@@ -20,7 +20,7 @@ venv: $(PY)
 
 # Reinstall when the project's metadata changes.
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e ".[lab,dask,ray,test,bench]"
+	$(PIP) install -q -e ".[lab,courses,dask,ray,test,bench]"
 	touch $(STAMP)
 
 deps: $(STAMP)

@@ -30,6 +30,11 @@ FORBIDDEN = {
     # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
     "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
               "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
+    # course workloads run inside tasks: they may mark hpc.phase spans, never reach the runtime's machinery or
+    # the layers that read traces (a workload is what gets measured, not what measures)
+    "workloads": ("eugo_lab.hpc.api", "eugo_lab.hpc.session", "eugo_lab.backends", "eugo_lab.tracing",
+                  "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server",
+                  "eugo_lab.exercises", "IPython", "ipywidgets", "bokeh"),
     # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
     # and the server extension reads their progress store, so neither may be imported from here
     "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",

@@ -4,6 +4,7 @@
 - :func:`critical_path` → :class:`CriticalPath`
 - :func:`simulate`, :func:`workers_for`, :func:`scale`: replay on other worker counts
 - :func:`cost`, :func:`cheapest_workers`: what a run costs
+- :mod:`eugo_lab.analysis.sizing`: workers for a bigger job against a deadline (``sizing.plan``)
 """
 
 from eugo_lab.analysis.analyzer import analyze, serial_time

@@ -292,7 +292,11 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     """
     if not factor > 0:
         raise ValueError(f"factor must be positive, got {factor!r}")
-    r = replay_of(trace)
+    return replay_scaled(replay_of(trace), factor, workers)
+
+
+def replay_scaled(r: Replay, factor: float, workers: int) -> float:
+    """:func:`scale` on an extracted replay (so a search over worker counts extracts it once)."""
     n = len(r)
     if n == 0:
         return r.wall_time
@@ -300,7 +304,13 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     order = np.argsort(r.ready, kind="stable")
     part = order[: int(round(frac * n))]
     # Spacing between consecutive submissions, so that copy k follows copy k-1's submission.
-    span = float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1)
+    span = submit_span(r)
     if whole == 0 and not len(part):
         part = order[:1]
     return replay(r, workers, copies=whole, partial=part, spacing=span)
+
+
+def submit_span(r: Replay) -> float:
+    """The driver's time to submit the replay's units once: one copy's spacing in :func:`replay_scaled`."""
+    n = len(r)
+    return float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1) if n else 0.0

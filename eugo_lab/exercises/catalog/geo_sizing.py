@@ -1,0 +1,224 @@
+"""Exercises of course 4 (Scaling a real workload), lessons 3 and 4: ``sizing`` and ``seven-terabytes``.
+
+Both time a small run of the tile pipeline inside the exercise cell (``with hpc.trace() as
+small:``), then answer for a much bigger job. The checker replays the cell's own trace with
+:func:`eugo_lab.analysis.sizing.plan` and compares; the typical shortcuts (scaling one typical
+tile, dividing by the whole deadline, pricing only the task time) are recognised and named.
+
+``sizing`` — the job is :data:`SIZING_JOB`: 20,000 tiles like the lesson's, 2 minutes from
+asking, 1 minute of it cluster start-up. Starter (``not yet``: one typical tile, whole deadline)::
+
+    %%eugo --exercise sizing -w 2
+    with hpc.trace() as small:
+        results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])
+    per_tile = small.to_dataframe().eval("end - start").median()
+    workers = math.ceil(job.tasks * per_tile / job.deadline)
+
+reference::
+
+    %%eugo --exercise sizing -w 2
+    with hpc.trace() as small:
+        results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])
+    workers = sizing.plan(small, job).workers
+
+Criteria: ``job`` is the exercise's job; at least ``MIN_MEASURED`` tasks ran; ``workers`` within
+``TOLERANCE`` of the simulator's answer for this cell's trace.
+
+``seven-terabytes`` — 192,000 files, 7 TB, 3 minutes (:data:`SEVEN_TB`). ``job`` states the
+assumptions (start-up, how much bigger a file is than a measured tile, the price); the cell
+answers ``workers``, ``bandwidth`` (bytes per second the store must serve) and ``cost`` (one run).
+Reference: ``plan = sizing.plan(small, job)`` and its ``workers``, ``bandwidth``, ``cost``.
+Criteria: the job is the question (192,000 tasks, 180 s, 7 TB in all, start-up > 0, a price,
+``scale`` = file size / the measured tiles' mean size); each answer within ``TOLERANCE`` of the plan.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from eugo_lab.analysis.sizing import Job, plan
+from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+
+LESSON_3 = "04-scaling-a-real-workload/03-sizing-a-cluster-for-your-workload.ipynb"
+LESSON_4 = "04-scaling-a-real-workload/04-seven-terabytes-in-three-minutes.ipynb"
+FUNCTION = "process_tile"
+SIZING_JOB = {"tasks": 20_000, "deadline": 120.0, "startup": 60.0}
+SEVEN_TB = {"tasks": 192_000, "deadline": 180.0, "total_bytes": 7e12}
+# A sizing answer within 15% of the simulator's passes: the replay itself moves by a few
+# percent between runs (this VM's speed drifts), and the shortcuts it must reject are 30% off
+# or more (a typical tile of these uneven ones is ~0.7 of the mean; start-up is half the deadline).
+TOLERANCE = 0.15
+# A shortcut is "recognised" when the answer is within 5% (or 1 worker) of what it gives.
+MATCH = 0.05
+MIN_MEASURED = 8
+
+
+def _near(value: float, target: float, rel: float, slack: float = 0.0) -> bool:
+    """``value`` within ``rel`` of ``target`` (or within ``slack``: one worker either way for counts)."""
+    return abs(value - target) <= max(rel * abs(target), slack)
+
+
+def _number(a: Attempt, name: str, what: str) -> float:
+    value = a.require(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not math.isfinite(float(value)) or value <= 0:
+        raise NotYet(f"`{name}` should be {what} (a positive number); it holds {type(value).__name__} {value!r}.")
+    return float(value)
+
+
+def _job(a: Attempt) -> Job:
+    job = a.namespace.get("job")
+    if not isinstance(job, Job):
+        raise NotYet("there is no `job` (a sizing.Job) in the notebook: run the lesson's cell that states the job, "
+                     "then this cell again.")
+    return job
+
+
+def _bodies(a: Attempt) -> tuple[np.ndarray, np.ndarray]:
+    """Measured task bodies and compute-phase seconds per task of the small run (NotYet if too few)."""
+    t = a.trace.tasks
+    first = np.asarray(t["attempt"]) == 1
+    n = int(first.sum())
+    if n < MIN_MEASURED:
+        raise NotYet(f"the cell ran {n} task{'s' if n != 1 else ''}; sizing needs a small run to measure first: "
+                     f"submit at least {MIN_MEASURED} tiles as tasks inside `with hpc.trace() as small:`.")
+    body = (np.asarray(t["end"]) - np.asarray(t["start"]))[first]
+    p = a.trace.phases_dataframe()
+    comp = p[p["phase"] == "compute"]
+    per_task = (comp["end"] - comp["start"]).groupby(comp["task_id"]).sum()
+    return body, per_task.to_numpy()
+
+
+def _linear(tasks: int, seconds: float, time_left: float) -> int:
+    return max(1, math.ceil(tasks * seconds / time_left))
+
+
+@exercise("sizing", lesson=LESSON_3, title="Workers for a deadline, from a small run")
+def sizing_check(a: Attempt) -> Verdict:
+    """Grade a worker count for :data:`SIZING_JOB` against the simulator's answer for the cell's trace."""
+    job = _job(a)
+    want = SIZING_JOB
+    if (job.tasks, job.deadline, job.startup, job.scale) != (want["tasks"], want["deadline"], want["startup"], 1.0):
+        raise NotYet(f"`job` is not the exercise's job: {want['tasks']:,} tiles, {want['deadline']:g} s from asking, "
+                     f"{want['startup']:g} s of it start-up (job = sizing.Job(tasks={want['tasks']}, "
+                     f"deadline={want['deadline']:g}, startup={want['startup']:g})).")
+    workers = _number(a, "workers", "the worker count for the job")
+    body, compute = _bodies(a)
+    ref = plan(a.trace, job)
+    if ref.workers is None:
+        raise NotYet(f"even one worker per tile would miss the deadline in the replay ({ref.reason}); "
+                     "run the small job again on an idle machine.")
+    details = (f"your answer {workers:g} workers", f"the simulator's {ref.workers} ({ref.reason})",
+               f"median tile {np.median(body):.3f} s, mean {body.mean():.3f} s")
+    if _near(workers, ref.workers, TOLERANCE, 1):
+        return a.passed("your worker count is within 15% of the simulator's answer for your own small run",
+                        f"it counts the {job.startup:g} s start-up and the uneven tiles, which linear arithmetic "
+                        "from one tile leaves out", details=details)
+    left = job.deadline - job.startup
+    med, mean = float(np.median(body)), float(body.mean())
+    c = float(compute.mean()) if len(compute) else 0.0
+    typical = ("you scaled one typical tile (the median): but some tiles are several times bigger, so the mean "
+               "tile is longer than the typical one and your count falls short.",
+               "Size from the whole run: sizing.plan(small, job) replays every measured tile, its overheads and "
+               "the start-up.")
+    no_startup = (f"you divided the work by the whole {job.deadline:g} s deadline, but the first {job.startup:g} s "
+                  f"go to starting the cluster: the tiles have only {left:g} s.",
+                  "Count the start-up in (sizing.plan(small, job) does), and the count grows by the deadline / "
+                  "time-left ratio.")
+    compute_only = ("you sized from the compute phase alone: reading and writing each tile are part of its time "
+                    "too, and the deadline covers them.",
+                    "Use the whole task (sizing.plan(small, job) replays the measured tasks).")
+    shortcuts = [(_linear(job.tasks, med, left), typical), (_linear(job.tasks, med, job.deadline), typical),
+                 (_linear(job.tasks, mean, job.deadline), no_startup)]
+    if c:
+        shortcuts += [(_linear(job.tasks, c, left), compute_only), (_linear(job.tasks, c, job.deadline), compute_only)]
+    # The learner's arithmetic on the same trace gives one of these exactly; the closest names the shortcut.
+    # Two shortcuts can round to the same count on some runs: then both are named.
+    close = [(abs(workers - n), msg) for n, msg in shortcuts if _near(workers, n, MATCH, 1)]
+    if close:
+        best = min(d for d, _ in close)
+        named = list(dict.fromkeys(msg for d, msg in close if d == best))
+        return a.not_yet(*(m[0] for m in named), named[0][1], details=details)
+    if workers < ref.workers:
+        return a.not_yet("with that many workers the simulator's replay of your run misses the deadline.",
+                         "Try sizing.plan(small, job): it searches for the fewest workers that finish in time.",
+                         details=details)
+    return a.not_yet("that many workers meet the deadline, but fewer already do: the extra ones are paid to "
+                     "wait. sizing.plan(small, job) finds the fewest.", details=details)
+
+
+def _seven_job(a: Attempt) -> Job:
+    """The learner's job for the 7 TB question, checked against the question and the measured tiles."""
+    from eugo_lab.workloads.geotiles import TileResult
+
+    job = _job(a)
+    want = SEVEN_TB
+    if job.tasks != want["tasks"] or job.deadline != want["deadline"]:
+        raise NotYet(f"`job` should describe the question: {want['tasks']:,} files in {want['deadline']:g} s "
+                     f"(sizing.Job(tasks={want['tasks']}, deadline={want['deadline']:g}, ...)).")
+    if not _near(job.tasks * job.task_bytes, want["total_bytes"], 0.01):
+        raise NotYet("`job.task_bytes` times the files should make the 7 TB: task_bytes = 7e12 / 192_000 "
+                     "(about 36.5 MB a file).")
+    if job.startup <= 0:
+        raise NotYet("`job.startup` is 0: thousands of workers do not start instantly, and the three minutes "
+                     "include bringing them up. State the start-up you assume (the lesson uses a minute).")
+    if job.price_per_worker_hour is None:
+        raise NotYet("`job.price_per_worker_hour` is missing: give the price you assume (the lesson uses a "
+                     "published on-demand price) so the plan can say what a run costs.")
+    results = a.require("results")
+    sizes = [r.file_bytes for r in results if isinstance(r, TileResult)] if isinstance(results, list) else []
+    if not sizes:
+        raise NotYet("`results` should be the list of TileResults of the small run (results = hpc.get(futures)).")
+    mean = float(np.mean(sizes))
+    if not _near(job.scale, job.task_bytes / mean, 0.10):
+        raise NotYet(f"`job.scale` should say how many times bigger a file is than the tiles you measured: "
+                     f"task_bytes / their mean size (about {job.task_bytes / mean:.0f}x here), assuming the work "
+                     "grows with the bytes.")
+    return job
+
+
+@exercise("seven-terabytes", lesson=LESSON_4, title="192,000 files in three minutes")
+def seven_terabytes(a: Attempt) -> Verdict:
+    """Grade workers, bandwidth and cost for the 7 TB job against the plan replayed from the cell's trace."""
+    job = _seven_job(a)
+    workers = _number(a, "workers", "the worker count")
+    bandwidth = _number(a, "bandwidth", "the bytes per second the store must serve")
+    cost = _number(a, "cost", "what one run costs")
+    body, _ = _bodies(a)
+    ref = plan(a.trace, job)
+    if ref.workers is None or ref.cost is None:
+        raise NotYet(f"the plan finds no worker count that meets the deadline ({ref.reason}); a shorter start-up "
+                     "or smaller files would be needed.")
+    mean = float(body.mean()) * job.scale
+    details = (f"yours: {workers:g} workers, {bandwidth / 1e9:.3g} GB/s, cost {cost:.4g}",
+               f"plan: {ref.workers} workers, {ref.bandwidth / 1e9:.3g} GB/s, cost {ref.cost:.4g}",
+               f"predicted {ref.wall_time:.0f} s with start-up")
+    lines = []
+    if not _near(workers, ref.workers, TOLERANCE, 1):
+        if _near(workers, _linear(job.tasks, mean, job.deadline), MATCH, 1):
+            lines.append(f"workers: you spread the work over the whole {job.deadline:g} s, but {job.startup:g} s of "
+                         "it is start-up; the files have only the rest, so you need more workers.")
+        else:
+            lines.append("workers: the plan's replay of your run needs a different count; take plan.workers "
+                         "from sizing.plan(small, job).")
+    if not _near(bandwidth, ref.bandwidth, TOLERANCE):
+        if _near(bandwidth, job.tasks * job.task_bytes / job.deadline, MATCH):
+            lines.append("bandwidth: you spread the 7 TB over the whole three minutes; the reads happen only while "
+                         "the tasks run, after start-up, so the store must serve them faster (plan.bandwidth).")
+        else:
+            lines.append("bandwidth: the store must serve all the input bytes while the tasks run: total bytes / "
+                         "(predicted wall time - start-up), which is plan.bandwidth.")
+    if not _near(cost, ref.cost, TOLERANCE):
+        price = job.price_per_worker_hour or 0.0
+        if _near(cost, job.tasks * mean * price / 3600, MATCH):
+            lines.append("cost: you priced only the seconds the tasks computed; a cluster bills every worker for "
+                         "the whole run, start-up and the idle tail included (workers x wall time x price).")
+        else:
+            lines.append("cost: every worker is billed for the whole predicted run, start-up included: "
+                         "workers x wall time x price per hour / 3600 (plan.cost).")
+    if lines:
+        return a.not_yet(*lines, details=details)
+    return a.passed("workers, bandwidth and cost are each within 15% of the plan replayed from your small run",
+                    "the plan counts the start-up in the deadline and bills it", details=details)
