@@ -49,7 +49,8 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 10) -> None:
 class Lab:
     """A JupyterLab server on 127.0.0.1 with a token and our server extension enabled."""
 
-    def __init__(self, root: Path, tmp: Path):
+    def __init__(self, root: Path, tmp: Path, env: dict[str, str] | None = None):
+        """``env``: extra environment for the server and its kernels (e.g. ``JUPYTER_PATH``)."""
         self.root = root
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -63,7 +64,8 @@ class Lab:
         (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
         for d in ("config", "runtime", "ws"):
             (tmp / d).mkdir()
-        env = kernel_env(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))
+        env = kernel_env(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+                         **(env or {}))
         self.log_path = tmp / "lab.log"
         self._log = open(self.log_path, "wb")  # closed in stop()
         self.proc = subprocess.Popen([

@@ -42,7 +42,8 @@ export interface IChecklistItem {
 export interface IChecklist {
   id: string;
   title: string;
-  path: string;
+  /** The checklist's notebook, or null where the courses hold none for it. */
+  path: string | null;
   items: IChecklistItem[];
   ticked: number;
   total: number;

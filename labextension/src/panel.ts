@@ -169,13 +169,16 @@ export class EugoPanel extends Widget {
     if (!expanded) {
       return item;
     }
-    const open = el('a', 'eugo-Link', 'Open the checklist notebook');
-    open.href = '#';
-    open.addEventListener('click', event => {
-      event.preventDefault();
-      this._options.open(checklist.path);
-    });
-    item.appendChild(open);
+    const path = checklist.path;
+    if (path !== null) {
+      const open = el('a', 'eugo-Link', 'Open the checklist notebook');
+      open.href = '#';
+      open.addEventListener('click', event => {
+        event.preventDefault();
+        this._options.open(path);
+      });
+      item.appendChild(open);
+    }
     const items = el('ul', 'eugo-ItemList');
     for (const entry of checklist.items) {
       items.appendChild(this._checklistItem(checklist, entry));
