@@ -73,9 +73,9 @@ def _extension_path(tmp: Path) -> Path:
     return data
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory) -> Iterator[Lab]:
-    tmp = tmp_path_factory.mktemp("labext")
+@pytest.fixture
+def lab(tmp_path) -> Iterator[Lab]:
+    tmp = tmp_path
     root = tmp / "root"
     root.mkdir()
     shutil.copytree(REPO / "courses", root / "courses", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
@@ -197,8 +197,10 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
             return next(i for i in got["items"] if i["id"] == item["id"])["ticked"]
 
         _wait(stored, 20, "the ticked item to be stored", page, "checklist")
-        count = page.text_content(f"#eugo-panel .eugo-Checklist[data-checklist='{checklist['id']}'] .eugo-Count")
-        assert count == f"{checklist['ticked'] + 1}/{checklist['total']}"
+        count = f"#eugo-panel .eugo-Checklist[data-checklist='{checklist['id']}'] .eugo-Count"
+        want = f"{checklist['ticked'] + 1}/{checklist['total']}"
+        _wait(lambda: page.text_content(count) == want, 20, f"the checklist's count to read {want}", page,
+              "checklist-count")
         page.screenshot(path=str(OUT / "labext-panel-checklist.png"))
 
         # the status bar reflects a running %%eugo cell, then returns to idle
@@ -237,7 +239,8 @@ def test_vocabulary_tooltip(lab):
     glossary = {t["term"]: t for t in _api(lab, "glossary")["terms"]}
     with _browser() as browser:
         page = _open(browser, lab, "courses/01-distributed-python/01-remote-functions-and-futures.ipynb")
-        page.wait_for_selector(".jp-MarkdownCell .eugo-Term", timeout=30_000)
+        _wait(lambda: page.evaluate("() => document.querySelectorAll('.jp-MarkdownCell .eugo-Term').length"), 30,
+              "vocabulary terms to be marked", page, "tooltip-terms")
         term = page.query_selector(".jp-MarkdownCell .eugo-Term")
         term.scroll_into_view_if_needed()
         name = term.get_attribute("data-term")

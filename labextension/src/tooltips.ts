@@ -10,8 +10,11 @@ import { el } from './dom';
 
 /** Aliases shorter than this are too likely to be ordinary words ("arm", "gpu" stays a term). */
 const MIN_ALIAS_LENGTH = 4;
-/** Elements whose text is never marked: links already lead somewhere, code is code. */
-const SKIP = 'a, code, pre, h1, h2, h3, .eugo-Term, .MathJax, mjx-container';
+/**
+ * Elements whose text is never marked: code is code, headings stay plain. Links are marked
+ * (a lesson's first use of a term links to its vocabulary entry: that is where a definition helps).
+ */
+const SKIP = 'code, pre, h1, h2, h3, .eugo-Term, .MathJax, mjx-container';
 
 export interface ITermMatcher {
   /** The regular expression that finds any term or alias (whole words, case-insensitive). */
@@ -42,9 +45,12 @@ export function buildMatcher(terms: IGlossaryTerm[]): ITermMatcher {
       }
     }
   }
-  // longest first, so "scheduling overhead" wins over "overhead"
+  // longest first, so "scheduling overhead" wins over "overhead"; whole words only, where a term may
+  // itself end in a non-word character ("get()"), so no \b
   const names = [...byName.keys()].sort((a, b) => b.length - a.length);
-  const pattern = names.length ? new RegExp(`\\b(${names.map(escapeRegExp).join('|')})\\b`, 'gi') : null;
+  const pattern = names.length
+    ? new RegExp(`(?<![\\w.])(?:${names.map(escapeRegExp).join('|')})(?![\\w])`, 'gi')
+    : null;
   return { pattern, byName };
 }
 
