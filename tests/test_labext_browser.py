@@ -53,6 +53,11 @@ def nap(i):
     return i
 
 sum(hpc.get([nap.remote(i) for i in range(24)]))'''
+CHECKLISTS = '''from eugo_lab import checklists
+from eugo_lab.checklists.model import all_checklists
+
+for c in all_checklists():
+    print(checklists.show(c.id).to_text())'''
 
 
 def _notebook(path: Path, cells: list[str]) -> None:
@@ -79,7 +84,7 @@ def lab(tmp_path) -> Iterator[Lab]:
     root = tmp / "root"
     root.mkdir()
     shutil.copytree(REPO / "courses", root / "courses", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    _notebook(root / "practice.ipynb", [SETUP, EXERCISE, SLOW])
+    _notebook(root / "practice.ipynb", [SETUP, EXERCISE, SLOW, CHECKLISTS])
     env = {"JUPYTER_PATH": str(_extension_path(tmp)), "EUGO_LAB_IDLE_WARNING_S": str(IDLE_WARNING_S)}
     server = Lab(root, tmp, env=env)
     server.env = kernel_env(**env)  # for `jupyter labextension list` with the same path
@@ -133,6 +138,13 @@ def _run_cell(page: Any, index: int) -> None:
       nb.activeCellIndex = i;
       window.jupyterapp.commands.execute('notebook:run-cell');
     }""", index)
+
+
+CELL_OUTPUT = """(i) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+  const out = cell.node.querySelector('.jp-OutputArea');
+  return out ? out.textContent : '';
+}"""
 
 
 def _wait(predicate, timeout: float, what: str, page: Any, shot: str) -> Any:
@@ -232,6 +244,15 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
               and page.text_content(".eugo-StatusItem") == "Eugo: idle", 10,
               "the panel and the status bar to show no runtime", page, "stop-panel")
         page.screenshot(path=str(OUT / "labext-stopped.png"))
+
+        # the item ticked in the panel shows ticked in the notebook's checklist after a kernel restart
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
+        _wait(lambda: page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                                    ".status") == "idle", 60, "the restarted kernel", page, "restart")
+        _run_cell(page, 3)
+        mark = f"[x] {item['id']}:"
+        _wait(lambda: mark in (page.evaluate(CELL_OUTPUT, 3) or ""), 60, f"{mark!r} in the checklist's output",
+              page, "checklist-after-restart")
         assert not page.errors, page.errors
 
 
@@ -253,5 +274,16 @@ def test_vocabulary_tooltip(lab):
         # its link opens the vocabulary notebook
         page.click(".eugo-TermTooltip-link")
         page.wait_for_function("() => window.jupyterapp.shell.currentWidget.context.path.endsWith('vocabulary.ipynb')",
+                               timeout=30_000)
+
+        # the launcher's card opens the course index
+        page.evaluate("() => { window.jupyterapp.commands.execute('launcher:create'); }")
+        card = page.wait_for_selector(".jp-LauncherCard[title='Open the Eugo course index']", timeout=10_000)
+        assert "Eugo courses" in card.text_content()
+        page.screenshot(path=str(OUT / "labext-launcher.png"))
+        card.click()
+        index = _api(lab, "courses")["index"]["path"]
+        page.wait_for_function("(p) => window.jupyterapp.shell.currentWidget.context"
+                               " && window.jupyterapp.shell.currentWidget.context.path === p", arg=index,
                                timeout=30_000)
         assert not page.errors, page.errors
