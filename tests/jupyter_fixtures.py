@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 from _clusters import free_port
 from _processes import signal_all
 
 REPO = Path(__file__).resolve().parents[1]
+#: Debian's Chromium: Playwright cannot download its own browsers here.
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: Where browser tests save their screenshots.
+OUT = REPO / "test-output"
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Chromium through Playwright, offline (no updates, sync or background requests)."""
+    assert Path(CHROMIUM).exists(), "Debian chromium is required: apt-get install -y chromium"
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def kernel_env(**extra: str) -> dict[str, str]:

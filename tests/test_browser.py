@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_fixtures import REPO, Lab, write_notebook
+from jupyter_fixtures import OUT, Lab, chromium, write_notebook
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-OUT = REPO / "test-output"
 CELL = """%%eugo -w 2
 import time
 from eugo_lab import hpc
@@ -73,32 +70,22 @@ def lab(tmp_path):
 @contextlib.contextmanager
 def _page(lab: Lab, notebook: str) -> Iterator[tuple[Any, list[str], list[str]]]:
     """A Chromium page with ``notebook`` open and its kernel idle; yields (page, console lines, dialogs seen)."""
-    assert Path(CHROMIUM).exists(), "Debian chromium is required: apt-get install -y chromium"
-    from playwright.sync_api import sync_playwright
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        console: list[str] = []
+        dialogs: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
 
-    OUT.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            console: list[str] = []
-            dialogs: list[str] = []
-            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
+        def on_dialog(d: Any) -> None:  # an alert() from injected HTML would land here
+            dialogs.append(f"{d.type}: {d.message}")
+            d.dismiss()
 
-            def on_dialog(d: Any) -> None:  # an alert() from injected HTML would land here
-                dialogs.append(f"{d.type}: {d.message}")
-                d.dismiss()
-
-            page.on("dialog", on_dialog)
-            page.goto(f"{lab.url}lab/tree/{notebook}?token={lab.token}&reset")
-            page.wait_for_function(
-                "() => { try { return window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
-                " === 'idle'; } catch (e) { return false; } }", timeout=90_000)
-            yield page, console, dialogs
-        finally:
-            browser.close()
+        page.on("dialog", on_dialog)
+        page.goto(f"{lab.url}lab/tree/{notebook}?token={lab.token}&reset")
+        page.wait_for_function(
+            "() => { try { return window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+            " === 'idle'; } catch (e) { return false; } }", timeout=90_000)
+        yield page, console, dialogs
 
 
 def _run_all(page: Any) -> None:

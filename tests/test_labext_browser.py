@@ -8,7 +8,6 @@ so nothing here writes to ``courses/``. Screenshots go to ``test-output/labext-*
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
@@ -20,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_fixtures import REPO, Lab, kernel_env
+from jupyter_fixtures import OUT, REPO, Lab, chromium, kernel_env
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-OUT = REPO / "test-output"
 BUNDLE = REPO / "eugo_lab" / "labextension"
 NAME = "eugo-lab-labextension"
 IDLE_WARNING_S = 4
@@ -101,22 +98,6 @@ def _api(lab: Lab, path: str) -> Any:
         return json.loads(r.read())
 
 
-@contextlib.contextmanager
-def _browser() -> Iterator[Any]:
-    assert Path(CHROMIUM).exists(), "Debian chromium is required: apt-get install -y chromium"
-    from playwright.sync_api import sync_playwright
-
-    OUT.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def _open(browser: Any, lab: Lab, notebook: str) -> Any:
     """A page with ``notebook`` open, its kernel idle and the Eugo panel showing."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -175,7 +156,7 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
     listing = _api(lab, "courses")
     first = next(c for c in listing["courses"]
                  if any(e["id"] == "first-task" for les in c["lessons"] for e in les["exercises"]))
-    with _browser() as browser:
+    with chromium() as browser:
         page = _open(browser, lab, "practice.ipynb")
         # the panel lists the courses the server lists, titles as text
         titles = page.eval_on_selector_all("#eugo-panel .eugo-Course-title", "els => els.map(e => e.textContent)")
@@ -258,7 +239,7 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
 
 def test_vocabulary_tooltip(lab):
     glossary = {t["term"]: t for t in _api(lab, "glossary")["terms"]}
-    with _browser() as browser:
+    with chromium() as browser:
         page = _open(browser, lab, "courses/01-distributed-python/01-remote-functions-and-futures.ipynb")
         _wait(lambda: page.evaluate("() => document.querySelectorAll('.jp-MarkdownCell .eugo-Term').length"), 30,
               "vocabulary terms to be marked", page, "tooltip-terms")

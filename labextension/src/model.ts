@@ -19,6 +19,15 @@ export const STATUS_POLL_MS = 2000;
 /** Courses progress is also refreshed on this interval (besides after every exercise cell). */
 export const COURSES_POLL_MS = 15000;
 
+/** A request's value, or null and the error's message (the last good value stays shown beside it). */
+async function settle<T>(request: Promise<T>): Promise<[T | null, string | null]> {
+  try {
+    return [await request, null];
+  } catch (error) {
+    return [null, String((error as Error).message ?? error)];
+  }
+}
+
 export class EugoModel {
   courses: ICourses | null = null;
   coursesError: string | null = null;
@@ -63,22 +72,16 @@ export class EugoModel {
   }
 
   async refreshCourses(): Promise<void> {
-    try {
-      this.courses = await fetchCourses();
-      this.coursesError = null;
-    } catch (error) {
-      this.coursesError = String((error as Error).message ?? error);
-    }
+    const [value, error] = await settle(fetchCourses());
+    this.courses = value ?? this.courses;
+    this.coursesError = error;
     this._coursesChanged.emit();
   }
 
   async refreshStatus(): Promise<void> {
-    try {
-      this.status = await fetchStatus();
-      this.statusError = null;
-    } catch (error) {
-      this.statusError = String((error as Error).message ?? error);
-    }
+    const [value, error] = await settle(fetchStatus());
+    this.status = value ?? this.status;
+    this.statusError = error;
     this._statusChanged.emit();
   }
 
