@@ -199,6 +199,31 @@ def test_repeated_large_argument_suggests_put():
     assert "serialization" not in codes(b.build())  # no (un)pickling time recorded
 
 
+def _percentiles(keys: list[int] | None) -> object:
+    """8 tasks sent one 8 MB array beside a percentile level; the level 99.9 pickles 7 bytes larger than 99."""
+    b = TraceBuilder(workers=2)
+    for k in range(8):
+        s = 0.2 * (k // 2) + 0.05
+        row = b.task("pct", worker=k % 2, ready=0.01 * k, start=s, end=s + 0.1, deser=0.05,
+                     bytes_in=8_000_190 + (7 if k == 4 else 0))
+        if keys is not None:
+            b.arg(int(b.tasks["task_id"][row]), keys[k])
+    return b.build()
+
+
+def test_repeats_are_counted_by_the_argument_not_the_exact_pickle_size():
+    f = analyze(_percentiles([77] * 8)).finding("repeated-argument")
+    assert f.evidence["count"] == 8 and "argument 8 times" in f.verdict
+    assert f.evidence["total_bytes"] == 8 * 8_000_190 + 7
+    assert f.fix == "send pct()'s 8 MB argument once with hpc.put" and f.saves > 0
+    # Without the driver's record (an older trace), the exact size is all there is.
+    assert analyze(_percentiles(None)).finding("repeated-argument").evidence["count"] == 7
+
+
+def test_equal_sized_different_arguments_are_not_repeats():
+    assert analyze(_percentiles(list(range(1, 9)))).finding("repeated-argument") is None
+
+
 def test_no_serialization_findings_for_small_or_distinct_arguments():
     b = TraceBuilder(workers=1)
     for k in range(4):

@@ -269,3 +269,25 @@ def test_the_summary_and_the_timeline_mark_gpu_tasks():
     # several devices: the deterministic form gives the total (the split depends on timing), precise the split
     assert gpu_words({0: 2, 1: 3}) == "5 tasks held a GPU"
     assert gpu_words({0: 2, 1: 1}, precise=True) == "2 tasks held GPU 0, 1 task held GPU 1"
+
+
+def test_the_live_view_reads_which_gpu_each_new_row_held():
+    from eugo_lab.render import glyphs
+
+    hpc.init(workers=2, gpus=[0])
+    rec = session.current().recorder
+    with hpc.trace():
+        cursor, _ = rec.read_since(None)
+        hpc.get([held.remote(0.01) for _ in range(2)] + [cpu_nap.remote(0)])
+        _, chunk = rec.read_since(cursor)
+    assert len(chunk) == 3 and sorted(chunk.gpu.tolist()) == [-1, 0, 0]
+    cols = glyphs.task_columns(chunk, 0.0, glyphs.Palette(), merge=False)
+    assert sorted(cols["gpu"]) == ["-", "GPU 0", "GPU 0"]
+    assert cols["line_color"].count(glyphs.GPU_LINE) == 2
+
+
+def test_a_bad_variable_names_itself(monkeypatch):
+    _no_driver(monkeypatch)
+    monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0,-1")
+    with pytest.raises(ValueError, match=r"EUGO_LAB_GPU_DEVICES must list GPU devices .* or be 'none', got"):
+        local_gpus.resolve()

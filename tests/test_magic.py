@@ -367,6 +367,59 @@ def test_terminal_prints_precise_text(ip, monkeypatch, capsys):
     assert "%%eugo: 2 tasks on 2 workers" in out and "speedup" in out and "wall time" in out
 
 
+def test_a_task_never_waited_on_is_counted_and_named(ip, kernel_mode):
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "f = nap.remote(21)")  # no get: the cell ends while it runs
+    b = summary_bundle(cap)
+    # The trace waited (briefly) for it: the task is in the report, not "0 tasks".
+    assert b["text/plain"].startswith("%%eugo: 1 task on 2 workers (backend local)\n  functions: nap x1\n")
+    assert "  never waited on in the cell: 1 task; call hpc.get(f) to use its result\n" in b["text/plain"]
+    assert "the trace waited for it to finish, so it is included: call hpc.get(f)" in b["text/html"]
+    tr = hpc.last_trace()
+    assert len(tr) == 1 and tr.meta["unwaited_tasks"] == 1 and tr.meta["running_at_end"] == {}
+    assert ip.user_ns["f"].done() and hpc.get(ip.user_ns["f"]) == 42
+
+
+def test_a_long_task_never_waited_on_keeps_running_and_is_reported(ip, monkeypatch):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell(SETUP + "\n@hpc.remote\ndef slow(x):\n    time.sleep(3)\n    return x\n")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "futs = [slow.remote(i) for i in range(2)]")
+    out = cap.stdout
+    assert "%%eugo: 2 tasks on 2 workers" in out and "functions: slow x2" in out
+    assert ("2 tasks still running when the cell ended (never waited on): call hpc.get(futs) to use their "
+            "results") in out, out
+    futs = ip.user_ns["futs"]
+    assert not any(f.done() for f in futs)  # never cancelled: fire-and-forget keeps running
+    assert hpc.get(futs) == [0, 1]
+
+
+def test_an_unwaited_map_counts_its_items_and_names_its_result(ip, monkeypatch):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "r = hpc.map(nap, range(6), batch=1)")
+    assert "%%eugo: 6 tasks on 2 workers" in cap.stdout
+    assert "6 tasks never waited on in the cell; the trace waited for them to finish" in cap.stdout
+    assert "call hpc.get(r) to use their results" in cap.stdout
+    assert len(hpc.last_trace()) == 6
+
+
+def test_a_cell_that_waits_says_nothing_about_unwaited_tasks(ip, monkeypatch):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2", "hpc.get(nap.remote(1))")
+    assert "never waited on" not in cap.stdout and "still running" not in cap.stdout
+    assert "unwaited_tasks" not in hpc.last_trace().meta
+
+
+def test_trace_settle_must_be_seconds():
+    with pytest.raises(ValueError, match="settle"):
+        hpc.trace(settle=-1)
+
+
 # -- %eugo line magic ---------------------------------------------------------------------------------
 def test_status_stop_trace(ip, kernel_mode):
     hpc.init(backend="local", workers=2)

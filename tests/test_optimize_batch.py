@@ -89,3 +89,13 @@ def test_shutdown_cancels_calls_still_held():
     hpc.shutdown()
     # Every future ends: a result, or cancelled by the shutdown; none is left pending forever.
     assert all(fu.done() for fu in futs)
+
+
+def test_profiled_tiny_calls_stay_batched(local):
+    # A profiled batch's body also holds its recording being serialized (0.4 s the first time): timed by
+    # its items' ends instead, the function stays tiny. (It used to turn "slow" and stay slow.)
+    f = hpc.remote(batch="auto")(inc)
+    with hpc.profile():
+        assert hpc.get([f.remote(i) for i in range(100, 2100)]) == list(range(101, 2101))
+    st = f._coalescer.stats()
+    assert st.mode == "tiny" and st.backend_tasks < 200, st

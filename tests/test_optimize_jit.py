@@ -116,3 +116,18 @@ def test_cluster_workers_compile_once_each(engine):
         assert all(n <= 1 for n in counts.values()), counts
     finally:
         hpc.shutdown()
+
+
+def test_the_compiled_version_runs_only_for_the_argument_types_its_trial_checked():
+    # Numba would compile a new, unchecked version for other types (a reflected list, float32): plain runs instead.
+    a = np.random.default_rng(0).random(200_000)
+    opt = jit.Optimized(smooth, "smooth-key")
+    np.testing.assert_array_equal(opt(a), smooth(a))  # the trial
+    assert jit._verdicts["smooth-key"][0].compiled
+    compiled = jit._verdicts["smooth-key"][1]
+    assert jit._chosen(jit._verdicts["smooth-key"], smooth, (a.copy(),), {}) is compiled
+    for other in (a.astype(np.float32), a[::2], a.tolist()[:1000]):
+        assert jit._chosen(jit._verdicts["smooth-key"], smooth, (other,), {}) is smooth, type(other)
+    small = a.astype(np.float32)[:1000]
+    out = opt(small)
+    assert out.dtype == np.float32 and np.array_equal(out, smooth(small))

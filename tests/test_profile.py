@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import pickle
 import time
 
@@ -231,7 +232,9 @@ def test_profiling_off_sends_no_profile_and_the_stats_round_trip():
     for stats in (off, on):
         wire = pickle.loads(pickle.dumps(tuple(stats), 5))  # what the local pool's pipe carries
         back = TaskStats.from_wire(wire)
-        assert back == stats and back.profile == stats.profile and type(back) is TaskStats
+        same = back._replace(runq=0.0) == stats._replace(runq=0.0)  # runq may be NaN (not measured): NaN != NaN
+        assert same and back.profile == stats.profile and type(back) is TaskStats
+        assert back.runq == stats.runq or (math.isnan(back.runq) and math.isnan(stats.runq))
     batch_args, _, _ = dumps_args(([10, 20],), {}, function="spin", token_of=lambda o: None)
     assert execute_batch(spin, "spin", batch_args)[3].profile is None
     assert isinstance(execute_batch(Profiled(spin), "spin", batch_args)[3].profile, bytes)
@@ -264,3 +267,51 @@ def test_the_model_never_imports_a_renderer():
         mods = [m for _, m in imports_of(PKG / "profile" / name)]
         assert not [m for m in mods if m.startswith(("eugo_lab.profile.text", "eugo_lab.profile.html",
                                                      "eugo_lab.render", "IPython"))], (name, mods)
+
+
+def count_if(values):
+    hits = 0
+    for i in range(len(values)):  # the loop line: where its backward jump lands
+        if values[i] > 2:
+            hits += 1
+    return hits
+
+
+def test_a_loop_stopped_at_its_lineless_jump_gets_the_loops_line():
+    # CPython gives the jump back after an `if` without `else` no line: such samples used to carry none,
+    # and the hottest line of a loop like count_if went missing from the profile.
+    import sys
+    import threading
+
+    from pyinstrument.low_level.stat_profile import get_frame_info
+
+    first = count_if.__code__.co_firstlineno
+    stop = threading.Event()
+    values = list(range(5)) * 1000
+
+    def run():
+        while not stop.is_set():
+            count_if(values)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    seen = set()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(seen) < 50:
+            time.sleep(0.001)
+            f = sys._current_frames().get(t.ident)
+            while f is not None and f.f_code is not count_if.__code__:
+                f = f.f_back
+            if f is None:
+                continue
+            info = get_frame_info(f)
+            fixed = collect._with_line(info, f) if "\x01l" not in info else info
+            line = int(fixed.rsplit("\x01l", 1)[1].split("\x01")[0])
+            seen.add((line, "\x01l" in info))
+    finally:
+        stop.set()
+        t.join(5)
+    assert any(not had for _, had in seen), f"no sample stopped at the lineless jump: {seen}"
+    assert all(first < line <= first + 5 for line, _ in seen), seen
+    assert all(line == first + 2 for line, had in seen if not had), seen  # lineless samples: the `for` line

@@ -27,7 +27,7 @@ def _stats(start: float, body: float, phases=None, ends=None):
 
 def _fast(rec: Recorder, tid: int, worker: int, received: float, start: float, end: float) -> None:
     """A plain task as the runtime's hot path records it: the worker packed the row's tail."""
-    tail = pack_tail(start, end, 0.1, 0.0, 0.0, 10, 20)
+    tail = pack_tail(start, end, 0.1, 0.0, 0.0, 0.0, 10, 20)
     rec.record_attempt(tid, 1, "f", worker, 0, -1, 1.0, 1.0, received,
                        TaskStats(start, end - start, 0.1, 0.0, 0.0, 10, 20, None, None, tail))
 

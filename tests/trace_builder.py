@@ -6,6 +6,8 @@ documented default so each test states only what it is about.
 
 from __future__ import annotations
 
+import math
+
 from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
 from eugo_lab.tracing.trace import Trace
 
@@ -16,7 +18,7 @@ class TraceBuilder:
     def __init__(self, workers: int = 2, backend: str = "local", cores: int = 2):
         self.meta = {"backend": backend, "workers": workers, "cores": cores, "threads_per_worker": 1}
         self.tasks: dict[str, list] = {c: [] for c in TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS}
-        self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": []}
+        self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": [], "runq": []}
         self.blocks: dict[str, list] = {"kind": [], "start": [], "end": [], "futures": [], "source": []}
         self.functions: list[str] = []
         self.phase_names: list[str] = []
@@ -24,6 +26,7 @@ class TraceBuilder:
         self.block_kinds: list[str] = []
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
         self.deps: dict[str, list] = {"task": [], "on": []}
+        self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.deps_recorded = False
         self._next_id = 1
 
@@ -36,9 +39,9 @@ class TraceBuilder:
     def task(self, fn: str = "f", *, worker: int = 0, start: float, end: float, ready: float | None = None,
              submit: float | None = None, received: float | None = None, cpu: float | None = None,
              deser: float = 0.0, ser: float = 0.0, bytes_in: int = 100, bytes_out: int = 100, status: int = 0,
-             batch: int = -1, attempt: int = 1, task_id: int | None = None) -> int:
+             batch: int = -1, attempt: int = 1, task_id: int | None = None, runq: float = math.nan) -> int:
         """Add one row; ``ready``/``submit`` default to ``start - deser``, ``received`` to ``end + ser``,
-        ``cpu`` to the body time. Returns the row index."""
+        ``cpu`` to the body time, ``runq`` (run-queue wait) to NaN (not measured). Returns the row index."""
         ready = start - deser if ready is None else ready
         submit = ready if submit is None else submit
         received = end + ser if received is None else received
@@ -50,23 +53,29 @@ class TraceBuilder:
         ints = dict(task_id=task_id, attempt=attempt, function=self._code(self.functions, fn), worker=worker,
                     status=status, batch=batch, bytes_in=bytes_in, bytes_out=bytes_out)
         floats = dict(submit=T0 + submit, ready=T0 + ready, start=T0 + start, end=T0 + end, received=T0 + received,
-                      cpu=cpu, deser=deser, ser=ser)
+                      cpu=cpu, deser=deser, ser=ser, runq=runq)
         for k, v in {**ints, **floats}.items():
             self.tasks[k].append(v)
         return row
 
-    def phase(self, row: int, name: str, start: float, end: float, cpu: float) -> None:
+    def phase(self, row: int, name: str, start: float, end: float, cpu: float, runq: float = math.nan) -> None:
         self.phases["row"].append(row)
         self.phases["name"].append(self._code(self.phase_names, name))
         self.phases["start"].append(T0 + start)
         self.phases["end"].append(T0 + end)
         self.phases["cpu"].append(cpu)
+        self.phases["runq"].append(runq)
 
     def dep(self, task_id: int, on: int) -> None:
         """Record that ``task_id`` was passed the future of ``on`` (marks the trace's deps as recorded)."""
         self.deps["task"].append(task_id)
         self.deps["on"].append(on)
         self.deps_recorded = True
+
+    def arg(self, task_id: int, key: int) -> None:
+        """Record that ``task_id`` was sent the large argument ``key`` (as the driver does at .remote())."""
+        self.arg_keys["task"].append(task_id)
+        self.arg_keys["key"].append(key)
 
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
               source: str = "/home/student/loop.py:7") -> None:
@@ -84,6 +93,7 @@ class TraceBuilder:
         if self.deps_recorded:
             meta["deps_recorded"] = True
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
+                                  arg_keys=self.arg_keys,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 

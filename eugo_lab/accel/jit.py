@@ -183,7 +183,8 @@ def parse_phase(name: str) -> tuple[str, str, str] | None:
 
 # -- the worker side ---------------------------------------------------------------------------------
 _lock = threading.Lock()
-_verdicts: dict[str, tuple[Verdict, Callable | None]] = {}  # code key -> (verdict, compiled dispatcher)
+# code key -> (verdict, compiled dispatcher or None, the argument signature the trial checked it for)
+_verdicts: dict[str, tuple[Verdict, Callable | None, tuple]] = {}
 _compiles = 0  # Numba compiles this process ran (tests count them: one per worker and function)
 
 
@@ -218,26 +219,55 @@ class Optimized:
         return Optimized, (self.fn, self.key, self.phase)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """The compiled version if this worker's trial kept it, else the plain function (the first call: the trial)."""
+        """The compiled version if this worker's trial kept it, else the plain function (the first call: the trial).
+
+        The compiled version runs only for arguments of the types its trial checked: called with
+        others (a list where the trial had an array, float32 where it had float64), Numba would
+        compile a new version whose result nobody compared, so the plain function runs.
+        """
         entry = _verdicts.get(self.key)
         if entry is not None:
             if not self.announced:  # the same code under a new record (a cell re-run): say what this worker does
                 self.announced = True
                 with self.phase(entry[0].phase_name(cached=True)):
                     pass
-            return (entry[1] or self.fn)(*args, **kwargs)
+            return _chosen(entry, self.fn, args, kwargs)(*args, **kwargs)
         with _lock:  # threads-backend workers share one process: one trial per process
             entry = _verdicts.get(self.key)
             if entry is None:
                 self.announced = True
+                signature = arg_signature(args, kwargs)  # before the call: the plain run may change its inputs
                 try:
                     value, verdict, compiled = trial(self.fn, args, kwargs, self.phase)
                 except BaseException:
                     self.announced = False  # the plain call raised: try again on the next call
                     raise
-                _verdicts[self.key] = (verdict, compiled)
+                _verdicts[self.key] = (verdict, compiled, signature)
                 return value
-        return (entry[1] or self.fn)(*args, **kwargs)
+        return _chosen(entry, self.fn, args, kwargs)(*args, **kwargs)
+
+
+def _signature_of(v: Any) -> Any:
+    """What Numba specializes on for one argument: an array's dtype, dimensions and layout; else the type."""
+    t = type(v)
+    if t is tuple:
+        return (t, tuple(_signature_of(x) for x in v))
+    dtype = getattr(v, "dtype", None)
+    if dtype is not None and hasattr(v, "ndim") and hasattr(v, "flags"):
+        return (t, dtype.str, v.ndim, bool(v.flags.c_contiguous), bool(v.flags.f_contiguous))
+    return t
+
+
+def arg_signature(args: tuple, kwargs: dict) -> tuple:
+    """The argument types a trial checked the compiled version for (see :class:`Optimized`)."""
+    return tuple(_signature_of(a) for a in args) + tuple((k, _signature_of(v)) for k, v in sorted(kwargs.items()))
+
+
+def _chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, args: tuple, kwargs: dict) -> Callable:
+    compiled = entry[1]
+    if compiled is None or arg_signature(args, kwargs) != entry[2]:
+        return fn
+    return compiled
 
 
 def _has(obj: Any, kind: type) -> bool:

@@ -141,6 +141,16 @@ MAP_ITEM_WORK_S = 2e-7
 # network); at or above 0.8 it is limited by the CPU.
 IO_BOUND_RATIO = 0.5
 COMPUTE_BOUND_RATIO = 0.8
+# The body's wall time minus its CPU time is not all waiting: on busy cores a body ready to
+# compute waits on the scheduler's run queue (the trace's ``runq``, Linux schedstat). That
+# wait counts with the CPU (the ratios above compare (cpu + runq) / wall), and a verdict
+# mentions it from 10% of the run time: an idle machine's scheduling stays within a few percent.
+RUNQ_MENTION = 0.1
+# Contention from the run queue alone: a function's bodies waited for a core a fifth of their
+# time or more (measured on at least 2 tasks and 10 ms in all): a fifth of the cores' worth of
+# work lost, and far above the few percent of an idle machine.
+RUNQ_CONTENTION = 0.2
+RUNQ_CONTENTION_MIN_S = 0.01
 # Only functions/phases with at least 20% of the serial time (and 10 ms) get a verdict:
 # the others do not change the run's speed whichever way they are bound.
 BOUND_MIN_SHARE = 0.2

@@ -4,7 +4,8 @@
   task while later results were already done.
 - *Slow submission*: workers idle at the start because the driver's loop took long
   between submissions.
-- *Contention*: a function's tasks ran slower side by side than alone.
+- *Contention*: a function's tasks ran slower side by side than alone, or waited on the
+  run queue for a core (the trace's ``runq``) a large share of their time.
 - *Unbalanced partitions*: input sizes and durations of one function's tasks spread together.
 
 Thresholds live at the top of :mod:`eugo_lab.analysis.findings` with the reasons for their values.
@@ -20,7 +21,11 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings import (
     CONTENTION_MIN,
     CONTENTION_MIN_S,
+    CONTENTION_MIN_TASKS,
     ORDER_MIN_GETS,
+    RUNQ_CONTENTION,
+    RUNQ_CONTENTION_MIN_S,
+    RUNQ_MENTION,
     SLOW_SUBMIT_GAP_S,
     SLOW_SUBMIT_MIN_TASKS,
     SPEEDUP_GAP,
@@ -35,7 +40,7 @@ from eugo_lab.analysis.findings import (
     side_by_side,
 )
 from eugo_lab.analysis.report import WARNING, Finding, display_source, fmt_bytes, fmt_pct, fmt_s, fmt_x
-from eugo_lab.analysis.timeline import units
+from eugo_lab.analysis.timeline import Units, units
 
 # Timestamps of one driver this close are "the same moment" (clock reads around a call).
 _EPS = 1e-6
@@ -155,25 +160,41 @@ def slow_submission(ctx: Context) -> list[Finding]:
                    parallel=True)]
 
 
-def _cause(ctx: Context, cpu_ratio: float) -> str:
+def _cause(ctx: Context, cpu_ratio: float, starved: bool = False) -> str:
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     if cpu_ratio >= 1.5:
         return (f"each task used about {cpu_ratio:.1f} cores: threaded code (BLAS) in every worker oversubscribes "
                 "the cores; limit it to one thread per worker (threadpoolctl, OMP_NUM_THREADS=1)")
     if cores and ctx.workers > cores:
         return f"{ctx.workers} workers share {cores} cores; use at most {cores} workers for CPU-bound work"
+    if starved:
+        return ("other programs kept this machine's cores busy (the notebook itself, other notebooks, other users "
+                "of a shared machine): the tasks are compute-bound, and cores of their own (a quieter machine, "
+                "a cluster) would run them that much faster; more workers would only queue for the same cores")
     return ("the workers share cores (the driver and Jupyter compete too), caches and memory bandwidth: "
             "expect it on a laptop or a small VM; on a cluster each worker has its own core")
 
 
+def _runq_ratio(u: Units, idx: np.ndarray) -> tuple[float, float, int]:
+    """Run-queue seconds, their share of the body time, and the unit count, over the measured units of ``idx``."""
+    idx = idx[np.isfinite(u.runq[idx])]
+    body = float(u.body[idx].sum())
+    waited = float(u.runq[idx].sum())
+    return waited, (waited / body if body > 0 else 0.0), int(len(idx))
+
+
 def contention(ctx: Context) -> list[Finding]:
-    """Tasks slower side by side than alone (see ``CONTENTION_*``), against a baseline run or within the trace.
+    """Tasks slower side by side than alone (see ``CONTENTION_*``), or waiting for a core (``RUNQ_*``).
 
     With a baseline (the same work on 1 worker: ``%%eugo --compare``/``--scaling``), each
     function's median body is compared with the baseline's; without one, with the tasks of
     the same function that ran alone in this trace. Priced as the side-by-side tasks
     running at their alone speed. With a baseline the verdict also reconciles the measured
     speedup with the task-time estimate when they differ by more than ``SPEEDUP_GAP``.
+
+    Where neither comparison shows it, the run queue can: bodies that waited for a core
+    ``RUNQ_CONTENTION`` of their time or more (cores busy with more workers than cores, or
+    with other programs) are priced as running without that wait.
     """
     u, out = ctx.units, []
     base = ctx.baseline
@@ -183,37 +204,70 @@ def contention(ctx: Context) -> list[Finding]:
     for f in np.unique(u.function):
         name = ctx.fname(f)
         sel = np.flatnonzero((u.function == f) & (u.n_items == 1))
-        if bu is not None and name in base.functions:
-            bsel = (bu.function == base.functions.index(name)) & (bu.n_items == 1)
-            if bsel.sum() < 2 or len(sel) < 2 or ctx.workers < 2:
-                continue
-            alone, together = float(np.median(bu.body[bsel])), float(np.median(u.body[sel]))
-            side = ctx.overlap[sel] > 0.5
-            idx = sel[side] if side.any() else sel
-            where = "in the 1-worker run"
-        else:
-            slow = side_by_side(ctx, int(f))
-            if slow is None:
-                continue
-            alone, together, idx = slow["alone"], slow["together"], slow["units"]
-            where = "when they ran alone in this run"
-        if alone <= 0 or together / alone - 1 < CONTENTION_MIN or together - alone < CONTENTION_MIN_S:
-            continue
-        slowdown = together / alone - 1
-        cpu = float(u.cpu[idx].sum() / u.body[idx].sum()) if u.body[idx].sum() > 0 else 0.0
-        verdict = (f"{name}() tasks ran {fmt_pct(slowdown)} slower side by side (median {fmt_s(together)}) than "
-                   f"{where} ({fmt_s(alone)}).")
-        if measured is not None and est > 0 and abs(est - measured) > SPEEDUP_GAP * measured:
-            verdict += (f" That is why the measured speedup, {fmt_x(measured)}, is below the task-time estimate, "
-                        f"{fmt_x(est)}: the estimate assumes tasks take as long side by side as alone.")
-        advice = f"Likely cause: {_cause(ctx, cpu)}."
-        finding = Finding("contention", "Contention", WARNING, verdict, advice,
-                          {"function": name, "alone": alone, "together": together, "slowdown": slowdown,
-                           "baseline": base is not None, "cpu_ratio": cpu, "estimated_speedup": est,
-                           "measured_speedup": measured})
-        fixed = whatif.scaled(ctx.replay, idx, 1.0 / (1.0 + slowdown))
-        out.append(priced(ctx, finding, fixed, f"stop {name}()'s tasks competing for the cores"))
+        found = _slower_together(ctx, int(f), name, sel, bu, est, measured)
+        if found is None:
+            found = _waited_for_cores(ctx, name, np.flatnonzero(u.function == f))
+        if found is not None:
+            out.append(found)
     return out
+
+
+def _slower_together(ctx: Context, f: int, name: str, sel: np.ndarray, bu: Units | None, est: float,
+                     measured: float | None) -> Finding | None:
+    """The Contention finding from durations: side by side against alone (or the 1-worker baseline)."""
+    u, base = ctx.units, ctx.baseline
+    if bu is not None and base is not None and name in base.functions:
+        bsel = (bu.function == base.functions.index(name)) & (bu.n_items == 1)
+        if bsel.sum() < 2 or len(sel) < 2 or ctx.workers < 2:
+            return None
+        alone, together = float(np.median(bu.body[bsel])), float(np.median(u.body[sel]))
+        side = ctx.overlap[sel] > 0.5
+        idx = sel[side] if side.any() else sel
+        where = "in the 1-worker run"
+    else:
+        slow = side_by_side(ctx, f)
+        if slow is None:
+            return None
+        alone, together, idx = slow["alone"], slow["together"], slow["units"]
+        where = "when they ran alone in this run"
+    if alone <= 0 or together / alone - 1 < CONTENTION_MIN or together - alone < CONTENTION_MIN_S:
+        return None
+    slowdown = together / alone - 1
+    cpu = float(u.cpu[idx].sum() / u.body[idx].sum()) if u.body[idx].sum() > 0 else 0.0
+    _, starved, _ = _runq_ratio(u, idx)
+    verdict = (f"{name}() tasks ran {fmt_pct(slowdown)} slower side by side (median {fmt_s(together)}) than "
+               f"{where} ({fmt_s(alone)}).")
+    if starved >= RUNQ_MENTION:
+        verdict += f" Side by side they waited for a core {fmt_pct(starved)} of the time."
+    if measured is not None and est > 0 and abs(est - measured) > SPEEDUP_GAP * measured:
+        verdict += (f" That is why the measured speedup, {fmt_x(measured)}, is below the task-time estimate, "
+                    f"{fmt_x(est)}: the estimate assumes tasks take as long side by side as alone.")
+    advice = f"Likely cause: {_cause(ctx, cpu)}."
+    finding = Finding("contention", "Contention", WARNING, verdict, advice,
+                      {"function": name, "alone": alone, "together": together, "slowdown": slowdown,
+                       "baseline": base is not None, "cpu_ratio": cpu, "runq_ratio": starved,
+                       "estimated_speedup": est, "measured_speedup": measured})
+    fixed = whatif.scaled(ctx.replay, idx, 1.0 / (1.0 + slowdown))
+    return priced(ctx, finding, fixed, f"stop {name}()'s tasks competing for the cores")
+
+
+def _waited_for_cores(ctx: Context, name: str, idx: np.ndarray) -> Finding | None:
+    """The Contention finding from the run queue: bodies ready to compute that waited for a busy core."""
+    u = ctx.units
+    waited, starved, n = _runq_ratio(u, idx)
+    if n < CONTENTION_MIN_TASKS or waited < RUNQ_CONTENTION_MIN_S or starved < RUNQ_CONTENTION:
+        return None
+    measured = idx[np.isfinite(u.runq[idx])]
+    body = float(u.body[measured].sum())
+    cpu = float(u.cpu[measured].sum()) / body if body > 0 else 0.0
+    verdict = (f"{name}() tasks waited for a core {fmt_pct(starved)} of the time ({fmt_s(waited)} over "
+               f"{_plural(n, 'task')}; they computed {fmt_pct(cpu)}): ready to run, but every core was busy.")
+    advice = f"Likely cause: {_cause(ctx, cpu, starved=True)}."
+    finding = Finding("contention", "Contention", WARNING, verdict, advice,
+                      {"function": name, "runq": waited, "runq_ratio": starved, "cpu_ratio": cpu, "tasks": n,
+                       "baseline": ctx.baseline is not None})
+    fixed = whatif.shorter(ctx.replay, measured, u.runq[measured])
+    return priced(ctx, finding, fixed, f"give {name}()'s tasks cores of their own (no waiting for a core)")
 
 
 def _rank(x: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from eugo_lab.analysis.findings import (
     PUT_PER_UNPICKLE,
     REPEAT_MIN_BYTES,
     REPEAT_MIN_COUNT,
+    RUNQ_MENTION,
     SERIALIZATION_MIN_S,
     SERIALIZATION_SHARE,
     SLOW_SUBMIT_GAP_S,
@@ -103,33 +104,44 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
 
 
 def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, cpu: float,
-           task: tuple[float, float] | None = None, units_with: np.ndarray | None = None,
-           per_unit: np.ndarray | None = None) -> list[Finding]:
+           task: tuple[float, float, float] | None = None, units_with: np.ndarray | None = None,
+           per_unit: np.ndarray | None = None, runq: float = 0.0) -> list[Finding]:
     """The bound verdict for one function (``task`` None) or one phase.
 
-    For a phase, ``task`` is (body, cpu) of the tasks that ran it, ``units_with`` their unit
-    indices and ``per_unit`` the phase's seconds in each: a phase's verdict is worded by what
-    it is of its task, and "more workers than cores" is only advised when waiting dominates
-    the task as a whole; otherwise the waiting phase can overlap the rest (item: prefetch).
+    ``runq``: seconds the bodies waited on a run queue for a core (0 where not measured). That
+    wait is the CPU's, not I/O's: a body is I/O-bound only when what is left of its wall time
+    after computing and waiting for a core (``body - cpu - runq``) is most of it, and a body
+    ready to compute all along is compute-bound however little CPU it got (busy cores are the
+    Contention finding's subject).
+
+    For a phase, ``task`` is (body, cpu, runq) of the tasks that ran it, ``units_with`` their
+    unit indices and ``per_unit`` the phase's seconds in each: a phase's verdict is worded by
+    what it is of its task, and "more workers than cores" is only advised when waiting
+    dominates the task as a whole; otherwise the waiting phase can overlap the rest (item: prefetch).
     """
     serial = ctx.serial_time
     if body < BOUND_MIN_S or serial <= 0 or body < BOUND_MIN_SHARE * serial:
         return []
     ratio = cpu / body
+    starved = runq / body  # waited for a core
+    busy = ratio + starved  # the share of the run the body wanted a core
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
-    ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial}
-    if ratio < IO_BOUND_RATIO:
+    ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial,
+          "runq": runq, "runq_ratio": starved}
+    if busy < IO_BOUND_RATIO:
         more = max(2 * cores, 2 * ctx.workers) if cores else 2 * ctx.workers
-        task_ratio = task[1] / task[0] if task is not None and task[0] > 0 else ratio
+        task_busy = (task[1] + task[2]) / task[0] if task is not None and task[0] > 0 else busy
         of_task = body / task[0] if task is not None and task[0] > 0 else 1.0
-        ev.update(task_share=of_task, task_cpu_ratio=task_ratio)
+        ev.update(task_share=of_task, task_cpu_ratio=task[1] / task[0] if task is not None and task[0] > 0 else ratio)
+        queued = f" and waited {fmt_pct(starved)} for a core" if starved >= RUNQ_MENTION else ""
         if task is None:
-            verdict = (f"{label} used the CPU {fmt_pct(ratio)} of its run time: it mostly waits "
+            verdict = (f"{label} used the CPU {fmt_pct(ratio)} of its run time{queued}: it mostly waits "
                        "(I/O, sleep, network).")
         else:
-            verdict = (f"{label} is {fmt_pct(of_task)} of its tasks' time and used the CPU {fmt_pct(ratio)} of it: "
-                       f"it waits (I/O, sleep, network); the tasks as a whole used the CPU {fmt_pct(task_ratio)}.")
-        if task_ratio < IO_BOUND_RATIO:
+            verdict = (f"{label} is {fmt_pct(of_task)} of its tasks' time and used the CPU {fmt_pct(ratio)} of "
+                       f"it{queued}: it waits (I/O, sleep, network); the tasks as a whole used the CPU "
+                       f"{fmt_pct(ev['task_cpu_ratio'])}.")
+        if task_busy < IO_BOUND_RATIO:
             init = f"hpc.init(workers={more})"
             advice = f"Waiting does not need a core: run more workers than cores ({init}) or overlap the waits."
             # The replay keeps each task's duration, which holds for waiting (it needs no core).
@@ -148,9 +160,13 @@ def _bound(ctx: Context, label: str, code_suffix: str, what: str, body: float, c
         hidden = np.minimum(per_unit, np.maximum(occ - per_unit, 0.0))
         fixed = whatif.shorter(ctx.replay, units_with, hidden)
         return [priced(ctx, finding, fixed, f"overlap the '{name}' phase with compute (prefetch)")]
-    if ratio >= COMPUTE_BOUND_RATIO:
+    if busy >= COMPUTE_BOUND_RATIO:
         threads = f" (about {ratio:.1f} cores per task: threaded code)" if ratio >= 1.5 else ""
-        verdict = f"{label} kept the CPU busy {fmt_pct(min(ratio, 1.0))} of its run time{threads}."
+        if starved >= RUNQ_MENTION:
+            verdict = (f"{label} computed {fmt_pct(ratio)} of its run time and waited {fmt_pct(starved)} for a "
+                       "core (ready to run while the cores were busy): it is limited by the CPU.")
+        else:
+            verdict = f"{label} kept the CPU busy {fmt_pct(min(ratio, 1.0))} of its run time{threads}."
         if cores and ctx.workers > cores:
             advice = f"Use at most {cores} workers here: CPU-bound tasks on more workers than cores only share them."
             sev = WARNING
@@ -168,7 +184,8 @@ def boundness(ctx: Context) -> list[Finding]:
         sel = u.function == f
         if float(np.median(u.body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
-        out += _bound(ctx, f"{ctx.fname(f)}()", "", "function", float(u.body[sel].sum()), float(u.cpu[sel].sum()))
+        out += _bound(ctx, f"{ctx.fname(f)}()", "", "function", float(u.body[sel].sum()), float(u.cpu[sel].sum()),
+                      runq=float(np.nansum(u.runq[sel])))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):
         sel = p["name"] == n
@@ -178,9 +195,10 @@ def boundness(ctx: Context) -> list[Finding]:
         with_phase = np.unique(unit_of_row[ok])
         per_unit = np.bincount(np.searchsorted(with_phase, unit_of_row[ok]),
                                weights=(p["end"][sel] - p["start"][sel])[ok], minlength=len(with_phase))
-        task = (float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum())) if len(with_phase) else None
+        task = ((float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum()),
+                 float(np.nansum(u.runq[with_phase]))) if len(with_phase) else None)
         out += _bound(ctx, f"phase '{ctx.trace.phase_names[n]}'", "-phase", "phase", dur,
-                      float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit)
+                      float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit, float(np.nansum(p["runq"][sel])))
     return out
 
 
@@ -205,28 +223,48 @@ def serialization(ctx: Context) -> list[Finding]:
         fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser)
         out.append(priced(ctx, finding, fixed, "send less data to and from the tasks (hpc.put, summaries)"))
     single = u.n_items == 1
-    for f in np.unique(u.function[single]):
-        sizes = u.bytes_in[single & (u.function == f)]
-        big = sizes[sizes >= REPEAT_MIN_BYTES]
-        if not len(big):
-            continue
-        counts = Counter(int(x) for x in big)
-        size, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    big = single & (u.bytes_in >= REPEAT_MIN_BYTES)
+    group = _argument_groups(ctx, np.flatnonzero(big))
+    for f in np.unique(u.function[big]):
+        sel = np.flatnonzero(big & (u.function == f))
+        counts = Counter(group[i] for i in sel)
+        first: dict[tuple, int] = {}
+        for i in sel:
+            first.setdefault(group[i], int(i))
+        # The most repeated argument; ties go to the larger one, then the one sent first (deterministic).
+        g, n = min(counts.items(), key=lambda kv: (-kv[1], -float(u.bytes_in[first[kv[0]]]), first[kv[0]]))
         if n < REPEAT_MIN_COUNT:
             continue
+        idx = np.array([i for i in sel if group[i] == g], dtype=np.int64)
+        size = float(np.median(u.bytes_in[idx]))  # the same argument; small ones beside it may differ a little
+        total = float(u.bytes_in[idx].sum())
         name = ctx.fname(f)
-        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(size * n)} in all)."
+        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(total)} in all)."
         advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
                   "it without re-sending.")
         finding = Finding("repeated-argument", "Serialization", WARNING, verdict, advice,
-                          {"function": name, "bytes": size, "count": n, "total_bytes": size * n})
-        idx = np.flatnonzero(single & (u.function == f) & (u.bytes_in == size))
+                          {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total)})
         fixed = whatif.sent_once(ctx.replay, idx, _pickling(ctx, idx, size), u.deser[idx],
                                  keep=min(ctx.workers, len(idx)),
                                  pre=_bare(ctx.replay.pre, u.bytes_in, size / bandwidth(ctx.trace)),
                                  post=_bare(ctx.replay.post, u.bytes_in, size / bandwidth(ctx.trace)))
         out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
     return out
+
+
+def _argument_groups(ctx: Context, idx: np.ndarray) -> dict[int, tuple]:
+    """Per unit of ``idx``: what identifies its large argument, so tasks sent the same one share a group.
+
+    The driver's record of the argument (``trace.arg_keys``: the same object, the same key)
+    where there is one, so small arguments beside it that differ from call to call do not
+    split the group; else (a trace from before the record, an argument the driver could
+    not name) the pickle's exact size.
+    """
+    u = ctx.units
+    k = ctx.trace.arg_keys
+    key_of = dict(zip(k["task"].tolist(), k["key"].tolist()))
+    return {int(i): ("arg", key_of[t]) if t in key_of else ("bytes", int(b))
+            for i, t, b in zip(idx.tolist(), u.task_id[idx].tolist(), u.bytes_in[idx].tolist())}
 
 
 def _pickling(ctx: Context, idx: np.ndarray, size: float) -> np.ndarray:

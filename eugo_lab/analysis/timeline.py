@@ -90,6 +90,7 @@ class Units:
     occ_end: np.ndarray
     body: np.ndarray
     cpu: np.ndarray
+    runq: np.ndarray      # seconds the body waited on a run queue for a core; NaN where not measured
     deser: np.ndarray
     ser: np.ndarray
     bytes_in: np.ndarray
@@ -132,6 +133,9 @@ def units(trace: Trace) -> Units:
     body = total(body_rows)
     deser = total(t["deser"])
     ser = total(t["ser"])
+    runq_rows = t["runq"]
+    measured = np.bincount(inv, weights=np.isfinite(runq_rows[rows]).astype(float), minlength=n) if n else np.zeros(0)
+    runq = np.where(measured > 0, total(np.nan_to_num(runq_rows)), np.nan)
     fr = rows[first] if n else rows[:0]
     row_unit = np.full(len(t["task_id"]), -1, dtype=np.int64)
     row_unit[rows] = inv
@@ -148,6 +152,7 @@ def units(trace: Trace) -> Units:
         occ_end=reduce(t["end"], np.fmax, -math.inf) + ser,
         body=body,
         cpu=total(np.nan_to_num(t["cpu"])),
+        runq=runq,
         deser=deser,
         ser=ser,
         bytes_in=total(t["bytes_in"].astype(float)),

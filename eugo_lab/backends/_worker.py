@@ -10,6 +10,13 @@ Memory limits (Dask and Ray): ``execute(..., memory_limit=n)`` runs the body und
 instead (it polls each worker process and kills it), so its workers never pass a limit
 and a task without one pays nothing: no watchdog thread is started or consulted.
 
+Run-queue time (``TaskStats.runq``): how long the body's thread waited for a core, read
+from Linux's schedstat around the body (:mod:`eugo_lab.tracing.run_queue`); it is what
+tells a body slowed down by busy cores from one waiting for I/O. Two reads cost a few
+microseconds, as much as a tiny task's whole body, so a function whose last body on this
+worker was shorter than ``RUNQ_MIN_BODY_S`` is not measured (NaN): no verdict reads the CPU
+share of bodies that short (analysis.findings.BOUND_MIN_ITEM_S).
+
 Timestamps: ``start`` is ``time.time()`` on the worker (wall clock, comparable across
 processes of one host); every duration is measured with ``perf_counter`` and added to it,
 so a wall-clock step during the task cannot produce negative durations. Lining up clocks
@@ -35,6 +42,7 @@ from eugo_lab.hpc.errors import MemoryLimitExceeded, SerializationError, TaskErr
 from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.collect import start as _profile_start
+from eugo_lab.tracing import run_queue
 from eugo_lab.tracing.item_ends import ItemEnds
 from eugo_lab.tracing.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
 
@@ -57,6 +65,13 @@ Ran = tuple[int, bytes, Any, "TaskStats | None"]
 # than GROUP_CLOCKS clock reads are still timed one by one.
 GROUP_CLOCKS = 50
 MAX_GROUP = 1024
+
+# A body shorter than this makes its function's next task skip the run-queue reads (see the
+# module docstring): 200 us is 100x the reads' cost and a fifth of the shortest body the
+# analysis gives an I/O- or compute-bound verdict.
+RUNQ_MIN_BODY_S = 2e-4
+_tiny_bodies: set[str] = set()  # functions whose last body here was under RUNQ_MIN_BODY_S
+_NAN = float("nan")
 
 
 def _clock_cost() -> float:
@@ -118,7 +133,7 @@ def _bytes_in(args_bytes: bytes, buffers: Any) -> int:
 def _phase_offsets(phases: list, t0: float) -> list[Phase] | None:
     if not phases:
         return None
-    return [Phase(name, s - t0, e - t0, cpu) for name, s, e, cpu in phases]
+    return [Phase(name, s - t0, e - t0, cpu, runq) for name, s, e, cpu, runq in phases]
 
 
 # -- memory limits ---------------------------------------------------------------------------------
@@ -325,8 +340,11 @@ def execute(
     if type(fn) is Profiled:
         wrapped, fn = fn, fn.fn
     phases = _phase.begin_task()
+    q0 = None
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
+        if function not in _tiny_bodies:
+            q0 = run_queue.waited_ns()
         p1 = time.perf_counter()
         c0 = cpu_clock()
         if wrapped is not None:
@@ -341,6 +359,11 @@ def execute(
             profile = recording.stop()
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
+    runq = _NAN if q0 is None else run_queue.since(q0)
+    if p2 - p1 < RUNQ_MIN_BODY_S:
+        _tiny_bodies.add(function)
+    else:
+        _tiny_bodies.discard(function)
     if status == OK:
         try:
             payload = dumps_value(value)
@@ -361,10 +384,11 @@ def execute(
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
         return status, payload, tb, TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in,
-                                              len(payload), _phase_offsets(phases, p1), None, None, profile)
+                                              len(payload), _phase_offsets(phases, p1), None, None, profile, runq)
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, len(payload),
                       _phase_offsets(phases, p1), None,
-                      pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, bytes_in, len(payload)))
+                      pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, runq, bytes_in,
+                                len(payload)), None, runq)
     return status, payload, tb, stats
 
 
@@ -388,6 +412,7 @@ def execute_batch(
     start_wall = time.time()
     p0 = time.perf_counter()
     (items,), _ = loads_args(args_bytes, load_token, buffers)
+    q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
     p1 = time.perf_counter()
     c0 = cpu_clock()
     global _clock_cost_s
@@ -434,6 +459,7 @@ def execute_batch(
     profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
+    runq = run_queue.since(q0)
     try:
         payload = dumps_value(results)
     except Exception:  # noqa: BLE001 - find the item(s) at fault, keep the rest
@@ -453,5 +479,5 @@ def execute_batch(
         payload = dumps_value(good)
     p3 = time.perf_counter()
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
-                      _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile)
+                      _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq)
     return OK, payload, errors, stats

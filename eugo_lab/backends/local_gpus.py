@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from eugo_lab.settings import GPU_DEVICES_ENV
 
@@ -69,9 +69,10 @@ def _parse(value: Any, where: str) -> list[str] | int:
     return tokens
 
 
-def _bad(value: Any, where: str) -> Any:
-    raise ValueError(f"{where} must list GPU devices ([0, 1], '0,1', CUDA ids such as 'GPU-5e1c...') or be 0 "
-                     f"for none, got {value!r}")
+def _bad(value: Any, where: str) -> NoReturn:
+    none = "be 0 for none" if where == "gpus=" else "be 'none'"
+    raise ValueError(f"{where} must list GPU devices ([0, 1], '0,1', CUDA ids such as 'GPU-5e1c...') or {none}, "
+                     f"got {value!r}")
 
 
 def _visible() -> list[str] | None:

@@ -27,11 +27,13 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
     puts_before = objects.refs_made()
     refused_before = errors.requests_refused()
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
+    assigned = base.bound_names(shell.transform_cell(cell))  # IPython syntax (magics, !cmd) made Python first
 
     def check(trace: Any, error: BaseException | None, out_mode: str) -> None:
         attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
                                puts=objects.refs_made() - puts_before,
-                               refused=errors.requests_refused() - refused_before, before=before)
+                               refused=errors.requests_refused() - refused_before, before=before,
+                               assigned=assigned)
         verdict = base.grade(ex, attempt)
         exercises._set_last_verdict(verdict)
         if out_mode == "text":

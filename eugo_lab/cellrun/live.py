@@ -218,6 +218,8 @@ class LiveFeed:
         p_keep = p_rows >= 0
         phases = {c: np.asarray(v)[p_keep] for c, v in p.items()}
         phases["row"] = p_rows[p_keep]
+        held = getattr(trace, "gpu", None)
         return Chunk({c: np.asarray(v)[rows] for c, v in t.items()}, phases,
                      {c: np.asarray(v)[keep_b] for c, v in b.items()}, tuple(trace.functions),
-                     tuple(trace.phase_names), tuple(trace.block_kinds), tuple(trace.sources))
+                     tuple(trace.phase_names), tuple(trace.block_kinds), tuple(trace.sources),
+                     None if held is None else np.asarray(held)[rows])

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.hpc.unwaited import future_names
+
 
 @dataclass
 class _BasicReport:
@@ -94,6 +96,32 @@ class CellSummary:
     offload: Any = None  # --gpu auto|on: the cell's eugo_lab.accel Ledger (per-operation report), else None
     optimizations: Any = None  # --optimize: the cell's eugo_lab.accel.report.OptimizationReport, else None
     gpu_tasks: dict[int, int] = field(default_factory=dict)  # {device: tasks that held it} (gpus= tasks)
+    # -- tasks the cell submitted and never waited on (eugo_lab.hpc.unwaited) --
+    unwaited: int = 0  # tasks (map items) still unfinished when the cell's code ended
+    still_running: int = 0  # ...of which still unfinished when the trace closed (counted in n_tasks too)
+    unwaited_names: list[str] = field(default_factory=list)  # the cell's variables holding their futures
+
+    def unwaited_text(self, precise: bool) -> str | None:
+        """What to say about tasks the cell never waited on (None: it waited for all).
+
+        ``precise=False`` words only what the code decides (how many it never waited on), not
+        whether they finished within the trace's grace wait (timing), so ``text/plain`` stays deterministic.
+        """
+        if not self.unwaited:
+            return None
+        n = self.unwaited
+        tasks = f"{n} task{'' if n == 1 else 's'}"
+        call = (", ".join(f"hpc.get({name})" for name in self.unwaited_names) if self.unwaited_names
+                else "hpc.get() on its future" if n == 1 else "hpc.get() on their futures")
+        use = f"call {call} to use {'its result' if n == 1 else 'their results'}"
+        if not precise:
+            return f"never waited on in the cell: {tasks}; {use}"
+        if self.still_running:
+            k = self.still_running
+            return (f"{k} task{'' if k == 1 else 's'} still running when the cell ended (never waited on): {use}; "
+                    "the timeline and findings cover only what finished")
+        return (f"{tasks} never waited on in the cell; the trace waited for {'it' if n == 1 else 'them'} to "
+                f"finish, so {'it is' if n == 1 else 'they are'} included: {use}")
 
     @property
     def trace(self) -> Any:
@@ -103,8 +131,11 @@ class CellSummary:
 
 def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str, Any],
               live_timeline_shown: bool = False, saved_as: str | None = None,
-              exported_to: str | None = None) -> CellSummary:
-    """Assemble the summary of a cell from its runs (the last run is the main one)."""
+              exported_to: str | None = None, namespace: dict[str, Any] | None = None) -> CellSummary:
+    """Assemble the summary of a cell from its runs (the last run is the main one).
+
+    ``namespace``: the user's variables, to name the futures of tasks the cell never waited on.
+    """
     import numpy as np
 
     main = runs[-1].trace
@@ -115,6 +146,9 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     # attempts), as the live counters do, so "8 tasks, retried 1" is not "9 tasks".
     counts = np.bincount(np.asarray(t["function"], dtype="int64")[attempts == 1], minlength=len(main.functions))
     functions = {main.functions[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
+    running = {str(k): int(v) for k, v in dict(main.meta.get("running_at_end") or {}).items()}
+    for name, n in running.items():  # submitted in the cell, not back yet: still the cell's tasks
+        functions[name] = functions.get(name, 0) + n
     # One speedup story: with a 1-worker run among the cell's runs, the report's speedup is measured against it.
     one = [r for r in runs[:-1] if r.workers == 1]
     baseline = one[0].trace if one and error is None and runs[-1].workers > 1 else None
@@ -128,11 +162,13 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         simulated = [(int(row.workers), float(row.speedup)) for row in simulate(main, [r.workers for r in runs])]
     return CellSummary(
         backend=str(main.meta.get("backend", "?")), workers=main.n_workers,
-        n_tasks=int(np.count_nonzero(attempts == 1)),
+        n_tasks=int(np.count_nonzero(attempts == 1)) + sum(running.values()),
         functions=dict(sorted(functions.items())), failed=int(np.count_nonzero((statuses == 1) | (statuses == 2))),
         cancelled=int(np.count_nonzero(statuses == 3)),
         retried=int(np.count_nonzero(attempts > 1)), blocks=len(main.blocks["kind"]),
         error=None if error is None else type(error).__name__, report=report, runs=list(runs),
         measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,
         saved_as=saved_as, exported_to=exported_to, gpu_tasks=main.gpu_tasks() if hasattr(main, "gpu_tasks") else {},
+        unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
+        unwaited_names=future_names(namespace, main.meta),
     )

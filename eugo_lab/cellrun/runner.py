@@ -135,7 +135,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     if opts.export:
         main_trace.to_chrome_trace(opts.export)
     summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
-                               saved_as=opts.save, exported_to=opts.export)
+                               saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     if optimizer is not None:  # --optimize: what the runtime did for you (also hpc.last_optimizations())
         summary.optimizations = optimizer.finish(session.current(start=False), main_trace)

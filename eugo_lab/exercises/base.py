@@ -116,7 +116,9 @@ class Attempt:
     worker count it ran on; ``puts``: how many ``hpc.put`` references the cell created; ``refused``: how many of its
     resource requests (``gpus=``) no worker could meet (:class:`~eugo_lab.hpc.ResourceRequestError`);
     ``before``: the namespace before the cell (so a value left by an earlier cell is not
-    taken for this cell's answer). ``report`` (the analysis
+    taken for this cell's answer); ``assigned``: the names the cell's source binds (a name it
+    assigns counts as set even when the value is the very object it held before, as a small
+    int or an interned string is when a learner re-runs a cell). ``report`` (the analysis
     :class:`~eugo_lab.analysis.Report`) is computed on first use.
     """
 
@@ -127,6 +129,7 @@ class Attempt:
     puts: int = 0
     refused: int = 0
     before: dict[str, Any] = field(default_factory=dict, repr=False)
+    assigned: frozenset[str] = frozenset()
     _report: Any = field(default=None, repr=False)
 
     @property
@@ -155,7 +158,8 @@ class Attempt:
 
         A name that still holds the very object it held before the cell was not set by this cell.
         """
-        if name not in self.namespace or (name in self.before and self.namespace[name] is self.before[name]):
+        unchanged = name in self.before and self.namespace.get(name) is self.before[name]
+        if name not in self.namespace or (unchanged and name not in self.assigned):
             raise NotYet(f"the cell did not define `{name}`: this exercise reads its result from a variable "
                          f"named `{name}`, so assign your final result to `{name}` in this cell (a value left "
                          "by an earlier cell does not count).")
@@ -168,6 +172,25 @@ class Attempt:
     def not_yet(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
         """A ``not yet`` verdict: what the run showed and the next step."""
         return Verdict(self.exercise_id, False, tuple(lines), tuple(details))
+
+
+def bound_names(source: str) -> frozenset[str]:
+    """The names a cell's Python source binds (assignments, loop targets, imports, defs); empty if it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
 
 
 Checker = Callable[[Attempt], Verdict]

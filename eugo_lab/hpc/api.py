@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab.hpc import errors, session
+from eugo_lab.hpc import errors, session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
@@ -348,11 +348,19 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
     After the block, ``t.trace`` (and ``hpc.last_trace()``) is the immutable Trace; the
     region object also forwards attribute access to it, so ``t.to_dataframe()`` works.
     ``meta`` adds entries to the trace's ``meta`` (``%%eugo`` records its options there).
+
+    ``settle``: seconds the block's end waits for tasks submitted inside it and never waited
+    on (``f = g.remote(x)`` with no ``get``), so the trace holds them; 0 closes at once. It
+    never cancels them: what still runs after it keeps running, counted in the trace's
+    ``meta["running_at_end"]`` (see :mod:`eugo_lab.hpc.unwaited`). A block that raised closes at once.
     """
 
-    def __init__(self, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, meta: dict[str, Any] | None = None, settle: float = unwaited.SETTLE_S) -> None:
+        if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not settle >= 0:
+            raise ValueError(f"hpc.trace(settle=...) takes seconds to wait, 0 or more; got {settle!r}")
         self.trace: Trace | None = None
         self._extra_meta = dict(meta or {})
+        self._settle = float(settle)
         self._mark: Any = None
         self._rt: Any = None
 
@@ -361,11 +369,16 @@ class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
         self._mark = self._rt.recorder.open_region()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         rt = self._rt
+        start = self._mark[3]  # the region's start time
+        left = unwaited.unfinished_since(rt, start)
+        before = unwaited.snapshot(left)
+        running = unwaited.settle(rt, start, self._settle) if left and exc_type is None else left
         info = rt.backend.info()
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
-                "threads_per_worker": info.threads_per_worker, **self._extra_meta}
+                "threads_per_worker": info.threads_per_worker, **unwaited.describe(before, running),
+                **self._extra_meta}
         if info.gpu_workers:  # which worker holds which GPU (JSON keys: strings), for the timeline's lanes
             meta["gpu_workers"] = {str(w): d for w, d in info.gpu_workers.items()}
         self.trace = rt.recorder.close_region(self._mark, meta)

@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+from eugo_lab.tracing import run_queue
+
 _local = threading.local()
 
 
@@ -27,21 +29,23 @@ _NULL = _NullPhase()
 
 
 class _Phase:
-    __slots__ = ("name", "record", "t0", "c0")
+    __slots__ = ("name", "record", "t0", "c0", "q0")
 
     def __init__(self, name: str, record: list):
         self.name = name
         self.record = record
 
     def __enter__(self) -> None:
+        self.q0 = run_queue.waited_ns()  # a phase is marked by hand: two reads (~2 us) are nothing next to it
         self.c0 = time.thread_time()
         self.t0 = time.perf_counter()
 
     def __exit__(self, *exc: Any) -> None:
         t1 = time.perf_counter()
-        # (name, start, end, cpu): start/end are perf_counter readings of this process;
+        cpu = time.thread_time() - self.c0
+        # (name, start, end, cpu, runq): start/end are perf_counter readings of this process;
         # the executor turns them into offsets from the task's start before sending.
-        self.record.append((self.name, self.t0, t1, time.thread_time() - self.c0))
+        self.record.append((self.name, self.t0, t1, cpu, run_queue.since(self.q0)))
 
 
 def phase(name: str) -> _Phase | _NullPhase:

@@ -18,6 +18,7 @@ from typing import Any
 from eugo_lab.backends import base, outcome
 from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.hpc import errors, serialization
+from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.serialization import dumps_args, loads_value
@@ -154,6 +155,8 @@ class Runtime:
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
+        if self.recorder.active and (buffers or len(args_bytes) >= row.ARG_KEY_MIN_BYTES):  # tiny: one len()
+            self._record_large_argument(tid, args, kwargs, args_bytes, buffers)
         fut = Future(tid, name, self._cancel_future)
         task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         task.on_batch_done = on_done
@@ -163,6 +166,19 @@ class Runtime:
         self.tasks_submitted += 1
         self._start(task, tokens)
         return fut
+
+    def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
+        """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
+        size = len(args_bytes) + (sum(b.nbytes for b in buffers) if buffers else 0)
+        if size < row.ARG_KEY_MIN_BYTES:
+            return
+        try:
+            key = large_argument_key(args, kwargs)
+        except Exception:  # a tracing aid must never fail a submission
+            log.exception("identifying the large argument of task %s failed", tid)
+            return
+        if key:
+            self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
                      on_done: Any = None) -> Task:

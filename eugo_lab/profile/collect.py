@@ -29,6 +29,7 @@ module at start-up and a task without the wrapper pays one ``type(fn) is`` test.
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import threading
@@ -235,6 +236,43 @@ class _Watch:
         self.records: dict[tuple[str, ...], float] = {}
 
 
+_LINE_ATTR = "\x01l"  # pyinstrument's frame-info attribute for the line executing
+_JUMP_BACKWARD = dis.opmap.get("JUMP_BACKWARD", -1)  # Python 3.11+; -1: never matches
+_EXTENDED_ARG = dis.EXTENDED_ARG
+
+
+def _line_at(code: Any, offset: int) -> int:
+    """The line of the instruction at ``offset``, else of the last instruction before it that has one (0: none)."""
+    line = 0
+    for start, _end, lineno in code.co_lines():
+        if start > offset:
+            break
+        if lineno is not None:
+            line = lineno
+    return line
+
+
+def _with_line(info: str, frame: Any) -> str:
+    """``info`` with a line for a frame stopped at an instruction that has none.
+
+    CPython gives some instructions no line: the jump back to a loop's top after an ``if`` without
+    ``else`` is one, and a loop like ``for ...: if cond: n += 1`` spends most samples there, so its
+    hottest line went missing. Such a jump is the loop going round: it gets the line of the loop
+    it jumps to (the ``for``); any other gets the line of the instruction before it.
+    """
+    try:
+        code, at = frame.f_code, frame.f_lasti
+        raw = code.co_code
+        if raw[at] == _JUMP_BACKWARD:
+            arg = raw[at + 1] | (raw[at - 1] << 8 if at >= 2 and raw[at - 2] == _EXTENDED_ARG else 0)
+            line = _line_at(code, at + 2 - 2 * arg)
+        else:
+            line = _line_at(code, at)
+    except (AttributeError, IndexError, ValueError):  # pragma: no cover - a frame without line tables
+        return info
+    return f"{info}{_LINE_ATTR}{line}" if line else info
+
+
 class _Sampler:
     """Samples the watched task threads of this process every ``interval`` seconds.
 
@@ -307,7 +345,10 @@ class _Sampler:
                     f_leaf = f
                     top = None
                     while f is not None and f is not w.root:
-                        stack.append(get_frame_info(f))
+                        info = get_frame_info(f)
+                        if f is f_leaf and _LINE_ATTR not in info:
+                            info = _with_line(info, f)
+                        stack.append(info)
                         top, f = f, f.f_back
                     if f is None or not stack:  # not inside the body just now
                         w.misses += 1

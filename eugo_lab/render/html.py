@@ -193,6 +193,9 @@ def summary_html(s: Any) -> str:
     if headline is not None:
         parts.append(f"<div class='eugo-biggest-win'><b>{escape(headline())}</b></div>")
     parts.append(f"<table>{table}</table>")
+    unwaited = s.unwaited_text(True) if hasattr(s, "unwaited_text") else None
+    if unwaited:
+        parts.append(f"<div class='eugo-unwaited'>{escape(unwaited[0].upper() + unwaited[1:])}</div>")
     if not s.live_timeline_shown:
         parts.append(timeline_svg(s.trace, s.workers + 1))
     if len(s.runs) > 1 and s.measured:

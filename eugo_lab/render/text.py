@@ -29,6 +29,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     if getattr(s, "gpu_tasks", None):
         lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise)}")
+    unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None
+    if unwaited:
+        lines.append(f"  {unwaited}")
     opts = s.options
     note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")

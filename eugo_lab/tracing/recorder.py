@@ -1,8 +1,8 @@
 """The live recorder: appends task and blocking events while regions are open.
 
-Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 128 bytes, strings interned
+Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 136 bytes, strings interned
 into small tables) appended to ``bytearray`` segments, so a
-million rows cost 128 MB and no Python object per field; an ``hpc.map`` batch is one compact
+million rows cost 136 MB and no Python object per field; an ``hpc.map`` batch is one compact
 segment (:class:`BatchRows`) whatever its size. Reading rows out turns the packed bytes
 into one NumPy array per column in a single pass. Phases and driver waits are rare and
 kept in ``array.array`` columns. Recording happens on the runtime's I/O thread; reading a
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.tracing.row import (
+    ARG_COLUMNS,
     BLOCK_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
@@ -87,6 +88,7 @@ class Chunk:
     phase_names: tuple[str, ...]
     block_kinds: tuple[str, ...]
     sources: tuple[str, ...]
+    gpu: Any = None  # per task row, the GPU it held (-1: none); None when no task held one
 
     @classmethod
     def empty(cls) -> Chunk:
@@ -163,7 +165,7 @@ def _items_at(phases: Sequence[tuple], ends: Any, n: int) -> list[int]:
     import numpy as np
 
     # An item's span starts after the previous item's end was read: the first end past its start is its item's.
-    at = np.searchsorted(np.asarray(ends), [s for _, s, _, _ in phases], side="right")
+    at = np.searchsorted(np.asarray(ends), [p[1] for p in phases], side="right")
     return np.minimum(at, n - 1).tolist()
 
 
@@ -192,10 +194,12 @@ class Recorder:
         self._sealed = 0  # rows in self._segments
         self._tail = bytearray()
         self._pending.clear()
-        self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d")}
+        self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d"),
+                       "runq": array("d")}
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         self.functions = _Strings()
@@ -265,7 +269,7 @@ class Recorder:
         self.active = self._regions > 0 or bool(self._subscribers)
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float, int, int]:
+    def open_region(self) -> tuple[int, int, int, float, int, int, int, int]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from."""
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -274,18 +278,19 @@ class Recorder:
             self._update_active()
             self._flush()
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]))
+                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]))
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[int, int, int, float, int, int, int, int], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0, g0 = mark
+            t0, p0, b0, start, d0, f0, g0, a0 = mark
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
+            arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
             if len(phases["row"]):
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
@@ -297,7 +302,7 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
@@ -357,8 +362,13 @@ class Recorder:
             if t0:
                 phases["row"] = array("q", (r - t0 for r in phases["row"]))
             blocks = {c: col[b0:] for c, col in self.blocks.items()}
+            gpu = None
+            if len(self.gpus["task"]):  # GPU tasks ran (rare): which GPU each new row held, for the live bars
+                from eugo_lab.tracing.trace import gpu_per_row
+
+                gpu = gpu_per_row(tasks, self.gpus)
             chunk = Chunk(tasks, phases, blocks, tuple(self.functions.names), tuple(self.phase_names.names),
-                          tuple(self.block_kinds.names), tuple(self.sources.names))
+                          tuple(self.block_kinds.names), tuple(self.sources.names), gpu)
         return end, chunk
 
     # -- recording ---------------------------------------------------------------------------
@@ -399,11 +409,12 @@ class Recorder:
         """
         nan = math.nan
         if stats is None:  # crashed or cancelled before any measurement
-            start_wall = body = cpu = deser = ser = nan
+            start_wall = body = cpu = deser = ser = runq = nan
             bytes_in = bytes_out = 0
             phases = ends = None
         else:
             start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats[:9]
+            runq = getattr(stats, "runq", nan)
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
         items: list[int] | None = None  # a batch's phases: the item each started in
@@ -415,7 +426,7 @@ class Recorder:
             if item_ids is None or ends is None:
                 end = body_start + body
                 row = pack_row(task_id, attempt, fcode, worker, status, batch, submit, ready, received,
-                               body_start, end, cpu, deser, ser, bytes_in, bytes_out)
+                               body_start, end, cpu, deser, ser, runq, bytes_in, bytes_out)
                 if not phases and not self._subscribers:
                     self._pending.append(row)  # keeps rows in order with the fast path's
                     if len(self._pending) >= FLUSH_ROWS:
@@ -434,7 +445,7 @@ class Recorder:
                           "bytes_in": bytes_in // n, "bytes_out": bytes_out // n, "submit": submit, "ready": ready,
                           "received": received, "deser": deser / n, "ser": ser / n}
                 rows = BatchRows(item_ids, item_status if item_status is not None else status, shared, ends,
-                                  body_start, cpu / body if body > 0 else 0.0)
+                                  body_start, cpu / body if body > 0 else 0.0, runq / body if body > 0 else nan)
                 first = self._sealed  # the row of the batch's first item
                 self._add_segment(rows, n)
                 if phases:  # each span on the row of the item it started in (a JIT trial: the first call's)
@@ -445,7 +456,7 @@ class Recorder:
                     events.extend(zip(cols["task_id"].tolist(), cols["start"].tolist(), cols["end"].tolist()))
         if self._subscribers:
             status_name = STATUS_NAMES[status]
-            spans = [(name, body_start + s, body_start + e) for name, s, e, _ in phases or ()]
+            spans = [(p[0], body_start + p[1], body_start + p[2]) for p in phases or ()]
             if items is None:
                 per_event = {0: tuple(spans)} if spans else {}
             else:
@@ -459,12 +470,14 @@ class Recorder:
 
     def _add_phases(self, phases: Sequence[tuple], body_start: float, rows: Sequence[int]) -> None:
         """Append ``phases`` (offsets from ``body_start``), span ``j`` on task row ``rows[j]`` (lock held)."""
-        for (name, s, e, pcpu), index in zip(phases, rows):
+        for ph, index in zip(phases, rows):
+            name, s, e, pcpu = ph[:4]
             self.phases["row"].append(index)
             self.phases["name"].append(self.phase_names.code(name))
             self.phases["start"].append(body_start + s)
             self.phases["end"].append(body_start + e)
             self.phases["cpu"].append(pcpu)
+            self.phases["runq"].append(ph[4] if len(ph) > 4 else math.nan)  # a 4-tuple: no run-queue time
 
     def record_gpu(self, task_id: int, attempt: int, gpu: int) -> None:
         """Remember that attempt ``attempt`` of task ``task_id`` (an ``hpc.map`` batch: its id) held GPU ``gpu``."""
@@ -479,6 +492,12 @@ class Recorder:
         with self._lock:
             self.deps["task"].extend([task_id] * len(on))
             self.deps["on"].extend(on)
+
+    def record_arg(self, task_id: int, key: int) -> None:
+        """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""
+        with self._lock:
+            self.arg_keys["task"].append(task_id)
+            self.arg_keys["key"].append(key)
 
     def record_block(self, kind: str, start: float, end: float, futures: int, source: str) -> None:
         """Append one span during which the driver waited in ``get()``/``wait()``."""

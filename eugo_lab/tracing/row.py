@@ -5,15 +5,16 @@ the :class:`~eugo_lab.tracing.trace.Trace` turns them into columns; the analyses
 renderers read the columns and the status codes. All of them import this module, which
 holds no state and imports nothing heavy (worker processes load it at start-up).
 
-A row is 128 packed bytes, :data:`ROW_FIELDS` as int64/float64: the driver's head (what
+A row is 136 packed bytes, :data:`ROW_FIELDS` as int64/float64: the driver's head (what
 only the driver knows: ids, worker, status, submit/ready/received times) followed by the
-worker's tail (body times, CPU, bytes), which the worker packs itself so the driver's
-busiest thread packs 9 fields per task, not 16.
+worker's tail (body times, CPU, run-queue wait, bytes), which the worker packs itself so the
+driver's busiest thread packs 9 fields per task, not 17.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import struct
 from typing import Any, NamedTuple
 
@@ -26,9 +27,11 @@ STATUS_NAMES = ("ok", "error", "crashed", "cancelled")
 
 # -- columns ---------------------------------------------------------------------------------------
 TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch", "bytes_in", "bytes_out")
-TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser")
+# ``runq``: seconds the body's thread spent runnable but waiting for a core (Linux schedstat);
+# NaN where it was not measured (no /proc/thread-self/schedstat, e.g. macOS; see _worker).
+TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser", "runq")
 TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
-PHASE_COLUMNS = ("row", "name", "start", "end", "cpu")
+PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
@@ -36,18 +39,27 @@ DEP_COLUMNS = ("task", "on")
 # attempt and device. Kept apart from the packed row: traces without GPU tasks carry nothing for
 # it, and the row's hot path stays as it is. ``Trace.gpu`` spreads it into a per-row column (-1: none).
 GPU_COLUMNS = ("task", "attempt", "gpu")
+# One row per task sent a large argument: ``key`` identifies that argument (the same object,
+# the same key), so repeats are counted by what was sent, not by the pickle's exact size.
+ARG_COLUMNS = ("task", "key")
+# Tasks whose arguments pickle to fewer bytes than this get no ``ARG_COLUMNS`` row: the
+# Serialization finding counts repeats from 1 MB (analysis.findings.REPEAT_MIN_BYTES).
+ARG_KEY_MIN_BYTES = 100_000
+# What a trace saved before a column existed reads as (``Trace.from_dict``, hand-built traces),
+# in the task table and the phase table alike.
+COLUMN_DEFAULTS = {"runq": float("nan")}
 
 # -- the packed row ----------------------------------------------------------------------------------
 # Packing costs about as much as building a tuple, and turning rows into columns later is a
 # memcpy-speed NumPy pass instead of converting every Python number again (~0.5 us a row
 # when we did).
 ROW_FIELDS = ("task_id", "attempt", "function", "worker", "status", "batch", "submit", "ready", "received",
-              "start", "end", "cpu", "deser", "ser", "bytes_in", "bytes_out")
+              "start", "end", "cpu", "deser", "ser", "runq", "bytes_in", "bytes_out")
 ROW_HEAD = struct.Struct("<6q3d")  # driver: task_id .. received
-ROW_TAIL = struct.Struct("<5d2q")  # worker: start .. bytes_out
-ROW = struct.Struct("<6q3d5d2q")
+ROW_TAIL = struct.Struct("<6d2q")  # worker: start .. bytes_out
+ROW = struct.Struct("<6q3d6d2q")
 ROW_SIZE = ROW.size
-pack_row = ROW.pack  # all 16 fields, in ROW_FIELDS order
+pack_row = ROW.pack  # all 17 fields, in ROW_FIELDS order
 pack_head = ROW_HEAD.pack
 pack_tail = ROW_TAIL.pack
 
@@ -67,6 +79,7 @@ class Phase(NamedTuple):
     start: float
     end: float
     cpu: float
+    runq: float = math.nan  # seconds waiting for a core during the phase (see TaskStats.runq)
 
 
 class TaskProfile(NamedTuple):
@@ -102,6 +115,10 @@ class TaskStats(NamedTuple):
     # sees it and the unprofiled hot path has no new test. Last, with a default: every
     # existing constructor and the local wire (a plain tuple) stay as they were.
     profile: bytes | None = None
+    # Seconds the body's thread waited on a run queue for a core (Linux schedstat): time the
+    # body was ready to compute but the cores were busy. NaN where not measured (see
+    # backends._worker: no schedstat on this platform, or a function whose bodies are tiny).
+    runq: float = math.nan
 
     @property
     def body_start(self) -> float:

@@ -21,13 +21,13 @@ class BatchRows:
     What the items share is held once, plus per-item ids, statuses and end offsets. Items
     run back to back inside the batch's body, so item i spans ``ends[i-1]..ends[i]``
     (offsets from the body's start). CPU time, bytes and (de)serialization time are shared
-    out evenly over the items.
+    out evenly over the items; CPU and run-queue time in proportion to each item's duration.
     """
 
-    __slots__ = ("ids", "status", "shared", "ends", "body_start", "cpu_share")
+    __slots__ = ("ids", "status", "shared", "ends", "body_start", "cpu_share", "runq_share")
 
     def __init__(self, ids: Sequence[int], status: int | Sequence[int], shared: dict[str, float], ends: Any,
-                 body_start: float, cpu_share: float):
+                 body_start: float, cpu_share: float, runq_share: float = float("nan")):
         import numpy as np
 
         self.ids = ids
@@ -38,6 +38,7 @@ class BatchRows:
                      else np.asarray(ends, dtype=np.float64))
         self.body_start = body_start
         self.cpu_share = cpu_share
+        self.runq_share = runq_share  # run-queue seconds per second of body; NaN: not measured
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -65,6 +66,7 @@ class BatchRows:
         cols["status"] = np.broadcast_to(np.asarray(self.status, dtype=np.int64), (n,))
         cols["start"], cols["end"] = starts, stops
         cols["cpu"] = (stops - starts) * self.cpu_share
+        cols["runq"] = (stops - starts) * self.runq_share
         return cols
 
 

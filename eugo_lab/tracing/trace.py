@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from eugo_lab.tracing.row import (
+    ARG_COLUMNS,
     BLOCK_COLUMNS,
+    COLUMN_DEFAULTS,
     DEP_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
@@ -47,6 +49,30 @@ def _frozen(a: Any, dtype: str) -> np.ndarray:
     return arr
 
 
+def gpu_per_row(tasks: dict[str, Any], gpus: dict[str, Any]) -> np.ndarray:
+    """The GPU each task row held (-1: none), from the ``GPU_COLUMNS`` table of attempts that held one.
+
+    A row matches its own ``(task_id, attempt)``, or, an ``hpc.map`` item, its batch's.
+    """
+    tid, batch = np.asarray(tasks["task_id"], dtype="int64"), np.asarray(tasks["batch"], dtype="int64")
+    out = np.full(tid.shape[0], -1, dtype="int64")
+    held_tasks = np.asarray(gpus["task"], dtype="int64")
+    if held_tasks.size:
+        held = {(k, a): d for k, a, d in zip(held_tasks.tolist(), list(gpus["attempt"]), list(gpus["gpu"]))}
+        rows = np.flatnonzero(np.isin(tid, held_tasks) | np.isin(batch, held_tasks))  # only those: a loop
+        attempt = np.asarray(tasks["attempt"], dtype="int64")
+        for i, k, b, a in zip(rows.tolist(), tid[rows].tolist(), batch[rows].tolist(), attempt[rows].tolist()):
+            out[i] = held.get((k, a), held.get((b, a), -1))
+    return out
+
+
+def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:
+    """Column ``c`` of a task or phase table; a column added after the trace was made reads as its default."""
+    if c not in table and c in COLUMN_DEFAULTS:
+        return _frozen(np.full(n, COLUMN_DEFAULTS[c]), dtype)
+    return _frozen(table[c] if fix is None else fix(table[c]), dtype)
+
+
 # Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
 _BUILD_LOCK = threading.Lock()
 
@@ -58,11 +84,13 @@ class Trace:
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
                  deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
-                 gpus: dict[str, np.ndarray] | None = None):
+                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
         self._gpu: np.ndarray | None = None
+        #: Tasks sent a large argument (``task``) and which one (``key``: the same object, the same key).
+        self.arg_keys = arg_keys if arg_keys is not None else {c: _frozen([], "int64") for c in ARG_COLUMNS}
         self._tasks = tasks if isinstance(tasks, dict) else None
         self._rows = None if isinstance(tasks, dict) else tasks
         self.phases = phases
@@ -88,16 +116,20 @@ class Trace:
         if isinstance(tasks, TaskRows):
             t: dict[str, np.ndarray] | TaskRows = tasks
         else:
-            t = {c: _frozen(tasks[c], "int64") for c in TASK_INT_COLUMNS}
-            t.update({c: _frozen(tasks[c], "float64") for c in TASK_FLOAT_COLUMNS})
+            n = len(tasks["task_id"])
+            t = {c: _column(tasks, c, "int64", n) for c in TASK_INT_COLUMNS}
+            t.update({c: _column(tasks, c, "float64", n) for c in TASK_FLOAT_COLUMNS})
         deps = tables.pop("deps", None)
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
+        keys = tables.pop("arg_keys", None)
+        a = {c: _frozen(keys[c], "int64") for c in ARG_COLUMNS} if keys is not None else None
         gpus = tables.pop("gpus", None)
         if gpus is not None:
             tables["gpus"] = {c: _frozen(gpus[c], "int64") for c in GPU_COLUMNS}
-        p = {c: _frozen(phases[c], "int64" if c in ("row", "name") else "float64") for c in PHASE_COLUMNS}
+        n = len(phases["row"])
+        p = {c: _column(phases, c, "int64" if c in ("row", "name") else "float64", n) for c in PHASE_COLUMNS}
         b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
-        return cls(tasks=t, phases=p, blocks=b, deps=d, **tables)
+        return cls(tasks=t, phases=p, blocks=b, deps=d, arg_keys=a, **tables)
 
     @property
     def tasks(self) -> dict[str, np.ndarray]:
@@ -119,16 +151,7 @@ class Trace:
         it, on Dask the one its worker was given, on Ray ``ray.get_gpu_ids()``.
         """
         if self._gpu is None:
-            t = self.tasks
-            out = np.full(len(self), -1, dtype="int64")
-            g = self.gpus
-            if len(g["task"]):
-                held = {(k, a): d for k, a, d in zip(g["task"].tolist(), g["attempt"].tolist(), g["gpu"].tolist())}
-                tid, batch = t["task_id"], t["batch"]
-                rows = np.flatnonzero(np.isin(tid, g["task"]) | np.isin(batch, g["task"]))  # only those: a loop
-                for i, k, b, a in zip(rows.tolist(), tid[rows].tolist(), batch[rows].tolist(),
-                                      t["attempt"][rows].tolist()):
-                    out[i] = held.get((k, a), held.get((b, a), -1))
+            out = gpu_per_row(self.tasks, self.gpus)
             out.setflags(write=False)
             self._gpu = out
         return self._gpu
@@ -195,6 +218,7 @@ class Trace:
             "received": t["received"] - t0,
             "duration": t["end"] - t["start"],
             "cpu": t["cpu"],
+            "runq": t["runq"],
             "deser": t["deser"],
             "ser": t["ser"],
             "bytes_in": t["bytes_in"],
@@ -203,7 +227,7 @@ class Trace:
         })
 
     def phases_dataframe(self) -> pd.DataFrame:
-        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``."""
+        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``, ``runq``."""
         import pandas as pd
 
         p = self.phases
@@ -214,6 +238,7 @@ class Trace:
             "start": p["start"] - self.t0,
             "end": p["end"] - self.t0,
             "cpu": p["cpu"],
+            "runq": p["runq"],
         })
 
     def blocks_dataframe(self) -> pd.DataFrame:
@@ -249,6 +274,7 @@ class Trace:
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
+            "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
@@ -267,17 +293,22 @@ class Trace:
         def nan(xs: list) -> list:
             return [math.nan if x is None else x for x in xs]
 
-        tasks = {c: _frozen(d["tasks"][c], "int64") for c in TASK_INT_COLUMNS}
-        tasks.update({c: _frozen(nan(d["tasks"][c]), "float64") for c in TASK_FLOAT_COLUMNS})
-        phases = {c: _frozen(nan(d["phases"][c]), "int64" if c in ("row", "name") else "float64")
+        n = len(d["tasks"]["task_id"])
+        # Columns added within schema 1 ("runq") read as their default in a trace saved before them.
+        tasks = {c: _column(d["tasks"], c, "int64", n) for c in TASK_INT_COLUMNS}
+        tasks.update({c: _column(d["tasks"], c, "float64", n, nan) for c in TASK_FLOAT_COLUMNS})
+        n = len(d["phases"]["row"])
+        phases = {c: _column(d["phases"], c, "int64" if c in ("row", "name") else "float64", n, nan)
                   for c in PHASE_COLUMNS}
         blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
                   for c in BLOCK_COLUMNS}
         # "deps" arrived within schema 1; a trace saved before it has none (and no "deps_recorded").
         deps = {c: _frozen(d.get("deps", {}).get(c, []), "int64") for c in DEP_COLUMNS}
+        arg_keys = {c: _frozen(d.get("arg_keys", {}).get(c, []), "int64") for c in ARG_COLUMNS}  # also within schema 1
         # "gpus" too (only traces in which a task held a GPU carry it).
         gpus = {c: _frozen(d.get("gpus", {}).get(c, []), "int64") for c in GPU_COLUMNS}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, functions=d["functions"],
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+                   functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"],
@@ -319,6 +350,7 @@ class Trace:
                 continue
             args = {"task_id": int(t["task_id"][i]), "attempt": int(t["attempt"][i]),
                     "status": STATUS_NAMES[t["status"][i]], "cpu_s": float(t["cpu"][i]),
+                    "runq_s": None if math.isnan(t["runq"][i]) else float(t["runq"][i]),
                     "bytes_in": int(t["bytes_in"][i]), "bytes_out": int(t["bytes_out"][i])}
             if gpu[i] >= 0:
                 args["gpu"] = int(gpu[i])

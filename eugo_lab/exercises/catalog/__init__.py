@@ -12,7 +12,7 @@ from eugo_lab.exercises.base import Exercise, registered, unknown
 
 #: Topic modules of this package, in course order.
 MODULES = ("basics", "fan_out", "as_completed", "put", "batching", "straggler", "pandas", "clusters", "gpu", "geo",
-           "geo_sizing")
+           "geo_sizing", "optimizations")
 
 _loaded = False
 

@@ -1,0 +1,403 @@
+"""Exercises of Course 3, "How automatic optimizations work": profile, vectorize, JIT, threads, the report.
+
+Each checker grades what the learner's run measured: the merged profile of its tasks
+(``%%eugo --profile``), the CPU seconds of its task bodies (the trace's ``cpu`` column: the
+worker process's CPU time, which a busy machine slows far less than the wall clock), the JIT
+verdicts the workers sent back (``%%eugo --optimize``), the BLAS threads the workers report,
+and the "what the runtime did for you" report. Ratios are taken between two functions of the
+*same* run, so a slow machine slows both sides. The lines of a verdict hold no measured number;
+the numbers go in its details.
+
+``profile-first`` (lesson 1), starter::
+
+    %%eugo --exercise profile-first --profile
+    import numpy as np
+    from eugo_lab import hpc
+
+    def load_readings(seed):
+        return np.random.default_rng(seed).normal(20.0, 5.0, 200_000)
+
+    def sort_readings(values):
+        return np.sort(values)
+
+    def count_spikes(values):
+        spikes = 0
+        for i in range(1, len(values) - 1):
+            if values[i] - values[i - 1] > 3.0 and values[i] - values[i + 1] > 3.0:
+                spikes += 1
+        return spikes
+
+    @hpc.remote
+    def station_report(seed):
+        values = load_readings(seed)
+        return float(sort_readings(values)[100_000]), count_spikes(values)
+
+    reports = hpc.get([station_report.remote(s) for s in range(6)])
+    hot = "sort_readings"
+
+Reference: ``hot = "count_spikes"``. Criteria: the run was profiled; ``hot`` names the function
+of the learner's own code with the most self time in the merged profile.
+
+``vectorize`` (lesson 2): ``norm_loop`` and ``norm`` (``sqrt(x*x + y*y)`` element by element)
+each run 3 times; the learner rewrites ``norm`` with whole-array operations. Criteria: ``results``
+equal the reference; per call, ``norm``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
+loop version's time in Python bytecode (the merged profile); ``norm`` is at least
+``MIN_VECTOR_SPEEDUP`` times faster than ``norm_loop`` (median task CPU seconds, same run).
+
+``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
+starter passes a Python list. Criteria: ``--optimize`` was on; ``hists`` equal the reference;
+the workers' verdict for ``histogram`` is *compiled* (the result check passed) and the report's
+before/after numbers show it at least ``MIN_JIT_SPEEDUP`` times faster.
+
+``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
+in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the threads the
+``tuned`` tasks report (``after``) are at most the guard's cores / workers; where the baseline
+really was oversubscribed, ``tuned``'s median task is at least ``MIN_THREAD_RATIO`` times shorter.
+
+``runtime-report`` (lesson 5): 2,000 tiny ``parse`` calls and a loop-heavy ``running_max`` over a
+200,000-step random walk (``signal``), passed as a list in the starter.
+Criteria: ``--optimize`` was on; ``values`` and ``peaks`` equal the reference; the report shows
+``parse`` batched (``batch="auto"`` or ``hpc.map``) and ``running_max`` compiled.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.accel import jit
+from eugo_lab.accel import report as opt_report
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+
+COURSE = "03-automatic-optimizations/"
+
+# -- shared readings of a run ----------------------------------------------------------------------
+
+
+def _profile(a: Attempt, what: str) -> Any:
+    """The run's merged profile; ``not yet`` when the cell was not run with ``--profile``."""
+    from eugo_lab.profile.model import Profile
+
+    p = Profile.from_trace(a.trace) if getattr(a.trace, "profiles", ()) else None
+    if p is None or p.total <= 0:
+        raise NotYet(f"this run has no profile, so there is nothing to {what}: keep --profile on the first line "
+                     f"(%%eugo --exercise {a.exercise_id} --profile) and run the cell again.")
+    return p
+
+
+def _task_seconds(a: Attempt, function: str, cpu: bool) -> np.ndarray:
+    """Seconds of each first-attempt task body of ``function``: the worker process's CPU time, or the wall clock."""
+    t = a.trace.tasks
+    if function not in a.trace.functions:
+        return np.zeros(0)
+    sel = (np.asarray(t["attempt"]) == 1) & (np.asarray(t["function"]) == a.trace.functions.index(function))
+    if cpu:
+        return np.asarray(t["cpu"], dtype=float)[sel]
+    return (np.asarray(t["end"], dtype=float) - np.asarray(t["start"], dtype=float))[sel]
+
+
+def _ratio(a: Attempt, slow: str, fast: str, cpu: bool) -> float:
+    """Median task of ``slow`` over median task of ``fast``, both from this run."""
+    return float(np.median(_task_seconds(a, slow, cpu)) / max(float(np.median(_task_seconds(a, fast, cpu))), 1e-6))
+
+
+def _need_tasks(a: Attempt, function: str, n: int, how: str) -> None:
+    got = measure.tasks(a.trace, function)
+    if got < n:
+        raise NotYet(f"{measure.plural(got, f'{function} task')} ran, the check needs {n}: {how}")
+
+
+def _python_seconds(p: Any, function: str) -> float:
+    """Seconds the profiled tasks of ``function`` spent in Python bytecode (any frame under it, not C code)."""
+    total = 0.0
+
+    def walk(node: Any) -> None:
+        nonlocal total
+        if node.kind in ("app", "library"):
+            total += node.self_time
+        for c in node.children:
+            walk(c)
+
+    for task in p.tree().children:
+        if task.function == function:
+            walk(task)
+    return total
+
+
+def _optimized(a: Attempt) -> None:
+    if not a.trace.meta.get("optimize"):
+        raise NotYet(f"this run was not optimized, so no optimization was tried: keep --optimize on the first line "
+                     f"(%%eugo --exercise {a.exercise_id} --optimize) and run the cell again.")
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _jit_declined_line(v: jit.FunctionVerdict) -> str:
+    what, helps = jit.explain(v.code)
+    detail = f" ({v.detail})" if v.detail and not v.detail.startswith("0x") else ""
+    return f"the optimizer did not compile {v.function}: {what}{detail}. What would help: {helps}."
+
+
+# -- lesson 1: profile first -------------------------------------------------------------------------
+
+
+@exercise("profile-first", lesson=COURSE + "01-profile-first.ipynb", title="Name the hot function")
+def profile_first(a: Attempt) -> Verdict:
+    """Grade reading a profile: ``hot`` names the app function with the most self time in this run's profile."""
+    p = _profile(a, "read")
+    hot = a.require("hot")
+    name = getattr(hot, "__name__", None) if callable(hot) else hot
+    if not isinstance(name, str) or not name.strip():
+        return a.not_yet("`hot` should be the function's name as a string, for example hot = \"load_readings\".")
+    name = name.strip().removesuffix("()")
+    rows = p.hot_functions(None)
+    mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
+    if not mine:
+        return a.not_yet("the profile shows no function of your own code: submit the station_report tasks in this "
+                         "cell, so their samples are in its profile.")
+    top = max(mine, key=lambda h: (h.self_share, h.total_share))
+    share = {h.function: h for h in rows}
+    details = (f"{top.function}: {top.self_share:.0%} self",
+               *([f"{name}: {share[name].self_share:.0%} self, {share[name].total_share:.0%} total"]
+                 if name in share and name != top.function else []))
+    if name == top.function:
+        return a.passed(f"`hot` = {name}: the function of your code with the most self time in the merged "
+                        f"profile of {measure.plural(p.tasks, 'task')} on {measure.plural(p.workers, 'worker')}",
+                        details=details)
+    if name in a.trace.functions:
+        return a.not_yet(f"{name} is the remote function you submitted: its total is all of the task's time because "
+                         "it includes every function it calls, but its own lines do almost nothing. Read the self "
+                         "column: which function called from it spends the time?", details=details)
+    if name in share and share[name].where != "app":
+        return a.not_yet(f"{name} is library code ({share[name].file}), not a function of yours: name the function "
+                         "of your cell that spends the most time itself (the top row of the self column that is "
+                         "not marked [library]).", details=details)
+    if name in share:
+        return a.not_yet(f"{name} is not where the time goes: the profile shows its self time well below the top "
+                         "row's. It may look like the expensive step, but measure before you believe it: name the "
+                         "function at the top of the self column.", details=details)
+    known = ", ".join(sorted({h.function for h in mine}))
+    return a.not_yet(f"no function named {name} ran in the profiled tasks; the functions of your code in the "
+                     f"profile are: {known}.")
+
+
+# -- lesson 2: vectorization -------------------------------------------------------------------------
+
+VEC_N = 300_000
+VEC_SEED = 5
+VEC_LOOP, VEC_FN = "norm_loop", "norm"
+VEC_CALLS = 3
+# A whole-array version of the loop is 30-100x faster here (300,000 elements); np.vectorize or a list
+# comprehension, still one Python call per element, is 1-3x. 10x sits far from both.
+MIN_VECTOR_SPEEDUP = 10.0
+# The loop's tasks spend nearly all their time in bytecode; a whole-array version almost none: a fifth
+# of the loop's is far from both.
+MIN_PROFILE_DROP = 5.0
+
+
+def vector_inputs() -> tuple[np.ndarray, np.ndarray]:
+    """The exercise's ``x`` and ``y``, made as the cell makes them."""
+    rng = np.random.default_rng(VEC_SEED)
+    return rng.normal(0.0, 1.0, VEC_N), rng.normal(0.0, 1.0, VEC_N)
+
+
+@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Replace a loop with whole-array operations")
+def vectorize(a: Attempt) -> Verdict:
+    """Grade vectorizing: same result, the profile's Python time gone, and a large speedup in the same run."""
+    x, y = vector_inputs()
+    results = a.require("results")
+    first = results[0] if isinstance(results, (list, tuple)) and results else results
+    if not measure.same_result(first, np.sqrt(x * x + y * y)):
+        return a.not_yet("`results` is not sqrt(x*x + y*y) element by element: your norm must return the same "
+                         "array as norm_loop (NumPy's operators and np.sqrt work on whole arrays at once).")
+    how = f"keep both hpc.get lines, each submitting {VEC_CALLS} tasks."
+    _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
+    _need_tasks(a, VEC_FN, VEC_CALLS, how)
+    p = _profile(a, "compare")
+    loop_py = _python_seconds(p, VEC_LOOP) / VEC_CALLS
+    mine_py = _python_seconds(p, VEC_FN) / VEC_CALLS
+    speedup = _ratio(a, VEC_LOOP, VEC_FN, cpu=True)
+    details = (f"Python bytecode per call: {loop_py * 1e3:.1f} ms in {VEC_LOOP}, {mine_py * 1e3:.1f} ms in {VEC_FN}",
+               f"{speedup:.0f}x faster by task CPU time")
+    if loop_py <= 0:
+        return a.not_yet(f"the profile caught no Python time in {VEC_LOOP}, so there is nothing to compare with: "
+                         "leave norm_loop as it is and run the cell again.", details=details)
+    if mine_py * MIN_PROFILE_DROP > loop_py:
+        return a.not_yet(f"the profile still shows {VEC_FN}'s tasks running Python bytecode for every element, as "
+                         f"the loop does: the `for` loop is still there. Write the whole computation as array "
+                         "expressions (x * x + y * y, then np.sqrt), with no loop over i.", details=details)
+    if speedup < MIN_VECTOR_SPEEDUP:
+        return a.not_yet(f"{VEC_FN} gives the right result but is under {MIN_VECTOR_SPEEDUP:.0f}x faster than the "
+                         "loop in this run. np.vectorize, map() and list comprehensions still call Python once per "
+                         "element: use NumPy's operators on the whole arrays.", details=details)
+    return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}",
+                    f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
+                    f"at least {MIN_VECTOR_SPEEDUP:.0f}x faster than the loop (median task CPU time, same run)",
+                    details=details)
+
+
+# -- lesson 3: JIT -------------------------------------------------------------------------------------
+
+JIT_N = 300_000
+JIT_SEED = 4
+JIT_BINS = 20
+JIT_FN = "histogram"
+# A compiled loop over 300,000 values runs 100x+ faster than the plain one here; 10x is the course's bar.
+MIN_JIT_SPEEDUP = 10.0
+
+
+def jit_reference() -> np.ndarray:
+    """The counts every ``histogram`` task should return."""
+    values = np.random.default_rng(JIT_SEED).random(JIT_N)
+    return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
+
+
+@exercise("jit", lesson=COURSE + "03-jit-compiling-loops.ipynb", title="Write a loop the optimizer can compile")
+def jit_exercise(a: Attempt) -> Verdict:
+    """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster."""
+    _optimized(a)
+    hists = a.require("hists")
+    ref = jit_reference()
+    if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_result(np.asarray(h), ref)
+                                                                    for h in hists):
+        return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
+                         f"values in each of the {JIT_BINS} bins: keep the loop's arithmetic as it is.")
+    verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == JIT_FN), None)
+    if verdict is None:
+        return a.not_yet(f"the run has no verdict for {JIT_FN}: submit it with {JIT_FN}.remote(...) in this cell, "
+                         "so the optimizer tries it on the workers.")
+    if verdict.status != jit.VERDICT_COMPILED:
+        if verdict.code in ("too-short", "not-faster"):
+            return a.not_yet(_jit_declined_line(verdict),
+                             "Your version already does its work in NumPy's C code: this exercise is about the loop. "
+                             "Keep the for loop and give it what a compiler needs (a NumPy array, numbers inside).")
+        return a.not_yet(_jit_declined_line(verdict))
+    speedup = verdict.speedup or 0.0
+    details = (f"plain {verdict.plain_s or 0:.4f} s, compiled {verdict.after_s or 0:.6f} s a call, "
+               f"{speedup:.0f}x",)
+    if speedup < MIN_JIT_SPEEDUP:
+        return a.not_yet(f"{JIT_FN} compiled and its result checked, but the report's before/after numbers show it "
+                         f"under {MIN_JIT_SPEEDUP:.0f}x faster: most of its time is not in the loop. Keep the work "
+                         "inside the loop over the array.", details=details)
+    return a.passed(f"{JIT_FN} compiled on {measure.plural(verdict.workers, 'worker')}; the trial checked that its "
+                    "result is unchanged",
+                    f"the report's before/after numbers show it at least {MIN_JIT_SPEEDUP:.0f}x faster",
+                    details=details)
+
+
+# -- lesson 4: threads ---------------------------------------------------------------------------------
+
+THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
+THREAD_CALLS = 4
+# Oversubscribed BLAS on 2 shared cores ran 5-10x slower than one thread per worker here; the reference
+# still came in under 1.3x once with other programs loading both cores, so the bar is "faster at all,
+# beyond noise": a busy neighbour must not fail a correct answer.
+MIN_THREAD_RATIO = 1.15
+
+
+@exercise("threads", lesson=COURSE + "04-threads-and-oversubscription.ipynb",
+          title="Let the thread guard do its job")
+def threads(a: Attempt) -> Verdict:
+    """Grade the guard: the tuned tasks report cores / workers BLAS threads and run faster than the baseline."""
+    after = a.require("after")
+    before = a.require("before")
+    how = f"keep both lines that submit {THREAD_CALLS} or more tasks each and get their thread counts."
+    _need_tasks(a, THREAD_BASE, THREAD_CALLS, how)
+    _need_tasks(a, THREAD_FN, THREAD_CALLS, how)
+    try:
+        seen_after = [int(n) for n in after]
+        seen_before = [int(n) for n in before]
+    except (TypeError, ValueError):
+        return a.not_yet("`before` and `after` should be the lists of BLAS thread counts the tasks returned "
+                         "(blas_work() returns the count threadpoolctl reports inside the worker).")
+    cores, workers = _cores(), a.workers
+    limit = max(1, cores // workers)
+    ratio = _ratio(a, THREAD_BASE, THREAD_FN, cpu=False)
+    details = (f"{THREAD_FN} tasks {ratio:.1f}x shorter than {THREAD_BASE} (median)",)
+    if max(seen_after) > limit:
+        return a.not_yet(f"your tuned tasks ran with {max(seen_after)} BLAS threads each on "
+                         f"{measure.plural(workers, 'worker')}: {max(seen_after) * workers} threads for "
+                         f"{measure.plural(cores, 'core')}. The threadpool_limits(...) inside tuned overrides the "
+                         f"guard: remove it, so each worker keeps the guard's {measure.plural(limit, 'thread')}.",
+                         details=details)
+    if max(seen_before) <= max(seen_after):
+        return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
+                        f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}",
+                        "this machine is too small to oversubscribe (the baseline got no more threads), so the "
+                        "speed comparison does not apply here", details=details)
+    if ratio < MIN_THREAD_RATIO:
+        return a.not_yet(f"the tuned tasks report {max(seen_after)} BLAS thread(s) each, but they were not faster "
+                         f"than the oversubscribed ones in this run (under {MIN_THREAD_RATIO}x): give tuned the same "
+                         "work as the baseline, blas_work(), and run the cell again.", details=details)
+    return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
+                    f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}: no oversubscription",
+                    f"their median task is at least {MIN_THREAD_RATIO}x shorter than the oversubscribed baseline's "
+                    "in the same run", details=details)
+
+
+# -- lesson 5: the report ------------------------------------------------------------------------------
+
+REPORT_LINES = 2000
+REPORT_TINY, REPORT_LOOP = "parse", "running_max"
+
+
+REPORT_SIGNAL_N, REPORT_SEED = 200_000, 6
+
+
+def report_values() -> np.ndarray:
+    """What ``parse`` returns for each line of the exercise, computed here."""
+    return np.array([(i * 7919) % 1000 / 10 for i in range(REPORT_LINES)])
+
+
+def report_signal() -> np.ndarray:
+    """The random walk ``running_max`` runs over, made as the cell makes it."""
+    return np.random.default_rng(REPORT_SEED).normal(0.0, 1.0, REPORT_SIGNAL_N).cumsum()
+
+
+@exercise("runtime-report", lesson=COURSE + "05-what-the-runtime-did-for-you.ipynb",
+          title="Make the report show two optimizations applied")
+def runtime_report(a: Attempt) -> Verdict:
+    """Grade helping the runtime: parse batched, running_max compiled, results unchanged, all in the report."""
+    _optimized(a)
+    values = a.require("values")
+    peaks = a.require("peaks")
+    ref = report_values()
+    if not measure.same_result(np.asarray(list(values), dtype=float), ref):
+        return a.not_yet(f"`values` should be the {REPORT_LINES} numbers parse returned, in order (hpc.get on the "
+                         "futures, or on hpc.map's result, keeps the order).")
+    expected = np.maximum.accumulate(report_signal())
+    ok = isinstance(peaks, (list, tuple)) and peaks and all(measure.same_result(np.asarray(p), expected) for p in peaks)
+    if not ok:
+        return a.not_yet("`peaks` should be the list of running maxima the running_max tasks returned, each the "
+                         "largest value of signal so far at every position: keep the loop's logic as it is.")
+    rep = opt_report.last()
+    if rep is None:
+        return a.not_yet("no optimization report was made for this run: keep --optimize on the first line.")
+    batched = [o for o in rep.items if o.target == REPORT_TINY and o.kind in ("batch", "map")]
+    compiled = rep.find(REPORT_LOOP, "jit")
+    applied = rep.applied
+    details = tuple(o.precise for o in rep.items)
+    if not batched or not batched[0].applied:
+        n = measure.tasks(a.trace, REPORT_TINY)
+        return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
+                         f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
+                         "less work than a task's overhead. Let the runtime batch them: "
+                         "@hpc.remote(batch=\"auto\") on parse, or hpc.map(parse, lines).", details=details)
+    if compiled is None:
+        return a.not_yet("the report has no JIT verdict for running_max: submit it with running_max.remote(...) in "
+                         "this cell.", details=details)
+    if not compiled.applied:
+        return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}. What would help: "
+                         f"{compiled.advice}.", details=details)
+    how = "hpc.map" if batched[0].kind == "map" else 'batch="auto"'
+    return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
+                    f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; values "
+                    "and peaks equal the reference", details=details)

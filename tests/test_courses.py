@@ -1,0 +1,171 @@
+"""The course notebooks as files: size, saved outputs, exercises, links and vocabulary anchors.
+
+nbval runs every notebook (``make test`` collects ``courses/``); these tests check what nbval
+cannot: that a lesson has an exercise with a hidden reference solution, that committed notebooks
+carry no bulky or run-specific output, and that every link between notebooks leads somewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from eugo_lab import glossary
+
+COURSES = Path(__file__).resolve().parent.parent / "courses"
+NOTEBOOKS = sorted(p for p in COURSES.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+# Lessons live in a course folder (01-distributed-python/...); checklists have no exercise.
+LESSONS = [p for p in NOTEBOOKS if p.parent != COURSES and p.parent.name[:1].isdigit()]
+MAX_BYTES = 1_000_000
+# Markdown links to other notebooks: [text](path.ipynb) or [text](path.ipynb#anchor); an anchor may hold
+# one level of balanced parentheses, as the vocabulary's "get()" does.
+LINK = re.compile(r"\]\(([^)\s]+?\.ipynb)(#(?:[^()\s]|\([^()\s]*\))*)?\)")
+EXERCISE = re.compile(r"^%%eugo\b[^\n]*--exercise[ =]([\w-]+)", re.M)
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _checked(cell: dict) -> bool:
+    """nbval compares this cell's output (the comment marker, or the cell tag)."""
+    return "NBVAL_CHECK_OUTPUT" in _source(cell) or "nbval-check-output" in cell.get("metadata", {}).get("tags", [])
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(COURSES))
+
+
+def test_there_are_lessons():
+    assert len(LESSONS) >= 12, [_name(p) for p in LESSONS]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_is_small_and_saved_clean(path: Path):
+    assert path.stat().st_size < MAX_BYTES, f"{_name(path)} is {path.stat().st_size:,} bytes; clear its outputs"
+    for i, cell in enumerate(_nb(path)["cells"]):
+        if cell["cell_type"] != "code" or not cell.get("outputs"):
+            continue
+        # Saved outputs exist only where nbval compares them, and only as deterministic text.
+        assert _checked(cell), f"{_name(path)} cell {i}: saved output in a cell nbval does not compare"
+        for out in cell["outputs"]:
+            assert out["output_type"] != "error", f"{_name(path)} cell {i}: a saved error"
+            kinds = set(out.get("data", {})) - {"text/plain"}
+            assert not kinds, f"{_name(path)} cell {i}: saved {sorted(kinds)} (keep text/plain only)"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_name)
+def test_lesson_has_an_exercise_with_a_hidden_reference(path: Path):
+    from eugo_lab.exercises import catalog
+
+    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    checked = [(i, EXERCISE.search(_source(c)).group(1)) for i, c in enumerate(cells) if EXERCISE.search(_source(c))]
+    assert checked, f"{_name(path)} has no %%eugo --exercise cell"
+    for exercise_id in {eid for _, eid in checked}:
+        ex = catalog.get(exercise_id)  # an unknown id raises, naming the close ones
+        assert ex.lesson == _name(path), f"exercise {exercise_id} names lesson {ex.lesson}, but is in {_name(path)}"
+        hidden = [i for i, eid in checked if eid == exercise_id
+                  and cells[i].get("metadata", {}).get("jupyter", {}).get("source_hidden")]
+        assert hidden, f"{_name(path)}: exercise {exercise_id} has no reference solution in a collapsed cell"
+        starters = [i for i, eid in checked if eid == exercise_id and i not in hidden]
+        assert starters and min(starters) < min(hidden), f"{_name(path)}: {exercise_id} needs a starter cell first"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_name)
+def test_nbval_checks_every_exercise_verdict(path: Path):
+    # The starter must be graded "not yet" and the reference "passed" every time nbval runs the lesson:
+    # the collapsed cell after each exercise cell prints the verdict's first line, and nbval compares it.
+    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    for i, cell in enumerate(cells):
+        m = EXERCISE.search(_source(cell))
+        if not m:
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        assert "starter" in tags or "solution" in tags, f"{_name(path)} cell {i}: tag it starter or solution"
+        want = f"exercise {m.group(1)}: {'passed' if 'solution' in tags else 'not yet'}\n"
+        after = cells[i + 1] if i + 1 < len(cells) else {}
+        assert "verdict-check" in after.get("metadata", {}).get("tags", []), f"{_name(path)} cell {i}: no verdict check"
+        assert _checked(after)
+        saved = "".join("".join(o.get("text", "")) for o in after.get("outputs", []))
+        assert saved == want, f"{_name(path)} cell {i}: the verdict check expects {saved!r}, not {want!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_links_between_notebooks_resolve(path: Path):
+    anchors = {t.replace(" ", "-") for t in glossary.terms()}
+    for cell in _nb(path)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for target, anchor in LINK.findall(_source(cell)):
+            dest = (path.parent / target).resolve()
+            assert dest.is_file(), f"{_name(path)} links to {target}, which does not exist"
+            if dest.name == "vocabulary.ipynb" and anchor:
+                assert anchor[1:] in anchors, f"{_name(path)} links to vocabulary entry {anchor}, which is not a term"
+
+
+def test_every_lesson_named_by_the_glossary_exists():
+    for term in glossary.terms():
+        entry = glossary.lookup(term)
+        if entry.lesson:
+            assert (COURSES / entry.lesson).is_file(), f"{term}: lesson {entry.lesson} does not exist"
+
+
+def test_vocabulary_has_every_term_with_its_entry():
+    cells = _nb(COURSES / "vocabulary.ipynb")["cells"]
+    headings = {_source(c)[3:].strip() for c in cells if c["cell_type"] == "markdown" and _source(c).startswith("## ")}
+    missing = [t for t in glossary.terms() if t not in headings]
+    assert not missing, f"vocabulary.ipynb lacks sections for {missing}"
+    shown = {m.group(1).strip() for c in cells for m in [re.search(r"^%eugo glossary (.+)$", _source(c), re.M)] if m}
+    assert set(glossary.terms()) <= shown
+
+
+def test_index_links_every_lesson_and_the_vocabulary():
+    index = COURSES / "index.ipynb"
+    text = "\n".join(_source(c) for c in _nb(index)["cells"] if c["cell_type"] == "markdown")
+    linked = {(COURSES / t).resolve() for t, _ in LINK.findall(text)}
+    for path in NOTEBOOKS:
+        if path != index:
+            assert path.resolve() in linked, f"index.ipynb does not link {_name(path)}"
+
+
+# The 21 terms of the learning page's vocabulary, as the page names them.
+PAGE_TERMS = ("Parallel computing", "ARM Neoverse", "Batching", "Columnar format", "Compute-bound", "Fan-out", "get()",
+              "Blocking", "GPU offloading", "I/O-bound", "Long tail", "Automatic optimization", "Partition",
+              "Profiling", "Scheduling overhead", "Serialization", "Speedup", "Straggler", "Transfer cost",
+              "Vectorization", "Idle cluster")
+
+
+def test_the_pages_vocabulary_is_all_there():
+    assert len(PAGE_TERMS) == 21
+    assert [glossary.lookup(t).term for t in PAGE_TERMS] == list(PAGE_TERMS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_every_eugo_magic_line_is_valid(path: Path):
+    # nbval-lax lets a cell that stopped with IPython's UsageError pass, so a mistyped %%eugo option
+    # would go unnoticed: parse every magic line with the magic's own parser instead.
+    from IPython.core.error import UsageError
+    from IPython.core.magic_arguments import parse_argstring
+
+    from eugo_lab.magics import SUBCOMMANDS, EugoMagics
+
+    for i, cell in enumerate(_nb(path)["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        for line in _source(cell).splitlines():
+            if line.startswith("%%eugo"):
+                try:
+                    parse_argstring(EugoMagics.eugo, line[len("%%eugo"):])
+                except UsageError as exc:
+                    pytest.fail(f"{_name(path)} cell {i}: {line!r}: {exc}")
+            elif line.startswith("%eugo"):
+                sub = (line.split() + [""])[1]
+                assert sub in SUBCOMMANDS, f"{_name(path)} cell {i}: {line!r}: no subcommand {sub!r}"
