@@ -184,6 +184,9 @@ async def test_courses_lists_the_course_folders_lessons_exercises_and_checklists
     assert doc["vocabulary"] == {"path": "vocabulary.ipynb", "title": "Vocabulary"}
     index = COURSES / "index.ipynb"
     assert doc["index"] == ({"path": "index.ipynb", "title": _first_heading(index)} if index.exists() else None)
+    if index.exists():  # titles from the index's headings ("## 1. Distributed Python with eugo.hpc")
+        assert course1["title"] == "Distributed Python with eugo.hpc"
+        assert all(not c["title"][0].isdigit() for c in doc["courses"])
 
 
 def _course_tree(root: Path, index_md: str | None) -> Path:
@@ -206,7 +209,7 @@ def _course_tree(root: Path, index_md: str | None) -> Path:
 def test_course_titles_come_from_the_index_headings_else_the_folder_name(tmp_path):
     from eugo_lab.server.courses import find_courses_dir, listing
 
-    index = ("# All courses\n\n## GPU acceleration on Eugo\n\nStart with [memory](02-gpu-acceleration/01-b.ipynb)."
+    index = ("# All courses\n\n## 2. GPU acceleration on Eugo\n\nStart with [memory](02-gpu-acceleration/01-b.ipynb)."
              "\n\n## Elsewhere\n\n[The later one](./10-later-course)")
     root = _course_tree(tmp_path / "with-index", index)
     found, prefix = find_courses_dir(root)

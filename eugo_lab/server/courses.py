@@ -106,7 +106,8 @@ def course_titles(index: Path, folders: list[str]) -> dict[str, str]:
     """``{course folder: title}`` read from the index notebook.
 
     A course's title is the heading under which the index first links into that folder
-    (``## Distributed Python with eugo.hpc`` then ``[...](01-distributed-python/01-...)``),
+    (``## 1. Distributed Python with eugo.hpc`` then ``[...](01-distributed-python/01-...)``; a
+    leading number is dropped),
     or the text of a link to the folder itself. Courses the index does not link get none.
     """
     titles: dict[str, str] = {}
@@ -114,8 +115,8 @@ def course_titles(index: Path, folders: list[str]) -> dict[str, str]:
     for src in _markdown_cells(index):
         for line in src.splitlines():
             m = _HEADING.match(line.strip())
-            if m:
-                heading = _plain(m.group("text"))
+            if m:  # "## 1. Distributed Python": the number is the folder's, the title is the rest
+                heading = re.sub(r"^\d+[.):]\s+", "", _plain(m.group("text")))
                 continue
             for link in _LINK.finditer(line):
                 target = PurePosixPath(link.group("target").split("#", 1)[0])
