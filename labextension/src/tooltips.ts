@@ -8,8 +8,16 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { IGlossaryTerm } from './api';
 import { el } from './dom';
 
-/** Aliases shorter than this are too likely to be ordinary words ("arm", "gpu" stays a term). */
+/** Aliases shorter than this are too likely to be ordinary words ("io", "arm", "get"). */
 const MIN_ALIAS_LENGTH = 4;
+/**
+ * Aliases that prose uses in their everyday sense far more often than as the term ("in order"
+ * is not "Submission order"): the glossary keeps them for `%eugo glossary`, the tooltips do not.
+ */
+const EVERYDAY_ALIASES = new Set([
+  'block', 'chunk', 'chunks', 'feeding', 'idle', 'in order', 'parallel', 'profile', 'scheduling',
+  'side by side', 'submission', 'tail', 'transfer', 'batch', 'optimize', 'optimization'
+]);
 /**
  * Elements whose text is never marked: code is code, headings stay plain. Links are marked
  * (a lesson's first use of a term links to its vocabulary entry: that is where a definition helps).
@@ -40,7 +48,7 @@ export function buildMatcher(terms: IGlossaryTerm[]): ITermMatcher {
   for (const term of terms) {
     for (const alias of term.aliases ?? []) {
       const key = alias.toLowerCase();
-      if (alias.length >= MIN_ALIAS_LENGTH && !byName.has(key)) {
+      if (alias.length >= MIN_ALIAS_LENGTH && !EVERYDAY_ALIASES.has(key) && !byName.has(key)) {
         byName.set(key, term);
       }
     }
