@@ -28,3 +28,8 @@ def load_ipython_extension(ipython):  # IPython's hook
 def _jupyter_server_extension_points():  # Jupyter's hook
     """Lets ``jupyter server extension enable eugo_lab`` find :mod:`eugo_lab.server`."""
     return [{"module": "eugo_lab.server"}]
+
+
+def _jupyter_labextension_paths():  # JupyterLab's hook (`jupyter labextension develop .`)
+    """The built JupyterLab extension (``labextension/`` compiled into ``eugo_lab/labextension``)."""
+    return [{"src": "labextension", "dest": "eugo-lab-labextension"}]
