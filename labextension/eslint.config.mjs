@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['lib/', 'node_modules/', '.yarn/'] },
+  { ignores: ['lib/', 'lib-test/', 'node_modules/', '.yarn/', 'test/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
