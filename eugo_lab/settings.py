@@ -33,3 +33,9 @@ PROGRESS_DIR_ENV = "EUGO_LAB_PROGRESS_DIR"
 #: workers where no driver lists them (tests). Unset: the devices of ``CUDA_VISIBLE_DEVICES``,
 #: else every GPU NVML finds (see :mod:`eugo_lab.backends.local_gpus`).
 GPU_DEVICES_ENV = "EUGO_LAB_GPU_DEVICES"
+#: The courses folder the server extension lists (``GET /eugo/api/courses``) when its
+#: ``EugoLab.courses_dir`` trait is not set; unset: the server's root_dir or ``<root_dir>/courses``.
+COURSES_DIR_ENV = "EUGO_LAB_COURSES_DIR"
+#: Seconds a runtime may sit idle before the JupyterLab panel warns of an idle cluster
+#: (``idle_warning_s`` in ``GET /eugo/api/status``) when ``EugoLab.idle_warning_s`` is not set; default 600.
+IDLE_WARNING_ENV = "EUGO_LAB_IDLE_WARNING_S"

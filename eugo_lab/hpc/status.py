@@ -13,6 +13,16 @@ Files, not a socket or a comm: a kernel that is busy running a cell, or hung in 
 still has an up-to-date file; a dead kernel's file is simply ignored by the server (it
 only reads the files of kernels it runs). Outside such a server (a script, pytest, a
 kernel of another server) nothing is written and no thread is started.
+
+The other way, the server asks a kernel to stop its runtime (the panel's Stop button,
+``POST /eugo/api/kernels/<id>/stop``) with a stop request: ``<dir>/<kernel id>.stop``,
+naming the ``pid`` of the process whose status it read (:func:`request_stop`). The same
+thread finds it within ``PUBLISH_INTERVAL``, removes it and, when the pid is its own, shuts
+the runtime down (``hpc.shutdown()``: workers stopped, pending futures cancelled) while the
+kernel keeps running, also in the middle of a cell. Not code sent to the kernel: a busy
+kernel would run it only after its cell, and it would show in the learner's history. The
+pid keeps a request meant for a process from stopping the runtime of the kernel's next
+process after a restart (same kernel id).
 """
 
 from __future__ import annotations
@@ -80,12 +90,15 @@ def kernel_id() -> str | None:
 class Publisher:
     """Writes this kernel's status file; ``notify()`` after a runtime starts or stops."""
 
-    def __init__(self, directory: str, kid: str, current: Any):
+    def __init__(self, directory: str, kid: str, current: Any, stop: Any = None):
         self.path = os.path.join(directory, f"{kid}.json")
+        self.stop_path = stop_request_path(directory, kid)
         self._current = current  # a callable: the runtime now (session.current(start=False))
+        self._stop = stop  # a callable that shuts the runtime down (session.stop_runtime); None: no requests
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._last: tuple | None = None
+        self._stopped_request: str | None = None  # the last stop request done, for the server waiting on it
         self._thread: threading.Thread | None = None
 
     def notify(self) -> None:
@@ -104,6 +117,8 @@ class Publisher:
             if not force and key == self._last:
                 return False
             doc = snapshot(rt)
+            if self._stopped_request:
+                doc["stopped_request"] = self._stopped_request
             tmp = f"{self.path}.{os.getpid()}.tmp"
             try:
                 with open(tmp, "w") as fh:
@@ -114,10 +129,38 @@ class Publisher:
             self._last = key
         return True
 
+    def check_stop_request(self) -> bool:
+        """Honour a stop request for this process (see the module docstring); True if it stopped the runtime."""
+        if self._stop is None:
+            return False
+        try:
+            with open(self.stop_path) as fh:
+                raw = fh.read()
+            os.unlink(self.stop_path)  # taken: one request stops one runtime
+        except OSError:  # no request (the usual case), or the folder went away
+            return False
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            return False
+        if not isinstance(doc, dict) or doc.get("pid") != os.getpid():
+            return False  # meant for an earlier process of this kernel
+        self._stop()  # returns once the workers are gone
+        # "none" was published as the runtime was unset, before its workers stopped: say when they have
+        self._stopped_request = str(doc.get("request", ""))
+        self.publish()
+        return True
+
     def _loop(self) -> None:
         while True:
             self._wake.wait(PUBLISH_INTERVAL)
             self._wake.clear()
+            try:
+                self.check_stop_request()
+            except Exception:  # a failed shutdown must not end the publishing thread
+                import logging
+
+                logging.getLogger("eugo_lab").warning("stopping the runtime on request failed", exc_info=True)
             self.publish(force=False)
 
 
@@ -136,9 +179,9 @@ def runtime_changed() -> None:
             kid = kernel_id()
             if kid is None:
                 return
-            from eugo_lab.hpc.session import current
+            from eugo_lab.hpc.session import current, stop_runtime
 
-            _publisher = Publisher(directory, kid, lambda: current(start=False))
+            _publisher = Publisher(directory, kid, lambda: current(start=False), stop=stop_runtime)
     _publisher.notify()
 
 
@@ -152,3 +195,26 @@ def read_status(directory: str, kid: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def stop_request_path(directory: str, kid: str) -> str:
+    """Where the server puts a stop request for kernel ``kid`` (``ValueError`` if ``kid`` is not a kernel id)."""
+    if not re.fullmatch(_KERNEL_ID, kid):
+        raise ValueError(f"not a kernel id: {kid!r}")
+    return os.path.join(directory, f"{kid}.stop")
+
+
+def request_stop(directory: str, kid: str, pid: int) -> str:
+    """Ask kernel ``kid``'s process ``pid`` to stop its runtime (written atomically); returns the request's id.
+
+    Once the runtime is down, the kernel's status file carries ``"stopped_request": <that id>``.
+    """
+    import secrets
+
+    path = stop_request_path(directory, kid)
+    request = secrets.token_hex(8)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"pid": int(pid), "request": request, "requested": time.time()}, fh)
+    os.replace(tmp, path)
+    return request

@@ -1,4 +1,8 @@
-"""The Jupyter server extension: BokehJS served locally, and a status endpoint.
+"""The Jupyter server extension: BokehJS served locally, and the REST API of the JupyterLab panel.
+
+The API (courses and progress, checklist ticks, the glossary, each kernel's runtime status,
+stopping a runtime) is documented in :mod:`eugo_lab.server.api`; its settings
+(``c.EugoLab.courses_dir``, ``c.EugoLab.idle_warning_s``) in :mod:`eugo_lab.server.config`.
 
 Enabled on install by ``etc/jupyter/jupyter_server_config.d/eugo_lab.json``. It tells
 the kernels this server starts where BokehJS lives (``EUGO_LAB_BOKEH_URL``), so the

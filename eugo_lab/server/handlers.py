@@ -1,20 +1,25 @@
-"""Authenticated handlers: ``/eugo/bokeh/static/...`` (the installed BokehJS) and ``/eugo/api/status``.
+"""Authenticated handlers: the installed BokehJS, ``/eugo/api/status``, and the panel's REST API.
+
+``/eugo/bokeh/static/...`` serves BokehJS; :mod:`eugo_lab.server.api` holds (and documents)
+the rest of the REST API.
 
 ``/eugo/api/status`` lists the kernels this server runs, each with the status its eugo
-runtime last published (:mod:`eugo_lab.hpc.status`).
+runtime last published (:mod:`eugo_lab.hpc.status`), and ``idle_warning_s``: after how
+many idle seconds the panel warns of an idle cluster (``EugoLab.idle_warning_s``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import tornado.web
-from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 
 from eugo_lab.hpc.status import read_status
+from eugo_lab.server.api import CoursesHandler, EugoAPIHandler, GlossaryHandler, ProgressHandler, StopRuntimeHandler
+from eugo_lab.server.config import EugoLab
 from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
 
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
@@ -39,8 +44,8 @@ class BokehJSHandler(JupyterHandler, tornado.web.StaticFileHandler):
         self.set_header("Cache-Control", "private, max-age=86400")
 
 
-class StatusHandler(APIHandler):
-    """``GET /eugo/api/status``: eugo_lab and server versions, and the kernels this server runs."""
+class StatusHandler(EugoAPIHandler):
+    """``GET /eugo/api/status``: eugo_lab and server versions, the idle threshold, and the kernels this server runs."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -57,9 +62,8 @@ class StatusHandler(APIHandler):
                             "connections": k.get("connections"),
                             # what the kernel's eugo runtime last published (None: it has not used eugo yet)
                             "eugo": read_status(status_dir, kid) if status_dir and kid else None})
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"eugo_lab": __version__, "server_version": jupyter_server.__version__,
-                                "kernels": kernels}))
+        self.reply({"eugo_lab": __version__, "server_version": jupyter_server.__version__,
+                    "idle_warning_s": self.settings.get("eugo_idle_warning_s"), "kernels": kernels})
 
 
 def _make_status_dir(runtime_dir: str) -> str:
@@ -99,11 +103,21 @@ def setup_handlers(serverapp: Any) -> None:
     web_app = serverapp.web_app
     base_url = web_app.settings["base_url"]
     host = ".*$"
-    handlers: list[tuple] = [(url_path_join(base_url, "eugo", "api", "status"), StatusHandler)]
+    api = url_path_join(base_url, "eugo", "api")
+    handlers: list[tuple] = [
+        (url_path_join(api, "status"), StatusHandler),
+        (url_path_join(api, "courses"), CoursesHandler),
+        (url_path_join(api, "progress"), ProgressHandler),
+        (url_path_join(api, "glossary"), GlossaryHandler),
+        (url_path_join(api, "kernels", "([^/]+)", "stop"), StopRuntimeHandler),
+    ]
     bokeh_dir = _bokehjs_dir()
     if bokeh_dir is not None:
         handlers.append((url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": bokeh_dir}))
     web_app.add_handlers(host, handlers)
+    config = EugoLab(parent=serverapp)
+    web_app.settings["eugo_courses_dir"] = config.courses_dir
+    web_app.settings["eugo_idle_warning_s"] = config.idle_warning_s
     # Kernels inherit the server's environment: this is how %%eugo learns base_url, and
     # where each kernel publishes its runtime status (eugo_lab.hpc.status).
     if bokeh_dir is not None:
