@@ -144,3 +144,18 @@ def test_the_host_profile_is_quick_and_sane():
     assert 1e-8 < p.call_overhead_s < 1e-3
     assert p.mem_bw > 1e8 and p.cache_bw > 1e8 and p.special_rate > 1e6 and p.flops64 > 1e7
     assert profiles.host_profile() is profiles.host_profile()  # measured once per process
+
+
+def test_main_memory_is_timed_past_the_last_level_cache(tmp_path):
+    # sysfs as on a Zen 4 EPYC: 32 kB L1d, 32 kB L1i, 1 MB L2, 32 MB L3 (the L3 decides)
+    for i, (size, kind) in enumerate([("32K", "Data"), ("32K", "Instruction"), ("1024K", "Unified"),
+                                      ("32768K", "Unified")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "size").write_text(size + "\n")
+        (d / "type").write_text(kind + "\n")
+    assert profiles.last_level_cache_bytes(str(tmp_path)) == 32 * 2**20
+    assert profiles.mem_operand_bytes(32 * 2**20) == 64 * 2**20  # 16 MB operands would partly sit in L3
+    assert profiles.last_level_cache_bytes(str(tmp_path / "absent")) is None
+    assert profiles.mem_operand_bytes(None) == 64 * 2**20  # unknown: a generous size
+    assert profiles.mem_operand_bytes(2 * 2**20) == 16 * 2**20  # never smaller than the model's large arrays

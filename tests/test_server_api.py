@@ -483,3 +483,20 @@ def test_a_stop_request_for_another_process_is_dropped(tmp_path):
     assert pub.check_stop_request() is False and stopped == [1]  # one request stops once
     with pytest.raises(ValueError, match="not a kernel id"):
         status.request_stop(str(tmp_path), "../k1", os.getpid())
+
+
+async def test_a_kernel_that_never_takes_the_stop_request_gets_a_504_naming_what_to_do(jp_fetch, jp_serverapp,
+                                                                                        monkeypatch):
+    from eugo_lab.server import api
+
+    monkeypatch.setattr(api, "STOP_WAIT_S", 0.5)
+    kid = await _kernel(jp_fetch)
+    try:
+        status_dir = Path(jp_serverapp.web_app.settings["eugo_status_dir"])
+        # a runtime "running" in a live process that reads no requests (this one)
+        (status_dir / f"{kid}.json").write_text(json.dumps({"state": "running", "pid": os.getpid()}))
+        code, doc = await post(jp_fetch, "eugo", "api", "kernels", kid, "stop")
+        assert code == 504 and "interrupt the kernel" in doc["error"], doc
+        assert json.loads((status_dir / f"{kid}.stop").read_text())["pid"] == os.getpid()  # still asked
+    finally:
+        await fetch(jp_fetch, "api", "kernels", kid, method="DELETE")

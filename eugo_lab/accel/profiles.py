@@ -1,7 +1,7 @@
 """What the cost model knows about a machine: a host (CPU) profile and device (GPU) profiles.
 
 The host profile is measured on first use (a few short NumPy timings, cached per process,
-well under a second), because the break-even size depends on the host: a laptop core and a
+about 0.2 s), because the break-even size depends on the host: a laptop core and a
 64-core server move memory at very different rates. Device profiles start from published
 peak figures (cited next to each number) scaled by achievable fractions, and are replaced by
 an on-device calibration (:mod:`eugo_lab.accel.calibrate`) when a GPU is present.
@@ -9,6 +9,7 @@ an on-device calibration (:mod:`eugo_lab.accel.calibrate`) when a GPU is present
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -58,7 +59,9 @@ class DeviceProfile:
 
 
 #: Working sets (bytes read + written) up to this size run at ``cache_bw`` on the host: a few MB of
-#: L2 + L3 per core group is typical of current x86-64 and Neoverse server parts.
+#: L2 + L3 per core group is typical of current x86-64 and Neoverse server parts. Larger ones are priced
+#: at ``mem_bw`` (measured past the last-level cache): conservative for a 16 MB operand on a host with
+#: a 32 MB L3, which may partly hit it, but never the cache rate for data that does not fit.
 CACHE_BYTES = 4 * 10**6
 
 _T = 1e12
@@ -138,19 +141,59 @@ def _best_time(fn, repeat: int, budget_s: float = 0.0) -> float:  # a zero-argum
     return best
 
 
+#: Per-operand size for the main-memory timing where the last-level cache size cannot be read: twice the
+#: 32 MB L3 of a current server CCX, so the operands cannot sit in it.
+_FALLBACK_MEM_OPERAND = 64 * 2**20
+_CACHE_SYSFS = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def last_level_cache_bytes(root: str = _CACHE_SYSFS) -> int | None:
+    """The largest data/unified cache of CPU 0 (``index*/size``, e.g. ``32768K``) in bytes; ``None`` if unknown."""
+    sizes = []
+    try:
+        entries = [e for e in os.listdir(root) if e.startswith("index")]
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "size")) as f:
+                text = f.read().strip().upper()
+            kind = ""
+            with contextlib.suppress(OSError), open(os.path.join(root, entry, "type")) as f:
+                kind = f.read().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+def mem_operand_bytes(llc: int | None) -> int:
+    """Bytes per operand for the main-memory timing: twice the last-level cache (the fallback when unknown)."""
+    if not llc:
+        return _FALLBACK_MEM_OPERAND
+    return max(2 * llc, 16 * 2**20)
+
+
 def measure_host(name: str | None = None) -> HostProfile:
-    """Time a few NumPy operations on this host (about 0.1 s); prefer :func:`host_profile` (cached)."""
+    """Time a few NumPy operations on this host (about 0.2 s); prefer :func:`host_profile` (cached)."""
     import numpy as np
 
     from eugo_lab.accel.detect import describe_cpu
 
-    n = 1 << 21  # 16 MB per float64 operand, 48 MB per add: past the last-level cache of most servers
-    a = np.random.default_rng(0).random(n)
-    b = a[::-1].copy()
-    out = np.empty_like(a)
+    # Main-memory bandwidth needs operands the last-level cache cannot hold: 16 MB operands partly sit
+    # in a 32 MB L3 (an EPYC CCX) and then "memory" bandwidth reads 2-5x too fast, which would make the
+    # model keep large arrays on the CPU that main memory could not feed that fast.
+    n = mem_operand_bytes(last_level_cache_bytes()) // 8
+    a = np.full(n, 1.5)  # np.full, not a random fill: an 8 M-element random draw alone takes ~50 ms
+    b = np.full(n, 2.5)
     c = 1 << 15  # 256 kB per operand: in L2/L3, the bandwidth small arrays see
     tiny = np.ones(8)
-    np.add(a, b, out=out)  # first touch of the pages, not part of the timing
+    np.add(a, b)  # warm the allocator's path for a result this large, not part of the timing
     reps = 200
 
     def tiny_calls() -> None:
@@ -161,10 +204,11 @@ def measure_host(name: str | None = None) -> HostProfile:
     # Results allocated fresh, as in a cell: a large result is new pages (faulted in) every time.
     add_s = _best_time(lambda: np.add(a, b), 3)
     cache_s = _best_time(lambda: np.add(a[:c], b[:c]), 7)
-    m = n // 4
-    exp_s = _best_time(lambda: np.exp(a[:m]), 3)
+    r = np.random.default_rng(0).random(1 << 19)  # exp and matmul on varied values (4 MB)
+    m = r.size
+    exp_s = _best_time(lambda: np.exp(r), 3)
     k = 192  # 14 MFLOP: long enough for BLAS to reach speed, short enough to stay ~1 ms
-    x64 = a[: k * k].reshape(k, k)
+    x64 = r[: k * k].reshape(k, k)
     x32 = x64.astype(np.float32)
     for _ in range(2):  # wake the BLAS threads: the first calls of a process pay for starting them
         x64 @ x64

@@ -23,17 +23,20 @@ the profile is the one calibrated on it, and the measured times at ``size`` are 
 
 ``gpu-transfer`` (lesson 2). Setup: ``signal``, 2 M float64 in ``[1, 100)`` made in an earlier
 cell. Starter (``not yet``: ``signal`` is host memory the proxy does not track, so every
-division copies it to the device again)::
+``np.log(signal)`` copies it to the device again)::
 
     %%eugo --exercise gpu-transfer --gpu auto
     import numpy as np
-    root = np.ones_like(signal)
+    w = np.log1p(signal)
     for step in range(STEPS):
-        root = 0.5 * (root + signal / root)     # Heron's method: root -> sqrt(signal)
+        w = w * (1 + np.log(signal) - np.log(w)) / (1 + w)   # Newton's step for w * exp(w) = signal
 
-Reference: ``s = np.asarray(signal)`` once, then ``s`` in the loop. Criteria: ``root`` equals
-``np.sqrt(signal)``; the ledger's bytes moved per operation are under
-``MAX_MOVED_SHARE`` of ``signal``'s size.
+Reference: ``s = np.asarray(signal)`` once, then ``s`` in the loop. Criteria: ``w * exp(w)``
+equals ``signal``; every operation the loop repeats ran (without a GPU: is predicted to run) on
+the device; the ledger's bytes moved per operation are under ``MAX_MOVED_SHARE`` of
+``signal``'s size. The loop has a logarithm per step, so offload pays even on a host whose
+memory is fast (a loop of adds and divides alone may rightly stay on such a host's CPU, and
+then the check says so instead of crediting data that never left the host).
 
 ``gpu-request`` (lesson 3). Starter (``not yet``: no task asks for a GPU)::
 
@@ -155,11 +158,14 @@ def gpu_break_even(a: Attempt) -> Verdict:
 
 
 # -- gpu-transfer -----------------------------------------------------------------------------------------
-#: Heron's method from 1.0 reaches sqrt of a value below 100 to machine precision in about 8 steps.
+#: Newton's method for w * exp(w) = signal from log1p(signal) converges (from below, quadratically) to
+#: machine precision in about 6 steps for signal in [1, 100); 20 leaves no doubt.
 STEPS = 20
 #: Bytes moved per operation, as a share of ``signal``: the reference moves signal and the result once over
-#: ~60 operations (about 3%); re-copying signal every step moves about a third of it per operation.
+#: ~120 operations (about 2%); re-copying signal every step moves about a sixth of it per operation.
 MAX_MOVED_SHARE = 0.1
+#: The result the exercise asks for, by name.
+RESULT = "w"
 
 
 def _ledger_or_not_yet() -> Any:
@@ -189,7 +195,7 @@ def _transfer_advice(ledger: Any, nbytes: int) -> str:
         return (f"`{r.op}` ran on the CPU {r.count} times ({r.reason_bucketed}), and each time the arrays it "
                 f"reads came back from the device ({fmt_bytes(r.d2h_bytes + r.h2d_bytes)} in all). Do that step "
                 "with operations the report shows on the GPU, and bring back only a number: for a convergence "
-                "check, float(np.max(np.abs(root * root - s))).")
+                "check, float(np.max(np.abs(w * np.exp(w) - s))).")
     fetched = [r for r in ledger.rows if r.is_transfer and r.why == "host needed" and r.count > 1]
     if fetched:
         r = max(fetched, key=lambda r: r.d2h_bytes)
@@ -200,17 +206,31 @@ def _transfer_advice(ledger: Any, nbytes: int) -> str:
             "only what you need after it.")
 
 
+def _kept_on_cpu(ledger: Any, cpu_rows: list) -> str:
+    """Why the loop did not use the device: the repeated operations the model kept on the CPU, and their reasons."""
+    r = max(cpu_rows, key=lambda r: r.count)
+    n, total = sum(x.count for x in cpu_rows), sum(x.count for x in ledger.ops if x.count > 1)
+    head = (f"the model kept {n} of the loop's {total} operations on the CPU, so no data was kept on the device: "
+            f"the loop did not use the GPU (`{r.op}` x{r.count}: {r.reason_bucketed}).")
+    if r.why == "transfer":
+        return (head + " On this host, copying its operands to the device costs more than the CPU takes for the "
+                "operation, so no first copy pays for itself. Where signal is read in the loop, hand it to the "
+                "proxy once (s = np.asarray(signal)) so one copy can serve every step.")
+    return (head + " On this host the model predicts NumPy is faster for these operations than "
+            f"{ledger.device}, so there is no offload to keep here.")
+
+
 @exercise("gpu-transfer", lesson=f"{COURSE}/02-automatic-gpu-offloading.ipynb", title="Keep the data on the device")
 def gpu_transfer(a: Attempt) -> Verdict:
-    """Grade from the offload ledger: the right root, and few bytes moved per operation."""
+    """Grade from the offload ledger: the right ``w``, the loop on the device, and few bytes moved per operation."""
     ledger = _ledger_or_not_yet()
     signal = np.asarray(a.namespace.get("signal"))
     if signal.ndim != 1 or signal.size == 0:
         return a.not_yet("`signal` is missing: run the cell that makes it (above this exercise) first.")
-    root = a.require("root")
-    if not measure.same_result(np.asarray(root, dtype=float), np.sqrt(signal)):
-        return a.not_yet(f"`root` is not the square root of signal: keep Heron's step, root = 0.5 * (root + s / "
-                         f"root), for all {STEPS} steps, starting from root = np.ones_like(s).")
+    w = np.asarray(a.require(RESULT), dtype=float)
+    if w.shape != signal.shape or not measure.same_result(w * np.exp(w), signal):
+        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal: keep Newton's step, w = w * (1 + "
+                         f"np.log(s) - np.log(w)) / (1 + w), for all {STEPS} steps, starting from w = np.log1p(s).")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
@@ -219,10 +239,19 @@ def gpu_transfer(a: Attempt) -> Verdict:
     if per_op >= limit:
         return a.not_yet(f"{fmt_bytes(per_op)} moved per operation, more than {MAX_MOVED_SHARE:.0%} of signal's "
                          f"{fmt_bytes(signal.nbytes)}.", _transfer_advice(ledger, signal.nbytes), details=details)
+    loop = [r for r in ledger.ops if r.count > 1]
+    cpu_rows = [r for r in loop if r.where != "gpu"]
+    if not loop or cpu_rows:
+        if not loop:
+            return a.not_yet(f"no operation ran more than once: keep the {STEPS} Newton steps in a loop in this "
+                             "cell.", details=details)
+        return a.not_yet(_kept_on_cpu(ledger, cpu_rows), details=details)
+    ran = "would run on" if ledger.predictions_only else "ran on"
     where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
-    return a.passed("root is the square root of signal",
-                    f"bytes moved per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's "
-                    f"{fmt_bytes(signal.nbytes)}: the data stayed on the device ({where})", details=details)
+    return a.passed(f"{RESULT} solves w * exp(w) = signal",
+                    f"all {sum(r.count for r in loop)} operations of the loop {ran} {ledger.device} and bytes moved "
+                    f"per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's {fmt_bytes(signal.nbytes)}: "
+                    f"the data stayed on the device ({where})", details=details)
 
 
 # -- gpu-request ------------------------------------------------------------------------------------------
