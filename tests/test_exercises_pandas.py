@@ -79,7 +79,7 @@ def test_on_one_worker_the_reference_passes_on_the_replay_and_says_so():
     v = run(cell, workers=1)
     text = lines(v)
     assert v.passed, text
-    assert "this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over 1.4x" in text
+    assert "this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over 1.3x" in text
     v = run("result = hpc.map_partitions(summarize, readings, partitions=1)\n", workers=1)
     assert "sent the whole DataFrame (100,000 rows) to one task" in lines(v)
 

@@ -40,8 +40,10 @@ DATA, ANALYSIS, RESULT = "readings", "summarize", "result"
 # balanced by map_partitions(by=...)) stay within a few percent of their share.
 DOMINANT_SHARE = 1.5
 # 8 equal partitions on 2 workers replay at ~1.9x, one partition at 1.0x, two unequal ones
-# (75/25) at ~1.3x: 1.4x separates a split that keeps both workers busy from one that does not.
-MIN_REPLAYED_SPEEDUP = 1.4
+# (75/25) at ~1.3x. Unequal splits are caught by DOMINANT_SHARE (bytes, not time) first, so this bar
+# only has to tell "kept both workers busy" from "one task": 1.3x, since a busy machine slowed one
+# of the reference's 8 tasks enough to replay it at 1.38x.
+MIN_REPLAYED_SPEEDUP = 1.3
 FIX = ("split it into partitions: hpc.map_partitions(summarize, readings, by=\"meter\") keeps each meter's rows "
        "together, or partitions=\"auto\" with a combine that adds the partial results")
 
