@@ -189,10 +189,14 @@ def test_server_extension_without_bokeh_serves_status_and_publishes_no_bokeh_url
     added, warnings = [], []
     log = logging.getLogger("test-server")
     monkeypatch.setattr(log, "warning", lambda msg, *a: warnings.append(msg % a if a else msg))
+    from traitlets.config import Configurable
+
     web_app = SimpleNamespace(settings={"base_url": "/"}, add_handlers=lambda host, hs: added.extend(hs))
-    app = SimpleNamespace(web_app=web_app, runtime_dir=str(tmp_path), log=log)
+    app = Configurable()  # the extension's settings (EugoLab) take the server app as their traitlets parent
+    app.web_app, app.runtime_dir, app.log = web_app, str(tmp_path), log
     handlers.setup_handlers(app)
-    assert [h[0] for h in added] == ["/eugo/api/status"]
+    routes = [h[0] for h in added]
+    assert "/eugo/api/status" in routes and not any("bokeh" in r for r in routes), routes
     assert BOKEH_URL_ENV not in os.environ  # kernels of this server: live counters and the static timeline
     assert warnings == ['eugo_lab: bokeh is not installed, so the %%eugo live timeline is off; '
                         'pip install "eugo-lab[lab]" and restart the server']

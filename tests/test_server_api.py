@@ -243,6 +243,19 @@ def test_the_courses_folder_is_configured_or_found_and_never_outside_root_dir(tm
             find_courses_dir(COURSES, outside)
 
 
+async def test_a_server_outside_the_courses_lists_nothing_and_says_why(jp_fetch, jp_serverapp, tmp_path):
+    # JupyterLab opened on any other folder: the panel's request is not an error (no 404 in the console).
+    settings = jp_serverapp.web_app.settings
+    old = settings.get("server_root_dir"), settings.get("eugo_courses_dir", "")
+    settings["server_root_dir"], settings["eugo_courses_dir"] = str(tmp_path), ""
+    try:
+        code, doc = await fetch(jp_fetch, "eugo", "api", "courses")
+    finally:
+        settings["server_root_dir"], settings["eugo_courses_dir"] = old
+    assert code == 200 and doc["courses"] == [] and doc["checklists"] == [], doc
+    assert "--ServerApp.root_dir=courses" in doc["note"]
+
+
 async def test_a_root_without_courses_answers_404_naming_the_setting(jp_fetch, jp_serverapp):
     jp_serverapp.web_app.settings["eugo_courses_dir"] = "checklists"  # a folder, but no course folders
     code, doc = await fetch(jp_fetch, "eugo", "api", "courses")

@@ -29,7 +29,9 @@ traceback.
   is the pass's time once passed, else the last attempt's. Paths are relative to the
   server's root_dir: with the courses folder below it (root_dir = the repository) they
   start with ``courses/``. Where the courses are: see :func:`eugo_lab.server.courses.find_courses_dir`;
-  none found: 404.
+  none found: an empty listing with a ``note`` saying how to point the server at the courses
+  (200: a JupyterLab opened on another folder is not an error); a configured folder that holds no
+  courses, or lies outside root_dir: 404.
 
 ``POST /eugo/api/progress`` with ``{"checklist": "<id>", "item": "<item id>", "ticked": true | false}``
   (JSON, at most 64 KB, no other keys) -> ``{"ok": true, "item": {...as in the listing...}}``,
@@ -131,7 +133,13 @@ class EugoAPIHandler(APIHandler):
         return await IOLoop.current().run_in_executor(None, fn, *args)
 
 
-def _courses_dir(handler: EugoAPIHandler) -> tuple[Any, str]:
+#: What ``GET /eugo/api/courses`` says when this server runs outside the courses (nothing configured, none
+#: found): an empty listing, not an error, so a JupyterLab opened on any folder shows a quiet panel.
+NO_COURSES_NOTE = ("no Eugo courses under this server's root: start JupyterLab with --ServerApp.root_dir=courses "
+                   "(make lab does), or set EugoLab.courses_dir / EUGO_LAB_COURSES_DIR")
+
+
+def _courses_dir(handler: EugoAPIHandler) -> tuple[Any, str] | None:
     from eugo_lab.server.courses import find_courses_dir, looks_like_courses_dir
 
     root = handler.settings.get("server_root_dir") or handler.serverapp.root_dir
@@ -141,6 +149,8 @@ def _courses_dir(handler: EugoAPIHandler) -> tuple[Any, str]:
     except ValueError as exc:
         raise BadRequest(404, str(exc))
     if not looks_like_courses_dir(found):
+        if not configured:
+            return None  # a server started elsewhere: an empty listing with NO_COURSES_NOTE
         raise BadRequest(404, f"no courses folder at {found} (it needs numbered course folders and index.ipynb or "
                               "vocabulary.ipynb); start the server with --ServerApp.root_dir=courses, or set "
                               "EugoLab.courses_dir / EUGO_LAB_COURSES_DIR")
@@ -155,8 +165,11 @@ class CoursesHandler(EugoAPIHandler):
         """The listing (see the module docstring)."""
         from eugo_lab.server.courses import listing
 
-        found, prefix = _courses_dir(self)
-        self.reply(await self.blocking(listing, found, prefix))
+        where = _courses_dir(self)
+        if where is None:
+            self.reply({"courses": [], "checklists": [], "vocabulary": None, "index": None, "note": NO_COURSES_NOTE})
+            return
+        self.reply(await self.blocking(listing, *where))
 
 
 def _tick_request(doc: dict[str, Any]) -> tuple[str, str, bool]:
