@@ -103,3 +103,11 @@ def same_result(value: Any, expected: Any) -> bool:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 task``, ``3 tasks``."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def blocking_loop(report: Any) -> tuple[str, int] | None:
+    """Where the run's Blocking finding puts the get() in a loop (``cell line N``) and how many tasks it serialized."""
+    blocking = report.finding("blocking")
+    if blocking is None:
+        return None
+    return display_source(blocking.evidence["source"]), int(blocking.evidence["serialized_tasks"])

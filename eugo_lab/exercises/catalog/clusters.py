@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.analysis.contention import overlap_share
-from eugo_lab.analysis.report import display_source
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
 
@@ -105,10 +104,9 @@ def dask_cluster(a: Attempt) -> Verdict:
     if not measure.same_result(result, local):
         return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations; "
                          f"collect hpc.get of the {N} futures in seed order (hpc.get on a list keeps its order).")
-    blocking = a.report.finding("blocking")
-    if blocking is not None:
-        where = display_source(blocking.evidence["source"])
-        k = int(blocking.evidence["serialized_tasks"])
+    blocked = measure.blocking_loop(a.report)
+    if blocked is not None:
+        where, k = blocked
         return a.not_yet(f"your tasks ran on the cluster, but the loop called get() at {where} after each task, so "
                          f"{k} tasks ran one at a time, each paying the trip through the scheduler in turn; submit "
                          f"them all first (futures = [{FUNCTION}.remote(seed) for seed in range({N})]), then call "

@@ -37,7 +37,7 @@ at least ``MIN_REPLAYED_SPEEDUP``.
 
 from __future__ import annotations
 
-from eugo_lab.analysis.report import display_source, fmt_x
+from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
 
@@ -66,10 +66,9 @@ def fan_out(a: Attempt) -> Verdict:
     if n < N:
         return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; submit every call "
                          f"with {FUNCTION}.remote(x).")
-    blocking = a.report.finding("blocking")
-    if blocking is not None:
-        where = display_source(blocking.evidence["source"])
-        k = int(blocking.evidence["serialized_tasks"])
+    blocked = measure.blocking_loop(a.report)
+    if blocked is not None:
+        where, k = blocked
         return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time; "
                          "submit them all first (futures = [slow_square.remote(x) for x in range(12)]), then call "
                          "hpc.get(futures) once.")
