@@ -184,6 +184,12 @@ def profile_first(a: Attempt) -> Verdict:
         return a.not_yet(f"{name} is not where the time goes: the profile shows its self time well below the top "
                          "row's. It may look like the expensive step, but measure before you believe it: name the "
                          "function at the top of the self column.", details=details)
+    if callable(a.namespace.get(name)):
+        # Defined in the notebook but never sampled: it ran too briefly for even one sample, which is
+        # the answer (a quiet machine samples a fast step less often than a busy one).
+        return a.not_yet(f"{name} is not where the time goes: it ran so briefly that the profiler never caught it "
+                         "running, not once. It may look like the expensive step, but measure before you believe "
+                         "it: name the function at the top of the self column.", details=details)
     known = ", ".join(sorted({h.function for h in mine}))
     return a.not_yet(f"no function named {name} ran in the profiled tasks; the functions of your code in the "
                      f"profile are: {known}.")
@@ -297,10 +303,11 @@ def jit_exercise(a: Attempt) -> Verdict:
 
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
-# Oversubscribed BLAS on 2 shared cores ran 5-10x slower than one thread per worker here; the reference
-# still came in under 1.3x once with other programs loading both cores, so the bar is "faster at all,
-# beyond noise": a busy neighbour must not fail a correct answer.
-MIN_THREAD_RATIO = 1.15
+# How much the guard saves depends on the machine's load: oversubscribed BLAS on 2 shared cores ran
+# 5-10x slower than one thread per worker while other programs used the cores, and about as fast on a
+# quiet machine (a full CI run measured 1.0x). So speed only catches a tuned version that is clearly
+# slower (it does other or more work); the guard is graded on the threads the workers report.
+MIN_THREAD_RATIO = 0.8
 
 
 @exercise("threads", lesson=COURSE + "04-threads-and-oversubscription.ipynb",
@@ -334,13 +341,14 @@ def threads(a: Attempt) -> Verdict:
                         "this machine is too small to oversubscribe (the baseline got no more threads), so the "
                         "speed comparison does not apply here", details=details)
     if ratio < MIN_THREAD_RATIO:
-        return a.not_yet(f"the tuned tasks report {max(seen_after)} BLAS thread(s) each, but they were not faster "
-                         f"than the oversubscribed ones in this run (under {MIN_THREAD_RATIO}x): give tuned the same "
-                         "work as the baseline, blas_work(), and run the cell again.", details=details)
+        return a.not_yet(f"the tuned tasks report {max(seen_after)} BLAS thread(s) each, but they ran clearly slower "
+                         "than the oversubscribed ones in this run: give tuned the same work as the baseline, "
+                         "blas_work(), and run the cell again.", details=details)
     return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
                     f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}: no oversubscription",
-                    f"their median task is at least {MIN_THREAD_RATIO}x shorter than the oversubscribed baseline's "
-                    "in the same run", details=details)
+                    f"{measure.plural(max(seen_before), 'thread')} per worker in the baseline, "
+                    f"{measure.plural(max(seen_after), 'thread')} with the guard; the measured difference in task "
+                    "time (below) grows with how busy the machine's cores are", details=details)
 
 
 # -- lesson 5: the report ------------------------------------------------------------------------------
