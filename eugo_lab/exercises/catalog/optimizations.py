@@ -304,10 +304,10 @@ def jit_exercise(a: Attempt) -> Verdict:
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
 # How much the guard saves depends on the machine's load: oversubscribed BLAS on 2 shared cores ran
-# 5-10x slower than one thread per worker while other programs used the cores, and about as fast on a
-# quiet machine (a full CI run measured 1.0x). So speed only catches a tuned version that is clearly
-# slower (it does other or more work); the guard is graded on the threads the workers report.
-MIN_THREAD_RATIO = 0.8
+# 5-10x slower than one thread per worker while other programs used the cores, 1.0x in a quiet CI run,
+# and sometimes faster (each worker's two threads use a core the other worker left idle). A verdict on
+# speed would be a verdict on the neighbours, so the guard is graded on the threads the workers report,
+# and the measured task times are shown as evidence.
 
 
 @exercise("threads", lesson=COURSE + "04-threads-and-oversubscription.ipynb",
@@ -340,10 +340,6 @@ def threads(a: Attempt) -> Verdict:
                         f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}",
                         "this machine is too small to oversubscribe (the baseline got no more threads), so the "
                         "speed comparison does not apply here", details=details)
-    if ratio < MIN_THREAD_RATIO:
-        return a.not_yet(f"the tuned tasks report {max(seen_after)} BLAS thread(s) each, but they ran clearly slower "
-                         "than the oversubscribed ones in this run: give tuned the same work as the baseline, "
-                         "blas_work(), and run the cell again.", details=details)
     return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
                     f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}: no oversubscription",
                     f"{measure.plural(max(seen_before), 'thread')} per worker in the baseline, "
