@@ -92,7 +92,10 @@ def test_nbval_checks_every_exercise_verdict(path: Path):
         assert "starter" in tags or "solution" in tags, f"{_name(path)} cell {i}: tag it starter or solution"
         want = f"exercise {m.group(1)}: {'passed' if 'solution' in tags else 'not yet'}\n"
         after = cells[i + 1] if i + 1 < len(cells) else {}
-        assert "verdict-check" in after.get("metadata", {}).get("tags", []), f"{_name(path)} cell {i}: no verdict check"
+        assert "verdict-check" in after.get("metadata", {}).get("tags", []), (
+            f"{_name(path)} cell {i}: no verdict check after it; add a code cell tagged verdict-check and "
+            "nbval-check-output (source_hidden) running `print(last_verdict().first_line)` from eugo_lab.exercises, "
+            f"with {want!r} as its stored stdout")
         assert _checked(after)
         saved = "".join("".join(o.get("text", "")) for o in after.get("outputs", []))
         assert saved == want, f"{_name(path)} cell {i}: the verdict check expects {saved!r}, not {want!r}"
