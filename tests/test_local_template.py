@@ -139,6 +139,36 @@ def test_forked_workers_get_the_pools_environment_and_directory(tmp_path, monkey
         assert answers[replacement] == (["default"], str(tmp_path)), var
 
 
+
+@hpc.remote
+def open_fds() -> dict[int, str]:
+    out = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out[int(fd)] = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:  # the descriptor listdir itself held
+            pass
+    return out
+
+
+def test_the_drivers_inheritable_descriptors_stay_out_of_template_and_workers(tmp_path):
+    # The template is started with posix_spawn, which passes every inheritable descriptor on
+    # (a kernel's sockets, a file a library opened): it must close them, as close_fds would,
+    # or the workers it forks would hold the driver's files open.
+    with open(tmp_path / "driver-only.txt", "w") as f:
+        fd = f.fileno()
+        os.set_inheritable(fd, True)
+        hpc.init(workers=2)
+        try:
+            template = _backend().template_pid()
+            held = set(os.listdir(f"/proc/{template}/fd"))
+            worker_fds = [fds for _ in range(2) for fds in [hpc.get(open_fds.remote(), timeout=30)]]
+        finally:
+            hpc.shutdown()
+    assert str(fd) not in held, held
+    for fds in worker_fds:
+        assert not any("driver-only.txt" in target for target in fds.values()), fds
+
 def test_a_failed_init_leaves_no_template_behind():
     before = children()
     with pytest.raises(ValueError, match="workers must be"):

@@ -5,16 +5,19 @@ names) because both ends of a local pool's start-up need them: the driver builds
 template's environment from them before it starts that process, and each worker applies
 the limit before its first task. Every import on those paths delays the first result
 (thread_guard's dataclasses and inspect cost ~5 ms), so this module imports ``os``, ``sys``
-and the settings only.
+and the settings only (not even ``typing`` or ``collections``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 
 from eugo_lab.settings import THREADS_PER_WORKER_ENV, THREADS_USER_ENV
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (and collections) before the template starts
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: The variables BLAS/OpenMP/NumExpr/Numba read for their thread counts.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",

@@ -2,7 +2,8 @@
 
 Kept apart from ``local_process`` and light to import: ``hpc.init()`` imports this module
 first and starts the template, so that it boots while the rest of the runtime is imported.
-It imports no ``typing``, ``socket`` or ``eugo_lab.hpc``: what it imports delays that start.
+It imports no ``typing``, ``socket``, ``subprocess`` or ``eugo_lab.hpc``: what it imports delays
+that start (``subprocess`` with ``signal`` and ``selectors`` alone is ~7 ms, a third of the template's boot).
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 import _socket
 import os
 import select
-import signal
 import struct
-import subprocess
 import sys
 import time
 
@@ -69,14 +68,8 @@ class Template:
         self.alive = True
         self.sock, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _TEMPLATE_CMD, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=os.getcwd(),
-            )
+            self.proc = _Child.spawn([sys.executable, "-c", _TEMPLATE_CMD, str(theirs.fileno()), str(os.getpid())],
+                                     env, theirs.fileno())
         except BaseException:
             self.sock.close()
             raise
@@ -146,6 +139,8 @@ class Template:
             if left <= 0:
                 if timeout is None:
                     return None
+                import subprocess  # imported by then (the pool's own modules import it)
+
                 raise subprocess.TimeoutExpired(f"worker {pid}", timeout)
             self._recv(left)
         return self.exits.pop(pid)
@@ -190,11 +185,58 @@ class Template:
         """Close the socket (the template's lifeline) and wait for the template to exit."""
         self._died()
         self.sock.close()
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        if self.proc.wait(timeout) is None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(None)
+
+
+_SIGKILL = 9  # signal.SIGKILL, without importing signal (its enums cost ~3 ms) before the template starts
+
+
+class _Child:
+    """The template process, started with ``os.posix_spawn``: what ``Template`` needs of a ``Popen``.
+
+    Not ``subprocess.Popen``: importing ``subprocess`` would hold the template's start back by
+    ~4 ms. ``posix_spawn`` passes on every inheritable descriptor, not only ``keep_fd``: the
+    template closes all others first thing (``local_zygote.main``), as ``close_fds`` would.
+    """
+
+    __slots__ = ("pid", "returncode")
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    @classmethod
+    def spawn(cls, argv: list[str], env: dict[str, str], keep_fd: int) -> _Child:
+        """Start ``argv`` in its own session, stdin on /dev/null, ``keep_fd`` inherited."""
+        os.set_inheritable(keep_fd, True)
+        stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        return cls(os.posix_spawn(argv[0], argv, env, file_actions=stdin, setsid=True))
+
+    def wait(self, timeout: float | None) -> int | None:
+        """Its exit code (negative: the signal that killed it); None if it still runs after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                time.sleep(min(delay, left))  # the template exits within ms of its socket closing
+                delay = min(2 * delay, 0.05)
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL it, unless it was already reaped."""
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, _SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 class Forked:
@@ -214,7 +256,7 @@ class Forked:
         """SIGKILL the worker, unless it was already reported dead (its pid may name another process now)."""
         if self.pid in self.template.forked or not self.template.alive:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self.pid, _SIGKILL)
             except ProcessLookupError:
                 pass
 
@@ -241,9 +283,9 @@ def prestart_template() -> None:
     global _prestarted
     if _prestarted is not None or not USE_TEMPLATE:
         return
-    import threading
+    import _thread  # not threading: its import (functools, collections) would delay the start by ~2 ms
 
-    if threading.current_thread() is not threading.main_thread():
+    if _thread.get_native_id() != os.getpid():  # on Linux only the main thread's id is the process id
         return
     try:
         _prestarted = Template(worker_env(1, {}))

@@ -46,11 +46,17 @@ from eugo_lab.hpc import serialization  # noqa: F401 - what a worker imports bef
 _REQUEST_BYTES = 1 << 16  # more than any request: a store path, six variables and a directory
 _MSG = struct.Struct("<1sii")
 _FDS = struct.Struct("<4i")
+_MAX_FD = 1 << 20  # above any descriptor (close_range: one system call however large)
 
 
 def main() -> None:
     """Fork a worker per request until the driver closes the socket or dies."""
     sock_fd, parent_pid = int(sys.argv[1]), int(sys.argv[2])
+    # Started by posix_spawn, it inherited every inheritable descriptor of the driver (a
+    # kernel's sockets...): keep only stdio and the socket, as subprocess's close_fds would,
+    # so neither it nor the workers it forks hold the driver's files open.
+    os.closerange(3, sock_fd)
+    os.closerange(sock_fd + 1, _MAX_FD)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, sock_fd)
     live: set[int] = set()
     stores: set[str] = set()  # the shared-memory stores of the workers it forked

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import logging
 import os
 import threading
 import time
@@ -27,7 +26,21 @@ from eugo_lab.tracing import recorder as rec
 from eugo_lab.tracing import row
 from eugo_lab.tracing.row import TaskStats
 
-log = logging.getLogger("eugo_lab")
+
+class _Log:
+    """The ``eugo_lab`` logger, looked up on first use.
+
+    Importing ``logging`` (with traceback, string and weakref, ~3 ms) at ``hpc.init`` would
+    delay every local pool's first result, and a session logs only when something went wrong.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("eugo_lab"), name)
+
+
+log = _Log()
 
 
 class _DependencyGate:
@@ -503,9 +516,7 @@ def set_current(rt: Runtime | None) -> None:
 
         runtime_changed()  # tell the Jupyter server, when this kernel reports to one
     except Exception:  # a status file must never break init or shutdown
-        import logging
-
-        logging.getLogger("eugo_lab").debug("publishing the runtime status failed", exc_info=True)
+        log.debug("publishing the runtime status failed", exc_info=True)
 
 
 def _shutdown_at_exit() -> None:
