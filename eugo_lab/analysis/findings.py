@@ -131,9 +131,9 @@ TASK_TIMING_S = 1e-6
 # measured since its result makes no future per item (it was ~0.18 us per item with one
 # future each), so the batches of the what-if are ready that much later.
 MAP_ITEM_S = 1.3e-8
-# What an item costs its worker inside an hpc.map batch when its own work is nothing: the
-# batch's share of (un)pickling and the worker's loop, measured ~0.1-0.2 us (100,000 no-op
-# items in 10-16 ms on 2 workers). A single task that short measures only its own timing
+# What an item costs its worker inside an hpc.map batch besides its own work: the batch's
+# share of (un)pickling and the worker's loop, measured ~0.1-0.2 us (100,000 no-op items in
+# 10-16 ms on 2 workers). A single task that short measures only its own timing
 # (~1 us, with a tail of scheduler noise that a batch's tight loop does not pay).
 MAP_ITEM_WORK_S = 2e-7
 

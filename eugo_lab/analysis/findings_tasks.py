@@ -93,10 +93,12 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
                           related=("Batching",))
         # Tasks of one item each: plain calls, and hpc.map batches of a single item (batch=1).
         one = np.flatnonzero(sel & (~u.is_batch | (u.n_items <= 1)))
-        # Each item at the function's median body: bodies this short are mostly the task's own
-        # timing plus scheduler noise (a preempted task reads hundreds of us), which a batch's
-        # tight loop over its items does not pay per item.
-        per_item_in_batch = max(float(np.median(u.body[one])) - TASK_TIMING_S, MAP_ITEM_WORK_S)
+        # Each item at the function's median body less the task's own timing (bodies this short
+        # are mostly that timing plus scheduler noise: a preempted task reads hundreds of us,
+        # which a batch's tight loop over its items does not pay per item), plus what the
+        # batch's loop costs per item. Flooring the work at the loop's cost instead predicted
+        # items of 1.6 us of real work 30% fast (68 ms against 98 ms for 100,000).
+        per_item_in_batch = max(float(np.median(u.body[one])) - TASK_TIMING_S, 0.0) + MAP_ITEM_WORK_S
         body_in_batch = np.full(len(one), per_item_in_batch)
         fixed = whatif.batched(ctx.replay, one, size, body_in_batch, SUBMIT_COST_S, SLOW_SUBMIT_GAP_S, MAP_ITEM_S)
         out.append(priced(ctx, finding, fixed, f"batch {name}() {size} items per task with hpc.map"))
