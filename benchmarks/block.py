@@ -44,6 +44,12 @@ def main() -> None:
         print("BENCH_PROBE " + json.dumps({"t": time.time()}), flush=True)
         return
 
+    import os
+
+    from benchmarks.tasks import GATE_ENV
+
+    # Before the engine starts, so its workers inherit it (see scenarios.pending_memory).
+    os.environ[GATE_ENV] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"eugo-bench-gate-{os.getpid()}")
     t_start = time.time()
     eng = ENGINES[name][0]()
     eng.start()
@@ -58,6 +64,7 @@ def main() -> None:
         raw["batched"] = [sc.batched(eng, sizes["map_items"])]
         if eng.map_large:
             raw["batched large"] = [sc.batched(eng, sizes["map_items_large"])]
+            raw["pending"] = [sc.pending_memory(eng, sizes["map_items_large"])]
         raw["cpu"] = [sc.cpu_speedup(eng, sizes["cpu_tasks"], sizes["cpu_iters"], flip)]
         for how, s in sc.array_to_tasks(eng, sizes["mb"]).items():
             raw[f"array {how}"] = [s]

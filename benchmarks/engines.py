@@ -44,6 +44,10 @@ class Engine:
     def via_put(self, fn: Callable, obj: Any, k: int) -> list:
         raise NotImplementedError
 
+    def start_map(self, fn: Callable, items: list) -> Callable[[], list]:
+        """Start the batched path over ``items`` without waiting; the returned function gathers the results."""
+        raise NotImplementedError
+
     def one_at_a_time(self, fn: Callable, args: list) -> list:
         return [self.each(fn, [a])[0] for a in args]
 
@@ -104,6 +108,10 @@ class EugoLab(Engine):
         with self._region():
             return self.hpc.get(self.hpc.map(fn, items))
 
+    def start_map(self, fn, items):
+        result = self.hpc.map(fn, items)
+        return lambda: self.hpc.get(result)
+
     def via_put(self, fn, obj, k):
         f = self.hpc.remote(fn)
         with self._region():
@@ -132,6 +140,10 @@ class StdPool(Engine):
 
     def batched(self, fn, items):
         return list(self.ex.map(fn, items, chunksize=map_chunk(len(items))))
+
+    def start_map(self, fn, items):
+        results = self.ex.map(fn, items, chunksize=map_chunk(len(items)))  # submits every chunk now
+        return lambda: list(results)
 
 
 class Loky(StdPool):

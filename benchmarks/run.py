@@ -102,6 +102,10 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
     if "batched large" in raw:
         res.append({"scenario": f"{sz.map_items_large} items batched", "items": sz.map_items_large, "engines": {
             e: report.summarize(xs) for e, xs in raw["batched large"].items()}})
+    if "pending" in raw:
+        res.append({"scenario": f"{sz.map_items_large} items pending (driver memory)", "items": sz.map_items_large,
+                    "engines": {e: report.summarize(xs, extra=("bytes_per_item",))
+                                for e, xs in raw["pending"].items()}})
     res.append({"scenario": f"{sz.cpu_tasks} CPU tasks x {sz.cpu_seconds} s, 2 workers", "items": None,
                 "engines": {e: report.summarize(xs, extra=("wall_1w", "speedup_wall", "speedup_cpu", "stolen_2w"))
                             for e, xs in raw["cpu"].items()}})

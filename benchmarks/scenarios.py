@@ -52,6 +52,38 @@ def batched(eng: Engine, n: int) -> dict:
     return {**s, "items": n}
 
 
+def pending_memory(eng: Engine, n: int, settle: float = 0.2) -> dict:
+    """Driver memory an ``n``-item batched map holds while its items are pending.
+
+    The items wait on a gate file (:func:`tasks.gated`), so none finishes while
+    ``tracemalloc`` (every thread's Python and NumPy allocations) measures what the map's
+    call left allocated, ``settle`` seconds later (the engines' feeder threads have pickled
+    what they pickle ahead by then). Then the gate opens and the results are checked.
+    ``wall``: how long the call took to return.
+    """
+    import tracemalloc
+
+    gate = Path(os.environ[tasks.GATE_ENV])
+    items = list(range(n))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        t = time.perf_counter()
+        gather = eng.start_map(tasks.gated, items)
+        wall = time.perf_counter() - t
+        time.sleep(settle)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        gate.touch()
+    try:
+        out = gather()
+    finally:
+        gate.unlink(missing_ok=True)
+    assert list(out) == items, f"{eng.name}: wrong results"
+    return {"wall": wall, "items": n, "bytes_per_item": held / n}
+
+
 def cpu_speedup(eng: Engine, n_tasks: int, iters: int, flip: bool) -> dict:
     """``n_tasks`` CPU-bound tasks on 1 worker vs 2 workers.
 
