@@ -95,13 +95,26 @@ def explain(code: str) -> tuple[str, str]:
     return _EXPLAIN.get(code, _EXPLAIN["compile-error"])
 
 
+# What Numba names a global's type when it is something to call (see classify_numba_error).
+_CALLABLE_KINDS = ("function", "builtin_function_or_method", "method", "functools.partial",
+                   "numba.core.registry.CPUDispatcher")
+
+
 def classify_numba_error(exc: BaseException) -> tuple[str, str]:
     """Map a Numba compile error onto a decline code and a short detail (the offending name, if any)."""
     text = str(exc)
     low = text.lower()
-    m = re.search(r"untyped global name '([^']+)'", text, re.IGNORECASE)
+    m = re.search(r"untyped global name '([^']+)'(?::\s*cannot determine numba type of <class '([^']+)'>)?",
+                  text, re.IGNORECASE)
     if m:
-        return "unknown-call", f"{m.group(1)}"
+        name, kind = m.group(1), m.group(2) or ""
+        # A global Numba cannot type is a call it does not know only when it is a function;
+        # a class (``Box(0.0)``) or an instance (``B.v``) is a Python object in the loop.
+        if kind == "type":
+            return "python-objects", f"{name} (a class)"
+        if kind and kind not in _CALLABLE_KINDS:
+            return "python-objects", f"{name} (a {kind.rsplit('.', 1)[-1]} object)"
+        return "unknown-call", name
     m = re.search(r"Unknown attribute '(\w+)' of type Module\(<module '([\w.]+)'", text)
     if m:
         return "unknown-call", f"{m.group(2)}.{m.group(1)}"
@@ -110,7 +123,7 @@ def classify_numba_error(exc: BaseException) -> tuple[str, str]:
     if "reflected list" in low or "reflected set" in low:
         return "lists", ""
     if "pyobject" in low or "cannot determine numba type of" in low or "unknown attribute" in low:
-        m = re.search(r"cannot determine Numba type of <class '([^']+)'>", text)
+        m = re.search(r"cannot determine Numba type of <class '([^']+)'>", text, re.IGNORECASE)
         return "python-objects", m.group(1) if m else ""
     if "unsupported" in low and ("opcode" in low or "use of" in low or "construct" in low):
         return "unsupported-feature", ""
