@@ -90,6 +90,19 @@ def test_cpu_time_uses_cache_bandwidth_for_small_working_sets():
     assert cost.cpu_time(big, HOST) == pytest.approx(1e-6 + 240e6 / 10e9)
 
 
+def test_each_special_function_costs_what_the_host_measured_for_it():
+    import dataclasses
+
+    host = dataclasses.replace(HOST, special_costs=(("sin", 12.0), ("log", 0.8)))
+    n = 10**6  # 16 MB moved: 1.6 ms at main-memory bandwidth; exp at 1e9/s is 1 ms, sin 12 ms
+    def op(name):
+        return Operation(name, "elementwise", ((n,),), "float64", (n,), work="special")
+    assert cost.cpu_time(op("sin"), host) == pytest.approx(1e-6 + n * 12.0 / 1e9)
+    assert cost.cpu_time(op("exp"), host) == pytest.approx(1e-6 + 16e6 / 10e9)  # not measured: one exp, memory-bound
+    assert cost.cpu_time(op("log"), host) == cost.cpu_time(op("exp"), host)
+    assert host.special_cost("tanh") == 1.0 and host.special_cost("sin") == 12.0
+
+
 def test_matmul_is_arithmetic_bound_on_both_sides():
     op = sample_operation("matmul", 2000, "float32")
     assert op.flops == 2 * 2000**3
@@ -144,6 +157,13 @@ def test_the_host_profile_is_quick_and_sane():
     assert 1e-8 < p.call_overhead_s < 1e-3
     assert p.mem_bw > 1e8 and p.cache_bw > 1e8 and p.special_rate > 1e6 and p.flops64 > 1e7
     assert profiles.host_profile() is profiles.host_profile()  # measured once per process
+    costs = dict(p.special_costs)
+    from eugo_lab.accel.ops import SPECIAL
+
+    assert {"exp", "sin", "power", "arctan2", "hypot"} <= set(costs) <= SPECIAL
+    assert all(c > 0 for c in costs.values()), costs
+    # exp in exp()s, timed on a smaller array than special_rate: the same rate to within the noise
+    assert 0.33 < costs["exp"] < 3, costs
 
 
 def test_main_memory_is_timed_past_the_last_level_cache(tmp_path):

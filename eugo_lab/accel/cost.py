@@ -150,7 +150,8 @@ def cpu_time(op: Operation, host: HostProfile) -> float:
     bw = host.cache_bw if moved <= CACHE_BYTES else host.mem_bw
     mem = moved / bw
     if op.kind == "elementwise":
-        body = max(mem, math.prod(op.output) * _HOST_WORK[op.work] / host.special_rate)
+        work = host.special_cost(op.name) if op.work == "special" else _HOST_WORK[op.work]
+        body = max(mem, math.prod(op.output) * work / host.special_rate)
     elif op.kind == "matmul":
         if op.dtype.startswith(("int", "uint", "bool")):
             rate = _INT_MATMUL_RATE

@@ -15,6 +15,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from eugo_lab.settings import GPU_PROFILE_ENV
 
@@ -31,6 +32,17 @@ class HostProfile:
     flops64: float  # float64 matmul flop/s (BLAS, all its threads)
     flops32: float  # float32 matmul flop/s
     source: str = "measured"
+    #: Each transcendental ufunc's cost per element in exp()s, as measured here; one not listed costs
+    #: one exp. They differ by 20x on one host (float64 on this VM: log 0.8, power 1.8, sin 11, hypot 17),
+    #: and by host: how many have SIMD loops depends on the CPU NumPy finds.
+    special_costs: tuple[tuple[str, float], ...] = ()
+
+    def special_cost(self, ufunc: str) -> float:
+        """Cost of one element of ``ufunc`` in float64 exp() evaluations (1.0 when not measured)."""
+        for name, cost in self.special_costs:
+            if name == ufunc:
+                return cost
+        return 1.0
 
 
 @dataclass(frozen=True)
@@ -180,7 +192,7 @@ def mem_operand_bytes(llc: int | None) -> int:
 
 
 def measure_host(name: str | None = None) -> HostProfile:
-    """Time a few NumPy operations on this host (about 0.2 s); prefer :func:`host_profile` (cached)."""
+    """Time a few NumPy operations on this host (about 0.3 s); prefer :func:`host_profile` (cached)."""
     import numpy as np
 
     from eugo_lab.accel.detect import describe_cpu
@@ -216,15 +228,44 @@ def measure_host(name: str | None = None) -> HostProfile:
     mm64 = _best_time(lambda: x64 @ x64, 3, budget_s=0.03)
     mm32 = _best_time(lambda: x32 @ x32, 3, budget_s=0.03)
     eps = 1e-9  # a timer that reads 0 must not give an infinite rate
+    special_rate = m / max(exp_s - overhead, eps)
     return HostProfile(
         name=name or describe_cpu(),
         call_overhead_s=overhead,
         mem_bw=3 * 8 * n / max(add_s - overhead, eps),
         cache_bw=3 * 8 * c / max(cache_s - overhead, eps),
-        special_rate=m / max(exp_s - overhead, eps),
+        special_rate=special_rate,
         flops64=2 * k**3 / max(mm64 - overhead, eps),
         flops32=2 * k**3 / max(mm32 - overhead, eps),
+        special_costs=_special_costs(r[:_SPECIAL_ELEMENTS], special_rate, overhead),
     )
+
+
+#: Elements per special-function timing: 256 kB operands (cache-resident), ~0.02-0.5 ms a call here.
+_SPECIAL_ELEMENTS = 1 << 15
+#: Inputs in each function's domain (r in [0, 1)): outside it NumPy takes slow NaN paths.
+_DOMAIN = {"arcsin": lambda r: 0.9 * r, "arccos": lambda r: 0.9 * r, "arctanh": lambda r: 0.9 * r,
+           "arccosh": lambda r: 1.0 + r}
+
+
+def _special_costs(r: Any, special_rate: float, overhead: float) -> tuple[tuple[str, float], ...]:
+    """Each transcendental ufunc's cost per element in exp()s (:data:`ops.SPECIAL`; ~15 ms in all)."""
+    import numpy as np
+
+    from eugo_lab.accel.ops import SPECIAL
+
+    out = np.empty_like(r)
+    costs = []
+    for name in sorted(SPECIAL):
+        fn = getattr(np, name, None)
+        if not isinstance(fn, np.ufunc):
+            continue
+        x = _DOMAIN.get(name, lambda v: 0.5 + v)(r)
+        args = (x,) * fn.nin
+        with np.errstate(all="ignore"):
+            t = _best_time(lambda fn=fn, args=args: fn(*args, out=out), 3)
+        costs.append((name, round(max(t - overhead, 1e-9) * special_rate / r.size, 3)))
+    return tuple(costs)
 
 
 @functools.lru_cache(maxsize=1)
