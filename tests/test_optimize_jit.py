@@ -35,7 +35,7 @@ def test_an_uncompilable_function_is_declined_in_plain_words():
     value, verdict, compiled = jit.trial(boxed_sum, (a,), {})
     assert compiled is None and not verdict.compiled
     assert value == pytest.approx(a.sum())  # the plain function ran: the caller got its result
-    assert (verdict.code, verdict.detail) == ("python-objects", "Box (a class)"), verdict
+    assert (verdict.code, verdict.detail) == ("python-objects", "Box, a class"), verdict
     what, helps = jit.explain(verdict.code)
     assert "Numba" in what and ("NumPy" in helps or "numbers" in helps)
     assert "TypingError" not in what + helps
@@ -64,8 +64,8 @@ def test_numba_typing_errors_are_translated():
     # Numba's own wording, for a function, a class and an instance used in the loop:
     said = "Untyped global name '{}': Cannot determine Numba type of <class '{}'>"
     assert jit.classify_numba_error(E(said.format("helper", "function"))) == ("unknown-call", "helper")
-    assert jit.classify_numba_error(E(said.format("Box", "type"))) == ("python-objects", "Box (a class)")
-    assert jit.classify_numba_error(E(said.format("B", "__main__.Box"))) == ("python-objects", "B (a Box object)")
+    assert jit.classify_numba_error(E(said.format("Box", "type"))) == ("python-objects", "Box, a class")
+    assert jit.classify_numba_error(E(said.format("B", "__main__.Box"))) == ("python-objects", "B, a Box object")
     arg = "non-precise type pyobject\n- argument 1: Cannot determine Numba type of <class 'dict'>"
     assert jit.classify_numba_error(E(arg)) == ("python-objects", "dict")
     assert jit.classify_numba_error(E("Cannot unify int64 and unicode_type for 's'"))[0] == "type-unstable"

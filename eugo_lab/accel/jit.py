@@ -111,9 +111,9 @@ def classify_numba_error(exc: BaseException) -> tuple[str, str]:
         # A global Numba cannot type is a call it does not know only when it is a function;
         # a class (``Box(0.0)``) or an instance (``B.v``) is a Python object in the loop.
         if kind == "type":
-            return "python-objects", f"{name} (a class)"
+            return "python-objects", f"{name}, a class"
         if kind and kind not in _CALLABLE_KINDS:
-            return "python-objects", f"{name} (a {kind.rsplit('.', 1)[-1]} object)"
+            return "python-objects", f"{name}, a {kind.rsplit('.', 1)[-1]} object"
         return "unknown-call", name
     m = re.search(r"Unknown attribute '(\w+)' of type Module\(<module '([\w.]+)'", text)
     if m:
