@@ -30,6 +30,12 @@ def test_quick_benchmark_runs_and_writes_results():
     for name in engines:  # every installed engine ran every scenario
         assert name in by["startup"] and name in by["500 tiny tasks"] and name in by["5000 items batched"]
         assert by["startup"][name]["extra"]["rss"]["median"] > 0
+    # Driver memory per pending item: measured (tracemalloc) for hpc.map and the chunked-map peers. The
+    # counts are structural (a lazy result holds the input's slot; a pool's map holds a tuple per item).
+    rows = by["20000 items pending (driver memory)"]
+    pending = {name: row["extra"]["bytes_per_item"]["median"] for name, row in rows.items()}
+    assert {"eugo_lab", "ProcessPoolExecutor"} <= set(pending), pending
+    assert 0 < pending["eugo_lab"] < 20 and pending["eugo_lab"] < pending["ProcessPoolExecutor"], pending
     for t in doc["targets"]:
         assert {"target", "measured", "limit", "ratio", "pass"} <= set(t)
     assert not doc["leaks"], doc["leaks"]
