@@ -169,6 +169,36 @@ def test_the_drivers_inheritable_descriptors_stay_out_of_template_and_workers(tm
     for fds in worker_fds:
         assert not any("driver-only.txt" in target for target in fds.values()), fds
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")  # the I/O thread's shutdown
+@pytest.mark.parametrize("how", ["no posix_spawn session", "SIGCHLD ignored"])
+def test_the_template_starts_and_stops_where_posix_spawn_cannot_start_a_session_or_children_are_auto_reaped(
+        monkeypatch, how):
+    # A libc without POSIX_SPAWN_SETSID raises NotImplementedError: the template is started with
+    # subprocess instead. A driver that ignores SIGCHLD has its children reaped by the kernel: the
+    # template's exit is then unreadable (ECHILD) and must not break shutdown.
+    from eugo_lab.backends import local_template
+
+    before = children()
+    if how == "no posix_spawn session":
+        def no_setsid(*args, **kwargs):
+            raise NotImplementedError("setsid is not supported on this platform")
+
+        monkeypatch.setattr(local_template.os, "posix_spawn", no_setsid)
+    else:
+        old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        hpc.init(workers=2)
+        template = _backend().template_pid()
+        assert template is not None
+        pid = hpc.get(whoami.remote(), timeout=30)
+        assert _parent(pid) == template
+        hpc.shutdown()
+    finally:
+        if how == "SIGCHLD ignored":
+            signal.signal(signal.SIGCHLD, old)
+    assert not wait_gone(children() - before, timeout=10)
+
+
 def test_a_failed_init_leaves_no_template_behind():
     before = children()
     with pytest.raises(ValueError, match="workers must be"):

@@ -208,18 +208,25 @@ class _Child:
         self.returncode: int | None = None
 
     @classmethod
-    def spawn(cls, argv: list[str], env: dict[str, str], keep_fd: int) -> _Child:
+    def spawn(cls, argv: list[str], env: dict[str, str], keep_fd: int) -> _Child | _Popened:
         """Start ``argv`` in its own session, stdin on /dev/null, ``keep_fd`` inherited."""
         os.set_inheritable(keep_fd, True)
         stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        return cls(os.posix_spawn(argv[0], argv, env, file_actions=stdin, setsid=True))
+        try:
+            return cls(os.posix_spawn(argv[0], argv, env, file_actions=stdin, setsid=True))
+        except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID: the portable way, a few ms later
+            return _Popened(argv, env, keep_fd)
 
     def wait(self, timeout: float | None) -> int | None:
         """Its exit code (negative: the signal that killed it); None if it still runs after ``timeout`` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.0005
         while self.returncode is None:
-            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            except ChildProcessError:  # reaped by someone else (SIGCHLD ignored): as subprocess, exit 0
+                self.returncode = 0
+                break
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
             elif deadline is not None:
@@ -237,6 +244,36 @@ class _Child:
                 os.kill(self.pid, _SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+class _Popened:
+    """``_Child``'s interface over ``subprocess.Popen``, where ``posix_spawn`` cannot start a session."""
+
+    __slots__ = ("proc",)
+
+    def __init__(self, argv: list[str], env: dict[str, str], keep_fd: int):
+        import subprocess
+
+        self.proc = subprocess.Popen(argv, pass_fds=(keep_fd,), start_new_session=True, stdin=subprocess.DEVNULL,
+                                     env=env)
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.proc.pid
+
+    def wait(self, timeout: float | None) -> int | None:
+        """As :meth:`_Child.wait`."""
+        import subprocess
+
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        """SIGKILL it, unless it was already reaped."""
+        self.proc.kill()
 
 
 class Forked:
