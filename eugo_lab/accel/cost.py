@@ -218,13 +218,15 @@ def sample_operation(kind: str, n: int, dtype: str = "float64", resident: bool =
 
 
 def break_even(kind: str, host: HostProfile, device: DeviceProfile, dtype: str = "float64", resident: bool = False,
-               work: str = "cheap", max_log2: int = 34) -> int | None:
+               work: str = "cheap", max_log2: int = 34, name: str | None = None) -> int | None:
     """The smallest size at which the model sends :func:`sample_operation` to the GPU; ``None``: never.
 
     Elements per vector, or the matrix order for ``matmul``. Scans powers of two, then bisects.
+    ``name``: the ufunc (``"power"``), whose measured cost the host profile may hold; unnamed
+    ``special`` work costs one exp() per element.
     """
     def gpu_wins(n: int) -> bool:
-        return predict(sample_operation(kind, n, dtype, resident, work), host, device).where == "gpu"
+        return predict(sample_operation(kind, n, dtype, resident, work, name), host, device).where == "gpu"
 
     top = max_log2 if kind != "matmul" else max_log2 // 2
     prev = 0
