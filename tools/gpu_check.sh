@@ -33,7 +33,9 @@ else
         || fail "installing the gpu extra failed or timed out (no package index here? set GPU_PY to a Python with CuPy)"
     py=.venv/bin/python
 fi
-missing=$("$py" -c "$needs" 2>&1 | tail -1) || fail "$py lacks what the GPU tests import: $missing"
+if ! out=$("$py" -c "$needs" 2>&1); then
+    fail "$py lacks what the GPU tests import: $(printf '%s\n' "$out" | tail -1)"
+fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 echo "gpu-check: $("$py" -c 'import sys; print(sys.executable, "Python", sys.version.split()[0])')"
 
