@@ -169,6 +169,24 @@ def test_the_drivers_inheritable_descriptors_stay_out_of_template_and_workers(tm
     for fds in worker_fds:
         assert not any("driver-only.txt" in target for target in fds.values()), fds
 
+def test_the_template_starts_with_no_signal_blocked_whatever_the_driver_blocks():
+    # The template reaps its workers on SIGCHLD and leaves on SIGTERM: a mask inherited from the
+    # thread that called hpc.init() would silence both.
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGTERM})
+    try:
+        hpc.init(workers=2)
+        try:
+            template = _backend().template_pid()
+            status = open(f"/proc/{template}/status").read()
+            blocked = int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+            assert blocked == 0, f"SigBlk {blocked:#x}"
+            assert hpc.get(whoami.remote(), timeout=30)
+        finally:
+            hpc.shutdown()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")  # the I/O thread's shutdown
 @pytest.mark.parametrize("how", ["no posix_spawn session", "SIGCHLD ignored"])
 def test_the_template_starts_and_stops_where_posix_spawn_cannot_start_a_session_or_children_are_auto_reaped(

@@ -213,7 +213,9 @@ class _Child:
         os.set_inheritable(keep_fd, True)
         stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
         try:
-            return cls(os.posix_spawn(argv[0], argv, env, file_actions=stdin, setsid=True))
+            # setsigmask=(): nothing blocked in the template, whatever this thread blocks (its SIGCHLD
+            # and SIGTERM handlers must run); subprocess would pass the caller's mask on.
+            return cls(os.posix_spawn(argv[0], argv, env, file_actions=stdin, setsid=True, setsigmask=()))
         except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID: the portable way, a few ms later
             return _Popened(argv, env, keep_fd)
 

@@ -55,8 +55,8 @@ def main() -> None:
     # Started by posix_spawn, it inherited every inheritable descriptor of the driver (a
     # kernel's sockets...): keep only stdio and the socket, as subprocess's close_fds would,
     # so neither it nor the workers it forks hold the driver's files open.
-    os.closerange(3, sock_fd)
-    os.closerange(sock_fd + 1, _MAX_FD)
+    os.closerange(3, max(sock_fd, 3))
+    os.closerange(max(sock_fd + 1, 3), _MAX_FD)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, sock_fd)
     live: set[int] = set()
     stores: set[str] = set()  # the shared-memory stores of the workers it forked
