@@ -33,8 +33,8 @@ class HostProfile:
     flops32: float  # float32 matmul flop/s
     source: str = "measured"
     #: Each transcendental ufunc's cost per element in exp()s, as measured here; one not listed costs
-    #: one exp. They differ by 20x on one host (float64 on this VM: log 0.8, power 1.8, sin 11, hypot 17),
-    #: and by host: how many have SIMD loops depends on the CPU NumPy finds.
+    #: one exp. They differ by 15x on one host (float64 on this VM, as measure_host reads them: log 1.0,
+    #: power 2.3, hypot 7, sin 14), and by host: how many have SIMD loops depends on the CPU NumPy finds.
     special_costs: tuple[tuple[str, float], ...] = ()
 
     def special_cost(self, ufunc: str) -> float:
