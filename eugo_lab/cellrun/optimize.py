@@ -16,7 +16,7 @@ from typing import Any
 from eugo_lab.accel import report as opt_report
 from eugo_lab.accel import thread_guard
 from eugo_lab.backends.local_process import usable_cores
-from eugo_lab.hpc import coalesce
+from eugo_lab.hpc import coalesce, optimized  # noqa: F401 - optimized: importing it hooks the JIT trial in
 
 # A new wrapper per run, so each run's trace carries the workers' verdicts (see hpc.optimized).
 _generations = itertools.count(1)
