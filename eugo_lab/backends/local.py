@@ -31,6 +31,7 @@ from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
 from eugo_lab.contract import base, outcome
 from eugo_lab.contract.errors import BackendError, NoWorkersError, describe_exit
+from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.row import TaskStats
@@ -46,8 +47,6 @@ PREFETCH_SECONDS = 0.002
 MAX_PREFETCH = 32
 # Unknown functions get one task prefetched until their first result tells us more.
 DEFAULT_PREFETCH = 1
-# Exponential moving average weight of a new duration sample.
-EWMA_ALPHA = 0.3
 # How long a cancelled running task may take to stop (after TaskCancelled is raised in it)
 # before its worker is killed; the default of hpc.init(cancel_grace=...).
 CANCEL_GRACE_SECONDS = 1.0
@@ -135,7 +134,7 @@ class LocalBackend(base.Backend):
         self._stopping = False
         self._stopped = threading.Event()
         self._sel = selectors.DefaultSelector()
-        self._ewma: dict[int, float] = {}
+        self._item_cost: dict[int, ItemCost] = {}  # by function id: sizes what a worker may prefetch
         self._on_done: dict[int, base.DoneCallback] = {}
         self._thread: threading.Thread | None = None
         self._store_dir = ""
@@ -513,10 +512,10 @@ class LocalBackend(base.Backend):
                     pass
 
     def _capacity(self, task: Task) -> int:
-        est = self._ewma.get(task.fn.fid)
-        if est is None:
+        cost = self._item_cost.get(task.fn.fid)
+        if cost is None:
             return 1 + DEFAULT_PREFETCH
-        return 1 + min(MAX_PREFETCH, int(PREFETCH_SECONDS / max(est, 1e-7)))
+        return 1 + min(MAX_PREFETCH, cost.items_in(PREFETCH_SECONDS))
 
     def _dispatch(self) -> None:
         queue = self._queue
@@ -653,11 +652,10 @@ class LocalBackend(base.Backend):
                 raise RuntimeError(f"worker {w.index} answered task {key}, expected {task.task_id}")
             stats = TaskStats.from_wire(raw_stats)
             if stats is not None:  # None: a cancelled task the worker skipped or stopped
-                est = stats.body + stats.deser + stats.ser
-                if task.is_batch:
-                    est /= max(1, task.item_count)
-                old = self._ewma.get(task.fn.fid)
-                self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
+                cost = self._item_cost.get(task.fn.fid)
+                if cost is None:
+                    cost = self._item_cost[task.fn.fid] = ItemCost()
+                cost.add(task_seconds(stats), task.item_count if task.is_batch else 1)
             if task.state != _DONE:
                 task.state = _DONE
                 result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eugo_lab.contract import errors
+from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc import session
 from eugo_lab.hpc.future import STATE_CANCELLED, Future, FutureBatch
@@ -40,8 +41,6 @@ TINY_SECONDS = 1e-3
 TARGET_BATCH_SECONDS = 0.05
 # Batches (or probe tasks) in flight per worker: one running, one queued, as hpc.map does.
 INFLIGHT_PER_WORKER = 2
-# Weight of a new per-call timing in the running estimate (as hpc.map's EWMA_ALPHA).
-EWMA_ALPHA = 0.5
 # A batch of at least this many calls moves that estimate with the full weight; smaller ones pro rata.
 FULL_WEIGHT_CALLS = 16
 
@@ -113,7 +112,7 @@ class Coalescer:
         _all.add(self)
 
     def _reset(self) -> None:
-        self.per_call: float | None = None
+        self.per_call = ItemCost()  # measured seconds per call (body, unpickling, pickling)
         self.mode = "probing"
         self.probe_best: float | None = None  # the fastest probe's seconds a call
         self.buffer: list[tuple[tuple, dict, Future]] = []
@@ -124,7 +123,7 @@ class Coalescer:
         """A snapshot of the counters."""
         with self.lock:
             return CoalesceStats(self.name, self.calls, self.plain_tasks, self.batches, self.batched_calls,
-                                 self.largest, self.per_call, self.mode)
+                                 self.largest, self.per_call.seconds, self.mode)
 
     # -- .remote() ----------------------------------------------------------------------------------
     def submit(self, args: tuple, kwargs: dict) -> Future:
@@ -187,7 +186,7 @@ class Coalescer:
             fut._complete(STATE_CANCELLED, error=errors.cancelled(fut.function, fut.task_id, _SHUT_DOWN))
 
     def _buffer_full(self) -> bool:
-        per = self.per_call or TINY_SECONDS
+        per = self.per_call.seconds or TINY_SECONDS
         return len(self.buffer) * per >= TARGET_BATCH_SECONDS
 
     def _take(self) -> list[tuple[tuple, dict, Future]] | None:
@@ -196,7 +195,7 @@ class Coalescer:
         if not live:
             self.buffer = []
             return None
-        cap = max(1, int(TARGET_BATCH_SECONDS / max(self.per_call or TINY_SECONDS, 1e-7)))
+        cap = max(1, self.per_call.items_in(TARGET_BATCH_SECONDS, default=TINY_SECONDS))
         # Spread what is waiting over the free slots, so a burst of held calls keeps every worker busy.
         rt = self.runtime
         free = max(1, INFLIGHT_PER_WORKER * max(1, rt.backend.worker_count if rt is not None else 1) - self.inflight)
@@ -223,15 +222,14 @@ class Coalescer:
     def _measured(self, stats: Any, n: int) -> None:
         if stats is None or not n:
             return
-        _, body, _, deser, ser = stats[:5]
-        ends = getattr(stats[8], "ends", None) if len(stats) > 8 else None
+        body = stats.body
+        ends = getattr(stats.item_ends, "ends", None)
         if ends:  # a batch: up to its last item's end; the body also holds a profiled batch's recording
             body = min(body, memoryview(ends).cast("d")[-1])  # being serialized (0.4 s the first time)
-        est = (body + deser + ser) / n
+        seconds = body + stats.deser + stats.ser
         # A batch of a few calls measures mostly its fixed cost (unpickling, the reply): it moves the
         # estimate less, so the last small batches of a loop do not turn a tiny function slow.
-        weight = EWMA_ALPHA * min(1.0, n / FULL_WEIGHT_CALLS)
-        self.per_call = est if self.per_call is None else self.per_call + weight * (est - self.per_call)
+        self.per_call.add(seconds, n, weight=min(1.0, n / FULL_WEIGHT_CALLS))
 
     def _probe_done(self, task: Any, stats: Any) -> None:
         with self.lock:
@@ -240,10 +238,9 @@ class Coalescer:
             # function, the JIT trial of --optimize: 4 ms against 10 us measured here) that its next call does
             # not, and a running average fed those would call a tiny function slow.
             if stats is not None:
-                _, body, _, deser, ser = stats[:5]
-                est = body + deser + ser
+                est = task_seconds(stats)
                 self.probe_best = est if self.probe_best is None else min(self.probe_best, est)
-                self.per_call = self.probe_best
+                self.per_call = ItemCost(self.probe_best)
             if self.mode == "probing":
                 # One tiny probe decides "tiny"; "slow" waits for every probe out (each may be a first call).
                 # No timing at all (the worker died): decide now.
@@ -273,7 +270,7 @@ class Coalescer:
         with self.lock:
             self.inflight -= 1
             self._measured(stats, len(task.items or ()))
-            if self.mode == "tiny" and self.per_call is not None and self.per_call >= 2 * TINY_SECONDS:
+            if self.mode == "tiny" and self.per_call.seconds is not None and self.per_call.seconds >= 2 * TINY_SECONDS:
                 self.mode = "slow"  # its calls got longer: stop holding them
         self._pump()
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from eugo_lab.contract import errors
+from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc.future import (
     STATE_CANCELLED,
@@ -53,8 +54,6 @@ MIN_BATCH_SECONDS = 0.005
 # Batches in flight per worker: one running, one queued, so a worker never waits for the
 # driver to form its next batch.
 INFLIGHT_PER_WORKER = 2
-# Weight of a new per-item timing in the running estimate.
-EWMA_ALPHA = 0.5
 # Futures made per lock hold while iterating a MapResult: long enough to amortize the lock,
 # short enough that the runtime's I/O thread (which takes the same lock) never waits long.
 _ITER_CHUNK = 4096
@@ -269,7 +268,7 @@ class MapJob:
         self.done = 0  # items whose outcome is known
         self.inflight = 0
         self.sent_items = 0  # items in batches sent and not come back (for map_progress)
-        self.per_item: float | None = None
+        self.per_item = ItemCost()  # seconds an item takes, from the batches that came back
         # Batches in position order (their spans tile items[:next]): starts[k] is batches[k].lo,
         # so an item's batch is one bisect away, with no per-item bookkeeping.
         self.starts: list[int] = []
@@ -470,11 +469,11 @@ class MapJob:
         remaining = self.end - self.next
         if isinstance(self.batch, int):
             return min(self.batch, remaining)
-        if self.per_item is None:
+        if self.per_item.seconds is None:
             return 1  # probe: the first results tell us how long an item takes
-        per_item = max(self.per_item, 1e-7)
-        size = int(TARGET_BATCH_SECONDS / per_item)
-        tail_cap = max(math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers)), int(MIN_BATCH_SECONDS / per_item))
+        size = self.per_item.items_in(TARGET_BATCH_SECONDS)
+        tail_cap = max(math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers)),
+                       self.per_item.items_in(MIN_BATCH_SECONDS))
         return max(1, min(size, tail_cap, remaining))
 
     def pump(self) -> None:
@@ -576,9 +575,7 @@ class MapJob:
             self.inflight -= 1
             self.sent_items -= b.size  # type: ignore[union-attr]
             if stats is not None and b.size:  # type: ignore[union-attr]
-                _, body, _, deser, ser = stats[:5]
-                est = (body + deser + ser) / b.size  # type: ignore[union-attr]
-                self.per_item = est if self.per_item is None else self.per_item + EWMA_ALPHA * (est - self.per_item)
+                self.per_item.add(task_seconds(stats), b.size)  # type: ignore[union-attr]
         self.pump()
         self._maybe_finished()
 
