@@ -38,7 +38,8 @@ FORBIDDEN = {
                 "eugo_lab.magics", "eugo_lab.server"),
     "analysis": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics",
                  "eugo_lab.server", "eugo_lab.exercises", "eugo_lab.checklists", "IPython", "ipywidgets", "bokeh"),
-    "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends"),
+    # renderers draw the reports and ledgers they are handed; what is in them is computed where they are built
+    "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends", "eugo_lab.accel"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
     # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
     "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",

@@ -6,7 +6,8 @@ import os
 import sys
 
 from eugo_lab.analysis import analyze
-from eugo_lab.analysis.report import Finding, Report
+from eugo_lab.analysis.findings import Finding
+from eugo_lab.analysis.report import Report
 from eugo_lab.render import html, text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))

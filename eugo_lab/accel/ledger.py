@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.accel.cost import fmt_time
 from eugo_lab.units import fmt_bytes
 
 #: Categories of a CPU decision, in the order the summary lists them.
@@ -43,6 +44,17 @@ class OpRecord:
     def is_transfer(self) -> bool:
         """A move of data the host asked for, not an operation."""
         return self.where == "transfer"
+
+    @property
+    def predicted_text(self) -> tuple[str, str]:
+        """The predicted CPU and GPU times as the report writes them ('' where the model made no prediction)."""
+        return (fmt_time(self.predicted_cpu_s) if self.predicted_cpu_s is not None else "",
+                fmt_time(self.predicted_gpu_s) if self.predicted_gpu_s is not None else "")
+
+    @property
+    def measured_text(self) -> str:
+        """The measured time (summed over ``count``) as the report writes it."""
+        return fmt_time(self.measured_s)
 
     def key(self) -> tuple:
         """What identical rows share."""

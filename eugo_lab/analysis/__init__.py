@@ -11,7 +11,8 @@ from eugo_lab.analysis.analyzer import analyze, serial_time
 from eugo_lab.analysis.breakdown import Breakdown, breakdown
 from eugo_lab.analysis.cost import CostChoice, CostReport, cheapest_workers, cost
 from eugo_lab.analysis.critical_path import CriticalPath, critical_path
-from eugo_lab.analysis.report import Finding, Report
+from eugo_lab.analysis.findings import Finding
+from eugo_lab.analysis.report import Report
 from eugo_lab.analysis.simulate import SimRow, WorkersFor, scale, simulate, to_dataframe, workers_for
 
 __all__ = [

@@ -7,13 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.analysis import findings as fd
-from eugo_lab.analysis import findings_more as fm
-from eugo_lab.analysis import findings_tasks as ft
 from eugo_lab.analysis.breakdown import breakdown, per_task_overhead, queue_waits
 from eugo_lab.analysis.critical_path import critical_path
+from eugo_lab.analysis.findings import NOTE_SHARE, Code, Context, Finding, detect
 from eugo_lab.analysis.inputs import as_trace, takes_trace
-from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Finding, Report
+from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report
 from eugo_lab.analysis.simulate import replay_of
 from eugo_lab.analysis.timeline import units, window
 from eugo_lab.contract.row import ERROR, OK
@@ -36,14 +34,14 @@ def _order(found: list[Finding], wall: float) -> list[Finding]:
     """
     out = []
     for f in found:
-        if f.saves is not None and f.severity in (PROBLEM, WARNING) and f.saves < fd.NOTE_SHARE * wall:
+        if f.saves is not None and f.severity in (PROBLEM, WARNING) and f.saves < NOTE_SHARE * wall:
             f = dataclasses.replace(f, severity=NOTE)
         out.append(f)
 
     def key(f: Finding) -> tuple[int, float]:
         if f.severity in (PROBLEM, WARNING) and f.saves is not None:
             return (0, -f.saves)
-        if f.code == "speedup":
+        if f.code == Code.SPEEDUP:
             return (1, 0.0)
         rank = {PROBLEM: 2, WARNING: 3, NOTE: 4, INFO: 5}[f.severity]
         return (rank, -(f.saves or 0.0))
@@ -64,25 +62,10 @@ def analyze(trace: Trace, baseline: Any = None) -> Report:
     u = units(trace)
     win = window(trace)
     q = queue_waits(u)
-    ctx = fd.Context(trace=trace, units=u, window=win, breakdown=breakdown(trace, u, win), queue=q,
-                     overhead=per_task_overhead(u), critical_path=critical_path(trace),
-                     serial_time=serial_time(trace), replay=replay_of(trace, u), baseline=base)
-    found: list[Finding] = []
-    blocked = fd.blocking(ctx)
-    found += blocked
-    found += fm.submission_order(ctx)
-    found += fm.slow_submission(ctx)
-    found += fd.critical(ctx, bool(blocked))
-    balance = fm.unbalanced(ctx)
-    found += balance
-    found += fd.stragglers(ctx, frozenset(f.evidence["function"] for f in balance))
-    found += fd.long_tail(ctx)
-    found += ft.tasks_too_small(ctx)
-    found += ft.serialization(ctx)
-    found += ft.boundness(ctx)
-    found += fm.contention(ctx)
-    found = fd.speedup(ctx, found) + found
-    found = _order(found, win.length)
+    ctx = Context(trace=trace, units=u, window=win, breakdown=breakdown(trace, u, win), queue=q,
+                  overhead=per_task_overhead(u), critical_path=critical_path(trace),
+                  serial_time=serial_time(trace), replay=replay_of(trace, u), baseline=base)
+    found = _order(detect(ctx), win.length)
     return Report(tasks=len(trace), functions=trace.functions, backend=str(trace.meta.get("backend", "?")),
                   workers=trace.n_workers, wall_time=win.length, serial_time=ctx.serial_time,
                   breakdown=ctx.breakdown, critical_path=ctx.critical_path, findings=tuple(found),

@@ -7,14 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eugo_lab.analysis.breakdown import breakdown
+from eugo_lab.analysis.findings import Finding, idle_cluster
 from eugo_lab.analysis.inputs import takes_trace
-from eugo_lab.analysis.report import WARNING, Finding, fmt_pct, fmt_s
 from eugo_lab.analysis.simulate import DEFAULT_WORKERS, replay, replay_of
 from eugo_lab.tracing.trace import Trace
-
-# Flag an idle cluster once its idle time costs at least a tenth of the work it did:
-# below that, keeping it warm for the next run is usually worth the start-up it saves.
-IDLE_CLUSTER_SHARE = 0.1
 
 
 def _seconds(x: float | datetime.timedelta) -> float:
@@ -53,7 +49,7 @@ def cost(trace: Trace, price_per_worker_hour: float, idle: float | datetime.time
     in a trace) or as a ``datetime.timedelta``.
 
     Adds an "Idle cluster" finding when the idle time costs at least ``IDLE_CLUSTER_SHARE``
-    of the run.
+    of the run (see :func:`eugo_lab.analysis.findings.idle_cluster`).
     """
     idle_s = _seconds(idle)
     if idle_s < 0 or price_per_worker_hour < 0:
@@ -63,15 +59,7 @@ def cost(trace: Trace, price_per_worker_hour: float, idle: float | datetime.time
     rate = price_per_worker_hour / 3600.0
     run = w * wall * rate
     idle_cost = w * idle_s * rate
-    found = []
-    if idle_s > 0 and idle_cost >= IDLE_CLUSTER_SHARE * run:
-        share = idle_cost / (run + idle_cost) if run + idle_cost > 0 else 1.0
-        found.append(Finding(
-            "idle-cluster", "Idle cluster", WARNING,
-            f"The {w} workers stayed up {fmt_s(idle_s)} after {fmt_s(wall)} of work: {fmt_pct(share)} of the bill "
-            "paid for nothing.",
-            "Shut the cluster down when the work ends (hpc.shutdown()), or give it an idle timeout of a few minutes.",
-            {"idle_seconds": idle_s, "idle_cost": idle_cost, "run_cost": run, "share": share}))
+    found = idle_cluster(w, wall, idle_s, run, idle_cost)
     return CostReport(workers=w, wall_time=wall, price_per_worker_hour=price_per_worker_hour, run_cost=run,
                       wasted_in_run=b.idle * rate, idle_seconds=idle_s, idle_cost=idle_cost, findings=tuple(found))
 

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from eugo_lab.tracing.region import NOT_ENDED, Region
 from eugo_lab.tracing.trace import Trace
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -15,10 +16,7 @@ def as_trace(obj: Any, function: str) -> Trace:
     """``obj`` as a :class:`Trace`: a Trace, or the object of ``with hpc.trace() as t`` once its block ended."""
     if isinstance(obj, Trace):
         return obj
-    from eugo_lab.hpc.api import NOT_ENDED
-    from eugo_lab.hpc.api import trace as region  # here: the analyses must not import the runtime
-
-    if isinstance(obj, region):
+    if isinstance(obj, Region):
         if obj.trace is None:
             raise TypeError(f"{function}(): {NOT_ENDED}")
         return obj.trace

@@ -15,7 +15,7 @@ from Linux's schedstat around the body (:mod:`eugo_lab.contract.run_queue`); it 
 tells a body slowed down by busy cores from one waiting for I/O. Two reads cost a few
 microseconds, as much as a tiny task's whole body, so a function whose last body on this
 worker was shorter than ``RUNQ_MIN_BODY_S`` is not measured (NaN): no verdict reads the CPU
-share of bodies that short (analysis.findings.BOUND_MIN_ITEM_S).
+share of bodies that short (analysis.findings.boundness.BOUND_MIN_ITEM_S).
 
 Timestamps: ``start`` is ``time.time()`` on the worker (wall clock, comparable across
 processes of one host); every duration is measured with ``perf_counter`` and added to it,

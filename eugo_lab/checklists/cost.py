@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from eugo_lab.analysis.cost import IDLE_CLUSTER_SHARE, cheapest_workers, cost
-from eugo_lab.analysis.findings import GOOD_EFFICIENCY
+from eugo_lab.analysis.cost import cheapest_workers, cost
+from eugo_lab.analysis.findings import GOOD_EFFICIENCY, IDLE_CLUSTER_SHARE
 from eugo_lab.analysis.report import fmt_pct, fmt_s
 from eugo_lab.analysis.simulate import replay, replay_of
 from eugo_lab.checklists.model import Checklist, Item, register

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from eugo_lab.analysis.breakdown import per_task_overhead
-from eugo_lab.analysis.findings import CONTENTION_MIN, GOOD_EFFICIENCY
+from eugo_lab.analysis.findings import CONTENTION_MIN, GOOD_EFFICIENCY, Code
 from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report, fmt_bytes, fmt_pct, fmt_s
 from eugo_lab.analysis.timeline import units
 from eugo_lab.checklists.model import Checklist, Item, register
@@ -22,16 +22,16 @@ from eugo_lab.checklists.subject import Subject
 from eugo_lab.tracing.trace import Trace
 
 #: Which finding codes each item stands for (the item ids are the checklist's).
-CODES: dict[str, tuple[str, ...]] = {
-    "no-blocking": ("blocking",),
-    "as-completed": ("submission-order",),
-    "fast-submission": ("slow-submission",),
-    "task-size": ("tasks-too-small",),
-    "even-tasks": ("straggler", "long-tail", "unbalanced-partitions"),
-    "parallel-chain": ("critical-path",),
-    "data-once": ("repeated-argument", "serialization"),
-    "io-bound": ("io-bound", "io-bound-phase"),
-    "contention": ("contention", "compute-bound", "compute-bound-phase"),
+CODES: dict[str, tuple[Code, ...]] = {
+    "no-blocking": (Code.BLOCKING,),
+    "as-completed": (Code.SUBMISSION_ORDER,),
+    "fast-submission": (Code.SLOW_SUBMISSION,),
+    "task-size": (Code.TASKS_TOO_SMALL,),
+    "even-tasks": (Code.STRAGGLER, Code.LONG_TAIL, Code.UNBALANCED_PARTITIONS),
+    "parallel-chain": (Code.CRITICAL_PATH,),
+    "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION),
+    "io-bound": (Code.IO_BOUND, Code.IO_BOUND_PHASE),
+    "contention": (Code.CONTENTION, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
 }
 
 
@@ -111,7 +111,7 @@ def speedup(s: Subject) -> tuple[bool | None, str]:
     rep = s.report
     if rep is None:
         return None, s.no_trace("the speedup")
-    f = rep.finding("speedup")
+    f = rep.finding(Code.SPEEDUP)
     assert f is not None  # the analysis always reports the speedup
     if rep.workers < 2:
         return None, f"not measured: {f.verdict}"

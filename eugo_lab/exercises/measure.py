@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import display_source
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
@@ -107,7 +108,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 def blocking_loop(report: Any) -> tuple[str, int] | None:
     """Where the run's Blocking finding puts the get() in a loop (``cell line N``) and how many tasks it serialized."""
-    blocking = report.finding("blocking")
+    blocking = report.finding(Code.BLOCKING)
     if blocking is None:
         return None
     return display_source(blocking.evidence["source"]), int(blocking.evidence["serialized_tasks"])

@@ -17,6 +17,7 @@ from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.remote_function import RemoteFunction
+from eugo_lab.tracing.region import NOT_ENDED, Region
 
 if TYPE_CHECKING:
     from eugo_lab.contract.base import ClusterInfo
@@ -339,11 +340,7 @@ def _set_last_trace(t: Trace | None) -> None:
     _last_trace = t
 
 
-#: What a region object says when its trace is asked for while the block still runs.
-NOT_ENDED = "the trace is available after the 'with hpc.trace()' block ends"
-
-
-class trace:  # noqa: N801 - used as ``with hpc.trace() as t``
+class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
     """Record every task and blocking call made inside the ``with`` block.
 
     After the block, ``t.trace`` (and ``hpc.last_trace()``) is the immutable Trace; the

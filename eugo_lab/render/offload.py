@@ -1,6 +1,6 @@
 """The per-operation GPU offload report of a ``%%eugo --gpu`` cell: text and HTML.
 
-Input is an :class:`eugo_lab.accel.ledger.Ledger`; nothing is computed here beyond formatting.
+Input is an :class:`eugo_lab.accel.ledger.Ledger`; its rows write their own times, nothing is computed here.
 ``precise=False`` (``text/plain`` of the rich display) is deterministic: names, shapes,
 dtypes, places, bytes and reasons with times bucketed to 1-2-5 steps; measured times and
 GPU busy % only in the precise text (terminal) and in the HTML. Without a GPU the report
@@ -12,7 +12,6 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eugo_lab.accel.cost import fmt_time
 from eugo_lab.units import fmt_bytes
 
 MAX_TEXT_ROWS = 30
@@ -60,9 +59,9 @@ def offload_text(ledger: Any, precise: bool = False) -> str:
         cells = [r.op, _shapes(r.shapes), r.dtype, where, _moved(r), r.reason if precise else r.reason_bucketed]
         if precise:
             measured = "-" if r.measured_s == 0 and r.is_transfer and ledger.predictions_only else \
-                f"{fmt_time(r.measured_s)} ({'GPU' if r.measured_where == 'gpu' else 'CPU'})"
-            cells += [fmt_time(r.predicted_cpu_s) if r.predicted_cpu_s is not None else "-",
-                      fmt_time(r.predicted_gpu_s) if r.predicted_gpu_s is not None else "-", measured]
+                f"{r.measured_text} ({'GPU' if r.measured_where == 'gpu' else 'CPU'})"
+            cpu, gpu = r.predicted_text
+            cells += [cpu or "-", gpu or "-", measured]
         rows.append(cells)
     shown = rows[:MAX_TEXT_ROWS]
     widths = [max(len(str(c)) for c in col) for col in zip(cols, *shown)]
@@ -93,11 +92,10 @@ def offload_html(ledger: Any) -> str:
     body = []
     for r in ledger.rows:
         side = "GPU" if r.measured_where == "gpu" else "CPU"
-        m = "" if (pred and r.is_transfer) else f"{fmt_time(r.measured_s)} on {side}"
+        m = "" if (pred and r.is_transfer) else f"{r.measured_text} on {side}"
         cells = [r.op, _shapes(r.shapes), r.dtype, r.where, str(r.count),
                  fmt_bytes(r.h2d_bytes) if r.h2d_bytes else "", fmt_bytes(r.d2h_bytes) if r.d2h_bytes else "",
-                 r.reason, fmt_time(r.predicted_cpu_s) if r.predicted_cpu_s is not None else "",
-                 fmt_time(r.predicted_gpu_s) if r.predicted_gpu_s is not None else "", m]
+                 r.reason, *r.predicted_text, m]
         body.append("<tr>" + "".join(f"<td {_TH}>{escape(str(c))}</td>" for c in cells) + "</tr>")
     note = ("<div><i>No GPU here: the place, bytes moved and GPU times are what the cost model predicts for "
             f"{escape(ledger.device)}; only CPU times were measured.</i></div>" if pred else "")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import display_source
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
@@ -68,7 +69,7 @@ def as_completed(a: Attempt) -> Verdict:
     if n < N:
         return a.not_yet(f"only {n} of the {N} calls ran as {FUNCTION} tasks; submit each one with "
                          f"{FUNCTION}.remote(i) and keep the futures in a list.")
-    order = a.report.finding("submission-order")
+    order = a.report.finding(Code.SUBMISSION_ORDER)
     if order is not None:
         where = display_source(order.evidence["source"])
         return a.not_yet(f"your loop called get() at {where} in submission order: it waited for the slow first "

@@ -24,7 +24,7 @@ workers when the run had 1 (so the cell also spreads on more).
 
 from __future__ import annotations
 
-from eugo_lab.analysis.findings import BATCHES_PER_WORKER
+from eugo_lab.analysis.findings import BATCHES_PER_WORKER, Code
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
 
@@ -56,7 +56,7 @@ def batching(a: Attempt) -> Verdict:
                          "hpc.map(score, items).")
     per_task = N / units
     if per_task < MIN_ITEMS_PER_TASK:
-        tiny = a.report.finding("tasks-too-small")
+        tiny = a.report.finding(Code.TASKS_TOO_SMALL)
         why = " (the Scheduling overhead finding)" if tiny is not None else ""
         return a.not_yet(f"{units} tasks for {N} items: one .remote() per item, so every item paid a task's "
                          f"scheduling overhead, which is more than its work{why}. Send the items in batches: "

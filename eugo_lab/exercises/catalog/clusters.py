@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.analysis.contention import overlap_share
+from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
 

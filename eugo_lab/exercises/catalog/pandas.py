@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
@@ -153,7 +154,7 @@ def partition_pandas(a: Attempt) -> Verdict:
     nbytes = int(readings.memory_usage(index=True, deep=True).sum())
     per_task = rows // n
     if per_task < MIN_PARTITION_ROWS and n > auto_partitions(rows, nbytes, workers):
-        found = a.report.finding("tasks-too-small")
+        found = a.report.finding(Code.TASKS_TOO_SMALL)
         why = " (the analysis reports Scheduling overhead too)" if found is not None else ""
         return a.not_yet(f"your run made {n:,} tasks of about {_rows_word(per_task)} each{why}: every task pays a "
                          "fixed cost (scheduling overhead, plus pandas' own cost per call) that so few rows do not "

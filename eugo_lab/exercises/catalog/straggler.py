@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis.findings import STRAGGLER_FLOOR_S, STRAGGLER_RATIO
+from eugo_lab.analysis.findings import STRAGGLER_FLOOR_S, STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
@@ -47,7 +47,7 @@ MAX_TASKS = 200
 # replays at ~1.3x.
 MIN_REPLAYED_SPEEDUP = 1.5
 # The tail findings, all of which name the one task that ran on while the others were done.
-TAIL_FINDINGS = ("straggler", "long-tail", "critical-path")
+TAIL_FINDINGS = (Code.STRAGGLER, Code.LONG_TAIL, Code.CRITICAL_PATH)
 
 
 def reference_total(end: int = END, start: int = 0) -> int:
@@ -90,7 +90,7 @@ def straggler(a: Attempt) -> Verdict:
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
         return a.not_yet("no work task ran on a worker; submit each piece with work.remote(s, e).")
-    tiny = a.report.finding("tasks-too-small")
+    tiny = a.report.finding(Code.TASKS_TOO_SMALL)
     if tiny is not None or n > MAX_TASKS:
         why = " (the Scheduling overhead finding)" if tiny is not None else ""
         return a.not_yet(f"{n} tasks: the pieces are so small that scheduling each one is a large share of its "
@@ -104,7 +104,7 @@ def straggler(a: Attempt) -> Verdict:
     dominant = ratio > STRAGGLER_RATIO and slowest - med >= STRAGGLER_FLOOR_S
     tail = [code for code in TAIL_FINDINGS if a.report.finding(code) is not None]
     if tail or dominant:
-        names = {"straggler": "Straggler", "long-tail": "Long tail", "critical-path": "Partition"}
+        names = {Code.STRAGGLER: "Straggler", Code.LONG_TAIL: "Long tail", Code.CRITICAL_PATH: "Partition"}
         said = f" ({', '.join(names[c] for c in tail)})" if tail else ""
         return a.not_yet(f"one task ran far longer than the others{said}: the oversized range was left whole, so "
                          "the other workers finished early and waited for it. Split every range into pieces of "

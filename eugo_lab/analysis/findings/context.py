@@ -1,0 +1,136 @@
+"""What every detector shares: the :class:`Context` of one trace, and pricing a mistake by its fix.
+
+Every mistake is priced by :func:`priced`: the trace replayed with the fix
+(:mod:`eugo_lab.analysis.whatif`). The thresholds here say when a fix is worth reporting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from eugo_lab.analysis import whatif
+from eugo_lab.analysis.breakdown import Breakdown
+from eugo_lab.analysis.critical_path import CriticalPath
+from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.analysis.findings.overlap import overlap_share
+from eugo_lab.analysis.report import fmt_s
+from eugo_lab.analysis.simulate import Replay
+from eugo_lab.analysis.timeline import Units, Window
+from eugo_lab.tracing.trace import Trace
+
+# -- what a fix is worth ------------------------------------------------------------------------------
+# A mistake found by its cost is flagged when its fix is predicted to save at least 5% of the
+# run: this VM's speed drifts by up to ~25% minute to minute, but a replay compares the
+# same trace with and without the fix, so 5% is real time, not noise...
+MIN_SAVES = 0.05
+# ...and at least 10 ms: a saving below that is not something a learner could measure.
+MIN_SAVES_S = 0.01
+# Found by their own rules (a straggler, an I/O-bound phase) but worth under 3% of the run
+# if fixed: shown as a note, so the list leads with what pays.
+NOTE_SHARE = 0.03
+# Honest on 1 core (Binder): findings that need parallelism say what this worker count
+# would do instead, from the replay.
+TWO_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Context:
+    """Inputs every detector shares (computed once by :func:`eugo_lab.analysis.analyze`)."""
+
+    trace: Trace
+    units: Units
+    window: Window
+    breakdown: Breakdown
+    queue: np.ndarray
+    overhead: np.ndarray
+    critical_path: CriticalPath
+    serial_time: float
+    replay: Replay
+    baseline: Trace | None = None  # the same work measured on 1 worker (--compare / --scaling), if any
+
+    @property
+    def workers(self) -> int:
+        """Workers of the traced engine."""
+        return self.trace.n_workers
+
+    @property
+    def wall(self) -> float:
+        """The analysed wall time."""
+        return self.window.length
+
+    def fname(self, code: int) -> str:
+        """Function name for a function index."""
+        return self.trace.functions[int(code)]
+
+    @functools.cached_property
+    def overlap(self) -> np.ndarray:
+        """Per unit: the share of its occupancy while another unit ran too (see :mod:`overlap`)."""
+        return overlap_share(self.units)
+
+    def worth_flagging(self, saves: float) -> bool:
+        """A mistake found by its cost: the fix saves at least ``MIN_SAVES`` of the run and ``MIN_SAVES_S``."""
+        return saves >= MIN_SAVES * self.wall and saves >= MIN_SAVES_S
+
+    def predict(self, fixed: Replay, parallel: bool = False) -> whatif.Prediction:
+        """The fix replayed on this run's workers (on 2 when ``parallel`` and the run had 1: see ``TWO_WORKERS``)."""
+        w = max(self.workers, TWO_WORKERS) if parallel else self.workers
+        return whatif.predict(self.replay, fixed, w)
+
+
+def priced(ctx: Context, f: Finding, fixed: Replay, fix: str, parallel: bool = False) -> Finding:
+    """``f`` with what its fix saves on this run (``saves``, ``wall_after``, ``fix``).
+
+    ``parallel``: the mistake only costs time when tasks could overlap. On a 1-worker run the
+    verdict then also says what 2 workers are predicted to do with and without the fix, so a
+    learner on one core (Binder) still sees the mistake's price.
+    """
+    p = whatif.predict(ctx.replay, fixed, ctx.workers)
+    after = after_fix(ctx, p)
+    ev, verdict = dict(f.evidence), f.verdict
+    if parallel and ctx.workers < TWO_WORKERS:
+        p2 = whatif.predict(ctx.replay, fixed, TWO_WORKERS)
+        ev["on_2_workers"] = {"before": p2.before, "after": p2.after, "saves": p2.saves}
+        verdict += (f" On {TWO_WORKERS} workers the replay predicts {fmt_s(p2.before)} as written and "
+                    f"{fmt_s(p2.after)} with the fix.")
+    return dataclasses.replace(f, verdict=verdict, evidence=ev, saves=ctx.wall - after, wall_after=after, fix=fix)
+
+
+def after_fix(ctx: Context, p: whatif.Prediction) -> float:
+    """The measured wall time scaled by the replay's ratio (fixed / as written), never above the measured.
+
+    A ratio, not a difference: where the replay is off for the run as written (a driver
+    cost it does not model), it is off in proportion for the fixed run too, and the
+    prediction can never drop below zero.
+    """
+    if p.before <= 0:
+        return ctx.wall
+    return ctx.wall * min(p.after / p.before, 1.0)
+
+
+def units_of(ctx: Context, task_ids: list[int]) -> list[int]:
+    """Unit indices of these task ids (their first measured attempt's unit, when there is one)."""
+    u = ctx.units
+    pos = {int(t): i for i, t in reversed(list(enumerate(u.task_id.tolist())))}
+    return [pos[t] for t in task_ids if t in pos]
+
+
+def split_fixed(ctx: Context, task_ids: list[int], piece: float) -> Replay:
+    """The replay with these tasks split into pieces of about ``piece`` seconds of body each."""
+    idx = units_of(ctx, task_ids)
+    occ = ctx.replay.occupancy
+    return whatif.split(ctx.replay, idx, [whatif.pieces_for(float(occ[i]), piece) for i in idx])
+
+
+def plural(n: int, word: str) -> str:
+    """``1 task``, ``3 tasks``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def listed(ids: list[int], limit: int = 5) -> str:
+    """Up to ``limit`` ids, then how many more: ``1, 2, 3 and 4 more``."""
+    shown = ", ".join(str(i) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

@@ -1,0 +1,138 @@
+"""The Serialization findings: (un)pickling dominating the workers, or the same big argument sent again and again.
+
+The repeated argument is priced as ``hpc.put``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from eugo_lab.analysis import whatif
+from eugo_lab.analysis.findings.codes import Code
+from eugo_lab.analysis.findings.context import Context, priced
+from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.analysis.findings.submission import SUBMIT_COST_S
+from eugo_lab.analysis.report import WARNING, fmt_bytes, fmt_pct, fmt_s
+from eugo_lab.analysis.timeline import bandwidth
+
+# Serialization dominates when (un)pickling is a fifth or more of the worker's busy time
+# (then it costs as much as losing one worker in five), and at least 10 ms in total.
+SERIALIZATION_SHARE = 0.2
+SERIALIZATION_MIN_S = 0.01
+# The same argument size shipped repeatedly: from 1 MB, re-sending costs milliseconds per
+# task; three repeats rule out coincidence between two similar inputs.
+REPEAT_MIN_BYTES = 1_000_000
+REPEAT_MIN_COUNT = 3
+# Pickling an argument at .remote() costs the driver up to ~5x what unpickling it costs a
+# worker (measured here: a list of a million ints, 0.2-0.29 s to pickle through the
+# future-aware pickler, 0.05-0.08 s to unpickle; bytes and arrays are a memcpy both ways).
+# The put what-if credits at most 8x the unpickling (and never more than the driver's time
+# between submissions), so a loop that also built something is not all credited to pickling.
+PICKLE_PER_UNPICKLE = 8.0
+# hpc.put pickles the object once with the plain pickler: about half a worker's unpickling
+# (measured: 29 ms to put the same list).
+PUT_PER_UNPICKLE = 0.5
+
+
+def serialization(ctx: Context) -> list[Finding]:
+    """(Un)pickling dominating the workers, or the same big argument shipped again and again."""
+    u, out = ctx.units, []
+    ser = float((u.deser + u.ser).sum())
+    busy = ser + float(u.body.sum())
+    if ser >= SERIALIZATION_MIN_S and busy > 0 and ser >= SERIALIZATION_SHARE * busy:
+        by_fn = {int(f): float((u.deser + u.ser)[u.function == f].sum()) for f in np.unique(u.function)}
+        top = ctx.fname(min(by_fn, key=lambda f: (-by_fn[f], f)))
+        bin_, bout = float(u.bytes_in.sum()), float(u.bytes_out.sum())
+        verdict = (f"workers spent {fmt_s(ser)} ({fmt_pct(ser / busy)} of their busy time) pickling and unpickling "
+                   f"({fmt_bytes(bin_)} in, {fmt_bytes(bout)} out), mostly in {top}().")
+        verdict = verdict[0].upper() + verdict[1:]
+        advice = ("Send less: pass big inputs once with hpc.put() or let tasks load their own data, and return "
+                  "summaries instead of large results.")
+        finding = Finding(Code.SERIALIZATION, "Serialization", WARNING, verdict, advice,
+                          {"serialization": ser, "share": ser / busy, "bytes_in": bin_, "bytes_out": bout,
+                           "function": top})
+        # Priced as if nothing were pickled: the most sending less can save.
+        fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser)
+        out.append(priced(ctx, finding, fixed, "send less data to and from the tasks (hpc.put, summaries)"))
+    single = u.n_items == 1
+    big = single & (u.bytes_in >= REPEAT_MIN_BYTES)
+    group = _argument_groups(ctx, np.flatnonzero(big))
+    for f in np.unique(u.function[big]):
+        sel = np.flatnonzero(big & (u.function == f))
+        counts = Counter(group[i] for i in sel)
+        first: dict[tuple, int] = {}
+        for i in sel:
+            first.setdefault(group[i], int(i))
+        # The most repeated argument; ties go to the larger one, then the one sent first (deterministic).
+        g, n = min(counts.items(), key=lambda kv: (-kv[1], -float(u.bytes_in[first[kv[0]]]), first[kv[0]]))
+        if n < REPEAT_MIN_COUNT:
+            continue
+        idx = np.array([i for i in sel if group[i] == g], dtype=np.int64)
+        size = float(np.median(u.bytes_in[idx]))  # the same argument; small ones beside it may differ a little
+        total = float(u.bytes_in[idx].sum())
+        name = ctx.fname(f)
+        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(total)} in all)."
+        advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
+                  "it without re-sending.")
+        finding = Finding(Code.REPEATED_ARGUMENT, "Serialization", WARNING, verdict, advice,
+                          {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total)})
+        fixed = whatif.sent_once(ctx.replay, idx, _pickling(ctx, idx, size), u.deser[idx],
+                                 keep=min(ctx.workers, len(idx)),
+                                 pre=_bare(ctx.replay.pre, u.bytes_in, size / bandwidth(ctx.trace)),
+                                 post=_bare(ctx.replay.post, u.bytes_in, size / bandwidth(ctx.trace)))
+        out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
+    return out
+
+
+def _argument_groups(ctx: Context, idx: np.ndarray) -> dict[int, tuple]:
+    """Per unit of ``idx``: what identifies its large argument, so tasks sent the same one share a group.
+
+    The driver's record of the argument (``trace.arg_keys``: the same object, the same key)
+    where there is one, so small arguments beside it that differ from call to call do not
+    split the group; else (a trace from before the record, an argument the driver could
+    not name) the pickle's exact size.
+    """
+    u = ctx.units
+    k = ctx.trace.arg_keys
+    key_of = dict(zip(k["task"].tolist(), k["key"].tolist()))
+    return {int(i): ("arg", key_of[t]) if t in key_of else ("bytes", int(b))
+            for i, t, b in zip(idx.tolist(), u.task_id[idx].tolist(), u.bytes_in[idx].tolist())}
+
+
+def _pickling(ctx: Context, idx: np.ndarray, size: float) -> np.ndarray:
+    """Per unit of ``idx``: the driver's seconds pickling its copy of the argument at ``.remote()``.
+
+    Not timed by the trace, so bounded from both sides: at most the driver's time since the
+    previous submission (minus a bare ``.remote()``, ``SUBMIT_COST_S``), and taken as the
+    larger of moving the bytes (``size / bandwidth``) and ``PICKLE_PER_UNPICKLE`` times the
+    worker's measured unpickling of the same bytes.
+    """
+    u = ctx.units
+    ready = u.ready[idx]
+    srt = np.sort(u.ready)
+    prev = np.searchsorted(srt, ready, side="left") - 1
+    # The first submission's copy was pickled after the region began (the driver's time before it).
+    gap = ready - np.where(prev >= 0, srt[np.clip(prev, 0, None)], ctx.window.start)
+    est = np.maximum(size / bandwidth(ctx.trace), PICKLE_PER_UNPICKLE * u.deser[idx])
+    cost = np.clip(np.minimum(gap - SUBMIT_COST_S, est), 0.0, None)
+    # ...less the one copy hpc.put() still makes (a plain pickle, see PUT_PER_UNPICKLE).
+    first = int(np.argmin(ready))
+    cost[first] = max(cost[first] - PUT_PER_UNPICKLE * float(u.deser[idx][first]), 0.0)
+    return cost
+
+
+def _bare(latency: np.ndarray, bytes_in: np.ndarray, copy_s: float) -> float:
+    """A dispatch or return latency without a big argument in flight.
+
+    The median over small-argument units when there are any. Otherwise every measured
+    latency had a copy travelling (``copy_s``: one copy's transfer time): a dispatch carried
+    its own, and a result waited behind the copy the driver's one I/O thread was sending to
+    the other worker. Measured on a 5 MB list to 12 tasks: 7-8 ms before dispatch and 5 ms
+    before a result arrived with the copies, 0.1 ms each with hpc.put.
+    """
+    small = bytes_in < REPEAT_MIN_BYTES
+    if small.any():
+        return float(np.median(latency[small]))
+    return max(float(latency.min()) - copy_s, 0.0) if len(latency) else 0.0
