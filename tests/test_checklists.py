@@ -26,8 +26,8 @@ from eugo_lab import checklists, hpc
 from eugo_lab.accel import cell
 from eugo_lab.accel.detect import Detection, detect_gpus
 from eugo_lab.checklists import store
+from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.checklists.model import ChecklistError
-from eugo_lab.checklists.tuning import CODES
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 from make_golden import partial_blocking

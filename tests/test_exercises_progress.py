@@ -14,7 +14,8 @@ from _exercise_cells import run_exercise, shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from eugo_lab.exercises import base, catalog, listing, progress
+from eugo_lab import progress
+from eugo_lab.exercises import base, catalog, listing
 from eugo_lab.settings import PROGRESS_DIR_ENV
 
 REFERENCE = """import time
@@ -90,7 +91,7 @@ def test_a_newer_schema_is_never_overwritten(store):
 
 HAMMER = """
 import sys
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 name, n = sys.argv[1], int(sys.argv[2])
 for i in range(n):
     progress.record_exercise(f"{name}-{i % 5}", i % 2 == 0, f"{name} {i}")

@@ -17,9 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from eugo_lab import glossary
+from eugo_lab import glossary, progress
 from eugo_lab.checklists.model import all_checklists
-from eugo_lab.exercises import progress
 from eugo_lab.exercises.catalog import all_exercises
 from eugo_lab.server.api import MAX_BODY_BYTES
 from eugo_lab.settings import BOKEH_URL_ENV, IDLE_WARNING_ENV, PROGRESS_DIR_ENV, STATUS_DIR_ENV
@@ -384,7 +383,7 @@ async def test_bad_paths_and_methods_get_json_4xx(jp_fetch):
 
 WRITER = """
 import sys
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 from eugo_lab.checklists.store import tick
 items = sys.argv[2].split(",")
 for i in range(int(sys.argv[1])):

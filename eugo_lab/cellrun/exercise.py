@@ -12,10 +12,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from eugo_lab import exercises
+from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import run_cell
-from eugo_lab.exercises import base, catalog, progress
+from eugo_lab.exercises import base, catalog
 from eugo_lab.hpc import errors, objects
 from eugo_lab.render import display
 

@@ -5,7 +5,7 @@ Layout, under ``store["checklists"]``::
     {"workload-readiness": {"task-size": {"ticked": true, "how": "measured",
                                           "evidence": "one call takes 0.8 s ...", "when": "2026-12-01T09:30:00+00:00"}}}
 
-Every change goes through :func:`eugo_lab.exercises.progress.update` (read-modify-write under
+Every change goes through :func:`eugo_lab.progress.update` (read-modify-write under
 the store's lock, written atomically), so a kernel and the JupyterLab panel ticking at once lose nothing.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 
 MEASURED, MANUAL = "measured", "manual"
 

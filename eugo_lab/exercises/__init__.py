@@ -2,7 +2,7 @@
 
 - :mod:`eugo_lab.exercises.base`: ``@exercise``, :class:`Attempt`, :class:`Verdict`;
 - :mod:`eugo_lab.exercises.catalog`: every exercise (``get(id)``, ``all_exercises()``);
-- :mod:`eugo_lab.exercises.progress`: the learner's progress store (shared with the server extension);
+- :mod:`eugo_lab.progress`: the learner's progress store (shared with the checklists and the server extension);
 - :mod:`eugo_lab.exercises.listing`: what ``%eugo exercises`` shows.
 
 ``last_verdict()`` is the verdict of the most recent exercise cell.

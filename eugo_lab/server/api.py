@@ -35,7 +35,7 @@ traceback.
 
 ``POST /eugo/api/progress`` with ``{"checklist": "<id>", "item": "<item id>", "ticked": true | false}``
   (JSON, at most 64 KB, no other keys) -> ``{"ok": true, "item": {...as in the listing...}}``,
-  saved through :mod:`eugo_lab.exercises.progress` (locked read-modify-write, atomic file),
+  saved through :mod:`eugo_lab.progress` (locked read-modify-write, atomic file),
   as a ``manual`` tick. Unknown checklist or item: 404 listing the valid ids.
 
 ``GET /eugo/api/glossary`` -> ``{"terms": [{"term", "definition", "aliases", "see_also", "lesson",

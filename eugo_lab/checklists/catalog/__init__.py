@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from eugo_lab.checklists.cost import COST
-from eugo_lab.checklists.ml import ML
-from eugo_lab.checklists.readiness import READINESS
-from eugo_lab.checklists.tuning import TUNING
+from eugo_lab.checklists.catalog.cost import COST
+from eugo_lab.checklists.catalog.ml import ML
+from eugo_lab.checklists.catalog.readiness import READINESS
+from eugo_lab.checklists.catalog.tuning import TUNING
 
 CHECKLISTS = (READINESS, TUNING, COST, ML)
 
