@@ -36,13 +36,14 @@ FORBIDDEN = {
                   "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server",
                   "eugo_lab.exercises", "IPython", "ipywidgets", "bokeh"),
     # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
-    # and the server extension reads their progress store, so neither may be imported from here
+    # and the server extension reads the progress store (eugo_lab.progress), so neither may be imported from here;
+    # exercises and checklists are siblings that share only that store
     "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
-                  "IPython", "ipywidgets", "bokeh"),
+                  "eugo_lab.checklists", "IPython", "ipywidgets", "bokeh"),
     # checklists: items as data, measured through the public runtime API and the analyses; their widget draws
     # itself (ipywidgets only); the magic shows it and the server extension reads the ticks, never the reverse
     "checklists": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
-                   "IPython", "bokeh"),
+                   "eugo_lab.exercises", "IPython", "bokeh"),
     # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
     "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }
