@@ -29,16 +29,25 @@ def ticks(checklist_id: str, store: dict[str, Any] | None = None, path: Path | N
 def tick(checklist_id: str, item_id: str, ticked: bool, evidence: str = "", how: str = MANUAL,
          path: Path | None = None) -> dict[str, Any]:
     """Save one item's state (``ticked``, with the evidence when it was measured); returns the entry."""
+    return tick_many(checklist_id, {item_id: (ticked, evidence)}, how, path)[item_id]
+
+
+def tick_many(checklist_id: str, states: dict[str, tuple[bool, str]], how: str = MANUAL,
+              path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Save several items' ``(ticked, evidence)`` in one write (a whole measured checklist); returns the entries."""
     if how not in (MEASURED, MANUAL):
         raise ValueError(f"how must be {MEASURED!r} or {MANUAL!r}, got {how!r}")
-    entry = {"ticked": bool(ticked), "how": how, "evidence": str(evidence), "when": progress.now()}
+    when = progress.now()
+    entries = {item_id: {"ticked": bool(ticked), "how": how, "evidence": str(evidence), "when": when}
+               for item_id, (ticked, evidence) in states.items()}
 
     def change(data: dict[str, Any]) -> None:
         lists = data.setdefault("checklists", {})
         mine = lists.get(checklist_id)
         if not isinstance(mine, dict):
             mine = lists[checklist_id] = {}
-        mine[item_id] = entry
+        mine.update(entries)
 
-    progress.update(change, path)
-    return entry
+    if entries:
+        progress.update(change, path)
+    return entries
