@@ -84,6 +84,12 @@ def test_no_import_points_back_up_the_data_flow(layer):
     assert _violations(layer) == []
 
 
+def test_the_progress_store_stands_below_everything_that_shares_it():
+    # exercises, checklists and the server extension all read and write it, so it may import none of them
+    found = {m for _, m in imports_of(PKG / "progress.py") if m.startswith("eugo_lab")}
+    assert found <= {"eugo_lab.settings", "eugo_lab.settings.PROGRESS_DIR_ENV"}, found
+
+
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     # The rule must be able to fail: a module with a lazy import of the renderer is caught.
     fake = tmp_path / "eugo_lab" / "hpc"
