@@ -49,7 +49,9 @@ def pytest_runtest_setup(item: pytest.Item):
         yield
         return
     _notebooks_started.add(path)
-    own = Path(_progress_dir, NOTEBOOK_STORES, path.relative_to(item.config.rootpath).with_suffix(""))
+    root = item.config.rootpath
+    where = path.relative_to(root) if path.is_relative_to(root) else Path("outside-rootdir", path.name)
+    own = Path(_progress_dir, NOTEBOOK_STORES, where.with_suffix(""))
     own.mkdir(parents=True)
     os.environ[_PROGRESS_ENV] = str(own)
     try:
