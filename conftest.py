@@ -2,7 +2,11 @@
 
 Every run gets its own empty progress folder (``EUGO_LAB_PROGRESS_DIR``, set in
 ``os.environ`` so nbval's kernels and any subprocess inherit it): tests and the course
-notebooks' exercise cells never read or write a learner's real progress.
+notebooks' exercise cells never read or write a learner's real progress. Each notebook nbval
+runs starts its kernel with a fresh store of its own, ``<run folder>/notebooks/<notebook path
+under the rootdir, without .ipynb>``, which stays until the run ends: the tests marked
+``after_notebooks`` run last and read what each notebook's run left there
+(tests/test_solutions_never_count.py).
 
 A process that ends by ``os._exit`` or a signal prints no summary, and what it wrote to
 stderr during a test stays in pytest's capture. ``make test`` prints this file when pytest
@@ -24,6 +28,9 @@ TRAIL = Path(__file__).parent / ".pytest-running"
 _recent: collections.deque[str] = collections.deque(maxlen=12)
 _PROGRESS_ENV = "EUGO_LAB_PROGRESS_DIR"  # eugo_lab.settings.PROGRESS_DIR_ENV (not imported: conftest loads first)
 _progress_dir: str | None = None
+#: The subfolder of the run's progress folder that holds each notebook's own store.
+NOTEBOOK_STORES = "notebooks"
+_notebooks_started: set[Path] = set()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,6 +38,33 @@ def pytest_configure(config: pytest.Config) -> None:
     global _progress_dir
     _progress_dir = tempfile.mkdtemp(prefix="eugo-progress-")
     os.environ[_PROGRESS_ENV] = _progress_dir
+    config.addinivalue_line("markers", "after_notebooks: runs after every other test, once the notebooks have run")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """A notebook's first cell starts its kernel (nbval's file setup): with a fresh progress store of its own."""
+    path = getattr(item, "path", None)
+    if _progress_dir is None or path is None or path.suffix != ".ipynb" or path in _notebooks_started:
+        yield
+        return
+    _notebooks_started.add(path)
+    root = item.config.rootpath
+    where = path.relative_to(root) if path.is_relative_to(root) else Path("outside-rootdir", path.name)
+    own = Path(_progress_dir, NOTEBOOK_STORES, where.with_suffix(""))
+    own.mkdir(parents=True)
+    os.environ[_PROGRESS_ENV] = str(own)
+    try:
+        yield
+    finally:  # the kernel has its environment: the tests after it keep the run's folder
+        os.environ[_PROGRESS_ENV] = _progress_dir
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``after_notebooks`` run last (testpaths collects tests/ before courses/)."""
+    last = [i for i in items if i.get_closest_marker("after_notebooks")]
+    if last:
+        items[:] = [i for i in items if not i.get_closest_marker("after_notebooks")] + last
 
 
 def _note(line: str) -> None:

@@ -26,7 +26,7 @@ from eugo_lab.cellrun.status import DEFAULT_PRICE
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
                 "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH, "
-                "--exercise ID (see %%eugo?)")
+                "--exercise ID, --solution (see %%eugo?)")
 
 
 @magics_class
@@ -51,6 +51,8 @@ class EugoMagics(Magics):
     @argument("--export", metavar="PATH", help="write a Perfetto/Chrome trace JSON to PATH")
     @argument("--exercise", metavar="ID", help="check the run as exercise ID after the summary and save the "
               "verdict to your progress (%%eugo exercises lists them)")
+    @argument("--solution", action="store_true", help="with --exercise: the cell is the lesson's reference "
+              "solution; graded and shown, never saved to your progress")
     @cell_magic
     def eugo(self, line: str, cell: str | None = None) -> Any:
         """Run the cell on workers, watch its tasks live, and get a summary with next steps.
@@ -68,7 +70,9 @@ class EugoMagics(Magics):
         a driver lane where get() blocked. After the cell: speedup, efficiency and findings,
         each with a next step and a glossary term (``%eugo glossary TERM``).
         ``hpc.last_trace()`` returns the cell's Trace. With ``--exercise ID`` the run is then
-        checked against that exercise (``exercise ID: passed`` or ``not yet`` and what to do next).
+        checked against that exercise (``exercise ID: passed`` or ``not yet`` and what to do next);
+        ``--exercise ID --solution`` marks the lesson's reference solution: graded the same way,
+        never saved to your progress.
         """
         __tracebackhide__ = True  # IPython hides this frame in tracebacks
         from eugo_lab.cellrun.runner import run_cell
@@ -81,6 +85,7 @@ class EugoMagics(Magics):
             options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
                                 optimize=args.optimize, compare=args.compare, scaling=args.scaling,
                                 no_live=args.no_live, save=args.save, export=args.export, profile=args.profile)
+            solution = opt.parse_solution(args.solution, args.exercise)
         except opt.OptionError as exc:
             raise UsageError(str(exc)) from None
         if args.exercise is not None:
@@ -91,7 +96,7 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            return run_exercise_cell(self.shell, cell or "", options, ex.id)
+            return run_exercise_cell(self.shell, cell or "", options, ex.id, solution=solution)
         return run_cell(self.shell, cell or "", options)
 
     @no_var_expand

@@ -26,8 +26,8 @@ from eugo_lab.accel import cell
 from eugo_lab.accel.detect import Detection, detect_gpus
 from eugo_lab.analysis.findings import REGISTRY, Code
 from eugo_lab.checklists import store
+from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.checklists.model import ChecklistError
-from eugo_lab.checklists.tuning import CODES
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 from make_golden import partial_blocking
@@ -395,6 +395,47 @@ def test_ticks_survive_a_new_process(progress_dir):
         assert out.strip().startswith(f"{expected} no-blocking"), out
     data = json.loads((progress_dir / "progress.json").read_text())
     assert data["checklists"]["performance-tuning"]["no-blocking"]["ticked"] is True
+
+
+MEASURED_AFTER_A_RESTART = textwrap.dedent("""
+    from pathlib import Path
+    from IPython.testing.globalipapp import start_ipython
+    from eugo_lab.server.courses import listing
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "eugo_lab")
+    ip.run_line_magic("eugo", "checklist readiness")
+    panel = next(c for c in listing(Path("courses"))["checklists"] if c["id"] == "workload-readiness")
+    print("panel:", [(i["id"], i["ticked"], i["how"]) for i in panel["items"][:2]])
+""")
+
+
+def test_measure_saves_its_ticks_and_a_restarted_kernel_and_the_panel_show_them(pool, progress_dir):
+    r = checklists.measure("readiness", fn=busy, args=(0.2,))
+    assert r["task-size"].ok is True and r["argument-size"].ok is True and r["side-effects"].ok is None
+    saved = store.ticks("workload-readiness")
+    assert saved["task-size"] == {"ticked": True, "how": "measured", "evidence": r["task-size"].evidence,
+                                  "when": saved["task-size"]["when"]}
+    assert "side-effects" not in saved  # yours to tick: a measurement never ticks it for you
+    assert checklists.measure("readiness", fn=lambda x: x + 1, args=(1,))["task-size"].ok is False
+    assert store.ticks("workload-readiness")["task-size"]["ticked"] is False  # a measurement unticks, as the button
+    checklists.measure("readiness", fn=busy, args=(0.2,))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EUGO_LAB_PROGRESS_DIR": str(progress_dir),
+           "EUGO_LAB_DISPLAY": "text"}
+    out = subprocess.run([sys.executable, "-c", MEASURED_AFTER_A_RESTART], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, check=True).stdout
+    assert "[x] task-size: One call does much more work than it costs to schedule" in out, out
+    assert "worth distributing" in out, out  # a terminal shows the saved evidence
+    assert "panel: [('task-size', True, 'measured'), ('argument-size', True, 'measured')]" in out, out
+
+
+def test_a_store_that_cannot_be_written_costs_measure_a_warning_not_its_results(progress_dir):
+    progress_dir.mkdir(parents=True)
+    (progress_dir / "progress.json").write_text('{"schema_version": 99}')
+    with pytest.warns(UserWarning, match="ticks were not saved to .*newer eugo-lab"):
+        r = checklists.measure("cost", trace=traced(lambda: hpc.get([nap.remote(0.01) for _ in range(4)])))
+    assert r["waste-in-run"].ok is not None
+    hpc.shutdown()
 
 
 def test_the_line_magic_shows_the_view_and_rejects_bad_input(pool, progress_dir, monkeypatch, capsys):

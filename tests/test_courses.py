@@ -24,6 +24,7 @@ MAX_BYTES = 1_000_000
 # one level of balanced parentheses, as the vocabulary's "get()" does.
 LINK = re.compile(r"\]\(([^)\s]+?\.ipynb)(#(?:[^()\s]|\([^()\s]*\))*)?\)")
 EXERCISE = re.compile(r"^%%eugo\b[^\n]*--exercise[ =]([\w-]+)", re.M)
+SOLUTION = re.compile(r"^%%eugo\b[^\n]* --solution\b", re.M)
 
 
 def _nb(path: Path) -> dict:
@@ -77,11 +78,17 @@ def test_lesson_has_an_exercise_with_a_hidden_reference(path: Path):
         assert hidden, f"{_name(path)}: exercise {exercise_id} has no reference solution in a collapsed cell"
         starters = [i for i, eid in checked if eid == exercise_id and i not in hidden]
         assert starters and min(starters) < min(hidden), f"{_name(path)}: {exercise_id} needs a starter cell first"
+        # the reference runs as one: graded and shown, never saved as the learner's attempt
+        for i in hidden:
+            assert SOLUTION.search(_source(cells[i])), f"{_name(path)} cell {i}: the reference needs --solution"
+        for i in starters:
+            assert not SOLUTION.search(_source(cells[i])), f"{_name(path)} cell {i}: a starter is no --solution"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=_name)
 def test_nbval_checks_every_exercise_verdict(path: Path):
-    # The starter must be graded "not yet" and the reference "passed" every time nbval runs the lesson:
+    # The starter must be graded "not yet" and the reference "passed" (as the reference, which does not count)
+    # every time nbval runs the lesson:
     # the collapsed cell after each exercise cell prints the verdict's first line, and nbval compares it.
     cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
     for i, cell in enumerate(cells):
@@ -90,7 +97,10 @@ def test_nbval_checks_every_exercise_verdict(path: Path):
             continue
         tags = cell.get("metadata", {}).get("tags", [])
         assert "starter" in tags or "solution" in tags, f"{_name(path)} cell {i}: tag it starter or solution"
-        want = f"exercise {m.group(1)}: {'passed' if 'solution' in tags else 'not yet'}\n"
+        if "solution" in tags:
+            want = f"Reference solution for {m.group(1)}: passed — this run does not count as your attempt\n"
+        else:
+            want = f"exercise {m.group(1)}: not yet\n"
         after = cells[i + 1] if i + 1 < len(cells) else {}
         assert "verdict-check" in after.get("metadata", {}).get("tags", []), (
             f"{_name(path)} cell {i}: no verdict check after it; add a code cell tagged verdict-check and "

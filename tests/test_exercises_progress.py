@@ -8,13 +8,15 @@ import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from _exercise_cells import run_exercise, shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from eugo_lab.exercises import base, catalog, listing, progress
+from eugo_lab import progress
+from eugo_lab.exercises import base, catalog, listing
 from eugo_lab.settings import PROGRESS_DIR_ENV
 
 REFERENCE = """import time
@@ -90,7 +92,7 @@ def test_a_newer_schema_is_never_overwritten(store):
 
 HAMMER = """
 import sys
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 name, n = sys.argv[1], int(sys.argv[2])
 for i in range(n):
     progress.record_exercise(f"{name}-{i % 5}", i % 2 == 0, f"{name} {i}")
@@ -138,6 +140,26 @@ def test_verdict_text_and_html():
     assert base.Verdict("fan-out", True).first_line == "exercise fan-out: passed"
 
 
+def test_a_reference_verdict_says_so_first_and_that_it_does_not_count():
+    v = base.Verdict("fan-out", True, ("every task was submitted first",)).as_reference()
+    assert v.first_line == "Reference solution for fan-out: passed — this run does not count as your attempt"
+    assert v.to_text().splitlines() == [v.first_line, "  every task was submitted first"]
+    assert "<b>Reference solution for fan-out</b>: passed — this run does not count as your attempt" in v.to_html()
+    assert v.passed and v.status == "passed" and v.evidence() == "every task was submitted first"
+
+
+def test_the_catalog_finds_every_topic_module_by_itself():
+    from eugo_lab.discovery import import_submodules
+
+    folder = Path(catalog.__file__).parent
+    on_disk = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    assert [m.__name__.rsplit(".", 1)[1] for m in import_submodules(catalog.__name__)] == on_disk
+    registered_by = {e.check.__module__.rsplit(".", 1)[1] for e in catalog.all_exercises()}
+    assert registered_by == set(on_disk)  # every module registers at least one exercise
+    lessons = [e.lesson for e in catalog.all_exercises()]
+    assert lessons == sorted(lessons)  # course order comes from the lesson paths
+
+
 def test_a_checker_bug_is_not_the_learners_fault():
     ex = base.Exercise("demo", "x.ipynb", "demo", check=lambda a: {}["missing"])
     v = base.grade(ex, base.Attempt("demo", trace=None, namespace={}))
@@ -178,6 +200,34 @@ def test_a_verdict_is_saved_and_listed(store, monkeypatch):
     assert cap.stdout == first  # deterministic
     rows = listing.rows()
     assert "<td>passed</td>" in listing.listing_html(rows)
+
+
+def test_the_reference_solution_is_graded_and_never_saved(store, monkeypatch):
+    ip = shell()
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    starter = REFERENCE.replace("results = hpc.get([slow_square.remote(x) for x in range(12)])",
+                                "results = [hpc.get(slow_square.remote(x)) for x in range(12)]")
+    assert not run_exercise("fan-out", starter).passed  # the learner's own attempt: saved
+    before = store.read_text()
+    v = run_exercise("fan-out", REFERENCE, line="-w 2 --no-live --solution")
+    assert v.passed and v.reference, v.to_text()
+    assert v.first_line == "Reference solution for fan-out: passed — this run does not count as your attempt"
+    assert store.read_text() == before  # nothing written: not a pass, not even an attempt
+    assert progress.status("fan-out") == "not yet"
+    with capture_output() as cap:
+        ip.run_line_magic("eugo", "exercises")
+    assert re.search(r"^  not yet    fan-out ", cap.stdout, re.M) and cap.stdout.startswith("Exercises: 0 of ")
+
+
+def test_solution_without_an_exercise_is_refused_before_anything_runs(store):
+    from eugo_lab import hpc
+
+    hpc.shutdown()
+    ip = shell()
+    with pytest.raises(UsageError, match=r"--solution marks the reference solution of an exercise and needs the "
+                                         r"exercise: %%eugo --exercise ID --solution"):
+        ip.run_cell_magic("eugo", "--solution -w 2", "raise AssertionError('the cell must not run')")
+    assert not hpc.is_initialized() and not store.exists()
 
 
 def test_verdict_shown_after_the_summary_as_text_and_html(store, monkeypatch):

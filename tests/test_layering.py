@@ -50,13 +50,14 @@ FORBIDDEN = {
                   "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server",
                   "eugo_lab.exercises", "IPython", "ipywidgets", "bokeh"),
     # course exercises: graded on the trace and its analysis; the magic (cellrun) runs them and draws the verdict,
-    # and the server extension reads their progress store, so neither may be imported from here
+    # and the server extension reads the progress store (eugo_lab.progress), so neither may be imported from here;
+    # exercises and checklists are siblings that share only that store
     "exercises": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
-                  "IPython", "ipywidgets", "bokeh"),
+                  "eugo_lab.checklists", "IPython", "ipywidgets", "bokeh"),
     # checklists: items as data, measured through the public runtime API and the analyses; their widget draws
     # itself (ipywidgets only); the magic shows it and the server extension reads the ticks, never the reverse
     "checklists": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
-                   "IPython", "bokeh"),
+                   "eugo_lab.exercises", "IPython", "bokeh"),
     # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
     "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
 }
@@ -99,6 +100,12 @@ def _violations(layer: str) -> list[str]:
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_no_import_points_back_up_the_data_flow(layer):
     assert _violations(layer) == []
+
+
+def test_the_progress_store_stands_below_everything_that_shares_it():
+    # exercises, checklists and the server extension all read and write it, so it may import none of them
+    found = {m for _, m in imports_of(PKG / "progress.py") if m.startswith("eugo_lab")}
+    assert found <= {"eugo_lab.settings", "eugo_lab.settings.PROGRESS_DIR_ENV"}, found
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path, monkeypatch):

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from jupyter_server.auth.authorizer import Authorizer
 
-from eugo_lab import glossary
+from eugo_lab import glossary, progress
 from eugo_lab.checklists.model import all_checklists
-from eugo_lab.exercises import progress
 from eugo_lab.exercises.catalog import all_exercises
 from eugo_lab.server.api import MAX_BODY_BYTES
 from eugo_lab.settings import BOKEH_URL_ENV, IDLE_WARNING_ENV, PROGRESS_DIR_ENV, STATUS_DIR_ENV
@@ -129,6 +129,31 @@ async def test_every_route_needs_a_token_or_a_login_and_every_post_the_xsrf_toke
                                 headers=dict(browser, **{"X-XSRFToken": cookies["_xsrf"]}))
         assert code == 200, (where, code, doc)
     await fetch(jp_fetch, "api", "kernels", kid, method="DELETE")
+
+
+class ReadOnlyAuthorizer(Authorizer):
+    """A deployment's fine-grained authorizer that lets its users look at everything and change nothing."""
+
+    def is_authorized(self, handler, user, action, resource) -> bool:
+        return action == "read"
+
+
+READ_ONLY = {"ServerApp": {"jpserver_extensions": {"eugo_lab.server": True}, "authorizer_class": ReadOnlyAuthorizer}}
+
+
+@pytest.mark.parametrize("jp_server_config", [READ_ONLY])
+async def test_an_authorizer_that_forbids_writes_gets_reads_through_and_every_write_refused(jp_fetch, jp_serverapp):
+    assert isinstance(jp_serverapp.authorizer, ReadOnlyAuthorizer)
+    kid = "0" * 8  # never looked up: the authorizer answers before the handler runs
+    for method, parts, body in _routes(kid):
+        code, doc = await fetch(jp_fetch, *parts, method=method, body=body)
+        where = f"{method} {'/'.join(parts)}"
+        if method == "GET":
+            assert code == 200, (where, code, doc)
+        else:
+            assert code == 403, (where, code, doc)
+            assert doc["error"] == "User is not authorized to write on resource: eugo.", (where, doc)
+    assert progress.load()["checklists"] == {}  # the refused tick changed nothing
 
 
 # -- the listing -----------------------------------------------------------------------------------
@@ -384,7 +409,7 @@ async def test_bad_paths_and_methods_get_json_4xx(jp_fetch):
 
 WRITER = """
 import sys
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 from eugo_lab.checklists.store import tick
 items = sys.argv[2].split(",")
 for i in range(int(sys.argv[1])):

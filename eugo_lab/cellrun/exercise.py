@@ -5,6 +5,10 @@ details; the precise text in a terminal), is saved to the progress store and is
 ``eugo_lab.exercises.last_verdict()``. A cell that raised is graded ``not yet`` (naming the
 error) and its error is re-raised after the verdict, as ``%%eugo`` does. A store that cannot be
 written costs a warning, not the cell.
+
+With ``--solution`` (the lesson's reference solution) the cell is graded the same way, its
+verdict says it is the reference and does not count, and nothing is saved: running a lesson
+top to bottom, hidden cells included, never marks its exercises passed.
 """
 
 from __future__ import annotations
@@ -12,16 +16,19 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from eugo_lab import exercises
+from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import run_cell
 from eugo_lab.contract import errors, refs
-from eugo_lab.exercises import base, catalog, progress
+from eugo_lab.exercises import base, catalog
 from eugo_lab.render import display
 
 
-def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str) -> Any:
-    """Run ``cell`` under ``%%eugo`` with ``opts`` and grade it as ``exercise_id`` (already validated)."""
+def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str, solution: bool = False) -> Any:
+    """Run ``cell`` under ``%%eugo`` with ``opts`` and grade it as ``exercise_id`` (already validated).
+
+    ``solution``: the cell is the lesson's reference solution; graded and shown, never saved.
+    """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     ex = catalog.get(exercise_id)
     puts_before = refs.refs_made()
@@ -35,12 +42,14 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
                                refused=errors.requests_refused() - refused_before, before=before,
                                assigned=assigned)
         verdict = base.grade(ex, attempt)
+        if solution:
+            verdict = verdict.as_reference()
         exercises._set_last_verdict(verdict)
         if out_mode == "text":
             print(verdict.to_text(precise=True))
         else:
             display.publish(verdict.to_text(), verdict.to_html(precise=True))
-        if verdict.checker_error is None:  # a checker bug is not an attempt of the learner's
+        if verdict.checker_error is None and not verdict.reference:  # neither is the learner's attempt
             save(verdict)
 
     return run_cell(shell, cell, opts, after=check)

@@ -96,6 +96,14 @@ def parse_export(value: str | None) -> str | None:
     return path
 
 
+def parse_solution(solution: bool, exercise: str | None) -> bool:
+    """``--solution`` marks an exercise's reference solution, so it needs ``--exercise ID``."""
+    if solution and exercise is None:
+        raise OptionError("--solution marks the reference solution of an exercise and needs the exercise: "
+                          "%%eugo --exercise ID --solution")
+    return bool(solution)
+
+
 @dataclass(frozen=True)
 class CellOptions:
     """Validated ``%%eugo`` options."""

@@ -1,4 +1,4 @@
-"""What a checklist is: items as data, the result of measuring one, and the registry of the four checklists.
+"""What a checklist is: items as data, the result of measuring one, and the registry of the checklists.
 
 An :class:`Item` is an id, the sentence the learner ticks, why it matters and, when the
 runtime can check it, a measurement: a function of the :class:`~eugo_lab.checklists.subject.Subject`
@@ -51,6 +51,7 @@ class Checklist:
     purpose: str
     items: tuple[Item, ...]
     aliases: tuple[str, ...] = ()
+    order: int = 0  # its place on the course page: all_checklists() lists them by it
 
     def item(self, item_id: str) -> Item:
         """The item ``item_id``; :class:`ChecklistError` listing the valid ids otherwise."""
@@ -147,16 +148,15 @@ def register(checklist: Checklist) -> Checklist:
 
 
 def all_checklists() -> list[Checklist]:
-    """The four checklists in course-page order."""
-    from eugo_lab.checklists import catalog  # importing it registers them
-
-    return list(catalog.CHECKLISTS)
+    """Every checklist of the catalog, in course-page order (their ``order``, then id)."""
+    _load_catalog()
+    unique = {c.id: c for c in _REGISTRY.values()}  # aliases point at the same checklist
+    return sorted(unique.values(), key=lambda c: (c.order, c.id))
 
 
 def get(name: str) -> Checklist:
     """The checklist called ``name`` (its id or a short alias); a did-you-mean error for anything else."""
-    from eugo_lab.checklists import catalog  # noqa: F401
-
+    _load_catalog()
     if not isinstance(name, str):
         raise ChecklistError(f"a checklist name is a string, got {type(name).__name__}; "
                              f"choose one of: {', '.join(_names())}")
@@ -166,6 +166,13 @@ def get(name: str) -> Checklist:
     close = difflib.get_close_matches(key, list(_REGISTRY), n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise ChecklistError(f"no checklist called {name!r}; {hint}the checklists are: {', '.join(_names())}")
+
+
+def _load_catalog() -> None:
+    """Register every checklist (imported lazily: the catalog's modules import this one)."""
+    from eugo_lab.checklists import catalog
+
+    catalog.load()
 
 
 def _names() -> list[str]:

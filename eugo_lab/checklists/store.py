@@ -5,7 +5,7 @@ Layout, under ``store["checklists"]``::
     {"workload-readiness": {"task-size": {"ticked": true, "how": "measured",
                                           "evidence": "one call takes 0.8 s ...", "when": "2026-12-01T09:30:00+00:00"}}}
 
-Every change goes through :func:`eugo_lab.exercises.progress.update` (read-modify-write under
+Every change goes through :func:`eugo_lab.progress.update` (read-modify-write under
 the store's lock, written atomically), so a kernel and the JupyterLab panel ticking at once lose nothing.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 
 MEASURED, MANUAL = "measured", "manual"
 
@@ -29,16 +29,25 @@ def ticks(checklist_id: str, store: dict[str, Any] | None = None, path: Path | N
 def tick(checklist_id: str, item_id: str, ticked: bool, evidence: str = "", how: str = MANUAL,
          path: Path | None = None) -> dict[str, Any]:
     """Save one item's state (``ticked``, with the evidence when it was measured); returns the entry."""
+    return tick_many(checklist_id, {item_id: (ticked, evidence)}, how, path)[item_id]
+
+
+def tick_many(checklist_id: str, states: dict[str, tuple[bool, str]], how: str = MANUAL,
+              path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Save several items' ``(ticked, evidence)`` in one write (a whole measured checklist); returns the entries."""
     if how not in (MEASURED, MANUAL):
         raise ValueError(f"how must be {MEASURED!r} or {MANUAL!r}, got {how!r}")
-    entry = {"ticked": bool(ticked), "how": how, "evidence": str(evidence), "when": progress.now()}
+    when = progress.now()
+    entries = {item_id: {"ticked": bool(ticked), "how": how, "evidence": str(evidence), "when": when}
+               for item_id, (ticked, evidence) in states.items()}
 
     def change(data: dict[str, Any]) -> None:
         lists = data.setdefault("checklists", {})
         mine = lists.get(checklist_id)
         if not isinstance(mine, dict):
             mine = lists[checklist_id] = {}
-        mine[item_id] = entry
+        mine.update(entries)
 
-    progress.update(change, path)
-    return entry
+    if entries:
+        progress.update(change, path)
+    return entries

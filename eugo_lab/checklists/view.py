@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eugo_lab.checklists import store
-from eugo_lab.checklists.measuring import measure_item
+from eugo_lab.checklists.measuring import measure_item, save
 from eugo_lab.checklists.model import Checklist, Result, get
 from eugo_lab.checklists.subject import Subject
 
@@ -51,7 +51,7 @@ class ChecklistView:
         self.evidence[item_id] = result.evidence
         if result.ok is not None:
             self.ticked[item_id] = result.ok
-            store.tick(self.checklist.id, item_id, result.ok, result.evidence, store.MEASURED, path=self.path)
+        save(self.checklist, [result], self.path)
         self._refresh(item_id)
         return result
 

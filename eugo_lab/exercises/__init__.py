@@ -2,14 +2,15 @@
 
 - :mod:`eugo_lab.exercises.base`: ``@exercise``, :class:`Attempt`, :class:`Verdict`;
 - :mod:`eugo_lab.exercises.catalog`: every exercise (``get(id)``, ``all_exercises()``);
-- :mod:`eugo_lab.exercises.progress`: the learner's progress store (shared with the server extension);
+- :mod:`eugo_lab.progress`: the learner's progress store (shared with the checklists and the server extension);
 - :mod:`eugo_lab.exercises.listing`: what ``%eugo exercises`` shows.
 
 ``last_verdict()`` is the verdict of the most recent exercise cell.
 
-In a lesson: the starter cell (tag ``starter``) and the reference solution (tag ``solution``,
-source hidden) both start with ``%%eugo --exercise ID``; each catalog module's docstring holds
-them. A ``%%eugo`` cell's own output cannot be compared by nbval (its summary HTML carries
+In a lesson: the starter cell (tag ``starter``) starts with ``%%eugo --exercise ID`` and the
+reference solution (tag ``solution``, source hidden) with ``%%eugo --exercise ID --solution``,
+which grades it the same way but never saves it to the learner's progress; each catalog
+module's docstring holds them. A ``%%eugo`` cell's own output cannot be compared by nbval (its summary HTML carries
 timings), so to pin the reference's verdict put ``exercises.last_verdict()`` in the next cell
 under ``# NBVAL_CHECK_OUTPUT``: a shown :class:`Verdict` is deterministic text and HTML (the
 reference's lines state counts and criteria, never seconds). ``%eugo exercises`` depends on

@@ -7,10 +7,12 @@ Never wall-clock windows, so the same cell gets the same verdict on a busy 2-cor
 a 1-core Binder (where criteria that need parallelism use the replay on 2 workers, and say so).
 
 Text is deterministic: the first line is exactly ``exercise ID: passed`` or ``exercise ID:
-not yet``; the lines after it state counts and criteria (never seconds, pids or addresses),
-so a reference solution's verdict can be compared by nbval. Measured numbers that vary from
-run to run go in :attr:`Verdict.details`, shown only by ``to_text(precise=True)`` and
-``to_html(precise=True)`` (what ``%%eugo --exercise`` displays in HTML and in a terminal).
+not yet`` (for the lesson's reference solution, run with ``--solution``: ``Reference solution
+for ID: passed — this run does not count as your attempt``); the lines after it state counts
+and criteria (never seconds, pids or addresses), so a reference solution's verdict can be
+compared by nbval. Measured numbers that vary from run to run go in :attr:`Verdict.details`,
+shown only by ``to_text(precise=True)`` and ``to_html(precise=True)`` (what ``%%eugo
+--exercise`` displays in HTML and in a terminal).
 The cell's summary HTML carries timings, so a lesson checks a reference's verdict in the
 next cell: ``exercises.last_verdict()`` displays the deterministic text and HTML.
 
@@ -24,11 +26,13 @@ import difflib
 import html
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: ``exercise ID: passed`` / ``exercise ID: not yet`` (and ``not checked`` for a checker bug).
 PASSED, NOT_YET, NOT_CHECKED = "passed", "not yet", "not checked"
+#: What a reference solution's first line adds: its run is graded, never recorded as the learner's.
+NOT_YOUR_ATTEMPT = "this run does not count as your attempt"
 
 
 class NotYet(Exception):
@@ -57,6 +61,7 @@ class Verdict:
     lines: tuple[str, ...] = ()
     details: tuple[str, ...] = ()
     checker_error: str | None = None
+    reference: bool = False  # the lesson's reference solution (--solution): shown, never saved to progress
 
     @property
     def status(self) -> str:
@@ -66,9 +71,27 @@ class Verdict:
         return PASSED if self.passed else NOT_YET
 
     @property
+    def heading(self) -> str:
+        """Whose run this is: ``exercise ID``, or ``Reference solution for ID``."""
+        return f"Reference solution for {self.exercise_id}" if self.reference else f"exercise {self.exercise_id}"
+
+    @property
     def first_line(self) -> str:
-        """``exercise ID: passed`` or ``exercise ID: not yet`` (``not checked`` for a checker bug)."""
-        return f"exercise {self.exercise_id}: {self.status}"
+        """``exercise ID: passed`` or ``exercise ID: not yet`` (``not checked`` for a checker bug).
+
+        A reference solution's says so first and that it does not count:
+        ``Reference solution for ID: passed — this run does not count as your attempt``.
+        """
+        return f"{self.heading}: {self.outcome}"
+
+    @property
+    def outcome(self) -> str:
+        """The status, and for a reference solution that its run does not count."""
+        return f"{self.status} — {NOT_YOUR_ATTEMPT}" if self.reference else self.status
+
+    def as_reference(self) -> Verdict:
+        """The same verdict as the reference solution's (same grading, a first line that says it does not count)."""
+        return replace(self, reference=True)
 
     def to_text(self, precise: bool = False) -> str:
         """The first line, then the evidence or message (indented); ``precise`` adds the measured details."""
@@ -95,7 +118,7 @@ class Verdict:
             details = ("<p class='eugo-exercise-details'>measured: "
                        + html.escape("; ".join(self.details)) + "</p>")
         return (f"<div class='eugo-exercise eugo-exercise-{cls}'>"
-                f"<p><b>exercise {html.escape(self.exercise_id)}</b>: {html.escape(self.status)}</p>"
+                f"<p><b>{html.escape(self.heading)}</b>: {html.escape(self.outcome)}</p>"
                 f"<ul>{items}</ul>{details}</div>")
 
     def _repr_html_(self) -> str:

@@ -6,7 +6,8 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from eugo_lab.exercises import catalog, progress
+from eugo_lab import progress
+from eugo_lab.exercises import catalog
 
 
 @dataclass(frozen=True)

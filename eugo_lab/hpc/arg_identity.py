@@ -10,7 +10,7 @@ the argument objects. :func:`large_argument_key` names the largest of them by it
 a new array that happens to get the address of a freed one does not pass for it.
 
 Only computed while a trace records and the call's arguments pickle to at least
-``tracing.row.ARG_KEY_MIN_BYTES``: a tiny task never pays for it.
+``contract.row.ARG_KEY_MIN_BYTES``: a tiny task never pays for it.
 """
 
 from __future__ import annotations

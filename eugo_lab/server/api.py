@@ -1,12 +1,15 @@
 """The REST API of the JupyterLab panel, under the server's ``base_url``.
 
-Every handler is ``@tornado.web.authenticated`` (no token or login cookie: 403) and answers
-JSON; a POST from a browser session also needs the ``_xsrf`` cookie echoed in the
-``X-XSRFToken`` header, exactly as jupyter_server's own API (a request that carries the
-token in its ``Authorization`` header is exempt there and here: a token is no ambient
-credential a foreign page could use). Errors are ``{"error": "<what was wrong and what to
-send>"}`` with a 4xx status (``message`` repeats it for jupyter_server's clients), never a
-traceback.
+Every handler is ``@tornado.web.authenticated`` (no token or login cookie: 403) and
+``@authorized`` by the server's authorizer on the resource ``eugo`` (:data:`AUTH_RESOURCE`):
+the GETs are ``read``; ticking a checklist item and stopping a kernel's runtime are ``write``,
+as jupyter_server's own kernel actions are, so a deployment whose authorizer forbids writes
+answers them 403 and changes nothing. Every handler answers JSON; a POST from a browser
+session also needs the ``_xsrf`` cookie echoed in the ``X-XSRFToken`` header, exactly as
+jupyter_server's own API (a request that carries the token in its ``Authorization`` header
+is exempt there and here: a token is no ambient credential a foreign page could use).
+Errors are ``{"error": "<what was wrong and what to send>"}`` with a 4xx status
+(``message`` repeats it for jupyter_server's clients), never a traceback.
 
 ``GET /eugo/api/courses``::
 
@@ -35,7 +38,7 @@ traceback.
 
 ``POST /eugo/api/progress`` with ``{"checklist": "<id>", "item": "<item id>", "ticked": true | false}``
   (JSON, at most 64 KB, no other keys) -> ``{"ok": true, "item": {...as in the listing...}}``,
-  saved through :mod:`eugo_lab.exercises.progress` (locked read-modify-write, atomic file),
+  saved through :mod:`eugo_lab.progress` (locked read-modify-write, atomic file),
   as a ``manual`` tick. Unknown checklist or item: 404 listing the valid ids.
 
 ``GET /eugo/api/glossary`` -> ``{"terms": [{"term", "definition", "aliases", "see_also", "lesson",
@@ -63,6 +66,7 @@ from typing import Any
 
 import psutil
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado.ioloop import IOLoop
 
@@ -78,6 +82,11 @@ KERNEL_ID_PATTERN = re.compile(r"^[0-9A-Za-z_-]{1,80}$")
 
 _TICK_FIELDS = {"checklist": str, "item": str, "ticked": bool}
 
+#: The resource every Eugo Lab handler asks the server's authorizer about.
+AUTH_RESOURCE = "eugo"
+#: The authorizer's actions: looking (listings, status, BokehJS) and changing (ticks, stopping a runtime).
+READ, WRITE = "read", "write"
+
 
 class BadRequest(tornado.web.HTTPError):
     """A 4xx whose message is the ``error`` the client gets."""
@@ -88,7 +97,9 @@ class BadRequest(tornado.web.HTTPError):
 
 
 class EugoAPIHandler(APIHandler):
-    """JSON in, JSON out; every error as ``{"error": ...}``."""
+    """JSON in, JSON out; every error as ``{"error": ...}``; authorized on :data:`AUTH_RESOURCE`."""
+
+    auth_resource = AUTH_RESOURCE
 
     def reply(self, doc: dict[str, Any], status: int = 200) -> None:
         """Send ``doc`` as JSON."""
@@ -161,6 +172,7 @@ class CoursesHandler(EugoAPIHandler):
     """``GET /eugo/api/courses``: courses, lessons, checklists and vocabulary with the learner's progress."""
 
     @tornado.web.authenticated
+    @authorized(READ)
     async def get(self) -> None:
         """The listing (see the module docstring)."""
         from eugo_lab.server.courses import listing
@@ -196,6 +208,7 @@ class ProgressHandler(EugoAPIHandler):
     """``POST /eugo/api/progress``: tick or untick one checklist item."""
 
     @tornado.web.authenticated
+    @authorized(WRITE)
     async def post(self) -> None:
         """Save the tick through the progress store and answer the item as the listing shows it."""
         from eugo_lab.checklists.model import all_checklists
@@ -219,6 +232,7 @@ class GlossaryHandler(EugoAPIHandler):
     """``GET /eugo/api/glossary``: every vocabulary entry, for the tooltips."""
 
     @tornado.web.authenticated
+    @authorized(READ)
     def get(self) -> None:
         """The terms in course order."""
         from eugo_lab.glossary import lookup, terms
@@ -233,6 +247,7 @@ class StopRuntimeHandler(EugoAPIHandler):
     """``POST /eugo/api/kernels/<id>/stop``: shut a kernel's Eugo runtime down, leaving the kernel running."""
 
     @tornado.web.authenticated
+    @authorized(WRITE)
     async def post(self, kernel_id: str) -> None:
         """Ask the kernel (a stop request it reads) and wait until its workers are gone."""
         if not KERNEL_ID_PATTERN.match(kernel_id) or kernel_id not in self.kernel_manager.list_kernel_ids():

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from eugo_lab.exercises import progress
+from eugo_lab import progress
 
 #: A course folder: two digits, a dash, a name (``01-distributed-python``).
 COURSE_DIR = re.compile(r"^(?P<number>\d{2})-(?P<slug>[a-z0-9][a-z0-9-]*)$")

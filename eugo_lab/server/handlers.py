@@ -1,7 +1,7 @@
-"""Authenticated handlers: the installed BokehJS, ``/eugo/api/status``, and the panel's REST API.
+"""Authenticated and authorized handlers: the installed BokehJS, ``/eugo/api/status``, and the panel's REST API.
 
 ``/eugo/bokeh/static/...`` serves BokehJS; :mod:`eugo_lab.server.api` holds (and documents)
-the rest of the REST API.
+the rest of the REST API and how every handler is authorized (all of this module's are reads).
 
 ``/eugo/api/status`` lists the kernels this server runs, each with the status its eugo
 runtime last published (:mod:`eugo_lab.hpc.status`), and ``idle_warning_s``: after how
@@ -14,11 +14,20 @@ import os
 from typing import Any
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 
 from eugo_lab.hpc.status import read_status
-from eugo_lab.server.api import CoursesHandler, EugoAPIHandler, GlossaryHandler, ProgressHandler, StopRuntimeHandler
+from eugo_lab.server.api import (
+    AUTH_RESOURCE,
+    READ,
+    CoursesHandler,
+    EugoAPIHandler,
+    GlossaryHandler,
+    ProgressHandler,
+    StopRuntimeHandler,
+)
 from eugo_lab.server.config import EugoLab
 from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
 
@@ -29,12 +38,16 @@ BOKEH_PREFIX = "eugo/bokeh/"
 class BokehJSHandler(JupyterHandler, tornado.web.StaticFileHandler):
     """Static files of the installed BokehJS (``bokeh.util.paths.bokehjs_path()``), for logged-in users only."""
 
+    auth_resource = AUTH_RESOURCE
+
     @tornado.web.authenticated
+    @authorized(READ)
     def get(self, path: str, include_body: bool = True) -> Any:
-        """Serve one file (403 without a valid token or login cookie)."""
+        """Serve one file (403 without a valid token or login cookie, or without read access)."""
         return super().get(path, include_body)
 
     @tornado.web.authenticated
+    @authorized(READ)
     def head(self, path: str) -> Any:
         """Headers only (authenticated like ``get``)."""
         return super().head(path)
@@ -48,6 +61,7 @@ class StatusHandler(EugoAPIHandler):
     """``GET /eugo/api/status``: eugo_lab and server versions, the idle threshold, and the kernels this server runs."""
 
     @tornado.web.authenticated
+    @authorized(READ)
     async def get(self) -> None:
         """The status as JSON."""
         import jupyter_server

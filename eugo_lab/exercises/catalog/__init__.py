@@ -1,28 +1,19 @@
 """Every exercise, one module per topic; loaded on first use (importing this package imports none of them).
 
-A module registers its exercises with :func:`eugo_lab.exercises.base.exercise` when imported;
-its docstring shows the lesson's starter cell and reference solution.
+A module registers its exercises with :func:`eugo_lab.exercises.base.exercise` when imported
+(every module of this package is found and imported on first use); its docstring shows the
+lesson's starter cell and reference solution. Course order comes from each exercise's lesson path.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from eugo_lab.discovery import import_submodules
 from eugo_lab.exercises.base import Exercise, registered, unknown
-
-#: Topic modules of this package, in course order.
-MODULES = ("basics", "fan_out", "as_completed", "put", "batching", "straggler", "pandas", "clusters", "gpu", "geo",
-           "geo_sizing", "optimizations")
-
-_loaded = False
 
 
 def _load() -> dict[str, Exercise]:
-    global _loaded
-    if not _loaded:
-        for name in MODULES:
-            importlib.import_module(f"{__name__}.{name}")
-        _loaded = True
+    """Every registered exercise, after importing each topic module of this package (once)."""
+    import_submodules(__name__)
     return registered()
 
 

@@ -133,6 +133,7 @@ def optimizations(s: Subject) -> tuple[bool | None, str]:
 
 ML = register(Checklist(
     id="quick-guide-ml-engineer",
+    order=4,  # its place on the course page (courses/index.ipynb)
     title="Quick guide: ML engineer",
     purpose=("GPUs, per-call resource requests, and which optimizations the runtime applies on your behalf, plus how "
              "to confirm work actually reached the GPU."),

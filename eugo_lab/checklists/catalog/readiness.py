@@ -129,6 +129,7 @@ def pieces(s: Subject) -> tuple[bool | None, str]:
 
 READINESS = register(Checklist(
     id="workload-readiness",
+    order=1,  # its place on the course page (courses/index.ipynb)
     title="Workload readiness checklist",
     purpose="Verify a workload is worth distributing before you spend cluster time on it.",
     aliases=("readiness",),

@@ -124,6 +124,7 @@ def _item(item_id: str, text: str, why: str) -> Item:
 
 TUNING = register(Checklist(
     id="performance-tuning",
+    order=2,  # its place on the course page (courses/index.ipynb)
     title="Performance tuning checklist",
     purpose="Work through the usual causes when a distributed run is slower than expected.",
     aliases=("tuning",),

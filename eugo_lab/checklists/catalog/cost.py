@@ -117,6 +117,7 @@ def right_size(s: Subject) -> tuple[bool | None, str]:
 
 COST = register(Checklist(
     id="cost-optimization",
+    order=3,  # its place on the course page (courses/index.ipynb)
     title="Cost optimization checklist",
     purpose=("Keep compute spend predictable without giving up throughput: what to check weekly, how to stop paying "
              "for idle clusters, and where to right-size."),
