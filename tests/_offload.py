@@ -1,8 +1,8 @@
-"""Helpers for the accel tests: a fixed host profile and a stand-in for IPython's shell namespaces."""
+"""Helpers for the offload tests: a fixed host profile and a stand-in for IPython's shell namespaces."""
 
 from __future__ import annotations
 
-from eugo_lab.accel.profiles import HostProfile
+from eugo_lab.offload.profiles import HostProfile
 
 #: A host with round numbers, so the cost model's answers are exact and stable.
 HOST = HostProfile("test host", call_overhead_s=1e-6, mem_bw=10e9, cache_bw=40e9, special_rate=1e9,
@@ -10,7 +10,7 @@ HOST = HostProfile("test host", call_overhead_s=1e-6, mem_bw=10e9, cache_bw=40e9
 
 
 class Shell:
-    """What accel.cell.run needs from an IPython shell: the user namespace."""
+    """What offload.cell.run needs from an IPython shell: the user namespace."""
 
     def __init__(self) -> None:
         self.user_ns: dict = {"__builtins__": __builtins__}

@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from eugo_lab.accel import detect
+from eugo_lab.hardware import cpu
+from eugo_lab.hardware import gpus as detect
 
 X86 = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -36,14 +37,14 @@ OTHER_ARM = GRACE.replace("0x41", "0x61").replace("0xd4f", "0x022")
     ("", "riscv64", "riscv64", "unknown riscv64 CPU"),
 ])
 def test_parse_cpu(text, machine, arch, model):
-    info = detect.parse_cpu(text, machine, 4)
+    info = cpu.parse_cpu(text, machine, 4)
     assert (info.arch, info.model, info.cores) == (arch, model, 4)
     assert str(info) == f"{model} ({arch}, 4 cores)"
 
 
 def test_describe_cpu_names_this_machine():
-    text = detect.describe_cpu()
-    assert detect.cpu_info().arch in text and "core" in text
+    text = cpu.describe_cpu()
+    assert cpu.cpu_info().arch in text and "core" in text
     assert not text.startswith("unknown")
 
 
@@ -119,16 +120,16 @@ def test_a_gpu_through_nvml(monkeypatch):
                               'CuPy is not installed (pip install "eugo-lab[gpu]")')
 
 
-def test_importing_accel_never_fails_and_imports_nothing_heavy():
-    code = ("import sys\nimport eugo_lab.accel, eugo_lab.accel.detect, eugo_lab.accel.cost\n"
-            "from eugo_lab.accel import detect_gpus\nd = detect_gpus()\n"
+def test_importing_hardware_and_offload_never_fails_and_imports_nothing_heavy():
+    code = ("import sys\nimport eugo_lab.hardware, eugo_lab.hardware.cpu, eugo_lab.offload, eugo_lab.offload.cost\n"
+            "from eugo_lab.hardware.gpus import detect_gpus\nd = detect_gpus()\n"
             "print(sorted(m for m in ('cupy', 'numba', 'IPython') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_busy_sampler_with_an_nvml_stand_in(monkeypatch):
-    from eugo_lab.accel.nvml import BusySampler
+    from eugo_lab.offload.nvml import BusySampler
 
     fake = _fake_pynvml()
     readings = iter([10, 50, 90] + [30] * 1000)
@@ -143,7 +144,7 @@ def test_busy_sampler_with_an_nvml_stand_in(monkeypatch):
 
 
 def test_busy_sampler_without_nvml_says_so(monkeypatch):
-    from eugo_lab.accel.nvml import BusySampler
+    from eugo_lab.offload.nvml import BusySampler
 
     monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(fail_init=True))
     s = BusySampler().start()
@@ -151,9 +152,9 @@ def test_busy_sampler_without_nvml_says_so(monkeypatch):
 
 
 def test_calibration_runs_through_the_device_interface():
-    from eugo_lab.accel.calibrate import calibrate
-    from eugo_lab.accel.devices import FakeDevice
-    from eugo_lab.accel.profiles import published
+    from eugo_lab.offload.calibrate import calibrate
+    from eugo_lab.offload.devices import FakeDevice
+    from eugo_lab.offload.profiles import published
 
     t4 = published("t4")
     dev = FakeDevice(t4)

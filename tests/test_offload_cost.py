@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from _accel import HOST
+from _offload import HOST
 
-from eugo_lab.accel import cost, profiles
-from eugo_lab.accel.cost import Operation, break_even, fmt_time, predict, sample_operation
+from eugo_lab.offload import cost, profiles
+from eugo_lab.offload.cost import Operation, break_even, fmt_time, predict, sample_operation
 
 H100 = profiles.published("h100")
 T4 = profiles.published("t4")
@@ -158,7 +158,7 @@ def test_the_host_profile_is_quick_and_sane():
     assert p.mem_bw > 1e8 and p.cache_bw > 1e8 and p.special_rate > 1e6 and p.flops64 > 1e7
     assert profiles.host_profile() is profiles.host_profile()  # measured once per process
     costs = dict(p.special_costs)
-    from eugo_lab.accel.ops import SPECIAL
+    from eugo_lab.offload.ops import SPECIAL
 
     assert {"exp", "sin", "power", "arctan2", "hypot"} <= set(costs) <= SPECIAL
     assert all(c > 0 for c in costs.values()), costs

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import gpu_crossover as gx
-from eugo_lab.accel.detect import detect_gpus
+from eugo_lab.hardware.gpus import detect_gpus
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy
 import pytest
-from _accel import Shell
+from _offload import Shell
 
-from eugo_lab.accel.detect import detect_gpus
+from eugo_lab.hardware.gpus import detect_gpus
 
 pytestmark = [
     pytest.mark.gpu,
@@ -20,8 +20,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def device():
-    from eugo_lab.accel import calibrate, profiles
-    from eugo_lab.accel.devices import CupyDevice
+    from eugo_lab.offload import calibrate, profiles
+    from eugo_lab.offload.devices import CupyDevice
 
     det = detect_gpus()
     assert det.usable, f"a GPU is here but CuPy is not: {det.describe()}"
@@ -63,8 +63,8 @@ def test_model_vs_measured_crossover_within_2x(device, index):
     import time
 
     from benchmarks import gpu_crossover as gx
-    from eugo_lab.accel.devices import import_cupy
-    from eugo_lab.accel.profiles import host_profile
+    from eugo_lab.offload.devices import import_cupy
+    from eugo_lab.offload.profiles import host_profile
 
     case = gx.CASES[index]
     measured = gx.measured_crossover(case, import_cupy(), time.monotonic() + 15)
@@ -74,14 +74,14 @@ def test_model_vs_measured_crossover_within_2x(device, index):
 
 
 def test_the_report_measures_on_the_gpu(device):
-    from eugo_lab.accel import cell
+    from eugo_lab.offload import cell
     from eugo_lab.render.offload import offload_text
 
     sh = Shell()
     src = ("import numpy as np\nimport time\na = np.ones(20_000_000, dtype=np.float32)\n"
            "for _ in range(20):\n    a = np.sqrt(a * 1.0001 + 0.5)\ns = float(a.sum())\nt = np.ones(4) + 1\n")
     with cell.use_device(device):
-        from eugo_lab.accel.nvml import BusySampler
+        from eugo_lab.offload.nvml import BusySampler
 
         sampler = BusySampler().start()
         cell.run(sh, "auto", exec, compile(src, "<cell>", "exec"), sh.user_ns, sh.user_ns)

@@ -9,7 +9,7 @@ import sys
 # A fresh interpreter: the simulator is chosen when numba.cuda is first imported, once per process.
 CODE = """
 import json, numpy as np
-from eugo_lab.accel import kernels
+from eugo_lab.offload import kernels
 x = np.arange(1000, dtype=np.float32)
 y = np.ones(1000, dtype=np.float32)
 out, run = kernels.saxpy(2.0, x, y, blocks=4, threads_per_block=32)
@@ -29,7 +29,7 @@ def test_saxpy_kernel_runs_and_says_where():
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["ok"]
-    from eugo_lab.accel.detect import detect_gpus
+    from eugo_lab.hardware.gpus import detect_gpus
 
     if detect_gpus().available:
         assert got["kind"] == "gpu" and got["run"].startswith("ran on the GPU (")
@@ -43,10 +43,10 @@ def test_saxpy_kernel_runs_and_says_where():
 
 def test_numba_imported_without_the_simulator_is_explained():
     code = ("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\nimport numba.cuda\n"
-            "from eugo_lab.accel import detect, kernels\n"
+            "from eugo_lab.hardware import gpus as detect\nfrom eugo_lab.offload import kernels\n"
             "if detect.detect_gpus().available:\n    print('gpu')\nelse:\n"
             "    try:\n        kernels.target()\n    except RuntimeError as e:\n        print(e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.strip()
-    assert out == "gpu" or "call eugo_lab.accel.kernels.cuda() before importing numba.cuda" in out
+    assert out == "gpu" or "call eugo_lab.offload.kernels.cuda() before importing numba.cuda" in out

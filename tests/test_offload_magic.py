@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy
 import pytest
-from _accel import HOST, Shell
+from _offload import HOST, Shell
 from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import hpc
-from eugo_lab.accel import cell, dispatch
-from eugo_lab.accel.detect import Detection
-from eugo_lab.accel.devices import FakeDevice, NoDeviceError
-from eugo_lab.accel.ledger import Ledger, OpRecord
-from eugo_lab.accel.profiles import published
+from eugo_lab.hardware.gpus import Detection
+from eugo_lab.offload import cell, dispatch
+from eugo_lab.offload.devices import FakeDevice, NoDeviceError
+from eugo_lab.offload.ledger import Ledger, OpRecord
+from eugo_lab.offload.profiles import published
 from eugo_lab.render.offload import offload_html, offload_text
 
 CELL = """
@@ -162,7 +162,7 @@ got = hpc.get([work.remote(x), work.remote(x + 1)])
 
 
 def test_a_gpu_without_cupy_predicts_for_its_own_profile_and_says_why(ip, monkeypatch, capsys):
-    from eugo_lab.accel.detect import GpuInfo
+    from eugo_lab.hardware.gpus import GpuInfo
 
     gpu = GpuInfo(0, "Tesla T4", 16 * 10**9, "535.1", (7, 5), "nvml")
     monkeypatch.setattr(cell, "detect_gpus", lambda: Detection((gpu,), ""))  # cupy_version None: not usable
@@ -185,7 +185,7 @@ def test_gpu_not_given_runs_numpy_unproxied_without_a_gpu_and_says_so(ip, monkey
 
 
 def test_gpu_not_given_is_auto_where_a_gpu_is(monkeypatch):
-    from eugo_lab.accel.detect import Detection
+    from eugo_lab.hardware.gpus import Detection
 
     usable = Detection((), "")
     monkeypatch.setattr(type(usable), "usable", property(lambda self: True))

@@ -6,12 +6,12 @@ import pickle
 
 import numpy
 import pytest
-from _accel import HOST, Shell
+from _offload import HOST, Shell
 
-from eugo_lab.accel import cell, dispatch
-from eugo_lab.accel.devices import FakeDevice, FakeDeviceArray
-from eugo_lab.accel.profiles import published
-from eugo_lab.accel.proxy import AccelArray, ProxyModule, ProxyUfunc
+from eugo_lab.offload import cell, dispatch
+from eugo_lab.offload.devices import FakeDevice, FakeDeviceArray
+from eugo_lab.offload.profiles import published
+from eugo_lab.offload.proxy import AccelArray, ProxyModule, ProxyUfunc
 
 H100, T4 = published("h100"), published("t4")
 
@@ -141,8 +141,8 @@ def test_gpu_on_forces_the_device_even_for_tiny_arrays():
 
 
 def test_gpu_on_without_a_gpu_is_a_clear_error(monkeypatch):
-    from eugo_lab.accel import detect
-    from eugo_lab.accel.devices import NoDeviceError
+    from eugo_lab.hardware import gpus as detect
+    from eugo_lab.offload.devices import NoDeviceError
 
     monkeypatch.setattr(cell, "detect_gpus", lambda: detect.Detection((), "NVML could not start"))
     with pytest.raises(NoDeviceError, match="--gpu on needs an NVIDIA GPU, and there is none here"):

@@ -1,22 +1,25 @@
-"""``hpc.profile()``: profile every task started inside a ``with`` block; and showing a profile in a cell.
+"""``hpc.profile()``: profile every task started inside a ``with`` block.
 
-The glue between the runtime and the profiler: :class:`Settings` is what the runtime holds
-while profiling is on (``Runtime.profiling``); its :meth:`~Settings.wrap` swaps a function
-record for one whose function is wrapped in :class:`~eugo_lab.profile.collect.Profiled`,
-which the worker shim recognises. The wrapped records are cached, so a function profiled
-again is not pickled and sent to the workers again.
+The glue between the runtime and the profiler (:mod:`eugo_lab.profile`): :class:`Settings` is
+what the runtime holds while profiling is on (``Runtime.profiling``); its :meth:`~Settings.wrap`
+swaps a function record for one whose function is wrapped in
+:class:`~eugo_lab.profile.collect.Profiled`, which the worker shim recognises. The wrapped
+records are cached, so a function profiled again is not pickled and sent to the workers again.
+``%%eugo --profile`` shows its profile through :mod:`eugo_lab.cellrun.profile_display`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.profile.collect import DEFAULT_INTERVAL, PYINSTRUMENT_INTERVAL, SAMPLERS, Profiled
 from eugo_lab.profile.model import Profile
+from eugo_lab.profile.renderers import HTMLRenderer, TextRenderer
 
 _CACHE_SIZE = 256  # wrapped function records kept (a notebook redefines its functions often)
 _cache: collections.OrderedDict[tuple[int, float, str], Any] = collections.OrderedDict()
@@ -118,22 +121,22 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
     def _repr_mimebundle_(self, **_: Any) -> dict[str, str]:
         if self.report is None:
             return {"text/plain": NOT_ENDED}
-        from eugo_lab.profile.html import profile_html
-        from eugo_lab.profile.text import profile_text
-
-        return {"text/plain": profile_text(self.report), "text/html": profile_html(self.report)}
+        return mimebundle(self.report)
 
 
-def show(trace: Any, text_only: bool = False) -> Profile:
-    """Display the merged profile of ``trace`` (``%%eugo --profile``): text/plain plus the HTML view."""
-    from eugo_lab.profile.html import profile_html
-    from eugo_lab.profile.text import profile_text
+def notebook_source_label(source: str) -> str:
+    """``path:line`` of a notebook cell's code -> ``Cell In[2], line 7`` (IPython's name for it); else unchanged.
 
-    p = Profile.from_trace(trace)
-    if text_only:
-        print(profile_text(p))
-    else:
-        from IPython.display import display
+    Asks IPython only when it is already loaded: outside a notebook no code came from a cell.
+    """
+    path, sep, line = source.rpartition(":")
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if sep and ipython is not None else None
+    n = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(path) if shell is not None else None
+    return f"Cell In[{n}], line {line}" if n is not None else source
 
-        display({"text/plain": profile_text(p), "text/html": profile_html(p)}, raw=True)
-    return p
+
+def mimebundle(report: Profile) -> dict[str, str]:
+    """``report`` as a notebook shows it: the deterministic text and the HTML view, cells named as IPython does."""
+    return {"text/plain": TextRenderer(source_label=notebook_source_label).render(report),
+            "text/html": HTMLRenderer(source_label=notebook_source_label).render(report)}

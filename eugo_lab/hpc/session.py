@@ -125,7 +125,7 @@ class Runtime:
         self.coalescing = False  # a batch="auto" function has held calls here (eugo_lab.hpc.coalesce)
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
-        # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
+        # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
 
     # -- submission ------------------------------------------------------------------------

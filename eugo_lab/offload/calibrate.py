@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from eugo_lab.accel.devices import Device
-from eugo_lab.accel.profiles import DeviceProfile
+from eugo_lab.offload.devices import Device
+from eugo_lab.offload.profiles import DeviceProfile
 
 _CACHE: dict[str, DeviceProfile] = {}
 

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.accel import dispatch
-from eugo_lab.accel.detect import GPU_EXTRA, detect_gpus
-from eugo_lab.accel.devices import CupyDevice, Device, NoDeviceError
-from eugo_lab.accel.ledger import Ledger
-from eugo_lab.accel.profiles import prediction_profile, profile_for_name
-from eugo_lab.accel.proxy import AccelArray, ProxyModule
+from eugo_lab.hardware.gpus import GPU_EXTRA, detect_gpus
+from eugo_lab.offload import dispatch
+from eugo_lab.offload.devices import CupyDevice, Device, NoDeviceError
+from eugo_lab.offload.ledger import Ledger
+from eugo_lab.offload.profiles import prediction_profile, profile_for_name
+from eugo_lab.offload.proxy import AccelArray, ProxyModule
 from eugo_lab.settings import GPU_PROFILE_ENV
 
 _real_import = builtins.__import__
@@ -46,7 +46,7 @@ def last_ledger() -> Ledger | None:
 
 @contextlib.contextmanager
 def use_device(device: Device) -> Iterator[Device]:
-    """Cells run in this block use ``device`` (a :class:`~eugo_lab.accel.devices.FakeDevice` in tests)."""
+    """Cells run in this block use ``device`` (a :class:`~eugo_lab.offload.devices.FakeDevice` in tests)."""
     _override.append(device)
     try:
         yield device
@@ -69,7 +69,7 @@ def choose_device(mode: str) -> tuple[Device | None, str]:
         return _override[-1], ""
     det = detect_gpus()
     if det.usable:
-        from eugo_lab.accel.calibrate import calibrated
+        from eugo_lab.offload.calibrate import calibrated
 
         if 0 not in _devices:
             try:
@@ -180,7 +180,7 @@ def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
     hooked["__import__"] = _import_hook
     sampler = None
     if isinstance(device, CupyDevice):
-        from eugo_lab.accel.nvml import BusySampler
+        from eugo_lab.offload.nvml import BusySampler
 
         sampler = BusySampler(device.index).start()
     value: Any = None

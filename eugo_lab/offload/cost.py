@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from eugo_lab.accel.profiles import CACHE_BYTES, DeviceProfile, HostProfile
+from eugo_lab.offload.profiles import CACHE_BYTES, DeviceProfile, HostProfile
 from eugo_lab.units import fmt_bytes
 
 KINDS = ("elementwise", "reduction", "matmul", "copy")

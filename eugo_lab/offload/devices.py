@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.accel.detect import GPU_EXTRA
-from eugo_lab.accel.profiles import DeviceProfile
+from eugo_lab.hardware.gpus import GPU_EXTRA
+from eugo_lab.offload.profiles import DeviceProfile
 
 
 class NoDeviceError(RuntimeError):

@@ -1,8 +1,8 @@
 """The per-operation dispatcher: one :class:`Offload` per ``%%eugo --gpu`` cell.
 
-For each NumPy call on proxies it builds a :class:`~eugo_lab.accel.cost.Operation`, asks
+For each NumPy call on proxies it builds a :class:`~eugo_lab.offload.cost.Operation`, asks
 the cost model where it runs, runs it there (moving operands that are not yet on that
-side), records a :class:`~eugo_lab.accel.ledger.OpRecord`, and wraps the result so that it
+side), records a :class:`~eugo_lab.offload.ledger.OpRecord`, and wraps the result so that it
 stays where it was computed. A GPU failure re-runs the operation with NumPy and records why.
 Without a device (``predictions_only``) every operation runs with NumPy and the ledger
 records what the model would do on the named profile, tracking where the data would be.
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.accel import ops
-from eugo_lab.accel.cost import Estimate, Operation, fmt_time, predict
-from eugo_lab.accel.devices import Device
-from eugo_lab.accel.ledger import Ledger, OpRecord
-from eugo_lab.accel.profiles import DeviceProfile, HostProfile
-from eugo_lab.accel.proxy import AccelArray, ProxyModule
+from eugo_lab.offload import ops
+from eugo_lab.offload.cost import Estimate, Operation, fmt_time, predict
+from eugo_lab.offload.devices import Device
+from eugo_lab.offload.ledger import Ledger, OpRecord
+from eugo_lab.offload.profiles import DeviceProfile, HostProfile
+from eugo_lab.offload.proxy import AccelArray, ProxyModule
 
 _ACTIVE: list[Offload] = []
 
@@ -76,7 +76,7 @@ class Offload:
     def host(self) -> HostProfile:
         """The host profile (this host's, measured once per process, unless one was given)."""
         if self._host is None:
-            from eugo_lab.accel.profiles import host_profile
+            from eugo_lab.offload.profiles import host_profile
 
             self._host = host_profile()
             self.ledger.host = self._host.name
@@ -499,6 +499,6 @@ def _is_scalar_index(key: Any, ndim: int) -> bool:
 def offload(mode: str = "auto", device: Device | None = None, profile: DeviceProfile | None = None,
             host: HostProfile | None = None) -> Offload:
     """A new :class:`Offload` session for use outside the magic: run NumPy code inside its ``activate()`` block."""
-    from eugo_lab.accel.profiles import prediction_profile
+    from eugo_lab.offload.profiles import prediction_profile
 
     return Offload(mode, device, profile or (device.profile if device else prediction_profile()), host)

@@ -35,7 +35,7 @@ class KernelTarget:
 def cuda() -> Any:
     """``numba.cuda``: the real one with a GPU, the simulator without (set up before Numba reads its config)."""
     if "numba.cuda" not in sys.modules and "NUMBA_ENABLE_CUDASIM" not in os.environ:
-        from eugo_lab.accel.detect import detect_gpus
+        from eugo_lab.hardware.gpus import detect_gpus
 
         if not detect_gpus().available:
             os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
@@ -62,7 +62,7 @@ def target() -> KernelTarget:
                                        if isinstance(numba_cuda.get_current_device().name, bytes)
                                        else numba_cuda.get_current_device().name))
     raise RuntimeError("numba.cuda was imported without the CUDA simulator and this machine has no usable GPU. "
-                       "Restart the kernel and call eugo_lab.accel.kernels.cuda() before importing numba.cuda "
+                       "Restart the kernel and call eugo_lab.offload.kernels.cuda() before importing numba.cuda "
                        "(or set NUMBA_ENABLE_CUDASIM=1 before starting Python)")
 
 

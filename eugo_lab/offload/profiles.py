@@ -4,7 +4,7 @@ The host profile is measured on first use (a few short NumPy timings, cached per
 about 0.2 s), because the break-even size depends on the host: a laptop core and a
 64-core server move memory at very different rates. Device profiles start from published
 peak figures (cited next to each number) scaled by achievable fractions, and are replaced by
-an on-device calibration (:mod:`eugo_lab.accel.calibrate`) when a GPU is present.
+an on-device calibration (:mod:`eugo_lab.offload.calibrate`) when a GPU is present.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def measure_host(name: str | None = None) -> HostProfile:
     """Time a few NumPy operations on this host (about 0.3 s); prefer :func:`host_profile` (cached)."""
     import numpy as np
 
-    from eugo_lab.accel.detect import describe_cpu
+    from eugo_lab.hardware.cpu import describe_cpu
 
     # Main-memory bandwidth needs operands the last-level cache cannot hold: 16 MB operands partly sit
     # in a 32 MB L3 (an EPYC CCX) and then "memory" bandwidth reads 2-5x too fast, which would make the
@@ -252,7 +252,7 @@ def _special_costs(r: Any, special_rate: float, overhead: float) -> tuple[tuple[
     """Each transcendental ufunc's cost per element in exp()s (:data:`ops.SPECIAL`; ~15 ms in all)."""
     import numpy as np
 
-    from eugo_lab.accel.ops import SPECIAL
+    from eugo_lab.offload.ops import SPECIAL
 
     out = np.empty_like(r)
     costs = []

@@ -2,7 +2,7 @@
 
 :class:`AccelArray` holds its data on the host (a NumPy array), on the device (a CuPy
 array), or both (one is authoritative, the other a cache checked against a write counter),
-and routes every NumPy operation to the active :class:`~eugo_lab.accel.dispatch.Offload`
+and routes every NumPy operation to the active :class:`~eugo_lab.offload.dispatch.Offload`
 through the NumPy protocols (``__array_ufunc__``, ``__array_function__``; ``__array__`` gives
 the host value), so it works with any code that takes arrays. :class:`ProxyModule` wraps
 the real ``numpy`` module for one cell: its ufuncs and functions dispatch, its creation
@@ -271,4 +271,4 @@ class ProxyModule(types.ModuleType):
         return (importlib.import_module, (self.__name__,))
 
     def __repr__(self) -> str:
-        return f"<module {self.__name__!r} (eugo_lab.accel proxy: operations placed on CPU or GPU one by one)>"
+        return f"<module {self.__name__!r} (eugo_lab.offload proxy: operations placed on CPU or GPU one by one)>"

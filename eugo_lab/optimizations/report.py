@@ -22,9 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eugo_lab.accel.cost import fmt_time
-from eugo_lab.accel.jit import FunctionVerdict, explain, verdicts_from_trace
-from eugo_lab.accel.thread_guard import GuardPlan, describe
+from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
+from eugo_lab.offload.cost import fmt_time
+from eugo_lab.threadguard.limits import GuardPlan, describe
 
 # A function is worth a JIT trial when at least this share of its own time is Python bytecode
 # (the rest is C: NumPy already runs compiled code there and a JIT has nothing to remove).

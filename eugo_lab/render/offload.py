@@ -1,6 +1,6 @@
 """The per-operation GPU offload report of a ``%%eugo --gpu`` cell: text and HTML.
 
-Input is an :class:`eugo_lab.accel.ledger.Ledger`; nothing is computed here beyond formatting.
+Input is an :class:`eugo_lab.offload.ledger.Ledger`; nothing is computed here beyond formatting.
 ``precise=False`` (``text/plain`` of the rich display) is deterministic: names, shapes,
 dtypes, places, bytes and reasons with times bucketed to 1-2-5 steps; measured times and
 GPU busy % only in the precise text (terminal) and in the HTML. Without a GPU the report
@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eugo_lab.accel.cost import fmt_time
+from eugo_lab.offload.cost import fmt_time
 from eugo_lab.units import fmt_bytes
 
 MAX_TEXT_ROWS = 30

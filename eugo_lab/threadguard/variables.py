@@ -1,10 +1,10 @@
 """The BLAS/OpenMP thread variables: which the user set, and applying the driver's limit in a worker.
 
-Apart from :mod:`eugo_lab.accel.thread_guard` (which plans the limit and re-exports these
+Apart from :mod:`eugo_lab.threadguard.limits` (which plans the limit and re-exports these
 names) because both ends of a local pool's start-up need them: the driver builds the worker
 template's environment from them before it starts that process, and each worker applies
 the limit before its first task. Every import on those paths delays the first result
-(thread_guard's dataclasses and inspect cost ~5 ms), so this module imports ``os``, ``sys``
+(the limits module's dataclasses and inspect cost ~5 ms), so this module imports ``os``, ``sys``
 and the settings only (not even ``typing`` or ``collections``).
 """
 

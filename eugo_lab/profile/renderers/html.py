@@ -12,7 +12,7 @@ import zlib
 from html import escape
 
 from eugo_lab.profile.model import Profile, ProfileNode
-from eugo_lab.profile.text import where
+from eugo_lab.profile.renderers.base import Renderer
 
 ROW_PX = 18
 MIN_WIDTH = 0.002  # blocks narrower than this share of the width are not drawn (thousands of slivers otherwise)
@@ -48,49 +48,6 @@ zoom(+b.dataset.x,+b.dataset.w,+b.dataset.d);});});
 });})();</script>"""
 
 
-def icicle_html(p: Profile) -> str:
-    """The merged call tree as an icicle: width is share of task time, depth is call depth."""
-    root = p.tree()
-    if root.time <= 0:
-        return "<div class='eugo-icicle'><i>no samples</i></div>"
-    blocks: list[str] = []
-    depth_seen = 0
-
-    def draw(node: ProfileNode, x: float, depth: int) -> None:
-        nonlocal depth_seen
-        w = node.time / root.time
-        if w < MIN_WIDTH or depth > MAX_DEPTH:
-            return
-        depth_seen = max(depth_seen, depth)
-        kind = "root" if depth == 0 else node.kind
-        where_txt = {"native": "C code", "unsampled": "no sample"}.get(node.kind) or where(node.file, node.path,
-                                                                                           node.line)
-        tip = (f"{node.function} ({where_txt}): {w:.1%} of task time, self {node.self_time / root.time:.1%}"
-               if depth else f"all profiled tasks: {p.tasks} on {p.workers} workers")
-        label = node.function if depth else f"all tasks ({p.tasks})"
-        blocks.append(
-            f"<div class='eugo-block eugo-{kind}' data-x='{x:.6f}' data-w='{w:.6f}' data-d='{depth}' "
-            f"title='{escape(tip, quote=True)}' style='position:absolute;box-sizing:border-box;cursor:pointer;"
-            f"left:{x * 100:.4f}%;width:{w * 100:.4f}%;top:{depth * ROW_PX}px;height:{ROW_PX - 1}px;"
-            f"background:{_color(kind, node.function)};border-right:1px solid #fff;padding:0 3px;overflow:hidden;"
-            f"white-space:nowrap;text-overflow:ellipsis;font-size:11px;line-height:{ROW_PX - 1}px'>"
-            f"{escape(label)}</div>")
-        cx = x
-        for child in node.children:
-            draw(child, cx, depth + 1)
-            cx += child.time / root.time
-
-    draw(root, 0.0, 0)
-    height = (depth_seen + 1) * ROW_PX
-    legend = " ".join(f"<span style='background:{COLORS[k]};padding:0 4px'>{label}</span>"
-                      for k, label in (("app", "your code"), ("library", "library"),
-                                       ("native", "C code / GIL released")))
-    return (f"<div class='eugo-icicle' style='position:relative;width:100%;max-width:960px;height:{height}px;"
-            f"margin:4px 0'>" + "".join(blocks) + "</div>"
-            f"<div style='font-size:11px;margin-bottom:6px'>{legend} &middot; width = share of task time; "
-            "click a block to zoom, the top block to reset</div>" + _SCRIPT)
-
-
 def _table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th style='text-align:left;padding:1px 8px'>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td style='text-align:left;padding:1px 8px'>{c}</td>" for c in r) + "</tr>"
@@ -98,21 +55,67 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table class='eugo-profile-table' style='border-collapse:collapse'><tr>{th}</tr>{body}</table>"
 
 
-def profile_html(p: Profile, functions: int = 8, lines: int = 8) -> str:
-    """The whole profile view: header, icicle, hottest functions and lines."""
-    if p.total <= 0:
-        return f"<div class='eugo-profile' style='{_STYLE}'><i>Profile: no samples</i></div>"
-    fn_rows = [[f"{h.self_share:.0%}", f"{h.native_share:.0%}", f"{h.total_share:.0%}",
-                f"<code>{escape(h.function)}</code>", escape(where(h.file, h.path, h.line)), escape(h.where)]
-               for h in p.hot_functions(functions)]
-    line_rows = [[f"{x.share:.0%}", escape(where(x.file, x.path, x.line)), f"<code>{escape(x.function)}</code>",
-                  f"<code>{escape(x.source)}</code>"] for x in p.hot_lines(lines)]
-    tasks = f"{p.tasks} task{'s' if p.tasks != 1 else ''} on {p.workers} worker{'s' if p.workers != 1 else ''}"
-    # How much of the time is estimated varies from run to run, so it is said here and not in
-    # the text/plain form, which notebooks compare.
-    est = (f"; {p.estimated_share:.0%} of it in tasks too short to be sampled, shared out like their "
-           "function's sampled tasks" if p.estimated_share >= 0.01 else "")
-    return (f"<div class='eugo-profile' style='{_STYLE}'><b>Profile</b>: {escape(tasks)}, "
-            f"{p.total:.3g} s of task time{est}" + icicle_html(p)
-            + "<b>Hottest functions</b>" + _table(["self", "native", "total", "function", "file", "where"], fn_rows)
-            + "<b>Hottest lines</b>" + _table(["share", "file", "function", "source"], line_rows) + "</div>")
+class HTMLRenderer(Renderer):
+    """The profile as one self-contained HTML view (the ``text/html`` next to :class:`TextRenderer`'s text)."""
+
+    def render(self, p: Profile) -> str:
+        """The whole profile view: header, icicle, hottest functions and lines."""
+        if p.total <= 0:
+            return f"<div class='eugo-profile' style='{_STYLE}'><i>Profile: no samples</i></div>"
+        fn_rows = [[f"{h.self_share:.0%}", f"{h.native_share:.0%}", f"{h.total_share:.0%}",
+                    f"<code>{escape(h.function)}</code>", escape(self.where(h.file, h.path, h.line)),
+                    escape(h.where)] for h in p.hot_functions(self.functions)]
+        line_rows = [[f"{x.share:.0%}", escape(self.where(x.file, x.path, x.line)),
+                      f"<code>{escape(x.function)}</code>", f"<code>{escape(x.source)}</code>"]
+                     for x in p.hot_lines(self.lines)]
+        tasks = f"{p.tasks} task{'s' if p.tasks != 1 else ''} on {p.workers} worker{'s' if p.workers != 1 else ''}"
+        # How much of the time is estimated varies from run to run, so it is said here and not in
+        # the text/plain form, which notebooks compare.
+        est = (f"; {p.estimated_share:.0%} of it in tasks too short to be sampled, shared out like their "
+               "function's sampled tasks" if p.estimated_share >= 0.01 else "")
+        return (f"<div class='eugo-profile' style='{_STYLE}'><b>Profile</b>: {escape(tasks)}, "
+                f"{p.total:.3g} s of task time{est}" + self.icicle(p)
+                + "<b>Hottest functions</b>" + _table(["self", "native", "total", "function", "file", "where"], fn_rows)
+                + "<b>Hottest lines</b>" + _table(["share", "file", "function", "source"], line_rows) + "</div>")
+
+    def icicle(self, p: Profile) -> str:
+        """The merged call tree as an icicle: width is share of task time, depth is call depth."""
+        root = p.tree()
+        if root.time <= 0:
+            return "<div class='eugo-icicle'><i>no samples</i></div>"
+        blocks: list[str] = []
+        depth_seen = 0
+
+        def draw(node: ProfileNode, x: float, depth: int) -> None:
+            nonlocal depth_seen
+            w = node.time / root.time
+            if w < MIN_WIDTH or depth > MAX_DEPTH:
+                return
+            depth_seen = max(depth_seen, depth)
+            kind = "root" if depth == 0 else node.kind
+            where_txt = ({"native": "C code", "unsampled": "no sample"}.get(node.kind)
+                         or self.where(node.file, node.path, node.line))
+            tip = (f"{node.function} ({where_txt}): {w:.1%} of task time, self {node.self_time / root.time:.1%}"
+                   if depth else f"all profiled tasks: {p.tasks} on {p.workers} workers")
+            label = node.function if depth else f"all tasks ({p.tasks})"
+            blocks.append(
+                f"<div class='eugo-block eugo-{kind}' data-x='{x:.6f}' data-w='{w:.6f}' data-d='{depth}' "
+                f"title='{escape(tip, quote=True)}' style='position:absolute;box-sizing:border-box;cursor:pointer;"
+                f"left:{x * 100:.4f}%;width:{w * 100:.4f}%;top:{depth * ROW_PX}px;height:{ROW_PX - 1}px;"
+                f"background:{_color(kind, node.function)};border-right:1px solid #fff;padding:0 3px;overflow:hidden;"
+                f"white-space:nowrap;text-overflow:ellipsis;font-size:11px;line-height:{ROW_PX - 1}px'>"
+                f"{escape(label)}</div>")
+            cx = x
+            for child in node.children:
+                draw(child, cx, depth + 1)
+                cx += child.time / root.time
+
+        draw(root, 0.0, 0)
+        height = (depth_seen + 1) * ROW_PX
+        legend = " ".join(f"<span style='background:{COLORS[k]};padding:0 4px'>{label}</span>"
+                          for k, label in (("app", "your code"), ("library", "library"),
+                                           ("native", "C code / GIL released")))
+        return (f"<div class='eugo-icicle' style='position:relative;width:100%;max-width:960px;height:{height}px;"
+                f"margin:4px 0'>" + "".join(blocks) + "</div>"
+                f"<div style='font-size:11px;margin-bottom:6px'>{legend} &middot; width = share of task time; "
+                "click a block to zoom, the top block to reset</div>" + _SCRIPT)

@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eugo_lab.accel.thread_vars import LIMIT_ENV, THREAD_VARS, USER_ENV, apply_once, user_thread_vars
+from eugo_lab.threadguard.variables import LIMIT_ENV, THREAD_VARS, USER_ENV, apply_once, user_thread_vars
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,6 @@ def describe(p: GuardPlan) -> str:
             f"{p.workers} worker{'s' if p.workers != 1 else ''}); was {p.default}")
 
 
-# The worker side and the variables live in thread_vars (light: the start-up imports them); they stay importable here.
+# The worker side and the variables live in .variables (light: the start-up imports them); they stay importable here.
 __all__ = ["THREAD_VARS", "LIMIT_ENV", "USER_ENV", "GuardPlan", "user_thread_vars", "plan", "worker_env", "describe",
            "apply_once"]
