@@ -19,7 +19,7 @@ from trace_builder import TraceBuilder
 
 from eugo_lab import analysis, hpc
 from eugo_lab.analysis import analyze
-from eugo_lab.tracing import run_queue
+from eugo_lab.contract import run_queue
 
 linux_only = pytest.mark.skipif(not run_queue.supported(), reason="no /proc/thread-self/schedstat here")
 
@@ -145,7 +145,7 @@ def test_a_sleeping_task_is_still_io_bound():
 
 def test_tiny_bodies_skip_the_reads_and_record_not_measured():
     from eugo_lab.backends import _worker
-    from eugo_lab.hpc.serialization import dumps_args
+    from eugo_lab.contract.serialization import dumps_args
 
     args, _, _ = dumps_args((1,), {}, function="inc")
     stats = [_worker.execute(lambda x: x + 1, "inc-tiny", args)[3] for _ in range(3)]

@@ -370,7 +370,7 @@ def test_large_arguments_by_value_travel_through_shared_memory(local2):
     # The trace counts what each task was sent (the array too), while the 32 MB went out of
     # band: the pickle stream around it is tiny and the buffer travels through shared memory.
     assert t.to_dataframe()["bytes_in"].min() >= a.nbytes
-    from eugo_lab.hpc.serialization import dumps_args
+    from eugo_lab.contract.serialization import dumps_args
 
     stream, _, buffers = dumps_args((a, 2), {}, function="scale_in_place", token_of=lambda o: None,
                                     oob_threshold=rt.backend.oob_threshold)

@@ -1,8 +1,17 @@
-"""The package's data flow points one way: hpc -> backends -> worker shim -> tracing -> analysis -> render -> magic.
+"""The package's imports point down: contract <- engines <- runtime <- tracing/analysis <- displays <- magic.
 
-Every import in a module counts, also those inside functions (a lazy import is still a
-dependency). A rule broken here is a seam pointing the wrong way: move the code to the
-layer it belongs to rather than adding an exception.
+The rules, each checked against the real import graph (every import in a module counts, also
+those inside functions: a lazy import is still a dependency):
+
+- the contract (``eugo_lab.contract``: what runtime and engines share) imports nothing of the
+  package but itself, ``settings`` and ``units``;
+- engines (``backends``) never import the runtime (``hpc``);
+- analyses never import the runtime or the displays;
+- the runtime never imports displays, the cell runner, exercises or checklists;
+- no circle between packages (``test_no_circle_between_packages``).
+
+A rule broken here is a seam pointing the wrong way: move the code to the layer it belongs to
+rather than adding an exception.
 """
 
 from __future__ import annotations
@@ -18,13 +27,17 @@ PKG = Path(__file__).resolve().parents[1] / "eugo_lab"
 
 # package (a folder of eugo_lab) -> modules it must never import, however lazily.
 FORBIDDEN = {
-    "hpc": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.analysis", "eugo_lab.server"),
-    "backends": ("eugo_lab.tracing.recorder", "eugo_lab.tracing.trace", "eugo_lab.analysis", "eugo_lab.render",
-                 "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server"),
+    # the runtime: never the displays, the cell runner, the courses' graders or the analyses of its traces
+    "hpc": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.analysis", "eugo_lab.server",
+            "eugo_lab.exercises", "eugo_lab.checklists"),
+    # engines run tasks and report outcomes through the contract; the runtime above them is not theirs to read
+    "backends": ("eugo_lab.hpc", "eugo_lab.tracing", "eugo_lab.analysis", "eugo_lab.render",
+                 "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.exercises",
+                 "eugo_lab.checklists"),
     "tracing": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun",
                 "eugo_lab.magics", "eugo_lab.server"),
-    "analysis": ("eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "IPython",
-                 "ipywidgets", "bokeh"),
+    "analysis": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics",
+                 "eugo_lab.server", "eugo_lab.exercises", "eugo_lab.checklists", "IPython", "ipywidgets", "bokeh"),
     "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
     # The features below the runtime (GPU offload, the JIT, the thread guard) and the optimization report: pure
@@ -67,6 +80,10 @@ FORBIDDEN = {
     "profile": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics",
                 "eugo_lab.server", "eugo_lab.analysis", "IPython", "ipywidgets", "bokeh"),
 }
+
+
+# The contract's only allowed imports of this package (besides itself): leaf modules of plain values.
+CONTRACT_MAY_IMPORT = ("eugo_lab.contract", "eugo_lab.settings", "eugo_lab.units")
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
@@ -124,6 +141,85 @@ def test_a_worker_process_loads_the_trace_row_but_not_the_recorder():
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('eugo_lab'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(out.stdout.split())
-    assert "eugo_lab.tracing.row" in loaded
+    assert "eugo_lab.contract.row" in loaded
     assert not loaded & {"eugo_lab.tracing.recorder", "eugo_lab.tracing.trace", "eugo_lab.hpc.session",
                          "eugo_lab.analysis", "eugo_lab.render"}, loaded
+
+
+def test_the_contract_imports_nothing_above_it():
+    bad = []
+    for path in sorted((PKG / "contract").rglob("*.py")):
+        for line, module in imports_of(path):
+            if module == "eugo_lab" or not module.startswith("eugo_lab."):
+                continue
+            if not any(module == ok or module.startswith(ok + ".") for ok in CONTRACT_MAY_IMPORT):
+                bad.append(f"{path.relative_to(PKG.parent)}:{line} imports {module}")
+    assert bad == []
+
+
+def _room(module: str) -> str | None:
+    """The package (or top-level module) of ``eugo_lab`` that ``module`` belongs to."""
+    parts = module.split(".")
+    if parts[0] != "eugo_lab" or len(parts) < 2 or parts[1] in ("__init__", "__version__"):
+        return None
+    return parts[1]
+
+
+def package_graph() -> dict[str, dict[str, list[str]]]:
+    """``{package: {package it imports: [where]}}`` over every module of eugo_lab, lazy imports included."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).with_suffix("").parts
+        if rel == ("__init__",):
+            continue  # the package's own entry point: its hooks name the packages that serve them
+        src = rel[0]
+        for line, module in imports_of(path):
+            dst = _room(module)
+            if dst is not None and dst != src:
+                graph.setdefault(src, {}).setdefault(dst, []).append(f"{path.relative_to(PKG.parent)}:{line}")
+    return graph
+
+
+def circles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected sets of more than one package (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_circle_between_packages():
+    graph = package_graph()
+    found = circles(graph)
+    detail = [f"{a} -> {b}: {graph[a][b][0]}" for c in found for a in c for b in c if b in graph.get(a, {})]
+    assert found == [], detail
+
+
+def test_the_circle_check_can_fail():
+    graph = {"hpc": {"backends": ["x"]}, "backends": {"contract": ["y"], "hpc": ["z"]}, "contract": {}}
+    assert circles(graph) == [["backends", "hpc"]]
+    assert circles({"a": {"b": ["x"]}, "b": {}}) == []

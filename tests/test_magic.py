@@ -17,9 +17,9 @@ from eugo_lab import glossary, hpc
 from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.contract.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS, TaskStats
 from eugo_lab.render import glyphs, live, text
 from eugo_lab.tracing.recorder import Chunk, Recorder
-from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS, TaskStats
 
 SETUP = """
 import time

@@ -17,10 +17,10 @@ import pytest
 
 from eugo_lab import hpc
 from eugo_lab.backends._worker import execute_batch
+from eugo_lab.contract.item_ends import ItemEnds
+from eugo_lab.contract.serialization import dumps_args
 from eugo_lab.hpc import mapping, session
 from eugo_lab.hpc.future import Future
-from eugo_lab.hpc.serialization import dumps_args
-from eugo_lab.tracing.item_ends import ItemEnds
 
 
 def square(x):

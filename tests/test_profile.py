@@ -13,12 +13,12 @@ import pytest
 
 from eugo_lab import hpc
 from eugo_lab.backends._worker import execute, execute_batch
-from eugo_lab.hpc.serialization import dumps_args
+from eugo_lab.contract.row import TaskProfile, TaskStats
+from eugo_lab.contract.serialization import dumps_args
 from eugo_lab.profile import collect
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.model import Profile
 from eugo_lab.profile.renderers import HTMLRenderer, TextRenderer
-from eugo_lab.tracing.row import TaskProfile, TaskStats
 from eugo_lab.tracing.trace import Trace
 
 profile_text, profile_html = TextRenderer().render, HTMLRenderer().render

@@ -24,7 +24,7 @@ from tasks import spin, whoami
 
 from eugo_lab import hpc
 from eugo_lab.backends import _worker, local_process
-from eugo_lab.hpc.serialization import dumps_args
+from eugo_lab.contract.serialization import dumps_args
 
 grow = hpc.remote(name="grow")(grow_forever)  # grows without bound until something stops it
 
@@ -120,7 +120,7 @@ def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
 UNLIMITED = """
 import sys, threading
 from eugo_lab.backends import _cluster, _worker
-from eugo_lab.hpc.serialization import dumps_args, dumps_function
+from eugo_lab.contract.serialization import dumps_args, dumps_function
 args = dumps_args(("abc",), {}, function="len", token_of=lambda o: None, oob_threshold=None)[0]
 out = _cluster.run_task(("d", 1), dumps_function(len, function="len"), "len", args, None, False, (), (),
                         _worker.time.thread_time)
@@ -138,7 +138,7 @@ STUBBORN = """
 import sys, time
 from _memory import grow_ignoring_stops
 from eugo_lab.backends import _worker
-from eugo_lab.hpc.serialization import dumps_args
+from eugo_lab.contract.serialization import dumps_args
 args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
 t = time.monotonic()
 def tell_driver(verdict):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from eugo_lab import hpc
+from eugo_lab.contract.row import TaskStats, pack_tail
 from eugo_lab.tracing import BlockEvent, Recorder, TaskEvent
-from eugo_lab.tracing.row import TaskStats, pack_tail
 from eugo_lab.tracing.trace import SCHEMA_VERSION, Trace
 
 

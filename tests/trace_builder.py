@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from eugo_lab.tracing.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
+from eugo_lab.contract.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
 from eugo_lab.tracing.trace import Trace
 
 T0 = 1000.0

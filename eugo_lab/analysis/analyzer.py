@@ -16,7 +16,7 @@ from eugo_lab.analysis.inputs import as_trace, takes_trace
 from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Finding, Report
 from eugo_lab.analysis.simulate import replay_of
 from eugo_lab.analysis.timeline import units, window
-from eugo_lab.tracing.row import ERROR, OK
+from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 

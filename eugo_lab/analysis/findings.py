@@ -33,7 +33,7 @@ from eugo_lab.analysis.report import (
 )
 from eugo_lab.analysis.simulate import Replay, replay
 from eugo_lab.analysis.timeline import Units, Window, measure
-from eugo_lab.tracing.row import ERROR, OK
+from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 # -- thresholds -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Execution engines by name. Optional engines are imported only when asked for.
 
-To add an engine: write one module with a :class:`~eugo_lab.backends.base.Backend`
+To add an engine: write one module with a :class:`~eugo_lab.contract.base.Backend`
 subclass and add its name here.
 """
 
@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from eugo_lab.backends.base import Backend
+    from eugo_lab.contract.base import Backend
 
 # name -> (module, class, pip extra that provides it or None)
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {

@@ -31,11 +31,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import base
 from eugo_lab.backends._worker import Ran, _pickle_exception, execute, execute_batch, run_limited
-from eugo_lab.backends.outcome import Outcome
-from eugo_lab.hpc.errors import BackendError, ResourceRequestError
-from eugo_lab.hpc.serialization import loads_value
+from eugo_lab.contract import base
+from eugo_lab.contract.errors import BackendError, ResourceRequestError
+from eugo_lab.contract.outcome import Outcome
+from eugo_lab.contract.serialization import loads_value
 
 log = logging.getLogger("eugo_lab")
 
@@ -88,7 +88,7 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
     try:
         fn = _load_function(fn_key, fn_payload)
     except BaseException as exc:  # noqa: BLE001 - e.g. a module the function needs is missing here
-        from eugo_lab.hpc.errors import function_load_error
+        from eugo_lab.contract.errors import function_load_error
 
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return base.ERROR, _pickle_exception(function_load_error(name, exc)), tb, None

@@ -11,7 +11,7 @@ instead (it polls each worker process and kills it), so its workers never pass a
 and a task without one pays nothing: no watchdog thread is started or consulted.
 
 Run-queue time (``TaskStats.runq``): how long the body's thread waited for a core, read
-from Linux's schedstat around the body (:mod:`eugo_lab.tracing.run_queue`); it is what
+from Linux's schedstat around the body (:mod:`eugo_lab.contract.run_queue`); it is what
 tells a body slowed down by busy cores from one waiting for I/O. Two reads cost a few
 microseconds, as much as a tiny task's whole body, so a function whose last body on this
 worker was shorter than ``RUNQ_MIN_BODY_S`` is not measured (NaN): no verdict reads the CPU
@@ -36,15 +36,15 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends.outcome import Crash
-from eugo_lab.hpc import phases as _phase
-from eugo_lab.hpc.errors import MemoryLimitExceeded, SerializationError, TaskError
-from eugo_lab.hpc.serialization import PROTOCOL, dumps_value, loads_args
+from eugo_lab.contract import phases as _phase
+from eugo_lab.contract import run_queue
+from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
+from eugo_lab.contract.item_ends import ItemEnds
+from eugo_lab.contract.outcome import Crash
+from eugo_lab.contract.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
+from eugo_lab.contract.serialization import PROTOCOL, dumps_value, loads_args
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.collect import start as _profile_start
-from eugo_lab.tracing import run_queue
-from eugo_lab.tracing.item_ends import ItemEnds
-from eugo_lab.tracing.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
 # task allocating 1 GB/s overshoots its limit by about this much growth before it is asked to stop.
@@ -294,7 +294,7 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     """``run(*args)`` (``execute`` or ``execute_batch``) under the memory watchdog.
 
     Returns ``run``'s outcome, or ``(CRASHED, b"", crash, stats)`` when the task went
-    over ``limit``: the :class:`~eugo_lab.backends.outcome.Crash` (kind memory, ``used`` =
+    over ``limit``: the :class:`~eugo_lab.contract.outcome.Crash` (kind memory, ``used`` =
     growth, ``limit``, ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``,
     never retried. ``on_kill`` receives the same crash as a dict (``Crash.to_dict``).
     """

@@ -53,12 +53,13 @@ from dask.utils import parse_timedelta
 from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
 from distributed.worker_memory import parse_memory_limit
 
-from eugo_lab.backends import _cluster, base, outcome
+from eugo_lab.backends import _cluster
 from eugo_lab.backends._lifeline import Lifeline
-from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc.errors import BackendError
-from eugo_lab.hpc.objects import ObjectRef, describe_type
-from eugo_lab.hpc.task import Task
+from eugo_lab.contract import base, outcome
+from eugo_lab.contract.errors import BackendError
+from eugo_lab.contract.outcome import Crash, Outcome
+from eugo_lab.contract.refs import ObjectRef, describe_type
+from eugo_lab.contract.task import Task
 
 log = logging.getLogger("eugo_lab")
 
@@ -477,7 +478,7 @@ class DaskBackend(base.Backend):
         client = self._ensure_client()
         resources = self._resources(client, task)
         fn = task.fn
-        name = task.future.function if task.future is not None else fn.name
+        name = task.label
         refs = [t for t in task.tokens if type(t) is ObjectRef]
         attempt = task.attempt
         key = f"{name}-{_DRIVER}-{task.task_id}-{attempt}"
@@ -487,7 +488,7 @@ class DaskBackend(base.Backend):
         try:
             dfut = client.submit(
                 _dask_task, (_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                task.items is not None, limit, tuple(r.ref_id for r in refs), *(r.location for r in refs),
+                task.is_batch, limit, tuple(r.ref_id for r in refs), *(r.location for r in refs),
                 key=key, pure=False, retries=0, resources=resources,
             )
         except Exception as exc:
@@ -527,7 +528,7 @@ class DaskBackend(base.Backend):
         if status == "finished" and isinstance(value, tuple) and len(value) == 5:
             st, payload, detail, stats, (address, host, pid, device) = value
             worker = self._index.index(address, host, pid, address)
-            result = outcome.from_worker(st, payload, detail, stats, worker, task.items is not None)
+            result = outcome.from_worker(st, payload, detail, stats, worker, task.is_batch)
             gpu = _cluster.held_gpu(task, device)
             rep.finish(task, attempt, result._replace(gpu=gpu) if gpu >= 0 else result)
             return

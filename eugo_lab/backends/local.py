@@ -26,14 +26,15 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.backends import base, local_gpus, local_process, local_template, outcome
+from eugo_lab.backends import local_gpus, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
-from eugo_lab.backends.outcome import Crash, Outcome
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
-from eugo_lab.hpc.errors import BackendError, NoWorkersError, describe_exit
-from eugo_lab.hpc.objects import ObjectRef, describe_type
-from eugo_lab.hpc.task import Task
-from eugo_lab.tracing.row import TaskStats
+from eugo_lab.contract import base, outcome
+from eugo_lab.contract.errors import BackendError, NoWorkersError, describe_exit
+from eugo_lab.contract.outcome import Crash, Outcome
+from eugo_lab.contract.refs import ObjectRef, describe_type
+from eugo_lab.contract.row import TaskStats
+from eugo_lab.contract.task import Task
 
 _LEN = struct.Struct("<Q")
 _ID = struct.Struct("<q")  # a task id on a worker's cancel pipe
@@ -304,7 +305,7 @@ class LocalBackend(base.Backend):
         self._post("task", task)
 
     def _check_request(self, task: Task) -> None:
-        """Raise :class:`~eugo_lab.hpc.errors.ResourceRequestError` for a request no worker of this pool meets."""
+        """Raise :class:`~eugo_lab.contract.errors.ResourceRequestError` for a request no worker of this pool meets."""
         # Only a task asking for resources pays for importing _cluster (~2 ms at pool start otherwise).
         from eugo_lab.backends._cluster import RESOURCE_ENGINES, request_error
 
@@ -589,7 +590,7 @@ class LocalBackend(base.Backend):
         if fn.fid not in w.known_fns:
             w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
             w.known_fns.add(fn.fid)
-        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.items is not None,
+        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.is_batch,
                                  task.staged))
         task.state = _SENT
         task.backend_data = w
@@ -653,13 +654,13 @@ class LocalBackend(base.Backend):
             stats = TaskStats.from_wire(raw_stats)
             if stats is not None:  # None: a cancelled task the worker skipped or stopped
                 est = stats.body + stats.deser + stats.ser
-                if task.items is not None:
-                    est /= max(1, len(task.items))
+                if task.is_batch:
+                    est /= max(1, task.item_count)
                 old = self._ewma.get(task.fn.fid)
                 self._ewma[task.fn.fid] = est if old is None else old + EWMA_ALPHA * (est - old)
             if task.state != _DONE:
                 task.state = _DONE
-                result = outcome.from_worker(status, payload, detail, stats, w.index, task.items is not None)
+                result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)
                 if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
                     result = result._replace(gpu=w.gpu)
                 self._report(task, result)

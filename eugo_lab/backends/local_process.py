@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.backends.local_template import Forked, Template, worker_env  # noqa: F401 - worker_env: the pool's
-from eugo_lab.hpc.task import Task
+from eugo_lab.contract.task import Task
 
 if TYPE_CHECKING:  # the driver imports psutil only when a memory limit is watched
     import psutil

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.hpc.errors import TaskCancelled
+from eugo_lab.contract.errors import TaskCancelled
 
 _LEN = struct.Struct("<Q")
 _ID = struct.Struct("<q")
@@ -96,7 +96,7 @@ class _Unloadable:
         self.exc = exc
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from eugo_lab.hpc.errors import function_load_error
+        from eugo_lab.contract.errors import function_load_error
 
         raise function_load_error(self.name, self.exc) from self.exc
 
@@ -136,7 +136,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     cancels = _Cancels(cancel_fd)
 
     from eugo_lab.backends._worker import execute, execute_batch
-    from eugo_lab.hpc.serialization import loads_value
+    from eugo_lab.contract.serialization import loads_value
 
     rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)
     wfile = os.fdopen(result_fd, "wb", buffering=1 << 16)

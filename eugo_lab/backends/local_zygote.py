@@ -41,7 +41,7 @@ import sys
 from typing import Any
 
 from eugo_lab.backends import _worker, local_worker  # noqa: F401 - pre-imported for the workers it forks
-from eugo_lab.hpc import serialization  # noqa: F401 - what a worker imports before its hello
+from eugo_lab.contract import serialization  # noqa: F401 - what a worker imports before its hello
 
 _REQUEST_BYTES = 1 << 16  # more than any request: a store path, six variables and a directory
 _MSG = struct.Struct("<1sii")

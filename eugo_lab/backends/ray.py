@@ -38,13 +38,14 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
-from eugo_lab.backends import _cluster, base, outcome
+from eugo_lab.backends import _cluster
 from eugo_lab.backends._gcs_watch import LOST_AFTER, PROBE_SECONDS, GcsWatch
 from eugo_lab.backends._lifeline import Lifeline
-from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc.errors import BackendError, TaskCancelled
-from eugo_lab.hpc.objects import ObjectRef, describe_type
-from eugo_lab.hpc.task import Task
+from eugo_lab.contract import base, outcome
+from eugo_lab.contract.errors import BackendError, TaskCancelled
+from eugo_lab.contract.outcome import Crash, Outcome
+from eugo_lab.contract.refs import ObjectRef, describe_type
+from eugo_lab.contract.task import Task
 
 log = logging.getLogger("eugo_lab")
 
@@ -434,7 +435,7 @@ class RayBackend(base.Backend):
             wanted["memory"] = opts.memory
         self._check_resources(task, wanted)
         fn = task.fn
-        name = task.future.function if task.future is not None else fn.name
+        name = task.label
         refs = [t for t in task.tokens if type(t) is ObjectRef]
         remote = _ray_task
         if opts.cpus != 1 or opts.gpus or opts.resources or opts.memory:
@@ -445,7 +446,7 @@ class RayBackend(base.Backend):
         kv_key = f"memory-{_DRIVER}-{task.task_id}-{attempt}" if limit else ""
         try:
             oref = remote.remote((_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                                 task.items is not None, limit, kv_key, tuple(r.ref_id for r in refs),
+                                 task.is_batch, limit, kv_key, tuple(r.ref_id for r in refs),
                                  *(r.location for r in refs))
         except Exception as exc:
             raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
@@ -464,7 +465,7 @@ class RayBackend(base.Backend):
             return
         st, payload, detail, stats, (worker_id, host, pid, _node, device) = value
         worker = self._index.index(worker_id, host, pid)
-        result = outcome.from_worker(st, payload, detail, stats, worker, task.items is not None)
+        result = outcome.from_worker(st, payload, detail, stats, worker, task.is_batch)
         gpu = _cluster.held_gpu(task, device)
         rep.finish(task, attempt, result._replace(gpu=gpu) if gpu >= 0 else result)
 

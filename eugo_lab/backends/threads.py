@@ -15,12 +15,12 @@ from typing import Any
 
 import psutil
 
-from eugo_lab.backends import base, outcome
 from eugo_lab.backends._worker import execute, execute_batch
-from eugo_lab.backends.outcome import Outcome
-from eugo_lab.hpc.objects import ObjectRef, describe_type
-from eugo_lab.hpc.serialization import loads_value
-from eugo_lab.hpc.task import Task
+from eugo_lab.contract import base, outcome
+from eugo_lab.contract.outcome import Outcome
+from eugo_lab.contract.refs import ObjectRef, describe_type
+from eugo_lab.contract.serialization import loads_value
+from eugo_lab.contract.task import Task
 
 
 class ThreadBackend(base.Backend):
@@ -52,7 +52,7 @@ class ThreadBackend(base.Backend):
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Run the task on a pool thread."""
         if self._pool is None or self._stopped:
-            from eugo_lab.hpc.errors import BackendError
+            from eugo_lab.contract.errors import BackendError
 
             raise BackendError("the thread pool is shut down; call hpc.init() to start a new one")
         if task.options.gpus or task.options.resources:
@@ -72,12 +72,12 @@ class ThreadBackend(base.Backend):
                 return loads_value(deps[token[1]])  # type: ignore[index]
             return self._objects[token[1]]
 
-        run = execute_batch if task.items is not None else execute
+        run = execute_batch if task.is_batch else execute
         status, payload, detail, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time)
         if not task.state:
             task.state = 1
             worker = getattr(self._index, "value", 0)
-            on_done(task, outcome.from_worker(status, payload, detail, stats, worker, task.items is not None))
+            on_done(task, outcome.from_worker(status, payload, detail, stats, worker, task.is_batch))
 
     def cancel(self, task: Task) -> None:
         """Queued tasks are dropped; a running thread cannot be stopped, its late result is ignored."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eugo_lab.tracing.row import CANCELLED, CRASHED, ERROR
+from eugo_lab.contract.row import CANCELLED, CRASHED, ERROR
 
 
 @dataclass(frozen=True)

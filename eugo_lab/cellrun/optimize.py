@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.backends.local_process import usable_cores
-from eugo_lab.hpc import coalesce
+from eugo_lab.hpc import coalesce, optimized  # noqa: F401 - optimized: importing it hooks the JIT trial in
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard import limits as thread_guard
 

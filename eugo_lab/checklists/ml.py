@@ -10,7 +10,7 @@ from __future__ import annotations
 from eugo_lab.analysis.report import fmt_bytes, fmt_s
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
-from eugo_lab.tracing.row import OK
+from eugo_lab.contract.row import OK
 
 GPU_ENGINES = ("hpc.init(backend='dask', resources={'GPU': 1}) on GPU machines, or hpc.init(backend='ray', "
                "num_gpus=1)")

@@ -16,7 +16,7 @@ from eugo_lab.analysis.findings import (
 from eugo_lab.analysis.report import fmt_bytes, fmt_pct, fmt_s
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
-from eugo_lab.tracing.row import OK
+from eugo_lab.contract.row import OK
 
 # A call is worth a task of its own when it is at least 10x the round trip's overhead: the
 # overhead is then under a tenth of what each task costs, which parallelism easily repays.
@@ -55,8 +55,8 @@ def argument_size(s: Subject) -> tuple[bool | None, str]:
     """The call's arguments, serialized as ``.remote()`` would send them."""
     if s.fn is None:
         return None, "not measured: give fn= and args= to size the arguments"
-    from eugo_lab.hpc.errors import SerializationError
-    from eugo_lab.hpc.serialization import dumps_args
+    from eugo_lab.contract.errors import SerializationError
+    from eugo_lab.contract.serialization import dumps_args
 
     try:
         # Large buffers (arrays, bytes) stay out of band as views: sized without copying them.
@@ -75,7 +75,7 @@ def result_size(s: Subject) -> tuple[bool | None, str]:
     missing = _need_call(s)
     if missing:
         return None, missing
-    from eugo_lab.hpc.serialization import dumps_value
+    from eugo_lab.contract.serialization import dumps_value
 
     try:
         size = len(dumps_value(s.call.result))  # type: ignore[union-attr]

@@ -30,26 +30,43 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from eugo_lab.backends.base import ClusterInfo
+    from eugo_lab.contract.base import ClusterInfo
 
 _EXPORTS = {
     "eugo_lab.hpc.api": ("as_completed", "cancel", "cluster", "get", "is_initialized", "last_optimizations",
                          "last_trace", "map", "put", "shutdown", "trace", "wait"),
-    "eugo_lab.hpc.errors": ("BackendError", "FunctionLoadError", "GetTimeoutError", "HpcError", "MemoryLimitExceeded",
-                            "NoWorkersError", "RemoteTraceback", "ResourceRequestError", "SerializationError",
-                            "TaskCancelled", "TaskCancelledError", "TaskError", "WorkerCrashedError",
-                            "WorkerMemoryError"),
+    "eugo_lab.contract.errors": ("BackendError", "FunctionLoadError", "GetTimeoutError", "HpcError",
+                                 "MemoryLimitExceeded", "NoWorkersError", "RemoteTraceback", "ResourceRequestError",
+                                 "SerializationError", "TaskCancelled", "TaskCancelledError", "TaskError",
+                                 "WorkerCrashedError", "WorkerMemoryError"),
     "eugo_lab.hpc.future": ("Future",),
     "eugo_lab.hpc.mapping": ("MapResult",),
-    "eugo_lab.hpc.objects": ("ObjectRef",),
+    "eugo_lab.contract.refs": ("ObjectRef",),
     "eugo_lab.hpc.partitions": ("map_partitions",),
-    "eugo_lab.hpc.phases": ("phase",),
+    "eugo_lab.contract.phases": ("phase",),
     "eugo_lab.hpc.remote_function": ("RemoteFunction", "remote"),
     "eugo_lab.hpc.profiling": ("profile",),  # the region; the profiler itself is eugo_lab/profile
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = sorted([*_WHERE, "init"])
+
+
+def _report_to_server() -> None:
+    """In a kernel of a Jupyter server with this package's extension, publish every runtime change there.
+
+    Importing :mod:`eugo_lab.hpc.status` subscribes its publisher to the runtime being set; a
+    plain script or a kernel without the extension (no status folder) imports nothing more.
+    """
+    import os
+
+    from eugo_lab.settings import STATUS_DIR_ENV
+
+    if os.environ.get(STATUS_DIR_ENV):
+        importlib.import_module("eugo_lab.hpc.status")
+
+
+_report_to_server()
 
 
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,

@@ -9,16 +9,17 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab.hpc import errors, session, unwaited
+from eugo_lab.contract import errors
+from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
 from eugo_lab.hpc.mapping import MapResult
-from eugo_lab.hpc.objects import ObjectRef
 from eugo_lab.hpc.remote_function import RemoteFunction
 
 if TYPE_CHECKING:
-    from eugo_lab.backends.base import ClusterInfo
+    from eugo_lab.contract.base import ClusterInfo
     from eugo_lab.tracing.trace import Trace
 
 _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding nothing else

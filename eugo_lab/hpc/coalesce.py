@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eugo_lab.hpc import errors, session
+from eugo_lab.contract import errors
+from eugo_lab.contract.task import FunctionRecord, TaskOptions
+from eugo_lab.hpc import session
 from eugo_lab.hpc.future import STATE_CANCELLED, Future, FutureBatch
-from eugo_lab.hpc.task import FunctionRecord, TaskOptions
 
 # A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
 TINY_SECONDS = 1e-3
@@ -134,12 +135,12 @@ class Coalescer:
             with self.lock:
                 self._reset()
                 self.runtime = rt
-            rt.coalescing = True
+            rt.on_shutdown(runtime_closed)  # calls held for a batch end cancelled with the runtime
         plain_args = all(type(a) in _PLAIN for a in args) and all(type(v) in _PLAIN for v in kwargs.values())
         if not plain_args:
             # Raise here, like .remote(), for an argument that cannot be pickled; inputs that are
             # futures or put() references make a plain task (a batch would wait for all of them).
-            from eugo_lab.hpc.serialization import dumps_args
+            from eugo_lab.contract.serialization import dumps_args
 
             _, tokens, _ = dumps_args(args, kwargs, function=self.name, token_of=rt._token_of)
             if tokens:

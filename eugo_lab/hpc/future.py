@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-from eugo_lab.hpc.errors import GetTimeoutError, cancelled
-from eugo_lab.hpc.serialization import dumps_value, loads_value
+from eugo_lab.contract.errors import GetTimeoutError, cancelled
+from eugo_lab.contract.serialization import dumps_value, loads_value
 
-# A future's state. Not the trace row's status codes (eugo_lab.tracing.row: those describe
+# A future's state. Not the trace row's status codes (eugo_lab.contract.row: those describe
 # one attempt; a future outlives failed attempts that were retried).
 STATE_PENDING, STATE_FINISHED, STATE_FAILED, STATE_CANCELLED = 0, 1, 2, 3
 _STATE_NAMES = {STATE_PENDING: "pending", STATE_FINISHED: "finished", STATE_FAILED: "error",

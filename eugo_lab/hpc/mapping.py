@@ -31,7 +31,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from eugo_lab.hpc import errors
+from eugo_lab.contract import errors
+from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc.future import (
     STATE_CANCELLED,
     STATE_FAILED,
@@ -42,7 +43,7 @@ from eugo_lab.hpc.future import (
     settle,
     wake,
 )
-from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
+from eugo_lab.hpc.pending import Pending
 
 # A batch this long amortizes the ~0.1 ms per-task overhead to well under 1%, yet is short
 # enough that the live timeline moves and the tail stays balanced (joblib aims at 0.2 s too).
@@ -148,7 +149,7 @@ class _Batch:
         self.hi = hi
         self.positions = positions  # None: every position in lo..hi; else the sorted ones sent
         self.size = hi - lo if positions is None else len(positions)
-        self.task: Task | None = None
+        self.task: Pending | None = None
         self.state = STATE_PENDING
         self.result: BatchResult | None = None
         self.error: BaseException | None = None  # None with STATE_CANCELLED: each item gets its own message
@@ -532,7 +533,7 @@ class MapJob:
 
     def _fail_unpicklable(self, b: _Batch, exc: errors.SerializationError) -> bool:
         # Pickle item by item to blame exactly the bad ones; the good ones still run.
-        from eugo_lab.hpc.serialization import dumps_args
+        from eugo_lab.contract.serialization import dumps_args
 
         good: list[int] = []
         bad: list[tuple[int, BaseException]] = []
@@ -566,7 +567,7 @@ class MapJob:
         self._maybe_finished()
         return self._submit(b, [self.items[p] for p in good]) if good else True
 
-    def _batch_done(self, task: Task, stats: Any) -> None:
+    def _batch_done(self, task: Pending, stats: Any) -> None:
         b = task.items
         with self.lock:
             if b.reported:  # type: ignore[union-attr]
@@ -678,12 +679,13 @@ def map_items(runtime: Any, fn: FunctionRecord, iterable: Iterable, options: Tas
     fn.payload  # noqa: B018 - a function that cannot be pickled fails here, not later
     if items:
         # Probe the first item so an unpicklable input fails at the call, like .remote().
-        from eugo_lab.hpc.serialization import dumps_args
+        from eugo_lab.contract.serialization import dumps_args
 
         dumps_args((items[0],), {}, function=options.name or fn.name, token_of=runtime._token_of,
                    oob_threshold=runtime.backend.oob_threshold)
     job = MapJob(runtime, fn, items, options, batch, plain=True if type(iterable) is range else None)
     if items:
+        runtime.on_cancel_all(cancel_maps)  # %%eugo's Interrupt cancels the items not sent yet too
         with _jobs_lock:
             _unfinished_jobs.add(job)
     job.pump()

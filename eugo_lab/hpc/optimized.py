@@ -13,9 +13,12 @@ per worker like any function's.
 
 from __future__ import annotations
 
+import itertools
 import threading
+from typing import Any
 
-from eugo_lab.hpc.task import FunctionRecord
+from eugo_lab.contract.task import FunctionRecord
+from eugo_lab.hpc import session
 
 # (function id, cell generation) -> its optimized record. Bounded like the workers' function caches:
 # a notebook that redefines a function in a loop must not grow this forever.
@@ -31,8 +34,8 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     wrapper that announces their (cached) verdict in that run's trace; the compiled code itself
     stays cached on the workers under the code's key.
     """
+    from eugo_lab.contract.phases import phase
     from eugo_lab.hpc.coalesce import _Spread
-    from eugo_lab.hpc.phases import phase
     from eugo_lab.jit.checked import Optimized, code_key
 
     spread = isinstance(record.fn, _Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
@@ -53,3 +56,34 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
             while len(_records) > _MAX:
                 _records.pop(next(iter(_records)))
         return opt
+
+
+def _arrays_in(args: Any, more: Any) -> bool:
+    """A call a JIT could be for: an argument is a NumPy array or a list (checked by type name: no NumPy import)."""
+    for a in itertools.chain(args, more):
+        t = type(a)
+        if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
+            return True
+    return False
+
+
+def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items: Any) -> FunctionRecord:
+    """While ``%%eugo --optimize`` runs (``rt.optimize``), calls with arrays carry the JIT trial to the workers.
+
+    A batch qualifies by its first item (a ``batch="auto"`` batch: that call's arguments).
+    """
+    if not rt.optimize:
+        return record
+    if items is not None:
+        if not items:
+            return record
+        from eugo_lab.hpc.coalesce import _Spread
+
+        args, kwargs = items[0] if isinstance(record.fn, _Spread) else ((items[0],), {})
+    if not _arrays_in(args, kwargs.values()):
+        return record
+    return optimized_record(record, rt.optimize)
+
+
+# Before profiling (order 20): a profiled trial samples the wrapper that runs the compiled code.
+session.add_wrapper(_jit_trial, order=10)

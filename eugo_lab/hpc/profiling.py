@@ -46,7 +46,7 @@ class Settings:
 
     def wrap(self, record: Any) -> Any:
         """The function record whose tasks are profiled (``record`` itself if it is one already)."""
-        from eugo_lab.hpc.task import FunctionRecord
+        from eugo_lab.contract.task import FunctionRecord
 
         if type(record.fn) is Profiled:
             return record
@@ -63,12 +63,25 @@ class Settings:
         return wrapped
 
 
+def _profiled(rt: Any, record: Any, args: tuple, kwargs: dict, items: Any) -> Any:
+    """While a profiling region is open on ``rt`` (``rt.profiling``), every call's function is sampled."""
+    settings = rt.profiling
+    return record if settings is None else settings.wrap(record)
+
+
+def _hook_into_runtime() -> None:
+    from eugo_lab.hpc import session
+
+    session.add_wrapper(_profiled, order=20)  # after the JIT trial: the profile samples what really runs
+
+
 @contextlib.contextmanager
 def profiling(runtime: Any, settings: Settings | None) -> Iterator[None]:
     """Profile the tasks ``runtime`` starts inside the block (``settings=None``: leave it as it is)."""
     if settings is None:
         yield
         return
+    _hook_into_runtime()
     previous, runtime.profiling = runtime.profiling, settings
     try:
         yield
@@ -106,6 +119,7 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
         self._rt = session.running()
         self._region = api.trace(meta={"profile": self.settings.sampler})
         self._region.__enter__()
+        _hook_into_runtime()
         self._previous, self._rt.profiling = self._rt.profiling, self.settings
         return self
 

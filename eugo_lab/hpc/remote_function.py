@@ -6,8 +6,8 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
+from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
 from eugo_lab.hpc.future import Future
-from eugo_lab.hpc.task import FunctionRecord, TaskOptions, validate_options
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.mapping import MapResult

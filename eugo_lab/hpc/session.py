@@ -14,17 +14,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import base, outcome
-from eugo_lab.backends.outcome import Crash, Outcome
-from eugo_lab.hpc import errors, serialization
+from eugo_lab.contract import base, errors, outcome, row, serialization
+from eugo_lab.contract.outcome import Crash, Outcome
+from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.contract.row import TaskStats
+from eugo_lab.contract.serialization import dumps_args, loads_value
+from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
-from eugo_lab.hpc.objects import ObjectRef
-from eugo_lab.hpc.serialization import dumps_args, loads_value
-from eugo_lab.hpc.task import FunctionRecord, Task, TaskOptions
+from eugo_lab.hpc.pending import Pending
 from eugo_lab.tracing import recorder as rec
-from eugo_lab.tracing import row
-from eugo_lab.tracing.row import TaskStats
 
 
 class _Log:
@@ -48,7 +47,7 @@ class _DependencyGate:
 
     __slots__ = ("runtime", "task", "remaining", "lock", "closed")
 
-    def __init__(self, runtime: Runtime, task: Task, deps: list[Future]):
+    def __init__(self, runtime: Runtime, task: Pending, deps: list[Future]):
         self.runtime = runtime
         self.task = task
         self.remaining = len(deps)
@@ -82,29 +81,32 @@ def _item_ids(items: list[Future]) -> range | list[int]:
     return [f.task_id for f in items]
 
 
-def _arrays_in(args: Any, more: Any) -> bool:
-    """A call a JIT could be for: an argument is a NumPy array or a list (checked by type name: no NumPy import)."""
-    for a in itertools.chain(args, more):
-        t = type(a)
-        if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
-            return True
-    return False
+# -- the runtime's features hook in here; the runtime imports none of them ----------------------
+#: ``wrap(runtime, record, args, kwargs, items) -> record``: swaps a function record before its call is
+#: pickled (the JIT trial, profiling), in ``order``; returns ``record`` itself when it has nothing to do.
+#: A single call passes its arguments and ``items=None``; an ``hpc.map`` batch ``()``, ``{}`` and its items.
+Wrapper = Callable[["Runtime", FunctionRecord, tuple, dict, Any], FunctionRecord]
+_wrappers: list[tuple[int, Wrapper]] = []
+_wrap_chain: tuple[Wrapper, ...] = ()
+#: Called with no arguments after the active runtime changed (``hpc.init``, ``hpc.shutdown``).
+_runtime_listeners: list[Callable[[], None]] = []
 
 
-def _batch_arrays(fn: FunctionRecord, first: Any) -> bool:
-    """A batch a JIT could be for: its first item (a ``batch="auto"`` batch: that call's arguments) has arrays."""
-    from eugo_lab.hpc.coalesce import _Spread
+def add_wrapper(wrap: Wrapper, order: int) -> None:
+    """Have every call's function record pass through ``wrap`` (lower ``order`` first); registering twice is one."""
+    global _wrap_chain
+    with _current_lock:
+        if all(w is not wrap for _, w in _wrappers):
+            _wrappers.append((order, wrap))
+            _wrappers.sort(key=lambda ow: ow[0])
+            _wrap_chain = tuple(w for _, w in _wrappers)
 
-    if isinstance(fn.fn, _Spread):
-        args, kwargs = first
-        return _arrays_in(args, kwargs.values())
-    return _arrays_in((first,), ())
 
-
-def _optimized(fn: FunctionRecord, generation: int) -> FunctionRecord:
-    from eugo_lab.hpc.optimized import optimized_record
-
-    return optimized_record(fn, generation)
+def on_runtime_changed(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` whenever the active runtime is set or cleared (a listener registered twice runs once)."""
+    with _current_lock:
+        if listener not in _runtime_listeners:
+            _runtime_listeners.append(listener)
 
 
 class Runtime:
@@ -116,17 +118,30 @@ class Runtime:
         self.options = dict(options or {})
         self.recorder = rec.Recorder()
         self._ids = itertools.count(1)
-        self._tasks: dict[int, Task] = {}
+        self._tasks: dict[int, Pending] = {}
         self._closed = False
         self.started_at = time.time()
         self.tasks_submitted = 0
         self.tasks_finished = 0
         self.last_activity = time.time()
-        self.coalescing = False  # a batch="auto" function has held calls here (eugo_lab.hpc.coalesce)
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
+        # Features that keep work of their own outside _tasks (hpc.map's unsent items, batch="auto"'s held
+        # calls) register here to be cancelled with the rest: cancel_all() sums what each cancelled.
+        self._cancel_all_hooks: list[Callable[[Runtime], int]] = []
+        self._shutdown_hooks: list[Callable[[Runtime], None]] = []
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
+
+    def on_cancel_all(self, hook: Callable[[Runtime], int]) -> None:
+        """Have :meth:`cancel_all` call ``hook(runtime)`` (it returns how many it cancelled); once per hook."""
+        if hook not in self._cancel_all_hooks:
+            self._cancel_all_hooks.append(hook)
+
+    def on_shutdown(self, hook: Callable[[Runtime], None]) -> None:
+        """Have :meth:`shutdown` call ``hook(runtime)`` after its own tasks ended cancelled; once per hook."""
+        if hook not in self._shutdown_hooks:
+            self._shutdown_hooks.append(hook)
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
@@ -153,17 +168,15 @@ class Runtime:
         return first
 
     def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions,
-               on_done: Callable[[Task, Any], None] | None = None) -> Future:
+               on_done: Callable[[Pending, Any], None] | None = None) -> Future:
         """Pickle the call now (errors surface here), then launch it once its inputs exist.
 
         ``on_done(task, stats)``: called once the call ended (``batch="auto"`` measures with it).
         """
         self._check_open()
-        if self.optimize and _arrays_in(args, kwargs.values()):  # %%eugo --optimize (issue #13): JIT trial
-            fn = _optimized(fn, self.optimize)
         name = options.name or fn.name
-        if self.profiling is not None:
-            fn = self.profiling.wrap(fn)
+        for wrap in _wrap_chain:
+            fn = wrap(self, fn, args, kwargs, None)
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
@@ -171,7 +184,7 @@ class Runtime:
         if self.recorder.active and (buffers or len(args_bytes) >= row.ARG_KEY_MIN_BYTES):  # tiny: one len()
             self._record_large_argument(tid, args, kwargs, args_bytes, buffers)
         fut = Future(tid, name, self._cancel_future)
-        task = Task(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         task.on_batch_done = on_done
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
@@ -194,17 +207,16 @@ class Runtime:
             self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
-                     on_done: Any = None) -> Task:
+                     on_done: Any = None) -> Pending:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
         self._check_open()
-        if self.optimize and items and _batch_arrays(fn, items[0]):  # %%eugo --optimize (issue #13)
-            fn = _optimized(fn, self.optimize)
-        if self.profiling is not None:
-            fn = self.profiling.wrap(fn)
+        for wrap in _wrap_chain:
+            fn = wrap(self, fn, (), {}, items)
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
-        task = Task(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(), batch_id=tid)
+        task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
+                       batch_id=tid)
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         task.on_batch_done = on_done
@@ -212,7 +224,7 @@ class Runtime:
         self._start(task, tokens)
         return task
 
-    def _start(self, task: Task, tokens: list) -> None:
+    def _start(self, task: Pending, tokens: list) -> None:
         """Launch ``task`` now, or once the futures it was passed have finished."""
         deps = [t for t in tokens if type(t) is Future]
         if deps:
@@ -224,12 +236,12 @@ class Runtime:
                 return
         self._launch(task)
 
-    def _launch(self, task: Task) -> None:
+    def _launch(self, task: Pending) -> None:
         deps = {t.task_id: t._result_payload() for t in task.tokens if type(t) is Future}
         task.deps_payload = deps or None
         self._hand_to_backend(task)
 
-    def _hand_to_backend(self, task: Task) -> None:
+    def _hand_to_backend(self, task: Pending) -> None:
         """Give a ready task (or its next attempt) to the engine; an engine that refuses it fails it."""
         task.ready_time = time.time()
         task.state = 0
@@ -243,12 +255,12 @@ class Runtime:
             raise errors.BackendError("this runtime was shut down; call hpc.init() (or just .remote()) again")
 
     # -- completion (backend threads) ------------------------------------------------------
-    def _on_done(self, task: Task, result: Outcome) -> None:
+    def _on_done(self, task: Pending, result: Outcome) -> None:
         received = time.time()
         self.last_activity = received
         status, stats, worker = result.status, result.stats, result.worker
         ready, map_cb = task.ready_time, task.on_batch_done
-        name = task.future.function if task.future is not None else (task.options.name or task.fn.name)
+        name = task.label
         recorder = self.recorder
         if recorder.active:
             if status == base.OK and task.items is None and worker in recorder.workers:
@@ -318,7 +330,7 @@ class Runtime:
         except Exception:
             log.exception("recording a task attempt failed")
 
-    def _record(self, task: Task, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
+    def _record(self, task: Pending, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
                 received: float, item_errors: dict | None) -> None:
         item_status = None
         if item_errors:
@@ -329,12 +341,12 @@ class Runtime:
         )
 
     @staticmethod
-    def _futures_of(task: Task) -> list:
+    def _futures_of(task: Pending) -> list:
         # An hpc.map batch (mapping._Batch) stands in for all its items' futures: it ends,
         # cancels and reports them at once, without making a future per item.
         return [task.items] if task.items is not None else [task.future]
 
-    def _rebuild(self, exc_bytes: bytes, tb: Any, name: str, task: Task, worker: int) -> BaseException:
+    def _rebuild(self, exc_bytes: bytes, tb: Any, name: str, task: Pending, worker: int) -> BaseException:
         try:
             exc = loads_value(exc_bytes)
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
@@ -344,19 +356,19 @@ class Runtime:
         return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
                                        context=f"attempt {task.attempt} of {total} on {where}")
 
-    def _release(self, task: Task) -> None:
+    def _release(self, task: Pending) -> None:
         staged, task.staged = task.staged, None
         if staged is not None:
             self.backend.release_staged(staged)
 
-    def _complete_error(self, task: Task, exc: BaseException) -> None:
+    def _complete_error(self, task: Pending, exc: BaseException) -> None:
         self._release(task)
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1
         for f in self._futures_of(task):
             f._complete(STATE_FAILED, error=exc)
 
-    def _fail_from_dependency(self, task: Task, dep: Future) -> None:
+    def _fail_from_dependency(self, task: Pending, dep: Future) -> None:
         self._release(task)
         self._tasks.pop(task.task_id, None)
         exc = dep._error or errors.cancelled(task.fn.name, task.task_id,
@@ -390,9 +402,7 @@ class Runtime:
 
     def cancel_all(self) -> int:
         """Cancel every task submitted and not finished (``%%eugo`` does this on Interrupt)."""
-        from eugo_lab.hpc.mapping import cancel_maps
-
-        n = cancel_maps(self)  # hpc.map items, the ones not sent yet included (counted per item)
+        n = sum(hook(self) for hook in self._cancel_all_hooks)  # hpc.map items not sent yet, counted per item
         for task in list(self._tasks.values()):
             for f in self._futures_of(task):
                 if f._state == STATE_PENDING and f.cancel():
@@ -418,10 +428,8 @@ class Runtime:
                     f._complete(STATE_CANCELLED, error=errors.cancelled(
                         f.function, f.task_id, "the runtime was shut down (hpc.shutdown, hpc.init or the kernel)"))
             self._tasks.clear()
-            if self.coalescing:  # batch="auto" calls still held for a batch end cancelled too (issue #13)
-                from eugo_lab.hpc.coalesce import runtime_closed
-
-                runtime_closed(self)
+            for hook in self._shutdown_hooks:  # batch="auto" calls still held for a batch end cancelled too
+                hook(self)
 
 
 _current: Runtime | None = None
@@ -507,16 +515,11 @@ def set_current(rt: Runtime | None) -> None:
     global _current
     with _current_lock:
         _current = rt
-    from eugo_lab.settings import STATUS_DIR_ENV
-
-    if not os.environ.get(STATUS_DIR_ENV):
-        return  # not a kernel of a server with our extension: nobody to tell (and no json import at start-up)
-    try:
-        from eugo_lab.hpc.status import runtime_changed
-
-        runtime_changed()  # tell the Jupyter server, when this kernel reports to one
-    except Exception:  # a status file must never break init or shutdown
-        log.debug("publishing the runtime status failed", exc_info=True)
+    for listener in tuple(_runtime_listeners):  # the status publisher, when this kernel reports to a server
+        try:
+            listener()
+        except Exception:  # a listener must never break init or shutdown
+            log.debug("a runtime listener failed", exc_info=True)
 
 
 def _shutdown_at_exit() -> None:

@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.hpc import session
 from eugo_lab.hpc.counters import DEFAULT_PRICE, change_key, counters
 from eugo_lab.settings import STATUS_DIR_ENV
 
@@ -169,7 +170,7 @@ _publisher_lock = threading.Lock()
 
 
 def runtime_changed() -> None:
-    """Called by ``session.set_current``: publish the new state if this kernel reports to a server."""
+    """Publish the new state (if this kernel reports to a server); called whenever the runtime changes."""
     global _publisher
     directory = os.environ.get(STATUS_DIR_ENV)
     if not directory:
@@ -179,9 +180,7 @@ def runtime_changed() -> None:
             kid = kernel_id()
             if kid is None:
                 return
-            from eugo_lab.hpc.session import current, stop_runtime
-
-            _publisher = Publisher(directory, kid, lambda: current(start=False), stop=stop_runtime)
+            _publisher = Publisher(directory, kid, lambda: session.current(start=False), stop=session.stop_runtime)
     _publisher.notify()
 
 
@@ -218,3 +217,8 @@ def request_stop(directory: str, kid: str, pid: int) -> str:
         json.dump({"pid": int(pid), "request": request, "requested": time.time()}, fh)
     os.replace(tmp, path)
     return request
+
+
+# Imported in a kernel of a server with this package's extension (``eugo_lab.hpc`` does it when the
+# server's status folder is set): from then on every change of runtime is published.
+session.on_runtime_changed(runtime_changed)

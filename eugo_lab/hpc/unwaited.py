@@ -20,8 +20,8 @@ from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.mapping import MapResult
 
 if TYPE_CHECKING:
+    from eugo_lab.hpc.pending import Pending
     from eugo_lab.hpc.session import Runtime
-    from eugo_lab.hpc.task import Task
 
 # Long enough for the short tasks of a lesson cell to come back (a Monte Carlo estimate, a
 # file read), short enough that a cell submitting long fire-and-forget work is barely held.
@@ -37,12 +37,12 @@ _futures: dict[int, list[weakref.ref]] = {}
 _keys = itertools.count(1)
 
 
-def unfinished_since(rt: Runtime, t0: float) -> list[Task]:
+def unfinished_since(rt: Runtime, t0: float) -> list[Pending]:
     """Tasks (and ``hpc.map`` batches) submitted at or after ``t0`` that have not finished."""
     return [t for t in list(rt._tasks.values()) if t.submit_time >= t0]
 
 
-def settle(rt: Runtime, t0: float, timeout: float) -> list[Task]:
+def settle(rt: Runtime, t0: float, timeout: float) -> list[Pending]:
     """Wait up to ``timeout`` seconds for the tasks submitted since ``t0``; return those still unfinished.
 
     Looked up again at every poll: an ``hpc.map`` sends its next batches as earlier ones come back.
@@ -55,7 +55,7 @@ def settle(rt: Runtime, t0: float, timeout: float) -> list[Task]:
     return left
 
 
-def _count(tasks: list[Task]) -> int:
+def _count(tasks: list[Pending]) -> int:
     """Tasks, counting an ``hpc.map`` by its items not finished yet (also those not sent yet)."""
     n, jobs = 0, {}
     for t in tasks:
@@ -66,11 +66,11 @@ def _count(tasks: list[Task]) -> int:
     return n + sum(max(j.n - j.done, 0) for j in jobs.values())
 
 
-def _name(t: Task) -> str:
+def _name(t: Pending) -> str:
     return t.future.function if t.future is not None else (t.options.name or t.fn.name)
 
 
-def snapshot(unwaited: list[Task]) -> dict[str, Any]:
+def snapshot(unwaited: list[Pending]) -> dict[str, Any]:
     """What the block never waited on, taken when its code ended (before :func:`settle`): ``meta`` entries.
 
     ``unwaited_tasks``: tasks (map items, also those not sent yet) unfinished then;
@@ -89,14 +89,14 @@ def snapshot(unwaited: list[Task]) -> dict[str, Any]:
     return {"unwaited_tasks": _count(unwaited), "unwaited_ids": ids, "unwaited_ref": key}
 
 
-def describe(before: dict[str, Any], running: list[Task]) -> dict[str, Any]:
+def describe(before: dict[str, Any], running: list[Pending]) -> dict[str, Any]:
     """``before`` (from :func:`snapshot`) plus ``running_at_end``, as the trace closes.
 
     ``running_at_end``: function name -> tasks (map items) still unfinished when the trace closed.
     """
     if not before:
         return {}
-    by_fn: dict[str, list[Task]] = {}
+    by_fn: dict[str, list[Pending]] = {}
     for t in running:
         by_fn.setdefault(_name(t), []).append(t)
     return {**before, "running_at_end": {name: _count(ts) for name, ts in sorted(by_fn.items())}}

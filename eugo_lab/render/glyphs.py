@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from eugo_lab.tracing.row import CRASHED, STATUS_NAMES
+from eugo_lab.contract.row import CRASHED, STATUS_NAMES
 from eugo_lab.units import fmt_bytes
 
 # Category10 (colour-blind friendly enough, and the palette Bokeh users know).

@@ -1,6 +1,6 @@
 """Recording what ran where: the trace row, the live :class:`Recorder` and the immutable :class:`Trace`.
 
-Names load on first use (PEP 562): worker processes import only :mod:`eugo_lab.tracing.row`,
+Names load on first use (PEP 562): worker processes import only :mod:`eugo_lab.contract.row`,
 and NumPy loads only when a Trace is needed.
 """
 

@@ -1,6 +1,6 @@
 """The live recorder: appends task and blocking events while regions are open.
 
-Task rows are packed C structs (:mod:`eugo_lab.tracing.row`, 136 bytes, strings interned
+Task rows are packed C structs (:mod:`eugo_lab.contract.row`, 136 bytes, strings interned
 into small tables) appended to ``bytearray`` segments, so a
 million rows cost 136 MB and no Python object per field; an ``hpc.map`` batch is one compact
 segment (:class:`BatchRows`) whatever its size. Reading rows out turns the packed bytes
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab.tracing.row import (
+from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
     GPU_COLUMNS,

@@ -1,6 +1,6 @@
 """Task rows as the recorder stores them: packed segments, built into columns only when read.
 
-A segment is either a ``bytearray`` of packed rows (:mod:`eugo_lab.tracing.row`), sealed
+A segment is either a ``bytearray`` of packed rows (:mod:`eugo_lab.contract.row`), sealed
 and never written again, or one ``hpc.map`` batch kept compact (:class:`BatchRows`).
 :class:`TaskRows` is a range of them, which a :class:`~eugo_lab.tracing.trace.Trace`
 turns into NumPy columns the first time it is read. Shared by the recorder (which writes
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eugo_lab.tracing.row import TASK_COLUMNS, TASK_INT_COLUMNS, row_dtype
+from eugo_lab.contract.row import TASK_COLUMNS, TASK_INT_COLUMNS, row_dtype
 
 
 class BatchRows:

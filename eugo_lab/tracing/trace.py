@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eugo_lab.tracing.row import (
+from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eugo_lab.hpc.phases import phase
+from eugo_lab.contract.phases import phase
 from eugo_lab.workloads import require
 from eugo_lab.workloads.geotiles import BANDS
 from eugo_lab.workloads.storage import CountingFile, Meter, Throttle

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eugo_lab.backends.outcome import CANCELLED, CRASHED, ERROR, OK, Outcome
-from eugo_lab.hpc.objects import ObjectRef
-from eugo_lab.hpc.task import Task
+from eugo_lab.contract.outcome import CANCELLED, CRASHED, ERROR, OK, Outcome
+from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.contract.task import Task
 
 __all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Outcome", "DoneCallback", "WorkerInfo", "ClusterInfo", "Backend"]
 
-# on_done(task, outcome): exactly once per attempt, from any thread (see eugo_lab.backends.outcome).
+# on_done(task, outcome): exactly once per attempt, from any thread (see eugo_lab.contract.outcome).
 DoneCallback = Callable[[Task, Outcome], None]
 
 

@@ -1,7 +1,7 @@
 """What a backend reports when a task attempt ends: a small typed :class:`Outcome`.
 
 Backends call ``on_done(task, outcome)`` exactly once per attempt. The status codes are the
-trace row's (:mod:`eugo_lab.tracing.row`); each status fills its own field, so nobody has
+trace row's (:mod:`eugo_lab.contract.row`); each status fills its own field, so nobody has
 to tell a traceback from an exit code by its type:
 
 - ``OK``: ``payload`` is the pickled result (a batch: the pickled list of item results,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from eugo_lab.tracing.row import CANCELLED, CRASHED, ERROR, OK, TaskStats
+from eugo_lab.contract.row import CANCELLED, CRASHED, ERROR, OK, TaskStats
 
 __all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Crash", "Outcome", "from_worker"]
 

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eugo_lab.hpc.future import Future
-from eugo_lab.hpc.serialization import dumps_function
+from eugo_lab.contract.serialization import dumps_function
 from eugo_lab.units import parse_bytes
 
 _function_ids = itertools.count(1)
@@ -80,51 +79,49 @@ def validate_options(opts: TaskOptions) -> TaskOptions:
 
 
 class Task:
-    """One unit of work in flight: a single call, or a batch of ``hpc.map`` items."""
+    """One unit of work as an engine sees it: a single call, or a batch of ``hpc.map`` items.
+
+    It carries what an engine needs to run an attempt and nothing of the runtime's own
+    bookkeeping: futures, batch items, argument tokens and callbacks stay in the runtime's
+    pending record (:class:`eugo_lab.hpc.pending.Pending`, a subclass), so an engine never
+    touches a ``Future``.
+    """
 
     __slots__ = (
         "task_id",
         "fn",
         "args",
-        "tokens",
         "options",
         "attempt",
-        "future",
-        "items",
+        "label",
+        "is_batch",
+        "item_count",
         "deps_payload",
         "submit_time",
         "batch_id",
         "state",
         "backend_data",
         "ready_time",
-        "on_batch_done",
         "staged",
     )
 
-    def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, tokens: list, options: TaskOptions,
-                 future: Future | None, items: list[Future] | None = None, submit_time: float = 0.0,
-                 batch_id: int = -1):
+    def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, options: TaskOptions, label: str, *,
+                 item_count: int = 0, submit_time: float = 0.0, batch_id: int = -1):
         self.task_id = task_id
         self.fn = fn
         self.args = args
-        self.tokens = tokens  # futures and object refs the arguments refer to (kept alive)
         self.options = options
         self.attempt = 1
-        self.future = future  # single tasks
-        self.items = items  # batches: one future per item
-        self.deps_payload: dict[int, bytes] | None = None
+        self.label = label  # the name the trace and the engine's dashboard show
+        self.is_batch = item_count > 0  # an hpc.map batch: the body runs once per item
+        self.item_count = item_count
+        self.deps_payload: dict[int, bytes] | None = None  # results of the futures it was passed, by task id
         self.submit_time = submit_time
         self.batch_id = batch_id
         self.state = 0  # backend-private bookkeeping
         self.backend_data: Any = None  # backend-private
         self.ready_time = 0.0  # when every input existed and the task went to the backend
-        self.on_batch_done: Callable[[Task, Any], None] | None = None  # hpc.map's feeder
         self.staged: Any = None  # the backend's handle to large argument buffers (out of band)
-
-    @property
-    def is_batch(self) -> bool:
-        """True for an ``hpc.map`` batch."""
-        return self.items is not None
 
     def __repr__(self) -> str:
         return f"<Task {self.fn.name} {self.task_id} attempt {self.attempt}>"

@@ -17,7 +17,7 @@ from collections import ChainMap
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.hpc.errors import SerializationError
+from eugo_lab.contract.errors import SerializationError
 
 PROTOCOL = 5
 

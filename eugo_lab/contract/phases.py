@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from eugo_lab.tracing import run_queue
+from eugo_lab.contract import run_queue
 
 _local = threading.local()
 

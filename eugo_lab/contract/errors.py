@@ -39,7 +39,7 @@ import signal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from eugo_lab.backends.outcome import Crash
+    from eugo_lab.contract.outcome import Crash
 
 __all__ = [
     "HpcError",
@@ -199,7 +199,7 @@ def describe_exit(code: int | None) -> str:
 
 def crash_error(function: str, task_id: int, attempts: int, crash: Crash) -> HpcError:
     """The error ``get()`` raises for a task whose last attempt lost its worker, by what happened."""
-    from eugo_lab.backends import outcome
+    from eugo_lab.contract import outcome
     from eugo_lab.units import fmt_bytes
 
     task = f"task {function}() (task {task_id})"
