@@ -4,7 +4,7 @@ For each case (an add, exp, a sum and square matmuls; operands on the host, or a
 the device) the sizes grow by sqrt(2) steps; NumPy's time (best of 3, host timer) and the
 GPU's (best of 3, CUDA events, host->device copies of host operands included) are taken at
 each size, and the crossover is the first size from which the GPU stays faster. The
-predicted crossover is :func:`eugo_lab.accel.cost.break_even` for this host's measured
+predicted crossover is :func:`eugo_lab.offload.cost.break_even` for this host's measured
 profile and the device's calibrated profile (and its published one).
 
     python -m benchmarks.gpu_crossover                 # on a GPU machine: Markdown for RESULTS.md
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eugo_lab.accel import cost, profiles
-from eugo_lab.accel.detect import describe_cpu, detect_gpus
+from eugo_lab.hardware.cpu import describe_cpu
+from eugo_lab.hardware.gpus import detect_gpus
+from eugo_lab.offload import cost, profiles
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,8 @@ def predict_only_table() -> str:
 
 def measured_table(budget_s: float = 90.0) -> tuple[str, list[tuple[Case, int | None, int | None]]]:
     """Measured vs predicted crossovers on this machine's GPU; also returns the raw rows."""
-    from eugo_lab.accel.calibrate import calibrate
-    from eugo_lab.accel.devices import CupyDevice, import_cupy
+    from eugo_lab.offload.calibrate import calibrate
+    from eugo_lab.offload.devices import CupyDevice, import_cupy
 
     cp = import_cupy()
     det = detect_gpus()

@@ -100,8 +100,8 @@ def bench_jit(rounds: int) -> list[tuple[str, str, str]]:
         f = hpc.remote(optimize=True)(smooth)
         with hpc.trace() as region:
             hpc.get([f.remote(a) for _ in range(8)])
-        from eugo_lab.accel.jit import verdicts_from_trace
-        from eugo_lab.accel.report import build
+        from eugo_lab.jit.verdicts import verdicts_from_trace
+        from eugo_lab.optimizations.report import build
 
         tr = region.trace
         t = tr.tasks
@@ -175,7 +175,7 @@ def bench_batching(rounds: int, engines: list[str]) -> list[tuple[str, str, str]
                 t0 = time.perf_counter()
                 hpc.get(hpc.map(plain_fn, range(n)))
                 wall = time.perf_counter() - t0
-            from eugo_lab.accel.report import map_batches
+            from eugo_lab.optimizations.report import map_batches
 
             m = map_batches(region.trace)[0]
             rows.append((f"{engine}: hpc.map over the same {n} items", _fmt(wall),

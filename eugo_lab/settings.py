@@ -17,10 +17,10 @@ BOKEH_URL_ENV = "EUGO_LAB_BOKEH_URL"
 #: Forces how ``%%eugo`` displays (``live``, ``static`` or ``text``) instead of detecting it.
 DISPLAY_MODE_ENV = "EUGO_LAB_DISPLAY"
 #: The published GPU profile (``h100``, ``t4``...) that ``%%eugo --gpu auto`` predicts for when
-#: this machine has no GPU (see :data:`eugo_lab.accel.profiles.PUBLISHED`).
+#: this machine has no GPU (see :data:`eugo_lab.offload.profiles.PUBLISHED`).
 GPU_PROFILE_ENV = "EUGO_LAB_GPU_PROFILE"
 #: BLAS/OpenMP/Numba threads per worker process: set by a person (an explicit choice the thread
-#: guard keeps), or by the driver for the workers it starts (see :mod:`eugo_lab.accel.thread_guard`).
+#: guard keeps), or by the driver for the workers it starts (see :mod:`eugo_lab.threadguard.limits`).
 THREADS_PER_WORKER_ENV = "EUGO_THREADS_PER_WORKER"
 #: Set by the driver for the workers it starts when the user set thread variables themselves
 #: (``OMP_NUM_THREADS=4``...): the worker's thread guard then changes nothing.

@@ -39,7 +39,7 @@ def blas_threads():
 
 def compiles_here():
     """``(pid, Numba compiles this worker process ran)``."""
-    from eugo_lab.accel import jit
+    from eugo_lab.jit import checked as jit
 
     return os.getpid(), jit.compile_count()
 

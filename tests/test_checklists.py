@@ -22,12 +22,12 @@ from trace_builder import TraceBuilder
 
 from benchmarks.whatif import lookup, nap, tiny
 from eugo_lab import checklists, hpc
-from eugo_lab.accel import cell
-from eugo_lab.accel.detect import Detection, detect_gpus
 from eugo_lab.analysis.findings import REGISTRY, Code
 from eugo_lab.checklists import store
 from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.checklists.model import ChecklistError
+from eugo_lab.hardware.gpus import Detection, detect_gpus
+from eugo_lab.offload import cell
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 from make_golden import partial_blocking
@@ -301,8 +301,8 @@ def test_gpu_present_follows_detection():
 def test_work_on_gpu_reads_the_last_gpu_cell(monkeypatch):
     from IPython.testing.globalipapp import start_ipython
 
-    from eugo_lab.accel.devices import FakeDevice
-    from eugo_lab.accel.profiles import published
+    from eugo_lab.offload.devices import FakeDevice
+    from eugo_lab.offload.profiles import published
 
     monkeypatch.setattr(cell, "_last", [None])
     assert checklists.measure("ml")["work-on-gpu"].ok is None

@@ -266,7 +266,7 @@ def test_cluster_repr(backend):
     assert info.cores >= 1 and info.memory > 0
     assert "address=" in text
     # the workers' CPU, named as what it is (every engine in these tests runs its workers here)
-    from eugo_lab.accel.detect import describe_cpu
+    from eugo_lab.hardware.cpu import describe_cpu
 
     assert info.cpu == describe_cpu() and f"cpu={info.cpu}" in text
 

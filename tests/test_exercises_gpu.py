@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from eugo_lab import hpc
-from eugo_lab.accel import kernels
+from eugo_lab.offload import kernels
 from tests._exercise_cells import run_exercise
 
 kernels.cuda()  # before anything imports numba.cuda: the simulator where there is no GPU
@@ -27,9 +27,9 @@ def _stop_workers():
 
 # -- gpu-break-even -------------------------------------------------------------------------------------
 BREAK_EVEN_SETUP = """
-from eugo_lab.accel import predict, host_profile
-from eugo_lab.accel.cell import device_profile
-from eugo_lab.accel.cost import sample_operation
+from eugo_lab.offload import predict, host_profile
+from eugo_lab.offload.cell import device_profile
+from eugo_lab.offload.cost import sample_operation
 host, gpu = host_profile(), device_profile()
 """
 
@@ -95,7 +95,7 @@ def host(request, monkeypatch):
     The grade must not depend on which: the cost model reads the host profile through
     ``profiles.host_profile`` when a cell starts, so an injected one decides every placement.
     """
-    from eugo_lab.accel import profiles
+    from eugo_lab.offload import profiles
 
     fake = dataclasses.replace(profiles.host_profile(), mem_bw=request.param)
     monkeypatch.setattr(profiles, "host_profile", lambda: fake)
@@ -136,7 +136,7 @@ def test_transfer_wrong_result_and_no_gpu_mode_are_not_yet(host):
 def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monkeypatch):
     # A host whose exp/log and memory outrun the link: the model keeps everything on the CPU and nothing
     # moves. That must read as "the loop did not use the GPU", never as "the data stayed on the device".
-    from eugo_lab.accel import profiles
+    from eugo_lab.offload import profiles
 
     fake = dataclasses.replace(profiles.host_profile(), mem_bw=1e12, special_rate=1e12)
     monkeypatch.setattr(profiles, "host_profile", lambda: fake)
@@ -149,7 +149,7 @@ def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monke
 
 
 def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
-    from eugo_lab.accel.cell import last_ledger
+    from eugo_lab.offload.cell import last_ledger
 
     cell = "s = np.asarray(signal)\nr = np.sqrt(s)\nr[0] = 1.0\nt = np.sqrt(r)\n"
     run_exercise("gpu-transfer", cell, TRANSFER_SETUP, line=GPU_AUTO)
@@ -225,7 +225,7 @@ def test_request_on_gpu_workers_passes_only_when_every_task_held_one(monkeypatch
 
 # -- grid-stride ----------------------------------------------------------------------------------------
 KERNEL = """
-from eugo_lab.accel import kernels
+from eugo_lab.offload import kernels
 cuda = kernels.cuda()
 
 @cuda.jit
@@ -259,9 +259,9 @@ def test_starting_at_the_thread_index_misses_elements_and_wrong_values_are_named
 
 def test_break_even_measured_line_times_both_sides_on_a_device():
     # On a GPU the check adds measured times at the learner's size; the fake device runs the same path here.
-    from eugo_lab.accel.devices import FakeDevice
-    from eugo_lab.accel.profiles import published
     from eugo_lab.exercises.catalog import gpu
+    from eugo_lab.offload.devices import FakeDevice
+    from eugo_lab.offload.profiles import published
 
     line = gpu._measured_line(10_000, FakeDevice(published("h100")))
     assert line.startswith("measured at 10,000: CPU ") and "with the copies to the device" in line

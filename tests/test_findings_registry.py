@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from eugo_lab.checklists.tuning import CODES
 
 from eugo_lab.analysis.findings import COST_REGISTRY, REGISTRY, Code
+from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.exercises.catalog import straggler
 
 PKG = Path(__file__).resolve().parents[1] / "eugo_lab"

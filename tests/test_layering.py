@@ -39,11 +39,31 @@ FORBIDDEN = {
     "analysis": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.render", "eugo_lab.cellrun", "eugo_lab.magics",
                  "eugo_lab.server", "eugo_lab.exercises", "eugo_lab.checklists", "IPython", "ipywidgets", "bokeh"),
     # renderers draw the reports and ledgers they are handed; what is in them is computed where they are built
-    "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends", "eugo_lab.accel"),
+    "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+               "eugo_lab.offload", "eugo_lab.jit", "eugo_lab.threadguard", "eugo_lab.optimizations"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
-    # GPU offload: pure model + dispatcher; the cell hands it the shell, the renderers draw its ledger.
-    "accel": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
-              "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
+    # The features below the runtime (GPU offload, the JIT, the thread guard) and the optimization report: pure
+    # models and worker-side code; the cell hands them the shell, the renderers draw their results. Each feature
+    # stands alone: none imports another, and what they share about this machine is in hardware.
+    # GPU offload: cost model, dispatching proxy, per-operation ledger.
+    "offload": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                "eugo_lab.hpc", "eugo_lab.jit", "eugo_lab.threadguard", "eugo_lab.optimizations", "IPython",
+                "ipywidgets", "bokeh"),
+    # checked Numba compilation: the trial on a worker, the verdicts read back from a trace
+    "jit": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+            "eugo_lab.hpc", "eugo_lab.offload", "eugo_lab.threadguard", "eugo_lab.optimizations", "IPython",
+            "ipywidgets", "bokeh"),
+    # BLAS/OpenMP thread limits: workers import it at start-up
+    "threadguard": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                    "eugo_lab.hpc", "eugo_lab.offload", "eugo_lab.jit", "eugo_lab.optimizations", "IPython",
+                    "ipywidgets", "bokeh"),
+    # the --optimize report: data built from the JIT's verdicts, the guard's plan and the batching counters
+    "optimizations": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server",
+                      "eugo_lab.backends", "eugo_lab.hpc", "IPython", "ipywidgets", "bokeh"),
+    # what compute this machine has: a leaf that the engines, offload and the summary all read
+    "hardware": ("eugo_lab.offload", "eugo_lab.jit", "eugo_lab.threadguard", "eugo_lab.optimizations",
+                 "eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
+                 "eugo_lab.hpc", "eugo_lab.profile", "IPython", "ipywidgets", "bokeh"),
     # course workloads run inside tasks: they may mark hpc.phase spans, never reach the runtime's machinery or
     # the layers that read traces (a workload is what gets measured, not what measures)
     "workloads": ("eugo_lab.hpc.api", "eugo_lab.hpc.session", "eugo_lab.backends", "eugo_lab.tracing",
@@ -58,8 +78,10 @@ FORBIDDEN = {
     # itself (ipywidgets only); the magic shows it and the server extension reads the ticks, never the reverse
     "checklists": ("eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
                    "eugo_lab.exercises", "IPython", "bokeh"),
-    # profiling: collected by the worker shim, merged and drawn above the trace; never the magic's room
-    "profile": ("eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.analysis"),
+    # profiling: collect (in workers) -> model -> renderers, as in pyinstrument; the region API is the runtime's
+    # (hpc.profiling), showing it in a cell is the cell runner's (cellrun.profile_display)
+    "profile": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.cellrun", "eugo_lab.render", "eugo_lab.magics",
+                "eugo_lab.server", "eugo_lab.analysis", "IPython", "ipywidgets", "bokeh"),
 }
 
 

@@ -2,7 +2,7 @@
 
 The pool really starts one worker per named device with ``CUDA_VISIBLE_DEVICES`` set to it
 (no device stands behind it here, so the tasks read the environment rather than use CUDA;
-``tests/test_accel_gpu.py`` checks the same on a real GPU). Everything else is the real pool:
+``tests/test_offload_gpu.py`` checks the same on a real GPU). Everything else is the real pool:
 scheduling, the trace's ``gpu`` column, the errors.
 """
 
@@ -150,7 +150,7 @@ def _fails_at_submit(fut) -> hpc.ResourceRequestError:
 def test_gpus_on_a_pool_without_gpu_workers_names_why(monkeypatch):
     monkeypatch.delenv("EUGO_LAB_GPU_DEVICES", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    from eugo_lab.accel import detect
+    from eugo_lab.hardware import gpus as detect
 
     monkeypatch.setattr(detect, "driver_absent", lambda: "no NVIDIA driver on this machine (no /dev/nvidiactl)")
     info = hpc.init(workers=1)
@@ -183,7 +183,7 @@ def test_the_threads_backend_raises_the_same_type():
 
 # -- which devices: the rules, without a pool ------------------------------------------------------
 def _no_driver(monkeypatch, absent: str = "no NVIDIA driver on this machine (no /dev/nvidiactl)"):
-    from eugo_lab.accel import detect
+    from eugo_lab.hardware import gpus as detect
 
     monkeypatch.setattr(detect, "driver_absent", lambda: absent)
 
@@ -210,7 +210,7 @@ def test_resolve_rules(monkeypatch):
     with pytest.raises(ValueError, match=r"names device 2, but CUDA_VISIBLE_DEVICES='4,6' shows 2 device"):
         local_gpus.resolve([2])
     assert local_gpus.resolve().tokens == ()  # listed, but no driver here: no GPU workers
-    monkeypatch.setattr("eugo_lab.accel.detect.driver_absent", lambda: "")
+    monkeypatch.setattr("eugo_lab.hardware.gpus.driver_absent", lambda: "")
     assert local_gpus.resolve().tokens == ("4", "6")
     for hidden in ("", "-1"):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)

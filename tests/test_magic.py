@@ -131,7 +131,7 @@ def test_cell_outputs_value_and_deterministic_text(ip, kernel_mode):
 
 def _default_gpu_line() -> str:
     """What the summary says of --gpu when it is not given: auto on a GPU machine, off (with why) elsewhere."""
-    from eugo_lab.accel import cell
+    from eugo_lab.offload import cell
 
     mode, note = cell.default_mode(None)
     return f"{mode} ({note})" if note else mode

@@ -7,7 +7,7 @@ import pytest
 from _optimize_tasks import inc, slow_inc
 
 from eugo_lab import hpc
-from eugo_lab.accel import report as opt_report
+from eugo_lab.optimizations import report as opt_report
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ import pytest
 from _optimize_tasks import big_product, boxed_sum, compiles_here, smooth
 
 from eugo_lab import hpc
-from eugo_lab.accel import jit
-from eugo_lab.accel import report as opt_report
+from eugo_lab.jit import checked as jit
+from eugo_lab.jit.verdicts import explain, verdicts_from_trace
+from eugo_lab.optimizations import report as opt_report
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +37,7 @@ def test_an_uncompilable_function_is_declined_in_plain_words():
     assert compiled is None and not verdict.compiled
     assert value == pytest.approx(a.sum())  # the plain function ran: the caller got its result
     assert (verdict.code, verdict.detail) == ("python-objects", "Box, a class"), verdict
-    what, helps = jit.explain(verdict.code)
+    what, helps = explain(verdict.code)
     assert "Numba" in what and ("NumPy" in helps or "numbers" in helps)
     assert "TypingError" not in what + helps
 
@@ -46,12 +47,12 @@ def test_a_function_whose_compiled_result_differs_is_declined_by_the_check():
     value, verdict, compiled = jit.trial(big_product, (a,), {})
     assert compiled is None and verdict.code == "differs"
     assert value == big_product(a)  # the exact Python integer, not the overflowed one
-    assert "differs" in jit.explain("differs")[0]
+    assert "differs" in explain("differs")[0]
 
 
 def test_lists_and_short_calls_are_declined_with_what_would_help():
     _, v, _ = jit.trial(lambda xs: sum(xs), ([1.0, 2.0],), {})
-    assert v.code == "lists" and "np.asarray" in jit.explain(v.code)[1]
+    assert v.code == "lists" and "np.asarray" in explain(v.code)[1]
     _, v, _ = jit.trial(lambda a: a.sum(), (np.ones(10),), {})
     assert v.code == "too-short"
 
@@ -71,7 +72,7 @@ def test_numba_typing_errors_are_translated():
     assert jit.classify_numba_error(E("Cannot unify int64 and unicode_type for 's'"))[0] == "type-unstable"
     code, detail = jit.classify_numba_error(E("Unknown attribute 'dumps' of type Module(<module 'json' from 'x'>)"))
     assert (code, detail) == ("unknown-call", "json.dumps")
-    assert "type-stable" in jit.explain("type-unstable")[1]
+    assert "type-stable" in explain("type-unstable")[1]
 
 
 def test_optimize_true_compiles_once_per_worker_and_reports_it():
@@ -83,7 +84,7 @@ def test_optimize_true_compiles_once_per_worker_and_reports_it():
             out = hpc.get([f.remote(a) for _ in range(12)])
         for o in out:
             np.testing.assert_allclose(o, smooth(a))
-        verdicts = jit.verdicts_from_trace(region.trace)
+        verdicts = verdicts_from_trace(region.trace)
         assert [v.function for v in verdicts] == ["smooth"] and verdicts[0].status == "compiled"
         assert verdicts[0].compiles == verdicts[0].workers <= 2  # one compile per worker that ran it
         counts = dict(hpc.get([hpc.remote(compiles_here).remote() for _ in range(20)]))
@@ -117,7 +118,7 @@ def test_cluster_workers_compile_once_each(engine):
         with hpc.trace() as region:
             out = hpc.get([f.remote(a) for _ in range(8)])
         np.testing.assert_allclose(out[-1], smooth(a))
-        (v,) = jit.verdicts_from_trace(region.trace)
+        (v,) = verdicts_from_trace(region.trace)
         assert v.status == "compiled" and v.compiles == v.workers  # _cluster's function cache: one wrapper per worker
         counts = dict(hpc.get([hpc.remote(compiles_here).remote() for _ in range(12)]))
         assert all(n <= 1 for n in counts.values()), counts

@@ -62,7 +62,7 @@ def _summary(cap) -> dict:
 
 
 def test_optimize_cell_prints_the_report(ip, kernel_mode):
-    from eugo_lab.accel import jit
+    from eugo_lab.jit import checked as jit
 
     ip.run_cell(SETUP)
     jit.reset()  # the threads a previous test module left have no verdicts here anyway (workers are fresh)
@@ -97,7 +97,7 @@ def test_optimize_cell_prints_the_report(ip, kernel_mode):
 
 
 def test_report_html_escapes_user_text():
-    from eugo_lab.accel.report import Optimization, OptimizationReport
+    from eugo_lab.optimizations.report import Optimization, OptimizationReport
     from eugo_lab.render.optimizations import optimizations_html, optimizations_text
 
     rep = OptimizationReport((Optimization("jit", "<script>x</script>", False, "<script>x</script>: no",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eugo_lab.accel import jit
-from eugo_lab.accel import report as opt_report
-from eugo_lab.accel.thread_guard import plan
 from eugo_lab.hpc.coalesce import CoalesceStats
+from eugo_lab.jit import checked as jit
+from eugo_lab.jit.verdicts import verdicts_from_trace
+from eugo_lab.optimizations import report as opt_report
+from eugo_lab.threadguard.limits import plan
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def _trace():
 
 
 def test_verdicts_are_merged_per_function():
-    vs = {v.function: v for v in jit.verdicts_from_trace(_trace())}
+    vs = {v.function: v for v in verdicts_from_trace(_trace())}
     assert vs["smooth"].status == "compiled" and vs["smooth"].workers == 2 and vs["smooth"].compiles == 2
     assert abs(vs["smooth"].speedup - 750) < 1  # plain 0.3 s over the later compiled call's 0.4 ms
     assert vs["smooth"].later_calls == 1 and abs(vs["smooth"].later_s - 0.0004) < 1e-9
@@ -76,7 +77,7 @@ def test_cached_verdicts_carry_the_earlier_numbers():
     assert jit.cached_times(name)[1:] == ({"plain": 0.3, "compile": 0.25, "compiled": 0.0003}, True)
     assert jit.parse_phase(jit.Verdict("declined", "differs", plain_s=0.1).phase_name()) == ("declined", "differs", "")
     t = FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, name, 0.0, 0.0)])
-    (fv,) = jit.verdicts_from_trace(t)
+    (fv,) = verdicts_from_trace(t)
     assert fv.cached and fv.compiles == 0 and abs(fv.speedup - 1000) < 1e-6
     line = opt_report.build(t, None).find("smooth").bucketed
     assert line.startswith("smooth: compiled earlier on these workers, reused; 200 ms -> 200 us per call")

@@ -8,8 +8,8 @@ import pytest
 from _optimize_tasks import blas_threads
 
 from eugo_lab import hpc
-from eugo_lab.accel import thread_guard
 from eugo_lab.backends.local_process import usable_cores
+from eugo_lab.threadguard import limits as thread_guard
 
 WORKERS = 2
 EXPECTED = max(1, usable_cores() // WORKERS)
@@ -75,7 +75,7 @@ def test_apply_once_in_a_process_already_running_numpy(monkeypatch):
     import subprocess
     import sys
 
-    code = ("import numpy, threadpoolctl\nfrom eugo_lab.accel import thread_guard\n"
+    code = ("import numpy, threadpoolctl\nfrom eugo_lab.threadguard import limits as thread_guard\n"
             "print(thread_guard.apply_once())\n"
             "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}))")
     env = {**os.environ, thread_guard.LIMIT_ENV: "1", "PYTHONPATH": os.getcwd()}

@@ -66,7 +66,7 @@ def _guard_threads() -> None:
     global _threads_unguarded
     _threads_unguarded = False
     try:
-        from eugo_lab.accel.thread_vars import apply_once
+        from eugo_lab.threadguard.variables import apply_once
 
         apply_once()
     except Exception:  # a guard that fails must never fail the task
@@ -213,7 +213,7 @@ def describe_cpus(descriptions: list[str]) -> str:
 
 def this_cpu() -> str:
     """The CPU of the machine this runs on, for engines whose workers all run here."""
-    from eugo_lab.accel.detect import describe_cpu
+    from eugo_lab.hardware.cpu import describe_cpu
 
     return describe_cpu()
 

@@ -157,8 +157,8 @@ class _WorkerProcesses:
         # As quiet as the nannies' silence_logs=ERROR, also while they start and close.
         env["DASK_LOGGING__DISTRIBUTED"] = "error"
         # Thread oversubscription guard (issue #13): n processes x nthreads task threads share the cores.
-        from eugo_lab.accel import thread_guard
         from eugo_lab.backends.local_process import usable_cores
+        from eugo_lab.threadguard import limits as thread_guard
 
         env.update(thread_guard.worker_env(thread_guard.plan(usable_cores(), n * max(1, nthreads))))
         try:
@@ -634,7 +634,7 @@ class DaskBackend(base.Backend):
         cached = self._cpu_cache
         if cached is None or cached[0] != key:
             try:
-                from eugo_lab.accel.detect import describe_cpu
+                from eugo_lab.hardware.cpu import describe_cpu
 
                 answers = client.run(describe_cpu, workers=list(workers)) if workers else {}
             except Exception:  # noqa: BLE001 - workers without eugo_lab, a worker leaving: unknown, not an error

@@ -166,7 +166,7 @@ class LocalBackend(base.Backend):
         """Block until every worker process has started (imported its code and said hello)."""
         # Not _cluster.this_cpu: _cluster (with the worker shim, ctypes, logging) is ~2 ms of
         # imports the local pool's start-up does not need; the driver's imports are that start-up.
-        from eugo_lab.accel.detect import describe_cpu
+        from eugo_lab.hardware.cpu import describe_cpu
 
         describe_cpu()  # init() reports it next (cached): read /proc/cpuinfo while the workers boot, not after
         deadline = time.monotonic() + timeout
@@ -367,7 +367,7 @@ class LocalBackend(base.Backend):
     # -- info -----------------------------------------------------------------------------
     def info(self) -> base.ClusterInfo:
         """Pool size, cores and memory of this machine."""
-        from eugo_lab.accel.detect import describe_cpu
+        from eugo_lab.hardware.cpu import describe_cpu
 
 
         return base.ClusterInfo(

@@ -8,7 +8,7 @@ device 0. The devices, first rule that applies:
    or MIG ids), ``0``/``[]`` for none, or a count ``n`` for the first ``n`` devices found;
 2. ``EUGO_LAB_GPU_DEVICES`` (``0,1``; ``none``), the same list from the environment;
 3. ``CUDA_VISIBLE_DEVICES`` of the driver, when set: those devices (empty or ``-1``: none);
-4. every GPU NVML finds (:func:`eugo_lab.accel.detect.detect_gpus`).
+4. every GPU NVML finds (:func:`eugo_lab.hardware.gpus.detect_gpus`).
 
 Numbers in rules 1-2 count within ``CUDA_VISIBLE_DEVICES`` when it is set, as CUDA counts
 them. Devices named in rules 1-2 are taken as given when no driver lists any: that is how a
@@ -92,7 +92,7 @@ def _visible() -> list[str] | None:
 
 def _detected() -> tuple[int, str]:
     """How many GPUs NVML finds here, and why none when it finds none (cheap when there is no driver)."""
-    from eugo_lab.accel import detect
+    from eugo_lab.hardware import gpus as detect
 
     absent = detect.driver_absent()
     if absent:
@@ -148,7 +148,7 @@ def resolve(gpus: Any = None) -> Devices:
     if visible is not None:
         if not visible:
             return Devices((), (), CUDA_VISIBLE, f"CUDA_VISIBLE_DEVICES={os.environ[CUDA_VISIBLE]!r} hides every GPU")
-        from eugo_lab.accel import detect
+        from eugo_lab.hardware import gpus as detect
 
         absent = detect.driver_absent()
         if absent:

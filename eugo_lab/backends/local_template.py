@@ -34,7 +34,7 @@ def worker_env(threads_per_worker: int, extra_env: dict[str, str], explicit: boo
     ``explicit``: the user passed ``threads_per_worker`` themselves (it then wins over the
     thread variables of the driver's environment).
     """
-    from eugo_lab.accel import thread_vars  # not thread_guard: its dataclasses/inspect would delay the start
+    from eugo_lab.threadguard import variables as thread_vars  # not limits: its dataclasses would delay the start
 
     env = dict(os.environ)
     # Workers must import what the driver imports: give them the driver's sys.path.

@@ -144,7 +144,7 @@ _ray_task = ray.remote(max_retries=0)(_ray_task_body)
 
 @ray.remote(num_cpus=0, max_retries=0)
 def _ray_describe_cpu() -> str:
-    from eugo_lab.accel.detect import describe_cpu
+    from eugo_lab.hardware.cpu import describe_cpu
 
     return describe_cpu()
 
@@ -275,7 +275,7 @@ class RayBackend(base.Backend):
                 opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
                             job_config=_job_config())
                 # Thread oversubscription guard (issue #13): one task per worker process, num_cpus of them.
-                from eugo_lab.accel import thread_guard
+                from eugo_lab.threadguard import limits as thread_guard
 
                 guard_env = thread_guard.worker_env(thread_guard.plan(usable_cores(), opts["num_cpus"]))
                 if guard_env:

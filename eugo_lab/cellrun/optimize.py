@@ -3,7 +3,7 @@
 Kept out of ``runner.py`` so the runner's edit is two calls. What runs here: before the main
 run, the runtime wraps every submitted function in the JIT trial (``Runtime.optimize``) and
 the ``batch="auto"`` counters are read; after it, the report is built from the trace, the
-counters' difference and the thread guard's plan for this runtime (``eugo_lab.accel.report``).
+counters' difference and the thread guard's plan for this runtime (``eugo_lab.optimizations.report``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from eugo_lab.accel import report as opt_report
-from eugo_lab.accel import thread_guard
 from eugo_lab.backends.local_process import usable_cores
 from eugo_lab.hpc import coalesce, optimized  # noqa: F401 - optimized: importing it hooks the JIT trial in
+from eugo_lab.optimizations import report as opt_report
+from eugo_lab.threadguard import limits as thread_guard
 
 # A new wrapper per run, so each run's trace carries the workers' verdicts (see hpc.optimized).
 _generations = itertools.count(1)

@@ -111,7 +111,7 @@ class CellOptions:
     workers: int | None = None
     backend: str | None = None
     address: str | None = None
-    gpu: str | None = None  # auto|on|off; None: not given (auto where a GPU is, see accel.cell.default_mode)
+    gpu: str | None = None  # auto|on|off; None: not given (auto where a GPU is, see offload.cell.default_mode)
     optimize: bool = False
     compare: bool = False
     scaling: tuple[int, ...] = ()

@@ -93,8 +93,8 @@ class CellSummary:
     live_timeline_shown: bool = False
     saved_as: str | None = None
     exported_to: str | None = None
-    offload: Any = None  # --gpu auto|on: the cell's eugo_lab.accel Ledger (per-operation report), else None
-    optimizations: Any = None  # --optimize: the cell's eugo_lab.accel.report.OptimizationReport, else None
+    offload: Any = None  # --gpu auto|on: the cell's eugo_lab.offload Ledger (per-operation report), else None
+    optimizations: Any = None  # --optimize: the cell's eugo_lab.optimizations.report.OptimizationReport, else None
     gpu_tasks: dict[int, int] = field(default_factory=dict)  # {device: tasks that held it} (gpus= tasks)
     # -- tasks the cell submitted and never waited on (eugo_lab.hpc.unwaited) --
     unwaited: int = 0  # tasks (map items) still unfinished when the cell's code ended

@@ -23,16 +23,16 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.accel import cell as offload_cell  # --gpu (issue #13): `import numpy` in the cell dispatches per op
-from eugo_lab.cellrun import report
+from eugo_lab.cellrun import profile_display, report
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize (issue #13)
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
+from eugo_lab.hpc import profiling as prof_region
 from eugo_lab.hpc import session
-from eugo_lab.profile import region as prof_region
+from eugo_lab.offload import cell as offload_cell  # --gpu (issue #13): `import numpy` in the cell dispatches per op
 from eugo_lab.render import display, html, text
 
 
@@ -144,7 +144,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     else:
         display.publish(text.summary_text(summary), html.summary_html(summary))
     if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
-        prof_region.show(main_trace, text_only=out_mode == "text")
+        profile_display.show(main_trace, text_only=out_mode == "text")
     if after is not None:
         after(main_trace, error, out_mode)
     if error is not None:

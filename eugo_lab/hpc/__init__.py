@@ -45,7 +45,7 @@ _EXPORTS = {
     "eugo_lab.hpc.partitions": ("map_partitions",),
     "eugo_lab.contract.phases": ("phase",),
     "eugo_lab.hpc.remote_function": ("RemoteFunction", "remote"),
-    "eugo_lab.profile.region": ("profile",),  # profiling lives in its own package (eugo_lab/profile)
+    "eugo_lab.hpc.profiling": ("profile",),  # the region; the profiler itself is eugo_lab/profile
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -325,7 +325,7 @@ def last_optimizations() -> Any:
     ``.items`` lists every optimization applied or declined (``kind``, ``target``, ``applied``,
     ``reason``, ``advice``, ``numbers`` with before/after times); ``.applied``/``.declined`` filter them.
     """
-    from eugo_lab.accel.report import last
+    from eugo_lab.optimizations.report import last
 
     return last()
 

@@ -1,11 +1,11 @@
 """``optimize=True`` and ``%%eugo --optimize``: the function records that carry the JIT trial to the workers.
 
 Where the swap happens: the driver submits the function wrapped in
-:class:`eugo_lab.accel.jit.Optimized` instead of the function itself. The wrapper is an
+:class:`eugo_lab.jit.checked.Optimized` instead of the function itself. The wrapper is an
 ordinary callable, so every worker shim (local pool, Dask, Ray, threads) runs it without
 change, and each worker's existing function cache (the local pool's per-worker ``functions``
 dict, ``_cluster._load_function``) keeps the one unpickled wrapper, whose verdict and
-compiled version are cached per process under the code's hash (see ``accel.jit``).
+compiled version are cached per process under the code's hash (see :mod:`eugo_lab.jit.checked`).
 
 The wrapped record is made once per function record and kept, so its pickle is sent once
 per worker like any function's.
@@ -34,9 +34,9 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     wrapper that announces their (cached) verdict in that run's trace; the compiled code itself
     stays cached on the workers under the code's key.
     """
-    from eugo_lab.accel.jit import Optimized, code_key
     from eugo_lab.contract.phases import phase
     from eugo_lab.hpc.coalesce import _Spread
+    from eugo_lab.jit.checked import Optimized, code_key
 
     spread = isinstance(record.fn, _Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
     fn = record.fn.fn if spread else record.fn

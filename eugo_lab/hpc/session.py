@@ -130,7 +130,7 @@ class Runtime:
         self._cancel_all_hooks: list[Callable[[Runtime], int]] = []
         self._shutdown_hooks: list[Callable[[Runtime], None]] = []
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
-        # worker (an eugo_lab.profile.region.Settings; its wrap() swaps the function record).
+        # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
 
     def on_cancel_all(self, hook: Callable[[Runtime], int]) -> None:

@@ -1,6 +1,6 @@
 """The per-operation GPU offload report of a ``%%eugo --gpu`` cell: text and HTML.
 
-Input is an :class:`eugo_lab.accel.ledger.Ledger`; its rows write their own times, nothing is computed here.
+Input is an :class:`eugo_lab.offload.ledger.Ledger`; its rows write their own times, nothing is computed here.
 ``precise=False`` (``text/plain`` of the rich display) is deterministic: names, shapes,
 dtypes, places, bytes and reasons with times bucketed to 1-2-5 steps; measured times and
 GPU busy % only in the precise text (terminal) and in the HTML. Without a GPU the report

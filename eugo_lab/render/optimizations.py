@@ -1,6 +1,6 @@
 """The "what the runtime did for you" report of a ``%%eugo --optimize`` cell: text and HTML.
 
-Input is an :class:`eugo_lab.accel.report.OptimizationReport`; nothing is computed here.
+Input is an :class:`eugo_lab.optimizations.report.OptimizationReport`; nothing is computed here.
 ``precise=False`` (the ``text/plain`` of the rich display) uses each item's bucketed line:
 deterministic run after run. HTML shows the measured lines, with all user text (function
 names, Numba's details) escaped.

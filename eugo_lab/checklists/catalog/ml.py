@@ -1,6 +1,6 @@
 """Quick guide for ML engineers: GPUs, per-call resource requests, and what the runtime does for you.
 
-Measured on this machine's GPUs (:func:`eugo_lab.accel.detect.detect_gpus`), the per-operation
+Measured on this machine's GPUs (:func:`eugo_lab.hardware.gpus.detect_gpus`), the per-operation
 ledger of the last ``%%eugo --gpu`` cell, the learner's ``@hpc.remote(gpus=...)`` function
 with its calls in the trace, and the BLAS threads each worker of the running runtime uses.
 """
@@ -22,7 +22,7 @@ THREAD_PROBE_HOLD_S = 0.05
 
 def gpu_present(s: Subject) -> tuple[bool | None, str]:
     """A GPU this kernel can use (NVML or CuPy), and CuPy to run NumPy code on it."""
-    from eugo_lab.accel.detect import GPU_EXTRA, detect_gpus
+    from eugo_lab.hardware.gpus import GPU_EXTRA, detect_gpus
 
     d = detect_gpus()
     if d.usable:
@@ -36,7 +36,7 @@ def gpu_present(s: Subject) -> tuple[bool | None, str]:
 
 def work_on_gpu(s: Subject) -> tuple[bool | None, str]:
     """Operations of the last ``%%eugo --gpu`` cell that ran on the device (its per-op ledger)."""
-    from eugo_lab.accel.cell import last_ledger
+    from eugo_lab.offload.cell import last_ledger
 
     led = last_ledger()
     if led is None:

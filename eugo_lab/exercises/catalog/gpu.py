@@ -80,7 +80,7 @@ COURSE = "02-gpu-acceleration"
 # -- gpu-break-even -------------------------------------------------------------------------------------
 def power_op(n: int, resident: bool = False) -> Any:
     """``np.power(x, y)`` on ``n``-element float64 vectors (on the host unless ``resident``), as the model sees it."""
-    from eugo_lab.accel.cost import sample_operation
+    from eugo_lab.offload.cost import sample_operation
 
     return sample_operation("elementwise", int(n), work="special", name="power", resident=resident)
 
@@ -89,8 +89,8 @@ def _measured_line(size: int, device: Any) -> str:
     """On a GPU: np.power timed at ``size`` on the CPU (host timer) and on the GPU (CUDA events, with the copies)."""
     import time
 
-    from eugo_lab.accel.cost import fmt_time
-    from eugo_lab.accel.dispatch import offload
+    from eugo_lab.offload.cost import fmt_time
+    from eugo_lab.offload.dispatch import offload
 
     x = np.random.default_rng(0).random(size) + 0.5
     y = x[::-1].copy()
@@ -114,9 +114,9 @@ def _measured_line(size: int, device: Any) -> str:
 @exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Find the break-even size")
 def gpu_break_even(a: Attempt) -> Verdict:
     """Grade ``size``: the smallest power of two (or closer) where the model sends np.power on host data to the GPU."""
-    from eugo_lab.accel.cell import choose_device, device_profile
-    from eugo_lab.accel.cost import break_even, predict
-    from eugo_lab.accel.profiles import host_profile
+    from eugo_lab.offload.cell import choose_device, device_profile
+    from eugo_lab.offload.cost import break_even, predict
+    from eugo_lab.offload.profiles import host_profile
 
     size = a.require("size")
     host, gpu = host_profile(), device_profile()
@@ -170,7 +170,7 @@ RESULT = "w"
 
 
 def _ledger_or_not_yet() -> Any:
-    from eugo_lab.accel.cell import last_ledger
+    from eugo_lab.offload.cell import last_ledger
 
     ledger = last_ledger()
     if ledger is None or not ledger.ops:
@@ -319,7 +319,7 @@ def _missing(written: np.ndarray) -> str:
 @exercise("grid-stride", lesson=f"{COURSE}/04-a-first-cuda-kernel.ipynb", title="Cover every element")
 def grid_stride(a: Attempt) -> Verdict:
     """Launch the learner's ``square_kernel`` on a small grid over more elements, and check every one."""
-    from eugo_lab.accel import kernels
+    from eugo_lab.offload import kernels
 
     kernel = a.require("square_kernel")
     if not hasattr(kernel, "__getitem__") or not callable(kernel):

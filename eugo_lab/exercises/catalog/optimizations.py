@@ -67,10 +67,10 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.accel import jit
-from eugo_lab.accel import report as opt_report
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.jit import verdicts as jit
+from eugo_lab.optimizations import report as opt_report
 
 COURSE = "03-automatic-optimizations/"
 

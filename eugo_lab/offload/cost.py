@@ -1,0 +1,242 @@
+"""The offload cost model: pure functions of an operation, a host profile and a device profile.
+
+``predict(op, host, device)`` returns an :class:`Estimate`: the predicted time on the CPU,
+on the GPU (host->device transfer of operands not already there, kernel launches, the
+kernel itself bounded by memory bandwidth or arithmetic), where it should run and why.
+Results are assumed to stay on the device until the host needs them, so the transfer back
+is not charged to the operation (the ledger records it when it happens). Nothing here
+measures, imports a GPU library or keeps state: the tables in the tests pin it down.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from eugo_lab.offload.profiles import CACHE_BYTES, DeviceProfile, HostProfile
+from eugo_lab.units import fmt_bytes
+
+KINDS = ("elementwise", "reduction", "matmul", "copy")
+WORK = ("cheap", "medium", "special")
+#: Host cost of one element in units of one float64 exp() (the measured ``special_rate``): add and
+#: compare are memory-bound (0); divide and sqrt cost about a quarter of exp in NumPy's SIMD loops.
+_HOST_WORK = {"cheap": 0.0, "medium": 0.25, "special": 1.0}
+#: GPU flops per element: exp/sin/log compile to ~20 FP instructions (CUDA math library), sqrt/divide ~4.
+_GPU_FLOPS = {"cheap": 1.0, "medium": 4.0, "special": 20.0}
+#: NumPy has no BLAS for integer matmul: its plain loop runs at about a billion multiply-adds per second.
+_INT_MATMUL_RATE = 1e9
+#: A device reduction is two kernels (per-block partial sums, then the final one), as in CUB.
+_REDUCTION_LAUNCHES = 2
+#: Leave a tenth of device memory for CuPy's pool and the CUDA context.
+_FIT_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One array operation as the model sees it: what, on which shapes and dtype, and where its operands live."""
+
+    name: str
+    kind: str  # one of KINDS
+    inputs: tuple[tuple[int, ...], ...]  # the shapes of the array operands (scalars are not operands)
+    dtype: str  # the result dtype, e.g. "float64"
+    output: tuple[int, ...]
+    resident: tuple[bool, ...] = ()  # per input: already on the device (missing entries: on the host)
+    itemsizes: tuple[int, ...] = ()  # per input (missing entries: the result dtype's itemsize)
+    work: str = "cheap"  # elementwise cost class, one of WORK
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.work not in WORK:
+            raise ValueError(f"work must be one of {', '.join(WORK)}, got {self.work!r}")
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of the result dtype."""
+        import numpy as np
+
+        return int(np.dtype(self.dtype).itemsize)
+
+    def input_bytes(self) -> list[int]:
+        """Bytes of each array operand."""
+        sizes = list(self.itemsizes) + [self.itemsize] * (len(self.inputs) - len(self.itemsizes))
+        return [math.prod(s) * k for s, k in zip(self.inputs, sizes)]
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of the result."""
+        return math.prod(self.output) * self.itemsize
+
+    def on_device(self, i: int) -> bool:
+        """Whether operand ``i`` is already on the device."""
+        return i < len(self.resident) and bool(self.resident[i])
+
+    @property
+    def flops(self) -> float:
+        """Arithmetic of the operation (2 m n k for a matmul)."""
+        n_out = math.prod(self.output)
+        if self.kind == "matmul":
+            a, b = (self.inputs + ((), ()))[:2]
+            k = a[-1] if a else 1
+            return 2.0 * max(n_out, 1) * k
+        if self.kind == "reduction":
+            return float(sum(math.prod(s) for s in self.inputs))
+        if self.kind == "elementwise":
+            return n_out * _GPU_FLOPS[self.work]
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A prediction and the decision it implies."""
+
+    where: str  # "gpu" or "cpu"
+    why: str  # "faster", "too small", "transfer", "slower", "too big", "no device"
+    cpu_s: float
+    gpu_s: float | None  # None without a device profile
+    h2d_bytes: int = 0
+    h2d_s: float = 0.0
+    launch_s: float = 0.0
+    kernel_s: float = 0.0
+    device: str | None = None  # the device profile's name
+    device_memory: int = 0
+
+    def reason(self, bucket: bool = False) -> str:
+        """Why it runs where it does, e.g. ``gpu: predicted 0.8 ms vs 12 ms on CPU``.
+
+        ``bucket=True`` rounds times to 1, 2 or 5 times a power of ten (deterministic text).
+        """
+        def t(s: float) -> str:
+            return fmt_time(s, bucket)
+
+        if self.why == "no device":
+            return "cpu: no device"
+        g = self.gpu_s or 0.0
+        if self.why == "faster":
+            return f"gpu: predicted {t(g)} vs {t(self.cpu_s)} on CPU"
+        if self.why == "too big":
+            return f"cpu: {fmt_bytes(self.h2d_bytes)} does not fit in {fmt_bytes(self.device_memory)} of device memory"
+        if self.why == "transfer":
+            return f"cpu: moving {fmt_bytes(self.h2d_bytes)} costs {t(self.h2d_s)} > {t(self.cpu_s)} on CPU"
+        if self.why == "too small":
+            return f"cpu: too small: {t(g)} on GPU (launch {t(self.launch_s)}) vs {t(self.cpu_s)} on CPU"
+        return f"cpu: predicted {t(g)} on GPU vs {t(self.cpu_s)} on CPU"
+
+
+def fmt_time(s: float, bucket: bool = False) -> str:
+    """``0.00082`` -> ``0.82 ms``; with ``bucket`` -> ``1 ms`` (1, 2 or 5 times a power of ten)."""
+    if s is None or not math.isfinite(s) or s < 0:
+        return "?"
+    if bucket and s > 0:
+        exp = math.floor(math.log10(s))
+        mant = s / 10**exp
+        step = min((1, 2, 5, 10), key=lambda m: abs(math.log(mant / m)))
+        s = step * 10.0**exp
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale or unit == "us":
+            v = s / scale
+            return f"{v:.2g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return "?"  # pragma: no cover - the loop always returns
+
+
+def _is_float64(dtype: str) -> bool:
+    return dtype in ("float64", "complex128", "longdouble", "clongdouble")
+
+
+def cpu_time(op: Operation, host: HostProfile) -> float:
+    """Predicted NumPy time on the host: call overhead plus memory traffic or arithmetic, whichever is longer."""
+    in_b = sum(op.input_bytes())
+    moved = in_b + (op.output_bytes if op.kind != "reduction" else 0)
+    bw = host.cache_bw if moved <= CACHE_BYTES else host.mem_bw
+    mem = moved / bw
+    if op.kind == "elementwise":
+        work = host.special_cost(op.name) if op.work == "special" else _HOST_WORK[op.work]
+        body = max(mem, math.prod(op.output) * work / host.special_rate)
+    elif op.kind == "matmul":
+        if op.dtype.startswith(("int", "uint", "bool")):
+            rate = _INT_MATMUL_RATE
+        else:
+            rate = host.flops64 if _is_float64(op.dtype) else host.flops32
+        body = max(mem, op.flops / rate)
+    else:  # reduction (reads its input), copy (reads and writes)
+        body = mem
+    return host.call_overhead_s + body
+
+
+def gpu_parts(op: Operation, device: DeviceProfile) -> tuple[int, float, float, float]:
+    """``(h2d_bytes, h2d_s, launch_s, kernel_s)`` predicted for ``op`` on ``device``."""
+    sizes = op.input_bytes()
+    h2d = [b for i, b in enumerate(sizes) if b and not op.on_device(i)]
+    h2d_bytes = sum(h2d)
+    h2d_s = len(h2d) * device.transfer_s + h2d_bytes / (device.link_bw * device.link_eff)
+    launches = _REDUCTION_LAUNCHES if op.kind == "reduction" else 1
+    moved = sum(sizes) + (op.output_bytes if op.kind != "reduction" else 0)
+    mem = moved / (device.mem_bw * device.mem_eff)
+    fp = device.fp64 if _is_float64(op.dtype) or op.dtype.startswith(("int", "uint")) else device.fp32
+    if op.kind == "matmul":
+        kernel = max(mem, op.flops / (fp * device.flop_eff))
+    elif op.kind == "elementwise":
+        kernel = max(mem, op.flops / fp)
+    else:
+        kernel = mem
+    return h2d_bytes, h2d_s, launches * device.launch_s, kernel
+
+
+def predict(op: Operation, host: HostProfile, device: DeviceProfile | None) -> Estimate:
+    """Predict CPU and GPU time for ``op`` and decide where it runs (the faster one), with the reason."""
+    cpu = cpu_time(op, host)
+    if device is None:
+        return Estimate("cpu", "no device", cpu, None)
+    h2d_bytes, h2d_s, launch_s, kernel_s = gpu_parts(op, device)
+    gpu = h2d_s + launch_s + kernel_s
+    common = dict(cpu_s=cpu, gpu_s=gpu, h2d_bytes=h2d_bytes, h2d_s=h2d_s, launch_s=launch_s, kernel_s=kernel_s,
+                  device=device.name, device_memory=device.memory)
+    if sum(op.input_bytes()) + op.output_bytes > device.memory * _FIT_FRACTION:
+        return Estimate("cpu", "too big", **{**common, "h2d_bytes": sum(op.input_bytes()) + op.output_bytes})
+    if gpu < cpu:
+        return Estimate("gpu", "faster", **common)
+    fixed = launch_s + (h2d_s - h2d_bytes / (device.link_bw * device.link_eff))
+    if fixed >= cpu:  # even with infinite bandwidth the GPU's fixed costs exceed the whole CPU time
+        why = "too small"
+    elif h2d_s >= cpu:
+        why = "transfer"
+    else:
+        why = "slower"
+    return Estimate("cpu", why, **common)
+
+
+def sample_operation(kind: str, n: int, dtype: str = "float64", resident: bool = False, work: str = "cheap",
+                     name: str | None = None) -> Operation:
+    """The operation break-even sizes are quoted for: ``n``-element vectors, or ``n`` x ``n`` matrices for matmul."""
+    if kind == "elementwise":
+        return Operation(name or "add", kind, ((n,), (n,)), dtype, (n,), (resident, resident), work=work)
+    if kind == "reduction":
+        return Operation(name or "sum", kind, ((n,),), dtype, (), (resident,))
+    if kind == "matmul":
+        return Operation(name or "matmul", kind, ((n, n), (n, n)), dtype, (n, n), (resident, resident))
+    return Operation(name or "copy", kind, ((n,),), dtype, (n,), (resident,))
+
+
+def break_even(kind: str, host: HostProfile, device: DeviceProfile, dtype: str = "float64", resident: bool = False,
+               work: str = "cheap", max_log2: int = 34, name: str | None = None) -> int | None:
+    """The smallest size at which the model sends :func:`sample_operation` to the GPU; ``None``: never.
+
+    Elements per vector, or the matrix order for ``matmul``. Scans powers of two, then bisects.
+    ``name``: the ufunc (``"power"``), whose measured cost the host profile may hold; unnamed
+    ``special`` work costs one exp() per element.
+    """
+    def gpu_wins(n: int) -> bool:
+        return predict(sample_operation(kind, n, dtype, resident, work, name), host, device).where == "gpu"
+
+    top = max_log2 if kind != "matmul" else max_log2 // 2
+    prev = 0
+    for e in range(top + 1):
+        n = 1 << e
+        if gpu_wins(n):
+            lo, hi = prev, n  # lo loses (or is 0), hi wins
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if gpu_wins(mid) else (mid, hi)
+            return hi
+        prev = n
+    return None

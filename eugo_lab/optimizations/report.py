@@ -1,0 +1,226 @@
+"""What the runtime did for you: every automatic optimization of a run, applied or declined, with numbers and why.
+
+One :class:`OptimizationReport` per ``%%eugo --optimize`` cell (``hpc.last_optimizations()``,
+and the cell summary's ``optimizations`` attribute). It is built from data only — the
+run's trace (JIT verdicts travel as phases, ``hpc.map`` batches as the trace's batch
+column), the thread guard's plan and the ``batch="auto"`` counters — so it is tested with
+hand-made inputs, and the renderers (``eugo_lab.render.optimizations``) only format it.
+
+Each :class:`Optimization` carries a ``precise`` line (measured times: terminal and HTML)
+and a ``bucketed`` line (times rounded to 1-2-5 steps, no counts that depend on timing:
+the deterministic ``text/plain``).
+
+The profile hook: :func:`jit_candidates` takes "the hot functions" as data (anything with
+``function``, ``self_share`` and ``python_share``, like the profiler's ``HotFunction``) and
+says which a JIT could help; :func:`build` words the profile's evidence next to each verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
+from eugo_lab.offload.cost import fmt_time
+from eugo_lab.threadguard.limits import GuardPlan, describe
+
+# A function is worth a JIT trial when at least this share of its own time is Python bytecode
+# (the rest is C: NumPy already runs compiled code there and a JIT has nothing to remove).
+MIN_PYTHON_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """One optimization the runtime applied or declined."""
+
+    kind: str  # "jit" | "threads" | "batch" | "map"
+    target: str  # the function, or "workers"
+    applied: bool
+    precise: str  # the line with measured numbers
+    bucketed: str  # the same with times bucketed and timing-dependent counts left out (deterministic)
+    reason: str = ""  # why declined, in plain words
+    advice: str = ""  # what would help
+    numbers: dict[str, Any] = field(default_factory=dict)  # before/after and counts, for programs
+
+
+@dataclass(frozen=True)
+class OptimizationReport:
+    """Every optimization of one run; ``items`` in a fixed order (JIT, batching, threads)."""
+
+    items: tuple[Optimization, ...]
+
+    @property
+    def applied(self) -> list[Optimization]:
+        """The optimizations that changed how the code ran."""
+        return [o for o in self.items if o.applied]
+
+    @property
+    def declined(self) -> list[Optimization]:
+        """The ones tried and not kept (or not applicable), each with its reason."""
+        return [o for o in self.items if not o.applied]
+
+    def find(self, target: str, kind: str | None = None) -> Optimization | None:
+        """The item for ``target`` (a function name), optionally of one ``kind``."""
+        return next((o for o in self.items if o.target == target and (kind is None or o.kind == kind)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready)."""
+        return {"items": [dict(o.__dict__) for o in self.items]}
+
+    def __repr__(self) -> str:
+        return f"<OptimizationReport: {len(self.applied)} applied, {len(self.declined)} declined>"
+
+
+def bucket_ratio(x: float) -> str:
+    """``937.0`` -> ``~1000x`` (1-2-5 steps), so the deterministic text does not flicker between runs."""
+    if not x or not math.isfinite(x) or x <= 0:
+        return "?"
+    exp = math.floor(math.log10(x))
+    mant = x / 10**exp
+    step = min((1, 2, 5, 10), key=lambda m: abs(math.log(mant / m)))
+    return f"~{step * 10**exp:g}x"
+
+
+def jit_candidates(hot: Iterable[Any], min_python_share: float = MIN_PYTHON_SHARE) -> dict[str, float]:
+    """``{function: python share of its own time}`` for hot functions a JIT could speed up.
+
+    ``hot``: the profile's hot functions (``function``, ``self_share``, ``python_share``).
+    """
+    out = {}
+    for h in hot:
+        own = float(getattr(h, "self_share", 0.0))
+        py = float(getattr(h, "python_share", own))
+        if own > 0 and py / own >= min_python_share:
+            out[str(h.function)] = py / own
+    return out
+
+
+def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
+    def t(s: float | None, bucket: bool) -> str:
+        return fmt_time(s, bucket) if s is not None else "?"
+
+    workers = f"{v.workers} worker{'s' if v.workers != 1 else ''}, " + \
+        ("no new compile" if v.cached else "one compile each")
+    # The profile's evidence goes in the precise line only: a short task may get no sample in one run and
+    # some in the next, so the deterministic text/plain cannot depend on it.
+    prof = prof_b = ""
+    if python_share is not None:
+        prof = f"; profile: {python_share:.0%} of its own time in Python bytecode" + \
+            (" (what a JIT speeds up)" if python_share >= MIN_PYTHON_SHARE else " (the rest is C code: NumPy)")
+    numbers = {"plain_s": v.plain_s, "compile_s": v.compile_s, "compiled_s": v.compiled_s, "speedup": v.speedup,
+               "workers": v.workers, "compiles": v.compiles, "later_s": v.later_s, "later_calls": v.later_calls}
+    later = ""
+    if v.later_s is not None and v.later_calls:
+        later = f"; after: median of {v.later_calls} later call{'s' if v.later_calls != 1 else ''} " \
+                f"(trial's compiled run {t(v.compiled_s, False)})"
+    if v.status == "compiled":
+        def line(b: bool) -> str:
+            # Bucketed: the trial's own numbers, which a re-run cell gets back unchanged from the workers'
+            # cache, so its text/plain reads the same run after run; precise: the calls after the swap.
+            after = v.compiled_s if b else v.after_s
+            sp = v.plain_s / after if v.plain_s and after else 0.0
+            ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
+            how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
+            return (f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} "
+                    f"per call ({ratio}), result checked")
+        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
+                            numbers=numbers)
+    what, helps = explain(v.code)
+    detail = f" ({v.detail})" if v.detail else ""
+    mixed = " on some workers" if v.status == "mixed" else ""
+    text = f"{v.function}: not compiled{mixed}: {what}{detail}; it ran unchanged. What would help: {helps}"
+    timing = ""
+    if v.code in ("differs", "not-faster") and v.plain_s and v.compiled_s:
+        timing = f" [plain {t(v.plain_s, False)}, compiled {t(v.compiled_s, False)}]"
+    return Optimization("jit", v.function, False, text + timing + prof, text + prof_b, what + detail, helps, numbers)
+
+
+def _batch_item(s: Any) -> Optimization:
+    per = s.per_call
+    numbers = {"calls": s.calls, "plain_tasks": s.plain_tasks, "batches": s.batches, "largest_batch": s.largest_batch,
+               "per_call_s": per, "backend_tasks": s.backend_tasks}
+    if s.batches:
+        precise = (f"{s.function}: batch=\"auto\": {s.calls} .remote() calls in {s.backend_tasks} backend tasks "
+                   f"({s.batches} batches, largest {s.largest_batch} calls); measured {fmt_time(per)} a call")
+        # (no batch count or time here: both depend on timing, and this line must read the same every run)
+        bucketed = (f"{s.function}: batch=\"auto\": {s.calls} .remote() calls coalesced into fewer backend tasks "
+                    "(each call under 1 ms)")
+        return Optimization("batch", s.function, True, precise, bucketed, numbers=numbers)
+    if s.mode == "slow":
+        why = f"a call takes {fmt_time(per)}, long enough to be its own task"
+        why_b = f"a call takes about {fmt_time(per, True)}, long enough to be its own task"
+    else:
+        why = why_b = "the calls never waited: each went out while a worker was free"
+    return Optimization("batch", s.function, False, f"{s.function}: batch=\"auto\": not batched: {why}",
+                        f"{s.function}: batch=\"auto\": not batched: {why_b}", why, "", numbers)
+
+
+def map_batches(trace: Any, exclude: Sequence[str] = ()) -> list[Optimization]:
+    """The ``hpc.map`` calls of a run, from the trace's batch column: items, batches, the largest batch."""
+    import numpy as np
+
+    t = trace.tasks
+    batch = np.asarray(t["batch"])
+    mask = (batch >= 0) & (np.asarray(t["attempt"]) == 1)
+    if not mask.any():
+        return []
+    fns = np.asarray(t["function"])[mask]
+    ids = batch[mask]
+    out = []
+    for f in np.unique(fns).tolist():
+        name = trace.functions[int(f)]
+        if name in exclude:
+            continue
+        b = ids[fns == f]
+        _, sizes = np.unique(b, return_counts=True)
+        items, n = int(b.size), int(sizes.size)
+        numbers = {"items": items, "batches": n, "largest_batch": int(sizes.max())}
+        precise = (f"hpc.map({name}): {items} items in {n} batches (largest {int(sizes.max())} items): "
+                   f"{items - n} fewer tasks")
+        bucketed = f"hpc.map({name}): {items} items sent in batches sized from their measured time"
+        out.append(Optimization("map", name, n < items, precise, bucketed, numbers=numbers))
+    return out
+
+
+def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), hot: Iterable[Any] | None = None,
+          threads_note: str = "") -> OptimizationReport:
+    """The report of one run: JIT verdicts (from ``trace``), batching, the thread guard.
+
+    ``coalesced``: ``batch="auto"`` counters of this run (``CoalesceStats``); ``hot``: the
+    profile's hot functions when the run was profiled (``None``: no profile); ``threads_note``:
+    used instead of the guard line where no guard applies (the threads backend).
+    """
+    shares = None
+    if hot is not None:
+        hot = list(hot)
+        shares = {str(h.function): (float(h.python_share) / float(h.self_share) if h.self_share else 0.0)
+                  for h in hot}
+    items = [_jit_item(v, shares.get(v.function) if shares else None) for v in verdicts_from_trace(trace)]
+    coalesced = [s for s in coalesced if s.calls]
+    items += [_batch_item(s) for s in coalesced]
+    items += map_batches(trace, exclude=[s.function for s in coalesced])
+    if guard is not None:
+        line = describe(guard)
+        items.append(Optimization("threads", "workers", guard.applied, line, line,
+                                  "" if guard.applied else line.split(": ", 1)[1],
+                                  numbers={"threads": guard.threads, "cores": guard.cores, "workers": guard.workers,
+                                           "default": guard.default, "source": guard.source}))
+    elif threads_note:
+        items.append(Optimization("threads", "workers", False, threads_note, threads_note, threads_note))
+    return OptimizationReport(tuple(items))
+
+
+_last: OptimizationReport | None = None
+
+
+def set_last(report: OptimizationReport | None) -> None:
+    """Remember the latest cell's report (``hpc.last_optimizations()`` returns it)."""
+    global _last
+    _last = report
+
+
+def last() -> OptimizationReport | None:
+    """The report of the latest ``%%eugo --optimize`` cell, or ``None``."""
+    return _last
