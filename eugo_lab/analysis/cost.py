@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from eugo_lab.analysis.breakdown import breakdown
 from eugo_lab.analysis.inputs import takes_trace
-from eugo_lab.analysis.report import WARNING, Finding, fmt_pct, fmt_s
+from eugo_lab.analysis.report import WARNING, Finding, fmt_pct
 from eugo_lab.analysis.simulate import DEFAULT_WORKERS, replay, replay_of
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Flag an idle cluster once its idle time costs at least a tenth of the work it did:
 # below that, keeping it warm for the next run is usually worth the start-up it saves.

@@ -21,20 +21,13 @@ import numpy as np
 from eugo_lab.analysis import contention, whatif
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
-from eugo_lab.analysis.report import (
-    INFO,
-    PROBLEM,
-    WARNING,
-    Finding,
-    display_source,
-    fmt_pct,
-    fmt_s,
-    fmt_x,
-)
+from eugo_lab.analysis.report import INFO, PROBLEM, WARNING, Finding, fmt_pct, fmt_x
 from eugo_lab.analysis.simulate import Replay, replay
 from eugo_lab.analysis.timeline import Units, Window, measure
 from eugo_lab.tracing.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import fmt_source as display_source
 
 # -- thresholds -------------------------------------------------------------------------------------
 # Efficiency at or above 70% is good for a process pool: what is left is usually the

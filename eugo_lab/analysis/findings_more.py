@@ -39,8 +39,11 @@ from eugo_lab.analysis.findings import (
     priced,
     side_by_side,
 )
-from eugo_lab.analysis.report import WARNING, Finding, display_source, fmt_bytes, fmt_pct, fmt_s, fmt_x
+from eugo_lab.analysis.report import WARNING, Finding, fmt_pct, fmt_x
 from eugo_lab.analysis.timeline import Units, units
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import fmt_source as display_source
 
 # Timestamps of one driver this close are "the same moment" (clock reads around a call).
 _EPS = 1e-6
@@ -299,7 +302,8 @@ def unbalanced(ctx: Context) -> list[Finding]:
             continue
         name = ctx.fname(f)
         big = sel[np.lexsort((u.task_id[sel], -body))][:3]
-        verdict = (f"{name}() inputs range from {fmt_bytes(float(size.min()))} to {fmt_bytes(float(size.max()))} "
+        verdict = (f"{name}() inputs range from {fmt_bytes(float(size.min()), '.3g')} to "
+                   f"{fmt_bytes(float(size.max()), '.3g')} "
                    f"and its tasks from {fmt_s(float(body.min()))} to {fmt_s(float(body.max()))}, in step (bigger "
                    f"input, longer task; rank correlation {corr:.2f}): the partitions are unequal.")
         advice = (f"Split the data into equal partitions (for a DataFrame, equal row counts: np.array_split(df, n)), "

@@ -7,14 +7,14 @@ hostnames or addresses.
 
 from __future__ import annotations
 
-import math
-import re
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from eugo_lab import units
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
+from eugo_lab.renderable import Rendered
+from eugo_lab.units import fmt_seconds
 
 INFO, NOTE, WARNING, PROBLEM = "info", "note", "warning", "problem"
 SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, NOTE: 2, INFO: 3}
@@ -53,8 +53,8 @@ class Finding:
             return ""
         before = self.wall_after + self.saves
         if self.saves < 0.01 * before:  # a note: say so rather than print "saves 0 s: 1.8 s → 1.8 s"
-            return f"saves almost nothing on this run (under 1% of {fmt_s(before)}, predicted)"
-        return f"saves {fmt_s(self.saves)}: {fmt_s(before)} → {fmt_s(self.wall_after)} predicted"
+            return f"saves almost nothing on this run (under 1% of {fmt_seconds(before)}, predicted)"
+        return f"saves {fmt_seconds(self.saves)}: {fmt_seconds(before)} → {fmt_seconds(self.wall_after)} predicted"
 
     def to_text(self) -> str:
         """``[severity] Term: verdict``, the advice, and what the fix saves when it has a price."""
@@ -64,7 +64,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(Rendered):
     """What :func:`eugo_lab.analysis.analyze` found in a trace.
 
     ``wall_time``: seconds of the analysed window (the region, widened to cover every
@@ -120,14 +120,14 @@ class Report:
         """The report's first line: the biggest win and its predicted effect on the wall time."""
         f = self.biggest_win
         if f is not None and f.severity != NOTE and f.wall_after is not None:
-            return f"Biggest win: {f.fix} — predicted {fmt_s(self.wall_time)} → {fmt_s(f.wall_after)}"
+            return f"Biggest win: {f.fix} — predicted {fmt_seconds(self.wall_time)} → {fmt_seconds(f.wall_after)}"
         # One worker (Binder's one core): the mistakes that need parallelism are priced on 2 workers.
         two = [g for g in self.findings if g.fix and g.evidence.get("on_2_workers", {}).get("saves", 0) > 0]
         if two:
             g = max(two, key=lambda x: x.evidence["on_2_workers"]["saves"])
             w2 = g.evidence["on_2_workers"]
-            return (f"Biggest win on 2 workers: {g.fix} — predicted {fmt_s(w2['before'])} → {fmt_s(w2['after'])} "
-                    f"(this run had {self.workers} worker)")
+            return (f"Biggest win on 2 workers: {g.fix} — predicted {fmt_seconds(w2['before'])} → "
+                    f"{fmt_seconds(w2['after'])} (this run had {self.workers} worker)")
         return "Biggest win: none found (no fix the analysis knows would save more than a few percent)"
 
     def speedup_text(self) -> str:
@@ -137,7 +137,7 @@ class Report:
             return (f"speedup {fmt_x(self.speedup)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), "
                     "estimated from task time (no 1-worker run to measure it against)")
         return (f"speedup {fmt_x(m)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), measured against "
-                f"1 worker ({fmt_s(self.baseline_wall)}); task-time estimate {fmt_x(self.estimated_speedup)}")
+                f"1 worker ({fmt_seconds(self.baseline_wall)}); task-time estimate {fmt_x(self.estimated_speedup)}")
 
     @property
     def efficiency(self) -> float:
@@ -159,22 +159,27 @@ class Report:
             self.headline(),
             f"{self.tasks} task{'s' if self.tasks != 1 else ''} on {self.workers} "
             f"worker{'s' if self.workers != 1 else ''} ({self.backend})",
-            f"wall time {fmt_s(self.wall_time)}, serial time {fmt_s(self.serial_time)}, {self.speedup_text()}",
-            f"worker time ({self.workers} x {fmt_s(self.wall_time)} = {fmt_s(b.worker_time)}):",
+            f"wall time {fmt_seconds(self.wall_time)}, serial time {fmt_seconds(self.serial_time)}, "
+            f"{self.speedup_text()}",
+            f"worker time ({self.workers} x {fmt_seconds(self.wall_time)} = {fmt_seconds(b.worker_time)}):",
         ]
         total = b.worker_time
         for name, v in b.worker_categories().items():
             share = v / total if total > 0 else 0.0
-            lines.append(f"  {name:<14} {fmt_s(v):>9}  {fmt_pct(share):>4}")
-        lines.append(f"driver blocked in get()/wait()/await {fmt_s(b.driver_blocked)}; "
-                     f"tasks queued for a busy worker {fmt_s(b.queue_wait)} in total")
+            lines.append(f"  {name:<14} {fmt_seconds(v):>9}  {fmt_pct(share):>4}")
+        lines.append(f"driver blocked in get()/wait()/await {fmt_seconds(b.driver_blocked)}; "
+                     f"tasks queued for a busy worker {fmt_seconds(b.queue_wait)} in total")
         cp = self.critical_path
         if len(cp):
-            lines.append(f"critical path {len(cp)} task{'s' if len(cp) != 1 else ''}, {fmt_s(cp.length)} "
+            lines.append(f"critical path {len(cp)} task{'s' if len(cp) != 1 else ''}, {fmt_seconds(cp.length)} "
                          f"({fmt_pct(cp.fraction)} of wall time)")
         lines.append("findings:")
         lines.extend("  " + f.to_text().replace("\n", "\n  ") for f in self.findings)
         return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """The same text, escaped, in a ``<pre>`` (a notebook shows it as the terminal does)."""
+        return f"<pre class='eugo-report'>{html.escape(self.to_text())}</pre>"
 
     def __repr__(self) -> str:
         return self.to_text()
@@ -183,25 +188,7 @@ class Report:
         p.text(self.to_text())
 
 
-# -- formatting: fixed rounding so reports are stable ---------------------------------------------
-def fmt_s(x: float) -> str:
-    """Seconds with 3 significant digits in a readable unit (``1.23 s``, ``45.6 ms``, ``789 us``)."""
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    ax = abs(x)
-    if ax == 0:
-        return "0 s"
-    if ax >= 3600:
-        return f"{x / 3600:.3g} h"
-    if ax >= 60:
-        return f"{x / 60:.3g} min"
-    if ax >= 1:
-        return f"{x:.3g} s"
-    if ax >= 1e-3:
-        return f"{x * 1e3:.3g} ms"
-    return f"{x * 1e6:.3g} us"
-
-
+# -- ratios: fixed rounding so reports are stable (seconds and bytes: eugo_lab.units) -------------
 def fmt_x(x: float) -> str:
     """A ratio such as a speedup: ``3.2x``."""
     return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
@@ -210,21 +197,3 @@ def fmt_x(x: float) -> str:
 def fmt_pct(x: float) -> str:
     """A share as a whole percentage: ``42%``."""
     return f"{x * 100:.0f}%"
-
-
-def fmt_bytes(n: float) -> str:
-    """Bytes in a readable unit for analysis text (three significant digits)."""
-    return units.fmt_bytes(n, ".3g")
-
-
-_CELL = re.compile(r"(ipykernel_\d+|<ipython-input-)")
-
-
-def display_source(source: str) -> str:
-    """``file:line`` without directories; notebook cells (whose temp paths hold a pid) as ``cell line N``."""
-    path, _, line = source.rpartition(":")
-    if not path:
-        return source
-    if _CELL.search(path):
-        return f"cell line {line}"
-    return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"

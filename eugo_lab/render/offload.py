@@ -12,8 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from eugo_lab.accel.cost import fmt_time
-from eugo_lab.units import fmt_bytes
+from eugo_lab.renderable import Drawn
+from eugo_lab.units import fmt_bytes, fmt_seconds
 
 MAX_TEXT_ROWS = 30
 
@@ -60,9 +60,9 @@ def offload_text(ledger: Any, precise: bool = False) -> str:
         cells = [r.op, _shapes(r.shapes), r.dtype, where, _moved(r), r.reason if precise else r.reason_bucketed]
         if precise:
             measured = "-" if r.measured_s == 0 and r.is_transfer and ledger.predictions_only else \
-                f"{fmt_time(r.measured_s)} ({'GPU' if r.measured_where == 'gpu' else 'CPU'})"
-            cells += [fmt_time(r.predicted_cpu_s) if r.predicted_cpu_s is not None else "-",
-                      fmt_time(r.predicted_gpu_s) if r.predicted_gpu_s is not None else "-", measured]
+                f"{fmt_seconds(r.measured_s, 2)} ({'GPU' if r.measured_where == 'gpu' else 'CPU'})"
+            cells += [fmt_seconds(r.predicted_cpu_s, 2) if r.predicted_cpu_s is not None else "-",
+                      fmt_seconds(r.predicted_gpu_s, 2) if r.predicted_gpu_s is not None else "-", measured]
         rows.append(cells)
     shown = rows[:MAX_TEXT_ROWS]
     widths = [max(len(str(c)) for c in col) for col in zip(cols, *shown)]
@@ -93,11 +93,11 @@ def offload_html(ledger: Any) -> str:
     body = []
     for r in ledger.rows:
         side = "GPU" if r.measured_where == "gpu" else "CPU"
-        m = "" if (pred and r.is_transfer) else f"{fmt_time(r.measured_s)} on {side}"
+        m = "" if (pred and r.is_transfer) else f"{fmt_seconds(r.measured_s, 2)} on {side}"
         cells = [r.op, _shapes(r.shapes), r.dtype, r.where, str(r.count),
                  fmt_bytes(r.h2d_bytes) if r.h2d_bytes else "", fmt_bytes(r.d2h_bytes) if r.d2h_bytes else "",
-                 r.reason, fmt_time(r.predicted_cpu_s) if r.predicted_cpu_s is not None else "",
-                 fmt_time(r.predicted_gpu_s) if r.predicted_gpu_s is not None else "", m]
+                 r.reason, fmt_seconds(r.predicted_cpu_s, 2) if r.predicted_cpu_s is not None else "",
+                 fmt_seconds(r.predicted_gpu_s, 2) if r.predicted_gpu_s is not None else "", m]
         body.append("<tr>" + "".join(f"<td {_TH}>{escape(str(c))}</td>" for c in cells) + "</tr>")
     note = ("<div><i>No GPU here: the place, bytes moved and GPU times are what the cost model predicts for "
             f"{escape(ledger.device)}; only CPU times were measured.</i></div>" if pred else "")
@@ -106,3 +106,8 @@ def offload_html(ledger: Any) -> str:
     return (f"<div class='eugo-offload'><div><b>{head}</b></div><div>{escape(ledger.summary())}</div>{note}"
             f"<table><tr>{''.join(f'<th {_TH}>{escape(c)}</th>' for c in cols)}</tr>{''.join(body)}</table>"
             f"<div>{escape(_busy(ledger))}</div></div>")
+
+
+def offload_view(ledger: Any) -> Drawn:
+    """The ``--gpu`` per-operation table of one cell (its offload ledger) as a renderable."""
+    return Drawn(ledger, offload_text, offload_html)
