@@ -29,6 +29,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks import display as disp_mod
 from benchmarks import engines as eng_mod
 from benchmarks import report
 from benchmarks import scenarios as sc
@@ -50,6 +51,8 @@ class Sizes:
     trace_pairs: int = 20         # traced/untraced pairs per round (see build: noise needs many)
     live_tasks: int = 10_000
     live_rounds: int = 30         # live/--no-live pairs (see build: noise needs many)
+    display_tasks: int = 20_000   # %%eugo vs hpc.trace() alone, terminal IPython
+    display_rounds: int = 10
     sim_tasks: int = 24
     sim_rounds: int = 3
     import_repeats: int = 9
@@ -57,7 +60,8 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(tiny=500, map_items=5_000, map_items_large=20_000, mb=10, cpu_tasks=4, cpu_seconds=0.05,
-                   trace_pairs=1, live_tasks=500, live_rounds=1, sim_tasks=6, sim_rounds=1, import_repeats=3)
+                   trace_pairs=1, live_tasks=500, live_rounds=1,
+                   display_tasks=500, display_rounds=1, sim_tasks=6, sim_rounds=1, import_repeats=3)
 
 
 def versions() -> dict[str, str]:
@@ -90,7 +94,8 @@ def run_engines(names: list[str], sz: Sizes, rounds: int, iters: int, env: dict)
     return raw, startup, leaks
 
 
-def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Sizes) -> tuple[list, list, list]:
+def build(raw: dict, startup: dict, imports: dict, live: dict, disp: dict, sim: dict,
+          sz: Sizes) -> tuple[list, list, list]:
     """Summary rows per scenario, the simulator rows, and the targets."""
     res = []
     res.append({"scenario": "startup", "items": None, "engines": {
@@ -121,6 +126,10 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
             f"eugo_lab tracing {k}": report.summarize(raw[f"tracing {what} {k}"]["eugo_lab"]) for k in ("on", "off")}})
     res.append({"scenario": f"%%eugo cell, {sz.live_tasks} tiny tasks (headless kernel)", "items": sz.live_tasks,
                 "engines": {f"%%eugo {k}": report.summarize(xs, extra=("cell", "kcpu")) for k, xs in live.items()}})
+    res.append({"scenario": f"%%eugo display, {sz.display_tasks} tiny tasks (terminal IPython)",
+                "items": sz.display_tasks,
+                "engines": {"%%eugo": report.summarize([{"wall": x} for x in disp["eugo"]]),
+                            "hpc.trace() alone": report.summarize([{"wall": x} for x in disp["trace"]])}})
     res.append({"scenario": "import (fresh interpreter)", "items": None, "engines": {
         k: report.summarize([{"wall": x} for x in xs]) for k, xs in imports.items()}})
 
@@ -192,6 +201,14 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, sim: dict, sz: Si
                detail=f"median of pair ratios {paired:.3f}x; whole cell {cell:.3f}x"))
     kcpu = sum(x["kcpu"] for x in lon) / sum(x["kcpu"] for x in loff)
     t.append(T("live widget cost: kernel CPU per cell, live / --no-live (total)", kcpu, 1.05, "x"))
+    # The display (analysis, summary, printing) against the same body traced alone: alternated
+    # rounds, totals over all of them. Allowed: 10% of the traced time plus 50 ms.
+    on, off = sum(disp["eugo"]), sum(disp["trace"])
+    per = off / len(disp["trace"])
+    t.append(T(f"%%eugo display over hpc.trace, {sz.display_tasks:,} tasks", on / off, 1.10 + 0.050 / per, "x",
+               detail=f"%%eugo / hpc.trace() alone, total of {len(disp['eugo'])} alternated rounds: "
+               f"{(on - off) / len(disp['eugo']) * 1e3:+.0f} ms a cell over {per * 1e3:.0f} ms "
+               "(limit 1.10x + 50 ms)"))
     rss = g("startup", "eugo_lab")["extra"]["rss"]["median"] / 2**20
     uss = g("startup", "eugo_lab")["extra"]["uss"]["median"] / 2**20
     t.append(T("process tree RSS after startup", rss, 150, "MB", detail=f"USS {uss:.0f} MB"))
@@ -237,13 +254,15 @@ def main() -> None:
     imports = sc.import_time(env, sz.import_repeats)
     phase("live widget (headless kernel)")
     live = sc.live_widget(sz.live_tasks, sz.live_rounds, env)
+    phase("%%eugo display (terminal IPython)")
+    disp = disp_mod.display_overhead(sz.display_tasks, sz.display_rounds, env)
     phase("simulator accuracy")
     naps = [0.02 + 0.01 * (i % 7) for i in range(sz.sim_tasks)]
     burns = [iters * (1 + i % 3) // 8 for i in range(sz.sim_tasks)]
     sim = sc.simulator({"sleep": ("nap", naps), "cpu": ("burn", burns)}, sz.sim_rounds)
 
     phase("done")
-    results, sim_rows, targets = build(raw, startup, imports, live, sim, sz)
+    results, sim_rows, targets = build(raw, startup, imports, live, disp, sim, sz)
     text = "\n\n".join([report.markdown(results), sim_markdown(sim_rows), report.targets_markdown(targets)])
     print(text)
     for t in targets:

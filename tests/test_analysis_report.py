@@ -10,8 +10,8 @@ from trace_builder import TraceBuilder
 
 from eugo_lab import hpc
 from eugo_lab.analysis import analyze, simulate
-from eugo_lab.analysis.report import display_source, fmt_s
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_seconds, fmt_source
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 GOLDEN = ["golden_mixed", "golden_real_map", "golden_real_blocking", "golden_partial_blocking"]
@@ -79,12 +79,24 @@ def test_repr_pretty():
 
 
 def test_display_source_and_seconds_format():
-    assert display_source("/home/a/b/run.py:12") == "run.py:12"
-    assert display_source("C:\\work\\run.py:3") == "run.py:3"
-    assert display_source("/tmp/ipykernel_123/456.py:9") == "cell line 9"
-    assert display_source("?") == "?"
-    assert [fmt_s(x) for x in (0, 0.0000123, 0.0123, 1.234, 75, 7200)] == [
+    assert fmt_source("/home/a/b/run.py:12") == "run.py:12"
+    assert fmt_source("C:\\work\\run.py:3") == "run.py:3"
+    assert fmt_source("/tmp/ipykernel_123/456.py:9") == "cell line 9"
+    assert fmt_source("?") == "?"
+    assert [fmt_seconds(x) for x in (0, 0.0000123, 0.0123, 1.234, 75, 7200)] == [
         "0 s", "12.3 us", "12.3 ms", "1.23 s", "1.25 min", "2 h"]
+    assert fmt_seconds(0.9997) == "1000 ms" and fmt_seconds(None) == fmt_seconds(float("nan")) == "n/a"
+    assert [fmt_seconds(x, 2) for x in (0.0123, 0.00082, 1.5, 123e-6)] == ["12 ms", "820 us", "1.5 s", "123 us"]
+
+
+def test_report_renders_text_and_escaped_html():
+    from eugo_lab.renderable import Renderable
+
+    r = analyze(TraceBuilder(workers=2).build(end=1.0))
+    assert isinstance(r, Renderable)
+    bundle = r._repr_mimebundle_()
+    assert bundle["text/plain"] == r.to_text()
+    assert bundle["text/html"].startswith("<pre class='eugo-report'>") and "<img" not in bundle["text/html"]
 
 
 def test_empty_trace():

@@ -19,7 +19,8 @@ def test_quick_benchmark_runs_and_writes_results():
     assert {"date", "versions", "machine", "results", "targets", "simulator"} <= set(doc)
     scenarios = {r["scenario"] for r in doc["results"]}
     assert {"startup", "500 tiny tasks", "5000 items batched", "10 MB array to 8 tasks",
-            "tracing, 500 tiny tasks", "import (fresh interpreter)"} <= scenarios
+            "tracing, 500 tiny tasks", "import (fresh interpreter)",
+            "%%eugo display, 500 tiny tasks (terminal IPython)"} <= scenarios
     engines = set(doc["engines"])
     assert {"eugo_lab", "ProcessPoolExecutor"} <= engines
     for r in doc["results"]:
@@ -38,4 +39,5 @@ def test_quick_benchmark_runs_and_writes_results():
     assert 0 < pending["eugo_lab"] < 20 and pending["eugo_lab"] < pending["ProcessPoolExecutor"], pending
     for t in doc["targets"]:
         assert {"target", "measured", "limit", "ratio", "pass"} <= set(t)
+    assert any(t["target"] == "%%eugo display over hpc.trace, 500 tasks" for t in doc["targets"])
     assert not doc["leaks"], doc["leaks"]

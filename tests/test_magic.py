@@ -498,7 +498,7 @@ def test_task_glyphs():
     assert cols["color"] == ["#1f77b4", "#ff7f0e", "#1f77b4"]
     assert cols["hatch"] == [" ", "x", "/"]
     assert cols["line_color"][1] == glyphs.FAILED_LINE
-    assert cols["phases"][0] == "read 200.0 ms"
+    assert cols["phases"][0] == "read 200 ms"
     assert cols["bytes"][0] == "in 100 B, out 2.0 kB"
     assert cols["status"][1:] == ["error", "ok (attempt 2)"]
     assert glyphs.block_columns(data, 10.0) == {"left": [0.0], "right": [0.5], "y": [0],
@@ -532,8 +532,8 @@ def test_tiny_tasks_with_phases_share_a_bar_and_sum_their_phases():
     cols = glyphs.task_columns(data, 1.0, glyphs.Palette())
     assert sorted(cols["tasks"]) == [1, 50]
     merged = cols["tasks"].index(50)
-    assert cols["phases"][merged] == "read 2.0 ms"  # 50 x 40 us
-    assert cols["phases"][1 - merged] == "read 50.0 ms"
+    assert cols["phases"][merged] == "read 2 ms"  # 50 x 40 us
+    assert cols["phases"][1 - merged] == "read 50 ms"
     ph = glyphs.phase_columns(data, 1.0, glyphs.Palette())
     assert ph["left"] == [0.0] and ph["y"] == [2]  # no slivers for the merged tasks
 
@@ -554,7 +554,7 @@ def test_crashed_worker_and_its_replacement_get_their_own_lanes():
     assert crash["y"] == [1] and crash["hatch"] == ["x"] and crash["status"] == ["crashed"]
     assert crash["left"] == [pytest.approx(0.2)] and crash["right"] == [pytest.approx(0.5)]
     assert crash["line_color"] == [glyphs.FAILED_LINE]
-    assert crash["duration"] == ["at most 300.0 ms (its worker died)"]
+    assert crash["duration"] == ["at most 300 ms (its worker died)"]
     assert lanes.changed and lanes.labels() == {0: "driver", 1: "worker 0 (died)", 2: "worker 1"}
     # the retry runs on the replacement process (same index 0): a new lane at the bottom
     retry = glyphs.task_columns(_chunk([(2, 0, 10.6, 10.8, 0, 2, 0), (4, 1, 10.5, 10.7)]), 10.0, pal, lanes=lanes)

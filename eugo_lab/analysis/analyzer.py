@@ -63,7 +63,7 @@ def analyze(trace: Trace, baseline: Any = None) -> Report:
     win = window(trace)
     q = queue_waits(u)
     ctx = Context(trace=trace, units=u, window=win, breakdown=breakdown(trace, u, win), queue=q,
-                  overhead=per_task_overhead(u), critical_path=critical_path(trace),
+                  overhead=per_task_overhead(u), critical_path=critical_path(trace, u, q),
                   serial_time=serial_time(trace), replay=replay_of(trace, u), baseline=base)
     found = _order(detect(ctx), win.length)
     return Report(tasks=len(trace), functions=trace.functions, backend=str(trace.meta.get("backend", "?")),

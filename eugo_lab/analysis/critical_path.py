@@ -112,52 +112,58 @@ def recorded_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
 
 
 @takes_trace
-def critical_path(trace: Trace) -> CriticalPath:
-    """The longest chain of tasks that ran one after another (see the module docstring)."""
-    u = units(trace)
+def critical_path(trace: Trace, u: Units | None = None, q: np.ndarray | None = None) -> CriticalPath:
+    """The longest chain of tasks that ran one after another (see the module docstring).
+
+    ``u``/``q``: the trace's :func:`units` and their queue waits, when the caller has them already.
+    """
+    u = units(trace) if u is None else u
     wall = window(trace).length
     n = len(u)
     if n == 0:
         return CriticalPath((), (), (), 0.0, wall, exact=False)
     exact = bool(trace.meta.get("deps_recorded"))
     data = recorded_predecessors(trace, u) if exact else {}
-    w = chain_weights(u)
+    w = chain_weights(u, q)
     order = np.lexsort((u.received, u.ready))
     by_rcv = np.argsort(u.received, kind="stable")
     # Driver order: the units whose results had arrived when each unit was submitted
     # (recorded edges) or became ready (inferred): a prefix of by_rcv.
     when = u.submit if exact else u.ready
     limit = np.searchsorted(u.received[by_rcv], when + TOLERANCE, side="right")
-    best = np.zeros(n)
-    prev = np.full(n, -1)
+    # Python lists, not arrays, in the sweep: it runs once per unit, and indexing a list is
+    # many times faster than indexing an array element by element (the numbers are the same).
+    best = [0.0] * n
+    prev = [-1] * n
     # prefix_best[k]/prefix_arg[k]: the best chain among units by_rcv[:k+1], filled as the
     # sweep reaches them (each is final by then: its result arrived before the unit asking).
-    prefix_best = np.zeros(n)
-    prefix_arg = np.full(n, -1)
+    prefix_best = [0.0] * n
+    prefix_arg = [-1] * n
     filled = 0
-    for j in order:
-        lim = int(limit[j])
+    by_rcv_l, limit_l, batch_l, w_l = by_rcv.tolist(), limit.tolist(), u.is_batch.tolist(), w.tolist()
+    for j in order.tolist():
+        lim = limit_l[j]
         while filled < lim:
-            i = by_rcv[filled]
+            i = by_rcv_l[filled]
             if filled and prefix_best[filled - 1] >= best[i]:
                 prefix_best[filled], prefix_arg[filled] = prefix_best[filled - 1], prefix_arg[filled - 1]
             else:
                 prefix_best[filled], prefix_arg[filled] = best[i], i
             filled += 1
         run_best, run_arg = 0.0, -1
-        if lim and not u.is_batch[j]:
+        if lim and not batch_l[j]:
             # hpc.map sends its next batch when an earlier one returns: that is the feeder
             # pacing itself, not a dependency, so batches skip driver order.
-            run_best, run_arg = prefix_best[lim - 1], int(prefix_arg[lim - 1])
-        for p in data.get(int(j), ()):
+            run_best, run_arg = prefix_best[lim - 1], prefix_arg[lim - 1]
+        for p in data.get(j, ()):
             if best[p] > run_best:
                 run_best, run_arg = best[p], p
-        best[j], prev[j] = w[j] + run_best, run_arg
+        best[j], prev[j] = w_l[j] + run_best, run_arg
     j = int(np.argmax(best))
     chain = []
     while j >= 0:
         chain.append(j)
-        j = int(prev[j])
+        j = prev[j]
     chain.reverse()
     funcs = trace.functions
     return CriticalPath(

@@ -7,14 +7,14 @@ hostnames or addresses.
 
 from __future__ import annotations
 
-import math
-import re
+import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab import units
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
+from eugo_lab.renderable import Rendered
+from eugo_lab.units import fmt_seconds as fmt_s
 
 if TYPE_CHECKING:  # the findings import this module's formatting
     from eugo_lab.analysis.findings.finding import Finding
@@ -24,7 +24,7 @@ SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, NOTE: 2, INFO: 3}
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(Rendered):
     """What :func:`eugo_lab.analysis.analyze` found in a trace.
 
     ``wall_time``: seconds of the analysed window (the region, widened to cover every
@@ -136,6 +136,10 @@ class Report:
         lines.extend("  " + f.to_text().replace("\n", "\n  ") for f in self.findings)
         return "\n".join(lines)
 
+    def to_html(self) -> str:
+        """The same text, escaped, in a ``<pre>`` (a notebook shows it as the terminal does)."""
+        return f"<pre class='eugo-report'>{html.escape(self.to_text())}</pre>"
+
     def __repr__(self) -> str:
         return self.to_text()
 
@@ -144,24 +148,6 @@ class Report:
 
 
 # -- formatting: fixed rounding so reports are stable ---------------------------------------------
-def fmt_s(x: float) -> str:
-    """Seconds with 3 significant digits in a readable unit (``1.23 s``, ``45.6 ms``, ``789 us``)."""
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    ax = abs(x)
-    if ax == 0:
-        return "0 s"
-    if ax >= 3600:
-        return f"{x / 3600:.3g} h"
-    if ax >= 60:
-        return f"{x / 60:.3g} min"
-    if ax >= 1:
-        return f"{x:.3g} s"
-    if ax >= 1e-3:
-        return f"{x * 1e3:.3g} ms"
-    return f"{x * 1e6:.3g} us"
-
-
 def fmt_x(x: float) -> str:
     """A ratio such as a speedup: ``3.2x``."""
     return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
@@ -170,21 +156,3 @@ def fmt_x(x: float) -> str:
 def fmt_pct(x: float) -> str:
     """A share as a whole percentage: ``42%``."""
     return f"{x * 100:.0f}%"
-
-
-def fmt_bytes(n: float) -> str:
-    """Bytes in a readable unit for analysis text (three significant digits)."""
-    return units.fmt_bytes(n, ".3g")
-
-
-_CELL = re.compile(r"(ipykernel_\d+|<ipython-input-)")
-
-
-def display_source(source: str) -> str:
-    """``file:line`` without directories; notebook cells (whose temp paths hold a pid) as ``cell line N``."""
-    path, _, line = source.rpartition(":")
-    if not path:
-        return source
-    if _CELL.search(path):
-        return f"cell line {line}"
-    return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"

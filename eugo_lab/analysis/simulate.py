@@ -28,6 +28,7 @@ measured body left out).
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -165,19 +166,21 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         extra = np.zeros(n, dtype=bool)
         extra[partial] = True
         present = present + [extra]
-    jobs = []
     order_l = order.tolist()
-    for c, pres in enumerate(present):
-        for k, j in enumerate(order_l):
-            if pres[j]:
-                jobs.append((ready_l[j] + c * spacing, c, k))
-    jobs.sort()
+    jobs: Iterable[tuple[int, int]]  # (copy, position in order), by shifted ready time
+    if copies == 1 and len(present) == 1 and bool(np.all(np.diff(r.ready[order]) >= 0)):
+        jobs = zip(itertools.repeat(0), range(n))  # one copy: ``order`` is by ready time already
+    else:
+        timed = sorted((ready_l[j] + c * spacing, c, k) for c, pres in enumerate(present)
+                       for k, j in enumerate(order_l) if pres[j])
+        jobs = [(c, k) for _, c, k in timed]
     nc = len(present)
     sim_rcv = [[math.nan] * n for _ in range(nc)]
     ptr = [0] * nc
     f_meas = [-math.inf] * nc
     f_sim = [-math.inf] * nc
-    heap = [(0.0, w) for w in range(min(workers, len(jobs)))]
+    n_jobs = sum(int(np.count_nonzero(pres)) for pres in present)
+    heap = [(0.0, w) for w in range(min(workers, n_jobs))]
     used: set[int] = set()
     turn = r.turnaround
     disp, d_free = r.dispatch, -math.inf
@@ -185,32 +188,47 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
     stall_l = r.stall.tolist() if r.stall is not None else [0.0] * n
     last_ready = 0.0
     last_rcv = -math.inf
-    for _, c, k in jobs:
+    # The loop runs once per unit (tens of thousands for tiny tasks): plain comparisons stand
+    # in for max() (same result: the first argument unless the second is greater), and
+    # heapreplace for pop-then-push (the (time, worker) entries are distinct, so the same
+    # entry comes off either way).
+    heapreplace = heapq.heapreplace
+    for c, k in jobs:
         j = order_l[k]
         rc = sim_rcv[c]
-        while ptr[c] < n_done[k]:
-            i = by_rcv[ptr[c]]
-            s = rc[i]
-            if s == s and gates[i]:  # s == s: the predecessor exists in this copy and was replayed
-                if rcv_l[i] > f_meas[c]:
-                    f_meas[c] = rcv_l[i]
-                if s > f_sim[c]:
-                    f_sim[c] = s
-            ptr[c] += 1
+        done, p = n_done[k], ptr[c]
+        if p < done:
+            fm, fs = f_meas[c], f_sim[c]
+            while p < done:
+                i = by_rcv[p]
+                s = rc[i]
+                if s == s and gates[i]:  # s == s: the predecessor exists in this copy and was replayed
+                    if rcv_l[i] > fm:
+                        fm = rcv_l[i]
+                    if s > fs:
+                        fs = s
+                p += 1
+            ptr[c], f_meas[c], f_sim[c] = p, fm, fs
         ready = ready_l[j] + c * spacing
         if f_meas[c] != -math.inf:
             ready += f_sim[c] - f_meas[c]
-        last_ready = max(last_ready, ready)
-        t_free, w = heapq.heappop(heap)
-        start = max(ready + pre_l[j], t_free + turn + stall_l[j] if w in used else t_free)
+        if ready > last_ready:
+            last_ready = ready
+        t_free, w = heap[0]
+        start = ready + pre_l[j]
+        free = t_free + turn + stall_l[j] if w in used else t_free
+        if free > start:
+            start = free
         if disp:
-            start = max(start, d_free + disp)
+            if d_free + disp > start:
+                start = d_free + disp
             d_free = start
         end = start + occ_l[j]
         used.add(w)
-        heapq.heappush(heap, (end, w))
-        rc[j] = end + post_l[j]
-        last_rcv = max(last_rcv, rc[j])
+        heapreplace(heap, (end, w))
+        rc[j] = end = end + post_l[j]
+        if end > last_rcv:
+            last_rcv = end
     return max(last_rcv + r.after_results, last_ready + r.after_submit)
 
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eugo_lab.analysis.inputs import takes_trace
-from eugo_lab.analysis.report import fmt_s
 from eugo_lab.analysis.simulate import Replay, replay_of, replay_scaled, submit_span
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_seconds as fmt_s
 
 
 @dataclass(frozen=True)

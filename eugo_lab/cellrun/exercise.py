@@ -36,11 +36,11 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
     assigned = base.bound_names(shell.transform_cell(cell))  # IPython syntax (magics, !cmd) made Python first
 
-    def check(trace: Any, error: BaseException | None, out_mode: str) -> None:
-        attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
+    def check(summary: Any, error: BaseException | None, out_mode: str) -> None:
+        attempt = base.Attempt(ex.id, summary.trace, shell.user_ns, error,
                                puts=refs.refs_made() - puts_before,
                                refused=errors.requests_refused() - refused_before, before=before,
-                               assigned=assigned)
+                               assigned=assigned, analysed=summary.report)
         verdict = base.grade(ex, attempt)
         if solution:
             verdict = verdict.as_reference()

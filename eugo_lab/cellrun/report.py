@@ -1,67 +1,22 @@
 """The summary of one ``%%eugo`` cell: its traces, the analysis report and the measured scaling.
 
-Statistics come from :mod:`eugo_lab.analysis` (``analyze``/``simulate``). Until that
-package is merged here, :class:`_BasicReport` supplies the few numbers the summary needs
-(wall time, summed task time, speedup, efficiency) and no findings.
+The main run's trace is analysed once (:func:`eugo_lab.analysis.analyze`, with the cell's
+1-worker run as baseline when there is one): the summary and an exercise's verdict read
+that same :class:`~eugo_lab.analysis.Report`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc.unwaited import future_names
+from eugo_lab.render.html import summary_html
+from eugo_lab.render.text import summary_text
+from eugo_lab.renderable import Rendered
 
-
-@dataclass
-class _BasicReport:
-    """Stand-in for ``eugo_lab.analysis`` reports: the headline numbers, no findings."""
-
-    wall_time: float
-    serial_time: float
-    speedup: float
-    efficiency: float
-    workers: int
-    findings: list = field(default_factory=list)
-    breakdown: dict = field(default_factory=dict)
-
-    def to_text(self) -> str:
-        return (f"wall {self.wall_time:.3f} s, task time {self.serial_time:.3f} s, speedup {self.speedup:.2f}x, "
-                f"efficiency {self.efficiency:.0%} on {self.workers} workers")
-
-
-def _basic_report(trace: Any) -> _BasicReport:
-    t = trace.tasks
-    durations = [e - s for s, e in zip(t["start"].tolist(), t["end"].tolist()) if not math.isnan(e - s)]
-    serial = float(sum(durations))
-    wall = float(trace.wall_time)
-    speedup = serial / wall if wall > 0 else 0.0
-    workers = trace.n_workers
-    return _BasicReport(wall_time=wall, serial_time=serial, speedup=speedup, efficiency=speedup / max(workers, 1),
-                        workers=workers)
-
-
-def analyze(trace: Any, baseline: Any = None) -> Any:
-    """``eugo_lab.analysis.analyze(trace, baseline=...)`` when available, else the basic report.
-
-    ``baseline``: the cell's 1-worker run (``--compare``/``--scaling``), so the report's
-    speedup is the measured one and contention is measured against it.
-    """
-    try:
-        from eugo_lab.analysis import analyze as _analyze
-    except ImportError:
-        return _basic_report(trace)
-    return _analyze(trace, baseline=baseline)
-
-
-def simulate(trace: Any, workers: list[int]) -> list:
-    """``eugo_lab.analysis.simulate`` rows (``workers``, ``speedup``...), or ``[]`` when not available."""
-    try:
-        from eugo_lab.analysis import simulate as _simulate
-    except ImportError:
-        return []
-    return list(_simulate(trace, workers=list(workers)))
+if TYPE_CHECKING:
+    from eugo_lab.analysis.report import Report
 
 
 @dataclass(frozen=True)
@@ -73,8 +28,8 @@ class Run:
 
 
 @dataclass
-class CellSummary:
-    """Everything the final display of a ``%%eugo`` cell shows."""
+class CellSummary(Rendered):
+    """Everything the final display of a ``%%eugo`` cell shows (``to_text()``/``to_html()`` draw it)."""
 
     backend: str
     workers: int
@@ -85,7 +40,7 @@ class CellSummary:
     cancelled: int
     blocks: int
     error: str | None
-    report: Any
+    report: Report
     runs: list[Run]
     measured: list[tuple[int, float]]  # (workers, speedup vs the smallest count run), when several runs
     simulated: list[tuple[int, float]]  # (workers, predicted speedup) from simulate()
@@ -128,6 +83,14 @@ class CellSummary:
         """The main run's trace (the last run)."""
         return self.runs[-1].trace
 
+    def to_text(self, precise: bool = False) -> str:
+        """The deterministic summary (``text/plain``); ``precise`` adds timings and findings (a terminal shows it)."""
+        return summary_text(self, precise)
+
+    def to_html(self) -> str:
+        """The rich summary: measured numbers, the static timeline unless the live one was shown, findings."""
+        return summary_html(self)
+
 
 def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str, Any],
               live_timeline_shown: bool = False, saved_as: str | None = None,
@@ -137,6 +100,8 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     ``namespace``: the user's variables, to name the futures of tasks the cell never waited on.
     """
     import numpy as np
+
+    from eugo_lab.analysis import analyze, simulate  # imported by the first cell, not by %load_ext
 
     main = runs[-1].trace
     t = main.tasks
@@ -152,7 +117,7 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     # One speedup story: with a 1-worker run among the cell's runs, the report's speedup is measured against it.
     one = [r for r in runs[:-1] if r.workers == 1]
     baseline = one[0].trace if one and error is None and runs[-1].workers > 1 else None
-    report = analyze(main, baseline) if len(main) or error is None else _basic_report(main)
+    report = analyze(main, baseline=baseline)
     measured: list[tuple[int, float]] = []
     simulated: list[tuple[int, float]] = []
     if len(runs) > 1 and error is None:

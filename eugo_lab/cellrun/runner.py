@@ -33,7 +33,7 @@ from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import profiling as prof_region
 from eugo_lab.hpc import session
 from eugo_lab.offload import cell as offload_cell  # --gpu (issue #13): `import numpy` in the cell dispatches per op
-from eugo_lab.render import display, html, text
+from eugo_lab.render import display, html
 
 
 def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
@@ -95,11 +95,12 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
 
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,
-             after: Callable[[Any, BaseException | None, str], None] | None = None) -> Any:
+             after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
 
-    ``after(trace, error, out_mode)``: called with the main run's trace once the summary is
-    shown and before the cell's own error is re-raised (``--exercise`` checks the run there).
+    ``after(summary, error, out_mode)``: called with the cell's summary (the main run's trace
+    and its one analysis) once it is shown and before the cell's own error is re-raised
+    (``--exercise`` grades the run there, on the same Report).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     compiled = compile_cell(shell, cell)
@@ -140,13 +141,13 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     if optimizer is not None:  # --optimize: what the runtime did for you (also hpc.last_optimizations())
         summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
     if out_mode == "text":
-        print(text.summary_text(summary, precise=True))
+        print(summary.to_text(precise=True))
     else:
-        display.publish(text.summary_text(summary), html.summary_html(summary))
+        display.show(summary)
     if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
         profile_display.show(main_trace, text_only=out_mode == "text")
     if after is not None:
-        after(main_trace, error, out_mode)
+        after(summary, error, out_mode)
     if error is not None:
         raise error
     return value

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.renderable import Rendered
+
 if TYPE_CHECKING:
     from eugo_lab.checklists.subject import Subject
 
@@ -87,7 +89,7 @@ class Result:
 
 
 @dataclass(frozen=True)
-class Results:
+class Results(Rendered):
     """Every item of one checklist measured (iterable; ``results["item-id"]`` for one)."""
 
     checklist: Checklist
@@ -126,7 +128,8 @@ class Results:
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.to_text())
 
-    def _repr_html_(self) -> str:
+    def to_html(self) -> str:
+        """The results as an HTML table, every string escaped."""
         rows = "".join(
             f"<tr><td>{html.escape(r.mark)}</td><td><code>{html.escape(r.id)}</code></td>"
             f"<td>{html.escape(r.item.text)}</td><td>{html.escape(r.evidence)}</td></tr>" for r in self.results)

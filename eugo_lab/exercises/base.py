@@ -141,8 +141,10 @@ class Attempt:
     ``before``: the namespace before the cell (so a value left by an earlier cell is not
     taken for this cell's answer); ``assigned``: the names the cell's source binds (a name it
     assigns counts as set even when the value is the very object it held before, as a small
-    int or an interned string is when a learner re-runs a cell). ``report`` (the analysis
-    :class:`~eugo_lab.analysis.Report`) is computed on first use.
+    int or an interned string is when a learner re-runs a cell). ``analysed``: the cell's
+    analysis :class:`~eugo_lab.analysis.Report` when it was made already (``%%eugo
+    --exercise`` hands over its summary's, so the summary and the verdict read one Report,
+    ``--compare`` baseline included); else :attr:`report` analyses the trace on first use.
     """
 
     exercise_id: str
@@ -153,7 +155,7 @@ class Attempt:
     refused: int = 0
     before: dict[str, Any] = field(default_factory=dict, repr=False)
     assigned: frozenset[str] = frozenset()
-    _report: Any = field(default=None, repr=False)
+    analysed: Any = field(default=None, repr=False)
 
     @property
     def workers(self) -> int:
@@ -162,12 +164,12 @@ class Attempt:
 
     @property
     def report(self) -> Any:
-        """``eugo_lab.analysis.analyze(trace)``: findings (``report.finding("blocking")``), speedup..."""
-        if self._report is None:
+        """The run's analysis: findings (``report.finding("blocking")``), speedup... (see ``analysed``)."""
+        if self.analysed is None:
             from eugo_lab.analysis import analyze
 
-            self._report = analyze(self.trace)
-        return self._report
+            self.analysed = analyze(self.trace)
+        return self.analysed
 
     def replayed_speedup(self, workers: int = 2) -> float:
         """The speedup the simulator predicts for this trace's work on ``workers`` vs 1 worker."""

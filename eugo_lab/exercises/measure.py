@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.analysis.report import display_source
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
+from eugo_lab.units import fmt_source as display_source
 
 
 def tasks(trace: Any, function: str | None = None) -> int:

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from eugo_lab.offload.profiles import CACHE_BYTES, DeviceProfile, HostProfile
-from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_bytes, fmt_seconds
 
 KINDS = ("elementwise", "reduction", "matmul", "copy")
 WORK = ("cheap", "medium", "special")
@@ -124,19 +124,21 @@ class Estimate:
 
 
 def fmt_time(s: float, bucket: bool = False) -> str:
-    """``0.00082`` -> ``0.82 ms``; with ``bucket`` -> ``1 ms`` (1, 2 or 5 times a power of ten)."""
+    """``0.00082`` -> ``820 us`` (two significant digits); ``bucket``: ``1 ms`` (1, 2 or 5 times a power of ten).
+
+    The offload report's times: :func:`eugo_lab.units.fmt_seconds` with two digits, after the
+    bucketing that keeps the deterministic text stable between runs; ``0`` reads ``0 us``.
+    """
     if s is None or not math.isfinite(s) or s < 0:
         return "?"
-    if bucket and s > 0:
+    if s == 0:
+        return "0 us"
+    if bucket:
         exp = math.floor(math.log10(s))
         mant = s / 10**exp
         step = min((1, 2, 5, 10), key=lambda m: abs(math.log(mant / m)))
         s = step * 10.0**exp
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale or unit == "us":
-            v = s / scale
-            return f"{v:.2g} {unit}" if v < 100 else f"{v:.0f} {unit}"
-    return "?"  # pragma: no cover - the loop always returns
+    return fmt_seconds(s, 2)
 
 
 def _is_float64(dtype: str) -> bool:

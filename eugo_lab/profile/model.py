@@ -342,6 +342,18 @@ class Profile:
     def __len__(self) -> int:
         return self.tasks
 
+    def to_text(self) -> str:
+        """The hottest functions and lines as text (:func:`eugo_lab.profile.text.profile_text`)."""
+        from eugo_lab.profile.text import profile_text
+
+        return profile_text(self)
+
+    def to_html(self) -> str:
+        """The tables and the icicle chart (:func:`eugo_lab.profile.html.profile_html`)."""
+        from eugo_lab.profile.html import profile_html
+
+        return profile_html(self)
+
     def __repr__(self) -> str:
         top = self.hot_functions(1)
         hot = f", hottest {top[0].function} ({top[0].self_share:.0%})" if top else ""

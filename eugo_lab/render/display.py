@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from eugo_lab.renderable import Renderable
 from eugo_lab.settings import BOKEH_URL_ENV
 from eugo_lab.settings import DISPLAY_MODE_ENV as MODE_ENV  # "lab", "kernel" or "text" (tests, benchmarks)
+from eugo_lab.units import split_source
 
 
 def bokeh_root_url() -> str | None:
@@ -45,6 +47,11 @@ def publish(text: str, html: str | None = None) -> None:
     display(data, raw=True)
 
 
+def show(obj: Renderable) -> None:
+    """Display a :class:`~eugo_lab.renderable.Renderable`: its ``to_text()`` and ``to_html()``."""
+    publish(obj.to_text(), obj.to_html())
+
+
 def show_widget(widget: Any, text: str) -> None:
     """Display an ipywidget with a deterministic ``text/plain`` instead of its varying repr."""
     from IPython.display import display
@@ -68,8 +75,8 @@ def source_label(source: str) -> str:
     Sources are recorded as ``file:line``; a notebook cell's file is a temporary name that
     means nothing to the person reading the timeline.
     """
-    path, sep, line = source.rpartition(":")
-    if not sep:
+    path, line = split_source(source)
+    if not path:
         return source
     try:
         from IPython import get_ipython

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from eugo_lab.contract.row import CRASHED, STATUS_NAMES
-from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_bytes, fmt_seconds
 
 # Category10 (colour-blind friendly enough, and the palette Bokeh users know).
 FUNCTION_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -52,17 +52,6 @@ class Palette:
         if c is None:
             c = self.assigned[name] = self.colors[len(self.assigned) % len(self.colors)]
         return c
-
-
-def fmt_seconds(s: float) -> str:
-    """``0.0123`` -> ``12.3 ms``; for hover text and the HTML view (not for deterministic text)."""
-    if s is None or math.isnan(s):
-        return "?"
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} us"
-    if s < 1:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s:.2f} s"
 
 
 def lane_labels(n_lanes: int) -> dict[int, str]:

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from eugo_lab.render import display, glyphs
-from eugo_lab.render.glyphs import fmt_seconds
+from eugo_lab.units import fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
           "color: var(--jp-ui-font-color1, #222)")
@@ -202,13 +202,13 @@ def summary_html(s: Any) -> str:
         parts.append(speedup_svg(s.measured, s.simulated))
     parts.append(findings_html(list(getattr(r, "findings", ()) or ())))
     if getattr(s, "offload", None) is not None and s.offload.rows:  # GPU offload (issue #13): per-op report
-        from eugo_lab.render.offload import offload_html
+        from eugo_lab.render.offload import offload_view
 
-        parts.append(offload_html(s.offload))
+        parts.append(offload_view(s.offload).to_html())
     if getattr(s, "optimizations", None) is not None:  # --optimize (issue #13): what the runtime did for you
-        from eugo_lab.render.optimizations import optimizations_html
+        from eugo_lab.render.optimizations import optimizations_view
 
-        parts.append(optimizations_html(s.optimizations))
+        parts.append(optimizations_view(s.optimizations).to_html())
     if s.saved_as:
         parts.append(f"<div>Trace saved in <code>{escape(s.saved_as)}</code>.</div>")
     if s.exported_to:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from eugo_lab.renderable import Drawn
 from eugo_lab.units import fmt_bytes
 
 MAX_TEXT_ROWS = 30
@@ -104,3 +105,8 @@ def offload_html(ledger: Any) -> str:
     return (f"<div class='eugo-offload'><div><b>{head}</b></div><div>{escape(ledger.summary())}</div>{note}"
             f"<table><tr>{''.join(f'<th {_TH}>{escape(c)}</th>' for c in cols)}</tr>{''.join(body)}</table>"
             f"<div>{escape(_busy(ledger))}</div></div>")
+
+
+def offload_view(ledger: Any) -> Drawn:
+    """The ``--gpu`` per-operation table of one cell (its offload ledger) as a renderable."""
+    return Drawn(ledger, offload_text, offload_html)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from eugo_lab.renderable import Drawn
+
 _KIND = {"jit": "JIT (Numba)", "batch": "batching", "map": "hpc.map batching", "threads": "threads"}
 
 
@@ -42,3 +44,8 @@ def optimizations_html(report: Any) -> str:
         rows.append("<tr><td colspan='3'>nothing to optimize: no remote function ran in this cell</td></tr>")
     return (f"<div class='eugo-optimizations'><div><b>{escape(heading(report))}</b></div>"
             f"<table>{''.join(rows)}</table></div>")
+
+
+def optimizations_view(report: Any) -> Drawn:
+    """What ``--optimize`` did in one cell (its optimization report) as a renderable."""
+    return Drawn(report, optimizations_text, optimizations_html)

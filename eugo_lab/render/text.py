@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eugo_lab.render.glyphs import fmt_seconds
+from eugo_lab.units import fmt_seconds
 
 
 def _plural(n: int, word: str) -> str:
@@ -37,14 +37,14 @@ def summary_text(s: Any, precise: bool = False) -> str:
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")
     # -- GPU offload (issue #13): the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
-        from eugo_lab.render.offload import offload_text
+        from eugo_lab.render.offload import offload_view
 
-        lines.extend("  " + line for line in offload_text(s.offload, precise).splitlines())
+        lines.extend("  " + line for line in offload_view(s.offload).to_text(precise).splitlines())
     # -- automatic optimizations (issue #13): what the runtime did for you --
     if getattr(s, "optimizations", None) is not None:
-        from eugo_lab.render.optimizations import optimizations_text
+        from eugo_lab.render.optimizations import optimizations_view
 
-        lines.extend("  " + line for line in optimizations_text(s.optimizations, precise).splitlines())
+        lines.extend("  " + line for line in optimizations_view(s.optimizations).to_text(precise).splitlines())
     if len(s.runs) > 1:
         lines.append("  runs at workers: " + ", ".join(str(r.workers) for r in s.runs))
     if s.saved_as:

@@ -11,7 +11,8 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.submission import SLOW_SUBMIT_GAP_S, SUBMIT_COST_S
-from eugo_lab.analysis.report import PROBLEM, WARNING, fmt_s
+from eugo_lab.analysis.report import PROBLEM, WARNING
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Tasks are too small when the per-task overhead is at least the body: then at least half
 # of each round trip is overhead. Below 10 tasks batching cannot gain much in total.

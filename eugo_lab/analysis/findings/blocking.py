@@ -11,8 +11,10 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.contention import CONTENTION_MIN, side_by_side
 from eugo_lab.analysis.findings.context import MIN_SAVES, MIN_SAVES_S, TWO_WORKERS, Context, priced
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import PROBLEM, display_source, fmt_pct, fmt_s
+from eugo_lab.analysis.report import PROBLEM, fmt_pct
 from eugo_lab.analysis.timeline import measure
+from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import fmt_source as display_source
 
 # Blocking too early: a handful of one-future get()s is normal (a setup step); we flag it
 # when at least 3 consecutive task pairs were submitted only after the previous task's get()

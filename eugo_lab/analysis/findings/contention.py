@@ -11,8 +11,9 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.speedup import SPEEDUP_GAP
-from eugo_lab.analysis.report import WARNING, fmt_pct, fmt_s, fmt_x
+from eugo_lab.analysis.report import WARNING, fmt_pct, fmt_x
 from eugo_lab.analysis.timeline import Units, units
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Contention: a function's tasks ran at least 10% slower side by side than alone. Noise
 # between runs on this VM is up to ~25% minute to minute, but within one trace (or a

@@ -17,10 +17,10 @@ from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
-from eugo_lab.analysis.report import fmt_s
 from eugo_lab.analysis.simulate import Replay
 from eugo_lab.analysis.timeline import Units, Window
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # -- what a fix is worth ------------------------------------------------------------------------------
 # A mistake found by its cost is flagged when its fix is predicted to save at least 5% of the

@@ -8,7 +8,8 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, priced, units_of
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import WARNING, fmt_pct, fmt_s
+from eugo_lab.analysis.report import WARNING, fmt_pct
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # The critical path limits the run when it is half the wall time or more and workers sat
 # idle for at least a quarter of their time (otherwise the worker count is the limit).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eugo_lab.analysis.report import fmt_s
+from eugo_lab.units import fmt_seconds as fmt_s
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import WARNING, fmt_pct, fmt_s
+from eugo_lab.analysis.report import WARNING, fmt_pct
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Flag an idle cluster once its idle time costs at least a tenth of the work it did:
 # below that, keeping it warm for the next run is usually worth the start-up it saves.

@@ -15,8 +15,10 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, listed, priced, split_fixed, units_of
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import WARNING, fmt_bytes, fmt_pct, fmt_s
+from eugo_lab.analysis.report import WARNING, fmt_pct
 from eugo_lab.contract.row import ERROR, OK
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # A straggler takes more than 3x its function's median: ordinary variation (cache, GC,
 # input size noise) stays within about 2x, so 3x is clearly abnormal...
@@ -163,7 +165,8 @@ def unbalanced(ctx: Context) -> list[Finding]:
             continue
         name = ctx.fname(f)
         big = sel[np.lexsort((u.task_id[sel], -body))][:3]
-        verdict = (f"{name}() inputs range from {fmt_bytes(float(size.min()))} to {fmt_bytes(float(size.max()))} "
+        verdict = (f"{name}() inputs range from {fmt_bytes(float(size.min()), '.3g')} to "
+                   f"{fmt_bytes(float(size.max()), '.3g')} "
                    f"and its tasks from {fmt_s(float(body.min()))} to {fmt_s(float(body.max()))}, in step (bigger "
                    f"input, longer task; rank correlation {corr:.2f}): the partitions are unequal.")
         advice = (f"Split the data into equal partitions (for a DataFrame, equal row counts: np.array_split(df, n)), "

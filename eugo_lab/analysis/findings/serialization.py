@@ -14,8 +14,10 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.submission import SUBMIT_COST_S
-from eugo_lab.analysis.report import WARNING, fmt_bytes, fmt_pct, fmt_s
+from eugo_lab.analysis.report import WARNING, fmt_pct
 from eugo_lab.analysis.timeline import bandwidth
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Serialization dominates when (un)pickling is a fifth or more of the worker's busy time
 # (then it costs as much as losing one worker in five), and at least 10 ms in total.
@@ -46,7 +48,7 @@ def serialization(ctx: Context) -> list[Finding]:
         top = ctx.fname(min(by_fn, key=lambda f: (-by_fn[f], f)))
         bin_, bout = float(u.bytes_in.sum()), float(u.bytes_out.sum())
         verdict = (f"workers spent {fmt_s(ser)} ({fmt_pct(ser / busy)} of their busy time) pickling and unpickling "
-                   f"({fmt_bytes(bin_)} in, {fmt_bytes(bout)} out), mostly in {top}().")
+                   f"({fmt_bytes(bin_, '.3g')} in, {fmt_bytes(bout, '.3g')} out), mostly in {top}().")
         verdict = verdict[0].upper() + verdict[1:]
         advice = ("Send less: pass big inputs once with hpc.put() or let tasks load their own data, and return "
                   "summaries instead of large results.")
@@ -73,7 +75,7 @@ def serialization(ctx: Context) -> list[Finding]:
         size = float(np.median(u.bytes_in[idx]))  # the same argument; small ones beside it may differ a little
         total = float(u.bytes_in[idx].sum())
         name = ctx.fname(f)
-        verdict = f"{name}() was sent a {fmt_bytes(size)} argument {n} times ({fmt_bytes(total)} in all)."
+        verdict = f"{name}() was sent a {fmt_bytes(size, '.3g')} argument {n} times ({fmt_bytes(total, '.3g')} in all)."
         advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
                   "it without re-sending.")
         finding = Finding(Code.REPEATED_ARGUMENT, "Serialization", WARNING, verdict, advice,
@@ -82,7 +84,7 @@ def serialization(ctx: Context) -> list[Finding]:
                                  keep=min(ctx.workers, len(idx)),
                                  pre=_bare(ctx.replay.pre, u.bytes_in, size / bandwidth(ctx.trace)),
                                  post=_bare(ctx.replay.post, u.bytes_in, size / bandwidth(ctx.trace)))
-        out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size)} argument once with hpc.put"))
+        out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size, '.3g')} argument once with hpc.put"))
     return out
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, plural
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import INFO, PROBLEM, WARNING, fmt_pct, fmt_s, fmt_x
+from eugo_lab.analysis.report import INFO, PROBLEM, WARNING, fmt_pct, fmt_x
 from eugo_lab.analysis.simulate import replay
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Efficiency at or above 70% is good for a process pool: what is left is usually the
 # unavoidable ramp-up and the last wave of tasks. Below 35% most of the workers' time is

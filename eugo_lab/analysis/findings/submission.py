@@ -16,7 +16,9 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
 from eugo_lab.analysis.findings.finding import Finding
-from eugo_lab.analysis.report import WARNING, display_source, fmt_s
+from eugo_lab.analysis.report import WARNING
+from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import fmt_source as display_source
 
 # Waiting in submission order: at least 3 one-future get()s at one line over tasks that were
 # all submitted first (fewer is a setup step, not a results loop).

@@ -11,11 +11,12 @@ import math
 
 from eugo_lab.analysis.cost import cheapest_workers, cost
 from eugo_lab.analysis.findings import GOOD_EFFICIENCY, IDLE_CLUSTER_SHARE
-from eugo_lab.analysis.report import fmt_pct, fmt_s
+from eugo_lab.analysis.report import fmt_pct
 from eugo_lab.analysis.simulate import replay, replay_of
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
 from eugo_lab.hpc.counters import DEFAULT_PRICE, counters
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # Idle for under a second is the gap between two cells, not an idle cluster.
 IDLE_FLOOR_S = 1.0

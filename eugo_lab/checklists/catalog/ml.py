@@ -7,10 +7,11 @@ with its calls in the trace, and the BLAS threads each worker of the running run
 
 from __future__ import annotations
 
-from eugo_lab.analysis.report import fmt_bytes, fmt_s
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
 from eugo_lab.contract.row import OK
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
 
 GPU_ENGINES = ("hpc.init(backend='dask', resources={'GPU': 1}) on GPU machines, or hpc.init(backend='ray', "
                "num_gpus=1)")
@@ -50,7 +51,7 @@ def work_on_gpu(s: Subject) -> tuple[bool | None, str]:
         return False, f"none of the last --gpu cell's {n} operations ran on {led.device} ({why})"
     device_s = sum(r.measured_s for r in led.ops if r.where == "gpu" and r.measured_where == "gpu")
     return True, (f"{gpu} of {n} operations of the last --gpu cell ran on {led.device}, {fmt_s(device_s)} measured "
-                  f"on the device; {fmt_bytes(led.moved)} moved between host and GPU")
+                  f"on the device; {fmt_bytes(led.moved, '.3g')} moved between host and GPU")
 
 
 def gpu_requests(s: Subject) -> tuple[bool | None, str]:

@@ -13,10 +13,12 @@ from eugo_lab.analysis.findings import (
     OVERHEAD_RATIO,
     REPEAT_MIN_BYTES,
 )
-from eugo_lab.analysis.report import fmt_bytes, fmt_pct, fmt_s
+from eugo_lab.analysis.report import fmt_pct
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
 from eugo_lab.contract.row import OK
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
 
 # A call is worth a task of its own when it is at least 10x the round trip's overhead: the
 # overhead is then under a tenth of what each task costs, which parallelism easily repays.
@@ -65,9 +67,9 @@ def argument_size(s: Subject) -> tuple[bool | None, str]:
         return False, f"the arguments cannot be sent to a worker: {exc}"
     size = len(data) + sum(b.nbytes for b in buffers)
     if size >= BIG_BYTES:
-        return False, (f"arguments are {fmt_bytes(size)}: use put (ref = hpc.put(data) once, then pass ref to "
+        return False, (f"arguments are {fmt_bytes(size, '.3g')}: use put (ref = hpc.put(data) once, then pass ref to "
                        "every call) or let each task load its own data")
-    return True, f"arguments are {fmt_bytes(size)}: small enough to pass by value"
+    return True, f"arguments are {fmt_bytes(size, '.3g')}: small enough to pass by value"
 
 
 def result_size(s: Subject) -> tuple[bool | None, str]:
@@ -82,9 +84,9 @@ def result_size(s: Subject) -> tuple[bool | None, str]:
     except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled is the finding itself
         return False, f"the result cannot be sent back from a worker ({type(exc).__name__}: {exc})"
     if size >= BIG_BYTES:
-        return False, (f"the result is {fmt_bytes(size)}: return a summary, or write it to storage in the task and "
-                       "return the path")
-    return True, f"the result is {fmt_bytes(size)}: cheap to send back"
+        return False, (f"the result is {fmt_bytes(size, '.3g')}: return a summary, or write it to storage in the task "
+                       "and return the path")
+    return True, f"the result is {fmt_bytes(size, '.3g')}: cheap to send back"
 
 
 def bound(s: Subject) -> tuple[bool | None, str]:

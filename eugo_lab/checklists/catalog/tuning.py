@@ -15,11 +15,13 @@ import numpy as np
 
 from eugo_lab.analysis.breakdown import per_task_overhead
 from eugo_lab.analysis.findings import CONTENTION_MIN, GOOD_EFFICIENCY, Code
-from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report, fmt_bytes, fmt_pct, fmt_s
+from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report, fmt_pct
 from eugo_lab.analysis.timeline import units
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
 from eugo_lab.tracing.trace import Trace
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
 
 #: Which finding codes each item stands for (the item ids are the checklist's).
 CODES: dict[str, tuple[Code, ...]] = {
@@ -69,8 +71,8 @@ def _clean(item_id: str, tr: Trace, rep: Report) -> str:
         ser = float((u.deser + u.ser).sum())
         busy = ser + float(u.body.sum())
         share = ser / busy if busy > 0 else 0.0
-        return (f"the largest argument was {fmt_bytes(float(u.bytes_in.max()))}; pickling took {fmt_pct(share)} of "
-                "the workers' busy time")
+        return (f"the largest argument was {fmt_bytes(float(u.bytes_in.max()), '.3g')}; pickling took "
+                f"{fmt_pct(share)} of the workers' busy time")
     if item_id == "io-bound":
         cpu = float(u.cpu.sum()) / float(u.body.sum()) if u.body.sum() > 0 else 0.0
         if body < 1e-3:

@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.analysis.report import display_source
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.units import fmt_source as display_source
 
 N = 10
 FUNCTION = "measure"

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis.report import fmt_bytes
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.units import fmt_bytes
 
 N_TASKS = 8
 SIZE = 2_000_000
@@ -62,18 +62,18 @@ def put(a: Attempt) -> Verdict:
     shipped = measure.bytes_in(a.trace, FUNCTION)
     if shipped > MAX_SHIPPED_SHARE * data.nbytes:
         per = shipped / max(n, 1)
-        return a.not_yet(f"the {n} chunk_sum tasks were sent {fmt_bytes(shipped)} of arguments in all, about "
-                         f"{fmt_bytes(per)} each: the {fmt_bytes(data.nbytes)} array went by value with every "
-                         "task. Store it once with ref = hpc.put(data) and pass ref to chunk_sum.remote(ref, i).")
+        return a.not_yet(f"the {n} chunk_sum tasks were sent {fmt_bytes(shipped, '.3g')} of arguments in all, about "
+                         f"{fmt_bytes(per, '.3g')} each: the {fmt_bytes(data.nbytes, '.3g')} array went by value with "
+                         "every task. Store it once with ref = hpc.put(data) and pass ref to chunk_sum.remote(ref, i).")
     if a.puts > 1:
         return a.not_yet(f"the cell called hpc.put {a.puts} times, about once per task: each call stores another "
-                         f"copy of the {fmt_bytes(data.nbytes)} array. Call ref = hpc.put(data) once, before the "
-                         "loop, and pass the same ref to every task.")
+                         f"copy of the {fmt_bytes(data.nbytes, '.3g')} array. Call ref = hpc.put(data) once, before "
+                         "the loop, and pass the same ref to every task.")
     if a.puts == 0:
         return a.not_yet("the tasks got the array without hpc.put (through a global or a closure, which is "
                          "pickled with the function): store it once with ref = hpc.put(data) and pass ref to "
                          "every chunk_sum.remote(ref, i).")
     return a.passed(f"{n} tasks shared one stored copy of the array (1 hpc.put)",
                     f"their arguments came to under {MAX_SHIPPED_SHARE:.0%} of the array's "
-                    f"{fmt_bytes(data.nbytes)}; the total equals the sum computed here",
-                    details=(f"{fmt_bytes(shipped)} of arguments shipped",))
+                    f"{fmt_bytes(data.nbytes, '.3g')}; the total equals the sum computed here",
+                    details=(f"{fmt_bytes(shipped, '.3g')} of arguments shipped",))
