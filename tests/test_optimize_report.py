@@ -9,6 +9,7 @@ from eugo_lab.jit import checked as jit
 from eugo_lab.jit.verdicts import verdicts_from_trace
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard.limits import plan
+from eugo_lab.tracing.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class Hot:
     function: str
     self_share: float
     python_share: float
+
 
 
 class FakeTrace:
@@ -34,6 +36,8 @@ class FakeTrace:
                       "batch": [r[4] for r in rows], "attempt": [1] * len(rows)}
         self.phases = {"row": [p[0] for p in phases], "name": [names.index(p[1]) for p in phases],
                        "start": [p[2] for p in phases], "end": [p[3] for p in phases], "cpu": [0.0] * len(phases)}
+
+    first_attempts = Trace.first_attempts  # what "a task" is, as the real trace says it
 
 
 def _trace():

@@ -157,7 +157,7 @@ def test_clocks_of_other_hosts_are_aligned_to_the_driver():
     # Worker 1's clock runs 5 s ahead: its task "starts" 5 s after the driver received the result.
     for tid, worker, start in ((1, 0, 100.1), (2, 1, 105.1)):
         rec.record_task(task_id=tid, attempt=1, function="f", worker=worker, status=0, batch=-1, submit=100.0,
-                        ready=100.0, received=100.5, stats=(start, 0.2, 0.2, 0.0, 0.0, 1, 1, None, None))
+                        ready=100.0, received=100.5, stats=TaskStats(start, 0.2, 0.2, 0.0, 0.0, 1, 1, None, None, None))
     t = rec.close_region(mark, {"workers": 2})
     starts = t.tasks["start"].tolist()
     assert starts[0] == pytest.approx(100.1)  # same host: untouched

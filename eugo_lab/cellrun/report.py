@@ -105,12 +105,11 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
 
     main = runs[-1].trace
     t = main.tasks
-    statuses = np.asarray(t["status"])
     attempts = np.asarray(t["attempt"])
+    ended = main.status_counts()
     # A trace row is one attempt; a task retried after a crash has two. Count tasks (first
     # attempts), as the live counters do, so "8 tasks, retried 1" is not "9 tasks".
-    counts = np.bincount(np.asarray(t["function"], dtype="int64")[attempts == 1], minlength=len(main.functions))
-    functions = {main.functions[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
+    functions = {name: n for name, n in main.task_counts().items() if n}
     running = {str(k): int(v) for k, v in dict(main.meta.get("running_at_end") or {}).items()}
     for name, n in running.items():  # submitted in the cell, not back yet: still the cell's tasks
         functions[name] = functions.get(name, 0) + n
@@ -127,9 +126,9 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         simulated = [(int(row.workers), float(row.speedup)) for row in simulate(main, [r.workers for r in runs])]
     return CellSummary(
         backend=str(main.meta.get("backend", "?")), workers=main.n_workers,
-        n_tasks=int(np.count_nonzero(attempts == 1)) + sum(running.values()),
-        functions=dict(sorted(functions.items())), failed=int(np.count_nonzero((statuses == 1) | (statuses == 2))),
-        cancelled=int(np.count_nonzero(statuses == 3)),
+        n_tasks=int(np.count_nonzero(main.first_attempts())) + sum(running.values()),
+        functions=dict(sorted(functions.items())), failed=ended["error"] + ended["crashed"],
+        cancelled=ended["cancelled"],
         retried=int(np.count_nonzero(attempts > 1)), blocks=len(main.blocks["kind"]),
         error=None if error is None else type(error).__name__, report=report, runs=list(runs),
         measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,

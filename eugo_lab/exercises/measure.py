@@ -18,13 +18,7 @@ from eugo_lab.units import fmt_source as display_source
 
 def tasks(trace: Any, function: str | None = None) -> int:
     """Tasks of ``function`` (all if None): first attempts, so a retried task counts once; map items one each."""
-    t = trace.tasks
-    sel = np.asarray(t["attempt"]) == 1
-    if function is not None:
-        if function not in trace.functions:
-            return 0
-        sel &= np.asarray(t["function"]) == trace.functions.index(function)
-    return int(np.count_nonzero(sel))
+    return int(np.count_nonzero(trace.first_attempts(function)))
 
 
 def dispatch_units(trace: Any, function: str | None = None) -> Units:
@@ -45,7 +39,7 @@ def max_in_flight(trace: Any) -> int:
     first puts all of them in flight at once.
     """
     t = trace.tasks
-    first = np.asarray(t["attempt"]) == 1
+    first = trace.first_attempts()
     s, e = np.asarray(t["submit"])[first], np.asarray(t["received"])[first]
     ok = np.isfinite(s) & np.isfinite(e)
     if not ok.any():

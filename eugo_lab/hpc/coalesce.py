@@ -32,7 +32,7 @@ from eugo_lab.contract import errors
 from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc import session
-from eugo_lab.hpc.future import STATE_CANCELLED, Future, FutureBatch
+from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, Future, FutureBatch
 
 # A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
 TINY_SECONDS = 1e-3
@@ -216,7 +216,7 @@ class Coalescer:
             with self.lock:
                 self.inflight -= 1
             for f in futs:
-                f._complete(2, error=exc)
+                f._complete(STATE_FAILED, error=exc)
 
     # -- completions (the runtime's reporting thread) ---------------------------------------------------
     def _measured(self, stats: Any, n: int) -> None:
@@ -264,7 +264,7 @@ class Coalescer:
         try:
             rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut]), self.options)
         except errors.HpcError as exc:
-            fut._complete(2, error=exc)
+            fut._complete(STATE_FAILED, error=exc)
 
     def _batch_done(self, task: Any, stats: Any) -> None:
         with self.lock:

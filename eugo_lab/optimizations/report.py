@@ -163,7 +163,7 @@ def map_batches(trace: Any, exclude: Sequence[str] = ()) -> list[Optimization]:
 
     t = trace.tasks
     batch = np.asarray(t["batch"])
-    mask = (batch >= 0) & (np.asarray(t["attempt"]) == 1)
+    mask = (batch >= 0) & trace.first_attempts()
     if not mask.any():
         return []
     fns = np.asarray(t["function"])[mask]

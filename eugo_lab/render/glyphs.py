@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from eugo_lab.contract.row import CRASHED, STATUS_NAMES
+from eugo_lab.contract.row import CRASHED, OK, STATUS_NAMES
 from eugo_lab.units import fmt_bytes, fmt_seconds
 
 # Category10 (colour-blind friendly enough, and the palette Bokeh users know).
@@ -182,7 +182,7 @@ def _tiny(data: object, merge: bool = True) -> np.ndarray:
     start, end = _arr(t["start"], "float64"), _arr(t["end"], "float64")
     with np.errstate(invalid="ignore"):
         tiny = np.isfinite(start) & np.isfinite(end) & (end - start < MERGE_MAX_TASK)
-    tiny &= (_arr(t["attempt"], "int64") == 1) & (_arr(t["status"], "int64") == 0)
+    tiny &= (_arr(t["attempt"], "int64") == 1) & (_arr(t["status"], "int64") == OK)
     return tiny if merge else tiny & False
 
 

@@ -413,8 +413,9 @@ class Recorder:
             bytes_in = bytes_out = 0
             phases = ends = None
         else:
-            start_wall, body, cpu, deser, ser, bytes_in, bytes_out, phases, ends = stats[:9]
-            runq = getattr(stats, "runq", nan)
+            start_wall, body, cpu, deser, ser = stats.start_wall, stats.body, stats.cpu, stats.deser, stats.ser
+            bytes_in, bytes_out, phases, ends = stats.bytes_in, stats.bytes_out, stats.phases, stats.item_ends
+            runq = stats.runq
         body_start = start_wall + deser
         events: list[tuple[int, float, float]] = []
         items: list[int] | None = None  # a batch's phases: the item each started in

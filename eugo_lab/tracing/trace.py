@@ -161,9 +161,35 @@ class Trace:
         gpu = self.gpu
         if not (gpu >= 0).any():
             return {}
-        first = (self.tasks["attempt"] == 1) & (gpu >= 0)
+        first = self.first_attempts() & (gpu >= 0)
         devices, counts = np.unique(gpu[first], return_counts=True)
         return dict(zip(devices.tolist(), counts.tolist()))
+
+    # -- counting tasks: one place for what "a task" is --------------------------------------------
+    def first_attempts(self, function: str | None = None) -> np.ndarray:
+        """A mask of the rows that are a task's first attempt (of ``function`` only, if given).
+
+        A retried task counts once, by its first attempt; an ``hpc.map`` item is a row of its own.
+        A function the trace never saw selects nothing.
+        """
+        t = self.tasks
+        first = np.asarray(t["attempt"]) == 1
+        if function is None:
+            return first
+        if function not in self.functions:
+            return np.zeros_like(first)
+        return first & (np.asarray(t["function"]) == self.functions.index(function))
+
+    def task_counts(self) -> dict[str, int]:
+        """``{function: tasks}`` over first attempts, for every function the trace saw (0 for none ran)."""
+        codes = np.asarray(self.tasks["function"], dtype="int64")[self.first_attempts()]
+        counts = np.bincount(codes, minlength=len(self.functions))
+        return {name: int(counts[i]) for i, name in enumerate(self.functions)}
+
+    def status_counts(self) -> dict[str, int]:
+        """Attempts by how they ended: ``{"ok": n, "error": n, "crashed": n, "cancelled": n}``."""
+        counts = np.bincount(np.asarray(self.tasks["status"], dtype="int64"), minlength=len(STATUS_NAMES))
+        return {name: int(counts[i]) for i, name in enumerate(STATUS_NAMES)}
 
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:

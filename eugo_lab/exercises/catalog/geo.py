@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
@@ -149,7 +150,7 @@ def phases(a: Attempt) -> Verdict:
     results = _tile_results(a)
     n = len(results)
     p = _phase_frame(a.trace)
-    tasks = int(np.count_nonzero(np.asarray(a.trace.tasks["attempt"]) == 1))
+    tasks = measure.tasks(a.trace)
     if tasks == 0:
         return a.not_yet(f"the {n} tiles were processed here in the notebook, one after another: nothing ran on a "
                          "worker, so there are no tasks and no phases on the timeline. Submit one task per tile "
@@ -161,7 +162,7 @@ def phases(a: Attempt) -> Verdict:
                          "them and each tile's phases show on its own.")
     have = p.groupby("task_id")["phase"].agg(set).to_dict() if not p.empty else {}
     t = a.trace.tasks
-    ids = np.asarray(t["task_id"])[np.asarray(t["attempt"]) == 1].tolist()
+    ids = np.asarray(t["task_id"])[a.trace.first_attempts()].tolist()
     gaps = [ph for ph in PHASES if any(ph not in have.get(i, set()) for i in ids)]
     if gaps:
         names = " and ".join(f"'{g}'" for g in gaps)

@@ -79,7 +79,7 @@ def _job(a: Attempt) -> Job:
 def _bodies(a: Attempt) -> tuple[np.ndarray, np.ndarray]:
     """Measured task bodies and compute-phase seconds per task of the small run (NotYet if too few)."""
     t = a.trace.tasks
-    first = np.asarray(t["attempt"]) == 1
+    first = a.trace.first_attempts()
     n = int(first.sum())
     if n < MIN_MEASURED:
         raise NotYet(f"the cell ran {n} task{'s' if n != 1 else ''}; sizing needs a small run to measure first: "

@@ -91,9 +91,7 @@ def _profile(a: Attempt, what: str) -> Any:
 def _task_seconds(a: Attempt, function: str, cpu: bool) -> np.ndarray:
     """Seconds of each first-attempt task body of ``function``: the worker process's CPU time, or the wall clock."""
     t = a.trace.tasks
-    if function not in a.trace.functions:
-        return np.zeros(0)
-    sel = (np.asarray(t["attempt"]) == 1) & (np.asarray(t["function"]) == a.trace.functions.index(function))
+    sel = a.trace.first_attempts(function)
     if cpu:
         return np.asarray(t["cpu"], dtype=float)[sel]
     return (np.asarray(t["end"], dtype=float) - np.asarray(t["start"], dtype=float))[sel]
