@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.analysis import finding_capture
 from eugo_lab.analysis import findings as fd
 from eugo_lab.analysis import findings_more as fm
 from eugo_lab.analysis import findings_tasks as ft
@@ -79,6 +80,7 @@ def analyze(trace: Trace, baseline: Any = None) -> Report:
     found += fd.long_tail(ctx)
     found += ft.tasks_too_small(ctx)
     found += ft.serialization(ctx)
+    found += finding_capture.detect(ctx)
     found += ft.boundness(ctx)
     found += fm.contention(ctx)
     found = fd.speedup(ctx, found) + found
