@@ -244,6 +244,13 @@ def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], .
     import inspect
 
     try:
+        from cloudpickle.cloudpickle import _should_pickle_by_reference
+
+        if _should_pickle_by_reference(fn):  # an importable function: workers import it, its globals stay behind
+            return ()
+    except (ImportError, TypeError, AttributeError):  # another cloudpickle: measure anyway (sizes are capped)
+        pass
+    try:
         captured = inspect.getclosurevars(fn)
     except (TypeError, ValueError):  # not a plain function (a partial, a callable object)
         return ()
