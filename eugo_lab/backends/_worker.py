@@ -30,6 +30,7 @@ import gc
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
 from array import array
@@ -41,7 +42,16 @@ from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
 from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash
-from eugo_lab.contract.row import CRASHED, DIGEST_ON_WORKER_BYTES, ERROR, OK, Phase, TaskStats, pack_tail
+from eugo_lab.contract.row import (
+    CRASHED,
+    DIGEST_ON_WORKER_BYTES,
+    ERROR,
+    OK,
+    SMALL_ITEM_BYTES,
+    Phase,
+    TaskStats,
+    pack_tail,
+)
 from eugo_lab.contract.serialization import PROTOCOL, dumps_value, loads_args
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.collect import start as _profile_start
@@ -94,7 +104,8 @@ _clock_cost_s: float | None = None
 # thread count is -1 at no cost (threadpoolctl, and its scan of the loaded libraries, stay unloaded).
 _THREADED_LIBS = ("numpy", "scipy", "sklearn", "torch", "numba", "cupy", "jax")
 _pool_controller: Any = None
-_pool_modules = -1  # len(sys.modules) when the controller was made: new imports may load new libraries
+_pool_key: tuple = ()  # which of _THREADED_LIBS were loaded when the controller was made
+_blas_key: tuple = ()  # ...and at the last reading (a tiny body reuses it while none was imported since)
 _last_blas = -1
 _device_seen: int | None = None
 
@@ -103,20 +114,24 @@ def _blas_threads(function: str) -> int:
     """The BLAS/OpenMP threads in effect now (the largest over the loaded libraries); -1 when none is loaded.
 
     A function whose last body here was tiny reuses the last reading (see RUNQ_MIN_BODY_S): reading
-    costs ~2 us, a tiny body's whole time, and no verdict reads threads for bodies that short.
+    costs ~2 us, a tiny body's whole time, and no verdict reads threads for bodies that short. The
+    library scan (threadpoolctl's controller, ~10 ms) is made again only when one of
+    ``_THREADED_LIBS`` was imported since.
     """
-    global _pool_controller, _pool_modules, _last_blas
-    import sys
-
-    if function in _tiny_bodies and _pool_modules >= 0:
+    global _pool_controller, _pool_key, _blas_key, _last_blas
+    modules = sys.modules
+    key = tuple(m in modules for m in _THREADED_LIBS)
+    if function in _tiny_bodies and key == _blas_key:
         return _last_blas
-    if not any(m in sys.modules for m in _THREADED_LIBS):
+    _blas_key = key
+    if not any(key):
+        _last_blas = -1
         return -1
     try:
-        if _pool_controller is None or _pool_modules != len(sys.modules):
+        if _pool_controller is None or _pool_key != key:
             import threadpoolctl
 
-            _pool_controller, _pool_modules = threadpoolctl.ThreadpoolController(), len(sys.modules)
+            _pool_controller, _pool_key = threadpoolctl.ThreadpoolController(), key
         _last_blas = max((lib.num_threads for lib in _pool_controller.lib_controllers), default=-1)
     except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
         _last_blas = -1
@@ -161,12 +176,14 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
 def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
     """``TaskStats.facts`` of a traced attempt: the result's digest when its payload is large, threads, refs, device."""
     found = None
-    if len(payload) >= DIGEST_ON_WORKER_BYTES:
-        from eugo_lab.contract.digest import digest, scalars_only
+    # A batch whose items pickle small on average (scalars among them) is digested on the driver,
+    # item by item when they are scalars, from the payload it keeps: that costs the worker nothing
+    # per item, and the payload kept is at most SMALL_ITEM_BYTES an item.
+    if len(payload) >= DIGEST_ON_WORKER_BYTES and not (batch and len(payload) <= SMALL_ITEM_BYTES * len(value)):
+        from eugo_lab.contract.digest import digest
 
         try:
-            # A batch of scalars is digested item by item on the driver, from the payload it keeps.
-            found = None if batch and scalars_only(value) else digest(value, payload)
+            found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
     return found, blas, tuple(refs), _device()

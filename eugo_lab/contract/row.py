@@ -62,6 +62,9 @@ FACT_DIGEST, FACT_BLAS, FACT_REFS, FACT_DEVICE = range(4)
 # Results whose pickle is at least this large are digested on the worker (it holds the value; the
 # driver would have to unpickle it) and their payload is not kept by the trace.
 DIGEST_ON_WORKER_BYTES = 64 * 1024
+# ...except an hpc.map batch whose payload is at most this many bytes an item (a pickled int or
+# float takes 2-10): the driver keeps it and digests its items, so the worker never looks at them.
+SMALL_ITEM_BYTES = 16
 
 # What a trace saved before a column existed reads as (``Trace.from_dict``, hand-built traces),
 # in the task table and the phase table alike.

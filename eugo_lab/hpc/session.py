@@ -186,7 +186,7 @@ class Runtime:
         fut = Future(tid, name, self._cancel_future)
         task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         task.on_batch_done = on_done
-        task.probe = self.recorder.active
+        task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
@@ -218,7 +218,7 @@ class Runtime:
         tid = next(self._ids)
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
-        task.probe = self.recorder.active
+        task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         task.on_batch_done = on_done
@@ -281,15 +281,10 @@ class Runtime:
                                     result.item_errors if status == base.OK else None, worker=worker)
             if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
                 self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
-            if task.probe:  # submitted in the region: what it saw and returned (eugo_lab.tracing.provenance)
-                ok = status == base.OK
-                try:
-                    recorder.record_facts(task.task_id, task.attempt, name, ok, result.payload,
-                                          stats.facts if stats is not None else None, bool(task.options.gpus),
-                                          _item_ids(task.items) if ok and task.items is not None else None,
-                                          frozenset(result.item_errors or ()) if ok else frozenset())
-                except Exception:  # a tracing bug must never keep a future from completing
-                    log.exception("recording what task %s saw failed", task.task_id)
+            if task.probe:  # submitted in the region: what it saw and returned (Recorder.note_attempt)
+                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, result.payload,
+                                          None if stats is None else stats.facts, task.options.gpus,
+                                          None if task.items is None else _item_ids(task.items), result.item_errors))
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed

@@ -13,6 +13,7 @@ import pickle
 from typing import Any, NamedTuple
 
 from eugo_lab.contract.digest import Digest, digest, scalars_only
+from eugo_lab.contract.row import FACT_BLAS, FACT_COLUMNS, FACT_DEVICE, FACT_DIGEST, FACT_REFS, REF_COLUMNS
 
 #: How many captured objects a :class:`FunctionShipped` names (the largest).
 CAPTURED_NAMED = 5
@@ -62,9 +63,40 @@ class Refused(NamedTuple):
     time: float
 
 
-# What the recorder keeps per successful attempt of a task submitted in the region (one per batch):
+#: What the runtime's I/O thread leaves in ``Recorder.attempts`` per attempt of a task submitted in a
+#: traced region (an ``hpc.map`` batch: one): ``(task_id, attempt, function, ok, payload,
+#: TaskStats.facts or None, gpus=, the batch's item ids or None, its failed items or None)``.
+Attempt = tuple[int, int, str, bool, bytes, "tuple | None", float, Any, "dict | None"]
+# A successful attempt, as digest_results reads it:
 # (task_id, attempt, function, payload or None, digest or None, item ids or None, failed item indices).
 RawResult = tuple[int, int, str, "bytes | None", "Digest | None", Any, frozenset]
+
+
+def file_attempts(attempts: list[Attempt], functions: tuple[str, ...]) -> tuple[dict, dict, list[RawResult]]:
+    """The fact and ref tables (columns as lists) and the raw results of ``attempts``.
+
+    A result the worker digested (a large payload) keeps its digest; any other keeps its
+    payload (the reference the driver received, no copy) for :func:`digest_results`.
+    """
+    code = {name: i for i, name in enumerate(functions)}
+    facts: dict[str, list] = {c: [] for c in FACT_COLUMNS}
+    refs: dict[str, list] = {c: [] for c in REF_COLUMNS}
+    results: list[RawResult] = []
+    for task_id, attempt, function, ok, payload, seen, gpus, item_ids, item_errors in attempts:
+        if seen is not None:
+            gpu_task = 1 if gpus else 0
+            for c, v in zip(FACT_COLUMNS, (task_id, attempt, code.get(function, -1), seen[FACT_BLAS], gpu_task,
+                                           seen[FACT_DEVICE] if gpu_task else -1)):
+                facts[c].append(v)
+            for ref in seen[FACT_REFS]:
+                refs["task"].append(task_id)
+                refs["attempt"].append(attempt)
+                refs["ref"].append(ref)
+        if ok:
+            found = seen[FACT_DIGEST] if seen is not None else None
+            results.append((task_id, attempt, function, None if found is not None else payload, found, item_ids,
+                            frozenset(item_errors or ())))
+    return facts, refs, results
 
 
 def digest_results(raw: list[RawResult]) -> tuple[Result, ...]:

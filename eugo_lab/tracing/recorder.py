@@ -27,15 +27,9 @@ from eugo_lab.contract import task as _task
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
-    FACT_BLAS,
-    FACT_COLUMNS,
-    FACT_DEVICE,
-    FACT_DIGEST,
-    FACT_REFS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
     PUT_COLUMNS,
-    REF_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
@@ -45,7 +39,7 @@ from eugo_lab.contract.row import (
     pack_head,
     pack_row,
 )
-from eugo_lab.tracing.provenance import RawResult, Refused, shipped_since
+from eugo_lab.tracing.provenance import Refused, shipped_since
 from eugo_lab.tracing.segments import BatchRows, TaskRows
 
 if TYPE_CHECKING:
@@ -186,6 +180,8 @@ class Recorder:
         self._regions = 0
         self._subscribers: list[Callable[[Any], None]] = []
         self.active = False
+        # A region is open (not only a live subscriber): tasks submitted now report provenance (Task.probe).
+        self.in_region = False
         # Finished tasks waiting to join the row store: one packed row (bytes) each, appended
         # by record_attempt on the runtime's I/O thread (list.append: atomic under the GIL,
         # no lock), joined in bulk by _flush. The list is never replaced.
@@ -213,11 +209,14 @@ class Recorder:
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
         # Provenance (tasks submitted in a region only, Task.probe): what workers saw, what tasks returned
         # (small payloads kept by reference, digested when read), hpc.put calls, refused requests.
-        self.facts = {c: array("q") for c in FACT_COLUMNS}
-        self.refs = {c: array("q") for c in REF_COLUMNS}
         self.puts = {c: array("d" if c == "time" else "q") for c in PUT_COLUMNS}
-        self.results: list[RawResult] = []
         self.refused: list[Refused] = []
+        # Traced attempts (Task.probe) as the runtime's I/O thread appends them, one tuple each
+        # (list.append: atomic under the GIL, no lock, ~0.1 us; see provenance.Attempt). They are
+        # filed into the trace's fact, ref and result tables only when somebody reads those
+        # (Trace.facts, Trace.results): a region pays nothing more per task.
+        self.attempts: list[tuple] = getattr(self, "attempts", [])
+        self.attempts.clear()
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
@@ -283,6 +282,7 @@ class Recorder:
 
     def _update_active(self) -> None:
         self.active = self._regions > 0 or bool(self._subscribers)
+        self.in_region = self._regions > 0
 
     # -- regions ---------------------------------------------------------------------------
     def open_region(self) -> tuple:
@@ -298,8 +298,8 @@ class Recorder:
             self._regions += 1
             self._update_active()
             self._flush()
-            extra = {"facts": len(self.facts["task"]), "refs": len(self.refs["task"]), "puts": len(self.puts["ref"]),
-                     "results": len(self.results), "refused": len(self.refused), "sends": sends}
+            extra = {"attempts": len(self.attempts), "puts": len(self.puts["ref"]), "refused": len(self.refused),
+                     "sends": sends}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
                     extra)
@@ -312,10 +312,9 @@ class Recorder:
         with self._lock:
             t0, p0, b0, start, d0, f0, g0, a0, extra = mark
             provenance = {
-                "facts": {c: col[extra["facts"]:] for c, col in self.facts.items()},
-                "refs": {c: col[extra["refs"]:] for c, col in self.refs.items()},
+                "attempts": self.attempts[extra["attempts"]:],
                 "puts": {c: col[extra["puts"]:] for c, col in self.puts.items()},
-                "raw_results": self.results[extra["results"]:], "refused": self.refused[extra["refused"]:],
+                "refused": self.refused[extra["refused"]:],
             }
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
@@ -518,32 +517,6 @@ class Recorder:
             g["task"].append(task_id)
             g["attempt"].append(attempt)
             g["gpu"].append(gpu)
-
-    def record_facts(self, task_id: int, attempt: int, function: str, ok: bool, payload: bytes, facts: tuple | None,
-                     gpu_task: bool, item_ids: Sequence[int] | None, failed: frozenset) -> None:
-        """Keep what a traced attempt saw (``TaskStats.facts``) and, when it returned, what it returned.
-
-        A result the worker digested (a large payload) keeps its digest; any other keeps a
-        reference to its payload (no copy), digested when ``Trace.results`` is first read.
-        """
-        with self._lock:
-            fcode = self.functions.code(function)
-            if facts is not None:
-                f = self.facts
-                f["task"].append(task_id)
-                f["attempt"].append(attempt)
-                f["function"].append(fcode)
-                f["blas_threads"].append(facts[FACT_BLAS])
-                f["gpu_task"].append(1 if gpu_task else 0)
-                f["device"].append(facts[FACT_DEVICE] if gpu_task else -1)
-                for ref in facts[FACT_REFS]:
-                    self.refs["task"].append(task_id)
-                    self.refs["attempt"].append(attempt)
-                    self.refs["ref"].append(ref)
-            if ok:
-                found = facts[FACT_DIGEST] if facts is not None else None
-                self.results.append((task_id, attempt, function, None if found is not None else payload, found,
-                                     item_ids, failed))
 
     def record_put(self, ref_id: int, nbytes: int, when: float) -> None:
         """Remember an ``hpc.put`` made in the region: its reference id, its bytes and when."""

@@ -98,7 +98,7 @@ class Trace:
                  gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None,
                  facts: dict[str, Any] | None = None, refs: dict[str, Any] | None = None,
                  puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
-                 shipped: Sequence[FunctionShipped] = (), raw_results: Sequence[Any] = (),
+                 shipped: Sequence[FunctionShipped] = (), attempts: Sequence[Any] | None = None,
                  results: Sequence[Result] | None = None):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
@@ -119,18 +119,19 @@ class Trace:
         #: Profiled task attempts (``hpc.profile``): read with ``eugo_lab.profile.Profile.from_trace``.
         self.profiles = tuple(profiles)
         # -- provenance: recorded for tasks submitted inside the region (see eugo_lab.tracing.provenance)
-        #: Per traced attempt (an hpc.map batch: its id), what its worker saw: ``FACT_COLUMNS``.
-        self.facts = _side_table(FACT_COLUMNS, facts)
-        #: The stored references (``hpc.put`` ref ids) each traced attempt resolved on its worker: ``REF_COLUMNS``.
-        self.refs = _side_table(REF_COLUMNS, refs)
+        # Facts, refs and results come either built (a saved trace) or as the recorder's raw attempts
+        # (provenance.Attempt), filed on first read so a region pays nothing for them at its close.
+        self._attempts = list(attempts) if attempts is not None else None
+        self._facts = _side_table(FACT_COLUMNS, facts) if attempts is None else None
+        self._refs = _side_table(REF_COLUMNS, refs) if attempts is None else None
+        self._raw_results: list[Any] = []
         #: The ``hpc.put`` calls made in the region: ``ref``, ``bytes``, ``time`` (``time.time()``).
         self.puts = _side_table(PUT_COLUMNS, puts)
         #: The resource requests refused in the region (``hpc.ResourceRequestError``), in order.
         self.refused = tuple(refused)
         #: The functions whose payload was sent to workers in the region (see :attr:`bytes_shipped`).
         self.functions_shipped = tuple(shipped)
-        self._raw_results = list(raw_results)
-        self._results = tuple(results) if results is not None else None
+        self._results: tuple[Result, ...] | None = None if attempts is not None else tuple(results or ())
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
@@ -151,7 +152,7 @@ class Trace:
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
         keys = tables.pop("arg_keys", None)
         a = {c: _frozen(keys[c], "int64") for c in ARG_COLUMNS} if keys is not None else None
-        for name, columns in (("facts", FACT_COLUMNS), ("refs", REF_COLUMNS), ("puts", PUT_COLUMNS)):
+        for name, columns in (("puts", PUT_COLUMNS),):
             if tables.get(name) is not None:
                 tables[name] = _side_table(columns, tables[name])
         gpus = tables.pop("gpus", None)
@@ -197,8 +198,34 @@ class Trace:
         return dict(zip(devices.tolist(), counts.tolist()))
 
     # -- provenance ------------------------------------------------------------------------------
+    def _file_attempts(self) -> None:
+        """Turn the recorder's raw attempts into the fact and ref tables and the raw results (once)."""
+        with _BUILD_LOCK:
+            if self._attempts is not None:
+                facts, refs, self._raw_results = provenance.file_attempts(self._attempts, self.functions)
+                self._facts, self._refs = _side_table(FACT_COLUMNS, facts), _side_table(REF_COLUMNS, refs)
+                self._attempts = None
+
+    @property
+    def facts(self) -> dict[str, np.ndarray]:
+        """Per traced attempt (an ``hpc.map`` batch: its id), what its worker saw: ``FACT_COLUMNS``.
+
+        Only tasks submitted inside the region carry facts (``contract.row.FACT_COLUMNS``).
+        """
+        if self._facts is None:
+            self._file_attempts()
+        return self._facts  # type: ignore[return-value]
+
+    @property
+    def refs(self) -> dict[str, np.ndarray]:
+        """The stored references (``hpc.put`` ref ids) each traced attempt resolved on its worker: ``REF_COLUMNS``."""
+        if self._refs is None:
+            self._file_attempts()
+        return self._refs  # type: ignore[return-value]
+
     def _all_results(self) -> tuple[Result, ...]:
         if self._results is None:
+            self._file_attempts()
             with _BUILD_LOCK:
                 if self._results is None:
                     self._results = provenance.digest_results(self._raw_results)
