@@ -75,13 +75,15 @@ def _guard_threads() -> None:
 
 def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes, deps: dict | None,
              is_batch: bool, ref_ids: tuple, ref_values: tuple, cpu_clock: Callable[[], float],
-             memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None) -> Ran:
+             memory_limit: int | None = None, on_memory_kill: Callable[[dict], None] | None = None,
+             probe: bool = False) -> Ran:
     """Run one task (or ``hpc.map`` batch) on this worker; never raises.
 
     Returns ``(status, payload, detail, stats)`` as :func:`execute` does. With
     ``memory_limit`` the body runs under the worker's memory watchdog (see
     ``_worker._MemoryWatchdog``); ``on_memory_kill`` is how the engine tells the driver why,
-    should the watchdog have to kill this whole process.
+    should the watchdog have to kill this whole process. ``probe``: a task of a traced region
+    (``Task.probe``), whose stats then carry what it saw (``TaskStats.facts``).
     """
     if _threads_unguarded:  # once per worker process: BLAS/OpenMP/Numba threads = cores / workers (issue #13)
         _guard_threads()
@@ -101,8 +103,8 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
 
     run = execute_batch if is_batch else execute
     if memory_limit:
-        return run_limited(run, memory_limit, on_memory_kill, fn, name, args, load_token, cpu_clock)
-    return run(fn, name, args, load_token, cpu_clock)
+        return run_limited(run, memory_limit, on_memory_kill, fn, name, args, load_token, cpu_clock, None, probe)
+    return run(fn, name, args, load_token, cpu_clock, None, probe)
 
 
 def cuda_device() -> int:

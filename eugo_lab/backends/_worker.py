@@ -30,6 +30,7 @@ import gc
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
 from array import array
@@ -41,7 +42,16 @@ from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
 from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash
-from eugo_lab.contract.row import CRASHED, ERROR, OK, Phase, TaskStats, pack_tail
+from eugo_lab.contract.row import (
+    CRASHED,
+    DIGEST_ON_WORKER_BYTES,
+    ERROR,
+    OK,
+    SMALL_ITEM_BYTES,
+    Phase,
+    TaskStats,
+    pack_tail,
+)
 from eugo_lab.contract.serialization import PROTOCOL, dumps_value, loads_args
 from eugo_lab.profile.collect import Profiled
 from eugo_lab.profile.collect import start as _profile_start
@@ -87,6 +97,96 @@ def _clock_cost() -> float:
 
 
 _clock_cost_s: float | None = None
+
+
+# -- facts from inside a traced task (Task.probe): TaskStats.facts ------------------------------------
+# Libraries whose presence means a BLAS or OpenMP runtime may be loaded: without any of them the
+# thread count is -1 at no cost (threadpoolctl, and its scan of the loaded libraries, stay unloaded).
+_THREADED_LIBS = ("numpy", "scipy", "sklearn", "torch", "numba", "cupy", "jax")
+_pool_controller: Any = None
+_pool_key: tuple = ()  # which of _THREADED_LIBS were loaded when the controller was made
+_blas_key: tuple = ()  # ...and at the last reading (a tiny body reuses it while none was imported since)
+_last_blas = -1
+_device_seen: int | None = None
+
+
+def _blas_threads(function: str) -> int:
+    """The BLAS/OpenMP threads in effect now (the largest over the loaded libraries); -1 when none is loaded.
+
+    A function whose last body here was tiny reuses the last reading (see RUNQ_MIN_BODY_S): reading
+    costs ~2 us, a tiny body's whole time, and no verdict reads threads for bodies that short. The
+    library scan (threadpoolctl's controller, ~10 ms) is made again only when one of
+    ``_THREADED_LIBS`` was imported since.
+    """
+    global _pool_controller, _pool_key, _blas_key, _last_blas
+    modules = sys.modules
+    key = tuple(m in modules for m in _THREADED_LIBS)
+    if function in _tiny_bodies and key == _blas_key:
+        return _last_blas
+    _blas_key = key
+    if not any(key):
+        _last_blas = -1
+        return -1
+    try:
+        if _pool_controller is None or _pool_key != key:
+            import threadpoolctl
+
+            _pool_controller, _pool_key = threadpoolctl.ThreadpoolController(), key
+        _last_blas = max((lib.num_threads for lib in _pool_controller.lib_controllers), default=-1)
+    except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
+        _last_blas = -1
+    return _last_blas
+
+
+def _device() -> int:
+    """The GPU this worker process really has (-1: none), read once per process.
+
+    The first device of ``CUDA_VISIBLE_DEVICES`` (0 when unset or named by id) counts only where
+    the driver exposes it (``/dev/nvidiaN``): a local-pool GPU worker named by ``gpus=[0]`` on a
+    machine with no GPU has none, whatever its environment says.
+    """
+    global _device_seen
+    if _device_seen is None:
+        first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+        if first in ("-1", "none", "NoDevFiles"):
+            _device_seen = -1
+        else:
+            index = int(first) if first.isdigit() else 0
+            present = os.path.exists(f"/dev/nvidia{index}") if first.isdigit() else any(
+                os.path.exists(f"/dev/nvidia{i}") for i in range(16))
+            _device_seen = index if present else -1
+    return _device_seen
+
+
+def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], Any] | None, list[int]]:
+    """``load_token`` wrapped to note the stored references (``hpc.put``) it resolves, and the list it fills."""
+    refs: list[int] = []
+    if load_token is None:
+        return None, refs
+
+    def noting(token: Any) -> Any:
+        value = load_token(token)
+        if token[0] == "ref":
+            refs.append(token[1])
+        return value
+
+    return noting, refs
+
+
+def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
+    """``TaskStats.facts`` of a traced attempt: the result's digest when its payload is large, threads, refs, device."""
+    found = None
+    # A batch whose items pickle small on average (scalars among them) is digested on the driver,
+    # item by item when they are scalars, from the payload it keeps: that costs the worker nothing
+    # per item, and the payload kept is at most SMALL_ITEM_BYTES an item.
+    if len(payload) >= DIGEST_ON_WORKER_BYTES and not (batch and len(payload) <= SMALL_ITEM_BYTES * len(value)):
+        from eugo_lab.contract.digest import digest
+
+        try:
+            found = digest(value, payload)
+        except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
+            found = None
+    return found, blas, tuple(refs), _device()
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:
@@ -323,6 +423,7 @@ def execute(
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
+    probe: bool = False,
 ) -> Ran:
     """Run ``fn`` on pickled arguments; return ``(status, payload, traceback, stats)``.
 
@@ -330,6 +431,7 @@ def execute(
     ``buffers`` are the out-of-band buffers of large arguments (see ``dumps_args``).
     ``cpu_clock`` is ``process_time`` where a process runs one task at a time (the local
     pool: this counts BLAS threads too) and ``thread_time`` on multi-threaded workers.
+    ``probe`` (a task of a traced region): also report what the task saw (``TaskStats.facts``).
     """
     start_wall = time.time()
     p0 = time.perf_counter()
@@ -341,6 +443,9 @@ def execute(
         wrapped, fn = fn, fn.fn
     phases = _phase.begin_task()
     q0 = None
+    if probe:
+        load_token, refs = _probing(load_token)
+        blas = _blas_threads(function)
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
         if function not in _tiny_bodies:
@@ -380,15 +485,17 @@ def execute(
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     bytes_in = _bytes_in(args_bytes, buffers)
+    facts = _facts(value, payload if status == OK else b"", blas, refs, False) if probe else None
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
         return status, payload, tb, TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in,
-                                              len(payload), _phase_offsets(phases, p1), None, None, profile, runq)
+                                              len(payload), _phase_offsets(phases, p1), None, None, profile, runq,
+                                              facts)
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, len(payload),
                       _phase_offsets(phases, p1), None,
                       pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, runq, bytes_in,
-                                len(payload)), None, runq)
+                                len(payload)), None, runq, facts)
     return status, payload, tb, stats
 
 
@@ -399,6 +506,7 @@ def execute_batch(
     load_token: Callable[[Any], Any] | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
+    probe: bool = False,
 ) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -411,6 +519,9 @@ def execute_batch(
     """
     start_wall = time.time()
     p0 = time.perf_counter()
+    if probe:
+        load_token, refs = _probing(load_token)
+        blas = _blas_threads(function)
     (items,), _ = loads_args(args_bytes, load_token, buffers)
     q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
     p1 = time.perf_counter()
@@ -478,6 +589,8 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
+    facts = _facts(results, payload, blas, refs, True) if probe else None
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
-                      _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq)
+                      _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq,
+                      facts)
     return OK, payload, errors, stats

@@ -87,11 +87,11 @@ def _memory_kill_hook() -> Any:
 
 
 def _dask_task(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
-               limit: int | None, ref_ids: tuple, *ref_values: Any) -> tuple:
+               probe: bool, limit: int | None, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Dask task: run the body via ``execute``; return its outcome and who ran it."""
     on_kill = _memory_kill_hook() if limit else None
     status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
-                                                      ref_values, time.thread_time, limit, on_kill)
+                                                      ref_values, time.thread_time, limit, on_kill, probe)
     try:
         address = distributed.get_worker().address
     except ValueError:  # pragma: no cover - not on a Dask worker (never in practice)
@@ -488,11 +488,12 @@ class DaskBackend(base.Backend):
         try:
             dfut = client.submit(
                 _dask_task, (_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                task.is_batch, limit, tuple(r.ref_id for r in refs), *(r.location for r in refs),
+                task.is_batch, task.probe, limit, tuple(r.ref_id for r in refs), *(r.location for r in refs),
                 key=key, pure=False, retries=0, resources=resources,
             )
         except Exception as exc:
             raise BackendError(f"dask backend: could not submit {name}(): {exc}") from exc
+        fn.sends += 1  # the payload is an argument of every Dask task: it travels with each one
         reporter.register(task, on_done, dfut)
         asyncio.run_coroutine_threadsafe(self._watch(dfut, task, attempt, key if limit else None),
                                          client.loop.asyncio_loop)

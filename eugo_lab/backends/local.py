@@ -589,8 +589,9 @@ class LocalBackend(base.Backend):
         if fn.fid not in w.known_fns:
             w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
             w.known_fns.add(fn.fid)
+            fn.sends += 1
         w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.is_batch,
-                                 task.staged))
+                                 task.staged, task.probe))
         task.state = _SENT
         task.backend_data = w
         w.inflight.append(task)

@@ -169,7 +169,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         msg = pickle.loads(rfile.read(n))
         kind = msg[0]
         if kind == "run":
-            _, key, fid, args_bytes, deps, batch, staged = msg
+            _, key, fid, args_bytes, deps, batch, staged, probe = msg
 
             def load_token(token: tuple, deps: dict | None = deps) -> Any:
                 if token[0] == "fut":
@@ -189,7 +189,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
                 buffers = read_chunks(staged, private=True)
             cancels.running = key
             try:
-                status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers)
+                status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe)
             except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
                 status, payload, detail, stats = 1, b"", None, None
             finally:

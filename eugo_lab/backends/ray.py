@@ -120,7 +120,7 @@ def _cancels_raise_task_cancelled() -> Iterator[None]:
 
 
 def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
-                   limit: int | None, kv_key: str, ref_ids: tuple, *ref_values: Any) -> tuple:
+                   probe: bool, limit: int | None, kv_key: str, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
     # A Ray worker process runs one task at a time, so process CPU time is the task's
     # (BLAS threads included), as on the local pool, and a memory limit measures this task alone.
@@ -128,7 +128,8 @@ def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, dep
     try:
         with _cancels_raise_task_cancelled():
             status, payload, detail, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch,
-                                                               ref_ids, ref_values, time.process_time, limit, on_kill)
+                                                               ref_ids, ref_values, time.process_time, limit, on_kill,
+                                                               probe)
     except TaskCancelled:  # landed outside the body (unpickling, pickling the result): nobody waits for it
         raise KeyboardInterrupt from None  # Ray's own way of ending a cancelled task
     ctx = ray.get_runtime_context()
@@ -446,10 +447,13 @@ class RayBackend(base.Backend):
         kv_key = f"memory-{_DRIVER}-{task.task_id}-{attempt}" if limit else ""
         try:
             oref = remote.remote((_DRIVER, fn.fid), fn.payload, name, task.args, task.deps_payload,
-                                 task.is_batch, limit, kv_key, tuple(r.ref_id for r in refs),
+                                 task.is_batch, task.probe, limit, kv_key, tuple(r.ref_id for r in refs),
                                  *(r.location for r in refs))
         except Exception as exc:
             raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
+        # The payload is an argument of every Ray task: inlined in the task's spec when small, a new
+        # object in the store with each call when large; either way it travels with each task.
+        fn.sends += 1
         rep = self._reporter
         assert rep is not None
         rep.register(task, on_done, oref)

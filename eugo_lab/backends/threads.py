@@ -73,7 +73,8 @@ class ThreadBackend(base.Backend):
             return self._objects[token[1]]
 
         run = execute_batch if task.is_batch else execute
-        status, payload, detail, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time)
+        status, payload, detail, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time,
+                                             None, task.probe)
         if not task.state:
             task.state = 1
             worker = getattr(self._index, "value", 0)

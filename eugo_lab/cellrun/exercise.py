@@ -19,7 +19,6 @@ from typing import Any
 from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import run_cell
-from eugo_lab.contract import errors, refs
 from eugo_lab.exercises import base, catalog
 from eugo_lab.render import display
 
@@ -31,15 +30,15 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     ex = catalog.get(exercise_id)
-    puts_before = refs.refs_made()
-    refused_before = errors.requests_refused()
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
     assigned = base.bound_names(shell.transform_cell(cell))  # IPython syntax (magics, !cmd) made Python first
 
     def check(summary: Any, error: BaseException | None, out_mode: str) -> None:
-        attempt = base.Attempt(ex.id, summary.trace, shell.user_ns, error,
-                               puts=refs.refs_made() - puts_before,
-                               refused=errors.requests_refused() - refused_before, before=before,
+        # The cell's own puts and refused requests, from its trace (never a count kept by the process).
+        trace = summary.trace
+        attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
+                               puts=len(trace.puts["ref"]) if trace is not None else 0,
+                               refused=len(trace.refused) if trace is not None else 0, before=before,
                                assigned=assigned, analysed=summary.report)
         verdict = base.grade(ex, attempt)
         if solution:

@@ -125,22 +125,11 @@ class ResourceRequestError(NoWorkersError):
     """
 
     def __init__(self, message: str, *, request: dict[str, float] | None = None):
-        global _refused
         super().__init__(message)
         self.request = dict(request or {})
-        _refused += 1
-
 
     def __reduce__(self) -> tuple:  # keeps ``request`` across pickling (Dask and Ray carry errors pickled)
         return (_resource_request_error, (str(self), self.request))
-
-
-_refused = 0  # ResourceRequestErrors made in this process (what a cell's check reads: was a request refused?)
-
-
-def requests_refused() -> int:
-    """How many resource requests were refused in this process so far (:class:`ResourceRequestError` made)."""
-    return _refused
 
 
 def _resource_request_error(message: str, request: dict[str, float]) -> ResourceRequestError:

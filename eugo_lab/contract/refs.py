@@ -9,7 +9,6 @@ from typing import Any
 from eugo_lab.units import fmt_bytes
 
 _ids = itertools.count(1)
-_last_id = 0  # the newest ref_id: refs_made() reads it (next() on the counter would use one up)
 
 
 class ObjectRef:
@@ -23,8 +22,7 @@ class ObjectRef:
     __slots__ = ("ref_id", "location", "nbytes", "type_name", "_release", "__weakref__")
 
     def __init__(self, location: Any, nbytes: int, type_name: str, release: Callable[[], None] | None = None):
-        global _last_id
-        self.ref_id = _last_id = next(_ids)
+        self.ref_id = next(_ids)
         self.location = location
         self.nbytes = nbytes
         self.type_name = type_name
@@ -47,11 +45,6 @@ class ObjectRef:
             "an hpc.ObjectRef can only be passed as an argument of a .remote() call in the "
             "runtime that created it; call hpc.get(ref) to obtain the value"
         )
-
-
-def refs_made() -> int:
-    """How many references this process has made so far (one per ``hpc.put``): the exercises count a cell's puts."""
-    return _last_id
 
 
 def describe_type(obj: Any) -> str:

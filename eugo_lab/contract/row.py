@@ -45,6 +45,27 @@ ARG_COLUMNS = ("task", "key")
 # Tasks whose arguments pickle to fewer bytes than this get no ``ARG_COLUMNS`` row: the
 # Serialization finding counts repeats from 1 MB (analysis.findings.REPEAT_MIN_BYTES).
 ARG_KEY_MIN_BYTES = 100_000
+# -- facts a worker saw from inside a traced task (TaskStats.facts), and driver events -------------------
+# One row per attempt of a task submitted inside a traced region (an hpc.map batch: its id): its
+# function (code), the BLAS/OpenMP threads in effect when its body started (-1: no such library
+# loaded), whether it asked for a GPU (gpus=: 1) and, for such a task, the GPU its worker process
+# really has (-1: none; a local-pool GPU worker named by gpus=[0] on a machine without one has none).
+FACT_COLUMNS = ("task", "attempt", "function", "blas_threads", "gpu_task", "device")
+# One row per stored reference (hpc.put) an attempt resolved on its worker.
+REF_COLUMNS = ("task", "attempt", "ref")
+# One row per hpc.put made in the region: its ref id, its stored bytes and when (time.time()).
+PUT_COLUMNS = ("ref", "bytes", "time")
+# What a traced task's worker sends back (TaskStats.facts): (digest, blas_threads, refs, device).
+# ``digest`` is the result's eugo_lab.contract.digest.Digest when its payload is large (the worker
+# holds the value), else None: the driver digests the payload it received when somebody asks.
+FACT_DIGEST, FACT_BLAS, FACT_REFS, FACT_DEVICE = range(4)
+# Results whose pickle is at least this large are digested on the worker (it holds the value; the
+# driver would have to unpickle it) and their payload is not kept by the trace.
+DIGEST_ON_WORKER_BYTES = 64 * 1024
+# ...except an hpc.map batch whose payload is at most this many bytes an item (a pickled int or
+# float takes 2-10): the driver keeps it and digests its items, so the worker never looks at them.
+SMALL_ITEM_BYTES = 16
+
 # What a trace saved before a column existed reads as (``Trace.from_dict``, hand-built traces),
 # in the task table and the phase table alike.
 COLUMN_DEFAULTS = {"runq": float("nan")}
@@ -119,6 +140,9 @@ class TaskStats(NamedTuple):
     # body was ready to compute but the cores were busy. NaN where not measured (see
     # backends._worker: no schedstat on this platform, or a function whose bodies are tiny).
     runq: float = math.nan
+    # What a traced task saw from inside (see FACT_DIGEST..FACT_DEVICE): a plain tuple, sent
+    # only for tasks submitted inside a traced region (Task.probe); None otherwise.
+    facts: tuple | None = None
 
     @property
     def body_start(self) -> float:

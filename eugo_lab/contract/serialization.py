@@ -218,3 +218,45 @@ def _diagnose_function(fn: Callable, function: str, exc: BaseException) -> Seria
                 f"{_describe(value)}, which cannot be pickled ({err}). {_HINT}"
             )
     return SerializationError(f"cannot send {function}() to a worker: {exc}. {_HINT}")
+
+
+def _captured_size(value: Any) -> int:
+    """Bytes ``value`` adds to a function's pickle: its data for buffers, else the length of its own pickle."""
+    nbytes = getattr(value, "nbytes", None)  # NumPy arrays (and anything that says what its data holds)
+    if isinstance(nbytes, int) and hasattr(value, "dtype"):
+        return nbytes
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return memoryview(value).nbytes
+    try:
+        return len(_cloud_dumps(value))
+    except Exception:  # noqa: BLE001 - the function's own pickle succeeded; this is only a measure
+        return 0
+
+
+def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], ...]:
+    """``((name, bytes), ...)``: the globals and closure cells ``fn`` uses, largest first (modules left out).
+
+    What a task function carries besides its code: a global array it reads travels inside the
+    function's pickle, not as an argument, so a task's ``bytes_in`` never shows it. Measured once,
+    when the function is pickled (``FunctionRecord.payload``); each size is capped at the
+    pickle's own ``payload_bytes`` (an object referenced by name is never larger than what carried it).
+    """
+    import inspect
+
+    try:
+        from cloudpickle.cloudpickle import _should_pickle_by_reference
+
+        if _should_pickle_by_reference(fn):  # an importable function: workers import it, its globals stay behind
+            return ()
+    except (ImportError, TypeError, AttributeError):  # another cloudpickle: measure anyway (sizes are capped)
+        pass
+    try:
+        captured = inspect.getclosurevars(fn)
+    except (TypeError, ValueError):  # not a plain function (a partial, a callable object)
+        return ()
+    sizes = []
+    for name, value in {**captured.globals, **captured.nonlocals}.items():
+        if inspect.ismodule(value):
+            continue
+        sizes.append((name, min(_captured_size(value), payload_bytes)))
+    return tuple(sorted(sizes, key=lambda kv: (-kv[1], kv[0])))

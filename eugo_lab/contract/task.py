@@ -3,33 +3,58 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eugo_lab.contract.serialization import dumps_function
+from eugo_lab.contract.serialization import captured_sizes, dumps_function
 from eugo_lab.units import parse_bytes
 
 _function_ids = itertools.count(1)
+# Every function record alive in this process: a traced region reads their send counts when it
+# opens and closes (Recorder.open_region), which tells it what the region shipped.
+_live: weakref.WeakSet[FunctionRecord] = weakref.WeakSet()
 
 
 class FunctionRecord:
-    """A remote function's identity and its pickled code, pickled once and sent once per worker."""
+    """A remote function's identity and its pickled code, pickled once and sent once per worker.
 
-    __slots__ = ("fid", "name", "fn", "_payload")
+    ``sends`` counts the payload's trips to workers, added to by each engine where it sends it:
+    the local pool once per worker process, Dask and Ray with every task (the payload is an
+    argument of each submitted task). ``captured`` names what the pickle carries besides the
+    code: the globals and closure cells the function uses, measured once with the payload.
+    """
+
+    __slots__ = ("fid", "name", "fn", "_payload", "sends", "captured", "__weakref__")
 
     def __init__(self, fn: Callable, name: str):
         self.fid = next(_function_ids)
         self.name = name
         self.fn = fn
         self._payload: bytes | None = None
+        self.sends = 0
+        #: ``((name, bytes), ...)`` of the captured globals and closure cells, largest first.
+        self.captured: tuple[tuple[str, int], ...] = ()
+        _live.add(self)
 
     @property
     def payload(self) -> bytes:
         """The cloudpickled function (raises ``SerializationError`` naming a bad capture)."""
         if self._payload is None:
             self._payload = dumps_function(self.fn, function=self.name)
+            self.captured = captured_sizes(self.fn, len(self._payload))
         return self._payload
+
+    @property
+    def captured_bytes(self) -> int:
+        """Bytes of the function's pickle that its captured globals and closure cells account for."""
+        return sum(n for _, n in self.captured)
+
+
+def live_records() -> list[FunctionRecord]:
+    """The function records alive in this process (a traced region compares their ``sends``)."""
+    return list(_live)
 
 
 @dataclass(frozen=True)
@@ -103,6 +128,7 @@ class Task:
         "backend_data",
         "ready_time",
         "staged",
+        "probe",
     )
 
     def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, options: TaskOptions, label: str, *,
@@ -122,6 +148,9 @@ class Task:
         self.backend_data: Any = None  # backend-private
         self.ready_time = 0.0  # when every input existed and the task went to the backend
         self.staged: Any = None  # the backend's handle to large argument buffers (out of band)
+        # Submitted inside a traced region: the worker reports what it saw (TaskStats.facts).
+        # Off, the worker does nothing more than before.
+        self.probe = False
 
     def __repr__(self) -> str:
         return f"<Task {self.fn.name} {self.task_id} attempt {self.attempt}>"

@@ -186,6 +186,7 @@ class Runtime:
         fut = Future(tid, name, self._cancel_future)
         task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         task.on_batch_done = on_done
+        task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         self._tasks[tid] = task
@@ -217,6 +218,7 @@ class Runtime:
         tid = next(self._ids)
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
+        task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
         task.on_batch_done = on_done
@@ -279,6 +281,10 @@ class Runtime:
                                     result.item_errors if status == base.OK else None, worker=worker)
             if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
                 self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
+            if task.probe:  # submitted in the region: what it saw and returned (Recorder.note_attempt)
+                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, result.payload,
+                                          None if stats is None else stats.facts, task.options.gpus,
+                                          None if task.items is None else _item_ids(task.items), result.item_errors))
         retry = False
         if status == base.OK:
             self._release(task)  # before the futures complete: a caller woken by them sees it freed
@@ -362,6 +368,9 @@ class Runtime:
             self.backend.release_staged(staged)
 
     def _complete_error(self, task: Pending, exc: BaseException) -> None:
+        if isinstance(exc, errors.ResourceRequestError) and self.recorder.active:  # the trace's refused requests
+            self._record_safely(self.recorder.record_refused, task.task_id, task.label, exc.request, time.time(),
+                                worker=-1)
         self._release(task)
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1

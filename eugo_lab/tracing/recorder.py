@@ -23,11 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.contract import task as _task
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
+    PUT_COLUMNS,
     ROW_SIZE,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
@@ -37,6 +39,7 @@ from eugo_lab.contract.row import (
     pack_head,
     pack_row,
 )
+from eugo_lab.tracing.provenance import Refused, shipped_since
 from eugo_lab.tracing.segments import BatchRows, TaskRows
 
 if TYPE_CHECKING:
@@ -177,6 +180,8 @@ class Recorder:
         self._regions = 0
         self._subscribers: list[Callable[[Any], None]] = []
         self.active = False
+        # A region is open (not only a live subscriber): tasks submitted now report provenance (Task.probe).
+        self.in_region = False
         # Finished tasks waiting to join the row store: one packed row (bytes) each, appended
         # by record_attempt on the runtime's I/O thread (list.append: atomic under the GIL,
         # no lock), joined in bulk by _flush. The list is never replaced.
@@ -202,6 +207,16 @@ class Recorder:
         self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
+        # Provenance (tasks submitted in a region only, Task.probe): what workers saw, what tasks returned
+        # (small payloads kept by reference, digested when read), hpc.put calls, refused requests.
+        self.puts = {c: array("d" if c == "time" else "q") for c in PUT_COLUMNS}
+        self.refused: list[Refused] = []
+        # Traced attempts (Task.probe) as the runtime's I/O thread appends them, one tuple each
+        # (list.append: atomic under the GIL, no lock, ~0.1 us; see provenance.Attempt). They are
+        # filed into the trace's fact, ref and result tables only when somebody reads those
+        # (Trace.facts, Trace.results): a region pays nothing more per task.
+        self.attempts: list[tuple] = getattr(self, "attempts", [])
+        self.attempts.clear()
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
@@ -267,26 +282,40 @@ class Recorder:
 
     def _update_active(self) -> None:
         self.active = self._regions > 0 or bool(self._subscribers)
+        self.in_region = self._regions > 0
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple[int, int, int, float, int, int, int, int]:
-        """Start a region; returns the offsets a later :meth:`close_region` slices from."""
+    def open_region(self) -> tuple:
+        """Start a region; returns the offsets a later :meth:`close_region` slices from.
+
+        The last element holds the provenance tables' offsets and each live function record's
+        send count (what the region then shipped is the difference at its close).
+        """
+        sends = {rec.fid: (rec, rec.sends) for rec in _task.live_records()}
         with self._lock:
             if self._regions == 0 and not self._subscribers:
                 self._reset()
             self._regions += 1
             self._update_active()
             self._flush()
+            extra = {"attempts": len(self.attempts), "puts": len(self.puts["ref"]), "refused": len(self.refused),
+                     "sends": sends}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
-                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]))
+                    len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
+                    extra)
 
-    def close_region(self, mark: tuple[int, int, int, float, int, int, int, int], meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple, meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0, g0, a0 = mark
+            t0, p0, b0, start, d0, f0, g0, a0, extra = mark
+            provenance = {
+                "attempts": self.attempts[extra["attempts"]:],
+                "puts": {c: col[extra["puts"]:] for c, col in self.puts.items()},
+                "refused": self.refused[extra["refused"]:],
+            }
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
@@ -306,7 +335,9 @@ class Recorder:
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:],
-                meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True},
+                meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True,
+                      "provenance_recorded": True},
+                shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
             self._regions -= 1
             self._update_active()
@@ -487,6 +518,18 @@ class Recorder:
             g["task"].append(task_id)
             g["attempt"].append(attempt)
             g["gpu"].append(gpu)
+
+    def record_put(self, ref_id: int, nbytes: int, when: float) -> None:
+        """Remember an ``hpc.put`` made in the region: its reference id, its bytes and when."""
+        with self._lock:
+            self.puts["ref"].append(ref_id)
+            self.puts["bytes"].append(nbytes)
+            self.puts["time"].append(when)
+
+    def record_refused(self, task_id: int, function: str, request: dict[str, float], when: float) -> None:
+        """Remember a resource request no worker could meet (``ResourceRequestError``)."""
+        with self._lock:
+            self.refused.append(Refused(task_id, function, dict(request), when))
 
     def record_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""

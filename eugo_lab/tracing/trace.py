@@ -28,13 +28,18 @@ from eugo_lab.contract.row import (
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
+    FACT_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
+    PUT_COLUMNS,
+    REF_COLUMNS,
     STATUS_NAMES,
     TASK_FLOAT_COLUMNS,
     TASK_INT_COLUMNS,
     TaskProfile,
 )
+from eugo_lab.tracing import provenance
+from eugo_lab.tracing.provenance import FunctionShipped, Refused, Result
 from eugo_lab.tracing.segments import TaskRows
 
 if TYPE_CHECKING:
@@ -66,6 +71,12 @@ def gpu_per_row(tasks: dict[str, Any], gpus: dict[str, Any]) -> np.ndarray:
     return out
 
 
+def _side_table(columns: Sequence[str], table: dict[str, Any] | None) -> dict[str, np.ndarray]:
+    """A side table (facts, refs, puts) as read-only arrays; missing (a trace made before it): empty."""
+    table = table or {}
+    return {c: _frozen(table.get(c, []), "float64" if c == "time" else "int64") for c in columns}
+
+
 def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:
     """Column ``c`` of a task or phase table; a column added after the trace was made reads as its default."""
     if c not in table and c in COLUMN_DEFAULTS:
@@ -84,7 +95,11 @@ class Trace:
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
                  deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
-                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None):
+                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None,
+                 facts: dict[str, Any] | None = None, refs: dict[str, Any] | None = None,
+                 puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
+                 shipped: Sequence[FunctionShipped] = (), attempts: Sequence[Any] | None = None,
+                 results: Sequence[Result] | None = None):
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
@@ -103,6 +118,20 @@ class Trace:
         self.meta = dict(meta)
         #: Profiled task attempts (``hpc.profile``): read with ``eugo_lab.profile.Profile.from_trace``.
         self.profiles = tuple(profiles)
+        # -- provenance: recorded for tasks submitted inside the region (see eugo_lab.tracing.provenance)
+        # Facts, refs and results come either built (a saved trace) or as the recorder's raw attempts
+        # (provenance.Attempt), filed on first read so a region pays nothing for them at its close.
+        self._attempts = list(attempts) if attempts is not None else None
+        self._facts = _side_table(FACT_COLUMNS, facts) if attempts is None else None
+        self._refs = _side_table(REF_COLUMNS, refs) if attempts is None else None
+        self._raw_results: list[Any] = []
+        #: The ``hpc.put`` calls made in the region: ``ref``, ``bytes``, ``time`` (``time.time()``).
+        self.puts = _side_table(PUT_COLUMNS, puts)
+        #: The resource requests refused in the region (``hpc.ResourceRequestError``), in order.
+        self.refused = tuple(refused)
+        #: The functions whose payload was sent to workers in the region (see :attr:`bytes_shipped`).
+        self.functions_shipped = tuple(shipped)
+        self._results: tuple[Result, ...] | None = None if attempts is not None else tuple(results or ())
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
@@ -123,6 +152,9 @@ class Trace:
         d = {c: _frozen(deps[c], "int64") for c in DEP_COLUMNS} if deps is not None else None
         keys = tables.pop("arg_keys", None)
         a = {c: _frozen(keys[c], "int64") for c in ARG_COLUMNS} if keys is not None else None
+        for name, columns in (("puts", PUT_COLUMNS),):
+            if tables.get(name) is not None:
+                tables[name] = _side_table(columns, tables[name])
         gpus = tables.pop("gpus", None)
         if gpus is not None:
             tables["gpus"] = {c: _frozen(gpus[c], "int64") for c in GPU_COLUMNS}
@@ -190,6 +222,92 @@ class Trace:
         """Attempts by how they ended: ``{"ok": n, "error": n, "crashed": n, "cancelled": n}``."""
         counts = np.bincount(np.asarray(self.tasks["status"], dtype="int64"), minlength=len(STATUS_NAMES))
         return {name: int(counts[i]) for i, name in enumerate(STATUS_NAMES)}
+    # -- provenance ------------------------------------------------------------------------------
+    def _file_attempts(self) -> None:
+        """Turn the recorder's raw attempts into the fact and ref tables and the raw results (once)."""
+        with _BUILD_LOCK:
+            if self._attempts is not None:
+                facts, refs, self._raw_results = provenance.file_attempts(self._attempts, self.functions)
+                self._facts, self._refs = _side_table(FACT_COLUMNS, facts), _side_table(REF_COLUMNS, refs)
+                self._attempts = None
+
+    @property
+    def facts(self) -> dict[str, np.ndarray]:
+        """Per traced attempt (an ``hpc.map`` batch: its id), what its worker saw: ``FACT_COLUMNS``.
+
+        Only tasks submitted inside the region carry facts (``contract.row.FACT_COLUMNS``).
+        """
+        if self._facts is None:
+            self._file_attempts()
+        return self._facts  # type: ignore[return-value]
+
+    @property
+    def refs(self) -> dict[str, np.ndarray]:
+        """The stored references (``hpc.put`` ref ids) each traced attempt resolved on its worker: ``REF_COLUMNS``."""
+        if self._refs is None:
+            self._file_attempts()
+        return self._refs  # type: ignore[return-value]
+
+    def _all_results(self) -> tuple[Result, ...]:
+        if self._results is None:
+            self._file_attempts()
+            with _BUILD_LOCK:
+                if self._results is None:
+                    self._results = provenance.digest_results(self._raw_results)
+                    self._raw_results = []  # the payloads they came from are no longer held
+        return self._results
+
+    def results(self, function: str | None = None) -> list[Result]:
+        """What tasks returned: the digest of each task's first successful attempt, in task-id order.
+
+        Only tasks submitted inside the region are recorded. ``function`` keeps that
+        function's tasks (the name the trace shows). An ``hpc.map`` batch of scalars gives
+        one :class:`~eugo_lab.tracing.provenance.Result` per item, any other batch one for its
+        list of results. Compare a value with ``eugo_lab.tracing.digest.digest(value) == r.digest``.
+        """
+        return [r for r in self._all_results() if function is None or r.function == function]
+
+    @property
+    def bytes_shipped(self) -> int:
+        """Bytes the region sent to workers: every attempt's pickled arguments plus the function payloads sent."""
+        return int(self.tasks["bytes_in"].sum()) + sum(f.bytes_sent for f in self.functions_shipped)
+
+    def _fact_rows(self, function: str | None) -> np.ndarray:
+        """Rows of :attr:`facts` of ``function`` (all with ``None``), each task's first attempt recorded."""
+        f = self.facts
+        sel = np.ones(len(f["task"]), dtype=bool)
+        if function is not None:
+            code = self.functions.index(function) if function in self.functions else -1
+            sel &= f["function"] == code
+        rows = np.flatnonzero(sel)
+        order = rows[np.lexsort((f["attempt"][rows], f["task"][rows]))]
+        _, first = np.unique(f["task"][order], return_index=True)
+        return order[first]
+
+    def blas_threads(self, function: str | None = None) -> dict[int, int]:
+        """``{task id: BLAS/OpenMP threads}`` in effect as each task's body started (first attempt; -1: no library)."""
+        rows = self._fact_rows(function)
+        return dict(zip(self.facts["task"][rows].tolist(), self.facts["blas_threads"][rows].tolist()))
+
+    def gpu_devices(self, function: str | None = None) -> dict[int, int]:
+        """``{task id: device}`` for ``gpus=`` tasks: the GPU their worker really had (``-1``: none), first attempt.
+
+        Unlike :attr:`gpu` (the device the engine assigned), this is what the worker found: a
+        local-pool GPU worker named by ``gpus=[0]`` on a machine without a GPU reads ``-1``.
+        """
+        rows = self._fact_rows(function)
+        rows = rows[self.facts["gpu_task"][rows] == 1]
+        return dict(zip(self.facts["task"][rows].tolist(), self.facts["device"][rows].tolist()))
+
+    def resolved_refs(self, function: str | None = None) -> set[int]:
+        """The ``hpc.put`` ref ids the tasks of ``function`` (all with ``None``) resolved on their workers."""
+        r = self.refs
+        if function is None:
+            return set(r["ref"].tolist())
+        f = self.facts
+        code = self.functions.index(function) if function in self.functions else -1
+        tasks = set(f["task"][f["function"] == code].tolist())
+        return {ref for t, ref in zip(r["task"].tolist(), r["ref"].tolist()) if t in tasks}
 
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -302,6 +420,13 @@ class Trace:
             "deps": {k: col(v) for k, v in self.deps.items()},
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
+            "facts": {k: col(v) for k, v in self.facts.items()},
+            "refs": {k: col(v) for k, v in self.refs.items()},
+            "puts": {k: col(v) for k, v in self.puts.items()},
+            "refused": [list(r) for r in self.refused],
+            "functions_shipped": [[f.function, f.payload_bytes, f.captured_bytes, [list(c) for c in f.captured],
+                                   f.sends] for f in self.functions_shipped],
+            "results": [provenance.result_to_list(r) for r in self._all_results()],
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
         }
@@ -333,7 +458,13 @@ class Trace:
         arg_keys = {c: _frozen(d.get("arg_keys", {}).get(c, []), "int64") for c in ARG_COLUMNS}  # also within schema 1
         # "gpus" too (only traces in which a task held a GPU carry it).
         gpus = {c: _frozen(d.get("gpus", {}).get(c, []), "int64") for c in GPU_COLUMNS}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+        # The provenance tables too: a trace saved before them has none.
+        prov = {"facts": d.get("facts"), "refs": d.get("refs"), "puts": d.get("puts"),
+                "refused": [Refused(int(t), f, dict(q), float(w)) for t, f, q, w in d.get("refused", ())],
+                "shipped": [FunctionShipped(f, int(p), int(c), tuple((n, int(b)) for n, b in cap), int(s))
+                            for f, p, c, cap, s in d.get("functions_shipped", ())],
+                "results": [provenance.result_from_list(r) for r in d.get("results", ())]}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, **prov,
                    functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],

@@ -31,7 +31,7 @@ CODES: dict[str, tuple[Code, ...]] = {
     "task-size": (Code.TASKS_TOO_SMALL,),
     "even-tasks": (Code.STRAGGLER, Code.LONG_TAIL, Code.UNBALANCED_PARTITIONS),
     "parallel-chain": (Code.CRITICAL_PATH,),
-    "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION),
+    "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION, Code.CAPTURED_OBJECT),
     "io-bound": (Code.IO_BOUND, Code.IO_BOUND_PHASE),
     "contention": (Code.CONTENTION, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
 }
