@@ -1,0 +1,83 @@
+"""Derivation checks: a graded value is shown to come from the cell's task results, or the check says why not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from eugo_lab import hpc
+from eugo_lab.exercises import derivation
+
+
+@hpc.remote
+def chunk_sum(i):
+    return float(np.arange(i * 10, (i + 1) * 10).sum())
+
+
+@hpc.remote
+def square(x):
+    return x * x
+
+
+@hpc.remote
+def rows(i):
+    return pd.DataFrame({"i": [i, i], "v": [i * 1.5, i * 2.5]}, index=[2 * i, 2 * i + 1])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pool():
+    hpc.init(workers=2)
+    yield
+    hpc.shutdown()
+
+
+def traced(fn, n):
+    with hpc.trace() as t:
+        values = hpc.get([fn.remote(i) for i in range(n)])
+    return t.trace, values
+
+
+def test_a_total_summed_from_the_tasks_passes_and_a_driver_total_beside_decoys_does_not():
+    trace, parts = traced(chunk_sum, 4)
+    assert derivation.combined(sum(parts), trace, "chunk_sum", sum, name="total", how="summed")
+    assert derivation.combined(sum(reversed(parts)), trace, "chunk_sum", sum, name="total")  # another order
+    honest_total = float(np.arange(40).sum())
+    with hpc.trace() as t:  # decoys: the tasks ran, but on other inputs
+        hpc.get([chunk_sum.remote(0) for _ in range(4)])
+    bad = derivation.combined(honest_total, t.trace, "chunk_sum", sum, name="total", how="summed")
+    assert not bad
+    assert bad.why.startswith("`total` was not computed from the tasks' results: the 4 chunk_sum tasks returned "
+                              "values that summed give 180, but `total` is 780")
+
+
+def test_no_task_of_the_function_says_so():
+    trace, _ = traced(square, 2)
+    d = derivation.combined(5, trace, "chunk_sum", sum, name="total")
+    assert not d and "no chunk_sum task returned a value in this cell" in d.why
+
+
+def test_a_list_of_results_in_order_any_order_and_a_recomputed_list():
+    trace, values = traced(square, 6)
+    assert derivation.listed(values, trace, "square", name="results")
+    shuffled = values[::-1]
+    assert not derivation.listed(shuffled, trace, "square", name="results")
+    assert "another order" in derivation.listed(shuffled, trace, "square", name="results").why
+    assert derivation.listed(shuffled, trace, "square", ordered=False)
+    wrong = [v + 1 for v in values]
+    d = derivation.listed(wrong, trace, "square", name="results")
+    assert not d and "1 of its 6 values are among what the 6 square tasks returned" in d.why  # 0+1 == 1*1
+
+
+def test_one_of_and_concatenated_frames():
+    trace, frames = traced(rows, 3)
+    assert derivation.one_of(frames[1], trace, "rows")
+    assert not derivation.one_of(frames[1].assign(v=0.0), trace, "rows")
+    joined = pd.concat(frames)
+    assert derivation.concatenated(joined, trace, "rows", name="df")
+    altered = joined.copy()
+    altered.iloc[3, 1] = -1.0
+    d = derivation.concatenated(altered, trace, "rows", name="df")
+    assert not d and "rows 2-3 differ from what rows task 2 of 3 returned" in d.why
+    d = derivation.concatenated(joined.iloc[:4], trace, "rows", name="df")
+    assert not d and "has 4 rows; the 3 rows tasks returned 6 in all" in d.why
