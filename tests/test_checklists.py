@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -484,3 +485,47 @@ def test_the_line_magic_without_a_name_lists_the_checklists():
     with pytest.raises(UsageError, match="which checklist\\? .*workload-readiness, performance-tuning, "
                                          "cost-optimization, quick-guide-ml-engineer"):
         ip.run_line_magic("eugo", "checklist")
+
+
+def tiny_call(x: int = 1) -> int:
+    return x + 1
+
+
+def test_a_call_of_microseconds_is_not_called_compute_bound():
+    r = checklists.measure("readiness", fn=tiny_call, args=(1,))["bound"]
+    assert r.ok is False
+    assert "more cores help" not in r.evidence.split(";")[0] and "less than a task costs" in r.evidence
+
+
+def test_sleeping_tasks_never_tick_not_waiting_on_io_even_when_the_finding_is_only_a_note(pool):
+    from eugo_lab.checklists.catalog import tuning
+
+    trace = traced(lambda: hpc.get([nap.remote(0.02) for _ in range(2)]))  # short: a finding would be a note
+    assert re.match(r"tasks used the CPU \d+% of their run time: they mostly wait", tuning._waiting(trace))
+    r = _tuning(trace)
+    assert r["io-bound"].ok is False
+
+
+def test_data_on_device_is_measured_from_the_ledger(monkeypatch):
+    from IPython.testing.globalipapp import start_ipython
+
+    from eugo_lab.offload.devices import FakeDevice
+    from eugo_lab.offload.profiles import published
+
+    monkeypatch.setattr(cell, "_last", [None])
+    assert checklists.measure("ml")["data-on-device"].ok is None
+    ip = start_ipython() or __import__("IPython").get_ipython()
+    ip.run_line_magic("load_ext", "eugo_lab")
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    chained = ("import numpy as np\nx = np.linspace(0, 1, 2_000_000)\ny = x * 2\nfor _ in range(6):\n"
+               "    y = np.exp(y) * 0.5 + y\ntotal = float(y.sum())\n")
+    with cell.use_device(FakeDevice(published("h100"))):
+        ip.run_cell_magic("eugo", "--gpu on -w 1", chained)
+    r = checklists.measure("ml")["data-on-device"]
+    assert r.ok is True and "crossed between host and GPU" in r.evidence
+    round_trips = ("import numpy as np\nx = np.linspace(0, 1, 2_000_000)\nfor _ in range(4):\n"
+                   "    x = np.asarray(np.exp(x) * 0.5).tolist()\n    x = np.array(x)\n")
+    with cell.use_device(FakeDevice(published("h100"))):
+        ip.run_cell_magic("eugo", "--gpu on -w 1", round_trips)
+    r = checklists.measure("ml")["data-on-device"]
+    assert r.ok is False and "went back and forth" in r.evidence

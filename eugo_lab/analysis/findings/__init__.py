@@ -14,7 +14,7 @@
 """
 
 from eugo_lab.analysis.findings.batching import BATCHES_PER_WORKER, OVERHEAD_RATIO
-from eugo_lab.analysis.findings.boundness import COMPUTE_BOUND_RATIO, IO_BOUND_RATIO
+from eugo_lab.analysis.findings.boundness import BOUND_MIN_ITEM_S, COMPUTE_BOUND_RATIO, IO_BOUND_RATIO
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.contention import CONTENTION_MIN
 from eugo_lab.analysis.findings.context import NOTE_SHARE, Context
@@ -28,5 +28,6 @@ from eugo_lab.analysis.findings.speedup import GOOD_EFFICIENCY
 __all__ = [
     "Code", "Finding", "Context", "Detector", "REGISTRY", "COST_REGISTRY", "detect", "idle_cluster",
     "NOTE_SHARE", "GOOD_EFFICIENCY", "STRAGGLER_RATIO", "STRAGGLER_FLOOR_S", "BATCHES_PER_WORKER", "OVERHEAD_RATIO",
-    "IO_BOUND_RATIO", "COMPUTE_BOUND_RATIO", "REPEAT_MIN_BYTES", "CONTENTION_MIN", "IDLE_CLUSTER_SHARE",
+    "IO_BOUND_RATIO", "COMPUTE_BOUND_RATIO", "BOUND_MIN_ITEM_S", "REPEAT_MIN_BYTES", "CONTENTION_MIN",
+    "IDLE_CLUSTER_SHARE",
 ]

@@ -54,6 +54,36 @@ def work_on_gpu(s: Subject) -> tuple[bool | None, str]:
                   f"on the device; {fmt_bytes(led.moved, '.3g')} moved between host and GPU")
 
 
+# Arrays stay on the device when the bytes that crossed the bus are under half of what the device
+# operations read and wrote: an operation per round trip moves about all of its operands (inputs up,
+# result down), a chain of k operations on the device about 2/k of them.
+ON_DEVICE_MAX_SHARE = 0.5
+
+
+def data_on_device(s: Subject) -> tuple[bool | None, str]:
+    """Bytes the last ``%%eugo --gpu`` cell moved between host and device, against its device operations' operands."""
+    import numpy as np
+
+    from eugo_lab.offload.cell import last_ledger
+
+    led = last_ledger()
+    if led is None:
+        return None, "not measured: no %%eugo --gpu auto cell has run in this kernel yet; run one, then measure"
+    on_gpu = [r for r in led.ops if r.where == "gpu"]
+    if led.predictions_only or not on_gpu:
+        where = "there is no GPU here" if led.predictions_only else f"none of its operations ran on {led.device}"
+        return None, f"not measured: {where}, so no array stayed on a device in the last --gpu cell"
+    operands = sum(r.count * sum(int(np.prod(shape)) for shape in r.shapes) * np.dtype(r.dtype).itemsize
+                   for r in on_gpu)
+    ops = sum(r.count for r in on_gpu)
+    moved = led.moved
+    said = (f"{ops} operations on {led.device} read and wrote {fmt_bytes(operands, '.3g')}; "
+            f"{fmt_bytes(moved, '.3g')} crossed between host and GPU ({fmt_bytes(moved / ops, '.3g')} per operation)")
+    if operands > 0 and moved <= ON_DEVICE_MAX_SHARE * operands:
+        return True, said
+    return False, f"{said}: the data went back and forth around the operations; keep the arrays on the device"
+
+
 def gpu_requests(s: Subject) -> tuple[bool | None, str]:
     """The function's ``gpus=`` request, the runtime's GPUs, and how its calls in the trace ended."""
     from eugo_lab.hpc.remote_function import RemoteFunction
@@ -157,6 +187,6 @@ ML = register(Checklist(
              "declines. The report tells you how to help it.", optimizations, "last --optimize cell"),
         Item("data-on-device", "Arrays stay on the GPU between operations",
              "Copying to the GPU and back for every operation often costs more than the operation saves. Chain "
-             "operations on the device and bring back only the answer."),
+             "operations on the device and bring back only the answer.", data_on_device, "last --gpu cell"),
     ),
 ))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from eugo_lab.analysis.findings import (
     BATCHES_PER_WORKER,
+    BOUND_MIN_ITEM_S,
     COMPUTE_BOUND_RATIO,
     IO_BOUND_RATIO,
     OVERHEAD_RATIO,
@@ -98,6 +99,12 @@ def bound(s: Subject) -> tuple[bool | None, str]:
     assert call is not None
     if call.seconds <= 0:
         return None, "not measured: the call was too short to tell"
+    if call.seconds < BOUND_MIN_ITEM_S:
+        # A task costs ~0.1 ms to send and collect: a call this short keeps a worker busy with the
+        # handing-out, not with computing, whatever its CPU share says.
+        return False, (f"one call takes {fmt_s(call.seconds)}, less than a task costs to send and collect: as a "
+                       "task of its own it keeps the worker busy with overhead, not computing; give each task many "
+                       "calls (hpc.map batches them) before more cores can help")
     ratio = call.cpu_share
     # Time queued for a core is the machine being busy, not the call waiting: said, and left out.
     busy = f" (plus {fmt_s(call.queued)} queued for a core other programs held)" if call.queued >= 0.1 * call.seconds \

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from eugo_lab.analysis.breakdown import per_task_overhead
-from eugo_lab.analysis.findings import CONTENTION_MIN, GOOD_EFFICIENCY, Code
+from eugo_lab.analysis.findings import BOUND_MIN_ITEM_S, CONTENTION_MIN, GOOD_EFFICIENCY, IO_BOUND_RATIO, Code
 from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report, fmt_pct
 from eugo_lab.analysis.timeline import units
 from eugo_lab.checklists.model import Checklist, Item, register
@@ -84,6 +84,20 @@ def _clean(item_id: str, tr: Trace, rep: Report) -> str:
     raise KeyError(item_id)  # pragma: no cover - every item with CODES has a clean sentence
 
 
+def _waiting(tr: Trace) -> str:
+    """Why the tasks of ``tr`` are waiting, when their bodies (each long enough to tell) mostly did not compute."""
+    u = units(tr)
+    long = u.body / np.maximum(u.n_items, 1) >= BOUND_MIN_ITEM_S
+    body = float(u.body[long].sum())
+    if body <= 0:
+        return ""
+    busy = (float(u.cpu[long].sum()) + float(np.nansum(u.runq[long]))) / body  # waiting for a core is not I/O
+    if busy >= IO_BOUND_RATIO:
+        return ""
+    return (f"tasks used the CPU {fmt_pct(busy)} of their run time: they mostly wait (I/O, sleep, network), so "
+            "they are waiting on I/O even where the analysis priced no fix")
+
+
 def _from_findings(item_id: str) -> Callable[[Subject], tuple[bool | None, str]]:
     codes = CODES[item_id]
 
@@ -99,11 +113,14 @@ def _from_findings(item_id: str) -> Callable[[Subject], tuple[bool | None, str]]
             saving = f.saving_text()
             more = f" (and {len(bad) - 1} more like it)" if len(bad) > 1 else ""
             return False, f"{f.verdict}{more} {f.advice}" + (f" Fixing it {saving}." if saving else "")
-        clean = _clean(item_id, s.trace, rep)
         notes = [f for f in found if f.severity == NOTE]
-        if notes:
-            return True, f"{clean}; the analysis noticed it ({notes[0].verdict}) but the fix saves little"
-        return True, clean
+        if notes:  # the statement is false on this run, even though fixing it would save little here
+            return False, f"{notes[0].verdict} Fixing it saves little on this run, yet it is there: {notes[0].advice}"
+        if item_id == "io-bound":
+            waiting = _waiting(s.trace)
+            if waiting:
+                return False, waiting
+        return True, _clean(item_id, s.trace, rep)
 
     return measure
 
