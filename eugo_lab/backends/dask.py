@@ -146,12 +146,14 @@ class _WorkerProcesses:
                 # scheduler (or its worker cannot reach it) within this time, instead of waiting forever.
                 "death_timeout": _WORKERS_START_S}
         spec = {str(i): {"cls": "distributed.Nanny", "opts": {**opts, "name": i}} for i in range(n)}
+        self.gpus_present = True  # the GPUs the workers declare have devices behind them (see ClusterInfo)
         if resources and resources.get("GPU"):
             # Workers that offer GPUs: each one pinned to a device of its own, as dask-cuda pins them
             # (without it every worker's tasks would share device 0). Devices as the local pool finds them.
             from eugo_lab.backends import local_gpus
 
             devices = local_gpus.resolve()
+            self.gpus_present = bool(devices.tokens) and devices.present
             for i in range(n if devices.tokens else 0):
                 spec[str(i)]["opts"]["env"] = {local_gpus.CUDA_VISIBLE: devices.tokens[i % len(devices)]}
         env = dict(os.environ)
@@ -641,6 +643,7 @@ class DaskBackend(base.Backend):
             address=sinfo.get("address") or client.scheduler.address, dashboard=dashboard,
             threads_per_worker=max(1, threads // len(workers)) if workers else 1,
             extra={"embedded": self.embedded}, cpu=self._cpus(client, workers),
+            gpus_detected=self._procs is None or self._procs.gpus_present,
         )
 
     def _cpus(self, client: distributed.Client, workers: dict) -> str:

@@ -401,6 +401,7 @@ class LocalBackend(base.Backend):
             threads_per_worker=self.threads_per_worker,
             cpu=describe_cpu(),
             gpu_workers={i: self.devices.indices[i] for i in range(self.n_gpu)},
+            gpus_detected=self.devices.present or not self.n_gpu,
         )
 
     def workers(self) -> list[base.WorkerInfo]:
