@@ -213,10 +213,19 @@ def test_request_uncaught_or_without_a_fallback_is_not_yet(no_gpu):
 
 def test_request_on_gpu_workers_passes_only_when_every_task_held_one(monkeypatch):
     # A pool with a worker pinned to device 0 (no device stands behind it here: the scheduling is real)
+    from eugo_lab.backends import local_gpus
+
     monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0")
+    monkeypatch.setattr(local_gpus, "_detected", lambda: (1, ""))  # as if a GPU stood behind device 0
     hpc.shutdown()
     v = run_exercise("gpu-request", REQUEST_REFERENCE)
     assert v.passed and "ran on GPU workers" in v.to_text()
+    # no GPU found behind the named device: the verdict passes the request, and never says a GPU ran the tiles
+    monkeypatch.setattr(local_gpus, "_detected", lambda: (0, "no NVIDIA driver"))
+    hpc.shutdown()
+    v = run_exercise("gpu-request", REQUEST_REFERENCE)
+    assert v.passed and "ran on GPU workers" not in v.to_text()
+    assert "no GPU was detected on this machine, so the tiles ran on the CPU" in v.to_text()
     cell = TILE_FN.format(request="") + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
     v = run_exercise("gpu-request", cell, line="-w 2 --no-live")
     assert not v.passed and "ran on workers without a GPU" in v.to_text()

@@ -251,11 +251,17 @@ def test_workers_is_the_pool_size_devices_found_beyond_it_go_unused():
     assert hpc.init(gpus=[0, 1, 2]).workers >= 3  # the default size grows to hold every device named
 
 
-def test_the_summary_and_the_timeline_mark_gpu_tasks():
+def _gpus_found(monkeypatch, count: int) -> None:
+    """NVML finds ``count`` GPUs here (0: none, as on a machine without a GPU)."""
+    monkeypatch.setattr(local_gpus, "_detected", lambda: (count, "" if count else "no NVIDIA driver"))
+
+
+def test_the_summary_and_the_timeline_mark_gpu_tasks(monkeypatch):
     from eugo_lab.cellrun.report import Run, summarize
     from eugo_lab.render.html import summary_html, timeline_svg
     from eugo_lab.render.text import gpu_words, summary_text
 
+    _gpus_found(monkeypatch, 1)  # a device stands behind gpus=[0]: the words say only which one was held
     hpc.init(workers=2, gpus=[0])
     with hpc.trace() as t:
         hpc.get([held.remote(0.01) for _ in range(3)] + [cpu_nap.remote(0) for _ in range(2)])
@@ -291,3 +297,38 @@ def test_a_bad_variable_names_itself(monkeypatch):
     monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0,-1")
     with pytest.raises(ValueError, match=r"EUGO_LAB_GPU_DEVICES must list GPU devices .* or be 'none', got"):
         local_gpus.resolve()
+
+
+def test_named_devices_without_a_gpu_behind_them_are_labelled_everywhere(monkeypatch):
+    from eugo_lab.cellrun.report import Run, summarize
+    from eugo_lab.render.html import summary_html
+    from eugo_lab.render.text import gpu_words, summary_text
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _gpus_found(monkeypatch, 0)
+    assert local_gpus.resolve([0]).present is False and local_gpus.resolve([0]).tokens == ("0",)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert local_gpus.resolve([0]).present is False  # listed by the variable, still nothing found behind it
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    info = hpc.init(workers=2, gpus=[0])
+    assert info.gpus == 1 and info.gpus_detected is False
+    assert "gpus=1 (named, no GPU detected)" in repr(info)
+    with hpc.trace() as t:
+        hpc.get([held.remote(0) for _ in range(2)])
+    assert t.meta["gpus_detected"] is False and t.gpu_tasks() == {0: 2}
+    s = summarize([Run(2, t)], error=None, options={})
+    line = [x for x in summary_text(s).splitlines() if "gpu tasks:" in x][0]
+    assert line == ("  gpu tasks: 2 tasks held GPU 0 (a device named with gpus=, no GPU detected on this machine: "
+                    "they ran on the CPU)")
+    assert "no GPU detected on this machine" in summary_html(s)
+    assert gpu_words({0: 1, 1: 1}, detected=False).endswith("(devices named with gpus=, no GPU detected on this "
+                                                            "machine: they ran on the CPU)")
+    # where a GPU is found, the same pool says nothing of the kind
+    _gpus_found(monkeypatch, 1)
+    info = hpc.init(workers=2, gpus=[0])
+    assert info.gpus_detected is True and "no GPU detected" not in repr(info)
+    with hpc.trace() as t:
+        hpc.get(held.remote(0))
+    assert "gpus_detected" not in t.meta
+    # a pool without GPU workers has nothing to label
+    assert hpc.init(workers=1, gpus=0).gpus_detected is True

@@ -122,8 +122,8 @@ NVIDIA H100 SXM (published)
   op        shapes   dtype    predicted where  predicted moved  why
   multiply  1000000  float64  gpu              8.0 MB to GPU    gpu: predicted 200 us vs 2 ms on CPU
   sum       1000000  float64  gpu              -                gpu: predicted 20 us vs 1 ms on CPU
-  add       3        float64  cpu              -                cpu: too small: 20 us on GPU (launch 10 us) \
-vs 1 us on CPU
+  add       3        float64  cpu              -                cpu (predicted): too small: 20 us on GPU (launch \
+10 us) vs 1 us on CPU
   to host   1000000  float64  transfer         8.0 MB to host   predicted: the value leaves the cell
   (no GPU here: measured times are the CPU's; nothing on the GPU side was measured)"""
 

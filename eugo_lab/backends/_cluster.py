@@ -137,10 +137,11 @@ def shut_down_error(engine: str) -> BackendError:
     return BackendError(f"the {engine} backend is shut down; call hpc.init() to start a new one")
 
 
-def wanted_resources(task: Any) -> dict[str, float]:
-    """What ``task`` asks a worker for: its ``resources=`` plus ``gpus=`` as ``GPU``."""
+def wanted_resources(task: Any, cpus: bool = False) -> dict[str, float]:
+    """What ``task`` asks a worker for: its ``resources=`` plus ``gpus=`` as ``GPU`` (``cpus``: and ``CPU``)."""
     opts = task.options
-    wanted = dict(opts.resources)
+    wanted = {"CPU": opts.cpus} if cpus else {}
+    wanted.update(opts.resources)
     if opts.gpus:
         wanted["GPU"] = opts.gpus
     return wanted
@@ -155,27 +156,62 @@ def offered(wanted: dict[str, float], offers: list[dict[str, float]]) -> bool:
     return not offers or any(all(o.get(k, 0) >= v for k, v in wanted.items()) for o in offers)
 
 
-def describe_request(task: Any) -> str:
-    """The task's request as its author wrote it: ``gpus=1``, ``resources={'TPU': 1}``."""
+#: The options a request is made of, in the order a message lists them, with the value that drops each.
+_REQUEST_OPTIONS = (("cpus", "cpus=1"), ("gpus", "gpus=0"), ("resources", "resources={}"), ("memory", "memory=None"))
+
+
+def _asked(task: Any, options: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The options of ``task`` a refusal is about: ``options``, else every one it set away from its default."""
+    if options is not None:
+        return options
     opts = task.options
-    parts = [f"gpus={opts.gpus:g}"] if opts.gpus else []
-    if opts.resources:
-        parts.append(f"resources={dict(opts.resources)!r}")
-    return ", ".join(parts)
+    return tuple(k for k, _ in _REQUEST_OPTIONS if (opts.cpus != 1 if k == "cpus" else getattr(opts, k)))
 
 
-def request_error(task: Any, have: str, how: str) -> ResourceRequestError:
-    """The one wording, on every engine, of a ``gpus=``/``resources=`` request no worker can meet.
+def describe_request(task: Any, options: tuple[str, ...] | None = None) -> str:
+    """The task's request as its author wrote it: ``gpus=1``, ``cpus=4``, ``resources={'TPU': 1}``, ``memory=2 GiB``."""
+    from eugo_lab.units import fmt_bytes
+
+    opts = task.options
+    words = {"cpus": lambda: f"cpus={opts.cpus:g}", "gpus": lambda: f"gpus={opts.gpus:g}",
+             "resources": lambda: f"resources={dict(opts.resources)!r}",
+             "memory": lambda: f"memory={fmt_bytes(opts.memory)}"}
+    return ", ".join(words[k]() for k in _asked(task, options))
+
+
+def _request(task: Any, options: tuple[str, ...]) -> dict[str, float]:
+    """What ``ResourceRequestError.request`` holds for these options (``{"CPU": 4}``, ``{"GPU": 1}``...)."""
+    opts = task.options
+    out: dict[str, float] = {}
+    for k in options:
+        if k == "cpus":
+            out["CPU"] = opts.cpus
+        elif k == "gpus":
+            out["GPU"] = opts.gpus
+        elif k == "resources":
+            out.update(opts.resources)
+        elif k == "memory":
+            out["memory"] = opts.memory
+    return out
+
+
+def request_error(task: Any, have: str, how: str, options: tuple[str, ...] | None = None) -> ResourceRequestError:
+    """The one wording, on every engine, of a ``cpus=``/``gpus=``/``resources=``/``memory=`` request it cannot meet.
 
     ``have``: what the cluster has instead ("this local pool has no GPU workers (...)");
-    ``how``: what would give the task a worker that can run it.
+    ``how``: what would give the task a worker that can run it; ``options``: which of the
+    task's options are refused (default: every one it set away from its default).
     """
-    opts = task.options
-    drop = ", ".join((["gpus=0"] if opts.gpus else []) + (["resources={}"] if opts.resources else []))
+    asked = _asked(task, options)
+    drop = ", ".join(d for k, d in _REQUEST_OPTIONS if k in asked)
     name = task.fn.name
     return ResourceRequestError(
-        f"task {name}() requested {describe_request(task)}, but {have}; {how}, or drop the request "
-        f"({name}.options({drop})).", request=wanted_resources(task))
+        f"task {name}() requested {describe_request(task, asked)}, but {have}; {how}, or drop the request "
+        f"({name}.options({drop})).", request=_request(task, asked))
+
+
+#: The option each resource name of a request comes from (any other name: ``resources=``).
+_OPTION_OF = {"CPU": "cpus", "GPU": "gpus", "memory": "memory"}
 
 
 def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, float]], *, engine: str,
@@ -183,8 +219,11 @@ def no_offer_error(task: Any, wanted: dict[str, float], offers: list[dict[str, f
     """The error for a request no ``unit`` ("worker", "node") of the cluster offers; ``how`` starts one that does."""
     need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
     have = sorted({", ".join(f"{k}={o.get(k, 0):g}" for k in wanted) if o else "no resources" for o in offers})
+    # Name the options the request came from; a default cpus=1 is part of what Ray asks, not what the user did.
+    named = {_OPTION_OF.get(k, "resources") for k in wanted if not (k == "CPU" and task.options.cpus == 1)}
+    options = tuple(k for k, _ in _REQUEST_OPTIONS if k in named)
     return request_error(task, f"no {unit} of the {engine} cluster offers {need}: its {len(offers)} {unit}(s) offer "
-                         f"{'; '.join(have)}", f"start {how}")
+                         f"{'; '.join(have)}", f"start {how}", options)
 
 
 #: How to get workers that offer GPUs or other resources, for engines whose workers offer none.
@@ -192,14 +231,27 @@ RESOURCE_ENGINES = ("run on a Dask or Ray cluster whose workers have them (hpc.i
                     "resources={'GPU': 1}), hpc.init(backend='ray', num_gpus=1))")
 
 
-def refuse_resources(task: Any, engine: str) -> None:
-    """Raise for a task that asks for GPUs or other resources on an engine (``threads``) whose workers offer none.
+def refuse_options(task: Any, engine: str, workers: int) -> None:
+    """Raise for what a ``threads`` task asks that a thread of this process cannot give.
 
-    Running it anyway would put a ``gpus=1`` task on a CPU-only worker without a word.
+    GPUs and other resources (its workers offer none: a ``gpus=1`` task would run on the CPU
+    without a word), more than one core (a thread is one core's worth of work under the
+    GIL; nothing else can be held back for it), and a memory limit (the threads share one
+    process: one task's memory cannot be told from the others', nor stopped alone).
     """
+    opts = task.options
     if wanted_resources(task):
         raise request_error(task, f"the {engine} backend has no GPU workers and offers no resources",
-                            RESOURCE_ENGINES)
+                            RESOURCE_ENGINES, tuple(k for k in ("gpus", "resources") if getattr(opts, k)))
+    if opts.cpus > 1:
+        raise request_error(task, f"the {engine} backend runs each task on one of its {workers} threads in this "
+                            "process, and cannot hold cores back for one task", "run it on the local pool "
+                            "(hpc.init(backend='local')), where a task holds cpus= worker processes", ("cpus",))
+    if opts.memory:
+        raise request_error(task, f"the {engine} backend runs tasks as threads of this process, where one task's "
+                            "memory cannot be measured apart from the others' nor stopped alone", "run it on the "
+                            "local pool (hpc.init(backend='local')), which stops a task that outgrows its limit",
+                            ("memory",))
 
 
 def describe_cpus(descriptions: list[str]) -> str:

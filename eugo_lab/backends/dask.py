@@ -35,6 +35,7 @@ import atexit
 import concurrent.futures
 import json
 import logging
+import math
 import os
 import shutil
 import subprocess
@@ -133,6 +134,9 @@ class _WorkerProcesses:
     """
 
     def __init__(self, n: int, nthreads: int, resources: dict[str, float] | None, scheduler_file: str):
+        # Each worker declares its task threads as the resource CPU (unless the caller declared CPU itself),
+        # so that cpus=N can be asked of it: see DaskBackend._resources.
+        resources = {"CPU": nthreads, **(resources or {})}
         # Dask's "auto" memory limit, split as LocalCluster splits it: the machine's memory
         # over the workers (a nanny alone would give each worker memory * nthreads / cores).
         memory_limit = parse_memory_limit("auto", 1, n, logger=log)
@@ -142,12 +146,14 @@ class _WorkerProcesses:
                 # scheduler (or its worker cannot reach it) within this time, instead of waiting forever.
                 "death_timeout": _WORKERS_START_S}
         spec = {str(i): {"cls": "distributed.Nanny", "opts": {**opts, "name": i}} for i in range(n)}
+        self.gpus_present = True  # the GPUs the workers declare have devices behind them (see ClusterInfo)
         if resources and resources.get("GPU"):
             # Workers that offer GPUs: each one pinned to a device of its own, as dask-cuda pins them
             # (without it every worker's tasks would share device 0). Devices as the local pool finds them.
             from eugo_lab.backends import local_gpus
 
             devices = local_gpus.resolve()
+            self.gpus_present = bool(devices.tokens) and devices.present
             for i in range(n if devices.tokens else 0):
                 spec[str(i)]["opts"]["env"] = {local_gpus.CUDA_VISIBLE: devices.tokens[i % len(devices)]}
         env = dict(os.environ)
@@ -447,15 +453,28 @@ class DaskBackend(base.Backend):
         return info
 
     def _resources(self, client: distributed.Client, task: Task) -> dict[str, float] | None:
-        wanted = _cluster.wanted_resources(task)
+        """The Dask resources ``task`` asks for, checked against what the workers offer.
+
+        ``cpus=``: the embedded cluster's workers declare their task threads as the resource
+        ``CPU``, and every task asks for its ``cpus=`` of it, so a ``cpus=2`` task holds two of a
+        worker's threads and nothing else runs on them meanwhile. On a cluster we connect to,
+        workers offer ``CPU`` only if started with it (``dask worker --resources "CPU=4"``), so
+        only a task whose ``cpus=`` is not 1 asks for it (Dask counts a resource among the tasks
+        that ask for it, not others), and one that no worker offers is refused.
+        """
+        opts = task.options
+        wanted = _cluster.wanted_resources(task, cpus=self.embedded or opts.cpus != 1)
         if not wanted:
             return None
         for fresh in (False, True):  # a cached view first; a fresh one before refusing
             offers = [w.get("resources") or {} for w in self._scheduler_info(client, fresh)["workers"].values()]
             if _cluster.offered(wanted, offers):
                 return wanted
-        raise _cluster.no_offer_error(task, wanted, offers, engine="Dask", unit="worker",
-                                      how='workers with the resource (dask worker ... --resources "GPU=1")')
+        need = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+        how = (f"a cluster whose workers have it (hpc.init(backend='dask', threads_per_worker={math.ceil(opts.cpus)}) "
+               "gives each worker that many threads)" if self.embedded and set(wanted) == {"CPU"} else
+               f'workers with the resource (dask worker ... --resources "{need}")')
+        raise _cluster.no_offer_error(task, wanted, offers, engine="Dask", unit="worker", how=how)
 
     def _connection_lost(self) -> bool:
         """The client gave up on its scheduler (Dask closes it after a few seconds of failed reconnects)."""
@@ -625,6 +644,7 @@ class DaskBackend(base.Backend):
             address=sinfo.get("address") or client.scheduler.address, dashboard=dashboard,
             threads_per_worker=max(1, threads // len(workers)) if workers else 1,
             extra={"embedded": self.embedded}, cpu=self._cpus(client, workers),
+            gpus_detected=self._procs is None or self._procs.gpus_present,
         )
 
     def _cpus(self, client: distributed.Client, workers: dict) -> str:

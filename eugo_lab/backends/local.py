@@ -15,6 +15,7 @@ and, when the I/O thread is not already awake, writes one byte to wake it.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import pickle
 import selectors
@@ -66,6 +67,12 @@ _SPAWN_WORKER = local_process.spawn_worker
 _QUEUED, _SENT, _DONE = 0, 1, 2
 
 
+def _slots(task: Task) -> int:
+    """Worker processes a task holds while it runs: ``cpus=`` rounded up, at least one."""
+    cpus = task.options.cpus
+    return 1 if cpus <= 1 else math.ceil(cpus)
+
+
 def _total_memory() -> int:
     """Physical memory of this machine in bytes (what psutil reports as total, without importing psutil)."""
     try:
@@ -85,6 +92,13 @@ class LocalBackend(base.Backend):
     they are busy); other tasks run on the CPU workers, and on a GPU worker only while it sits
     idle with no GPU task waiting. There are at least as many workers as devices, unless
     ``workers=`` asks for fewer than were found (then only the first devices get a worker).
+
+    ``cpus=N``: each worker is one process with one core's worth of threads, so a task that asks
+    for ``N`` cores holds ``N`` workers while it runs: it starts when ``N`` workers are idle, runs
+    on one of them and keeps the other ``N - 1`` idle until it ends, so the threads or processes
+    it starts itself have ``N`` cores to themselves. Tasks queued after it wait (no task jumps
+    the queue, so a wide task is never starved by narrow ones). A fraction rounds up (a task
+    always holds a whole worker); more than the pool has is refused at submission.
     """
 
     name = "local"
@@ -136,6 +150,7 @@ class LocalBackend(base.Backend):
         self._sel = selectors.DefaultSelector()
         self._item_cost: dict[int, ItemCost] = {}  # by function id: sizes what a worker may prefetch
         self._on_done: dict[int, base.DoneCallback] = {}
+        self._held: dict[int, list[Worker]] = {}  # by task id: the idle workers a cpus=N task holds
         self._thread: threading.Thread | None = None
         self._store_dir = ""
         self._ready = threading.Event()
@@ -298,7 +313,8 @@ class LocalBackend(base.Backend):
             raise BackendError("the local pool is shut down; call hpc.init() to start a new one")
         if self._no_workers:
             raise NoWorkersError(self._no_workers)
-        if task.options.gpus or task.options.resources:
+        opts = task.options
+        if opts.gpus or opts.resources or opts.cpus > 1:
             self._check_request(task)
         self._on_done[task.task_id] = on_done
         self._post("task", task)
@@ -312,15 +328,20 @@ class LocalBackend(base.Backend):
         if opts.resources:
             raise request_error(task, f"the local pool offers no custom resources (its {self.n_workers} workers "
                                 f"offer CPUs{', and GPUs ' + self.devices.describe() if self.n_gpu else ''})",
-                                RESOURCE_ENGINES)
-        if not self.n_gpu:
+                                RESOURCE_ENGINES, ("resources",))
+        if opts.gpus and not self.n_gpu:
             raise request_error(task, f"this local pool has no GPU workers ({self.devices.reason})",
                                 "run it on a machine with a GPU (or on a Dask or Ray cluster whose workers have "
-                                "one: hpc.init(backend='ray', num_gpus=1))")
+                                "one: hpc.init(backend='ray', num_gpus=1))", ("gpus",))
         if opts.gpus > 1:
             raise request_error(task, f"each GPU worker of this local pool holds one device (it has {self.n_gpu}: "
                                 f"{self.devices.describe()})", "split the work into gpus=1 tasks (or run it on a "
-                                "Dask or Ray cluster whose workers hold several GPUs)")
+                                "Dask or Ray cluster whose workers hold several GPUs)", ("gpus",))
+        if _slots(task) > self.n_workers:
+            raise request_error(task, f"this local pool has {self.n_workers} worker processes (a task holds "
+                                "cpus= of them while it runs)", f"ask for at most cpus={self.n_workers}, or run it "
+                                "on a Dask or Ray cluster with larger workers "
+                                "(hpc.init(backend='ray'), whose tasks get cpus= cores of a node)", ("cpus",))
 
     def cancel(self, task: Task) -> None:
         """Drop a queued task; a running one is stopped by replacing its worker."""
@@ -380,6 +401,7 @@ class LocalBackend(base.Backend):
             threads_per_worker=self.threads_per_worker,
             cpu=describe_cpu(),
             gpu_workers={i: self.devices.indices[i] for i in range(self.n_gpu)},
+            gpus_detected=self.devices.present or not self.n_gpu,
         )
 
     def workers(self) -> list[base.WorkerInfo]:
@@ -522,7 +544,7 @@ class LocalBackend(base.Backend):
         # Only workers that said hello get tasks: a task handed to one still starting (or to one
         # that never will) would wait for it while another worker sits idle. Until the first
         # hello, tasks stay queued; workers that keep failing to start fail them (_give_up).
-        live = [w for w in self._workers if w.greeted and not w.dead]
+        live = [w for w in self._workers if w.greeted and not w.dead and w.held_by is None]
         if not live:
             if self._no_workers and all(w.dead for w in self._workers):
                 lost = Outcome.crashed(Crash(outcome.NO_WORKERS, message=self._no_workers))
@@ -538,18 +560,51 @@ class LocalBackend(base.Backend):
         else:
             self._fill(queue, live)
 
-    def _fill(self, queue: collections.deque[Task], workers: list[Worker]) -> None:
-        """Hand ``queue``'s tasks, in order, to the least-loaded of ``workers`` while one has room."""
+    def _fill(self, queue: collections.deque[Task], workers: list[Worker], spare: list[Worker] | None = None) -> None:
+        """Hand ``queue``'s tasks, in order, to the least-loaded of ``workers`` while one has room.
+
+        ``spare``: the workers a ``cpus=N`` task may hold besides the one it runs on (default: ``workers``).
+        """
         while queue:
             task = queue[0]
             if task.state == _DONE:  # cancelled while queued
                 queue.popleft()
+                continue
+            if task.options.cpus > 1 and _slots(task) > 1:
+                if not self._send_wide(task, workers, spare or workers):
+                    return
+                queue.popleft()
+                workers = [w for w in workers if w.held_by is None]
                 continue
             w = min(workers, key=lambda w: len(w.inflight))
             if len(w.inflight) >= self._capacity(task):
                 return
             queue.popleft()
             self._send(w, task)
+
+    def _send_wide(self, task: Task, first: list[Worker], spare: list[Worker]) -> bool:
+        """Send a ``cpus=N`` task to an idle worker of ``first`` and hold ``N - 1`` other idle ones of ``spare``.
+
+        False (nothing sent) while fewer are idle: the task waits at the head of its queue.
+        CPU workers are held before GPU workers, which stay free for GPU tasks.
+        """
+        main = next((w for w in first if not w.inflight), None)
+        if main is None:
+            return False
+        others = sorted((w for w in spare if w is not main and not w.inflight and w.held_by is None),
+                        key=lambda w: w.gpu >= 0)[: _slots(task) - 1]
+        if len(others) < _slots(task) - 1:
+            return False
+        for w in others:
+            w.held_by = task
+        self._held[task.task_id] = others
+        self._send(main, task)
+        return True
+
+    def _release(self, task: Task) -> None:
+        """The workers a ``cpus=N`` task held go back to the pool (it ended, or its worker died)."""
+        for w in self._held.pop(task.task_id, ()):
+            w.held_by = None
 
     def _dispatch_gpu(self, live: list[Worker]) -> None:
         """Dispatch in a pool with GPU workers: GPU tasks to GPU workers, the rest to CPU workers first.
@@ -562,12 +617,22 @@ class LocalBackend(base.Backend):
         gpu_live = [w for w in live if w.gpu >= 0]
         cpu_live = [w for w in live if w.gpu < 0]
         if gpu_live:
-            self._fill(self._gpu_queue, gpu_live)
+            self._fill(self._gpu_queue, gpu_live, live)
+            gpu_live = [w for w in gpu_live if w.held_by is None]
+            cpu_live = [w for w in cpu_live if w.held_by is None]
         queue = self._queue
         while queue:
             task = queue[0]
             if task.state == _DONE:
                 queue.popleft()
+                continue
+            if task.options.cpus > 1 and _slots(task) > 1:
+                ok = cpu_live + ([g for g in gpu_live if not g.inflight] if not self._gpu_queue else [])
+                if not self._send_wide(task, ok, ok):
+                    return
+                queue.popleft()
+                gpu_live = [w for w in gpu_live if w.held_by is None]
+                cpu_live = [w for w in cpu_live if w.held_by is None]
                 continue
             w = min(cpu_live, key=lambda w: len(w.inflight)) if cpu_live else None
             if w is None or w.inflight:
@@ -651,6 +716,8 @@ class LocalBackend(base.Backend):
             task = w.inflight.popleft()
             if task.task_id != key:  # pragma: no cover - protocol invariant
                 raise RuntimeError(f"worker {w.index} answered task {key}, expected {task.task_id}")
+            if self._held:
+                self._release(task)
             stats = TaskStats.from_wire(raw_stats)
             if stats is not None:  # None: a cancelled task the worker skipped or stopped
                 cost = self._item_cost.get(task.fn.fid)
@@ -735,6 +802,7 @@ class LocalBackend(base.Backend):
         w.inflight.clear()
         if inflight:
             running, rest = inflight[0], inflight[1:]
+            self._release(running)
             # Prefetched tasks never started: back to the head of the queue, in order.
             for t in reversed(rest):
                 if t.state != _DONE:
@@ -744,6 +812,11 @@ class LocalBackend(base.Backend):
                 running.state = _DONE
                 crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
                 self._report(running, Outcome.crashed(crash, w.index))
+        if w.held_by is not None:  # a worker held for a cpus=N task died idle: its replacement is free
+            held = self._held.get(w.held_by.task_id, [])
+            if w in held:
+                held.remove(w)
+            w.held_by = None
         if self._stopping:
             return
         if not w.greeted:

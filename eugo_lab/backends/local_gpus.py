@@ -36,6 +36,9 @@ class Devices:
     source: str  # "gpus=", GPU_DEVICES_ENV, CUDA_VISIBLE, "NVML", or "" when there are none
     reason: str = ""  # no devices: why not, in words ("no NVIDIA GPU visible: no NVIDIA driver ...")
     detected: bool = False  # numbered as NVML numbers them (the workers then get CUDA_DEVICE_ORDER=PCI_BUS_ID)
+    #: A GPU was found on this machine behind the devices. False: they were named (``gpus=[0]``,
+    #: EUGO_LAB_GPU_DEVICES) on a machine where NVML finds none, so their workers' tasks run on the CPU.
+    present: bool = True
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -101,9 +104,9 @@ def _detected() -> tuple[int, str]:
     return len(det.gpus), det.reason
 
 
-def _number(tokens: list[str], source: str, detected: bool = False) -> Devices:
+def _number(tokens: list[str], source: str, detected: bool = False, present: bool = True) -> Devices:
     indices = [int(t) if t.isdigit() else i for i, t in enumerate(tokens)]
-    return Devices(tuple(tokens), tuple(indices), source, detected=detected)
+    return Devices(tuple(tokens), tuple(indices), source, detected=detected, present=present)
 
 
 def resolve(gpus: Any = None) -> Devices:
@@ -126,7 +129,8 @@ def resolve(gpus: Any = None) -> Devices:
                                  f"machine shows "
                                  f"{len(found)} GPU(s) ({found.describe() or found.reason}); name the devices "
                                  "(gpus=[0, 1]) or ask for fewer")
-            return Devices(found.tokens[:wanted], found.indices[:wanted], where, detected=found.detected)
+            return Devices(found.tokens[:wanted], found.indices[:wanted], where, detected=found.detected,
+                           present=found.present)
         if visible is not None:  # numbers count within CUDA_VISIBLE_DEVICES, as CUDA counts them
             out = []
             for t in wanted:
@@ -138,13 +142,13 @@ def resolve(gpus: Any = None) -> Devices:
                     out.append(visible[int(t)])
                 else:
                     out.append(t)
-            return _number(out, where)
+            return _number(out, where, present=_detected()[0] > 0)
         count, _ = _detected()
         bad = [t for t in wanted if t.isdigit() and count and int(t) >= count]
         if bad:
             raise ValueError(f"{where} names device {bad[0]}, but NVML finds {count} GPU(s) here "
                              f"(0 to {count - 1})")
-        return _number(wanted, where, detected=count > 0)
+        return _number(wanted, where, detected=count > 0, present=count > 0)
     if visible is not None:
         if not visible:
             return Devices((), (), CUDA_VISIBLE, f"CUDA_VISIBLE_DEVICES={os.environ[CUDA_VISIBLE]!r} hides every GPU")
@@ -153,7 +157,7 @@ def resolve(gpus: Any = None) -> Devices:
         absent = detect.driver_absent()
         if absent:
             return Devices((), (), CUDA_VISIBLE, f"no NVIDIA GPU visible: {absent}")
-        return _number(visible, CUDA_VISIBLE)
+        return _number(visible, CUDA_VISIBLE, present=_detected()[0] > 0)
     count, reason = _detected()
     if not count:
         return Devices((), (), "", f"no NVIDIA GPU visible: {reason}")
@@ -171,7 +175,8 @@ def fit(devices: Devices, workers: int | None) -> Devices:
     if devices.source in ("gpus=", GPU_DEVICES_ENV):
         raise ValueError(f"{devices.source} names {len(devices)} GPUs ({devices.describe()}), but workers={workers}: "
                          f"each GPU needs a worker of its own; ask for workers={len(devices)} or more, or name fewer")
-    return Devices(devices.tokens[:workers], devices.indices[:workers], devices.source, detected=devices.detected)
+    return Devices(devices.tokens[:workers], devices.indices[:workers], devices.source, detected=devices.detected,
+                   present=devices.present)
 
 
 def worker_envs(devices: Devices, n_workers: int) -> list[dict[str, str]]:

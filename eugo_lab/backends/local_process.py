@@ -34,7 +34,7 @@ class Worker:
 
     __slots__ = ("index", "proc", "forked", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf",
                  "inflight", "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted",
-                 "cancel_target", "cancel_deadline", "gpu")
+                 "cancel_target", "cancel_deadline", "gpu", "held_by")
 
     def __init__(self, index: int):
         self.index = index
@@ -55,6 +55,7 @@ class Worker:
         self.ps: psutil.Process | None = None
         self.greeted = False  # the worker said hello: it started properly
         self.cancel_target: Task | None = None  # a running task asked to stop
+        self.held_by: Task | None = None  # a cpus=N task running on another worker keeps this one idle
         self.cancel_deadline = 0.0  # when the worker is killed if that task is still running
         self.gpu = -1  # the device a GPU worker holds (its CUDA_VISIBLE_DEVICES), -1 for a CPU worker
 

@@ -431,7 +431,7 @@ class RayBackend(base.Backend):
         if self._lost is not None:
             raise BackendError(f"ray backend: {self._lost}.")
         opts = task.options
-        wanted: dict[str, float] = {"CPU": opts.cpus, **_cluster.wanted_resources(task)}
+        wanted = _cluster.wanted_resources(task, cpus=True)
         if opts.memory:
             wanted["memory"] = opts.memory
         self._check_resources(task, wanted)

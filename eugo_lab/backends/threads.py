@@ -24,7 +24,12 @@ from eugo_lab.contract.task import Task
 
 
 class ThreadBackend(base.Backend):
-    """``workers`` threads (default: usable cores) in the driver process."""
+    """``workers`` threads (default: usable cores) in the driver process.
+
+    A task runs on one thread: ``cpus=`` above 1, ``memory=``, ``gpus=`` and ``resources=``
+    are refused at submission (``ResourceRequestError``), since no thread can be given them;
+    ``cpus=`` of 1 or less takes one thread.
+    """
 
     name = "threads"
 
@@ -55,10 +60,11 @@ class ThreadBackend(base.Backend):
             from eugo_lab.contract.errors import BackendError
 
             raise BackendError("the thread pool is shut down; call hpc.init() to start a new one")
-        if task.options.gpus or task.options.resources:
-            from eugo_lab.backends._cluster import refuse_resources
+        opts = task.options
+        if opts.gpus or opts.resources or opts.cpus > 1 or opts.memory:
+            from eugo_lab.backends._cluster import refuse_options
 
-            refuse_resources(task, "threads")
+            refuse_options(task, "threads", self.n_workers)
         task.state = 0
         task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
 

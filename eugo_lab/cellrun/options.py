@@ -136,7 +136,12 @@ class CellOptions:
         return [main]
 
     def meta(self) -> dict[str, Any]:
-        """What the trace records about the options (GPU and optimize choices are hooks for later issues)."""
+        """What the trace records about the options: the ``--gpu`` mode, ``--optimize``, ``--profile``.
+
+        ``gpu`` is the offload mode the cell ran with (``auto``/``on``/``off``; the per-operation
+        ledger is :mod:`eugo_lab.offload`); ``optimize`` whether the run wrapped its array-taking
+        calls in the checked JIT trial and built the optimization report (:mod:`eugo_lab.cellrun.optimize`).
+        """
         return {"gpu": self.gpu, "optimize": self.optimize, **({"profile": True} if self.profile else {}),
                 **self.extra_meta}
 

@@ -51,6 +51,7 @@ class CellSummary(Rendered):
     offload: Any = None  # --gpu auto|on: the cell's eugo_lab.offload Ledger (per-operation report), else None
     optimizations: Any = None  # --optimize: the cell's eugo_lab.optimizations.report.OptimizationReport, else None
     gpu_tasks: dict[int, int] = field(default_factory=dict)  # {device: tasks that held it} (gpus= tasks)
+    gpus_detected: bool = True  # False: those devices were named with no GPU found behind them
     # -- tasks the cell submitted and never waited on (eugo_lab.hpc.unwaited) --
     unwaited: int = 0  # tasks (map items) still unfinished when the cell's code ended
     still_running: int = 0  # ...of which still unfinished when the trace closed (counted in n_tasks too)
@@ -133,6 +134,7 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         error=None if error is None else type(error).__name__, report=report, runs=list(runs),
         measured=measured, simulated=simulated, options=dict(options), live_timeline_shown=live_timeline_shown,
         saved_as=saved_as, exported_to=exported_to, gpu_tasks=main.gpu_tasks() if hasattr(main, "gpu_tasks") else {},
+        gpus_detected=main.meta.get("gpus_detected", True) is not False,
         unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
         unwaited_names=future_names(namespace, main.meta),
     )

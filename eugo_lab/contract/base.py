@@ -52,6 +52,10 @@ class ClusterInfo:
     #: Which worker holds which GPU: ``{worker index: device}`` (the local pool's GPU workers; engines that
     #: assign devices per task, Dask and Ray, leave it empty and count theirs in ``gpus``).
     gpu_workers: dict[int, int] = field(default_factory=dict)
+    #: False when the cluster's GPUs have no device behind them: named on a machine where none was found
+    #: (the local pool's ``gpus=[0]``, an embedded Dask cluster's ``resources={'GPU': 1}``); their tasks run
+    #: on the CPU, and every display that mentions them says so.
+    gpus_detected: bool = True
 
     def __repr__(self) -> str:
         gib = self.memory / 2**30
@@ -60,7 +64,7 @@ class ClusterInfo:
             f"workers={self.workers}",
             f"cores={self.cores}",
             f"memory={gib:.1f} GiB",
-            f"gpus={self.gpus}",
+            f"gpus={self.gpus}" + ("" if self.gpus_detected or not self.gpus else " (named, no GPU detected)"),
             f"address={self.address}",
         ]
         if self.threads_per_worker != 1:

@@ -26,7 +26,7 @@ The tree::
     |-- TaskCancelledError                      cancelled (hpc.cancel, Interrupt, a cancelled input)
     |-- GetTimeoutError (also TimeoutError)     get/wait/as_completed ran out of time
     |-- NoWorkersError                          no worker can run it
-    |   `-- ResourceRequestError                gpus=/resources= that no worker of the cluster offers
+    |   `-- ResourceRequestError                cpus=/gpus=/resources=/memory= that no worker can give
     `-- BackendError                            the engine failed or went away
         `-- FunctionLoadError (also ImportError) a worker could not load the task's function
     TaskCancelled (BaseException)               raised inside a running task that was cancelled
@@ -117,11 +117,13 @@ class NoWorkersError(HpcError):
 
 
 class ResourceRequestError(NoWorkersError):
-    """A task asks for GPUs or resources (``gpus=``, ``resources=``) that no worker of the cluster offers.
+    """A task asks for what no worker of the cluster can give: ``cpus=``, ``gpus=``, ``resources=``, ``memory=``.
 
-    The same type on every engine, raised by ``get()`` at once (the task never runs, never
-    quietly on a worker without the device); the message names the request, what the cluster
-    has, and what to do. ``request`` holds what was asked (``{"GPU": 1}``).
+    More cores than any worker has, GPUs or resources no worker offers, or a memory limit
+    an engine cannot enforce (the ``threads`` backend). The same type on every engine,
+    raised by ``get()`` at once (the task never runs, never quietly without what it asked
+    for); the message names the request, what the cluster has, and what to do. ``request``
+    holds what was asked (``{"GPU": 1}``, ``{"CPU": 64}``, ``{"memory": 2**30}``).
     """
 
     def __init__(self, message: str, *, request: dict[str, float] | None = None):

@@ -383,6 +383,8 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
                 **self._extra_meta}
         if info.gpu_workers:  # which worker holds which GPU (JSON keys: strings), for the timeline's lanes
             meta["gpu_workers"] = {str(w): d for w, d in info.gpu_workers.items()}
+        if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so
+            meta["gpus_detected"] = False
         self.trace = rt.recorder.close_region(self._mark, meta)
         _set_last_trace(self.trace)
 

@@ -140,7 +140,13 @@ def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memo
 
     - ``retries``: how many times a task is re-run when its worker dies (crash, kill).
     - ``retry_exceptions``: exception classes (or ``True`` for any) that also trigger a re-run.
-    - ``memory``: bytes the task may use; ``cpus``/``gpus``/``resources``: what it needs from a worker.
+    - ``memory``: bytes the task may use (a task that outgrows it is stopped: ``WorkerMemoryError``;
+      the threads backend cannot enforce it and refuses it).
+    - ``cpus``: cores the task needs. The local pool holds ``cpus`` of its one-core workers for it
+      while it runs (a fraction rounds up), the embedded Dask cluster reserves that many of a
+      worker's threads (its ``CPU`` resource), Ray its ``num_cpus``; the threads backend refuses
+      more than 1. A request no worker can meet raises ``ResourceRequestError`` at once.
+    - ``gpus``/``resources``: GPUs and custom resources it needs from a worker (refused the same way).
     - ``name``: the name shown in traces and errors (default: the function's qualified name).
     - ``optimize``: try Numba on the first call in each worker; keep the compiled version only if
       its result matches the plain one and it is faster (see the README, "Automatic optimizations").

@@ -5,10 +5,15 @@ runs the same ``a + b`` a thousand times is one row ``x1000``. Device timings (C
 are resolved when the cell ends (:meth:`Ledger.finish`), so recording never synchronises.
 In a predictions-only ledger (no GPU here) the placement, reasons, bytes and GPU times are
 what the model predicts for a named device profile; only CPU times are measured.
+
+A time is shown only where one was measured: an operation whose device timer failed (or had
+none), and a move that was only predicted, count as ``unmeasured`` and read "not measured",
+never as a zero.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +43,7 @@ class OpRecord:
     measured_where: str = "cpu"  # where the measured time was taken: "cpu" (host timer) or "gpu" (device timer)
     fallback: str | None = None
     count: int = 1
+    unmeasured: int = 0  # of `count`, the operations without a measured time (a failed or missing timer)
     _timers: list = field(default_factory=list, repr=False)
 
     @property
@@ -52,9 +58,17 @@ class OpRecord:
                 fmt_time(self.predicted_gpu_s) if self.predicted_gpu_s is not None else "")
 
     @property
+    def measured(self) -> bool:
+        """Whether any operation of the row has a measured time."""
+        return self.unmeasured < self.count
+
+    @property
     def measured_text(self) -> str:
-        """The measured time (summed over ``count``) as the report writes it."""
-        return fmt_time(self.measured_s)
+        """The measured time (summed over ``count``) as the report writes it; "not measured" where none was."""
+        if not self.measured:
+            return "not measured"
+        text = fmt_time(self.measured_s)
+        return f"{text} ({self.unmeasured} of {self.count} not measured)" if self.unmeasured else text
 
     def key(self) -> tuple:
         """What identical rows share."""
@@ -76,15 +90,20 @@ class Ledger:
     note: str = ""  # e.g. "NVIDIA H200 found, but CuPy is not installed (...)": why predictions only
     _index: dict = field(default_factory=dict, repr=False)
 
-    def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None) -> OpRecord:
+    def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None,
+            measured: bool = True) -> OpRecord:
         """Add a row (merged into an identical one); ``timer`` is resolved at :meth:`finish`.
 
         ``key``: the caller's own identity for the row (see :meth:`merge`), instead of :meth:`OpRecord.key`.
+        ``measured=False``: ``measured_s`` is no measurement (a move that was only predicted). A row
+        timed on the device (``measured_where="gpu"``) is measured only by its ``timer``.
         """
         k = rec.key() if key is None else key
-        if self.merge(k, rec.h2d_bytes, rec.d2h_bytes, rec.predicted_cpu_s, rec.predicted_gpu_s, measured_s, timer):
+        if self.merge(k, rec.h2d_bytes, rec.d2h_bytes, rec.predicted_cpu_s, rec.predicted_gpu_s, measured_s, timer,
+                      measured):
             return self._index[k]
         rec.measured_s = measured_s
+        rec.unmeasured = int(_untimed(rec, timer, measured))
         if timer is not None:
             rec._timers.append(timer)
         self.rows.append(rec)
@@ -92,12 +111,14 @@ class Ledger:
         return rec
 
     def merge(self, key: Any, h2d: int, d2h: int, cpu_s: float | None, gpu_s: float | None, measured_s: float,
-              timer: Any = None) -> bool:
+              timer: Any = None, measured: bool = True) -> bool:
         """Count one more operation into the row ``key``; False when there is no such row yet (the fast path)."""
         row = self._index.get(key)
         if row is None:
             return False
         row.count += 1
+        if _untimed(row, timer, measured):
+            row.unmeasured += 1
         row.h2d_bytes += h2d
         row.d2h_bytes += d2h
         row.predicted_cpu_s = _add(row.predicted_cpu_s, cpu_s)
@@ -112,11 +133,20 @@ class Ledger:
         for row in self.rows:
             for t in row._timers:
                 try:
-                    row.measured_s += float(t.elapsed())
+                    seconds = float(t.elapsed())
                 except Exception:  # noqa: BLE001 - a timer of a failed launch has no end event
-                    pass
+                    seconds = math.nan
+                if math.isfinite(seconds) and seconds >= 0:
+                    row.measured_s += seconds
+                else:  # no time: the row says "not measured" for it, never adds a zero
+                    row.unmeasured += 1
             row._timers.clear()
         return self
+
+    @property
+    def unmeasured_gpu(self) -> int:
+        """Operations that ran on the device without a measured time (their timer failed or was missing)."""
+        return sum(r.unmeasured for r in self.rows if r.measured_where == "gpu")
 
     # -- counts for the summary ------------------------------------------------------------------------
     @property
@@ -161,6 +191,11 @@ class Ledger:
             return (f"{ops} ran on the CPU (no GPU here); predicted for {self.device}: {gpu} on GPU, "
                     f"{cpu} on CPU{detail}, {fmt_bytes(self.moved)} would move")
         return f"{ops}: {gpu} on GPU, {cpu} on CPU{detail}, {fmt_bytes(self.moved)} moved"
+
+
+def _untimed(row: OpRecord, timer: Any, measured: bool) -> bool:
+    """Whether an operation added to ``row`` with this ``timer`` has no time coming: never a zero in its place."""
+    return timer is None and (not measured or row.measured_where == "gpu")
 
 
 def _add(a: float | None, b: float | None) -> float | None:

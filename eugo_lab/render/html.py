@@ -183,7 +183,7 @@ def summary_html(s: Any) -> str:
     if getattr(s, "gpu_tasks", None):
         from eugo_lab.render.text import gpu_words
 
-        rows.append(("GPU tasks", escape(gpu_words(s.gpu_tasks, precise=True))))
+        rows.append(("GPU tasks", escape(gpu_words(s.gpu_tasks, True, getattr(s, "gpus_detected", True)))))
     for w, sp in s.measured:
         rows.append((f"measured speedup, {w} worker{'s' if w != 1 else ''}", f"{sp:.1f}x"))
     table = "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"

@@ -4,7 +4,9 @@ Input is an :class:`eugo_lab.offload.ledger.Ledger`; its rows write their own ti
 ``precise=False`` (``text/plain`` of the rich display) is deterministic: names, shapes,
 dtypes, places, bytes and reasons with times bucketed to 1-2-5 steps; measured times and
 GPU busy % only in the precise text (terminal) and in the HTML. Without a GPU the report
-says on every line that placements and GPU times are predictions for a named profile.
+says on every line that placements and GPU times are predictions for a named profile. A
+time is shown only where one was measured: an operation whose device timer failed reads
+"not measured", never "0 us".
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ def _busy(ledger: Any) -> str:
     return f"GPU busy {mean:.0f}% on average, {peak:.0f}% at most ({n} NVML samples)"
 
 
+def _unmeasured(ledger: Any) -> str:
+    n = ledger.unmeasured_gpu
+    return (f"{n} GPU operation{'s' if n != 1 else ''} not measured: the device timer gave no time, so no time "
+            f"is shown for {'them' if n != 1 else 'it'}")
+
+
 def heading(ledger: Any) -> str:
     """First line: the mode, the device, and whether the GPU side is measured or predicted."""
     if ledger.predictions_only:
@@ -53,14 +61,13 @@ def offload_text(ledger: Any, precise: bool = False) -> str:
     pred = "predicted " if ledger.predictions_only else ""
     cols = ["op", "shapes", "dtype", f"{pred}where", f"{pred}moved", "why"]
     if precise:
-        cols += ["pred. CPU", "pred. GPU", "measured"]
+        cols += ["predicted CPU", "predicted GPU", "measured"]
     rows = []
     for r in ledger.rows:
         where = r.where if r.count == 1 else f"{r.where} x{r.count}"
         cells = [r.op, _shapes(r.shapes), r.dtype, where, _moved(r), r.reason if precise else r.reason_bucketed]
         if precise:
-            measured = "-" if r.measured_s == 0 and r.is_transfer and ledger.predictions_only else \
-                f"{r.measured_text} ({'GPU' if r.measured_where == 'gpu' else 'CPU'})"
+            measured = r.measured_text + (f" ({'GPU' if r.measured_where == 'gpu' else 'CPU'})" if r.measured else "")
             cpu, gpu = r.predicted_text
             cells += [cpu or "-", gpu or "-", measured]
         rows.append(cells)
@@ -70,6 +77,8 @@ def offload_text(ledger: Any, precise: bool = False) -> str:
         lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip())
     if len(rows) > len(shown):
         lines.append(f"  ... {len(rows) - len(shown)} more rows (all of them in the rich view)")
+    if ledger.unmeasured_gpu:
+        lines.append("  " + _unmeasured(ledger))
     if precise:
         lines.append("  " + _busy(ledger))
     if ledger.predictions_only:
@@ -93,7 +102,7 @@ def offload_html(ledger: Any) -> str:
     body = []
     for r in ledger.rows:
         side = "GPU" if r.measured_where == "gpu" else "CPU"
-        m = "" if (pred and r.is_transfer) else f"{r.measured_text} on {side}"
+        m = f"{r.measured_text} on {side}" if r.measured else r.measured_text
         cells = [r.op, _shapes(r.shapes), r.dtype, r.where, str(r.count),
                  fmt_bytes(r.h2d_bytes) if r.h2d_bytes else "", fmt_bytes(r.d2h_bytes) if r.d2h_bytes else "",
                  r.reason, *r.predicted_text, m]
@@ -102,6 +111,8 @@ def offload_html(ledger: Any) -> str:
             f"{escape(ledger.device)}; only CPU times were measured.</i></div>" if pred else "")
     if ledger.note:
         note += f"<div>Note: {escape(ledger.note)}</div>"
+    if ledger.unmeasured_gpu:
+        note += f"<div>{escape(_unmeasured(ledger))}</div>"
     return (f"<div class='eugo-offload'><div><b>{head}</b></div><div>{escape(ledger.summary())}</div>{note}"
             f"<table><tr>{''.join(f'<th {_TH}>{escape(c)}</th>' for c in cols)}</tr>{''.join(body)}</table>"
             f"<div>{escape(_busy(ledger))}</div></div>")

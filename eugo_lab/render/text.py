@@ -28,7 +28,7 @@ def summary_text(s: Any, precise: bool = False) -> str:
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
     lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     if getattr(s, "gpu_tasks", None):
-        lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise)}")
+        lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise, getattr(s, 'gpus_detected', True))}")
     unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None
     if unwaited:
         lines.append(f"  {unwaited}")
@@ -74,15 +74,23 @@ def summary_text(s: Any, precise: bool = False) -> str:
     return "\n".join(lines)
 
 
-def gpu_words(gpu_tasks: dict[int, int], precise: bool = False) -> str:
+def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool = True) -> str:
     """``3 tasks held GPU 0, 2 tasks held GPU 1`` from ``{device: tasks}`` (``Trace.gpu_tasks()``).
 
     The deterministic form (``precise=False``) names the device only when there is one: how
     tasks split over several GPU workers depends on timing, their total does not.
+    ``detected=False``: the devices were named with no GPU found behind them (the trace's
+    ``meta["gpus_detected"]``), so the words say the tasks ran on the CPU.
     """
     if precise or len(gpu_tasks) == 1:
-        return ", ".join(f"{_plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
-    return f"{_plural(sum(gpu_tasks.values()), 'task')} held a GPU"
+        words = ", ".join(f"{_plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
+    else:
+        words = f"{_plural(sum(gpu_tasks.values()), 'task')} held a GPU"
+    if not detected:
+        words += (" (a device named with gpus=, no GPU detected on this machine: they ran on the CPU)"
+                  if len(gpu_tasks) == 1 else
+                  " (devices named with gpus=, no GPU detected on this machine: they ran on the CPU)")
+    return words
 
 
 def speedup_words(r: Any) -> str:

@@ -282,10 +282,18 @@ def gpu_request(a: Attempt) -> Verdict:
                          f"fallback as tasks too ({FUNCTION}.options(gpus=0).remote(i)), not in the notebook.")
     held = sum(a.trace.gpu_tasks().values())
     gpu_workers = bool(a.trace.meta.get("gpu_workers"))
+    # Devices named (gpus=[0], EUGO_LAB_GPU_DEVICES) on a machine where none was found: the scheduling is
+    # real, the device is not, and the verdict must not say the tiles ran on a GPU.
+    detected = a.trace.meta.get("gpus_detected", True) is not False
     if gpu_workers:
         if held < N_TILES:
             return a.not_yet(f"{N_TILES - held} of the {N_TILES} tasks ran on workers without a GPU, although this "
                              f"cluster has GPU workers: ask for one per call with @hpc.remote(gpus=1).")
+        if not detected:
+            return a.passed(f"all {N_TILES} tasks asked for a GPU and were scheduled on the pool's GPU workers (the "
+                            "trace's gpu column); their device was named with gpus= and no GPU was detected on "
+                            "this machine, so the tiles ran on the CPU",
+                            details=(f"devices held: {a.trace.gpu_tasks()} (named, no GPU detected)",))
         return a.passed(f"all {N_TILES} tasks asked for a GPU and ran on GPU workers (the trace's gpu column)",
                         details=(f"GPUs held: {a.trace.gpu_tasks()}",))
     if a.refused == 0:
