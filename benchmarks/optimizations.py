@@ -1,4 +1,4 @@
-"""Automatic optimizations (issue #13), measured: JIT on a loop stencil, the thread guard, call coalescing.
+"""Automatic optimizations, measured: JIT on a loop stencil, the thread guard, call coalescing.
 
     python -m benchmarks.optimizations            # Markdown table on stdout (for RESULTS.md)
     python -m benchmarks.optimizations --quick    # fewer rounds (a smoke run)

@@ -103,7 +103,7 @@ def test_the_report_measures_on_the_gpu(device):
             assert 0.1 < r.measured_s / r.predicted_gpu_s < 10, (r.op, r.measured_s, r.predicted_gpu_s)
 
 
-# -- GPU workers of the local pool (issue #13: per-call resource requests) ----------------------
+# -- GPU workers of the local pool (per-call resource requests) ----------------------
 def _devices_seen() -> tuple[int, str, str, int]:
     """In a worker: how many devices CUDA shows, the PCI bus of device 0, CUDA_VISIBLE_DEVICES, the pid."""
     import os

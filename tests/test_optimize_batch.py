@@ -1,4 +1,4 @@
-"""``@hpc.remote(batch="auto")`` (issue #13): tight loops of tiny calls coalesced; slow functions left alone."""
+"""``@hpc.remote(batch="auto")``: tight loops of tiny calls coalesced; slow functions left alone."""
 
 from __future__ import annotations
 

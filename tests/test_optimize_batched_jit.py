@@ -1,4 +1,4 @@
-"""``%%eugo --optimize`` for functions that run in batches: ``hpc.map`` and ``batch="auto"`` (issue #13).
+"""``%%eugo --optimize`` for functions that run in batches: ``hpc.map`` and ``batch="auto"``.
 
 A batch runs its items inside one task; the JIT trial on a worker's first call announces its
 verdict as ``hpc.phase`` spans, which the batch now carries back, each on the row of the item

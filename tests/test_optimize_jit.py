@@ -1,4 +1,4 @@
-"""JIT (issue #13): Numba tried on the worker, kept only when checked and faster; declines in plain words."""
+"""JIT: Numba tried on the worker, kept only when checked and faster; declines in plain words."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``%%eugo --optimize`` in a real IPython shell: the "what the runtime did for you" report (issue #13)."""
+"""``%%eugo --optimize`` in a real IPython shell: the "what the runtime did for you" report."""
 
 from __future__ import annotations
 

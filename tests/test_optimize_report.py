@@ -1,4 +1,4 @@
-"""The optimization report as data (issue #13): built from hand-made traces, hot functions and counters."""
+"""The optimization report as data: built from hand-made traces, hot functions and counters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Thread oversubscription guard (issue #13): BLAS threads = cores / workers in every engine's workers."""
+"""Thread oversubscription guard: BLAS threads = cores / workers in every engine's workers."""
 
 from __future__ import annotations
 

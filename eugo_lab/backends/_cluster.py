@@ -85,7 +85,7 @@ def run_task(fn_key: tuple[str, int], fn_payload: bytes, name: str, args: bytes,
     should the watchdog have to kill this whole process. ``probe``: a task of a traced region
     (``Task.probe``), whose stats then carry what it saw (``TaskStats.facts``).
     """
-    if _threads_unguarded:  # once per worker process: BLAS/OpenMP/Numba threads = cores / workers (issue #13)
+    if _threads_unguarded:  # once per worker process: BLAS/OpenMP/Numba threads = cores / workers
         _guard_threads()
     try:
         fn = _load_function(fn_key, fn_payload)

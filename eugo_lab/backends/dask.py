@@ -162,7 +162,7 @@ class _WorkerProcesses:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p or os.getcwd() for p in sys.path))
         # As quiet as the nannies' silence_logs=ERROR, also while they start and close.
         env["DASK_LOGGING__DISTRIBUTED"] = "error"
-        # Thread oversubscription guard (issue #13): n processes x nthreads task threads share the cores.
+        # Thread oversubscription guard: n processes x nthreads task threads share the cores.
         from eugo_lab.backends.local_process import usable_cores
         from eugo_lab.threadguard import limits as thread_guard
 

@@ -156,7 +156,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
 
     # os.uname().nodename is what socket.gethostname() returns, without importing socket.
     send(("hello", os.getpid(), os.uname().nodename, time.time()))
-    # Thread oversubscription guard (issue #13), after the hello so start-up does not wait for it:
+    # Thread oversubscription guard, after the hello so start-up does not wait for it:
     # the environment already holds the limit; this also sets it for libraries loaded by now.
     from eugo_lab.threadguard.variables import apply_once
 

@@ -275,7 +275,7 @@ class RayBackend(base.Backend):
 
                 opts.update(address="local", num_cpus=self.n_workers or usable_cores(), include_dashboard=False,
                             job_config=_job_config())
-                # Thread oversubscription guard (issue #13): one task per worker process, num_cpus of them.
+                # Thread oversubscription guard: one task per worker process, num_cpus of them.
                 from eugo_lab.threadguard import limits as thread_guard
 
                 guard_env = thread_guard.worker_env(thread_guard.plan(usable_cores(), opts["num_cpus"]))

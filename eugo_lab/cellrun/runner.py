@@ -27,12 +27,12 @@ from eugo_lab.cellrun import profile_display, report
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
-from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize (issue #13)
+from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
 from eugo_lab.hpc import profiling as prof_region
 from eugo_lab.hpc import session
-from eugo_lab.offload import cell as offload_cell  # --gpu (issue #13): `import numpy` in the cell dispatches per op
+from eugo_lab.offload import cell as offload_cell  # --gpu: `import numpy` in the cell dispatches per op
 from eugo_lab.render import display, html
 
 
@@ -78,7 +78,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             view.t0 = t0 = time.time()
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
-            # --optimize (issue #13): the runtime wraps the cell's functions in the JIT trial while the body runs
+            # --optimize: the runtime wraps the cell's functions in the JIT trial while the body runs
             with optimizer.running(rt) if optimizer is not None else contextlib.nullcontext():
                 value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary

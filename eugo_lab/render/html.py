@@ -201,11 +201,11 @@ def summary_html(s: Any) -> str:
     if len(s.runs) > 1 and s.measured:
         parts.append(speedup_svg(s.measured, s.simulated))
     parts.append(findings_html(list(getattr(r, "findings", ()) or ())))
-    if getattr(s, "offload", None) is not None and s.offload.rows:  # GPU offload (issue #13): per-op report
+    if getattr(s, "offload", None) is not None and s.offload.rows:  # GPU offload: per-op report
         from eugo_lab.render.offload import offload_view
 
         parts.append(offload_view(s.offload).to_html())
-    if getattr(s, "optimizations", None) is not None:  # --optimize (issue #13): what the runtime did for you
+    if getattr(s, "optimizations", None) is not None:  # --optimize: what the runtime did for you
         from eugo_lab.render.optimizations import optimizations_view
 
         parts.append(optimizations_view(s.optimizations).to_html())

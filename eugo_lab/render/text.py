@@ -35,12 +35,12 @@ def summary_text(s: Any, precise: bool = False) -> str:
     opts = s.options
     note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")
-    # -- GPU offload (issue #13): the per-operation report, when the cell ran NumPy operations --
+    # -- GPU offload: the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
         from eugo_lab.render.offload import offload_view
 
         lines.extend("  " + line for line in offload_view(s.offload).to_text(precise).splitlines())
-    # -- automatic optimizations (issue #13): what the runtime did for you --
+    # -- automatic optimizations: what the runtime did for you --
     if getattr(s, "optimizations", None) is not None:
         from eugo_lab.render.optimizations import optimizations_view
 
