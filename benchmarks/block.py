@@ -55,6 +55,10 @@ def main() -> None:
     eng.start()
     t = time.time()
     print("BENCH_PROBE " + json.dumps({**probe(t), "t_start": t_start}), flush=True)
+    if getattr(eng, "startup_only", False):
+        eng.stop()
+        print("BENCH_RESULT {}", flush=True)
+        return
 
     from benchmarks import scenarios as sc
 

@@ -120,6 +120,26 @@ class EugoLab(Engine):
 
 
 # -- the standard library and loky/joblib -------------------------------------------------------
+class EugoLabFirstRemote(EugoLab):
+    """The path a learner takes: no ``hpc.init()``, the first ``.remote()`` starts the default pool.
+
+    Start-up only (``startup_only``): the scenarios after it would measure the same pool as
+    ``eugo_lab``. The default pool has one worker per usable core: ``WORKERS`` on the 2-core
+    machines the targets are set for.
+    """
+
+    startup_only = True
+
+    def __init__(self) -> None:
+        super().__init__(traced=False, name="eugo_lab_first_remote")
+
+    def start(self) -> None:
+        from eugo_lab import hpc
+
+        self.hpc = hpc
+        hpc.get(hpc.remote(tasks.noop).remote(0))
+
+
 class StdPool(Engine):
     """``concurrent.futures.ProcessPoolExecutor`` (fork on Linux, the default)."""
 
@@ -310,7 +330,8 @@ class IPyParallel(Engine):
 
 
 ENGINES: dict[str, tuple[type[Engine], str]] = {
-    "eugo_lab": (EugoLab, "eugo_lab"), "ProcessPoolExecutor": (StdPool, "concurrent"), "loky": (Loky, "loky"),
+    "eugo_lab": (EugoLab, "eugo_lab"), "eugo_lab_first_remote": (EugoLabFirstRemote, "eugo_lab"),
+    "ProcessPoolExecutor": (StdPool, "concurrent"), "loky": (Loky, "loky"),
     "joblib": (Joblib, "joblib"), "dask": (Dask, "distributed"), "ray": (Ray, "ray"),
     "ipyparallel": (IPyParallel, "ipyparallel"),
 }

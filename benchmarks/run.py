@@ -155,6 +155,14 @@ def build(raw: dict, startup: dict, imports: dict, live: dict, disp: dict, sim: 
                    2.0, "x", detail=f"{e['median_s'] * 1e3:.0f} ms ({e['min_s'] * 1e3:.0f}-{e['max_s'] * 1e3:.0f}) vs "
                    f"{p['median_s'] * 1e3:.0f} ms ({p['min_s'] * 1e3:.0f}-{p['max_s'] * 1e3:.0f}), "
                    f"medians of {e['rounds']} rounds"))
+        first = st.get("eugo_lab_first_remote")
+        if first is not None:
+            # What a learner's script does: no hpc.init(), the first .remote() starts the pool.
+            t.append(T("startup: first .remote() (no hpc.init) / ProcessPoolExecutor",
+                       first["median_s"] / p["median_s"], 2.0, "x",
+                       detail=f"{first['median_s'] * 1e3:.0f} ms vs {p['median_s'] * 1e3:.0f} ms"))
+            t.append(T("startup: first .remote() / explicit hpc.init()", first["median_s"] / e["median_s"], 1.1, "x",
+                       detail=f"{first['median_s'] * 1e3:.0f} ms vs {e['median_s'] * 1e3:.0f} ms"))
     tiny = by[f"{sz.tiny} tiny tasks"]
     if "ProcessPoolExecutor" in tiny:
         e, p = tiny["eugo_lab"]["per_item_us"], tiny["ProcessPoolExecutor"]["per_item_us"]

@@ -28,7 +28,9 @@ def test_quick_benchmark_runs_and_writes_results():
         for name, row in r["engines"].items():
             assert row["median_s"] > 0, (r["scenario"], name)
     by = {r["scenario"]: r["engines"] for r in doc["results"]}
-    for name in engines:  # every installed engine ran every scenario
+    assert "eugo_lab_first_remote" in by["startup"]  # the learner's path: start-up only
+    assert any(t["target"].startswith("startup: first .remote()") for t in doc["targets"])
+    for name in engines - {"eugo_lab_first_remote"}:  # every other installed engine ran every scenario
         assert name in by["startup"] and name in by["500 tiny tasks"] and name in by["5000 items batched"]
         assert by["startup"][name]["extra"]["rss"]["median"] > 0
     # Driver memory per pending item: measured (tracemalloc) for hpc.map and the chunked-map peers. The
