@@ -35,6 +35,7 @@ from eugo_lab.contract.row import (
     TASK_INT_COLUMNS,
     TaskProfile,
 )
+from eugo_lab.tracing import driver as _driver
 from eugo_lab.tracing.segments import TaskRows
 
 if TYPE_CHECKING:
@@ -84,7 +85,12 @@ class Trace:
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
                  deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
-                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None):
+                 gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None,
+                 driver_spans: dict[str, Any] | None = None):
+        #: The driver's submissions that took at least ``driver.SPAN_MIN_S``: ``kind`` (0 serializing,
+        #: 1 submitting), ``task``, ``bytes``, ``start``, ``end``; :attr:`driver` is the whole lane.
+        self.driver_spans = _driver.frozen_spans(driver_spans) if driver_spans is not None else _driver.empty_spans()
+        self._driver: dict[str, np.ndarray] | None = None
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
@@ -164,6 +170,33 @@ class Trace:
         first = (self.tasks["attempt"] == 1) & (gpu >= 0)
         devices, counts = np.unique(gpu[first], return_counts=True)
         return dict(zip(devices.tolist(), counts.tolist()))
+
+    # -- the driver's time ----------------------------------------------------------------------
+    @property
+    def driver(self) -> dict[str, np.ndarray]:
+        """The driver lane: segments from the region's start to its end (``eugo_lab.tracing.driver.segments``).
+
+        Kinds ``serializing``, ``submitting``, ``blocked`` and ``own work``; times in seconds
+        since :attr:`t0`; their durations add up to :attr:`wall_time`.
+        """
+        if self._driver is None:
+            self._driver = _driver.segments(self)
+        return self._driver
+
+    def driver_breakdown(self) -> dict[str, float]:
+        """Seconds the driver spent per kind (``serializing``, ``submitting``, ``blocked``, ``own work``).
+
+        They add up to :attr:`wall_time`; submissions too short for a segment of their own
+        count under their kinds here (see ``eugo_lab.tracing.driver``).
+        """
+        return _driver.breakdown(self, self.driver)
+
+    def driver_dataframe(self) -> pd.DataFrame:
+        """:attr:`driver` as a DataFrame, one row per segment, with its ``duration``."""
+        import pandas as pd
+
+        d = self.driver
+        return pd.DataFrame({**{c: d[c] for c in _driver.SEGMENT_COLUMNS}, "duration": d["end"] - d["start"]})
 
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -276,6 +309,8 @@ class Trace:
             "deps": {k: col(v) for k, v in self.deps.items()},
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
+            **({"driver_spans": {k: col(v) for k, v in self.driver_spans.items()}}
+               if len(self.driver_spans["kind"]) else {}),
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
         }
@@ -308,6 +343,7 @@ class Trace:
         # "gpus" too (only traces in which a task held a GPU carry it).
         gpus = {c: _frozen(d.get("gpus", {}).get(c, []), "int64") for c in GPU_COLUMNS}
         return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+                   driver_spans=d.get("driver_spans"),  # within schema 1 too: a trace saved before it has none
                    functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],
