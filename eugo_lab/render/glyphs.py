@@ -35,11 +35,11 @@ DRIVER_GLYPH_COLUMNS = ("left", "right", "y", "kind", "color", "label")
 # twentieth of a pixel): a bar stands for a task that ran, however short.
 MIN_BAR_PX = 3
 # Past this many bars a lane is drawn as a density band: bars sharing one of DENSITY_PIXELS
-# columns of the cell's time become one bar that says how many tasks it holds. 50,000 tasks
-# then cost the browser and the saved notebook a few thousand bars (a bar's tooltip data is
-# ~300 bytes), and no detail is lost that the screen could show.
+# columns of the cell's time become one bar that says how many tasks it holds. 400 columns
+# of a timeline ~1,200 pixels wide are as wide as MIN_BAR_PX, so the unzoomed picture loses
+# nothing, and 50,000 tasks cost the browser 400 bars a lane (measured: benchmarks/timeline.py).
 DENSITY_MAX_BARS = 4000
-DENSITY_PIXELS = 1000
+DENSITY_PIXELS = 400
 # Tiny tasks: a successful first attempt shorter than MERGE_MAX_TASK that starts within
 # MERGE_MAX_GAP of the previous one of the same function on the same lane shares its bar
 # (the bar's tooltip sums their phases).
@@ -408,6 +408,12 @@ def driver_span_segments(spans: dict, t0: float) -> dict[str, list]:
         what = f"serializing arguments ({fmt_bytes(int(b), '.3g')})" if kind == "serializing" else "submitting a task"
         out["label"].append(f"{what}: {fmt_seconds(float(e) - float(s))}")
     return out
+
+
+def hatched(cols: dict[str, list]) -> dict[str, list]:
+    """The rows of task columns drawn hatched (failed or retried attempts): the live view hatches only those."""
+    keep = [i for i, h in enumerate(cols["hatch"]) if h != " "]
+    return {c: [cols[c][i] for i in keep] for c in TASK_COLUMNS}
 
 
 def density(cols: dict[str, list], lo: float, hi: float, max_bars: int = DENSITY_MAX_BARS,

@@ -39,8 +39,15 @@ def counters_html(snap: Any) -> str:
         parts.append(f"retried {snap.retried}")
     if snap.cancelled:
         parts.append(f"cancelled {snap.cancelled}")
-    parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
-              f"efficiency {snap.efficiency:.0%}"]
+    from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE  # (not at %load_ext: it loads NumPy)
+
+    parts.append(f"elapsed {fmt_seconds(snap.elapsed)}")
+    # A speedup so far only once tasks hold a share of the time that could be side by side
+    # (SIDE_BY_SIDE_MIN_SHARE on two workers); before that it would read "0.0x" about the driver.
+    if snap.workers >= 2 and snap.speedup >= 2 * SIDE_BY_SIDE_MIN_SHARE:
+        parts += [f"speedup so far {snap.speedup:.1f}x", f"efficiency {snap.efficiency:.0%}"]
+    else:
+        parts.append(f"task time so far {fmt_seconds(snap.busy)}")
     color = PROGRESS_COLORS["stopped" if snap.finished and snap.error else state]
     bar = (f"<div class='eugo-progress' style='height:6px;margin-top:3px;background:#e0e0e0'>"
            f"<div style='width:{snap.progress * 100:.1f}%;height:100%;background:{color}'></div></div>")

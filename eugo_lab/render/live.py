@@ -2,9 +2,9 @@
 
 It only draws: :class:`~eugo_lab.cellrun.live.LiveFeed` calls :meth:`LiveView.update` from
 its single writer thread about 10 times a second with the events that arrived and a
-counters snapshot. Each update costs at most three ``stream()`` calls (tasks, phases,
-blocks, only when non-empty) and one widget change (counters and progress bar are one
-HTML string).
+counters snapshot. Each update costs a few ``stream()`` calls (tasks, failed tasks' hatching,
+phases, blocks, the driver's spans: only those with new rows) and one widget change
+(counters and progress bar are one HTML string).
 
 The widgets come from the ``lab`` extra (ipywidgets, Bokeh, jupyter_bokeh), which a plain
 ``pip install eugo-lab`` leaves out so that cluster workers stay small. :func:`choose` is
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ TASKS_SOURCE = "eugo-timeline-tasks"
 PHASES_SOURCE = "eugo-timeline-phases"
 BLOCKS_SOURCE = "eugo-timeline-blocks"
 DRIVER_SOURCE = "eugo-timeline-driver"
+HATCHED_SOURCE = "eugo-timeline-hatched"
 LIVE_TEXT = "eugo live view (counters and timeline; needs a running kernel)"
 
 
@@ -119,6 +121,10 @@ T.apply = (fig) => {
   const bg = v('--jp-layout-color0', light ? '#ffffff' : '#111111');
   const fg = v('--jp-ui-font-color1', light ? '#222222' : '#e0e0e0');
   const line = v('--jp-border-color2', light ? '#e0e0e0' : '#444444');
+  const tag = light ? 'eugo-theme-light' : 'eugo-theme-dark';
+  // Every change repaints the figure: nothing to do when it already has these colours
+  // (the light theme on a new figure: Bokeh's defaults).
+  if (fig.background_fill_color === bg && (fig.tags.includes(tag) || (light && bg === '#ffffff'))) { return; }
   fig.background_fill_color = bg;
   fig.border_fill_color = bg;
   fig.outline_line_color = line;
@@ -134,7 +140,7 @@ T.apply = (fig) => {
       l.label_text_color = fg; l.background_fill_color = bg; l.border_line_color = line;
     }
   }
-  fig.tags = [light ? 'eugo-theme-light' : 'eugo-theme-dark'];
+  fig.tags = [tag];
 };
 T.figures.add(fig);
 T.apply(fig);
@@ -156,6 +162,7 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
         "phases": ColumnDataSource(data=glyphs.empty(glyphs.PHASE_GLYPH_COLUMNS), name=PHASES_SOURCE),
         "blocks": ColumnDataSource(data=glyphs.empty(glyphs.BLOCK_GLYPH_COLUMNS), name=BLOCKS_SOURCE),
         "driver": ColumnDataSource(data=glyphs.empty(glyphs.DRIVER_GLYPH_COLUMNS), name=DRIVER_SOURCE),
+        "hatched": ColumnDataSource(data=glyphs.empty(glyphs.TASK_COLUMNS), name=HATCHED_SOURCE),
     }
     y_range = Range1d(n_lanes - 0.4, -0.6)  # driver lane on top
     # The time axis spans the cell from its first line: 0 to the time elapsed (updated as it runs).
@@ -167,22 +174,29 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
                     fill_color="color", line_color=None)
     blocks = p.hbar(y="y", left="left", right="right", height=0.7, source=sources["blocks"], name="eugo-blocks",
                     fill_color=glyphs.BLOCK_COLOR, line_color=None, hatch_pattern="/", hatch_alpha=0.4)
-    # Under every task bar, one MIN_BAR_PX wide in screen pixels: a task of microseconds stays visible.
-    floor = p.rect(x="mid", y="y", width=glyphs.MIN_BAR_PX, width_units="screen", height=0.8,
-                   source=sources["tasks"], fill_color="color", line_color=None, name="eugo-task-floor")
+    # Under every task bar, a vertical dash MIN_BAR_PX wide in screen pixels: a task of
+    # microseconds stays visible. (A scatter marker: a screen-unit rect per bar cost the browser
+    # two seconds on 8,000 bars, the marker nothing measurable.)
+    floor = p.scatter(x="mid", y="y", marker="dash", angle=math.pi / 2, size=0.8 * LANE_HEIGHT_PX,
+                      line_width=glyphs.MIN_BAR_PX, line_color="color", source=sources["tasks"],
+                      name="eugo-task-floor")
     tasks = p.hbar(y="y", left="left", right="right", height=0.8, source=sources["tasks"], fill_color="color",
-                   line_color="line_color", hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
-                   name="eugo-tasks")
+                   line_color="line_color", name="eugo-tasks")
+    # Failed and retried attempts are hatched by a second glyph over only their rows: a hatch
+    # pattern per bar on every task cost Chromium ~28 s for 8,000 bars, even where it was blank.
+    hatched = p.hbar(y="y", left="left", right="right", height=0.8, source=sources["hatched"], fill_alpha=0,
+                     line_color="line_color", hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
+                     name="eugo-tasks-hatched")
     phases = p.hbar(y="y", left="left", right="right", height=0.45, source=sources["phases"], fill_color="color",
                     fill_alpha=0.35, line_color=None)
-    for r in (driver, blocks, floor, tasks, phases):
+    for r in (driver, blocks, floor, tasks, hatched, phases):
         # Nothing is ever selected or muted here: without those glyph copies the figure has
         # models fewer to serialize when the cell starts (BokehModel's cost grows with them).
         r.nonselection_glyph = None
         r.muted_glyph = None
     # Tooltip values are inserted as text by BokehJS (no "{safe}" format): a function named
     # "<img src=x onerror=...>" shows as those characters (tests/test_browser.py checks it).
-    p.add_tools(HoverTool(renderers=[tasks, floor], tooltips=[
+    p.add_tools(HoverTool(renderers=[tasks, floor, hatched], tooltips=[
         ("function", "@function"), ("tasks", "@tasks"), ("duration", "@duration"), ("phases", "@phases"),
         ("bytes", "@bytes"), ("status", "@status"), ("gpu", "@gpu")]))
     p.add_tools(HoverTool(renderers=[blocks], tooltips=[("driver", "@label"), ("at", "@source")]))
@@ -261,7 +275,8 @@ class LiveView:
         if self.sources is not None and not snapshot.finished:
             self._span(snapshot.elapsed)
         if self.sources is not None and (len(chunk) or len(chunk.blocks["kind"])):
-            for key, cols in (("tasks", glyphs.task_columns(chunk, self.t0, self.palette, lanes=self.lanes)),
+            tasks = glyphs.task_columns(chunk, self.t0, self.palette, lanes=self.lanes)
+            for key, cols in (("tasks", tasks), ("hatched", glyphs.hatched(tasks)),
                               ("phases", glyphs.phase_columns(chunk, self.t0, self.phase_palette, lanes=self.lanes)),
                               ("blocks", glyphs.block_columns(chunk, self.t0, display.source_label))):
                 if cols["left"]:
@@ -271,16 +286,22 @@ class LiveView:
         self.counters.value = counters_html(snapshot)  # one message (traitlets sends none if unchanged)
 
     def final(self, trace: Any) -> None:
-        """Once the cell ended: the whole driver lane, the axis over the cell, and a density band past many bars.
+        """Once the cell ended: redraw from its trace, with the whole driver lane and the axis over the cell.
 
         The driver's own work is only known once the cell ended (it is what is left of the
-        wall time), so the driver source is replaced by the trace's segments.
+        wall time), and the trace's clock starts when its region opened, a moment before the
+        live view's: every source is redrawn from the trace so that all bars share its origin
+        (past ``DENSITY_MAX_BARS`` task bars, as a density band).
         """
         if self.sources is None:
             return
+        self.t0 = trace.t0
+        lanes = glyphs.Lanes(trace.n_workers)
+        tasks = glyphs.density(glyphs.task_columns(trace, trace.t0, self.palette, lanes=lanes), 0.0,
+                               max(trace.wall_time, 1e-3))
+        self.sources["tasks"].data = tasks
+        self.sources["hatched"].data = glyphs.hatched(tasks)
+        self.sources["phases"].data = glyphs.phase_columns(trace, trace.t0, self.phase_palette, lanes=lanes)
+        self.sources["blocks"].data = glyphs.block_columns(trace, trace.t0, display.source_label)
         self.sources["driver"].data = glyphs.driver_columns(trace.driver)
         self._span(trace.wall_time)
-        if len(self.sources["tasks"].data["left"]) > glyphs.DENSITY_MAX_BARS:
-            lanes = glyphs.Lanes(trace.n_workers)
-            cols = glyphs.task_columns(trace, trace.t0, self.palette, lanes=lanes)
-            self.sources["tasks"].data = glyphs.density(cols, 0.0, max(trace.wall_time, 1e-3))
