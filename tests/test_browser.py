@@ -228,7 +228,7 @@ def test_tooltips_and_user_text_escaped_in_chromium(tmp_path):
         page.screenshot(path=str(OUT / "browser-tooltip-task.png"))
         rows = tip["rows"]
         assert rows["function"] == EVIL, rows  # the characters, not an image
-        assert re.fullmatch(r"2\d\d\.\d ms", rows["duration"]), rows  # 250 ms of sleeps (loaded VM: 2xx)
+        assert re.fullmatch(r"2\d\d(\.\d)? ms", rows["duration"]), rows  # 250 ms of sleeps (loaded VM: 2xx)
         assert re.fullmatch(r"read \d+\.\d ms", rows["phases"]), rows
         assert re.fullmatch(r"in \d+ B, out 1\.0 kB", rows["bytes"]), rows
         assert rows["status"] == "ok" and tip["imgs"] == 0
@@ -350,7 +350,11 @@ def test_new_findings_and_biggest_win_escaped_in_chromium(tmp_path):
         assert f"every {EVIL}() task does about the same work" in summary, summary
         assert "move the get() at cell line 18 out of the loop" in summary, summary  # Blocking, with its line
         assert re.search(r"saves \S+ m?s: \S+ m?s → \S+ m?s predicted", summary), summary
-        assert "(estimated from task time)" in summary, summary
+        # Six partitions of very different sizes after three blocking gets: the tasks ran side by side
+        # for a tenth to a quarter of the cell, depending on the machine. A speedup (with its
+        # efficiency) is shown only where that was long enough, else how long they were side by side.
+        assert ("tasks side by side" in summary) != ("efficiency" in summary), summary
+        assert "0.0x" not in summary, summary
         injected = page.evaluate("() => document.querySelectorAll('.jp-OutputArea img').length")
         assert injected == 0 and dialogs == [], (injected, dialogs, console[-10:])
 
