@@ -15,20 +15,31 @@ def codes(trace):
 
 
 # -- Speedup ---------------------------------------------------------------------------------------
-def test_speedup_always_present_and_graded():
+def test_speedup_graded_where_tasks_ran_side_by_side():
     good = analyze(even_trace(workers=4, per_worker=3)).finding("speedup")
     assert good.term == "Speedup" and good.severity == "info"
     assert good.evidence["speedup"] == approx(4.0) and good.evidence["efficiency"] == approx(1.0)
     b = TraceBuilder(workers=4)
+    b.task(worker=0, start=0, end=4)
+    b.task(worker=1, start=0, end=1)  # side by side for 1 s of 4: a quarter of the run, enough to grade
+    poor = analyze(b.build()).finding("speedup")
+    assert poor.severity == "problem"  # 1.25x of 4: 31% efficiency
+    assert poor.evidence["speedup"] == approx(1.25)
+    assert poor.verdict == ("1.2x on 4 workers, ideal 4x (31% efficiency): 5 s of task time in 4 s "
+                            "(estimated from task time).")
+
+
+def test_no_speedup_finding_where_tasks_never_ran_side_by_side():
+    # Two tasks one after the other on 4 workers: task time / wall time is 1x, which says nothing about parallelism.
+    b = TraceBuilder(workers=4)
     b.task(worker=0, start=0, end=1)
     b.task(worker=0, start=1, end=2)
-    poor = analyze(b.build()).finding("speedup")
-    assert poor.severity == "problem"  # 1x of 4: 25% efficiency
-    assert poor.evidence["speedup"] == approx(1.0)
-    assert poor.verdict == ("1x on 4 workers, ideal 4x (25% efficiency): 2 s of task time in 2 s "
-                            "(estimated from task time).")
-    # The chain's first task is half of it: partitioning it is priced, and the advice leads with it.
-    assert poor.advice.startswith("The biggest win: partition task 1's input (f) into 4 pieces, saving 750 ms")
+    rep = analyze(b.build())
+    assert rep.finding("speedup") is None
+    # A cell of driver work with one microsecond task: no "0.0x" finding either.
+    b = TraceBuilder(workers=2)
+    b.task(worker=0, start=0.5, end=0.50001)
+    assert analyze(b.build(end=1.0)).finding("speedup") is None
 
 
 # -- Straggler and Long tail ------------------------------------------------------------------------

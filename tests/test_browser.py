@@ -228,7 +228,7 @@ def test_tooltips_and_user_text_escaped_in_chromium(tmp_path):
         page.screenshot(path=str(OUT / "browser-tooltip-task.png"))
         rows = tip["rows"]
         assert rows["function"] == EVIL, rows  # the characters, not an image
-        assert re.fullmatch(r"2\d\d\.\d ms", rows["duration"]), rows  # 250 ms of sleeps (loaded VM: 2xx)
+        assert re.fullmatch(r"2\d\d(\.\d)? ms", rows["duration"]), rows  # 250 ms of sleeps (loaded VM: 2xx)
         assert re.fullmatch(r"read \d+\.\d ms", rows["phases"]), rows
         assert re.fullmatch(r"in \d+ B, out 1\.0 kB", rows["bytes"]), rows
         assert rows["status"] == "ok" and tip["imgs"] == 0
@@ -350,6 +350,97 @@ def test_new_findings_and_biggest_win_escaped_in_chromium(tmp_path):
         assert f"every {EVIL}() task does about the same work" in summary, summary
         assert "move the get() at cell line 18 out of the loop" in summary, summary  # Blocking, with its line
         assert re.search(r"saves \S+ m?s: \S+ m?s → \S+ m?s predicted", summary), summary
-        assert "(estimated from task time)" in summary, summary
+        # Six partitions of very different sizes after three blocking gets: the tasks ran side by side
+        # for a tenth to a quarter of the cell, depending on the machine. A speedup (with its
+        # efficiency) is shown only where that was long enough, else how long they were side by side.
+        assert ("tasks side by side" in summary) != ("efficiency" in summary), summary
+        assert "0.0x" not in summary, summary
         injected = page.evaluate("() => document.querySelectorAll('.jp-OutputArea img').length")
         assert injected == 0 and dialogs == [], (injected, dialogs, console[-10:])
+
+
+BY_VALUE_CELL = """%%eugo -w 2
+import time
+import numpy as np
+from eugo_lab import hpc
+
+@hpc.remote
+def rows(a):
+    return a.shape[0]
+
+data = np.ones(4_000_000)  # 32 MB, sent by value to every task
+n = sum(hpc.get([rows.remote(data) for _ in range(6)]))
+t = time.time()
+while time.time() - t < 0.2:  # the driver's own work after the results
+    pass
+n"""
+
+# The driver lane as drawn (its own segments and the blocked waits) and the x axis's range.
+DRIVER_LANE = """() => {
+  const pv = [...window.Bokeh.index.roots].filter(v => v.model.name === 'eugo-timeline').pop();
+  const doc = pv.model.document;
+  const d = doc.get_model_by_name('eugo-timeline-driver').data;
+  const b = doc.get_model_by_name('eugo-timeline-blocks').data;
+  const segs = Array.from(d.left).map((l, i) => ({kind: d.kind[i], left: l, right: d.right[i], label: d.label[i]}))
+    .concat(Array.from(b.left).map((l, i) => ({kind: 'blocked', left: l, right: b.right[i], label: b.label[i]})));
+  const prompts = [...document.querySelectorAll('.jp-InputPrompt')].map(e => e.textContent.trim());
+  return {segs, start: pv.model.x_range.start, end: pv.model.x_range.end, tags: Array.from(pv.model.tags),
+          background: pv.model.background_fill_color, prompts,
+          summary: (document.querySelector('.eugo-driver-lead') || {}).textContent || null};
+}"""
+
+
+def test_driver_lane_axis_and_dark_theme_in_chromium(tmp_path):
+    shots = Path("/tmp/shots")
+    shots.mkdir(exist_ok=True)
+    with _lab_with(tmp_path, "byvalue.ipynb", ["%load_ext eugo_lab", BY_VALUE_CELL]) as server, \
+            _page(server, "byvalue.ipynb") as (page, console, _):
+        _run_all(page)
+        deadline = time.monotonic() + 240
+        got: dict = {}
+        while time.monotonic() < deadline:
+            try:
+                got = page.evaluate(DRIVER_LANE)
+            except Exception:  # noqa: BLE001 - the figure is not on the page yet
+                got = {}
+            if got and got["prompts"][-1:] != ["[*]:"] and got["summary"] and any(
+                    s["kind"] == "own work" for s in got["segs"]):
+                break
+            time.sleep(0.5)
+        assert got and got["summary"], console[-20:]
+        page.screenshot(path=str(shots / "driver-lane-light.png"), full_page=True)
+        segs = sorted(got["segs"], key=lambda s: s["left"])
+        # The lane accounts for the whole cell: from 0 to its end, no gaps, and the axis spans the same.
+        assert segs[0]["left"] == pytest.approx(0.0, abs=1e-6)
+        assert all(abs(a["right"] - b["left"]) < 1e-6 for a, b in zip(segs, segs[1:]))
+        assert got["start"] == 0.0 and got["end"] == pytest.approx(segs[-1]["right"], rel=1e-6)
+        kinds = {s["kind"] for s in segs}
+        assert {"serializing", "own work", "blocked"} <= kinds, kinds
+        ser = sum(s["right"] - s["left"] for s in segs if s["kind"] == "serializing")
+        assert ser > 0.05 and "32 MB" in next(s["label"] for s in segs if s["kind"] == "serializing")
+        # The driver's 0.2 s after the results is drawn, not cut off.
+        assert segs[-1]["kind"] == "own work" and segs[-1]["right"] - segs[-1]["left"] >= 0.19
+        assert "of this cell ran in the driver" in got["summary"]
+        assert "0.0x" not in page.text_content(".eugo-summary")
+        # Dark theme: the Bokeh timeline follows, as the summary does.
+        page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
+                      "{theme: 'JupyterLab Dark'})")
+        dark = {}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            dark = page.evaluate(DRIVER_LANE)
+            if "eugo-theme-dark" in dark["tags"]:
+                break
+            time.sleep(0.3)
+        assert "eugo-theme-dark" in dark["tags"], dark["tags"]
+        time.sleep(1.0)
+        page.screenshot(path=str(shots / "driver-lane-dark.png"), full_page=True)
+        bg = page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()")
+        assert dark["background"].lower() == bg.lower() and bg.lower() not in ("#fff", "#ffffff", "white")
+        # ...and back.
+        page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
+                      "{theme: 'JupyterLab Light'})")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "eugo-theme-light" not in page.evaluate(DRIVER_LANE)["tags"]:
+            time.sleep(0.3)
+        assert "eugo-theme-light" in page.evaluate(DRIVER_LANE)["tags"]

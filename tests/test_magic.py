@@ -650,7 +650,7 @@ def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
     rec = Recorder()
     mark = rec.open_region()
     stats = TaskStats(time.time(), 0.001, 0.001, 0.0, 0.0, 10, 10, None, None, None)
-    with_phase = (time.time(), 0.002, 0.001, 0.0, 0.0, 10, 10, [("read", 0.0, 0.001, 0.0)], None)
+    with_phase = TaskStats(time.time(), 0.002, 0.001, 0.0, 0.0, 10, 10, [("read", 0.0, 0.001, 0.0)], None, None)
 
     def record(tid, st=stats):
         rec.record_task(task_id=tid, attempt=1, function="f", worker=0, status=0, batch=0, submit=0.0, ready=0.0,

@@ -28,6 +28,8 @@ class TraceBuilder:
         self.deps: dict[str, list] = {"task": [], "on": []}
         self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.deps_recorded = False
+        self.driver_spans: dict[str, list] = {"kind": [], "task": [], "bytes": [], "start": [], "end": []}
+        self.driver_short: dict[str, float] | None = None
         self._next_id = 1
 
     @staticmethod
@@ -85,6 +87,17 @@ class TraceBuilder:
         self.blocks["futures"].append(futures)
         self.blocks["source"].append(self._code(self.sources, source))
 
+    def submission(self, task_id: int, start: float, pickled: float, end: float, nbytes: int = 0) -> None:
+        """Record one submission the driver timed (a span each for serializing and submitting, as the runtime does)."""
+        for kind, a, b in ((0, start, pickled), (1, pickled, end)):
+            for c, v in (("kind", kind), ("task", task_id), ("bytes", nbytes if kind == 0 else 0), ("start", T0 + a),
+                         ("end", T0 + b)):
+                self.driver_spans[c].append(v)
+
+    def short_submissions(self, serializing: float, submitting: float, count: int) -> None:
+        """Record the summed time of submissions too short for spans (the runtime's ``driver_short``)."""
+        self.driver_short = {"serializing": serializing, "submitting": submitting, "submits": count}
+
     def build(self, end: float | None = None, start: float = 0.0) -> Trace:
         """The trace; the region spans ``start``..``end`` (default: the last received time)."""
         if end is None:
@@ -92,8 +105,10 @@ class TraceBuilder:
         meta = {**self.meta, "region_start": T0 + start, "region_end": T0 + end}
         if self.deps_recorded:
             meta["deps_recorded"] = True
+        if self.driver_short is not None or self.driver_spans["kind"]:
+            meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
-                                  arg_keys=self.arg_keys,
+                                  arg_keys=self.arg_keys, driver_spans=self.driver_spans,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 

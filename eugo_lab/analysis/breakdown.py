@@ -127,3 +127,100 @@ def breakdown(trace: Trace, u: Units | None = None, win: Window | None = None) -
     return Breakdown(workers=workers, wall_time=wall, compute=compute, serialization=serialization,
                      scheduling=scheduling, transfer=transfer, idle=idle,
                      queue_wait=float(queue_waits(u).sum()), driver_blocked=blocked)
+
+
+#: Speedup and efficiency mean something only where tasks ran side by side for at least a
+#: fifth of the cell: below that, task time over wall time measures how long the driver took
+#: (pickling, its own loop, waiting on one task), not parallelism, and reads "0.0x".
+SIDE_BY_SIDE_MIN_SHARE = 0.2
+#: The summary leads with the driver when more than half the cell was the driver's own time.
+DRIVER_LEAD_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class DriverTime:
+    """Where the cell's wall time went on the driver (``Trace.driver_breakdown``), and how much ran in parallel.
+
+    ``serializing + submitting + blocked + own_work == wall_time``. ``blocked_single``: the
+    part of ``blocked`` during which at most one task body ran (the driver waiting on a
+    single task); ``side_by_side``: time during which two or more task bodies ran at once.
+    """
+
+    wall_time: float
+    serializing: float
+    submitting: float
+    blocked: float
+    own_work: float
+    blocked_single: float
+    side_by_side: float
+    workers: int
+
+    @property
+    def driver_bound(self) -> float:
+        """Seconds the cell spent on the driver rather than in parallel tasks (waiting on one task counts)."""
+        single = self.blocked_single if self.workers >= 2 else 0.0
+        return self.serializing + self.submitting + self.own_work + single
+
+    def share(self, seconds: float) -> float:
+        """``seconds`` as a share of the wall time (0 for an empty window)."""
+        return seconds / self.wall_time if self.wall_time > 0 else 0.0
+
+    @property
+    def ran_in_parallel(self) -> bool:
+        """Whether tasks ran side by side long enough for a speedup to mean something (``SIDE_BY_SIDE_MIN_SHARE``)."""
+        return self.workers >= 2 and self.side_by_side >= SIDE_BY_SIDE_MIN_SHARE * self.wall_time > 0
+
+    @property
+    def driver_led(self) -> bool:
+        """Whether most of the cell was the driver's (``DRIVER_LEAD_SHARE``)."""
+        return self.share(self.driver_bound) > DRIVER_LEAD_SHARE
+
+    def parts(self) -> list[tuple[str, float]]:
+        """The driver's shares as ``[(what, seconds)]``, largest first, the ones under 1% left out."""
+        items = [("serializing arguments", self.serializing), ("submitting", self.submitting),
+                 ("its own work", self.own_work)]
+        if self.workers >= 2:
+            items.append(("waiting on one task at a time", self.blocked_single))
+        return sorted([(k, v) for k, v in items if self.share(v) >= 0.01], key=lambda kv: -kv[1])
+
+    def sentence(self) -> str:
+        """``72% of this cell ran in the driver: 41% serializing arguments, 31% its own work``."""
+        parts = ", ".join(f"{self.share(v):.0%} {k}" for k, v in self.parts())
+        return f"{self.share(self.driver_bound):.0%} of this cell ran in the driver" + (f": {parts}" if parts else "")
+
+
+def parallel_time(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where two or more of the intervals overlap, within ``[lo, hi]``, as merged ``(starts, ends)``."""
+    ok = np.isfinite(start) & np.isfinite(end) & (end > start)
+    s, e = np.clip(start[ok], lo, hi), np.clip(end[ok], lo, hi)
+    if not s.size:
+        return np.zeros(0), np.zeros(0)
+    x = np.concatenate([s, e])
+    step = np.concatenate([np.ones(s.size), -np.ones(e.size)])
+    order = np.lexsort((step, x))  # ends before starts at the same instant: touching bars do not overlap
+    x, level = x[order], np.cumsum(step[order])
+    two = np.flatnonzero(level[:-1] >= 2)
+    return merge(x[two], x[two + 1])
+
+
+def single_time(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where at most one of the intervals runs, within ``[lo, hi]`` (the complement of :func:`parallel_time`)."""
+    ps, pe = parallel_time(start, end, lo, hi)
+    edges = np.concatenate([[lo], pe]), np.concatenate([ps, [hi]])
+    return merge(*edges)
+
+
+@takes_trace
+def driver_time(trace: Trace) -> DriverTime:
+    """The :class:`DriverTime` of a trace (its driver lane, and how long tasks ran side by side)."""
+    d = trace.driver_breakdown()
+    t = trace.tasks
+    lo, hi = trace.t0, trace.t0 + max(trace.wall_time, 0.0)
+    start, end = np.asarray(t["start"], float), np.asarray(t["end"], float)
+    ps, pe = parallel_time(start, end, lo, hi)
+    b = trace.blocks
+    blocked = merge(np.clip(np.asarray(b["start"], float), lo, hi), np.clip(np.asarray(b["end"], float), lo, hi))
+    single = float(covered(single_time(start, end, lo, hi), *blocked).sum()) if len(blocked[0]) else 0.0
+    return DriverTime(wall_time=max(trace.wall_time, 0.0), serializing=d["serializing"], submitting=d["submitting"],
+                      blocked=d["blocked"], own_work=d["own work"], blocked_single=single,
+                      side_by_side=float((pe - ps).sum()), workers=trace.n_workers)

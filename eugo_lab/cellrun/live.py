@@ -58,7 +58,11 @@ class Sink(Protocol):
     """What the feed drives (the live view); called from the writer thread only."""
 
     def update(self, chunk: Any, snapshot: Snapshot) -> None:
-        """Draw new rows (a recorder ``Chunk``) and counters."""
+        """Draw new rows (a recorder ``Chunk``) and counters.
+
+        A sink may also have ``update_driver(spans)`` (the driver's new submission spans,
+        ``Recorder.driver_spans_since``) and ``final(trace)`` (called once the cell ended).
+        """
 
 
 class _Writer:
@@ -108,6 +112,8 @@ class LiveFeed:
         self._interval = interval
         self._clock = clock
         self._cursor: Any = None
+        self._driver_cursor: int | None = None
+        self._driver: Any = None  # the driver's spans read with the last chunk
         self._stop = threading.Event()
         self._done = threading.Event()  # set by the writer thread when it has left this feed
         self._read_lock = threading.Lock()  # a read after stop() began would find the region gone
@@ -125,6 +131,8 @@ class LiveFeed:
     def start(self) -> LiveFeed:
         """Remember where the recorder is now and hand the feed to the writer thread."""
         self._cursor, _ = self._recorder.read_since(None)
+        if hasattr(self._recorder, "driver_spans_since"):
+            self._driver_cursor, _ = self._recorder.driver_spans_since(None)
         self._started = True
         _writer.run(self)
         return self
@@ -134,6 +142,8 @@ class LiveFeed:
             if self._stop.is_set():
                 return None
             self._cursor, chunk = self._recorder.read_since(self._cursor)
+            if self._driver_cursor is not None:
+                self._driver_cursor, self._driver = self._recorder.driver_spans_since(self._driver_cursor)
         t = chunk.tasks
         if len(t["task_id"]) and self._first_task is None:
             self._first_task = (int(t["task_id"][0]), int(t["attempt"][0]))
@@ -151,6 +161,10 @@ class LiveFeed:
             snap = self._state.snapshot(self._clock(), 0 if finished else self._unfinished(), finished=finished,
                                         error=error)
             self._sink.update(chunk, snap)
+            driver, self._driver = self._driver, None
+            draw_driver = getattr(self._sink, "update_driver", None)
+            if driver is not None and len(driver["kind"]) and draw_driver is not None:
+                draw_driver(driver)
             self.updates += 1
         except Exception:  # a broken view must never break the user's cell
             self._broken = True
@@ -189,6 +203,13 @@ class LiveFeed:
             self._done.wait()
         c = time.thread_time()
         self._draw(self._unseen(trace), finished=True, error=error)
+        final = getattr(self._sink, "final", None)
+        if final is not None and not self._broken:
+            try:
+                final(trace)  # the whole driver lane and the axis over the cell
+            except Exception:  # a broken view must never break the user's cell
+                self._broken = True
+                log.exception("the live view failed to draw the cell's end")
         self.cpu += time.thread_time() - c
         last_stats.update(updates=self.updates, cpu=self.cpu)
         return self._state.snapshot(self._clock(), 0, finished=True, error=error)

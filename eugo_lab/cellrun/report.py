@@ -56,6 +56,8 @@ class CellSummary(Rendered):
     unwaited: int = 0  # tasks (map items) still unfinished when the cell's code ended
     still_running: int = 0  # ...of which still unfinished when the trace closed (counted in n_tasks too)
     unwaited_names: list[str] = field(default_factory=list)  # the cell's variables holding their futures
+    # -- the driver's time (eugo_lab.analysis.breakdown.DriverTime): leads the summary when it was most of the cell
+    driver: Any = None
 
     def unwaited_text(self, precise: bool) -> str | None:
         """What to say about tasks the cell never waited on (None: it waited for all).
@@ -103,6 +105,7 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     import numpy as np
 
     from eugo_lab.analysis import analyze, simulate  # imported by the first cell, not by %load_ext
+    from eugo_lab.analysis.breakdown import driver_time
 
     main = runs[-1].trace
     t = main.tasks
@@ -136,5 +139,5 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         saved_as=saved_as, exported_to=exported_to, gpu_tasks=main.gpu_tasks() if hasattr(main, "gpu_tasks") else {},
         gpus_detected=main.meta.get("gpus_detected", True) is not False,
         unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
-        unwaited_names=future_names(namespace, main.meta),
+        unwaited_names=future_names(namespace, main.meta), driver=driver_time(main),
     )

@@ -178,6 +178,8 @@ class Runtime:
         for wrap in _wrap_chain:
             fn = wrap(self, fn, args, kwargs, None)
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()
+        traced = self.recorder.active  # the driver lane: pickling and hand-off timed only while tracing
+        began = time.time() if traced else 0.0
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
@@ -189,10 +191,18 @@ class Runtime:
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
+        pickled = time.time() if traced else 0.0  # out-of-band buffers copied out too: the argument is ready to send
         self._tasks[tid] = task
         self.tasks_submitted += 1
         self._start(task, tokens)
+        if traced:
+            self._driver_submitted(began, pickled, tid, args_bytes, buffers)
         return fut
+
+    def _driver_submitted(self, began: float, pickled: float, tid: int, args_bytes: bytes, buffers: list) -> None:
+        """Tell the trace how long the driver spent pickling task ``tid``'s arguments and handing it on."""
+        self.recorder.driver.submitted(began, pickled, time.time(), tid,
+                                       len(args_bytes) + (sum(b.nbytes for b in buffers) if buffers else 0))
 
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
         """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
@@ -213,6 +223,8 @@ class Runtime:
         self._check_open()
         for wrap in _wrap_chain:
             fn = wrap(self, fn, (), {}, items)
+        traced = self.recorder.active
+        began = time.time() if traced else 0.0
         args_bytes, tokens, buffers = dumps_args((items,), {}, function=fn.name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
@@ -221,9 +233,12 @@ class Runtime:
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
+        pickled = time.time() if traced else 0.0
         task.on_batch_done = on_done
         self._tasks[tid] = task
         self._start(task, tokens)
+        if traced:
+            self._driver_submitted(began, pickled, tid, args_bytes, buffers)
         return task
 
     def _start(self, task: Pending, tokens: list) -> None:

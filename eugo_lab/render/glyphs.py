@@ -2,7 +2,8 @@
 
 Input is a :class:`~eugo_lab.tracing.Trace` or a recorder ``Chunk`` (new rows read while
 the cell runs): both have the same columns and name tables.
-Lanes (:class:`Lanes`): y = 0 is the driver (where ``get()``/``wait()`` blocked), y = w + 1
+Lanes (:class:`Lanes`): y = 0 is the driver (what it did, from the cell's first line to its
+last: serializing arguments, submitting, blocked in ``get()``/``wait()``, its own work), y = w + 1
 is worker ``w``; a worker process that died gets its replacement a lane of its own.
 Times are seconds since the cell started. The Bokeh view and the static SVG draw the
 same columns, so what the page shows live and what the saved notebook shows agree.
@@ -25,8 +26,20 @@ PHASE_COLORS = ("#000000", "#ffffff", "#555555", "#dddddd")
 FAILED_LINE = "#d62728"
 GPU_LINE = "#76b900"  # the outline of a task that held a GPU (NVIDIA's green: the colour people know it by)
 BLOCK_COLOR = "#9e9e9e"
-TASK_COLUMNS = ("left", "right", "y", "color", "line_color", "hatch", "function", "name", "duration", "phases",
-                "bytes", "status", "attempt", "task_id", "tasks", "gpu")
+# The driver's other segments (light Category20 tones: told apart from the tasks' Category10 colours).
+DRIVER_COLORS = {"serializing": "#ff9896", "submitting": "#c5b0d5", "own work": "#dbdb8d"}
+TASK_COLUMNS = ("left", "right", "mid", "busy", "y", "color", "line_color", "hatch", "function", "name", "duration",
+                "phases", "bytes", "status", "attempt", "task_id", "tasks", "gpu")
+DRIVER_GLYPH_COLUMNS = ("left", "right", "y", "kind", "color", "label")
+# Every bar is drawn at least this many pixels wide (a 70 us task in a one-second cell is a
+# twentieth of a pixel): a bar stands for a task that ran, however short.
+MIN_BAR_PX = 3
+# Past this many bars a lane is drawn as a density band: bars sharing one of DENSITY_PIXELS
+# columns of the cell's time become one bar that says how many tasks it holds. 400 columns
+# of a timeline ~1,200 pixels wide are as wide as MIN_BAR_PX, so the unzoomed picture loses
+# nothing, and 50,000 tasks cost the browser 400 bars a lane (measured: benchmarks/timeline.py).
+DENSITY_MAX_BARS = 4000
+DENSITY_PIXELS = 400
 # Tiny tasks: a successful first attempt shorter than MERGE_MAX_TASK that starts within
 # MERGE_MAX_GAP of the previous one of the same function on the same lane shares its bar
 # (the bar's tooltip sums their phases).
@@ -267,6 +280,8 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
         st = STATUS_NAMES[status[i]]
         cols["left"].append(left - t0)
         cols["right"].append(right - t0)
+        cols["mid"].append((left + right) / 2 - t0)
+        cols["busy"].append(busy)
         cols["y"].append(int(ys[i]))
         cols["color"].append(palette.color(name))
         # white edges separate adjacent bars; a task that held a GPU is outlined green
@@ -359,6 +374,82 @@ def block_columns(data: object, t0: float, source_label: Callable[[str], str] | 
     return cols
 
 
+
+
+def driver_columns(segments: dict, kinds: Iterable[str] = tuple(DRIVER_COLORS)) -> dict[str, list]:
+    """The driver lane's segments of ``kinds`` (``Trace.driver`` or :func:`driver_span_segments`) as bars on y = 0.
+
+    Blocked segments are drawn by :func:`block_columns` (their own glyph and tooltip), so the
+    default leaves them out; together the two cover the lane from the cell's start to its end.
+    """
+    cols = empty(DRIVER_GLYPH_COLUMNS)
+    keep = set(kinds)
+    for k, s, e, label in zip(segments["kind"], segments["start"], segments["end"], segments["label"]):
+        if k in keep and e > s:
+            cols["left"].append(float(s))
+            cols["right"].append(float(e))
+            cols["y"].append(0)
+            cols["kind"].append(str(k))
+            cols["color"].append(DRIVER_COLORS.get(str(k), BLOCK_COLOR))
+            cols["label"].append(str(label))
+    return cols
+
+
+def driver_span_segments(spans: dict, t0: float) -> dict[str, list]:
+    """Recorded submission spans (``Recorder.driver_spans_since``) as segments, for the live view."""
+    from eugo_lab.tracing.driver import SPAN_KINDS
+
+    out: dict[str, list] = {"kind": [], "start": [], "end": [], "label": []}
+    for k, s, e, b in zip(spans["kind"], spans["start"], spans["end"], spans["bytes"]):
+        kind = SPAN_KINDS[int(k)]
+        out["kind"].append(kind)
+        out["start"].append(float(s) - t0)
+        out["end"].append(float(e) - t0)
+        what = f"serializing arguments ({fmt_bytes(int(b), '.3g')})" if kind == "serializing" else "submitting a task"
+        out["label"].append(f"{what}: {fmt_seconds(float(e) - float(s))}")
+    return out
+
+
+def hatched(cols: dict[str, list]) -> dict[str, list]:
+    """The rows of task columns drawn hatched (failed or retried attempts): the live view hatches only those."""
+    keep = [i for i, h in enumerate(cols["hatch"]) if h != " "]
+    return {c: [cols[c][i] for i in keep] for c in TASK_COLUMNS}
+
+
+def density(cols: dict[str, list], lo: float, hi: float, max_bars: int = DENSITY_MAX_BARS,
+            pixels: int = DENSITY_PIXELS) -> dict[str, list]:
+    """``cols`` (from :func:`task_columns`) with bars binned per lane where there are more than ``max_bars``.
+
+    Bars of a lane whose middles fall in the same of ``pixels`` columns of ``[lo, hi]``
+    become one bar from the first's left to the last's right, coloured as the first, whose
+    tooltip says how many tasks and which functions it holds and how busy it was.
+    """
+    n = len(cols["left"])
+    if n <= max_bars or not hi > lo:
+        return cols
+    mid, y = np.asarray(cols["mid"], dtype="float64"), np.asarray(cols["y"], dtype="int64")
+    col = np.clip(((mid - lo) / (hi - lo) * pixels).astype("int64"), 0, pixels - 1)
+    key = y * pixels + col
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    firsts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    counts = np.diff(np.append(firsts, n))
+    left = np.minimum.reduceat(np.asarray(cols["left"], dtype="float64")[order], firsts)
+    right = np.maximum.reduceat(np.asarray(cols["right"], dtype="float64")[order], firsts)
+    busy = np.add.reduceat(np.asarray(cols["busy"], dtype="float64")[order], firsts)
+    tasks = np.add.reduceat(np.asarray(cols["tasks"], dtype="int64")[order], firsts)
+    names = np.asarray(cols["name"], dtype=object)[order]
+    out = {c: [cols[c][int(order[j])] for j in firsts.tolist()] for c in TASK_COLUMNS}
+    for g, j in enumerate(firsts.tolist()):
+        if counts[g] == 1:
+            continue
+        fns = sorted(set(names[j:j + counts[g]].tolist()))
+        out["left"][g], out["right"][g] = float(left[g]), float(right[g])
+        out["mid"][g], out["busy"][g], out["tasks"][g] = float(left[g] + right[g]) / 2, float(busy[g]), int(tasks[g])
+        out["function"][g] = f"{int(tasks[g])} tasks of {', '.join(fns)} (they share a pixel)"
+        out["duration"][g] = f"{fmt_seconds(float(busy[g]))} busy in {fmt_seconds(float(right[g] - left[g]))}"
+        out["phases"][g] = out["bytes"][g] = out["status"][g] = "-"
+    return out
 
 
 def speedup_points(rows: Iterable[tuple[int, float]]) -> dict[str, list]:

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from eugo_lab.render import display, glyphs
+from eugo_lab.render.text import driver_words, lead_line
 from eugo_lab.units import fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
@@ -38,8 +39,15 @@ def counters_html(snap: Any) -> str:
         parts.append(f"retried {snap.retried}")
     if snap.cancelled:
         parts.append(f"cancelled {snap.cancelled}")
-    parts += [f"elapsed {fmt_seconds(snap.elapsed)}", f"speedup so far {snap.speedup:.1f}x",
-              f"efficiency {snap.efficiency:.0%}"]
+    from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE  # (not at %load_ext: it loads NumPy)
+
+    parts.append(f"elapsed {fmt_seconds(snap.elapsed)}")
+    # A speedup so far only once tasks hold a share of the time that could be side by side
+    # (SIDE_BY_SIDE_MIN_SHARE on two workers); before that it would read "0.0x" about the driver.
+    if snap.workers >= 2 and snap.speedup >= 2 * SIDE_BY_SIDE_MIN_SHARE:
+        parts += [f"speedup so far {snap.speedup:.1f}x", f"efficiency {snap.efficiency:.0%}"]
+    else:
+        parts.append(f"task time so far {fmt_seconds(snap.busy)}")
     color = PROGRESS_COLORS["stopped" if snap.finished and snap.error else state]
     bar = (f"<div class='eugo-progress' style='height:6px;margin-top:3px;background:#e0e0e0'>"
            f"<div style='width:{snap.progress * 100:.1f}%;height:100%;background:{color}'></div></div>")
@@ -47,58 +55,85 @@ def counters_html(snap: Any) -> str:
             + f"</div>{bar}</div>")
 
 
+#: Past this many task bars the static SVG is drawn as a density band (see :func:`timeline_svg`).
+SVG_MAX_BARS = 1000
+
+
 def timeline_svg(trace: Any, n_lanes: int, width: int = 720, lane_h: int = 22) -> str:
-    """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns."""
+    """A static SVG of the timeline (driver lane + one lane per worker), from the same glyph columns.
+
+    The time axis spans the cell, from its first line to its last; every bar is at least
+    ``MIN_BAR_PX`` wide, and a lane of more bars than ``DENSITY_MAX_BARS`` is a density band.
+    Text and frame follow JupyterLab's theme (its CSS variables, light fallbacks).
+    """
     t0 = trace.t0
     pal = glyphs.Palette()
     lanes = glyphs.Lanes(n_lanes - 1)
+    lo, hi = 0.0, max(float(trace.wall_time), 0.0)
     tasks = glyphs.task_columns(trace, t0, pal, lanes=lanes)
     phases = glyphs.phase_columns(trace, t0, glyphs.Palette(glyphs.PHASE_COLORS), lanes=lanes)
     blocks = glyphs.block_columns(trace, t0, display.source_label)
+    driver = glyphs.driver_columns(trace.driver) if hasattr(trace, "driver") else glyphs.empty(
+        glyphs.DRIVER_GLYPH_COLUMNS)
     n_lanes = lanes.n_lanes
-    lefts = tasks["left"] + blocks["left"]
-    rights = tasks["right"] + blocks["right"]
-    if not lefts:
+    if not (tasks["left"] or blocks["left"] or driver["left"]):
         return "<div><i>no tasks ran</i></div>"
-    lo, hi = min(lefts), max(rights)
+    lefts, rights = tasks["left"] + blocks["left"], tasks["right"] + blocks["right"]
+    if not hi > lo:  # a trace without its region's end: the drawn extent
+        lo, hi = min(lefts + [0.0]), max(rights + [0.0])
     span = (hi - lo) or 1.0
     labels = lanes.labels({int(w): int(d) for w, d in getattr(trace, "meta", {}).get("gpu_workers", {}).items()})
     label_w = max(80, 6 * max(len(v) for v in labels.values()) + 8)  # "worker 0 (replacement, died)" fits
     plot_w = width - label_w - 10
     height = n_lanes * lane_h + 24
+    # Static SVG bars carry their tooltip text: binned into columns as wide as the narrowest bar,
+    # which loses nothing the picture shows and keeps 50,000 tasks to a few hundred kB.
+    tasks = glyphs.density(tasks, lo, hi, max_bars=SVG_MAX_BARS, pixels=max(plot_w // glyphs.MIN_BAR_PX, 1))
 
     def x(v: float) -> float:
-        return label_w + (v - lo) / span * plot_w
+        return label_w + (min(max(v, lo), hi) - lo) / span * plot_w
 
+    def rect(left: float, right: float, y: float, h: float, attrs: str, title: str) -> str:
+        w = max(x(right) - x(left), glyphs.MIN_BAR_PX)
+        at = min(x((left + right) / 2) - w / 2, label_w + plot_w - w) if w == glyphs.MIN_BAR_PX else x(left)
+        return (f"<rect x='{max(at, label_w):.1f}' y='{y}' width='{w:.1f}' height='{h}' {attrs}>"
+                f"<title>{escape(title)}</title></rect>")
+
+    fg = "var(--jp-ui-font-color1, #222)"
     out = [f"<svg class='eugo-timeline' width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' "
-           "style='font: 11px sans-serif'>"]
+           f"style='font: 11px sans-serif; fill: {fg}' data-start='{lo:.6g}' data-end='{hi:.6g}'>",
+           f"<rect x='{label_w}' y='0' width='{plot_w}' height='{n_lanes * lane_h}' fill='none' "
+           "style='stroke: var(--jp-border-color2, #e0e0e0)'/>"]
     for y, label in labels.items():
         out.append(f"<text x='2' y='{y * lane_h + 15}'>{escape(label)}</text>")
+    for i in range(len(driver["left"])):
+        out.append(rect(driver["left"][i], driver["right"][i], 3, lane_h - 6,
+                        f"fill='{driver['color'][i]}' class='eugo-driver' data-kind='{escape(driver['kind'][i])}'",
+                        driver["label"][i]))
     for i in range(len(blocks["left"])):
-        w = max(x(blocks["right"][i]) - x(blocks["left"][i]), 1)
-        out.append(f"<rect x='{x(blocks['left'][i]):.1f}' y='3' width='{w:.1f}' height='{lane_h - 6}' "
-                   f"fill='{glyphs.BLOCK_COLOR}'><title>{escape(blocks['label'][i])} at {escape(blocks['source'][i])}"
-                   "</title></rect>")
+        out.append(rect(blocks["left"][i], blocks["right"][i], 3, lane_h - 6,
+                        f"fill='{glyphs.BLOCK_COLOR}' class='eugo-driver' data-kind='blocked'",
+                        f"{blocks['label'][i]} at {blocks['source'][i]}"))
     for i in range(len(tasks["left"])):
-        y = tasks["y"][i] * lane_h + 3
-        w = max(x(tasks["right"][i]) - x(tasks["left"][i]), 1)
         failed = tasks["hatch"][i] == "x"
         on_gpu = tasks["gpu"][i] != "-"
         title = (f"{tasks['function'][i]}: {tasks['duration'][i]}, {tasks['status'][i]}, phases {tasks['phases'][i]}, "
                  f"{tasks['bytes'][i]}" + (f", held {tasks['gpu'][i]}" if on_gpu else ""))
-        out.append(f"<rect x='{x(tasks['left'][i]):.1f}' y='{y}' width='{w:.1f}' height='{lane_h - 6}' "
-                   f"fill='{tasks['color'][i]}' stroke='{tasks['line_color'][i]}' "
-                   f"stroke-width='{2 if failed or on_gpu else 0.5}'><title>{escape(title)}</title></rect>")
+        out.append(rect(tasks["left"][i], tasks["right"][i], tasks["y"][i] * lane_h + 3, lane_h - 6,
+                        f"fill='{tasks['color'][i]}' stroke='{tasks['line_color'][i]}' "
+                        f"stroke-width='{2 if failed or on_gpu else 0.5}'", title))
     for i in range(len(phases["left"])):
-        y = phases["y"][i] * lane_h + 8
-        w = max(x(phases["right"][i]) - x(phases["left"][i]), 1)
-        out.append(f"<rect x='{x(phases['left'][i]):.1f}' y='{y}' width='{w:.1f}' height='{lane_h - 16}' "
-                   f"fill='{phases['color'][i]}' fill-opacity='0.35'>"
-                   f"<title>{escape(phases['phase'][i])}</title></rect>")
+        out.append(rect(phases["left"][i], phases["right"][i], phases["y"][i] * lane_h + 8, lane_h - 16,
+                        f"fill='{phases['color'][i]}' fill-opacity='0.35'", phases["phase"][i]))
     out.append(f"<text x='{label_w}' y='{height - 4}'>{fmt_seconds(lo)}</text>")
     out.append(f"<text x='{width - 60}' y='{height - 4}'>{fmt_seconds(hi)}</text>")
     out.append("</svg>")
     legend = " ".join(f"<span style='color:{c}'>&#9632;</span> {escape(n)}" for n, c in pal.assigned.items())
+    drawn = dict.fromkeys(driver["kind"])
+    legend += "".join(f" <span style='color:{glyphs.DRIVER_COLORS[k]}'>&#9632;</span> driver {escape(k)}"
+                      for k in drawn)
+    if blocks["left"]:
+        legend += f" <span style='color:{glyphs.BLOCK_COLOR}'>&#9632;</span> driver blocked"
     if any(g != "-" for g in tasks["gpu"]):
         legend += f" <span style='color:{glyphs.GPU_LINE}'>&#9633;</span> held a GPU"
     return "".join(out) + f"<div style='{_STYLE}'>{legend}</div>"
@@ -169,15 +204,20 @@ def summary_html(s: Any) -> str:
     if s.error:
         head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"
     measured = getattr(r, "measured_speedup", None)
-    if measured is not None:  # one speedup story: the measured one leads, the estimate is labelled
+    driver = getattr(s, "driver", None)
+    if driver is not None and not driver.ran_in_parallel:  # a speedup here would measure the driver: say what ran
+        speed = [("tasks side by side", f"{fmt_seconds(driver.side_by_side)} of {fmt_seconds(driver.wall_time)} "
+                                        "(too little for a speedup to mean something)")]
+    elif measured is not None:  # one speedup story: the measured one leads, the estimate is labelled
         speed = [("speedup", f"{measured:.1f}x (measured against 1 worker)"),
-                 ("speedup estimated from task time", f"{r.estimated_speedup:.1f}x")]
+                 ("speedup estimated from task time", f"{r.estimated_speedup:.1f}x"),
+                 ("efficiency", f"{r.efficiency:.0%}")]
     elif hasattr(r, "estimated_speedup"):
-        speed = [("speedup", f"{r.speedup:.1f}x (estimated from task time)")]
+        speed = [("speedup", f"{r.speedup:.1f}x (estimated from task time)"), ("efficiency", f"{r.efficiency:.0%}")]
     else:
-        speed = [("speedup", f"{r.speedup:.1f}x")]
+        speed = [("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}")]
     rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),
-            *speed, ("efficiency", f"{r.efficiency:.0%}"),
+            *([("driver", escape(driver_words(driver)))] if driver is not None else []), *speed,
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
             ("failed / retried", f"{s.failed} / {s.retried}")]
     if getattr(s, "gpu_tasks", None):
@@ -189,6 +229,9 @@ def summary_html(s: Any) -> str:
     table = "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
                     for k, v in rows)
     parts = [f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b></div>"]
+    lead = lead_line(s)
+    if lead:
+        parts.append(f"<div class='eugo-driver-lead'><b>{escape(lead)}</b></div>")
     headline = getattr(r, "headline", None)
     if headline is not None:
         parts.append(f"<div class='eugo-biggest-win'><b>{escape(headline())}</b></div>")
@@ -227,9 +270,10 @@ def status_html(st: Any) -> str:
     """``%eugo status`` as a small table."""
     if not st.running_runtime:
         return f"<div style='{_STYLE}'>No runtime is running.</div>"
-    rows = [("backend", escape(st.backend)), ("workers", st.workers), ("tasks running", st.running),
+    workers = f"{st.workers} worker{'' if st.workers == 1 else 's'}"
+    rows = [("backend", escape(st.backend)), ("workers", workers), ("tasks running", st.running),
             ("tasks queued", st.queued), ("tasks submitted", st.submitted), ("up", fmt_seconds(st.elapsed)),
-            ("idle", fmt_seconds(st.idle)), ("cost so far", f"{st.cost:.4f} (at {st.price:g} per worker-hour)")]
+            ("idle", fmt_seconds(st.idle)), ("cost so far", f"${st.cost:.4f} (at ${st.price:g} per worker-hour)")]
     return (f"<table class='eugo-status' style='{_STYLE}'>"
             + "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
                       for k, v in rows) + "</table>")

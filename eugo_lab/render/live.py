@@ -2,9 +2,9 @@
 
 It only draws: :class:`~eugo_lab.cellrun.live.LiveFeed` calls :meth:`LiveView.update` from
 its single writer thread about 10 times a second with the events that arrived and a
-counters snapshot. Each update costs at most three ``stream()`` calls (tasks, phases,
-blocks, only when non-empty) and one widget change (counters and progress bar are one
-HTML string).
+counters snapshot. Each update costs a few ``stream()`` calls (tasks, failed tasks' hatching,
+phases, blocks, the driver's spans: only those with new rows) and one widget change
+(counters and progress bar are one HTML string).
 
 The widgets come from the ``lab`` extra (ipywidgets, Bokeh, jupyter_bokeh), which a plain
 ``pip install eugo-lab`` leaves out so that cluster workers stay small. :func:`choose` is
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ from eugo_lab.render.html import counters_html
 TASKS_SOURCE = "eugo-timeline-tasks"
 PHASES_SOURCE = "eugo-timeline-phases"
 BLOCKS_SOURCE = "eugo-timeline-blocks"
+DRIVER_SOURCE = "eugo-timeline-driver"
+HATCHED_SOURCE = "eugo-timeline-hatched"
 LIVE_TEXT = "eugo live view (counters and timeline; needs a running kernel)"
 
 
@@ -104,37 +107,100 @@ LANE_HEIGHT_PX = 30
 FIXED_HEIGHT_PX = 100  # axis, legend and toolbar
 
 
+# Restyles the figure from JupyterLab's theme (its CSS variables on <body>), now and whenever the
+# theme changes: Bokeh draws on a canvas, which CSS cannot reach, so the colours are set on the
+# models. Run by BokehJS when the figure is first laid out (its inner_width changes); one
+# MutationObserver per page watches body's data-jp-theme-* attributes for every eugo figure.
+THEME_JS = """
+const T = window.__eugoTheme = window.__eugoTheme || {figures: new Set(), observer: null};
+T.apply = (fig) => {
+  const body = document.body;
+  const light = body.dataset.jpThemeLight !== 'false';
+  const css = getComputedStyle(body);
+  const v = (name, fallback) => (css.getPropertyValue(name) || '').trim() || fallback;
+  const bg = v('--jp-layout-color0', light ? '#ffffff' : '#111111');
+  const fg = v('--jp-ui-font-color1', light ? '#222222' : '#e0e0e0');
+  const line = v('--jp-border-color2', light ? '#e0e0e0' : '#444444');
+  const tag = light ? 'eugo-theme-light' : 'eugo-theme-dark';
+  // Every change repaints the figure: nothing to do when it already has these colours
+  // (the light theme on a new figure: Bokeh's defaults).
+  if (fig.background_fill_color === bg && (fig.tags.includes(tag) || (light && bg === '#ffffff'))) { return; }
+  fig.background_fill_color = bg;
+  fig.border_fill_color = bg;
+  fig.outline_line_color = line;
+  for (const ax of [...fig.left, ...fig.below]) {
+    ax.axis_label_text_color = fg; ax.major_label_text_color = fg;
+    ax.axis_line_color = fg; ax.major_tick_line_color = fg; ax.minor_tick_line_color = fg;
+  }
+  for (const g of fig.center) {
+    if (g.grid_line_color != null) { g.grid_line_color = line; }
+  }
+  for (const l of fig.above) {
+    if (l.label_text_color !== undefined) {
+      l.label_text_color = fg; l.background_fill_color = bg; l.border_line_color = line;
+    }
+  }
+  fig.tags = [tag];
+};
+T.figures.add(fig);
+T.apply(fig);
+if (T.observer === null) {
+  // The theme's stylesheet may land just after the attribute: apply again a moment later.
+  const all = () => { for (const f of T.figures) { T.apply(f); } };
+  T.observer = new MutationObserver(() => { all(); setTimeout(all, 300); setTimeout(all, 1500); });
+  T.observer.observe(document.body, {attributes: true, attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']});
+}
+"""
+
+
 def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
-    from bokeh.models import ColumnDataSource, HoverTool, Legend, LegendItem, Range1d
+    from bokeh.models import ColumnDataSource, CustomJS, HoverTool, Legend, LegendItem, Range1d
     from bokeh.plotting import figure
 
     sources = {
         "tasks": ColumnDataSource(data=glyphs.empty(glyphs.TASK_COLUMNS), name=TASKS_SOURCE),
         "phases": ColumnDataSource(data=glyphs.empty(glyphs.PHASE_GLYPH_COLUMNS), name=PHASES_SOURCE),
         "blocks": ColumnDataSource(data=glyphs.empty(glyphs.BLOCK_GLYPH_COLUMNS), name=BLOCKS_SOURCE),
+        "driver": ColumnDataSource(data=glyphs.empty(glyphs.DRIVER_GLYPH_COLUMNS), name=DRIVER_SOURCE),
+        "hatched": ColumnDataSource(data=glyphs.empty(glyphs.TASK_COLUMNS), name=HATCHED_SOURCE),
     }
     y_range = Range1d(n_lanes - 0.4, -0.6)  # driver lane on top
+    # The time axis spans the cell from its first line: 0 to the time elapsed (updated as it runs).
+    x_range = Range1d(0.0, 1.0, name="eugo-x-range")
     p = figure(height=FIXED_HEIGHT_PX + LANE_HEIGHT_PX * n_lanes, sizing_mode="stretch_width", y_range=y_range,
-               name="eugo-timeline", x_axis_label="seconds since the cell started",
+               x_range=x_range, name="eugo-timeline", x_axis_label="seconds since the cell started",
                tools="xpan,xwheel_zoom,reset,save", toolbar_location="right")
+    driver = p.hbar(y="y", left="left", right="right", height=0.7, source=sources["driver"], name="eugo-driver",
+                    fill_color="color", line_color=None)
     blocks = p.hbar(y="y", left="left", right="right", height=0.7, source=sources["blocks"], name="eugo-blocks",
                     fill_color=glyphs.BLOCK_COLOR, line_color=None, hatch_pattern="/", hatch_alpha=0.4)
+    # Under every task bar, a vertical dash MIN_BAR_PX wide in screen pixels: a task of
+    # microseconds stays visible. (A scatter marker: a screen-unit rect per bar cost the browser
+    # two seconds on 8,000 bars, the marker nothing measurable.)
+    floor = p.scatter(x="mid", y="y", marker="dash", angle=math.pi / 2, size=0.8 * LANE_HEIGHT_PX,
+                      line_width=glyphs.MIN_BAR_PX, line_color="color", source=sources["tasks"],
+                      name="eugo-task-floor")
     tasks = p.hbar(y="y", left="left", right="right", height=0.8, source=sources["tasks"], fill_color="color",
-                   line_color="line_color", hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
-                   name="eugo-tasks")
+                   line_color="line_color", name="eugo-tasks")
+    # Failed and retried attempts are hatched by a second glyph over only their rows: a hatch
+    # pattern per bar on every task cost Chromium ~28 s for 8,000 bars, even where it was blank.
+    hatched = p.hbar(y="y", left="left", right="right", height=0.8, source=sources["hatched"], fill_alpha=0,
+                     line_color="line_color", hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
+                     name="eugo-tasks-hatched")
     phases = p.hbar(y="y", left="left", right="right", height=0.45, source=sources["phases"], fill_color="color",
                     fill_alpha=0.35, line_color=None)
-    for r in (blocks, tasks, phases):
-        # Nothing is ever selected or muted here: without those glyph copies the figure has 6
+    for r in (driver, blocks, floor, tasks, hatched, phases):
+        # Nothing is ever selected or muted here: without those glyph copies the figure has
         # models fewer to serialize when the cell starts (BokehModel's cost grows with them).
         r.nonselection_glyph = None
         r.muted_glyph = None
     # Tooltip values are inserted as text by BokehJS (no "{safe}" format): a function named
     # "<img src=x onerror=...>" shows as those characters (tests/test_browser.py checks it).
-    p.add_tools(HoverTool(renderers=[tasks], tooltips=[
-        ("function", "@function"), ("duration", "@duration"), ("phases", "@phases"), ("bytes", "@bytes"),
-        ("status", "@status"), ("gpu", "@gpu")]))
+    p.add_tools(HoverTool(renderers=[tasks, floor, hatched], tooltips=[
+        ("function", "@function"), ("tasks", "@tasks"), ("duration", "@duration"), ("phases", "@phases"),
+        ("bytes", "@bytes"), ("status", "@status"), ("gpu", "@gpu")]))
     p.add_tools(HoverTool(renderers=[blocks], tooltips=[("driver", "@label"), ("at", "@source")]))
+    p.add_tools(HoverTool(renderers=[driver], tooltips=[("driver", "@label")]))
     # One legend entry per function, grouped in the browser from the "name" column, so it
     # grows as new functions stream in; drawn on the canvas (user text is never HTML there).
     p.add_layout(Legend(items=[LegendItem(label={"field": "name"}, renderers=[tasks])], location="top_left",
@@ -142,6 +208,7 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
     p.yaxis.ticker = list(range(n_lanes))
     p.yaxis.major_label_overrides = glyphs.lane_labels(n_lanes)
     p.ygrid.grid_line_color = None
+    p.js_on_change("inner_width", CustomJS(args={"fig": p}, code=THEME_JS))
     return p, sources
 
 
@@ -189,10 +256,27 @@ class LiveView:
         p.height = FIXED_HEIGHT_PX + LANE_HEIGHT_PX * n
         self.lanes.changed = False
 
+    def _span(self, end: float) -> None:
+        """Stretch the time axis to ``[0, end]`` (and make that what the reset tool returns to)."""
+        r = self.figure.x_range
+        end = max(float(end), 1e-3)
+        if r.end != end:
+            r.update(start=0.0, end=end, reset_start=0.0, reset_end=end)
+
+    def update_driver(self, spans: Any) -> None:
+        """Draw the driver's new submission spans (``Recorder.driver_spans_since``; writer thread only)."""
+        if self.sources is not None:
+            cols = glyphs.driver_columns(glyphs.driver_span_segments(spans, self.t0))
+            if cols["left"]:
+                self.sources["driver"].stream(cols)
+
     def update(self, chunk: Any, snapshot: Any) -> None:
         """Draw newly recorded rows (a recorder ``Chunk``) and the counters (writer thread only)."""
+        if self.sources is not None and not snapshot.finished:
+            self._span(snapshot.elapsed)
         if self.sources is not None and (len(chunk) or len(chunk.blocks["kind"])):
-            for key, cols in (("tasks", glyphs.task_columns(chunk, self.t0, self.palette, lanes=self.lanes)),
+            tasks = glyphs.task_columns(chunk, self.t0, self.palette, lanes=self.lanes)
+            for key, cols in (("tasks", tasks), ("hatched", glyphs.hatched(tasks)),
                               ("phases", glyphs.phase_columns(chunk, self.t0, self.phase_palette, lanes=self.lanes)),
                               ("blocks", glyphs.block_columns(chunk, self.t0, display.source_label))):
                 if cols["left"]:
@@ -200,3 +284,24 @@ class LiveView:
             if self.lanes.changed:
                 self._relabel()
         self.counters.value = counters_html(snapshot)  # one message (traitlets sends none if unchanged)
+
+    def final(self, trace: Any) -> None:
+        """Once the cell ended: redraw from its trace, with the whole driver lane and the axis over the cell.
+
+        The driver's own work is only known once the cell ended (it is what is left of the
+        wall time), and the trace's clock starts when its region opened, a moment before the
+        live view's: every source is redrawn from the trace so that all bars share its origin
+        (past ``DENSITY_MAX_BARS`` task bars, as a density band).
+        """
+        if self.sources is None:
+            return
+        self.t0 = trace.t0
+        lanes = glyphs.Lanes(trace.n_workers)
+        tasks = glyphs.density(glyphs.task_columns(trace, trace.t0, self.palette, lanes=lanes), 0.0,
+                               max(trace.wall_time, 1e-3))
+        self.sources["tasks"].data = tasks
+        self.sources["hatched"].data = glyphs.hatched(tasks)
+        self.sources["phases"].data = glyphs.phase_columns(trace, trace.t0, self.phase_palette, lanes=lanes)
+        self.sources["blocks"].data = glyphs.block_columns(trace, trace.t0, display.source_label)
+        self.sources["driver"].data = glyphs.driver_columns(trace.driver)
+        self._span(trace.wall_time)

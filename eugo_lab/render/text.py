@@ -58,8 +58,18 @@ def summary_text(s: Any, precise: bool = False) -> str:
     headline = getattr(r, "headline", None)
     if headline is not None:
         lines.insert(1, "  " + headline())
-    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, "
-                 f"{speedup_words(r)}, efficiency {r.efficiency:.0%}")
+    lead = lead_line(s)
+    if lead:
+        lines.insert(1, "  " + lead)
+    driver = getattr(s, "driver", None)
+    if driver is not None and not driver.ran_in_parallel:
+        speed = (f"tasks side by side {fmt_seconds(driver.side_by_side)} (too little for a speedup to mean "
+                 "something)")
+    else:
+        speed = f"{speedup_words(r)}, efficiency {r.efficiency:.0%}"
+    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, {speed}")
+    if driver is not None:
+        lines.append(f"  driver: {driver_words(driver)}")
     for w, sp in s.measured:
         lines.append(f"  measured speedup on {_plural(w, 'worker')}: {sp:.1f}x")
     for w, sp in s.simulated:
@@ -72,6 +82,24 @@ def summary_text(s: Any, precise: bool = False) -> str:
         if saving:
             lines.append(f"    {saving}")
     return "\n".join(lines)
+
+
+def driver_words(d: Any) -> str:
+    """``serializing 350 ms, submitting 2 ms, blocked 200 ms, own work 260 ms`` (a ``DriverTime``)."""
+    return ", ".join(f"{k} {fmt_seconds(v)}" for k, v in (("serializing", d.serializing), ("submitting", d.submitting),
+                                                          ("blocked", d.blocked), ("own work", d.own_work)))
+
+
+def lead_line(s: Any) -> str | None:
+    """The summary's first line when most of the cell was the driver's (a ``DriverTime`` sentence), else None.
+
+    Cells of GPU array operations (``s.offload``) or ``--optimize`` reports lead with those
+    reports' own layout: this returns None for them, and their renderers decide what comes first.
+    """
+    if (getattr(s, "offload", None) is not None and s.offload.rows) or getattr(s, "optimizations", None) is not None:
+        return None
+    d = getattr(s, "driver", None)
+    return d.sentence() if d is not None and d.driver_led else None
 
 
 def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool = True) -> str:
@@ -112,4 +140,4 @@ def status_text(st: Any, precise: bool = False) -> str:
         return head + " (live numbers in the rich view)"
     return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"
             f"  up {fmt_seconds(st.elapsed)}, idle {fmt_seconds(st.idle)}\n"
-            f"  cost so far: {st.cost:.4f} (at {st.price:g} per worker-hour)")
+            f"  cost so far: ${st.cost:.4f} (at ${st.price:g} per worker-hour)")

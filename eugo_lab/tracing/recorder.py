@@ -39,6 +39,7 @@ from eugo_lab.contract.row import (
     pack_head,
     pack_row,
 )
+from eugo_lab.tracing.driver import DriverLog
 from eugo_lab.tracing.provenance import Refused, shipped_since
 from eugo_lab.tracing.segments import BatchRows, TaskRows
 
@@ -188,6 +189,8 @@ class Recorder:
         self._pending: list[bytes] = []
         # Which process each worker index is; kept across regions (workers outlive them).
         self.workers: dict[int, tuple[str, int]] = {}
+        # The driver's submissions (their pickling and hand-off), see eugo_lab.tracing.driver.
+        self.driver = DriverLog()
         self._reset()
 
     def _reset(self) -> None:
@@ -221,6 +224,8 @@ class Recorder:
         self.phase_names = _Strings()
         self.sources = _Strings()
         self.block_kinds = _Strings()
+        if hasattr(self, "driver"):
+            self.driver.reset()
 
     def flush(self) -> None:
         """Move buffered rows into the row store now (the runtime calls it every FLUSH_ROWS rows)."""
@@ -285,7 +290,7 @@ class Recorder:
         self.in_region = self._regions > 0
 
     # -- regions ---------------------------------------------------------------------------
-    def open_region(self) -> tuple:
+    def open_region(self) -> tuple[Any, ...]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from.
 
         The last element holds the provenance tables' offsets and each live function record's
@@ -302,20 +307,21 @@ class Recorder:
                      "sends": sends}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
-                    extra)
+                    extra, self.driver.mark())
 
-    def close_region(self, mark: tuple, meta: dict[str, Any]) -> Trace:
+    def close_region(self, mark: tuple[Any, ...], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
         end = time.time()  # before the import below, which loads NumPy on first use
         from eugo_lab.tracing.trace import Trace
 
         with self._lock:
-            t0, p0, b0, start, d0, f0, g0, a0, extra = mark
+            t0, p0, b0, start, d0, f0, g0, a0, extra = mark[:9]
             provenance = {
                 "attempts": self.attempts[extra["attempts"]:],
                 "puts": {c: col[extra["puts"]:] for c, col in self.puts.items()},
                 "refused": self.refused[extra["refused"]:],
             }
+            driver_spans, driver_short = self.driver.since(mark[9])
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
@@ -334,9 +340,9 @@ class Recorder:
                 tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
-                workers=dict(self.workers), profiles=self.profiles[f0:],
+                workers=dict(self.workers), profiles=self.profiles[f0:], driver_spans=driver_spans,
                 meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True,
-                      "provenance_recorded": True},
+                      "provenance_recorded": True, "driver_short": driver_short},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
             self._regions -= 1
@@ -401,6 +407,17 @@ class Recorder:
             chunk = Chunk(tasks, phases, blocks, tuple(self.functions.names), tuple(self.phase_names.names),
                           tuple(self.block_kinds.names), tuple(self.sources.names), gpu)
         return end, chunk
+
+    def driver_spans_since(self, cursor: int | None) -> tuple[int, dict[str, array]]:
+        """The driver's recorded submission spans since ``cursor`` (``None``: from now) and the next cursor.
+
+        For the live view, like :meth:`read_since`; a cursor past the end (the log was reset) starts over.
+        """
+        n = self.driver.mark()[0]
+        if cursor is None or cursor > n:
+            cursor = n
+        spans, _ = self.driver.since((cursor, 0.0, 0.0, 0))
+        return cursor + len(spans["kind"]), spans
 
     # -- recording ---------------------------------------------------------------------------
     def worker_seen(self, index: int, host: str, pid: int) -> None:

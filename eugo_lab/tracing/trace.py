@@ -38,6 +38,7 @@ from eugo_lab.contract.row import (
     TASK_INT_COLUMNS,
     TaskProfile,
 )
+from eugo_lab.tracing import driver as _driver
 from eugo_lab.tracing import provenance
 from eugo_lab.tracing.provenance import FunctionShipped, Refused, Result
 from eugo_lab.tracing.segments import TaskRows
@@ -99,7 +100,12 @@ class Trace:
                  facts: dict[str, Any] | None = None, refs: dict[str, Any] | None = None,
                  puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
                  shipped: Sequence[FunctionShipped] = (), attempts: Sequence[Any] | None = None,
-                 results: Sequence[Result] | None = None):
+                 results: Sequence[Result] | None = None,
+                 driver_spans: dict[str, Any] | None = None):
+        #: The driver's submissions that took at least ``driver.SPAN_MIN_S``: ``kind`` (0 serializing,
+        #: 1 submitting), ``task``, ``bytes``, ``start``, ``end``; :attr:`driver` is the whole lane.
+        self.driver_spans = _driver.frozen_spans(driver_spans) if driver_spans is not None else _driver.empty_spans()
+        self._driver: dict[str, np.ndarray] | None = None
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
@@ -309,6 +315,33 @@ class Trace:
         tasks = set(f["task"][f["function"] == code].tolist())
         return {ref for t, ref in zip(r["task"].tolist(), r["ref"].tolist()) if t in tasks}
 
+    # -- the driver's time ----------------------------------------------------------------------
+    @property
+    def driver(self) -> dict[str, np.ndarray]:
+        """The driver lane: segments from the region's start to its end (``eugo_lab.tracing.driver.segments``).
+
+        Kinds ``serializing``, ``submitting``, ``blocked`` and ``own work``; times in seconds
+        since :attr:`t0`; their durations add up to :attr:`wall_time`.
+        """
+        if self._driver is None:
+            self._driver = _driver.segments(self)
+        return self._driver
+
+    def driver_breakdown(self) -> dict[str, float]:
+        """Seconds the driver spent per kind (``serializing``, ``submitting``, ``blocked``, ``own work``).
+
+        They add up to :attr:`wall_time`; submissions too short for a segment of their own
+        count under their kinds here (see ``eugo_lab.tracing.driver``).
+        """
+        return _driver.breakdown(self, self.driver)
+
+    def driver_dataframe(self) -> pd.DataFrame:
+        """:attr:`driver` as a DataFrame, one row per segment, with its ``duration``."""
+        import pandas as pd
+
+        d = self.driver
+        return pd.DataFrame({**{c: d[c] for c in _driver.SEGMENT_COLUMNS}, "duration": d["end"] - d["start"]})
+
     # -- basic facts ---------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._rows) if self._tasks is None else int(self._tasks["task_id"].shape[0])
@@ -427,6 +460,8 @@ class Trace:
             "functions_shipped": [[f.function, f.payload_bytes, f.captured_bytes, [list(c) for c in f.captured],
                                    f.sends] for f in self.functions_shipped],
             "results": [provenance.result_to_list(r) for r in self._all_results()],
+            **({"driver_spans": {k: col(v) for k, v in self.driver_spans.items()}}
+               if len(self.driver_spans["kind"]) else {}),
             **({"profiles": [[p.task_id, p.attempt, p.function, p.worker, base64.b64encode(p.data).decode()]
                              for p in self.profiles]} if self.profiles else {}),
         }
@@ -465,6 +500,7 @@ class Trace:
                             for f, p, c, cap, s in d.get("functions_shipped", ())],
                 "results": [provenance.result_from_list(r) for r in d.get("results", ())]}
         return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, **prov,
+                   driver_spans=d.get("driver_spans"),  # within schema 1 too: a trace saved before it has none
                    functions=d["functions"],
                    phase_names=d["phase_names"],
                    sources=d["sources"], block_kinds=d["block_kinds"],

@@ -47,12 +47,17 @@ export function formatDuration(seconds: number): string {
   return `${hours} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
-/** Cost in the price's currency: two decimals, more for amounts under a cent so they do not read 0.00. */
+/** Cost in dollars ("$0.08"): two decimals, more for amounts under a cent so they do not read $0.00. */
 export function formatCost(cost: number): string {
   if (cost > 0 && cost < 0.01) {
-    return cost.toFixed(4);
+    return `$${cost.toFixed(4)}`;
   }
-  return cost.toFixed(2);
+  return `$${cost.toFixed(2)}`;
+}
+
+/** "3 of 5 exercises passed": a progress count with what it counts. */
+export function formatProgress(done: number, total: number, what: string, verb: string): string {
+  return `${done} of ${plural(total, what)} ${verb}`;
 }
 
 export function plural(n: number, one: string, many = `${one}s`): string {
@@ -74,5 +79,5 @@ export function statusBarText(rt: IRuntime | null, now: number): string {
   }
   const live = liveRuntime(rt, now);
   const tasks = live.running + live.queued > 0 ? `${live.running} running` + (live.queued ? `, ${live.queued} queued` : '') : 'idle';
-  return `Eugo: ${plural(live.workers, 'worker')}, ${tasks}, ${formatCost(live.cost)}`;
+  return `Eugo: ${plural(live.workers, 'worker')}, ${tasks}, ${formatCost(live.cost)} so far`;
 }

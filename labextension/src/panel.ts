@@ -16,7 +16,7 @@ import {
   stopRuntime
 } from './api';
 import { clear, el } from './dom';
-import { formatCost, formatDuration, idleWarning, liveRuntime, plural } from './format';
+import { formatCost, formatDuration, formatProgress, idleWarning, liveRuntime, plural } from './format';
 import { EugoModel } from './model';
 
 export interface IPanelOptions {
@@ -120,10 +120,12 @@ export class EugoPanel extends Widget {
     toggle.title = expanded ? 'Hide the lessons' : 'Show the lessons';
     head.appendChild(toggle);
     head.appendChild(el('span', 'eugo-Course-title', course.title));
-    head.appendChild(el('span', 'eugo-Count', `${course.passed}/${course.total}`));
+    const count = el('span', 'eugo-Count', `${course.passed}/${course.total}`);
+    count.title = formatProgress(course.passed, course.total, 'exercise', 'passed');
+    head.appendChild(count);
     head.addEventListener('click', () => this._toggle(`course:${course.id}`));
     item.appendChild(head);
-    item.appendChild(progressBar(course.passed, course.total));
+    item.appendChild(progressBar(course.passed, course.total, count.title));
     if (!expanded) {
       return item;
     }
@@ -162,10 +164,12 @@ export class EugoPanel extends Widget {
     const head = el('div', 'eugo-Course-head');
     head.appendChild(el('button', 'eugo-Toggle', expanded ? '▾' : '▸'));
     head.appendChild(el('span', 'eugo-Course-title', checklist.title));
-    head.appendChild(el('span', 'eugo-Count', `${checklist.ticked}/${checklist.total}`));
+    const count = el('span', 'eugo-Count', `${checklist.ticked}/${checklist.total}`);
+    count.title = formatProgress(checklist.ticked, checklist.total, 'item', 'ticked');
+    head.appendChild(count);
     head.addEventListener('click', () => this._toggle(key));
     item.appendChild(head);
-    item.appendChild(progressBar(checklist.ticked, checklist.total));
+    item.appendChild(progressBar(checklist.ticked, checklist.total, count.title));
     if (!expanded) {
       return item;
     }
@@ -266,7 +270,7 @@ export class EugoPanel extends Widget {
     box.appendChild(el('div', 'eugo-Runtime-name', path ?? `kernel ${kernel.id.slice(0, 8)}`));
     const rows: [string, string][] = [
       ['Backend', live.backend],
-      ['Workers', String(live.workers)],
+      ['Workers', plural(live.workers, 'worker')],
       ['Tasks', `${live.running} running, ${live.queued} queued`],
       ['Idle', live.running + live.queued > 0 ? 'no (busy)' : formatDuration(live.idle)],
       ['Cost so far', formatCost(live.cost)]
@@ -307,11 +311,11 @@ export class EugoPanel extends Widget {
   private _expanded = new Set<string>();
 }
 
-function progressBar(done: number, total: number): HTMLElement {
+function progressBar(done: number, total: number, title: string): HTMLElement {
   const bar = el('div', 'eugo-Progress');
   const fill = el('div', 'eugo-Progress-fill');
   fill.style.width = `${total > 0 ? Math.round((100 * done) / total) : 0}%`;
   bar.appendChild(fill);
-  bar.title = `${done} of ${total}`;
+  bar.title = title;
   return bar;
 }

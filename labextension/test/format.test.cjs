@@ -26,22 +26,26 @@ test('a busy runtime is never idle, whatever it published before', () => {
 test('the idle warning appears at the threshold, in the words the panel shows', () => {
   const rt = running({ idle: 712, elapsed: 1440, cost: 0.08, updated: NOW });
   assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 713), null);
-  assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 600), 'Idle cluster: 11 min idle, 0.08 so far — stop it?');
+  assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 600), 'Idle cluster: 11 min idle, $0.08 so far — stop it?');
 });
 
 test('durations and costs read as people read them', () => {
   assert.equal(f.formatDuration(5.9), '5 s');
   assert.equal(f.formatDuration(720), '12 min');
   assert.equal(f.formatDuration(3900), '1 h 05 min');
-  assert.equal(f.formatCost(0.0007), '0.0007');
-  assert.equal(f.formatCost(0), '0.00');
-  assert.equal(f.formatCost(1.234), '1.23');
+  assert.equal(f.formatCost(0.0007), '$0.0007');
+  assert.equal(f.formatCost(0), '$0.00');
+  assert.equal(f.formatCost(1.234), '$1.23');
+  assert.equal(f.formatProgress(3, 5, 'exercise', 'passed'), '3 of 5 exercises passed');
+  assert.equal(f.formatProgress(1, 1, 'item', 'ticked'), '1 of 1 item ticked');
 });
 
 test('the status bar says idle without a runtime, else workers, tasks and cost', () => {
   assert.equal(f.statusBarText(null, NOW), 'Eugo: idle');
   assert.equal(f.statusBarText({ state: 'none' }, NOW), 'Eugo: idle');
   assert.equal(f.statusBarText(running({ running: 2, queued: 3, updated: NOW }), NOW),
-               'Eugo: 2 workers, 2 running, 3 queued, 0.0033');
-  assert.equal(f.statusBarText(running({ workers: 1, cost: (60 * 0.1) / 3600, updated: NOW }), NOW), 'Eugo: 1 worker, idle, 0.0017');
+               'Eugo: 2 workers, 2 running, 3 queued, $0.0033 so far');
+  // every number with its unit: workers, and the cost in dollars (not a bare "0.0017")
+  assert.equal(f.statusBarText(running({ workers: 1, cost: (60 * 0.1) / 3600, updated: NOW }), NOW),
+               'Eugo: 1 worker, idle, $0.0017 so far');
 });

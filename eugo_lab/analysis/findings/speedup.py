@@ -1,7 +1,12 @@
-"""The Speedup finding, always present: the speedup against the ideal (the worker count)."""
+"""The Speedup finding: the speedup against the ideal (the worker count), where tasks ran side by side.
+
+Where they did not (see ``breakdown.SIDE_BY_SIDE_MIN_SHARE``), a speedup measures the
+driver, not parallelism: the finding is left out and the summary leads with the driver's time.
+"""
 
 from __future__ import annotations
 
+from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE, driver_time
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, plural
 from eugo_lab.analysis.findings.finding import Finding
@@ -21,12 +26,17 @@ SPEEDUP_GAP = 0.1
 
 
 def speedup(ctx: Context, others: list[Finding]) -> list[Finding]:
-    """Always present: the speedup against the ideal (the worker count), measured when a baseline exists.
+    """The speedup against the ideal (the worker count), measured when a baseline exists.
 
+    Raised where tasks ran side by side long enough to have a speedup
+    (``DriverTime.ran_in_parallel``); on 1 worker, where tasks took at least
+    ``SIDE_BY_SIDE_MIN_SHARE`` of the run (the replay on 2 workers then has something to spread).
     ``others`` are the run's other findings: the advice says "scaling is good" only when no
     fix would save ``GOOD_ENOUGH_SAVES`` of the run.
     """
     wall, serial, w = ctx.window.length, ctx.serial_time, ctx.workers
+    if not _has_speedup(ctx):
+        return []
     est = serial / wall if wall > 0 else 0.0
     base = ctx.baseline.wall_time if ctx.baseline is not None else None
     s = base / wall if base is not None and wall > 0 else est
@@ -65,3 +75,10 @@ def speedup(ctx: Context, others: list[Finding]) -> list[Finding]:
         advice = (f"The largest loss is {worst} ({fmt_s(cats[worst])} of worker time); "
                   "the findings below say where it comes from.")
     return [Finding(Code.SPEEDUP, "Speedup", sev, verdict, advice, ev)]
+
+
+def _has_speedup(ctx: Context) -> bool:
+    """Whether the run has a speedup worth a finding (see :func:`speedup`)."""
+    if ctx.workers < TWO_WORKERS:
+        return ctx.window.length > 0 and ctx.serial_time >= SIDE_BY_SIDE_MIN_SHARE * ctx.window.length
+    return driver_time(ctx.trace).ran_in_parallel

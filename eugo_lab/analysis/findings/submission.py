@@ -3,7 +3,9 @@
 - *Submission order*: one-future ``get()``s in submission order, waiting on a slow early
   task while later results were already done.
 - *Slow submission*: workers idle at the start because the driver's loop took long
-  between submissions.
+  between submissions. Two causes are told apart: the driver building each input
+  (fix: let tasks build their own) and the driver pickling large arguments at
+  ``.remote()`` (fix: ``hpc.put`` them once); the trace times the pickling (``Trace.driver``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import WARNING
+from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
 from eugo_lab.units import fmt_source as display_source
 
@@ -29,6 +32,11 @@ ORDER_MIN_GETS = 3
 # driver did other work in the loop (building the argument).
 SLOW_SUBMIT_MIN_TASKS = 4
 SLOW_SUBMIT_GAP_S = 0.002
+# The loop "was pickling" when serializing its arguments took at least half of its time: then
+# sending less (hpc.put) is the fix, not building inputs in the tasks. A trace without the
+# driver's timing (saved before it) counts an argument of REPEAT_MIN_BYTES or more as pickling.
+PICKLING_SHARE = 0.5
+PICKLING_MIN_BYTES = 1_000_000
 # What a bare submission costs in the replay of the fix (the upper end of the measured range).
 SUBMIT_COST_S = 0.0005
 # Timestamps of one driver this close are "the same moment" (clock reads around a call).
@@ -136,14 +144,43 @@ def slow_submission(ctx: Context) -> list[Finding]:
         return []
     names = sorted({ctx.fname(f) for f in u.function[loop]})
     fn = names[0]
-    verdict = (f"The driver took {fmt_s(span)} to submit {len(loop)} tasks ({fmt_s(gap)} between submissions, "
-               f"where a .remote() takes under 1 ms: it was building each input in the loop), so workers sat idle "
-               f"{fmt_s(idle)} while it did.")
-    advice = (f"Let each task build its own input: pass {fn}() what it needs to make it (an index, a file name, a "
-              "seed) instead of the built object. If the inputs must come from the driver, build them all first and "
-              f"submit with hpc.map({fn}, inputs).")
-    finding = Finding(Code.SLOW_SUBMISSION, "Slow submission", WARNING, verdict, advice,
-                      {"tasks": int(len(loop)), "span": span, "gap": gap, "idle_worker_time": idle,
-                       "functions": names}, related=("Batching",))
-    return [priced(ctx, finding, fixed, f"let each {fn}() task build its own input instead of the submission loop",
-                   parallel=True)]
+    # Every submission before the first wait is in the loop, so its pickling is all the spans up to its end.
+    pickling, measured = _pickling_in(ctx, ctx.window.start, hi)
+    size = float(np.median(u.bytes_in[loop]))
+    ev = {"tasks": int(len(loop)), "span": span, "gap": gap, "idle_worker_time": idle, "functions": names,
+          "cause": "building", "serializing": pickling}
+    # (span + gap: the first task's pickling came before the first submission the span starts at)
+    if (pickling >= PICKLING_SHARE * (span + gap)) if measured else size >= PICKLING_MIN_BYTES:
+        ev["cause"] = "pickling"
+        how = (f"{fmt_s(pickling)} of it pickling their arguments" if measured
+               else f"each was sent {fmt_bytes(size, '.3g')}, which the driver pickles at .remote()")
+        verdict = (f"The driver took {fmt_s(span)} to submit {len(loop)} tasks ({fmt_s(gap)} between submissions; "
+                   f"{how}), so workers sat idle {fmt_s(idle)} while it did.")
+        advice = (f"Send big arguments once: ref = hpc.put(data) before the loop and {fn}.remote(ref, ...) in it "
+                  "(workers read it without another copy), or let each task load its own data.")
+        fix = f"pickle {fn}()'s arguments once with hpc.put instead of at every .remote()"
+    else:
+        verdict = (f"The driver took {fmt_s(span)} to submit {len(loop)} tasks ({fmt_s(gap)} between submissions, "
+                   f"where a .remote() takes under 1 ms: it was building each input in the loop), so workers sat "
+                   f"idle {fmt_s(idle)} while it did.")
+        advice = (f"Let each task build its own input: pass {fn}() what it needs to make it (an index, a file name, "
+                  "a seed) instead of the built object. If the inputs must come from the driver, build them all first "
+                  f"and submit with hpc.map({fn}, inputs).")
+        fix = f"let each {fn}() task build its own input instead of the submission loop"
+    finding = Finding(Code.SLOW_SUBMISSION, "Slow submission", WARNING, verdict, advice, ev, related=("Batching",))
+    return [priced(ctx, finding, fixed, fix, parallel=True)]
+
+
+def _pickling_in(ctx: Context, lo: float, hi: float) -> tuple[float, bool]:
+    """Seconds the driver spent serializing arguments between ``lo`` and ``hi``, and whether the trace timed it.
+
+    Submissions too short for a span of their own (``tracing.driver.SPAN_MIN_S``) are under
+    a millisecond each and cannot make a loop slow; they are not counted.
+    """
+    trace = ctx.trace
+    if not trace.meta.get("driver_short") and not len(trace.driver_spans["kind"]):
+        return 0.0, False  # a trace saved before the driver's time was recorded
+    d = trace.driver
+    sel = d["kind"] == "serializing"
+    s, e = np.clip(d["start"][sel] + trace.t0, lo, hi), np.clip(d["end"][sel] + trace.t0, lo, hi)
+    return float(np.clip(e - s, 0.0, None).sum()), True

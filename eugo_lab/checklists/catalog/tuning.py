@@ -131,7 +131,11 @@ def speedup(s: Subject) -> tuple[bool | None, str]:
     if rep is None:
         return None, s.no_trace("the speedup")
     f = rep.finding(Code.SPEEDUP)
-    assert f is not None  # the analysis always reports the speedup
+    if f is None:  # the analysis reports no speedup where tasks never ran side by side long enough
+        if rep.workers < 2:
+            return None, "not measured: 1 worker, and the tasks took too little of the run to replay on 2"
+        return False, ("The tasks did not run side by side long enough to have a speedup: most of the run was the "
+                       "driver's (see the summary's first line).")
     if rep.workers < 2:
         return None, f"not measured: {f.verdict}"
     return (f.severity == INFO and rep.efficiency >= GOOD_EFFICIENCY), f"{f.verdict} {f.advice}"
