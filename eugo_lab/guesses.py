@@ -168,14 +168,15 @@ class Comparison:
     """A guess beside what was measured; ``text`` is the one line :func:`compare_guess` prints."""
 
     name: str
-    measured: float
+    measured: float | None  # None: the measurement found no value (a break-even the GPU never reaches)
     kind: str
     guess: Guess | None
 
     @property
     def text(self) -> str:
         """``your prediction (NAME): 2x  |  measured: 1.73x``, or ``no guess recorded for NAME``."""
-        measured = f"measured: {fmt(self.measured, self.kind)}"
+        shown = "none (no such value on this machine)" if self.measured is None else fmt(self.measured, self.kind)
+        measured = f"measured: {shown}"
         if self.guess is None:
             return f"no guess recorded for {self.name}  |  {measured}"
         said = f"your prediction ({self.name}): {self.guess.text}"
@@ -189,19 +190,24 @@ class Comparison:
         return self.text
 
 
-def compare(name: str, measured: float, unit: str = "", lesson: str = NO_LESSON) -> Comparison:
-    """The guess ``name`` beside ``measured`` (a number in ``unit``, one of the units a guess may have)."""
+def compare(name: str, measured: float | None, unit: str = "", lesson: str = NO_LESSON) -> Comparison:
+    """The guess ``name`` beside ``measured`` (a number in ``unit``, one of the units a guess may have; None: none)."""
     key = (unit or "").strip().lower()
     if key not in _UNITS:
         raise GuessError(f"{unit!r} is not a unit compare_guess knows: use x, %, ns, us, ms, s, min, h, B, kB, MB, "
                          "GB, TB, KiB, MiB, GiB, MB/s, GB/s, or '' for a count")
-    if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not math.isfinite(measured):
-        raise GuessError(f"the measured value of {name} must be a finite number, got {measured!r}")
+    if measured is not None:
+        try:
+            measured = float(measured)  # numpy numbers and ints too
+        except (TypeError, ValueError):
+            raise GuessError(f"the measured value of {name} must be a number, got {measured!r}") from None
+        if not math.isfinite(measured):
+            raise GuessError(f"the measured value of {name} must be a finite number, got {measured!r}")
     kind, factor = _UNITS[key]
-    return Comparison(name, float(measured) * factor, kind, recorded(name, lesson))
+    return Comparison(name, None if measured is None else measured * factor, kind, recorded(name, lesson))
 
 
-def compare_guess(name: str, measured: float, unit: str = "") -> None:
+def compare_guess(name: str, measured: float | None, unit: str = "") -> None:
     """Print the learner's prediction ``name`` beside ``measured`` (in ``unit``); ``no guess recorded`` if none.
 
     The line labels both: ``your prediction (NAME): 300 ms  |  measured: 412 ms``.

@@ -48,7 +48,7 @@ def test_local_loop_without_remote():
     v = run_exercise("fan-out", cell("results = [slow_square(x) for x in range(12)]\n"))
     assert not v.passed
     assert "no slow_square task ran on a worker" in v.to_text()
-    assert "ran right here in the notebook" in v.to_text() and code_in(v.to_text()) == []
+    assert "right here in the notebook" in v.to_text() and code_in(v.to_text()) == []
 
 
 def test_wrong_results_and_missing_variable():
