@@ -65,3 +65,31 @@ CODE_PATTERNS = {
 def code_in(text: str) -> list[str]:
     """The code snippets ``text`` holds, by the rule above (empty: none)."""
     return [f"{name}: {m.group(0)!r}" for name, rx in CODE_PATTERNS.items() for m in rx.finditer(text)]
+
+
+def hint_code(verdict: Verdict) -> str:
+    """Tier 2 of the hint that answers ``verdict`` (the code a ``not yet`` no longer hands over itself)."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(verdict.exercise_id).hint(verdict.mistake).code
+
+
+def hint_words(verdict: Verdict) -> str:
+    """Tier 1 of the hint that answers ``verdict``: what to change, in words."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(verdict.exercise_id).hint(verdict.mistake).change
+
+
+def tier_code(exercise_id: str, mistake: str) -> str:
+    """Tier 2 of ``exercise_id``'s hint for ``mistake`` (for tests that keep only a verdict's text)."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(exercise_id).hints[mistake].code
+
+
+def tier_words(exercise_id: str, mistake: str) -> str:
+    """Tier 1 of ``exercise_id``'s hint for ``mistake``: what to change, in words."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(exercise_id).hints[mistake].change

@@ -245,8 +245,8 @@ _TRANSFER_SOLUTION = ("s = np.asarray(signal)        # hand signal to the proxy 
 TRANSFER_HINTS = {
     DEFAULT: Hint("Hand signal to the GPU proxy once, at the top of the cell, and use that array in the loop: "
                   "the proxy keeps one device copy of what it tracks, so every step reuses it.", _TRANSFER_SOLUTION),
-    "no-ledger": Hint("Run the exercise cell with GPU placement on (the --gpu auto option on the cell's first line), so "
-                      "every NumPy operation is placed and its bytes counted.",
+    "no-ledger": Hint("Run the exercise cell with GPU placement on (the --gpu auto option on the cell's first "
+                      "line), so every NumPy operation is placed and its bytes counted.",
                       "%%eugo --exercise gpu-transfer --gpu auto -w 1\n" + _TRANSFER_SOLUTION),
     "no-signal": Hint("Run the cell above the exercise that makes `signal`, then the exercise cell again.",
                       "signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)"),
