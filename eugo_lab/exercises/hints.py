@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
 
 from eugo_lab import progress
 from eugo_lab.exercises import base, catalog, last_verdict
+from eugo_lab.renderable import Rendered
 
 #: How many tiers every exercise's hints have: what to change, in words, then the code.
 TIERS = 2
@@ -26,7 +26,7 @@ class HintError(ValueError):
 
 
 @dataclass(frozen=True)
-class Shown:
+class Shown(Rendered):
     """What ``%eugo hint`` shows: a tier of an exercise's hint, or why there is none (``tier`` 0).
 
     ``repeat``: every tier was shown before, so the last one is shown again.
@@ -66,12 +66,6 @@ class Shown:
     def __str__(self) -> str:
         return self.to_text()
 
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.to_text())
-
     def to_html(self) -> str:
         """The same, every string escaped; the code in a ``<pre>``."""
         if not self.tier:
@@ -80,9 +74,6 @@ class Shown:
                 else f"<p>{html.escape(self.body)}</p>")
         return (f"<div class='eugo-hint eugo-hint-tier-{self.tier}'><p><b>{html.escape(self.heading)}</b></p>"
                 f"{body}<p>{html.escape(self.footer)}</p></div>")
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
 
 
 def which(exercise_id: str | None) -> base.Exercise:
