@@ -23,7 +23,7 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
 from eugo_lab.cellrun import options as opt
 from eugo_lab.cellrun.status import DEFAULT_PRICE
 
-SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "checklist")
+SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
                 "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH, "
                 "--exercise ID, --solution (see %%eugo?)")
@@ -109,6 +109,10 @@ class EugoMagics(Magics):
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
         ``%eugo exercises``           every exercise, its lesson and your status (passed / not yet / not tried)
+        ``%eugo hint [ID]``           the next hint for your last attempt at ID (no ID: the last exercise cell
+                                      graded here): what to change, in words; a second call: the code
+        ``%eugo guess NAME VALUE``    record your prediction before a measurement (``2x``, ``0.5 s``,
+                                      ``300 ms``, ``40%``, ``12 MB``); the measurement prints it beside the result
         ``%eugo checklist NAME``      an interactive checklist (readiness, tuning, cost, ml); ``--fn F --args A
                                       --trace T`` name the notebook's variables its Measure buttons use
         """
@@ -174,6 +178,33 @@ class EugoMagics(Magics):
             found = listing.rows()
             plain = listing.listing_text(found)
             show(plain, plain, listing.listing_html(found))
+        elif sub == "hint":
+            if len(rest) > 1:
+                raise UsageError(f"%eugo hint takes one exercise id at most, got {' '.join(rest)!r}")
+            from eugo_lab import progress
+            from eugo_lab.exercises import UnknownExerciseError, hints
+
+            try:
+                shown = hints.take(rest[0] if rest else None)
+            except (UnknownExerciseError, hints.HintError) as exc:
+                raise UsageError(f"%eugo hint: {exc}") from None
+            except (OSError, progress.ProgressError) as exc:
+                raise UsageError(f"%eugo hint: the progress store cannot be used: {exc}") from None
+            show(shown.to_text(), shown.to_text(), shown.to_html())
+        elif sub == "guess":
+            from eugo_lab import guesses
+
+            if len(rest) < 2:
+                raise UsageError(f"%eugo guess needs a name and a value, e.g. %eugo guess batch-speedup 2x; the "
+                                 f"value is {guesses.ACCEPTED} (got {' '.join(rest)!r})")
+            try:
+                guess, saved = guesses.record(rest[0], " ".join(rest[1:]), guesses.lesson_of_kernel(self.shell.user_ns))
+            except guesses.GuessError as exc:
+                raise UsageError(f"%eugo guess: {exc}") from None
+            where = "saved with your progress" if saved else "kept in this kernel (it does not know its notebook)"
+            msg = (f"your prediction ({guess.name}): {guess.text}, {where}; the measurement below prints it "
+                   "beside what it measured")
+            show(msg, msg, None)
         elif sub == "checklist":
             from eugo_lab.checklists import ChecklistError, view
 

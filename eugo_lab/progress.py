@@ -5,13 +5,21 @@ Where: ``$EUGO_LAB_PROGRESS_DIR`` if set (tests point it at a temporary folder),
 
     {"schema_version": 1,
      "exercises": {"fan-out": {"passed": true, "when": "2026-12-01T09:30:00+00:00",
-                               "evidence": "...", "attempts": 3,
-                               "last": {"status": "not yet", "when": "...", "evidence": "..."}}},
-     "checklists": {}}
+                               "evidence": "...", "attempts": 3, "hints_taken": 2,
+                               "last": {"status": "not yet", "when": "...", "evidence": "...",
+                                        "mistake": "blocking-loop", "hints": 2}}},
+     "checklists": {},
+     "guesses": {"01-distributed-python/05-task-size-and-batching.ipynb":
+                     {"batch-speedup": {"text": "2x", "value": 2.0, "unit": "x", "when": "..."}}}}
 
 An exercise keeps its best attempt (``passed``, ``when``, ``evidence``: a pass stays a pass)
-and its last one (``last``). ``checklists`` belongs to the checklists; :func:`update` is the
-one way anyone changes the file.
+and its last one (``last``): which mistake its verdict named (``mistake``, ``null`` for none)
+and how many hint tiers ``%eugo hint`` has shown for it (``hints``). ``hints_taken`` counts
+every tier shown for the exercise over all its attempts. ``checklists`` belongs to the
+checklists, ``guesses`` (the learner's predictions, per lesson and name) to
+:mod:`eugo_lab.guesses`; :func:`update` is the one way anyone changes the file. A store
+written before a field existed loads as it is: every reader treats a missing field as
+none taken, none recorded.
 
 Safety: every change is read-modify-write under an advisory lock (``fcntl.flock`` on
 ``progress.json.lock``), and the new file is written to a temporary file in the same folder
@@ -79,7 +87,7 @@ def _jupyter_data_dir() -> Path:
 
 def empty() -> dict[str, Any]:
     """A store with nothing in it."""
-    return {"schema_version": SCHEMA_VERSION, "exercises": {}, "checklists": {}}
+    return {"schema_version": SCHEMA_VERSION, "exercises": {}, "checklists": {}, "guesses": {}}
 
 
 @contextlib.contextmanager
@@ -131,7 +139,7 @@ def _read(path: Path) -> dict[str, Any]:
         _set_aside(path, f"not valid JSON: {exc}")
         return empty()
     if not isinstance(data, dict) or not isinstance(data.get("exercises", {}), dict) \
-            or not isinstance(data.get("checklists", {}), dict):
+            or not isinstance(data.get("checklists", {}), dict) or not isinstance(data.get("guesses", {}), dict):
         _set_aside(path, "not an Eugo Lab progress store")
         return empty()
     version = data.get("schema_version")
@@ -143,6 +151,7 @@ def _read(path: Path) -> dict[str, Any]:
         return empty()
     data.setdefault("exercises", {})
     data.setdefault("checklists", {})
+    data.setdefault("guesses", {})
     return data
 
 
@@ -187,16 +196,27 @@ def now() -> str:
 
 
 def record_exercise(exercise_id: str, passed: bool, evidence: str, when: str | None = None,
-                    path: Path | None = None) -> dict[str, Any]:
-    """Save one graded attempt: the best (a pass is kept) and the last; returns the exercise's entry."""
+                    path: Path | None = None, mistake: str | None = None) -> dict[str, Any]:
+    """Save one graded attempt: the best (a pass is kept) and the last; returns the exercise's entry.
+
+    ``mistake``: the key of the mistake a ``not yet`` verdict named (what ``%eugo hint`` answers).
+    An attempt that makes the same mistake as the last one keeps its hints (the learner who saw
+    the words and tries again gets the code next); a different mistake, or a pass, starts at none.
+    """
     when = when or now()
     entry: dict[str, Any] = {}
 
     def change(data: dict[str, Any]) -> None:
         old = data["exercises"].get(exercise_id)
         e = dict(old) if isinstance(old, dict) else {}
-        last = {"status": PASSED if passed else NOT_YET, "when": when, "evidence": evidence}
+        before = e.get("last") if isinstance(e.get("last"), dict) else {}
+        key = None if passed else mistake
+        kept = hints_shown(before) if not passed and before.get("status") == NOT_YET \
+            and before.get("mistake") == key else 0
+        last = {"status": PASSED if passed else NOT_YET, "when": when, "evidence": evidence,
+                "mistake": key, "hints": kept}
         e["attempts"] = int(e.get("attempts", 0) or 0) + 1
+        e["hints_taken"] = hints_taken(e)
         if passed or not e.get("passed"):  # a later "not yet" does not undo a pass
             e.update(passed=bool(passed), when=when, evidence=evidence)
         e["last"] = last
@@ -205,6 +225,65 @@ def record_exercise(exercise_id: str, passed: bool, evidence: str, when: str | N
 
     update(change, path)
     return entry
+
+
+def _count(value: Any) -> int:
+    """A stored count, or 0 where an older store (or a hand edit) left none or nonsense."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def hints_shown(attempt: Any) -> int:
+    """How many hint tiers were shown for one stored attempt (``last``); 0 for an older store's."""
+    return _count(attempt.get("hints")) if isinstance(attempt, dict) else 0
+
+
+def hints_taken(entry: Any) -> int:
+    """How many hint tiers were shown for an exercise over all its attempts; 0 for an older store's."""
+    return _count(entry.get("hints_taken")) if isinstance(entry, dict) else 0
+
+
+def record_hint(exercise_id: str, tiers: int, path: Path | None = None) -> tuple[dict[str, Any], bool] | None:
+    """Count one more hint tier shown for the last attempt at ``exercise_id`` (at most ``tiers``).
+
+    Returns ``(that attempt as saved, counted)``: its ``hints`` is the tier to show now;
+    ``counted`` is False when nothing changed, because the last attempt passed (its ``status``
+    says so) or every tier was shown before (the last one is shown again). ``None`` when the
+    exercise has no attempt.
+    """
+    found: list[tuple[dict[str, Any], bool]] = []
+
+    def change(data: dict[str, Any]) -> None:
+        e = data["exercises"].get(exercise_id)
+        if not isinstance(e, dict) or not isinstance(e.get("last"), dict):
+            return
+        last = dict(e["last"])
+        shown = hints_shown(last)
+        counted = last.get("status") == NOT_YET and shown < tiers
+        if counted:
+            last["hints"] = shown = shown + 1
+            data["exercises"][exercise_id] = dict(e, last=last, hints_taken=hints_taken(e) + 1)
+        found.append((dict(last, hints=min(shown, tiers)), counted))
+
+    update(change, path)
+    return found[0] if found else None
+
+
+def record_guess(lesson: str, name: str, guess: dict[str, Any], path: Path | None = None) -> None:
+    """Save the learner's prediction ``name`` for ``lesson`` (a later guess of the same name replaces it)."""
+    def change(data: dict[str, Any]) -> None:
+        mine = data["guesses"].get(lesson)
+        mine = dict(mine) if isinstance(mine, dict) else {}
+        mine[name] = dict(guess)
+        data["guesses"][lesson] = mine
+
+    update(change, path)
+
+
+def guesses(lesson: str, store: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{name: guess}`` saved for ``lesson`` (from ``store``, else the file); empty when none."""
+    store = store if store is not None else load()
+    mine = store.get("guesses", {}).get(lesson)
+    return {k: v for k, v in mine.items() if isinstance(v, dict)} if isinstance(mine, dict) else {}
 
 
 def status(exercise_id: str, store: dict[str, Any] | None = None) -> str:

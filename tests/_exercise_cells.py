@@ -9,6 +9,7 @@ the tests of an exercise must never mistake one for the learner's fault.
 from __future__ import annotations
 
 import os
+import re
 
 from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
@@ -45,3 +46,50 @@ def run_exercise(exercise_id: str, cell: str, setup: str = "", line: str = "-w 2
     assert verdict.checker_error is None, f"checker bug: {verdict.checker_error}\n{verdict.to_text()}"
     assert verdict.exercise_id == exercise_id
     return verdict
+
+
+# What counts as handing over code in a verdict (tier 2 of a hint is where the code goes): a call
+# submitted as a task, anything of the runtime's module, an assignment or keyword argument, a
+# comprehension or loop header, a decorator, a cell magic's line. Names of functions, findings and
+# options in words (get(), the Blocking finding, --profile) are evidence, not code.
+CODE_PATTERNS = {
+    ".remote(": re.compile(r"\.remote\("),
+    "hpc.": re.compile(r"\bhpc\.\w"),
+    "assignment": re.compile(r"(?<![=<>!])\b[A-Za-z_]\w*(?:\[[^\]]*\])?\s*=(?!=)\s*[\w\[\(\{\"'.-]"),
+    "comprehension or loop": re.compile(r"\bfor \w+(?:, \w+)* in \w"),
+    "decorator": re.compile(r"(?<![\w`])@\w"),
+    "magic line": re.compile(r"%%eugo"),
+}
+
+
+def code_in(text: str) -> list[str]:
+    """The code snippets ``text`` holds, by the rule above (empty: none)."""
+    return [f"{name}: {m.group(0)!r}" for name, rx in CODE_PATTERNS.items() for m in rx.finditer(text)]
+
+
+def hint_code(verdict: Verdict) -> str:
+    """Tier 2 of the hint that answers ``verdict`` (the code a ``not yet`` no longer hands over itself)."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(verdict.exercise_id).hint(verdict.mistake).code
+
+
+def hint_words(verdict: Verdict) -> str:
+    """Tier 1 of the hint that answers ``verdict``: what to change, in words."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(verdict.exercise_id).hint(verdict.mistake).change
+
+
+def tier_code(exercise_id: str, mistake: str) -> str:
+    """Tier 2 of ``exercise_id``'s hint for ``mistake`` (for tests that keep only a verdict's text)."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(exercise_id).hints[mistake].code
+
+
+def tier_words(exercise_id: str, mistake: str) -> str:
+    """Tier 1 of ``exercise_id``'s hint for ``mistake``: what to change, in words."""
+    from eugo_lab.exercises import catalog
+
+    return catalog.get(exercise_id).hints[mistake].change

@@ -182,3 +182,42 @@ def test_every_eugo_magic_line_is_valid(path: Path):
             elif line.startswith("%eugo"):
                 sub = (line.split() + [""])[1]
                 assert sub in SUBCOMMANDS, f"{_name(path)} cell {i}: {line!r}: no subcommand {sub!r}"
+
+
+# A "Predict" prompt: the verb itself (not "predicts", "predicted", "prediction"), or "make your own prediction";
+# a lesson's objectives ("You will be able to ... predict ...") are no prompt.
+PREDICT = re.compile(r"\bpredict\b|\bmake your own prediction\b", re.I)
+GUESS = re.compile(r"^%eugo guess (?P<name>\S+) (?P<value>.+)$", re.M)
+COMPARE = re.compile(r"compare_guess\(\s*\"(?P<name>[^\"]+)\"")
+
+
+def is_prompt(cell: dict) -> bool:
+    """A markdown cell that asks the learner to predict before a measurement."""
+    src = _source(cell)
+    return cell["cell_type"] == "markdown" and bool(PREDICT.search(src)) and "will be able to" not in src.lower()
+
+
+def test_the_prompt_rule_sees_prompts_and_only_prompts():
+    md = [{"cell_type": "markdown", "source": s} for s in (
+        "**Predict:** how long?", "Now predict: which elements?", "Make your own prediction before you go on",
+        "the replay predicts 1.9x", "a prediction for a named profile", "**You will be able to** predict it")]
+    assert [is_prompt(c) for c in md] == [True, True, True, False, False, False]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_every_predict_prompt_has_a_guess_cell_and_its_measurement_prints_the_comparison(path: Path):
+    from eugo_lab import guesses
+
+    cells = _nb(path)["cells"]
+    for i, cell in enumerate(cells):
+        if not is_prompt(cell):
+            continue
+        # the first code cell after the prompt (after the notebook's %load_ext setup cell) records the guess
+        after = [c for c in cells[i + 1:] if c["cell_type"] == "code" and "%load_ext eugo_lab" not in _source(c)]
+        m = GUESS.search(_source(after[0])) if after else None
+        assert m, (f"{_name(path)} cell {i} asks to predict, but the next code cell records no guess: insert a "
+                   "cell with `%eugo guess NAME VALUE` right after it")
+        guesses.parse(m.group("name"), m.group("value"))  # the placeholder is a valid value: nbval runs the cell
+        compared = [c for c in after[1:] if any(n == m.group("name") for n in COMPARE.findall(_source(c)))]
+        assert compared, f"{_name(path)} cell {i}: no cell after the guess prints compare_guess({m.group('name')!r})"
+        assert not compared[0].get("outputs"), f"{_name(path)}: the comparison's output is the learner's, not saved"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, hint_code, run_exercise
 
 SETUP = """
 import time
@@ -38,7 +38,7 @@ def test_waiting_in_submission_order_names_the_line():
     text = v.to_text()
     assert text.startswith("exercise as-completed: not yet\n"), text
     assert "your loop called get() at cell line 5 in submission order" in text
-    assert "hpc.as_completed(futures)" in text
+    assert "hpc.as_completed(futures)" in hint_code(v) and code_in(text) == []
 
 
 def test_getting_all_before_handling():
@@ -63,4 +63,4 @@ def test_one_worker_needs_completion_order_and_says_why():
 def test_missing_results():
     v = run_exercise("as-completed", "futures = [measure.remote(i) for i in range(10)]\n"
                                      "handled = [handle(hpc.get(f)) for f in futures[:5]]\n", setup=SETUP)
-    assert not v.passed and "`handled` should hold handle(r) for each of the 10 results" in v.to_text()
+    assert not v.passed and "`handled` does not hold handle's answer for each of the 10 results" in v.to_text()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, run_exercise
 
 # The lesson's function, with fewer darts so each call takes milliseconds (the checker calls it too).
 SETUP = """
@@ -40,21 +40,22 @@ def test_plain_call_runs_nothing_on_a_worker():
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert "no task ran on a worker" in v.to_text()
     assert "plain call, so it ran right here in the notebook" in v.to_text()
-    assert "estimate_pi.remote(42)" in v.to_text()
+    assert "estimate_pi.remote(42)" not in v.to_text() and code_in(v.to_text()) == []  # the code is the hint's
+    assert v.mistake == "local" and v.to_text().endswith("run it a second time for the code.")
 
 
 def test_future_instead_of_its_value():
     v = run_exercise("first-task", "result = estimate_pi.remote(42)\nprint(result)\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert "`result` holds a future (<hpc.Future estimate_pi() task" in v.to_text()
-    assert "Pass it to hpc.get" in v.to_text()
+    assert v.mistake == "future" and "%eugo hint first-task" in v.to_text()
 
 
 def test_wrong_seed_names_both_values():
     v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(7))\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert "but estimate_pi(42) returns" in v.to_text()
-    assert "seed 42" in v.to_text()
+    assert "a task ran, with another seed or another value kept" in v.to_text()
 
 
 def test_missing_result_variable():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, hint_code, run_exercise
 
 SETUP = """
 from eugo_lab import hpc
@@ -26,8 +26,9 @@ def test_one_remote_per_item():
     v = run_exercise("batching", "results = hpc.get([score.remote(x) for x in items])\n", setup=SETUP)
     text = v.to_text()
     assert not v.passed
-    assert "3000 tasks for 3000 items: one .remote() per item" in text, text
-    assert "(the Scheduling overhead finding)" in text and "hpc.map(score, items)" in text
+    assert "3000 tasks for 3000 items: one task per item" in text, text
+    assert "hpc.map(score, items)" in hint_code(v) and code_in(text) == []
+    assert "(the Scheduling overhead finding)" in text and v.mistake == "one-per-item"
 
 
 def test_one_giant_batch():
@@ -35,7 +36,7 @@ def test_one_giant_batch():
     text = v.to_text()
     assert not v.passed
     assert "all 3000 items went in 1 task, so only 1 worker could get work" in text, text
-    assert "a batch of at most 750 items" in text
+    assert "batches of at most 750 items" in text and v.mistake == "too-few-batches"
 
 
 def test_on_one_worker_the_batches_are_counted_for_two():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from _clusters import dask_cli_cluster
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, run_exercise, tier_code
 
 from eugo_lab import hpc
 from eugo_lab.exercises import catalog
@@ -84,7 +84,8 @@ def test_loop_that_waits_for_each_task_names_the_line(two_workers):
     connect(two_workers)
     text = not_yet(check(two_workers, LOOP))
     assert "called get() at cell line 4 after each task" in text  # line 1 is the %%eugo line
-    assert "futures = [darts.remote(seed) for seed in range(12)]" in text
+    assert "futures = [darts.remote(seed) for seed in range(12)]" in tier_code("dask-cluster", "blocking-loop")
+    assert code_in(text) == []
 
 
 def test_still_on_the_local_pool(two_workers):
@@ -94,7 +95,7 @@ def test_still_on_the_local_pool(two_workers):
     finally:
         hpc.shutdown()
     assert "ran on the local engine" in text
-    assert "hpc.init(backend=\"dask\", address=cluster.scheduler_address)" in text
+    assert "hpc.init(backend=\"dask\", address=cluster.scheduler_address)" in tier_code("dask-cluster", "wrong-engine")
 
 
 def test_eugos_own_dask_cluster_is_not_the_given_one(two_workers):
@@ -132,5 +133,5 @@ def test_every_task_on_the_one_worker_of_a_cluster():
         finally:
             hpc.shutdown()
     assert "all 12 tasks ran on one worker of a cluster with 1" in text
-    assert "n_workers=2" in text
+    assert "the cluster has a single worker" in text and "n_workers=2" in tier_code("dask-cluster", "one-worker")
     assert overlapped(hpc.last_trace(), "darts") == 0

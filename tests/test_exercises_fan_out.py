@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, run_exercise
 
 from eugo_lab.exercises import catalog
 
@@ -40,14 +40,15 @@ def test_get_inside_the_loop_names_the_line():
     assert text.splitlines()[0] == "exercise fan-out: not yet", text
     # line 1 is %%eugo, the function is lines 2-8, the loop's get() is line 11
     assert "your loop called get() at cell line 11 after each task" in text, text
-    assert "hpc.get(futures) once" in text
+    assert "the Blocking finding" in text and v.mistake == "blocking-loop"
+    assert code_in(text) == [], text
 
 
 def test_local_loop_without_remote():
     v = run_exercise("fan-out", cell("results = [slow_square(x) for x in range(12)]\n"))
     assert not v.passed
     assert "no slow_square task ran on a worker" in v.to_text()
-    assert "slow_square.remote(x)" in v.to_text()
+    assert "right here in the notebook" in v.to_text() and code_in(v.to_text()) == []
 
 
 def test_wrong_results_and_missing_variable():

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("rasterio")
 
-from _exercise_cells import run_exercise
+from _exercise_cells import run_exercise, tier_code
 
 from eugo_lab.exercises import catalog
 
@@ -82,7 +82,7 @@ results = hpc.get([by_hand.remote(p) for p in tiles.paths])
 """
     first, text = lines(run_exercise("phases", unmarked, setup=EVEN))
     assert first == "exercise phases: not yet"
-    assert "some tasks recorded no 'read' phase" in text and 'hpc.phase("read")' in text
+    assert "some tasks recorded no 'read' phase" in text and 'hpc.phase(\"read\")' in tier_code("phases", "no-phases")
 
 
 # -- io-overlap --------------------------------------------------------------------------------------
@@ -135,20 +135,21 @@ def test_io_overlap_more_workers_but_every_band_is_not_yet_for_the_bytes():
     cell = f"results = hpc.get([process.remote(p, out_dir, {NDVI}) for p in tiles.paths])"
     first, text = lines(run_exercise("io-overlap", cell, setup=EVEN, line="-w 8 --no-live"))
     assert first == "exercise io-overlap: not yet"
-    assert 'pass bands=("red", "nir") to process_tile' in text and "waited at once" not in text
+    assert "NDVI uses only red and nir" in text and "waited at once" not in text
+    assert 'bands=(\"red\", \"nir\")' in tier_code("io-overlap", "all-bands")
 
 
 def test_io_overlap_without_the_modelled_store_says_to_keep_it():
     cell = 'results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir")) for p in tiles.paths])'
     first, text = lines(run_exercise("io-overlap", cell, setup=EVEN))
     assert first == "exercise io-overlap: not yet"
-    assert "Keep throttle=store in the process_tile call" in text
+    assert "modelled network storage (its `store`)" in text and "throttle=store" in tier_code("io-overlap", "no-store")
 
 
 def test_io_overlap_needs_ndvi_outputs():
     cell = 'results = hpc.get([process.remote(p, out_dir, bands=("red", "nir")) for p in tiles.paths])'
     _, text = lines(run_exercise("io-overlap", cell, setup=EVEN, line="-w 8 --no-live"))
-    assert 'the outputs are not NDVI: pass product="ndvi"' in text
+    assert "the outputs are not NDVI" in text and 'product=\"ndvi\"' in tier_code("io-overlap", "results")
 
 
 # -- sizing ------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, run_exercise, tier_code, tier_words
 
 from eugo_lab.exercises import catalog
 from eugo_lab.exercises.catalog.pandas import compare
@@ -88,14 +88,15 @@ def test_the_starter_sends_the_whole_frame_to_one_task():
     v = run("result = hpc.map_partitions(summarize, readings, partitions=1)\n")
     text = lines(v)
     assert "sent the whole DataFrame (100,000 rows) to one task" in text
-    assert 'by="meter"' in text and 'partitions="auto"' in text
+    assert 'by="meter"' not in text and 'by=\"meter\"' in tier_code("partition-pandas", "no-partitions")
+    assert code_in(text) == []
 
 
 def test_row_partitions_without_a_combine_double_count():
     v = run('result = hpc.map_partitions(summarize, readings, partitions="auto")\n')
     text = lines(v)
     assert "`result` has 480 rows for 60 meters" in text and "appears 8 times" in text, text
-    assert 'by="meter"' in text and "combine" in text
+    assert "not combined" in text and "combine by adding the partial counts" in tier_words("partition-pandas", "result")
 
 
 def test_a_combine_that_counts_a_partition_twice_names_the_column():
@@ -118,7 +119,7 @@ def test_one_task_per_row_is_too_small():
             rows=120)
     text = lines(v)
     assert "your run made 120 tasks of about 1 row each" in text, text
-    assert "scheduling overhead" in text and "at least 10,000 rows each" in text
+    assert "scheduling overhead" in text and "a partition needs at least 10,000 rows" in text
 
 
 def test_hundreds_of_small_partitions_are_too_small():

@@ -57,7 +57,7 @@ def test_a_pass_is_kept_and_the_last_attempt_too(store):
     progress.record_exercise("fan-out", True, "did it", when="t2")
     e = progress.record_exercise("fan-out", False, "broke it again", when="t3")
     assert e["passed"] is True and e["when"] == "t2" and e["evidence"] == "did it" and e["attempts"] == 3
-    assert e["last"] == {"status": "not yet", "when": "t3", "evidence": "broke it again"}
+    assert e["last"] == {"status": "not yet", "when": "t3", "evidence": "broke it again", "mistake": None, "hints": 0}
     data = json.loads(store.read_text())
     assert data["schema_version"] == 1 and data["checklists"] == {} and data["exercises"]["fan-out"] == e
     assert progress.status("fan-out") == "passed" and progress.status("put") == "not tried"
@@ -120,7 +120,7 @@ def test_registry_and_did_you_mean():
     assert "did you mean 'fan-out'" in str(err.value) and "exercises: " in str(err.value)
     assert [e.id for e in catalog.all_exercises()] == sorted(catalog.ids(), key=lambda i: (catalog.get(i).lesson, i))
     with pytest.raises(ValueError, match="lower-case"):
-        base.exercise("Fan Out", lesson="x.ipynb", title="t")
+        base.exercise("Fan Out", lesson="x.ipynb", title="t", hints=("words", "code"))
 
 
 def test_catalog_is_loaded_lazily():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _exercise_cells import run_exercise
+from _exercise_cells import code_in, hint_words, run_exercise, tier_code
 
 SETUP = """
 import numpy as np
@@ -31,7 +31,7 @@ def test_by_value_names_the_bytes_shipped():
     text = v.to_text()
     assert not v.passed
     assert "the 8 chunk_sum tasks were sent 128 MB of arguments in all, about 16 MB each" in text, text
-    assert "ref = hpc.put(data)" in text
+    assert "ref = hpc.put(data)" in tier_code("put", "by-value") and code_in(text) == []
 
 
 def test_put_inside_the_loop():
@@ -39,8 +39,8 @@ def test_put_inside_the_loop():
                      setup=SETUP)
     text = v.to_text()
     assert not v.passed
-    assert "the cell called hpc.put 8 times, about once per task" in text, text
-    assert "once, before the loop" in text
+    assert "the cell called put 8 times, about once per task" in text, text
+    assert v.mistake == "put-per-task" and "Call put once, before the loop" in hint_words(v)
 
 
 def test_wrong_total():

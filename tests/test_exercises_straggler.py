@@ -27,7 +27,7 @@ def test_a_lesson_may_scale_the_ranges():
     # The criteria are counts and ratios: a lesson with ranges of 400,000 is checked on its own ranges.
     setup = SETUP.replace("1_000_000", "400_000").replace("27_000_000", "8_400_000").replace("7_000_000", "2_800_000")
     v = run_exercise("straggler", "total = sum(hpc.get([work.remote(s, e) for s, e in ranges]))\n", setup=setup)
-    assert not v.passed and "pieces of about 400,000 numbers" in v.to_text(), v.to_text()
+    assert not v.passed and "an ordinary range holds 400,000 numbers" in v.to_text(), v.to_text()
     v = run_exercise("straggler", "pieces = [(a, min(a + 400_000, e))\n"
                                   "          for s, e in ranges for a in range(s, e, 400_000)]\n"
                                   "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n", setup=setup)
@@ -59,7 +59,7 @@ def test_tiny_pieces():
     text = v.to_text()
     assert not v.passed
     assert text.startswith("exercise straggler: not yet\n  2700 tasks: the pieces are so small"), text
-    assert "keep it under 200" in text
+    assert "under 200 tasks each is worth sending" in text
 
 
 def test_pieces_that_miss_part_of_the_input():

@@ -173,6 +173,7 @@ async def test_courses_lists_the_course_folders_lessons_exercises_and_checklists
     progress.record_exercise("first-task", passed=False, evidence="one task", when="2026-12-01T09:00:00+00:00")
     progress.record_exercise("fan-out", passed=True, evidence="overlapped", when="2026-12-01T09:05:00+00:00")
     progress.record_exercise("fan-out", passed=False, evidence="later", when="2026-12-01T09:10:00+00:00")
+    progress.record_hint("first-task", 2)  # %eugo hint first-task, once: the panel can show it
     code, doc = await fetch(jp_fetch, "eugo", "api", "courses")
     assert code == 200, doc
     folders = sorted(p.name for p in COURSES.iterdir() if p.is_dir() and p.name[:2].isdigit())
@@ -192,9 +193,9 @@ async def test_courses_lists_the_course_folders_lessons_exercises_and_checklists
             assert ex.id in [e["id"] for e in lessons[ex.lesson]["exercises"]], ex.id
     ex = {e["id"]: e for le in lessons.values() for e in le["exercises"]}
     assert ex["first-task"] == {"id": "first-task", "title": ex["first-task"]["title"], "status": "not yet",
-                                "when": "2026-12-01T09:00:00+00:00"}
+                                "when": "2026-12-01T09:00:00+00:00", "hints_taken": 1}
     assert ex["fan-out"]["status"] == "passed" and ex["fan-out"]["when"] == "2026-12-01T09:05:00+00:00"
-    assert ex["put"]["status"] == "not tried" and ex["put"]["when"] is None
+    assert ex["put"]["status"] == "not tried" and ex["put"]["when"] is None and ex["put"]["hints_taken"] == 0
     course1 = doc["courses"][0]
     assert course1["passed"] == 1 and course1["lessons"][0]["title"] == "Remote functions and futures"
     assert lessons["01-distributed-python/04-large-arguments-and-put.ipynb"]["title"] == "Large arguments and hpc.put"

@@ -57,6 +57,6 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
 def save(verdict: base.Verdict) -> None:
     """Record ``verdict`` in the progress store; a store that cannot be written is a warning."""
     try:
-        progress.record_exercise(verdict.exercise_id, verdict.passed, verdict.evidence())
+        progress.record_exercise(verdict.exercise_id, verdict.passed, verdict.evidence(), mistake=verdict.mistake)
     except (OSError, progress.ProgressError) as exc:
         warnings.warn(f"eugo: your result was not saved to {progress.progress_path()}: {exc}", stacklevel=2)

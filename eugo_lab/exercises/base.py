@@ -18,6 +18,21 @@ next cell: ``exercises.last_verdict()`` displays the deterministic text and HTML
 
 A checker that raises is a bug in Eugo Lab, not the learner's mistake: :func:`grade` turns
 it into a verdict whose first line is ``exercise ID: not checked`` and says so (:func:`grade`).
+
+Hints come in tiers, so a ``not yet`` never hands over the fix at once. The verdict says what
+the run did and which finding it raised, in words and without code, and ends by pointing at
+``%eugo hint ID``; the first ``%eugo hint`` says what to change (tier 1, words), the second
+shows the code (tier 2). An exercise declares its tiers as data where it is registered::
+
+    @exercise("fan-out", lesson=..., title=..., hints={
+        DEFAULT: Hint("submit every call first, then wait once", "futures = [...]; results = hpc.get(futures)"),
+        "blocking-loop": Hint("take get() out of the loop ...", "..."),
+    })
+
+A checker names the mistake it found (``a.not_yet(..., mistake="blocking-loop")`` or
+``NotYet(..., mistake=...)``); a verdict without one (the cell raised, a variable is missing)
+gets the ``DEFAULT`` tiers. The mistake is saved with the attempt (:mod:`eugo_lab.progress`),
+so ``%eugo hint`` answers the run the learner made, in any later kernel.
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ from __future__ import annotations
 import difflib
 import html
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,8 +50,42 @@ PASSED, NOT_YET, NOT_CHECKED = "passed", "not yet", "not checked"
 NOT_YOUR_ATTEMPT = "this run does not count as your attempt"
 
 
+#: The key of an exercise's hint tiers for every mistake without tiers of its own.
+DEFAULT = "default"
+#: The line every ``not yet`` ends with: where the next step is (the words first, then the code).
+HINT_POINTER = ("for a hint, run %eugo hint {id}: it says what to change, in words; run it a second time "
+                "for the code.")
+
+
 class NotYet(Exception):
-    """Raised inside a checker to end it with a ``not yet`` verdict carrying this message."""
+    """Raised inside a checker to end it with a ``not yet`` verdict carrying this message.
+
+    ``mistake``: the key of the hint tiers that answer it (``None``: the exercise's ``DEFAULT``).
+    """
+
+    def __init__(self, message: str, mistake: str | None = None) -> None:
+        super().__init__(message)
+        self.mistake = mistake
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Two tiers of help for one mistake: what to change, in words (tier 1), then the code (tier 2)."""
+
+    change: str
+    code: str
+
+    def __post_init__(self) -> None:
+        if not self.change.strip() or not self.code.strip():
+            raise ValueError("a hint needs both tiers: what to change, in words, and the code")
+
+    @property
+    def tiers(self) -> tuple[str, str]:
+        """``(words, code)``: what ``%eugo hint`` shows first and second."""
+        return (self.change, self.code)
+
+
+HintsSpec = Hint | tuple[str, str] | Mapping[str, Hint | tuple[str, str]]
 
 
 class UnknownExerciseError(KeyError):
@@ -53,7 +102,8 @@ class Verdict:
     ``lines``: deterministic sentences after the first line (evidence for a pass, the specific
     message and next step for a ``not yet``). ``details``: measured numbers that vary between
     runs (concurrency, seconds), shown by the ``precise`` forms only. ``checker_error``: set
-    when the checker itself failed (a bug to report).
+    when the checker itself failed (a bug to report). ``mistake``: for a ``not yet``, the key
+    of the hint tiers that answer it (``None``: the exercise's ``DEFAULT`` tiers).
     """
 
     exercise_id: str
@@ -62,6 +112,7 @@ class Verdict:
     details: tuple[str, ...] = ()
     checker_error: str | None = None
     reference: bool = False  # the lesson's reference solution (--solution): shown, never saved to progress
+    mistake: str | None = None
 
     @property
     def status(self) -> str:
@@ -194,9 +245,13 @@ class Attempt:
         """A passing verdict whose lines are the deterministic evidence."""
         return Verdict(self.exercise_id, True, tuple(lines), tuple(details))
 
-    def not_yet(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
-        """A ``not yet`` verdict: what the run showed and the next step."""
-        return Verdict(self.exercise_id, False, tuple(lines), tuple(details))
+    def not_yet(self, *lines: str, mistake: str | None = None, details: tuple[str, ...] = ()) -> Verdict:
+        """A ``not yet`` verdict: what the run did and which finding it raised, in words (no code).
+
+        ``mistake`` names the hint tiers that answer it (``None``: the exercise's ``DEFAULT``);
+        :func:`grade` adds the line pointing at ``%eugo hint``.
+        """
+        return Verdict(self.exercise_id, False, tuple(lines), tuple(details), mistake=mistake)
 
 
 def bound_names(source: str) -> frozenset[str]:
@@ -223,12 +278,17 @@ Checker = Callable[[Attempt], Verdict]
 
 @dataclass(frozen=True)
 class Exercise:
-    """A registered exercise: its id, lesson notebook (relative to ``courses/``), title and checker."""
+    """A registered exercise: its id, lesson notebook (relative to ``courses/``), title, checker and hint tiers."""
 
     id: str
     lesson: str
     title: str
     check: Checker
+    hints: Mapping[str, Hint] = field(default_factory=dict)
+
+    def hint(self, mistake: str | None) -> Hint:
+        """The tiers that answer ``mistake`` (its own, else the ``DEFAULT`` ones)."""
+        return self.hints.get(mistake or DEFAULT) or self.hints[DEFAULT]
 
     def __call__(self, attempt: Attempt) -> Verdict:
         """Grade ``attempt`` (see :func:`grade`)."""
@@ -238,21 +298,44 @@ class Exercise:
 _REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(id: str, *, lesson: str, title: str) -> Callable[[Checker], Exercise]:
-    """Register ``check(attempt) -> Verdict`` as the exercise ``id`` of ``lesson``.
+def _hints(id: str, spec: HintsSpec) -> dict[str, Hint]:
+    """``spec`` as ``{mistake: Hint}`` with a ``DEFAULT`` entry; a bad spec is a ``ValueError`` naming the exercise."""
+    if isinstance(spec, Hint) or (isinstance(spec, tuple) and len(spec) == 2):
+        spec = {DEFAULT: spec}
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"exercise {id!r}: hints= is Hint(words, code), a (words, code) pair, or "
+                         f"{{mistake: Hint}} with a {DEFAULT!r} entry; got {type(spec).__name__}")
+    out = {}
+    for key, tiers in spec.items():
+        if isinstance(tiers, tuple) and len(tiers) == 2:
+            tiers = Hint(*tiers)
+        if not isinstance(tiers, Hint):
+            raise ValueError(f"exercise {id!r}: the hint for {key!r} is not Hint(words, code)")
+        out[str(key)] = tiers
+    if DEFAULT not in out:
+        raise ValueError(f"exercise {id!r}: hints= needs a {DEFAULT!r} entry, the tiers for a run whose verdict "
+                         "names no mistake of its own (the cell raised, a variable is missing)")
+    return out
+
+
+def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec) -> Callable[[Checker], Exercise]:
+    """Register ``check(attempt) -> Verdict`` as the exercise ``id`` of ``lesson``, with its hint tiers.
 
     ``lesson`` is the notebook's path under ``courses/``
-    (``01-distributed-python/02-fan-out-without-blocking.ipynb``); ``title`` a few words.
+    (``01-distributed-python/02-fan-out-without-blocking.ipynb``); ``title`` a few words;
+    ``hints``: ``Hint(words, code)`` (or the pair) for every mistake, or ``{mistake key: Hint}``
+    with a ``DEFAULT`` entry where the exercise's mistakes need different help.
     """
     if not id or id != id.strip().lower() or " " in id:
         raise ValueError(f"an exercise id is lower-case words joined by '-', got {id!r}")
+    tiers = _hints(id, hints)
 
     def register(fn: Checker) -> Exercise:
         old = _REGISTRY.get(id)
         if old is not None and old.check.__qualname__ != fn.__qualname__:
             by = f"{old.check.__module__}.{old.check.__qualname__}"
             raise ValueError(f"exercise {id!r} is already registered (by {by})")
-        ex = Exercise(id=id, lesson=lesson, title=title, check=fn)
+        ex = Exercise(id=id, lesson=lesson, title=title, check=fn, hints=tiers)
         _REGISTRY[id] = ex
         return ex
 
@@ -276,29 +359,47 @@ def grade(ex: Exercise, attempt: Attempt) -> Verdict:
 
     - the cell raised: ``not yet`` naming the error (the checker is not asked: it would grade a half run);
     - the checker raised :class:`NotYet`: ``not yet`` with its message;
-    - the checker raised anything else: ``not checked``, saying it is a bug in Eugo Lab, not in the cell.
+    - the checker raised anything else, or named a mistake ``ex`` has no hint for: ``not checked``,
+      saying it is a bug in Eugo Lab, not in the cell.
+
+    Every ``not yet`` ends with the line pointing at ``%eugo hint`` (:data:`HINT_POINTER`).
     """
     if attempt.error is not None:
         err = attempt.error
         name = type(err).__name__
         msg = str(err).strip().splitlines()[0] if str(err).strip() else ""
         said = f"{name}: {msg}" if msg else name
-        return Verdict(ex.id, False, (f"the cell stopped with {said} before it finished, so there is nothing to "
-                                      "check yet; fix the error (the traceback below shows the line), then run "
-                                      "the cell again.",))
+        return _pointing(ex, Verdict(ex.id, False, (
+            f"the cell stopped with {said} before it finished, so there is nothing to check yet; fix the error "
+            "(the traceback below shows the line), then run the cell again.",)))
     try:
         verdict = ex.check(attempt)
     except NotYet as exc:
-        return Verdict(ex.id, False, (str(exc),))
+        verdict = Verdict(ex.id, False, (str(exc),), mistake=exc.mistake)
     except Exception as exc:  # noqa: BLE001 - a checker bug must not look like the learner's mistake
         where = traceback.extract_tb(exc.__traceback__)[-1]
         bug = f"{type(exc).__name__}: {exc} ({where.name}, line {where.lineno})"
-        return Verdict(ex.id, False, (
-            "the checker for this exercise failed: that is a bug in Eugo Lab, not a mistake in your cell "
-            "(your cell ran; the summary above shows what it did). Please report it with this line: "
-            f"{type(exc).__name__} in the {ex.id} checker.",), checker_error=bug)
+        return _checker_bug(ex, bug, f"{type(exc).__name__} in the {ex.id} checker")
     if not isinstance(verdict, Verdict) or verdict.exercise_id != ex.id:
         return Verdict(ex.id, False, ("the checker for this exercise returned no verdict: that is a bug in Eugo "
                                       "Lab, not a mistake in your cell.",),
                        checker_error=f"checker returned {type(verdict).__name__}")
-    return verdict
+    if verdict.passed:
+        return verdict
+    if verdict.mistake is not None and verdict.mistake not in ex.hints:
+        return _checker_bug(ex, f"mistake {verdict.mistake!r} has no hint (hints: {', '.join(sorted(ex.hints))})",
+                            f"no hint for mistake {verdict.mistake!r} in the {ex.id} checker")
+    return _pointing(ex, verdict)
+
+
+def _pointing(ex: Exercise, verdict: Verdict) -> Verdict:
+    """``verdict`` (a ``not yet``) ending with the line that points at ``%eugo hint``."""
+    return replace(verdict, lines=(*verdict.lines, HINT_POINTER.format(id=ex.id)))
+
+
+def _checker_bug(ex: Exercise, bug: str, report: str) -> Verdict:
+    """The ``not checked`` verdict of a checker that failed: Eugo Lab's bug, with the line to report."""
+    return Verdict(ex.id, False, (
+        "the checker for this exercise failed: that is a bug in Eugo Lab, not a mistake in your cell "
+        f"(your cell ran; the summary above shows what it did). Please report it with this line: {report}.",),
+        checker_error=bug)

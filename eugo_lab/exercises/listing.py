@@ -1,4 +1,4 @@
-"""``%eugo exercises``: every exercise with its lesson and the learner's status, as deterministic text and HTML."""
+"""``%eugo exercises``: every exercise with its lesson, the learner's status and the hints taken, as text and HTML."""
 
 from __future__ import annotations
 
@@ -18,12 +18,19 @@ class Row:
     title: str
     lesson: str
     status: str  # passed | not yet | not tried
+    hints: int = 0  # hint tiers %eugo hint showed for this exercise, over all its attempts
 
 
 def rows(store: dict[str, Any] | None = None) -> list[Row]:
     """Every exercise in course order with its status from ``store`` (default: the progress file)."""
     store = store if store is not None else progress.load()
-    return [Row(e.id, e.title, e.lesson, progress.status(e.id, store)) for e in catalog.all_exercises()]
+    saved = store.get("exercises", {})
+    return [Row(e.id, e.title, e.lesson, progress.status(e.id, store), progress.hints_taken(saved.get(e.id)))
+            for e in catalog.all_exercises()]
+
+
+def _hints(n: int) -> str:
+    return f"; {n} hint{'s' if n != 1 else ''} taken" if n else ""
 
 
 def listing_text(found: list[Row]) -> str:
@@ -33,8 +40,9 @@ def listing_text(found: list[Row]) -> str:
     w_st = max(len(progress.NOT_TRIED), len(progress.NOT_YET))
     lines = [f"Exercises: {done} of {len(found)} passed"]
     for r in found:
-        lines.append(f"  {r.status:<{w_st}}  {r.id:<{w_id}}  {r.title} ({r.lesson})")
-    lines.append("Run an exercise cell (%%eugo --exercise ID) to check your solution.")
+        lines.append(f"  {r.status:<{w_st}}  {r.id:<{w_id}}  {r.title} ({r.lesson}){_hints(r.hints)}")
+    lines.append("Run an exercise cell (%%eugo --exercise ID) to check your solution; %eugo hint ID helps with "
+                 "one that is not yet passed.")
     return "\n".join(lines)
 
 
@@ -44,7 +52,7 @@ def listing_html(found: list[Row]) -> str:
     body = "".join(
         f"<tr class='eugo-exercise-{html.escape(r.status.replace(' ', '-'))}'><td>{html.escape(r.status)}</td>"
         f"<td><code>{html.escape(r.id)}</code></td><td>{html.escape(r.title)}</td>"
-        f"<td>{html.escape(r.lesson)}</td></tr>" for r in found)
+        f"<td>{html.escape(r.lesson)}</td><td>{r.hints}</td></tr>" for r in found)
     return (f"<div class='eugo-exercises'><p>Exercises: {done} of {len(found)} passed</p>"
-            "<table><tr><th>status</th><th>exercise</th><th>title</th><th>lesson</th></tr>"
+            "<table><tr><th>status</th><th>exercise</th><th>title</th><th>lesson</th><th>hints taken</th></tr>"
             f"{body}</table></div>")

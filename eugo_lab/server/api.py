@@ -18,7 +18,8 @@ Errors are ``{"error": "<what was wrong and what to send>"}`` with a 4xx status
                                "title": "<first heading of the notebook>",
                                "exercises": [{"id": "first-task", "title": "...",
                                               "status": "passed" | "not yet" | "not tried",
-                                              "when": "<ISO time>" | null}]}],
+                                              "when": "<ISO time>" | null,
+                                              "hints_taken": <int>}]}],
                   "passed": <int>, "total": <int>}],
      "checklists": [{"id": "workload-readiness", "title": "...", "path": "checklists/workload-readiness.ipynb",
                      "items": [{"id": "...", "text": "...", "ticked": bool,
@@ -29,7 +30,8 @@ Errors are ``{"error": "<what was wrong and what to send>"}`` with a 4xx status
 
   Courses are the numbered folders (``NN-name``) in number order; a course's title is the
   heading under which the index notebook links into it (else its folder name). ``when``
-  is the pass's time once passed, else the last attempt's. Paths are relative to the
+  is the pass's time once passed, else the last attempt's; ``hints_taken`` counts the hint tiers
+  ``%eugo hint`` showed for the exercise (0 for a store written before hints). Paths are relative to the
   server's root_dir: with the courses folder below it (root_dir = the repository) they
   start with ``courses/``. Where the courses are: see :func:`eugo_lab.server.courses.find_courses_dir`;
   none found: an empty listing with a ``note`` saying how to point the server at the courses

@@ -156,7 +156,8 @@ def _exercise_entry(ex: Any, store: dict[str, Any]) -> dict[str, Any]:
         # the pass's time once passed, else the last attempt's
         last = entry.get("last") if isinstance(entry.get("last"), dict) else {}
         when = entry.get("when") if status == progress.PASSED else (last.get("when") or entry.get("when"))
-    return {"id": ex.id, "title": ex.title, "status": status, "when": when if isinstance(when, str) else None}
+    return {"id": ex.id, "title": ex.title, "status": status, "when": when if isinstance(when, str) else None,
+            "hints_taken": progress.hints_taken(entry)}
 
 
 def checklist_item(item: Any, tick: dict[str, Any] | None) -> dict[str, Any]:

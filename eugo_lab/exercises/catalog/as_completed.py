@@ -40,7 +40,7 @@ import numpy as np
 
 from eugo_lab.analysis.findings import Code
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_source as display_source
 
 N = 10
@@ -51,8 +51,25 @@ COMPLETION_ORDER = ("as_completed", "wait")
 _EPS = 1e-6
 
 
+_SOLUTION = ("futures = [measure.remote(i) for i in range(10)]\nhandled = []\n"
+             "for f in hpc.as_completed(futures):\n    handled.append(handle(hpc.get(f)))")
+HINTS = {
+    DEFAULT: Hint("Submit the 10 calls first, then loop over the futures in the order they finish "
+                  "(as_completed hands you each one as soon as its task is done) and handle each result there.",
+                  _SOLUTION),
+    "results": Hint("`handled` must hold handle() of every one of the 10 results: get the value of each future "
+                    "and append what handle returns for it.", _SOLUTION),
+    "local": Hint("Submit each of the 10 calls as a task with .remote and keep the futures in a list.", _SOLUTION),
+    "submission-order": Hint("Loop over the futures in completion order instead of list order: as_completed "
+                             "yields each future as its task finishes, so a fast result is handled while the slow "
+                             "first task still runs.", _SOLUTION),
+    "all-at-once": Hint("Do not wait for all results with one get() before handling any: take them one at a time "
+                        "as they finish, with as_completed, and handle each in the loop.", _SOLUTION),
+}
+
+
 @exercise("as-completed", lesson="01-distributed-python/03-futures-as-arguments-and-as-completed.ipynb",
-          title="Process results as they finish")
+          title="Process results as they finish", hints=HINTS)
 def as_completed(a: Attempt) -> Verdict:
     """Grade a results loop: every result handled, taken in completion order, the first before the last arrived."""
     handled = a.require("handled")
@@ -62,19 +79,18 @@ def as_completed(a: Attempt) -> Verdict:
     except TypeError:
         got = None
     if got is None or not measure.same_result(got, expected):
-        return a.not_yet(f"`handled` should hold handle(r) for each of the {N} results (measure(i) + 1 = "
-                         f"1, 11, 21, ..., {(N - 1) * 10 + 1}, in any order); append handle(hpc.get(f)) for every "
-                         "future.")
+        return a.not_yet(f"`handled` does not hold handle's answer for each of the {N} results (measure's value "
+                         f"plus 1: 1, 11, 21, ..., {(N - 1) * 10 + 1}, in any order).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n < N:
-        return a.not_yet(f"only {n} of the {N} calls ran as {FUNCTION} tasks; submit each one with "
-                         f"{FUNCTION}.remote(i) and keep the futures in a list.")
+        return a.not_yet(f"only {n} of the {N} calls ran as {FUNCTION} tasks; the others ran here in the "
+                         "notebook.", mistake="local")
     order = a.report.finding(Code.SUBMISSION_ORDER)
     if order is not None:
         where = display_source(order.evidence["source"])
         return a.not_yet(f"your loop called get() at {where} in submission order: it waited for the slow first "
-                         "task while later results were already done, and handled them only after it. Loop over "
-                         "hpc.as_completed(futures) to handle each result as it finishes.")
+                         "task while later results were already done, and handled them only after it (the "
+                         "Submission order finding).", mistake="submission-order")
     b = a.trace.blocks
     last = float(np.nanmax(a.trace.tasks["received"]))
     ends = np.asarray(b["end"])
@@ -82,15 +98,14 @@ def as_completed(a: Attempt) -> Verdict:
         waited = [w for w in measure.waits(a.trace) if w[1] > 1]
         at = f" ({waited[0][0]}() at {waited[0][2]})" if waited else ""
         return a.not_yet(f"the cell waited for all {N} results at once{at} and only then handled them, so nothing "
-                         "was handled while the slow task ran. Take them one at a time as they finish: "
-                         "for f in hpc.as_completed(futures): handled.append(handle(hpc.get(f))).")
+                         "was handled while the slow task ran.", mistake="all-at-once")
     kinds = {w[0] for w in measure.waits(a.trace)}
     one_worker = a.workers < 2
     if one_worker and not kinds & set(COMPLETION_ORDER):
         return a.not_yet("this run had 1 worker, where tasks finish in the order they were submitted, so waiting "
                          "in submission order costs nothing here; on 2 or more workers the slow first task would "
-                         "hold the loop. Take results with hpc.as_completed(futures) so the same cell handles "
-                         "them as they finish anywhere.")
+                         "hold the loop, and the results were not taken in completion order.",
+                         mistake="submission-order")
     how = "hpc.as_completed" if "as_completed" in kinds else "completion order"
     note = " (1 worker: checked by the way results were taken)" if one_worker else ""
     return a.passed(f"all {N} results handled; the first was handled before the last task finished{note}",

@@ -27,7 +27,7 @@ from typing import Any
 
 from eugo_lab import hpc
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 FUNCTION = "estimate_pi"
 SEED = 42
@@ -42,16 +42,35 @@ def _function(a: Attempt) -> Any:
     """The lesson's ``estimate_pi``, as a remote function; ``not yet`` saying what to run when it is missing."""
     if FUNCTION not in a.namespace:
         raise NotYet(f"this notebook has no `{FUNCTION}` yet: run the lesson's first code cell (it defines "
-                     f"{FUNCTION} with @hpc.remote), then this cell again.")
+                     f"{FUNCTION} as a remote function), then this cell again.", mistake="no-function")
     fn = a.namespace[FUNCTION]
     if not isinstance(fn, hpc.RemoteFunction):
-        raise NotYet(f"`{FUNCTION}` is a plain function here, without `.remote`: keep `@hpc.remote` on the line "
-                     f"above `def {FUNCTION}` and run that cell again.")
+        raise NotYet(f"`{FUNCTION}` is a plain function here, without `.remote`: the line that makes it a remote "
+                     f"function is missing above its definition.", mistake="plain-function")
     return fn
 
 
+_SOLUTION = f"future = {FUNCTION}.remote({SEED})\nresult = hpc.get(future)\nprint(result)"
+HINTS = {
+    DEFAULT: Hint(f"Start {FUNCTION} with seed {SEED} as a task (.remote after the function's name), which hands "
+                  "you a future at once, then pass that future to get() and keep what it returns in `result`.",
+                  _SOLUTION),
+    "no-function": Hint(f"Run the lesson's first code cell, the one that defines {FUNCTION}, then run the exercise "
+                        "cell again.", "# run the lesson's first code cell, then:\n" + _SOLUTION),
+    "plain-function": Hint(f"Put the decorator that makes {FUNCTION} a remote function back on the line above its "
+                           "def, and run that cell again.",
+                           f"@hpc.remote\ndef {FUNCTION}(seed, n=1_500_000):\n    ..."),
+    "future": Hint("A future is a receipt, not the value: hand it to get(), which waits for the task and returns "
+                   "what it computed, and keep that in `result`.", _SOLUTION),
+    "local": Hint(f"Call {FUNCTION} through .remote so it runs as a task on a worker; that gives a future, and "
+                  "get() gives its value.", _SOLUTION),
+    "wrong-seed": Hint(f"Give the task the seed {SEED} and keep the value get() returns, not anything computed "
+                       "after it.", _SOLUTION),
+}
+
+
 @exercise("first-task", lesson="01-distributed-python/01-remote-functions-and-futures.ipynb",
-          title="Your first task")
+          title="Your first task", hints=HINTS)
 def first_task(a: Attempt) -> Verdict:
     """Grade the first task: ``estimate_pi(42)`` ran on a worker and ``result`` holds its value."""
     fn = _function(a)
@@ -60,18 +79,17 @@ def first_task(a: Attempt) -> Verdict:
     if _is_pending_value(result):
         # Whether or not its task finished before the cell ended, the learner kept the receipt, not the value.
         return a.not_yet(f"`result` holds a future ({result!r}), not its value: .remote started the task on a "
-                         "worker and handed you this receipt at once, and printing it shows only the receipt. "
-                         f"Pass it to hpc.get: result = hpc.get({FUNCTION}.remote({SEED})).")
+                         "worker and handed you this receipt at once, and printing it shows only the receipt.",
+                         mistake="future")
     expected = fn(SEED)  # the plain call, here: the reference the task's value must equal
     if not ran:
         if measure.same_result(result, expected):
             return a.not_yet(f"the value is right, but no task ran on a worker: `{FUNCTION}({SEED})` is a plain "
-                             "call, so it ran right here in the notebook. Start it as a task with "
-                             f"`{FUNCTION}.remote({SEED})`, which returns a future, and pass that to hpc.get.")
-        return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell: start one with "
-                         f"`{FUNCTION}.remote({SEED})` and store hpc.get of its future in `result`.")
+                             "call, so it ran right here in the notebook.", mistake="local")
+        return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
+                         f"{FUNCTION}({SEED}) returns.", mistake="local")
     if not measure.same_result(result, expected):
-        return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: give the task "
-                         f"seed {SEED} (`{FUNCTION}.remote({SEED})`) and store the value hpc.get returns.")
+        return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: a task ran, with "
+                         f"another seed or another value kept.", mistake="wrong-seed")
     return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on a worker",
                     f"hpc.get returned {expected!r}, the same value as the plain call {FUNCTION}({SEED})")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from eugo_lab.analysis.findings import BATCHES_PER_WORKER, Code
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 3000
 # A task round trip costs ~0.1-0.5 ms on the local pool and an item here ~20 us: with 10 items
@@ -41,34 +41,48 @@ def score_of(x: int) -> int:
     return sum((x * k) % 7 for k in range(200))
 
 
+_SOLUTION = "results = hpc.get(hpc.map(score, items))     # batch=\"auto\" sizes the batches"
+HINTS = {
+    DEFAULT: Hint("Send the items in batches instead of one task each: map sends many items per task and sizes "
+                  "the batches for your workers.", _SOLUTION),
+    "results": Hint("`results` must be score of every item, in the items' order: get() on the futures, or on "
+                    "map's result, keeps that order.", _SOLUTION),
+    "local": Hint("Send the items to the workers; map runs score over all of them as tasks, in batches.",
+                  _SOLUTION),
+    "one-per-item": Hint("Stop submitting one task per item: give map the function and all items, and let it "
+                         "group them into batches of many items.", _SOLUTION),
+    "too-few-batches": Hint("Leave the batch size to map (its default, auto, keeps about two batches per worker) "
+                            "or choose a size small enough that every worker gets several batches.",
+                            "results = hpc.get(hpc.map(score, items, batch=\"auto\"))"),
+}
+
+
 @exercise("batching", lesson="01-distributed-python/05-task-size-and-batching.ipynb",
-          title="Batch thousands of tiny items")
+          title="Batch thousands of tiny items", hints=HINTS)
 def batching(a: Attempt) -> Verdict:
     """Grade batching: the right results from few enough tasks, and enough batches for every worker."""
     results = a.require("results")
     if not measure.same_result(list(results) if not isinstance(results, list) else results,
                                [score_of(x) for x in range(N)]):
-        return a.not_yet(f"`results` is not score(x) for the {N} items in order; hpc.get on the futures (or on "
-                         "hpc.map's result) keeps their order.")
+        return a.not_yet(f"`results` is not score of each of the {N} items in order.", mistake="results")
     units = len(measure.dispatch_units(a.trace))
     if units == 0:
-        return a.not_yet(f"no task ran on a worker: the {N} items were scored here in the notebook. Send them with "
-                         "hpc.map(score, items).")
+        return a.not_yet(f"no task ran on a worker: the {N} items were scored here in the notebook.",
+                         mistake="local")
     per_task = N / units
     if per_task < MIN_ITEMS_PER_TASK:
         tiny = a.report.finding(Code.TASKS_TOO_SMALL)
         why = " (the Scheduling overhead finding)" if tiny is not None else ""
-        return a.not_yet(f"{units} tasks for {N} items: one .remote() per item, so every item paid a task's "
-                         f"scheduling overhead, which is more than its work{why}. Send the items in batches: "
-                         "hpc.map(score, items) batches them for you.")
+        return a.not_yet(f"{units} tasks for {N} items: one task per item, so every item paid a task's "
+                         f"scheduling overhead, which is more than its work{why}.", mistake="one-per-item")
     w = max(a.workers, 2)
     need = BATCHES_PER_WORKER * w
     if units < need:
         only = "only 1 worker could get work" if units == 1 else f"at most {units} workers could get work"
         on = f"{w} workers" + (" (counted for 2: this run had 1)" if a.workers < 2 else "")
-        return a.not_yet(f"all {N} items went in {measure.plural(units, 'task')}, so {only}; leave at least "
-                         f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}): use batch=\"auto\" (the "
-                         f"default) or a batch of at most {N // need} items.")
+        return a.not_yet(f"all {N} items went in {measure.plural(units, 'task')}, so {only}; at least "
+                         f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}) keep every worker busy, which "
+                         f"means batches of at most {N // need} items.", mistake="too-few-batches")
     return a.passed(f"{N} items in {units} tasks: at least {MIN_ITEMS_PER_TASK} items per task and at least "
                     f"{BATCHES_PER_WORKER} batches per worker on {w} workers; results equal the reference",
                     details=(f"{per_task:.0f} items per task on average",))

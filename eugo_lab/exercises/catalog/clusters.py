@@ -33,12 +33,35 @@ import numpy as np
 
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 N = 12
 FUNCTION = "darts"
 CONNECT = "hpc.init(backend=\"dask\", address=cluster.scheduler_address)"
-
+_SOLUTION = (f"{CONNECT}\nfutures = [{FUNCTION}.remote(seed) for seed in range({N})]\nresult = hpc.get(futures)")
+HINTS = {
+    DEFAULT: Hint("Connect the runtime to the lesson's cluster (the Dask engine, at the scheduler address of "
+                  "`cluster`), then submit the twelve simulations and wait for them with one get().", _SOLUTION),
+    "no-cluster": Hint("Run the lesson's 'Start a cluster' cell, which makes `cluster` and connects to it, then "
+                       "this cell again.", "from dask.distributed import LocalCluster\n"
+                       "cluster = LocalCluster(n_workers=2, threads_per_worker=1)\n" + CONNECT),
+    "no-local": Hint("Run the lesson's first cell of simulations (the one on the local pool that keeps "
+                     "`local_result`), then this cell again.", "local_result = hpc.get([darts.remote(seed) for seed "
+                     f"in range({N})])"),
+    "local": Hint(f"Submit each of the {N} simulations as a task with .remote, one per seed.", _SOLUTION),
+    "wrong-engine": Hint("Connect to the cluster before running the cell: initialise the runtime with the Dask "
+                         "engine and the address of `cluster`'s scheduler.", CONNECT),
+    "own-cluster": Hint("Give the runtime the address of the lesson's scheduler: without one, the Dask engine "
+                        "starts a cluster of its own.", CONNECT),
+    "results": Hint(f"`result` must be the {N} values in seed order, as the local run made them: get() on the "
+                    "list of futures keeps the list's order.", _SOLUTION),
+    "blocking-loop": Hint("Take get() out of the loop: submit all twelve first, then wait for the list once.",
+                          _SOLUTION),
+    "one-worker": Hint("Let the scheduler spread the tasks: a cluster of two workers or more, and every task "
+                       "submitted before the cell waits for any.",
+                       "cluster = LocalCluster(n_workers=2, threads_per_worker=1)\n" + CONNECT + "\n"
+                       f"futures = [{FUNCTION}.remote(seed) for seed in range({N})]\nresult = hpc.get(futures)"),
+}
 
 def _scheme_less(address: str) -> str:
     """``tcp://127.0.0.1:8786`` -> ``127.0.0.1:8786`` (Dask reports the scheme; a person may leave it out)."""
@@ -55,8 +78,8 @@ def given_address(namespace: dict[str, Any]) -> str:
     if isinstance(address, str) and address:
         return address
     raise NotYet("there is no cluster to check against: this exercise reads the scheduler's address from "
-                 "`cluster` (the LocalCluster the lesson starts in 'Start a cluster'). Run that cell, connect "
-                 f"with {CONNECT}, then run this cell again.")
+                 "`cluster` (the LocalCluster the lesson starts in 'Start a cluster'), and this notebook has none.",
+                 mistake="no-cluster")
 
 
 def connected_address() -> str | None:
@@ -75,52 +98,50 @@ def overlapped(trace: Any, function: str) -> int:
 
 
 @exercise("dask-cluster", lesson="01-distributed-python/08-moving-to-a-dask-cluster.ipynb",
-          title="The same cell on a Dask cluster")
+          title="The same cell on a Dask cluster", hints=HINTS)
 def dask_cluster(a: Attempt) -> Verdict:
     """Grade a run on the lesson's Dask cluster: the right engine and scheduler, overlap, the local results."""
     result = a.require("result")
     if "local_result" not in a.namespace:
         raise NotYet("there is no `local_result` to compare with: it is the local pool's run of the same "
-                     f"{N} simulations, made by the lesson's first %%eugo cell. Run that cell, then this one again.")
+                     f"{N} simulations, made by the lesson's first run of them, which has not run in this kernel.",
+                     mistake="no-local")
     local = a.namespace["local_result"]  # made by an earlier cell on purpose: not a.require, which wants this cell's
     backend = str(a.trace.meta.get("backend", "local"))
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran in this cell: call {FUNCTION}.remote(seed) for each of the {N} "
-                         "seeds so the simulations run as tasks on the cluster.")
+        return a.not_yet(f"no {FUNCTION} task ran in this cell: the simulations ran here in the notebook, not on "
+                         "the cluster.", mistake="local")
     if backend != "dask":
         return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine (this machine's pool), "
-                         f"not on the Dask cluster: connect first with {CONNECT} (the cell in 'Start a cluster'), "
-                         "then run this cell again.")
+                         "not on the Dask cluster: the runtime was not connected to it when the cell ran.",
+                         mistake="wrong-engine")
     want = given_address(a.namespace)
     have = connected_address()
     if have is None or _scheme_less(have) != _scheme_less(want):
-        return a.not_yet("your tasks ran on a Dask cluster, but not on the one in `cluster`: `%%eugo -b dask` or "
-                         "hpc.init(backend=\"dask\") without an address starts a separate Dask cluster of eugo's "
-                         f"own. Connect to the lesson's cluster with {CONNECT}, then run this cell again.")
+        return a.not_yet("your tasks ran on a Dask cluster, but not on the one in `cluster`: the Dask engine "
+                         "without an address starts a separate Dask cluster of eugo's own.", mistake="own-cluster")
     if n < N:
-        return a.not_yet(f"only {measure.plural(n, 'simulation')} of {N} ran as {FUNCTION} tasks; submit one "
-                         f"{FUNCTION}.remote(seed) for every seed in range({N}).")
+        return a.not_yet(f"only {measure.plural(n, 'simulation')} of {N} ran as {FUNCTION} tasks.",
+                         mistake="local")
     if not measure.same_result(result, local):
-        return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations; "
-                         f"collect hpc.get of the {N} futures in seed order (hpc.get on a list keeps its order).")
+        return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations.",
+                         mistake="results")
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked
         return a.not_yet(f"your tasks ran on the cluster, but the loop called get() at {where} after each task, so "
-                         f"{k} tasks ran one at a time, each paying the trip through the scheduler in turn; submit "
-                         f"them all first (futures = [{FUNCTION}.remote(seed) for seed in range({N})]), then call "
-                         "hpc.get(futures) once.")
+                         f"{k} tasks ran one at a time, each paying the trip through the scheduler in turn (the "
+                         "Blocking finding).", mistake="blocking-loop")
     used = measure.workers_used(a.trace, FUNCTION)
     together = overlapped(a.trace, FUNCTION)
     if used < 2:
         return a.not_yet(f"all {N} tasks ran on one worker of a cluster with {a.workers}, so nothing ran side by side"
-                         + ("; start the cluster with n_workers=2 (or more) and connect again."
-                            if a.workers < 2 else "; submit them all before you wait, so the scheduler can "
-                            "hand them to every worker."))
+                         + ("; the cluster has a single worker." if a.workers < 2
+                            else ": each was waited for before the next was submitted."), mistake="one-worker")
     if together == 0:
         return a.not_yet(f"the tasks ran on {used} workers, but never two at the same moment: something waited "
-                         "between them. Submit all twelve first, then wait for them together.")
+                         "between them.", mistake="blocking-loop")
     return a.passed(f"the {N} {FUNCTION} tasks ran on the Dask cluster in `cluster`, on several workers at the "
                     "same time",
                     "no Blocking finding; `result` equals `local_result` from the local pool",

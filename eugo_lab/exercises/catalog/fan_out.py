@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 12
 FUNCTION = "slow_square"
@@ -49,40 +49,53 @@ FUNCTION = "slow_square"
 MIN_REPLAYED_SPEEDUP = 1.3
 
 
-@exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once")
+_SOLUTION = "futures = [slow_square.remote(x) for x in range(12)]\nresults = hpc.get(futures)"
+HINTS = {
+    DEFAULT: Hint("Submit all 12 calls first and keep the futures in a list; then wait for the whole list with one "
+                  "get(), which returns the values in the order of the list.", _SOLUTION),
+    "results": Hint("`results` must be the 12 values of slow_square, for x from 0 to 11, in that order: get() on "
+                    "the list of futures returns them in the list's order.", _SOLUTION),
+    "local": Hint("Put .remote between the function's name and its argument: that submits the call as a task "
+                  "and returns a future at once; get() turns the futures into values.", _SOLUTION),
+    "blocking-loop": Hint("Take get() out of the loop: let the loop only submit (a list of futures), and call "
+                          "get() once, on the whole list, after it.", _SOLUTION),
+    "driver-paced": Hint("Make the loop do nothing but submit: move any other work out of it, before the "
+                         "submissions or after the one get().", _SOLUTION),
+}
+
+
+@exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once",
+          hints=HINTS)
 def fan_out(a: Attempt) -> Verdict:
     """Grade a fan-out: the right results, from 12 tasks that were all in flight before the first get()."""
     results = a.require("results")
     expected = [x * x for x in range(N)]
     if not measure.same_result(results, expected):
-        return a.not_yet(f"`results` is not the {N} squares [0, 1, 4, ..., {(N - 1) ** 2}] in order; collect "
-                         f"the values of slow_square(x) for x in range({N}) (hpc.get on the list of futures "
-                         "keeps their order).")
+        return a.not_yet(f"`results` is not the {N} squares [0, 1, 4, ..., {(N - 1) ** 2}] in order, the values "
+                         f"of slow_square for x from 0 to {N - 1}.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
         return a.not_yet(f"no {FUNCTION} task ran on a worker: the loop called the function right here in the "
-                         f"notebook, one call after another. Call {FUNCTION}.remote(x) to submit each call as a "
-                         "task; it returns a future at once.")
+                         "notebook, one call after another, so nothing ran in parallel.", mistake="local")
     if n < N:
-        return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; submit every call "
-                         f"with {FUNCTION}.remote(x).")
+        return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; the others ran here "
+                         "in the notebook.", mistake="local")
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked
-        return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time; "
-                         "submit them all first (futures = [slow_square.remote(x) for x in range(12)]), then call "
-                         "hpc.get(futures) once.")
+        return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time: "
+                         "the analysis raised the Blocking finding.", mistake="blocking-loop")
     in_flight = measure.max_in_flight(a.trace)
     if in_flight < N:
         return a.not_yet(f"at most {in_flight} of the {N} tasks were in flight together: something waited between "
-                         "submissions. Submit all 12 first, then wait for them together.")
+                         "submissions.", mistake="blocking-loop")
     w = max(a.workers, 2)
     replayed = a.replayed_speedup(w)
     on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")
     if replayed < MIN_REPLAYED_SPEEDUP:
         return a.not_yet(f"the tasks were all submitted, yet the replay {on} predicts only {fmt_x(replayed)}, "
-                         f"under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the driver's own work between tasks set the pace. "
-                         "Keep the loop to submitting.")
+                         f"under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the driver's own work between tasks set the pace.",
+                         mistake="driver-paced")
     return a.passed(f"all {N} tasks were in flight before the first get() returned; results equal the reference",
                     f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
                     details=(f"average concurrency {measure.concurrency(a.trace):.1f}",

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
 LESSON_2 = "04-scaling-a-real-workload/02-reading-large-datasets-without-stalling.ipynb"
@@ -57,6 +57,44 @@ PHASES = ("read", "compute", "write")
 # towards 2 on a busy machine. A fixed count rather than cores + 1, so the lesson's 8-worker fix
 # passes on bigger machines too.
 MIN_READS_IN_FLIGHT = 3
+_PHASES_SOLUTION = "results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])"
+_TILES = "tiles = geotiles.make_tiles(...)   # the lesson's cell that makes the tiles"
+PHASES_HINTS = {
+    DEFAULT: Hint("Submit one task per tile with the lesson's remote `process` (it runs process_tile, which "
+                  "marks its read, compute and write phases), then wait for all of them with one get().",
+                  _PHASES_SOLUTION),
+    "no-tiles": Hint("Run the lesson's cell that makes the tiles, then this cell again.", _TILES),
+    "results": Hint("`results` must be what process_tile returned for every tile of `tiles`, each a "
+                    "Cloud-Optimized GeoTIFF: run it on every path and keep the list get() returns.",
+                    _PHASES_SOLUTION),
+    "local": Hint("Run each tile as a task on a worker: the remote `process` instead of calling process_tile "
+                  "here, one submission per path, then one get().", _PHASES_SOLUTION),
+    "loop-in-task": Hint("Give every tile a task of its own instead of one task looping over several, so the "
+                         "workers share the tiles and each tile's phases show on its own.", _PHASES_SOLUTION),
+    "no-phases": Hint("Run each step inside a phase named after it, or use the geotiles helpers, which mark "
+                      "the read, compute and write phases for you.",
+                      "with hpc.phase(\"read\"):\n    ...\nwith hpc.phase(\"compute\"):\n    ...\n"
+                      "with hpc.phase(\"write\"):\n    ..."),
+}
+_OVERLAP_SOLUTION = ("%%eugo --exercise io-overlap -w 8\n"
+                     "results = hpc.get([process.remote(p, out_dir, product=\"ndvi\", bands=(\"red\", \"nir\"), "
+                     "throttle=store)\n                   for p in tiles.paths])")
+IO_HINTS = {
+    DEFAULT: Hint("Let the reads wait together, since waiting needs no core: more workers than cores (or reads "
+                  "ahead in threads); and read only the red and nir bands, all NDVI needs.", _OVERLAP_SOLUTION),
+    "no-tiles": PHASES_HINTS["no-tiles"],
+    "results": Hint("`results` must be the NDVI outputs for every tile, each a Cloud-Optimized GeoTIFF: ask "
+                    "process_tile for the ndvi product on every path.", _OVERLAP_SOLUTION),
+    "no-store": Hint("Read through the lesson's modelled network storage (its `store` throttle, passed to "
+                     "process_tile), so the reads wait as they would on object storage; then overlap them.",
+                     _OVERLAP_SOLUTION),
+    "no-overlap": Hint("Run more workers than this machine's cores (the -w option of the exercise line), or "
+                       "read ahead in threads with process_tiles and its prefetch: several reads then wait at "
+                       "once.", _OVERLAP_SOLUTION),
+    "all-bands": Hint("Ask process_tile for only the red and nir bands: each read then fetches about half the "
+                      "file.", "results = hpc.get([process.remote(p, out_dir, product=\"ndvi\", "
+                      "bands=(\"red\", \"nir\"), throttle=store)\n                   for p in tiles.paths])"),
+}
 # Red and nir are 2 of the 4 band-interleaved bands: a read of just those takes ~50% of the
 # file (plus its header); reading every band takes ~100%. 60% sits clearly between.
 MAX_BYTES_SHARE = 0.6
@@ -77,25 +115,25 @@ def _tile_results(a: Attempt, product: str | None = None) -> list[Any]:
     results = a.require("results")
     tiles = a.namespace.get("tiles")
     if not isinstance(tiles, TileSet):
-        raise NotYet("there is no `tiles` in the notebook: run the lesson's cell that makes the tiles "
-                     "(tiles = geotiles.make_tiles(...)) first, then this cell again.")
+        raise NotYet("there is no `tiles` in the notebook: the lesson's cell that makes the tiles has not run "
+                     "in this kernel.", mistake="no-tiles")
     if isinstance(results, TileResult):
         results = [results]
     if not isinstance(results, (list, tuple)) or not all(isinstance(r, TileResult) for r in results):
-        raise NotYet("`results` should be the list of what process_tile returned for each tile "
-                     "(results = hpc.get(futures)); it holds something else.")
+        raise NotYet("`results` is not the list of what process_tile returned for each tile; it holds something "
+                     "else.", mistake="results")
     done = {str(r.source) for r in results}
     missing = [p for p in tiles.paths if str(p) not in done]
     if missing:
         raise NotYet(f"{len(missing)} of the {len(tiles)} tiles have no result in `results` (the first missing is "
-                     f"{missing[0].name}); process every path in tiles.paths.")
+                     f"{missing[0].name}).", mistake="results")
     if product == "ndvi" and any(r.shape_out[0] != 1 for r in results):
-        raise NotYet("the outputs are not NDVI: pass product=\"ndvi\" to process_tile, so each tile becomes "
-                     "the vegetation index the lesson computes.")
+        raise NotYet("the outputs are not NDVI, the vegetation index the lesson computes: each holds more than "
+                     "one band.", mistake="results")
     bad = [r for r in results if not cog_info(r.output).is_cog]
     if bad:
         raise NotYet(f"{len(bad)} outputs are not Cloud-Optimized GeoTIFFs (tiled, with overviews, "
-                     "compressed); write them with geotiles.write_cog, as process_tile does.")
+                     "compressed), which process_tile writes.", mistake="results")
     return list(results)
 
 
@@ -144,7 +182,7 @@ def phase_shares(trace: Any) -> dict[str, float]:
     return {str(k): float(v) / total for k, v in per.items()} if total > 0 else {}
 
 
-@exercise("phases", lesson=LESSON_1, title="Read, compute, write on the timeline")
+@exercise("phases", lesson=LESSON_1, title="Read, compute, write on the timeline", hints=PHASES_HINTS)
 def phases(a: Attempt) -> Verdict:
     """Grade the distributed pipeline: one task per tile, each with its read, compute and write phases."""
     results = _tile_results(a)
@@ -153,13 +191,11 @@ def phases(a: Attempt) -> Verdict:
     tasks = measure.tasks(a.trace)
     if tasks == 0:
         return a.not_yet(f"the {n} tiles were processed here in the notebook, one after another: nothing ran on a "
-                         "worker, so there are no tasks and no phases on the timeline. Submit one task per tile "
-                         "(process = hpc.remote(geotiles.process_tile); process.remote(path, out_dir)), then "
-                         "collect them with one hpc.get.")
+                         "worker, so there are no tasks and no phases on the timeline.", mistake="local")
     if tasks < n:
         return a.not_yet(f"{n} tiles ran in {tasks} task{'s' if tasks != 1 else ''}: a task that loops over "
-                         "several tiles keeps them on one worker. Submit one task per tile, so the workers share "
-                         "them and each tile's phases show on its own.")
+                         "several tiles keeps them on one worker, and their phases run together.",
+                         mistake="loop-in-task")
     have = p.groupby("task_id")["phase"].agg(set).to_dict() if not p.empty else {}
     t = a.trace.tasks
     ids = np.asarray(t["task_id"])[a.trace.first_attempts()].tolist()
@@ -167,8 +203,7 @@ def phases(a: Attempt) -> Verdict:
     if gaps:
         names = " and ".join(f"'{g}'" for g in gaps)
         return a.not_yet(f"some tasks recorded no {names} phase, so the timeline cannot say how much of their "
-                         f"time that step took. Run each step inside its phase (with hpc.phase(\"{gaps[0]}\"): "
-                         "...), or use geotiles.read_tile / resample / write_cog, which mark them.")
+                         "time that step took.", mistake="no-phases")
     shares = phase_shares(a.trace)
     return a.passed(f"{n} tiles ran as {n} tasks, each with its read, compute and write phases on the timeline",
                     f"all {n} outputs are Cloud-Optimized GeoTIFFs (tiled, overviews, compressed)",
@@ -202,7 +237,7 @@ def hidden_reads(trace: Any) -> float | None:
     return max(0.0, 1.0 - float(np.median(later)) / float(np.median(first)))
 
 
-@exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting, read only what you need")
+@exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting, read only what you need", hints=IO_HINTS)
 def io_overlap(a: Attempt) -> Verdict:
     """Grade an I/O-bound pipeline: the reads' waiting overlapped, and only red and nir read."""
     results = _tile_results(a, product="ndvi")
@@ -224,9 +259,8 @@ def io_overlap(a: Attempt) -> Verdict:
     lines = []
     if not overlapped and read_share < SMALL_READ_SHARE:
         return a.not_yet("the reads took only a small part of each task, so there was little waiting to overlap: "
-                         "this exercise reads through the modelled network storage. Keep throttle=store in the "
-                         "process_tile call (the lesson's first cells make it), then overlap its waits.",
-                         details=details)
+                         "the reads did not go through the lesson's modelled network storage (its `store`), "
+                         "which this exercise is about.", mistake="no-store", details=details)
     if not overlapped:
         w = f"{a.workers} worker{'s' if a.workers != 1 else ''}"
         most = "most of" if read_share >= 0.5 else "much of"
@@ -235,14 +269,12 @@ def io_overlap(a: Attempt) -> Verdict:
         if compute_share < SMALL_COMPUTE_SHARE:
             lines.append("Compute is a small part of each task, so a faster compute step (vectorized, or with more "
                          "CPU) cannot hide the waiting.")
-        lines.append(f"Overlap the reads: waiting needs no core, so run more workers than this machine's "
-                     f"{cores} core{'s' if cores != 1 else ''} (%%eugo --exercise io-overlap -w {max(8, 4 * cores)}), "
-                     "or read ahead in threads with geotiles.process_tiles(paths, out_dir, prefetch=4, ...).")
+        lines.append(f"Waiting needs no core, and this machine has {cores} core{'s' if cores != 1 else ''}: "
+                     f"the run had {w}, no more.")
     if share > MAX_BYTES_SHARE:
-        lines.append("Each tile read all four bands (the whole file), but NDVI uses only red and nir: pass "
-                     "bands=(\"red\", \"nir\") to process_tile so every read fetches about half the bytes.")
+        lines.append("Each tile read all four bands (the whole file), but NDVI uses only red and nir.")
     if lines:
-        return a.not_yet(*lines, details=details)
+        return a.not_yet(*lines, mistake="no-overlap" if not overlapped else "all-bands", details=details)
     how = (f"{need} or more reads waited at once, more than the starter's 2 workers could hold"
            if peak >= need
            else "reads prefetched in threads ran while the tasks computed (later tiles waited under half a read)")

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from eugo_lab.analysis.sizing import Job, plan
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_3 = "04-scaling-a-real-workload/03-sizing-a-cluster-for-your-workload.ipynb"
 LESSON_4 = "04-scaling-a-real-workload/04-seven-terabytes-in-three-minutes.ipynb"
@@ -53,6 +53,51 @@ TOLERANCE = 0.15
 # A shortcut is "recognised" when the answer is within 5% (or 1 worker) of what it gives.
 MATCH = 0.05
 MIN_MEASURED = 8
+_SMALL_RUN = ("with hpc.trace() as small:\n"
+              "    results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])")
+_SIZING_SOLUTION = _SMALL_RUN + "\nworkers = sizing.plan(small, job).workers"
+_SIZING_JOB = (f"job = sizing.Job(tasks={SIZING_JOB['tasks']}, deadline={SIZING_JOB['deadline']:g}, "
+               f"startup={SIZING_JOB['startup']:g})")
+SIZING_HINTS = {
+    DEFAULT: Hint("Size from the whole small run, not from arithmetic on one tile: the sizing planner replays "
+                  "every measured tile, its overheads and the start-up, and finds the fewest workers that meet "
+                  "the deadline.", _SIZING_SOLUTION),
+    "job": Hint("Run the lesson's cell that states the job (20,000 tiles, 120 s from asking, 60 s of it "
+                "start-up), unchanged, then this cell again.", _SIZING_JOB),
+    "small-run": Hint(f"Measure first: run at least {MIN_MEASURED} tiles as tasks inside a traced block named "
+                      "`small`, then size from that trace.", _SMALL_RUN),
+    "typical": Hint("Do not scale the median tile: the bigger tiles make the mean longer. Let the planner "
+                    "replay every measured tile.", _SIZING_SOLUTION),
+    "no-startup": Hint("Count the start-up in: the tiles have only the deadline minus the start-up, so the count "
+                       "grows by the deadline / time-left ratio. The planner does that for you.", _SIZING_SOLUTION),
+    "compute-only": Hint("Size from the whole task, reading and writing included, not the compute phase: the "
+                         "planner replays the measured tasks.", _SIZING_SOLUTION),
+    "misses": Hint("Take more workers: ask the planner for the fewest that finish in time.", _SIZING_SOLUTION),
+    "too-many": Hint("Take fewer workers: the planner finds the fewest that still meet the deadline.",
+                     _SIZING_SOLUTION),
+}
+_SEVEN_SOLUTION = ("with hpc.trace() as small:\n"
+                   "    results = hpc.get([process.remote(p, out_dir, throttle=store) for p in tiles.paths])\n"
+                   "plan = sizing.plan(small, job)\n"
+                   "workers, bandwidth, cost = plan.workers, plan.bandwidth, plan.cost")
+_SEVEN_JOB = ("FILES, TOTAL, DEADLINE = 192_000, 7e12, 180\nfile_bytes = TOTAL / FILES\n"
+              "job = sizing.Job(tasks=FILES, deadline=DEADLINE, startup=60, scale=file_bytes / tile_bytes,\n"
+              "                 task_bytes=file_bytes, price_per_worker_hour=0.0408)")
+SEVEN_HINTS = {
+    DEFAULT: Hint("State the job as the question puts it (files, deadline, bytes, start-up, price, how much "
+                  "bigger a file is than a measured tile), then take workers, bandwidth and cost from the "
+                  "planner's replay of your small run.", _SEVEN_SOLUTION),
+    "job": Hint("Describe the question in `job`: 192,000 files in 180 s, 7 TB in all (bytes per file), a "
+                "start-up above zero, a price per worker-hour, and the scale of a file over the tiles you "
+                "measured.", _SEVEN_JOB),
+    "small-run": SIZING_HINTS["small-run"],
+    "workers": Hint("Count the start-up in the deadline: the files have only what is left after it. The plan "
+                    "replayed from your run gives the count.", _SEVEN_SOLUTION),
+    "bandwidth": Hint("The store serves the bytes only while the tasks run, after start-up: all the input "
+                      "bytes over (predicted wall time minus start-up), which the plan states.", _SEVEN_SOLUTION),
+    "cost": Hint("Bill every worker for the whole predicted run, start-up and the idle tail included: workers "
+                 "times wall time times the hourly price, over 3600; the plan states it.", _SEVEN_SOLUTION),
+}
 
 
 def _near(value: float, target: float, rel: float, slack: float = 0.0) -> bool:
@@ -64,15 +109,16 @@ def _number(a: Attempt, name: str, what: str) -> float:
     value = a.require(name)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
             not math.isfinite(float(value)) or value <= 0:
-        raise NotYet(f"`{name}` should be {what} (a positive number); it holds {type(value).__name__} {value!r}.")
+        raise NotYet(f"`{name}` should be {what} (a positive number); it holds {type(value).__name__} {value!r}.",
+                     mistake=name if name in ("workers", "bandwidth", "cost") else None)
     return float(value)
 
 
 def _job(a: Attempt) -> Job:
     job = a.namespace.get("job")
     if not isinstance(job, Job):
-        raise NotYet("there is no `job` (a sizing.Job) in the notebook: run the lesson's cell that states the job, "
-                     "then this cell again.")
+        raise NotYet("there is no `job` (a sizing Job) in the notebook: the lesson's cell that states the job has "
+                     "not run in this kernel.", mistake="job")
     return job
 
 
@@ -82,8 +128,8 @@ def _bodies(a: Attempt) -> tuple[np.ndarray, np.ndarray]:
     first = a.trace.first_attempts()
     n = int(first.sum())
     if n < MIN_MEASURED:
-        raise NotYet(f"the cell ran {n} task{'s' if n != 1 else ''}; sizing needs a small run to measure first: "
-                     f"submit at least {MIN_MEASURED} tiles as tasks inside `with hpc.trace() as small:`.")
+        raise NotYet(f"the cell ran {n} task{'s' if n != 1 else ''}; sizing needs a small run of at least "
+                     f"{MIN_MEASURED} tiles as tasks, traced in this cell, to measure first.", mistake="small-run")
     body = (np.asarray(t["end"]) - np.asarray(t["start"]))[first]
     p = a.trace.phases_dataframe()
     comp = p[p["phase"] == "compute"]
@@ -95,15 +141,15 @@ def _linear(tasks: int, seconds: float, time_left: float) -> int:
     return max(1, math.ceil(tasks * seconds / time_left))
 
 
-@exercise("sizing", lesson=LESSON_3, title="Workers for a deadline, from a small run")
+@exercise("sizing", lesson=LESSON_3, title="Workers for a deadline, from a small run", hints=SIZING_HINTS)
 def sizing_check(a: Attempt) -> Verdict:
     """Grade a worker count for :data:`SIZING_JOB` against the simulator's answer for the cell's trace."""
     job = _job(a)
     want = SIZING_JOB
     if (job.tasks, job.deadline, job.startup, job.scale) != (want["tasks"], want["deadline"], want["startup"], 1.0):
         raise NotYet(f"`job` is not the exercise's job: {want['tasks']:,} tiles, {want['deadline']:g} s from asking, "
-                     f"{want['startup']:g} s of it start-up (job = sizing.Job(tasks={want['tasks']}, "
-                     f"deadline={want['deadline']:g}, startup={want['startup']:g})).")
+                     f"{want['startup']:g} s of it start-up; yours says {job.tasks:,} tiles, {job.deadline:g} s, "
+                     f"{job.startup:g} s of start-up, scale {job.scale:g}.", mistake="job")
     workers = _number(a, "workers", "the worker count for the job")
     body, compute = _bodies(a)
     ref = plan(a.trace, job)
@@ -120,16 +166,11 @@ def sizing_check(a: Attempt) -> Verdict:
     med, mean = float(np.median(body)), float(body.mean())
     c = float(compute.mean()) if len(compute) else 0.0
     typical = ("you scaled one typical tile (the median): but some tiles are several times bigger, so the mean "
-               "tile is longer than the typical one and your count falls short.",
-               "Size from the whole run: sizing.plan(small, job) replays every measured tile, its overheads and "
-               "the start-up.")
+               "tile is longer than the typical one and your count falls short.", "typical")
     no_startup = (f"you divided the work by the whole {job.deadline:g} s deadline, but the first {job.startup:g} s "
-                  f"go to starting the cluster: the tiles have only {left:g} s.",
-                  "Count the start-up in (sizing.plan(small, job) does), and the count grows by the deadline / "
-                  "time-left ratio.")
+                  f"go to starting the cluster: the tiles have only {left:g} s.", "no-startup")
     compute_only = ("you sized from the compute phase alone: reading and writing each tile are part of its time "
-                    "too, and the deadline covers them.",
-                    "Use the whole task (sizing.plan(small, job) replays the measured tasks).")
+                    "too, and the deadline covers them.", "compute-only")
     shortcuts = [(_linear(job.tasks, med, left), typical), (_linear(job.tasks, med, job.deadline), typical),
                  (_linear(job.tasks, mean, job.deadline), no_startup)]
     if c:
@@ -140,13 +181,12 @@ def sizing_check(a: Attempt) -> Verdict:
     if close:
         best = min(d for d, _ in close)
         named = list(dict.fromkeys(msg for d, msg in close if d == best))
-        return a.not_yet(*(m[0] for m in named), named[0][1], details=details)
+        return a.not_yet(*(m[0] for m in named), mistake=named[0][1], details=details)
     if workers < ref.workers:
         return a.not_yet("with that many workers the simulator's replay of your run misses the deadline.",
-                         "Try sizing.plan(small, job): it searches for the fewest workers that finish in time.",
-                         details=details)
+                         mistake="misses", details=details)
     return a.not_yet("that many workers meet the deadline, but fewer already do: the extra ones are paid to "
-                     "wait. sizing.plan(small, job) finds the fewest.", details=details)
+                     "wait.", mistake="too-many", details=details)
 
 
 def _seven_job(a: Attempt) -> Job:
@@ -156,30 +196,30 @@ def _seven_job(a: Attempt) -> Job:
     job = _job(a)
     want = SEVEN_TB
     if job.tasks != want["tasks"] or job.deadline != want["deadline"]:
-        raise NotYet(f"`job` should describe the question: {want['tasks']:,} files in {want['deadline']:g} s "
-                     f"(sizing.Job(tasks={want['tasks']}, deadline={want['deadline']:g}, ...)).")
+        raise NotYet(f"`job` does not describe the question, {want['tasks']:,} files in {want['deadline']:g} s: "
+                     f"it says {job.tasks:,} files in {job.deadline:g} s.", mistake="job")
     if not _near(job.tasks * job.task_bytes, want["total_bytes"], 0.01):
-        raise NotYet("`job.task_bytes` times the files should make the 7 TB: task_bytes = 7e12 / 192_000 "
-                     "(about 36.5 MB a file).")
+        raise NotYet("the job's bytes per file times the files do not make the 7 TB (that takes about 36.5 MB a "
+                     "file).", mistake="job")
     if job.startup <= 0:
         raise NotYet("`job.startup` is 0: thousands of workers do not start instantly, and the three minutes "
-                     "include bringing them up. State the start-up you assume (the lesson uses a minute).")
+                     "include bringing them up (the lesson assumes a minute).", mistake="job")
     if job.price_per_worker_hour is None:
-        raise NotYet("`job.price_per_worker_hour` is missing: give the price you assume (the lesson uses a "
-                     "published on-demand price) so the plan can say what a run costs.")
+        raise NotYet("the job has no price per worker-hour, so the plan cannot say what a run costs (the lesson "
+                     "uses a published on-demand price).", mistake="job")
     results = a.require("results")
     sizes = [r.file_bytes for r in results if isinstance(r, TileResult)] if isinstance(results, list) else []
     if not sizes:
-        raise NotYet("`results` should be the list of TileResults of the small run (results = hpc.get(futures)).")
+        raise NotYet("`results` is not the list of TileResults of the small run.", mistake="small-run")
     mean = float(np.mean(sizes))
     if not _near(job.scale, job.task_bytes / mean, 0.10):
-        raise NotYet(f"`job.scale` should say how many times bigger a file is than the tiles you measured: "
-                     f"task_bytes / their mean size (about {job.task_bytes / mean:.0f}x here), assuming the work "
-                     "grows with the bytes.")
+        raise NotYet(f"the job's scale is {job.scale:g}, but a file is about {job.task_bytes / mean:.0f}x the tiles "
+                     "you measured (bytes per file over their mean size), assuming the work grows with the bytes.",
+                     mistake="job")
     return job
 
 
-@exercise("seven-terabytes", lesson=LESSON_4, title="192,000 files in three minutes")
+@exercise("seven-terabytes", lesson=LESSON_4, title="192,000 files in three minutes", hints=SEVEN_HINTS)
 def seven_terabytes(a: Attempt) -> Verdict:
     """Grade workers, bandwidth and cost for the 7 TB job against the plan replayed from the cell's trace."""
     job = _seven_job(a)
@@ -190,35 +230,37 @@ def seven_terabytes(a: Attempt) -> Verdict:
     ref = plan(a.trace, job)
     if ref.workers is None or ref.cost is None:
         raise NotYet(f"the plan finds no worker count that meets the deadline ({ref.reason}); a shorter start-up "
-                     "or smaller files would be needed.")
+                     "or smaller files would be needed.", mistake="job")
     mean = float(body.mean()) * job.scale
     details = (f"yours: {workers:g} workers, {bandwidth / 1e9:.3g} GB/s, cost {cost:.4g}",
                f"plan: {ref.workers} workers, {ref.bandwidth / 1e9:.3g} GB/s, cost {ref.cost:.4g}",
                f"predicted {ref.wall_time:.0f} s with start-up")
-    lines = []
+    lines, wrong = [], []
     if not _near(workers, ref.workers, TOLERANCE, 1):
+        wrong.append("workers")
         if _near(workers, _linear(job.tasks, mean, job.deadline), MATCH, 1):
             lines.append(f"workers: you spread the work over the whole {job.deadline:g} s, but {job.startup:g} s of "
                          "it is start-up; the files have only the rest, so you need more workers.")
         else:
-            lines.append("workers: the plan's replay of your run needs a different count; take plan.workers "
-                         "from sizing.plan(small, job).")
+            lines.append("workers: the plan's replay of your run needs a different count.")
     if not _near(bandwidth, ref.bandwidth, TOLERANCE):
+        wrong.append("bandwidth")
         if _near(bandwidth, job.tasks * job.task_bytes / job.deadline, MATCH):
             lines.append("bandwidth: you spread the 7 TB over the whole three minutes; the reads happen only while "
-                         "the tasks run, after start-up, so the store must serve them faster (plan.bandwidth).")
+                         "the tasks run, after start-up, so the store must serve them faster.")
         else:
-            lines.append("bandwidth: the store must serve all the input bytes while the tasks run: total bytes / "
-                         "(predicted wall time - start-up), which is plan.bandwidth.")
+            lines.append("bandwidth: yours is not the rate at which the store must serve all the input bytes while "
+                         "the tasks run.")
     if not _near(cost, ref.cost, TOLERANCE):
+        wrong.append("cost")
         price = job.price_per_worker_hour or 0.0
         if _near(cost, job.tasks * mean * price / 3600, MATCH):
             lines.append("cost: you priced only the seconds the tasks computed; a cluster bills every worker for "
-                         "the whole run, start-up and the idle tail included (workers x wall time x price).")
+                         "the whole run, start-up and the idle tail included.")
         else:
-            lines.append("cost: every worker is billed for the whole predicted run, start-up included: "
-                         "workers x wall time x price per hour / 3600 (plan.cost).")
+            lines.append("cost: yours is not what the workers are billed for the whole predicted run, start-up "
+                         "included.")
     if lines:
-        return a.not_yet(*lines, details=details)
+        return a.not_yet(*lines, mistake=wrong[0], details=details)
     return a.passed("workers, bandwidth and cost are each within 15% of the plan replayed from your small run",
                     "the plan counts the start-up in the deadline and bills it", details=details)

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
 COURSE = "02-gpu-acceleration"
@@ -111,7 +111,32 @@ def _measured_line(size: int, device: Any) -> str:
     return f"measured at {size:,}: CPU {fmt_time(cpu)}, GPU {fmt_time(gpu)} with the copies to the device"
 
 
-@exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Find the break-even size")
+_BREAK_EVEN_SOLUTION = ("size = None\nfor e in range(10, 31):\n    n = 1 << e\n"
+                        "    op = sample_operation(\"elementwise\", n, work=\"special\", name=\"power\", "
+                        "resident=False)\n    if predict(op, host, gpu).where == \"gpu\":\n        size = n\n"
+                        "        break")
+BREAK_EVEN_HINTS = {
+    DEFAULT: Hint("Step through the sizes from small to large, price np.power with x and y starting in host "
+                  "memory (so the copy to the device is part of the price), and keep the first size the model "
+                  "sends to the GPU.", _BREAK_EVEN_SOLUTION),
+    "never": Hint("On this host the model never sends np.power to the GPU, so the right answer is no size at "
+                  "all: leave `size` as None.", "size = None"),
+    "none-found": Hint("Scan larger sizes, up to about a billion elements (2 to the 30th), and stop at the first "
+                       "one the model sends to the GPU.", _BREAK_EVEN_SOLUTION),
+    "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the model "
+                         "first chose the GPU.", _BREAK_EVEN_SOLUTION),
+    "resident": Hint("Price the operation with its inputs in host memory, not already on the device: the "
+                     "operation's resident flag off, so the copy over the link is part of the price.",
+                     _BREAK_EVEN_SOLUTION),
+    "too-small": Hint("Look at larger sizes and stop at the first one where the model's choice is the GPU.",
+                      _BREAK_EVEN_SOLUTION),
+    "too-large": Hint("Go from small sizes to large ones and stop at the first the model sends to the GPU: "
+                      "yours is past it.", _BREAK_EVEN_SOLUTION),
+}
+
+
+@exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Find the break-even size",
+          hints=BREAK_EVEN_HINTS)
 def gpu_break_even(a: Attempt) -> Verdict:
     """Grade ``size``: the smallest power of two (or closer) where the model sends np.power on host data to the GPU."""
     from eugo_lab.offload.cell import choose_device, device_profile
@@ -126,13 +151,14 @@ def gpu_break_even(a: Attempt) -> Verdict:
     if expected is None:  # a host faster than this profile at every size: the right answer is "never"
         if size is None:
             return a.passed(f"the model never sends np.power on host data to {gpu.name}: None is right")
-        return a.not_yet("on this host the model keeps np.power on the CPU at every size up to 2**34 elements, "
-                         "so the answer is size = None; check predict(...).where for the sizes you tried.")
+        return a.not_yet(f"on this host the model keeps np.power on the CPU at every size up to 2**34 elements, "
+                         f"so no size is the break-even; your `size` is {size!r}.", mistake="never")
     if size is None:
-        return a.not_yet("`size` is None: your loop found no size where predict(...).where == 'gpu'. Scan larger "
-                         "sizes (up to 2**30 elements), and stop at the first one the model sends to the GPU.")
+        return a.not_yet("`size` is None: your loop found no size where the model chose the GPU, among the sizes "
+                         "it tried.", mistake="none-found")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.")
+        return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
+                         mistake="not-a-number")
     size = int(size)
     details = (f"model: {expected:,} elements from host memory, {on_device:,} already on the device" if on_device
                else f"model: {expected:,} elements from host memory",)
@@ -141,14 +167,12 @@ def gpu_break_even(a: Attempt) -> Verdict:
         if on_device is not None and size >= on_device:
             return a.not_yet("at your size the model still keeps np.power on the CPU once x and y have to travel "
                              f"to the device ({est.why}): you found the size where it pays for data already on the "
-                             "GPU. Build the operation with resident=False, so its price includes the copy "
-                             "over the link.", details=details)
-        return a.not_yet(f"at your size the model still keeps np.power on the CPU ({est.why}); look at larger "
-                         "sizes, and stop at the first one where predict(...).where == 'gpu'.", details=details)
+                             "GPU, leaving out the copy over the link.", mistake="resident", details=details)
+        return a.not_yet(f"at your size the model still keeps np.power on the CPU ({est.why}).",
+                         mistake="too-small", details=details)
     if size >= 2 * expected:
-        return a.not_yet("the GPU already wins at half your size: offload starts to pay earlier. Step through "
-                         "the sizes from small to large and stop at the first one the model sends to the GPU.",
-                         details=details)
+        return a.not_yet("the GPU already wins at half your size: offload starts to pay earlier.",
+                         mistake="too-large", details=details)
     device, _ = choose_device("auto")
     if device is not None:
         details += (_measured_line(size, device),)
@@ -174,40 +198,35 @@ def _ledger_or_not_yet() -> Any:
 
     ledger = last_ledger()
     if ledger is None or not ledger.ops:
-        raise NotYet("the cell recorded no NumPy operations for the GPU report: run it with --gpu auto "
-                     "(%%eugo --exercise gpu-transfer --gpu auto), so each operation is placed and its bytes "
-                     "counted.")
+        raise NotYet("the cell recorded no NumPy operations for the GPU report: it ran without GPU placement, so "
+                     "no operation was placed and no byte counted.", mistake="no-ledger")
     return ledger
 
 
-def _transfer_advice(ledger: Any, nbytes: int) -> str:
-    """The specific reason the bytes moved: the biggest cause the ledger shows, and what to change."""
+def _transfer_advice(ledger: Any, nbytes: int) -> tuple[str, str]:
+    """The specific reason the bytes moved, the biggest cause the ledger shows, and its mistake key."""
     heavy = [r for r in ledger.ops if r.count > 1]
     recopied = [r for r in heavy if r.where == "gpu" and r.h2d_bytes / r.count >= nbytes / 2]
     if recopied:
         r = max(recopied, key=lambda r: r.h2d_bytes)
         return (f"`{r.op}` copied {fmt_bytes(r.h2d_bytes // r.count)} to the GPU on each of its {r.count} calls: "
                 "one of its operands is a NumPy array from outside this cell (signal), and the proxy cannot keep a "
-                "device copy of memory it does not track, so every operation that reads it copies it again. Bring "
-                "it in once at the top of the cell, s = np.asarray(signal), and use s in the loop.")
+                "device copy of memory it does not track, so every operation that reads it copies it again.",
+                "recopied")
     dragged = [r for r in heavy if r.where == "cpu" and r.d2h_bytes + r.h2d_bytes >= nbytes / 2]
     if dragged:
         r = max(dragged, key=lambda r: r.d2h_bytes + r.h2d_bytes)
         return (f"`{r.op}` ran on the CPU {r.count} times ({r.reason_bucketed}), and each time the arrays it "
-                f"reads came back from the device ({fmt_bytes(r.d2h_bytes + r.h2d_bytes)} in all). Do that step "
-                "with operations the report shows on the GPU, and bring back only a number: for a convergence "
-                "check, float(np.max(np.abs(w * np.exp(w) - s))).")
+                f"reads came back from the device ({fmt_bytes(r.d2h_bytes + r.h2d_bytes)} in all).", "dragged")
     fetched = [r for r in ledger.rows if r.is_transfer and r.why == "host needed" and r.count > 1]
     if fetched:
         r = max(fetched, key=lambda r: r.d2h_bytes)
         return (f"the host asked for a {fmt_bytes(r.d2h_bytes // r.count)} array {r.count} times (print, float(), "
-                ".tolist(), or a library that is not NumPy): each time it crossed the link. Keep the loop in NumPy "
-                "operations and look at the result once, after the loop.")
-    return ("the report's moved column shows where: keep every array of the loop on the device, and bring back "
-            "only what you need after it.")
+                "a list, or a library that is not NumPy): each time it crossed the link.", "fetched")
+    return ("the report's moved column shows where the bytes crossed the link, operation by operation.", "moved")
 
 
-def _kept_on_cpu(ledger: Any, cpu_rows: list) -> str:
+def _kept_on_cpu(ledger: Any, cpu_rows: list) -> tuple[str, str]:
     """Why the loop did not use the device: the repeated operations the model kept on the CPU, and their reasons."""
     r = max(cpu_rows, key=lambda r: r.count)
     n, total = sum(x.count for x in cpu_rows), sum(x.count for x in ledger.ops if x.count > 1)
@@ -215,38 +234,72 @@ def _kept_on_cpu(ledger: Any, cpu_rows: list) -> str:
             f"the loop did not use the GPU (`{r.op}` x{r.count}: {r.reason_bucketed}).")
     if r.why == "transfer":
         return (head + " On this host, copying its operands to the device costs more than the CPU takes for the "
-                "operation, so no first copy pays for itself. Where signal is read in the loop, hand it to the "
-                "proxy once (s = np.asarray(signal)) so one copy can serve every step.")
+                "operation, so no first copy pays for itself while signal is copied again at every step.",
+                "recopied")
     return (head + " On this host the model predicts NumPy is faster for these operations than "
-            f"{ledger.device}, so there is no offload to keep here.")
+            f"{ledger.device}, so there is no offload to keep here.", "cpu-wins")
 
 
-@exercise("gpu-transfer", lesson=f"{COURSE}/02-automatic-gpu-offloading.ipynb", title="Keep the data on the device")
+_TRANSFER_SOLUTION = ("s = np.asarray(signal)        # hand signal to the proxy once: its device copy is reused\n"
+                      "w = np.log1p(s)\nfor step in range(20):\n    w = w * (1 + np.log(s) - np.log(w)) / (1 + w)")
+TRANSFER_HINTS = {
+    DEFAULT: Hint("Hand signal to the GPU proxy once, at the top of the cell, and use that array in the loop: "
+                  "the proxy keeps one device copy of what it tracks, so every step reuses it.", _TRANSFER_SOLUTION),
+    "no-ledger": Hint("Run the exercise cell with GPU placement on (the --gpu auto option on the cell's first "
+                      "line), so every NumPy operation is placed and its bytes counted.",
+                      "%%eugo --exercise gpu-transfer --gpu auto -w 1\n" + _TRANSFER_SOLUTION),
+    "no-signal": Hint("Run the cell above the exercise that makes `signal`, then the exercise cell again.",
+                      "signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)"),
+    "result": Hint("Keep Newton's step as the starter has it, for all 20 steps, starting from the log of one "
+                   "plus signal.", _TRANSFER_SOLUTION),
+    "recopied": Hint("Bring signal in once, at the top of the cell, through NumPy's asarray (the proxy then "
+                     "tracks it), and read that array in the loop instead of signal.", _TRANSFER_SOLUTION),
+    "dragged": Hint("Do every step of the loop with operations the report shows on the GPU, and bring back only "
+                    "a number when you need one, such as the largest error for a convergence check.",
+                    "err = float(np.max(np.abs(w * np.exp(w) - s)))   # one number crosses the link"),
+    "fetched": Hint("Keep the loop in NumPy operations and look at the result once, after the loop: printing, "
+                    "converting to a float or a list, mid-loop, copies the array back each time.",
+                    _TRANSFER_SOLUTION),
+    "moved": Hint("Keep every array of the loop on the device and bring back only what you need after it; "
+                  "start by handing signal to the proxy once.", _TRANSFER_SOLUTION),
+    "no-loop": Hint("Keep the 20 Newton steps in a loop in this cell, so the same operations repeat on the "
+                    "device copies.", _TRANSFER_SOLUTION),
+    "cpu-wins": Hint("Nothing to change in the placement: on this host the model keeps these operations on the "
+                     "CPU, rightly. Check that the cell is the loop of the starter with signal handed over once.",
+                     _TRANSFER_SOLUTION),
+}
+
+
+@exercise("gpu-transfer", lesson=f"{COURSE}/02-automatic-gpu-offloading.ipynb", title="Keep the data on the device",
+          hints=TRANSFER_HINTS)
 def gpu_transfer(a: Attempt) -> Verdict:
     """Grade from the offload ledger: the right ``w``, the loop on the device, and few bytes moved per operation."""
     ledger = _ledger_or_not_yet()
     signal = np.asarray(a.namespace.get("signal"))
     if signal.ndim != 1 or signal.size == 0:
-        return a.not_yet("`signal` is missing: run the cell that makes it (above this exercise) first.")
+        return a.not_yet("`signal` is missing: the cell that makes it (above this exercise) has not run in this "
+                         "kernel.", mistake="no-signal")
     w = np.asarray(a.require(RESULT), dtype=float)
     if w.shape != signal.shape or not measure.same_result(w * np.exp(w), signal):
-        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal: keep Newton's step, w = w * (1 + "
-                         f"np.log(s) - np.log(w)) / (1 + w), for all {STEPS} steps, starting from w = np.log1p(s).")
+        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal after the cell's steps: Newton's "
+                         f"{STEPS} steps from the starter converge to it.", mistake="result")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
     kind = "predicted for " + ledger.device if ledger.predictions_only else "measured on " + ledger.device
     details = (f"{fmt_bytes(ledger.moved)} moved over {n_ops} operations, {fmt_bytes(per_op)} each ({kind})",)
     if per_op >= limit:
+        why, mistake = _transfer_advice(ledger, signal.nbytes)
         return a.not_yet(f"{fmt_bytes(per_op)} moved per operation, more than {MAX_MOVED_SHARE:.0%} of signal's "
-                         f"{fmt_bytes(signal.nbytes)}.", _transfer_advice(ledger, signal.nbytes), details=details)
+                         f"{fmt_bytes(signal.nbytes)}.", why, mistake=mistake, details=details)
     loop = [r for r in ledger.ops if r.count > 1]
     cpu_rows = [r for r in loop if r.where != "gpu"]
     if not loop or cpu_rows:
         if not loop:
-            return a.not_yet(f"no operation ran more than once: keep the {STEPS} Newton steps in a loop in this "
-                             "cell.", details=details)
-        return a.not_yet(_kept_on_cpu(ledger, cpu_rows), details=details)
+            return a.not_yet(f"no operation ran more than once: the {STEPS} Newton steps did not run as a loop in "
+                             "this cell.", mistake="no-loop", details=details)
+        why, mistake = _kept_on_cpu(ledger, cpu_rows)
+        return a.not_yet(why, mistake=mistake, details=details)
     ran = "would run on" if ledger.predictions_only else "ran on"
     where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
     return a.passed(f"{RESULT} solves w * exp(w) = signal",
@@ -267,19 +320,36 @@ def tile_energy(i: int) -> float:
     return float(np.sum(v * v))
 
 
-@exercise("gpu-request", lesson=f"{COURSE}/03-per-call-resource-requests.ipynb", title="Ask for a GPU per call")
+_REQUEST_SOLUTION = ("@hpc.remote(gpus=1)\ndef tile_energy(i):\n    ...\n\ntry:\n"
+                     "    results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
+                     "except hpc.ResourceRequestError as err:\n"
+                     "    print(\"no GPU worker, running on CPU workers instead:\", err.request)\n"
+                     "    results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])")
+REQUEST_HINTS = {
+    DEFAULT: Hint("Ask for one GPU per call in the remote decorator; where no worker has one the request is "
+                  "refused with a resource-request error, so catch it and run the same calls again with the "
+                  "request set to no GPU.", _REQUEST_SOLUTION),
+    "results": Hint("`results` must be the 4 energies in tile order, whichever workers ran them: when the GPU "
+                    "request is refused, submit the same 4 calls again without the request and get them all.",
+                    _REQUEST_SOLUTION),
+    "local": Hint("Run the fallback as tasks too, with the function's options set to no GPU, not as plain "
+                  "calls in the notebook.", _REQUEST_SOLUTION),
+    "no-gpu-asked": Hint("Ask for a GPU per call: one GPU in the remote decorator of tile_energy.", _REQUEST_SOLUTION),
+}
+
+
+@exercise("gpu-request", lesson=f"{COURSE}/03-per-call-resource-requests.ipynb", title="Ask for a GPU per call",
+          hints=REQUEST_HINTS)
 def gpu_request(a: Attempt) -> Verdict:
     """Grade the request: GPU workers used where there are some, a refused request and a CPU fallback where not."""
     results = a.require("results")
     expected = [tile_energy(i) for i in range(N_TILES)]
     if not measure.same_result(list(results) if isinstance(results, (list, tuple)) else results, expected):
-        return a.not_yet(f"`results` should hold the {N_TILES} energies, in tile order: when the GPU request is "
-                         f"refused, submit the same calls again with {FUNCTION}.options(gpus=0).remote(i) and get "
-                         "them all.")
+        return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
     ran = measure.tasks(a.trace, FUNCTION)
     if ran < N_TILES:
-        return a.not_yet(f"only {ran} of the {N_TILES} {FUNCTION} calls ran as tasks on the cluster: run the "
-                         f"fallback as tasks too ({FUNCTION}.options(gpus=0).remote(i)), not in the notebook.")
+        return a.not_yet(f"only {ran} of the {N_TILES} {FUNCTION} calls ran as tasks on the cluster: the others "
+                         "ran here in the notebook.", mistake="local")
     held = sum(a.trace.gpu_tasks().values())
     gpu_workers = bool(a.trace.meta.get("gpu_workers"))
     # Devices named (gpus=[0], EUGO_LAB_GPU_DEVICES) on a machine where none was found: the scheduling is
@@ -288,7 +358,7 @@ def gpu_request(a: Attempt) -> Verdict:
     if gpu_workers:
         if held < N_TILES:
             return a.not_yet(f"{N_TILES - held} of the {N_TILES} tasks ran on workers without a GPU, although this "
-                             f"cluster has GPU workers: ask for one per call with @hpc.remote(gpus=1).")
+                             "cluster has GPU workers: those calls asked for no GPU.", mistake="no-gpu-asked")
         if not detected:
             return a.passed(f"all {N_TILES} tasks asked for a GPU and were scheduled on the pool's GPU workers (the "
                             "trace's gpu column); their device was named with gpus= and no GPU was detected on "
@@ -298,8 +368,7 @@ def gpu_request(a: Attempt) -> Verdict:
                         details=(f"GPUs held: {a.trace.gpu_tasks()}",))
     if a.refused == 0:
         return a.not_yet("no task of this cell asked for a GPU: this cluster has no GPU worker, so a request would "
-                         "have been refused with hpc.ResourceRequestError, and none was. Ask with "
-                         "@hpc.remote(gpus=1), catch the error, and fall back to .options(gpus=0).")
+                         "have been refused with a ResourceRequestError, and none was.", mistake="no-gpu-asked")
     return a.passed("the gpus=1 request was refused with ResourceRequestError (no GPU worker here), and the cell "
                     f"ran its {N_TILES} tiles on CPU workers instead")
 
@@ -324,14 +393,35 @@ def _missing(written: np.ndarray) -> str:
     return ", ".join(words) + (", ..." if len(runs) > 4 else "")
 
 
-@exercise("grid-stride", lesson=f"{COURSE}/04-a-first-cuda-kernel.ipynb", title="Cover every element")
+_STRIDE_SOLUTION = ("@cuda.jit\ndef square_kernel(x, out):\n"
+                    "    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):   # start at my index, step by "
+                    "the grid\n        out[i] = x[i] * x[i]")
+STRIDE_HINTS = {
+    DEFAULT: Hint("Let each thread loop: start at its index in the whole grid and step by the grid's size until "
+                  "the end of the array, squaring each element it lands on.", _STRIDE_SOLUTION),
+    "not-a-kernel": Hint("Make `square_kernel` a CUDA kernel: Numba's CUDA decorator on the function, which "
+                         "takes the input and the output array.", _STRIDE_SOLUTION),
+    "out-of-range": Hint("Keep every index below the array's length: a grid-stride loop's range stops there.",
+                         _STRIDE_SOLUTION),
+    "one-per-thread": Hint("Replace the single index by a loop, so each thread goes on by the grid's size (the "
+                           "total number of threads) after its first element.", _STRIDE_SOLUTION),
+    "block-index": Hint("Start each thread at its index in the whole grid, not its index inside the block "
+                        "(which repeats in every block), and step by the grid's size.", _STRIDE_SOLUTION),
+    "wrong-value": Hint("Write the square of the input element into the same position of the output, for the "
+                        "index of the loop.", _STRIDE_SOLUTION),
+}
+
+
+@exercise("grid-stride", lesson=f"{COURSE}/04-a-first-cuda-kernel.ipynb", title="Cover every element",
+          hints=STRIDE_HINTS)
 def grid_stride(a: Attempt) -> Verdict:
     """Launch the learner's ``square_kernel`` on a small grid over more elements, and check every one."""
     from eugo_lab.offload import kernels
 
     kernel = a.require("square_kernel")
     if not hasattr(kernel, "__getitem__") or not callable(kernel):
-        return a.not_yet("`square_kernel` should be a CUDA kernel: decorate it with @cuda.jit, taking (x, out).")
+        return a.not_yet("`square_kernel` is not a CUDA kernel: it cannot be launched on a grid.",
+                         mistake="not-a-kernel")
     cuda = kernels.cuda()
     t = kernels.check_grid(CHECK_BLOCKS, CHECK_THREADS)
     x = np.arange(CHECK_N, dtype=np.float32) / 8
@@ -343,8 +433,7 @@ def grid_stride(a: Attempt) -> Verdict:
     except Exception as exc:  # noqa: BLE001 - the learner's kernel failed: say how, as a not yet
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return a.not_yet(f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads over {CHECK_N} elements, "
-                         f"the kernel stopped with {type(exc).__name__}: {first}. Keep every index below "
-                         "x.shape[0], as the grid-stride loop's range does.")
+                         f"the kernel stopped with {type(exc).__name__}: {first}.", mistake="out-of-range")
     got = dout.copy_to_host()
     grid = CHECK_BLOCKS * CHECK_THREADS
     written = ~np.isnan(got)
@@ -353,17 +442,15 @@ def grid_stride(a: Attempt) -> Verdict:
         n_written = int(written.sum())
         if written[:grid].all() and not written[grid:].any():
             return a.not_yet(f"launched on {grid} threads over {CHECK_N} elements, the kernel wrote only the first "
-                             f"{grid}: each thread handled one element. Loop instead: for i in range(cuda.grid(1), "
-                             "x.shape[0], cuda.gridsize(1)), so each thread goes on by the grid's size.",
-                             details=(how,))
+                             f"{grid}: each thread handled one element, and the elements past the grid's "
+                             "threads were never reached.", mistake="one-per-thread", details=(how,))
         return a.not_yet(f"launched on {grid} threads over {CHECK_N} elements, the kernel wrote {n_written} of "
-                         f"them; never written: {_missing(written)}. Start each thread at cuda.grid(1) (its index "
-                         "in the whole grid, not threadIdx.x, which repeats in every block) and step by "
-                         "cuda.gridsize(1).", details=(how,))
+                         f"them; never written: {_missing(written)}. The threads did not start at their index in "
+                         "the whole grid or did not step by the grid's size.", mistake="block-index", details=(how,))
     if not np.allclose(got, x * x):
         bad = int(np.flatnonzero(~np.isclose(got, x * x))[0])
-        return a.not_yet(f"every element was written, but out[{bad}] is {got[bad]:g}, not x[{bad}] * x[{bad}] = "
-                         f"{x[bad] * x[bad]:g}: write out[i] = x[i] * x[i] for the i of the loop.", details=(how,))
+        return a.not_yet(f"every element was written, but element {bad} of the output is {got[bad]:g}, not the "
+                         f"square of the input's, {x[bad] * x[bad]:g}.", mistake="wrong-value", details=(how,))
     return a.passed(f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads over {CHECK_N} elements, the "
                     "kernel squared every one of them (grid-stride loop)",
                     "where it ran: " + ("the GPU" if t.kind == "gpu" else "the Numba CUDA simulator (no GPU here)"),

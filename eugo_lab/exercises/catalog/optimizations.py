@@ -68,11 +68,17 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.jit import verdicts as jit
 from eugo_lab.optimizations import report as opt_report
 
 COURSE = "03-automatic-optimizations/"
+
+
+def _option_hint(exercise_id: str, option: str, what: str) -> Hint:
+    """The tiers for a run made without the ``%%eugo`` option the exercise reads (``--profile``, ``--optimize``)."""
+    return Hint(f"Put {option} back on the exercise cell's first line, so the run {what}, and run the cell again.",
+                f"%%eugo --exercise {exercise_id} {option}")
 
 # -- shared readings of a run ----------------------------------------------------------------------
 
@@ -83,8 +89,8 @@ def _profile(a: Attempt, what: str) -> Any:
 
     p = Profile.from_trace(a.trace) if getattr(a.trace, "profiles", ()) else None
     if p is None or p.total <= 0:
-        raise NotYet(f"this run has no profile, so there is nothing to {what}: keep --profile on the first line "
-                     f"(%%eugo --exercise {a.exercise_id} --profile) and run the cell again.")
+        raise NotYet(f"this run has no profile, so there is nothing to {what}: the cell ran without the --profile "
+                     "option.", mistake="no-profile")
     return p
 
 
@@ -105,7 +111,7 @@ def _ratio(a: Attempt, slow: str, fast: str, cpu: bool) -> float:
 def _need_tasks(a: Attempt, function: str, n: int, how: str) -> None:
     got = measure.tasks(a.trace, function)
     if got < n:
-        raise NotYet(f"{measure.plural(got, f'{function} task')} ran, the check needs {n}: {how}")
+        raise NotYet(f"{measure.plural(got, f'{function} task')} ran, the check needs {n}: {how}", mistake="tasks")
 
 
 def _python_seconds(p: Any, function: str) -> float:
@@ -127,8 +133,8 @@ def _python_seconds(p: Any, function: str) -> float:
 
 def _optimized(a: Attempt) -> None:
     if not a.trace.meta.get("optimize"):
-        raise NotYet(f"this run was not optimized, so no optimization was tried: keep --optimize on the first line "
-                     f"(%%eugo --exercise {a.exercise_id} --optimize) and run the cell again.")
+        raise NotYet("this run was not optimized, so no optimization was tried: the cell ran without the "
+                     "--optimize option.", mistake="no-optimize")
 
 
 def _cores() -> int:
@@ -139,28 +145,53 @@ def _cores() -> int:
 
 
 def _jit_declined_line(v: jit.FunctionVerdict) -> str:
-    what, helps = jit.explain(v.code)
+    # what happened only: what would help is the first hint's, so the verdict hands over no fix
+    what, _ = jit.explain(v.code)
     detail = f" ({v.detail})" if v.detail and not v.detail.startswith("0x") else ""
-    return f"the optimizer did not compile {v.function}: {what}{detail}. What would help: {helps}."
+    return f"the optimizer did not compile {v.function}: {what}{detail}."
+
+
+#: The JIT decline codes whose fix the exercises' hints name; any other is "declined".
+_JIT_MISTAKES = {"lists": "lists", "no-arrays": "lists", "too-short": "numpy-instead", "not-faster": "numpy-instead"}
 
 
 # -- lesson 1: profile first -------------------------------------------------------------------------
 
 
-@exercise("profile-first", lesson=COURSE + "01-profile-first.ipynb", title="Name the hot function")
+PROFILE_HINTS = {
+    DEFAULT: Hint("Read the self column of the profile, not the total: name, as a string, the function of your "
+                  "own code at its top (its own lines spend the time, not the functions it calls).",
+                  'hot = "count_spikes"    # the top of the self column: its loop runs one Python step per reading'),
+    "no-profile": _option_hint("profile-first", "--profile", "is sampled"),
+    "not-a-name": Hint("Give `hot` the function's name as a string, the name at the top of the self column.",
+                       'hot = "count_spikes"'),
+    "no-tasks": Hint("Submit the station_report tasks in this cell, so their samples are in its profile.",
+                     "reports = hpc.get([station_report.remote(s) for s in range(6)])"),
+    "caller": Hint("A remote function's total includes every function it calls: look for the function called "
+                   "from it whose own lines take the time, the top of the self column.", 'hot = "count_spikes"'),
+    "library": Hint("Name a function of your cell, not library code: the top row of the self column that is not "
+                    "marked [library].", 'hot = "count_spikes"'),
+    "not-hot": Hint("Believe the measurement, not the name: the function that sounds expensive is not the one at "
+                    "the top of the self column.", 'hot = "count_spikes"'),
+}
+
+
+@exercise("profile-first", lesson=COURSE + "01-profile-first.ipynb", title="Name the hot function",
+          hints=PROFILE_HINTS)
 def profile_first(a: Attempt) -> Verdict:
     """Grade reading a profile: ``hot`` names the app function with the most self time in this run's profile."""
     p = _profile(a, "read")
     hot = a.require("hot")
     name = getattr(hot, "__name__", None) if callable(hot) else hot
     if not isinstance(name, str) or not name.strip():
-        return a.not_yet("`hot` should be the function's name as a string, for example hot = \"load_readings\".")
+        return a.not_yet(f"`hot` holds {type(hot).__name__} {hot!r}, not a function's name as a string.",
+                         mistake="not-a-name")
     name = name.strip().removesuffix("()")
     rows = p.hot_functions(None)
     mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
     if not mine:
-        return a.not_yet("the profile shows no function of your own code: submit the station_report tasks in this "
-                         "cell, so their samples are in its profile.")
+        return a.not_yet("the profile shows no function of your own code: no station_report task ran in this "
+                         "cell.", mistake="no-tasks")
     top = max(mine, key=lambda h: (h.self_share, h.total_share))
     share = {h.function: h for h in rows}
     details = (f"{top.function}: {top.self_share:.0%} self",
@@ -172,25 +203,24 @@ def profile_first(a: Attempt) -> Verdict:
                         details=details)
     if name in a.trace.functions:
         return a.not_yet(f"{name} is the remote function you submitted: its total is all of the task's time because "
-                         "it includes every function it calls, but its own lines do almost nothing. Read the self "
-                         "column: which function called from it spends the time?", details=details)
+                         "it includes every function it calls, but its own lines do almost nothing.",
+                         mistake="caller", details=details)
     if name in share and share[name].where != "app":
-        return a.not_yet(f"{name} is library code ({share[name].file}), not a function of yours: name the function "
-                         "of your cell that spends the most time itself (the top row of the self column that is "
-                         "not marked [library]).", details=details)
+        return a.not_yet(f"{name} is library code ({share[name].file}), not a function of yours.",
+                         mistake="library", details=details)
     if name in share:
         return a.not_yet(f"{name} is not where the time goes: the profile shows its self time well below the top "
-                         "row's. It may look like the expensive step, but measure before you believe it: name the "
-                         "function at the top of the self column.", details=details)
+                         "row's. It may look like the expensive step; the measurement says otherwise.",
+                         mistake="not-hot", details=details)
     if callable(a.namespace.get(name)):
         # Defined in the notebook but never sampled: it ran too briefly for even one sample, which is
         # the answer (a quiet machine samples a fast step less often than a busy one).
         return a.not_yet(f"{name} is not where the time goes: it ran so briefly that the profiler never caught it "
-                         "running, not once. It may look like the expensive step, but measure before you believe "
-                         "it: name the function at the top of the self column.", details=details)
+                         "running, not once. It may look like the expensive step; the measurement says otherwise.",
+                         mistake="not-hot", details=details)
     known = ", ".join(sorted({h.function for h in mine}))
     return a.not_yet(f"no function named {name} ran in the profiled tasks; the functions of your code in the "
-                     f"profile are: {known}.")
+                     f"profile are: {known}.", mistake="not-hot")
 
 
 # -- lesson 2: vectorization -------------------------------------------------------------------------
@@ -213,16 +243,40 @@ def vector_inputs() -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(0.0, 1.0, VEC_N), rng.normal(0.0, 1.0, VEC_N)
 
 
-@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Replace a loop with whole-array operations")
+_NORM = ("@hpc.remote\ndef norm(x, y):\n"
+         "    \"\"\"The whole arrays at once: NumPy runs one C loop per operation.\"\"\"\n"
+         "    return np.sqrt(x * x + y * y)")
+VECTOR_HINTS = {
+    DEFAULT: Hint("Write norm without a loop over the elements: square both whole arrays, add them, and take "
+                  "NumPy's square root of the sum; NumPy runs one C loop per operation.", _NORM),
+    "no-profile": _option_hint("vectorize", "--profile", "is sampled"),
+    "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (norm_loop's and norm's) and get "
+                  "their results.", "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
+                  "results = hpc.get([norm.remote(x, y) for _ in range(3)])"),
+    "result": Hint("norm must return the same array as norm_loop: the square root of x squared plus y squared, "
+                   "element by element, computed with NumPy's operators on the whole arrays.", _NORM),
+    "loop-profile": Hint("Leave norm_loop as the starter has it, and run the cell again: the check compares "
+                         "your norm against it.", "@hpc.remote\ndef norm_loop(x, y):\n    out = np.empty_like(x)\n"
+                         "    for i in range(len(x)):\n        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n"
+                         "    return out"),
+    "still-looping": Hint("Remove the for loop from norm: write the whole computation as array expressions, "
+                          "the squares and their sum, then the square root.", _NORM),
+    "per-element": Hint("Avoid np.vectorize, map() and list comprehensions: they still call Python once per "
+                        "element. Use NumPy's operators on the whole arrays.", _NORM),
+}
+
+
+@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Replace a loop with whole-array operations",
+          hints=VECTOR_HINTS)
 def vectorize(a: Attempt) -> Verdict:
     """Grade vectorizing: same result, the profile's Python time gone, and a large speedup in the same run."""
     x, y = vector_inputs()
     results = a.require("results")
     first = results[0] if isinstance(results, (list, tuple)) and results else results
     if not measure.same_result(first, np.sqrt(x * x + y * y)):
-        return a.not_yet("`results` is not sqrt(x*x + y*y) element by element: your norm must return the same "
-                         "array as norm_loop (NumPy's operators and np.sqrt work on whole arrays at once).")
-    how = f"keep both hpc.get lines, each submitting {VEC_CALLS} tasks."
+        return a.not_yet("`results` is not the square root of x squared plus y squared, element by element: your "
+                         "norm does not return the same array as norm_loop.", mistake="result")
+    how = f"both lines that submit {VEC_CALLS} tasks each (norm_loop's and norm's) must stay."
     _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
     _need_tasks(a, VEC_FN, VEC_CALLS, how)
     p = _profile(a, "compare")
@@ -233,15 +287,14 @@ def vectorize(a: Attempt) -> Verdict:
                f"{speedup:.0f}x faster by task CPU time")
     if loop_py <= 0:
         return a.not_yet(f"the profile caught no Python time in {VEC_LOOP}, so there is nothing to compare with: "
-                         "leave norm_loop as it is and run the cell again.", details=details)
+                         "norm_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
     if mine_py * MIN_PROFILE_DROP > loop_py:
         return a.not_yet(f"the profile still shows {VEC_FN}'s tasks running Python bytecode for every element, as "
-                         f"the loop does: the `for` loop is still there. Write the whole computation as array "
-                         "expressions (x * x + y * y, then np.sqrt), with no loop over i.", details=details)
+                         "the loop does: the `for` loop is still there.", mistake="still-looping", details=details)
     if speedup < MIN_VECTOR_SPEEDUP:
         return a.not_yet(f"{VEC_FN} gives the right result but is under {MIN_VECTOR_SPEEDUP:.0f}x faster than the "
-                         "loop in this run. np.vectorize, map() and list comprehensions still call Python once per "
-                         "element: use NumPy's operators on the whole arrays.", details=details)
+                         "loop in this run: it still calls Python once per element.", mistake="per-element",
+                         details=details)
     return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
                     f"at least {MIN_VECTOR_SPEEDUP:.0f}x faster than the loop (median task CPU time, same run)",
@@ -264,7 +317,32 @@ def jit_reference() -> np.ndarray:
     return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
 
 
-@exercise("jit", lesson=COURSE + "03-jit-compiling-loops.ipynb", title="Write a loop the optimizer can compile")
+_HIST_SOLUTION = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
+                  "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+JIT_HINTS = {
+    DEFAULT: Hint("Give the loop what a compiler needs: a NumPy array instead of a Python list, and only numbers "
+                  "inside the loop.", _HIST_SOLUTION),
+    "no-optimize": _option_hint("jit", "--optimize", "tries to compile the loop"),
+    "result": Hint("Keep the loop's arithmetic as the starter has it: each task counts the values in each of the "
+                   "20 bins, and `hists` is the list the tasks returned.", _HIST_SOLUTION),
+    "no-verdict": Hint("Submit histogram as tasks in this cell, so the optimizer tries it on the workers.",
+                       _HIST_SOLUTION),
+    "lists": Hint("Pass histogram a NumPy array, not a Python list: make `values` with NumPy's random generator "
+                  "(or convert the list with NumPy's asarray).", _HIST_SOLUTION),
+    "numpy-instead": Hint("This exercise is about the loop: keep the for loop, and give it a NumPy array and "
+                          "numbers inside, instead of replacing it by NumPy calls.",
+                          "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
+                          "    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
+                          "    return counts\n\n" + _HIST_SOLUTION),
+    "declined": Hint("Keep the loop plain (arrays and numbers, a type that does not change, no Python objects "
+                     "inside) and pass it a NumPy array.", _HIST_SOLUTION),
+    "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
+                 _HIST_SOLUTION),
+}
+
+
+@exercise("jit", lesson=COURSE + "03-jit-compiling-loops.ipynb", title="Write a loop the optimizer can compile",
+          hints=JIT_HINTS)
 def jit_exercise(a: Attempt) -> Verdict:
     """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster."""
     _optimized(a)
@@ -273,24 +351,24 @@ def jit_exercise(a: Attempt) -> Verdict:
     if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_result(np.asarray(h), ref)
                                                                     for h in hists):
         return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
-                         f"values in each of the {JIT_BINS} bins: keep the loop's arithmetic as it is.")
+                         f"values in each of the {JIT_BINS} bins; it holds something else.", mistake="result")
     verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == JIT_FN), None)
     if verdict is None:
-        return a.not_yet(f"the run has no verdict for {JIT_FN}: submit it with {JIT_FN}.remote(...) in this cell, "
-                         "so the optimizer tries it on the workers.")
+        return a.not_yet(f"the run has no verdict for {JIT_FN}: no {JIT_FN} task ran in this cell, so the "
+                         "optimizer never tried it.", mistake="no-verdict")
     if verdict.status != jit.VERDICT_COMPILED:
         if verdict.code in ("too-short", "not-faster"):
             return a.not_yet(_jit_declined_line(verdict),
-                             "Your version already does its work in NumPy's C code: this exercise is about the loop. "
-                             "Keep the for loop and give it what a compiler needs (a NumPy array, numbers inside).")
-        return a.not_yet(_jit_declined_line(verdict))
+                             "Your version already does its work in NumPy's C code: this exercise is about the loop.",
+                             mistake="numpy-instead")
+        return a.not_yet(_jit_declined_line(verdict), mistake=_JIT_MISTAKES.get(verdict.code, "declined"))
     speedup = verdict.speedup or 0.0
     details = (f"plain {verdict.plain_s or 0:.4f} s, compiled {verdict.after_s or 0:.6f} s a call, "
                f"{speedup:.0f}x",)
     if speedup < MIN_JIT_SPEEDUP:
         return a.not_yet(f"{JIT_FN} compiled and its result checked, but the report's before/after numbers show it "
-                         f"under {MIN_JIT_SPEEDUP:.0f}x faster: most of its time is not in the loop. Keep the work "
-                         "inside the loop over the array.", details=details)
+                         f"under {MIN_JIT_SPEEDUP:.0f}x faster: most of its time is not in the loop.",
+                         mistake="slow", details=details)
     return a.passed(f"{JIT_FN} compiled on {measure.plural(verdict.workers, 'worker')}; the trial checked that its "
                     "result is unchanged",
                     f"the report's before/after numbers show it at least {MIN_JIT_SPEEDUP:.0f}x faster",
@@ -308,21 +386,39 @@ THREAD_CALLS = 4
 # and the measured task times are shown as evidence.
 
 
+_TUNED = ("@hpc.remote\ndef tuned():\n    \"\"\"No override: the worker keeps the guard's cores / workers "
+          "threads.\"\"\"\n    return blas_work()")
+THREAD_HINTS = {
+    DEFAULT: Hint("Take the thread limit out of tuned: with no override inside the task, each worker keeps the "
+                  "thread guard's share of the cores.", _TUNED),
+    "tasks": Hint("Keep both lines of the starter that submit 4 tasks each (oversubscribed's and tuned's) and "
+                  "get their thread counts into `before` and `after`.",
+                  "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
+                  "after = hpc.get([tuned.remote() for _ in range(4)])"),
+    "counts": Hint("`before` and `after` must be the lists of thread counts the tasks returned: blas_work returns "
+                   "how many BLAS threads the worker used.", "before = hpc.get([oversubscribed.remote() for _ in "
+                   "range(4)])\nafter = hpc.get([tuned.remote() for _ in range(4)])"),
+    "override": Hint("Remove the threadpool limit inside tuned: it overrides the guard. Leave the one in "
+                     "oversubscribed, the baseline.", _TUNED),
+}
+
+
 @exercise("threads", lesson=COURSE + "04-threads-and-oversubscription.ipynb",
-          title="Let the thread guard do its job")
+          title="Let the thread guard do its job", hints=THREAD_HINTS)
 def threads(a: Attempt) -> Verdict:
     """Grade the guard: the tuned tasks report cores / workers BLAS threads and run faster than the baseline."""
     after = a.require("after")
     before = a.require("before")
-    how = f"keep both lines that submit {THREAD_CALLS} or more tasks each and get their thread counts."
+    how = f"both lines that submit {THREAD_CALLS} or more tasks each and get their thread counts must stay."
     _need_tasks(a, THREAD_BASE, THREAD_CALLS, how)
     _need_tasks(a, THREAD_FN, THREAD_CALLS, how)
     try:
         seen_after = [int(n) for n in after]
         seen_before = [int(n) for n in before]
     except (TypeError, ValueError):
-        return a.not_yet("`before` and `after` should be the lists of BLAS thread counts the tasks returned "
-                         "(blas_work() returns the count threadpoolctl reports inside the worker).")
+        return a.not_yet("`before` and `after` are not lists of BLAS thread counts, the numbers the tasks "
+                         "returned (blas_work returns the count threadpoolctl reports inside the worker).",
+                         mistake="counts")
     cores, workers = _cores(), a.workers
     limit = max(1, cores // workers)
     ratio = _ratio(a, THREAD_BASE, THREAD_FN, cpu=False)
@@ -330,9 +426,9 @@ def threads(a: Attempt) -> Verdict:
     if max(seen_after) > limit:
         return a.not_yet(f"your tuned tasks ran with {max(seen_after)} BLAS threads each on "
                          f"{measure.plural(workers, 'worker')}: {max(seen_after) * workers} threads for "
-                         f"{measure.plural(cores, 'core')}. The threadpool_limits(...) inside tuned overrides the "
-                         f"guard: remove it, so each worker keeps the guard's {measure.plural(limit, 'thread')}.",
-                         details=details)
+                         f"{measure.plural(cores, 'core')}, more than the guard's "
+                         f"{measure.plural(limit, 'thread')} per worker: a thread limit inside tuned overrides "
+                         "the guard.", mistake="override", details=details)
     if max(seen_before) <= max(seen_after):
         return a.passed(f"the tuned tasks report {measure.plural(max(seen_after), 'BLAS thread')} each on "
                         f"{measure.plural(workers, 'worker')} and {measure.plural(cores, 'core')}",
@@ -364,8 +460,30 @@ def report_signal() -> np.ndarray:
     return np.random.default_rng(REPORT_SEED).normal(0.0, 1.0, REPORT_SIGNAL_N).cumsum()
 
 
+_PARSE = ("@hpc.remote(batch=\"auto\")\ndef parse(line):\n    \"\"\"Tiny work: read the number after the "
+          "comma.\"\"\"\n    return float(line.split(\",\")[1])")
+_SIGNAL = ("signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()\n"
+           "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])   # a NumPy array")
+REPORT_HINTS = {
+    DEFAULT: Hint("Two changes: let the runtime batch parse's tiny calls (batching in its remote decorator), "
+                  "and hand running_max a NumPy array instead of a list, so its loop can be compiled.",
+                  _PARSE + "\n\n" + _SIGNAL),
+    "no-optimize": _option_hint("runtime-report", "--optimize", "tries the optimizations and reports them"),
+    "values": Hint("`values` must be the 2,000 numbers parse returned, in the order of the lines: get() on the "
+                   "futures, or on map's result, keeps that order.",
+                   "values = hpc.get([parse.remote(s) for s in lines])"),
+    "peaks": Hint("Keep running_max's loop as the starter has it: `peaks` is the list of running maxima the "
+                  "tasks returned.", _SIGNAL),
+    "not-batched": Hint("Let the runtime batch parse: automatic batching in its remote decorator, or map over "
+                        "the lines.", _PARSE),
+    "no-verdict": Hint("Submit running_max as tasks in this cell, so the optimizer tries to compile it.", _SIGNAL),
+    "not-compiled": Hint("Give running_max what a compiler needs: a NumPy array instead of a list (make signal "
+                         "with NumPy and do not convert it to a list).", _SIGNAL),
+}
+
+
 @exercise("runtime-report", lesson=COURSE + "05-what-the-runtime-did-for-you.ipynb",
-          title="Make the report show two optimizations applied")
+          title="Make the report show two optimizations applied", hints=REPORT_HINTS)
 def runtime_report(a: Attempt) -> Verdict:
     """Grade helping the runtime: parse batched, running_max compiled, results unchanged, all in the report."""
     _optimized(a)
@@ -373,16 +491,17 @@ def runtime_report(a: Attempt) -> Verdict:
     peaks = a.require("peaks")
     ref = report_values()
     if not measure.same_result(np.asarray(list(values), dtype=float), ref):
-        return a.not_yet(f"`values` should be the {REPORT_LINES} numbers parse returned, in order (hpc.get on the "
-                         "futures, or on hpc.map's result, keeps the order).")
+        return a.not_yet(f"`values` is not the {REPORT_LINES} numbers parse returned, in order.", mistake="values")
     expected = np.maximum.accumulate(report_signal())
     ok = isinstance(peaks, (list, tuple)) and peaks and all(measure.same_result(np.asarray(p), expected) for p in peaks)
     if not ok:
         return a.not_yet("`peaks` should be the list of running maxima the running_max tasks returned, each the "
-                         "largest value of signal so far at every position: keep the loop's logic as it is.")
+                         "largest value of signal so far at every position; it holds something else.",
+                         mistake="peaks")
     rep = opt_report.last()
     if rep is None:
-        return a.not_yet("no optimization report was made for this run: keep --optimize on the first line.")
+        return a.not_yet("no optimization report was made for this run: the cell ran without --optimize.",
+                         mistake="no-optimize")
     batched = [o for o in rep.items if o.target == REPORT_TINY and o.kind in ("batch", "map")]
     compiled = rep.find(REPORT_LOOP, "jit")
     applied = rep.applied
@@ -391,14 +510,13 @@ def runtime_report(a: Attempt) -> Verdict:
         n = measure.tasks(a.trace, REPORT_TINY)
         return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
                          f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
-                         "less work than a task's overhead. Let the runtime batch them: "
-                         "@hpc.remote(batch=\"auto\") on parse, or hpc.map(parse, lines).", details=details)
+                         "less work than a task's overhead.", mistake="not-batched", details=details)
     if compiled is None:
-        return a.not_yet("the report has no JIT verdict for running_max: submit it with running_max.remote(...) in "
-                         "this cell.", details=details)
+        return a.not_yet("the report has no JIT verdict for running_max: no running_max task ran in this cell.",
+                         mistake="no-verdict", details=details)
     if not compiled.applied:
-        return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}. What would help: "
-                         f"{compiled.advice}.", details=details)
+        return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}.",
+                         mistake="not-compiled", details=details)
     how = "hpc.map" if batched[0].kind == "map" else 'batch="auto"'
     return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
                     f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; values "

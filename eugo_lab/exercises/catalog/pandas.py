@@ -32,7 +32,7 @@ import numpy as np
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, NotYet, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions
 
 DATA, ANALYSIS, RESULT = "readings", "summarize", "result"
@@ -45,8 +45,23 @@ DOMINANT_SHARE = 1.5
 # only has to tell "kept both workers busy" from "one task": 1.3x, since a busy machine slowed one
 # of the reference's 8 tasks enough to replay it at 1.38x.
 MIN_REPLAYED_SPEEDUP = 1.3
-FIX = ("split it into partitions: hpc.map_partitions(summarize, readings, by=\"meter\") keeps each meter's rows "
-       "together, or partitions=\"auto\" with a combine that adds the partial results")
+_SOLUTION = "result = hpc.map_partitions(summarize, readings, by=\"meter\")"
+HINTS = {
+    DEFAULT: Hint("Split the DataFrame into partitions with map_partitions, keeping each meter's rows in one "
+                  "partition, so every partition's summary is whole and the summaries stack into pandas' result.",
+                  _SOLUTION),
+    "result": Hint("Combine the partial results into pandas' answer: either keep each meter's rows in one "
+                   "partition (partition by meter), or combine by adding the partial counts and sums (a maximum is "
+                   "the max of the maxima; an average is not the average of averages).", _SOLUTION),
+    "no-partitions": Hint("Hand summarize and the DataFrame to map_partitions, which splits the rows into "
+                          "partitions and runs one task per partition on the workers.", _SOLUTION),
+    "tiny": Hint("Use fewer, larger partitions: let map_partitions choose (automatic partitions give a few per "
+                 "worker), or partition by meter.", _SOLUTION),
+    "dominant": Hint("Make the partitions equal in size: map_partitions splits by rows evenly, and by meter "
+                     "balances whole meters across partitions.", _SOLUTION),
+    "serial": Hint("Submit every partition before waiting for any: map_partitions does, and returns the "
+                   "combined result once all are done.", _SOLUTION),
+}
 
 
 def _rows_word(n: int) -> str:
@@ -84,11 +99,11 @@ def compare(result: Any, expected: Any) -> str | None:
     import pandas as pd
 
     if isinstance(result, list):
-        return (f"`result` is a list of {len(result)} partial results, not one {type(expected).__name__}: combine "
-                "them, e.g. pd.concat(...) (hpc.map_partitions does that by default).")
+        return (f"`result` is a list of {len(result)} partial results, not one {type(expected).__name__}: they "
+                "were never combined into one (map_partitions does that by default).")
     if not isinstance(result, (pd.DataFrame, pd.Series)):
         return (f"`result` is a {type(result).__name__}; summarize(readings) gives a {type(expected).__name__}: "
-                "assign the combined DataFrame to `result`.")
+                "`result` must hold the combined DataFrame.")
     if isinstance(expected, pd.Series):
         expected = expected.to_frame()
     if isinstance(result, pd.Series):
@@ -99,16 +114,15 @@ def compare(result: Any, expected: Any) -> str | None:
         label, times = counts.index[0], int(counts.iloc[0])
         return (f"`result` has {_rows_word(len(result))} for {len(counts)} {thing}s: {label!r} appears {times} "
                 f"times, once per partition that held some of its rows, so the partial summaries were stacked, "
-                f"not combined (pandas has one row per {thing}). Keep each {thing}'s rows in one partition "
-                f"(by=\"{thing}\"), or pass a combine that adds the partial counts and sums.")
+                f"not combined (pandas has one row per {thing}).")
     missing = expected.index.difference(result.index)
     if len(missing):
         return (f"`result` lacks {len(missing)} of the {len(expected)} {thing}s pandas has (e.g. {missing[0]!r}): "
-                "rows were lost on the way; combine every partition's result, not only some.")
+                "rows were lost on the way: not every partition's result was combined.")
     extra = result.index.difference(expected.index)
     if len(extra):
-        return (f"`result` has {len(extra)} {thing}(s) that pandas does not (e.g. {extra[0]!r}); run summarize on "
-                "the partitions of readings itself.")
+        return (f"`result` has {len(extra)} {thing}(s) that pandas does not (e.g. {extra[0]!r}): summarize ran "
+                "on something other than the partitions of readings.")
     lost = [c for c in expected.columns if c not in result.columns]
     if lost:
         return f"`result` has no column {', '.join(f'`{c}`' for c in lost)}; summarize(readings) has them."
@@ -127,7 +141,7 @@ def _ran_together(u: Any) -> int:
 
 
 @exercise("partition-pandas", lesson="01-distributed-python/07-parallel-pandas-in-practice.ipynb",
-          title="Split a DataFrame across workers")
+          title="Split a DataFrame across workers", hints=HINTS)
 def partition_pandas(a: Attempt) -> Verdict:
     """Grade a partitioned pandas run: pandas' result, from several balanced tasks that overlapped."""
     import pandas as pd
@@ -141,15 +155,15 @@ def partition_pandas(a: Attempt) -> Verdict:
     expected = summarize(readings)  # the analysis as written, on one machine: the reference
     wrong = compare(result, expected)
     if wrong is not None:
-        return a.not_yet(wrong)
+        return a.not_yet(wrong, mistake="result")
     rows = len(readings)
     n = measure.tasks(a.trace)
     if n == 0:
-        return a.not_yet("no task ran on a worker: summarize ran here in the notebook, on all the rows at once; "
-                         f"{FIX}.")
+        return a.not_yet("no task ran on a worker: summarize ran here in the notebook, on all the rows at once.",
+                         mistake="no-partitions")
     if n == 1:
         return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so only one worker "
-                         f"can work on it, however many there are; {FIX}.")
+                         "can work on it, however many there are.", mistake="no-partitions")
     workers = max(2, a.workers)
     nbytes = int(readings.memory_usage(index=True, deep=True).sum())
     per_task = rows // n
@@ -158,15 +172,14 @@ def partition_pandas(a: Attempt) -> Verdict:
         why = " (the analysis reports Scheduling overhead too)" if found is not None else ""
         return a.not_yet(f"your run made {n:,} tasks of about {_rows_word(per_task)} each{why}: every task pays a "
                          "fixed cost (scheduling overhead, plus pandas' own cost per call) that so few rows do not "
-                         f"cover. Use fewer, larger partitions, at least {MIN_PARTITION_ROWS:,} rows each: "
-                         "partitions=\"auto\" picks a few per worker.")
+                         f"cover; a partition needs at least {MIN_PARTITION_ROWS:,} rows.", mistake="tiny")
     u = measure.dispatch_units(a.trace)
     sizes = np.asarray(u.bytes_in, dtype=float)
     share = float(sizes.max() / sizes.sum()) if sizes.sum() > 0 else 0.0
     if share * len(sizes) > DOMINANT_SHARE:
         return a.not_yet(f"one task received {share:.0%} of the input bytes, {share * len(sizes):.1f}x its fair share "
                          f"of {1 / len(sizes):.0%}: that partition dominates, and the run waits for it while the other "
-                         "workers idle. Split into equal partitions (hpc.map_partitions does), a few per worker.")
+                         "workers idle.", mistake="dominant")
     replayed = a.replayed_speedup(workers)
     together = _ran_together(u)
     details = (f"{n} tasks of about {per_task:,} rows", f"largest {share:.0%} of the input bytes",
@@ -174,15 +187,14 @@ def partition_pandas(a: Attempt) -> Verdict:
                f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run")
     if a.workers >= 2:
         if together < 2:
-            return a.not_yet(f"the {n} tasks never ran at the same time: each one waited for the one before. Submit "
-                             "them all before waiting (hpc.map_partitions does), then get the results once.",
-                             details=details)
+            return a.not_yet(f"the {n} tasks never ran at the same time: each one waited for the one before.",
+                             mistake="serial", details=details)
         overlap = "the tasks ran at the same time on several workers"
     else:
         if replayed < MIN_REPLAYED_SPEEDUP:
             return a.not_yet(f"this run had 1 worker, and the replay of its tasks on 2 workers predicts only "
                              f"{fmt_x(replayed)}, under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep two "
-                             "workers busy. Split into more, equal partitions.", details=details)
+                             "workers busy.", mistake="dominant", details=details)
         overlap = (f"this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over "
                    f"{fmt_x(MIN_REPLAYED_SPEEDUP)}")
     return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values",

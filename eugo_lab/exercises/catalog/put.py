@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
 N_TASKS = 8
@@ -46,33 +46,45 @@ def reference_data() -> np.ndarray:
     return np.random.default_rng(SEED).random(SIZE)
 
 
+_SOLUTION = "ref = hpc.put(data)\ntotal = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))"
+HINTS = {
+    DEFAULT: Hint("Store the array once with put, before submitting, and give every task the reference put "
+                  "returns instead of the array itself.", _SOLUTION),
+    "results": Hint("`total` must add up what the 8 chunk_sum tasks return, one task for each i from 0 to 7.",
+                    _SOLUTION),
+    "local": Hint("Submit each of the 8 chunk_sum calls as a task with .remote.", _SOLUTION),
+    "by-value": Hint("Store the array once with put and pass the reference it returns to every task; a "
+                     "reference is a few hundred bytes, the array 16 MB.", _SOLUTION),
+    "put-per-task": Hint("Call put once, before the loop, and pass the same reference to every task.", _SOLUTION),
+    "no-put": Hint("Do not let the tasks reach the array through a global or a closure (it is pickled with the "
+                   "function); store it with put and pass the reference as an argument.", _SOLUTION),
+}
+
+
 @exercise("put", lesson="01-distributed-python/04-large-arguments-and-put.ipynb",
-          title="Share a large array with hpc.put")
+          title="Share a large array with hpc.put", hints=HINTS)
 def put(a: Attempt) -> Verdict:
     """Grade sharing: the right total, from 8 tasks that all read one stored copy of the array."""
     total = a.require("total")
     data = reference_data()
     if not measure.same_result(total, float(data.sum())):
-        return a.not_yet("`total` is not the sum of the array: add up what the 8 chunk_sum tasks return "
-                         "(total = sum(hpc.get(futures))), one task for each i in range(8).")
+        return a.not_yet("`total` is not the sum of the array, which is what the 8 chunk_sum results add up to.",
+                         mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n < N_TASKS:
-        return a.not_yet(f"only {n} of the {N_TASKS} chunk_sum calls ran as tasks; submit each one with "
-                         f"{FUNCTION}.remote(ref, i).")
+        return a.not_yet(f"only {n} of the {N_TASKS} chunk_sum calls ran as tasks.", mistake="local")
     shipped = measure.bytes_in(a.trace, FUNCTION)
     if shipped > MAX_SHIPPED_SHARE * data.nbytes:
         per = shipped / max(n, 1)
         return a.not_yet(f"the {n} chunk_sum tasks were sent {fmt_bytes(shipped, '.3g')} of arguments in all, about "
                          f"{fmt_bytes(per, '.3g')} each: the {fmt_bytes(data.nbytes, '.3g')} array went by value with "
-                         "every task. Store it once with ref = hpc.put(data) and pass ref to chunk_sum.remote(ref, i).")
+                         "every task.", mistake="by-value")
     if a.puts > 1:
-        return a.not_yet(f"the cell called hpc.put {a.puts} times, about once per task: each call stores another "
-                         f"copy of the {fmt_bytes(data.nbytes, '.3g')} array. Call ref = hpc.put(data) once, before "
-                         "the loop, and pass the same ref to every task.")
+        return a.not_yet(f"the cell called put {a.puts} times, about once per task: each call stores another "
+                         f"copy of the {fmt_bytes(data.nbytes, '.3g')} array.", mistake="put-per-task")
     if a.puts == 0:
-        return a.not_yet("the tasks got the array without hpc.put (through a global or a closure, which is "
-                         "pickled with the function): store it once with ref = hpc.put(data) and pass ref to "
-                         "every chunk_sum.remote(ref, i).")
+        return a.not_yet("the tasks got the array without put (through a global or a closure, which is "
+                         "pickled with the function), so no stored copy was shared.", mistake="no-put")
     return a.passed(f"{n} tasks shared one stored copy of the array (1 hpc.put)",
                     f"their arguments came to under {MAX_SHIPPED_SHARE:.0%} of the array's "
                     f"{fmt_bytes(data.nbytes, '.3g')}; the total equals the sum computed here",

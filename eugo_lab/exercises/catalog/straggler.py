@@ -33,7 +33,7 @@ import numpy as np
 from eugo_lab.analysis.findings import STRAGGLER_FLOOR_S, STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import measure
-from eugo_lab.exercises.base import Attempt, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 END = 27_000_000
 PIECE = 1_000_000  # the ordinary range: the giant one is 20 of them
@@ -77,8 +77,25 @@ def _ranges(a: Attempt) -> list[tuple[int, int]]:
     return [(i * PIECE, (i + 1) * PIECE) for i in range(7)] + [(7 * PIECE, END)]
 
 
+_SOLUTION = ("pieces = [(a, min(a + 1_000_000, e)) for s, e in ranges for a in range(s, e, 1_000_000)]\n"
+             "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))")
+HINTS = {
+    DEFAULT: Hint("Cut every range into pieces the size of an ordinary range, so the giant one becomes many "
+                  "ordinary tasks, then submit all the pieces and add up their results.", _SOLUTION),
+    "results": Hint("The pieces must cover every range exactly once: each piece starts where the previous one "
+                    "stopped, and the last stops at the range's end.", _SOLUTION),
+    "local": Hint("Submit each piece as a work task with .remote, then add up the results.", _SOLUTION),
+    "too-small": Hint("Cut the ranges less finely: pieces of about an ordinary range's size give a few dozen "
+                      "tasks, each worth its scheduling.", _SOLUTION),
+    "giant": Hint("Split the oversized range (and every range) into pieces of about the ordinary size, so "
+                  "no single task holds up the run.", _SOLUTION),
+    "serial": Hint("Submit every piece before waiting for any: build the list of futures first, then one get().",
+                   _SOLUTION),
+}
+
+
 @exercise("straggler", lesson="01-distributed-python/06-stragglers-and-partitions.ipynb",
-          title="Split the oversized input")
+          title="Split the oversized input", hints=HINTS)
 def straggler(a: Attempt) -> Verdict:
     """Grade partitioning: the right total from pieces of similar size, neither one giant nor thousands of crumbs."""
     total = a.require("total")
@@ -86,16 +103,17 @@ def straggler(a: Attempt) -> Verdict:
     piece = int(np.median([e - s for s, e in ranges]))
     if not measure.same_result(total, sum(reference_total(e, s) for s, e in ranges)):
         return a.not_yet("`total` is not the sum over all of `ranges`: the pieces must cover every range exactly "
-                         "once (each piece starts where the previous one stopped).")
+                         "once (each piece starts where the previous one stopped).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
-        return a.not_yet("no work task ran on a worker; submit each piece with work.remote(s, e).")
+        return a.not_yet("no work task ran on a worker: the pieces were computed here in the notebook.",
+                         mistake="local")
     tiny = a.report.finding(Code.TASKS_TOO_SMALL)
     if tiny is not None or n > MAX_TASKS:
         why = " (the Scheduling overhead finding)" if tiny is not None else ""
         return a.not_yet(f"{n} tasks: the pieces are so small that scheduling each one is a large share of its "
-                         f"work{why}. Split only as far as needed: pieces the size of the ordinary ranges "
-                         f"({piece:,} numbers) give a few dozen tasks; keep it under {MAX_TASKS}.")
+                         f"work{why}; the ordinary ranges hold {piece:,} numbers, and under {MAX_TASKS} tasks "
+                         "each is worth sending.", mistake="too-small")
     u = measure.dispatch_units(a.trace, FUNCTION)
     med = float(np.median(u.body)) if len(u) else 0.0
     slowest = float(u.body.max()) if len(u) else 0.0
@@ -107,15 +125,15 @@ def straggler(a: Attempt) -> Verdict:
         names = {Code.STRAGGLER: "Straggler", Code.LONG_TAIL: "Long tail", Code.CRITICAL_PATH: "Partition"}
         said = f" ({', '.join(names[c] for c in tail)})" if tail else ""
         return a.not_yet(f"one task ran far longer than the others{said}: the oversized range was left whole, so "
-                         "the other workers finished early and waited for it. Split every range into pieces of "
-                         f"about {piece:,} numbers so no task dominates.",
-                         details=(f"slowest task {fmt_x(ratio)} the median",))
+                         f"the other workers finished early and waited for it (an ordinary range holds {piece:,} "
+                         "numbers).", mistake="giant", details=(f"slowest task {fmt_x(ratio)} the median",))
     w = max(a.workers, 2)
     replayed = a.replayed_speedup(w)
     on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")
     if replayed < MIN_REPLAYED_SPEEDUP:
         return a.not_yet(f"the pieces look even, yet the replay {on} predicts only {fmt_x(replayed)}, under "
-                         f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: submit all pieces before waiting for any of them.")
+                         f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: the pieces ran one after another, as if each was "
+                         "waited for before the next was submitted.", mistake="serial")
     return a.passed(f"{n} tasks, none over {STRAGGLER_RATIO:g}x the median; no Straggler, Long tail or Partition "
                     "finding and no Scheduling overhead finding",
                     f"the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}; the total equals the reference",
