@@ -1,4 +1,4 @@
-"""The SIMD verdict read from the machine code: real Numba compiles on this machine, and snippets of both architectures."""
+"""The SIMD verdict read from machine code: real Numba compiles here, and snippets of both architectures."""
 
 from __future__ import annotations
 

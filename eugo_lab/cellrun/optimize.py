@@ -37,7 +37,6 @@ from eugo_lab.threadguard import limits as thread_guard
 _generations = itertools.count(1)
 # The name the cell's decorated top-level functions call while the cell runs (in the user namespace then only).
 HOOK = "__eugo_cell_jit__"
-_cell_keys = itertools.count(1)
 
 
 def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
@@ -113,7 +112,7 @@ class CellOptimizer:
             self._left[name] = why
             self._cell.pop(name, None)
             return fn
-        wrapped = auto.CellFunction(fn, f"cell:{next(_cell_keys)}:{name}")
+        wrapped = auto.CellFunction(fn, auto.cell_key(fn))
         self._cell[name] = wrapped
         self._left.pop(name, None)
         return wrapped

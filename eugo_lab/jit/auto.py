@@ -7,10 +7,10 @@ process and per function (its code key), what happens:
 
 1. **watching** (plain calls): each call's CPU time is added up, and while a call runs, one
    sampler thread per process looks every :data:`SAMPLE_INTERVAL_S` at where its thread is:
-   in Python bytecode (the sampler waited for the GIL, which a thread running bytecode keeps for
-   CPython's switch interval, or its innermost frame is at a loop's back jump or a function's
-   start, where bytecode hands the GIL over) or in C code / waiting (the sampler got the GIL at
-   once, mid-instruction: NumPy's loops, sleeps and I/O release it). Nothing else is done.
+   in Python bytecode (its innermost frame is at a loop's back jump or a function's start, where
+   bytecode hands the GIL over, or at a call the sampler had to wait for) or in C code / waiting
+   (the sampler got the GIL mid-instruction: NumPy's loops, sleeps and I/O release it). A
+   heuristic, as cheap as one look at a frame; nothing else is done.
 2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
    :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
    in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
@@ -207,6 +207,8 @@ def _yield_ops() -> frozenset[int]:
 
 
 _YIELD = _yield_ops()
+_CALLS = frozenset(dis.opmap[n] for n in ("CALL", "PRECALL", "CALL_FUNCTION_EX", "CALL_FUNCTION", "CALL_METHOD")
+                   if n in dis.opmap)
 
 
 def _sample_loop() -> None:
@@ -229,7 +231,11 @@ def _sample_loop() -> None:
             if f is None or leaf is None:
                 continue  # not inside the function just now
             lasti = leaf.f_lasti
-            if held or (lasti >= 0 and leaf.f_code.co_code[lasti] in _YIELD):
+            op = leaf.f_code.co_code[lasti] if lasti >= 0 else -1
+            # Bytecode: at a back jump or a function's start (where bytecode hands the GIL over), or at a call
+            # after a wait (CPython also hands it over when a call returns). Anywhere else, or at a call without
+            # a wait, the thread was inside C code that had released the GIL (NumPy's loops).
+            if op in _YIELD or (held and op in _CALLS):
                 st.python += 1
             else:
                 st.native += 1
@@ -340,32 +346,10 @@ class AutoJit:
             return self.fn(*args, **kwargs)
         if status == WATCHING:
             return self._watched(st, args, kwargs)
-        base = arg_signature(args, kwargs)
-        sig = base + int_sizes(args, kwargs)
+        sig = arg_signature(args, kwargs) + int_sizes(args, kwargs)
         s = st.sigs.get(sig)
         if s is None:  # a qualified function, new argument types: compile for them in the background
-            pos = positional(self.fn, args, kwargs)
-            why = typeable(pos) if pos is not None else "*args, **kwargs or keyword-only parameters"
-            with st.lock:
-                s = st.sigs.get(sig)
-                same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None),
-                            None) if s is None else None
-                if s is None and same is not None:
-                    # Same types, Python integers of another size: Numba's code is the same (no compile), but its
-                    # 64-bit integers may overflow where Python's do not, so this call is trialled on its own.
-                    s = st.sigs[sig] = _Signature(READY, same.dispatcher, 0.0, arity=same.arity)
-                if s is None:
-                    s = st.sigs[sig] = _Signature()
-                    if why:
-                        s.status = DECLINED
-                    else:
-                        t = threading.Thread(target=_compile, args=(self.fn, pos, s), name="eugo-jit-compile",
-                                             daemon=True)
-                        _compiling.append(t)
-                        t.start()
-            if why:
-                st.say(skipped_phase("arguments", why), id(self))
-                self._tell(st)
+            s = self._new_signature(st, args, kwargs)
             if s.status == READY:  # the compiled code of these types exists: trial this call now
                 return self._trial(st, s, args, kwargs)
             return self.fn(*args, **kwargs)
@@ -384,6 +368,34 @@ class AutoJit:
             self._tell(st)
         return self.fn(*args, **kwargs)
 
+    def _new_signature(self, st: _State, args: tuple, kwargs: dict) -> _Signature:
+        """Start on new argument types of a qualified function: a background compile, or the existing code reused."""
+        base = arg_signature(args, kwargs)
+        sig = base + int_sizes(args, kwargs)
+        pos = positional(self.fn, args, kwargs)
+        why = typeable(pos) if pos is not None else "*args, **kwargs or keyword-only parameters"
+        with st.lock:
+            s = st.sigs.get(sig)
+            if s is not None:
+                return s
+            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
+            if same is not None and not why:
+                # Same types, Python integers of another size: Numba's code is the same (no compile), but its
+                # 64-bit integers may overflow where Python's do not, so this call is trialled on its own.
+                s = st.sigs[sig] = _Signature(READY, same.dispatcher, 0.0, arity=same.arity)
+                return s
+            s = st.sigs[sig] = _Signature()
+            if why:
+                s.status = DECLINED
+            else:
+                t = threading.Thread(target=_compile, args=(self.fn, pos, s), name="eugo-jit-compile", daemon=True)
+                _compiling.append(t)
+                t.start()
+        if why:
+            st.say(skipped_phase("arguments", why), id(self))
+            self._tell(st)
+        return s
+
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
         tid = threading.get_ident()
         with _cond:
@@ -397,21 +409,26 @@ class AutoJit:
         finally:
             took = time.thread_time() - t0
             _watch.pop(tid, None)
-            self._judge_watch(st, took, args, kwargs)
+            if self._judge_watch(st, took) and sys.exc_info()[0] is None:
+                self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
             if self.told < len(st.said):  # decided: say so in this call's task
                 self._tell(st)
 
-    def _judge_watch(self, st: _State, took: float, args: tuple, kwargs: dict) -> None:
+    def _judge_watch(self, st: _State, took: float) -> bool:
+        """Count one plain call; True when it made the function qualify."""
         st.calls += 1
         st.cpu += took
         if st.cpu >= MIN_CPU_S:
             n = st.python + st.native
             if n < MIN_SAMPLES:
-                return
+                return False
             share = st.python / n
             if share >= MIN_PYTHON_SHARE:
-                st.status = QUALIFIED  # the next call compiles for its types (this one's were the plain run's)
-                return
+                st.status = QUALIFIED
+                # Said now, replaced by the trial's verdict once the background compile is done and checked.
+                st.say(skipped_phase("compiling", f"{share:.0%} of its sampled time in Python bytecode "
+                                                  f"[trial plain={st.cpu / st.calls:.3g}]"), id(self))
+                return True
             st.status = SKIPPED_STATE
             st.say(skipped_phase("in-c", f"{share:.0%} of its sampled time in Python bytecode, the rest in C code "
                                          f"or waiting [trial plain={st.cpu / st.calls:.3g}]"), id(self))
@@ -419,6 +436,7 @@ class AutoJit:
             st.status = SKIPPED_STATE
             st.say(skipped_phase("short-calls", f"{st.calls} calls of {st.cpu / st.calls * 1e6:.0f} us on average "
                                                 f"[trial plain={st.cpu / st.calls:.3g}]"), id(self))
+        return False
 
     def _trial(self, st: _State, s: _Signature, args: tuple, kwargs: dict) -> Any:
         pos = positional(self.fn, args, kwargs)
@@ -467,6 +485,25 @@ class AutoJit:
 
 
 _SPANS = frozenset(PHASE_PREFIX + s for s in ("plain run", "compiled run", "compile"))  # spans, not verdicts
+
+
+def cell_key(fn: Callable) -> str:
+    """A key for a cell's function: its code and the globals it reads (numbers by value, anything else by identity).
+
+    Numba freezes the globals a function reads when it compiles, so the same code reading a
+    changed global is another function; a cell run again with the same code and globals reuses
+    the compiled version and its verdict.
+    """
+    import hashlib
+    import marshal
+
+    g = getattr(fn, "__globals__", {})
+    seen = []
+    for name in sorted(set(fn.__code__.co_names)):
+        if name in g:
+            v = g[name]
+            seen.append((name, repr(v) if isinstance(v, (bool, int, float, complex, str)) else f"id:{id(v)}"))
+    return "cell:" + hashlib.blake2b(marshal.dumps(fn.__code__) + repr(seen).encode(), digest_size=16).hexdigest()
 
 
 def _plain(fn: Callable) -> Callable:

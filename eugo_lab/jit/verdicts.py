@@ -56,6 +56,8 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
     "effects": ("it has effects beyond its arguments and result, which a trial would repeat",
                 "keep printing and global writes outside the loop function"),
     "arguments": ("its arguments are not NumPy arrays and numbers", "pass NumPy arrays (np.asarray(x))"),
+    "compiling": ("its time is in Python bytecode, so it is being compiled in the background; the run ended "
+                  "before a call could check the compiled version", "nothing: its next call runs the check"),
     "too-little-cpu": ("it has not yet spent enough CPU in plain Python for a compile to pay back",
                        "nothing: it is tried once it has"),
     "opted-out": ("optimize=False", ""),
