@@ -86,6 +86,7 @@ class CellOptimizer:
         self._cell: dict[str, Any] = {}  # name -> CellFunction made in this cell
         self._left: dict[str, tuple[str, str]] = {}  # name -> (code, detail) of a top-level def left plain
         self._runtime_off = False
+        self._ns: dict | None = None
 
     def transform(self, tree: ast.Module) -> ast.Module:
         """Decorate each plain top-level ``def`` of the cell with the hook (nothing with ``--no-optimize``)."""
@@ -112,7 +113,7 @@ class CellOptimizer:
             self._left[name] = why
             self._cell.pop(name, None)
             return fn
-        wrapped = auto.CellFunction(fn, auto.cell_key(fn))
+        wrapped = auto.CellFunction(fn, auto.cell_key(fn), self._ns)
         self._cell[name] = wrapped
         self._left.pop(name, None)
         return wrapped
@@ -122,7 +123,7 @@ class CellOptimizer:
         """Optimizations on (or off) for the body's run on ``rt``; the cell's functions given back after it."""
         self._before = {s.function: s for s in coalesce.all_stats()}
         optimized.seen_opted_out.clear()
-        ns = getattr(shell, "user_ns", None)
+        ns = self._ns = getattr(shell, "user_ns", None)
         was_auto = getattr(rt, "auto_optimize", True)
         self._runtime_off = not was_auto
         gen = next(_generations)

@@ -316,6 +316,7 @@ class AutoJit:
     """
 
     __slots__ = ("fn", "key", "phase", "told", "__weakref__", "__dict__")
+    ns: dict | None = None  # a cell function's namespace (CellFunction): given the plain function once not tried
 
     def __init__(self, fn: Callable, key: str, phase: Callable[[str], Any] = _NoPhase):
         self.fn = fn
@@ -325,6 +326,9 @@ class AutoJit:
 
     def __reduce__(self) -> tuple:
         return AutoJit, (self.fn, self.key, self.phase)
+
+    def _give_back(self) -> None:
+        """Nothing to give back for a task's wrapper (see :class:`CellFunction`)."""
 
     def _tell(self, st: _State) -> None:
         with st.lock:
@@ -343,6 +347,8 @@ class AutoJit:
             self._tell(st)
         status = st.status
         if status == SKIPPED_STATE:
+            if self.ns is not None:
+                self._give_back()
             return self.fn(*args, **kwargs)
         if status == WATCHING:
             return self._watched(st, args, kwargs)
@@ -518,12 +524,20 @@ class CellFunction(AutoJit):
     ``verdicts`` collects this function's verdict phases for the cell's report.
     """
 
-    def __init__(self, fn: Callable, key: str):
+    def __init__(self, fn: Callable, key: str, ns: dict | None = None):
         import functools
 
         self.verdicts: list[str] = []
         super().__init__(fn, key, self._collect)
         functools.update_wrapper(self, fn)
+        self.ns = ns
+
+    def _give_back(self) -> None:
+        """Not tried for good: rebind the cell's name to the plain function, so later calls cost nothing."""
+        ns, self.ns = self.ns, None
+        name = getattr(self.fn, "__name__", None)
+        if ns is not None and name is not None and ns.get(name) is self:
+            ns[name] = self.fn
 
     def _collect(self, name: str) -> _NoPhase:
         if name not in _SPANS:
