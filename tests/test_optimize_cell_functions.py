@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
+import test_optimize_magic as _magic
 from IPython.utils.capture import capture_output
 
-from eugo_lab import hpc
 from eugo_lab.jit import auto
 
 CELL = '''
@@ -38,25 +35,11 @@ list(numbers())
 '''
 
 
-@pytest.fixture(scope="module")
-def ip():
-    start_ipython()
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "eugo_lab")
-    yield shell
-    hpc.shutdown()
-
-
-@pytest.fixture
-def kernel_mode(monkeypatch):
-    monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
-    monkeypatch.delenv("EUGO_LAB_BOKEH_URL", raising=False)
+ip, kernel_mode = _magic.ip, _magic.kernel_mode  # the same shell and display fixtures
 
 
 def _text(cap) -> str:
-    found = [o.data for o in cap.outputs if "text/html" in o.data and "eugo-summary" in o.data["text/html"]]
-    assert len(found) == 1
-    return found[0]["text/plain"]
+    return _magic._summary(cap)["text/plain"]
 
 
 def test_a_cell_that_defines_and_calls_a_loop_heavy_function_reports_it(ip, kernel_mode, monkeypatch):

@@ -67,12 +67,19 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
             key = fn.key if isinstance(fn, Optimized) else code_key(
                 record.payload if not spread else FunctionRecord(fn, record.name).payload)
             plain = fn.fn if isinstance(fn, Optimized) else fn
-            wrapped = Optimized(plain, key, phase)
-            opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, record.name)
-            _records[(record.fid, generation)] = opt
-            while len(_records) > _MAX:
-                _records.pop(next(iter(_records)))
+            opt = _keep(_records, (record.fid, generation), Optimized(plain, key, phase), spread, record.name)
         return opt
+
+
+def _keep(cache: dict, at: tuple[int, int], wrapped: Any, spread: bool, name: str) -> FunctionRecord:
+    """The record of ``wrapped`` (inside its ``batch="auto"`` spreader if ``spread``), kept in ``cache`` (bounded)."""
+    from eugo_lab.hpc.coalesce import _Spread
+
+    opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, name)
+    cache[at] = opt
+    while len(cache) > _MAX:
+        cache.pop(next(iter(cache)))
+    return opt
 
 
 def opt_out(record: FunctionRecord) -> FunctionRecord:
@@ -100,12 +107,7 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
     fn = record.fn.fn if spread else record.fn
     with _lock:
         key = code_key(record.payload if not spread else FunctionRecord(fn, record.name).payload)
-        wrapped = AutoJit(fn, key, phase)
-        opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, record.name)
-        _auto_records[(record.fid, gen)] = opt
-        while len(_auto_records) > _MAX:
-            _auto_records.pop(next(iter(_auto_records)))
-    return opt
+        return _keep(_auto_records, (record.fid, gen), AutoJit(fn, key, phase), spread, record.name)
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
