@@ -13,6 +13,13 @@ round by round and every cell is a median over the rounds with its min-max.
 - **Thread guard**: 2 local workers each running 100 small matmuls (128x128) per task, 8 tasks,
   with the guard (threads = cores / workers) and without (each worker's BLAS on every core,
   as an unguarded process starts it): wall time of the 8 tasks, pools started fresh each round.
+- **Automatic JIT** (no annotation, :mod:`eugo_lab.jit.auto`): three loop-heavy functions of the
+  courses (the stencil ``smooth``, course 3's ``norm_loop`` and ``histogram``) through the same
+  wrapper the runtime puts around every task, in this process: after the calls that qualified it,
+  its compile and its trial, plain vs automatic calls alternate round by round (median call;
+  re-checked calls included as they come: calls 8 and 64 after the swap, then 1 in 256); results
+  compared with ``np.array_equal``. Then a NumPy-vectorized function and a tiny one (neither
+  qualifies) and a "cell" of 2000 tiny calls, each with the wrapper vs without, alternated.
 - **Batching**: a tight loop of tiny ``.remote()`` calls, plain vs ``batch="auto"``, on the
   local pool and on Dask (whose per-task cost is ~2 ms): submit-to-all-results wall time; and
   ``hpc.map`` over the same items with the batch sizes it chose (from the trace's batch column).
@@ -145,6 +152,112 @@ def bench_threads(rounds: int) -> list[tuple[str, str, str]]:
             (f"same, {cores} BLAS threads per worker (no guard)", _cell(unguarded), f"**{ratio:.1f}x** slower")]
 
 
+def norm_loop(x, y):
+    """Course 3, lesson 2: the loop the vectorization exercise starts from."""
+    out = np.empty_like(x)
+    for i in range(len(x)):
+        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5
+    return out
+
+
+def histogram(values, bins):
+    """Course 3, lesson 3: the loop the JIT exercise compiles."""
+    counts = np.zeros(bins, dtype=np.int64)
+    for i in range(len(values)):
+        counts[int(values[i] * bins)] += 1
+    return counts
+
+
+def vectorized_norm(x, y):
+    """NumPy's C code already: the automatic JIT must leave it alone (and cost nothing)."""
+    return np.sqrt(x * x + y * y)
+
+
+def _alternate(a, b, rounds: int, calls: int = 1) -> tuple[list[float], list[float]]:
+    """CPU seconds per call of ``a()`` and ``b()``, alternated round by round."""
+    ta, tb = [], []
+    for _ in range(rounds):
+        for f, out in ((a, ta), (b, tb)):
+            t0 = time.thread_time()
+            for _ in range(calls):
+                f()
+            out.append((time.thread_time() - t0) / calls)
+    return ta, tb
+
+
+def bench_auto(rounds: int) -> list[tuple[str, str, str]]:
+    """The JIT without annotation: >= 20x on loops after the first call, identical results; no cost elsewhere."""
+    from eugo_lab.jit import auto
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=200_000), rng.normal(size=200_000)
+    values = rng.random(200_000)
+    cases = [("smooth (1e6 float64 stencil)", smooth, (rng.random(1_000_000),)),
+             ("norm_loop (2e5 elements)", norm_loop, (x, y)),
+             ("histogram (2e5 values, 20 bins)", histogram, (values, 20))]
+    rows = []
+    for name, fn, args in cases:
+        w = auto.AutoJit(fn, f"bench:{fn.__name__}")
+        first = w(*args)
+        for _ in range(50):  # until its trial kept it (a few plain calls, the background compile, the trial)
+            st = auto.state_of(w.key)
+            if st is not None and any(s.status == auto.COMPILED for s in st.sigs.values()):
+                break
+            auto.wait_for_compiles()
+            w(*args)
+        same = all(np.array_equal(w(*args), fn(*args)) for _ in range(3)) and np.array_equal(first, fn(*args))
+        plain, fast = _alternate(lambda fn=fn, args=args: fn(*args), lambda w=w, args=args: w(*args), rounds * 3)
+        ratio = statistics.median(plain) / statistics.median(fast)
+        rows.append((f"auto JIT: {name}: plain vs automatic (after the first call)",
+                     f"{_cell(plain)} -> {_cell(fast)}",
+                     f"**{ratio:.0f}x** (target >= 20x); results identical: {'yes' if same else 'NO'}"))
+    # A cell's own functions that never qualify: called through the cell's namespace (a global lookup), as a
+    # cell calls them; once not tried, the name is bound to the plain function again.
+    for name, fn, args, calls in (("NumPy-vectorized norm", vectorized_norm, (x, y), 20),
+                                  ("a tiny function (x + 1)", tiny, (3,), 20_000)):
+        key, plain_ns, ns = fn.__name__, {fn.__name__: fn}, {}
+        ns[key] = auto.CellFunction(fn, f"bench:{key}", ns)
+        for _ in range(300):
+            ns[key](*args)  # past its decision (not tried): the name is the plain function again
+        plain, wrapped = _alternate(lambda p=plain_ns, k=key, a=args: p[k](*a), lambda n=ns, k=key, a=args: n[k](*a),
+                                    rounds * 3, calls)
+        ratio = statistics.median(wrapped) / statistics.median(plain)
+        status = auto.state_of(f"bench:{fn.__name__}").status
+        rows.append((f"auto JIT: {name}, a cell's function: wrapped vs JIT off ({status})",
+                     f"{_cell(plain)} vs {_cell(wrapped)}", f"**{ratio:.3f}x** the time (target <= 1.05x)"))
+    rows.append(_auto_cell_cost(rounds, x, y))
+    return rows
+
+
+def _auto_cell_cost(rounds: int, x: np.ndarray, y: np.ndarray) -> tuple[str, str, str]:
+    """A cell where nothing qualifies, on 2 local workers: automatic JIT on vs off (``rt.auto_optimize``), alternated.
+
+    Each round sends functions the workers have never seen (their code differs by a constant), so every
+    round pays the watching from the start: 300 tiny tasks and 10 NumPy-vectorized ones, submit to results.
+    """
+    from eugo_lab.hpc import session
+
+    hpc.init(workers=2)
+    rt = session.current()
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for r in range(rounds * 2):
+            for on in (r % 2 == 0, r % 2 == 1):
+                g: dict = {"__name__": "__main__", "np": np}
+                exec(f"def tiny_{r}_{on:d}(x):\n    return x + {r}\n"  # fresh code per round
+                     f"def vec_{r}_{on:d}(x, y):\n    return np.sqrt(x * x + y * y) + {r}\n", g)
+                t_fn, v_fn = hpc.remote(g[f"tiny_{r}_{on:d}"]), hpc.remote(g[f"vec_{r}_{on:d}"])
+                rt.auto_optimize = on
+                t0 = time.perf_counter()
+                hpc.get([t_fn.remote(i) for i in range(300)] + [v_fn.remote(x, y) for _ in range(10)])
+                walls[on].append(time.perf_counter() - t0)
+    finally:
+        hpc.shutdown()
+    cost = statistics.median(walls[True]) / statistics.median(walls[False]) - 1
+    return ("auto JIT: a cell where nothing qualifies (300 tiny + 10 NumPy tasks, 2 workers, new code each round)",
+            f"off {_cell(walls[False])} vs on {_cell(walls[True])}", f"**{cost:+.1%}** (target < 2%)")
+
+
 def _loop_wall(fn, n: int) -> float:
     t0 = time.perf_counter()
     hpc.get([fn.remote(i) for i in range(n)])
@@ -192,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default="local,dask", help="engines for the batching rows (default local,dask)")
     args = ap.parse_args(argv)
     rounds = 2 if args.quick else 5
-    rows = bench_jit(rounds) + bench_threads(rounds) + bench_batching(rounds, args.engines.split(","))
+    rows = bench_jit(rounds) + bench_auto(rounds) + bench_threads(rounds)
+    rows += bench_batching(rounds, args.engines.split(","))
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"## Automatic optimizations: {when} (`python -m benchmarks.optimizations`, {rounds} rounds)\n")

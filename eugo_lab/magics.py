@@ -25,7 +25,8 @@ from eugo_lab.cellrun.status import DEFAULT_PRICE
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
-                "--optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, --export PATH, "
+                "--optimize, --no-optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, "
+                "--export PATH, "
                 "--exercise ID, --solution (see %%eugo?)")
 
 
@@ -42,6 +43,8 @@ class EugoMagics(Magics):
               help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
     @argument("--optimize", action="store_true",
               help="JIT Python loops over arrays (Numba, result checked); report what the runtime did")
+    @argument("--no-optimize", action="store_true",
+              help="no automatic JIT in this cell: every function runs as plain Python")
     @argument("--compare", action="store_true", help="also run the cell on 1 worker and report the measured speedup")
     @argument("--scaling", metavar="1,2,4", help="run at each worker count; plot speedup vs ideal and simulated")
     @argument("--no-live", action="store_true", help="no live view: show the summary at the end only")
@@ -83,7 +86,8 @@ class EugoMagics(Magics):
             raise UsageError(f"%%eugo: {exc}; valid options: {OPTIONS_HELP}") from None
         try:
             options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
-                                optimize=args.optimize, compare=args.compare, scaling=args.scaling,
+                                optimize=args.optimize, no_optimize=args.no_optimize, compare=args.compare,
+                                scaling=args.scaling,
                                 no_live=args.no_live, save=args.save, export=args.export, profile=args.profile)
             solution = opt.parse_solution(args.solution, args.exercise)
         except opt.OptionError as exc:

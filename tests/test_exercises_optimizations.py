@@ -94,8 +94,9 @@ results = hpc.get([norm.remote(x, y) for _ in range(3)])
 
 
 def _vectorize(body: str):
+    # As the lesson runs it: --no-optimize, so the loops are measured as Python runs them (no automatic JIT)
     return run_exercise("vectorize", "@hpc.remote\ndef norm(x, y):\n" + body + VEC_RUN, setup=VEC_SETUP,
-                        line="-w 2 --no-live --profile")
+                        line="-w 2 --no-live --profile --no-optimize")
 
 
 def test_vectorize_reference_passes():

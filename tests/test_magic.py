@@ -123,7 +123,10 @@ def test_cell_outputs_value_and_deterministic_text(ip, kernel_mode):
         "%%eugo: 6 tasks on 2 workers (backend local)\n"
         "  functions: nap x6\n"
         "  failed: 0, retried: 0, blocking waits: 1\n"
-        f"  gpu: {_default_gpu_line()}, optimize: off\n"
+        f"  gpu: {_default_gpu_line()}, optimize: automatic\n"
+        "  Optimizations (automatic): 0 applied, 0 declined, 1 not tried\n"
+        "    [not tried] JIT (Numba): nap: not tried: it has not yet spent enough CPU in plain Python for a compile "
+        "to pay back\n"
         "  (timings, speedup and findings: see the rich view, or hpc.last_trace())")
     tr = hpc.last_trace()
     assert len(tr) == 6 and tr.meta["workers"] == 2

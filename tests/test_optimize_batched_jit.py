@@ -14,6 +14,7 @@ from _optimize_tasks import boxed_sum, smooth
 
 from eugo_lab import hpc
 from eugo_lab.cellrun.optimize import CellOptimizer
+from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.hpc import session
 
 
@@ -26,7 +27,7 @@ def pool():
 
 def _optimized_run(rt, body):
     """Run ``body()`` as an ``--optimize`` cell's main run does; return (its report, its trace)."""
-    opt = CellOptimizer()
+    opt = CellOptimizer(CellOptions(optimize=True))
     with hpc.trace() as t:
         with opt.running(rt):
             body()

@@ -108,9 +108,21 @@ def test_report_html_escapes_user_text():
                                        "  [declined] JIT (Numba): <script>x</script>: no")
 
 
-def test_without_optimize_no_report(ip, kernel_mode):
+def test_without_optimize_the_report_says_what_the_runtime_did_on_its_own(ip, kernel_mode):
+    # No option: the automatic JIT; a 10-element call is far from the CPU it waits for, and the line says so.
     ip.run_cell(SETUP)
     with capture_output() as cap:
         ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off", "hpc.get([smooth.remote(data[:10])])")
-    b = _summary(cap)
-    assert "Optimizations" not in b["text/plain"] and "optimize: off" in b["text/plain"]
+    text = _summary(cap)["text/plain"]
+    assert "optimize: automatic" in text and "Optimizations (automatic): 0 applied, 0 declined, 1 not tried" in text
+    assert "[not tried] JIT (Numba): smooth: not tried: it has not yet spent enough CPU" in text
+
+
+def test_no_optimize_turns_the_automatic_jit_off_for_the_cell(ip, kernel_mode):
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --no-optimize", "hpc.get([smooth.remote(data[:10])])")
+    text = _summary(cap)["text/plain"]
+    assert "Optimizations" not in text and "optimize: off" in text
+    with pytest.raises(Exception, match="not both"):
+        ip.run_cell_magic("eugo", "--optimize --no-optimize", "1")

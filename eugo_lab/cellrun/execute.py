@@ -35,14 +35,20 @@ def _cell_number(shell: Any) -> int:
     return max(int(shell.execution_count) - 1, 0)
 
 
-def compile_cell(shell: Any, cell: str) -> CompiledCell:
-    """Transform and compile ``cell``; raises ``SyntaxError`` with the user's line numbers."""
+def compile_cell(shell: Any, cell: str, transform: Any = None) -> CompiledCell:
+    """Transform and compile ``cell``; raises ``SyntaxError`` with the user's line numbers.
+
+    ``transform(tree) -> tree``: applied to the cell's AST before compiling (the automatic JIT
+    marks the cell's top-level functions there, see :mod:`eugo_lab.cellrun.optimize`).
+    """
     transformed = shell.transform_cell(cell)
     # One leading newline: line 1 of the notebook cell is the %%eugo line itself.
     source = "\n" + transformed
     filename = shell.compile.cache(source, _cell_number(shell), raw_code="\n" + cell)
     tree = shell.compile.ast_parse(source, filename=filename)
     _refuse_top_level_await(tree, filename)
+    if transform is not None:
+        tree = transform(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not cell.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)

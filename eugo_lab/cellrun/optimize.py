@@ -1,25 +1,42 @@
-"""``%%eugo --optimize``: switch the runtime's optimizations on for the cell's run, then build its report.
+"""The runtime's optimizations in one ``%%eugo`` cell: automatic, eager (``--optimize``) or off (``--no-optimize``).
 
-Kept out of ``runner.py`` so the runner's edit is two calls. What runs here: before the main
-run, the runtime wraps every submitted function in the JIT trial (``Runtime.optimize``) and
-the ``batch="auto"`` counters are read; after it, the report is built from the trace, the
-counters' difference and the thread guard's plan for this runtime (``eugo_lab.optimizations.report``).
+Kept out of ``runner.py`` so the runner's edit is a few calls. What runs here:
+
+- **automatic** (no option): the runtime's automatic JIT (:mod:`eugo_lab.jit.auto`) is on for
+  every task, as it is outside cells; and the cell's own top-level functions, called in the
+  driver, go through it too: :meth:`CellOptimizer.transform` decorates each plain top-level
+  ``def`` of the cell, so the name is bound to a :class:`~eugo_lab.jit.auto.CellFunction` when
+  the ``def`` runs, and after the cell every name still bound to one is given back its plain
+  function (later plain-Python cells see the function they defined). Left alone, with a line
+  in the report saying why: decorated functions (the decorator decides), generators,
+  closures, functions that print or write globals (:func:`~eugo_lab.jit.auto.static_reason`);
+  methods are never touched (only the cell's top level is). The report has one line per
+  function: applied, declined with the reason, or not tried with the reason.
+- ``--optimize``: before the main run, the runtime wraps every submitted function in the eager
+  JIT trial (``Runtime.optimize``) and the ``batch="auto"`` counters are read; after it, the
+  report is built from the trace, the counters' difference and the thread guard's plan for
+  this runtime (``eugo_lab.optimizations.report``).
+- ``--no-optimize``: nothing is wrapped (``Runtime.auto_optimize`` off for the cell) and no report.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.backends.local_process import usable_cores
-from eugo_lab.hpc import coalesce, optimized  # noqa: F401 - optimized: importing it hooks the JIT trial in
+from eugo_lab.hpc import coalesce, optimized  # optimized: importing it hooks the JIT in
+from eugo_lab.jit import auto
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard import limits as thread_guard
 
 # A new wrapper per run, so each run's trace carries the workers' verdicts (see hpc.optimized).
 _generations = itertools.count(1)
+# The name the cell's decorated top-level functions call while the cell runs (in the user namespace then only).
+HOOK = "__eugo_cell_jit__"
 
 
 def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
@@ -59,28 +76,122 @@ def _delta(before: dict[str, Any], after: list[Any]) -> list[Any]:
 
 
 class CellOptimizer:
-    """One cell's optimizations: :meth:`running` around the main run, then :attr:`report`."""
+    """One cell's optimizations: :meth:`transform` on its AST, :meth:`running` around each run, then :meth:`finish`."""
 
-    def __init__(self) -> None:
+    def __init__(self, opts: Any = None) -> None:
         self.report: opt_report.OptimizationReport | None = None
         self._before: dict[str, Any] = {}
+        self.explicit = bool(getattr(opts, "optimize", False))
+        self.off = bool(getattr(opts, "no_optimize", False))
+        self._cell: dict[str, Any] = {}  # name -> CellFunction made in this cell
+        self._left: dict[str, tuple[str, str]] = {}  # name -> (code, detail) of a top-level def left plain
+        self._runtime_off = False
+        self._ns: dict | None = None
+
+    def transform(self, tree: ast.Module) -> ast.Module:
+        """Decorate each plain top-level ``def`` of the cell with the hook (nothing with ``--no-optimize``)."""
+        if self.off:
+            return tree
+        for node in tree.body:
+            if isinstance(node, ast.AsyncFunctionDef):
+                self._left[node.name] = ("not-plain", "an async function")
+            elif isinstance(node, ast.FunctionDef):
+                if node.decorator_list:
+                    self._left[node.name] = ("not-plain", "a decorated function: its decorator decides how it runs")
+                    continue
+                hook = ast.copy_location(ast.Name(id=HOOK, ctx=ast.Load()), node)
+                node.decorator_list = [hook]  # line numbers unchanged: the hook sits on the def's own line
+        return ast.fix_missing_locations(tree)
+
+    def _wrap(self, fn: Any) -> Any:
+        """The hook: ``fn`` under the automatic JIT, or ``fn`` itself with the reason noted."""
+        if self._runtime_off:
+            return fn
+        why = auto.static_reason(fn)
+        name = getattr(fn, "__name__", "?")
+        if why is not None:
+            self._left[name] = why
+            self._cell.pop(name, None)
+            return fn
+        wrapped = auto.CellFunction(fn, auto.cell_key(fn), self._ns)
+        self._cell[name] = wrapped
+        self._left.pop(name, None)
+        return wrapped
 
     @contextlib.contextmanager
-    def running(self, rt: Any) -> Iterator[None]:
-        """Optimizations on for the body's run on ``rt``."""
+    def running(self, rt: Any, shell: Any = None) -> Iterator[None]:
+        """Optimizations on (or off) for the body's run on ``rt``; the cell's functions given back after it."""
         self._before = {s.function: s for s in coalesce.all_stats()}
-        rt.optimize = next(_generations)
+        optimized.seen_opted_out.clear()
+        ns = self._ns = getattr(shell, "user_ns", None)
+        was_auto = getattr(rt, "auto_optimize", True)
+        self._runtime_off = not was_auto
+        gen = next(_generations)
+        if self.explicit:
+            rt.optimize = gen
+        optimized.generation = gen
+        if self.off:
+            rt.auto_optimize = False
+        if ns is not None:
+            ns[HOOK] = self._wrap
         try:
             yield
         finally:
             rt.optimize = 0
+            rt.auto_optimize = was_auto
+            optimized.generation = 0
+            if ns is not None:
+                ns.pop(HOOK, None)
+                for name, wrapped in self._cell.items():
+                    if ns.get(name) is wrapped:
+                        ns[name] = wrapped.fn
 
-    def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport:
-        """Build (and remember, for ``hpc.last_optimizations()``) the report of the run traced in ``trace``.
+    def _cell_items(self) -> list[opt_report.Optimization]:
+        """One line per top-level function of the cell: its verdict, or why it was not tried."""
+        from eugo_lab.jit.checked import cached_times, parse_phase
+        from eugo_lab.jit.verdicts import FunctionVerdict
 
-        ``hot``: the profile's hot functions; by default those of the run's own profile (an
-        ``--optimize`` run is profiled), which the report words next to each JIT verdict.
+        items = []
+        for name, wrapped in self._cell.items():
+            calls, cpu = wrapped.watched()
+            if not wrapped.verdicts:
+                if not calls and cpu == 0.0:
+                    continue  # defined, never called in this cell: nothing to say
+                items.append(opt_report.not_tried(name, "too-little-cpu", f"{calls} call{'s' if calls != 1 else ''} "
+                                                  f"used {opt_report.fmt_time(cpu)} of CPU; it is tried after "
+                                                  f"{opt_report.fmt_time(auto.MIN_CPU_S)}"))
+                continue
+            last = wrapped.verdicts[-1]
+            status, code, detail = parse_phase(last) or ("declined", "compile-error", "")
+            times = {}
+            for said in wrapped.verdicts:  # the trial's times (a later re-check names only the plain one)
+                _, t, _ = cached_times(said)
+                times = {**(t or {}), **times} if said is not last else {**times, **(t or {})}
+            v = FunctionVerdict(name, status, code, detail, workers=1, compiles=1 if "compile" in times else 0,
+                                plain_s=times.get("plain"), compile_s=times.get("compile"),
+                                compiled_s=times.get("compiled"))
+            item = opt_report._jit_item(v, None)
+            items.append(item)
+        for name, (code, detail) in self._left.items():
+            items.append(opt_report.not_tried(name, code, detail))
+        return items
+
+    def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport | None:
+        """Build the report of the run traced in ``trace`` (None: nothing to say, or ``--no-optimize``).
+
+        ``--optimize``: the full report (also ``hpc.last_optimizations()``); ``hot``: the profile's
+        hot functions, by default those of the run's own profile (an ``--optimize`` run is
+        profiled), which the report words next to each JIT verdict. Automatic: one line per function.
         """
+        if self.off:
+            return None
+        if not self.explicit:
+            names = set(optimized.seen_opted_out)
+            off = "" if not self._runtime_off else \
+                "automatic JIT off for this runtime (hpc.init(optimize=False)): every function ran as plain Python"
+            self.report = opt_report.automatic(trace, self._cell_items(),
+                                               _delta(self._before, coalesce.all_stats()), names, off)
+            return self.report
         if hot is None and getattr(trace, "profiles", ()):
             try:
                 from eugo_lab.profile.model import Profile
@@ -89,7 +200,9 @@ class CellOptimizer:
             except Exception:  # noqa: BLE001 - the report stands without the profile's evidence
                 hot = None
         note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
-        self.report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
-                                       threads_note=note)
-        opt_report.set_last(self.report)
-        return self.report
+        report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
+                                  threads_note=note)
+        report = opt_report.OptimizationReport(report.items + tuple(self._cell_items()), report.mode)
+        self.report = report
+        opt_report.set_last(report)
+        return report

@@ -113,6 +113,7 @@ class CellOptions:
     address: str | None = None
     gpu: str | None = None  # auto|on|off; None: not given (auto where a GPU is, see offload.cell.default_mode)
     optimize: bool = False
+    no_optimize: bool = False  # --no-optimize: no automatic JIT for this cell (eugo_lab.cellrun.optimize)
     compare: bool = False
     scaling: tuple[int, ...] = ()
     live: bool = True
@@ -143,11 +144,13 @@ class CellOptions:
         calls in the checked JIT trial and built the optimization report (:mod:`eugo_lab.cellrun.optimize`).
         """
         return {"gpu": self.gpu, "optimize": self.optimize, **({"profile": True} if self.profile else {}),
+                **({"no_optimize": True} if self.no_optimize else {}),
                 **self.extra_meta}
 
 
 def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu: Any = None,
           optimize: bool = False, compare: bool = False, scaling: Any = None, no_live: bool = False,
+          no_optimize: bool = False,
           save: Any = None, export: Any = None, available: list[str] | None = None,
           profile: bool = False) -> CellOptions:
     """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
@@ -165,9 +168,12 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
         if b not in avail:
             raise OptionError(f"--address {a} needs the {b} backend, which is not available in this installation; "
                               f"available: {', '.join(avail)}")
+    if optimize and no_optimize:
+        raise OptionError("use either --optimize (JIT every function with arrays, report it) or --no-optimize "
+                          "(no JIT at all in this cell), not both")
     if compare and scaling:
         raise OptionError("use either --compare or --scaling, not both (--scaling 1,N includes the comparison)")
     return CellOptions(workers=w, backend=b, address=a, gpu=parse_gpu(gpu) if gpu is not None else None,
-                       optimize=bool(optimize), compare=bool(compare),
+                       optimize=bool(optimize), no_optimize=bool(no_optimize), compare=bool(compare),
                        scaling=parse_scaling(scaling) if scaling is not None else (),
                        live=not no_live, save=parse_name(save), export=parse_export(export), profile=bool(profile))

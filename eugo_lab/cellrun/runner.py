@@ -79,7 +79,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
             # --optimize: the runtime wraps the cell's functions in the JIT trial while the body runs
-            with optimizer.running(rt) if optimizer is not None else contextlib.nullcontext():
+            with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext():
                 value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
@@ -103,7 +103,9 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     (``--exercise`` grades the run there, on the same Report).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
-    compiled = compile_cell(shell, cell)
+    # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
+    optimizer = CellOptimizer(opts)
+    compiled = compile_cell(shell, cell, optimizer.transform)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:
         opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
@@ -120,7 +122,6 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     value: Any = None
     error: BaseException | None = None
     shown = False
-    optimizer = CellOptimizer() if opts.optimize else None
     for i, n in enumerate(counts):
         main = i == len(counts) - 1
         if not main and out_mode != "text":
@@ -138,8 +139,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
                                saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
-    if optimizer is not None:  # --optimize: what the runtime did for you (also hpc.last_optimizations())
-        summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
+    # what the runtime did for you: --optimize, or on its own (also hpc.last_optimizations()); None: nothing ran
+    summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
     if out_mode == "text":
         print(summary.to_text(precise=True))
     else:

@@ -68,7 +68,9 @@ class TaskOptions:
     retry_exceptions: tuple[type[BaseException], ...] | bool = ()
     name: str | None = None
     resources: dict[str, float] = field(default_factory=dict)
-    optimize: bool = False  # JIT-compile with Numba where a trial on the worker shows it checked and faster
+    # JIT with Numba where a trial on the worker shows it checked and faster: None (default) automatically, for
+    # functions measured to spend their time in Python bytecode; True on the first call; False never
+    optimize: bool | None = None
     batch: str | None = None  # "auto": coalesce tight loops of .remote() calls of a tiny function
 
     def merged(self, **overrides: Any) -> TaskOptions:
@@ -94,8 +96,8 @@ def validate_options(opts: TaskOptions) -> TaskOptions:
         if bad:
             raise TypeError(f"retry_exceptions must be exception classes or True, got {bad!r}")
         object.__setattr__(opts, "retry_exceptions", rex)
-    if not isinstance(opts.optimize, bool):
-        raise TypeError(f"optimize must be True or False, got {opts.optimize!r}")
+    if opts.optimize is not None and not isinstance(opts.optimize, bool):
+        raise TypeError(f"optimize must be None (automatic), True or False, got {opts.optimize!r}")
     if opts.batch not in (None, "auto"):
         raise ValueError(f"batch must be 'auto' or None, got {opts.batch!r} (hpc.map takes batch sizes)")
     if opts.name is not None and not isinstance(opts.name, str):

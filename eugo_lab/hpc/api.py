@@ -28,7 +28,7 @@ _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding not
 
 # -- lifecycle ---------------------------------------------------------------------------------
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
-         cluster: Any = None, _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
+         cluster: Any = None, optimize: bool = True, _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
     """Start the runtime explicitly and return :func:`cluster` info.
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
@@ -38,9 +38,15 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     Calling ``init`` again replaces the running runtime (its pending tasks are cancelled).
     It returns once the workers are up, so a traced region that follows measures tasks, not
     worker start-up.
+    ``optimize``: ``True`` (default): the runtime JIT-compiles, checks and keeps the functions whose
+    own measurements show their time in Python bytecode (see the README, "Automatic optimizations");
+    ``False``: never, for this runtime.
     """
+    if not isinstance(optimize, bool):
+        raise TypeError(f"hpc.init(optimize=...) takes True or False, got {optimize!r}")
     rt = session.start_runtime(backend, workers, address=address, cluster=cluster, wait_ready=_wait_ready,
                                **backend_options)
+    rt.auto_optimize = optimize
     return rt.backend.info()
 
 

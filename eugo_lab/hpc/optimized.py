@@ -1,4 +1,12 @@
-"""``optimize=True`` and ``%%eugo --optimize``: the function records that carry the JIT trial to the workers.
+"""The function records that carry the JIT to the workers: automatic by default, eager with ``optimize=True``.
+
+By default (no annotation) every call's function is wrapped in
+:class:`eugo_lab.jit.auto.AutoJit`, which compiles only what its own measurements say spends
+its time in Python bytecode (see that module). ``@hpc.remote(optimize=True)`` and
+``%%eugo --optimize`` wrap in :class:`eugo_lab.jit.checked.Optimized` instead: a trial on the
+first call with arrays in each worker, however short the function. Off:
+``@hpc.remote(optimize=False)`` (this function), ``hpc.init(optimize=False)`` (the runtime),
+``%%eugo --no-optimize`` (one cell).
 
 Where the swap happens: the driver submits the function wrapped in
 :class:`eugo_lab.jit.checked.Optimized` instead of the function itself. The wrapper is an
@@ -24,7 +32,16 @@ from eugo_lab.hpc import session
 # a notebook that redefines a function in a loop must not grow this forever.
 _MAX = 256
 _records: dict[tuple[int, int], FunctionRecord] = {}
+_auto_records: dict[tuple[int, int], FunctionRecord] = {}
 _lock = threading.Lock()
+# Records of functions declared @hpc.remote(optimize=False): never wrapped (by id: a record lives as long as
+# its RemoteFunction, and a recycled id at worst leaves a new function plain).
+_opted_out: set[int] = set()
+# The names of those submitted since the cell runner last cleared it (its report says "optimize=False" for each).
+seen_opted_out: set[str] = set()
+# The running %%eugo cell's generation (0: none): each cell's workers get fresh wrappers that announce their
+# verdicts, also cached ones, in that cell's trace. Set by the cell runner.
+generation = 0
 
 
 def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRecord:
@@ -50,12 +67,47 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
             key = fn.key if isinstance(fn, Optimized) else code_key(
                 record.payload if not spread else FunctionRecord(fn, record.name).payload)
             plain = fn.fn if isinstance(fn, Optimized) else fn
-            wrapped = Optimized(plain, key, phase)
-            opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, record.name)
-            _records[(record.fid, generation)] = opt
-            while len(_records) > _MAX:
-                _records.pop(next(iter(_records)))
+            opt = _keep(_records, (record.fid, generation), Optimized(plain, key, phase), spread, record.name)
         return opt
+
+
+def _keep(cache: dict, at: tuple[int, int], wrapped: Any, spread: bool, name: str) -> FunctionRecord:
+    """The record of ``wrapped`` (inside its ``batch="auto"`` spreader if ``spread``), kept in ``cache`` (bounded)."""
+    from eugo_lab.hpc.coalesce import _Spread
+
+    opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, name)
+    cache[at] = opt
+    while len(cache) > _MAX:
+        cache.pop(next(iter(cache)))
+    return opt
+
+
+def opt_out(record: FunctionRecord) -> FunctionRecord:
+    """Mark ``record`` as never to be JIT-compiled (``@hpc.remote(optimize=False)``); returns it."""
+    _opted_out.add(record.fid)
+    return record
+
+
+def opted_out(record: FunctionRecord) -> bool:
+    """Whether ``record``'s function was declared ``optimize=False``."""
+    return record.fid in _opted_out
+
+
+def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
+    """The record of ``record``'s function under the automatic JIT (made once per cell generation, then reused)."""
+    from eugo_lab.contract.phases import phase
+    from eugo_lab.hpc.coalesce import _Spread
+    from eugo_lab.jit.auto import AutoJit
+    from eugo_lab.jit.checked import code_key
+
+    opt = _auto_records.get((record.fid, gen))
+    if opt is not None:
+        return opt
+    spread = isinstance(record.fn, _Spread)
+    fn = record.fn.fn if spread else record.fn
+    with _lock:
+        key = code_key(record.payload if not spread else FunctionRecord(fn, record.name).payload)
+        return _keep(_auto_records, (record.fid, gen), AutoJit(fn, key, phase), spread, record.name)
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
@@ -68,12 +120,24 @@ def _arrays_in(args: Any, more: Any) -> bool:
 
 
 def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items: Any) -> FunctionRecord:
-    """While ``%%eugo --optimize`` runs (``rt.optimize``), calls with arrays carry the JIT trial to the workers.
+    """Every call carries the automatic JIT (``rt.auto_optimize``); under ``%%eugo --optimize`` the eager trial.
 
-    A batch qualifies by its first item (a ``batch="auto"`` batch: that call's arguments).
+    ``%%eugo --optimize`` (``rt.optimize``): calls with arrays carry the trial of
+    :class:`~eugo_lab.jit.checked.Optimized`; a batch qualifies by its first item (a
+    ``batch="auto"`` batch: that call's arguments). A function declared ``optimize=False``, or
+    ``optimize=True`` (already wrapped), passes unchanged.
     """
-    if not rt.optimize:
+    if record.fid in _opted_out:
+        seen_opted_out.add(record.name)
         return record
+    if not rt.optimize:
+        if not getattr(rt, "auto_optimize", True):
+            return record
+        from eugo_lab.hpc.coalesce import _Spread
+        from eugo_lab.jit.checked import Optimized
+
+        fn = record.fn.fn if isinstance(record.fn, _Spread) else record.fn
+        return record if isinstance(fn, Optimized) else auto_record(record, generation)
     if items is not None:
         if not items:
             return record

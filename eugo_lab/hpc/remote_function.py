@@ -68,10 +68,10 @@ class RemoteFunction:
         self._options = options
         self._record = record or FunctionRecord(fn, display_name(fn))
         self._coalescer: Any = None  # batch="auto": made on the first .remote() (eugo_lab.hpc.coalesce)
-        if options.optimize:  # the JIT trial travels with the function (eugo_lab.hpc.optimized)
-            from eugo_lab.hpc.optimized import optimized_record
+        if options.optimize is not None:  # True: the JIT trial travels with it; False: never (eugo_lab.hpc.optimized)
+            from eugo_lab.hpc.optimized import opt_out, optimized_record
 
-            self._record = optimized_record(self._record)
+            self._record = optimized_record(self._record) if options.optimize else opt_out(self._record)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -121,20 +121,20 @@ class RemoteFunction:
 @overload
 def remote(fn: Callable, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
            retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None, optimize: bool = False,
+           resources: dict[str, float] | None = None, optimize: bool | None = None,
            batch: str | None = None) -> RemoteFunction: ...
 
 
 @overload
 def remote(fn: None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None, retries: int = 3,
            retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None, optimize: bool = False,
+           resources: dict[str, float] | None = None, optimize: bool | None = None,
            batch: str | None = None) -> Callable[[Callable], RemoteFunction]: ...
 
 
 def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memory: int | str | None = None,
            retries: int = 3, retry_exceptions: Any = (), name: str | None = None,
-           resources: dict[str, float] | None = None, optimize: bool = False,
+           resources: dict[str, float] | None = None, optimize: bool | None = None,
            batch: str | None = None) -> RemoteFunction | Callable[[Callable], RemoteFunction]:
     """Decorator: ``@hpc.remote`` or ``@hpc.remote(cpus=1, gpus=0, retries=3, ...)``.
 
@@ -148,8 +148,10 @@ def remote(fn: Callable | None = None, *, cpus: float = 1, gpus: float = 0, memo
       more than 1. A request no worker can meet raises ``ResourceRequestError`` at once.
     - ``gpus``/``resources``: GPUs and custom resources it needs from a worker (refused the same way).
     - ``name``: the name shown in traces and errors (default: the function's qualified name).
-    - ``optimize``: try Numba on the first call in each worker; keep the compiled version only if
-      its result matches the plain one and it is faster (see the README, "Automatic optimizations").
+    - ``optimize``: ``None`` (default): the runtime's automatic JIT, which compiles only functions whose
+      measured time is in Python bytecode; ``True``: try Numba on the first call in each worker; ``False``:
+      never. Either way a compiled version is kept only if its result matches the plain one and it is
+      faster (see the README, "Automatic optimizations").
     - ``batch="auto"``: ``.remote()`` calls of a function measured as tiny (< 1 ms) are coalesced
       into batch tasks; each call keeps its own future.
     """

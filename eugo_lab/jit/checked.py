@@ -59,6 +59,8 @@ RTOL, ATOL = 1e-7, 1e-12
 
 PHASE_PREFIX = "jit: "
 VERDICT_COMPILED = "compiled"
+# The automatic JIT looked at a function and did not try it (eugo_lab.jit.auto): "jit: not tried: CODE[: detail]".
+SKIPPED = "not tried"
 
 # What Numba names a global's type when it is something to call (see classify_numba_error).
 _CALLABLE_KINDS = ("function", "builtin_function_or_method", "method", "functools.partial",
@@ -108,6 +110,7 @@ class Verdict:
     plain_s: float | None = None
     compile_s: float | None = None
     compiled_s: float | None = None
+    arity: int = -1  # how many positional arguments the compiled version takes (-1: not compiled)
 
     @property
     def compiled(self) -> bool:
@@ -120,7 +123,7 @@ class Verdict:
         ``cached``: the verdict of an earlier trial in this process, announced again for a new
         record of the same code (a cell re-run), with that trial's times.
         """
-        name = PHASE_PREFIX + (VERDICT_COMPILED if self.compiled else
+        name = PHASE_PREFIX + (VERDICT_COMPILED + (f": {self.detail}" if self.detail else "") if self.compiled else
                                "declined: " + self.code + (f": {self.detail}" if self.detail else ""))
         times = " ".join(f"{k}={v:.3g}" for k, v in (("plain", self.plain_s), ("compile", self.compile_s),
                                                        ("compiled", self.compiled_s)) if v is not None)
@@ -151,8 +154,11 @@ def parse_phase(name: str) -> tuple[str, str, str] | None:
         return None
     name, _, _ = cached_times(name)
     rest = name[len(PHASE_PREFIX):]
-    if rest == VERDICT_COMPILED:
-        return VERDICT_COMPILED, "", ""
+    if rest == VERDICT_COMPILED or rest.startswith(VERDICT_COMPILED + ": "):
+        return VERDICT_COMPILED, "", rest[len(VERDICT_COMPILED) + 2:]
+    if rest.startswith(SKIPPED + ": "):
+        code, _, detail = rest[len(SKIPPED) + 2:].partition(": ")
+        return SKIPPED, code, detail
     if rest.startswith("declined: "):
         code, _, detail = rest[len("declined: "):].partition(": ")
         return "declined", code, detail
@@ -163,6 +169,7 @@ def parse_phase(name: str) -> tuple[str, str, str] | None:
 _lock = threading.Lock()
 # code key -> (verdict, compiled dispatcher or None, the argument signature the trial checked it for)
 _verdicts: dict[str, tuple[Verdict, Callable | None, tuple]] = {}
+_count_lock = threading.Lock()
 _compiles = 0  # Numba compiles this process ran (tests count them: one per worker and function)
 
 
@@ -209,7 +216,7 @@ class Optimized:
                 self.announced = True
                 with self.phase(entry[0].phase_name(cached=True)):
                     pass
-            return _chosen(entry, self.fn, args, kwargs)(*args, **kwargs)
+            return _call_chosen(entry, self.fn, args, kwargs)
         with _lock:  # threads-backend workers share one process: one trial per process
             entry = _verdicts.get(self.key)
             if entry is None:
@@ -222,7 +229,7 @@ class Optimized:
                     raise
                 _verdicts[self.key] = (verdict, compiled, signature)
                 return value
-        return _chosen(entry, self.fn, args, kwargs)(*args, **kwargs)
+        return _call_chosen(entry, self.fn, args, kwargs)
 
 
 def _signature_of(v: Any) -> Any:
@@ -242,24 +249,28 @@ def arg_signature(args: tuple, kwargs: dict) -> tuple:
 
 
 def _chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, args: tuple, kwargs: dict) -> Callable:
+    """The compiled version when the trial checked it for these argument types, else ``fn``."""
     compiled = entry[1]
     if compiled is None or arg_signature(args, kwargs) != entry[2]:
         return fn
     return compiled
 
 
+def _call_chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """The compiled version on the call's bound arguments when the trial checked it for these types, else ``fn``.
+
+    Bound (keywords and defaults made positional) as in the trial: called with fewer arguments,
+    Numba would compile a new version on the spot, which nobody checked.
+    """
+    compiled = _chosen(entry, fn, args, kwargs)
+    if compiled is fn:
+        return fn(*args, **kwargs)
+    pos = positional(fn, args, kwargs) if kwargs or len(args) != entry[0].arity else args
+    return compiled(*pos) if pos is not None else fn(*args, **kwargs)
+
+
 def _has(obj: Any, kind: type) -> bool:
     return isinstance(obj, kind) or (isinstance(obj, tuple) and any(isinstance(o, kind) for o in obj))
-
-
-def _copies(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """Fresh copies of array inputs: the plain run may write into them, the compiled one must see the originals."""
-    import numpy as np
-
-    def cp(v: Any) -> Any:
-        return v.copy() if isinstance(v, np.ndarray) else v
-
-    return tuple(cp(a) for a in args), {k: cp(v) for k, v in kwargs.items()}
 
 
 def same_result(a: Any, b: Any) -> bool:
@@ -285,16 +296,203 @@ def same_result(a: Any, b: Any) -> bool:
         return False
 
 
+def positional(fn: Callable, args: tuple, kwargs: dict) -> tuple | None:
+    """The call's arguments as one positional tuple, defaults filled in: what the compiled version is called with.
+
+    A compiled version is compiled for these types alone, so its compile happens before the
+    timed run also when the call used keywords or relied on defaults. ``None`` where that cannot
+    be done: ``*args``/``**kwargs`` or keyword-only parameters, or arguments that do not bind.
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in sig.parameters.values()):
+        return None
+    bound.apply_defaults()
+    return tuple(bound.args)
+
+
+def parameter_names(fn: Callable) -> list[str]:
+    """The names of ``fn``'s parameters in order (for saying which argument was written or differed)."""
+    import inspect
+
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _copy(v: Any) -> Any:
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, tuple):
+        return tuple(_copy(x) for x in v)
+    return v
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One call run both ways on the same inputs: the plain value (the caller's) and how the compiled one compared.
+
+    ``checked`` says what was compared (the return value and every argument the plain run wrote
+    into); ``differs`` names the first thing that did not match (empty: all matched);
+    ``nothing``: the function returned ``None`` and wrote into no argument, so nothing could be compared.
+    """
+
+    value: Any
+    plain_s: float
+    compiled_s: float | None
+    checked: str
+    differs: str = ""
+    error: BaseException | None = None
+    nothing: bool = False
+
+    @property
+    def same(self) -> bool:
+        """The compiled run matched the plain one in everything that was compared (and something was)."""
+        return self.error is None and not self.differs and not self.nothing
+
+
+class PlainRun:
+    """One call run plainly for the caller, with copies of its inputs taken before (a compiled run's reference).
+
+    ``PlainRun(fn, args, kwargs, pos)`` runs ``fn(*args, **kwargs)`` at once (its error
+    propagates); :meth:`against` then runs a compiled version on the copies and compares. Times
+    are this thread's CPU seconds (see :func:`trial`).
+    """
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, pos: tuple,
+                 phase: Callable[[str], Any] = _NoPhase):
+        self.fn = fn
+        self.pos = pos
+        self.phase = phase
+        self.pristine = tuple(_copy(v) for v in pos)
+        self.cpos = tuple(_copy(v) for v in pos)
+        cpu = time.thread_time
+        t0 = cpu()
+        with phase(PHASE_PREFIX + "plain run"):
+            self.value = fn(*args, **kwargs)
+        self.plain_s = cpu() - t0
+
+    def against(self, compiled: Callable, repeat: bool = True) -> Checked:
+        """Run ``compiled`` on the copies; compare its return value and every argument the plain run changed.
+
+        ``repeat``: run it up to twice more, keeping the fastest (a first call pays page faults
+        for a fresh output).
+        """
+        pos, value, plain_s = self.pos, self.value, self.plain_s
+        nd = _ndarray()
+        names = parameter_names(self.fn)
+
+        def label(i: int) -> str:
+            return f"`{names[i]}`" if i < len(names) else f"argument {i + 1}"
+
+        written = [i for i, (before, now) in enumerate(zip(self.pristine, pos))
+                   if _has(now, nd) and not same_result(before, now)]
+        said = ", ".join(label(i) for i in written)
+        checked = ("the return value" + (f" and {said} (written in place)" if written else "")
+                   if value is not None or not written else f"{said} (written in place; it returns None)")
+        cpu = time.thread_time
+        try:
+            with self.phase(PHASE_PREFIX + "compiled run"):
+                t2 = cpu()
+                fast = compiled(*self.cpos)
+                compiled_s = cpu() - t2
+                for _ in range(2 if repeat else 0):
+                    if compiled_s * 10 > plain_s:
+                        break
+                    # Again on fresh copies, keeping the fastest: a first call pays page faults for its
+                    # fresh output (4 ms against 0.3 ms for 8 MB here), which later calls reuse. Cheap: a
+                    # tenth of the plain run at most. (Its result is not used: the check is on the first.)
+                    again = tuple(_copy(v) for v in self.pristine)
+                    t2 = cpu()
+                    compiled(*again)
+                    compiled_s = min(compiled_s, cpu() - t2)
+        except Exception as exc:  # noqa: BLE001 - e.g. an out-of-bounds write Python would have caught differently
+            return Checked(value, plain_s, None, checked, error=exc)
+        if value is None and fast is None and not written:
+            return Checked(value, plain_s, compiled_s, "nothing", nothing=True)
+        if not same_result(value, fast):
+            return Checked(value, plain_s, compiled_s, checked, differs="the return value")
+        for i in range(len(pos)):
+            if _has(pos[i], nd) and not same_result(pos[i], self.cpos[i]):
+                return Checked(value, plain_s, compiled_s, checked, differs=f"{label(i)}, which it writes into")
+        return Checked(value, plain_s, compiled_s, checked)
+
+
+def _ndarray() -> type:
+    import numpy as np
+
+    return np.ndarray
+
+
+def numba_types(pos: tuple) -> tuple | None:
+    """Numba's types of ``pos`` (None where one has no Numba type: a dict, a string of objects...)."""
+    import numba
+
+    try:
+        return tuple(numba.typeof(a) for a in pos)
+    except (ValueError, TypeError):
+        return None
+
+
+def compile_for(fn: Callable, types: tuple) -> Any:
+    """``numba.njit(fn)`` compiled for ``types`` now (counted by :func:`compile_count`); raises Numba's errors."""
+    global _compiles
+    import numba
+
+    dispatcher = numba.njit(fn)
+    dispatcher.compile(types)
+    with _count_lock:  # (not _lock: a trial holds that one while it compiles)
+        _compiles += 1
+    return dispatcher
+
+
+def simd_detail(dispatcher: Any) -> str:
+    """The SIMD verdict of the code ``dispatcher`` compiled last, as one line ("" where none could be read)."""
+    from eugo_lab.jit import simd
+
+    sigs = getattr(dispatcher, "signatures", None) or []
+    found = simd.of_dispatcher(dispatcher, sigs[-1]) if sigs else None
+    return found.summary() if found is not None else ""
+
+
+# A compiled verdict's detail: what was compared, then what the machine code says (split by this).
+DETAIL_SEP = " | "
+
+
+def compiled_detail(checked: str, simd_line: str) -> str:
+    """``checked | simd`` for a compiled verdict's phase (see :func:`split_compiled_detail`)."""
+    return checked + (DETAIL_SEP + simd_line if simd_line else "")
+
+
+def split_compiled_detail(detail: str) -> tuple[str, str]:
+    """``(what was checked, the SIMD line)`` of a compiled verdict's detail."""
+    checked, _, simd_line = detail.partition(DETAIL_SEP)
+    return checked, simd_line
+
+
 def trial(fn: Callable, args: tuple, kwargs: dict,
           phase: Callable[[str], Any] = _NoPhase) -> tuple[Any, Verdict, Callable | None]:
     """Run ``fn`` plainly, try Numba on it, check and time it; returns ``(plain value, verdict, compiled or None)``.
 
     ``phase`` records the trial's spans and verdict in the running task (``hpc.phase``).
 
+    The compile runs on its own before the compiled run, for the call's arguments bound to the
+    parameters (keywords and defaults included), so no compile time is inside a timed run. The
+    check compares the return value and every argument the plain run wrote into (see
+    :meth:`PlainRun.against`); a function that returns ``None`` and writes into no argument is declined:
+    there is nothing to compare.
+
     Raises what the plain call raises (after recording a ``plain-error`` verdict), so the
     caller sees the function's own error exactly as without ``optimize``.
     """
-    global _compiles
     import numpy as np
 
     def _mark(verdict: Verdict) -> Verdict:
@@ -304,66 +502,72 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
 
     values = list(args) + list(kwargs.values())
     has_arrays = any(_has(v, np.ndarray) for v in values)
-    copies = _copies(args, kwargs) if has_arrays else None
-    # Calls are timed in this thread's CPU time: the other workers of this machine may be compiling
-    # or running at the same moment, and on 2 shared cores that made a 50 us compiled call read 2 ms
-    # by the wall clock. Compiling is timed by the wall clock (what the task waits).
-    cpu = time.thread_time
-    t0 = cpu()
+    pos = positional(fn, args, kwargs) if has_arrays else None
+    if not has_arrays or pos is None:
+        # Calls are timed in this thread's CPU time: the other workers of this machine may be compiling
+        # or running at the same moment, and on 2 shared cores that made a 50 us compiled call read 2 ms
+        # by the wall clock. Compiling is timed by the wall clock (what the task waits).
+        t0 = time.thread_time()
+        try:
+            with phase(PHASE_PREFIX + "plain run"):
+                value = fn(*args, **kwargs)
+        except BaseException:
+            _mark(Verdict("declined", "plain-error"))
+            raise
+        plain_s = time.thread_time() - t0
+        if has_arrays:
+            code, detail = "unsupported-feature", "*args, **kwargs or keyword-only parameters"
+        else:
+            code, detail = ("lists" if any(_has(v, list) for v in values) else "no-arrays"), ""
+        return value, _mark(Verdict("declined", code, detail, plain_s=plain_s)), None
     try:
-        with phase(PHASE_PREFIX + "plain run"):
-            value = fn(*args, **kwargs)
+        with_copies = PlainRun(fn, args, kwargs, pos, phase)
     except BaseException:
         _mark(Verdict("declined", "plain-error"))
         raise
-    plain_s = cpu() - t0
-    if not has_arrays:
-        code = "lists" if any(_has(v, list) for v in values) else "no-arrays"
-        return value, _mark(Verdict("declined", code, plain_s=plain_s)), None
+    value, plain_s = with_copies.value, with_copies.plain_s
     if plain_s < MIN_PLAIN_SECONDS:
         return value, _mark(Verdict("declined", "too-short", plain_s=plain_s)), None
     try:
-        import numba
+        import numba  # noqa: F401 - only to know it is there
     except ImportError:
         return value, _mark(Verdict("declined", "numba-missing", plain_s=plain_s)), None
-    assert copies is not None
-    cargs, ckwargs = copies
+    # The compile runs on its own, between the plain run and the compiled one: no timed run holds it.
     t1 = time.perf_counter()
-    try:
-        with phase(PHASE_PREFIX + "compile"):
-            dispatcher = numba.njit(fn)
-            if not ckwargs:  # compile on its own, so the compiled run below is timed without it
-                dispatcher.compile(tuple(numba.typeof(a) for a in cargs))
-            _compiles += 1
-    except Exception as exc:  # noqa: BLE001 - any compile failure: keep the plain function
-        code, detail = classify_numba_error(exc)
-        return value, _mark(Verdict("declined", code, detail, plain_s=plain_s)), None
+    with phase(PHASE_PREFIX + "compile"):
+        types = numba_types(pos)
+        try:
+            dispatcher = compile_for(fn, types) if types is not None else None
+            error = None if types is not None else ("python-objects", "an argument Numba has no type for")
+        except Exception as exc:  # noqa: BLE001 - any compile failure: keep the plain function
+            dispatcher, error = None, classify_numba_error(exc)
     compile_s = time.perf_counter() - t1
-    try:
-        with phase(PHASE_PREFIX + "compiled run"):
-            t2 = cpu()
-            fast = dispatcher(*cargs, **ckwargs)
-            compiled_s = cpu() - t2
-            for _ in range(2):
-                if compiled_s * 10 > plain_s:
-                    break
-                # Again on the same inputs, keeping the fastest: a first call pays page faults for its
-                # fresh output (4 ms against 0.3 ms for 8 MB here), which later calls reuse. Cheap: a
-                # tenth of the plain run at most.
-                t2 = cpu()
-                dispatcher(*cargs, **ckwargs)  # (its result is not used: the check above is done on the first)
-                compiled_s = min(compiled_s, cpu() - t2)
-    except Exception as exc:  # noqa: BLE001 - e.g. an out-of-bounds write Python would have caught differently
+    if dispatcher is None:
+        assert error is not None
+        return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
+    return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark)
+
+
+def _judge(c: Checked, compile_s: float | None, dispatcher: Any,
+           mark: Callable[[Verdict], Verdict]) -> tuple[Verdict, Callable | None]:
+    """The verdict of one checked run (kept only when it matched and was :data:`MIN_GAIN` times faster)."""
+    if c.error is not None:
+        exc = c.error
         code, detail = classify_numba_error(exc) if "numba" in type(exc).__module__ else ("compiled-error", "")
-        return value, _mark(Verdict("declined", code, detail, plain_s=plain_s, compile_s=compile_s)), None
-    if not same_result(value, fast):
-        return value, _mark(Verdict("declined", "differs", plain_s=plain_s, compile_s=compile_s,
-                                    compiled_s=compiled_s)), None
-    if compiled_s * MIN_GAIN > plain_s:
-        return value, _mark(Verdict("declined", "not-faster", plain_s=plain_s, compile_s=compile_s,
-                                    compiled_s=compiled_s)), None
-    return value, _mark(Verdict(VERDICT_COMPILED, plain_s=plain_s, compile_s=compile_s, compiled_s=compiled_s)), \
-        dispatcher
+        return mark(Verdict("declined", code, detail, plain_s=c.plain_s, compile_s=compile_s)), None
+    if c.nothing:
+        return mark(Verdict("declined", "no-result", plain_s=c.plain_s, compile_s=compile_s,
+                            compiled_s=c.compiled_s)), None
+    if c.differs:
+        return mark(Verdict("declined", "differs", c.differs, plain_s=c.plain_s, compile_s=compile_s,
+                            compiled_s=c.compiled_s)), None
+    assert c.compiled_s is not None
+    if c.compiled_s * MIN_GAIN > c.plain_s:
+        return mark(Verdict("declined", "not-faster", plain_s=c.plain_s, compile_s=compile_s,
+                            compiled_s=c.compiled_s)), None
+    detail = compiled_detail(c.checked, simd_detail(dispatcher))
+    return mark(Verdict(VERDICT_COMPILED, detail=detail, plain_s=c.plain_s, compile_s=compile_s,
+                        compiled_s=c.compiled_s, arity=len(dispatcher.signatures[-1]))), dispatcher
 
 
 def reset() -> None:

@@ -36,9 +36,31 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                        "check index bounds and dtypes; the plain version keeps running"),
     "differs": ("the compiled result differs from the plain one",
                 "usually integer overflow (Numba uses 64-bit ints) or float32/float64 mixing: use float64 arrays"),
-    "not-faster": ("the compiled version was not faster",
-                   "its time is already in NumPy's C code: nothing for a JIT to speed up"),
+    "not-faster": ("the compiled version was not faster by the 1.5x a swap needs",
+                   "where the profile shows its time in Python bytecode, call it on larger inputs; where the time is "
+                   "in NumPy's C code, a JIT has nothing to remove"),
+    "no-result": ("it returns None and wrote into none of its arguments, so there was nothing to check the compiled "
+                  "version against", "return the result, or write it into an array argument"),
+    "differs-later": ("a later call's compiled result differed from the plain one (the re-check of a sampled call); "
+                      "that call got the plain result, and the plain version runs from then on",
+                      "usually integer overflow: Python's integers never overflow, Numba's 64-bit ones do; "
+                      "use float64, or keep this function plain with optimize=False"),
     "plain-error": ("the plain call raised, so there was nothing to check against", "fix the error first"),
+    # -- not tried by the automatic JIT (eugo_lab.jit.auto) --
+    "in-c": ("its time is in C code (NumPy) or waiting, not in Python bytecode: a JIT removes the interpreter, "
+             "not C code", "nothing: it already runs compiled code"),
+    "short-calls": ("each call is too short for a compiled call to win over its own dispatch",
+                    "nothing, or move the loop that calls it into the function"),
+    "not-python": ("it is not a Python function", "nothing"),
+    "not-plain": ("it is not a plain function Numba compiles", "a plain def with positional parameters"),
+    "effects": ("it has effects beyond its arguments and result, which a trial would repeat",
+                "keep printing and global writes outside the loop function"),
+    "arguments": ("its arguments are not NumPy arrays and numbers", "pass NumPy arrays (np.asarray(x))"),
+    "compiling": ("its time is in Python bytecode, so it is being compiled in the background; the run ended "
+                  "before a call could check the compiled version", "nothing: its next call runs the check"),
+    "too-little-cpu": ("it has not yet spent enough CPU in plain Python for a compile to pay back",
+                       "nothing: it is tried once it has"),
+    "opted-out": ("optimize=False", ""),
 }
 
 
@@ -52,7 +74,7 @@ class FunctionVerdict:
     """The verdicts of one function across the workers of a traced run, merged for the report."""
 
     function: str
-    status: str  # compiled | declined | mixed (compiled on some workers, declined on others)
+    status: str  # compiled | declined | not tried | mixed (compiled on some workers, not on others)
     code: str
     detail: str
     workers: int  # how many workers ran a trial
@@ -121,24 +143,41 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
                 for k, v in (times or {}).items():
                     d["t_" + k] = v  # the trial's own measures (CPU time of the calls) win over the spans
     by_fn: dict[str, list[tuple[int, dict]]] = {}
-    for r, d in rows.items():
+    start_col = t["start"]
+    for r, d in sorted(rows.items(), key=lambda rd: float(start_col[rd[0]])):
         if "verdict" in d:
+            d["at"] = float(start_col[r])
             by_fn.setdefault(trace.functions[int(fn_col[r])], []).append((int(worker_col[r]), d))
+    # What a worker does now is its latest verdict (a compiled function a re-check later sent back to plain:
+    # declined); the trial's times come from its rows that have them.
+    for fname, trials in by_fn.items():
+        latest: dict[int, dict] = {}
+        for w, d in trials:
+            merged = dict(latest.get(w) or {})
+            merged.update(d)
+            latest[w] = merged
+        by_fn[fname] = list(latest.items())
     # Calls after the swap: tasks of a compiled function that carry no trial phases ran the compiled version.
     # Their CPU time, as the trial measured (the trace's cpu column: the task's own CPU seconds).
     start, end = t["start"], t["end"]
     cpu_col = t["cpu"] if "cpu" in t else None
+    # Only the calls a worker ran after its compiled verdict (the automatic JIT's plain calls before its trial
+    # carry no phases either).
+    since = {(f, w): d["at"] for f, trials in by_fn.items() for w, d in trials if d["verdict"][0] == VERDICT_COMPILED}
     later: dict[str, list[float]] = {}
     for r in range(len(fn_col)):
-        if r not in rows:
+        fname = trace.functions[int(fn_col[r])]
+        at = since.get((fname, int(worker_col[r])))
+        if r not in rows and at is not None and float(start[r]) > at:
             took = float(cpu_col[r]) if cpu_col is not None else float(end[r] - start[r])
-            later.setdefault(trace.functions[int(fn_col[r])], []).append(took)
+            later.setdefault(fname, []).append(took)
     out = []
     for fname, trials in sorted(by_fn.items()):
         statuses = {d["verdict"][0] for _, d in trials}
         status = statuses.pop() if len(statuses) == 1 else "mixed"
         declined = [d["verdict"] for _, d in trials if d["verdict"][0] != VERDICT_COMPILED]
-        code, detail = (declined[0][1], declined[0][2]) if declined else ("", "")
+        # A compiled verdict's detail: what was checked and the SIMD verdict (eugo_lab.jit.checked.compiled_detail)
+        code, detail = (declined[0][1], declined[0][2]) if declined else ("", trials[0][1]["verdict"][2])
         out.append(FunctionVerdict(
             fname, status, code, detail, workers=len({w for w, _ in trials}),
             compiles=sum(1 for _, d in trials if "compile" in d),

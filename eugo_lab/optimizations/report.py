@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.jit.auto import MIN_CPU_S
+from eugo_lab.jit.checked import SKIPPED, split_compiled_detail
 from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
 from eugo_lab.offload.cost import fmt_time
 from eugo_lab.threadguard.limits import GuardPlan, describe
@@ -43,6 +45,7 @@ class Optimization:
     reason: str = ""  # why declined, in plain words
     advice: str = ""  # what would help
     numbers: dict[str, Any] = field(default_factory=dict)  # before/after and counts, for programs
+    tried: bool = True  # False: the automatic JIT looked at it and did not try it (reason says why)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class OptimizationReport:
     """Every optimization of one run; ``items`` in a fixed order (JIT, batching, threads)."""
 
     items: tuple[Optimization, ...]
+    mode: str = "--optimize"  # or "automatic": what the runtime did on its own, without annotation
 
     @property
     def applied(self) -> list[Optimization]:
@@ -115,7 +119,18 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
     if v.later_s is not None and v.later_calls:
         later = f"; after: median of {v.later_calls} later call{'s' if v.later_calls != 1 else ''} " \
                 f"(trial's compiled run {t(v.compiled_s, False)})"
+    if v.status == SKIPPED:
+        what, helps = explain(v.code)
+        # The detail holds measured shares and call times: the precise line only.
+        precise = f"{v.function}: not tried: {what}" + (f" ({v.detail})" if v.detail else "") + prof
+        bucketed = f"{v.function}: not tried: {what}"
+        return Optimization("jit", v.function, False, precise, bucketed, what, helps, numbers, tried=False)
     if v.status == "compiled":
+        checked, simd_line = split_compiled_detail(v.detail)
+        proof = (f", result checked ({checked})" if checked and checked != "nothing" else ", result checked") + \
+            (f"; machine code: {simd_line}" if simd_line else "")
+        numbers["checked"], numbers["simd"] = checked, simd_line
+
         def line(b: bool) -> str:
             # Bucketed: the trial's own numbers, which a re-run cell gets back unchanged from the workers'
             # cache, so its text/plain reads the same run after run; precise: the calls after the swap.
@@ -123,8 +138,7 @@ def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
             sp = v.plain_s / after if v.plain_s and after else 0.0
             ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
             how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
-            return (f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} "
-                    f"per call ({ratio}), result checked")
+            return f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} per call ({ratio}){proof}"
         return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
                             numbers=numbers)
     what, helps = explain(v.code)
@@ -210,6 +224,58 @@ def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), ho
     elif threads_note:
         items.append(Optimization("threads", "workers", False, threads_note, threads_note, threads_note))
     return OptimizationReport(tuple(items))
+
+
+def not_tried(function: str, code: str, detail: str = "") -> Optimization:
+    """A line for a function the automatic JIT did not try (``code``: see :func:`~eugo_lab.jit.verdicts.explain`)."""
+    what, helps = explain(code)
+    precise = f"{function}: not tried: {what}" + (f" ({detail})" if detail else "")
+    return Optimization("jit", function, False, precise, f"{function}: not tried: {what}", what, helps,
+                        {"code": code}, tried=False)
+
+
+def unjudged(trace: Any, judged: Iterable[str], opted_out: Iterable[str] = ()) -> list[Optimization]:
+    """Functions of ``trace`` with no JIT verdict: declared ``optimize=False``, or still short of :data:`MIN_CPU_S`."""
+    import numpy as np
+
+    t = trace.tasks
+    if not len(t["function"]):
+        return []
+    judged, off = set(judged), set(opted_out)
+    fns = np.asarray(t["function"])
+    cpu = np.asarray(t["cpu"]) if "cpu" in t else np.asarray(t["end"]) - np.asarray(t["start"])
+    out = []
+    for f in np.unique(fns).tolist():
+        name = trace.functions[int(f)]
+        if name in judged:
+            continue
+        if name in off:
+            out.append(not_tried(name, "opted-out"))
+            continue
+        used = float(cpu[fns == f].sum())
+        n = int((fns == f).sum())
+        out.append(not_tried(name, "too-little-cpu", f"{n} call{'s' if n != 1 else ''} used {fmt_time(used)} of CPU "
+                                                     f"in this cell; it is tried after {fmt_time(MIN_CPU_S)} in one "
+                                                     "process"))
+    return out
+
+
+def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: Iterable[Any] = (),
+              opted_out: Iterable[str] = (), off: str = "") -> OptimizationReport | None:
+    """What the runtime did on its own in one cell (no ``--optimize``): one line per function; None: none ran.
+
+    ``cell_items``: the lines of the cell's own functions run in the driver; ``opted_out``: names
+    declared ``optimize=False``; ``off``: the one line to show when the runtime's JIT is off
+    (``hpc.init(optimize=False)``).
+    """
+    if off:
+        return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic")
+    verdicts = verdicts_from_trace(trace) if trace is not None else []
+    items = [_jit_item(v, None) for v in verdicts]
+    items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
+    items += list(cell_items)
+    items += [_batch_item(s) for s in coalesced if s.calls]
+    return OptimizationReport(tuple(items), "automatic") if items else None
 
 
 _last: OptimizationReport | None = None

@@ -18,7 +18,9 @@ _KIND = {"jit": "JIT (Numba)", "batch": "batching", "map": "hpc.map batching", "
 
 def heading(report: Any) -> str:
     """``Optimizations: 2 applied, 1 declined``."""
-    return f"Optimizations (--optimize): {len(report.applied)} applied, {len(report.declined)} declined"
+    skipped = sum(1 for o in report.declined if not getattr(o, "tried", True))
+    return f"Optimizations ({getattr(report, 'mode', '--optimize')}): {len(report.applied)} applied, " \
+        f"{len(report.declined) - skipped} declined" + (f", {skipped} not tried" if skipped else "")
 
 
 def optimizations_text(report: Any, precise: bool = False) -> str:
@@ -27,7 +29,7 @@ def optimizations_text(report: Any, precise: bool = False) -> str:
     if not report.items:
         lines.append("  nothing to optimize: no remote function ran in this cell")
     for o in report.applied + report.declined:
-        mark = "applied" if o.applied else "declined"
+        mark = "applied" if o.applied else "declined" if getattr(o, "tried", True) else "not tried"
         lines.append(f"  [{mark}] {_KIND.get(o.kind, o.kind)}: {o.precise if precise else o.bucketed}")
     return "\n".join(lines)
 
@@ -37,7 +39,8 @@ def optimizations_html(report: Any) -> str:
     rows = []
     for o in report.applied + report.declined:
         color = "#2e7d32" if o.applied else "#b26a00"
-        rows.append(f"<tr><td style='text-align:left;color:{color}'>{'applied' if o.applied else 'declined'}</td>"
+        mark = "applied" if o.applied else "declined" if getattr(o, "tried", True) else "not tried"
+        rows.append(f"<tr><td style='text-align:left;color:{color}'>{mark}</td>"
                     f"<td style='text-align:left'>{escape(_KIND.get(o.kind, o.kind))}</td>"
                     f"<td style='text-align:left'>{escape(o.precise)}</td></tr>")
     if not rows:

@@ -34,7 +34,8 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append(f"  {unwaited}")
     opts = s.options
     note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
-    lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {'on' if opts.get('optimize') else 'off'}")
+    jit = "on" if opts.get("optimize") else "off" if opts.get("no_optimize") else "automatic"
+    lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {jit}")
     # -- GPU offload: the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
         from eugo_lab.render.offload import offload_view

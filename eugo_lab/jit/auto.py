@@ -1,0 +1,571 @@
+"""The JIT without annotation: a function whose time is in Python bytecode is compiled, checked, kept when faster.
+
+Every function the runtime runs (a task on a worker, or a ``%%eugo`` cell's own function called
+in the driver) goes through :class:`AutoJit` unless the JIT is switched off
+(``@hpc.remote(optimize=False)``, ``hpc.init(optimize=False)``, ``%%eugo --no-optimize``). Per
+process and per function (its code key), what happens:
+
+1. **watching** (plain calls): each call's CPU time is added up, and while a call runs, one
+   sampler thread per process looks every :data:`SAMPLE_INTERVAL_S` at where its thread is:
+   in Python bytecode (its innermost frame is at a loop's back jump or a function's start, where
+   bytecode hands the GIL over, or at a call the sampler had to wait for) or in C code / waiting
+   (the sampler got the GIL mid-instruction: NumPy's loops, sleeps and I/O release it). A
+   heuristic, as cheap as one look at a frame; nothing else is done.
+2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
+   :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
+   in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
+   compiled safely at all (:func:`static_reason`: a generator, a closure, a function that prints
+   or writes a global: a trial would run those effects twice).
+3. a qualified function is **compiled in a background thread** for the argument types of the
+   call that qualified it (Numba types them; lists and Python objects are not tried); its calls
+   run plain meanwhile.
+4. the first call after the compile is the **trial**: copies of its array arguments are taken,
+   the plain function runs on the real ones (its result is what the caller gets), the compiled
+   one on the copies; the return value and every argument the plain run wrote into must match
+   (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
+   :data:`~eugo_lab.jit.checked.MIN_GAIN` times faster. Kept or declined, with the SIMD verdict of
+   its machine code.
+5. **later calls** with the same argument types run the compiled version; a new signature
+   (types, dtypes, dimensions) is compiled and trialled again. Compiled calls number 8 and 64, then
+   every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial: at the first
+   difference the plain result is returned, the function goes back to plain for good and the
+   difference is reported (``differs-later``: Python integers that outgrow 64 bits are the
+   classic case).
+
+What each function's verdicts are travels as the trial phases of :mod:`eugo_lab.jit.checked`
+(``jit: compiled: ...``, ``jit: declined: ...``, ``jit: not tried: ...``): in a task, as
+``hpc.phase`` spans; in the driver, into the list the cell gave (``phase`` is any callable that
+returns a context manager).
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eugo_lab.jit.checked import (
+    PHASE_PREFIX,
+    SKIPPED,
+    PlainRun,
+    Verdict,
+    _judge,
+    _NoPhase,
+    arg_signature,
+    classify_numba_error,
+    compile_for,
+    numba_types,
+    positional,
+)
+
+# A function qualifies once it has spent this much CPU in plain calls in one process. Numba
+# compiles a loop in 0.1-0.5 s of CPU (measured on this project's 2-core VM): a function that has
+# used less than that has not yet shown that a compile could pay for itself, and a short cell, whose
+# functions never get there, pays nothing but the measuring below.
+MIN_CPU_S = 0.2
+# Where its samples were: at least half in bytecode, or the time is NumPy's (a JIT removes the interpreter,
+# not C code). Fewer samples than MIN_SAMPLES decide nothing yet (the function keeps being watched).
+MIN_PYTHON_SHARE = 0.5
+MIN_SAMPLES = 8
+# How often the sampler looks at a watched call: CPython's own GIL switch interval (5 ms), so a
+# sample costs the call at most one extra GIL hand-over: under 1% of its time.
+SAMPLE_INTERVAL_S = 0.005
+# Calls this short on average, SHORT_CALLS of them: the function is not tried, and is no longer measured
+# (a compiled call costs ~1-5 us of dispatch and argument checks itself: nothing left to win).
+SHORT_CALL_S = 20e-6
+SHORT_CALLS = 256
+# Re-checks after the swap: compiled calls number 8 and 64 (early: a difference shows soon after the
+# trial), then every RECHECK_EVERY-th. Each re-check runs the plain function too (for a function
+# 50x faster, 50 compiled calls' time): at 1 in 256 the average call stays within a third of the
+# compiled one at 50x, and a run of 1000 calls has 5 re-checks.
+RECHECK_FIRST = (8, 64)
+RECHECK_EVERY = 256
+
+WATCHING, QUALIFIED, SKIPPED_STATE = "watching", "qualified", "skipped"
+COMPILING, READY, COMPILED, DECLINED = "compiling", "ready", "compiled", "declined"
+
+# Names whose call in a function would run twice in a trial (the plain run and the compiled one).
+_EFFECTS = frozenset({"print", "open", "input", "exec", "eval", "breakpoint", "exit", "quit"})
+_CO_NOT_PLAIN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+_CO_VARARGS = 0x04 | 0x08
+
+
+def static_reason(fn: Any) -> tuple[str, str] | None:
+    """``(code, detail)`` when ``fn`` is never tried, read from its code object alone; ``None``: it may be.
+
+    A trial runs the function twice (plainly, then compiled on copies of its arguments), so a
+    function with effects beyond its arguments and return value is left alone.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or not callable(fn):
+        return "not-python", type(fn).__name__
+    if code.co_flags & _CO_NOT_PLAIN:
+        return "not-plain", "a generator or coroutine"
+    if code.co_flags & _CO_VARARGS or code.co_kwonlyargcount:
+        return "not-plain", "it takes *args, **kwargs or keyword-only parameters"
+    if code.co_freevars:
+        return "not-plain", "a closure over variables of the function around it"
+    effects = sorted(_EFFECTS.intersection(code.co_names))
+    if effects:
+        return "effects", f"it calls {', '.join(effects)}(): a trial would do that twice"
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            return "effects", f"it writes the global {ins.argval}"
+    return None
+
+
+def typeable(pos: tuple) -> str:
+    """Why these arguments cannot go to a compiled version ("" when they can): only arrays, numbers and tuples."""
+    import numpy as np
+
+    for v in pos:
+        if isinstance(v, tuple):
+            why = typeable(v)
+            if why:
+                return why
+        elif isinstance(v, np.ndarray):
+            if v.dtype.kind not in "biufc":
+                return f"an array of {v.dtype} (only numeric arrays compile)"
+        elif isinstance(v, list):
+            return "lists"
+        elif not isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
+            return f"a {type(v).__name__} argument"
+    return ""
+
+
+@dataclass
+class _Signature:
+    """One argument signature of a qualified function: its compile, trial and compiled calls."""
+
+    status: str = COMPILING
+    dispatcher: Any = None
+    compile_s: float | None = None
+    error: tuple[str, str] | None = None
+    calls: int = 0  # compiled calls since the trial kept it
+    arity: int = -1
+
+
+@dataclass
+class _State:
+    """What this process knows about one function (by code key)."""
+
+    name: str
+    code: Any
+    status: str = WATCHING
+    calls: int = 0
+    cpu: float = 0.0
+    python: int = 0  # samples in bytecode
+    native: int = 0  # samples in C code or waiting
+    sigs: dict[tuple, _Signature] = field(default_factory=dict)
+    said: list[str] = field(default_factory=list)  # verdict phases, in order (each copy announces them)
+    owners: list[int] = field(default_factory=list)  # id of the AutoJit copy that produced each one
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def say(self, name: str, owner: int) -> None:
+        with self.lock:
+            self.said.append(name)
+            self.owners.append(owner)
+
+
+_states: dict[str, _State] = {}
+_states_lock = threading.Lock()
+_watch: dict[int, _State] = {}  # thread id -> the function whose plain call it runs now
+_cond = threading.Condition()
+_sampler: threading.Thread | None = None
+_compiling: list[threading.Thread] = []
+
+
+def _state(key: str, fn: Callable) -> _State:
+    st = _states.get(key)
+    if st is None:
+        with _states_lock:
+            st = _states.get(key)
+            if st is None:
+                st = _State(getattr(fn, "__qualname__", getattr(fn, "__name__", "?")), getattr(fn, "__code__", None))
+                why = static_reason(fn)
+                if why is not None:
+                    st.status = SKIPPED_STATE
+                    st.said.append(skipped_phase(*why))
+                    st.owners.append(0)
+                _states[key] = st
+    return st
+
+
+def skipped_phase(code: str, detail: str = "") -> str:
+    """The phase that says a function was not tried: ``jit: not tried: CODE[: detail]``."""
+    return f"{PHASE_PREFIX}{SKIPPED}: {code}" + (f": {detail}" if detail else "")
+
+
+def _yield_ops() -> frozenset[int]:
+    return frozenset(dis.opmap[n] for n in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "RESUME", "JUMP_ABSOLUTE")
+                     if n in dis.opmap)
+
+
+_YIELD = _yield_ops()
+_CALLS = frozenset(dis.opmap[n] for n in ("CALL", "PRECALL", "CALL_FUNCTION_EX", "CALL_FUNCTION", "CALL_METHOD")
+                   if n in dis.opmap)
+
+
+def _sample_loop() -> None:
+    perf = time.perf_counter
+    while True:
+        with _cond:
+            while not _watch:
+                _cond.wait()
+        asked = perf()
+        time.sleep(SAMPLE_INTERVAL_S)
+        # A thread holding the GIL (running bytecode) gives it up only after the switch interval: a wait
+        # of half of it means the watched thread was running with it, whatever its opcode shows now.
+        held = perf() - asked - SAMPLE_INTERVAL_S >= sys.getswitchinterval() / 2
+        frames = sys._current_frames()
+        leaf = f = None
+        for tid, st in list(_watch.items()):
+            leaf = f = frames.get(tid)
+            while f is not None and f.f_code is not st.code:
+                f = f.f_back
+            if f is None or leaf is None:
+                continue  # not inside the function just now
+            lasti = leaf.f_lasti
+            op = leaf.f_code.co_code[lasti] if lasti >= 0 else -1
+            # Bytecode: at a back jump or a function's start (where bytecode hands the GIL over), or at a call
+            # after a wait (CPython also hands it over when a call returns). Anywhere else, or at a call without
+            # a wait, the thread was inside C code that had released the GIL (NumPy's loops).
+            if op in _YIELD or (held and op in _CALLS):
+                st.python += 1
+            else:
+                st.native += 1
+        del frames, leaf, f
+
+
+def _start_sampler() -> None:
+    global _sampler
+    with _cond:
+        if _sampler is None or not _sampler.is_alive():
+            _sampler = threading.Thread(target=_sample_loop, name="eugo-jit-sampler", daemon=True)
+            _sampler.start()
+
+
+def _after_fork() -> None:
+    # A forked worker has none of its parent's threads (sampler, compiles) and maybe a lock the parent held.
+    global _sampler, _cond, _states_lock
+    _sampler = None
+    _cond = threading.Condition()
+    _states_lock = threading.Lock()
+    _watch.clear()
+    _compiling.clear()
+    for st in _states.values():
+        st.lock = threading.Lock()
+        for s in st.sigs.values():
+            if s.status == COMPILING:
+                s.status, s.error = DECLINED, ("compile-error", "the process forked while compiling")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
+    """Background thread: compile ``fn`` for the types of ``pos``; the next call with them runs the trial."""
+    t0 = time.perf_counter()
+    try:
+        types = numba_types(pos)
+        if types is None:
+            sig.error = ("python-objects", "an argument Numba has no type for")
+        else:
+            sig.dispatcher = compile_for(fn, types)
+            sig.arity = len(types)
+    except ImportError:
+        sig.error = ("numba-missing", "")
+    except Exception as exc:  # noqa: BLE001 - any compile failure: the function stays plain
+        sig.error = classify_numba_error(exc)
+    sig.compile_s = time.perf_counter() - t0
+    sig.status = READY if sig.error is None else DECLINED
+
+
+def wait_for_compiles(timeout: float = 60.0) -> bool:
+    """Wait until every background compile of this process has finished (tests, benchmarks); True if they did."""
+    deadline = time.monotonic() + timeout
+    for t in list(_compiling):
+        t.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() for t in _compiling)
+
+
+def int_sizes(args: tuple, kwargs: dict) -> tuple:
+    """The bit lengths of the call's Python ``int`` arguments, to the next multiple of 8 (part of a signature).
+
+    Numba runs Python integers as 64-bit ones: a function checked on small integers may overflow
+    on larger ones, so a call whose integers are a size class larger is trialled again.
+    """
+    return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)
+
+
+def _recheck(n: int) -> bool:
+    return n in RECHECK_FIRST or n % RECHECK_EVERY == 0
+
+
+class AutoJit:
+    """A function under the automatic JIT (see the module's docstring); calling it is calling the function.
+
+    ``key``: the code key (:func:`eugo_lab.jit.checked.code_key`); ``phase``: ``hpc.phase`` in a
+    task, or a collector in the driver. Pickles as its parts; its state lives in the process.
+    """
+
+    __slots__ = ("fn", "key", "phase", "told", "__weakref__", "__dict__")
+    ns: dict | None = None  # a cell function's namespace (CellFunction): given the plain function once not tried
+
+    def __init__(self, fn: Callable, key: str, phase: Callable[[str], Any] = _NoPhase):
+        self.fn = fn
+        self.key = key
+        self.phase = phase
+        self.told = 0  # how many of the function's verdict phases this copy has announced
+
+    def __reduce__(self) -> tuple:
+        return AutoJit, (self.fn, self.key, self.phase)
+
+    def _give_back(self) -> None:
+        """Nothing to give back for a task's wrapper (see :class:`CellFunction`)."""
+
+    def _tell(self, st: _State) -> None:
+        with st.lock:
+            new = list(zip(st.said[self.told:], st.owners[self.told:]))
+            self.told = len(st.said)
+        for name, owner in new:
+            if owner and owner != id(self) and "[" in name and "cached" not in name:
+                name = name.replace(" [trial ", " [cached ", 1)  # an earlier copy's trial: its numbers, no new compile
+            with self.phase(name):
+                pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Plain while watched, compiling or declined; the trial on the first call after a compile; then compiled."""
+        st = _states.get(self.key) or _state(self.key, self.fn)
+        if self.told < len(st.said):
+            self._tell(st)
+        status = st.status
+        if status == SKIPPED_STATE:
+            if self.ns is not None:
+                self._give_back()
+            return self.fn(*args, **kwargs)
+        if status == WATCHING:
+            return self._watched(st, args, kwargs)
+        sig = arg_signature(args, kwargs) + int_sizes(args, kwargs)
+        s = st.sigs.get(sig)
+        if s is None:  # a qualified function, new argument types: compile for them in the background
+            s = self._new_signature(st, args, kwargs)
+            if s.status == READY:  # the compiled code of these types exists: trial this call now
+                return self._trial(st, s, args, kwargs)
+            return self.fn(*args, **kwargs)
+        if s.status == COMPILED:
+            s.calls += 1
+            pos = args if not kwargs and len(args) == s.arity else positional(self.fn, args, kwargs)
+            if not _recheck(s.calls):
+                return s.dispatcher(*pos)
+            return self._checked_again(st, s, args, kwargs, pos)
+        if s.status == READY:
+            return self._trial(st, s, args, kwargs)
+        if s.status == DECLINED and s.error is not None:
+            error, s.error = s.error, None
+            st.say(f"{PHASE_PREFIX}declined: {error[0]}" + (f": {error[1]}" if error[1] else "")
+                   + f" [trial compile={s.compile_s or 0:.3g}]", id(self))
+            self._tell(st)
+        return self.fn(*args, **kwargs)
+
+    def _new_signature(self, st: _State, args: tuple, kwargs: dict) -> _Signature:
+        """Start on new argument types of a qualified function: a background compile, or the existing code reused."""
+        base = arg_signature(args, kwargs)
+        sig = base + int_sizes(args, kwargs)
+        pos = positional(self.fn, args, kwargs)
+        why = typeable(pos) if pos is not None else "*args, **kwargs or keyword-only parameters"
+        with st.lock:
+            s = st.sigs.get(sig)
+            if s is not None:
+                return s
+            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
+            if same is not None and not why:
+                # Same types, Python integers of another size: Numba's code is the same (no compile), but its
+                # 64-bit integers may overflow where Python's do not, so this call is trialled on its own.
+                s = st.sigs[sig] = _Signature(READY, same.dispatcher, 0.0, arity=same.arity)
+                return s
+            s = st.sigs[sig] = _Signature()
+            if why:
+                s.status = DECLINED
+            else:
+                t = threading.Thread(target=_compile, args=(self.fn, pos, s), name="eugo-jit-compile", daemon=True)
+                _compiling.append(t)
+                t.start()
+        if why:
+            st.say(skipped_phase("arguments", why), id(self))
+            self._tell(st)
+        return s
+
+    def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
+        tid = threading.get_ident()
+        with _cond:
+            _watch[tid] = st
+            _cond.notify()
+        if _sampler is None:
+            _start_sampler()
+        t0 = time.thread_time()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            took = time.thread_time() - t0
+            _watch.pop(tid, None)
+            if self._judge_watch(st, took) and sys.exc_info()[0] is None:
+                self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
+            if self.told < len(st.said):  # decided: say so in this call's task
+                self._tell(st)
+
+    def _judge_watch(self, st: _State, took: float) -> bool:
+        """Count one plain call; True when it made the function qualify."""
+        st.calls += 1
+        st.cpu += took
+        if st.cpu >= MIN_CPU_S:
+            n = st.python + st.native
+            if n < MIN_SAMPLES:
+                return False
+            share = st.python / n
+            if share >= MIN_PYTHON_SHARE:
+                st.status = QUALIFIED
+                # Said now, replaced by the trial's verdict once the background compile is done and checked.
+                st.say(skipped_phase("compiling", f"{share:.0%} of its sampled time in Python bytecode "
+                                                  f"[trial plain={st.cpu / st.calls:.3g}]"), id(self))
+                return True
+            st.status = SKIPPED_STATE
+            st.say(skipped_phase("in-c", f"{share:.0%} of its sampled time in Python bytecode, the rest in C code "
+                                         f"or waiting [trial plain={st.cpu / st.calls:.3g}]"), id(self))
+        elif st.calls >= SHORT_CALLS and st.cpu / st.calls < SHORT_CALL_S:
+            st.status = SKIPPED_STATE
+            st.say(skipped_phase("short-calls", f"{st.calls} calls of {st.cpu / st.calls * 1e6:.0f} us on average "
+                                                f"[trial plain={st.cpu / st.calls:.3g}]"), id(self))
+        return False
+
+    def _trial(self, st: _State, s: _Signature, args: tuple, kwargs: dict) -> Any:
+        pos = positional(self.fn, args, kwargs)
+        assert pos is not None  # it bound when the compile started, for the same signature
+        run = PlainRun(self.fn, args, kwargs, pos, self.phase)
+        said: list[Verdict] = []
+
+        def mark(v: Verdict) -> Verdict:
+            said.append(v)
+            return v
+
+        with st.lock:
+            if s.status != READY:  # another thread ran the trial meanwhile
+                return run.value
+            s.status = DECLINED
+        verdict, compiled = _judge(run.against(s.dispatcher), s.compile_s, s.dispatcher, mark)
+        if compiled is not None:
+            s.status = COMPILED
+        elif verdict.code == "differs" and any(o.status == COMPILED for o in st.sigs.values()):
+            # Kept for other arguments, different for these (integers that outgrew 64 bits): plain from now on.
+            self._back_to_plain(st)
+            verdict = Verdict("declined", "differs-later", verdict.detail, plain_s=verdict.plain_s)
+        st.say(verdict.phase_name(), id(self))
+        self._tell(st)
+        return run.value
+
+    @staticmethod
+    def _back_to_plain(st: _State) -> None:
+        """A compiled result differed from the plain one: every signature of this function runs plain from now on."""
+        with st.lock:
+            for o in st.sigs.values():
+                o.status = DECLINED
+            st.status = SKIPPED_STATE
+
+    def _checked_again(self, st: _State, s: _Signature, args: tuple, kwargs: dict, pos: tuple | None) -> Any:
+        assert pos is not None
+        run = PlainRun(self.fn, args, kwargs, pos)
+        c = run.against(s.dispatcher, repeat=False)
+        if c.error is not None or c.differs:
+            self._back_to_plain(st)
+            what = c.differs or f"it raised {type(c.error).__name__}"
+            st.say(f"{PHASE_PREFIX}declined: differs-later: {what}, on compiled call {s.calls} "
+                   f"[trial plain={c.plain_s:.3g}]", id(self))
+            self._tell(st)
+        return run.value
+
+
+_SPANS = frozenset(PHASE_PREFIX + s for s in ("plain run", "compiled run", "compile"))  # spans, not verdicts
+
+
+def cell_key(fn: Callable) -> str:
+    """A key for a cell's function: its code and the globals it reads (numbers by value, anything else by identity).
+
+    Numba freezes the globals a function reads when it compiles, so the same code reading a
+    changed global is another function; a cell run again with the same code and globals reuses
+    the compiled version and its verdict.
+    """
+    import hashlib
+    import marshal
+
+    g = getattr(fn, "__globals__", {})
+    seen = []
+    for name in sorted(set(fn.__code__.co_names)):
+        if name in g:
+            v = g[name]
+            seen.append((name, repr(v) if isinstance(v, (bool, int, float, complex, str)) else f"id:{id(v)}"))
+    return "cell:" + hashlib.blake2b(marshal.dumps(fn.__code__) + repr(seen).encode(), digest_size=16).hexdigest()
+
+
+def _plain(fn: Callable) -> Callable:
+    return fn
+
+
+class CellFunction(AutoJit):
+    """A ``%%eugo`` cell's own function, under the automatic JIT while the cell runs in the driver.
+
+    Looks like the function (name, docstring, ``__wrapped__``), and pickles as the plain function:
+    sent to a worker (``hpc.remote(f)`` in the cell), it gets the workers' own automatic JIT.
+    ``verdicts`` collects this function's verdict phases for the cell's report.
+    """
+
+    def __init__(self, fn: Callable, key: str, ns: dict | None = None):
+        import functools
+
+        self.verdicts: list[str] = []
+        super().__init__(fn, key, self._collect)
+        functools.update_wrapper(self, fn)
+        self.ns = ns
+
+    def _give_back(self) -> None:
+        """Not tried for good: rebind the cell's name to the plain function, so later calls cost nothing."""
+        ns, self.ns = self.ns, None
+        name = getattr(self.fn, "__name__", None)
+        if ns is not None and name is not None and ns.get(name) is self:
+            ns[name] = self.fn
+
+    def _collect(self, name: str) -> _NoPhase:
+        if name not in _SPANS:
+            self.verdicts.append(name)
+        return _NoPhase(name)
+
+    def __reduce__(self) -> tuple:
+        return _plain, (self.fn,)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.fn.__get__(obj, owner)  # as a method: the plain function
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+    def watched(self) -> tuple[int, float]:
+        """``(calls, CPU seconds)`` this process measured of the plain function while it was watched."""
+        st = _states.get(self.key)
+        return (st.calls, st.cpu) if st is not None else (0, 0.0)
+
+
+def state_of(key: str) -> _State | None:
+    """What this process knows about the function with code key ``key`` (None: never called here)."""
+    return _states.get(key)
+
+
+def reset() -> None:
+    """Forget every function's state in this process (tests)."""
+    wait_for_compiles()
+    with _states_lock:
+        _states.clear()

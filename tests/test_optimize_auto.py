@@ -1,0 +1,221 @@
+"""The JIT without annotation: qualifies on measured bytecode time, compiles in the background, stays exact later.
+
+Also one test per defect of the checked trial: keyword arguments (no compile inside the timed
+run), defaults, and None-returning functions that write into an argument (the written array is
+what is compared).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eugo_lab.jit import auto
+from eugo_lab.jit import checked as jit
+from eugo_lab.jit.verdicts import explain
+
+
+def smooth(a, k=3):
+    out = np.empty_like(a)
+    n = a.shape[0]
+    for i in range(n):
+        lo, hi = max(0, i - k), min(n, i + k + 1)
+        s = 0.0
+        for j in range(lo, hi):
+            s += a[j]
+        out[i] = s / (hi - lo)
+    return out
+
+
+def fill(a, out):
+    """Returns None; its result is what it writes into ``out``."""
+    for i in range(a.shape[0]):
+        out[i] = a[i] * a[i] + 1.0
+
+
+def sum_of_cubes(n):
+    """A Python int loop: exact in Python, 64-bit (overflowing past ~2**63) compiled."""
+    s = 0
+    for i in range(n):
+        s += i * i * i
+    return s
+
+
+def vectorized(a):
+    return float(np.sqrt(a * a + 1.0).sum())
+
+
+class Phases:
+    """Collects the verdict phases a wrapper announces (as hpc.phase would record them)."""
+
+    def __init__(self):
+        self.names = []
+
+    def __call__(self, name):
+        if name not in ("jit: plain run", "jit: compiled run", "jit: compile"):
+            self.names.append(name)
+        return jit._NoPhase(name)
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    jit.reset()
+    auto.reset()
+    # Small thresholds: the tests' functions qualify after a few calls (the real ones are in auto's docstring).
+    monkeypatch.setattr(auto, "MIN_CPU_S", 0.05)
+    monkeypatch.setattr(auto, "MIN_SAMPLES", 4)
+    yield
+    auto.reset()
+    jit.reset()
+
+
+def _until(w, status, *args, limit=60, **kwargs):
+    out = None
+    for _ in range(limit):
+        out = w(*args, **kwargs)
+        auto.wait_for_compiles()
+        st = auto.state_of(w.key)
+        if st is not None and (st.status == status or any(s.status == status for s in st.sigs.values())):
+            return out
+    raise AssertionError(f"never reached {status}: {auto.state_of(w.key)}")
+
+
+# -- the three defects of the checked trial ---------------------------------------------------------
+def test_keyword_arguments_compile_outside_the_timed_run():
+    a = np.random.default_rng(0).random(20_000)
+    value, verdict, compiled = jit.trial(smooth, (), {"a": a, "k": 3})
+    # Before: the compile (0.1-1 s) ran inside the timed compiled run, so it read "not faster".
+    assert verdict.compiled, verdict
+    assert verdict.compiled_s < verdict.plain_s < verdict.compile_s + verdict.plain_s
+    np.testing.assert_array_equal(value, smooth(a))
+
+
+def test_not_faster_no_longer_says_the_time_is_in_numpy():
+    what, helps = explain("not-faster")
+    assert "already in NumPy" not in what + helps and "1.5x" in what
+
+
+def test_defaults_are_bound_so_later_calls_run_the_checked_version():
+    a = np.random.default_rng(1).random(20_000)
+    opt = jit.Optimized(smooth, "smooth-defaults")
+    np.testing.assert_array_equal(opt(a), smooth(a))  # the trial, k from its default
+    entry = jit._verdicts["smooth-defaults"]
+    assert entry[0].compiled and entry[0].arity == 2
+    n = len(entry[1].signatures)
+    np.testing.assert_allclose(opt(a), smooth(a))
+    np.testing.assert_allclose(opt(a, k=3), smooth(a))
+    assert len(entry[1].signatures) == n  # no new, unchecked compile for the one-argument call
+
+
+def test_a_none_returning_writer_is_checked_on_what_it_writes():
+    a = np.random.default_rng(2).random(5_000)
+    out = np.zeros_like(a)
+    pos = jit.positional(fill, (a, out), {})
+    run = jit.PlainRun(fill, (a, out), {}, pos)
+
+    def wrong(a, out):  # a "compiled" version that writes something else and also returns None
+        out[:] = 0.0
+
+    c = run.against(wrong)
+    # Before: None == None was "result checked", whatever it wrote.
+    assert not c.same and c.differs == "`out`, which it writes into"
+    np.testing.assert_allclose(out, a * a + 1.0)  # the caller's array holds the plain run's result
+    value, verdict, _ = jit.trial(fill, (np.random.default_rng(3).random(200_000), np.zeros(200_000)), {})
+    assert value is None and verdict.compiled, verdict
+    checked, simd_line = jit.split_compiled_detail(verdict.detail)
+    assert checked == "`out` (written in place; it returns None)" and simd_line
+
+
+def test_a_function_with_no_result_at_all_is_declined():
+    def nothing(a):
+        t = 0.0
+        for i in range(a.shape[0]):
+            t += a[i]
+
+    _, verdict, compiled = jit.trial(nothing, (np.ones(300_000),), {})
+    assert compiled is None and verdict.code == "no-result", verdict
+
+
+# -- automatic ----------------------------------------------------------------------------------------
+def test_a_loop_heavy_function_is_compiled_without_annotation_and_checked():
+    a = np.random.default_rng(4).random(20_000)
+    ph = Phases()
+    w = auto.AutoJit(smooth, "auto-smooth", ph)
+    _until(w, auto.COMPILED, a)
+    st = auto.state_of("auto-smooth")
+    assert st.python > st.native  # its samples were in bytecode
+    for _ in range(5):
+        np.testing.assert_allclose(w(a), smooth(a), rtol=1e-12)
+    compiled = [n for n in ph.names if n.startswith("jit: compiled")]
+    assert len(compiled) == 1 and "the return value" in compiled[0] and "[trial plain=" in compiled[0]
+    # A new signature (float32) is compiled and trialled again, not run through the float64 version.
+    b = a.astype(np.float32)
+    for _ in range(40):
+        out = w(b)
+        auto.wait_for_compiles()
+        assert out.dtype == np.float32
+    assert sum(1 for n in ph.names if n.startswith("jit: compiled")) + \
+        sum(1 for n in ph.names if n.startswith("jit: declined")) == 2
+
+
+def test_numpy_vectorized_code_is_not_tried_and_says_why():
+    ph = Phases()
+    w = auto.AutoJit(vectorized, "auto-vec", ph)
+    a = np.random.default_rng(5).random(1_000_000)
+    _until(w, auto.SKIPPED_STATE, a)
+    assert ph.names and ph.names[-1].startswith("jit: not tried: in-c")
+    assert jit.compile_count() == 0
+
+
+def test_functions_with_effects_are_never_tried():
+    def shout(a):
+        print("hi")
+        return a
+
+    def gen(a):
+        yield a
+
+    assert auto.static_reason(shout)[0] == "effects"
+    assert auto.static_reason(gen)[0] == "not-plain"
+    assert auto.static_reason(smooth) is None
+    ph = Phases()
+    w = auto.AutoJit(gen, "auto-gen", ph)
+    list(w(1))
+    assert ph.names == ["jit: not tried: not-plain: a generator or coroutine"]
+
+
+def test_python_integers_that_outgrow_64_bits_switch_back_with_the_exact_result():
+    ph = Phases()
+    w = auto.AutoJit(sum_of_cubes, "auto-cubes", ph)
+    _until(w, auto.COMPILED, 30_000)  # sums up to ~2e17: fits in 64 bits
+    assert w(30_000) == sum_of_cubes(30_000)
+    big = 300_000  # ~2e21: beyond 2**63, where Numba's int64 wraps around
+    assert w(big) == sum_of_cubes(big)  # a new integer size: trialled, and the plain (exact) value returned
+    assert any(n.startswith("jit: declined: differs-later") for n in ph.names), ph.names
+    assert auto.state_of("auto-cubes").status == auto.SKIPPED_STATE
+    assert w(30_000) == sum_of_cubes(30_000)  # plain from now on
+
+
+def test_sampled_later_calls_are_rechecked_and_a_difference_switches_back(monkeypatch):
+    from _optimize_tasks import big_product
+
+    monkeypatch.setattr(auto, "RECHECK_FIRST", (2,))
+    monkeypatch.setattr(auto, "SHORT_CALL_S", 0.0)  # its checked calls are short: 30 elements fit in 64 bits
+    monkeypatch.setattr(auto, "MIN_CPU_S", 0.01)
+    ph = Phases()
+    w = auto.AutoJit(big_product, "auto-big", ph)
+    small = np.random.default_rng(6).random(30)  # 3**30: fits in 64 bits
+    long = np.random.default_rng(7).random(60_000)
+    _until(w, auto.COMPILED, small, limit=20000)
+    w(long)  # compiled call 1: not re-checked (the documented sample)
+    assert w(long) == big_product(long)  # call 2 is re-checked: the exact result, and back to plain
+    assert any(n.startswith("jit: declined: differs-later") for n in ph.names)
+    assert w(long) == big_product(long)
+
+
+def test_a_function_that_never_qualifies_costs_a_lookup_and_a_clock():
+    w = auto.AutoJit(lambda x: x + 1, "auto-tiny", Phases())
+    for i in range(auto.SHORT_CALLS + 1):
+        assert w(i) == i + 1
+    assert auto.state_of("auto-tiny").status == auto.SKIPPED_STATE
+    assert jit.compile_count() == 0
