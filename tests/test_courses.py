@@ -131,6 +131,25 @@ def test_every_lesson_named_by_the_glossary_exists():
             assert (COURSES / entry.lesson).is_file(), f"{term}: lesson {entry.lesson} does not exist"
 
 
+def _mentions(entry: glossary.Entry, text: str) -> int:
+    """How often ``text`` names the entry's term or one of its aliases (case, hyphens and spacing ignored)."""
+    flat = re.sub(r"[-\s]+", " ", text.lower())
+    return sum(flat.count(re.sub(r"[-\s]+", " ", n.lower())) for n in (entry.term, *entry.aliases))
+
+
+def test_a_glossary_pointer_names_a_lesson_that_uses_the_term_and_every_used_term_has_one():
+    texts = {p.relative_to(COURSES).as_posix(): "\n".join(_source(c) for c in _nb(p)["cells"]) for p in LESSONS}
+    wrong, missing = [], []
+    for term in glossary.terms():
+        entry = glossary.lookup(term)
+        if entry.lesson and not _mentions(entry, texts.get(entry.lesson, "")):
+            wrong.append(f"{term} -> {entry.lesson}")
+        if not entry.lesson and any(_mentions(entry, t) for t in texts.values()):
+            missing.append(term)
+    assert not wrong, f"these terms point at a lesson that never names them: {wrong}"
+    assert not missing, f"lessons use these terms but the glossary names no lesson for them: {missing}"
+
+
 def test_vocabulary_has_every_term_with_its_entry():
     cells = _nb(COURSES / "vocabulary.ipynb")["cells"]
     headings = {_source(c)[3:].strip() for c in cells if c["cell_type"] == "markdown" and _source(c).startswith("## ")}
