@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import threading
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # the recorder imports this module on the driver's start-up path: NumPy loads with a Trace
+    import numpy as np
 
 #: Submissions at least this long (pickling plus handing on) get spans of their own. A bare
 #: ``.remote()`` costs ~0.15 ms on the local pool and one pixel of a 720-pixel timeline of a
@@ -44,6 +45,8 @@ _INT = ("kind", "task", "bytes")
 
 def empty_spans() -> dict[str, np.ndarray]:
     """A span table with no rows (read-only columns)."""
+    import numpy as np
+
     out = {}
     for c in SPAN_COLUMNS:
         a = np.zeros(0, dtype="int64" if c in _INT else "float64")
@@ -54,6 +57,8 @@ def empty_spans() -> dict[str, np.ndarray]:
 
 def frozen_spans(cols: dict[str, Any]) -> dict[str, np.ndarray]:
     """Read-only NumPy columns from lists, ``array.array`` or arrays."""
+    import numpy as np
+
     out = {}
     for c in SPAN_COLUMNS:
         a = np.array(cols.get(c, ()), dtype="int64" if c in _INT else "float64")
@@ -128,6 +133,8 @@ def segments(trace: Any) -> dict[str, np.ndarray]:
     Where spans overlap (several driver threads) a segment takes the first kind of
     :data:`KINDS` that covers it.
     """
+    import numpy as np
+
     from eugo_lab.units import fmt_bytes
 
     t0, t1 = trace.t0, trace.t0 + max(trace.wall_time, 0.0)
@@ -209,6 +216,8 @@ def segments(trace: Any) -> dict[str, np.ndarray]:
 
 def _function_of(trace: Any, task: int) -> str:
     """``f() task 12`` for a task id (its batch's function for an ``hpc.map`` batch), or ``task 12``."""
+    import numpy as np
+
     t = trace.tasks
     hit = np.flatnonzero((np.asarray(t["task_id"]) == task) | (np.asarray(t["batch"]) == task))
     if not hit.size:
