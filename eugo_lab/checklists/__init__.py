@@ -15,8 +15,7 @@ imports only :mod:`eugo_lab.checklists.probes`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eugo_lab import lazy
 
 _EXPORTS = {
     "measure": "eugo_lab.checklists.measuring",
@@ -35,13 +34,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eugo_lab.checklists' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

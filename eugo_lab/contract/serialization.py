@@ -182,18 +182,12 @@ def _describe(value: Any) -> str:
 
 def _diagnose_args(args: tuple, kwargs: dict, function: str, exc: BaseException) -> SerializationError:
     """Find which argument failed and say so; fall back to the raw error."""
-    for i, value in enumerate(args):
+    named = [(f"argument {i}", v) for i, v in enumerate(args)] + [(f"argument {k!r}", v) for k, v in kwargs.items()]
+    for what, value in named:
         err = _first_unpicklable(value)
         if err is not None:
             return SerializationError(
-                f"cannot send argument {i} of {function}() to a worker: a {_describe(value)} "
-                f"cannot be pickled ({err}). {_HINT}"
-            )
-    for name, value in kwargs.items():
-        err = _first_unpicklable(value)
-        if err is not None:
-            return SerializationError(
-                f"cannot send argument {name!r} of {function}() to a worker: a {_describe(value)} "
+                f"cannot send {what} of {function}() to a worker: a {_describe(value)} "
                 f"cannot be pickled ({err}). {_HINT}"
             )
     return SerializationError(f"cannot send the arguments of {function}() to a worker: {exc}. {_HINT}")

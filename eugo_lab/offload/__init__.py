@@ -17,8 +17,7 @@ nothing heavy; CuPy, pynvml and Numba are imported when used.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eugo_lab import lazy
 
 _EXPORTS = {
     "predict": "eugo_lab.offload.cost",
@@ -32,9 +31,5 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    """Lazy exports (PEP 562): ``from eugo_lab.offload import predict`` imports only the cost model."""
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eugo_lab.offload' has no attribute {name!r}")
+# ``from eugo_lab.offload import predict`` imports only the cost model.
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

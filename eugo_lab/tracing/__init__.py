@@ -6,16 +6,11 @@ and NumPy loads only when a Trace is needed.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eugo_lab import lazy
 
-_WHERE = {"Recorder": "recorder", "TaskEvent": "recorder", "BlockEvent": "recorder", "Trace": "trace"}
+_WHERE = {"Recorder": "eugo_lab.tracing.recorder", "TaskEvent": "eugo_lab.tracing.recorder",
+          "BlockEvent": "eugo_lab.tracing.recorder", "Trace": "eugo_lab.tracing.trace"}
 
 __all__ = ["Recorder", "TaskEvent", "BlockEvent", "Trace"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eugo_lab.tracing' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"eugo_lab.tracing.{module}"), name)
+__getattr__, __dir__ = lazy.exports(__name__, _WHERE)
