@@ -148,6 +148,33 @@ def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monke
     assert "On this host, copying its operands to the device costs more" in text
 
 
+#: Shortcuts: the answer computed by an earlier plain cell, a decoy loop of the right operations beside it.
+EARLIER_ANSWER = TRANSFER_SETUP + """
+w0 = np.log1p(signal)
+for _step in range(20):
+    w0 = w0 * (1 + np.log(signal) - np.log(w0)) / (1 + w0)
+"""
+DECOY = ("s = np.asarray(signal)\nv = np.log1p(s)\nfor step in range(20):\n"
+         "    v = v * (1 + np.log(s) - np.log(v)) / (1 + v)\n")
+
+
+@pytest.mark.parametrize("handed_in", ["w = w0\n", "w = w0[:]\n"], ids=["same-object", "a-view"])
+def test_transfer_answer_from_an_earlier_cell_is_not_yet(handed_in):
+    v = run_exercise("gpu-transfer", DECOY + handed_in, EARLIER_ANSWER, line=GPU_AUTO)
+    assert not v.passed and v.mistake == "copied"
+    assert "`w` is the array `w0` that an earlier cell computed" in v.to_text()
+    assert code_in(v.to_text()) == []
+
+
+def test_transfer_honest_variant_other_names_passes():
+    # the loop's own names, the answer handed over at the end; an earlier cell holds the same numbers, which
+    # proves nothing against it (equal values are what an honest recomputation gives)
+    cell = "sig = np.asarray(signal)\nguess = np.log1p(sig)\nfor k in range(20):\n" \
+           "    guess = guess * (1 + np.log(sig) - np.log(guess)) / (1 + guess)\nw = guess\n"
+    v = run_exercise("gpu-transfer", "import numpy as np\n" + cell, EARLIER_ANSWER, line=GPU_AUTO)
+    assert v.passed, v.to_text()
+
+
 def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
     from eugo_lab.offload.cell import last_ledger
 

@@ -267,6 +267,8 @@ TRANSFER_HINTS = {
                   "start by handing signal to the proxy once.", _TRANSFER_SOLUTION),
     "no-loop": Hint("Keep the 20 Newton steps in a loop in this cell, so the same operations repeat on the "
                     "device copies.", _TRANSFER_SOLUTION),
+    "copied": Hint("Compute the answer in the exercise cell itself: the Newton loop on the array you handed to "
+                   "the proxy, its last step assigned to w.", _TRANSFER_SOLUTION),
     "cpu-wins": Hint("Nothing to change in the placement: on this host the model keeps these operations on the "
                      "CPU, rightly. Check that the cell is the loop of the starter with signal handed over once.",
                      _TRANSFER_SOLUTION),
@@ -286,6 +288,11 @@ def gpu_transfer(a: Attempt) -> Verdict:
     if w.shape != signal.shape or not measure.same_result(w * np.exp(w), signal):
         return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal after the cell's steps: Newton's "
                          f"{STEPS} steps from the starter converge to it.", mistake="result")
+    copied = measure.left_by_earlier_cell(a.namespace.get(RESULT), a.before, skip=(RESULT,))
+    if copied is not None:
+        return a.not_yet(f"`{RESULT}` is the array `{copied}` that an earlier cell computed, not the result of "
+                         "this cell's Newton steps: what this cell's loop did on the device is not what it handed "
+                         "in.", mistake="copied")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
