@@ -14,7 +14,7 @@ import pytest
 
 from eugo_lab import hpc
 from eugo_lab.offload import kernels
-from tests._exercise_cells import code_in, hint_code, run_exercise
+from tests._exercise_cells import code_in, hint_code, hint_words, run_exercise
 
 kernels.cuda()  # before anything imports numba.cuda: the simulator where there is no GPU
 
@@ -148,6 +148,33 @@ def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monke
     assert "On this host, copying its operands to the device costs more" in text
 
 
+#: Shortcuts: the answer computed by an earlier plain cell, a decoy loop of the right operations beside it.
+EARLIER_ANSWER = TRANSFER_SETUP + """
+w0 = np.log1p(signal)
+for _step in range(20):
+    w0 = w0 * (1 + np.log(signal) - np.log(w0)) / (1 + w0)
+"""
+DECOY = ("s = np.asarray(signal)\nv = np.log1p(s)\nfor step in range(20):\n"
+         "    v = v * (1 + np.log(s) - np.log(v)) / (1 + v)\n")
+
+
+@pytest.mark.parametrize("handed_in", ["w = w0\n", "w = w0[:]\n"], ids=["same-object", "a-view"])
+def test_transfer_answer_from_an_earlier_cell_is_not_yet(handed_in):
+    v = run_exercise("gpu-transfer", DECOY + handed_in, EARLIER_ANSWER, line=GPU_AUTO)
+    assert not v.passed and v.mistake == "copied"
+    assert "`w` is the array `w0` that an earlier cell computed" in v.to_text()
+    assert code_in(v.to_text()) == []
+
+
+def test_transfer_honest_variant_other_names_passes():
+    # the loop's own names, the answer handed over at the end; an earlier cell holds the same numbers, which
+    # proves nothing against it (equal values are what an honest recomputation gives)
+    cell = "sig = np.asarray(signal)\nguess = np.log1p(sig)\nfor k in range(20):\n" \
+           "    guess = guess * (1 + np.log(sig) - np.log(guess)) / (1 + guess)\nw = guess\n"
+    v = run_exercise("gpu-transfer", "import numpy as np\n" + cell, EARLIER_ANSWER, line=GPU_AUTO)
+    assert v.passed, v.to_text()
+
+
 def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
     from eugo_lab.offload.cell import last_ledger
 
@@ -176,6 +203,50 @@ except hpc.ResourceRequestError as err:
     print("no GPU worker:", err)
     results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])
 """
+LOCAL_TILES = "[float(np.sum((np.arange(i * 200_000, (i + 1) * 200_000) / 200_000) ** 2)) for i in range(4)]"
+PLAIN = TILE_FN.format(request="")
+#: (id, cell, passed, what the verdict must say, mistake), run on a pool without GPU workers.
+REQUEST_CASES = [
+    ("reference", REQUEST_REFERENCE, True, "4 tile_energy requests for 1 GPU were refused with ResourceRequestError",
+     None),
+    # another correct use of the API: the request per call with options(), any exception name, a dict of futures
+    ("honest-options-per-call", PLAIN + """
+futures = {i: tile_energy.options(gpus=1).remote(i) for i in range(4)}
+try:
+    energies = hpc.get(list(futures.values()))
+except hpc.ResourceRequestError:
+    energies = hpc.get([tile_energy.remote(i) for i in futures])
+results = energies
+""", True, "then 4 tile_energy tasks ran on CPU workers (the trace's gpu column: no GPU held)", None),
+    ("starter-no-request", PLAIN + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n", False,
+     "no task of this cell asked for a GPU", "no-gpu-asked"),
+    ("uncaught-refusal", TILE_FN.format(request="(gpus=1)") + "results = hpc.get([tile_energy.remote(i) for i in "
+     "range(4)])\n", False, "stopped with ResourceRequestError", None),
+    ("no-fallback", REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
+                                              "[]"), False, "does not hold the 4 energies", "results"),
+    ("fallback-in-the-notebook", REQUEST_REFERENCE.replace(
+        "hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])", LOCAL_TILES), False,
+     "only 0 of the 4 tile_energy calls ran as tasks on the cluster", "local"),
+    # shortcut: a throwaway function makes the refused request; tile_energy itself never asks for a GPU
+    ("shortcut-decoy-request", PLAIN + """
+@hpc.remote(gpus=1)
+def probe():
+    return 0
+
+try:
+    hpc.get(probe.remote())
+except hpc.ResourceRequestError:
+    pass
+results = hpc.get([tile_energy.remote(i) for i in range(4)])
+""", False, "it was made by probe, not by tile_energy: the tile_energy tasks never asked for a GPU",
+     "other-function"),
+    # shortcut: the energies computed in the notebook, decoy tasks on other tiles beside them
+    ("shortcut-driver-values", REQUEST_REFERENCE.replace(
+        "results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
+        "hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4, 8)])\n    results = " + LOCAL_TILES),
+     False, "`results` was not computed from the tasks' results: 0 of its 4 values are among what the 4 "
+     "tile_energy tasks returned", "not-from-tasks"),
+]
 
 
 @pytest.fixture
@@ -184,52 +255,58 @@ def no_gpu(monkeypatch):
     hpc.shutdown()  # the next cell starts a pool that looks for GPUs again
 
 
-def test_request_reference_passes_without_gpu_workers(no_gpu):
-    v = run_exercise("gpu-request", REQUEST_REFERENCE)
-    assert v.passed, v.to_text()
-    assert "refused with ResourceRequestError" in v.to_text()
-
-
-def test_request_without_asking_for_a_gpu_is_not_yet(no_gpu):
-    cell = TILE_FN.format(request="") + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
+@pytest.mark.parametrize("cell, passed, says, mistake", [c[1:] for c in REQUEST_CASES],
+                         ids=[c[0] for c in REQUEST_CASES])
+def test_request_cases_without_gpu_workers(no_gpu, cell, passed, says, mistake):
     v = run_exercise("gpu-request", cell)
-    assert not v.passed and "no task of this cell asked for a GPU" in v.to_text()
+    assert v.passed is passed, v.to_text()
+    assert says in v.to_text(), v.to_text()
+    assert v.mistake == mistake
+    if mistake is not None:  # the checker's own message (a cell that raised quotes its error as it is)
+        assert code_in(v.to_text()) == [], v.to_text()
+        assert hint_words(v) and hint_code(v)
 
 
-def test_request_uncaught_or_without_a_fallback_is_not_yet(no_gpu):
-    cell = TILE_FN.format(request="(gpus=1)") + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
-    v = run_exercise("gpu-request", cell)
-    assert not v.passed and "stopped with ResourceRequestError" in v.to_text()
-    cell = REQUEST_REFERENCE.replace("results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
-                                     "results = []")
-    v = run_exercise("gpu-request", cell)
-    assert not v.passed and "does not hold the 4 energies" in v.to_text()
-    cell = REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
-                                     "[float(np.sum((np.arange(i * 200_000, (i + 1) * 200_000) / 200_000) ** 2)) "
-                                     "for i in range(4)]")
-    v = run_exercise("gpu-request", cell)
-    assert not v.passed and "ran as tasks on the cluster" in v.to_text()
-
-
-def test_request_on_gpu_workers_passes_only_when_every_task_held_one(monkeypatch):
-    # A pool with a worker pinned to device 0 (no device stands behind it here: the scheduling is real)
+@pytest.fixture
+def named_gpu(monkeypatch):
+    """A pool with a worker pinned to device 0 by name; no device stands behind it here (the scheduling is real)."""
     from eugo_lab.backends import local_gpus
 
     monkeypatch.setenv("EUGO_LAB_GPU_DEVICES", "0")
-    monkeypatch.setattr(local_gpus, "_detected", lambda: (1, ""))  # as if a GPU stood behind device 0
-    hpc.shutdown()
-    v = run_exercise("gpu-request", REQUEST_REFERENCE)
-    assert v.passed and "ran on GPU workers" in v.to_text()
-    # no GPU found behind the named device: the verdict passes the request, and never says a GPU ran the tiles
     monkeypatch.setattr(local_gpus, "_detected", lambda: (0, "no NVIDIA driver"))
     hpc.shutdown()
-    v = run_exercise("gpu-request", REQUEST_REFERENCE)
-    assert v.passed and "ran on GPU workers" not in v.to_text()
-    assert "no GPU was detected on this machine, so the tiles ran on the CPU" in v.to_text()
-    cell = TILE_FN.format(request="") + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
-    v = run_exercise("gpu-request", cell, line="-w 2 --no-live")
-    assert not v.passed and "ran on workers without a GPU" in v.to_text()
+    yield
     hpc.shutdown()
+
+
+def test_request_on_a_named_device_without_a_gpu_never_says_a_gpu_ran_it(named_gpu):
+    v = run_exercise("gpu-request", REQUEST_REFERENCE)
+    text = v.to_text()
+    assert v.passed, text
+    assert "all 4 tile_energy tasks asked for a GPU and the scheduler gave each one: GPU 0 (4 tasks)" in text
+    assert "no GPU was found behind the named device (4 tasks read none), so the tiles ran on the CPU" in text
+    assert "ran with a GPU" not in text
+
+
+def test_request_says_which_gpu_the_workers_found(named_gpu, monkeypatch):
+    # What a worker on a GPU machine reports (Trace.gpu_devices): the sentence follows that fact, task by task.
+    from eugo_lab.tracing.trace import Trace
+
+    real = Trace.gpu_devices
+    monkeypatch.setattr(Trace, "gpu_devices", lambda self, fn=None: {t: 0 for t in real(self, fn)})
+    v = run_exercise("gpu-request", REQUEST_REFERENCE)
+    assert v.passed and "their workers found the device: GPU 0 (4 tasks) ran with a GPU" in v.to_text()
+    assert "found none" not in v.to_text()
+    monkeypatch.setattr(Trace, "gpu_devices", lambda self, fn=None: {
+        t: (0 if k % 2 else -1) for k, t in enumerate(real(self, fn))})
+    v = run_exercise("gpu-request", REQUEST_REFERENCE)
+    assert v.passed and "GPU 0 (2 tasks) ran with a GPU; 2 tasks found none and ran on the CPU" in v.to_text()
+
+
+def test_request_on_gpu_workers_without_asking_is_not_yet(named_gpu):
+    v = run_exercise("gpu-request", PLAIN + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n")
+    assert not v.passed and "4 of the 4 tile_energy tasks ran on workers without a GPU" in v.to_text()
+    assert v.mistake == "no-gpu-asked"
 
 
 # -- grid-stride ----------------------------------------------------------------------------------------
@@ -243,27 +320,71 @@ def square_kernel(x, out):
 """
 GRID_STRIDE = """    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
         out[i] = x[i] * x[i]"""
+STRIDE_PASS = "44 threads did 5 elements and 20 did 4, each stepping by the grid's 64 threads (grid-stride loop)"
+#: (id, kernel body, passed, what the verdict must say, mistake)
+STRIDE_CASES = [
+    ("reference", GRID_STRIDE, True, STRIDE_PASS, None),
+    # another correct grid-stride loop: indices from the block and thread, a while loop, a power
+    ("honest-while-loop", "    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x\n"
+                          "    while i < len(x):\n        out[i] = x[i] ** 2\n"
+                          "        i += cuda.blockDim.x * cuda.gridDim.x", True, STRIDE_PASS, None),
+    ("starter-one-per-thread", "    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]", False,
+     "wrote only the first 64: each thread handled one element", "one-per-thread"),
+    ("block-index", GRID_STRIDE.replace("cuda.grid(1), x.shape", "cuda.threadIdx.x, x.shape"), False,
+     "never written: 32-63, 96-127, 160-191, 224-255, ...", "block-index"),
+    ("wrong-value", GRID_STRIDE.replace("x[i] * x[i]", "x[i] + x[i]"), False,
+     "element 0 of the output is", "wrong-value"),
+    ("past-the-end", GRID_STRIDE.replace("x.shape[0], cuda", "x.shape[0] + 64, cuda"), False,
+     "the kernel stopped with IndexError in thread", "out-of-range"),
+    ("needs-threads-together", "    cuda.syncthreads()\n" + GRID_STRIDE, False, "it uses cuda.syncthreads",
+     "unfollowable"),
+    # shortcuts: every element right, but not each done once by its own thread
+    ("shortcut-thread-zero-does-all", "    if cuda.grid(1) == 0:\n        for i in range(x.shape[0]):\n"
+                                      "            out[i] = x[i] * x[i]", False,
+     "element 1 was written by thread 0, while a grid-stride loop over 64 threads gives it to thread 1 (its index "
+     "modulo the grid's size). Thread 0 did elements 0-299, and 63 of the 64 threads did none.", "not-own-thread"),
+    ("shortcut-every-thread-does-all", "    for i in range(x.shape[0]):\n        out[i] = x[i] * x[i]", False,
+     "300 of the 300 elements were written more than once: element 0 by 64 threads (threads 0-63)", "repeated"),
+    ("shortcut-chunks", "    per = (x.shape[0] + cuda.gridsize(1) - 1) // cuda.gridsize(1)\n"
+                        "    for i in range(cuda.grid(1) * per, min(x.shape[0], (cuda.grid(1) + 1) * per)):\n"
+                        "        out[i] = x[i] * x[i]", False,
+     "Thread 0 did elements 0-4, and 4 of the 64 threads did none.", "not-own-thread"),
+]
 
 
-def test_grid_stride_reference_passes():
+@pytest.mark.parametrize("body, passed, says, mistake", [c[1:] for c in STRIDE_CASES],
+                         ids=[c[0] for c in STRIDE_CASES])
+def test_grid_stride_cases(body, passed, says, mistake):
+    v = run_exercise("grid-stride", KERNEL.format(body=body), line="--no-live")
+    text = v.to_text()
+    assert v.passed is passed, text
+    assert says in text, text
+    assert v.mistake == mistake
+    assert ("(grid-stride loop)" in text) is passed  # the phrase only where the loop was verified
+    if passed:
+        assert "Numba CUDA simulator" in text or "where it ran: the GPU" in text
+    else:
+        assert code_in(text) == [], text
+        assert hint_words(v) and hint_code(v)
+
+
+def test_grid_stride_not_a_kernel():
+    v = run_exercise("grid-stride", "def square_kernel(x, out):\n    out[:] = x * x\n", line="--no-live")
+    assert not v.passed and "is not a CUDA kernel" in v.to_text() and v.mistake == "not-a-kernel"
+
+
+def test_grid_stride_evidence_follows_what_the_threads_did(monkeypatch):
+    from eugo_lab.exercises.catalog import gpu
+
+    monkeypatch.setattr(gpu, "CHECK_N", 256)
     v = run_exercise("grid-stride", KERNEL.format(body=GRID_STRIDE), line="--no-live")
-    assert v.passed, v.to_text()
-    assert "Numba CUDA simulator" in v.to_text() or "the GPU" in v.to_text()
-
-
-def test_one_element_per_thread_is_not_yet():
-    body = "    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]"
-    v = run_exercise("grid-stride", KERNEL.format(body=body), line="--no-live")
-    assert not v.passed and "wrote only the first 64: each thread handled one element" in v.to_text()
-
-
-def test_starting_at_the_thread_index_misses_elements_and_wrong_values_are_named():
-    body = GRID_STRIDE.replace("cuda.grid(1), x.shape", "cuda.threadIdx.x, x.shape")
-    v = run_exercise("grid-stride", KERNEL.format(body=body), line="--no-live")
-    assert not v.passed and "never written: 32-63, 96-127, 160-191, 224-255, ..." in v.to_text()
-    v = run_exercise("grid-stride", KERNEL.format(body=GRID_STRIDE.replace("x[i] * x[i]", "x[i] + x[i]")),
-                     line="--no-live")
-    assert not v.passed and "element 1 of the output is 0.25, not the square of the input's, 0.015625" in v.to_text()
+    assert v.passed and "all 64 threads did 4 elements, each stepping by the grid's 64 threads" in v.to_text()
+    # as many elements as threads: one each, no step taken, so no grid-stride loop is claimed (the starter too)
+    monkeypatch.setattr(gpu, "CHECK_N", 64)
+    starter = "    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]"
+    v = run_exercise("grid-stride", KERNEL.format(body=starter), line="--no-live")
+    assert v.passed and "all 64 threads did 1 element" in v.to_text()
+    assert "(grid-stride loop)" not in v.to_text() and "stepping" not in v.to_text()
 
 
 def test_break_even_measured_line_times_both_sides_on_a_device():

@@ -106,3 +106,21 @@ def blocking_loop(report: Any) -> tuple[str, int] | None:
     if blocking is None:
         return None
     return display_source(blocking.evidence["source"]), int(blocking.evidence["serialized_tasks"])
+
+
+def left_by_earlier_cell(value: Any, before: dict[str, Any], skip: tuple[str, ...] = ()) -> str | None:
+    """The name of a NumPy array an earlier cell left (in ``before``) that ``value`` is, or a view of; else None.
+
+    An array that existed before the cell was not computed by it, whatever the cell ran beside
+    it. Identity and shared memory only: equal values prove nothing, since an honest cell
+    recomputes the very numbers an earlier one did. ``skip``: names not to compare (the graded
+    name itself, which the cell may update in place). Names starting with ``_`` are IPython's.
+    """
+    if not isinstance(value, np.ndarray):
+        return None
+    for name, old in before.items():
+        if name in skip or name.startswith("_") or not isinstance(old, np.ndarray):
+            continue
+        if old is value or np.shares_memory(old, value):
+            return name
+    return None

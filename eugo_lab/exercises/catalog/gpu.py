@@ -66,6 +66,9 @@ that, every element of ``out`` is ``x * x``.
 
 from __future__ import annotations
 
+import re
+import types
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -264,6 +267,8 @@ TRANSFER_HINTS = {
                   "start by handing signal to the proxy once.", _TRANSFER_SOLUTION),
     "no-loop": Hint("Keep the 20 Newton steps in a loop in this cell, so the same operations repeat on the "
                     "device copies.", _TRANSFER_SOLUTION),
+    "copied": Hint("Compute the answer in the exercise cell itself: the Newton loop on the array you handed to "
+                   "the proxy, its last step assigned to w.", _TRANSFER_SOLUTION),
     "cpu-wins": Hint("Nothing to change in the placement: on this host the model keeps these operations on the "
                      "CPU, rightly. Check that the cell is the loop of the starter with signal handed over once.",
                      _TRANSFER_SOLUTION),
@@ -283,6 +288,11 @@ def gpu_transfer(a: Attempt) -> Verdict:
     if w.shape != signal.shape or not measure.same_result(w * np.exp(w), signal):
         return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal after the cell's steps: Newton's "
                          f"{STEPS} steps from the starter converge to it.", mistake="result")
+    copied = measure.left_by_earlier_cell(a.namespace.get(RESULT), a.before, skip=(RESULT,))
+    if copied is not None:
+        return a.not_yet(f"`{RESULT}` is the array `{copied}` that an earlier cell computed, not the result of "
+                         "this cell's Newton steps: what this cell's loop did on the device is not what it handed "
+                         "in.", mistake="copied")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
@@ -335,42 +345,76 @@ REQUEST_HINTS = {
     "local": Hint("Run the fallback as tasks too, with the function's options set to no GPU, not as plain "
                   "calls in the notebook.", _REQUEST_SOLUTION),
     "no-gpu-asked": Hint("Ask for a GPU per call: one GPU in the remote decorator of tile_energy.", _REQUEST_SOLUTION),
+    "not-from-tasks": Hint("Keep what the tile_energy tasks returned, in the order you submitted them, as "
+                           "`results`: the list get() gives back for the futures of the calls that ran.",
+                           _REQUEST_SOLUTION),
+    "other-function": Hint("Put the GPU request on tile_energy itself, the function whose calls need the device, "
+                           "not on another function.", _REQUEST_SOLUTION),
 }
+
+
+def _devices(held: dict[int, int]) -> str:
+    """``GPU 0 (4 tasks)``, ``GPU 0 (2 tasks), GPU 1 (2 tasks)``."""
+    return ", ".join(f"GPU {d} ({measure.plural(n, 'task')})" for d, n in sorted(held.items()))
 
 
 @exercise("gpu-request", lesson=f"{COURSE}/03-per-call-resource-requests.ipynb", title="Ask for a GPU per call",
           hints=REQUEST_HINTS)
 def gpu_request(a: Attempt) -> Verdict:
-    """Grade the request: GPU workers used where there are some, a refused request and a CPU fallback where not."""
+    """Grade the request from the trace: who asked for a GPU, who was refused, what each worker really had.
+
+    ``results`` must be what this cell's ``tile_energy`` tasks returned, in order. With GPU
+    workers, every one of those tasks held a GPU (the scheduler's gpu column), and the verdict
+    says what the workers found behind it (:meth:`Trace.gpu_devices`: a device named with
+    ``gpus=[0]`` on a machine without one reads -1, and is never called a GPU). Without, a
+    ``tile_energy`` request for a GPU was refused and the tiles ran as CPU tasks.
+    """
+    from eugo_lab.exercises import derivation
+
     results = a.require("results")
     expected = [tile_energy(i) for i in range(N_TILES)]
     if not measure.same_result(list(results) if isinstance(results, (list, tuple)) else results, expected):
         return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
-    ran = measure.tasks(a.trace, FUNCTION)
+    ran = len(a.trace.results(FUNCTION))
     if ran < N_TILES:
         return a.not_yet(f"only {ran} of the {N_TILES} {FUNCTION} calls ran as tasks on the cluster: the others "
                          "ran here in the notebook.", mistake="local")
-    held = sum(a.trace.gpu_tasks().values())
-    gpu_workers = bool(a.trace.meta.get("gpu_workers"))
-    # Devices named (gpus=[0], EUGO_LAB_GPU_DEVICES) on a machine where none was found: the scheduling is
-    # real, the device is not, and the verdict must not say the tiles ran on a GPU.
-    detected = a.trace.meta.get("gpus_detected", True) is not False
-    if gpu_workers:
-        if held < N_TILES:
-            return a.not_yet(f"{N_TILES - held} of the {N_TILES} tasks ran on workers without a GPU, although this "
-                             "cluster has GPU workers: those calls asked for no GPU.", mistake="no-gpu-asked")
-        if not detected:
-            return a.passed(f"all {N_TILES} tasks asked for a GPU and were scheduled on the pool's GPU workers (the "
-                            "trace's gpu column); their device was named with gpus= and no GPU was detected on "
-                            "this machine, so the tiles ran on the CPU",
-                            details=(f"devices held: {a.trace.gpu_tasks()} (named, no GPU detected)",))
-        return a.passed(f"all {N_TILES} tasks asked for a GPU and ran on GPU workers (the trace's gpu column)",
-                        details=(f"GPUs held: {a.trace.gpu_tasks()}",))
-    if a.refused == 0:
+    came = derivation.listed(list(results), a.trace, FUNCTION, name="results")
+    if not came:
+        return a.not_yet(f"{came.why}.", mistake="not-from-tasks")
+    first = a.trace.first_attempts(FUNCTION)
+    assigned = np.asarray(a.trace.gpu)[first]
+    refused = [r for r in a.trace.refused if r.function == FUNCTION and r.request.get("GPU", 0) > 0]
+    others = sorted({r.function for r in a.trace.refused if r.function != FUNCTION})
+    if a.trace.meta.get("gpu_workers"):
+        without = int((assigned < 0).sum())
+        if without:
+            return a.not_yet(f"{without} of the {len(assigned)} {FUNCTION} tasks ran on workers without a GPU, "
+                             "although this cluster has GPU workers: those calls asked for no GPU.",
+                             mistake="no-gpu-asked")
+        scheduled = dict(zip(*(v.tolist() for v in np.unique(assigned, return_counts=True))))
+        asked = (f"all {len(assigned)} {FUNCTION} tasks asked for a GPU and the scheduler gave each one: "
+                 f"{_devices(scheduled)} (the trace's gpu column)")
+        found = Counter(a.trace.gpu_devices(FUNCTION).values())
+        real = {d: n for d, n in found.items() if d >= 0}
+        none = found.get(-1, 0)
+        if not real:
+            return a.passed(asked, f"on their workers no GPU was found behind the named device "
+                                   f"({measure.plural(none, 'task')} read none), so the tiles ran on the CPU")
+        tail = f"; {measure.plural(none, 'task')} found none and ran on the CPU" if none else ""
+        return a.passed(asked, f"their workers found the device: {_devices(real)} ran with a GPU{tail}")
+    if not refused:
+        if others:
+            return a.not_yet(f"a GPU request was refused, but it was made by {', '.join(others)}, not by "
+                             f"{FUNCTION}: the {FUNCTION} tasks never asked for a GPU.", mistake="other-function")
         return a.not_yet("no task of this cell asked for a GPU: this cluster has no GPU worker, so a request would "
                          "have been refused with a ResourceRequestError, and none was.", mistake="no-gpu-asked")
-    return a.passed("the gpus=1 request was refused with ResourceRequestError (no GPU worker here), and the cell "
-                    f"ran its {N_TILES} tiles on CPU workers instead")
+    gpus = sorted({r.request["GPU"] for r in refused})
+    return a.passed(f"{measure.plural(len(refused), FUNCTION + ' request')} for "
+                    f"{' or '.join(f'{g:g}' for g in gpus)} GPU were refused with ResourceRequestError (no worker "
+                    "here has one)",
+                    f"then {int((assigned < 0).sum())} {FUNCTION} tasks ran on CPU workers (the trace's gpu column: "
+                    "no GPU held) and `results` is what they returned, in order")
 
 
 # -- grid-stride ------------------------------------------------------------------------------------------
@@ -378,19 +422,160 @@ CHECK_BLOCKS = 2
 CHECK_THREADS = 32
 #: More elements than the check's grid has threads (64), and not a multiple of it.
 CHECK_N = 300
+#: The check's input is random (from this seed), so no formula of the index gives its squares: only
+#: squaring ``x`` itself writes the right ``out``.
+CHECK_SEED = 20_240
 
 
 def _missing(written: np.ndarray) -> str:
     """Which elements were never written, in words (``64-299``; ``32-63, 96-127, ...``)."""
-    idx = np.flatnonzero(~written)
+    return _runs(np.flatnonzero(~written))
+
+
+def _runs(idx: Any, most: int = 4) -> str:
+    """Sorted indices as runs, in words: ``0-4, 9, 12-13``, the first ``most`` runs then ``...``."""
+    idx = [int(i) for i in idx]
     runs, start = [], idx[0]
     for prev, cur in zip(idx[:-1], idx[1:]):
         if cur != prev + 1:
             runs.append((start, prev))
             start = cur
     runs.append((start, idx[-1]))
-    words = [f"{s}" if s == e else f"{s}-{e}" for s, e in runs[:4]]
-    return ", ".join(words) + (", ..." if len(runs) > 4 else "")
+    words = [f"{s}" if s == e else f"{s}-{e}" for s, e in runs[:most]]
+    return ", ".join(words) + (", ..." if len(runs) > most else "")
+
+
+#: How Numba's simulator names the thread of an error: ``tid=[25, 0, 0] ctaid=[0, 0, 0]: index 345 is ...``.
+_SIM_THREAD = re.compile(r"^tid=\[(\d+), \d+, \d+\] ctaid=\[(\d+), \d+, \d+\]:\s*")
+
+
+def _kernel_error(exc: BaseException) -> str:
+    """``IndexError in thread 25 of block 0: index 345 is out of bounds ...``: the error of a launch, in words."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    m = _SIM_THREAD.match(first)
+    if m:
+        return f"{type(exc).__name__} in thread {m.group(1)} of block {m.group(2)}: {first[m.end():]}"
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class _Unfollowable(Exception):
+    """The kernel used a part of ``numba.cuda`` the thread-by-thread run does not model."""
+
+
+class _ThreadFailed(Exception):
+    """One thread of the thread-by-thread run raised: ``str()`` is its error, ``thread`` and ``block`` where."""
+
+    def __init__(self, error: str, thread: int, block: int) -> None:
+        super().__init__(error)
+        self.thread, self.block = thread, block
+
+
+class _Dim3:
+    """``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` of a 1-d launch."""
+
+    def __init__(self, x: int, rest: int) -> None:
+        self.x, self.y, self.z = x, rest, rest
+
+
+class _OneThread:
+    """``numba.cuda`` as one thread of a 1-d launch sees it: its indices and the grid's shape, nothing else."""
+
+    def __init__(self, blocks: int, threads: int) -> None:
+        self.blockDim, self.gridDim = _Dim3(threads, 1), _Dim3(blocks, 1)
+        self.blockIdx = self.threadIdx = _Dim3(0, 0)
+
+    def at(self, block: int, thread: int) -> None:
+        self.blockIdx, self.threadIdx = _Dim3(block, 0), _Dim3(thread, 0)
+
+    def grid(self, ndim: int) -> Any:
+        i = self.blockIdx.x * self.blockDim.x + self.threadIdx.x
+        return i if ndim == 1 else (i,) + (0,) * (ndim - 1)
+
+    def gridsize(self, ndim: int) -> Any:
+        n = self.gridDim.x * self.blockDim.x
+        return n if ndim == 1 else (n,) + (1,) * (ndim - 1)
+
+    def __getattr__(self, name: str) -> Any:
+        # Shared memory, atomics, syncthreads: their meaning needs threads that run together, which this
+        # one-after-another run does not have, so it says so rather than guess.
+        raise _Unfollowable(f"cuda.{name}")
+
+
+class _Traced:
+    """A 1-d array whose writes record which thread of the run made them (``log[i]``: threads that wrote ``i``)."""
+
+    def __init__(self, data: np.ndarray, log: list[list[int]] | None, thread: list[int]) -> None:
+        self._data, self._log, self._thread = data, log, thread
+        self.shape, self.size, self.ndim, self.dtype = data.shape, data.size, data.ndim, data.dtype
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        if self._log is not None:
+            for i in np.atleast_1d(np.arange(self._data.shape[0])[key]).ravel().tolist():
+                self._log[i].append(self._thread[0])
+
+
+def _numba_cuda(value: Any) -> bool:
+    return isinstance(value, types.ModuleType) and (value.__name__ == "numba.cuda"
+                                                    or value.__name__.startswith("numba.cuda."))
+
+
+def _as_python(fn: Any, fake: _OneThread, memo: dict[int, Any]) -> Any:
+    """The kernel's (or a device function's) Python function, seeing ``fake`` wherever it names ``numba.cuda``."""
+    py = getattr(fn, "py_func", fn)
+    if id(py) in memo:
+        return memo[id(py)]
+    g = dict(py.__globals__)
+    memo[id(py)] = out = types.FunctionType(py.__code__, g, py.__name__, py.__defaults__, py.__closure__)
+    for name in py.__code__.co_names:
+        value = g.get(name)
+        if _numba_cuda(value):
+            g[name] = fake
+        elif type(value).__module__.startswith("numba") and hasattr(value, "py_func"):  # a device function
+            g[name] = _as_python(value, fake, memo)
+    return out
+
+
+def follow_threads(kernel: Any, x: np.ndarray, blocks: int, threads: int) -> tuple[np.ndarray, list[list[int]]]:
+    """Run ``kernel(x, out)`` thread by thread in Python: ``out``, and for each element the threads that wrote it.
+
+    Thread ``b * threads + t`` is thread ``t`` of block ``b``. The threads run one after another,
+    so a kernel whose threads wait for each other (shared memory, ``syncthreads``) raises
+    :class:`_Unfollowable`; the kernels of this exercise have none.
+    """
+    fake = _OneThread(blocks, threads)
+    fn = _as_python(kernel, fake, {})
+    out = np.full(x.shape[0], np.nan, dtype=x.dtype)
+    log: list[list[int]] = [[] for _ in range(x.shape[0])]
+    thread = [0]
+    xs, outs = _Traced(x.copy(), None, thread), _Traced(out, log, thread)
+    for b in range(blocks):
+        for t in range(threads):
+            fake.at(b, t)
+            thread[0] = b * threads + t
+            try:
+                fn(xs, outs)
+            except _Unfollowable:
+                raise
+            except Exception as exc:  # the learner's error, named with its thread
+                raise _ThreadFailed(_kernel_error(exc), t, b) from exc
+    return out, log
+
+
+def _thread_counts(counts: Counter) -> str:
+    """``44 threads did 5 elements and 20 did 4``, ``all 64 threads did 4 elements`` (thread -> elements done)."""
+    by = sorted(Counter(counts.values()).items(), reverse=True)  # (elements, threads that did that many)
+    (k, n), rest = by[0], by[1:]
+    if not rest:
+        return f"all {measure.plural(n, 'thread')} did {measure.plural(k, 'element')}"
+    return f"{measure.plural(n, 'thread')} did {measure.plural(k, 'element')}" + "".join(
+        f" and {n} did {k}" for k, n in rest)
 
 
 _STRIDE_SOLUTION = ("@cuda.jit\ndef square_kernel(x, out):\n"
@@ -409,49 +594,99 @@ STRIDE_HINTS = {
                         "(which repeats in every block), and step by the grid's size.", _STRIDE_SOLUTION),
     "wrong-value": Hint("Write the square of the input element into the same position of the output, for the "
                         "index of the loop.", _STRIDE_SOLUTION),
+    "repeated": Hint("Give each thread its own elements: start the loop at the thread's index in the whole grid "
+                     "instead of at zero, and step by the grid's size instead of by one.", _STRIDE_SOLUTION),
+    "not-own-thread": Hint("Let every thread work, on the elements a grid-stride loop gives it: its own index "
+                           "in the grid, then that plus the grid's size, and so on, so neighbouring threads take "
+                           "neighbouring elements.", _STRIDE_SOLUTION),
+    "unfollowable": Hint("Write the kernel with only the thread's index in the grid and the grid's size (no "
+                         "shared memory, atomics or barriers): a grid-stride loop needs nothing else.",
+                         _STRIDE_SOLUTION),
 }
 
 
 @exercise("grid-stride", lesson=f"{COURSE}/04-a-first-cuda-kernel.ipynb", title="Cover every element",
           hints=STRIDE_HINTS)
 def grid_stride(a: Attempt) -> Verdict:
-    """Launch the learner's ``square_kernel`` on a small grid over more elements, and check every one."""
+    """Launch ``square_kernel`` on a small grid over more elements; check every value, and which thread wrote it.
+
+    The launch runs where kernels run here (the GPU, or Numba's simulator). A GPU cannot say
+    which thread wrote an element, so the same kernel then runs thread by thread in Python
+    (:func:`follow_threads`): each element must be written once, by its own thread (element
+    ``i`` by thread ``i`` mod the grid's size), which is what a grid-stride loop does.
+    """
     from eugo_lab.offload import kernels
 
     kernel = a.require("square_kernel")
-    if not hasattr(kernel, "__getitem__") or not callable(kernel):
+    if not hasattr(kernel, "__getitem__") or not callable(kernel) or not callable(getattr(kernel, "py_func", None)):
         return a.not_yet("`square_kernel` is not a CUDA kernel: it cannot be launched on a grid.",
                          mistake="not-a-kernel")
     cuda = kernels.cuda()
     t = kernels.check_grid(CHECK_BLOCKS, CHECK_THREADS)
-    x = np.arange(CHECK_N, dtype=np.float32) / 8
-    out = np.full(CHECK_N, np.nan, dtype=np.float32)
-    dx, dout = cuda.to_device(x), cuda.to_device(out)
+    grid = CHECK_BLOCKS * CHECK_THREADS
+    launch = f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads ({grid} threads) over {CHECK_N} elements"
+    x = np.random.default_rng(CHECK_SEED).uniform(0.5, 4.0, CHECK_N).astype(np.float32)
+    dx, dout = cuda.to_device(x), cuda.to_device(np.full(CHECK_N, np.nan, dtype=np.float32))
     try:
         kernel[CHECK_BLOCKS, CHECK_THREADS](dx, dout)
         cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the learner's kernel failed: say how, as a not yet
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return a.not_yet(f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads over {CHECK_N} elements, "
-                         f"the kernel stopped with {type(exc).__name__}: {first}.", mistake="out-of-range")
+        return a.not_yet(f"{launch}, the kernel stopped with {_kernel_error(exc)}.", mistake="out-of-range")
     got = dout.copy_to_host()
-    grid = CHECK_BLOCKS * CHECK_THREADS
     written = ~np.isnan(got)
-    how = kernels.KernelRun(t, CHECK_BLOCKS, CHECK_THREADS, CHECK_N).describe()
+    where = "the GPU" if t.kind == "gpu" else "the Numba CUDA simulator (no GPU here)"
+    how = f"ran on {where}: {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads = {grid} threads over {CHECK_N} elements"
     if not written.all():
-        n_written = int(written.sum())
         if written[:grid].all() and not written[grid:].any():
-            return a.not_yet(f"launched on {grid} threads over {CHECK_N} elements, the kernel wrote only the first "
-                             f"{grid}: each thread handled one element, and the elements past the grid's "
-                             "threads were never reached.", mistake="one-per-thread", details=(how,))
-        return a.not_yet(f"launched on {grid} threads over {CHECK_N} elements, the kernel wrote {n_written} of "
-                         f"them; never written: {_missing(written)}. The threads did not start at their index in "
-                         "the whole grid or did not step by the grid's size.", mistake="block-index", details=(how,))
+            return a.not_yet(f"{launch}, the kernel wrote only the first {grid}: each thread handled one element, "
+                             "and the elements past the grid's threads were never reached.", mistake="one-per-thread",
+                             details=(how,))
+        return a.not_yet(f"{launch}, the kernel wrote {int(written.sum())} of them; never written: "
+                         f"{_missing(written)}. The threads did not start at their index in the whole grid or did "
+                         "not step by the grid's size.", mistake="block-index", details=(how,))
     if not np.allclose(got, x * x):
         bad = int(np.flatnonzero(~np.isclose(got, x * x))[0])
         return a.not_yet(f"every element was written, but element {bad} of the output is {got[bad]:g}, not the "
-                         f"square of the input's, {x[bad] * x[bad]:g}.", mistake="wrong-value", details=(how,))
-    return a.passed(f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads over {CHECK_N} elements, the "
-                    "kernel squared every one of them (grid-stride loop)",
-                    "where it ran: " + ("the GPU" if t.kind == "gpu" else "the Numba CUDA simulator (no GPU here)"),
-                    details=(how,))
+                         f"square of the input's {x[bad]:g}, {x[bad] * x[bad]:g}.", mistake="wrong-value",
+                         details=(how,))
+    try:
+        followed, writers = follow_threads(kernel, x, CHECK_BLOCKS, CHECK_THREADS)
+    except _Unfollowable as exc:
+        return a.not_yet(f"every element came out right, but the check could not follow the kernel thread by "
+                         f"thread to see which thread did which element: it uses {exc}, which needs threads "
+                         "running together.", mistake="unfollowable", details=(how,))
+    except _ThreadFailed as exc:  # a GPU does not check bounds; the thread-by-thread run does
+        name, _, said = str(exc).partition(": ")
+        return a.not_yet(f"run thread by thread over {CHECK_N} elements, the kernel stopped with {name} in "
+                         f"thread {exc.thread} of block {exc.block}: {said}.", mistake="out-of-range",
+                         details=(how,))
+    if not np.array_equal(np.isnan(followed), np.isnan(got)) or not np.allclose(followed, got, equal_nan=True):
+        return a.not_yet("every element came out right on the launch, but run thread by thread the kernel wrote "
+                         "other values, so the check cannot say which thread did which element.",
+                         mistake="unfollowable", details=(how,))
+    repeated = [i for i, w in enumerate(writers) if len(w) > 1]
+    if repeated:
+        e = repeated[0]
+        return a.not_yet(f"every element came out right, but {len(repeated)} of the {CHECK_N} elements were "
+                         f"written more than once: element {e} by {measure.plural(len(writers[e]), 'thread')} "
+                         f"(threads {_runs(sorted(set(writers[e])))}). The threads did each other's work instead of "
+                         "each taking its own elements.", mistake="repeated", details=(how,))
+    elsewhere = [i for i, w in enumerate(writers) if w[0] != i % grid]
+    mine: dict[int, list[int]] = {}
+    for i, w in enumerate(writers):
+        mine.setdefault(w[0], []).append(i)
+    counts = Counter({th: len(ks) for th, ks in mine.items()})
+    if elsewhere:
+        e, (busiest, _) = elsewhere[0], counts.most_common(1)[0]
+        idle = grid - len(counts)
+        return a.not_yet(f"every element came out right and was written once, but not by its own thread: element "
+                         f"{e} was written by thread {writers[e][0]}, while a grid-stride loop over {grid} threads "
+                         f"gives it to thread {e % grid} (its index modulo the grid's size). Thread {busiest} did "
+                         f"elements {_runs(mine[busiest])}"
+                         + (f", and {idle} of the {grid} threads did none." if idle else "."),
+                         mistake="not-own-thread", details=(how,))
+    steps = {j - i for ks in mine.values() for i, j in zip(ks, ks[1:])}
+    stride = f", each stepping by the grid's {grid} threads (grid-stride loop)" if steps == {grid} else ""
+    return a.passed(f"{launch}, the kernel squared every one of them, each element once and by its own thread "
+                    f"(element i by thread i mod {grid}, followed thread by thread)",
+                    f"{_thread_counts(counts)}{stride}", "where it ran: " + where, details=(how,))
