@@ -53,6 +53,13 @@ def _no_tasks(name: str, function: str) -> Derivation:
                              "value in this cell")
 
 
+def _not_scalars(trace: Any, name: str, function: str) -> Derivation:
+    """Why ``name`` cannot be traced to ``function``'s scalar results: no task returned, or not plain numbers."""
+    if not trace.results(function):
+        return _no_tasks(name, function)
+    return Derivation(False, f"`{name}` cannot be traced to the {function} tasks: they did not return plain numbers")
+
+
 def _close(a: Any, b: Any) -> bool:
     """Equal numbers; floats within a relative 1e-9 (a sum taken in another order rounds differently)."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -87,10 +94,7 @@ def combined(value: Any, trace: Any, function: str, combine: Callable[[list[Any]
     """``value`` equals ``combine`` of the scalar results of ``function``'s tasks (``how``: "summed", ...)."""
     values = scalar_values(trace, function)
     if values is None:
-        if not trace.results(function):
-            return _no_tasks(name, function)
-        return Derivation(False, f"`{name}` cannot be traced to the {function} tasks: they did not return plain "
-                                 "numbers")
+        return _not_scalars(trace, name, function)
     expected = combine(values)
     if _close(_as_number(value), expected):
         return _YES
@@ -159,10 +163,7 @@ def mapped(values: Sequence[Any], trace: Any, function: str, fn: Callable[[Any],
     """
     found = scalar_values(trace, function)
     if found is None:
-        if not trace.results(function):
-            return _no_tasks(name, function)
-        return Derivation(False, f"`{name}` cannot be traced to the {function} tasks: they did not return plain "
-                                 "numbers")
+        return _not_scalars(trace, name, function)
     try:
         mine = [_as_number(v) for v in values]
     except TypeError:

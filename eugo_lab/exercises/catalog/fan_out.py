@@ -31,9 +31,9 @@ Reference solution (same magic; the cell's ``slow_square`` may also come from an
 
 Criteria: ``results`` equals ``[x * x for x in range(12)]`` computed here; all 12 calls ran
 as ``slow_square`` tasks; ``results`` holds what those tasks returned, in submission order
-(their traced digests), and the cell took all 12 values with get(); no Blocking finding; every task was in flight before the first
-get() returned; the replay on 2 workers (on this run's workers when it had more) predicts
-at least ``MIN_REPLAYED_SPEEDUP``.
+(their traced digests), and the cell took all 12 values with get(); no Blocking finding;
+every task was submitted before the first result came back; the replay on 2 workers (on
+this run's workers when it had more) predicts at least ``MIN_REPLAYED_SPEEDUP``.
 """
 
 from __future__ import annotations

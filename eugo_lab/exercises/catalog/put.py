@@ -94,13 +94,14 @@ def put(a: Attempt) -> Verdict:
                          f"{fmt_bytes(per, '.3g')} each: the {size} array went by value with every task.",
                          mistake="by-value")
     fn = measure.carried(a.trace, FUNCTION)
-    if fn is not None and fn.captured_bytes > MAX_SHIPPED_SHARE * data.nbytes:
-        names = ", ".join(f"`{name}`" for name, _ in fn.captured) or "what it captured"
-        finding = " (the analysis raised its captured-object finding)" if a.report.finding(Code.CAPTURED_OBJECT) is not None else ""
-        return a.not_yet(f"the chunk_sum function carried {fmt_bytes(fn.captured_bytes, '.3g')} with it ({names}, "
-                         f"a global or closure it reads, pickled with the function) and was sent "
-                         f"{measure.plural(fn.sends, 'time')}: the tasks read that copy of the {size} array, not a "
-                         f"stored one{finding}.", mistake="no-put")
+    # The function's own pickle holds whatever it captured: its size is the fact, the names when they were measured.
+    if fn is not None and fn.payload_bytes > MAX_SHIPPED_SHARE * data.nbytes:
+        names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
+        finding = " (the analysis raised its captured-object finding)" if a.report.finding(Code.CAPTURED_OBJECT) else ""
+        return a.not_yet(f"the chunk_sum function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')} and sent "
+                         f"{measure.plural(fn.sends, 'time')}: it carried the array with it{names}, a global or "
+                         f"closure it reads, so the tasks read that copy of the {size} array, not a stored "
+                         f"one{finding}.", mistake="no-put")
     puts = len(a.trace.puts["ref"])
     if puts > 1:
         return a.not_yet(f"the cell called put {puts} times, about once per task: each call stores another "
@@ -112,8 +113,8 @@ def put(a: Attempt) -> Verdict:
     reading = measure.tasks_resolving(a.trace, FUNCTION, stored)
     if reading < n:
         return a.not_yet(f"the cell stored the array with put, but {reading} of the {n} chunk_sum tasks read the "
-                         "stored copy on their workers: the reference put returned did not reach the others as "
-                         "an argument.", mistake="ref-unused")
+                         "stored copy on their workers: the reference put returned did not reach "
+                         f"{'them' if not reading else 'the others'} as an argument.", mistake="ref-unused")
     return a.passed(f"all {n} chunk_sum tasks read the one stored copy of the array on their workers "
                     f"({measure.plural(puts, 'hpc.put')})",
                     f"their arguments came to {fmt_bytes(shipped, '.3g')} in all, under {MAX_SHIPPED_SHARE:.0%} of "
