@@ -87,3 +87,19 @@ CELLS = [
 @pytest.mark.parametrize("cell,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
 def test_cells(cell, passes, says, mistake):
     check_cell("put", cell, passes, says, mistake, setup=SETUP)
+
+
+def test_the_bytes_line_states_what_this_run_shipped():
+    positional = run_exercise("put", REF + "total = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))\n",
+                              setup=SETUP)
+    keywords = run_exercise("put", REF + "total = sum(hpc.get([chunk_sum.remote(arr=ref, i=i) for i in range(8)]))\n",
+                            setup=SETUP)
+    assert positional.passed and keywords.passed, (positional.to_text(), keywords.to_text())
+
+    def shipped(v):
+        (line,) = [ln for ln in v.lines if ln.startswith("their arguments came to ")]
+        return line.split(" in all")[0]
+
+    # Keyword arguments pickle their names too: the line follows the bytes the trace counted, not a fixed phrase.
+    assert shipped(positional) != shipped(keywords)
+    assert shipped(positional).removeprefix("their arguments came to ") == positional.details[0].split(" of ")[0]
