@@ -93,3 +93,20 @@ def tier_words(exercise_id: str, mistake: str) -> str:
     from eugo_lab.exercises import catalog
 
     return catalog.get(exercise_id).hints[mistake].change
+
+
+def check_cell(exercise_id: str, cell: str, passes: bool, says: str, mistake: str | None, setup: str = "",
+               line: str = "-w 2 --no-live") -> Verdict:
+    """One row of an exercise's table of cells: the verdict passes (or not), says ``says`` and names ``mistake``.
+
+    A ``not yet`` must hold no code (tier 2 of the hint is where the code goes); a future's
+    repr (``<hpc.Future ...>``) is the learner's value, not code.
+    """
+    v = run_exercise(exercise_id, cell, setup=setup, line=line)
+    text = v.to_text()
+    assert v.passed is passes, text
+    assert says in text, text
+    assert v.mistake == mistake, text
+    if not passes:
+        assert code_in(text.replace("<hpc.Future", "<Future")) == [], text
+    return v

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from _exercise_cells import code_in, hint_code, run_exercise
+import pytest
+from _exercise_cells import check_cell, code_in, hint_code, run_exercise
 
 SETUP = """
 import time
@@ -26,8 +27,9 @@ def test_reference_passes():
                                      "    handled.append(handle(hpc.get(f)))\n", setup=SETUP)
     assert v.passed, v.to_text()
     assert v.to_text() == ("exercise as-completed: passed\n"
-                           "  all 10 results handled; the first was handled before the last task finished\n"
-                           "  results taken in hpc.as_completed; no Submission order finding")
+                           "  all 10 answers in `handled` are handle() of the 10 values the measure tasks returned\n"
+                           "  the first result was taken by itself before the last task finished\n"
+                           "  results taken in completion order by hpc.as_completed; no Submission order finding")
 
 
 def test_waiting_in_submission_order_names_the_line():
@@ -46,7 +48,7 @@ def test_getting_all_before_handling():
                                      "handled = [handle(r) for r in hpc.get(futures)]\n", setup=SETUP)
     text = v.to_text()
     assert not v.passed
-    assert "waited for all 10 results at once (get() at cell line 3)" in text, text
+    assert "waited for all 10 results at once (get() of 10 futures at cell line 3)" in text, text
     assert "nothing was handled while the slow task ran" in text
 
 
@@ -64,3 +66,38 @@ def test_missing_results():
     v = run_exercise("as-completed", "futures = [measure.remote(i) for i in range(10)]\n"
                                      "handled = [handle(hpc.get(f)) for f in futures[:5]]\n", setup=SETUP)
     assert not v.passed and "`handled` does not hold handle's answer for each of the 10 results" in v.to_text()
+
+
+SUBMIT = "futures = [measure.remote(i) for i in range(10)]\nhandled = []\n"
+WAIT_LOOP = ("pending = [measure.remote(i) for i in range(10)]\nhandled = []\nwhile pending:\n"
+             "    done, pending = hpc.wait(pending, num_returns=1)\n"
+             "    for f in done:\n        handled.append(handle(f.result()))\n")
+# One row per cell: (id, cell, passes, what the verdict must say, the mistake it names).
+CELLS = [
+    ("reference", SUBMIT + "for f in hpc.as_completed(futures):\n    handled.append(handle(hpc.get(f)))\n", True,
+     "results taken in completion order by hpc.as_completed", None),
+    ("honest-wait-loop", WAIT_LOOP, True, "results taken in completion order by hpc.wait", None),
+    ("mistake-submission-order", SUBMIT + "for f in futures:\n    handled.append(handle(hpc.get(f)))\n", False,
+     "in submission order", "submission-order"),
+    ("mistake-all-at-once", "futures = [measure.remote(i) for i in range(10)]\n"
+     "handled = [handle(r) for r in hpc.get(futures)]\n", False, "waited for all 10 results at once",
+     "all-at-once"),
+    ("mistake-some-missing", "futures = [measure.remote(i) for i in range(10)]\n"
+     "handled = [handle(hpc.get(f)) for f in futures[:5]]\n", False, "does not hold handle's answer", "results"),
+    ("shortcut-empty-as-completed-loop", SUBMIT + "for f in hpc.as_completed(futures):\n    pass\n"
+     "handled = [handle(r) for r in hpc.get(futures)]\n", False,
+     "took no result by itself before the last task finished: it waited for all 10 results at once (get() of "
+     "10 futures at cell line 6) and only then handled them, so nothing was handled while the slow task ran. "
+     "The as_completed loop took no value itself.", "all-at-once"),
+    ("shortcut-decoy-tasks", "futures = [measure.remote(0) for i in range(10)]\n"
+     "for f in hpc.as_completed(futures):\n    hpc.get(f)\nhandled = [i * 10 + 1 for i in range(10)]\n", False,
+     "`handled` was not computed from the tasks' results: 1 of its 10 values are handle() of one of the 10 values "
+     "the measure tasks returned", "decoy"),
+    ("shortcut-never-taken", SUBMIT + "handled = [handle(i * 10) for i in range(10)]\n", False,
+     "but the cell never took a measure task's value with get()", "not-taken"),
+]
+
+
+@pytest.mark.parametrize("cell,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
+def test_cells(cell, passes, says, mistake):
+    check_cell("as-completed", cell, passes, says, mistake, setup=SETUP)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from _exercise_cells import code_in, run_exercise
+import pytest
+from _exercise_cells import check_cell, code_in, run_exercise
 
 # The lesson's function, with fewer darts so each call takes milliseconds (the checker calls it too).
 SETUP = """
@@ -29,7 +30,8 @@ def test_reference_passes_with_deterministic_evidence():
     assert v.passed, v.to_text()
     assert first_line(v) == "exercise first-task: passed"
     text = v.to_text()
-    assert "estimate_pi ran as 1 task on a worker" in text
+    assert "estimate_pi ran as 1 task on 1 worker" in text
+    assert "the value that task returned, taken with get() (1 value taken in this cell)" in text
     assert "the same value as the plain call estimate_pi(42)" in text
     again = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(42))\n", setup=SETUP)
     assert again.to_text() == text  # nothing in the evidence varies between runs
@@ -75,3 +77,35 @@ def test_lesson_not_run_yet():
     v = run_exercise("first-task", "result = 3.14\n", setup="globals().pop('estimate_pi', None)")
     assert first_line(v) == "exercise first-task: not yet"
     assert "this notebook has no `estimate_pi` yet" in v.to_text()
+
+
+# One row per cell: (id, cell, passes, what the verdict must say, the mistake it names).
+CELLS = [
+    ("reference", "future = estimate_pi.remote(42)\nresult = hpc.get(future)\n", True,
+     "the value that task returned, taken with get()", None),
+    ("honest-result-method", "job = estimate_pi.remote(seed=42)\nhpc.wait([job])\nresult = job.result()\n", True,
+     "the value that task returned, taken with get() (1 value taken in this cell)", None),
+    ("mistake-plain-call", "result = estimate_pi(42)\n", False, "plain call, so it ran right here", "local"),
+    ("mistake-future", "result = estimate_pi.remote(42)\n", False, "`result` holds a future", "future"),
+    ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, "but estimate_pi(42) returns",
+     "wrong-seed"),
+    ("shortcut-decoy-other-seed", "hpc.get(estimate_pi.remote(1))\nresult = estimate_pi(42)\n", False,
+     "`result` was not returned by any of the 1 estimate_pi tasks of this cell: the right value was computed here",
+     "decoy"),
+    ("shortcut-task-never-taken", "estimate_pi.remote(42)\nresult = estimate_pi(42)\n", False,
+     "but the cell never took a task's value: no get() or result() asked for a future", "not-taken"),
+]
+
+
+@pytest.mark.parametrize("cell,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
+def test_cells(cell, passes, says, mistake):
+    check_cell("first-task", cell, passes, says, mistake, setup=SETUP)
+
+
+
+def test_evidence_follows_the_number_of_tasks():
+    v = run_exercise("first-task", "result = hpc.get([estimate_pi.remote(42), estimate_pi.remote(42)])[0]\n",
+                     setup=SETUP)
+    assert v.passed, v.to_text()
+    assert "estimate_pi ran as 2 tasks on" in v.to_text()
+    assert "the value one of the 2 tasks returned, taken with get() (2 values taken in this cell)" in v.to_text()

@@ -81,3 +81,16 @@ def test_one_of_and_concatenated_frames():
     assert not d and "rows 2-3 differ from what rows task 2 of 3 returned" in d.why
     d = derivation.concatenated(joined.iloc[:4], trace, "rows", name="df")
     assert not d and "has 4 rows; the 3 rows tasks returned 6 in all" in d.why
+
+
+def test_mapped_values_follow_the_tasks_results_and_a_driver_list_beside_decoys_does_not():
+    trace, parts = traced(square, 5)
+    assert derivation.mapped([p + 1 for p in reversed(parts)], trace, "square", lambda r: r + 1, name="handled")
+    assert not derivation.mapped([p + 1 for p in reversed(parts)], trace, "square", lambda r: r + 1, ordered=True)
+    with hpc.trace() as t:  # decoys: the tasks ran, on one input only
+        hpc.get([square.remote(0) for _ in range(5)])
+    bad = derivation.mapped([x * x + 1 for x in range(5)], t.trace, "square", lambda r: r + 1, name="handled",
+                            how="handle()")
+    assert not bad
+    assert bad.why == ("`handled` was not computed from the tasks' results: 1 of its 5 values are handle() of one "
+                       "of the 5 values the square tasks returned")

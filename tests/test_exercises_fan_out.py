@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from _exercise_cells import code_in, run_exercise
+import pytest
+from _exercise_cells import check_cell, code_in, run_exercise
 
 from eugo_lab.exercises import catalog
 
@@ -27,7 +28,8 @@ def test_reference_passes():
                                      "results = hpc.get(futures)\n"))
     assert v.passed, v.to_text()
     assert v.to_text().splitlines()[0] == "exercise fan-out: passed"
-    assert "all 12 tasks were in flight" in v.to_text()
+    assert "all 12 slow_square tasks were submitted before the first of them came back" in v.to_text()
+    assert "`results` is the 12 values the tasks returned, in submission order, taken with 1 get() call" in v.to_text()
     assert "s " not in v.to_text().split("\n", 1)[0]
 
 
@@ -78,3 +80,36 @@ def test_on_one_worker_the_replay_decides_and_says_so():
     v = run_exercise("fan-out", cell("results = []\nfor x in range(12):\n"
                                      "    results.append(hpc.get(slow_square.remote(x)))\n"), line="-w 1 --no-live")
     assert not v.passed and "your loop called get() at cell line 11 after each task" in v.to_text(), v.to_text()
+
+
+SUBMIT = "futures = [slow_square.remote(x) for x in range(12)]\n"
+# One row per cell: (id, body after the function, passes, what the verdict must say, the mistake it names).
+CELLS = [
+    ("reference", SUBMIT + "results = hpc.get(futures)\n", True, "taken with 1 get() call", None),
+    ("honest-wait-then-get", "pending = [slow_square.remote(n) for n in range(12)]\n"
+     "hpc.wait(pending, num_returns=12)\nresults = [f.result() for f in pending]\n", True,
+     "`results` is the 12 values the tasks returned, in submission order, taken with 12 get() calls", None),
+    ("mistake-blocking-loop", "results = []\nfor x in range(12):\n    results.append(hpc.get(slow_square.remote(x)))\n",
+     False, "after each task, so 12 tasks ran one at a time", "blocking-loop"),
+    ("mistake-local", "results = [slow_square(x) for x in range(12)]\n", False, "no slow_square task ran", "local"),
+    ("mistake-too-few", "results = hpc.get([slow_square.remote(x) for x in range(11)])\n", False,
+     "is not the 12 squares", "results"),
+    ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(0) for x in range(12)])\n"
+     "results = [x * x for x in range(12)]\n", False,
+     "`results` was not computed from the tasks' results: 1 of its 12 values are among what the 12 slow_square "
+     "tasks returned: the right list was computed here", "decoy"),
+    ("shortcut-never-taken", SUBMIT + "results = [x * x for x in range(12)]\n", False,
+     "but the cell took only 0 values of theirs with get()", "not-taken"),
+]
+
+
+@pytest.mark.parametrize("body,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
+def test_cells(body, passes, says, mistake):
+    check_cell("fan-out", cell(body), passes, says, mistake)
+
+
+
+def test_the_replay_line_names_the_run_s_workers():
+    v = run_exercise("fan-out", cell(SUBMIT + "results = hpc.get(futures)\n"), line="-w 3 --no-live")
+    assert v.passed, v.to_text()
+    assert "the replay on 3 workers predicts" in v.to_text() and "on 2 workers" not in v.to_text()

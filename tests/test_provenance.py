@@ -235,3 +235,21 @@ def test_dask_records_results_and_ships_the_payload_with_every_task(cell):
             assert any(f.code == "captured-object" for f in analyze(t.trace).findings)
         finally:
             hpc.shutdown()
+
+
+def test_a_notebook_function_reading_a_global_array_is_measured_through_the_runtimes_wrappers(monkeypatch):
+    # In a %%eugo cell the record carries a wrapper (the automatic JIT trial) around the function: the
+    # globals measured must be those of the function inside, or the captured-object finding never fires.
+    from _exercise_cells import shell
+
+    from eugo_lab.analysis import analyze
+
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip = shell()
+    ip.run_cell("import numpy as np\nfrom eugo_lab import hpc\nbig = np.arange(1_000_000, dtype='float64')\n"
+                "@hpc.remote\ndef part_sum(i):\n    return float(big[i::4].sum())\n").raise_error()
+    ip.run_cell_magic("eugo", "-w 2 --no-live", "total = sum(hpc.get([part_sum.remote(i) for i in range(4)]))")
+    trace = ip.user_ns["hpc"].last_trace()
+    (shipped,) = [f for f in trace.functions_shipped if f.function == "part_sum"]
+    assert shipped.captured[0] == ("big", shipped.captured_bytes) and shipped.captured_bytes >= 8_000_000
+    assert "captured-object" in analyze(trace).codes()

@@ -237,6 +237,10 @@ def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], .
     """
     import inspect
 
+    # The runtime may hand over a wrapper (the JIT trial, profiling, batch="auto"'s spreader): what
+    # travels with it is the user's function inside, with the globals that one reads.
+    while not inspect.isfunction(fn) and callable(getattr(fn, "fn", None)):
+        fn = fn.fn
     try:
         from cloudpickle.cloudpickle import _should_pickle_by_reference
 

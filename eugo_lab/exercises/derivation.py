@@ -10,7 +10,9 @@ combined the way the exercise asks:
   sum of the ``chunk_sum`` results);
 - :func:`listed` - a sequence holds the tasks' results, in task order or in any order;
 - :func:`one_of` - a value is what one of the tasks returned;
-- :func:`concatenated` - an array (or DataFrame) is the tasks' results joined in task order.
+- :func:`concatenated` - an array (or DataFrame) is the tasks' results joined in task order;
+- :func:`mapped` - a sequence holds ``fn`` of each task's scalar result (``handled`` holds
+  ``handle(r)`` for every ``measure`` result), in task order or in any order.
 
 Each returns a :class:`Derivation`: ``ok``, and when not, ``why`` in plain words for the verdict.
 Pure functions of the trace and the value: nothing reads a clock.
@@ -51,6 +53,13 @@ def _no_tasks(name: str, function: str) -> Derivation:
                              "value in this cell")
 
 
+def _not_scalars(trace: Any, name: str, function: str) -> Derivation:
+    """Why ``name`` cannot be traced to ``function``'s scalar results: no task returned, or not plain numbers."""
+    if not trace.results(function):
+        return _no_tasks(name, function)
+    return Derivation(False, f"`{name}` cannot be traced to the {function} tasks: they did not return plain numbers")
+
+
 def _close(a: Any, b: Any) -> bool:
     """Equal numbers; floats within a relative 1e-9 (a sum taken in another order rounds differently)."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -85,10 +94,7 @@ def combined(value: Any, trace: Any, function: str, combine: Callable[[list[Any]
     """``value`` equals ``combine`` of the scalar results of ``function``'s tasks (``how``: "summed", ...)."""
     values = scalar_values(trace, function)
     if values is None:
-        if not trace.results(function):
-            return _no_tasks(name, function)
-        return Derivation(False, f"`{name}` cannot be traced to the {function} tasks: they did not return plain "
-                                 "numbers")
+        return _not_scalars(trace, name, function)
     expected = combine(values)
     if _close(_as_number(value), expected):
         return _YES
@@ -146,6 +152,47 @@ def concatenated(value: Any, trace: Any, function: str, *, name: str = "the resu
                                      f"differ from what {function} task {i + 1} of {len(got)} returned")
         at += n
     return _YES
+
+
+def mapped(values: Sequence[Any], trace: Any, function: str, fn: Callable[[Any], Any], *,
+           name: str = "the result", how: str = "fn()", ordered: bool = False) -> Derivation:
+    """``values`` holds ``fn(r)`` for each scalar result ``r`` of ``function``'s tasks (in task order when ``ordered``).
+
+    ``how`` names ``fn`` in the message (``"handle()"``). Values compare closely (:func:`_close`),
+    so a float the driver rounded another way still matches.
+    """
+    found = scalar_values(trace, function)
+    if found is None:
+        return _not_scalars(trace, name, function)
+    try:
+        mine = [_as_number(v) for v in values]
+    except TypeError:
+        return Derivation(False, f"`{name}` is not a list of results")
+    expected = [fn(v) for v in found]
+    if len(mine) == len(expected):
+        pairs = zip(mine, expected) if ordered else zip(_sorted(mine), _sorted(expected))
+        if all(_close(m, e) for m, e in pairs):
+            return _YES
+    left = list(expected)
+    same = 0
+    for m in mine:  # how many of the learner's values some task's result accounts for (each result once)
+        hit = next((i for i, e in enumerate(left) if _close(m, e)), None)
+        if hit is not None:
+            same += 1
+            del left[hit]
+    if ordered and same == len(expected) == len(mine):
+        return Derivation(False, f"`{name}` holds {how} of the {function} tasks' results in another order than the "
+                                 "tasks were submitted")
+    return Derivation(False, f"`{name}` was not computed from the tasks' results: {same} of its {len(mine)} values "
+                             f"are {how} of one of the {len(expected)} values the {function} tasks returned")
+
+
+def _sorted(xs: list[Any]) -> list[Any]:
+    """``xs`` sorted when its items compare (numbers), else as it is."""
+    try:
+        return sorted(xs)
+    except TypeError:
+        return list(xs)
 
 
 def _length(value: Any) -> int:

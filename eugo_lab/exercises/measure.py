@@ -124,3 +124,54 @@ def left_by_earlier_cell(value: Any, before: dict[str, Any], skip: tuple[str, ..
         if old is value or np.shares_memory(old, value):
             return name
     return None
+
+
+#: The driver calls that hand over a task's value (``hpc.get``, ``Future.result``, ``await``).
+TAKING = ("get", "await")
+
+
+def values_taken(trace: Any) -> int:
+    """How many futures the driver's get()/result()/await calls took values of (a future taken twice counts twice).
+
+    Every ``hpc.get`` and ``Future.result`` is recorded, even on a future already done, so 0
+    means the cell never took a task's value: whatever it kept was computed in the driver.
+    """
+    b = trace.blocks
+    kinds = trace.block_kinds
+    return int(sum(int(n) for k, n in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist())
+                   if kinds[k] in TAKING))
+
+
+def taken_singly_before(trace: Any, moment: float) -> int:
+    """How many get()/result()/await calls took one future's value and returned before ``moment`` (a trace time)."""
+    b = trace.blocks
+    kinds = trace.block_kinds
+    return int(sum(1 for k, n, e in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist(),
+                                        np.asarray(b["end"]).tolist())
+                   if kinds[k] in TAKING and n == 1 and e < moment))
+
+
+def last_received(trace: Any, function: str | None = None) -> float:
+    """When the driver received the last result of ``function``'s tasks (first attempts; NaN: none)."""
+    received = np.asarray(trace.tasks["received"])[trace.first_attempts(function)]
+    received = received[np.isfinite(received)]
+    return float(received.max()) if len(received) else float("nan")
+
+
+def carried(trace: Any, function: str) -> Any:
+    """The :class:`~eugo_lab.tracing.provenance.FunctionShipped` of ``function`` that carried the most captured bytes.
+
+    ``None`` when its payload was not sent in the region (a function sent before the cell).
+    """
+    shipped = [f for f in trace.functions_shipped if f.function == function]
+    return max(shipped, key=lambda f: f.captured_bytes, default=None)
+
+
+def tasks_resolving(trace: Any, function: str, refs: set[int]) -> int:
+    """How many of ``function``'s tasks resolved one of the stored references ``refs`` on their workers."""
+    r = trace.refs
+    f = trace.facts
+    code = trace.functions.index(function) if function in trace.functions else -1
+    own = set(np.asarray(f["task"])[np.asarray(f["function"]) == code].tolist())
+    return len({t for t, ref in zip(np.asarray(r["task"]).tolist(), np.asarray(r["ref"]).tolist())
+                if t in own and ref in refs})

@@ -17,8 +17,10 @@ Reference solution::
 
 Criteria: ``estimate_pi`` is a remote function; ``result`` is a value, not a future; at least
 one ``estimate_pi`` task ran on a worker and succeeded; ``result`` equals the plain call
-``estimate_pi(42)``, made here by the checker. Nothing here needs parallelism, so the verdict
-is the same on one worker as on many.
+``estimate_pi(42)``, made here by the checker; ``result`` is what one of this cell's
+``estimate_pi`` tasks returned (its traced digest), and the cell took a task's value with
+``get()`` (so a plain call beside a decoy task does not count). Nothing here needs
+parallelism, so the verdict is the same on one worker as on many.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 FUNCTION = "estimate_pi"
@@ -64,6 +66,10 @@ HINTS = {
                    "what it computed, and keep that in `result`.", _SOLUTION),
     "local": Hint(f"Call {FUNCTION} through .remote so it runs as a task on a worker; that gives a future, and "
                   "get() gives its value.", _SOLUTION),
+    "decoy": Hint(f"Keep in `result` the value get() returns for the {FUNCTION} task with seed {SEED}, not a "
+                  "value computed here in the notebook beside a task.", _SOLUTION),
+    "not-taken": Hint("Pass the future .remote returned to get() and keep what get() returns in `result`; "
+                      "starting a task and computing the value here as well does not count.", _SOLUTION),
     "wrong-seed": Hint(f"Give the task the seed {SEED} and keep the value get() returns, not anything computed "
                        "after it.", _SOLUTION),
 }
@@ -91,5 +97,18 @@ def first_task(a: Attempt) -> Verdict:
     if not measure.same_result(result, expected):
         return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: a task ran, with "
                          f"another seed or another value kept.", mistake="wrong-seed")
-    return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on a worker",
-                    f"hpc.get returned {expected!r}, the same value as the plain call {FUNCTION}({SEED})")
+    came = derivation.one_of(result, a.trace, FUNCTION, name="result")
+    if not came:
+        return a.not_yet(f"{came.why}: the right value was computed here in the notebook, while the "
+                         f"{measure.plural(ran, 'task')} computed something else.", mistake="decoy")
+    taken = measure.values_taken(a.trace)
+    if not taken:
+        return a.not_yet(f"`result` equals what the {FUNCTION} task returned, but the cell never took a task's "
+                         "value: no get() or result() asked for a future in this cell, so `result` was computed "
+                         "here in the notebook beside the task.", mistake="not-taken")
+    workers = measure.workers_used(a.trace, FUNCTION)
+    which = "the value that task returned" if ran == 1 else f"the value one of the {ran} tasks returned"
+    return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on {measure.plural(workers, 'worker')}",
+                    f"`result` is {result!r}, {which}, taken with get() "
+                    f"({measure.plural(taken, 'value')} taken in this cell); the same value as the plain call "
+                    f"{FUNCTION}({SEED})")

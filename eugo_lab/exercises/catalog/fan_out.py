@@ -30,15 +30,16 @@ Reference solution (same magic; the cell's ``slow_square`` may also come from an
     results = hpc.get(futures)
 
 Criteria: ``results`` equals ``[x * x for x in range(12)]`` computed here; all 12 calls ran
-as ``slow_square`` tasks; no Blocking finding; every task was in flight before the first
-get() returned; the replay on 2 workers (on this run's workers when it had more) predicts
-at least ``MIN_REPLAYED_SPEEDUP``.
+as ``slow_square`` tasks; ``results`` holds what those tasks returned, in submission order
+(their traced digests), and the cell took all 12 values with get(); no Blocking finding;
+every task was submitted before the first result came back; the replay on 2 workers (on
+this run's workers when it had more) predicts at least ``MIN_REPLAYED_SPEEDUP``.
 """
 
 from __future__ import annotations
 
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 12
@@ -55,6 +56,10 @@ HINTS = {
                   "get(), which returns the values in the order of the list.", _SOLUTION),
     "results": Hint("`results` must be the 12 values of slow_square, for x from 0 to 11, in that order: get() on "
                     "the list of futures returns them in the list's order.", _SOLUTION),
+    "decoy": Hint("Keep in `results` the list get() returns for the 12 futures, x from 0 to 11: a list computed "
+                  "here in the notebook beside tasks does not count.", _SOLUTION),
+    "not-taken": Hint("Take the 12 values with one get() on the list of futures and keep what it returns in "
+                      "`results`, instead of computing the list here as well.", _SOLUTION),
     "local": Hint("Put .remote between the function's name and its argument: that submits the call as a task "
                   "and returns a future at once; get() turns the futures into values.", _SOLUTION),
     "blocking-loop": Hint("Take get() out of the loop: let the loop only submit (a list of futures), and call "
@@ -80,6 +85,15 @@ def fan_out(a: Attempt) -> Verdict:
     if n < N:
         return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; the others ran here "
                          "in the notebook.", mistake="local")
+    came = derivation.listed(results, a.trace, FUNCTION, name="results", ordered=True)
+    if not came:
+        return a.not_yet(f"{came.why}: the right list was computed here in the notebook, while the tasks computed "
+                         "something else.", mistake="decoy")
+    taken = measure.values_taken(a.trace)
+    if taken < N:
+        return a.not_yet(f"`results` equals what the {N} {FUNCTION} tasks returned, but the cell took only "
+                         f"{measure.plural(taken, 'value')} of theirs with get(), so the list was computed here in "
+                         "the notebook beside the tasks.", mistake="not-taken")
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked
@@ -96,7 +110,10 @@ def fan_out(a: Attempt) -> Verdict:
         return a.not_yet(f"the tasks were all submitted, yet the replay {on} predicts only {fmt_x(replayed)}, "
                          f"under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the driver's own work between tasks set the pace.",
                          mistake="driver-paced")
-    return a.passed(f"all {N} tasks were in flight before the first get() returned; results equal the reference",
+    gets = sum(1 for kind, _, _ in measure.waits(a.trace) if kind in measure.TAKING)
+    return a.passed(f"all {in_flight} {FUNCTION} tasks were submitted before the first of them came back",
+                    f"`results` is the {n} values the tasks returned, in submission order, taken with "
+                    f"{measure.plural(gets, 'get() call')}",
                     f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
                     details=(f"average concurrency {measure.concurrency(a.trace):.1f}",
                              f"replayed speedup {fmt_x(replayed)} on {w} workers",

@@ -20,15 +20,20 @@ Reference solution (same first lines, then)::
     total = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))
 
 Criteria: ``total`` equals ``data.sum()`` of the same array computed here; 8 ``chunk_sum``
-tasks ran; their arguments came to under ``MAX_SHIPPED_SHARE`` of the array (bytes shipped,
-from the trace); the cell called ``hpc.put`` exactly once.
+tasks ran; ``total`` is the sum of what those tasks returned (their traced results); their
+arguments came to under ``MAX_SHIPPED_SHARE`` of the array (bytes shipped, from the trace);
+the ``chunk_sum`` function did not carry a copy of the array (a global or closure it reads,
+pickled with it); the cell called ``hpc.put`` exactly once and every task resolved that
+stored reference on its worker (the trace's refs, so a put whose reference never reaches
+the tasks does not count).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.exercises import measure
+from eugo_lab.analysis.findings import Code
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
@@ -55,6 +60,10 @@ HINTS = {
     "local": Hint("Submit each of the 8 chunk_sum calls as a task with .remote.", _SOLUTION),
     "by-value": Hint("Store the array once with put and pass the reference it returns to every task; a "
                      "reference is a few hundred bytes, the array 16 MB.", _SOLUTION),
+    "decoy": Hint("Let `total` add up what get() returns for the 8 chunk_sum tasks, i from 0 to 7, instead of "
+                  "a sum computed here in the notebook.", _SOLUTION),
+    "ref-unused": Hint("Pass the reference put returned to every task as its argument, so each task reads the "
+                       "stored copy on its worker.", _SOLUTION),
     "put-per-task": Hint("Call put once, before the loop, and pass the same reference to every task.", _SOLUTION),
     "no-put": Hint("Do not let the tasks reach the array through a global or a closure (it is pickled with the "
                    "function); store it with put and pass the reference as an argument.", _SOLUTION),
@@ -73,19 +82,42 @@ def put(a: Attempt) -> Verdict:
     n = measure.tasks(a.trace, FUNCTION)
     if n < N_TASKS:
         return a.not_yet(f"only {n} of the {N_TASKS} chunk_sum calls ran as tasks.", mistake="local")
+    came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
+    if not came:
+        return a.not_yet(f"{came.why}: the right total was computed here in the notebook, while the tasks "
+                         "computed something else.", mistake="decoy")
+    size = fmt_bytes(data.nbytes, ".3g")
     shipped = measure.bytes_in(a.trace, FUNCTION)
     if shipped > MAX_SHIPPED_SHARE * data.nbytes:
         per = shipped / max(n, 1)
         return a.not_yet(f"the {n} chunk_sum tasks were sent {fmt_bytes(shipped, '.3g')} of arguments in all, about "
-                         f"{fmt_bytes(per, '.3g')} each: the {fmt_bytes(data.nbytes, '.3g')} array went by value with "
-                         "every task.", mistake="by-value")
-    if a.puts > 1:
-        return a.not_yet(f"the cell called put {a.puts} times, about once per task: each call stores another "
-                         f"copy of the {fmt_bytes(data.nbytes, '.3g')} array.", mistake="put-per-task")
-    if a.puts == 0:
+                         f"{fmt_bytes(per, '.3g')} each: the {size} array went by value with every task.",
+                         mistake="by-value")
+    fn = measure.carried(a.trace, FUNCTION)
+    # The function's own pickle holds whatever it captured: its size is the fact, the names when they were measured.
+    if fn is not None and fn.payload_bytes > MAX_SHIPPED_SHARE * data.nbytes:
+        names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
+        finding = " (the analysis raised its captured-object finding)" if a.report.finding(Code.CAPTURED_OBJECT) else ""
+        return a.not_yet(f"the chunk_sum function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')} and sent "
+                         f"{measure.plural(fn.sends, 'time')}: it carried the array with it{names}, a global or "
+                         f"closure it reads, so the tasks read that copy of the {size} array, not a stored "
+                         f"one{finding}.", mistake="no-put")
+    puts = len(a.trace.puts["ref"])
+    if puts > 1:
+        return a.not_yet(f"the cell called put {puts} times, about once per task: each call stores another "
+                         f"copy of the {size} array.", mistake="put-per-task")
+    if puts == 0:
         return a.not_yet("the tasks got the array without put (through a global or a closure, which is "
                          "pickled with the function), so no stored copy was shared.", mistake="no-put")
-    return a.passed(f"{n} tasks shared one stored copy of the array (1 hpc.put)",
-                    f"their arguments came to under {MAX_SHIPPED_SHARE:.0%} of the array's "
-                    f"{fmt_bytes(data.nbytes, '.3g')}; the total equals the sum computed here",
+    stored = set(np.asarray(a.trace.puts["ref"]).tolist())
+    reading = measure.tasks_resolving(a.trace, FUNCTION, stored)
+    if reading < n:
+        return a.not_yet(f"the cell stored the array with put, but {reading} of the {n} chunk_sum tasks read the "
+                         "stored copy on their workers: the reference put returned did not reach "
+                         f"{'them' if not reading else 'the others'} as an argument.", mistake="ref-unused")
+    return a.passed(f"all {n} chunk_sum tasks read the one stored copy of the array on their workers "
+                    f"({measure.plural(puts, 'hpc.put')})",
+                    f"their arguments came to {fmt_bytes(shipped, '.3g')} in all, under {MAX_SHIPPED_SHARE:.0%} of "
+                    f"the array's {size}, and the function carried no copy of it",
+                    f"`total` is the sum of the {n} values the tasks returned",
                     details=(f"{fmt_bytes(shipped, '.3g')} of arguments shipped",))
