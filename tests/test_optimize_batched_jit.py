@@ -88,3 +88,14 @@ def test_phases_inside_mapped_items_land_on_their_items(pool):
     rows = df.set_index("task_id").loc[ph["task_id"]]
     assert ((ph["start"].to_numpy() >= rows["start"].to_numpy() - 1e-6)
             & (ph["end"].to_numpy() <= rows["end"].to_numpy() + 1e-6)).all()  # inside its item's span
+
+
+def _twice(s):
+    return int(s) * 2
+
+
+def test_a_map_of_plain_scalars_runs_under_optimize(pool):
+    # hpc.map packs a batch of plain items ahead (not a list): the JIT trial must not index it.
+    out: list = []
+    _optimized_run(pool, lambda: out.extend(hpc.get(hpc.map(hpc.remote(_twice), [str(i) for i in range(500)]))))
+    assert out == [2 * i for i in range(500)]

@@ -27,6 +27,8 @@ from typing import Any
 
 from eugo_lab.contract.task import FunctionRecord
 from eugo_lab.hpc import session
+from eugo_lab.hpc.coalesce import _Spread
+from eugo_lab.jit.checked import Optimized
 
 # (function id, cell generation) -> its optimized record. Bounded like the workers' function caches:
 # a notebook that redefines a function in a loop must not grow this forever.
@@ -133,16 +135,13 @@ def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items
     if not rt.optimize:
         if not getattr(rt, "auto_optimize", True):
             return record
-        from eugo_lab.hpc.coalesce import _Spread
-        from eugo_lab.jit.checked import Optimized
-
         fn = record.fn.fn if isinstance(record.fn, _Spread) else record.fn
         return record if isinstance(fn, Optimized) else auto_record(record, generation)
     if items is not None:
-        if not items:
+        # A batch qualifies by its first item; a batch of plain scalars (hpc.map packs those ahead,
+        # not a list) holds no array to compile for.
+        if not isinstance(items, (list, tuple)) or not items:
             return record
-        from eugo_lab.hpc.coalesce import _Spread
-
         args, kwargs = items[0] if isinstance(record.fn, _Spread) else ((items[0],), {})
     if not _arrays_in(args, kwargs.values()):
         return record
