@@ -81,3 +81,37 @@ def test_one_of_and_concatenated_frames():
     assert not d and "rows 2-3 differ from what rows task 2 of 3 returned" in d.why
     d = derivation.concatenated(joined.iloc[:4], trace, "rows", name="df")
     assert not d and "has 4 rows; the 3 rows tasks returned 6 in all" in d.why
+
+
+def test_scalar_values_of_one_result():
+    from eugo_lab.exercises.derivation import scalar_values_of
+    from eugo_lab.tracing.digest import digest
+    from eugo_lab.tracing.provenance import Result
+
+    assert scalar_values_of(Result(1, "f", digest(np.int64(3)))) == 3
+    assert type(scalar_values_of(Result(1, "f", digest(np.int64(3))))) is int
+    assert scalar_values_of(Result(1, "f", digest(np.zeros(3)))) is None
+    assert scalar_values_of(Result(1, "f", digest([1, 2]), items=2)) is None
+
+
+def test_code_references_reads_the_function_its_nested_code_and_its_helpers():
+    from eugo_lab.exercises.measure import code_references
+
+    def helper():
+        return threadpool_limits(1)  # noqa: F821 - read, never called
+
+    def direct():
+        with threadpool_limits(2):  # noqa: F821
+            return 1
+
+    def through_helper():
+        return helper()
+
+    def clean():
+        return 1
+
+    names = {"threadpool_limits"}
+    assert code_references(direct, names) == names
+    assert code_references(through_helper, names) == set()
+    assert code_references(through_helper, names, {"helper": helper}) == names
+    assert code_references(clean, names, {"helper": helper}) == set()
