@@ -10,6 +10,12 @@ from _exercise_cells import hint_code, hint_words, run_exercise
 from eugo_lab import hpc
 
 
+def _expect(v, passed: bool, says: str) -> None:
+    """A table row's verdict: passed or not as the row says, and its text holds the row's sentence."""
+    assert v.passed is passed, v.to_text(precise=True)
+    assert says in v.to_text(), v.to_text(precise=True)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _workers():
     yield
@@ -76,9 +82,7 @@ PROFILE_TABLE = {
 @pytest.mark.parametrize("case", list(PROFILE_TABLE))
 def test_profile_first(case):
     cell, line, passed, says = PROFILE_TABLE[case]
-    v = _profile_first_cell(cell, line or "-w 2 --no-live --profile")
-    assert v.passed is passed, v.to_text(precise=True)
-    assert says in v.to_text(), v.to_text()
+    _expect(_profile_first_cell(cell, line or "-w 2 --no-live --profile"), passed, says)
 
 
 def _profile_first_cell(cell: str, line: str):
@@ -158,9 +162,7 @@ def _vectorize(body: str, run: str | None = None, line: str | None = None):
 @pytest.mark.parametrize("case", list(VEC_TABLE))
 def test_vectorize(case):
     body, run, line, passed, says = VEC_TABLE[case]
-    v = _vectorize(body, run, line)
-    assert v.passed is passed, v.to_text(precise=True)
-    assert says in v.to_text(), v.to_text(precise=True)
+    _expect(_vectorize(body, run, line), passed, says)
 
 
 def test_vectorize_a_loop_the_automatic_jit_compiled_is_not_vectorized(monkeypatch):
@@ -226,9 +228,7 @@ JIT_TABLE = {
 @pytest.mark.parametrize("case", list(JIT_TABLE))
 def test_jit(case):
     kwargs, passed, says = JIT_TABLE[case]
-    v = _jit(**kwargs)
-    assert v.passed is passed, v.to_text(precise=True)
-    assert says in v.to_text(), v.to_text(precise=True)
+    _expect(_jit(**kwargs), passed, says)
 
 
 def test_jit_reference_passes():
@@ -327,9 +327,7 @@ def _threads(body: str, run: str | None = None):
 @pytest.mark.parametrize("case", list(THREADS_TABLE))
 def test_threads(case):
     body, run, passed, says = THREADS_TABLE[case]
-    v = _threads(body, run)
-    assert v.passed is passed, v.to_text(precise=True)
-    assert says in v.to_text(), v.to_text(precise=True)
+    _expect(_threads(body, run), passed, says)
 
 
 # -- runtime-report -----------------------------------------------------------------------------------------
@@ -389,7 +387,7 @@ REPORT_TABLE = {
     "honest-a-dict-of-futures": (
         {"run": "by_line = {s: parse.remote(s) for s in lines}\nvalues = hpc.get(list(by_line.values()))\n" + SIGNAL
                 + "running = [running_max.remote(signal) for _ in range(3)]\npeaks = hpc.get(running)\n"},
-        True, "parse batched (batch=\"auto\") and running_max compiled"),
+        True, "running_max compiled with its result checked"),
     "fact-three-running-max-tasks": (
         {"run": "values = hpc.get([parse.remote(s) for s in lines])\n" + SIGNAL
                 + "peaks = hpc.get([running_max.remote(signal) for _ in range(3)])\n"}, True,
@@ -400,6 +398,4 @@ REPORT_TABLE = {
 @pytest.mark.parametrize("case", list(REPORT_TABLE))
 def test_runtime_report(case):
     kwargs, passed, says = REPORT_TABLE[case]
-    v = _report(**kwargs)
-    assert v.passed is passed, v.to_text(precise=True)
-    assert says in v.to_text(), v.to_text(precise=True)
+    _expect(_report(**kwargs), passed, says)

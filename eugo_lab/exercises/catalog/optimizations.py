@@ -611,7 +611,7 @@ def runtime_report(a: Attempt) -> Verdict:
     compiled = rep.find(REPORT_LOOP, "jit")
     applied = rep.applied
     details = tuple(o.precise for o in rep.items)
-    if not batched or not batched[0].applied:
+    if not any(o.applied for o in batched):
         n = measure.tasks(a.trace, REPORT_TINY)
         return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
                          f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
@@ -622,7 +622,8 @@ def runtime_report(a: Attempt) -> Verdict:
     if not compiled.applied:
         return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}.",
                          mistake="not-compiled", details=details)
-    how = "hpc.map" if batched[0].kind == "map" else 'batch="auto"'
+    # batch="auto" sends its calls as map batches too, so the report may list both kinds for parse
+    how = 'batch="auto"' if any(o.kind == "batch" and o.applied for o in batched) else "hpc.map"
     return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
                     f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; `values` "
                     f"holds the {measure.tasks(a.trace, REPORT_TINY)} results of the parse calls in order and `peaks` "
