@@ -94,3 +94,37 @@ def test_mapped_values_follow_the_tasks_results_and_a_driver_list_beside_decoys_
     assert not bad
     assert bad.why == ("`handled` was not computed from the tasks' results: 1 of its 5 values are handle() of one "
                        "of the 5 values the square tasks returned")
+
+
+def test_scalar_values_of_one_result():
+    from eugo_lab.exercises.derivation import scalar_values_of
+    from eugo_lab.tracing.digest import digest
+    from eugo_lab.tracing.provenance import Result
+
+    assert scalar_values_of(Result(1, "f", digest(np.int64(3)))) == 3
+    assert type(scalar_values_of(Result(1, "f", digest(np.int64(3))))) is int
+    assert scalar_values_of(Result(1, "f", digest(np.zeros(3)))) is None
+    assert scalar_values_of(Result(1, "f", digest([1, 2]), items=2)) is None
+
+
+def test_code_references_reads_the_function_its_nested_code_and_its_helpers():
+    from eugo_lab.exercises.measure import code_references
+
+    def helper():
+        return threadpool_limits(1)  # noqa: F821 - read, never called
+
+    def direct():
+        with threadpool_limits(2):  # noqa: F821
+            return 1
+
+    def through_helper():
+        return helper()
+
+    def clean():
+        return 1
+
+    names = {"threadpool_limits"}
+    assert code_references(direct, names) == names
+    assert code_references(through_helper, names) == set()
+    assert code_references(through_helper, names, {"helper": helper}) == names
+    assert code_references(clean, names, {"helper": helper}) == set()

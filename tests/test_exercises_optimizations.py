@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from _exercise_cells import hint_code, hint_words, run_exercise
 
 from eugo_lab import hpc
+
+
+def _expect(v, passed: bool, says: str) -> None:
+    """A table row's verdict: passed or not as the row says, and its text holds the row's sentence."""
+    assert v.passed is passed, v.to_text(precise=True)
+    assert says in v.to_text(), v.to_text(precise=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -44,32 +52,49 @@ def _profile_first(answer: str, line: str = "-w 2 --no-live --profile"):
     return run_exercise("profile-first", PROFILE_RUN + f"hot = {answer}\n", setup=PROFILE_SETUP, line=line)
 
 
-def test_profile_first_reference_passes():
+PROBE = ("@hpc.remote\ndef probe(seed):\n    return count_spikes(load_readings(seed))\n\n"
+         "reports = hpc.get([probe.remote(s) for s in range(6)])\n")
+DRIVER_REPORTS = ("hpc.get([station_report.remote(0)])\n"
+                  "reports = [station_report(s) for s in range(6)]   # computed here, in the notebook\n")
+HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in range(6)}\n"
+                  "reports = hpc.get(list(futures.values()))\n")
+PROFILE_TABLE = {
+    # id: (cell, line, passed, what the verdict must say)
+    "reference": (PROFILE_RUN + 'hot = "count_spikes"\n', None, True,
+                  "the merged profile of 6 tasks on 2 workers\n  `reports` holds the 6 results the station_report"),
+    "mistake-looks-slow": (PROFILE_RUN + 'hot = "sort_readings"\n', None, False, "sort_readings is not where the time"),
+    "mistake-the-wrapper": (PROFILE_RUN + 'hot = "station_report"\n', None, False,
+                            "station_report is the remote function you submitted"),
+    "mistake-not-in-profile": (PROFILE_RUN + 'hot = "spikes"\n', None, False, "no function named spikes ran"),
+    "mistake-no-profile": (PROFILE_RUN + 'hot = "count_spikes"\n', "-w 2 --no-live", False,
+                           "this run has no profile"),
+    "shortcut-profile-of-a-decoy": (PROBE + 'hot = "count_spikes"\n',
+                                    None, False, "no station_report task ran in this cell (the profile is of probe)"),
+    "shortcut-reports-in-the-driver": (DRIVER_REPORTS + 'hot = "count_spikes"\n', None, False,
+                                       "`reports` was not computed from the tasks' results"),
+    "honest-a-dict-of-futures-and-the-function": (HONEST_PROFILE + "hot = count_spikes\n", None, True,
+                                                  "`hot` = count_spikes"),
+    "fact-four-stations": (PROFILE_RUN.replace("range(6)", "range(4)") + 'hot = "count_spikes"\n', None, True,
+                           "profile of 4 tasks on 2 workers\n  `reports` holds the 4 results"),
+}
+
+
+@pytest.mark.parametrize("case", list(PROFILE_TABLE))
+def test_profile_first(case):
+    cell, line, passed, says = PROFILE_TABLE[case]
+    _expect(_profile_first_cell(cell, line or "-w 2 --no-live --profile"), passed, says)
+
+
+def _profile_first_cell(cell: str, line: str):
+    return run_exercise("profile-first", cell, setup=PROFILE_SETUP, line=line)
+
+
+def test_profile_first_the_pass_states_what_it_checked():
     v = _profile_first('"count_spikes"')
-    assert v.passed, v.to_text(precise=True)
     assert v.to_text() == ("exercise profile-first: passed\n"
                            "  `hot` = count_spikes: the function of your code with the most self time in the merged "
-                           "profile of 6 tasks on 2 workers")
-
-
-def test_profile_first_the_function_that_only_looks_slow():
-    v = _profile_first('"sort_readings"')
-    assert not v.passed
-    assert "sort_readings is not where the time goes" in v.to_text(), v.to_text()
-
-
-def test_profile_first_the_remote_wrapper():
-    v = _profile_first('"station_report"')
-    assert not v.passed
-    assert "station_report is the remote function you submitted" in v.to_text(), v.to_text()
-
-
-def test_profile_first_a_name_not_in_the_profile_and_no_profile():
-    v = _profile_first('"spikes"')
-    assert not v.passed and "no function named spikes ran" in v.to_text()
-    assert "count_spikes" in v.to_text()
-    v = _profile_first('"count_spikes"', line="-w 2 --no-live")
-    assert not v.passed and "this run has no profile" in v.to_text(), v.to_text()
+                           "profile of 6 tasks on 2 workers\n"
+                           "  `reports` holds the 6 results the station_report tasks returned")
 
 
 # -- vectorize -------------------------------------------------------------------------------------------
@@ -93,35 +118,66 @@ results = hpc.get([norm.remote(x, y) for _ in range(3)])
 '''
 
 
-def _vectorize(body: str):
+LOOP_NORM = ("    out = np.empty_like(x)\n    for i in range(len(x)):\n"
+             "        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n    return out\n")
+VEC_LINE = "-w 2 --no-live --profile --no-optimize"
+VEC_TABLE = {
+    # id: (norm's body, what runs after it (None: the starter's lines), %%eugo line, passed, what the verdict says)
+    "reference": ("    return np.sqrt(x * x + y * y)\n", None, None, True,
+                  "norm returns the same array as norm_loop: `results` holds the 3 arrays its tasks returned"),
+    "mistake-the-loop-is-still-there": (LOOP_NORM, None, None, False, "the `for` loop is still there"),
+    "mistake-a-list-comprehension": ("    return np.array([(a * a + b * b) ** 0.5 for a, b in zip(x, y)])\n", None,
+                                     None, False, "Python"),
+    "mistake-a-different-result": ("    return np.sqrt(x * x + y)\n", None, None, False,
+                                   "`results` is not the square root of x squared plus y squared"),
+    "shortcut-results-computed-in-the-notebook": (
+        "    return np.zeros(1)\n",
+        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
+        "hpc.get([norm.remote(x, y) for _ in range(3)])\nresults = [np.sqrt(x * x + y * y)] * 3\n", None, False,
+        "`results` was not computed from the tasks' results"),
+    "shortcut-the-loop-results-renamed": (
+        "    return np.sqrt(x * x + y * y)[:10]\n",
+        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
+        "hpc.get([norm.remote(x, y) for _ in range(3)])\nresults = loop_results\n", None, False,
+        "`results` was not computed from the tasks' results"),
+    "honest-hypot-and-named-futures": (
+        "    return np.hypot(x, y)\n",
+        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
+        "pending = [norm.remote(x, y) for _ in range(3)]\nresults = hpc.get(pending)\n", None, True,
+        "`results` holds the 3 arrays"),
+    "fact-four-norm-tasks": (
+        "    return np.sqrt(x * x + y * y)\n",
+        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
+        "results = hpc.get([norm.remote(x, y) for _ in range(4)])\n", None, True,
+        "`results` holds the 4 arrays its tasks returned"),
+}
+
+
+def _vectorize(body: str, run: str | None = None, line: str | None = None):
     # As the lesson runs it: --no-optimize, so the loops are measured as Python runs them (no automatic JIT)
-    return run_exercise("vectorize", "@hpc.remote\ndef norm(x, y):\n" + body + VEC_RUN, setup=VEC_SETUP,
-                        line="-w 2 --no-live --profile --no-optimize")
+    return run_exercise("vectorize", "@hpc.remote\ndef norm(x, y):\n" + body + (run or VEC_RUN), setup=VEC_SETUP,
+                        line=line or VEC_LINE)
 
 
-def test_vectorize_reference_passes():
-    v = _vectorize("    return np.sqrt(x * x + y * y)\n")
-    assert v.passed, v.to_text(precise=True)
-    assert "norm returns the same array as norm_loop" in v.to_text()
+@pytest.mark.parametrize("case", list(VEC_TABLE))
+def test_vectorize(case):
+    body, run, line, passed, says = VEC_TABLE[case]
+    _expect(_vectorize(body, run, line), passed, says)
 
 
-def test_vectorize_the_loop_is_still_there():
-    v = _vectorize("    out = np.empty_like(x)\n    for i in range(len(x)):\n"
-                   "        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n    return out\n")
+def test_vectorize_a_loop_the_automatic_jit_compiled_is_not_vectorized(monkeypatch):
+    # The verdict of a run whose JIT compiled norm: built from the real run's attempt with one
+    # compiled verdict added, since whether the automatic JIT compiles within 3 calls depends on timing.
+    from eugo_lab.exercises.catalog import optimizations as opt
+    from eugo_lab.jit import verdicts as jit
+
+    real = jit.verdicts_from_trace
+    fake = jit.FunctionVerdict("norm", jit.VERDICT_COMPILED, "", "", 2, 2, 0.1, 0.1, 0.001)
+    monkeypatch.setattr(opt.jit, "verdicts_from_trace", lambda trace: [*real(trace), fake])
+    v = _vectorize(LOOP_NORM)
     assert not v.passed
-    assert "the `for` loop is still there" in v.to_text(), v.to_text(precise=True)
-
-
-def test_vectorize_np_vectorize_is_still_a_python_loop():
-    v = _vectorize("    f = np.vectorize(lambda a, b: (a * a + b * b) ** 0.5)\n    return f(x, y)\n")
-    assert not v.passed
-    text = v.to_text()
-    assert "the `for` loop is still there" in text or "np.vectorize, map() and list comprehensions" in text, text
-
-
-def test_vectorize_a_different_result():
-    v = _vectorize("    return np.sqrt(x * x + y)\n")
-    assert not v.passed and "`results` is not the square root of x squared plus y squared" in v.to_text()
+    assert "the optimizer compiled norm in this run" in v.to_text(), v.to_text()
+    assert "--no-optimize" in hint_code(v)
 
 
 # -- jit --------------------------------------------------------------------------------------------------
@@ -134,7 +190,7 @@ def histogram(values, bins):
 {body}
 
 values = {values}
-hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])
+{run}
 '''
 LOOP = '''    counts = np.zeros(bins, dtype=np.int64)
     for i in range(len(values)):
@@ -143,8 +199,36 @@ LOOP = '''    counts = np.zeros(bins, dtype=np.int64)
 ARRAY = "np.random.default_rng(4).random(300_000)"
 
 
-def _jit(body: str = LOOP, values: str = ARRAY, line: str = "-w 2 --no-live --optimize"):
-    return run_exercise("jit", JIT_CELL.format(body=body, values=values), line=line)
+JIT_RUN = "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])"
+
+
+def _jit(body: str = LOOP, values: str = ARRAY, line: str = "-w 2 --no-live --optimize", run: str = JIT_RUN):
+    return run_exercise("jit", JIT_CELL.format(body=body, values=values, run=run), line=line)
+
+
+REF_HIST = "np.bincount((values * 20).astype(np.int64), minlength=20)"
+JIT_TABLE = {
+    # id: (keyword arguments of _jit, passed, what the verdict says)
+    "shortcut-a-short-decoy-and-counts-made-here": (
+        {"run": "hpc.get([histogram.remote(values[:1000], 20) for _ in range(6)])\n"
+                f"hists = [{REF_HIST}] * 6"}, False, "`hists` was not computed from the tasks' results"),
+    "shortcut-a-decoy-on-other-data": (
+        {"run": "hpc.get([histogram.remote(np.random.default_rng(0).random(300_000), 20) for _ in range(6)])\n"
+                f"hists = [{REF_HIST} for _ in range(6)]"}, False,
+        "`hists` was not computed from the tasks' results"),
+    "honest-asarray-and-named-futures": (
+        {"values": ARRAY + ".tolist()",
+         "run": "data = np.asarray(values)\nwaiting = [histogram.remote(data, 20) for _ in range(6)]\n"
+                "hists = hpc.get(waiting)"}, True, "`hists` holds the 6 counts the histogram tasks returned"),
+    "fact-four-tasks": ({"run": "hists = hpc.get([histogram.remote(values, 20) for _ in range(4)])"}, True,
+                        "`hists` holds the 4 counts the histogram tasks returned"),
+}
+
+
+@pytest.mark.parametrize("case", list(JIT_TABLE))
+def test_jit(case):
+    kwargs, passed, says = JIT_TABLE[case]
+    _expect(_jit(**kwargs), passed, says)
 
 
 def test_jit_reference_passes():
@@ -152,6 +236,7 @@ def test_jit_reference_passes():
     assert v.passed, v.to_text(precise=True)
     assert v.to_text() == ("exercise jit: passed\n"
                            "  histogram compiled on 2 workers; the trial checked that its result is unchanged\n"
+                           "  `hists` holds the 6 counts the histogram tasks returned\n"
                            "  the report's before/after numbers show it at least 10x faster")
 
 
@@ -201,30 +286,48 @@ def oversubscribed():
 def tuned():
 {body}
 
-before = hpc.get([oversubscribed.remote() for _ in range(4)])
-after = hpc.get([tuned.remote() for _ in range(4)])
+{run}
 '''
 
 
-def _threads(body: str):
-    return run_exercise("threads", THREADS_CELL.format(body=body))
+# The guard's share on this machine for the tests' 2 workers (what the workers must report)
+LIMIT = max(1, len(os.sched_getaffinity(0)) // 2)
+LIMIT_TEXT = f"{LIMIT} BLAS thread" + ("" if LIMIT == 1 else "s")
+THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(4)])")
+OVERRIDE = "    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n        return blas_work()"
+THREADS_TABLE = {
+    # id: (tuned's body, the lines that submit (None: the starter's), passed, what the verdict says)
+    "reference": ("    return blas_work()", None, True, f"the 4 tuned tasks report {LIMIT_TEXT} each on 2 workers"),
+    "mistake-the-override-stays": (OVERRIDE, None, False, f"but ran their work with {os.cpu_count()}, as they"),
+    "mistake-no-thread-counts": ("    blas_work()\n    return 'done'", None, False,
+                                 "the tuned tasks did not return BLAS thread counts"),
+    "mistake-counts-left-out": ("    return blas_work()", THREADS_RUN.replace("after = hpc.get(", "after = ("),
+                                False, "`after` was not computed from the tasks' results: 0 of its 4 values"),
+    "shortcut-override-returning-a-typed-count": (
+        "    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n        blas_work()\n    return 1", None,
+        False, "tuned sets its own thread limit (it calls threadpool_limits)"),
+    "shortcut-counts-typed-by-hand": (
+        OVERRIDE, "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
+                  "hpc.get([tuned.remote() for _ in range(4)])\nafter = [1, 1, 1, 1]", False,
+        "but ran their work with 2, as they report"),
+    "honest-a-helper-and-five-tasks": (
+        "    return product_threads()",
+        "def product_threads():\n    return blas_work()\n\n"
+        "baseline = [oversubscribed.remote() for _ in range(4)]\nguarded = [tuned.remote() for _ in range(5)]\n"
+        "before, after = hpc.get(baseline), hpc.get(guarded)", True,
+        f"the 5 tuned tasks report {LIMIT_TEXT} each"),
+}
 
 
-def test_threads_reference_passes():
-    v = _threads("    return blas_work()")
-    assert v.passed, v.to_text(precise=True)
-    assert "no oversubscription" in v.to_text() or "too small to oversubscribe" in v.to_text()
+def _threads(body: str, run: str | None = None):
+    return run_exercise("threads", THREADS_CELL.format(body=body, run=run or THREADS_RUN))
 
 
-def test_threads_the_override_defeats_the_guard():
-    v = _threads("    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n        return blas_work()")
-    assert not v.passed
-    assert "overrides the guard" in v.to_text(), v.to_text()
-
-
-def test_threads_the_tuned_tasks_must_return_their_thread_counts():
-    v = _threads("    blas_work()\n    return 'done'")
-    assert not v.passed and "not lists of BLAS thread counts, the numbers the tasks" in v.to_text(), v.to_text()
+@pytest.mark.parametrize("case", list(THREADS_TABLE))
+def test_threads(case):
+    body, run, passed, says = THREADS_TABLE[case]
+    _expect(_threads(body, run), passed, says)
 
 
 # -- runtime-report -----------------------------------------------------------------------------------------
@@ -253,24 +356,46 @@ peaks = hpc.get([running_max.remote({arg}) for _ in range(4)])
 '''
 
 
-def _report(batch: str = '(batch="auto")', arg: str = "signal"):
-    return run_exercise("runtime-report", REPORT_CELL.format(batch=batch, arg=arg),
-                        line="-w 2 --no-live --optimize")
+def _report(batch: str = '(batch="auto")', arg: str = "signal", run: str | None = None):
+    cell = REPORT_CELL.format(batch=batch, arg=arg)
+    if run is not None:
+        cell = cell[:cell.index("values = hpc.get(")] + run
+    return run_exercise("runtime-report", cell, line="-w 2 --no-live --optimize")
 
 
-def test_runtime_report_reference_passes():
-    v = _report()
-    assert v.passed, v.to_text(precise=True)
-    assert "the report shows parse batched (batch=\"auto\") and running_max compiled" in v.to_text()
+SIGNAL = "signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()\n"
+REPORT_TABLE = {
+    # id: (keyword arguments of _report, passed, what the verdict says)
+    "reference": ({}, True, "`values` holds the 2000 results of the parse calls in order and `peaks` the 4 results"),
+    "mistake-tiny-calls-not-batched": ({"batch": ""}, False, "the report shows no batching for parse"),
+    "mistake-a-list-is-not-compiled": ({"arg": "signal.tolist()"}, False,
+                                       "running_max was not compiled: it was called with Python lists"),
+    "mistake-values-out-of-order": (
+        {"run": "values = hpc.get([parse.remote(s) for s in lines])[::-1]\n" + SIGNAL
+                + "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])\n"}, False,
+        "`values` is not the 2000 numbers parse returned, in order"),
+    "shortcut-values-parsed-in-the-notebook": (
+        {"run": "hpc.get([parse.remote(s) for s in lines[:1000]])\n"
+                "values = [float(s.split(',')[1]) for s in lines]\n" + SIGNAL
+                + "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])\n"}, False,
+        "`values` was not computed from the tasks' results"),
+    "shortcut-peaks-computed-in-the-notebook": (
+        {"run": "values = hpc.get([parse.remote(s) for s in lines])\n" + SIGNAL
+                + "hpc.get([running_max.remote(signal[:50_000]) for _ in range(4)])\n"
+                  "peaks = [np.maximum.accumulate(signal)] * 4\n"}, False,
+        "`peaks` was not computed from the tasks' results"),
+    "honest-a-dict-of-futures": (
+        {"run": "by_line = {s: parse.remote(s) for s in lines}\nvalues = hpc.get(list(by_line.values()))\n" + SIGNAL
+                + "running = [running_max.remote(signal) for _ in range(3)]\npeaks = hpc.get(running)\n"},
+        True, "running_max compiled with its result checked"),
+    "fact-three-running-max-tasks": (
+        {"run": "values = hpc.get([parse.remote(s) for s in lines])\n" + SIGNAL
+                + "peaks = hpc.get([running_max.remote(signal) for _ in range(3)])\n"}, True,
+        "and `peaks` the 3 results of the running_max tasks"),
+}
 
 
-def test_runtime_report_tiny_calls_not_batched():
-    v = _report(batch="")
-    assert not v.passed
-    assert "the report shows no batching for parse" in v.to_text(), v.to_text()
-
-
-def test_runtime_report_a_list_is_not_compiled():
-    v = _report(arg="signal.tolist()")
-    assert not v.passed
-    assert "running_max was not compiled: it was called with Python lists" in v.to_text(), v.to_text()
+@pytest.mark.parametrize("case", list(REPORT_TABLE))
+def test_runtime_report(case):
+    kwargs, passed, says = REPORT_TABLE[case]
+    _expect(_report(**kwargs), passed, says)

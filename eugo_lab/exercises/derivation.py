@@ -81,6 +81,17 @@ def _as_number(value: Any) -> Any:
     return value
 
 
+def scalar_values_of(result: Any) -> Any:
+    """The scalar one traced task returned (a :class:`~eugo_lab.tracing.provenance.Result`), else ``None``.
+
+    NumPy scalars come back as the Python number they hold; a result that is not a scalar the
+    trace kept (an array, a list, a long string) gives ``None``.
+    """
+    if result.items or result.digest.value is None:
+        return None
+    return _as_number(result.digest.value)
+
+
 def scalar_values(trace: Any, function: str) -> list[Any] | None:
     """The values ``function``'s tasks returned, when every one is a scalar the trace kept; else ``None``."""
     found = trace.results(function)

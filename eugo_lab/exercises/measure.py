@@ -175,3 +175,35 @@ def tasks_resolving(trace: Any, function: str, refs: set[int]) -> int:
     own = set(np.asarray(f["task"])[np.asarray(f["function"]) == code].tolist())
     return len({t for t, ref in zip(np.asarray(r["task"]).tolist(), np.asarray(r["ref"]).tolist())
                 if t in own and ref in refs})
+
+
+def code_references(fn: Any, names: set[str] | frozenset[str], namespace: dict[str, Any] | None = None) -> set[str]:
+    """Which of ``names`` the code of ``fn`` refers to (its nested functions and ``with`` blocks included).
+
+    ``fn`` may be an ``@hpc.remote`` function (its wrapped function is read). With ``namespace``
+    (the cell's), the functions of that namespace that ``fn`` calls by name are read too, one
+    level deep, so a helper that does the work counts as part of it. Reads code objects only:
+    nothing is called.
+    """
+    seen: set[str] = set()
+
+    def codes(f: Any) -> list[Any]:
+        f = getattr(f, "__wrapped__", f)
+        code = getattr(f, "__code__", None)
+        out, stack = [], [code] if code is not None else []
+        while stack:
+            c = stack.pop()
+            out.append(c)
+            stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+        return out
+
+    top = codes(fn)
+    found = {n for c in top for n in (*c.co_names, *c.co_varnames) if n in names}
+    for c in top:
+        for n in (*c.co_names, *c.co_freevars):  # a helper is a global of the cell, or a closure's variable
+            helper = (namespace or {}).get(n)
+            if n in seen or not callable(helper) or getattr(helper, "__wrapped__", helper) is fn:
+                continue
+            seen.add(n)
+            found |= {m for k in codes(helper) for m in k.co_names if m in names}
+    return found
