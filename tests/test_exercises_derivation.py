@@ -128,3 +128,36 @@ def test_code_references_reads_the_function_its_nested_code_and_its_helpers():
     assert code_references(through_helper, names) == set()
     assert code_references(through_helper, names, {"helper": helper}) == names
     assert code_references(clean, names, {"helper": helper}) == set()
+
+
+@hpc.remote
+def pairs(i):
+    return [(i, "a"), (i, "b")]
+
+
+def test_returned_by_names_the_function_and_tasks_beside_decoys():
+    with hpc.trace() as t:
+        hpc.get([chunk_sum.remote(i) for i in range(3)])  # decoys beside the tasks the value came from
+        values = hpc.get([square.remote(i) for i in range(2, 6)])
+    trace = t.trace
+    src = derivation.returned_by(values[::-1], trace, name="results")  # any order: one task per item
+    square_ids = [r.task_id for r in trace.results("square")]
+    assert src and src.function == "square" and sorted(src.tasks) == sorted(square_ids)
+    assert derivation.returned_by(values[:2], trace, "square") and \
+        len(derivation.returned_by(values[:2], trace, "square").tasks) == 2
+    twice = derivation.returned_by(values + values[:1], trace, "square", name="results")  # a task counts once
+    assert not twice and "4 of its 5 values are among what the 4 square tasks of this cell returned" in twice.why
+    driver = derivation.returned_by([i * i for i in range(6, 10)], trace, name="results")
+    assert not driver and driver.why.startswith("`results` was not computed from the tasks' results: 0 of its 4")
+    assert not derivation.returned_by([], trace, name="results")
+    assert "no chunk_sum task" not in derivation.returned_by(values, trace, "rows").why
+    assert "no rows task returned a value" in derivation.returned_by(values, trace, "rows").why
+
+
+def test_returned_by_batches_joined_in_task_order():
+    with hpc.trace() as t:
+        batches = hpc.get([pairs.remote(i) for i in range(3)])
+    joined = [p for b in batches for p in b]
+    src = derivation.returned_by(joined, t.trace)
+    assert src and src.function == "pairs" and len(src.tasks) == 3
+    assert not derivation.returned_by(joined[::-1], t.trace)  # a batch's items are one digest: task order only

@@ -13,6 +13,9 @@ combined the way the exercise asks:
 - :func:`concatenated` - an array (or DataFrame) is the tasks' results joined in task order;
 - :func:`mapped` - a sequence holds ``fn`` of each task's scalar result (``handled`` holds
   ``handle(r)`` for every ``measure`` result), in task order or in any order.
+- :func:`returned_by` - a sequence is what tasks of one function returned, each item by a task
+  of its own (any order) or the tasks' lists joined in task order; it names the function and
+  the tasks (:class:`Sources`), so a grader reads its other facts off those tasks only.
 
 Each returns a :class:`Derivation`: ``ok``, and when not, ``why`` in plain words for the verdict.
 Pure functions of the trace and the value: nothing reads a clock.
@@ -204,6 +207,53 @@ def _sorted(xs: list[Any]) -> list[Any]:
         return sorted(xs)
     except TypeError:
         return list(xs)
+
+
+@dataclass(frozen=True)
+class Sources(Derivation):
+    """A :class:`Derivation` that also names where the value came from: ``function`` and its ``tasks`` (ids)."""
+
+    function: str = ""
+    tasks: tuple[int, ...] = ()
+
+
+def returned_by(values: Sequence[Any], trace: Any, function: str | None = None, *,
+                name: str = "the result") -> Sources:
+    """``values`` is what tasks of one function (``function``, or any traced one) returned.
+
+    Either every item was returned by a task of its own (any order; a task counts for one
+    item), or ``values`` is the tasks' list results joined in task order (a task that returns
+    a batch). On success ``function`` and ``tasks`` name them: the tasks the value came from,
+    not every task the cell ran, so decoys beside them give no evidence.
+    """
+    found = trace.results(function)
+    if not found:
+        return Sources(False, f"`{name}` was not computed from the tasks' results: no "
+                              f"{function + ' ' if function else ''}task returned a value in this cell")
+    try:
+        mine = [digest(v) for v in values]
+    except TypeError:
+        return Sources(False, f"`{name}` is not a list of results")
+    if not mine:
+        return Sources(False, f"`{name}` holds no results")
+    by_function: dict[str, list[Any]] = {}
+    for r in found:
+        by_function.setdefault(r.function, []).append(r)
+    best, best_fn = -1, ""
+    for fn, rs in by_function.items():
+        pool: dict[Digest, list[int]] = {}
+        for r in rs:
+            pool.setdefault(r.digest, []).append(r.task_id)
+        ids = [pool[d].pop(0) for d in mine if pool.get(d)]
+        if len(ids) == len(mine):
+            return Sources(True, "", fn, tuple(ids))
+        if concatenated(list(values), trace, fn, name=name):
+            return Sources(True, "", fn, tuple(r.task_id for r in rs))
+        if len(ids) > best:
+            best, best_fn = len(ids), fn
+    n = len(by_function[best_fn])
+    return Sources(False, f"`{name}` was not computed from the tasks' results: {best} of its {len(mine)} values "
+                          f"are among what the {n} {best_fn} task{'s' if n != 1 else ''} of this cell returned")
 
 
 def _length(value: Any) -> int:

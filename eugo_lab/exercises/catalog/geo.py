@@ -39,11 +39,12 @@ bytes GDAL read, never on CPU added: a faster compute step leaves the reads wait
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
@@ -71,6 +72,9 @@ PHASES_HINTS = {
                   "here, one submission per path, then one get().", _PHASES_SOLUTION),
     "loop-in-task": Hint("Give every tile a task of its own instead of one task looping over several, so the "
                          "workers share the tiles and each tile's phases show on its own.", _PHASES_SOLUTION),
+    "not-from-tasks": Hint("Keep what the tasks return: `results` is the list get() hands back for the tasks "
+                           "that processed the tiles, not a list made here in the notebook or by an earlier cell.",
+                           _PHASES_SOLUTION),
     "no-phases": Hint("Run each step inside a phase named after it, or use the geotiles helpers, which mark "
                       "the read, compute and write phases for you.",
                       "with hpc.phase(\"read\"):\n    ...\nwith hpc.phase(\"compute\"):\n    ...\n"
@@ -85,6 +89,8 @@ IO_HINTS = {
     "no-tiles": PHASES_HINTS["no-tiles"],
     "results": Hint("`results` must be the NDVI outputs for every tile, each a Cloud-Optimized GeoTIFF: ask "
                     "process_tile for the ndvi product on every path.", _OVERLAP_SOLUTION),
+    "not-from-tasks": Hint("Keep what the tasks return: `results` is the list get() hands back for the tasks "
+                           "that made the NDVI tiles in this cell, unchanged.", _OVERLAP_SOLUTION),
     "no-store": Hint("Read through the lesson's modelled network storage (its `store` throttle, passed to "
                      "process_tile), so the reads wait as they would on object storage; then overlap them.",
                      _OVERLAP_SOLUTION),
@@ -108,7 +114,7 @@ SMALL_READ_SHARE = 0.2
 SMALL_COMPUTE_SHARE = 1 / 6
 
 
-def _tile_results(a: Attempt, product: str | None = None) -> list[Any]:
+def tile_results(a: Attempt, product: str | None = None) -> list[Any]:
     """``results`` as TileResults covering every tile of ``tiles`` (raises NotYet saying what is missing)."""
     from eugo_lab.workloads.geotiles import TileResult, TileSet, cog_info
 
@@ -137,9 +143,22 @@ def _tile_results(a: Attempt, product: str | None = None) -> list[Any]:
     return list(results)
 
 
-def _phase_frame(trace: Any) -> Any:
-    """One row per phase span (first attempts of tasks that ended), with ``task_id`` and ``phase``."""
-    return trace.phases_dataframe()
+def _phase_frame(trace: Any, tasks: Sequence[int] | None = None) -> Any:
+    """One row per phase span (first attempts of tasks that ended), with ``task_id`` and ``phase``.
+
+    ``tasks``: only those tasks' spans (the ones ``results`` came from; None: every task).
+    """
+    p = trace.phases_dataframe()
+    return p if tasks is None else p[p["task_id"].isin(list(tasks))]
+
+
+def from_tasks(a: Attempt, results: list[Any]) -> derivation.Sources:
+    """The tasks of this cell that returned ``results`` (raises NotYet, in plain words, when none did)."""
+    src = derivation.returned_by(results, a.trace, name="results")
+    if not src:
+        raise NotYet(f"{src.why}. A list made here in the notebook, or left by an earlier cell, does not show what "
+                     "the workers did.", mistake="not-from-tasks")
+    return src
 
 
 def in_flight(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -169,9 +188,9 @@ def peak_in_flight(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.cumsum(deltas[order]).max())
 
 
-def phase_shares(trace: Any) -> dict[str, float]:
-    """Each phase's seconds as a share of the task bodies that ran phases."""
-    p = _phase_frame(trace)
+def phase_shares(trace: Any, tasks: Sequence[int] | None = None) -> dict[str, float]:
+    """Each phase's seconds as a share of the task bodies that ran phases (of ``tasks``; None: all)."""
+    p = _phase_frame(trace, tasks)
     if p.empty:
         return {}
     t = trace.tasks
@@ -185,38 +204,58 @@ def phase_shares(trace: Any) -> dict[str, float]:
 @exercise("phases", lesson=LESSON_1, title="Read, compute, write on the timeline", hints=PHASES_HINTS)
 def phases(a: Attempt) -> Verdict:
     """Grade the distributed pipeline: one task per tile, each with its read, compute and write phases."""
-    results = _tile_results(a)
+    results = tile_results(a)
     n = len(results)
-    p = _phase_frame(a.trace)
-    tasks = measure.tasks(a.trace)
-    if tasks == 0:
+    if measure.tasks(a.trace) == 0:
         return a.not_yet(f"the {n} tiles were processed here in the notebook, one after another: nothing ran on a "
                          "worker, so there are no tasks and no phases on the timeline.", mistake="local")
-    if tasks < n:
-        return a.not_yet(f"{n} tiles ran in {tasks} task{'s' if tasks != 1 else ''}: a task that loops over "
+    src = from_tasks(a, results)
+    ids = sorted(set(src.tasks))
+    if len(ids) < n:
+        k = len(ids)
+        return a.not_yet(f"{n} tiles ran in {k} task{'s' if k != 1 else ''}: a task that loops over "
                          "several tiles keeps them on one worker, and their phases run together.",
                          mistake="loop-in-task")
+    p = _phase_frame(a.trace, ids)
     have = p.groupby("task_id")["phase"].agg(set).to_dict() if not p.empty else {}
-    t = a.trace.tasks
-    ids = np.asarray(t["task_id"])[a.trace.first_attempts()].tolist()
     gaps = [ph for ph in PHASES if any(ph not in have.get(i, set()) for i in ids)]
     if gaps:
         names = " and ".join(f"'{g}'" for g in gaps)
-        return a.not_yet(f"some tasks recorded no {names} phase, so the timeline cannot say how much of their "
-                         "time that step took.", mistake="no-phases")
-    shares = phase_shares(a.trace)
-    return a.passed(f"{n} tiles ran as {n} tasks, each with its read, compute and write phases on the timeline",
+        missing = sum(1 for i in ids if any(g not in have.get(i, set()) for g in gaps))
+        return a.not_yet(f"{missing} of the {len(ids)} {src.function} tasks recorded no {names} phase, so the "
+                         "timeline cannot say how much of their time that step took.", mistake="no-phases")
+    shares = phase_shares(a.trace, ids)
+    others = measure.tasks(a.trace) - len(ids)
+    return a.passed(f"`results` is what the {n} {src.function} tasks of this cell returned"
+                    + (f" (the cell's {measure.plural(others, 'other task')} "
+                       f"{'is' if others == 1 else 'are'} not counted)" if others else ""),
+                    f"{n} tiles ran as {n} tasks, each with its read, compute and write phases on the timeline",
                     f"all {n} outputs are Cloud-Optimized GeoTIFFs (tiled, overviews, compressed)",
                     details=tuple(f"{k} {v:.0%} of task time" for k, v in sorted(shares.items())))
 
 
-def _read_spans(trace: Any) -> tuple[np.ndarray, np.ndarray]:
-    p = _phase_frame(trace)
-    sel = p[p["phase"] == "read"]
-    return sel["start"].to_numpy(), sel["end"].to_numpy()
+def _read_spans(trace: Any, tasks: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The times each task (of ``tasks``) waited in a 'read' phase, its nested or overlapping spans merged.
+
+    Merged per task, so a count of spans open at once counts tasks waiting together: one task
+    cannot pass for several by opening read phases inside each other.
+    """
+    p = _phase_frame(trace, tasks)
+    sel = p[p["phase"] == "read"].sort_values(["task_id", "start"], kind="stable")
+    starts: list[float] = []
+    ends: list[float] = []
+    last = None
+    for tid, a, b in zip(sel["task_id"].tolist(), sel["start"].tolist(), sel["end"].tolist()):
+        if tid == last and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+            continue
+        starts.append(a)
+        ends.append(b)
+        last = tid
+    return np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
 
 
-def hidden_reads(trace: Any) -> float | None:
+def hidden_reads(trace: Any, tasks: Sequence[int] | None = None) -> float | None:
     """Share of a read's wait that prefetching hid, from tasks that read several tiles (None: no such task).
 
     In a task that prefetches, its first "read" phase waits a whole read (nothing was read
@@ -224,7 +263,7 @@ def hidden_reads(trace: Any) -> float | None:
     wait / median first wait): ~0 when each tile is read only when needed, near 1 when the
     reads ran while the task computed.
     """
-    p = _phase_frame(trace)
+    p = _phase_frame(trace, tasks)
     reads = p[p["phase"] == "read"].sort_values("start")
     first, later = [], []
     for _, spans in reads.groupby("task_id"):
@@ -240,15 +279,17 @@ def hidden_reads(trace: Any) -> float | None:
 @exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting, read only what you need", hints=IO_HINTS)
 def io_overlap(a: Attempt) -> Verdict:
     """Grade an I/O-bound pipeline: the reads' waiting overlapped, and only red and nir read."""
-    results = _tile_results(a, product="ndvi")
+    results = tile_results(a, product="ndvi")
     n = len(results)
+    # Every fact below is read off the tasks `results` came from: decoys beside them count for nothing.
+    ids = sorted(set(from_tasks(a, results).tasks))
     cores = int(a.trace.meta.get("cores", 0) or 0) or 1
     need = MIN_READS_IN_FLIGHT
-    spans = _read_spans(a.trace)
+    spans = _read_spans(a.trace, ids)
     flight, peak = in_flight(*spans), peak_in_flight(*spans)
-    shares = phase_shares(a.trace)
+    shares = phase_shares(a.trace, ids)
     read_share, compute_share = shares.get("read", 0.0), shares.get("compute", 0.0)
-    hidden = hidden_reads(a.trace)
+    hidden = hidden_reads(a.trace, ids)
     overlapped = peak >= need or (hidden is not None and hidden >= MIN_HIDDEN)
     share = max(r.bytes_read / r.file_bytes for r in results if r.file_bytes)
     details = (f"up to {peak} reads in flight, {flight:.1f} on average while reading",
@@ -277,7 +318,12 @@ def io_overlap(a: Attempt) -> Verdict:
         return a.not_yet(*lines, mistake="no-overlap" if not overlapped else "all-bands", details=details)
     how = (f"{need} or more reads waited at once, more than the starter's 2 workers could hold"
            if peak >= need
-           else "reads prefetched in threads ran while the tasks computed (later tiles waited under half a read)")
-    return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs",
-                    f"the waiting overlapped: {how}",
-                    "each read fetched only red and nir (at most 60% of its file)", details=details)
+           else f"reads prefetched in threads ran while the tasks computed (later tiles waited under "
+                f"{1 - MIN_HIDDEN:.0%} of a read)")
+    bands = sorted({r.shape_in[0] for r in results})
+    read = (f"each read fetched only red and nir (at most {MAX_BYTES_SHARE:.0%} of its file)" if bands == [2]
+            else f"each read fetched at most {MAX_BYTES_SHARE:.0%} of its file "
+                 f"({' or '.join(map(str, bands))} bands)")
+    return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs, returned by {len(ids)} "
+                    f"task{'s' if len(ids) != 1 else ''} of this cell",
+                    f"the waiting overlapped: {how}", read, details=details)

@@ -39,7 +39,9 @@ import math
 import numpy as np
 
 from eugo_lab.analysis.sizing import Job, plan
+from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+from eugo_lab.exercises.catalog.geo import from_tasks, tile_results
 
 LESSON_3 = "04-scaling-a-real-workload/03-sizing-a-cluster-for-your-workload.ipynb"
 LESSON_4 = "04-scaling-a-real-workload/04-seven-terabytes-in-three-minutes.ipynb"
@@ -66,6 +68,14 @@ SIZING_HINTS = {
                 "start-up), unchanged, then this cell again.", _SIZING_JOB),
     "small-run": Hint(f"Measure first: run at least {MIN_MEASURED} tiles as tasks inside a traced block named "
                       "`small`, then size from that trace.", _SMALL_RUN),
+    "no-tiles": Hint("Run the lesson's cell that makes the tiles, then this cell again.",
+                     "tiles = geotiles.make_tiles(...)   # the lesson's cell that makes the tiles"),
+    "results": Hint("Measure every tile of `tiles`, the small ones and the big ones, as tasks, and keep the list "
+                    "get() returns in `results`: a sample of only some tiles misjudges the mean.", _SMALL_RUN),
+    "not-from-tasks": Hint("Keep what the tasks of this cell return in `results`, unchanged: the planner sizes "
+                           "from the tasks this cell ran, so the tiles must be measured here.", _SMALL_RUN),
+    "only-tiles": Hint("Run only the tiles in the exercise cell: other tasks beside them are replayed with them "
+                       "and change the answer. Do any other work in another cell.", _SMALL_RUN),
     "typical": Hint("Do not scale the median tile: the bigger tiles make the mean longer. Let the planner "
                     "replay every measured tile.", _SIZING_SOLUTION),
     "no-startup": Hint("Count the start-up in: the tiles have only the deadline minus the start-up, so the count "
@@ -91,6 +101,10 @@ SEVEN_HINTS = {
                 "start-up above zero, a price per worker-hour, and the scale of a file over the tiles you "
                 "measured.", _SEVEN_JOB),
     "small-run": SIZING_HINTS["small-run"],
+    "no-tiles": SIZING_HINTS["no-tiles"],
+    "results": SIZING_HINTS["results"],
+    "not-from-tasks": SIZING_HINTS["not-from-tasks"],
+    "only-tiles": SIZING_HINTS["only-tiles"],
     "workers": Hint("Count the start-up in the deadline: the files have only what is left after it. The plan "
                     "replayed from your run gives the count.", _SEVEN_SOLUTION),
     "bandwidth": Hint("The store serves the bytes only while the tasks run, after start-up: all the input "
@@ -105,12 +119,16 @@ def _near(value: float, target: float, rel: float, slack: float = 0.0) -> bool:
     return abs(value - target) <= max(rel * abs(target), slack)
 
 
-def _number(a: Attempt, name: str, what: str) -> float:
+def _number(a: Attempt, name: str, what: str, mistake: str | None = "") -> float:
+    """``name``'s value as a positive finite number (NotYet naming what it holds otherwise).
+
+    ``mistake``: the hint tiers of the ``not yet`` (``""``: the tiers named after ``name``; None: the default).
+    """
     value = a.require(name)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
             not math.isfinite(float(value)) or value <= 0:
         raise NotYet(f"`{name}` should be {what} (a positive number); it holds {type(value).__name__} {value!r}.",
-                     mistake=name if name in ("workers", "bandwidth", "cost") else None)
+                     mistake=name if mistake == "" else mistake)
     return float(value)
 
 
@@ -120,6 +138,23 @@ def _job(a: Attempt) -> Job:
         raise NotYet("there is no `job` (a sizing Job) in the notebook: the lesson's cell that states the job has "
                      "not run in this kernel.", mistake="job")
     return job
+
+
+def _measured(a: Attempt) -> tuple[list, str]:
+    """``results``, checked to be what this cell's tasks returned for every tile, and the function that ran them.
+
+    The planner replays every task of the cell, so a task beside the tiles (a decoy, a warm-up)
+    would be sized with them: the cell must run the tiles alone (NotYet otherwise).
+    """
+    results = tile_results(a)
+    src = from_tasks(a, results)
+    ran, tiles = measure.tasks(a.trace), len(set(src.tasks))
+    if ran > tiles:
+        others = ran - tiles
+        raise NotYet(f"the cell ran {others} task{'s' if others != 1 else ''} beside the {tiles} {src.function} "
+                     "tasks that measured the tiles: the planner replays every task of the cell, so they would "
+                     "be sized as if they were tiles.", mistake="only-tiles")
+    return results, src.function
 
 
 def _bodies(a: Attempt) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +185,8 @@ def sizing_check(a: Attempt) -> Verdict:
         raise NotYet(f"`job` is not the exercise's job: {want['tasks']:,} tiles, {want['deadline']:g} s from asking, "
                      f"{want['startup']:g} s of it start-up; yours says {job.tasks:,} tiles, {job.deadline:g} s, "
                      f"{job.startup:g} s of start-up, scale {job.scale:g}.", mistake="job")
-    workers = _number(a, "workers", "the worker count for the job")
+    measured, function = _measured(a)  # the small run first: an answer from decoys is no answer
+    workers = _number(a, "workers", "the worker count for the job", mistake=None)
     body, compute = _bodies(a)
     ref = plan(a.trace, job)
     if ref.workers is None:
@@ -158,12 +194,19 @@ def sizing_check(a: Attempt) -> Verdict:
                      "run the small job again on an idle machine.")
     details = (f"your answer {workers:g} workers", f"the simulator's {ref.workers} ({ref.reason})",
                f"median tile {np.median(body):.3f} s, mean {body.mean():.3f} s")
-    if _near(workers, ref.workers, TOLERANCE, 1):
-        return a.passed("your worker count is within 15% of the simulator's answer for your own small run",
-                        f"it counts the {job.startup:g} s start-up and the uneven tiles, which linear arithmetic "
-                        "from one tile leaves out", details=details)
     left = job.deadline - job.startup
     med, mean = float(np.median(body)), float(body.mean())
+    if _near(workers, ref.workers, TOLERANCE, 1):
+        # Each line below states a comparison made on this run's numbers, and appears only when it holds.
+        evidence = [f"your worker count is within {TOLERANCE:.0%} of the simulator's replay of the "
+                    f"{len(measured)} {function} tasks of this cell"]
+        if _linear(job.tasks, med, left) < ref.workers:
+            evidence.append("scaling the median tile would have given fewer workers than the replay needs: "
+                            f"the {len(measured)} measured tiles are uneven, and the bigger ones set the mean")
+        if _linear(job.tasks, mean, job.deadline) < ref.workers:
+            evidence.append(f"dividing the work by the whole {job.deadline:g} s would have given fewer workers: "
+                            f"the replay leaves the {job.startup:g} s start-up out of the tiles' time")
+        return a.passed(*evidence, details=details)
     c = float(compute.mean()) if len(compute) else 0.0
     typical = ("you scaled one typical tile (the median): but some tiles are several times bigger, so the mean "
                "tile is longer than the typical one and your count falls short.", "typical")
@@ -191,8 +234,6 @@ def sizing_check(a: Attempt) -> Verdict:
 
 def _seven_job(a: Attempt) -> Job:
     """The learner's job for the 7 TB question, checked against the question and the measured tiles."""
-    from eugo_lab.workloads.geotiles import TileResult
-
     job = _job(a)
     want = SEVEN_TB
     if job.tasks != want["tasks"] or job.deadline != want["deadline"]:
@@ -207,11 +248,8 @@ def _seven_job(a: Attempt) -> Job:
     if job.price_per_worker_hour is None:
         raise NotYet("the job has no price per worker-hour, so the plan cannot say what a run costs (the lesson "
                      "uses a published on-demand price).", mistake="job")
-    results = a.require("results")
-    sizes = [r.file_bytes for r in results if isinstance(r, TileResult)] if isinstance(results, list) else []
-    if not sizes:
-        raise NotYet("`results` is not the list of TileResults of the small run.", mistake="small-run")
-    mean = float(np.mean(sizes))
+    results, _ = _measured(a)  # the tasks' own results: the sizes are what the workers read
+    mean = float(np.mean([r.file_bytes for r in results]))
     if not _near(job.scale, job.task_bytes / mean, 0.10):
         raise NotYet(f"the job's scale is {job.scale:g}, but a file is about {job.task_bytes / mean:.0f}x the tiles "
                      "you measured (bytes per file over their mean size), assuming the work grows with the bytes.",
@@ -262,5 +300,16 @@ def seven_terabytes(a: Attempt) -> Verdict:
                          "included.")
     if lines:
         return a.not_yet(*lines, mistake=wrong[0], details=details)
-    return a.passed("workers, bandwidth and cost are each within 15% of the plan replayed from your small run",
-                    "the plan counts the start-up in the deadline and bills it", details=details)
+    n = measure.tasks(a.trace)
+    evidence = [f"workers, bandwidth and cost are each within {TOLERANCE:.0%} of the plan replayed from the {n} "
+                "measured tiles of this cell"]
+    # Stated only when this run's plan shows it: the start-up raises the rate and is billed.
+    spread = job.tasks * job.task_bytes / job.deadline
+    if ref.bandwidth > spread * (1 + MATCH):
+        evidence.append(f"the store must serve more than the {spread / 1e9:.1f} GB/s of spreading the bytes over "
+                        f"all {job.deadline:g} s: they are read only after the {job.startup:g} s start-up")
+    price = job.price_per_worker_hour or 0.0
+    if ref.cost > job.tasks * mean * price / 3600 * (1 + MATCH):
+        evidence.append("the cost is more than the task seconds alone: every worker is billed for the whole run, "
+                        "start-up included")
+    return a.passed(*evidence, details=details)
