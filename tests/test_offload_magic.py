@@ -192,3 +192,28 @@ def test_gpu_not_given_is_auto_where_a_gpu_is(monkeypatch):
     monkeypatch.setattr(cell, "detect_gpus", lambda: usable)
     assert cell.default_mode(None) == ("auto", "")
     assert cell.default_mode("off") == ("off", "")
+
+
+def test_a_cell_of_array_operations_and_no_task_leads_with_its_offload_report(ip, monkeypatch, capsys):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    ip.run_cell_magic("eugo", "--gpu auto -w 1", CELL)
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first == "%%eugo: 6 array operations, no tasks"
+    for said_of_tasks in ("tasks on", "speedup", "efficiency", "failed:", "Biggest win", "side by side"):
+        assert said_of_tasks not in out, said_of_tasks
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "--gpu auto -w 1 --no-live", CELL)
+    (html,) = [o.data["text/html"] for o in cap.outputs if "eugo-summary" in o.data.get("text/html", "")]
+    assert "6 array operations, no tasks" in html and "<div class='eugo-offload'>" in html
+    assert "<svg" not in html and "speedup" not in html  # no timeline, no speedup for a cell that ran no task
+
+
+def test_a_cell_with_tasks_and_array_operations_shows_both(ip, monkeypatch, capsys):
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    with_a_task = CELL + "\nfrom eugo_lab import hpc\nv = hpc.get(hpc.remote(abs).remote(-1))\n"
+    ip.run_cell_magic("eugo", "--gpu auto -w 1", with_a_task)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("%%eugo: 1 task on 1 worker")
+    assert "GPU offload (--gpu auto)" in out

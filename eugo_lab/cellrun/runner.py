@@ -91,6 +91,9 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
                 feed.stop()
     if feed is not None:  # the last rows come from the Trace: reading and drawing them is not the cell's work
         feed.finish(region.trace, error=None if error is None else type(error).__name__)
+    ledger = offload_cell.last_ledger()
+    if view is not None and not len(region.trace) and ledger is not None and ledger.rows:
+        view.close()  # array operations and no task: the cell leads with its offload report, no empty timeline
     return value, error, region.trace, view is not None and view.timeline_shown
 
 

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from eugo_lab.render import display, glyphs
-from eugo_lab.render.text import driver_words, lead_line
+from eugo_lab.render.text import arrays_only, driver_words, lead_line
 from eugo_lab.units import fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
@@ -197,9 +197,23 @@ def findings_html(findings: list) -> str:
     return "<div><b>Findings</b><ul>" + "".join(items) + "</ul></div>"
 
 
+def _arrays_html(s: Any) -> str:
+    """A cell of array operations and no task: its offload report, led by one line of what ran."""
+    from eugo_lab.render.offload import offload_view
+
+    n = s.offload.n_ops()
+    head = f"%%eugo &mdash; {n} array operation{'s' if n != 1 else ''}, no tasks"
+    if s.error:
+        head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"
+    return (f"<div class='eugo-summary' style='{_STYLE}'><div><b>{head}</b> "
+            f"(wall time {fmt_seconds(s.report.wall_time)})</div>{offload_view(s.offload).to_html()}</div>")
+
+
 def summary_html(s: Any) -> str:
     """The final summary of a ``%%eugo`` cell; includes the static timeline unless the live one was shown."""
     r = s.report
+    if arrays_only(s):  # the offload report is the story: no task table, timeline, speedup or findings
+        return _arrays_html(s)
     head = f"%%eugo &mdash; {s.n_tasks} tasks on {s.workers} workers (backend {escape(s.backend)})"
     if s.error:
         head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"

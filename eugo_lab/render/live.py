@@ -245,6 +245,11 @@ class LiveView:
         display.show_widget(self.box, LIVE_TEXT)
         return self
 
+    def close(self) -> None:
+        """Take the view out of the cell's output (a cell that ran no task has no timeline to show)."""
+        self.box.close()
+        self.timeline_shown = False
+
     def _relabel(self) -> None:
         """New lanes (a replacement worker) or new labels (a worker died): redraw the y axis."""
         labels = self.lanes.labels()

@@ -17,16 +17,30 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def arrays_only(s: Any) -> bool:
+    """A cell that ran GPU-offloaded array operations and no task: its offload report is its whole story."""
+    return not s.n_tasks and getattr(s, "offload", None) is not None and bool(s.offload.rows)
+
+
 def summary_text(s: Any, precise: bool = False) -> str:
-    """The summary of a ``%%eugo`` cell (a :class:`~eugo_lab.cellrun.report.CellSummary`)."""
-    head = f"%%eugo: {_plural(s.n_tasks, 'task')} on {_plural(s.workers, 'worker')} (backend {s.backend})"
+    """The summary of a ``%%eugo`` cell (a :class:`~eugo_lab.cellrun.report.CellSummary`).
+
+    A cell of array operations and no task (:func:`arrays_only`) leads with its offload report:
+    no task counts, speedup, efficiency or parallelism findings, which would describe nothing it did.
+    """
+    only_arrays = arrays_only(s)
+    if only_arrays:
+        head = f"%%eugo: {_plural(s.offload.n_ops(), 'array operation')}, no tasks"
+    else:
+        head = f"%%eugo: {_plural(s.n_tasks, 'task')} on {_plural(s.workers, 'worker')} (backend {s.backend})"
     if s.error:
         head += f", stopped by {s.error}"
     lines = [head]
     if s.functions:
         lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
-    lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
+    if not only_arrays:
+        lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
     if getattr(s, "gpu_tasks", None):
         lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise, getattr(s, 'gpus_detected', True))}")
     unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None
@@ -56,6 +70,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
         lines.append("  (timings, speedup and findings: see the rich view, or hpc.last_trace())")
         return "\n".join(lines)
     r = s.report
+    if only_arrays:
+        lines.append(f"  wall time {fmt_seconds(r.wall_time)}")
+        return "\n".join(lines)
     headline = getattr(r, "headline", None)
     if headline is not None:
         lines.insert(1, "  " + headline())
