@@ -46,7 +46,7 @@ NOT_YET = {
                        "`total` is not the sum over all of `ranges`"),
     "waits-for-each-piece": ("pieces = [(a, min(a + 200_000, e)) for s, e in ranges for a in range(s, e, 200_000)]\n"
                              "total = sum(hpc.get(work.remote(s, e)) for s, e in pieces)\n", "serial",
-                             "never more than one work task was in flight"),
+                             "the cell waited after each work task it submitted"),
     # two uneven halves: neither is 3x the median, but the larger holds the run up
     "too-few-pieces": ("total = sum(hpc.get([work.remote(0, 4_000_000), work.remote(4_000_000, 5_400_000)]))\n",
                        "giant", "the 2 pieces, handed out in the order submitted on 2 workers, keep them busy for "

@@ -38,7 +38,16 @@ def max_in_flight(trace: Any) -> int:
     task before submitting the next never has more than 1 in flight; submitting them all
     first puts all of them in flight at once.
     """
-    return in_flight_together(trace, None)
+    t = trace.tasks
+    first = trace.first_attempts()
+    s, e = np.asarray(t["submit"])[first], np.asarray(t["received"])[first]
+    ok = np.isfinite(s) & np.isfinite(e)
+    if not ok.any():
+        return 0
+    times = np.concatenate([s[ok], e[ok]])
+    deltas = np.concatenate([np.ones(int(ok.sum())), -np.ones(int(ok.sum()))])
+    order = np.lexsort((deltas, times))  # at equal times an end before a start
+    return int(np.cumsum(deltas[order]).max())
 
 
 def concurrency(trace: Any) -> float:
@@ -118,19 +127,18 @@ def packed_speedup(sizes: list[float], workers: int) -> float:
     return total / max(loads)
 
 
-def in_flight_together(trace: Any, function: str | None) -> int:
-    """The most tasks of ``function`` (all with ``None``) submitted and not yet received at one moment (see :func:`max_in_flight`).
 
-    An order of events, not a duration: a loop that waits for each task before submitting the
-    next gives 1 however fast or slow the machine is.
+def submitted_together(trace: Any, function: str) -> int:
+    """The most tasks of ``function`` the driver submitted with no blocking wait between them.
+
+    Both are the driver's own calls, in the order its code made them, so this is a count, not
+    a duration: a loop that waits for each task before submitting the next gives 1 however
+    fast or slow the machine is; submitting every piece first, then one get(), gives them all.
     """
-    t = trace.tasks
-    first = trace.first_attempts(function)
-    s, e = np.asarray(t["submit"])[first], np.asarray(t["received"])[first]
-    ok = np.isfinite(s) & np.isfinite(e)
-    if not ok.any():
+    submits = np.sort(np.asarray(trace.tasks["submit"])[trace.first_attempts(function)])
+    submits = submits[np.isfinite(submits)]
+    if not len(submits):
         return 0
-    times = np.concatenate([s[ok], e[ok]])
-    deltas = np.concatenate([np.ones(int(ok.sum())), -np.ones(int(ok.sum()))])
-    order = np.lexsort((deltas, times))  # at equal times an end before a start
-    return int(np.cumsum(deltas[order]).max())
+    waits = np.sort(np.asarray(trace.blocks["start"], dtype=float))
+    gap = np.searchsorted(waits, submits, side="right")  # how many waits began before each submit
+    return int(np.bincount(gap).max())

@@ -24,8 +24,8 @@ is the sum of what those tasks returned (:func:`~eugo_lab.exercises.derivation.c
 a total computed in the notebook beside a decoy call fails; at most ``MAX_TASKS`` tasks (pieces
 too small cost more to schedule than to run); no task covered over ``STRAGGLER_RATIO`` times the
 numbers of the median task, sizes read off the tasks' own results (``work`` returns about
-``PER_NUMBER`` per number it covers); at least 2 tasks were in flight together (a loop that
-waits for each piece runs them one at a time); and the pieces, packed on 2 workers (this run's
+``PER_NUMBER`` per number it covers); at least 2 tasks were submitted with no wait between them
+(a loop that waits for each piece runs them one at a time); and the pieces, packed on 2 workers (this run's
 workers when it had more) in the order they were submitted, keep them busy for at least
 ``MIN_REPLAYED_SPEEDUP`` (:func:`~eugo_lab.exercises.measure.packed_speedup`).
 
@@ -138,10 +138,10 @@ def straggler(a: Attempt) -> Verdict:
                          f"task's {_about(med):,} (read from what each task returned): the oversized range was left whole, so "
                          "the other workers finished early and waited for it (an ordinary range holds "
                          f"{piece:,} numbers).", mistake="giant", details=details)
-    together = measure.in_flight_together(a.trace, FUNCTION)
+    together = measure.submitted_together(a.trace, FUNCTION)
     if together < 2:
-        return a.not_yet(f"the {n} pieces are even, but never more than one {FUNCTION} task was in flight: each "
-                         "was waited for before the next was submitted, so they ran one after another.",
+        return a.not_yet(f"the {n} pieces are even, but the cell waited after each {FUNCTION} task it submitted, "
+                         "before submitting the next, so they ran one after another.",
                          mistake="serial", details=details)
     w = max(a.workers, 2)
     packed = measure.packed_speedup(sizes, w)
@@ -154,7 +154,7 @@ def straggler(a: Attempt) -> Verdict:
     each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
     return a.passed(f"{n} {FUNCTION} tasks; their results show each covered {each} numbers, "
                     f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
-                    f"{together} tasks were in flight together; handed out in the order submitted {on}, the pieces "
+                    f"{together} tasks were submitted before the cell waited; handed out in the order submitted {on}, the pieces "
                     f"keep them busy for {fmt_x(packed)} one worker's work (at least {fmt_x(MIN_REPLAYED_SPEEDUP)})",
                     f"`total` is the sum of the {n} tasks' results and equals the sum over `ranges`",
                     details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
