@@ -56,9 +56,10 @@ NOT_YET = {
                                           f"total = {TOTAL}\n", "not-from-tasks",
                                           "`total` was not computed from the tasks' results: the 27 work tasks "
                                           "returned values that summed give"),
-    "shortcut-half-in-the-notebook": ("pieces = [(a, min(a + 200_000, e)) for s, e in ranges for a in range(s, e, 200_000)]\n"
+    "shortcut-half-in-the-notebook": (REFERENCE.splitlines()[0] + "\n"
                                       "done = hpc.get([work.remote(s, e) for s, e in pieces[:20]])\n"
-                                      "total = sum(done) + sum(sum(i * i % 7 for i in range(s, e)) for s, e in pieces[20:])\n",
+                                      "total = sum(done) + sum(sum(i * i % 7 for i in range(s, e))\n"
+                                      "                        for s, e in pieces[20:])\n",
                                       "not-from-tasks", "the 20 work tasks returned values that summed give"),
 }
 

@@ -20,7 +20,8 @@ Criteria: ``results`` equals ``score(x)`` for x in range(3000), computed here, i
 ``score`` tasks ran, and ``results`` is what they returned, in item order
 (:func:`~eugo_lab.exercises.derivation.listed`: a list scored in the notebook beside a decoy
 call fails); at least ``MIN_ITEMS_PER_TASK`` score items per dispatched ``score`` task on
-average (tasks and ``hpc.map`` batches counted from the trace, other functions' not); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2
+average (tasks and ``hpc.map`` batches counted from the trace, other functions' not); at least
+``BATCHES_PER_WORKER`` batches per worker, counted for 2
 workers when the run had 1 (so the cell also spreads on more).
 """
 

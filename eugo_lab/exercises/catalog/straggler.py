@@ -135,8 +135,8 @@ def straggler(a: Attempt) -> Verdict:
     details = (f"timing findings: {', '.join(tail) if tail else 'none'}", *found)
     if ratio > STRAGGLER_RATIO:
         return a.not_yet(f"one {FUNCTION} task covered about {_about(largest):,} numbers, {fmt_x(ratio)} the median "
-                         f"task's {_about(med):,} (read from what each task returned): the oversized range was left whole, so "
-                         "the other workers finished early and waited for it (an ordinary range holds "
+                         f"task's {_about(med):,} (read from what each task returned): the oversized range was left "
+                         "whole, so the other workers finished early and waited for it (an ordinary range holds "
                          f"{piece:,} numbers).", mistake="giant", details=details)
     together = measure.submitted_together(a.trace, FUNCTION)
     if together < 2:
@@ -154,8 +154,9 @@ def straggler(a: Attempt) -> Verdict:
     each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
     return a.passed(f"{n} {FUNCTION} tasks; their results show each covered {each} numbers, "
                     f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
-                    f"{together} tasks were submitted before the cell waited; handed out in the order submitted {on}, the pieces "
-                    f"keep them busy for {fmt_x(packed)} one worker's work (at least {fmt_x(MIN_REPLAYED_SPEEDUP)})",
+                    f"{together} tasks were submitted before the cell waited; handed out in the order submitted "
+                    f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
+                    f"{fmt_x(MIN_REPLAYED_SPEEDUP)})",
                     f"`total` is the sum of the {n} tasks' results and equals the sum over `ranges`",
                     details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
 
