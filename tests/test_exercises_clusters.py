@@ -160,7 +160,8 @@ def test_table_passes(two_workers, body):
     v = check(two_workers, body)
     text = v.to_text()
     assert v.passed, text
-    assert "ran on the Dask cluster in `cluster`, on 2 of its 2 workers" in text
+    assert "on the Dask cluster in `cluster`, on 2 of its 2 workers" in text
+    assert "of them submitted with no wait between them" in text
     assert "`result` is the 12 values those tasks returned, in seed order" in text
 
 

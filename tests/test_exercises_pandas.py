@@ -70,7 +70,7 @@ def test_references_pass(cell):
     assert v.passed, v.to_text()
     text = lines(v)
     assert "result equals pandas' summarize(readings): 60 rows" in text
-    assert "submitted before the cell waited, and packed on 2 workers by their bytes" in text
+    assert "submitted with no wait between them, and packed on 2 workers by their bytes" in text
     assert " s " not in v.to_text(precise=False)  # no seconds in the compared text
 
 
@@ -211,4 +211,4 @@ def test_the_evidence_follows_the_partitions():
     # Another partition count, other numbers in the same sentences: computed from the trace.
     text = lines(run('result = hpc.map_partitions(summarize, readings, by="meter", partitions=3)\n'))
     assert "`result` is the 3 tasks' summaries joined in task order" in text, text
-    assert "3 tasks, none under the row floor" in text and "all 3 submitted before the cell waited" in text
+    assert "3 tasks, none under the row floor" in text and "3 of them submitted with no wait between them" in text

@@ -208,7 +208,8 @@ def partition_pandas(a: Attempt) -> Verdict:
                          f"every row of `{DATA}` once{carried}.", mistake="not-from-tasks", details=details)
     return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values; {source}",
                     f"{n} tasks, none under the row floor, the largest with {share:.0%} of the input bytes (at most "
-                    f"{DOMINANT_SHARE}x its share of {1 / n:.0%}); all {together} submitted before the cell waited, "
+                    f"{DOMINANT_SHARE}x its share of {1 / n:.0%}); {together} of them submitted with no wait between "
+                    "them, "
                     f"and packed {on} by their bytes they keep them busy for {fmt_x(packed)} one worker's work",
                     details=details)
 

@@ -154,7 +154,7 @@ def straggler(a: Attempt) -> Verdict:
     each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
     return a.passed(f"{n} {FUNCTION} tasks; their results show each covered {each} numbers, "
                     f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
-                    f"{together} tasks were submitted before the cell waited; handed out in the order submitted "
+                    f"{together} tasks were submitted with no wait between them; handed out in the order submitted "
                     f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
                     f"{fmt_x(MIN_REPLAYED_SPEEDUP)})",
                     f"`total` is the sum of the {n} tasks' results and equals the sum over `ranges`",
