@@ -7,7 +7,7 @@ the notebook beside a decoy call) each fail with their own message.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise
+from _exercise_cells import hint_code, not_yet_for, run_exercise
 
 SETUP = """
 from eugo_lab import hpc
@@ -61,13 +61,7 @@ def test_passes(cell, evidence):
 
 @pytest.mark.parametrize(("cell", "mistake", "message"), list(NOT_YET.values()), ids=list(NOT_YET))
 def test_not_yet(cell, mistake, message):
-    v = run_exercise("batching", cell, setup=SETUP)
-    text = v.to_text()
-    assert not v.passed and text.splitlines()[0] == "exercise batching: not yet", text
-    assert message in text, text
-    assert v.mistake == mistake, text
-    assert code_in("\n".join(v.lines[:-1])) == [], text
-    assert hint_words(v) and hint_code(v)
+    not_yet_for(run_exercise("batching", cell, setup=SETUP), mistake, message)
 
 
 def test_the_evidence_follows_the_batches():
