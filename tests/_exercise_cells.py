@@ -67,6 +67,21 @@ def code_in(text: str) -> list[str]:
     return [f"{name}: {m.group(0)!r}" for name, rx in CODE_PATTERNS.items() for m in rx.finditer(text)]
 
 
+def not_yet_for(verdict: Verdict, mistake: str, message: str) -> str:
+    """Check a table row's ``not yet``: its first line, ``message``, the ``mistake`` whose hints answer it, no code.
+
+    The verdict names what happened in words (its lines before the hint pointer hold no code),
+    and both hint tiers exist for the mistake. Returns the verdict's text.
+    """
+    text = verdict.to_text()
+    assert not verdict.passed and text.splitlines()[0] == f"exercise {verdict.exercise_id}: not yet", text
+    assert message in text, text
+    assert verdict.mistake == mistake, text
+    assert code_in("\n".join(verdict.lines[:-1])) == [], text
+    assert hint_words(verdict) and hint_code(verdict)
+    return text
+
+
 def hint_code(verdict: Verdict) -> str:
     """Tier 2 of the hint that answers ``verdict`` (the code a ``not yet`` no longer hands over itself)."""
     from eugo_lab.exercises import catalog

@@ -135,3 +135,51 @@ def test_every_task_on_the_one_worker_of_a_cluster():
     assert "all 12 tasks ran on one worker of a cluster with 1" in text
     assert "the cluster has a single worker" in text and "n_workers=2" in tier_code("dask-cluster", "one-worker")
     assert overlapped(hpc.last_trace(), "darts") == 0
+
+
+# A table of cells on the two-worker cluster: an honest variant passes; the shortcuts (the right
+# list, not what this cell's tasks returned) fail, each saying what happened.
+TABLE_PASS = {
+    # hpc.map instead of .remote, other names: the same simulations, batched
+    "honest-map": "sims = hpc.map(darts, range(12))\nresult = list(hpc.get(sims))\n",
+}
+TABLE_NOT_YET = {
+    "shortcut-local-copy-beside-decoy": ("hpc.get([darts.remote(seed, n=10) for seed in range(12)])\n"
+                                         "result = list(local_result)\n",
+                                         "`result` was not computed from the tasks' results: 0 of its 12 values are "
+                                         "among what the 12 darts tasks returned"),
+    "shortcut-computed-in-the-notebook": ("hpc.get([darts.remote(0) for seed in range(12)])\n"
+                                          "result = [darts(seed) for seed in range(12)]\n",
+                                          "1 of its 12 values are among what the 12 darts tasks returned"),
+}
+
+
+@pytest.mark.parametrize("body", list(TABLE_PASS.values()), ids=list(TABLE_PASS))
+def test_table_passes(two_workers, body):
+    connect(two_workers)
+    v = check(two_workers, body)
+    text = v.to_text()
+    assert v.passed, text
+    assert "on the Dask cluster in `cluster`, on 2 of its 2 workers" in text
+    assert "of them submitted with no wait between them" in text
+    assert "`result` is the 12 values those tasks returned, in seed order" in text
+
+
+@pytest.mark.parametrize(("body", "message"), list(TABLE_NOT_YET.values()), ids=list(TABLE_NOT_YET))
+def test_table_not_yet(two_workers, body, message):
+    connect(two_workers)
+    v = check(two_workers, body)
+    text = not_yet(v)
+    assert message in text and v.mistake == "not-from-tasks", text
+    assert code_in("\n".join(v.lines[:-1])) == []
+
+
+def test_the_evidence_names_the_workers_that_ran_tasks():
+    # Three workers: the same sentence states the other count (computed from the trace, not fixed).
+    with dask_cli_cluster(n_workers=3) as c:
+        try:
+            connect(c.address)
+            v = check(c.address)
+        finally:
+            hpc.shutdown()
+    assert v.passed and "on 3 of its 3 workers" in v.to_text(), v.to_text()

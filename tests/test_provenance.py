@@ -253,3 +253,16 @@ def test_a_notebook_function_reading_a_global_array_is_measured_through_the_runt
     (shipped,) = [f for f in trace.functions_shipped if f.function == "part_sum"]
     assert shipped.captured[0] == ("big", shipped.captured_bytes) and shipped.captured_bytes >= 8_000_000
     assert "captured-object" in analyze(trace).codes()
+
+
+def test_a_frame_and_its_pickled_copy_have_one_digest_and_another_index_does_not():
+    import pickle
+
+    import pandas as pd
+
+    from eugo_lab.tracing.digest import digest
+
+    df = pd.DataFrame({"a": [1, 2, 3], "b": [1.5, 2.5, 3.5]})  # a RangeIndex: another index type once pickled
+    assert digest(df) == digest(pickle.loads(pickle.dumps(df)))
+    assert digest(df["b"]) == digest(pickle.loads(pickle.dumps(df["b"])))
+    assert digest(df) != digest(df.set_axis([5, 6, 7]))

@@ -127,8 +127,10 @@ def _pandas_digest(obj: Any) -> Digest:
     else:
         head = repr((obj.name, str(obj.dtype))).encode()
     h, sampled = _hash(head + rows.tobytes())
-    nbytes = int(obj.memory_usage(index=True, deep=False).sum()) if isinstance(obj, pd.DataFrame) else \
-        int(obj.memory_usage(index=True, deep=False))
+    # The columns' bytes, not the index's: a RangeIndex comes back from a pickle as another index type of
+    # another size, while its values (in the hash above) are the same.
+    nbytes = int(obj.memory_usage(index=False, deep=False).sum()) if isinstance(obj, pd.DataFrame) else \
+        int(obj.memory_usage(index=False, deep=False))
     return Digest(type_name(obj), len(obj), tuple(obj.shape), nbytes, h, None, sampled)
 
 

@@ -24,8 +24,9 @@ Pure functions of the trace and the value: nothing reads a clock.
 from __future__ import annotations
 
 import math
+import pickle
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,3 +269,25 @@ def _show(x: Any) -> str:
         return f"{x:.6g}"
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def partials(trace: Any, function: str, candidates: Mapping[str, Callable[[], Sequence[Any]]]) -> str | None:
+    """The name of the candidate whose values are exactly what ``function``'s tasks returned, in task order.
+
+    ``candidates`` maps a name to a callable making that candidate's list of values (called
+    only when needed, in the mapping's order: each may cost a computation). Use it when the
+    graded value is a combination the trace cannot replay (a custom combine of partial
+    results): it shows which known set of partial results the tasks produced, e.g. a function
+    applied to the partitions of a DataFrame that together hold every row. ``None``: none matched.
+    """
+    got = results(trace, function)
+    if not got:
+        return None
+    for name, make in candidates.items():
+        values = make()
+        # Each candidate as it would arrive from a worker: a digest counts a pandas object's
+        # in-memory bytes, which a pickle round trip can change (a categorical index's cached
+        # state) while the values stay the same.
+        if len(values) == len(got) and all(digest(pickle.loads(pickle.dumps(v))) == d for v, d in zip(values, got)):
+            return name
+    return None

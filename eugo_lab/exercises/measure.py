@@ -207,3 +207,39 @@ def code_references(fn: Any, names: set[str] | frozenset[str], namespace: dict[s
             seen.add(n)
             found |= {m for k in codes(helper) for m in k.co_names if m in names}
     return found
+
+
+def packed_speedup(sizes: list[float], workers: int) -> float:
+    """How much faster ``workers`` finish tasks of these ``sizes`` than one, each task going to the least-loaded one.
+
+    A deterministic replay by work, not by measured time: the tasks are handed out in the
+    order given (the order they were submitted), each to the worker with the least work so
+    far, as a pool with a queue does. The result (total work over the busiest worker's) is the
+    same on a busy machine and an idle one, since no duration enters it.
+    """
+    if workers < 1:
+        raise ValueError(f"packed_speedup needs at least 1 worker, got {workers}")
+    total = float(sum(sizes))
+    if total <= 0:
+        return 0.0
+    loads = [0.0] * int(workers)
+    for size in sizes:
+        loads[loads.index(min(loads))] += float(size)
+    return total / max(loads)
+
+
+
+def submitted_together(trace: Any, function: str) -> int:
+    """The most tasks of ``function`` the driver submitted with no blocking wait between them.
+
+    Both are the driver's own calls, in the order its code made them, so this is a count, not
+    a duration: a loop that waits for each task before submitting the next gives 1 however
+    fast or slow the machine is; submitting every piece first, then one get(), gives them all.
+    """
+    submits = np.sort(np.asarray(trace.tasks["submit"])[trace.first_attempts(function)])
+    submits = submits[np.isfinite(submits)]
+    if not len(submits):
+        return 0
+    waits = np.sort(np.asarray(trace.blocks["start"], dtype=float))
+    gap = np.searchsorted(waits, submits, side="right")  # how many waits began before each submit
+    return int(np.bincount(gap).max())

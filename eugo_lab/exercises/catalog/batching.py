@@ -16,19 +16,23 @@ Reference solution (same first lines, then)::
 
     results = hpc.get(hpc.map(score, items))     # batch="auto" sizes the batches
 
-Criteria: ``results`` equals ``score(x)`` for x in range(3000), computed here, in order; at
-least ``MIN_ITEMS_PER_TASK`` items per dispatched task on average (tasks and ``hpc.map`` batches
-counted from the trace); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2
+Criteria: ``results`` equals ``score(x)`` for x in range(3000), computed here, in order;
+``score`` tasks ran, and ``results`` is what they returned, in item order
+(:func:`~eugo_lab.exercises.derivation.listed`: a list scored in the notebook beside a decoy
+call fails); at least ``MIN_ITEMS_PER_TASK`` score items per dispatched ``score`` task on
+average (tasks and ``hpc.map`` batches counted from the trace, other functions' not); at least
+``BATCHES_PER_WORKER`` batches per worker, counted for 2
 workers when the run had 1 (so the cell also spreads on more).
 """
 
 from __future__ import annotations
 
 from eugo_lab.analysis.findings import BATCHES_PER_WORKER, Code
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 3000
+FUNCTION = "score"
 # A task round trip costs ~0.1-0.5 ms on the local pool and an item here ~20 us: with 10 items
 # per task or more, each item's share of the overhead is at most about its own work.
 # (hpc.map's batch="auto" leaves about 2 batches per worker in flight to the end, so it always
@@ -49,6 +53,8 @@ HINTS = {
                     "map's result, keeps that order.", _SOLUTION),
     "local": Hint("Send the items to the workers; map runs score over all of them as tasks, in batches.",
                   _SOLUTION),
+    "not-from-tasks": Hint("Make `results` what the score tasks returned: get() on map's result gives every "
+                           "item's score in order; a list computed here in the notebook does not count.", _SOLUTION),
     "one-per-item": Hint("Stop submitting one task per item: give map the function and all items, and let it "
                          "group them into batches of many items.", _SOLUTION),
     "too-few-batches": Hint("Leave the batch size to map (its default, auto, keeps about two batches per worker) "
@@ -65,24 +71,33 @@ def batching(a: Attempt) -> Verdict:
     if not measure.same_result(list(results) if not isinstance(results, list) else results,
                                [score_of(x) for x in range(N)]):
         return a.not_yet(f"`results` is not score of each of the {N} items in order.", mistake="results")
-    units = len(measure.dispatch_units(a.trace))
+    units = len(measure.dispatch_units(a.trace, FUNCTION))
     if units == 0:
-        return a.not_yet(f"no task ran on a worker: the {N} items were scored here in the notebook.",
+        others = {f: k for f, k in a.trace.task_counts().items() if k}
+        ran = (" (the tasks that ran were " + ", ".join(f"{measure.plural(k, f + ' task')}" for f, k in others.items())
+               + ")") if others else ""
+        return a.not_yet(f"no {FUNCTION} task ran on a worker{ran}: the {N} items were scored here in the notebook.",
                          mistake="local")
-    per_task = N / units
+    came = derivation.listed(results, a.trace, FUNCTION, name="results")
+    if not came:
+        return a.not_yet(f"{came.why}: the graded list must be what the tasks returned.", mistake="not-from-tasks")
+    items = measure.tasks(a.trace, FUNCTION)
+    per_task = items / units
     if per_task < MIN_ITEMS_PER_TASK:
         tiny = a.report.finding(Code.TASKS_TOO_SMALL)
-        why = " (the Scheduling overhead finding)" if tiny is not None else ""
-        return a.not_yet(f"{units} tasks for {N} items: one task per item, so every item paid a task's "
-                         f"scheduling overhead, which is more than its work{why}.", mistake="one-per-item")
+        return a.not_yet(f"{units} tasks for {items} items: one task per item, so every item paid a task's "
+                         "scheduling overhead, which is more than its work.", mistake="one-per-item",
+                         details=(f"Scheduling overhead finding: {'yes' if tiny is not None else 'no'}",))
     w = max(a.workers, 2)
     need = BATCHES_PER_WORKER * w
     if units < need:
         only = "only 1 worker could get work" if units == 1 else f"at most {units} workers could get work"
         on = f"{w} workers" + (" (counted for 2: this run had 1)" if a.workers < 2 else "")
-        return a.not_yet(f"all {N} items went in {measure.plural(units, 'task')}, so {only}; at least "
+        return a.not_yet(f"all {items} items went in {measure.plural(units, 'task')}, so {only}; at least "
                          f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}) keep every worker busy, which "
-                         f"means batches of at most {N // need} items.", mistake="too-few-batches")
-    return a.passed(f"{N} items in {units} tasks: at least {MIN_ITEMS_PER_TASK} items per task and at least "
-                    f"{BATCHES_PER_WORKER} batches per worker on {w} workers; results equal the reference",
-                    details=(f"{per_task:.0f} items per task on average",))
+                         f"means batches of at most {items // need} items.", mistake="too-few-batches")
+    return a.passed(f"{items} items in {units} {FUNCTION} tasks: {per_task:.0f} items per task on average (at least "
+                    f"{MIN_ITEMS_PER_TASK}) and {units / w:.1f} batches per worker on {w} workers (at least "
+                    f"{BATCHES_PER_WORKER})",
+                    f"`results` is the {items} results the {FUNCTION} tasks returned, in item order, and equals "
+                    "the reference")

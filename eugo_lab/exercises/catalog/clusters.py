@@ -20,9 +20,12 @@ Reference solution (same magic)::
 Criteria: the 12 ``darts`` tasks ran on the Dask engine, connected to the scheduler of
 ``cluster`` (``cluster.scheduler_address``; or the string in ``address``), not on the local
 pool nor on an embedded Dask cluster the runtime started itself; ``result`` equals
-``local_result``; no Blocking finding; the tasks ran on at least two workers, at least two
-of them at the same moment. No wall-clock window: overlap is read off the trace, so the
-verdict is the same on a busy VM and on one core (two worker processes still overlap there).
+``local_result``, and is what the ``darts`` tasks of this cell returned, in seed order
+(:func:`~eugo_lab.exercises.derivation.listed`: a result copied from ``local_result`` beside a
+decoy call fails); no Blocking finding; the tasks ran on at least two workers, and were
+submitted with no wait between them (the order of the driver's own calls: no wall-clock window
+or overlap in time, so the verdict is the same on a busy VM and on one core). How many tasks
+overlapped in time is a measured detail.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.analysis.findings.overlap import overlap_share
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 N = 12
@@ -55,6 +58,8 @@ HINTS = {
                         "starts a cluster of its own.", CONNECT),
     "results": Hint(f"`result` must be the {N} values in seed order, as the local run made them: get() on the "
                     "list of futures keeps the list's order.", _SOLUTION),
+    "not-from-tasks": Hint(f"Make `result` what get() returns for the {N} simulations submitted to the cluster in "
+                           "this cell, not a copy of the local run's list.", _SOLUTION),
     "blocking-loop": Hint("Take get() out of the loop: submit all twelve first, then wait for the list once.",
                           _SOLUTION),
     "one-worker": Hint("Let the scheduler spread the tasks: a cluster of two workers or more, and every task "
@@ -127,6 +132,10 @@ def dask_cluster(a: Attempt) -> Verdict:
     if not measure.same_result(result, local):
         return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations.",
                          mistake="results")
+    came = derivation.listed(result, a.trace, FUNCTION, name="result")
+    if not came:
+        return a.not_yet(f"{came.why}: the graded list must be what the cluster's tasks returned.",
+                         mistake="not-from-tasks")
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked
@@ -139,11 +148,15 @@ def dask_cluster(a: Attempt) -> Verdict:
         return a.not_yet(f"all {N} tasks ran on one worker of a cluster with {a.workers}, so nothing ran side by side"
                          + ("; the cluster has a single worker." if a.workers < 2
                             else ": each was waited for before the next was submitted."), mistake="one-worker")
-    if together == 0:
-        return a.not_yet(f"the tasks ran on {used} workers, but never two at the same moment: something waited "
-                         "between them.", mistake="blocking-loop")
-    return a.passed(f"the {N} {FUNCTION} tasks ran on the Dask cluster in `cluster`, on several workers at the "
-                    "same time",
-                    "no Blocking finding; `result` equals `local_result` from the local pool",
+    submitted = measure.submitted_together(a.trace, FUNCTION)
+    if submitted < 2:
+        # The order of the driver's own submits and waits, not overlap in time: the same on a busy machine.
+        return a.not_yet(f"the tasks ran on {used} workers, but the cell waited after each one it submitted, before "
+                         "submitting the next, so they never had the chance to run side by side.",
+                         mistake="blocking-loop")
+    return a.passed(f"the {n} {FUNCTION} tasks ran on the Dask cluster in `cluster`, on {used} of its {a.workers} "
+                    f"workers, {submitted} of them submitted with no wait between them",
+                    f"no Blocking finding; `result` is the {n} values those tasks returned, in seed order, and "
+                    "equals `local_result` from the local pool",
                     details=(f"{used} workers used of {a.workers}",
                              f"{together} of {n} tasks ran while another was running"))

@@ -19,8 +19,18 @@ the notebook (the same labels once each, the same columns, the same values; rows
 after sorting by label); the work ran as more than one task; no task was too small to pay
 its fixed cost (more tasks than ``partitions="auto"`` makes, each under its
 ``MIN_PARTITION_ROWS`` floor); no task held more than ``DOMINANT_SHARE`` times its fair share
-of the input bytes; the tasks ran at the same time on two workers (on one worker: the
-replay on 2 workers predicts at least ``MIN_REPLAYED_SPEEDUP``).
+of the input bytes; the partitions were all submitted before the cell waited (the order of
+the driver's own calls, not overlap in time); their input bytes, packed on 2 workers (this
+run's workers when it had more) in submission order, keep them busy for at least
+``MIN_REPLAYED_SPEEDUP``; and ``result`` came from the tasks' results: it is their partial
+summaries joined in task order (the default combine), or the tasks returned exactly
+``summarize`` of the partitions ``map_partitions`` makes of ``readings`` (by rows, or by the
+summary's key), every row once. Every criterion is a count, bytes or a digest: the verdict is
+the same on a busy machine.
+
+What a custom ``combine=`` does with the partial results runs in the notebook and is not
+traced: a combine that ignores them and recomputes pandas' answer cannot be told apart by its
+value, which is pandas' answer either way.
 """
 
 from __future__ import annotations
@@ -31,19 +41,18 @@ import numpy as np
 
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
-from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions
+from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions, split
 
 DATA, ANALYSIS, RESULT = "readings", "summarize", "result"
 # A partition holding more than 1.5x its fair share of the input: with 2 partitions, a 75/25
 # split; with 8, one partition of 19% or more. Equal splits (by rows, or whole meters
 # balanced by map_partitions(by=...)) stay within a few percent of their share.
 DOMINANT_SHARE = 1.5
-# 8 equal partitions on 2 workers replay at ~1.9x, one partition at 1.0x, two unequal ones
-# (75/25) at ~1.3x. Unequal splits are caught by DOMINANT_SHARE (bytes, not time) first, so this bar
-# only has to tell "kept both workers busy" from "one task": 1.3x, since a busy machine slowed one
-# of the reference's 8 tasks enough to replay it at 1.38x.
+# Packed by their input bytes on 2 workers, 8 equal partitions give 2.0x, two unequal ones (75/25)
+# 1.33x, three equal ones 1.5x. Unequal splits are caught by DOMINANT_SHARE first, so this bar
+# only has to tell "kept both workers busy" from "one task" (1.0x).
 MIN_REPLAYED_SPEEDUP = 1.3
 _SOLUTION = "result = hpc.map_partitions(summarize, readings, by=\"meter\")"
 HINTS = {
@@ -59,6 +68,9 @@ HINTS = {
                  "worker), or partition by meter.", _SOLUTION),
     "dominant": Hint("Make the partitions equal in size: map_partitions splits by rows evenly, and by meter "
                      "balances whole meters across partitions.", _SOLUTION),
+    "not-from-tasks": Hint("Make `result` what map_partitions returns: it runs summarize on every partition of "
+                           "readings and combines the partial summaries; a summary computed here in the notebook, "
+                           "or tasks that summarize something else, do not count.", _SOLUTION),
     "serial": Hint("Submit every partition before waiting for any: map_partitions does, and returns the "
                    "combined result once all are done.", _SOLUTION),
 }
@@ -129,17 +141,6 @@ def compare(result: Any, expected: Any) -> str | None:
     return _values_differ(result.loc[expected.index, list(expected.columns)], expected, thing)
 
 
-def _ran_together(u: Any) -> int:
-    """The most tasks that were running (unpickling, computing or pickling) at one moment."""
-    s, e = np.asarray(u.occ_start, dtype=float), np.asarray(u.occ_end, dtype=float)
-    if not len(s):
-        return 0
-    times = np.concatenate([s, e])
-    deltas = np.concatenate([np.ones(len(s)), -np.ones(len(e))])
-    order = np.lexsort((deltas, times))  # at equal times an end before a start
-    return int(np.cumsum(deltas[order]).max())
-
-
 @exercise("partition-pandas", lesson="01-distributed-python/07-parallel-pandas-in-practice.ipynb",
           title="Split a DataFrame across workers", hints=HINTS)
 def partition_pandas(a: Attempt) -> Verdict:
@@ -168,11 +169,12 @@ def partition_pandas(a: Attempt) -> Verdict:
     nbytes = int(readings.memory_usage(index=True, deep=True).sum())
     per_task = rows // n
     if per_task < MIN_PARTITION_ROWS and n > auto_partitions(rows, nbytes, workers):
+        # The Scheduling overhead finding weighs measured times: a detail, never part of the verdict's text.
         found = a.report.finding(Code.TASKS_TOO_SMALL)
-        why = " (the analysis reports Scheduling overhead too)" if found is not None else ""
-        return a.not_yet(f"your run made {n:,} tasks of about {_rows_word(per_task)} each{why}: every task pays a "
+        return a.not_yet(f"your run made {n:,} tasks of about {_rows_word(per_task)} each: every task pays a "
                          "fixed cost (scheduling overhead, plus pandas' own cost per call) that so few rows do not "
-                         f"cover; a partition needs at least {MIN_PARTITION_ROWS:,} rows.", mistake="tiny")
+                         f"cover; a partition needs at least {MIN_PARTITION_ROWS:,} rows.", mistake="tiny",
+                         details=(f"Scheduling overhead finding: {'yes' if found is not None else 'no'}",))
     u = measure.dispatch_units(a.trace)
     sizes = np.asarray(u.bytes_in, dtype=float)
     share = float(sizes.max() / sizes.sum()) if sizes.sum() > 0 else 0.0
@@ -180,23 +182,59 @@ def partition_pandas(a: Attempt) -> Verdict:
         return a.not_yet(f"one task received {share:.0%} of the input bytes, {share * len(sizes):.1f}x its fair share "
                          f"of {1 / len(sizes):.0%}: that partition dominates, and the run waits for it while the other "
                          "workers idle.", mistake="dominant")
-    replayed = a.replayed_speedup(workers)
-    together = _ran_together(u)
+    fn = _main_function(a.trace)
+    together = measure.submitted_together(a.trace, fn)
+    packed = measure.packed_speedup(sizes.tolist(), workers)
+    captured = a.report.finding(Code.CAPTURED_OBJECT)
     details = (f"{n} tasks of about {per_task:,} rows", f"largest {share:.0%} of the input bytes",
-               f"replayed speedup {fmt_x(replayed)} on {workers} workers",
-               f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run")
-    if a.workers >= 2:
-        if together < 2:
-            return a.not_yet(f"the {n} tasks never ran at the same time: each one waited for the one before.",
-                             mistake="serial", details=details)
-        overlap = "the tasks ran at the same time on several workers"
-    else:
-        if replayed < MIN_REPLAYED_SPEEDUP:
-            return a.not_yet(f"this run had 1 worker, and the replay of its tasks on 2 workers predicts only "
-                             f"{fmt_x(replayed)}, under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep two "
-                             "workers busy.", mistake="dominant", details=details)
-        overlap = (f"this run had 1 worker, so the check used the replay: on 2 workers its tasks predict over "
-                   f"{fmt_x(MIN_REPLAYED_SPEEDUP)}")
-    return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values",
-                    f"the work ran as several tasks, none under the row floor or over {DOMINANT_SHARE}x its share "
-                    f"of the input; {overlap}", details=details)
+               f"packed by input bytes {fmt_x(packed)} on {workers} workers",
+               f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run",
+               f"Captured object finding: {'yes' if captured is not None else 'no'}")
+    if together < 2:
+        return a.not_yet(f"the cell waited after each of the {n} tasks it submitted, before submitting the next, so "
+                         "they ran one at a time.", mistake="serial", details=details)
+    on = f"on {workers} workers" + (" (this run had 1 worker, so the check counts 2)" if a.workers < 2 else "")
+    if packed < MIN_REPLAYED_SPEEDUP:
+        return a.not_yet(f"the {n} partitions, handed out in the order submitted {on}, keep them busy for only "
+                         f"{fmt_x(packed)} one worker's work by their input bytes, under "
+                         f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep the workers busy.", mistake="dominant",
+                         details=details)
+    source = _derived(result, a.trace, fn, readings, summarize, expected)
+    if source is None:
+        carried = " (the Captured object finding: the task function carried a large object of the notebook)" \
+            if captured is not None else ""
+        return a.not_yet(f"`result` was not computed from the tasks' results: the {n} {fn} tasks returned values "
+                         f"that are neither `result` joined in task order nor summarize of {n} partitions holding "
+                         f"every row of `{DATA}` once{carried}.", mistake="not-from-tasks", details=details)
+    return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values; {source}",
+                    f"{n} tasks, none under the row floor, the largest with {share:.0%} of the input bytes (at most "
+                    f"{DOMINANT_SHARE}x its share of {1 / n:.0%}); {together} of them submitted with no wait between "
+                    "them, "
+                    f"and packed {on} by their bytes they keep them busy for {fmt_x(packed)} one worker's work",
+                    details=details)
+
+
+def _main_function(trace: Any) -> str:
+    """The function with the most tasks in the cell (what map_partitions ran on the partitions)."""
+    counts = trace.task_counts()
+    return max(counts, key=lambda f: counts[f]) if counts else ANALYSIS
+
+
+def _derived(result: Any, trace: Any, fn: str, readings: Any, summarize: Any, expected: Any) -> str | None:
+    """How ``result`` came from the ``fn`` tasks' results, said for the verdict; None when it did not.
+
+    Joined in task order (the default combine), or the tasks returned summarize of a split of
+    ``readings`` that map_partitions makes (each row in one partition): the partial summaries a
+    combine was given. A split by the summary's key is tried when that key is a column.
+    """
+    n = len(trace.results(fn))
+    if derivation.concatenated(result, trace, fn, name=RESULT):
+        return f"`result` is the {n} tasks' summaries joined in task order"
+    candidates = {"rows": lambda: [summarize(p) for p in split(readings, n)]}
+    key = getattr(expected.index, "name", None)
+    if key is not None and key in readings.columns:
+        candidates[f"`{key}`"] = lambda: [summarize(p) for p in split(readings, n, by=key)]
+    found = derivation.partials(trace, fn, candidates)
+    if found is None:
+        return None
+    return (f"the {n} tasks returned summarize of {n} partitions (by {found}) holding every row of `{DATA}` once")

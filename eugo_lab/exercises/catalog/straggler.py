@@ -17,22 +17,30 @@ Reference solution (same first lines, then)::
     pieces = [(a, min(a + 1_000_000, e)) for s, e in ranges for a in range(s, e, 1_000_000)]
     total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))
 
-Criteria: ``total`` equals the sum over every range of ``ranges`` computed here (the ranges
-above when the cell has none); no Straggler,
-Long tail or Partition (critical path) finding, and no task over ``STRAGGLER_RATIO`` times the
-median task and 50 ms longer (measured in this trace, as the Straggler finding counts); no
-Scheduling overhead finding and at most ``MAX_TASKS`` tasks (pieces too small cost more to
-schedule than to run); the replay on 2 workers (on this run's workers when it had more)
-predicts at least ``MIN_REPLAYED_SPEEDUP``.
+Criteria, in the order checked, every one a count or a value (never a duration, so a busy
+machine gives the same verdict as an idle one): ``total`` equals the sum over every range of
+``ranges`` computed here (the ranges above when the cell has none); ``work`` tasks ran; ``total``
+is the sum of what those tasks returned (:func:`~eugo_lab.exercises.derivation.combined`), so
+a total computed in the notebook beside a decoy call fails; at most ``MAX_TASKS`` tasks (pieces
+too small cost more to schedule than to run); no task covered over ``STRAGGLER_RATIO`` times the
+numbers of the median task, sizes read off the tasks' own results (``work`` returns about
+``PER_NUMBER`` per number it covers); at least 2 tasks were submitted with no wait between them
+(a loop that waits for each piece runs them one at a time); and the pieces, packed on 2 workers (this run's
+workers when it had more) in the order they were submitted, keep them busy for at least
+``MIN_REPLAYED_SPEEDUP`` (:func:`~eugo_lab.exercises.measure.packed_speedup`).
+
+The Straggler, Long tail and Partition findings measure time, so they are reported in the
+verdict's measured details, never used as its criteria: under heavy load a preempted piece of
+an even split can run several times its siblings' time.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis.findings import STRAGGLER_FLOOR_S, STRAGGLER_RATIO, Code
+from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 END = 27_000_000
@@ -43,11 +51,12 @@ FUNCTION = "work"
 # never reads as a straggler. 27 such pieces cover the input; 200 tasks of 135,000 numbers are still
 # worth sending, far below that the round trip (0.1-0.5 ms) is a large share of every task.
 MAX_TASKS = 200
-# Equal pieces replay at 1.7-1.9x on 2 workers (a cold start included); the giant range left whole
-# replays at ~1.3x.
+# 27 equal pieces pack on 2 workers at 27/14 = 1.93x, three equal pieces at 1.5x; the giant
+# range left whole packs at 27/23 = 1.17x.
 MIN_REPLAYED_SPEEDUP = 1.5
-# The tail findings, all of which name the one task that ran on while the others were done.
-TAIL_FINDINGS = (Code.STRAGGLER, Code.LONG_TAIL, Code.CRITICAL_PATH)
+# i * i % 7 runs through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers: a work task returns 2 per
+# number it covers, within 4 either way, so its result tells how many numbers it was given.
+PER_NUMBER = 2
 
 
 def reference_total(end: int = END, start: int = 0) -> int:
@@ -89,6 +98,8 @@ HINTS = {
                       "tasks, each worth its scheduling.", _SOLUTION),
     "giant": Hint("Split the oversized range (and every range) into pieces of about the ordinary size, so "
                   "no single task holds up the run.", _SOLUTION),
+    "not-from-tasks": Hint("Add up what the work tasks returned: `total` is the sum of the results that get() "
+                           "gives back for the pieces, not a number computed here in the notebook.", _SOLUTION),
     "serial": Hint("Submit every piece before waiting for any: build the list of futures first, then one get().",
                    _SOLUTION),
 }
@@ -106,35 +117,63 @@ def straggler(a: Attempt) -> Verdict:
                          "once (each piece starts where the previous one stopped).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
-        return a.not_yet("no work task ran on a worker: the pieces were computed here in the notebook.",
+        return a.not_yet(f"no {FUNCTION} task ran on a worker: the pieces were computed here in the notebook.",
                          mistake="local")
+    came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
+    if not came:
+        return a.not_yet(f"{came.why}: the graded total must be what the tasks computed.", mistake="not-from-tasks")
     tiny = a.report.finding(Code.TASKS_TOO_SMALL)
-    if tiny is not None or n > MAX_TASKS:
-        why = " (the Scheduling overhead finding)" if tiny is not None else ""
+    found = (f"Scheduling overhead finding: {'yes' if tiny is not None else 'no'}",)
+    if n > MAX_TASKS:
         return a.not_yet(f"{n} tasks: the pieces are so small that scheduling each one is a large share of its "
-                         f"work{why}; the ordinary ranges hold {piece:,} numbers, and under {MAX_TASKS} tasks "
-                         "each is worth sending.", mistake="too-small")
-    u = measure.dispatch_units(a.trace, FUNCTION)
-    med = float(np.median(u.body)) if len(u) else 0.0
-    slowest = float(u.body.max()) if len(u) else 0.0
-    ratio = slowest / med if med > 0 else 0.0
-    # As the Straggler finding counts: over 3x the median *and* 50 ms more (a preempted 6 ms task is no giant).
-    dominant = ratio > STRAGGLER_RATIO and slowest - med >= STRAGGLER_FLOOR_S
-    tail = [code for code in TAIL_FINDINGS if a.report.finding(code) is not None]
-    if tail or dominant:
-        names = {Code.STRAGGLER: "Straggler", Code.LONG_TAIL: "Long tail", Code.CRITICAL_PATH: "Partition"}
-        said = f" ({', '.join(names[c] for c in tail)})" if tail else ""
-        return a.not_yet(f"one task ran far longer than the others{said}: the oversized range was left whole, so "
-                         f"the other workers finished early and waited for it (an ordinary range holds {piece:,} "
-                         "numbers).", mistake="giant", details=(f"slowest task {fmt_x(ratio)} the median",))
+                         f"work; the ordinary ranges hold {piece:,} numbers, and under {MAX_TASKS} tasks each is "
+                         "worth sending.", mistake="too-small", details=found)
+    sizes = covered(a)
+    med, largest = float(np.median(sizes)), max(sizes)
+    ratio = largest / med if med > 0 else float("inf")
+    tail = [name for code, name in TAIL_NAMES.items() if a.report.finding(code) is not None]
+    details = (f"timing findings: {', '.join(tail) if tail else 'none'}", *found)
+    if ratio > STRAGGLER_RATIO:
+        return a.not_yet(f"one {FUNCTION} task covered about {_about(largest):,} numbers, {fmt_x(ratio)} the median "
+                         f"task's {_about(med):,} (read from what each task returned): the oversized range was left "
+                         "whole, so the other workers finished early and waited for it (an ordinary range holds "
+                         f"{piece:,} numbers).", mistake="giant", details=details)
+    together = measure.submitted_together(a.trace, FUNCTION)
+    if together < 2:
+        return a.not_yet(f"the {n} pieces are even, but the cell waited after each {FUNCTION} task it submitted, "
+                         "before submitting the next, so they ran one after another.",
+                         mistake="serial", details=details)
     w = max(a.workers, 2)
-    replayed = a.replayed_speedup(w)
-    on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")
-    if replayed < MIN_REPLAYED_SPEEDUP:
-        return a.not_yet(f"the pieces look even, yet the replay {on} predicts only {fmt_x(replayed)}, under "
-                         f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: the pieces ran one after another, as if each was "
-                         "waited for before the next was submitted.", mistake="serial")
-    return a.passed(f"{n} tasks, none over {STRAGGLER_RATIO:g}x the median; no Straggler, Long tail or Partition "
-                    "finding and no Scheduling overhead finding",
-                    f"the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}; the total equals the reference",
-                    details=(f"slowest task {ratio:.1f}x the median", f"replayed speedup {fmt_x(replayed)}"))
+    packed = measure.packed_speedup(sizes, w)
+    on = f"on {w} workers" + (" (this run had 1 worker, so the check counts 2)" if a.workers < 2 else "")
+    if packed < MIN_REPLAYED_SPEEDUP:
+        return a.not_yet(f"the {n} pieces, handed out in the order submitted {on}, keep them busy for only "
+                         f"{fmt_x(packed)} one worker's work, under {fmt_x(MIN_REPLAYED_SPEEDUP)}: too few pieces "
+                         "to share among the workers.", mistake="giant", details=details)
+    low, high = _about(min(sizes)), _about(largest)
+    each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
+    return a.passed(f"{n} {FUNCTION} tasks; their results show each covered {each} numbers, "
+                    f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
+                    f"{together} tasks were submitted with no wait between them; handed out in the order submitted "
+                    f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
+                    f"{fmt_x(MIN_REPLAYED_SPEEDUP)})",
+                    f"`total` is the sum of the {n} tasks' results and equals the sum over `ranges`",
+                    details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
+
+
+TAIL_NAMES = {Code.STRAGGLER: "Straggler", Code.LONG_TAIL: "Long tail", Code.CRITICAL_PATH: "Partition"}
+
+
+def _about(n: float) -> int:
+    """``n`` to 3 significant digits: a size read off a result is exact only to a few numbers."""
+    return int(float(f"{n:.3g}"))
+
+
+def covered(a: Attempt) -> list[int]:
+    """How many numbers each ``work`` task covered, in task order: its result over :data:`PER_NUMBER`.
+
+    Read off what the tasks returned (the trace keeps scalar results), so the sizes are the
+    same however long a busy machine made each task take.
+    """
+    values = derivation.scalar_values(a.trace, FUNCTION) or []
+    return [int(round(float(v) / PER_NUMBER)) for v in values]
