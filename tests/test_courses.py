@@ -150,6 +150,20 @@ def test_a_glossary_pointer_names_a_lesson_that_uses_the_term_and_every_used_ter
     assert not missing, f"lessons use these terms but the glossary names no lesson for them: {missing}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_a_markdown_line_that_introduces_something_is_followed_by_it(path: Path):
+    # A sentence ending in a colon promises what comes next: a visible code cell, not another
+    # paragraph, a hidden check or the end of the notebook.
+    cells = _nb(path)["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown" or not _source(cell).rstrip().endswith(":"):
+            continue
+        nxt = cells[i + 1] if i + 1 < len(cells) else None
+        hidden = nxt is not None and nxt.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
+        assert nxt is not None and nxt["cell_type"] == "code" and not hidden, \
+            f"{_name(path)} cell {i} ends with a colon but introduces nothing: {_source(cell)[-80:]!r}"
+
+
 def test_vocabulary_has_every_term_with_its_entry():
     cells = _nb(COURSES / "vocabulary.ipynb")["cells"]
     headings = {_source(c)[3:].strip() for c in cells if c["cell_type"] == "markdown" and _source(c).startswith("## ")}
