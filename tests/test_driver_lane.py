@@ -109,6 +109,17 @@ def test_summary_leads_with_the_driver_and_shows_no_speedup():
     assert "driver" not in s.to_text(precise=False)
 
 
+def test_the_automatic_optimizations_section_does_not_take_the_drivers_lead():
+    # Every cell carries the automatic optimizations' report; only --optimize (or array operations) lead instead.
+    from eugo_lab.render.text import lead_line
+
+    s = summarize([Run(2, by_value_trace())], error=None, options={})
+    s.optimizations = object()  # what the cell runner always sets
+    assert lead_line(s).startswith("100% of this cell ran in the driver")
+    s.options = {"optimize": True}
+    assert lead_line(s) is None
+
+
 def test_summary_of_parallel_tasks_keeps_its_speedup():
     b = TraceBuilder(workers=2)
     for w in range(2):

@@ -111,10 +111,12 @@ def driver_words(d: Any) -> str:
 def lead_line(s: Any) -> str | None:
     """The summary's first line when most of the cell was the driver's (a ``DriverTime`` sentence), else None.
 
-    Cells of GPU array operations (``s.offload``) or ``--optimize`` reports lead with those
+    Cells of GPU array operations (``s.offload``) or ``--optimize`` cells lead with those
     reports' own layout: this returns None for them, and their renderers decide what comes first.
+    The automatic optimizations' lines, which every cell has, do not count as such a report.
     """
-    if (getattr(s, "offload", None) is not None and s.offload.rows) or getattr(s, "optimizations", None) is not None:
+    offload = getattr(s, "offload", None) is not None and s.offload.rows
+    if offload or (s.options or {}).get("optimize"):
         return None
     d = getattr(s, "driver", None)
     return d.sentence() if d is not None and d.driver_led else None
