@@ -62,10 +62,11 @@ def spin(core: int, n: int) -> int:
     return x
 
 
-spin_task = hpc.remote(spin)
+# The point here is plain Python competing for a core: the automatic JIT would change the work under test.
+spin_task = hpc.remote(optimize=False)(spin)
 
 
-@hpc.remote
+@hpc.remote(optimize=False)
 def phased(core: int, n: int) -> int:
     with hpc.phase("crunch"):
         return spin(core, n)

@@ -44,7 +44,7 @@ def test_a_function_used_only_through_hpc_map_gets_a_verdict_and_runs_compiled(p
     assert item is not None and item.applied and "result checked" in item.precise, report.items
     assert 1 <= item.numbers["compiles"] <= 2  # once on each worker that ran it
     # the trial's spans sit on item rows of the batches (rows whose batch column names their batch)
-    df, ph = t.to_dataframe(), t.phases_dataframe()
+    df, ph = t.to_dataframe(), t.phases_dataframe(markers=True)
     jit_rows = df[df["task_id"].isin(ph[ph["phase"].str.startswith("jit: ")]["task_id"])]
     assert len(jit_rows) >= 1 and (jit_rows["batch"] >= 0).all()
 

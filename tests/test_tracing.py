@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from trace_builder import TraceBuilder
 
 from eugo_lab import hpc
 from eugo_lab.contract.row import TaskStats, pack_tail
@@ -272,3 +273,13 @@ def test_bytes_in_counts_large_arrays_sent_by_value_through_shared_memory(local2
     assert t.tasks["bytes_in"].min() >= big.nbytes  # the array, not just the ~100-byte pickle around it
     terms = [f.term for f in analysis.analyze(t).findings]
     assert "Serialization" in terms, terms  # the same large argument sent 6 times: put() it once
+
+
+def test_the_phases_frame_holds_the_tasks_own_phases_and_the_runtimes_markers_only_on_request():
+    b = TraceBuilder(workers=1)
+    row = b.task(worker=0, start=0.0, end=1.0)
+    b.phase(row, "read", 0.0, 0.4, 0.1)
+    b.phase(row, "jit: not tried: its time is in C code", 0.4, 0.4, 0.0)
+    t = b.build(end=1.0)
+    assert t.phases_dataframe()["phase"].tolist() == ["read"]
+    assert t.phases_dataframe(markers=True)["phase"].tolist() == ["read", "jit: not tried: its time is in C code"]

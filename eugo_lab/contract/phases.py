@@ -14,6 +14,10 @@ from eugo_lab.contract import run_queue
 
 _local = threading.local()
 
+#: Phase names the runtime records itself, not the task's code: the JIT's verdicts and trial spans
+#: (``jit: compiled``, ``jit: plain run``). ``Trace.phases_dataframe()`` leaves them out by default.
+RUNTIME_PHASE_PREFIX = "jit: "
+
 
 class _NullPhase:
     __slots__ = ()

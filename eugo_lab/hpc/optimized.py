@@ -133,7 +133,9 @@ def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items
         seen_opted_out.add(record.name)
         return record
     if not rt.optimize:
-        if not getattr(rt, "auto_optimize", True):
+        # A profile (hpc.profile, %%eugo --profile) measures the code as written: a function compiled
+        # halfway through the region would leave its hot lines unsampled and its profile of two programs.
+        if not getattr(rt, "auto_optimize", True) or rt.profiling is not None:
             return record
         fn = record.fn.fn if isinstance(record.fn, _Spread) else record.fn
         return record if isinstance(fn, Optimized) else auto_record(record, generation)

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
+
 
 class _NoPhase:
     """A do-nothing stand-in for ``hpc.phase`` (a trial run outside a task, or in tests)."""
@@ -57,7 +59,7 @@ MIN_PLAIN_SECONDS = 1e-3
 # reduction (last-bit differences); anything beyond this is a different result.
 RTOL, ATOL = 1e-7, 1e-12
 
-PHASE_PREFIX = "jit: "
+PHASE_PREFIX = RUNTIME_PHASE_PREFIX
 VERDICT_COMPILED = "compiled"
 # The automatic JIT looked at a function and did not try it (eugo_lab.jit.auto): "jit: not tried: CODE[: detail]".
 SKIPPED = "not tried"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
@@ -403,12 +404,21 @@ class Trace:
             "gpu": self.gpu,
         })
 
-    def phases_dataframe(self) -> pd.DataFrame:
-        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``, ``runq``."""
+    def phases_dataframe(self, markers: bool = False) -> pd.DataFrame:
+        """One row per ``hpc.phase`` span: ``task_id``, ``phase``, ``start``, ``end``, ``cpu``, ``runq``.
+
+        The spans the runtime records itself (the JIT's verdicts and trial, names starting with
+        ``contract.phases.RUNTIME_PHASE_PREFIX``) are left out unless ``markers``: the frame holds
+        the phases the tasks' code marked.
+        """
         import pandas as pd
 
         p = self.phases
         names = np.array(self.phase_names, dtype=object)
+        if not markers and len(p["row"]):
+            own = np.array([not str(n).startswith(RUNTIME_PHASE_PREFIX) for n in self.phase_names], dtype=bool)
+            keep = own[np.asarray(p["name"])]
+            p = {k: np.asarray(v)[keep] for k, v in p.items()}
         return pd.DataFrame({
             "task_id": self.tasks["task_id"][p["row"]],
             "phase": names[p["name"]] if len(p["row"]) else np.array([], dtype=object),
