@@ -83,14 +83,17 @@ class CellOptimizer:
         self._before: dict[str, Any] = {}
         self.explicit = bool(getattr(opts, "optimize", False))
         self.off = bool(getattr(opts, "no_optimize", False))
+        # --profile measures the code as written: the cell's own functions stay plain (as tasks do while
+        # a profile is taken), unless --optimize asks for the trial, whose run is profiled on purpose.
+        self.profiled = bool(getattr(opts, "profile", False)) and not self.explicit
         self._cell: dict[str, Any] = {}  # name -> CellFunction made in this cell
         self._left: dict[str, tuple[str, str]] = {}  # name -> (code, detail) of a top-level def left plain
         self._runtime_off = False
         self._ns: dict | None = None
 
     def transform(self, tree: ast.Module) -> ast.Module:
-        """Decorate each plain top-level ``def`` of the cell with the hook (nothing with ``--no-optimize``)."""
-        if self.off:
+        """Decorate each plain top-level ``def`` of the cell with the hook (nothing with ``--no-optimize``/``--profile``)."""
+        if self.off or self.profiled:
             return tree
         for node in tree.body:
             if isinstance(node, ast.AsyncFunctionDef):
