@@ -92,7 +92,7 @@ class CellOptimizer:
         self._ns: dict | None = None
 
     def transform(self, tree: ast.Module) -> ast.Module:
-        """Decorate each plain top-level ``def`` of the cell with the hook (nothing with ``--no-optimize``/``--profile``)."""
+        """Decorate each plain top-level ``def`` with the hook (none with ``--no-optimize`` or ``--profile``)."""
         if self.off or self.profiled:
             return tree
         for node in tree.body:
