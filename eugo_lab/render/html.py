@@ -214,7 +214,8 @@ def summary_html(s: Any) -> str:
     r = s.report
     if arrays_only(s):  # the offload report is the story: no task table, timeline, speedup or findings
         return _arrays_html(s)
-    head = f"%%eugo &mdash; {s.n_tasks} tasks on {s.workers} workers (backend {escape(s.backend)})"
+    tasks, workers = ("task" if s.n_tasks == 1 else "tasks"), ("worker" if s.workers == 1 else "workers")
+    head = f"%%eugo &mdash; {s.n_tasks} {tasks} on {s.workers} {workers} (backend {escape(s.backend)})"
     if s.error:
         head += f", <span style='color:{glyphs.FAILED_LINE}'>stopped by {escape(s.error)}</span>"
     measured = getattr(r, "measured_speedup", None)
