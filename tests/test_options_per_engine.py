@@ -119,7 +119,7 @@ def _optimize(engine: str, tmp: str) -> None:
     with hpc.trace() as t:
         out = hpc.get(hpc.remote(optimize=True)(smooth).remote(data), timeout=120)
     np.testing.assert_allclose(out, smooth(data))
-    phases = set(t.phases_dataframe()["phase"])
+    phases = set(t.phases_dataframe(markers=True)["phase"])
     assert any(p.startswith("jit: ") for p in phases), f"{engine}: no JIT trial ran ({sorted(phases)})"
 
 
