@@ -224,7 +224,10 @@ def sizing_check(a: Attempt) -> Verdict:
     if close:
         best = min(d for d, _ in close)
         named = list(dict.fromkeys(msg for d, msg in close if d == best))
-        return a.not_yet(*(m[0] for m in named), mistake=named[0][1], details=details)
+        tie = [] if len(named) == 1 else [
+            f"on this run {len(named)} shortcuts give {workers:g} workers, so the checker cannot tell which one "
+            "you took; each is named below."]
+        return a.not_yet(*tie, *(m[0] for m in named), mistake=named[0][1], details=details)
     if workers < ref.workers:
         return a.not_yet("with that many workers the simulator's replay of your run misses the deadline.",
                          mistake="misses", details=details)
