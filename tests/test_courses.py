@@ -254,3 +254,82 @@ def test_every_predict_prompt_has_a_guess_cell_and_its_measurement_prints_the_co
         compared = [c for c in after[1:] if any(n == m.group("name") for n in COMPARE.findall(_source(c)))]
         assert compared, f"{_name(path)} cell {i}: no cell after the guess prints compare_guess({m.group('name')!r})"
         assert not compared[0].get("outputs"), f"{_name(path)}: the comparison's output is the learner's, not saved"
+
+
+# A lesson carries one idea: past this many cells it carries several and wants splitting.
+MAX_LESSON_CELLS = 24
+# A line of the reference that is no longer than this ("import numpy as np" is 18) is scaffolding,
+# not the idea: it may appear earlier.
+SCAFFOLD_CHARS = 20
+
+
+def _code_lines(source: str) -> list[str]:
+    """A cell's Python lines, stripped, without blank lines, comments and magics."""
+    out = []
+    for line in source.splitlines():
+        text = line.split("  #")[0].strip()
+        if text and not text.startswith(("#", "%")):
+            out.append(text)
+    return out
+
+
+def _tokens(source: str) -> list[str]:
+    import io
+    import tokenize
+
+    skip = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT, tokenize.ENDMARKER}
+    text = "\n".join(_code_lines(source)) + "\n"
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip]
+
+
+def _tokens_changed(before: str, after: str) -> int:
+    """How many tokens the change from ``before`` to ``after`` replaces, inserts or deletes."""
+    import difflib
+
+    ops = difflib.SequenceMatcher(a=_tokens(before), b=_tokens(after), autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in ops if op != "equal")
+
+
+def _exercise_pairs(path: Path) -> list[tuple[str, int, str, str]]:
+    """``(exercise id, starter's code-cell index, starter source, reference source)`` for each reference."""
+    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    pairs = []
+    for i, cell in enumerate(cells):
+        m = EXERCISE.search(_source(cell))
+        if not m or "solution" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        starter = max(j for j in range(i) if m.group(1) in _source(cells[j]) and
+                      "starter" in cells[j].get("metadata", {}).get("tags", []))
+        pairs.append((m.group(1), starter, _source(cells[starter]), _source(cell)))
+    return pairs
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_name)
+def test_a_lesson_is_short_enough_to_carry_one_idea(path: Path):
+    n = len(_nb(path)["cells"])
+    assert n <= MAX_LESSON_CELLS, f"{_name(path)} has {n} cells (at most {MAX_LESSON_CELLS}): split it or trim it"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_name)
+def test_no_line_the_reference_adds_appears_earlier_in_its_lesson(path: Path):
+    # The exercise applies the idea to a case the lesson did not show: copying a cell above is no answer.
+    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    for exercise_id, starter, start_src, ref_src in _exercise_pairs(path):
+        given = set(_code_lines(start_src))
+        earlier = {line for c in cells[:starter] for line in _code_lines(_source(c))}
+        copied = [line for line in _code_lines(ref_src)
+                  if line not in given and line in earlier and len(line) > SCAFFOLD_CHARS]
+        assert not copied, f"{_name(path)}: {exercise_id}'s reference adds lines an earlier cell shows: {copied}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_name)
+def test_the_reference_is_more_than_a_one_token_flip_of_the_starter(path: Path):
+    for exercise_id, _, start_src, ref_src in _exercise_pairs(path):
+        n = _tokens_changed(start_src, ref_src)
+        assert n > 2, f"{_name(path)}: {exercise_id}'s reference changes {n} token(s) of the starter"
+
+
+def test_the_change_counter_counts_tokens():
+    assert _tokens_changed("x = f(a)\n", "x = f(b)\n") == 1
+    assert _tokens_changed("x = f(a)\n", "x = g(a, b)\n") == 3
+    assert _tokens_changed("x = 1  # one\n", "# a comment\nx = 1\n") == 0
