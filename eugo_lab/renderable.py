@@ -44,6 +44,19 @@ class Rendered:
         return mimebundle(self)  # type: ignore[arg-type]
 
 
+class TextRepr:
+    """Mixin for a :class:`Renderable` whose ``repr()`` and IPython pretty form are its ``to_text()``.
+
+    A dataclass using it sets ``repr=False``, or the generated ``__repr__`` would shadow this one.
+    """
+
+    def __repr__(self) -> str:
+        return self.to_text()  # type: ignore[attr-defined]
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.to_text())  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class Drawn(Rendered):
     """A data object (a ledger, a report) with the two renderer functions that draw it.

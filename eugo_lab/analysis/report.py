@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
-from eugo_lab.renderable import Rendered
+from eugo_lab.renderable import Rendered, TextRepr
 from eugo_lab.units import fmt_seconds as fmt_s
 
 if TYPE_CHECKING:  # the findings import this module's formatting
@@ -23,8 +23,8 @@ INFO, NOTE, WARNING, PROBLEM = "info", "note", "warning", "problem"
 SEVERITY_ORDER = {PROBLEM: 0, WARNING: 1, NOTE: 2, INFO: 3}
 
 
-@dataclass(frozen=True)
-class Report(Rendered):
+@dataclass(frozen=True, repr=False)
+class Report(TextRepr, Rendered):
     """What :func:`eugo_lab.analysis.analyze` found in a trace.
 
     ``wall_time``: seconds of the analysed window (the region, widened to cover every
@@ -139,12 +139,6 @@ class Report(Rendered):
     def to_html(self) -> str:
         """The same text, escaped, in a ``<pre>`` (a notebook shows it as the terminal does)."""
         return f"<pre class='eugo-report'>{html.escape(self.to_text())}</pre>"
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.to_text())
 
 
 # -- formatting: fixed rounding so reports are stable ---------------------------------------------

@@ -13,9 +13,9 @@ import difflib
 import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from eugo_lab.renderable import Rendered
+from eugo_lab.renderable import Rendered, TextRepr
 
 if TYPE_CHECKING:
     from eugo_lab.checklists.subject import Subject
@@ -88,8 +88,8 @@ class Result:
         return f"{self.mark} {self.id}: {self.item.text}{tail}"
 
 
-@dataclass(frozen=True)
-class Results(Rendered):
+@dataclass(frozen=True, repr=False)
+class Results(TextRepr, Rendered):
     """Every item of one checklist measured (iterable; ``results["item-id"]`` for one)."""
 
     checklist: Checklist
@@ -121,12 +121,6 @@ class Results(Rendered):
         lines += [r.to_text() for r in self.results]
         lines += self.notes
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.to_text())
 
     def to_html(self) -> str:
         """The results as an HTML table, every string escaped."""

@@ -22,9 +22,10 @@ from eugo_lab.checklists import store
 from eugo_lab.checklists.measuring import measure_item, save
 from eugo_lab.checklists.model import Checklist, Result, get
 from eugo_lab.checklists.subject import Subject
+from eugo_lab.renderable import TextRepr
 
 
-class ChecklistView:
+class ChecklistView(TextRepr):
     """One checklist on screen; ``view.measure(item_id)`` is what its button does."""
 
     def __init__(self, name: str, fn: Any = None, args: Any = (), kwargs: Any = None, trace: Any = None, *,
@@ -81,12 +82,6 @@ class ChecklistView:
         lines.append(f"{done} of {len(c.items)} ticked. Measure checks an item on your function, trace or "
                      "runtime; ticks are saved to your progress.")
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.to_text())
 
     def to_html(self) -> str:
         """A static HTML form of the same (every string escaped), for where widgets cannot render."""

@@ -44,6 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eugo_lab.renderable import TextRepr
+
 #: ``exercise ID: passed`` / ``exercise ID: not yet`` (and ``not checked`` for a checker bug).
 PASSED, NOT_YET, NOT_CHECKED = "passed", "not yet", "not checked"
 #: What a reference solution's first line adds: its run is graded, never recorded as the learner's.
@@ -95,8 +97,8 @@ class UnknownExerciseError(KeyError):
         return str(self.args[0]) if self.args else "unknown exercise"
 
 
-@dataclass(frozen=True)
-class Verdict:
+@dataclass(frozen=True, repr=False)
+class Verdict(TextRepr):
     """The result of checking one attempt.
 
     ``lines``: deterministic sentences after the first line (evidence for a pass, the specific
@@ -153,12 +155,6 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.to_text()
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.to_text())
 
     def to_html(self, precise: bool = False) -> str:
         """The verdict as HTML, every string escaped; ``precise`` adds the measured details."""

@@ -17,7 +17,6 @@ shortened deterministically: relative to the worker's ``sys.path`` entry that ho
 
 from __future__ import annotations
 
-import json
 import linecache
 import os
 import zlib
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eugo_lab.jsonfile import JsonFile
 from eugo_lab.profile.collect import FORMAT, loads
 
 # pyinstrument's frame info: "name NUL file NUL first_line" then attributes, each after SOH.
@@ -127,7 +127,7 @@ def _combine(sessions: list[Any]) -> Any:
     return sessions[0]
 
 
-class Profile:
+class Profile(JsonFile):
     """Where the profiled tasks spent their time: the merged samples of every task on every worker.
 
     Build one with :meth:`from_trace` (what ``hpc.profile()`` and ``%%eugo --profile`` do);
@@ -327,17 +327,6 @@ class Profile:
 
             session = Session.from_json(d["session"])
         return cls(session, d["tasks"], d["workers"], d.get("functions", ()))
-
-    def save(self, path: str) -> None:
-        """Write the profile as JSON (``Profile.load`` reads it back)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f)
-
-    @classmethod
-    def load(cls, path: str) -> Profile:
-        """Read a profile written by :meth:`save`."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
 
     def __len__(self) -> int:
         return self.tasks

@@ -39,6 +39,7 @@ from eugo_lab.contract.row import (
     TASK_INT_COLUMNS,
     TaskProfile,
 )
+from eugo_lab.jsonfile import JsonFile
 from eugo_lab.tracing import driver as _driver
 from eugo_lab.tracing import provenance
 from eugo_lab.tracing.provenance import FunctionShipped, Refused, Result
@@ -90,7 +91,7 @@ def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) 
 _BUILD_LOCK = threading.Lock()
 
 
-class Trace:
+class Trace(JsonFile):
     """What happened in a traced region: every task attempt, its phases, and driver waits."""
 
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
@@ -517,17 +518,6 @@ class Trace:
                    workers={int(k): (v[0], int(v[1])) for k, v in d["workers"].items()}, meta=d["meta"],
                    profiles=[TaskProfile(int(t), int(a), f, int(w), base64.b64decode(b))
                              for t, a, f, w, b in d.get("profiles", ())])
-
-    def save(self, path: str) -> None:
-        """Write the trace as JSON (``Trace.load`` reads it back)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f)
-
-    @classmethod
-    def load(cls, path: str) -> Trace:
-        """Read a trace written by :meth:`save`."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
 
     def to_chrome_trace(self, path: str | None = None) -> dict[str, Any]:
         """Chrome/Perfetto trace-event JSON (open it at ui.perfetto.dev); written to ``path`` if given.
