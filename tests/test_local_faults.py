@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from _processes import start_driver, wait_gone
@@ -274,23 +276,29 @@ def _start_driver(tmp_path, mode: str) -> tuple[subprocess.Popen, list[int]]:
     return start_driver(tmp_path, DRIVER, mode, 2)  # its 2 workers
 
 
-def test_idle_workers_survive_sigint_to_the_process_group(tmp_path):
-    proc, pids = _start_driver(tmp_path, "idle-sigint")
+@contextlib.contextmanager
+def _interrupted_driver(tmp_path, mode: str) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+    """The driver in ``mode``; afterwards it is killed and its workers must be gone within 10 s."""
+    proc, pids = _start_driver(tmp_path, mode)
     try:
-        os.killpg(proc.pid, signal.SIGINT)  # what Jupyter's Interrupt does
-        assert proc.stdout.readline().strip() == "KBI"
-        result = proc.stdout.readline().split()
-        assert result[0] == "RESULT" and result[1] == "True"
-        assert sorted(int(p) for p in result[2:]) == sorted(pids)  # the same workers, none replaced
+        yield proc, pids
     finally:
         proc.kill()
         proc.wait()
     assert not wait_gone(set(pids), timeout=10)
 
 
+def test_idle_workers_survive_sigint_to_the_process_group(tmp_path):
+    with _interrupted_driver(tmp_path, "idle-sigint") as (proc, pids):
+        os.killpg(proc.pid, signal.SIGINT)  # what Jupyter's Interrupt does
+        assert proc.stdout.readline().strip() == "KBI"
+        result = proc.stdout.readline().split()
+        assert result[0] == "RESULT" and result[1] == "True"
+        assert sorted(int(p) for p in result[2:]) == sorted(pids)  # the same workers, none replaced
+
+
 def test_sigint_while_blocked_in_get_cancels_that_calls_tasks(tmp_path):
-    proc, pids = _start_driver(tmp_path, "get-sigint")
-    try:
+    with _interrupted_driver(tmp_path, "get-sigint") as (proc, _):
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
         kbi = proc.stdout.readline().split()
@@ -298,10 +306,6 @@ def test_sigint_while_blocked_in_get_cancels_that_calls_tasks(tmp_path):
         assert proc.stdout.readline().split() == ["CANCELLED", "4"]
         assert proc.stdout.readline().split() == ["RESULT", "True"]
         assert proc.wait(timeout=20) == 0
-    finally:
-        proc.kill()
-        proc.wait()
-    assert not wait_gone(set(pids), timeout=10)
 
 
 def test_workers_exit_when_the_driver_is_killed_mid_task(tmp_path):
