@@ -100,3 +100,8 @@ def fmt_source(source: str) -> str:
     if is_cell_file(path):
         return f"cell line {line}"
     return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
+
+
+def capitalized(text: str) -> str:
+    """``text`` with its first letter upper-cased and the rest kept (``str.capitalize`` lowers the rest)."""
+    return text[:1].upper() + text[1:]

@@ -12,7 +12,7 @@ from typing import Any
 
 from eugo_lab.render import display, glyphs
 from eugo_lab.render.text import arrays_only, driver_words, lead_line
-from eugo_lab.units import fmt_seconds
+from eugo_lab.units import capitalized, fmt_seconds
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; line-height: 1.4; "
           "color: var(--jp-ui-font-color1, #222)")
@@ -253,7 +253,7 @@ def summary_html(s: Any) -> str:
     parts.append(f"<table>{table}</table>")
     unwaited = s.unwaited_text(True) if hasattr(s, "unwaited_text") else None
     if unwaited:
-        parts.append(f"<div class='eugo-unwaited'>{escape(unwaited[0].upper() + unwaited[1:])}</div>")
+        parts.append(f"<div class='eugo-unwaited'>{escape(capitalized(unwaited))}</div>")
     if not s.live_timeline_shown:
         parts.append(timeline_svg(s.trace, s.workers + 1))
     if len(s.runs) > 1 and s.measured:

@@ -13,6 +13,7 @@ from eugo_lab.analysis.findings.context import MIN_SAVES, MIN_SAVES_S, TWO_WORKE
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import PROBLEM, fmt_pct
 from eugo_lab.analysis.timeline import measure
+from eugo_lab.units import capitalized
 from eugo_lab.units import fmt_seconds as fmt_s
 from eugo_lab.units import fmt_source as display_source
 
@@ -95,7 +96,7 @@ def blocking(ctx: Context) -> list[Finding]:
             f"workers sat idle" if ctx.workers > 1 and ctx.wall > 0 else "")
     verdict = (f"the driver {call} each task right after submitting it ({shown}), so "
                f"{of} ran one at a time (average concurrency {concurrency:.2f}){idle}.")
-    verdict = verdict[0].upper() + verdict[1:]
+    verdict = capitalized(verdict)
     if awaited:
         advice = (f"Submit all tasks first, then await them together: replace the await at {shown} by "
                   "`await asyncio.gather(*futures)` after the loop.")

@@ -9,6 +9,7 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, priced, units_of
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import WARNING, fmt_pct
+from eugo_lab.units import capitalized
 from eugo_lab.units import fmt_seconds as fmt_s
 
 # The critical path limits the run when it is half the wall time or more and workers sat
@@ -44,7 +45,7 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
         fn = cp.functions[k]
         verdict = (f"task {cp.task_ids[k]} ({fn}) alone took {fmt_s(cp.durations[k])} of the "
                    f"{fmt_s(cp.wall_time)} run; other workers had nothing to do meanwhile.")
-        verdict = verdict[0].upper() + verdict[1:]
+        verdict = capitalized(verdict)
         advice = f"Partition the input of {fn}() into pieces (one task each) so they run in parallel."
         finding = Finding(Code.CRITICAL_PATH, "Partition", WARNING, verdict, advice, ev)
         pieces = max(ctx.workers, TWO_WORKERS)
@@ -53,7 +54,7 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
                        f"partition task {cp.task_ids[k]}'s input ({fn}) into {pieces} pieces")]
     verdict = (f"a chain of {len(cp)} tasks, each waiting for the previous one, took {fmt_s(cp.length)} "
                f"({fmt_pct(cp.fraction)} of the run); more workers cannot shorten it.")
-    verdict = verdict[0].upper() + verdict[1:]
+    verdict = capitalized(verdict)
     advice = ("Fan out: submit independent steps together (pass futures instead of calling get() between them) "
               "and split each step into several tasks.")
     return [Finding(Code.CRITICAL_PATH, "Fan-out", WARNING, verdict, advice, ev)]

@@ -17,7 +17,7 @@ from eugo_lab.analysis.findings.context import Context, listed, priced, split_fi
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import WARNING, fmt_pct
 from eugo_lab.contract.row import ERROR, OK
-from eugo_lab.units import fmt_bytes
+from eugo_lab.units import capitalized, fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
 
 # A straggler takes more than 3x its function's median: ordinary variation (cache, GC,
@@ -117,7 +117,7 @@ def long_tail(ctx: Context) -> list[Finding]:
     ids = [int(u.task_id[i]) for i in running]
     verdict = (f"for the last {fmt_s(tail)} ({fmt_pct(tail / win.length)} of the run) at most "
                f"{int(half)} of {w} workers were busy, finishing task {listed(ids, 3)}.")
-    verdict = verdict[0].upper() + verdict[1:]
+    verdict = capitalized(verdict)
     advice = ("Make the last tasks short: split the longest tasks into pieces, or submit the longest first "
               "so they do not start last.")
     finding = Finding(Code.LONG_TAIL, "Long tail", WARNING, verdict, advice,

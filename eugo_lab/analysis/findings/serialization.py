@@ -16,7 +16,7 @@ from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.submission import SUBMIT_COST_S
 from eugo_lab.analysis.report import WARNING, fmt_pct
 from eugo_lab.analysis.timeline import bandwidth
-from eugo_lab.units import fmt_bytes
+from eugo_lab.units import capitalized, fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
 
 # Serialization dominates when (un)pickling is a fifth or more of the worker's busy time
@@ -49,7 +49,7 @@ def serialization(ctx: Context) -> list[Finding]:
         bin_, bout = float(u.bytes_in.sum()), float(u.bytes_out.sum())
         verdict = (f"workers spent {fmt_s(ser)} ({fmt_pct(ser / busy)} of their busy time) pickling and unpickling "
                    f"({fmt_bytes(bin_, '.3g')} in, {fmt_bytes(bout, '.3g')} out), mostly in {top}().")
-        verdict = verdict[0].upper() + verdict[1:]
+        verdict = capitalized(verdict)
         advice = ("Send less: pass big inputs once with hpc.put() or let tasks load their own data, and return "
                   "summaries instead of large results.")
         finding = Finding(Code.SERIALIZATION, "Serialization", WARNING, verdict, advice,
