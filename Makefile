@@ -58,11 +58,14 @@ lint: deps
 	$(VENV)/bin/ruff check eugo_lab tests benchmarks conftest.py
 
 # The JupyterLab extension: npm packages (from the package registry, at install time only), then the
-# TypeScript type-check and lint, then the bundle the browser tests load (rebuilt from the sources).
+# TypeScript type-check and lint, then the bundle the browser tests load (rebuilt from the sources),
+# copied over the venv's share folder, which JupyterLab serves (pip install copied that day's build there).
 labext: $(STAMP)
 	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm install
 	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm check
 	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" jlpm build:prod >/dev/null
+	d=$(VENV)/share/jupyter/labextensions/eugo-lab-labextension; mkdir -p $$d && rm -rf $$d/static && \
+		cp -r eugo_lab/labextension/. $$d/
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: deps bytecode system-deps lint labext

@@ -422,6 +422,9 @@ def test_driver_lane_axis_and_dark_theme_in_chromium(tmp_path):
         assert segs[-1]["kind"] == "own work" and segs[-1]["right"] - segs[-1]["left"] >= 0.19
         assert "of this cell ran in the driver" in got["summary"]
         assert "0.0x" not in page.text_content(".eugo-summary")
+        # The status bar's numbers carry their units: workers, and the cost so far in dollars.
+        status = page.text_content(".eugo-StatusItem") or ""
+        assert re.fullmatch(r"Eugo: \d+ workers?, (idle|\d+ running.*), \$\d+\.\d+ so far", status), status
         # Dark theme: the Bokeh timeline follows, as the summary does.
         page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
                       "{theme: 'JupyterLab Dark'})")
