@@ -138,8 +138,9 @@ NOT_YET = {
                                        "total = float(np.dot(readings, np.tile(gains, 1000)))\n", "decoy",
                                      ["`total` was not computed from the tasks' results: the 20 score tasks returned "
                                       "values that summed give"]),
-    "shortcut-typed-total": (MAPPED + f"total = {reference()[2]!r}\n", "decoy",
-                             ["`total` was not computed from the tasks' results: no score task returned a value"]),
+    "shortcut-typed-total": (MAPPED + f"total = {reference()[2]!r}\n", "local",
+                             ["no score task ran in this cell, only the gain tasks: `total` was computed or typed "
+                              "here in the notebook"]),
     "shortcut-tasks-hand-back-the-scores": (
         MAPPED + PIECES + "echo = hpc.remote(lambda v: v)\n"
         "total = sum(hpc.get([echo.remote(score(readings, gains, a, b)) for a, b in pieces]))\n", "decoy",
@@ -173,6 +174,13 @@ def test_a_value_left_by_the_earlier_run_is_copied_not_computed():
     # The lesson runs the broken pipeline before the exercise: its `gains` and `total` are right, and not this cell's.
     v = run_exercise("capstone", MAPPED + "earlier = total\ntotal = earlier\n", setup=EARLIER_RUN)
     not_yet_for(v, "copied", "`total` is the value an earlier cell left (the first run of the pipeline)")
+
+
+def test_gains_left_by_the_earlier_run_do_not_count_as_batched():
+    v = run_exercise("capstone", "gains = gains\n" + STORED + PIECES
+                     + "total = sum(hpc.get([score.remote(stored, gains, a, b) for a, b in pieces]))\n",
+                     setup=EARLIER_RUN)
+    not_yet_for(v, "copied", "`gains` is the value an earlier cell left (the first run of the pipeline)")
 
 
 def test_the_mistakes_are_listed_in_the_checklists_order_and_the_hint_answers_the_first():

@@ -275,6 +275,10 @@ def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
     else:
         why = derivation.combined(total, a.trace, names[0] if names else SCORE, sum, name="total",
                                   how="summed").why
+        if not names and not _left_by_earlier_cell(total, a.before.get("total")) and len(a.trace.tasks["task_id"]):
+            raise NotYet(f"no {SCORE} task ran in this cell, only the {gains_function} tasks: `total` was computed "
+                         "or typed here in the notebook, so the mistakes of the scoring step are hidden, not fixed.",
+                         mistake="local")
         _not_from_tasks(a, "total", total, why)
     readings = reference()[0].nbytes
     stored = _big_puts(a.trace, readings)
@@ -436,8 +440,8 @@ def _straggler(a: Attempt, function: str, want_total: float) -> Judged:
     if ratio > STRAGGLER_RATIO:
         return Remains("straggler", f"the straggler: one {function} task still covered about {_about(largest):,} "
                                     f"readings, {fmt_x(ratio)} the median task's {_about(med):,} (read from what "
-                                    "each task returned), so the other worker finished early and waited for "
-                                    f"it{found}.")
+                                    "each task returned), so the run cannot end before that one task does, however "
+                                    f"many workers share the rest{found}.")
     w = max(a.workers, 2)
     packed = measure.packed_speedup(sizes, w)
     on = f"on {w} workers" + (" (this run had 1, so the check counts 2)" if a.workers < 2 else "")
