@@ -102,8 +102,8 @@ MIN_ITEMS_PER_TASK = 10
 # An ordinary day (100,000 readings) is ~20 ms of plain Python; 250 tasks are pieces of 8,000
 # readings (~1.5 ms), still several times a round trip. Far below that, overhead takes over.
 MAX_SCORE_TASKS = 250
-# 20 equal pieces pack on 2 workers at 2.0x, the days left whole at 20/11 = 1.8x only by work
-# shared out (the giant day alone is 9 of 20): a 1.5x floor rejects one or two big pieces.
+# 20 equal pieces pack on 2 workers at 2.0x; the days left whole at 20/14 = 1.4x (the giant day,
+# nine twentieths of the work, comes last); a single task at 1.0x. 1.5x sits between.
 MIN_PACKED_SPEEDUP = 1.5
 # Each byte of the readings crossing once (every task its own slice) is 1.0x; one full copy per
 # task is 12x or more. 1.5x leaves room for small arguments beside the slices.
@@ -116,7 +116,7 @@ FINDING_NAMES = {Code.BLOCKING: "Blocking", Code.TASKS_TOO_SMALL: "Scheduling ov
                  Code.CAPTURED_OBJECT: "Serialization (captured object)", Code.SERIALIZATION: "Serialization"}
 
 
-def gain_of(sensor: int) -> int | float:
+def gain_of(sensor: int) -> float:
     """What the lesson's ``gain(sensor)`` returns, computed here for the reference."""
     code = sum((sensor * k) % 97 for k in range(1000))
     return 0.5 + code % 1000 / 1000
