@@ -1,0 +1,513 @@
+"""Exercise ``capstone`` (Course 5, lesson 1): one pipeline, four mistakes, fixed one by one.
+
+The lesson's setup cell (not graded) makes the data and the two steps::
+
+    import numpy as np
+    from eugo_lab import hpc
+
+    rng = np.random.default_rng(42)
+    readings = rng.uniform(0.5, 1.5, 2_000_000)       # 16 MB of float64; reading i comes from sensor i % 2000
+    days = [(d * 100_000, (d + 1) * 100_000) for d in range(11)] + [(1_100_000, 2_000_000)]
+
+    @hpc.remote
+    def gain(sensor):
+        code = sum((sensor * k) % 97 for k in range(1000))
+        return 0.5 + code % 1000 / 1000
+
+    @hpc.remote
+    def score(readings, gains, start, stop):
+        total = 0.0
+        for i in range(start, stop):
+            total += readings[i] * gains[i % 2000]
+        return total
+
+Starter cell (graded ``not yet``: 4 of 4 mistakes remain)::
+
+    %%eugo --exercise capstone
+    gains = hpc.get([gain.remote(sensor) for sensor in range(2000)])
+
+    total = 0.0
+    for start, stop in days:
+        total += hpc.get(score.remote(readings, gains, start, stop))
+
+Reference solution::
+
+    %%eugo --exercise capstone --solution
+    gains = hpc.get(hpc.map(gain, range(2000)))
+    stored = hpc.put(readings)
+    pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, 100_000)]
+    futures = [score.remote(stored, gains, a, b) for a, b in pieces]
+    total = sum(hpc.get(futures))
+
+Gates, in the order checked (each a ``not yet`` of its own): ``gains`` equals ``gain(s)`` for
+the 2000 sensors and ``total`` the sum of every reading times its sensor's gain, both computed
+here from the seed; ``gains`` is what tasks of one function returned
+(:func:`~eugo_lab.exercises.derivation.returned_by`) and that function is ``gain`` or calls it;
+``total`` is the sum of the scalar results of one other function's tasks
+(:func:`~eugo_lab.exercises.derivation.combined`), and those tasks received the readings (a
+stored reference they resolved, arguments holding them, or a function that carried them), so
+tasks that only hand back scores computed in the notebook fail (a rewritten ``score`` that
+reads the readings passes); the cell took those tasks' values with get().
+
+Then the four mistakes, each judged on this run's trace and reported together, so a partial
+fix is told exactly what remains:
+
+1. *blocking*: at least ``BLOCKING_MIN_WAITS`` waits of the driver fell between the
+   submissions of one step's plain tasks (a wait that begins before the last submission holds
+   the loop up); counted in the order the driver made its calls, never timed;
+2. *tiny tasks*: under ``MIN_ITEMS_PER_TASK`` sensors per ``gains`` task (tasks and ``hpc.map``
+   batches counted from the trace), or over ``MAX_SCORE_TASKS`` scoring tasks;
+3. *straggler*: a scoring task covered over ``STRAGGLER_RATIO`` times the readings of the
+   median one, or the pieces packed on 2 workers (this run's when it had more) in the order
+   submitted keep them busy for under ``MIN_PACKED_SPEEDUP``; sizes are read off each task's
+   result (a reading adds about ``total / 2,000,000`` to it), never off its duration;
+4. *data sent with every task*: the scoring tasks' arguments came to over
+   ``MAX_SHIPPED_SHARE`` times the readings, or the scoring function carried them inside its
+   pickle (a global it reads), or the cell stored them with put more than once.
+
+The Blocking, Scheduling overhead, Straggler, Long tail and Serialization findings measure
+time, so a verdict names them when this run's analysis raised them, and never depends on them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
+from eugo_lab.analysis.report import fmt_x
+from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_source as display_source
+
+LESSON = "05-capstone/01-tune-a-pipeline.ipynb"
+SEED = 42
+N_READINGS = 2_000_000
+N_SENSORS = 2000
+DAY = 100_000  # an ordinary day's readings; the last day holds nine of them
+GAIN, SCORE = "gain", "score"
+# The Blocking finding's own minimum (three tasks in a row, each submitted after the previous
+# one's get() returned): one or two waits among the submissions are a set-up step, not a loop.
+BLOCKING_MIN_WAITS = 3
+# A task round trip costs ~0.1-0.5 ms here (more on a loaded machine) and one gain ~0.1 ms: one
+# task per sensor spends as much on the trip as on the work; from 10 sensors a task, the trip
+# is a small share. hpc.map's auto batches hold tens to hundreds of sensors.
+MIN_ITEMS_PER_TASK = 10
+# An ordinary day (100,000 readings) is ~20 ms of plain Python; 250 tasks are pieces of 8,000
+# readings (~1.5 ms), still several times a round trip. Far below that, overhead takes over.
+MAX_SCORE_TASKS = 250
+# 20 equal pieces pack on 2 workers at 2.0x; the days left whole at 20/14 = 1.4x (the giant day,
+# nine twentieths of the work, comes last); a single task at 1.0x. 1.5x sits between.
+MIN_PACKED_SPEEDUP = 1.5
+# Each byte of the readings crossing once (every task its own slice) is 1.0x; one full copy per
+# task is 12x or more. 1.5x leaves room for small arguments beside the slices.
+MAX_SHIPPED_SHARE = 1.5
+# An argument, a stored copy or a captured global "holds the readings" from half their bytes.
+HOLDS_SHARE = 0.5
+FINDING_NAMES = {Code.BLOCKING: "Blocking", Code.TASKS_TOO_SMALL: "Scheduling overhead", Code.STRAGGLER: "Straggler",
+                 Code.LONG_TAIL: "Long tail", Code.UNBALANCED_PARTITIONS: "Unbalanced partitions",
+                 Code.REPEATED_ARGUMENT: "Serialization (repeated argument)",
+                 Code.CAPTURED_OBJECT: "Serialization (captured object)", Code.SERIALIZATION: "Serialization"}
+
+
+def gain_of(sensor: int) -> float:
+    """What the lesson's ``gain(sensor)`` returns, computed here for the reference."""
+    code = sum((sensor * k) % 97 for k in range(1000))
+    return 0.5 + code % 1000 / 1000
+
+
+@lru_cache(maxsize=1)
+def reference() -> tuple[np.ndarray, tuple[float, ...], float]:
+    """``(readings, gains, total)`` made here the way the lesson makes them (cached: a grader runs often)."""
+    readings = np.random.default_rng(SEED).uniform(0.5, 1.5, N_READINGS)
+    readings.setflags(write=False)
+    gains = tuple(gain_of(s) for s in range(N_SENSORS))
+    total = float(np.dot(readings, np.tile(np.asarray(gains), N_READINGS // N_SENSORS)))
+    return readings, gains, total
+
+
+_SOLUTION = ("gains = hpc.get(hpc.map(gain, range(2000)))\n"
+             "stored = hpc.put(readings)\n"
+             "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, 100_000)]\n"
+             "futures = [score.remote(stored, gains, a, b) for a, b in pieces]\n"
+             "total = sum(hpc.get(futures))")
+HINTS = {
+    DEFAULT: Hint("Fix one mistake at a time, in the order the verdict lists them, and run the cell after each: "
+                  "wait once after submitting, batch the gains, cut the big day, store the readings once.",
+                  _SOLUTION),
+    "results": Hint("Keep the two results the pipeline makes: `gains`, the gain of each of the 2000 sensors in "
+                    "sensor order, and `total`, every reading times its sensor's gain, each reading counted once "
+                    "(pieces that start where the previous one stopped).", _SOLUTION),
+    "local": Hint("Run both steps as tasks: the gains with map (or batches of sensors you submit yourself), the "
+                  "scores with .remote, and keep what get() returns.", _SOLUTION),
+    "copied": Hint("Compute `gains` and `total` in this cell, from tasks it runs; a value left by the earlier run "
+                   "of the pipeline does not count.", _SOLUTION),
+    "decoy": Hint("Keep in `gains` and `total` what the gain and score tasks returned (get() gives it to you), "
+                  "not numbers computed here in the notebook beside tasks, and let those tasks do the work: call "
+                  "gain and score there, on the readings.", _SOLUTION),
+    "not-taken": Hint("Take the scores with get() (one get() on the list of futures, or one per future as they "
+                      "finish) and add those values up.", "futures = [score.remote(stored, gains, a, b) for a, b in "
+                      "pieces]\ntotal = sum(hpc.get(futures))"),
+    "blocking": Hint("Take get() out of the loop: let the loop only submit, keep the futures in a list, and wait "
+                     "once after it (or take them as they finish with as_completed).",
+                     "futures = [score.remote(stored, gains, a, b) for a, b in pieces]\n"
+                     "total = sum(hpc.get(futures))"),
+    "tiny": Hint("Stop sending one task per sensor: give map the gain function and all 2000 sensors and let it "
+                 "group them into batches, or submit a few tasks that each compute the gains of many sensors.",
+                 "gains = hpc.get(hpc.map(gain, range(2000)))"),
+    "crumbs": Hint("Cut the days less finely: pieces of about an ordinary day (100,000 readings) give twenty "
+                   "tasks, each worth its trip.",
+                   "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, "
+                   "100_000)]"),
+    "straggler": Hint("Cut every day, the big one included, into pieces of about an ordinary day's readings, so "
+                      "no single task holds up the end of the run.",
+                      "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, "
+                      "100_000)]\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
+    "by-value": Hint("Store the readings once with put before the loop and pass the reference put returns in "
+                     "their place: every task then reads the one stored copy instead of receiving its own 16 MB.",
+                     "stored = hpc.put(readings)\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
+    "captured": Hint("Let score read the readings from its argument, not from the notebook's global (a global it "
+                     "reads is pickled with the function); pass the reference put returns as that argument.",
+                     "stored = hpc.put(readings)\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
+    "put-per-task": Hint("Call put once, before the loop, and pass the same reference to every task.",
+                         "stored = hpc.put(readings)\nfutures = [score.remote(stored, gains, a, b) for a, b in "
+                         "pieces]"),
+}
+
+
+@dataclass(frozen=True)
+class Remains:
+    """A mistake still in the run: its hint key and the sentence of evidence from this trace."""
+
+    key: str
+    line: str
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A mistake the run no longer has: the sentence of evidence that shows it."""
+
+    line: str
+
+
+Judged = Remains | Fixed
+
+
+@exercise("capstone", lesson=LESSON, title="Tune a pipeline with four mistakes", hints=HINTS)
+def capstone(a: Attempt) -> Verdict:
+    """Grade the pipeline: right results from this cell's tasks, then each of the four mistakes gone or named."""
+    gains = a.require("gains")
+    total = a.require("total")
+    readings, want_gains, want_total = reference()
+    if not measure.same_result(_as_list(gains), list(want_gains)):
+        return a.not_yet(f"`gains` is not the gain of each of the {N_SENSORS} sensors, sensor 0 to "
+                         f"{N_SENSORS - 1} in that order.", mistake="results")
+    if not isinstance(total, (int, float, np.number)) or not math.isclose(float(total), want_total, rel_tol=1e-9):
+        return a.not_yet(f"`total` is not the sum of all {N_READINGS:,} readings, each times its sensor's gain: "
+                         "every reading must be counted once, in one piece or another.", mistake="results")
+    stage1 = _gains_source(a, gains)
+    stage2 = _total_source(a, total, stage1.function)
+    n2 = measure.tasks(a.trace, stage2)
+    taken = _taken_after(a.trace, stage2)
+    if taken < n2:
+        return a.not_yet(f"`total` equals what the {measure.plural(n2, stage2 + ' task')} returned, but the cell "
+                         f"took only {measure.plural(taken, 'value')} of theirs with get(), so it was computed here "
+                         "in the notebook beside the tasks.", mistake="not-taken")
+    judged = {"blocking": _blocking(a, (stage1.function, stage2)),
+              "tiny": _tiny(a, stage1.function, len(_as_list(gains)), stage2, n2),
+              "straggler": _straggler(a, stage2, want_total),
+              "data": _data(a, stage2, n2, readings.nbytes)}
+    remaining = [j for j in judged.values() if isinstance(j, Remains)]
+    if remaining:
+        fixed = [name for name, j in zip(("the wait in the loop", "the tiny tasks", "the straggler",
+                                          "the data sent with every task"), judged.values()) if isinstance(j, Fixed)]
+        head = (f"{len(remaining)} of {len(judged)} mistakes remain{'s' if len(remaining) == 1 else ''}"
+                + (f" (fixed: {', '.join(fixed)})" if fixed else "")
+                + ("; %eugo hint answers the first one below." if len(remaining) > 1 else "."))
+        return a.not_yet(head, *(r.line for r in remaining), mistake=remaining[0].key,
+                         details=_findings_raised(a))
+    return a.passed(*(j.line for j in judged.values()),
+                    f"`gains` is what the {stage1.function} tasks returned and `total` the sum of the "
+                    f"{n2} {stage2} tasks' results; both equal the reference computed here",
+                    details=_findings_raised(a))
+
+
+# -- where the values came from ----------------------------------------------------------------
+
+
+def _as_list(values: Any) -> list[Any]:
+    """``values`` as a list (a NumPy array's items as Python numbers); a non-sequence as it is."""
+    if isinstance(values, np.ndarray):
+        return values.tolist()
+    try:
+        return list(values)
+    except TypeError:
+        return values
+
+
+def _gains_source(a: Attempt, gains: Any) -> derivation.Sources:
+    """The function and tasks ``gains`` came from; raises :class:`NotYet` when not from tasks doing gain's work."""
+    found = derivation.returned_by(_as_list(gains), a.trace, name="gains")
+    if not found and isinstance(gains, np.ndarray):  # tasks that returned NumPy values, kept as an array
+        found = derivation.returned_by(list(gains), a.trace, name="gains")
+    if not found:
+        _not_from_tasks(a, "gains", gains, found.why)
+    if not _does_work_of(a, found.function, GAIN):
+        raise NotYet(f"`gains` holds what the {measure.plural(len(found.tasks), found.function + ' task')} "
+                     f"returned, but {found.function} never calls gain: the gains were computed here in the "
+                     "notebook and the tasks only handed them back.", mistake="decoy")
+    return found
+
+
+def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
+    """The function whose tasks' results add up to ``total`` (``score`` first); :class:`NotYet` when none does."""
+    names = [f for f in a.trace.task_counts() if f != gains_function and a.trace.task_counts()[f]]
+    names.sort(key=lambda f: (f != SCORE, f))
+    for fn in names:
+        if derivation.scalar_values(a.trace, fn) is not None and derivation.combined(total, a.trace, fn, sum):
+            break
+    else:
+        why = derivation.combined(total, a.trace, names[0] if names else SCORE, sum, name="total",
+                                  how="summed").why
+        if not names and not _left_by_earlier_cell(total, a.before.get("total")) and len(a.trace.tasks["task_id"]):
+            raise NotYet(f"no {SCORE} task ran in this cell, only the {gains_function} tasks: `total` was computed "
+                         "or typed here in the notebook, so the mistakes of the scoring step are hidden, not fixed.",
+                         mistake="local")
+        _not_from_tasks(a, "total", total, why)
+    readings = reference()[0].nbytes
+    stored = _big_puts(a.trace, readings)
+    resolved = measure.tasks_resolving(a.trace, fn, set(stored)) if stored else 0
+    shipped = measure.bytes_in(a.trace, fn)
+    carried = measure.carried(a.trace, fn)
+    if not resolved and shipped < HOLDS_SHARE * readings and not (
+            carried is not None and carried.captured_bytes >= HOLDS_SHARE * readings):
+        raise NotYet(f"`total` is the sum of what the {fn} tasks returned, but they never received the readings "
+                     f"(no stored copy they read, {fmt_bytes(shipped, '.3g')} of arguments in all): the scores were "
+                     "computed here in the notebook and the tasks only handed them back.", mistake="decoy")
+    return fn
+
+
+def _not_from_tasks(a: Attempt, name: str, value: Any, why: str) -> None:
+    """Raise the ``not yet`` for a value no task of this cell produced: copied, run in the notebook, or a decoy."""
+    if _left_by_earlier_cell(value, a.before.get(name)):
+        raise NotYet(f"`{name}` is the value an earlier cell left (the first run of the pipeline); this cell's "
+                     f"tasks did not produce it ({why}).", mistake="copied")
+    if not len(a.trace.tasks["task_id"]):
+        raise NotYet("no task ran in this cell: the whole pipeline ran here in the notebook, one step after "
+                     "another, so none of its four mistakes is fixed; they are hidden.", mistake="local")
+    raise NotYet(f"{why}: the right value was computed here in the notebook, while the tasks computed something "
+                 "else.", mistake="decoy")
+
+
+def _left_by_earlier_cell(value: Any, before: Any) -> bool:
+    """``value`` is the very object an earlier cell left (a list of its very items, or a view of its array).
+
+    Identity, not equality: an honest cell recomputes the very numbers the earlier run did.
+    """
+    if before is None:
+        return False
+    if value is before:
+        return True
+    if isinstance(value, np.ndarray) and isinstance(before, np.ndarray):
+        return bool(np.shares_memory(value, before))
+    if isinstance(value, (list, tuple)) and isinstance(before, (list, tuple)) and len(value) == len(before) > 0:
+        return all(x is y for x, y in zip(value, before))
+    return False
+
+
+def _does_work_of(a: Attempt, function: str, step: str) -> bool:
+    """``function`` is the lesson's ``step`` or calls it (its code, a helper's, or what its pickle carried)."""
+    if function == step:
+        return True
+    if any(name == step for f in a.trace.functions_shipped if f.function == function for name, _ in f.captured):
+        return True
+    fn = _function_named(a.namespace, function)
+    return fn is not None and step in measure.code_references(fn, {step}, a.namespace)
+
+
+def _function_named(namespace: dict[str, Any], function: str) -> Any:
+    """The cell's callable whose tasks carry the name ``function`` in the trace, or None."""
+    for value in namespace.values():
+        name = getattr(value, "function_name", None) or getattr(value, "__qualname__", None)
+        if callable(value) and name == function:
+            return value
+    return None
+
+
+def _taken_after(trace: Any, function: str) -> int:
+    """How many futures the driver's get()/await calls took once ``function``'s first task was submitted."""
+    submits = np.asarray(trace.tasks["submit"])[trace.first_attempts(function)]
+    first = float(np.nanmin(submits)) if len(submits) else math.inf
+    b = trace.blocks
+    kinds = trace.block_kinds
+    return int(sum(int(n) for k, n, s in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist(),
+                                             np.asarray(b["start"]).tolist())
+                   if kinds[k] in measure.TAKING and s >= first))
+
+
+# -- the four mistakes ---------------------------------------------------------------------------
+
+
+def _blocking(a: Attempt, functions: tuple[str, ...]) -> Judged:
+    """Waits between one step's plain-task submissions (the order of the driver's calls, not their timing)."""
+    counted = {fn: _waits_between(a.trace, fn) for fn in dict.fromkeys(functions)}
+    fn = max(counted, key=lambda f: len(counted[f][0]))
+    waits, n = counted[fn]
+    if len(waits) >= BLOCKING_MIN_WAITS:
+        kind, where = Counter(waits).most_common(1)[0][0]
+        finding = " (the Blocking finding)" if a.report.finding(Code.BLOCKING) is not None else ""
+        return Remains("blocking", f"the wait in the loop: the driver still waits in {kind}() {len(waits)} times "
+                                   f"between submitting the {n} {fn} tasks ({where}), and each wait holds back "
+                                   f"every submission after it{finding}.")
+    last = functions[-1]
+    n2 = measure.tasks(a.trace, last)
+    before = (f"all {n2} {last} tasks were submitted before the driver waited" if not counted[last][0] else
+              f"only {measure.plural(len(counted[last][0]), 'wait')} fell between the {n2} {last} submissions "
+              f"(a loop shows {BLOCKING_MIN_WAITS} or more)")
+    return Fixed(f"no wait held up the loop: {before}, and the cell took every value {_how_taken(a.trace)}")
+
+
+def _waits_between(trace: Any, function: str) -> tuple[list[tuple[str, str]], int]:
+    """The driver's waits that began after the first and before the last submission of ``function``'s plain tasks.
+
+    ``hpc.map`` batches and coalesced calls are sent by the runtime as earlier ones finish, not
+    by the driver's loop, so only plain tasks count. Returns the waits (kind, where) and the
+    number of plain tasks.
+    """
+    u = measure.dispatch_units(trace, function)
+    submits = np.sort(u.submit[~u.is_batch])
+    submits = submits[np.isfinite(submits)]
+    if len(submits) < 2:
+        return [], len(submits)
+    b = trace.blocks
+    kinds, sources = trace.block_kinds, trace.sources
+    found = [(kinds[int(k)], display_source(sources[int(src)]))
+             for k, src, start in sorted(zip(np.asarray(b["kind"]).tolist(), np.asarray(b["source"]).tolist(),
+                                             np.asarray(b["start"], dtype=float).tolist()), key=lambda w: w[2])
+             if submits[0] < start < submits[-1]]
+    return found, len(submits)
+
+
+def _how_taken(trace: Any) -> str:
+    """``with 1 get() call`` / ``one at a time as they finished (as_completed)``: how the driver took results."""
+    kinds = [k for k, _, _ in measure.waits(trace)]
+    if "as_completed" in kinds or "wait" in kinds:
+        return "as they finished"
+    gets = sum(1 for k in kinds if k in measure.TAKING)
+    return f"with {measure.plural(gets, 'get() call')} in all"
+
+
+def _tiny(a: Attempt, gains_function: str, n_gains: int, score_function: str, n_scores: int) -> Judged:
+    """Sensors per gains task (tasks and map batches), and whether the days were cut into crumbs."""
+    units = len(measure.dispatch_units(a.trace, gains_function))
+    per_task = n_gains / max(units, 1)
+    finding = (" (the Scheduling overhead finding)" if any(
+        f.code == Code.TASKS_TOO_SMALL and f.evidence.get("function") == gains_function for f in a.report.findings)
+        else "")
+    if per_task < MIN_ITEMS_PER_TASK:
+        each = ("one sensor per task" if units == n_gains else
+                f"{per_task:.1f} sensors per task on average (from {MIN_ITEMS_PER_TASK} a task is worth its trip)")
+        return Remains("tiny", f"the tiny tasks: the {n_gains} gains still came from "
+                               f"{measure.plural(units, gains_function + ' task')}, {each}, so every sensor paid "
+                               f"a whole task's scheduling and round trip{finding}.")
+    if n_scores > MAX_SCORE_TASKS:
+        return Remains("crumbs", f"the tiny tasks: {n_scores} {score_function} tasks, over {MAX_SCORE_TASKS}: "
+                                 f"pieces of {_about(N_READINGS / n_scores):,} readings on average, where an "
+                                 f"ordinary day holds {DAY:,}, so every piece pays a whole task's scheduling and "
+                                 "round trip for a sliver of work.")
+    return Fixed(f"{n_gains} gains in {measure.plural(units, gains_function + ' task')}, {per_task:.0f} sensors per "
+                 f"task on average (at least {MIN_ITEMS_PER_TASK}), and {n_scores} {score_function} tasks (at most "
+                 f"{MAX_SCORE_TASKS})")
+
+
+def _straggler(a: Attempt, function: str, want_total: float) -> Judged:
+    """The readings each scoring task covered (from its result), the largest against the median, and how they pack."""
+    per_reading = want_total / N_READINGS
+    values = derivation.scalar_values(a.trace, function) or []
+    sizes = [float(v) / per_reading for v in values]
+    med, largest = float(np.median(sizes)), max(sizes)
+    ratio = largest / med if med > 0 else math.inf
+    tail = [name for code, name in FINDING_NAMES.items() if code in (Code.STRAGGLER, Code.LONG_TAIL,
+                                                                      Code.UNBALANCED_PARTITIONS)
+            and a.report.finding(code) is not None]
+    found = f" (the {' and '.join(tail)} finding{'s' if len(tail) > 1 else ''})" if tail else ""
+    if ratio > STRAGGLER_RATIO:
+        return Remains("straggler", f"the straggler: one {function} task still covered about {_about(largest):,} "
+                                    f"readings, {fmt_x(ratio)} the median task's {_about(med):,} (read from what "
+                                    "each task returned), so the run cannot end before that one task does, however "
+                                    f"many workers share the rest{found}.")
+    w = max(a.workers, 2)
+    packed = measure.packed_speedup(sizes, w)
+    on = f"on {w} workers" + (" (this run had 1, so the check counts 2)" if a.workers < 2 else "")
+    if packed < MIN_PACKED_SPEEDUP:
+        keep = "keeps" if len(sizes) == 1 else "keep"
+        return Remains("straggler", f"the straggler: the {measure.plural(len(sizes), function + ' task')}, handed "
+                                    f"out in the order submitted {on}, {keep} them busy for only {fmt_x(packed)} one "
+                                    f"worker's work, under {fmt_x(MIN_PACKED_SPEEDUP)}: too few pieces to share"
+                                    f"{found}.")
+    low, high = _about(min(sizes)), _about(largest)
+    each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
+    return Fixed(f"each {function} task covered {each} readings, the largest {ratio:.1f}x the median (at most "
+                 f"{STRAGGLER_RATIO:g}x); handed out in the order submitted {on}, they keep them busy for "
+                 f"{fmt_x(packed)} one worker's work (at least {fmt_x(MIN_PACKED_SPEEDUP)})")
+
+
+def _about(n: float) -> int:
+    """``n`` to 3 significant digits: a size read off a result is exact only to a fraction of a percent."""
+    return int(float(f"{n:.3g}"))
+
+
+def _big_puts(trace: Any, nbytes: int) -> list[int]:
+    """The references of this region's puts that hold at least half of ``nbytes`` (a copy of the readings)."""
+    p = trace.puts
+    return [int(r) for r, b in zip(np.asarray(p["ref"]).tolist(), np.asarray(p["bytes"]).tolist())
+            if b >= HOLDS_SHARE * nbytes]
+
+
+def _data(a: Attempt, function: str, n: int, nbytes: int) -> Judged:
+    """Bytes of arguments the scoring tasks received, what their function carried, how many copies were stored."""
+    size = fmt_bytes(nbytes, ".3g")
+    shipped = measure.bytes_in(a.trace, function)
+    serialization = [name for code, name in FINDING_NAMES.items()
+                     if code in (Code.REPEATED_ARGUMENT, Code.SERIALIZATION) and a.report.finding(code) is not None]
+    found = f" (the {serialization[0]} finding)" if serialization else ""
+    if shipped > MAX_SHIPPED_SHARE * nbytes:
+        u = measure.dispatch_units(a.trace, function)
+        whole = int(np.count_nonzero(np.asarray(u.bytes_in) >= HOLDS_SHARE * nbytes))
+        return Remains("by-value", f"the data sent with every task: the {size} readings array is still sent with "
+                                   f"{'each' if whole == len(u) else str(whole)} of the {len(u)} {function} tasks, "
+                                   f"{fmt_bytes(shipped, '.3g')} of arguments in all{found}.")
+    carried = measure.carried(a.trace, function)
+    if carried is not None and carried.captured_bytes >= HOLDS_SHARE * nbytes:
+        names = ", ".join(f"`{name}`" for name, b in carried.captured if b >= HOLDS_SHARE * nbytes)
+        captured = " (the Serialization finding: a captured object)" if a.report.finding(
+            Code.CAPTURED_OBJECT) is not None else ""
+        return Remains("captured", f"the data sent with every task: the {function} function reads the global "
+                                   f"{names} and was pickled with it at {fmt_bytes(carried.payload_bytes, '.3g')}, "
+                                   f"sent {measure.plural(carried.sends, 'time')}, so the readings still travel with "
+                                   f"the function instead of being stored once{captured}.")
+    stored = _big_puts(a.trace, nbytes)
+    if len(stored) > 1:
+        return Remains("put-per-task", f"the data sent with every task: the cell stored the readings with put "
+                                       f"{len(stored)} times, about once per task, and each call stores another "
+                                       f"{size} copy.")
+    if stored:
+        reading = measure.tasks_resolving(a.trace, function, set(stored))
+        return Fixed(f"{reading} of the {n} {function} tasks read the one stored copy of the readings on their "
+                     f"workers (1 put); their arguments came to {fmt_bytes(shipped, '.3g')} in all")
+    return Fixed(f"each {function} task received only its own readings: {fmt_bytes(shipped, '.3g')} of arguments "
+                 f"in all, {shipped / nbytes:.1f}x the {size} array (at most {MAX_SHIPPED_SHARE:g}x)")
+
+
+def _findings_raised(a: Attempt) -> tuple[str, ...]:
+    """The timing findings this run's analysis raised (measured details: they vary with the machine's load)."""
+    raised = [name for code, name in FINDING_NAMES.items() if a.report.finding(code) is not None]
+    return (f"findings of this run: {', '.join(raised) if raised else 'none of the four mistakes'}",)
+
+
