@@ -24,77 +24,122 @@ def _workers():
 
 # -- profile-first -----------------------------------------------------------------------------------
 PROFILE_SETUP = '''
+import random
 import numpy as np
 from eugo_lab import hpc
 
 def load_readings(seed):
-    return np.random.default_rng(seed).normal(20.0, 5.0, 200_000)
+    """One station's day: 240,000 temperature readings, 10,000 an hour, drawn by NumPy in C."""
+    return np.random.default_rng(seed).normal(20.0, 5.0, 240_000)
 
-def sort_readings(values):
-    return np.sort(values)
+def sensor_offset(seed):
+    """The station's calibration offset, worked out in Python from 30,000 test draws."""
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(30_000):
+        total += rng.random()
+    return 10.0 * (total / 30_000 - 0.5)
 
-def count_spikes(values):
-    spikes = 0
-    for i in range(1, len(values) - 1):
-        if values[i] - values[i - 1] > 3.0 and values[i] - values[i + 1] > 3.0:
-            spikes += 1
-    return spikes
+def hourly_means(values, seed):
+    """The mean of each hour, corrected by the station's offset."""
+    means = values.reshape(24, -1).mean(axis=1)
+    return [float(m) - sensor_offset(seed) for m in means]
 
 @hpc.remote
 def station_report(seed):
     values = load_readings(seed)
-    return float(sort_readings(values)[100_000]), count_spikes(values)
+    return float(np.sort(values)[120_000]), hourly_means(values, seed)
 '''
 PROFILE_RUN = "reports = hpc.get([station_report.remote(s) for s in range(6)])\n"
+# The fix the profile asks for: the offset once a task, not once an hour
+HOISTED = '''
+def hourly_means(values, seed):
+    means = values.reshape(24, -1).mean(axis=1)
+    offset = sensor_offset(seed)
+    return [float(m) - offset for m in means]
+'''
+IN_THE_TASK = '''
+def hourly_means(values, offset):
+    return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]
 
+@hpc.remote
+def station_report(seed):
+    values, offset = load_readings(seed), sensor_offset(seed)
+    return float(np.sort(values)[120_000]), hourly_means(values, offset)
+'''
+NO_OFFSET = '''
+def hourly_means(values, seed):
+    return [float(m) for m in values.reshape(24, -1).mean(axis=1)]
+'''
+OFFSET_FROM_THE_NOTEBOOK = '''
+offsets = {s: sensor_offset(s) for s in range(6)}
 
-def _profile_first(answer: str, line: str = "-w 2 --no-live --profile"):
-    return run_exercise("profile-first", PROFILE_RUN + f"hot = {answer}\n", setup=PROFILE_SETUP, line=line)
+def hourly_means(values, offset):
+    return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]
 
+@hpc.remote
+def station_report(seed, offset):
+    values = load_readings(seed)
+    return float(np.sort(values)[120_000]), hourly_means(values, offset)
 
-PROBE = ("@hpc.remote\ndef probe(seed):\n    return count_spikes(load_readings(seed))\n\n"
+reports = hpc.get([station_report.remote(s, offsets[s]) for s in range(6)])
+'''
+PROBE = ("@hpc.remote\ndef probe(seed):\n    return hourly_means(load_readings(seed), seed)\n\n"
          "reports = hpc.get([probe.remote(s) for s in range(6)])\n")
 DRIVER_REPORTS = ("hpc.get([station_report.remote(0)])\n"
                   "reports = [station_report(s) for s in range(6)]   # computed here, in the notebook\n")
 HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in range(6)}\n"
                   "reports = hpc.get(list(futures.values()))\n")
 PROFILE_TABLE = {
-    # id: (cell, line, passed, what the verdict must say)
-    "reference": (PROFILE_RUN + 'hot = "count_spikes"\n', None, True,
-                  "the merged profile of 6 tasks on 2 workers\n  `reports` holds the 6 results the station_report"),
-    "mistake-looks-slow": (PROFILE_RUN + 'hot = "sort_readings"\n', None, False, "sort_readings is not where the time"),
-    "mistake-the-wrapper": (PROFILE_RUN + 'hot = "station_report"\n', None, False,
-                            "station_report is the remote function you submitted"),
-    "mistake-not-in-profile": (PROFILE_RUN + 'hot = "spikes"\n', None, False, "no function named spikes ran"),
-    "mistake-no-profile": (PROFILE_RUN + 'hot = "count_spikes"\n', "-w 2 --no-live", False,
+    # id: (cell, %%eugo line (None: profiled), passed, mistake, what the verdict must say)
+    "reference": (HOISTED + PROFILE_RUN + 'hot = "sensor_offset"\n', None, True, None,
+                  "`reports` holds the 6 results the station_report tasks returned"),
+    "mistake-named-but-not-fixed": (PROFILE_RUN + 'hot = "sensor_offset"\n', None, False, "still-hot",
+                                    "sensor_offset is still where the time goes"),
+    "mistake-fixed-but-named-another": (HOISTED + PROFILE_RUN + 'hot = "load_readings"\n', None, False, "not-hot",
+                                        "`hot` names load_readings, which is not the function at the top"),
+    "mistake-the-wrapper": (HOISTED + PROFILE_RUN + 'hot = "station_report"\n', None, False, "caller",
+                            "`hot` names station_report, the remote function you submitted"),
+    "mistake-not-in-profile": (HOISTED + PROFILE_RUN + 'hot = "offset"\n', None, False, "not-hot",
+                               "no function of that name ran"),
+    "mistake-not-a-name": (HOISTED + PROFILE_RUN + "hot = 3\n", None, False, "not-a-name", "`hot` holds int 3"),
+    "mistake-no-profile": (HOISTED + PROFILE_RUN + 'hot = "sensor_offset"\n', "-w 2 --no-live", False, "no-profile",
                            "this run has no profile"),
-    "shortcut-profile-of-a-decoy": (PROBE + 'hot = "count_spikes"\n',
-                                    None, False, "no station_report task ran in this cell (the profile is of probe)"),
-    "shortcut-reports-in-the-driver": (DRIVER_REPORTS + 'hot = "count_spikes"\n', None, False,
-                                       "`reports` was not computed from the tasks' results"),
-    "honest-a-dict-of-futures-and-the-function": (HONEST_PROFILE + "hot = count_spikes\n", None, True,
-                                                  "`hot` = count_spikes"),
-    "fact-four-stations": (PROFILE_RUN.replace("range(6)", "range(4)") + 'hot = "count_spikes"\n', None, True,
-                           "profile of 4 tasks on 2 workers\n  `reports` holds the 4 results"),
+    "mistake-the-offset-dropped": (NO_OFFSET + PROFILE_RUN + 'hot = "sensor_offset"\n', None, False, "result",
+                                   "the station_report tasks returned something else than the starter's"),
+    "shortcut-offsets-worked-out-in-the-notebook": (OFFSET_FROM_THE_NOTEBOOK + 'hot = "sensor_offset"\n', None,
+                                                    False, "offset-elsewhere",
+                                                    "the station_report tasks no longer call sensor_offset"),
+    "shortcut-profile-of-a-decoy": (HOISTED + PROBE + 'hot = "sensor_offset"\n', None, False, "no-tasks",
+                                    "no station_report task ran in this cell (the profile is of probe)"),
+    "shortcut-reports-in-the-driver": (HOISTED + DRIVER_REPORTS + 'hot = "sensor_offset"\n', None, False,
+                                       "not-from-tasks", "`reports` was not computed from the tasks' results"),
+    "honest-offset-in-the-task-a-dict-of-futures-and-the-function": (
+        IN_THE_TASK + HONEST_PROFILE + "hot = sensor_offset\n", None, True, None, "`hot` = sensor_offset"),
+    "fact-four-stations": (HOISTED + PROFILE_RUN.replace("range(6)", "range(4)") + 'hot = "sensor_offset"\n', None,
+                           True, None, "profile of 4 tasks on 2 workers"),
 }
+
+
+def _profile_first_cell(cell: str, line: str | None = None):
+    return run_exercise("profile-first", cell, setup=PROFILE_SETUP, line=line or "-w 2 --no-live --profile")
 
 
 @pytest.mark.parametrize("case", list(PROFILE_TABLE))
 def test_profile_first(case):
-    cell, line, passed, says = PROFILE_TABLE[case]
-    _expect(_profile_first_cell(cell, line or "-w 2 --no-live --profile"), passed, says)
+    cell, line, passed, mistake, says = PROFILE_TABLE[case]
+    v = _profile_first_cell(cell, line)
+    _expect(v, passed, says)
+    assert v.mistake == mistake, v.to_text(precise=True)
+    if not passed:
+        assert hint_words(v) and hint_code(v)
 
 
-def _profile_first_cell(cell: str, line: str):
-    return run_exercise("profile-first", cell, setup=PROFILE_SETUP, line=line)
-
-
-def test_profile_first_the_pass_states_what_it_checked():
-    v = _profile_first('"count_spikes"')
-    assert v.to_text() == ("exercise profile-first: passed\n"
-                           "  `hot` = count_spikes: the function of your code with the most self time in the merged "
-                           "profile of 6 tasks on 2 workers\n"
-                           "  `reports` holds the 6 results the station_report tasks returned")
+def test_profile_first_the_starter_puts_the_hot_function_at_the_top_of_the_self_column():
+    # The exercise's premise, measured: as the starter runs, sensor_offset tops the self column
+    v = _profile_first_cell(PROFILE_RUN + 'hot = "sensor_offset"\n')
+    assert not v.passed
+    assert "top of the self column: sensor_offset" in "\n".join(v.details), v.to_text(precise=True)
 
 
 # -- vectorize -------------------------------------------------------------------------------------------
