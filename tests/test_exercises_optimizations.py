@@ -148,80 +148,98 @@ import numpy as np
 from eugo_lab import hpc
 
 @hpc.remote
-def norm_loop(x, y):
-    out = np.empty_like(x)
-    for i in range(len(x)):
-        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5
+def bill_loop(kwh):
+    out = np.empty_like(kwh)
+    for i in range(len(kwh)):
+        if kwh[i] <= 10.0:
+            out[i] = kwh[i] * 0.20
+        else:
+            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35
     return out
 
-rng = np.random.default_rng(5)
-x, y = rng.normal(0.0, 1.0, 300_000), rng.normal(0.0, 1.0, 300_000)
+kwh = np.random.default_rng(5).gamma(2.0, 6.0, 300_000)
 '''
 VEC_RUN = '''
-loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])
-results = hpc.get([norm.remote(x, y) for _ in range(3)])
+loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])
+bills = hpc.get([bill.remote(kwh) for _ in range(3)])
 '''
 
 
-LOOP_NORM = ("    out = np.empty_like(x)\n    for i in range(len(x)):\n"
-             "        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n    return out\n")
+LOOP_BILL = ("    out = np.empty_like(kwh)\n    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n"
+             "            out[i] = kwh[i] * 0.20\n        else:\n            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n"
+             "    return out\n")
+WHERE = "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n"
+LOOP_RUN_ONLY = "loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])\n"
 VEC_LINE = "-w 2 --no-live --profile --no-optimize"
 VEC_TABLE = {
-    # id: (norm's body, what runs after it (None: the starter's lines), %%eugo line, passed, what the verdict says)
-    "reference": ("    return np.sqrt(x * x + y * y)\n", None, None, True,
-                  "norm returns the same array as norm_loop: `results` holds the 3 arrays its tasks returned"),
-    "mistake-the-loop-is-still-there": (LOOP_NORM, None, None, False, "the `for` loop is still there"),
-    "mistake-a-list-comprehension": ("    return np.array([(a * a + b * b) ** 0.5 for a, b in zip(x, y)])\n", None,
-                                     None, False, "Python"),
-    "mistake-a-different-result": ("    return np.sqrt(x * x + y)\n", None, None, False,
-                                   "`results` is not the square root of x squared plus y squared"),
-    "shortcut-results-computed-in-the-notebook": (
+    # id: (bill's body, what runs after it (None: the starter's lines), %%eugo line, passed, mistake, verdict says)
+    "reference": (WHERE, None, None, True, None,
+                  "bill returns the same array as bill_loop: `bills` holds the 3 arrays its tasks returned"),
+    "mistake-the-loop-is-still-there": (LOOP_BILL, None, None, False, "still-looping", "the `for` loop is still there"),
+    "mistake-a-conditional-list-comprehension": (
+        "    return np.array([k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35 for k in kwh])\n", None, None, False,
+        "still-looping", "running Python bytecode for every element"),
+    "mistake-np-vectorize": (
+        "    f = np.vectorize(lambda k: k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35)\n    return f(kwh)\n",
+        None, None, False, "still-looping", "running Python bytecode for every element"),
+    "mistake-one-formula-for-every-home": ("    return kwh * 0.20\n", None, None, False, "result",
+                                           "`bills` is not each home's bill under the tariff"),
+    "mistake-the-condition-reversed": ("    return np.where(kwh > 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n",
+                                       None, None, False, "result", "your bill does not return the same array"),
+    "mistake-no-profile": (WHERE, None, "-w 2 --no-live --no-optimize", False, "no-profile",
+                           "this run has no profile"),
+    "mistake-the-loop-tasks-left-out": (WHERE, "bills = hpc.get([bill.remote(kwh) for _ in range(3)])\n", None, False,
+                                        "tasks", "0 bill_loop tasks ran, the check needs 3"),
+    "shortcut-bills-computed-in-the-notebook": (
         "    return np.zeros(1)\n",
-        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-        "hpc.get([norm.remote(x, y) for _ in range(3)])\nresults = [np.sqrt(x * x + y * y)] * 3\n", None, False,
-        "`results` was not computed from the tasks' results"),
+        LOOP_RUN_ONLY + "hpc.get([bill.remote(kwh) for _ in range(3)])\n"
+        "bills = [np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)] * 3\n", None, False,
+        "not-from-tasks", "`bills` was not computed from the tasks' results"),
     "shortcut-the-loop-results-renamed": (
-        "    return np.sqrt(x * x + y * y)[:10]\n",
-        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-        "hpc.get([norm.remote(x, y) for _ in range(3)])\nresults = loop_results\n", None, False,
-        "`results` was not computed from the tasks' results"),
-    "honest-hypot-and-named-futures": (
-        "    return np.hypot(x, y)\n",
-        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-        "pending = [norm.remote(x, y) for _ in range(3)]\nresults = hpc.get(pending)\n", None, True,
-        "`results` holds the 3 arrays"),
-    "fact-four-norm-tasks": (
-        "    return np.sqrt(x * x + y * y)\n",
-        "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-        "results = hpc.get([norm.remote(x, y) for _ in range(4)])\n", None, True,
-        "`results` holds the 4 arrays its tasks returned"),
+        "    return kwh[:10]\n", LOOP_RUN_ONLY + "hpc.get([bill.remote(kwh) for _ in range(3)])\nbills = loop_bills\n",
+        None, False, "not-from-tasks", "`bills` was not computed from the tasks' results"),
+    "honest-minimum-and-maximum-and-named-futures": (
+        "    return np.minimum(kwh, 10.0) * 0.20 + np.maximum(kwh - 10.0, 0.0) * 0.35\n",
+        LOOP_RUN_ONLY + "pending = [bill.remote(kwh) for _ in range(3)]\nbills = hpc.get(pending)\n", None, True,
+        None, "`bills` holds the 3 arrays"),
+    "honest-a-boolean-mask": (
+        "    out = kwh * 0.20\n    high = kwh > 10.0\n"
+        "    out[high] = 2.0 + (kwh[high] - 10.0) * 0.35\n    return out\n",
+        None, None, True, None, "the profile shows its Python bytecode time under 1/5 of the loop's"),
+    "fact-four-bill-tasks": (
+        WHERE, LOOP_RUN_ONLY + "bills = hpc.get([bill.remote(kwh) for _ in range(4)])\n", None, True, None,
+        "`bills` holds the 4 arrays its tasks returned"),
 }
 
 
 def _vectorize(body: str, run: str | None = None, line: str | None = None):
     # As the lesson runs it: --no-optimize, so the loops are measured as Python runs them (no automatic JIT)
-    return run_exercise("vectorize", "@hpc.remote\ndef norm(x, y):\n" + body + (run or VEC_RUN), setup=VEC_SETUP,
+    return run_exercise("vectorize", "@hpc.remote\ndef bill(kwh):\n" + body + (run or VEC_RUN), setup=VEC_SETUP,
                         line=line or VEC_LINE)
 
 
 @pytest.mark.parametrize("case", list(VEC_TABLE))
 def test_vectorize(case):
-    body, run, line, passed, says = VEC_TABLE[case]
-    _expect(_vectorize(body, run, line), passed, says)
+    body, run, line, passed, mistake, says = VEC_TABLE[case]
+    v = _vectorize(body, run, line)
+    _expect(v, passed, says)
+    assert v.mistake == mistake, v.to_text(precise=True)
+    if not passed:
+        assert hint_words(v) and hint_code(v)
 
 
 def test_vectorize_a_loop_the_automatic_jit_compiled_is_not_vectorized(monkeypatch):
-    # The verdict of a run whose JIT compiled norm: built from the real run's attempt with one
+    # The verdict of a run whose JIT compiled bill: built from the real run's attempt with one
     # compiled verdict added, since whether the automatic JIT compiles within 3 calls depends on timing.
     from eugo_lab.exercises.catalog import optimizations as opt
     from eugo_lab.jit import verdicts as jit
 
     real = jit.verdicts_from_trace
-    fake = jit.FunctionVerdict("norm", jit.VERDICT_COMPILED, "", "", 2, 2, 0.1, 0.1, 0.001)
+    fake = jit.FunctionVerdict("bill", jit.VERDICT_COMPILED, "", "", 2, 2, 0.1, 0.1, 0.001)
     monkeypatch.setattr(opt.jit, "verdicts_from_trace", lambda trace: [*real(trace), fake])
-    v = _vectorize(LOOP_NORM)
+    v = _vectorize(LOOP_BILL)
     assert not v.passed
-    assert "the optimizer compiled norm in this run" in v.to_text(), v.to_text()
+    assert "the optimizer compiled bill in this run" in v.to_text(), v.to_text()
     assert "--no-optimize" in hint_code(v)
 
 

@@ -318,8 +318,10 @@ def profile_first(a: Attempt) -> Verdict:
 
 VEC_N = 300_000
 VEC_SEED = 5
-VEC_LOOP, VEC_FN = "norm_loop", "norm"
+VEC_LOOP, VEC_FN = "bill_loop", "bill"
 VEC_CALLS = 3
+# The tariff: the first VEC_STEP kWh of a day at VEC_LOW a kWh, the rest at VEC_HIGH.
+VEC_STEP, VEC_LOW, VEC_HIGH = 10.0, 0.20, 0.35
 # A whole-array version of the loop is 30-100x faster here (300,000 elements); np.vectorize or a list
 # comprehension, still one Python call per element, is 1-3x. 10x sits far from both.
 MIN_VECTOR_SPEEDUP = 10.0
@@ -328,54 +330,60 @@ MIN_VECTOR_SPEEDUP = 10.0
 MIN_PROFILE_DROP = 5.0
 
 
-def vector_inputs() -> tuple[np.ndarray, np.ndarray]:
-    """The exercise's ``x`` and ``y``, made as the cell makes them."""
-    rng = np.random.default_rng(VEC_SEED)
-    return rng.normal(0.0, 1.0, VEC_N), rng.normal(0.0, 1.0, VEC_N)
+def vector_inputs() -> np.ndarray:
+    """The exercise's ``kwh``, made as the cell makes it: a day's use of each of 300,000 homes."""
+    return np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)
 
 
-_NORM = ("@hpc.remote\ndef norm(x, y):\n"
-         "    \"\"\"The whole arrays at once: NumPy runs one C loop per operation.\"\"\"\n"
-         "    return np.sqrt(x * x + y * y)")
+def vector_reference(kwh: np.ndarray) -> np.ndarray:
+    """Each home's bill under the two-step tariff, as the starter's loop computes it."""
+    return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
+
+
+_BILL = ("@hpc.remote\ndef bill(kwh):\n"
+         "    \"\"\"Both formulas on the whole array; np.where keeps, element by element, the one that applies.\"\"\"\n"
+         "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)")
 VECTOR_HINTS = {
-    DEFAULT: Hint("Write norm without a loop over the elements: square both whole arrays, add them, and take "
-                  "NumPy's square root of the sum; NumPy runs one C loop per operation.", _NORM),
+    DEFAULT: Hint("Write bill without a loop over the homes: compute both formulas on the whole array, then let "
+                  "NumPy pick, element by element, the one the condition selects (np.where takes the condition "
+                  "as an array of booleans).", _BILL),
     "no-profile": _option_hint("vectorize", "--profile", "is sampled"),
-    "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (norm_loop's and norm's) and get "
-                  "their results.", "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-                  "results = hpc.get([norm.remote(x, y) for _ in range(3)])"),
-    "result": Hint("norm must return the same array as norm_loop: the square root of x squared plus y squared, "
-                   "element by element, computed with NumPy's operators on the whole arrays.", _NORM),
-    "loop-profile": Hint("Leave norm_loop as the starter has it, and run the cell again: the check compares "
-                         "your norm against it.", "@hpc.remote\ndef norm_loop(x, y):\n    out = np.empty_like(x)\n"
-                         "    for i in range(len(x)):\n        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n"
-                         "    return out"),
-    "still-looping": Hint("Remove the for loop from norm: write the whole computation as array expressions, "
-                          "the squares and their sum, then the square root.", _NORM),
+    "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (bill_loop's and bill's) and get "
+                  "their results.", "loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])\n"
+                  "bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+    "result": Hint("bill must return the same array as bill_loop: 0.20 a kWh up to 10 kWh, and past that 2.0 plus "
+                   "0.35 for each kWh over 10, chosen per home by the condition kwh <= 10.", _BILL),
+    "loop-profile": Hint("Leave bill_loop as the starter has it, and run the cell again: the check compares "
+                         "your bill against it.", "@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n"
+                         "    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n"
+                         "            out[i] = kwh[i] * 0.20\n        else:\n"
+                         "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out"),
+    "still-looping": Hint("Remove the for loop and its if from bill: a comparison on the whole array gives the "
+                          "condition for every home at once, and np.where chooses between two whole-array results.",
+                          _BILL),
     "per-element": Hint("Avoid np.vectorize, map() and list comprehensions: they still call Python once per "
-                        "element. Use NumPy's operators on the whole arrays.", _NORM),
-    "not-from-tasks": _from_tasks_hint("results = hpc.get([norm.remote(x, y) for _ in range(3)])"),
+                        "element. Use a comparison on the whole array and np.where.", _BILL),
+    "not-from-tasks": _from_tasks_hint("bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
     "compiled": Hint("Keep --no-optimize on the exercise cell's first line, so both functions run as plain Python "
                      "and the comparison measures your whole-array version, not the compiler's work.",
                      "%%eugo --exercise vectorize --profile --no-optimize"),
 }
 
 
-@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Replace a loop with whole-array operations",
+@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Vectorize a loop with a branch",
           hints=VECTOR_HINTS)
 def vectorize(a: Attempt) -> Verdict:
-    """Grade vectorizing: same result, the profile's Python time gone, and a large speedup in the same run."""
-    x, y = vector_inputs()
-    results = a.require("results")
+    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run."""
+    results = a.require("bills")
     first = results[0] if isinstance(results, (list, tuple)) and results else results
-    if not measure.same_result(first, np.sqrt(x * x + y * y)):
-        return a.not_yet("`results` is not the square root of x squared plus y squared, element by element: your "
-                         "norm does not return the same array as norm_loop.", mistake="result")
-    how = f"both lines that submit {VEC_CALLS} tasks each (norm_loop's and norm's) must stay."
+    if not measure.same_result(first, vector_reference(vector_inputs())):
+        return a.not_yet("`bills` is not each home's bill under the tariff (0.20 a kWh up to 10 kWh, 0.35 past "
+                         "that): your bill does not return the same array as bill_loop.", mistake="result")
+    how = f"both lines that submit {VEC_CALLS} tasks each (bill_loop's and bill's) must stay."
     _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
     _need_tasks(a, VEC_FN, VEC_CALLS, how)
-    _from_tasks(a, results, VEC_FN, "results")
-    # With the automatic JIT on, a loop in norm is compiled and looks as fast as NumPy: the
+    _from_tasks(a, results, VEC_FN, "bills")
+    # With the automatic JIT on, a loop in bill is compiled and looks as fast as NumPy: the
     # comparison would grade the compiler's work, not the learner's rewrite.
     compiled = _compiled_functions(a, VEC_LOOP, VEC_FN)
     if compiled:
@@ -390,7 +398,7 @@ def vectorize(a: Attempt) -> Verdict:
                f"{speedup:.0f}x faster by task CPU time")
     if loop_py <= 0:
         return a.not_yet(f"the profile caught no Python time in {VEC_LOOP}, so there is nothing to compare with: "
-                         "norm_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
+                         "bill_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
     if mine_py * MIN_PROFILE_DROP > loop_py:
         return a.not_yet(f"the profile still shows {VEC_FN}'s tasks running Python bytecode for every element, as "
                          "the loop does: the `for` loop is still there.", mistake="still-looping", details=details)
@@ -399,7 +407,7 @@ def vectorize(a: Attempt) -> Verdict:
                          "loop in this run: it still calls Python once per element.", mistake="per-element",
                          details=details)
     n_fn, n_loop = measure.tasks(a.trace, VEC_FN), measure.tasks(a.trace, VEC_LOOP)
-    return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `results` holds the "
+    return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `bills` holds the "
                     f"{measure.plural(n_fn, 'array')} its tasks returned",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
                     f"at least {MIN_VECTOR_SPEEDUP:.0f}x faster than the loop (median task CPU time of "
