@@ -255,6 +255,12 @@ def histogram(values, bins):
 values = {values}
 {run}
 '''
+# The starter's loop: counted in a dict, the second reason the optimizer declines it
+DICT_LOOP = '''    counts = {}
+    for i in range(len(values)):
+        b = int(values[i] * bins)
+        counts[b] = counts.get(b, 0) + 1
+    return np.array([counts.get(b, 0) for b in range(bins)], dtype=np.int64)'''
 LOOP = '''    counts = np.zeros(bins, dtype=np.int64)
     for i in range(len(values)):
         counts[int(values[i] * bins)] += 1
@@ -271,27 +277,44 @@ def _jit(body: str = LOOP, values: str = ARRAY, line: str = "-w 2 --no-live --op
 
 REF_HIST = "np.bincount((values * 20).astype(np.int64), minlength=20)"
 JIT_TABLE = {
-    # id: (keyword arguments of _jit, passed, what the verdict says)
+    # id: (keyword arguments of _jit, passed, mistake, what the verdict says)
+    "mistake-the-starter-a-list-first": ({"body": DICT_LOOP, "values": ARRAY + ".tolist()"}, False, "lists",
+                                         "did not compile histogram: it was called with Python lists"),
+    "mistake-the-list-fixed-the-dict-left": ({"body": DICT_LOOP}, False, "objects",
+                                             "This reason is in the loop's own code, not in its arguments"),
+    "mistake-the-dict-fixed-the-list-left": ({"values": ARRAY + ".tolist()"}, False, "lists",
+                                             "it was called with Python lists"),
+    "mistake-no-optimize": ({"line": "-w 2 --no-live"}, False, "no-optimize", "this run was not optimized"),
+    "mistake-numpy-instead-of-the-loop": (
+        {"body": "    return np.bincount((values * bins).astype(np.int64), minlength=bins)"}, False, "numpy-instead",
+        "this exercise is about the loop"),
     "shortcut-a-short-decoy-and-counts-made-here": (
         {"run": "hpc.get([histogram.remote(values[:1000], 20) for _ in range(6)])\n"
-                f"hists = [{REF_HIST}] * 6"}, False, "`hists` was not computed from the tasks' results"),
+                f"hists = [{REF_HIST}] * 6"}, False, "not-from-tasks",
+        "`hists` was not computed from the tasks' results"),
     "shortcut-a-decoy-on-other-data": (
         {"run": "hpc.get([histogram.remote(np.random.default_rng(0).random(300_000), 20) for _ in range(6)])\n"
-                f"hists = [{REF_HIST} for _ in range(6)]"}, False,
+                f"hists = [{REF_HIST} for _ in range(6)]"}, False, "not-from-tasks",
         "`hists` was not computed from the tasks' results"),
-    "honest-asarray-and-named-futures": (
+    "honest-asarray-a-list-of-counts-and-named-futures": (
         {"values": ARRAY + ".tolist()",
+         "body": "    counts = [0] * bins\n    for i in range(len(values)):\n"
+                 "        counts[int(values[i] * bins)] += 1\n    return np.array(counts)",
          "run": "data = np.asarray(values)\nwaiting = [histogram.remote(data, 20) for _ in range(6)]\n"
-                "hists = hpc.get(waiting)"}, True, "`hists` holds the 6 counts the histogram tasks returned"),
-    "fact-four-tasks": ({"run": "hists = hpc.get([histogram.remote(values, 20) for _ in range(4)])"}, True,
+                "hists = hpc.get(waiting)"}, True, None, "`hists` holds the 6 counts the histogram tasks returned"),
+    "fact-four-tasks": ({"run": "hists = hpc.get([histogram.remote(values, 20) for _ in range(4)])"}, True, None,
                         "`hists` holds the 4 counts the histogram tasks returned"),
 }
 
 
 @pytest.mark.parametrize("case", list(JIT_TABLE))
 def test_jit(case):
-    kwargs, passed, says = JIT_TABLE[case]
-    _expect(_jit(**kwargs), passed, says)
+    kwargs, passed, mistake, says = JIT_TABLE[case]
+    v = _jit(**kwargs)
+    _expect(v, passed, says)
+    assert v.mistake == mistake, v.to_text(precise=True)
+    if not passed:
+        assert hint_words(v) and hint_code(v)
 
 
 def test_jit_reference_passes():
@@ -303,11 +326,10 @@ def test_jit_reference_passes():
                            "  the report's before/after numbers show it at least 10x faster")
 
 
-def test_jit_a_list_is_declined():
-    v = _jit(values=ARRAY + ".tolist()")
+def test_jit_a_list_is_declined_and_the_hint_names_the_second_reason():
+    v = _jit(body=DICT_LOOP, values=ARRAY + ".tolist()")
     assert not v.passed
-    assert "did not compile histogram: it was called with Python lists" in v.to_text(), v.to_text()
-    assert "NumPy's asarray" in hint_words(v) and "random(300_000)" in hint_code(v)
+    assert "NumPy's asarray" in hint_words(v) and "second reason" in hint_words(v) and "random(300_000)" in hint_code(v)
 
 
 def test_jit_a_python_object_in_the_loop_is_declined():
@@ -316,14 +338,6 @@ def test_jit_a_python_object_in_the_loop_is_declined():
     v = _jit(body=body)
     assert not v.passed
     assert "did not compile histogram" in v.to_text() and "lists" not in v.to_text(), v.to_text()
-
-
-def test_jit_already_numpy_is_not_the_exercise_and_optimize_is_needed():
-    v = _jit(body="    return np.bincount((values * bins).astype(np.int64), minlength=bins)")
-    assert not v.passed
-    assert "this exercise is about the loop" in v.to_text(), v.to_text()
-    v = _jit(line="-w 2 --no-live")
-    assert not v.passed and "this run was not optimized" in v.to_text()
 
 
 # -- threads ----------------------------------------------------------------------------------------------
@@ -398,67 +412,109 @@ REPORT_CELL = '''
 import numpy as np
 from eugo_lab import hpc
 
-@hpc.remote{batch}
-def parse(line):
-    return float(line.split(",")[1])
-
 @hpc.remote
-def running_max(values):
-    out = np.empty(len(values))
-    top = -np.inf
-    for i in range(len(values)):
-        if values[i] > top:
-            top = values[i]
-        out[i] = top
+def ewma(a):
+    """An exponentially weighted average: each value leans on the average before it."""
+    out = np.empty_like(a)
+    acc = a[0]
+    for i in range(a.shape[0]):
+        acc = 0.95 * acc + 0.05 * a[i]
+        out[i] = acc
     return out
 
-lines = [f"{{i}},{{(i * 7919) % 1000 / 10}}" for i in range(2000)]
-values = hpc.get([parse.remote(s) for s in lines])
-signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()
-peaks = hpc.get([running_max.remote({arg}) for _ in range(4)])
+@hpc.remote
+def busiest_hour(hours):
+    """The hour with the most events, counted in a dict."""
+    counts = {}
+    for i in range(hours.shape[0]):
+        h = int(hours[i])
+        counts[h] = counts.get(h, 0) + 1
+    return max(counts, key=counts.get)
+
+rng = np.random.default_rng(3)
+series, hours = rng.random(200_000), rng.integers(0, 24, 200_000)
+averages = hpc.get([ewma.remote(series) for _ in range(4)])
+peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])
+
+def triage(report):
+{body}
 '''
+TRIAGE = ("    done = [item.target for item in report.applied]\n"
+          "    needs_you = {item.target: item.advice for item in report.declined}\n"
+          "    return done, needs_you")
 
 
-def _report(batch: str = '(batch="auto")', arg: str = "signal", run: str | None = None):
-    cell = REPORT_CELL.format(batch=batch, arg=arg)
-    if run is not None:
-        cell = cell[:cell.index("values = hpc.get(")] + run
-    return run_exercise("runtime-report", cell, line="-w 2 --no-live --optimize")
+def _report(body: str = TRIAGE, line: str = "-w 2 --no-live --optimize", cell: str | None = None):
+    return run_exercise("runtime-report", cell or REPORT_CELL.replace("{body}", body), line=line)
 
 
-SIGNAL = "signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()\n"
 REPORT_TABLE = {
-    # id: (keyword arguments of _report, passed, what the verdict says)
-    "reference": ({}, True, "`values` holds the 2000 results of the parse calls in order and `peaks` the 4 results"),
-    "mistake-tiny-calls-not-batched": ({"batch": ""}, False, "the report shows no batching for parse"),
-    "mistake-a-list-is-not-compiled": ({"arg": "signal.tolist()"}, False,
-                                       "running_max was not compiled: it was called with Python lists"),
-    "mistake-values-out-of-order": (
-        {"run": "values = hpc.get([parse.remote(s) for s in lines])[::-1]\n" + SIGNAL
-                + "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])\n"}, False,
-        "`values` is not the 2000 numbers parse returned, in order"),
-    "shortcut-values-parsed-in-the-notebook": (
-        {"run": "hpc.get([parse.remote(s) for s in lines[:1000]])\n"
-                "values = [float(s.split(',')[1]) for s in lines]\n" + SIGNAL
-                + "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])\n"}, False,
-        "`values` was not computed from the tasks' results"),
-    "shortcut-peaks-computed-in-the-notebook": (
-        {"run": "values = hpc.get([parse.remote(s) for s in lines])\n" + SIGNAL
-                + "hpc.get([running_max.remote(signal[:50_000]) for _ in range(4)])\n"
-                  "peaks = [np.maximum.accumulate(signal)] * 4\n"}, False,
-        "`peaks` was not computed from the tasks' results"),
-    "honest-a-dict-of-futures": (
-        {"run": "by_line = {s: parse.remote(s) for s in lines}\nvalues = hpc.get(list(by_line.values()))\n" + SIGNAL
-                + "running = [running_max.remote(signal) for _ in range(3)]\npeaks = hpc.get(running)\n"},
-        True, "running_max compiled with its result checked"),
-    "fact-three-running-max-tasks": (
-        {"run": "values = hpc.get([parse.remote(s) for s in lines])\n" + SIGNAL
-                + "peaks = hpc.get([running_max.remote(signal) for _ in range(3)])\n"}, True,
-        "and `peaks` the 3 results of the running_max tasks"),
+    # id: (triage's body, %%eugo line (None: --optimize), passed, mistake, what the verdict says)
+    "reference": (TRIAGE, None, True, None, "triage sorts this run's report"),
+    "mistake-the-starter-returns-nothing": ("    done = []\n    needs_you = {}\n    return done, needs_you", None,
+                                            False, "wrong-here", "on this run's report triage gives done []"),
+    "mistake-reasons-instead-of-advice": (
+        "    return ([o.target for o in report.applied],\n"
+        "            {o.target: o.reason for o in report.declined})", None, False, "wrong-here",
+        "on this run's report triage gives done"),
+    "mistake-every-item-is-done": ("    return [o.target for o in report.items], {}", None, False, "wrong-here",
+                                   "the report lists"),
+    "mistake-a-wrong-attribute": ("    return report.compiled, {}", None, False, "raises",
+                                  "triage raised AttributeError on this run's report"),
+    "mistake-no-optimize": (TRIAGE, "-w 2 --no-live", False, "no-optimize", "this run was not optimized"),
+    "shortcut-names-typed-from-the-report": (
+        "    real = hpc.last_optimizations()\n"
+        "    return [o.target for o in real.applied], {o.target: o.advice for o in real.declined}", None, False,
+        "typed", "but not a report unlike it"),
+    "honest-to-dict-and-one-loop": (
+        "    done, needs_you = [], {}\n    for item in report.to_dict()['items']:\n"
+        "        if item['applied']:\n            done.append(item['target'])\n"
+        "        else:\n            needs_you[item['target']] = item['advice']\n    return done, needs_you",
+        None, True, None, "it also sorts 3 reports unlike this one"),
+    "honest-items-and-a-tuple": (
+        "    done = tuple(o.target for o in report.items if o.applied)\n"
+        "    return done, dict((o.target, o.advice) for o in report.items if not o.applied)", None, True, None,
+        "it also sorts 3 reports unlike this one"),
 }
 
 
 @pytest.mark.parametrize("case", list(REPORT_TABLE))
 def test_runtime_report(case):
-    kwargs, passed, says = REPORT_TABLE[case]
-    _expect(_report(**kwargs), passed, says)
+    body, line, passed, mistake, says = REPORT_TABLE[case]
+    v = _report(body, line or "-w 2 --no-live --optimize")
+    _expect(v, passed, says)
+    assert v.mistake == mistake, v.to_text(precise=True)
+    if not passed:
+        assert hint_words(v) and hint_code(v)
+
+
+def test_runtime_report_the_run_compiles_one_function_and_declines_the_other():
+    # The exercise's premise, measured: the report the learner reads has one of each
+    v = _report()
+    assert v.passed, v.to_text(precise=True)
+    report = hpc.last_optimizations()
+    assert report.find("ewma", "jit").applied and not report.find("busiest_hour", "jit").applied
+    # one line per function: a remote function of the cell is not also "not tried: decorated"
+    jit_targets = [o.target for o in report.items if o.kind == "jit"]
+    assert sorted(jit_targets) == ["busiest_hour", "ewma"], report.items
+    assert "ewma" in v.to_text() and "busiest_hour" in v.to_text()
+
+
+def test_runtime_report_a_hand_typed_answer_fails_on_the_other_reports():
+    report_cell = REPORT_CELL.replace("{body}", "    return ['x'], {}")
+    v = _report()  # the run whose names the shortcut types
+    assert v.passed
+    report = hpc.last_optimizations()
+    done = [o.target for o in report.applied]
+    needs = {o.target: o.advice for o in report.declined}
+    typed = f"    return {done!r}, {needs!r}"
+    v = _report(cell=report_cell.replace("    return ['x'], {}", typed))
+    assert not v.passed and v.mistake == "typed", v.to_text(precise=True)
+
+
+def test_runtime_report_the_tasks_must_run():
+    run = "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"
+    cell = REPORT_CELL.replace("{body}", TRIAGE).replace(run, "peaks = []")
+    v = _report(cell=cell)
+    assert not v.passed and v.mistake == "no-tasks", v.to_text(precise=True)
+    assert "no line for busiest_hour" in v.to_text()

@@ -10,41 +10,20 @@ times go in its details), only counts this run's trace shows. Every graded value
 cell's tasks returned (the trace's result digests, :mod:`eugo_lab.exercises.derivation`): a right
 answer computed in the notebook beside a decoy task is ``not yet``.
 
-``profile-first`` (lesson 1), starter::
+``profile-first`` (lesson 1): ``station_report(seed)`` loads a day of readings (NumPy, in C),
+sorts them for the median, and corrects 24 hourly means by ``sensor_offset(seed)``, a
+30,000-step Python loop that the starter calls once an hour, so it tops the self column. The
+learner acts on that: calls it once a task (or keeps its answer), results unchanged, and names
+it in ``hot``. Criteria: the run was profiled; ``reports`` is what this cell's tasks returned,
+the starter's numbers; ``hot`` names ``sensor_offset``; the tasks still call it; its self share
+of this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
 
-    %%eugo --exercise profile-first --profile
-    import numpy as np
-    from eugo_lab import hpc
-
-    def load_readings(seed):
-        return np.random.default_rng(seed).normal(20.0, 5.0, 200_000)
-
-    def sort_readings(values):
-        return np.sort(values)
-
-    def count_spikes(values):
-        spikes = 0
-        for i in range(1, len(values) - 1):
-            if values[i] - values[i - 1] > 3.0 and values[i] - values[i + 1] > 3.0:
-                spikes += 1
-        return spikes
-
-    @hpc.remote
-    def station_report(seed):
-        values = load_readings(seed)
-        return float(sort_readings(values)[100_000]), count_spikes(values)
-
-    reports = hpc.get([station_report.remote(s) for s in range(6)])
-    hot = "sort_readings"
-
-Reference: ``hot = "count_spikes"``. Criteria: the run was profiled; ``hot`` names the function
-of the learner's own code with the most self time in the merged profile.
-
-``vectorize`` (lesson 2): ``norm_loop`` and ``norm`` (``sqrt(x*x + y*y)`` element by element)
-each run 3 times; the learner rewrites ``norm`` with whole-array operations. Criteria: ``results``
-equal the reference; per call, ``norm``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
-loop version's time in Python bytecode (the merged profile); ``norm`` is at least
-``MIN_VECTOR_SPEEDUP`` times faster than ``norm_loop`` (median task CPU seconds, same run).
+``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
+per element) each run 3 times; the learner rewrites ``bill`` with whole-array operations
+(a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria: ``bills`` equal the
+reference; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the loop
+version's time in Python bytecode (the merged profile); ``bill`` is at least
+``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
 starter passes a Python list. Criteria: ``--optimize`` was on; ``hists`` equal the reference;
@@ -57,10 +36,12 @@ in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the w
 most the guard's cores / workers, and ``tuned`` sets no thread limit of its own. Task times are
 shown as evidence only: how much oversubscription costs depends on the neighbours' load.
 
-``runtime-report`` (lesson 5): 2,000 tiny ``parse`` calls and a loop-heavy ``running_max`` over a
-200,000-step random walk (``signal``), passed as a list in the starter.
-Criteria: ``--optimize`` was on; ``values`` and ``peaks`` equal the reference; the report shows
-``parse`` batched (``batch="auto"`` or ``hpc.map``) and ``running_max`` compiled.
+``runtime-report`` (lesson 5): the cell runs ``ewma`` (compiled) and ``busiest_hour`` (a dict in
+the loop: declined) with ``--optimize`` and defines ``triage(report)``, which returns the applied
+items' targets and a dict of each declined item's target to its advice. Criteria: ``--optimize``
+was on; the report of this cell has both functions' lines; ``triage`` sorts that report and three
+reports unlike it (built from the same kinds of items), so an answer typed from reading this
+run's report fails.
 """
 
 from __future__ import annotations
@@ -179,7 +160,8 @@ def _compiled_functions(a: Attempt, *functions: str) -> list[str]:
 
 
 #: The JIT decline codes whose fix the exercises' hints name; any other is "declined".
-_JIT_MISTAKES = {"lists": "lists", "no-arrays": "lists", "too-short": "numpy-instead", "not-faster": "numpy-instead"}
+_JIT_MISTAKES = {"lists": "lists", "no-arrays": "lists", "too-short": "numpy-instead", "not-faster": "numpy-instead",
+                 "unsupported-call": "objects", "python-objects": "objects", "unknown-call": "objects"}
 
 
 # -- lesson 1: profile first -------------------------------------------------------------------------
@@ -431,28 +413,33 @@ def jit_reference() -> np.ndarray:
     return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
 
 
-_HIST_SOLUTION = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
-                  "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
+              "not a dict\n    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
+              "    return counts")
+_HIST_VALUES = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
+                "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_SOLUTION = _HIST_LOOP + "\n\n" + _HIST_VALUES
 JIT_HINTS = {
-    DEFAULT: Hint("Give the loop what a compiler needs: a NumPy array instead of a Python list, and only numbers "
-                  "inside the loop.", _HIST_SOLUTION),
+    DEFAULT: Hint("Fix what the report names, then run again and read it again: Numba stops at the first thing it "
+                  "cannot compile, so the second reason shows only once the first is gone. A compiler needs a NumPy "
+                  "array in, and numbers inside the loop.", _HIST_SOLUTION),
     "no-optimize": _option_hint("jit", "--optimize", "tries to compile the loop"),
-    "result": Hint("Keep the loop's arithmetic as the starter has it: each task counts the values in each of the "
-                   "20 bins, and `hists` is the list the tasks returned.", _HIST_SOLUTION),
+    "result": Hint("Keep what each task counts: the values in each of the 20 bins, as an array, and `hists` the "
+                   "list the tasks returned.", _HIST_SOLUTION),
     "no-verdict": Hint("Submit histogram as tasks in this cell, so the optimizer tries it on the workers.",
-                       _HIST_SOLUTION),
+                       _HIST_VALUES),
     "lists": Hint("Pass histogram a NumPy array, not a Python list: make `values` with NumPy's random generator "
-                  "(or convert the list with NumPy's asarray).", _HIST_SOLUTION),
+                  "(or convert the list with NumPy's asarray). Then read the report again: it may name a second "
+                  "reason.", _HIST_VALUES),
+    "objects": Hint("The loop counts in a dict, a Python object Numba does not compile: count in a NumPy array of "
+                    "integers, one slot per bin, and return that array.", _HIST_LOOP),
     "numpy-instead": Hint("This exercise is about the loop: keep the for loop, and give it a NumPy array and "
-                          "numbers inside, instead of replacing it by NumPy calls.",
-                          "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
-                          "    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
-                          "    return counts\n\n" + _HIST_SOLUTION),
+                          "numbers inside, instead of replacing it by NumPy calls.", _HIST_SOLUTION),
     "declined": Hint("Keep the loop plain (arrays and numbers, a type that does not change, no Python objects "
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
-    "not-from-tasks": _from_tasks_hint(_HIST_SOLUTION),
+    "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
 }
 
 
@@ -477,7 +464,13 @@ def jit_exercise(a: Attempt) -> Verdict:
             return a.not_yet(_jit_declined_line(verdict),
                              "Your version already does its work in NumPy's C code: this exercise is about the loop.",
                              mistake="numpy-instead")
-        return a.not_yet(_jit_declined_line(verdict), mistake=_JIT_MISTAKES.get(verdict.code, "declined"))
+        mistake = _JIT_MISTAKES.get(verdict.code, "declined")
+        if mistake == "objects":
+            # The arguments passed Numba's typing (a list stops it before it reads the body), so the
+            # reason is in the loop's own code: the second of the starter's two.
+            return a.not_yet(_jit_declined_line(verdict), "This reason is in the loop's own code, not in its "
+                             "arguments: what it stores or calls inside.", mistake=mistake)
+        return a.not_yet(_jit_declined_line(verdict), mistake=mistake)
     speedup = verdict.speedup or 0.0
     details = (f"plain {verdict.plain_s or 0:.4f} s, compiled {verdict.after_s or 0:.6f} s a call, "
                f"{speedup:.0f}x",)
@@ -607,87 +600,114 @@ def threads(a: Attempt) -> Verdict:
 
 # -- lesson 5: the report ------------------------------------------------------------------------------
 
-REPORT_LINES = 2000
-REPORT_TINY, REPORT_LOOP = "parse", "running_max"
+REPORT_LOOP, REPORT_OBJECTS = "ewma", "busiest_hour"
+REPORT_FN = "triage"
 
 
-REPORT_SIGNAL_N, REPORT_SEED = 200_000, 6
+def triage_reference(report: opt_report.OptimizationReport) -> tuple[list[str], dict[str, str]]:
+    """What ``triage`` should return for ``report``: the applied items' targets, and declined target -> advice."""
+    return [o.target for o in report.applied], {o.target: o.advice for o in report.declined}
 
 
-def report_values() -> np.ndarray:
-    """What ``parse`` returns for each line of the exercise, computed here."""
-    return np.array([(i * 7919) % 1000 / 10 for i in range(REPORT_LINES)])
+def _other_reports(real: opt_report.OptimizationReport) -> list[tuple[str, opt_report.OptimizationReport]]:
+    """Reports unlike this run's, made of the same kinds of items: an answer typed for this run fails on them."""
+    def item(kind: str, target: str, applied: bool, reason: str = "", advice: str = "") -> opt_report.Optimization:
+        line = f"{target}: {'applied' if applied else 'declined: ' + reason}"
+        return opt_report.Optimization(kind, target, applied, line, line, reason, advice)
+
+    extra = (item("jit", "resample", False, "it was called with Python lists",
+                  "pass NumPy arrays (np.asarray) instead of lists"),
+             item("batch", "parse", True),
+             item("jit", "stencil", True))
+    flipped = tuple(opt_report.Optimization(o.kind, o.target, not o.applied, o.precise, o.bucketed,
+                                            o.reason or "not kept in this made-up report",
+                                            o.advice or "nothing to change", o.numbers)
+                    for o in real.items)
+    return [("the same report in reverse order, with three more items", opt_report.OptimizationReport(
+                 tuple(reversed(real.items)) + extra)),
+            ("one in which every applied item was declined and every declined one applied",
+             opt_report.OptimizationReport(flipped)),
+            ("one with nothing in it", opt_report.OptimizationReport(()))]
 
 
-def report_signal() -> np.ndarray:
-    """The random walk ``running_max`` runs over, made as the cell makes it."""
-    return np.random.default_rng(REPORT_SEED).normal(0.0, 1.0, REPORT_SIGNAL_N).cumsum()
+def _same_triage(got: Any, want: tuple[list[str], dict[str, str]]) -> bool:
+    """``got`` is ``(done, needs_you)`` as ``want`` has them: the targets in any order, the advice exactly."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return False
+    done, needs = got
+    try:
+        return sorted(done) == sorted(want[0]) and dict(needs) == want[1]
+    except (TypeError, ValueError):
+        return False
 
 
-_PARSE = ("@hpc.remote(batch=\"auto\")\ndef parse(line):\n    \"\"\"Tiny work: read the number after the "
-          "comma.\"\"\"\n    return float(line.split(\",\")[1])")
-_SIGNAL = ("signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()\n"
-           "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])   # a NumPy array")
+_TRIAGE = ("def triage(report):\n"
+           "    done = [item.target for item in report.applied]\n"
+           "    needs_you = {item.target: item.advice for item in report.declined}\n"
+           "    return done, needs_you")
 REPORT_HINTS = {
-    DEFAULT: Hint("Two changes: let the runtime batch parse's tiny calls (batching in its remote decorator), "
-                  "and hand running_max a NumPy array instead of a list, so its loop can be compiled.",
-                  _PARSE + "\n\n" + _SIGNAL),
+    DEFAULT: Hint("Read the report's items in triage: the targets of those applied are what the runtime did for "
+                  "you; each declined one's target and its advice are what needs you.", _TRIAGE),
     "no-optimize": _option_hint("runtime-report", "--optimize", "tries the optimizations and reports them"),
-    "values": Hint("`values` must be the 2,000 numbers parse returned, in the order of the lines: get() on the "
-                   "futures, or on map's result, keeps that order.",
-                   "values = hpc.get([parse.remote(s) for s in lines])"),
-    "peaks": Hint("Keep running_max's loop as the starter has it: `peaks` is the list of running maxima the "
-                  "tasks returned.", _SIGNAL),
-    "not-batched": Hint("Let the runtime batch parse: automatic batching in its remote decorator, or map over "
-                        "the lines.", _PARSE),
-    "no-verdict": Hint("Submit running_max as tasks in this cell, so the optimizer tries to compile it.", _SIGNAL),
-    "not-compiled": Hint("Give running_max what a compiler needs: a NumPy array instead of a list (make signal "
-                         "with NumPy and do not convert it to a list).", _SIGNAL),
-    "not-from-tasks": _from_tasks_hint("values = hpc.get([parse.remote(s) for s in lines])\n" + _SIGNAL),
+    "no-tasks": Hint("Keep the starter's lines that run ewma and busiest_hour as tasks: the report of this cell "
+                     "is made of what they did.", "averages = hpc.get([ewma.remote(series) for _ in range(4)])\n"
+                     "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"),
+    "not-a-function": Hint("Keep triage a function of one argument, the report, that returns two things: the list "
+                           "`done` and the dict `needs_you`.", _TRIAGE),
+    "raises": Hint("triage gets an OptimizationReport: its `applied` and `declined` are lists of items, each with "
+                   "`target`, `reason` and `advice`.", _TRIAGE),
+    "wrong-here": Hint("done: the targets of the applied items; needs_you: for each declined item, its target "
+                       "mapped to its advice (what would help), not its reason.", _TRIAGE),
+    "typed": Hint("Make triage read the report it is given: build both answers from its items, instead of "
+                  "returning the names you read in this run's report.", _TRIAGE),
 }
 
 
 @exercise("runtime-report", lesson=COURSE + "05-what-the-runtime-did-for-you.ipynb",
-          title="Make the report show two optimizations applied", hints=REPORT_HINTS)
+          title="Sort the report: done for you, and what needs you", hints=REPORT_HINTS)
 def runtime_report(a: Attempt) -> Verdict:
-    """Grade helping the runtime: parse batched, running_max compiled, results unchanged, all in the report."""
+    """Grade reading the report as data: ``triage`` sorts this run's report, and reports unlike it, correctly.
+
+    The learner's ``triage`` is called on the report this cell made (``--optimize``) and on
+    reports built from the same kinds of items, so an answer typed from reading this run's
+    report fails; nothing of it depends on time.
+    """
     _optimized(a)
-    values = a.require("values")
-    peaks = a.require("peaks")
-    ref = report_values()
-    if not measure.same_result(np.asarray(list(values), dtype=float), ref):
-        return a.not_yet(f"`values` is not the {REPORT_LINES} numbers parse returned, in order.", mistake="values")
-    expected = np.maximum.accumulate(report_signal())
-    ok = isinstance(peaks, (list, tuple)) and peaks and all(measure.same_result(np.asarray(p), expected) for p in peaks)
-    if not ok:
-        return a.not_yet("`peaks` should be the list of running maxima the running_max tasks returned, each the "
-                         "largest value of signal so far at every position; it holds something else.",
-                         mistake="peaks")
-    _from_tasks(a, values, REPORT_TINY, "values")
-    _from_tasks(a, peaks, REPORT_LOOP, "peaks")
+    fn = a.require(REPORT_FN)
     rep = opt_report.last()
-    if rep is None:
-        return a.not_yet("no optimization report was made for this run: the cell ran without --optimize.",
-                         mistake="no-optimize")
-    batched = [o for o in rep.items if o.target == REPORT_TINY and o.kind in ("batch", "map")]
-    compiled = rep.find(REPORT_LOOP, "jit")
-    applied = rep.applied
-    details = tuple(o.precise for o in rep.items)
-    if not any(o.applied for o in batched):
-        n = measure.tasks(a.trace, REPORT_TINY)
-        return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
-                         f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
-                         "less work than a task's overhead.", mistake="not-batched", details=details)
-    if compiled is None:
-        return a.not_yet("the report has no JIT verdict for running_max: no running_max task ran in this cell.",
-                         mistake="no-verdict", details=details)
-    if not compiled.applied:
-        return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}.",
-                         mistake="not-compiled", details=details)
-    # batch="auto" sends its calls as map batches too, so the report may list both kinds for parse
-    how = 'batch="auto"' if any(o.kind == "batch" and o.applied for o in batched) else "hpc.map"
-    return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
-                    f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; `values` "
-                    f"holds the {measure.tasks(a.trace, REPORT_TINY)} results of the parse calls in order and `peaks` "
-                    f"the {measure.plural(measure.tasks(a.trace, REPORT_LOOP), 'result')} of the running_max tasks",
-                    details=details)
+    targets = {o.target for o in rep.items} if rep is not None else set()
+    missing = [f for f in (REPORT_LOOP, REPORT_OBJECTS) if f not in targets or measure.tasks(a.trace, f) == 0]
+    if rep is None or missing:
+        return a.not_yet(f"the report of this run has no line for {' and '.join(missing or [REPORT_LOOP])}: no "
+                         "such task ran in this cell, so there is not the report the exercise asks you to read.",
+                         mistake="no-tasks")
+    if not callable(fn):
+        return a.not_yet(f"`{REPORT_FN}` holds {type(fn).__name__}, not a function that takes the report.",
+                         mistake="not-a-function")
+    want = triage_reference(rep)
+    details = (f"this run's report: {len(rep.applied)} applied ({', '.join(want[0]) or 'none'}), "
+               f"{len(rep.declined)} declined ({', '.join(want[1]) or 'none'})",)
+
+    def call(report: opt_report.OptimizationReport, which: str) -> Any:
+        try:
+            return fn(report)
+        except Exception as e:  # noqa: BLE001 - the learner's function: its error is the verdict
+            raise NotYet(f"{REPORT_FN} raised {type(e).__name__} on {which}: {e}", mistake="raises") from None
+
+    got = call(rep, "this run's report")
+    if not _same_triage(got, want):
+        shape = (f"{type(got).__name__} {got!r}"[:160] if not (isinstance(got, (tuple, list)) and len(got) == 2)
+                 else f"done {got[0]!r} and needs_you {got[1]!r}"[:200])
+        return a.not_yet(f"on this run's report {REPORT_FN} gives {shape}; the report lists "
+                         f"{measure.plural(len(want[0]), 'item')} as applied and {len(want[1])} as declined.",
+                         mistake="wrong-here", details=details)
+    for which, other in _other_reports(rep):
+        if not _same_triage(call(other, which), triage_reference(other)):
+            return a.not_yet(f"{REPORT_FN} sorts this run's report right, but not a report unlike it ({which}): it "
+                             "answers with this run's names instead of reading the report it is given.",
+                             mistake="typed", details=details)
+    return a.passed(f"{REPORT_FN} sorts this run's report: {measure.plural(len(want[0]), 'optimization')} the runtime "
+                    f"applied for you ({', '.join(want[0]) or 'none'}), {len(want[1])} declined with what would help "
+                    f"({', '.join(want[1]) or 'none'})",
+                    f"it also sorts {len(_other_reports(rep))} reports unlike this one, so it reads the report it is "
+                    "given", details=details)
