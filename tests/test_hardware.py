@@ -42,6 +42,30 @@ def test_parse_cpu(text, machine, arch, model):
     assert str(info) == f"{model} ({arch}, 4 cores)"
 
 
+@pytest.mark.parametrize("text, machine, sve_bytes, simd, bits", [
+    (X86 + "flags\t: fpu sse2 ssse3 sse4_1 sse4_2 avx avx2 fma\n", "x86_64", 0, ("AVX2", "AVX", "SSE4.2", "SSE2"), 256),
+    (X86 + "flags\t: fpu sse2 sse4_2 avx avx2 avx512f avx512dq\n", "x86_64", 0,
+     ("AVX-512", "AVX2", "AVX", "SSE4.2", "SSE2"), 512),
+    (GRACE + "Features\t: fp asimd evtstrm aes sve sve2 bf16\n", "aarch64", 16, ("SVE2", "SVE", "NEON"), 128),
+    (GRACE.replace("0xd4f", "0xd40") + "Features\t: fp asimd sve\n", "aarch64", 32, ("SVE", "NEON"), 256),
+    (GRAVITON2 + "Features\t: fp asimd evtstrm aes crc32\n", "aarch64", 0, ("NEON",), 128),
+    (X86, "x86_64", 0, (), 0),
+])
+def test_parse_cpu_names_its_simd_and_the_widest_register(text, machine, sve_bytes, simd, bits):
+    info = cpu.parse_cpu(text, machine, 2, sve_bytes)
+    assert (info.simd, info.vector_bits) == (simd, bits)
+    assert info.lanes == {"float64": bits // 64, "float32": bits // 32}
+    assert "SVE" not in str(info) and "AVX" not in str(info)  # the one-line description stays as it was
+
+
+def test_this_machine_reports_the_simd_its_flags_list():
+    info = cpu.cpu_info()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        flags = f.read()
+    assert bool(info.simd) == any(word in flags for word in ("sse2", "asimd"))
+    assert info.vector_bits in (0, 128, 256, 512, 1024, 2048)
+
+
 def test_describe_cpu_names_this_machine():
     text = cpu.describe_cpu()
     assert cpu.cpu_info().arch in text and "core" in text

@@ -62,6 +62,11 @@ def _started_here(backend: Any) -> bool:
     return bool(getattr(backend, "_owned", False)) and getattr(backend, "address", None) is None  # local Ray
 
 
+def _task_functions(trace: Any) -> list[str]:
+    """The names of the functions ``trace`` has tasks of (none without a trace)."""
+    return list(getattr(trace, "functions", None) or ()) if trace is not None else []
+
+
 def _delta(before: dict[str, Any], after: list[Any]) -> list[Any]:
     out = []
     for s in after:
@@ -149,8 +154,13 @@ class CellOptimizer:
                     if ns.get(name) is wrapped:
                         ns[name] = wrapped.fn
 
-    def _cell_items(self) -> list[opt_report.Optimization]:
-        """One line per top-level function of the cell: its verdict, or why it was not tried."""
+    def _cell_items(self, ran_as_tasks: Any = ()) -> list[opt_report.Optimization]:
+        """One line per top-level function of the cell: its verdict, or why it was not tried.
+
+        ``ran_as_tasks``: names of the trace's functions. A decorated ``def`` among them is an
+        ``@hpc.remote`` function whose tasks have their own line (compiled, declined, not tried):
+        a second line saying its decorator decides would contradict it.
+        """
         from eugo_lab.jit.checked import cached_times, parse_phase
         from eugo_lab.jit.verdicts import FunctionVerdict
 
@@ -175,8 +185,10 @@ class CellOptimizer:
                                 compiled_s=times.get("compiled"))
             item = opt_report._jit_item(v, None)
             items.append(item)
+        tasks = set(ran_as_tasks)
         for name, (code, detail) in self._left.items():
-            items.append(opt_report.not_tried(name, code, detail))
+            if name not in tasks:
+                items.append(opt_report.not_tried(name, code, detail))
         return items
 
     def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport | None:
@@ -192,7 +204,7 @@ class CellOptimizer:
             names = set(optimized.seen_opted_out)
             off = "" if not self._runtime_off else \
                 "automatic JIT off for this runtime (hpc.init(optimize=False)): every function ran as plain Python"
-            self.report = opt_report.automatic(trace, self._cell_items(),
+            self.report = opt_report.automatic(trace, self._cell_items(_task_functions(trace)),
                                                _delta(self._before, coalesce.all_stats()), names, off)
             return self.report
         if hot is None and getattr(trace, "profiles", ()):
@@ -205,7 +217,8 @@ class CellOptimizer:
         note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
         report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
                                   threads_note=note)
-        report = opt_report.OptimizationReport(report.items + tuple(self._cell_items()), report.mode)
+        report = opt_report.OptimizationReport(report.items + tuple(self._cell_items(_task_functions(trace))),
+                                               report.mode)
         self.report = report
         opt_report.set_last(report)
         return report

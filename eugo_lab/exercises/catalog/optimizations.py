@@ -10,41 +10,20 @@ times go in its details), only counts this run's trace shows. Every graded value
 cell's tasks returned (the trace's result digests, :mod:`eugo_lab.exercises.derivation`): a right
 answer computed in the notebook beside a decoy task is ``not yet``.
 
-``profile-first`` (lesson 1), starter::
+``profile-first`` (lesson 1): ``station_report(seed)`` loads a day of readings (NumPy, in C),
+sorts them for the median, and corrects 24 hourly means by ``sensor_offset(seed)``, a
+30,000-step Python loop that the starter calls once an hour, so it tops the self column. The
+learner acts on that: calls it once a task (or keeps its answer), results unchanged, and names
+it in ``hot``. Criteria: the run was profiled; ``reports`` is what this cell's tasks returned,
+the starter's numbers; ``hot`` names ``sensor_offset``; the tasks still call it; its self share
+of this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
 
-    %%eugo --exercise profile-first --profile
-    import numpy as np
-    from eugo_lab import hpc
-
-    def load_readings(seed):
-        return np.random.default_rng(seed).normal(20.0, 5.0, 200_000)
-
-    def sort_readings(values):
-        return np.sort(values)
-
-    def count_spikes(values):
-        spikes = 0
-        for i in range(1, len(values) - 1):
-            if values[i] - values[i - 1] > 3.0 and values[i] - values[i + 1] > 3.0:
-                spikes += 1
-        return spikes
-
-    @hpc.remote
-    def station_report(seed):
-        values = load_readings(seed)
-        return float(sort_readings(values)[100_000]), count_spikes(values)
-
-    reports = hpc.get([station_report.remote(s) for s in range(6)])
-    hot = "sort_readings"
-
-Reference: ``hot = "count_spikes"``. Criteria: the run was profiled; ``hot`` names the function
-of the learner's own code with the most self time in the merged profile.
-
-``vectorize`` (lesson 2): ``norm_loop`` and ``norm`` (``sqrt(x*x + y*y)`` element by element)
-each run 3 times; the learner rewrites ``norm`` with whole-array operations. Criteria: ``results``
-equal the reference; per call, ``norm``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
-loop version's time in Python bytecode (the merged profile); ``norm`` is at least
-``MIN_VECTOR_SPEEDUP`` times faster than ``norm_loop`` (median task CPU seconds, same run).
+``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
+per element) each run 3 times; the learner rewrites ``bill`` with whole-array operations
+(a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria: ``bills`` equal the
+reference; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the loop
+version's time in Python bytecode (the merged profile); ``bill`` is at least
+``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
 starter passes a Python list. Criteria: ``--optimize`` was on; ``hists`` equal the reference;
@@ -57,10 +36,12 @@ in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the w
 most the guard's cores / workers, and ``tuned`` sets no thread limit of its own. Task times are
 shown as evidence only: how much oversubscription costs depends on the neighbours' load.
 
-``runtime-report`` (lesson 5): 2,000 tiny ``parse`` calls and a loop-heavy ``running_max`` over a
-200,000-step random walk (``signal``), passed as a list in the starter.
-Criteria: ``--optimize`` was on; ``values`` and ``peaks`` equal the reference; the report shows
-``parse`` batched (``batch="auto"`` or ``hpc.map``) and ``running_max`` compiled.
+``runtime-report`` (lesson 5): the cell runs ``ewma`` (compiled) and ``busiest_hour`` (a dict in
+the loop: declined) with ``--optimize`` and defines ``triage(report)``, which returns the applied
+items' targets and a dict of each declined item's target to its advice. Criteria: ``--optimize``
+was on; the report of this cell has both functions' lines; ``triage`` sorts that report and three
+reports unlike it (built from the same kinds of items), so an answer typed from reading this
+run's report fails.
 """
 
 from __future__ import annotations
@@ -179,93 +160,150 @@ def _compiled_functions(a: Attempt, *functions: str) -> list[str]:
 
 
 #: The JIT decline codes whose fix the exercises' hints name; any other is "declined".
-_JIT_MISTAKES = {"lists": "lists", "no-arrays": "lists", "too-short": "numpy-instead", "not-faster": "numpy-instead"}
+_JIT_MISTAKES = {"lists": "lists", "no-arrays": "lists", "too-short": "numpy-instead", "not-faster": "numpy-instead",
+                 "unsupported-call": "objects", "python-objects": "objects", "unknown-call": "objects"}
 
 
 # -- lesson 1: profile first -------------------------------------------------------------------------
 
 
+PROFILE_FN, PROFILE_HOT = "station_report", "sensor_offset"
+PROFILE_HOURS, PROFILE_N, PROFILE_OFFSET_DRAWS = 24, 240_000, 30_000
+# The starter calls sensor_offset once an hour, 24 times a task: it takes 75-90% of the sampled
+# time there (its Python loop against NumPy's C code for the rest). Called once a task, it takes
+# 10-25%. A third sits far from both, and a share is a ratio of samples of the same run, so a slow
+# or busy machine moves both sides alike.
+MAX_HOT_SHARE = 1 / 3
+
+
+def profile_reference(seed: int) -> tuple[float, list[float]]:
+    """What ``station_report(seed)`` returns: the day's median reading and its 24 corrected hourly means."""
+    import random
+
+    values = np.random.default_rng(seed).normal(20.0, 5.0, PROFILE_N)
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(PROFILE_OFFSET_DRAWS):
+        total += rng.random()
+    offset = 10.0 * (total / PROFILE_OFFSET_DRAWS - 0.5)
+    means = values.reshape(PROFILE_HOURS, -1).mean(axis=1)
+    return float(np.sort(values)[PROFILE_N // 2]), [float(m) - offset for m in means]
+
+
+_HOISTED = ("def hourly_means(values, seed):\n    means = values.reshape(24, -1).mean(axis=1)\n"
+            "    offset = sensor_offset(seed)   # the same for every hour: once a task is enough\n"
+            "    return [float(m) - offset for m in means]\n\n"
+            'hot = "sensor_offset"')
 PROFILE_HINTS = {
-    DEFAULT: Hint("Read the self column of the profile, not the total: name, as a string, the function of your "
-                  "own code at its top (its own lines spend the time, not the functions it calls).",
-                  'hot = "count_spikes"    # the top of the self column: its loop runs one Python step per reading'),
+    DEFAULT: Hint("Read the self column of the starter's profile, not the total: the function of your own code at "
+                  "its top does the work. Then look at where it is called, and how often, with the same argument.",
+                  _HOISTED),
     "no-profile": _option_hint("profile-first", "--profile", "is sampled"),
-    "not-a-name": Hint("Give `hot` the function's name as a string, the name at the top of the self column.",
-                       'hot = "count_spikes"'),
+    "not-a-name": Hint("Give `hot` the name of the function you made cheaper, as a string.", 'hot = "sensor_offset"'),
     "no-tasks": Hint("Submit the station_report tasks in this cell, so their samples are in its profile.",
                      "reports = hpc.get([station_report.remote(s) for s in range(6)])"),
     "caller": Hint("A remote function's total includes every function it calls: look for the function called "
-                   "from it whose own lines take the time, the top of the self column.", 'hot = "count_spikes"'),
+                   "from it whose own lines take the time, the top of the self column.", _HOISTED),
     "library": Hint("Name a function of your cell, not library code: the top row of the self column that is not "
-                    "marked [library].", 'hot = "count_spikes"'),
-    "not-hot": Hint("Believe the measurement, not the name: the function that sounds expensive is not the one at "
-                    "the top of the self column.", 'hot = "count_spikes"'),
+                    "marked [library].", _HOISTED),
+    "not-hot": Hint("Run the starter again and read the self column: the function at its top is the one to name and "
+                    "to make cheaper, whatever the names suggest.", _HOISTED),
+    "still-hot": Hint("The function does the same work every time it is called within a task, with the same "
+                      "argument: call it once per task, keep its answer in a variable, and use that for every hour.",
+                      _HOISTED),
+    "offset-elsewhere": Hint("Let each task work out its own offset by calling sensor_offset, once, instead of "
+                             "handing it a number made in the notebook.", _HOISTED),
+    "result": Hint("Keep what each task returns: the median and the 24 hourly means, each corrected by the same "
+                   "offset. Change how often the offset is worked out, not how.", _HOISTED),
     "not-from-tasks": _from_tasks_hint("reports = hpc.get([station_report.remote(s) for s in range(6)])"),
 }
-PROFILE_FN = "station_report"
 
 
-@exercise("profile-first", lesson=COURSE + "01-profile-first.ipynb", title="Name the hot function",
+def _function_name(value: Any) -> str | None:
+    """The name ``value`` gives: a string as typed (without ``()``), or a function's ``__name__``."""
+    name = getattr(value, "__name__", None) if callable(value) else value
+    if not isinstance(name, str) or not name.strip():
+        return None
+    return name.strip().removesuffix("()")
+
+
+@exercise("profile-first", lesson=COURSE + "01-profile-first.ipynb", title="Act on what the profile says",
           hints=PROFILE_HINTS)
 def profile_first(a: Attempt) -> Verdict:
-    """Grade reading a profile: ``hot`` names the app function with the most self time in this run's profile."""
+    """Grade acting on a profile: the starter's hot function made cheap, results unchanged, as this run's profile shows.
+
+    The graded fact is a share of this run's samples (a ratio within one run, the same on a slow
+    machine), never a time; ``reports`` must be what this cell's ``station_report`` tasks returned.
+    """
     p = _profile(a, "read")
     hot = a.require("hot")
-    name = getattr(hot, "__name__", None) if callable(hot) else hot
-    if not isinstance(name, str) or not name.strip():
+    reports = a.require("reports")
+    name = _function_name(hot)
+    if name is None:
         return a.not_yet(f"`hot` holds {type(hot).__name__} {hot!r}, not a function's name as a string.",
                          mistake="not-a-name")
-    name = name.strip().removesuffix("()")
     # The profile must be of the station report itself: a profile of other work (a decoy task that
-    # runs the answer's function alone) would make any name the learner typed look measured.
-    if measure.tasks(a.trace, PROFILE_FN) == 0:
-        ran = ", ".join(f for f, n in a.trace.task_counts().items() if n) or "no task"
+    # runs one helper alone) would make any change look measured.
+    n = measure.tasks(a.trace, PROFILE_FN)
+    if n == 0:
+        ran = ", ".join(f for f, k in a.trace.task_counts().items() if k) or "no task"
         return a.not_yet(f"no {PROFILE_FN} task ran in this cell (the profile is of {ran}), so it does not "
                          "measure the station report the exercise asks about.", mistake="no-tasks")
-    _from_tasks(a, a.require("reports"), PROFILE_FN, "reports")
+    _from_tasks(a, reports, PROFILE_FN, "reports")
+    expected = [profile_reference(s) for s in range(len(reports))]
+    got = [(r[0], list(r[1])) if isinstance(r, (list, tuple)) and len(r) == 2 else r for r in reports]
+    if not measure.same_result(got, expected):
+        return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's: each should be the "
+                         "day's median and its 24 hourly means, corrected by the station's offset.", mistake="result")
     rows = p.hot_functions(None)
-    mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
-    if not mine:
-        return a.not_yet("the profile shows no function of your own code: no station_report task ran in this "
-                         "cell.", mistake="no-tasks")
-    top = max(mine, key=lambda h: (h.self_share, h.total_share))
     share = {h.function: h for h in rows}
-    details = (f"{top.function}: {top.self_share:.0%} self",
-               *([f"{name}: {share[name].self_share:.0%} self, {share[name].total_share:.0%} total"]
-                 if name in share and name != top.function else []))
-    if name == top.function:
-        return a.passed(f"`hot` = {name}: the function of your code with the most self time in the merged "
-                        f"profile of {measure.plural(p.tasks, 'task')} on {measure.plural(p.workers, 'worker')}",
-                        f"`reports` holds the {measure.plural(measure.tasks(a.trace, PROFILE_FN), 'result')} the "
-                        f"{PROFILE_FN} tasks returned", details=details)
-    if name in a.trace.functions:
-        return a.not_yet(f"{name} is the remote function you submitted: its total is all of the task's time because "
-                         "it includes every function it calls, but its own lines do almost nothing.",
-                         mistake="caller", details=details)
-    if name in share and share[name].where != "app":
-        return a.not_yet(f"{name} is library code ({share[name].file}), not a function of yours.",
-                         mistake="library", details=details)
-    if name in share:
-        return a.not_yet(f"{name} is not where the time goes: the profile shows its self time well below the top "
-                         "row's. It may look like the expensive step; the measurement says otherwise.",
-                         mistake="not-hot", details=details)
-    if callable(a.namespace.get(name)):
-        # Defined in the notebook but never sampled: it ran too briefly for even one sample, which is
-        # the answer (a quiet machine samples a fast step less often than a busy one).
-        return a.not_yet(f"{name} is not where the time goes: it ran so briefly that the profiler never caught it "
-                         "running, not once. It may look like the expensive step; the measurement says otherwise.",
-                         mistake="not-hot", details=details)
-    known = ", ".join(sorted({h.function for h in mine}))
-    return a.not_yet(f"no function named {name} ran in the profiled tasks; the functions of your code in the "
-                     f"profile are: {known}.", mistake="not-hot")
+    mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
+    top = max(mine, key=lambda h: (h.self_share, h.total_share)) if mine else None
+    hot_share = share[PROFILE_HOT].self_share if PROFILE_HOT in share else 0.0
+    details = (f"{PROFILE_HOT}: {hot_share:.0%} self in this run",
+               *([f"top of the self column: {top.function}, {top.self_share:.0%}"] if top is not None else []))
+    if name != PROFILE_HOT:
+        if name in a.trace.functions:
+            return a.not_yet(f"`hot` names {name}, the remote function you submitted: its total is all of the "
+                             "task's time because it includes every function it calls, but its own lines do almost "
+                             "nothing.", mistake="caller", details=details)
+        if name in share and share[name].where != "app":
+            return a.not_yet(f"`hot` names {name}, library code ({share[name].file}), not a function of yours.",
+                             mistake="library", details=details)
+        if name in share or callable(a.namespace.get(name)):
+            own = f"{share[name].self_share:.0%}" if name in share else "too little to be sampled"
+            return a.not_yet(f"`hot` names {name}, which is not the function at the top of the starter's self "
+                             f"column (in this run its own lines take {own} of the sampled time).",
+                             mistake="not-hot", details=details)
+        known = ", ".join(sorted({h.function for h in mine})) or "none"
+        return a.not_yet(f"`hot` names {name}, and no function of that name ran in the profiled tasks; the "
+                         f"functions of your code in the profile are: {known}.", mistake="not-hot", details=details)
+    if not measure.code_references(a.namespace.get(PROFILE_FN), frozenset({PROFILE_HOT}), a.namespace):
+        # The offset reached the tasks some other way (worked out in the notebook, typed in): the
+        # profile then measures tasks without the work the exercise asks to make cheaper.
+        return a.not_yet(f"the {PROFILE_FN} tasks no longer call {PROFILE_HOT}: their offset comes from somewhere "
+                         "else, so this run's profile does not measure the work it stands for.",
+                         mistake="offset-elsewhere", details=details)
+    if hot_share > MAX_HOT_SHARE:
+        return a.not_yet(f"{PROFILE_HOT} is still where the time goes: its own lines take {hot_share:.0%} of the "
+                         f"sampled time of {measure.plural(p.tasks, 'task')}, so the tasks still do its work as "
+                         "often as before.", mistake="still-hot", details=details)
+    now = f"; the top of the self column is now {top.function}" if top is not None and top.function != name else ""
+    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(p.tasks, 'task')} on "
+                    f"{measure.plural(p.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled time, "
+                    f"under {MAX_HOT_SHARE:.0%}{now}",
+                    f"`reports` holds the {measure.plural(n, 'result')} the {PROFILE_FN} tasks returned, the same "
+                    "medians and hourly means as the starter's", details=details)
 
 
 # -- lesson 2: vectorization -------------------------------------------------------------------------
 
 VEC_N = 300_000
 VEC_SEED = 5
-VEC_LOOP, VEC_FN = "norm_loop", "norm"
+VEC_LOOP, VEC_FN = "bill_loop", "bill"
 VEC_CALLS = 3
+# The tariff: the first VEC_STEP kWh of a day at VEC_LOW a kWh, the rest at VEC_HIGH.
+VEC_STEP, VEC_LOW, VEC_HIGH = 10.0, 0.20, 0.35
 # A whole-array version of the loop is 30-100x faster here (300,000 elements); np.vectorize or a list
 # comprehension, still one Python call per element, is 1-3x. 10x sits far from both.
 MIN_VECTOR_SPEEDUP = 10.0
@@ -274,54 +312,60 @@ MIN_VECTOR_SPEEDUP = 10.0
 MIN_PROFILE_DROP = 5.0
 
 
-def vector_inputs() -> tuple[np.ndarray, np.ndarray]:
-    """The exercise's ``x`` and ``y``, made as the cell makes them."""
-    rng = np.random.default_rng(VEC_SEED)
-    return rng.normal(0.0, 1.0, VEC_N), rng.normal(0.0, 1.0, VEC_N)
+def vector_inputs() -> np.ndarray:
+    """The exercise's ``kwh``, made as the cell makes it: a day's use of each of 300,000 homes."""
+    return np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)
 
 
-_NORM = ("@hpc.remote\ndef norm(x, y):\n"
-         "    \"\"\"The whole arrays at once: NumPy runs one C loop per operation.\"\"\"\n"
-         "    return np.sqrt(x * x + y * y)")
+def vector_reference(kwh: np.ndarray) -> np.ndarray:
+    """Each home's bill under the two-step tariff, as the starter's loop computes it."""
+    return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
+
+
+_BILL = ("@hpc.remote\ndef bill(kwh):\n"
+         "    \"\"\"Both formulas on the whole array; np.where keeps, element by element, the one that applies.\"\"\"\n"
+         "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)")
 VECTOR_HINTS = {
-    DEFAULT: Hint("Write norm without a loop over the elements: square both whole arrays, add them, and take "
-                  "NumPy's square root of the sum; NumPy runs one C loop per operation.", _NORM),
+    DEFAULT: Hint("Write bill without a loop over the homes: compute both formulas on the whole array, then let "
+                  "NumPy pick, element by element, the one the condition selects (np.where takes the condition "
+                  "as an array of booleans).", _BILL),
     "no-profile": _option_hint("vectorize", "--profile", "is sampled"),
-    "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (norm_loop's and norm's) and get "
-                  "their results.", "loop_results = hpc.get([norm_loop.remote(x, y) for _ in range(3)])\n"
-                  "results = hpc.get([norm.remote(x, y) for _ in range(3)])"),
-    "result": Hint("norm must return the same array as norm_loop: the square root of x squared plus y squared, "
-                   "element by element, computed with NumPy's operators on the whole arrays.", _NORM),
-    "loop-profile": Hint("Leave norm_loop as the starter has it, and run the cell again: the check compares "
-                         "your norm against it.", "@hpc.remote\ndef norm_loop(x, y):\n    out = np.empty_like(x)\n"
-                         "    for i in range(len(x)):\n        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5\n"
-                         "    return out"),
-    "still-looping": Hint("Remove the for loop from norm: write the whole computation as array expressions, "
-                          "the squares and their sum, then the square root.", _NORM),
+    "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (bill_loop's and bill's) and get "
+                  "their results.", "loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])\n"
+                  "bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+    "result": Hint("bill must return the same array as bill_loop: 0.20 a kWh up to 10 kWh, and past that 2.0 plus "
+                   "0.35 for each kWh over 10, chosen per home by the condition kwh <= 10.", _BILL),
+    "loop-profile": Hint("Leave bill_loop as the starter has it, and run the cell again: the check compares "
+                         "your bill against it.", "@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n"
+                         "    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n"
+                         "            out[i] = kwh[i] * 0.20\n        else:\n"
+                         "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out"),
+    "still-looping": Hint("Remove the for loop and its if from bill: a comparison on the whole array gives the "
+                          "condition for every home at once, and np.where chooses between two whole-array results.",
+                          _BILL),
     "per-element": Hint("Avoid np.vectorize, map() and list comprehensions: they still call Python once per "
-                        "element. Use NumPy's operators on the whole arrays.", _NORM),
-    "not-from-tasks": _from_tasks_hint("results = hpc.get([norm.remote(x, y) for _ in range(3)])"),
+                        "element. Use a comparison on the whole array and np.where.", _BILL),
+    "not-from-tasks": _from_tasks_hint("bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
     "compiled": Hint("Keep --no-optimize on the exercise cell's first line, so both functions run as plain Python "
                      "and the comparison measures your whole-array version, not the compiler's work.",
                      "%%eugo --exercise vectorize --profile --no-optimize"),
 }
 
 
-@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Replace a loop with whole-array operations",
+@exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Vectorize a loop with a branch",
           hints=VECTOR_HINTS)
 def vectorize(a: Attempt) -> Verdict:
-    """Grade vectorizing: same result, the profile's Python time gone, and a large speedup in the same run."""
-    x, y = vector_inputs()
-    results = a.require("results")
+    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run."""
+    results = a.require("bills")
     first = results[0] if isinstance(results, (list, tuple)) and results else results
-    if not measure.same_result(first, np.sqrt(x * x + y * y)):
-        return a.not_yet("`results` is not the square root of x squared plus y squared, element by element: your "
-                         "norm does not return the same array as norm_loop.", mistake="result")
-    how = f"both lines that submit {VEC_CALLS} tasks each (norm_loop's and norm's) must stay."
+    if not measure.same_result(first, vector_reference(vector_inputs())):
+        return a.not_yet("`bills` is not each home's bill under the tariff (0.20 a kWh up to 10 kWh, 0.35 past "
+                         "that): your bill does not return the same array as bill_loop.", mistake="result")
+    how = f"both lines that submit {VEC_CALLS} tasks each (bill_loop's and bill's) must stay."
     _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
     _need_tasks(a, VEC_FN, VEC_CALLS, how)
-    _from_tasks(a, results, VEC_FN, "results")
-    # With the automatic JIT on, a loop in norm is compiled and looks as fast as NumPy: the
+    _from_tasks(a, results, VEC_FN, "bills")
+    # With the automatic JIT on, a loop in bill is compiled and looks as fast as NumPy: the
     # comparison would grade the compiler's work, not the learner's rewrite.
     compiled = _compiled_functions(a, VEC_LOOP, VEC_FN)
     if compiled:
@@ -336,7 +380,7 @@ def vectorize(a: Attempt) -> Verdict:
                f"{speedup:.0f}x faster by task CPU time")
     if loop_py <= 0:
         return a.not_yet(f"the profile caught no Python time in {VEC_LOOP}, so there is nothing to compare with: "
-                         "norm_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
+                         "bill_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
     if mine_py * MIN_PROFILE_DROP > loop_py:
         return a.not_yet(f"the profile still shows {VEC_FN}'s tasks running Python bytecode for every element, as "
                          "the loop does: the `for` loop is still there.", mistake="still-looping", details=details)
@@ -345,7 +389,7 @@ def vectorize(a: Attempt) -> Verdict:
                          "loop in this run: it still calls Python once per element.", mistake="per-element",
                          details=details)
     n_fn, n_loop = measure.tasks(a.trace, VEC_FN), measure.tasks(a.trace, VEC_LOOP)
-    return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `results` holds the "
+    return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `bills` holds the "
                     f"{measure.plural(n_fn, 'array')} its tasks returned",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
                     f"at least {MIN_VECTOR_SPEEDUP:.0f}x faster than the loop (median task CPU time of "
@@ -369,28 +413,33 @@ def jit_reference() -> np.ndarray:
     return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
 
 
-_HIST_SOLUTION = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
-                  "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
+              "not a dict\n    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
+              "    return counts")
+_HIST_VALUES = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
+                "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_SOLUTION = _HIST_LOOP + "\n\n" + _HIST_VALUES
 JIT_HINTS = {
-    DEFAULT: Hint("Give the loop what a compiler needs: a NumPy array instead of a Python list, and only numbers "
-                  "inside the loop.", _HIST_SOLUTION),
+    DEFAULT: Hint("Fix what the report names, then run again and read it again: Numba stops at the first thing it "
+                  "cannot compile, so the second reason shows only once the first is gone. A compiler needs a NumPy "
+                  "array in, and numbers inside the loop.", _HIST_SOLUTION),
     "no-optimize": _option_hint("jit", "--optimize", "tries to compile the loop"),
-    "result": Hint("Keep the loop's arithmetic as the starter has it: each task counts the values in each of the "
-                   "20 bins, and `hists` is the list the tasks returned.", _HIST_SOLUTION),
+    "result": Hint("Keep what each task counts: the values in each of the 20 bins, as an array, and `hists` the "
+                   "list the tasks returned.", _HIST_SOLUTION),
     "no-verdict": Hint("Submit histogram as tasks in this cell, so the optimizer tries it on the workers.",
-                       _HIST_SOLUTION),
+                       _HIST_VALUES),
     "lists": Hint("Pass histogram a NumPy array, not a Python list: make `values` with NumPy's random generator "
-                  "(or convert the list with NumPy's asarray).", _HIST_SOLUTION),
+                  "(or convert the list with NumPy's asarray). Then read the report again: it may name a second "
+                  "reason.", _HIST_VALUES),
+    "objects": Hint("The loop counts in a dict, a Python object Numba does not compile: count in a NumPy array of "
+                    "integers, one slot per bin, and return that array.", _HIST_LOOP),
     "numpy-instead": Hint("This exercise is about the loop: keep the for loop, and give it a NumPy array and "
-                          "numbers inside, instead of replacing it by NumPy calls.",
-                          "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
-                          "    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
-                          "    return counts\n\n" + _HIST_SOLUTION),
+                          "numbers inside, instead of replacing it by NumPy calls.", _HIST_SOLUTION),
     "declined": Hint("Keep the loop plain (arrays and numbers, a type that does not change, no Python objects "
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
-    "not-from-tasks": _from_tasks_hint(_HIST_SOLUTION),
+    "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
 }
 
 
@@ -415,7 +464,13 @@ def jit_exercise(a: Attempt) -> Verdict:
             return a.not_yet(_jit_declined_line(verdict),
                              "Your version already does its work in NumPy's C code: this exercise is about the loop.",
                              mistake="numpy-instead")
-        return a.not_yet(_jit_declined_line(verdict), mistake=_JIT_MISTAKES.get(verdict.code, "declined"))
+        mistake = _JIT_MISTAKES.get(verdict.code, "declined")
+        if mistake == "objects":
+            # The arguments passed Numba's typing (a list stops it before it reads the body), so the
+            # reason is in the loop's own code: the second of the starter's two.
+            return a.not_yet(_jit_declined_line(verdict), "This reason is in the loop's own code, not in its "
+                             "arguments: what it stores or calls inside.", mistake=mistake)
+        return a.not_yet(_jit_declined_line(verdict), mistake=mistake)
     speedup = verdict.speedup or 0.0
     details = (f"plain {verdict.plain_s or 0:.4f} s, compiled {verdict.after_s or 0:.6f} s a call, "
                f"{speedup:.0f}x",)
@@ -545,87 +600,114 @@ def threads(a: Attempt) -> Verdict:
 
 # -- lesson 5: the report ------------------------------------------------------------------------------
 
-REPORT_LINES = 2000
-REPORT_TINY, REPORT_LOOP = "parse", "running_max"
+REPORT_LOOP, REPORT_OBJECTS = "ewma", "busiest_hour"
+REPORT_FN = "triage"
 
 
-REPORT_SIGNAL_N, REPORT_SEED = 200_000, 6
+def triage_reference(report: opt_report.OptimizationReport) -> tuple[list[str], dict[str, str]]:
+    """What ``triage`` should return for ``report``: the applied items' targets, and declined target -> advice."""
+    return [o.target for o in report.applied], {o.target: o.advice for o in report.declined}
 
 
-def report_values() -> np.ndarray:
-    """What ``parse`` returns for each line of the exercise, computed here."""
-    return np.array([(i * 7919) % 1000 / 10 for i in range(REPORT_LINES)])
+def _other_reports(real: opt_report.OptimizationReport) -> list[tuple[str, opt_report.OptimizationReport]]:
+    """Reports unlike this run's, made of the same kinds of items: an answer typed for this run fails on them."""
+    def item(kind: str, target: str, applied: bool, reason: str = "", advice: str = "") -> opt_report.Optimization:
+        line = f"{target}: {'applied' if applied else 'declined: ' + reason}"
+        return opt_report.Optimization(kind, target, applied, line, line, reason, advice)
+
+    extra = (item("jit", "resample", False, "it was called with Python lists",
+                  "pass NumPy arrays (np.asarray) instead of lists"),
+             item("batch", "parse", True),
+             item("jit", "stencil", True))
+    flipped = tuple(opt_report.Optimization(o.kind, o.target, not o.applied, o.precise, o.bucketed,
+                                            o.reason or "not kept in this made-up report",
+                                            o.advice or "nothing to change", o.numbers)
+                    for o in real.items)
+    return [("the same report in reverse order, with three more items", opt_report.OptimizationReport(
+                 tuple(reversed(real.items)) + extra)),
+            ("one in which every applied item was declined and every declined one applied",
+             opt_report.OptimizationReport(flipped)),
+            ("one with nothing in it", opt_report.OptimizationReport(()))]
 
 
-def report_signal() -> np.ndarray:
-    """The random walk ``running_max`` runs over, made as the cell makes it."""
-    return np.random.default_rng(REPORT_SEED).normal(0.0, 1.0, REPORT_SIGNAL_N).cumsum()
+def _same_triage(got: Any, want: tuple[list[str], dict[str, str]]) -> bool:
+    """``got`` is ``(done, needs_you)`` as ``want`` has them: the targets in any order, the advice exactly."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return False
+    done, needs = got
+    try:
+        return sorted(done) == sorted(want[0]) and dict(needs) == want[1]
+    except (TypeError, ValueError):
+        return False
 
 
-_PARSE = ("@hpc.remote(batch=\"auto\")\ndef parse(line):\n    \"\"\"Tiny work: read the number after the "
-          "comma.\"\"\"\n    return float(line.split(\",\")[1])")
-_SIGNAL = ("signal = np.random.default_rng(6).normal(0.0, 1.0, 200_000).cumsum()\n"
-           "peaks = hpc.get([running_max.remote(signal) for _ in range(4)])   # a NumPy array")
+_TRIAGE = ("def triage(report):\n"
+           "    done = [item.target for item in report.applied]\n"
+           "    needs_you = {item.target: item.advice for item in report.declined}\n"
+           "    return done, needs_you")
 REPORT_HINTS = {
-    DEFAULT: Hint("Two changes: let the runtime batch parse's tiny calls (batching in its remote decorator), "
-                  "and hand running_max a NumPy array instead of a list, so its loop can be compiled.",
-                  _PARSE + "\n\n" + _SIGNAL),
+    DEFAULT: Hint("Read the report's items in triage: the targets of those applied are what the runtime did for "
+                  "you; each declined one's target and its advice are what needs you.", _TRIAGE),
     "no-optimize": _option_hint("runtime-report", "--optimize", "tries the optimizations and reports them"),
-    "values": Hint("`values` must be the 2,000 numbers parse returned, in the order of the lines: get() on the "
-                   "futures, or on map's result, keeps that order.",
-                   "values = hpc.get([parse.remote(s) for s in lines])"),
-    "peaks": Hint("Keep running_max's loop as the starter has it: `peaks` is the list of running maxima the "
-                  "tasks returned.", _SIGNAL),
-    "not-batched": Hint("Let the runtime batch parse: automatic batching in its remote decorator, or map over "
-                        "the lines.", _PARSE),
-    "no-verdict": Hint("Submit running_max as tasks in this cell, so the optimizer tries to compile it.", _SIGNAL),
-    "not-compiled": Hint("Give running_max what a compiler needs: a NumPy array instead of a list (make signal "
-                         "with NumPy and do not convert it to a list).", _SIGNAL),
-    "not-from-tasks": _from_tasks_hint("values = hpc.get([parse.remote(s) for s in lines])\n" + _SIGNAL),
+    "no-tasks": Hint("Keep the starter's lines that run ewma and busiest_hour as tasks: the report of this cell "
+                     "is made of what they did.", "averages = hpc.get([ewma.remote(series) for _ in range(4)])\n"
+                     "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"),
+    "not-a-function": Hint("Keep triage a function of one argument, the report, that returns two things: the list "
+                           "`done` and the dict `needs_you`.", _TRIAGE),
+    "raises": Hint("triage gets an OptimizationReport: its `applied` and `declined` are lists of items, each with "
+                   "`target`, `reason` and `advice`.", _TRIAGE),
+    "wrong-here": Hint("done: the targets of the applied items; needs_you: for each declined item, its target "
+                       "mapped to its advice (what would help), not its reason.", _TRIAGE),
+    "typed": Hint("Make triage read the report it is given: build both answers from its items, instead of "
+                  "returning the names you read in this run's report.", _TRIAGE),
 }
 
 
 @exercise("runtime-report", lesson=COURSE + "05-what-the-runtime-did-for-you.ipynb",
-          title="Make the report show two optimizations applied", hints=REPORT_HINTS)
+          title="Sort the report: done for you, and what needs you", hints=REPORT_HINTS)
 def runtime_report(a: Attempt) -> Verdict:
-    """Grade helping the runtime: parse batched, running_max compiled, results unchanged, all in the report."""
+    """Grade reading the report as data: ``triage`` sorts this run's report, and reports unlike it, correctly.
+
+    The learner's ``triage`` is called on the report this cell made (``--optimize``) and on
+    reports built from the same kinds of items, so an answer typed from reading this run's
+    report fails; nothing of it depends on time.
+    """
     _optimized(a)
-    values = a.require("values")
-    peaks = a.require("peaks")
-    ref = report_values()
-    if not measure.same_result(np.asarray(list(values), dtype=float), ref):
-        return a.not_yet(f"`values` is not the {REPORT_LINES} numbers parse returned, in order.", mistake="values")
-    expected = np.maximum.accumulate(report_signal())
-    ok = isinstance(peaks, (list, tuple)) and peaks and all(measure.same_result(np.asarray(p), expected) for p in peaks)
-    if not ok:
-        return a.not_yet("`peaks` should be the list of running maxima the running_max tasks returned, each the "
-                         "largest value of signal so far at every position; it holds something else.",
-                         mistake="peaks")
-    _from_tasks(a, values, REPORT_TINY, "values")
-    _from_tasks(a, peaks, REPORT_LOOP, "peaks")
+    fn = a.require(REPORT_FN)
     rep = opt_report.last()
-    if rep is None:
-        return a.not_yet("no optimization report was made for this run: the cell ran without --optimize.",
-                         mistake="no-optimize")
-    batched = [o for o in rep.items if o.target == REPORT_TINY and o.kind in ("batch", "map")]
-    compiled = rep.find(REPORT_LOOP, "jit")
-    applied = rep.applied
-    details = tuple(o.precise for o in rep.items)
-    if not any(o.applied for o in batched):
-        n = measure.tasks(a.trace, REPORT_TINY)
-        return a.not_yet(f"the report shows no batching for parse: its {n} calls went as "
-                         f"{measure.plural(len(measure.dispatch_units(a.trace, REPORT_TINY)), 'task')}, each far "
-                         "less work than a task's overhead.", mistake="not-batched", details=details)
-    if compiled is None:
-        return a.not_yet("the report has no JIT verdict for running_max: no running_max task ran in this cell.",
-                         mistake="no-verdict", details=details)
-    if not compiled.applied:
-        return a.not_yet(f"the report says running_max was not compiled: {compiled.reason}.",
-                         mistake="not-compiled", details=details)
-    # batch="auto" sends its calls as map batches too, so the report may list both kinds for parse
-    how = 'batch="auto"' if any(o.kind == "batch" and o.applied for o in batched) else "hpc.map"
-    return a.passed(f"the report shows parse batched ({how}) and running_max compiled with its result checked",
-                    f"{measure.plural(len(applied), 'optimization')} applied, {len(rep.declined)} declined; `values` "
-                    f"holds the {measure.tasks(a.trace, REPORT_TINY)} results of the parse calls in order and `peaks` "
-                    f"the {measure.plural(measure.tasks(a.trace, REPORT_LOOP), 'result')} of the running_max tasks",
-                    details=details)
+    targets = {o.target for o in rep.items} if rep is not None else set()
+    missing = [f for f in (REPORT_LOOP, REPORT_OBJECTS) if f not in targets or measure.tasks(a.trace, f) == 0]
+    if rep is None or missing:
+        return a.not_yet(f"the report of this run has no line for {' and '.join(missing or [REPORT_LOOP])}: no "
+                         "such task ran in this cell, so there is not the report the exercise asks you to read.",
+                         mistake="no-tasks")
+    if not callable(fn):
+        return a.not_yet(f"`{REPORT_FN}` holds {type(fn).__name__}, not a function that takes the report.",
+                         mistake="not-a-function")
+    want = triage_reference(rep)
+    details = (f"this run's report: {len(rep.applied)} applied ({', '.join(want[0]) or 'none'}), "
+               f"{len(rep.declined)} declined ({', '.join(want[1]) or 'none'})",)
+
+    def call(report: opt_report.OptimizationReport, which: str) -> Any:
+        try:
+            return fn(report)
+        except Exception as e:  # noqa: BLE001 - the learner's function: its error is the verdict
+            raise NotYet(f"{REPORT_FN} raised {type(e).__name__} on {which}: {e}", mistake="raises") from None
+
+    got = call(rep, "this run's report")
+    if not _same_triage(got, want):
+        shape = (f"{type(got).__name__} {got!r}"[:160] if not (isinstance(got, (tuple, list)) and len(got) == 2)
+                 else f"done {got[0]!r} and needs_you {got[1]!r}"[:200])
+        return a.not_yet(f"on this run's report {REPORT_FN} gives {shape}; the report lists "
+                         f"{measure.plural(len(want[0]), 'item')} as applied and {len(want[1])} as declined.",
+                         mistake="wrong-here", details=details)
+    for which, other in _other_reports(rep):
+        if not _same_triage(call(other, which), triage_reference(other)):
+            return a.not_yet(f"{REPORT_FN} sorts this run's report right, but not a report unlike it ({which}): it "
+                             "answers with this run's names instead of reading the report it is given.",
+                             mistake="typed", details=details)
+    return a.passed(f"{REPORT_FN} sorts this run's report: {measure.plural(len(want[0]), 'optimization')} the runtime "
+                    f"applied for you ({', '.join(want[0]) or 'none'}), {len(want[1])} declined with what would help "
+                    f"({', '.join(want[1]) or 'none'})",
+                    f"it also sorts {len(_other_reports(rep))} reports unlike this one, so it reads the report it is "
+                    "given", details=details)
