@@ -240,7 +240,7 @@ def test_transfer_hints_answer_what_happened(host):
     assert "np.asarray(signal) * gain" in hint_code(v)
     v = run_exercise("gpu-transfer", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
                      "        pass\n", TRANSFER_SETUP, line=GPU_AUTO)
-    assert "float(np.max(np.abs(w * np.exp(w) - s)))" in hint_code(v)
+    assert "float(np.max(np.abs(w * np.exp(w) - target)))" in hint_code(v)
     v = run_exercise("gpu-transfer", REFERENCE, TRANSFER_SETUP, line="--no-live -w 1")
     assert not v.passed and "it ran without GPU placement" in v.to_text() and "--gpu auto" in hint_code(v)
 

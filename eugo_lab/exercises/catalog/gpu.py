@@ -329,8 +329,7 @@ def _kept_on_cpu(ledger: Any, cpu_rows: list) -> tuple[str, str]:
             f"the loop did not use the GPU (`{r.op}` x{r.count}: {r.reason_bucketed}).")
     if r.why == "transfer":
         return (head + " On this host, copying its operands to the device costs more than the CPU takes for the "
-                "operation, so no first copy pays for itself while signal is copied again at every step.",
-                "recopied")
+                "operation, so the first copy never pays for itself.", "recopied")
     return (head + " On this host the model predicts NumPy is faster for these operations than "
             f"{ledger.device}, so there is no offload to keep here.", "cpu-wins")
 
@@ -356,7 +355,7 @@ TRANSFER_HINTS = {
                      _TRANSFER_SOLUTION),
     "dragged": Hint("Do every step of the loop with operations the report shows on the GPU, and bring back only "
                     "a number when you need one, such as the largest error for a convergence check.",
-                    "err = float(np.max(np.abs(w * np.exp(w) - s)))   # one number crosses the link"),
+                    "err = float(np.max(np.abs(w * np.exp(w) - target)))   # one number crosses the link"),
     "fetched": Hint("Keep the loop in NumPy operations and look at the result once, after the loop: printing, "
                     "converting to a float or a list, mid-loop, copies the array back each time.",
                     _TRANSFER_SOLUTION),
