@@ -27,50 +27,133 @@ def _stop_workers():
 
 # -- gpu-break-even -------------------------------------------------------------------------------------
 BREAK_EVEN_SETUP = """
-from eugo_lab.offload import predict, host_profile
+from eugo_lab.offload import break_even, predict, host_profile
 from eugo_lab.offload.cell import device_profile
 from eugo_lab.offload.cost import sample_operation
 host, gpu = host_profile(), device_profile()
 """
-
-
-def scan(resident: bool, start: int = 10, stop: int = 31, step_back: bool = False) -> str:
-    return f"""
+#: The lesson's scan for one call (the starter): the first size where a single np.power from host memory wins.
+ONE_CALL = """
 size = None
-for e in range({start}, {stop}):
+for e in range(10, 31):
     n = 1 << e
     op = sample_operation("elementwise", n, work="special", name="power", resident={resident})
     if predict(op, host, gpu).where == "gpu":
-        size = n{" // 2" if step_back else ""}
+        size = n{step_back}
         break
 """
+CHAIN_REFERENCE = """
+size = None
+for e in range(10, {stop}):
+    n = 1 << e
+    first = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
+    then = predict(sample_operation("elementwise", n, work="special", name="power", resident=True), host, gpu)
+    if first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s:
+        size = n
+        break
+"""
+#: Another correct pricing: one prediction per size, its copy counted once and its launch and kernel four times.
+HONEST_CHAIN = """
+n, size = 512, None
+while size is None and n < 2 ** 31:
+    n *= 2
+    est = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
+    gpu_total = est.h2d_s + 4 * (est.launch_s + est.kernel_s)
+    if gpu_total < 4 * est.cpu_s:
+        size = n
+"""
+#: (id, cell, setup after BREAK_EVEN_SETUP, passed, what the verdict must say, mistake)
+BREAK_EVEN_CASES = [
+    ("reference", CHAIN_REFERENCE.format(stop=31), "", True,
+     "came from this cell's own predictions (2 calls of predict() at that size, the copy of x and y priced)", None),
+    ("honest-one-prediction-per-size", HONEST_CHAIN, "", True,
+     "came from this cell's own predictions (1 call of predict() at that size", None),
+    ("starter-one-call", ONE_CALL.format(resident=False, step_back=""), "", False,
+     "at your size a single call already pays for its own copy", "every-call-copies"),
+    ("data-already-on-the-device", ONE_CALL.format(resident=True, step_back=""), "", False,
+     "the cell priced np.power only with x and y already on the device", "resident"),
+    ("one-step-short", CHAIN_REFERENCE.format(stop=31).replace("size = n\n", "size = n // 2\n"), "", False,
+     "elements the model still runs the 4 calls faster on the CPU", "too-small"),
+    ("scan-too-short", CHAIN_REFERENCE.format(stop=12), "", False, "found no size where the 4 calls won",
+     "none-found"),
+    ("not-a-number", "size = 'about eight thousand'\n", "", False, "should be a number of elements",
+     "not-a-number"),
+    # shortcuts: a number typed in (beside a decoy call of the model), break_even's answer for one call, and the
+    # answer a plain earlier cell found (its predictions are not this cell's)
+    ("shortcut-typed", "size = 8192\n", "", False,
+     "`size` is 8,192, and no prediction in this cell gave it: the cell did not ask the cost model at all", "typed"),
+    ("shortcut-typed-beside-a-decoy", "break_even('elementwise', host, gpu, work='special', name='power')\n"
+     "size = 8192\n", "", False, "the cell asked the cost model 1 time, never about 8,192 elements", "typed"),
+    ("shortcut-break-even-of-one-call", "size = break_even('elementwise', host, gpu, work='special', name='power', "
+     "resident=True)\n", "", False,
+     "`size` is what break_even() returned for a single call with x and y already on the device", "one-call"),
+    ("shortcut-earlier-cell", "size = found\n", CHAIN_REFERENCE.format(stop=31).replace("size", "found"), False,
+     "and no prediction in this cell gave it", "typed"),
+]
 
 
-def test_break_even_reference_passes():
-    v = run_exercise("gpu-break-even", scan(resident=False), BREAK_EVEN_SETUP, line="--no-live")
+@pytest.mark.parametrize("cell, setup, passed, says, mistake", [c[1:] for c in BREAK_EVEN_CASES],
+                         ids=[c[0] for c in BREAK_EVEN_CASES])
+def test_break_even_cases(cell, setup, passed, says, mistake):
+    v = run_exercise("gpu-break-even", cell, BREAK_EVEN_SETUP + setup, line="--no-live")
+    text = v.to_text()
+    assert v.passed is passed, text
+    assert says in text, text
+    assert v.mistake == mistake
+    if passed:
+        assert "published figures, a prediction" in text  # no GPU here: the profile is named as such
+    else:
+        assert code_in(text) == [], text
+        assert hint_words(v) and hint_code(v)
+
+
+@pytest.fixture
+def cheap_power_host(monkeypatch):
+    """A host whose np.power is so fast that one call never pays for its copy, while four calls in a row do."""
+    from eugo_lab.offload import profiles
+
+    # np.power at 0.3 ns an element from memory that keeps up: less than the copy of x and y over the link
+    # (16 bytes at PCIe speed, ~0.5 ns), more than a quarter of it
+    fake = dataclasses.replace(profiles.host_profile(), special_rate=1 / 0.3e-9, special_costs=(), mem_bw=1e12,
+                               cache_bw=1e12)
+    monkeypatch.setattr(profiles, "host_profile", lambda: fake)
+    return fake
+
+
+def test_break_even_past_the_answer_where_one_call_never_pays(cheap_power_host):
+    from eugo_lab.exercises.catalog import gpu as ex
+    from eugo_lab.offload.cell import device_profile
+
+    gpu = device_profile()
+    assert ex._one_call(cheap_power_host, gpu, False) is None
+    expected = ex.chain_break_even(cheap_power_host, gpu)
+    assert expected is not None
+    past = 1 << (2 * expected).bit_length()  # a power of two at least twice the answer
+    cell = f"est = predict(sample_operation('elementwise', {past}, work='special', name='power'), host, gpu)\n" \
+           f"size = {past}\n"
+    v = run_exercise("gpu-break-even", cell, BREAK_EVEN_SETUP, line="--no-live")
+    assert not v.passed and v.mistake == "too-large", v.to_text()
+    assert "already win on the GPU at half your size" in v.to_text()
+    v = run_exercise("gpu-break-even", CHAIN_REFERENCE.format(stop=35), BREAK_EVEN_SETUP, line="--no-live")
     assert v.passed, v.to_text()
-    assert "published figures, a prediction" in v.to_text()  # no GPU here: the profile is named as such
 
 
-def test_break_even_with_the_data_already_on_the_device_is_not_yet():
-    v = run_exercise("gpu-break-even", scan(resident=True), BREAK_EVEN_SETUP, line="--no-live")
-    assert not v.passed
-    assert "size where it pays for data already on the GPU" in v.to_text()
+def test_the_recorder_keeps_the_cells_calls_and_not_the_checks():
+    from eugo_lab.offload import predictions
 
-
-def test_break_even_too_large_or_on_the_cpu_side_is_not_yet():
-    v = run_exercise("gpu-break-even", scan(resident=False) + "size = size * 4\n", BREAK_EVEN_SETUP, line="--no-live")
-    assert not v.passed and "already wins at half your size" in v.to_text()
-    v = run_exercise("gpu-break-even", scan(resident=False, step_back=True), BREAK_EVEN_SETUP, line="--no-live")
-    assert not v.passed and "still keeps np.power on the CPU" in v.to_text()
-    v = run_exercise("gpu-break-even", scan(resident=False, stop=12), BREAK_EVEN_SETUP, line="--no-live")
-    assert not v.passed and "found no size" in v.to_text()
+    run_exercise("gpu-break-even", CHAIN_REFERENCE.format(stop=31), BREAK_EVEN_SETUP, line="--no-live")
+    log = predictions.last_cell()
+    sizes = log.sizes()
+    assert sizes[0] == 1024 and all(b == 2 * a for a, b in zip(sizes, sizes[1:]))  # the cell's scan, no more
+    assert len(log.predicted()) == 2 * len(sizes) and not log.scans()
+    assert [c.copies for c in log.predicted(1024)] == [True, False]
 
 
 # -- gpu-transfer ---------------------------------------------------------------------------------------
 TRANSFER_SETUP = """
 import numpy as np
 signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)
+gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)
 """
 NEWTON = """
 import numpy as np
@@ -80,11 +163,11 @@ for step in range(20):
 {check}"""
 
 
-def transfer(prelude: str = "", src: str = "signal", check: str = "") -> str:
+def transfer(prelude: str = "", src: str = "signal * gain", check: str = "") -> str:
     return NEWTON.format(prelude=prelude, src=src, check=check)
 
 
-REFERENCE = transfer("s = np.asarray(signal)\n", "s")
+REFERENCE = transfer("target = np.asarray(signal) * gain\n", "target")
 GPU_AUTO = "--gpu auto --no-live -w 1"
 
 
@@ -102,35 +185,75 @@ def host(request, monkeypatch):
     return fake
 
 
-def test_transfer_reference_passes(host):
-    v = run_exercise("gpu-transfer", REFERENCE, TRANSFER_SETUP, line=GPU_AUTO)
-    assert v.passed, v.to_text()
+#: Shortcuts: the answer computed by an earlier plain cell, a decoy loop of the right operations beside it.
+EARLIER_ANSWER = TRANSFER_SETUP + """
+w0 = np.log1p(signal * gain)
+for _step in range(20):
+    w0 = w0 * (1 + np.log(signal * gain) - np.log(w0)) / (1 + w0)
+"""
+DECOY = ("t = np.asarray(signal) * gain\nv = np.log1p(t)\nfor step in range(2):\n"
+         "    v = v * (1 + np.log(t) - np.log(v)) / (1 + v)\n")
+#: (id, cell, setup, passed, what the verdict must say, mistake), on a slow and a fast host
+TRANSFER_CASES = [
+    ("reference", REFERENCE, TRANSFER_SETUP, True, "all 140 operations of the loop would run on NVIDIA H100", None),
+    # another correct restructuring: the product made on the host once and handed over, other names, the answer
+    # handed over at the end; an earlier cell holds the same numbers, which proves nothing against it
+    ("honest-product-handed-over", "import numpy as np\nt = np.asarray(signal * gain)\nguess = np.log1p(t)\n"
+     "for k in range(20):\n    guess = guess * (1 + np.log(t) - np.log(guess)) / (1 + guess)\nw = guess\n",
+     EARLIER_ANSWER, True, "it is the array this cell's placed operations produced", None),
+    ("starter-recopies-the-product", transfer(), TRANSFER_SETUP, False,
+     "`log` copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
+    # the lesson's fix applied to signal alone: gain, a plain array, is copied again by every product in the loop
+    ("signal-handed-over-gain-not", transfer("s = np.asarray(signal)\n", "s * gain"), TRANSFER_SETUP, False,
+     "copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
+    ("convergence-check-on-the-cpu", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
+     "        pass\n", TRANSFER_SETUP, False, "`allclose` ran on the CPU 20 times", "dragged"),
+    ("too-few-steps", REFERENCE.replace("range(20)", "range(2)"), TRANSFER_SETUP, False,
+     "does not solve w * exp(w) = signal * gain", "result"),
+    # shortcuts: the earlier cell's answer itself, a view of it, a plain copy of it, each beside a decoy loop
+    ("shortcut-earlier-answer", DECOY + "w = w0\n", EARLIER_ANSWER, False,
+     "`w` is the array `w0` that an earlier cell computed", "copied"),
+    ("shortcut-earlier-answer-view", DECOY + "w = w0[:]\n", EARLIER_ANSWER, False,
+     "`w` is the array `w0` that an earlier cell computed", "copied"),
+    ("shortcut-earlier-answer-copy", DECOY + "w = w0.copy()\n", EARLIER_ANSWER, False,
+     "`w` is not an array this cell's placed operations produced", "copied"),
+]
+
+
+@pytest.mark.parametrize("cell, setup, passed, says, mistake", [c[1:] for c in TRANSFER_CASES],
+                         ids=[c[0] for c in TRANSFER_CASES])
+def test_transfer_cases(host, cell, setup, passed, says, mistake):
+    v = run_exercise("gpu-transfer", cell, setup, line=GPU_AUTO)
     text = v.to_text()
-    assert "a prediction for a named GPU profile: no GPU here" in text
-    assert "all 140 operations of the loop would run on NVIDIA H100" in text
+    assert v.passed is passed, text
+    assert says in text, text
+    assert v.mistake == mistake
+    if passed:
+        assert "a prediction for a named GPU profile: no GPU here" in text
+    else:
+        assert code_in(text) == [], text
+        assert hint_words(v) and hint_code(v)
 
 
-def test_transfer_starter_recopies_signal_every_step(host):
+def test_transfer_hints_answer_what_happened(host):
     v = run_exercise("gpu-transfer", transfer(), TRANSFER_SETUP, line=GPU_AUTO)
-    assert not v.passed
-    text = v.to_text()
-    assert "`log` copied 16.0 MB to the GPU on each of its 20 calls" in text
-    assert "s = np.asarray(signal)" in hint_code(v) and code_in(text) == []
-
-
-def test_transfer_convergence_check_on_the_cpu_drags_the_data_back(host):
-    check = "    if np.allclose(w * np.exp(w), s):\n        pass\n"
-    v = run_exercise("gpu-transfer", REFERENCE.rstrip("\n") + "\n" + check, TRANSFER_SETUP, line=GPU_AUTO)
-    assert not v.passed
-    assert "`allclose` ran on the CPU 20 times" in v.to_text()
-    assert "float(np.max(np.abs(w * np.exp(w) - s)))" in hint_code(v)
-
-
-def test_transfer_wrong_result_and_no_gpu_mode_are_not_yet(host):
-    v = run_exercise("gpu-transfer", REFERENCE.replace("range(20)", "range(2)"), TRANSFER_SETUP, line=GPU_AUTO)
-    assert not v.passed and "does not solve w * exp(w) = signal" in v.to_text()
+    assert "np.asarray(signal) * gain" in hint_code(v)
+    v = run_exercise("gpu-transfer", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
+                     "        pass\n", TRANSFER_SETUP, line=GPU_AUTO)
+    assert "float(np.max(np.abs(w * np.exp(w) - target)))" in hint_code(v)
     v = run_exercise("gpu-transfer", REFERENCE, TRANSFER_SETUP, line="--no-live -w 1")
     assert not v.passed and "it ran without GPU placement" in v.to_text() and "--gpu auto" in hint_code(v)
+
+
+def test_the_ledger_keeps_the_digest_of_what_the_cell_left():
+    from eugo_lab.contract.digest import digest
+    from eugo_lab.offload.cell import last_ledger
+    from tests._exercise_cells import shell
+
+    run_exercise("gpu-transfer", REFERENCE, TRANSFER_SETUP, line=GPU_AUTO)
+    ledger, ns = last_ledger(), shell().user_ns
+    assert set(ledger.left) >= {"w", "target"} and "signal" not in ledger.left
+    assert ledger.left["w"] == digest(ns["w"])
 
 
 def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monkeypatch):
@@ -148,33 +271,6 @@ def test_transfer_kept_on_the_cpu_is_not_credited_as_staying_on_the_device(monke
     assert "On this host, copying its operands to the device costs more" in text
 
 
-#: Shortcuts: the answer computed by an earlier plain cell, a decoy loop of the right operations beside it.
-EARLIER_ANSWER = TRANSFER_SETUP + """
-w0 = np.log1p(signal)
-for _step in range(20):
-    w0 = w0 * (1 + np.log(signal) - np.log(w0)) / (1 + w0)
-"""
-DECOY = ("s = np.asarray(signal)\nv = np.log1p(s)\nfor step in range(20):\n"
-         "    v = v * (1 + np.log(s) - np.log(v)) / (1 + v)\n")
-
-
-@pytest.mark.parametrize("handed_in", ["w = w0\n", "w = w0[:]\n"], ids=["same-object", "a-view"])
-def test_transfer_answer_from_an_earlier_cell_is_not_yet(handed_in):
-    v = run_exercise("gpu-transfer", DECOY + handed_in, EARLIER_ANSWER, line=GPU_AUTO)
-    assert not v.passed and v.mistake == "copied"
-    assert "`w` is the array `w0` that an earlier cell computed" in v.to_text()
-    assert code_in(v.to_text()) == []
-
-
-def test_transfer_honest_variant_other_names_passes():
-    # the loop's own names, the answer handed over at the end; an earlier cell holds the same numbers, which
-    # proves nothing against it (equal values are what an honest recomputation gives)
-    cell = "sig = np.asarray(signal)\nguess = np.log1p(sig)\nfor k in range(20):\n" \
-           "    guess = guess * (1 + np.log(sig) - np.log(guess)) / (1 + guess)\nw = guess\n"
-    v = run_exercise("gpu-transfer", "import numpy as np\n" + cell, EARLIER_ANSWER, line=GPU_AUTO)
-    assert v.passed, v.to_text()
-
-
 def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
     from eugo_lab.offload.cell import last_ledger
 
@@ -190,43 +286,65 @@ TILE_FN = """
 import numpy as np
 from eugo_lab import hpc
 
-@hpc.remote{request}
-def tile_energy(i):
-    v = np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000
-    return float(np.sum(v * v))
+@hpc.remote{load}
+def load_tile(i):
+    return np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000
 
+@hpc.remote{request}
+def tile_energy(tile):
+    return float(np.sum(tile * tile))
+
+tiles = [load_tile.remote(i) for i in range(4)]
 """
-REQUEST_REFERENCE = TILE_FN.format(request="(gpus=1)") + """
+REQUEST_REFERENCE = TILE_FN.format(load="", request="(gpus=1)") + """
 try:
-    results = hpc.get([tile_energy.remote(i) for i in range(4)])
-except hpc.ResourceRequestError as err:
-    print("no GPU worker:", err)
-    results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])
+    results = hpc.get([tile_energy.remote(t) for t in tiles])
+except hpc.ResourceRequestError:
+    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
 """
 LOCAL_TILES = "[float(np.sum((np.arange(i * 200_000, (i + 1) * 200_000) / 200_000) ** 2)) for i in range(4)]"
-PLAIN = TILE_FN.format(request="")
+PLAIN = TILE_FN.format(load="", request="")
 #: (id, cell, passed, what the verdict must say, mistake), run on a pool without GPU workers.
 REQUEST_CASES = [
-    ("reference", REQUEST_REFERENCE, True, "4 tile_energy requests for 1 GPU were refused with ResourceRequestError",
-     None),
-    # another correct use of the API: the request per call with options(), any exception name, a dict of futures
+    ("reference", REQUEST_REFERENCE, True, "4 tile_energy requests for 1 GPU were refused with ResourceRequestError "
+     "(no worker here has one), while the 4 load_tile tasks ran once each, holding no GPU", None),
+    # another correct use of the API: the request per call with options(), the superclass caught, a dict of futures
     ("honest-options-per-call", PLAIN + """
-futures = {i: tile_energy.options(gpus=1).remote(i) for i in range(4)}
+futures = {i: tile_energy.options(gpus=1).remote(t) for i, t in enumerate(tiles)}
 try:
     energies = hpc.get(list(futures.values()))
-except hpc.ResourceRequestError:
-    energies = hpc.get([tile_energy.remote(i) for i in futures])
+except hpc.NoWorkersError:
+    energies = hpc.get([tile_energy.remote(tiles[i]) for i in futures])
 results = energies
-""", True, "then 4 tile_energy tasks ran on CPU workers (the trace's gpu column: no GPU held)", None),
-    ("starter-no-request", PLAIN + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n", False,
-     "no task of this cell asked for a GPU", "no-gpu-asked"),
-    ("uncaught-refusal", TILE_FN.format(request="(gpus=1)") + "results = hpc.get([tile_energy.remote(i) for i in "
-     "range(4)])\n", False, "stopped with ResourceRequestError", None),
-    ("no-fallback", REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
+""", True, "then 4 tile_energy tasks ran on CPU workers (the trace's gpu column: no GPU held) on the tiles already "
+     "loaded", None),
+    ("starter-no-request", PLAIN + "results = hpc.get([tile_energy.remote(t) for t in tiles])\n", False,
+     "no tile_energy task of this cell asked for a GPU", "no-gpu-asked"),
+    ("uncaught-refusal", TILE_FN.format(load="", request="(gpus=1)") + "results = hpc.get([tile_energy.remote(t) "
+     "for t in tiles])\n", False, "stopped with ResourceRequestError", None),
+    ("no-fallback", REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
                                               "[]"), False, "does not hold the 4 energies", "results"),
     ("fallback-in-the-notebook", REQUEST_REFERENCE.replace(
-        "hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])", LOCAL_TILES), False,
+        "hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])", LOCAL_TILES), False,
      "only 0 of the 4 tile_energy calls ran as tasks on the cluster", "local"),
+    # both steps ask for a GPU: the loads are refused too, and the fallback runs everything without one
+    ("both-steps-ask", TILE_FN.format(load="(gpus=1)", request="(gpus=1)") + """
+try:
+    results = hpc.get([tile_energy.remote(t) for t in tiles])
+except hpc.ResourceRequestError:
+    tiles = [load_tile.options(gpus=0).remote(i) for i in range(4)]
+    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
+""", False, "4 load_tile requests for a GPU were refused: the loading step asked for a GPU too", "over-asked"),
+    # the fallback starts over: it loads every tile a second time
+    ("fallback-reloads", REQUEST_REFERENCE.replace(
+        "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
+        "    again = [load_tile.remote(i) for i in range(4)]\n"
+        "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in again])"), False,
+     "load_tile ran 8 times for 4 tiles: the fallback loaded the tiles again", "reloaded"),
+    ("tiles-made-in-the-notebook", REQUEST_REFERENCE.replace(
+        "tiles = [load_tile.remote(i) for i in range(4)]",
+        "tiles = [np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000 for i in range(4)]"), False,
+     "only 0 of the 4 load_tile calls ran as tasks on the cluster", "local"),
     # shortcut: a throwaway function makes the refused request; tile_energy itself never asks for a GPU
     ("shortcut-decoy-request", PLAIN + """
 @hpc.remote(gpus=1)
@@ -237,15 +355,22 @@ try:
     hpc.get(probe.remote())
 except hpc.ResourceRequestError:
     pass
-results = hpc.get([tile_energy.remote(i) for i in range(4)])
+results = hpc.get([tile_energy.remote(t) for t in tiles])
 """, False, "it was made by probe, not by tile_energy: the tile_energy tasks never asked for a GPU",
      "other-function"),
-    # shortcut: the energies computed in the notebook, decoy tasks on other tiles beside them
+    # shortcut: the energies computed in the notebook, decoy tasks beside them
     ("shortcut-driver-values", REQUEST_REFERENCE.replace(
-        "results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])",
-        "hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4, 8)])\n    results = " + LOCAL_TILES),
+        "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
+        "    hpc.get([tile_energy.options(gpus=0).remote(2 * t) for t in hpc.get(tiles)])\n"
+        "    results = " + LOCAL_TILES),
      False, "`results` was not computed from the tasks' results: 0 of its 4 values are among what the 4 "
      "tile_energy tasks returned", "not-from-tasks"),
+    # shortcut: the energies an earlier cell computed
+    ("shortcut-earlier-cell", REQUEST_REFERENCE.replace(
+        "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
+        "    hpc.get([tile_energy.options(gpus=0).remote(2 * t) for t in hpc.get(tiles)])\n"
+        "    results = list(earlier)"),
+     False, "`results` was not computed from the tasks' results", "not-from-tasks"),
 ]
 
 
@@ -258,7 +383,8 @@ def no_gpu(monkeypatch):
 @pytest.mark.parametrize("cell, passed, says, mistake", [c[1:] for c in REQUEST_CASES],
                          ids=[c[0] for c in REQUEST_CASES])
 def test_request_cases_without_gpu_workers(no_gpu, cell, passed, says, mistake):
-    v = run_exercise("gpu-request", cell)
+    v = run_exercise("gpu-request", cell, setup="earlier = " + LOCAL_TILES.replace("np.", "__import__('numpy').")
+                     + "\n")
     assert v.passed is passed, v.to_text()
     assert says in v.to_text(), v.to_text()
     assert v.mistake == mistake
@@ -284,7 +410,8 @@ def test_request_on_a_named_device_without_a_gpu_never_says_a_gpu_ran_it(named_g
     text = v.to_text()
     assert v.passed, text
     assert "all 4 tile_energy tasks asked for a GPU and the scheduler gave each one: GPU 0 (4 tasks)" in text
-    assert "no GPU was found behind the named device (4 tasks read none), so the tiles ran on the CPU" in text
+    assert "the 4 load_tile tasks ran once each, holding no GPU" in text
+    assert "no GPU was found behind the named device (4 tasks read none), so the energies ran on the CPU" in text
     assert "ran with a GPU" not in text
 
 
@@ -304,9 +431,17 @@ def test_request_says_which_gpu_the_workers_found(named_gpu, monkeypatch):
 
 
 def test_request_on_gpu_workers_without_asking_is_not_yet(named_gpu):
-    v = run_exercise("gpu-request", PLAIN + "results = hpc.get([tile_energy.remote(i) for i in range(4)])\n")
+    v = run_exercise("gpu-request", PLAIN + "results = hpc.get([tile_energy.remote(t) for t in tiles])\n")
     assert not v.passed and "4 of the 4 tile_energy tasks ran on workers without a GPU" in v.to_text()
     assert v.mistake == "no-gpu-asked"
+
+
+def test_request_on_gpu_workers_where_the_loads_hold_the_gpu_too_is_not_yet(named_gpu):
+    cell = TILE_FN.format(load="(gpus=1)", request="(gpus=1)") + \
+        "results = hpc.get([tile_energy.remote(t) for t in tiles])\n"
+    v = run_exercise("gpu-request", cell)
+    assert not v.passed and v.mistake == "over-asked", v.to_text()
+    assert "4 load_tile tasks held a GPU: the loading step asked for a GPU too" in v.to_text()
 
 
 # -- grid-stride ----------------------------------------------------------------------------------------
@@ -394,4 +529,4 @@ def test_break_even_measured_line_times_both_sides_on_a_device():
     from eugo_lab.offload.profiles import published
 
     line = gpu._measured_line(10_000, FakeDevice(published("h100")))
-    assert line.startswith("measured at 10,000: CPU ") and "with the copies to the device" in line
+    assert line.startswith("measured at 10,000: 4 calls on the CPU ") and "with the copies to the device" in line

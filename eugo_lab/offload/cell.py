@@ -11,7 +11,8 @@ How the proxy binds, for this cell only:
   during the cell;
 - when the cell ends, those names point at the real module again, values still on the
   device come to the host, and proxies in the namespace (also one level into lists,
-  tuples and dicts) and the cell's result become plain NumPy arrays (or scalars).
+  tuples and dicts) and the cell's result become plain NumPy arrays (or scalars); the ledger
+  keeps the digest of each array a name held as a proxy (:attr:`Ledger.left`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.contract.digest import Digest, digest
 from eugo_lab.hardware.gpus import GPU_EXTRA, detect_gpus
-from eugo_lab.offload import dispatch
+from eugo_lab.offload import dispatch, predictions
 from eugo_lab.offload.devices import CupyDevice, Device, NoDeviceError
 from eugo_lab.offload.ledger import Ledger
 from eugo_lab.offload.profiles import prediction_profile, profile_for_name
@@ -151,10 +153,18 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _restore_namespace(ns: dict) -> None:
+def _restore_namespace(ns: dict) -> dict[str, Digest]:
+    """Make the namespace's proxies plain again; returns the digest of each array a name held as a proxy.
+
+    Those arrays are what the cell's placed operations produced (or were handed), so a grader
+    can tell them from a value an earlier cell left, or a plain copy of one.
+    """
+    left: dict[str, Digest] = {}
     for k, v in list(ns.items()):
         if isinstance(v, (AccelArray, ProxyModule)):
             ns[k] = _plain(v)
+            if isinstance(v, AccelArray):
+                left[k] = digest(ns[k])
         elif isinstance(v, list) and any(isinstance(x, AccelArray) for x in v):
             v[:] = [_plain(x) for x in v]
         elif isinstance(v, tuple) and any(isinstance(x, AccelArray) for x in v) and type(v) is tuple:
@@ -162,10 +172,20 @@ def _restore_namespace(ns: dict) -> None:
         elif isinstance(v, dict) and k != "__builtins__" and any(isinstance(x, AccelArray) for x in v.values()):
             for kk, x in list(v.items()):
                 v[kk] = _plain(x)
+    return left
 
 
 def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
-    """Run ``body(*args)`` (the cell) under ``--gpu mode``; returns its value as plain NumPy. ``off``: just the call."""
+    """Run ``body(*args)`` (the cell) under ``--gpu mode``; returns its value as plain NumPy. ``off``: just the call.
+
+    In every mode the cell's calls of the cost model are recorded (:func:`predictions.last_cell`).
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    with predictions.recording():
+        return _run(shell, mode, body, *args)
+
+
+def _run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     _last[0] = None
     if mode == "off":
@@ -200,7 +220,7 @@ def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
             g["__builtins__"] = saved
         ledger = session.close()
         for space in {id(g): g, id(ns): ns}.values():
-            _restore_namespace(space)
+            ledger.left.update(_restore_namespace(space))
         if sampler is not None:
             ledger.busy = sampler.stop()
             ledger.busy_note = sampler.note

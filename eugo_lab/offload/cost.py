@@ -5,14 +5,19 @@ on the GPU (host->device transfer of operands not already there, kernel launches
 kernel itself bounded by memory bandwidth or arithmetic), where it should run and why.
 Results are assumed to stay on the device until the host needs them, so the transfer back
 is not charged to the operation (the ledger records it when it happens). Nothing here
-measures, imports a GPU library or keeps state: the tables in the tests pin it down.
+measures, imports a GPU library or keeps state: the tables in the tests pin it down. The two
+public calls, :func:`predict` and :func:`break_even`, tell :mod:`eugo_lab.offload.predictions`
+what they were asked and what they answered, so a grader can see which predictions a cell made;
+the dispatcher prices its operations with :func:`estimate`, which is not recorded.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from eugo_lab.offload import predictions
 from eugo_lab.offload.profiles import CACHE_BYTES, DeviceProfile, HostProfile
 from eugo_lab.units import fmt_bytes, fmt_seconds
 
@@ -185,7 +190,17 @@ def gpu_parts(op: Operation, device: DeviceProfile) -> tuple[int, float, float, 
 
 
 def predict(op: Operation, host: HostProfile, device: DeviceProfile | None) -> Estimate:
-    """Predict CPU and GPU time for ``op`` and decide where it runs (the faster one), with the reason."""
+    """Predict CPU and GPU time for ``op`` and decide where it runs (the faster one), with the reason.
+
+    The same as :func:`estimate`; a ``%%eugo`` cell's calls are recorded (see :mod:`~eugo_lab.offload.predictions`).
+    """
+    est = estimate(op, host, device)
+    predictions.note(predictions.PredictionCall("predict", op=op, estimate=est))
+    return est
+
+
+def estimate(op: Operation, host: HostProfile, device: DeviceProfile | None) -> Estimate:
+    """What :func:`predict` answers, without recording the call (the dispatcher's and the scans' own pricing)."""
     cpu = cpu_time(op, host)
     if device is None:
         return Estimate("cpu", "no device", cpu, None)
@@ -228,9 +243,16 @@ def break_even(kind: str, host: HostProfile, device: DeviceProfile, dtype: str =
     ``special`` work costs one exp() per element.
     """
     def gpu_wins(n: int) -> bool:
-        return predict(sample_operation(kind, n, dtype, resident, work, name), host, device).where == "gpu"
+        return estimate(sample_operation(kind, n, dtype, resident, work, name), host, device).where == "gpu"
 
-    top = max_log2 if kind != "matmul" else max_log2 // 2
+    size = first_win(gpu_wins, max_log2 if kind != "matmul" else max_log2 // 2)
+    predictions.note(predictions.PredictionCall("break_even", kind=kind, work=work, name=name, resident=resident,
+                                                result=size))
+    return size
+
+
+def first_win(gpu_wins: Callable[[int], bool], top: int) -> int | None:
+    """The smallest ``n`` up to ``2**top`` where ``gpu_wins(n)`` (powers of two, then bisection); None: never."""
     prev = 0
     for e in range(top + 1):
         n = 1 << e

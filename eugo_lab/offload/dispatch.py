@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.offload import ops
-from eugo_lab.offload.cost import Estimate, Operation, fmt_time, predict
+from eugo_lab.offload.cost import Estimate, Operation, estimate, fmt_time
 from eugo_lab.offload.devices import Device
 from eugo_lab.offload.ledger import Ledger, OpRecord
 from eugo_lab.offload.profiles import DeviceProfile, HostProfile
@@ -323,7 +323,7 @@ class Offload:
             if est is None:  # a loop repeats the same operation: predict it (and word it) once
                 op = Operation(name, kind, shapes, dtype.name, out_shape, resident, sizes,
                                work if kind == "elementwise" else "cheap")
-                est = predict(op, self.host, self.profile)
+                est = estimate(op, self.host, self.profile)
                 if len(self._estimates) < 10_000:
                     self._estimates[key] = est
                     self._reasons[id(est)] = (est.reason(), est.reason(bucket=True))

@@ -88,6 +88,8 @@ class Ledger:
     busy: tuple[float, float, int] | None = None  # GPU busy % (mean, max, samples) from NVML
     busy_note: str = ""
     note: str = ""  # e.g. "NVIDIA H200 found, but CuPy is not installed (...)": why predictions only
+    #: name -> digest of each array the cell left under that name as a proxy (what its placed operations made)
+    left: dict[str, Any] = field(default_factory=dict)
     _index: dict = field(default_factory=dict, repr=False)
 
     def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None,

@@ -4,51 +4,65 @@ Every check works on a machine without a GPU (the cost model's predictions for a
 profile, the refused request, Numba's CUDA simulator) and, where there is one, on what the
 GPU did (the calibrated profile, the trace's gpu column, the kernel run on the device).
 
-``gpu-break-even`` (lesson 1). Starter (graded ``not yet``: it prices ``x`` and ``y`` as
-already on the device, so it finds the break-even without the transfer)::
+``gpu-break-even`` (lesson 1). ``np.power`` four times in a row (``CHAIN``), each call on the last
+one's result: only the first copies x and y; the others find their data on the device. Starter
+(graded ``not yet``: it finds where *one* call from host memory pays, and that call's copy is
+not shared)::
 
     %%eugo --exercise gpu-break-even
     size = None
     for e in range(10, 31):
         n = 1 << e
-        op = sample_operation("elementwise", n, work="special", name="power", resident=True)
+        op = sample_operation("elementwise", n, work="special", name="power")
         if predict(op, host, gpu).where == "gpu":
             size = n
             break
 
-Reference: the same with ``resident=False``. Criteria: ``size`` is a whole number; the model
-sends ``np.power(x, y)`` on ``size``-element float64 vectors in host memory to the GPU at
-``size``; it did not at ``size // 2`` already (the smallest within a factor of two). On a GPU
-the profile is the one calibrated on it, and the measured times at ``size`` are shown.
+Reference: at each size, ``first`` priced from host memory and ``then`` with ``resident=True``;
+the size where ``first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s``. Criteria: ``size`` is a size
+this cell's own calls of ``predict()`` priced (the log of :mod:`eugo_lab.offload.predictions`:
+a number typed in, or an earlier cell's answer, is one no call here gave; ``break_even()``
+answers for one call only), with the copy priced at that size; the model runs the chain on the
+GPU at ``size`` and not at ``size // 2`` already (the smallest within a factor of two). On a GPU
+the profile is the one calibrated on it, and the chain's measured times at ``size`` are shown.
 
-``gpu-transfer`` (lesson 2). Setup: ``signal``, 2 M float64 in ``[1, 100)`` made in an earlier
-cell. Starter (``not yet``: ``signal`` is host memory the proxy does not track, so every
-``np.log(signal)`` copies it to the device again)::
+``gpu-transfer`` (lesson 2). Setup: ``signal`` (2 M float64 in ``[1, 100)``) and ``gain`` (in
+``[0.5, 2)``), made in an earlier cell. Starter (``not yet``: ``signal * gain`` is a product of
+two plain arrays, made again on the host at every step, and every ``np.log`` of it copies it to
+the device again)::
 
-    %%eugo --exercise gpu-transfer --gpu auto
-    import numpy as np
-    w = np.log1p(signal)
+    %%eugo --exercise gpu-transfer --gpu auto -w 1
+    w = np.log1p(signal * gain)
     for step in range(STEPS):
-        w = w * (1 + np.log(signal) - np.log(w)) / (1 + w)   # Newton's step for w * exp(w) = signal
+        w = w * (1 + np.log(signal * gain) - np.log(w)) / (1 + w)   # Newton's step for w * exp(w) = signal * gain
 
-Reference: ``s = np.asarray(signal)`` once, then ``s`` in the loop. Criteria: ``w * exp(w)``
-equals ``signal``; every operation the loop repeats ran (without a GPU: is predicted to run) on
-the device; the ledger's bytes moved per operation are under ``MAX_MOVED_SHARE`` of
-``signal``'s size. The loop has a logarithm per step, so offload pays even on a host whose
-memory is fast (a loop of adds and divides alone may rightly stay on such a host's CPU, and
-then the check says so instead of crediting data that never left the host).
+Reference: ``target = np.asarray(signal) * gain`` once, then ``target`` in the loop. Criteria:
+``w * exp(w)`` equals ``signal * gain``; ``w`` is what this cell's placed operations produced
+(its digest is the one the ledger kept for the name, :attr:`Ledger.left`: an earlier cell's
+array, or a plain copy of one, never went through the proxy); every operation the loop repeats
+ran (without a GPU: is predicted to run) on the device; the ledger's bytes moved per operation
+are under ``MAX_MOVED_SHARE`` of ``signal``'s size. The loop has a logarithm per step, so offload
+pays even on a host whose memory is fast (a loop of adds and divides alone may rightly stay on
+such a host's CPU, and then the check says so instead of crediting data that never left the host).
 
-``gpu-request`` (lesson 3). Starter (``not yet``: no task asks for a GPU)::
+``gpu-request`` (lesson 3). Two steps per tile: ``load_tile(i)`` (CPU work) and
+``tile_energy(tile)`` on its future (the step that wants a GPU). Starter (``not yet``: no task
+asks for a GPU)::
 
     %%eugo --exercise gpu-request -w 2
     @hpc.remote
-    def tile_energy(i): ...
-    results = hpc.get([tile_energy.remote(i) for i in range(N_TILES)])
+    def load_tile(i): ...
+    @hpc.remote
+    def tile_energy(tile): ...
+    tiles = [load_tile.remote(i) for i in range(N_TILES)]
+    results = hpc.get([tile_energy.remote(t) for t in tiles])
 
-Reference: ``@hpc.remote(gpus=1)``, and ``except hpc.ResourceRequestError:`` the same calls
-on ``tile_energy.options(gpus=0)``. Criteria: ``results`` right, ``N_TILES`` tasks ran; with
-GPU workers, every task held a GPU (trace's gpu column); without, the request was made and
-refused (``ResourceRequestError``) and the cell went on with CPU tasks.
+Reference: ``@hpc.remote(gpus=1)`` on ``tile_energy`` only, and ``except hpc.ResourceRequestError:``
+the energies again on ``tile_energy.options(gpus=0)``, on the tiles already loaded. Criteria:
+``results`` right and returned by ``N_TILES`` ``tile_energy`` tasks; ``load_tile`` ran once per
+tile, as tasks, holding no GPU and never refused one; with GPU workers, every ``tile_energy``
+task held a GPU (trace's gpu column); without, its request was made and refused
+(``ResourceRequestError``) and the cell went on with CPU tasks.
 
 ``grid-stride`` (lesson 4). Starter (``not yet``: one element per thread)::
 
@@ -81,6 +95,14 @@ COURSE = "02-gpu-acceleration"
 
 
 # -- gpu-break-even -------------------------------------------------------------------------------------
+#: The exercise prices np.power applied this many times in a row, each call on the result of the one before.
+#: With four calls the one copy of x and y is shared by four kernels: on the published profiles that puts the
+#: break-even at less than half a single call's, and still above the size where the data is on the device already.
+CHAIN = 4
+#: The largest size the checks scan (2**34 elements, as break_even does).
+MAX_LOG2 = 34
+
+
 def power_op(n: int, resident: bool = False) -> Any:
     """``np.power(x, y)`` on ``n``-element float64 vectors (on the host unless ``resident``), as the model sees it."""
     from eugo_lab.offload.cost import sample_operation
@@ -88,112 +110,182 @@ def power_op(n: int, resident: bool = False) -> Any:
     return sample_operation("elementwise", int(n), work="special", name="power", resident=resident)
 
 
-def _measured_line(size: int, device: Any) -> str:
-    """On a GPU: np.power timed at ``size`` on the CPU (host timer) and on the GPU (CUDA events, with the copies)."""
+def chain_wins(n: int, host: Any, gpu: Any, steps: int = CHAIN) -> bool:
+    """Whether the model runs ``steps`` np.power calls in a row on ``n`` elements faster on the GPU.
+
+    The first call copies x and y to the device; the ones after it find y there and their input
+    (the last result) too, so they pay only their kernel. The CPU pays every call in full.
+    """
+    from eugo_lab.offload.cost import estimate
+
+    first, then = estimate(power_op(n), host, gpu), estimate(power_op(n, resident=True), host, gpu)
+    return (first.gpu_s or 0.0) + (steps - 1) * (then.gpu_s or 0.0) < steps * first.cpu_s
+
+
+def chain_break_even(host: Any, gpu: Any, steps: int = CHAIN) -> int | None:
+    """The smallest ``n`` where :func:`chain_wins` (``None``: never, up to ``2**MAX_LOG2``)."""
+    from eugo_lab.offload.cost import first_win
+
+    return first_win(lambda n: chain_wins(n, host, gpu, steps), MAX_LOG2)
+
+
+def _one_call(host: Any, gpu: Any, resident: bool) -> int | None:
+    """The break-even of a single np.power call (not recorded: the check's own pricing, not the learner's)."""
+    from eugo_lab.offload.cost import estimate, first_win
+
+    return first_win(lambda n: estimate(power_op(n, resident), host, gpu).where == "gpu", MAX_LOG2)
+
+
+def _measured_line(size: int, device: Any, steps: int = CHAIN) -> str:
+    """On a GPU: the chain timed at ``size`` on the CPU (host timer) and on the GPU (CUDA events, with the copies)."""
     import time
 
     from eugo_lab.offload.cost import fmt_time
     from eugo_lab.offload.dispatch import offload
 
-    x = np.random.default_rng(0).random(size) + 0.5
-    y = x[::-1].copy()
+    rng = np.random.default_rng(0)
+    x, y = rng.random(size) + 0.5, rng.uniform(0.9, 1.1, size)  # exponents near 1: the chain stays finite
     t0 = time.perf_counter()
-    np.power(x, y)
+    z = x
+    for _ in range(steps):
+        z = np.power(z, y)
     cpu = time.perf_counter() - t0
-    s = offload("on", device)
-    with s.activate():
-        xp = s.module(np)
-        xp.power(xp.asarray(x), xp.asarray(y))  # warm-up: the first call compiles CuPy's kernel
-    s.close()
-    s = offload("on", device)
-    with s.activate():
-        xp = s.module(np)
-        xp.power(xp.asarray(x), xp.asarray(y))
-    ledger = s.close()
-    gpu = sum(r.measured_s for r in ledger.ops)
-    return f"measured at {size:,}: CPU {fmt_time(cpu)}, GPU {fmt_time(gpu)} with the copies to the device"
+    gpu = 0.0
+    for _ in range(2):  # the first run compiles CuPy's kernel: the second is timed
+        s = offload("on", device)
+        with s.activate():
+            xp = s.module(np)
+            z, yy = xp.asarray(x), xp.asarray(y)
+            for _ in range(steps):
+                z = xp.power(z, yy)
+        ledger = s.close()
+        gpu = sum(r.measured_s for r in ledger.ops)
+    return (f"measured at {size:,}: {steps} calls on the CPU {fmt_time(cpu)}, on the GPU {fmt_time(gpu)} with the "
+            "copies to the device")
 
 
-_BREAK_EVEN_SOLUTION = ("size = None\nfor e in range(10, 31):\n    n = 1 << e\n"
-                        "    op = sample_operation(\"elementwise\", n, work=\"special\", name=\"power\", "
-                        "resident=False)\n    if predict(op, host, gpu).where == \"gpu\":\n        size = n\n"
-                        "        break")
+_BREAK_EVEN_SOLUTION = (
+    "size = None\nfor e in range(10, 31):\n    n = 1 << e\n"
+    "    first = predict(sample_operation(\"elementwise\", n, work=\"special\", name=\"power\"), host, gpu)\n"
+    "    then = predict(sample_operation(\"elementwise\", n, work=\"special\", name=\"power\", resident=True), "
+    "host, gpu)\n"
+    "    if first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s:   # one copy and four kernels, against four CPU calls\n"
+    "        size = n\n        break")
 BREAK_EVEN_HINTS = {
-    DEFAULT: Hint("Step through the sizes from small to large, price np.power with x and y starting in host "
-                  "memory (so the copy to the device is part of the price), and keep the first size the model "
-                  "sends to the GPU.", _BREAK_EVEN_SOLUTION),
-    "never": Hint("On this host the model never sends np.power to the GPU, so the right answer is no size at "
-                  "all: leave `size` as None.", "size = None"),
+    DEFAULT: Hint("Price the four calls together at each size: the first one on data in host memory (it pays the "
+                  "copy), the other three on data already on the device; keep the first size where the GPU's total "
+                  "is below four CPU calls.", _BREAK_EVEN_SOLUTION),
+    "never": Hint("On this host the model never runs the four calls faster on the GPU, so the right answer is no "
+                  "size at all: leave `size` as None.", "size = None"),
     "none-found": Hint("Scan larger sizes, up to about a billion elements (2 to the 30th), and stop at the first "
-                       "one the model sends to the GPU.", _BREAK_EVEN_SOLUTION),
-    "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the model "
-                         "first chose the GPU.", _BREAK_EVEN_SOLUTION),
-    "resident": Hint("Price the operation with its inputs in host memory, not already on the device: the "
-                     "operation's resident flag off, so the copy over the link is part of the price.",
+                       "one where the four calls together are faster on the GPU.", _BREAK_EVEN_SOLUTION),
+    "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the four "
+                         "calls first won on the GPU.", _BREAK_EVEN_SOLUTION),
+    "typed": Hint("Let the cell find the size: at each size of the loop ask the model for the price of a call, and "
+                  "keep the n where the four calls first win on the GPU, rather than writing the number in.",
+                  _BREAK_EVEN_SOLUTION),
+    "one-call": Hint("break_even() answers for one call at a time. Price the calls yourself with predict() at each "
+                     "size, the first from host memory and the others on the device, and add them up.",
                      _BREAK_EVEN_SOLUTION),
-    "too-small": Hint("Look at larger sizes and stop at the first one where the model's choice is the GPU.",
-                      _BREAK_EVEN_SOLUTION),
-    "too-large": Hint("Go from small sizes to large ones and stop at the first the model sends to the GPU: "
+    "resident": Hint("Price the first call with x and y in host memory (the resident flag off), so the copy over "
+                     "the link is in the total; only the calls after it find their data on the device.",
+                     _BREAK_EVEN_SOLUTION),
+    "every-call-copies": Hint("Only the first call copies x and y. Add the GPU times of one call from host memory "
+                              "and three with the data on the device, and compare the sum with four CPU calls.",
+                              _BREAK_EVEN_SOLUTION),
+    "too-small": Hint("Look at larger sizes and stop at the first one where the GPU's total for the four calls is "
+                      "below the CPU's.", _BREAK_EVEN_SOLUTION),
+    "too-large": Hint("Go from small sizes to large ones and stop at the first where the four calls win on the GPU: "
                       "yours is past it.", _BREAK_EVEN_SOLUTION),
 }
 
 
-@exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Find the break-even size",
+@exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Break-even of four calls",
           hints=BREAK_EVEN_HINTS)
 def gpu_break_even(a: Attempt) -> Verdict:
-    """Grade ``size``: the smallest power of two (or closer) where the model sends np.power on host data to the GPU."""
+    """Grade ``size``: where the model first runs the chain of np.power calls on the GPU, from the cell's predictions.
+
+    ``size`` must be a size the cell's own calls of the cost model gave (the log of
+    :mod:`eugo_lab.offload.predictions`): a number no call gave is not this machine's answer.
+    """
+    from eugo_lab.offload import predictions
     from eugo_lab.offload.cell import choose_device, device_profile
-    from eugo_lab.offload.cost import break_even, predict
     from eugo_lab.offload.profiles import host_profile
 
     size = a.require("size")
+    log = predictions.last_cell() or predictions.PredictionLog()
     host, gpu = host_profile(), device_profile()
-    # Priced as the learner's operation is (power_op): np.power costs what this host measured for it.
-    expected = break_even("elementwise", host, gpu, work="special", name="power")
-    on_device = break_even("elementwise", host, gpu, work="special", resident=True, name="power")
+    expected = chain_break_even(host, gpu)
+    single, resident = _one_call(host, gpu, False), _one_call(host, gpu, True)
     if expected is None:  # a host faster than this profile at every size: the right answer is "never"
         if size is None:
-            return a.passed(f"the model never sends np.power on host data to {gpu.name}: None is right")
-        return a.not_yet(f"on this host the model keeps np.power on the CPU at every size up to 2**34 elements, "
-                         f"so no size is the break-even; your `size` is {size!r}.", mistake="never")
+            return a.passed(f"the model never runs {CHAIN} np.power calls in a row faster on {gpu.name}: None is right")
+        return a.not_yet(f"on this host the model keeps the {CHAIN} calls on the CPU at every size up to 2**34 "
+                         f"elements, so no size is the break-even; your `size` is {size!r}.", mistake="never")
     if size is None:
-        return a.not_yet("`size` is None: your loop found no size where the model chose the GPU, among the sizes "
-                         "it tried.", mistake="none-found")
+        return a.not_yet(f"`size` is None: your loop found no size where the {CHAIN} calls won on the GPU, among the "
+                         "sizes it tried.", mistake="none-found")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
                          mistake="not-a-number")
     size = int(size)
-    details = (f"model: {expected:,} elements from host memory, {on_device:,} already on the device" if on_device
-               else f"model: {expected:,} elements from host memory",)
-    est = predict(power_op(size), host, gpu)
-    if est.where != "gpu":
-        if on_device is not None and size >= on_device:
-            return a.not_yet("at your size the model still keeps np.power on the CPU once x and y have to travel "
-                             f"to the device ({est.why}): you found the size where it pays for data already on the "
-                             "GPU, leaving out the copy over the link.", mistake="resident", details=details)
-        return a.not_yet(f"at your size the model still keeps np.power on the CPU ({est.why}).",
-                         mistake="too-small", details=details)
+    words = [f"model: {CHAIN} calls in a row win from {expected:,} elements"]
+    if single is not None:
+        words.append(f"one call from host memory from {single:,}")
+    if resident is not None:
+        words.append(f"one call on data already on the device from {resident:,}")
+    details = ("; ".join(words),)
+    priced, scanned = log.predicted(size), log.scans(size)
+    if not priced and not scanned:
+        asked = (f"the cell asked the cost model {measure.plural(len(log.calls), 'time')}, never about "
+                 f"{size:,} elements" if log.calls else "the cell did not ask the cost model at all")
+        return a.not_yet(f"`size` is {size:,}, and no prediction in this cell gave it: {asked}. The size has to "
+                         "come from the model's prices on this machine, not be written in or worked out beside "
+                         "them.", mistake="typed", details=details)
+    if not priced:
+        where = "already on the device" if scanned[0].resident else "in host memory"
+        return a.not_yet(f"`size` is what break_even() returned for a single call with x and y {where}: it prices "
+                         f"one operation on its own, while the {CHAIN} calls in a row share one copy of x and y.",
+                         mistake="one-call", details=details)
+    if not any(c.copies for c in priced):
+        return a.not_yet(f"at {size:,} elements the cell priced np.power only with x and y already on the device: "
+                         "the copy of x and y that the first call pays is missing from the price.",
+                         mistake="resident", details=details)
+    if not chain_wins(size, host, gpu):
+        return a.not_yet(f"at {size:,} elements the model still runs the {CHAIN} calls faster on the CPU: the copy "
+                         f"and the kernels together cost more there than {CHAIN} NumPy calls.", mistake="too-small",
+                         details=details)
     if size >= 2 * expected:
-        return a.not_yet("the GPU already wins at half your size: offload starts to pay earlier.",
+        if single is not None and size >= single:
+            return a.not_yet(f"at your size a single call already pays for its own copy: the {CHAIN} calls win on "
+                             "the GPU at less than half of it, because only the first call copies x and y and the "
+                             "others find them on the device.", mistake="every-call-copies", details=details)
+        return a.not_yet(f"the {CHAIN} calls already win on the GPU at half your size: offload starts to pay earlier.",
                          mistake="too-large", details=details)
     device, _ = choose_device("auto")
     if device is not None:
         details += (_measured_line(size, device),)
     where = "calibrated on this GPU" if gpu.calibrated else "published figures, a prediction"
-    return a.passed("the model sends np.power on host data to the GPU from your size on, and not at half of it",
+    n = len(priced)
+    return a.passed(f"the model runs {CHAIN} np.power calls in a row on the GPU from your size on, and not at half "
+                    "of it",
+                    f"{size:,} came from this cell's own predictions ({measure.plural(n, 'call')} of predict() at "
+                    "that size, the copy of x and y priced)",
                     f"device profile: {gpu.name}, {where}; host profile: measured on this machine",
                     details=details)
 
 
 # -- gpu-transfer -----------------------------------------------------------------------------------------
-#: Newton's method for w * exp(w) = signal from log1p(signal) converges (from below, quadratically) to
-#: machine precision in about 6 steps for signal in [1, 100); 20 leaves no doubt.
+#: Newton's method for w * exp(w) = t from log1p(t) converges (quadratically) to machine precision in
+#: about 6 steps for t = signal * gain in [0.5, 200); 20 leaves no doubt.
 STEPS = 20
-#: Bytes moved per operation, as a share of ``signal``: the reference moves signal and the result once over
-#: ~120 operations (about 2%); re-copying signal every step moves about a sixth of it per operation.
+#: Bytes moved per operation, as a share of ``signal``: the reference moves signal, gain and the result once
+#: over ~140 operations (about 2%); re-copying one host array every step moves about a sixth of it per operation.
 MAX_MOVED_SHARE = 0.1
 #: The result the exercise asks for, by name.
 RESULT = "w"
+#: The host arrays an earlier cell makes; the equation's right-hand side is their product.
+INPUTS = ("signal", "gain")
 
 
 def _ledger_or_not_yet() -> Any:
@@ -213,9 +305,9 @@ def _transfer_advice(ledger: Any, nbytes: int) -> tuple[str, str]:
     if recopied:
         r = max(recopied, key=lambda r: r.h2d_bytes)
         return (f"`{r.op}` copied {fmt_bytes(r.h2d_bytes // r.count)} to the GPU on each of its {r.count} calls: "
-                "one of its operands is a NumPy array from outside this cell (signal), and the proxy cannot keep a "
-                "device copy of memory it does not track, so every operation that reads it copies it again.",
-                "recopied")
+                "one of its operands is a host array the proxy does not track (signal, gain, or their product made "
+                "by plain NumPy), and the proxy cannot keep a device copy of memory it does not track, so every "
+                "operation that reads it copies it again.", "recopied")
     dragged = [r for r in heavy if r.where == "cpu" and r.d2h_bytes + r.h2d_bytes >= nbytes / 2]
     if dragged:
         r = max(dragged, key=lambda r: r.d2h_bytes + r.h2d_bytes)
@@ -237,29 +329,33 @@ def _kept_on_cpu(ledger: Any, cpu_rows: list) -> tuple[str, str]:
             f"the loop did not use the GPU (`{r.op}` x{r.count}: {r.reason_bucketed}).")
     if r.why == "transfer":
         return (head + " On this host, copying its operands to the device costs more than the CPU takes for the "
-                "operation, so no first copy pays for itself while signal is copied again at every step.",
-                "recopied")
+                "operation, so the first copy never pays for itself.", "recopied")
     return (head + " On this host the model predicts NumPy is faster for these operations than "
             f"{ledger.device}, so there is no offload to keep here.", "cpu-wins")
 
 
-_TRANSFER_SOLUTION = ("s = np.asarray(signal)        # hand signal to the proxy once: its device copy is reused\n"
-                      "w = np.log1p(s)\nfor step in range(20):\n    w = w * (1 + np.log(s) - np.log(w)) / (1 + w)")
+_TRANSFER_SOLUTION = ("target = np.asarray(signal) * gain   # handed over once: the product is made on the device\n"
+                      "w = np.log1p(target)\nfor step in range(20):\n"
+                      "    w = w * (1 + np.log(target) - np.log(w)) / (1 + w)")
 TRANSFER_HINTS = {
-    DEFAULT: Hint("Hand signal to the GPU proxy once, at the top of the cell, and use that array in the loop: "
-                  "the proxy keeps one device copy of what it tracks, so every step reuses it.", _TRANSFER_SOLUTION),
+    DEFAULT: Hint("Make the product of signal and gain once, at the top of the cell, as an array the GPU proxy "
+                  "tracks, and use it in the loop: the proxy keeps one device copy of what it tracks, so every step "
+                  "reuses it.", _TRANSFER_SOLUTION),
     "no-ledger": Hint("Run the exercise cell with GPU placement on (the --gpu auto option on the cell's first "
                       "line), so every NumPy operation is placed and its bytes counted.",
                       "%%eugo --exercise gpu-transfer --gpu auto -w 1\n" + _TRANSFER_SOLUTION),
-    "no-signal": Hint("Run the cell above the exercise that makes `signal`, then the exercise cell again.",
-                      "signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)"),
+    "no-signal": Hint("Run the cell above the exercise that makes `signal` and `gain`, then the exercise cell again.",
+                      "signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)\n"
+                      "gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)"),
     "result": Hint("Keep Newton's step as the starter has it, for all 20 steps, starting from the log of one "
-                   "plus signal.", _TRANSFER_SOLUTION),
-    "recopied": Hint("Bring signal in once, at the top of the cell, through NumPy's asarray (the proxy then "
-                     "tracks it), and read that array in the loop instead of signal.", _TRANSFER_SOLUTION),
+                   "plus the product of signal and gain.", _TRANSFER_SOLUTION),
+    "recopied": Hint("Form the product of signal and gain once, before the loop, with one of them brought in "
+                     "through NumPy's asarray (the proxy then tracks it and the product), and read that product in "
+                     "the loop: a product of two plain arrays is made again, on the host, at every step.",
+                     _TRANSFER_SOLUTION),
     "dragged": Hint("Do every step of the loop with operations the report shows on the GPU, and bring back only "
                     "a number when you need one, such as the largest error for a convergence check.",
-                    "err = float(np.max(np.abs(w * np.exp(w) - s)))   # one number crosses the link"),
+                    "err = float(np.max(np.abs(w * np.exp(w) - target)))   # one number crosses the link"),
     "fetched": Hint("Keep the loop in NumPy operations and look at the result once, after the loop: printing, "
                     "converting to a float or a list, mid-loop, copies the array back each time.",
                     _TRANSFER_SOLUTION),
@@ -268,9 +364,9 @@ TRANSFER_HINTS = {
     "no-loop": Hint("Keep the 20 Newton steps in a loop in this cell, so the same operations repeat on the "
                     "device copies.", _TRANSFER_SOLUTION),
     "copied": Hint("Compute the answer in the exercise cell itself: the Newton loop on the array you handed to "
-                   "the proxy, its last step assigned to w.", _TRANSFER_SOLUTION),
+                   "the proxy, its last step assigned to w (not a copy of an earlier result).", _TRANSFER_SOLUTION),
     "cpu-wins": Hint("Nothing to change in the placement: on this host the model keeps these operations on the "
-                     "CPU, rightly. Check that the cell is the loop of the starter with signal handed over once.",
+                     "CPU, rightly. Check that the cell is the loop of the starter with the product handed over once.",
                      _TRANSFER_SOLUTION),
 }
 
@@ -278,21 +374,38 @@ TRANSFER_HINTS = {
 @exercise("gpu-transfer", lesson=f"{COURSE}/02-automatic-gpu-offloading.ipynb", title="Keep the data on the device",
           hints=TRANSFER_HINTS)
 def gpu_transfer(a: Attempt) -> Verdict:
-    """Grade from the offload ledger: the right ``w``, the loop on the device, and few bytes moved per operation."""
+    """Grade from the offload ledger: the right ``w``, made by this cell's run, the loop on the device, few bytes moved.
+
+    ``w`` must be what this cell's placed operations produced: the ledger keeps the digest of each
+    array a name held as a proxy when the cell ended (:attr:`Ledger.left`), and ``w``'s value must
+    have that digest. An earlier cell's array, or a plain copy of one, never went through the proxy.
+    """
+    from eugo_lab.contract.digest import digest
+
     ledger = _ledger_or_not_yet()
-    signal = np.asarray(a.namespace.get("signal"))
-    if signal.ndim != 1 or signal.size == 0:
-        return a.not_yet("`signal` is missing: the cell that makes it (above this exercise) has not run in this "
-                         "kernel.", mistake="no-signal")
-    w = np.asarray(a.require(RESULT), dtype=float)
-    if w.shape != signal.shape or not measure.same_result(w * np.exp(w), signal):
-        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal after the cell's steps: Newton's "
+    given = [np.asarray(a.namespace.get(name)) for name in INPUTS]
+    missing = [name for name, v in zip(INPUTS, given) if v.ndim != 1 or v.size == 0]
+    if missing or given[0].shape != given[1].shape:
+        return a.not_yet(f"`{'` and `'.join(missing or INPUTS)}` missing: the cell that makes signal and gain "
+                         "(above this exercise) has not run in this kernel.", mistake="no-signal")
+    signal, gain = given
+    target = signal * gain
+    value = a.require(RESULT)
+    w = np.asarray(value, dtype=float)
+    if w.shape != target.shape or not measure.same_result(w * np.exp(w), target):
+        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal * gain after the cell's steps: Newton's "
                          f"{STEPS} steps from the starter converge to it.", mistake="result")
-    copied = measure.left_by_earlier_cell(a.namespace.get(RESULT), a.before, skip=(RESULT,))
+    copied = measure.left_by_earlier_cell(value, a.before, skip=(RESULT,))
     if copied is not None:
         return a.not_yet(f"`{RESULT}` is the array `{copied}` that an earlier cell computed, not the result of "
                          "this cell's Newton steps: what this cell's loop did on the device is not what it handed "
                          "in.", mistake="copied")
+    made = ledger.left.get(RESULT)
+    if made is None or not isinstance(value, np.ndarray) or made != digest(value):
+        return a.not_yet(f"`{RESULT}` is not an array this cell's placed operations produced: when the cell ended "
+                         "it held a plain NumPy value that never went through the GPU proxy (a copy of an earlier "
+                         "result, or one made outside NumPy's operations), so the bytes and places in the report "
+                         "are not about it.", mistake="copied")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
@@ -312,7 +425,8 @@ def gpu_transfer(a: Attempt) -> Verdict:
         return a.not_yet(why, mistake=mistake, details=details)
     ran = "would run on" if ledger.predictions_only else "ran on"
     where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
-    return a.passed(f"{RESULT} solves w * exp(w) = signal",
+    return a.passed(f"{RESULT} solves w * exp(w) = signal * gain, and it is the array this cell's placed operations "
+                    "produced (its digest is the one the report kept)",
                     f"all {sum(r.count for r in loop)} operations of the loop {ran} {ledger.device} and bytes moved "
                     f"per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's {fmt_bytes(signal.nbytes)}: "
                     f"the data stayed on the device ({where})", details=details)
@@ -321,35 +435,50 @@ def gpu_transfer(a: Attempt) -> Verdict:
 # -- gpu-request ------------------------------------------------------------------------------------------
 N_TILES = 4
 TILE = 200_000
+#: The task that needs a GPU, and the one before it that does not (it reads a tile: CPU and disk work).
 FUNCTION = "tile_energy"
+LOADER = "load_tile"
+
+
+def load_tile(i: int) -> np.ndarray:
+    """What the exercise's loading task returns for tile ``i``: its values."""
+    return np.arange(i * TILE, (i + 1) * TILE, dtype=np.float64) / TILE
 
 
 def tile_energy(i: int) -> float:
-    """What the exercise's task returns for tile ``i``: the sum of squares of its values."""
-    v = np.arange(i * TILE, (i + 1) * TILE, dtype=np.float64) / TILE
+    """What the exercise's GPU task returns for tile ``i``: the sum of squares of its values."""
+    v = load_tile(i)
     return float(np.sum(v * v))
 
 
-_REQUEST_SOLUTION = ("@hpc.remote(gpus=1)\ndef tile_energy(i):\n    ...\n\ntry:\n"
-                     "    results = hpc.get([tile_energy.remote(i) for i in range(4)])\n"
-                     "except hpc.ResourceRequestError as err:\n"
-                     "    print(\"no GPU worker, running on CPU workers instead:\", err.request)\n"
-                     "    results = hpc.get([tile_energy.options(gpus=0).remote(i) for i in range(4)])")
+_REQUEST_SOLUTION = ("@hpc.remote\ndef load_tile(i):\n    ...\n\n@hpc.remote(gpus=1)   # only the energy needs the "
+                     "device\ndef tile_energy(tile):\n    ...\n\ntiles = [load_tile.remote(i) for i in range(4)]\n"
+                     "try:\n    results = hpc.get([tile_energy.remote(t) for t in tiles])\n"
+                     "except hpc.ResourceRequestError:   # no GPU worker: the same energies on CPU workers\n"
+                     "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])")
 REQUEST_HINTS = {
-    DEFAULT: Hint("Ask for one GPU per call in the remote decorator; where no worker has one the request is "
-                  "refused with a resource-request error, so catch it and run the same calls again with the "
-                  "request set to no GPU.", _REQUEST_SOLUTION),
+    DEFAULT: Hint("Ask for one GPU on the energy task only, in its remote decorator, and leave the loading task "
+                  "as it is. Where no worker has a GPU the energies are refused with a resource-request error: "
+                  "catch it and submit the energies again, with the request set to no GPU, on the tiles already "
+                  "loaded.", _REQUEST_SOLUTION),
     "results": Hint("`results` must be the 4 energies in tile order, whichever workers ran them: when the GPU "
-                    "request is refused, submit the same 4 calls again without the request and get them all.",
+                    "request is refused, submit the 4 energy calls again without the request and get them all.",
                     _REQUEST_SOLUTION),
-    "local": Hint("Run the fallback as tasks too, with the function's options set to no GPU, not as plain "
-                  "calls in the notebook.", _REQUEST_SOLUTION),
-    "no-gpu-asked": Hint("Ask for a GPU per call: one GPU in the remote decorator of tile_energy.", _REQUEST_SOLUTION),
+    "local": Hint("Run every step as tasks: the 4 loads and the 4 energies, the fallback too (with the energy "
+                  "function's options set to no GPU), not as plain calls in the notebook.", _REQUEST_SOLUTION),
+    "no-gpu-asked": Hint("Ask for a GPU per call of the energy task: one GPU in the remote decorator of "
+                         "tile_energy.", _REQUEST_SOLUTION),
     "not-from-tasks": Hint("Keep what the tile_energy tasks returned, in the order you submitted them, as "
                            "`results`: the list get() gives back for the futures of the calls that ran.",
                            _REQUEST_SOLUTION),
     "other-function": Hint("Put the GPU request on tile_energy itself, the function whose calls need the device, "
                            "not on another function.", _REQUEST_SOLUTION),
+    "over-asked": Hint("Leave the loading task without a request: reading a tile needs no GPU, and on a machine "
+                       "with one GPU the loads would wait for its worker. Only the energy task asks for one.",
+                       _REQUEST_SOLUTION),
+    "reloaded": Hint("In the fallback, submit only the energies again, on the futures of the tiles you loaded "
+                     "before the refusal: the loads were never refused, so they need not run again.",
+                     _REQUEST_SOLUTION),
 }
 
 
@@ -358,16 +487,38 @@ def _devices(held: dict[int, int]) -> str:
     return ", ".join(f"GPU {d} ({measure.plural(n, 'task')})" for d, n in sorted(held.items()))
 
 
-@exercise("gpu-request", lesson=f"{COURSE}/03-per-call-resource-requests.ipynb", title="Ask for a GPU per call",
+def _loads(a: Attempt) -> Verdict | None:
+    """``not yet`` when the loading tasks asked for a GPU, did not run as tasks, or ran again; else None."""
+    asked = [r for r in a.trace.refused if r.function == LOADER and r.request.get("GPU", 0) > 0]
+    held = int((np.asarray(a.trace.gpu)[a.trace.first_attempts(LOADER)] >= 0).sum())
+    if asked or held:
+        what = (f"{measure.plural(held, LOADER + ' task')} held a GPU" if held else
+                f"{measure.plural(len(asked), LOADER + ' request')} for a GPU were refused")
+        return a.not_yet(f"{what}: the loading step asked for a GPU too. Reading a tile needs none, and with one GPU "
+                         f"worker the loads would queue for it behind the {FUNCTION} tasks while the other worker "
+                         "sits idle.", mistake="over-asked")
+    loads = len(a.trace.results(LOADER))
+    if loads < N_TILES:
+        return a.not_yet(f"only {loads} of the {N_TILES} {LOADER} calls ran as tasks on the cluster: the tiles "
+                         "were made here in the notebook.", mistake="local")
+    if loads > N_TILES:
+        return a.not_yet(f"{LOADER} ran {loads} times for {N_TILES} tiles: the fallback loaded the tiles again, "
+                         f"although only the {FUNCTION} requests were refused and the tiles were loaded already.",
+                         mistake="reloaded")
+    return None
+
+
+@exercise("gpu-request", lesson=f"{COURSE}/03-per-call-resource-requests.ipynb", title="A GPU for one step",
           hints=REQUEST_HINTS)
 def gpu_request(a: Attempt) -> Verdict:
-    """Grade the request from the trace: who asked for a GPU, who was refused, what each worker really had.
+    """Grade the requests from the trace: which step asked for a GPU, who was refused, what each worker really had.
 
-    ``results`` must be what this cell's ``tile_energy`` tasks returned, in order. With GPU
-    workers, every one of those tasks held a GPU (the scheduler's gpu column), and the verdict
-    says what the workers found behind it (:meth:`Trace.gpu_devices`: a device named with
-    ``gpus=[0]`` on a machine without one reads -1, and is never called a GPU). Without, a
-    ``tile_energy`` request for a GPU was refused and the tiles ran as CPU tasks.
+    ``results`` must be what this cell's ``tile_energy`` tasks returned, in order. The loading
+    step (``load_tile``) ran once per tile, as tasks, without a GPU. With GPU workers, every
+    ``tile_energy`` task held a GPU (the scheduler's gpu column), and the verdict says what the
+    workers found behind it (:meth:`Trace.gpu_devices`: a device named with ``gpus=[0]`` on a
+    machine without one reads -1, and is never called a GPU). Without, a ``tile_energy`` request
+    for a GPU was refused and the energies ran as CPU tasks on the tiles already loaded.
     """
     from eugo_lab.exercises import derivation
 
@@ -385,36 +536,47 @@ def gpu_request(a: Attempt) -> Verdict:
     first = a.trace.first_attempts(FUNCTION)
     assigned = np.asarray(a.trace.gpu)[first]
     refused = [r for r in a.trace.refused if r.function == FUNCTION and r.request.get("GPU", 0) > 0]
-    others = sorted({r.function for r in a.trace.refused if r.function != FUNCTION})
+    others = sorted({r.function for r in a.trace.refused if r.function not in (FUNCTION, LOADER)})
+    loads = f"the {N_TILES} {LOADER} tasks ran once each, holding no GPU"
     if a.trace.meta.get("gpu_workers"):
         without = int((assigned < 0).sum())
         if without:
             return a.not_yet(f"{without} of the {len(assigned)} {FUNCTION} tasks ran on workers without a GPU, "
                              "although this cluster has GPU workers: those calls asked for no GPU.",
                              mistake="no-gpu-asked")
+        wrong = _loads(a)
+        if wrong is not None:
+            return wrong
         scheduled = dict(zip(*(v.tolist() for v in np.unique(assigned, return_counts=True))))
         asked = (f"all {len(assigned)} {FUNCTION} tasks asked for a GPU and the scheduler gave each one: "
-                 f"{_devices(scheduled)} (the trace's gpu column)")
+                 f"{_devices(scheduled)} (the trace's gpu column); {loads}")
         found = Counter(a.trace.gpu_devices(FUNCTION).values())
         real = {d: n for d, n in found.items() if d >= 0}
         none = found.get(-1, 0)
         if not real:
             return a.passed(asked, f"on their workers no GPU was found behind the named device "
-                                   f"({measure.plural(none, 'task')} read none), so the tiles ran on the CPU")
+                                   f"({measure.plural(none, 'task')} read none), so the energies ran on the CPU")
         tail = f"; {measure.plural(none, 'task')} found none and ran on the CPU" if none else ""
         return a.passed(asked, f"their workers found the device: {_devices(real)} ran with a GPU{tail}")
     if not refused:
         if others:
             return a.not_yet(f"a GPU request was refused, but it was made by {', '.join(others)}, not by "
                              f"{FUNCTION}: the {FUNCTION} tasks never asked for a GPU.", mistake="other-function")
-        return a.not_yet("no task of this cell asked for a GPU: this cluster has no GPU worker, so a request would "
-                         "have been refused with a ResourceRequestError, and none was.", mistake="no-gpu-asked")
+        wrong = _loads(a)
+        if wrong is not None and wrong.mistake == "over-asked":
+            return wrong
+        return a.not_yet(f"no {FUNCTION} task of this cell asked for a GPU: this cluster has no GPU worker, so a "
+                         "request would have been refused with a ResourceRequestError, and none was.",
+                         mistake="no-gpu-asked")
+    wrong = _loads(a)
+    if wrong is not None:
+        return wrong
     gpus = sorted({r.request["GPU"] for r in refused})
     return a.passed(f"{measure.plural(len(refused), FUNCTION + ' request')} for "
                     f"{' or '.join(f'{g:g}' for g in gpus)} GPU were refused with ResourceRequestError (no worker "
-                    "here has one)",
+                    f"here has one), while {loads}",
                     f"then {int((assigned < 0).sum())} {FUNCTION} tasks ran on CPU workers (the trace's gpu column: "
-                    "no GPU held) and `results` is what they returned, in order")
+                    "no GPU held) on the tiles already loaded, and `results` is what they returned, in order")
 
 
 # -- grid-stride ------------------------------------------------------------------------------------------
