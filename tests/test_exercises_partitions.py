@@ -52,7 +52,7 @@ NOT_YET = {
                                      "piece holds 75% of the work"),
     "four-in-row-order": (ranges_in_order(4), "uneven", "your 4 pieces, handed out in the order submitted to 2 "
                           "workers, keep them busy 80% of the run"),
-    "one-task": ("total = hpc.get(load.remote(0, N))\n", "uneven", "keep them busy 50% of the run"),
+    "one-task": ("total = hpc.get(load.remote(0, N))\n", "uneven", "keeps them busy 50% of the run"),
     "crumbs": (ranges_in_order(400), "too-small", "400 tasks for 2,000 rows: so many pieces"),
     "misses-the-last-rows": ("cuts = [N * i // 16 for i in range(16)]\n"
                              "total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))\n",

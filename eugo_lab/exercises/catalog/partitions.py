@@ -135,7 +135,8 @@ def partitions(a: Attempt) -> Verdict:
     busy = measure.packed_speedup(work, w) / w
     biggest = max(work) / sum(work) if sum(work) > 0 else 1.0
     if busy < MIN_BUSY:
-        return a.not_yet(f"your {measure.plural(n, 'piece')}, handed out in the order submitted to {on}, keep them "
+        return a.not_yet(f"your {measure.plural(n, 'piece')}, handed out in the order submitted to {on}, "
+                         f"{'keeps' if n == 1 else 'keep'} them "
                          f"busy {busy:.0%} of the run, under {MIN_BUSY:.0%}: the largest piece holds {biggest:.0%} "
                          "of the work (read from what each task returned), and the late rows cost the most, so "
                          "equal ranges of rows are not equal work and the workers without the costly pieces sit "
