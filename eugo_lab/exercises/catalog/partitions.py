@@ -34,8 +34,10 @@ tasks returned (:func:`~eugo_lab.exercises.derivation.combined`); at most
 wait between them; and the pieces, handed out in the order submitted to 2 workers (this run's
 workers when it had more), each to the least-loaded one as the pool's queue does, keep the
 workers busy at least ``MIN_BUSY`` of the run (:func:`~eugo_lab.exercises.measure.packed_speedup`
-over the worker count). Each piece's work is read off its own result: ``load`` returns about
-``PER_STEP`` per step it took.
+over the worker count). Each piece's work is read off its own result: ``k * k % 7`` runs
+through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers, so row ``n``'s ``n`` steps return about
+``2n`` and a piece returns about twice the steps it took, whatever the machine's speed (the
+replay needs only the pieces' relative sizes, so the results are its weights as they are).
 
 The Long tail and Straggler findings weigh measured times, so the verdict reports them as
 measured details only.
@@ -50,9 +52,6 @@ from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 FUNCTION = "load"
 ROWS = 4_000
-# i * i % 7 runs through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers: row n's n steps return
-# about 2n, so a piece's result is about twice the steps it took, whatever the machine's speed.
-PER_STEP = 2
 # The share of the run the workers must be busy, replayed by work. On 2 workers one equal range
 # each gives 67% (1/4 and 3/4 of the work), four in row order 80%, eight in row order 89%, and
 # any split submitted costly rows first or cut to equal work about 100%: 85% asks for several
