@@ -1,33 +1,54 @@
-"""The ``dask-cluster`` exercise on real Dask clusters (loopback): the reference passes; each mistake, its message."""
+"""The ``dask-cluster`` exercise on real Dask clusters (loopback): ship the table once; each mistake, its message."""
 
 from __future__ import annotations
 
 import pytest
 from _clusters import dask_cli_cluster
-from _exercise_cells import code_in, run_exercise, tier_code
+from _exercise_cells import not_yet_for, run_exercise, tier_code
 
 from eugo_lab import hpc
 from eugo_lab.exercises import catalog
-from eugo_lab.exercises.catalog.clusters import overlapped
+from eugo_lab.exercises.catalog.clusters import reference_result
 
-# The lesson's function with fewer darts (a few ms a task), and the local results computed
-# here as plain calls, as the lesson's first cell does on the local pool.
+# The lesson's table, made here as the lesson's starter cell makes it, and the lesson's `cluster`.
 SETUP = """
-import random
 import types
+import numpy as np
 from eugo_lab import hpc
 
-@hpc.remote
-def darts(seed, n=50_000):
-    rng = random.Random(seed)
-    return sum(rng.random() ** 2 + rng.random() ** 2 < 1.0 for _ in range(n))
-
-local_result = [darts(seed) for seed in range(12)]
+gains = np.random.default_rng(1).normal(1.0, 0.01, 1_000_000)  # 8 MB
 cluster = types.SimpleNamespace(scheduler_address={address!r})
 """
-REFERENCE = "futures = [darts.remote(seed) for seed in range(12)]\nresult = hpc.get(futures)\n"
-LOOP = "result = []\nfor seed in range(12):\n    result.append(hpc.get(darts.remote(seed)))\n"
+# The task as the starter writes it: it reads the table as a global.
+GLOBAL = """
+@hpc.remote
+def channel_mean(seed):
+    picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)
+    return float(gains[picks].mean())
+
+"""
+# The task as the reference writes it: the table is an argument.
+ARGUMENT = """
+@hpc.remote
+def channel_mean(gains, seed):
+    picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)
+    return float(gains[picks].mean())
+
+"""
+REBUILT = """
+@hpc.remote
+def channel_mean(seed):
+    table = np.random.default_rng(1).normal(1.0, 0.01, 1_000_000)
+    picks = np.random.default_rng(seed).integers(0, len(table), 1_000)
+    return float(table[picks].mean())
+
+"""
+STARTER = GLOBAL + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n"
+REFERENCE = ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+             + "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in range(12)])\n")
 LINE = "--no-live"  # no -w: the connected runtime is reused as it is (a -w would start another cluster)
+# The means computed here in the notebook, as a learner in a hurry would.
+IN_THE_NOTEBOOK = "[float(gains[np.random.default_rng(s).integers(0, len(gains), 1_000)].mean()) for s in range(12)]"
 
 
 def connect(address: str) -> None:
@@ -45,141 +66,131 @@ def two_workers():
             hpc.shutdown()
 
 
-def check(address: str, body: str = REFERENCE, setup_address: str | None = None, extra: str = ""):
-    """Run ``body`` as the exercise cell against the lesson's ``cluster`` at ``setup_address`` (default ``address``)."""
-    setup = SETUP.format(address=setup_address or address) + extra
-    return run_exercise("dask-cluster", body, setup=setup, line=LINE)
-
-
-def not_yet(verdict) -> str:
-    """The verdict's text, after checking it is a ``not yet``."""
-    text = verdict.to_text()
-    assert text.splitlines()[0] == "exercise dask-cluster: not yet", text
-    return text
+def check(address: str, body: str = REFERENCE, extra: str = ""):
+    """Run ``body`` as the exercise cell against the lesson's ``cluster`` at ``address``."""
+    return run_exercise("dask-cluster", body, setup=SETUP.format(address=address) + extra, line=LINE)
 
 
 def test_registered_with_its_lesson():
     ex = catalog.get("dask-cluster")
-    assert ex.lesson == "01-distributed-python/08-moving-to-a-dask-cluster.ipynb"
+    assert ex.lesson == "01-distributed-python/09-moving-to-a-dask-cluster.ipynb"
+    assert ex.title == "Ship a large table to the cluster once"
 
 
-def test_reference_passes(two_workers):
+PASS = {
+    "reference": REFERENCE,
+    # other names, the reference by keyword, the futures kept in a dict first
+    "honest-keyword-and-dict": ("stored = hpc.put(gains)\n"
+                                "@hpc.remote\n"
+                                "def channel_mean(seed, table):\n"
+                                "    picks = np.random.default_rng(seed).integers(0, len(table), 1_000)\n"
+                                "    return float(table[picks].mean())\n\n"
+                                "futs = {s: channel_mean.remote(s, table=stored) for s in range(12)}\n"
+                                "result = hpc.get([futs[s] for s in range(12)])\n"),
+}
+
+
+@pytest.mark.parametrize("body", list(PASS.values()), ids=list(PASS))
+def test_passes(two_workers, body):
     connect(two_workers)
-    v = check(two_workers)
+    v = check(two_workers, body)
     text = v.to_text()
-    assert v.passed, text
-    assert text.splitlines()[0] == "exercise dask-cluster: passed"
-    assert "on the Dask cluster in `cluster`" in text
+    assert v.passed and text.splitlines()[0] == "exercise dask-cluster: passed", text
+    assert "the 12 channel_mean tasks ran on the Dask cluster in `cluster`, and all read the one stored copy" in text
+    assert "(1 hpc.put)" in text and "each under 10% of the table's 8 MB" in text
+    assert "`result` is the 12 values those tasks returned, in seed order" in text
     assert "127.0.0.1" not in text and "tcp://" not in text  # deterministic lines: no address
-    assert any("workers used of 2" in d for d in v.details)
 
 
-def test_reference_passes_with_the_address_written_without_scheme(two_workers):
+NOT_YET = {
+    "starter-table-in-the-function": (STARTER, "captured",
+                                      "it carried the 8 MB table of gains (`gains`), a global it reads, and the Dask "
+                                      "engine sent it 12 times, with every task"),
+    "table-by-value": (ARGUMENT + "result = hpc.get([channel_mean.remote(gains, seed) for seed in range(12)])\n",
+                       "by-value", "the 8 MB table went by value with every task"),
+    "put-per-task": (ARGUMENT + "result = hpc.get([channel_mean.remote(hpc.put(gains), seed) for seed in range(12)])\n",
+                     "put-per-task", "the cell called put 12 times"),
+    "table-rebuilt-in-every-task": (REBUILT + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n",
+                                    "no-put", "the tasks got their table without put"),
+    "put-but-never-passed": ("gains_ref = hpc.put(gains)\n" + REBUILT
+                             + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n",
+                             "ref-unused", "but 0 of the 12 channel_mean tasks read the stored copy"),
+    "results-in-another-order": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+                                 + "result = hpc.get([channel_mean.remote(gains_ref, s) for s in range(12)])[::-1]\n",
+                                 "results", "`result` is not the 12 channel means in seed order"),
+    "half-in-the-notebook": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+                             + "result = hpc.get([channel_mean.remote(gains_ref, s) for s in range(6)])\n"
+                             + f"result += {IN_THE_NOTEBOOK}[6:]\n",
+                             "local", "only 6 means of 12 ran as channel_mean tasks"),
+    "means-in-the-notebook": (f"result = {IN_THE_NOTEBOOK}\n", "local", "no channel_mean task ran in this cell"),
+    # shortcuts: the right list, not what this cell's tasks returned
+    "shortcut-notebook-beside-decoy": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+                                       + "hpc.get([channel_mean.remote(gains_ref, 0) for _ in range(12)])\n"
+                                       + f"result = {IN_THE_NOTEBOOK}\n", "not-from-tasks",
+                                       "`result` was not computed from the tasks' results: 1 of its 12 values are "
+                                       "among what the 12 channel_mean tasks returned"),
+    "shortcut-typed-by-hand": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+                               + "hpc.get([channel_mean.remote(gains_ref, 0) for _ in range(12)])\n"
+                               + f"result = {reference_result()!r}\n", "not-from-tasks",
+                               "`result` was not computed from the tasks' results"),
+    "shortcut-copied-from-an-earlier-cell": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
+                                             + "hpc.get([channel_mean.remote(gains_ref, 1) for _ in range(12)])\n"
+                                             + "result = list(earlier)\n", "not-from-tasks",
+                                             "`result` was not computed from the tasks' results"),
+}
+# An earlier cell that computed the means honestly, for the row that copies them.
+EARLIER = ("earlier_ref = hpc.put(gains)\n" + ARGUMENT.replace("channel_mean", "earlier_mean")
+           + "earlier = hpc.get([earlier_mean.remote(earlier_ref, s) for s in range(12)])\n")
+
+
+@pytest.mark.parametrize(("body", "mistake", "message"), list(NOT_YET.values()), ids=list(NOT_YET))
+def test_not_yet(two_workers, body, mistake, message):
     connect(two_workers)
-    v = check(two_workers, setup_address=two_workers.split("://", 1)[1])
-    assert v.passed, v.to_text()
-
-
-def test_loop_that_waits_for_each_task_names_the_line(two_workers):
-    connect(two_workers)
-    text = not_yet(check(two_workers, LOOP))
-    assert "called get() at cell line 4 after each task" in text  # line 1 is the %%eugo line
-    assert "futures = [darts.remote(seed) for seed in range(12)]" in tier_code("dask-cluster", "blocking-loop")
-    assert code_in(text) == []
+    not_yet_for(check(two_workers, body, extra=EARLIER if "earlier" in body else ""), mistake, message)
 
 
 def test_still_on_the_local_pool(two_workers):
     hpc.init(workers=2)
     try:
-        text = not_yet(check(two_workers))
+        v = check(two_workers)
     finally:
         hpc.shutdown()
-    assert "ran on the local engine" in text
+    not_yet_for(v, "wrong-engine", "ran on the local engine")
     assert "hpc.init(backend=\"dask\", address=cluster.scheduler_address)" in tier_code("dask-cluster", "wrong-engine")
 
 
 def test_eugos_own_dask_cluster_is_not_the_given_one(two_workers):
     hpc.init(backend="dask", workers=2)  # embedded: a cluster of its own
     try:
-        text = not_yet(check(two_workers))
+        v = check(two_workers)
     finally:
         hpc.shutdown()
-    assert "not on the one in `cluster`" in text
-
-
-def test_results_that_differ_from_the_local_run(two_workers):
-    connect(two_workers)
-    body = "futures = [darts.remote(seed) for seed in range(12)]\nresult = hpc.get(futures)[::-1]\n"
-    assert "`result` differs from `local_result`" in not_yet(check(two_workers, body))
-
-
-def test_too_few_tasks(two_workers):
-    connect(two_workers)
-    body = "result = hpc.get([darts.remote(seed) for seed in range(6)])\n"
-    assert "only 6 simulations of 12 ran as darts tasks" in not_yet(check(two_workers, body))
+    not_yet_for(v, "own-cluster", "not on the one in `cluster`")
 
 
 def test_no_cluster_to_check_against(two_workers):
     connect(two_workers)
-    text = not_yet(check(two_workers, extra="cluster = None\naddress = None\n"))
-    assert "there is no cluster to check against" in text
+    v = check(two_workers, extra="cluster = None\naddress = None\n")
+    not_yet_for(v, "no-cluster", "there is no cluster to check against")
 
 
-def test_every_task_on_the_one_worker_of_a_cluster():
-    with dask_cli_cluster(n_workers=1) as c:
-        try:
-            connect(c.address)
-            text = not_yet(check(c.address))
-        finally:
-            hpc.shutdown()
-    assert "all 12 tasks ran on one worker of a cluster with 1" in text
-    assert "the cluster has a single worker" in text and "n_workers=2" in tier_code("dask-cluster", "one-worker")
-    assert overlapped(hpc.last_trace(), "darts") == 0
-
-
-# A table of cells on the two-worker cluster: an honest variant passes; the shortcuts (the right
-# list, not what this cell's tasks returned) fail, each saying what happened.
-TABLE_PASS = {
-    # hpc.map instead of .remote, other names: the same simulations, batched
-    "honest-map": "sims = hpc.map(darts, range(12))\nresult = list(hpc.get(sims))\n",
-}
-TABLE_NOT_YET = {
-    "shortcut-local-copy-beside-decoy": ("hpc.get([darts.remote(seed, n=10) for seed in range(12)])\n"
-                                         "result = list(local_result)\n",
-                                         "`result` was not computed from the tasks' results: 0 of its 12 values are "
-                                         "among what the 12 darts tasks returned"),
-    "shortcut-computed-in-the-notebook": ("hpc.get([darts.remote(0) for seed in range(12)])\n"
-                                          "result = [darts(seed) for seed in range(12)]\n",
-                                          "1 of its 12 values are among what the 12 darts tasks returned"),
-}
-
-
-@pytest.mark.parametrize("body", list(TABLE_PASS.values()), ids=list(TABLE_PASS))
-def test_table_passes(two_workers, body):
+def test_the_address_may_be_written_without_its_scheme(two_workers):
     connect(two_workers)
-    v = check(two_workers, body)
-    text = v.to_text()
-    assert v.passed, text
-    assert "on the Dask cluster in `cluster`, on 2 of its 2 workers" in text
-    assert "of them submitted with no wait between them" in text
-    assert "`result` is the 12 values those tasks returned, in seed order" in text
+    v = run_exercise("dask-cluster", REFERENCE, setup=SETUP.format(address=two_workers.split("://", 1)[1]), line=LINE)
+    assert v.passed, v.to_text()
 
 
-@pytest.mark.parametrize(("body", "message"), list(TABLE_NOT_YET.values()), ids=list(TABLE_NOT_YET))
-def test_table_not_yet(two_workers, body, message):
-    connect(two_workers)
-    v = check(two_workers, body)
-    text = not_yet(v)
-    assert message in text and v.mistake == "not-from-tasks", text
-    assert code_in("\n".join(v.lines[:-1])) == []
+def test_on_the_local_pool_the_same_starter_ships_the_table_once_per_worker():
+    # The lesson's point in numbers: the local pool sends a function once per worker process, the Dask engine with
+    # every task. The trace's send count says which, whatever the machine's speed.
+    from eugo_lab.exercises.measure import carried
 
-
-def test_the_evidence_names_the_workers_that_ran_tasks():
-    # Three workers: the same sentence states the other count (computed from the trace, not fixed).
-    with dask_cli_cluster(n_workers=3) as c:
-        try:
-            connect(c.address)
-            v = check(c.address)
-        finally:
-            hpc.shutdown()
-    assert v.passed and "on 3 of its 3 workers" in v.to_text(), v.to_text()
+    hpc.init(workers=2)
+    try:
+        ip_setup = SETUP.format(address="tcp://127.0.0.1:1")
+        v = run_exercise("dask-cluster", STARTER, setup=ip_setup, line="-w 2 --no-live")
+        sends = carried(hpc.last_trace(), "channel_mean").sends
+    finally:
+        hpc.shutdown()
+    not_yet_for(v, "wrong-engine", "ran on the local engine")
+    assert 1 <= sends <= 2

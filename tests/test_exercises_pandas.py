@@ -1,15 +1,19 @@
-"""The ``partition-pandas`` exercise: the references pass; each typical mistake gets its own ``not yet``."""
+"""The ``partition-pandas`` exercise: a mean per site, combined across partitions.
+
+The references and honest variants pass; each typical mistake and shortcut gets its own
+``not yet``, naming what happened, with hint tiers of its own.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from _exercise_cells import code_in, run_exercise, tier_code, tier_words
+from _exercise_cells import code_in, not_yet_for, run_exercise, tier_code, tier_words
 
 from eugo_lab.exercises import catalog
-from eugo_lab.exercises.catalog.pandas import compare
+from eugo_lab.exercises.catalog.pandas import compare, site_means
 
-# The lesson's first cell, smaller: 100,000 readings of 60 meters (auto: 8 partitions on 2 workers).
+# The lesson's first cell, smaller: 100,000 readings of 60 meters at 20 sites (auto: 8 partitions on 2 workers).
 SETUP = """
 import numpy as np
 import pandas as pd
@@ -27,31 +31,39 @@ readings = pd.DataFrame({{
 }})
 
 
-def summarize(frame):
+def kw_and_site(frame):
     ok = frame[~frame["status"].str.startswith("err")]
-    parsed = ok["payload"].str.extract(r"v=(?P<volts>[\\d.]+);a=(?P<amps>[\\d.]+)").astype(float)
-    kw = parsed["volts"] * parsed["amps"] / 1000
-    hour = ok["time"].dt.hour
-    per_row = pd.DataFrame({{"meter": ok["meter"], "kwh": kw / 60,
-                            "evening_kw": kw.where((hour >= 17) & (hour < 21), 0.0),
-                            "drift": ok["status"].eq("warn:drift")}})
-    return per_row.groupby("meter", observed=True).agg(
-        readings=("kwh", "size"), kwh=("kwh", "sum"),
-        peak_evening_kw=("evening_kw", "max"), drift_warnings=("drift", "sum"))
+    volts_amps = ok["payload"].str.extract(r"v=(?P<volts>[\\d.]+);a=(?P<amps>[\\d.]+)").astype(float)
+    return volts_amps["volts"] * volts_amps["amps"] / 1000, ok["meter"].str.split("/").str[0].rename("site")
 
 
-def merge_summaries(parts):
-    return pd.concat(parts).groupby(level=0, observed=True).agg(
-        {{"readings": "sum", "kwh": "sum", "peak_evening_kw": "max", "drift_warnings": "sum"}})
+def site_power(frame):
+    kw, site = kw_and_site(frame)
+    return kw.groupby(site).mean().rename("mean_kw")
 
 
 hpc.init(workers={workers})
-hpc.map_partitions(summarize, readings.iloc[:4_000], partitions=8)  # each worker imports pandas before the check
+hpc.map_partitions(site_power, readings.iloc[:4_000], partitions=8)  # each worker imports pandas before the check
 """
+# The reference: partial sums and counts per site, added up site by site, then divided.
+PARTS = """
+def site_parts(frame):
+    kw, site = kw_and_site(frame)
+    return kw.groupby(site).agg(["sum", "count"])
 
 
-def run(cell: str, rows: int = 100_000, workers: int = 2):
-    return run_exercise("partition-pandas", cell, setup=SETUP.format(rows=rows, workers=workers),
+def mean_power(parts):
+    added = pd.concat(parts).groupby(level=0).sum()
+    return (added["sum"] / added["count"]).rename("mean_kw")
+
+
+"""
+REFERENCE = PARTS + "result = hpc.map_partitions(site_parts, readings, combine=mean_power)\n"
+STARTER = "result = hpc.map_partitions(site_power, readings, partitions=1)\n"
+
+
+def run(cell: str, rows: int = 100_000, workers: int = 2, extra: str = ""):
+    return run_exercise("partition-pandas", cell, setup=SETUP.format(rows=rows, workers=workers) + extra,
                         line=f"-w {workers} --no-live")
 
 
@@ -61,154 +73,133 @@ def lines(v) -> str:
     return text
 
 
-@pytest.mark.parametrize("cell", [
-    'result = hpc.map_partitions(summarize, readings, by="meter")\n',
-    "result = hpc.map_partitions(summarize, readings, combine=merge_summaries)\n",
-])
-def test_references_pass(cell):
+PASS = {
+    "reference": (REFERENCE, "the 8 tasks returned site_parts of 8 partitions (by rows) holding every row"),
+    # every site's rows in one partition: the starter's mean is then exact, and the results stack
+    "honest-by-site": ('with_site = readings.assign(site=readings["meter"].str.split("/").str[0])\n'
+                       'result = hpc.map_partitions(site_power, with_site, by="site")\n',
+                       "`result` is the 8 tasks' results joined in task order"),
+    # other names, another partition count, a combine written as a weighted mean of the partial means
+    "honest-weighted-means": ("def means_and_counts(frame):\n"
+                              "    kw, site = kw_and_site(frame)\n"
+                              "    return kw.groupby(site).agg(['mean', 'size'])\n\n"
+                              "def weighted(parts):\n"
+                              "    both = pd.concat(parts)\n"
+                              "    both['kw'] = both['mean'] * both['size']\n"
+                              "    added = both.groupby(level=0)[['kw', 'size']].sum()\n"
+                              "    return added['kw'] / added['size']\n\n"
+                              "result = hpc.map_partitions(means_and_counts, readings, partitions=6, "
+                              "combine=weighted)\n",
+                              "the 6 tasks returned means_and_counts of 6 partitions (by rows)"),
+}
+NOT_YET = {
+    "starter-one-task": (STARTER, "no-partitions", "sent the whole DataFrame (100,000 rows) to one task"),
+    "means-stacked": ('result = hpc.map_partitions(site_power, readings, partitions="auto")\n', "result",
+                      "`result` has 160 rows for 20 sites: 'site-"),
+    "means-by-meter-stacked": ('result = hpc.map_partitions(site_power, readings, by="meter")\n', "result",
+                               "so the partial results were stacked, not combined"),
+    "mean-of-means": ("result = hpc.map_partitions(site_power, readings,\n"
+                      "                            combine=lambda parts: pd.concat(parts).groupby(level=0).mean())\n",
+                      "result", "column `mean_kw` differs from pandas for"),
+    "sums-never-divided": (PARTS + "result = hpc.map_partitions(site_parts, readings,\n"
+                           "    combine=lambda parts: pd.concat(parts).groupby(level=0).sum())\n",
+                           "result", "`result` has no column `mean_kw` (its columns: `sum`, `count`)"),
+    "tiny-partitions": (PARTS + "result = hpc.map_partitions(site_parts, readings, partitions=200, "
+                        "combine=mean_power)\n", "tiny", "your run made 200 tasks of about 500 rows each"),
+    "one-dominant-partition": (PARTS + "task = hpc.remote(site_parts)\n"
+                               "parts = [readings.iloc[:90_000], readings.iloc[90_000:]]\n"
+                               "result = mean_power(hpc.get([task.remote(p) for p in parts]))\n", "dominant",
+                               "one task received 90% of the input bytes, 1.8x its fair share of 50%"),
+    "waits-for-each-partition": (PARTS + "task = hpc.remote(site_parts)\n"
+                                 "parts = [readings.iloc[lo:lo + 12_500] for lo in range(0, len(readings), 12_500)]\n"
+                                 "result = mean_power([hpc.get(task.remote(p)) for p in parts])\n", "serial",
+                                 "the cell waited after each of the 8 tasks it submitted"),
+    "pandas-in-the-notebook": ("result = site_power(readings)\n", "no-partitions", "no task ran on a worker"),
+    # shortcuts: the right answer, not made of this cell's tasks' results
+    "shortcut-pandas-beside-a-decoy": ("hpc.map_partitions(site_power, readings.iloc[:20_000], partitions=2)\n"
+                                       "result = site_power(readings)\n", "not-from-tasks",
+                                       "`result` was not computed from the tasks' results: the 2 site_power tasks"),
+    "shortcut-tasks-read-the-global": ("def whole(part):\n    return site_power(readings)\n"
+                                       "result = hpc.map_partitions(whole, readings, partitions=4,\n"
+                                       "                            combine=lambda parts: parts[0])\n",
+                                       "not-from-tasks", "the 4 whole tasks returned values that are neither"),
+    "shortcut-copied-from-an-earlier-cell": ("hpc.map_partitions(site_power, readings.iloc[:30_000], partitions=3)\n"
+                                             "result = earlier\n", "not-from-tasks",
+                                             "the 3 site_power tasks returned values that are neither"),
+}
+# An earlier cell that computed the answer honestly, for the row that copies it.
+EARLIER = PARTS + "earlier = hpc.map_partitions(site_parts, readings, combine=mean_power)\n"
+
+
+@pytest.mark.parametrize(("cell", "evidence"), list(PASS.values()), ids=list(PASS))
+def test_passes(cell, evidence):
     v = run(cell)
-    assert v.passed, v.to_text()
     text = lines(v)
-    assert "result equals pandas' summarize(readings): 60 rows" in text
+    assert v.passed, text
+    assert "result equals the mean power per site computed by pandas in the notebook: 20 sites" in text
+    assert evidence in text, text
     assert "submitted with no wait between them, and packed on 2 workers by their bytes" in text
-    assert " s " not in v.to_text(precise=False)  # no seconds in the compared text
+    assert " s " not in text  # no seconds in the compared text
+
+
+@pytest.mark.parametrize(("cell", "mistake", "message"), list(NOT_YET.values()), ids=list(NOT_YET))
+def test_not_yet(cell, mistake, message):
+    v = run(cell, extra=EARLIER if "earlier" in cell else "")
+    not_yet_for(v, mistake, message)
 
 
 def test_on_one_worker_the_reference_passes_on_the_replay_and_says_so():
-    cell = 'result = hpc.map_partitions(summarize, readings, by="meter")\n'
-    v = run(cell, workers=1)
+    v = run(REFERENCE, workers=1)
     text = lines(v)
     assert v.passed, text
     assert "packed on 2 workers (this run had 1 worker, so the check counts 2) by their bytes" in text
-    v = run("result = hpc.map_partitions(summarize, readings, partitions=1)\n", workers=1)
-    assert "sent the whole DataFrame (100,000 rows) to one task" in lines(v)
+    assert "sent the whole DataFrame (100,000 rows) to one task" in lines(run(STARTER, workers=1))
 
 
-def test_the_starter_sends_the_whole_frame_to_one_task():
-    v = run("result = hpc.map_partitions(summarize, readings, partitions=1)\n")
-    text = lines(v)
-    assert "sent the whole DataFrame (100,000 rows) to one task" in text
-    assert 'by="meter"' not in text and 'by=\"meter\"' in tier_code("partition-pandas", "no-partitions")
-    assert code_in(text) == []
-
-
-def test_row_partitions_without_a_combine_double_count():
-    v = run('result = hpc.map_partitions(summarize, readings, partitions="auto")\n')
-    text = lines(v)
-    assert "`result` has 480 rows for 60 meters" in text and "appears 8 times" in text, text
-    assert "not combined" in text and "combine by adding the partial counts" in tier_words("partition-pandas", "result")
-
-
-def test_a_combine_that_counts_a_partition_twice_names_the_column():
-    v = run("result = hpc.map_partitions(summarize, readings,\n"
-            "                            combine=lambda parts: merge_summaries(parts + parts[:1]))\n")
-    text = lines(v)
-    assert "column `readings` differs from pandas for 60 of 60 meters" in text, text
-    assert "yours add up to" in text and "pandas' to" in text
-
-
-def test_a_combine_that_drops_partitions_names_the_missing_meters():
-    v = run('result = hpc.map_partitions(summarize, readings, by="meter",\n'
-            "                            combine=lambda parts: pd.concat(parts[:-1]))\n")
-    text = lines(v)
-    assert "`result` lacks" in text and "of the 60 meters pandas has" in text, text
-
-
-def test_one_task_per_row_is_too_small():
-    v = run("result = hpc.map_partitions(summarize, readings, partitions=len(readings), combine=merge_summaries)\n",
-            rows=120)
-    text = lines(v)
-    assert "your run made 120 tasks of about 1 row each" in text, text
-    assert "scheduling overhead" in text and "a partition needs at least 10,000 rows" in text
-
-
-def test_hundreds_of_small_partitions_are_too_small():
-    v = run("result = hpc.map_partitions(summarize, readings, partitions=200, combine=merge_summaries)\n")
-    assert "your run made 200 tasks of about 500 rows each" in lines(v)
-
-
-@pytest.mark.parametrize(("parts", "gather", "message"), [
-    # one partition of 90% of the rows: it dominates however many workers there are
-    ("[readings.iloc[:90_000], readings.iloc[90_000:]]", "hpc.get([task.remote(p) for p in parts])",
-     "one task received 90% of the input bytes, 1.8x its fair share of 50%"),
-    # equal partitions, but get() right after each submission: one at a time
-    ("[readings.iloc[lo:lo + 12_500] for lo in range(0, len(readings), 12_500)]",
-     "[hpc.get(task.remote(p)) for p in parts]", "the cell waited after each of the 8 tasks it submitted"),
-])
-def test_hand_made_partitions_that_do_not_share_the_work(parts, gather, message):
-    cell = f"task = hpc.remote(summarize)\nparts = {parts}\nresult = merge_summaries({gather})\n"
-    text = lines(run(cell))
-    assert message in text, text
-
-
-def test_pandas_in_the_notebook_ran_no_task():
-    text = lines(run("result = summarize(readings)\n"))
-    assert "no task ran on a worker" in text
+def test_the_hints_teach_sums_and_counts_without_handing_over_the_code_first():
+    words = tier_words("partition-pandas", "result")
+    assert "sum and count" in words and code_in(words) == []
+    assert 'agg(["sum", "count"])' in tier_code("partition-pandas", "result")
 
 
 def test_result_left_from_an_earlier_cell_is_not_this_cells_answer():
-    text = lines(run("hpc.map_partitions(summarize, readings, by='meter')\n"))
+    text = lines(run("hpc.map_partitions(site_power, readings, partitions=1)\n", extra=EARLIER.replace("earlier",
+                                                                                                       "result")))
     assert "did not define `result`" in text
+
+
+def test_the_evidence_follows_the_partitions():
+    # Another partition count, other numbers in the same sentences: computed from the trace.
+    text = lines(run(PARTS + "result = hpc.map_partitions(site_parts, readings, partitions=3, combine=mean_power)\n"))
+    assert "the 3 tasks returned site_parts of 3 partitions (by rows)" in text, text
+    assert "3 tasks, none under the row floor" in text and "3 of them submitted with no wait between them" in text
+
+
+def test_site_means_is_the_starters_analysis():
+    frame = pd.DataFrame({"meter": pd.Categorical(["site-01/meter-0", "site-01/meter-1", "site-02/meter-0"] * 2),
+                          "payload": ["v=200;a=5", "v=100;a=10", "v=250;a=4", "v=1;a=1", "v=300;a=10", "v=0;a=0"],
+                          "status": ["ok", "warn:drift", "ok", "err:timeout", "ok", "ok"]})
+    got = site_means(frame)
+    assert got.name == "mean_kw" and got.index.name == "site"
+    assert got.to_dict() == pytest.approx({"site-01": (1.0 + 1.0 + 3.0) / 3, "site-02": (1.0 + 0.0) / 2})
 
 
 def test_compare_messages():
     expected = pd.DataFrame({"n": [3, 4], "peak": [1.0, 2.0]}, index=pd.Index(["a", "b"], name="meter"))
     assert compare(expected.iloc[::-1], expected) is None  # order is not part of the result
     assert "list of 2 partial results" in compare([expected, expected], expected)
-    assert "no column `peak`" in compare(expected[["n"]], expected)
+    assert "no column `peak` (its columns: `n`)" in compare(expected[["n"]], expected)
     assert "has 1 meter(s) that pandas does not (e.g. 'c')" in compare(
         pd.concat([expected, expected.iloc[:1].rename(index={"a": "c"})]), expected)
     wrong = expected.assign(peak=[1.0, 5.0])
     assert "column `peak` differs from pandas for 1 of 2 meters, e.g. 'b'" in compare(wrong, expected)
+    # a Series is compared by its values, whatever its name; so is a one-column DataFrame
+    means = pd.Series([1.5, 2.5], index=pd.Index(["x", "y"], name="site"), name="mean_kw")
+    assert compare(means.rename(None), means) is None
+    assert compare(means.to_frame("kw"), means) is None
 
 
 def test_registered_with_its_lesson():
     ex = catalog.get("partition-pandas")
-    assert ex.lesson == "01-distributed-python/07-parallel-pandas-in-practice.ipynb"
-    assert ex.title == "Split a DataFrame across workers"
-
-
-# A table of cells: honest variants pass; shortcuts (pandas' answer, not the tasks' results)
-# fail and say what happened.
-TABLE_PASS = {
-    # partitions by meter, the summary sorted afterwards: the rows are the tasks' summaries in another order
-    "honest-sorted-by-meter": ('result = hpc.map_partitions(summarize, readings, by="meter", partitions=4)'
-                               ".sort_index()\n",
-                               "the 4 tasks returned summarize of 4 partitions (by `meter`) holding every row"),
-    "reference-joined": ('result = hpc.map_partitions(summarize, readings, by="meter")\n',
-                         "`result` is the 8 tasks' summaries joined in task order"),
-    "honest-rows-and-combine": ("result = hpc.map_partitions(summarize, readings, partitions=6, "
-                                "combine=merge_summaries)\n",
-                                "the 6 tasks returned summarize of 6 partitions (by rows) holding every row"),
-}
-TABLE_NOT_YET = {
-    "shortcut-pandas-beside-a-decoy": ("hpc.map_partitions(summarize, readings.iloc[:20_000], partitions=2)\n"
-                                       "result = summarize(readings)\n",
-                                       "`result` was not computed from the tasks' results: the 2 summarize tasks"),
-    "shortcut-tasks-summarize-the-global": ("def whole(part):\n    return summarize(readings)\n"
-                                            "result = hpc.map_partitions(whole, readings, partitions=4,\n"
-                                            "                            combine=lambda parts: parts[0])\n",
-                                            "the 4 whole tasks returned values that are neither `result` joined"),
-}
-
-
-@pytest.mark.parametrize(("cell", "evidence"), list(TABLE_PASS.values()), ids=list(TABLE_PASS))
-def test_table_passes(cell, evidence):
-    v = run(cell)
-    text = lines(v)
-    assert v.passed and evidence in text, text
-
-
-@pytest.mark.parametrize(("cell", "message"), list(TABLE_NOT_YET.values()), ids=list(TABLE_NOT_YET))
-def test_table_not_yet(cell, message):
-    v = run(cell)
-    text = lines(v)
-    assert not v.passed and message in text and v.mistake == "not-from-tasks", text
-    assert code_in("\n".join(v.lines[:-1])) == []
-
-
-def test_the_evidence_follows_the_partitions():
-    # Another partition count, other numbers in the same sentences: computed from the trace.
-    text = lines(run('result = hpc.map_partitions(summarize, readings, by="meter", partitions=3)\n'))
-    assert "`result` is the 3 tasks' summaries joined in task order" in text, text
-    assert "3 tasks, none under the row floor" in text and "3 of them submitted with no wait between them" in text
+    assert ex.lesson == "01-distributed-python/08-parallel-pandas-in-practice.ipynb"
+    assert ex.title == "A mean per site, combined across partitions"

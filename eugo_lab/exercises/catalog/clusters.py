@@ -1,31 +1,45 @@
-"""Exercise ``dask-cluster`` (Course 1, lesson 8): the same simulations on a Dask cluster, side by side.
+"""Exercise ``dask-cluster`` (Course 1, lesson 9): ship a large table to a Dask cluster once, not with every task.
 
-The lesson starts ``cluster = LocalCluster(n_workers=2, ...)``, connects with
-``hpc.init(backend="dask", address=cluster.scheduler_address)`` and keeps the local pool's
-run of the same twelve simulations in ``local_result``.
+The lesson starts ``cluster = LocalCluster(n_workers=2, ...)`` and connects with
+``hpc.init(backend="dask", address=cluster.scheduler_address)``. A function defined in the
+notebook travels to the workers pickled, with the globals it reads inside its pickle, and the
+Dask engine sends the function with every task: a large global the task reads crosses the
+network once per task.
 
-Starter cell (graded ``not yet``: it runs on the cluster, but waits for each task in turn)::
-
-    %%eugo --exercise dask-cluster
-    result = []
-    for seed in range(12):
-        result.append(hpc.get(darts.remote(seed)))
-
-Reference solution (same magic)::
+Starter cell (graded ``not yet``: the 8 MB table ``gains`` rides in the function's pickle,
+sent with each of the 12 tasks)::
 
     %%eugo --exercise dask-cluster
-    futures = [darts.remote(seed) for seed in range(12)]
-    result = hpc.get(futures)
+    import numpy as np
 
-Criteria: the 12 ``darts`` tasks ran on the Dask engine, connected to the scheduler of
-``cluster`` (``cluster.scheduler_address``; or the string in ``address``), not on the local
-pool nor on an embedded Dask cluster the runtime started itself; ``result`` equals
-``local_result``, and is what the ``darts`` tasks of this cell returned, in seed order
-(:func:`~eugo_lab.exercises.derivation.listed`: a result copied from ``local_result`` beside a
-decoy call fails); no Blocking finding; the tasks ran on at least two workers, and were
-submitted with no wait between them (the order of the driver's own calls: no wall-clock window
-or overlap in time, so the verdict is the same on a busy VM and on one core). How many tasks
-overlapped in time is a measured detail.
+    gains = np.random.default_rng(1).normal(1.0, 0.01, 1_000_000)
+
+    @hpc.remote
+    def channel_mean(seed):
+        picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)
+        return float(gains[picks].mean())
+
+    result = hpc.get([channel_mean.remote(seed) for seed in range(12)])
+
+Reference solution (the table stored on the cluster once, the task given its reference)::
+
+    gains_ref = hpc.put(gains)
+
+    @hpc.remote
+    def channel_mean(gains, seed):
+        picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)
+        return float(gains[picks].mean())
+
+    result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in range(12)])
+
+Criteria, in the order checked, each bytes, a count or a digest (never a duration): ``result``
+equals the 12 channel means computed here from the same table; ``channel_mean`` tasks ran, on
+the Dask engine, connected to the scheduler of ``cluster`` (``cluster.scheduler_address``, or
+the string in ``address``), all 12 of them; ``result`` is what those tasks returned, in seed
+order (:func:`~eugo_lab.exercises.derivation.listed`); their arguments came to under
+``MAX_SHIPPED_SHARE`` of the table, and so did the function's own pickle (what it captured);
+the cell called ``hpc.put`` exactly once, and every task resolved that stored reference on its
+worker.
 """
 
 from __future__ import annotations
@@ -34,39 +48,64 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.analysis.findings.overlap import overlap_share
+from eugo_lab.analysis.findings import Code
 from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+from eugo_lab.units import fmt_bytes
 
 N = 12
-FUNCTION = "darts"
+FUNCTION = "channel_mean"
+CHANNELS, PICKS, SEED = 1_000_000, 1_000, 1
+# A stored reference is a few hundred bytes, one copy of the table 8 MB: 10% of the table is far
+# from both, so a small argument never fails a correct cell and one copy always fails a wrong one.
+MAX_SHIPPED_SHARE = 0.1
 CONNECT = "hpc.init(backend=\"dask\", address=cluster.scheduler_address)"
-_SOLUTION = (f"{CONNECT}\nfutures = [{FUNCTION}.remote(seed) for seed in range({N})]\nresult = hpc.get(futures)")
+
+
+def reference_gains() -> np.ndarray:
+    """The exercise's table of channel gains, made here the way the cell makes it."""
+    return np.random.default_rng(SEED).normal(1.0, 0.01, CHANNELS)
+
+
+def reference_result() -> list[float]:
+    """What the 12 tasks return: each seed's mean gain over ``PICKS`` channels it picks."""
+    gains = reference_gains()
+    return [float(gains[np.random.default_rng(seed).integers(0, len(gains), PICKS)].mean()) for seed in range(N)]
+
+
+_SOLUTION = ("gains_ref = hpc.put(gains)  # stored on the cluster once\n\n\n"
+             "@hpc.remote\n"
+             "def channel_mean(gains, seed):  # the table arrives as an argument: the reference, resolved\n"
+             "    picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)\n"
+             "    return float(gains[picks].mean())\n\n\n"
+             "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in range(12)])")
 HINTS = {
-    DEFAULT: Hint("Connect the runtime to the lesson's cluster (the Dask engine, at the scheduler address of "
-                  "`cluster`), then submit the twelve simulations and wait for them with one get().", _SOLUTION),
-    "no-cluster": Hint("Run the lesson's 'Start a cluster' cell, which makes `cluster` and connects to it, then "
-                       "this cell again.", "from dask.distributed import LocalCluster\n"
+    DEFAULT: Hint("Store the table on the cluster once with put, and give every task the reference put returns as "
+                  "an argument, instead of letting the function read the table as a global.", _SOLUTION),
+    "no-cluster": Hint("Run the lesson's 'Start a cluster' cell, which makes `cluster`, and the cell after it, which "
+                       "connects to it; then this cell again.", "from dask.distributed import LocalCluster\n"
                        "cluster = LocalCluster(n_workers=2, threads_per_worker=1)\n" + CONNECT),
-    "no-local": Hint("Run the lesson's first cell of simulations (the one on the local pool that keeps "
-                     "`local_result`), then this cell again.", "local_result = hpc.get([darts.remote(seed) for seed "
-                     f"in range({N})])"),
-    "local": Hint(f"Submit each of the {N} simulations as a task with .remote, one per seed.", _SOLUTION),
+    "results": Hint(f"`result` must be the {N} channel means in seed order, each from the same table of gains: "
+                    "get() on the list of futures keeps the list's order.", _SOLUTION),
+    "local": Hint(f"Submit each of the {N} means as a channel_mean task with .remote, one per seed.", _SOLUTION),
     "wrong-engine": Hint("Connect to the cluster before running the cell: initialise the runtime with the Dask "
                          "engine and the address of `cluster`'s scheduler.", CONNECT),
     "own-cluster": Hint("Give the runtime the address of the lesson's scheduler: without one, the Dask engine "
                         "starts a cluster of its own.", CONNECT),
-    "results": Hint(f"`result` must be the {N} values in seed order, as the local run made them: get() on the "
-                    "list of futures keeps the list's order.", _SOLUTION),
-    "not-from-tasks": Hint(f"Make `result` what get() returns for the {N} simulations submitted to the cluster in "
-                           "this cell, not a copy of the local run's list.", _SOLUTION),
-    "blocking-loop": Hint("Take get() out of the loop: submit all twelve first, then wait for the list once.",
-                          _SOLUTION),
-    "one-worker": Hint("Let the scheduler spread the tasks: a cluster of two workers or more, and every task "
-                       "submitted before the cell waits for any.",
-                       "cluster = LocalCluster(n_workers=2, threads_per_worker=1)\n" + CONNECT + "\n"
-                       f"futures = [{FUNCTION}.remote(seed) for seed in range({N})]\nresult = hpc.get(futures)"),
+    "not-from-tasks": Hint(f"Make `result` what get() returns for the {N} channel_mean tasks of this cell, not "
+                           "means computed here in the notebook or kept from an earlier cell.", _SOLUTION),
+    "captured": Hint("The function reads the table as a global, so the table is pickled inside the function, "
+                     "and the Dask engine sends the function with every task. Take the table as an argument of "
+                     "the function instead, and pass it the reference put returns.", _SOLUTION),
+    "by-value": Hint("Passing the table itself as the argument copies it into every task. Store it once with put "
+                     "and pass the reference instead: a few hundred bytes per task.", _SOLUTION),
+    "put-per-task": Hint("Call put once, before the tasks, and pass the same reference to every one.", _SOLUTION),
+    "no-put": Hint("Store the table on the cluster with put and pass the reference to the tasks, rather than "
+                   "having every task make or load a table of its own.", _SOLUTION),
+    "ref-unused": Hint("Pass the reference put returned to every task as its argument, so each task reads the "
+                       "stored copy on its worker.", _SOLUTION),
 }
+
 
 def _scheme_less(address: str) -> str:
     """``tcp://127.0.0.1:8786`` -> ``127.0.0.1:8786`` (Dask reports the scheme; a person may leave it out)."""
@@ -96,27 +135,19 @@ def connected_address() -> str | None:
     return str(hpc.cluster().address)
 
 
-def overlapped(trace: Any, function: str) -> int:
-    """How many ``function`` tasks ran, for part of their time at least, while another of them was running."""
-    u = measure.dispatch_units(trace, function)
-    return int(np.count_nonzero(overlap_share(u) > 0))
-
-
-@exercise("dask-cluster", lesson="01-distributed-python/08-moving-to-a-dask-cluster.ipynb",
-          title="The same cell on a Dask cluster", hints=HINTS)
+@exercise("dask-cluster", lesson="01-distributed-python/09-moving-to-a-dask-cluster.ipynb",
+          title="Ship a large table to the cluster once", hints=HINTS)
 def dask_cluster(a: Attempt) -> Verdict:
-    """Grade a run on the lesson's Dask cluster: the right engine and scheduler, overlap, the local results."""
+    """Grade a run on the lesson's Dask cluster: the right means, from tasks that read one stored copy of the table."""
     result = a.require("result")
-    if "local_result" not in a.namespace:
-        raise NotYet("there is no `local_result` to compare with: it is the local pool's run of the same "
-                     f"{N} simulations, made by the lesson's first run of them, which has not run in this kernel.",
-                     mistake="no-local")
-    local = a.namespace["local_result"]  # made by an earlier cell on purpose: not a.require, which wants this cell's
-    backend = str(a.trace.meta.get("backend", "local"))
+    if not measure.same_result(list(result) if isinstance(result, tuple) else result, reference_result()):
+        return a.not_yet(f"`result` is not the {N} channel means in seed order, each taken from the table of gains "
+                         "the cell starts with.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran in this cell: the simulations ran here in the notebook, not on "
+        return a.not_yet(f"no {FUNCTION} task ran in this cell: the means were computed here in the notebook, not on "
                          "the cluster.", mistake="local")
+    backend = str(a.trace.meta.get("backend", "local"))
     if backend != "dask":
         return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine (this machine's pool), "
                          "not on the Dask cluster: the runtime was not connected to it when the cell ran.",
@@ -127,36 +158,49 @@ def dask_cluster(a: Attempt) -> Verdict:
         return a.not_yet("your tasks ran on a Dask cluster, but not on the one in `cluster`: the Dask engine "
                          "without an address starts a separate Dask cluster of eugo's own.", mistake="own-cluster")
     if n < N:
-        return a.not_yet(f"only {measure.plural(n, 'simulation')} of {N} ran as {FUNCTION} tasks.",
-                         mistake="local")
-    if not measure.same_result(result, local):
-        return a.not_yet(f"`result` differs from `local_result`, the local pool's run of the same {N} simulations.",
-                         mistake="results")
+        return a.not_yet(f"only {measure.plural(n, 'mean')} of {N} ran as {FUNCTION} tasks.", mistake="local")
     came = derivation.listed(result, a.trace, FUNCTION, name="result")
     if not came:
         return a.not_yet(f"{came.why}: the graded list must be what the cluster's tasks returned.",
                          mistake="not-from-tasks")
-    blocked = measure.blocking_loop(a.report)
-    if blocked is not None:
-        where, k = blocked
-        return a.not_yet(f"your tasks ran on the cluster, but the loop called get() at {where} after each task, so "
-                         f"{k} tasks ran one at a time, each paying the trip through the scheduler in turn (the "
-                         "Blocking finding).", mistake="blocking-loop")
-    used = measure.workers_used(a.trace, FUNCTION)
-    together = overlapped(a.trace, FUNCTION)
-    if used < 2:
-        return a.not_yet(f"all {N} tasks ran on one worker of a cluster with {a.workers}, so nothing ran side by side"
-                         + ("; the cluster has a single worker." if a.workers < 2
-                            else ": each was waited for before the next was submitted."), mistake="one-worker")
-    submitted = measure.submitted_together(a.trace, FUNCTION)
-    if submitted < 2:
-        # The order of the driver's own submits and waits, not overlap in time: the same on a busy machine.
-        return a.not_yet(f"the tasks ran on {used} workers, but the cell waited after each one it submitted, before "
-                         "submitting the next, so they never had the chance to run side by side.",
-                         mistake="blocking-loop")
-    return a.passed(f"the {n} {FUNCTION} tasks ran on the Dask cluster in `cluster`, on {used} of its {a.workers} "
-                    f"workers, {submitted} of them submitted with no wait between them",
-                    f"no Blocking finding; `result` is the {n} values those tasks returned, in seed order, and "
-                    "equals `local_result` from the local pool",
-                    details=(f"{used} workers used of {a.workers}",
-                             f"{together} of {n} tasks ran while another was running"))
+    table = reference_gains().nbytes
+    size = fmt_bytes(table, ".3g")
+    limit = MAX_SHIPPED_SHARE * table
+    shipped = measure.bytes_in(a.trace, FUNCTION)
+    fn = measure.carried(a.trace, FUNCTION)
+    captured = a.report.finding(Code.CAPTURED_OBJECT)
+    details = (f"{fmt_bytes(shipped, '.3g')} of arguments shipped",
+               f"Captured object finding: {'yes' if captured is not None else 'no'}")
+    if fn is not None and fn.payload_bytes > limit:
+        names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
+        return a.not_yet(f"the {FUNCTION} function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')}: it carried "
+                         f"the {size} table of gains{names}, a global it reads, and the Dask engine sent it "
+                         f"{measure.plural(fn.sends, 'time')}, with every task, so "
+                         f"{fmt_bytes(fn.bytes_sent, '.3g')} crossed to the cluster for one table.",
+                         mistake="captured", details=details)
+    if shipped > limit:
+        return a.not_yet(f"the {n} {FUNCTION} tasks were sent {fmt_bytes(shipped, '.3g')} of arguments in all, about "
+                         f"{fmt_bytes(shipped / n, '.3g')} each: the {size} table went by value with every task.",
+                         mistake="by-value", details=details)
+    puts = len(a.trace.puts["ref"])
+    if puts > 1:
+        return a.not_yet(f"the cell called put {puts} times: each call stores another copy of the {size} table on "
+                         "the cluster.", mistake="put-per-task", details=details)
+    if puts == 0:
+        return a.not_yet(f"the tasks got their table without put: none was shipped to them, so each {FUNCTION} task "
+                         "made or loaded a table of its own instead of reading one stored copy.", mistake="no-put",
+                         details=details)
+    stored = set(np.asarray(a.trace.puts["ref"]).tolist())
+    reading = measure.tasks_resolving(a.trace, FUNCTION, stored)
+    if reading < n:
+        return a.not_yet(f"the cell stored the table with put, but {reading} of the {n} {FUNCTION} tasks read the "
+                         "stored copy on their workers: the reference put returned did not reach "
+                         f"{'them' if not reading else 'the others'} as an argument.", mistake="ref-unused",
+                         details=details)
+    pickled = fmt_bytes(fn.payload_bytes, ".3g") if fn is not None else "no bytes (sent before this cell)"
+    return a.passed(f"the {n} {FUNCTION} tasks ran on the Dask cluster in `cluster`, and all read the one stored "
+                    f"copy of the table on their workers ({measure.plural(puts, 'hpc.put')})",
+                    f"their arguments came to {fmt_bytes(shipped, '.3g')} in all and the function's pickle to "
+                    f"{pickled}, each under {MAX_SHIPPED_SHARE:.0%} of the table's {size}",
+                    f"`result` is the {n} values those tasks returned, in seed order",
+                    details=details)

@@ -1,36 +1,58 @@
-"""Exercise ``partition-pandas`` (Course 1, lesson 7): a pandas analysis split across workers, same result as pandas.
+r"""Exercise ``partition-pandas`` (Course 1, lesson 8): a mean per site, combined across row partitions.
 
-The lesson defines ``readings`` (a DataFrame of meter readings) and ``summarize(frame)``, a
-per-meter summary written for one machine. Starter cell (graded ``not yet``: the whole
-DataFrame goes to one task, so one worker does everything)::
-
-    %%eugo --exercise partition-pandas
-    result = hpc.map_partitions(summarize, readings, partitions=1)
-
-Reference solution (every meter's rows in one partition, so the partial summaries need no
-second aggregation; ``partitions="auto"`` with a ``combine=`` that adds the partial counts
-and sums passes too)::
+The lesson defines ``readings`` (a DataFrame of meter readings, meters named
+``site-NN/meter-M``) and shows ``map_partitions`` with ``by=`` and with a ``combine=`` of sums
+and maxima. The exercise asks for a statistic that does not add up: the mean power per site.
+Starter cell (graded ``not yet``: the whole DataFrame goes to one task, so one worker does
+everything)::
 
     %%eugo --exercise partition-pandas
-    result = hpc.map_partitions(summarize, readings, by="meter")
+    def site_power(frame):
+        ok = frame[~frame["status"].str.startswith("err")]
+        volts_amps = ok["payload"].str.extract(r"v=(?P<volts>[\d.]+);a=(?P<amps>[\d.]+)").astype(float)
+        kw = volts_amps["volts"] * volts_amps["amps"] / 1000
+        site = ok["meter"].str.split("/").str[0].rename("site")
+        return kw.groupby(site).mean().rename("mean_kw")
 
-Criteria, in the order checked: ``result`` equals ``summarize(readings)`` computed here in
-the notebook (the same labels once each, the same columns, the same values; rows compared
-after sorting by label); the work ran as more than one task; no task was too small to pay
-its fixed cost (more tasks than ``partitions="auto"`` makes, each under its
-``MIN_PARTITION_ROWS`` floor); no task held more than ``DOMINANT_SHARE`` times its fair share
-of the input bytes; the partitions were all submitted before the cell waited (the order of
-the driver's own calls, not overlap in time); their input bytes, packed on 2 workers (this
-run's workers when it had more) in submission order, keep them busy for at least
-``MIN_REPLAYED_SPEEDUP``; and ``result`` came from the tasks' results: it is their partial
-summaries joined in task order (the default combine), or the tasks returned exactly
-``summarize`` of the partitions ``map_partitions`` makes of ``readings`` (by rows, or by the
-summary's key), every row once. Every criterion is a count, bytes or a digest: the verdict is
-the same on a busy machine.
+
+    result = hpc.map_partitions(site_power, readings, partitions=1)
+
+Reference solution: each partition returns its partial sums and counts per site, and a
+``combine=`` adds them site by site before dividing (a mean of the partitions' means is wrong
+when partitions hold different numbers of a site's readings)::
+
+    def site_power(frame):
+        ...  # the same lines, then
+        return kw.groupby(site).agg(["sum", "count"])
+
+
+    def mean_power(parts):
+        added = pd.concat(parts).groupby(level=0).sum()
+        return (added["sum"] / added["count"]).rename("mean_kw")
+
+
+    result = hpc.map_partitions(site_power, readings, combine=mean_power)
+
+Partitioning a frame that has a ``site`` column by it (``by="site"``), so that every site's
+rows are in one partition, passes too.
+
+Criteria, in the order checked: ``result`` equals the mean power per site of ``readings``,
+computed here in the notebook by :func:`site_means` (the same labels once each, the same
+values; rows compared after sorting by label; a Series or a one-column DataFrame); the work
+ran as more than one task; no task was too small to pay its fixed cost (more tasks than
+``partitions="auto"`` makes, each under its ``MIN_PARTITION_ROWS`` floor); no task held more
+than ``DOMINANT_SHARE`` times its fair share of the input bytes; the partitions were all
+submitted before the cell waited (the order of the driver's own calls, not overlap in time);
+their input bytes, packed on 2 workers (this run's workers when it had more) in submission
+order, keep them busy for at least ``MIN_REPLAYED_SPEEDUP``; and ``result`` came from the
+tasks' results: it is their results joined in task order (the default combine), or the tasks
+returned exactly the cell's partition function applied to the partitions ``map_partitions``
+makes of ``readings`` (by rows, by meter, or by site), every row once. Every criterion is a
+count, bytes or a digest: the verdict is the same on a busy machine.
 
 What a custom ``combine=`` does with the partial results runs in the notebook and is not
-traced: a combine that ignores them and recomputes pandas' answer cannot be told apart by its
-value, which is pandas' answer either way.
+traced: a combine that ignores them and recomputes the answer cannot be told apart by its
+value, which is the right answer either way.
 """
 
 from __future__ import annotations
@@ -45,32 +67,63 @@ from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions, split
 
-DATA, ANALYSIS, RESULT = "readings", "summarize", "result"
+DATA, RESULT = "readings", "result"
+#: What the exercise asks for, named as the verdict names it.
+WANTED = "the mean power per site"
 # A partition holding more than 1.5x its fair share of the input: with 2 partitions, a 75/25
-# split; with 8, one partition of 19% or more. Equal splits (by rows, or whole meters
+# split; with 8, one partition of 19% or more. Equal splits (by rows, or whole meters or sites
 # balanced by map_partitions(by=...)) stay within a few percent of their share.
 DOMINANT_SHARE = 1.5
 # Packed by their input bytes on 2 workers, 8 equal partitions give 2.0x, two unequal ones (75/25)
 # 1.33x, three equal ones 1.5x. Unequal splits are caught by DOMINANT_SHARE first, so this bar
 # only has to tell "kept both workers busy" from "one task" (1.0x).
 MIN_REPLAYED_SPEEDUP = 1.3
-_SOLUTION = "result = hpc.map_partitions(summarize, readings, by=\"meter\")"
+# The keys map_partitions(by=...) may have grouped the readings by, tried when the partial
+# results were combined by a custom combine (the trace keeps the partials, not the combine).
+KEYS = ("meter", "site")
+
+
+def site_means(readings: Any) -> Any:
+    """The answer, computed here: mean power (kW) per site over the readings that did not fail.
+
+    The same steps as the lesson's starter cell: a site is the part of the meter's name before
+    the slash, and power is volts times amps over 1000, parsed from the text payload.
+    """
+    ok = readings[~readings["status"].str.startswith("err")]
+    volts_amps = ok["payload"].str.extract(r"v=(?P<volts>[\d.]+);a=(?P<amps>[\d.]+)").astype(float)
+    kw = volts_amps["volts"] * volts_amps["amps"] / 1000
+    site = ok["meter"].str.split("/").str[0].rename("site")
+    return kw.groupby(site).mean().rename("mean_kw")
+
+
+_SOLUTION = """def site_power(frame):
+    ...  # the same lines as before, then each site's partial sum and count, which add up
+    return kw.groupby(site).agg(["sum", "count"])
+
+
+def mean_power(parts):
+    added = pd.concat(parts).groupby(level=0).sum()  # add the partial sums and counts site by site
+    return (added["sum"] / added["count"]).rename("mean_kw")  # then divide: the mean of every reading
+
+
+result = hpc.map_partitions(site_power, readings, combine=mean_power)"""
 HINTS = {
-    DEFAULT: Hint("Split the DataFrame into partitions with map_partitions, keeping each meter's rows in one "
-                  "partition, so every partition's summary is whole and the summaries stack into pandas' result.",
-                  _SOLUTION),
-    "result": Hint("Combine the partial results into pandas' answer: either keep each meter's rows in one "
-                   "partition (partition by meter), or combine by adding the partial counts and sums (a maximum is "
-                   "the max of the maxima; an average is not the average of averages).", _SOLUTION),
-    "no-partitions": Hint("Hand summarize and the DataFrame to map_partitions, which splits the rows into "
-                          "partitions and runs one task per partition on the workers.", _SOLUTION),
+    DEFAULT: Hint("Split the readings into several partitions, let each partition return what adds up across "
+                  "partitions (each site's sum of power and number of readings), and combine them: add the sums "
+                  "and the counts site by site, then divide.", _SOLUTION),
+    "result": Hint("A mean does not add up across partitions, and the mean of the partitions' means is wrong when "
+                   "they hold different numbers of a site's readings. Have each partition return every site's sum "
+                   "and count instead, and give map_partitions a combine that adds those up site by site and "
+                   "divides at the end.", _SOLUTION),
+    "no-partitions": Hint("Let map_partitions cut the readings into several partitions (leave the count to it) and "
+                          "combine the partial results, so more than one worker has work.", _SOLUTION),
     "tiny": Hint("Use fewer, larger partitions: let map_partitions choose (automatic partitions give a few per "
-                 "worker), or partition by meter.", _SOLUTION),
-    "dominant": Hint("Make the partitions equal in size: map_partitions splits by rows evenly, and by meter "
-                     "balances whole meters across partitions.", _SOLUTION),
-    "not-from-tasks": Hint("Make `result` what map_partitions returns: it runs summarize on every partition of "
-                           "readings and combines the partial summaries; a summary computed here in the notebook, "
-                           "or tasks that summarize something else, do not count.", _SOLUTION),
+                 "worker).", _SOLUTION),
+    "dominant": Hint("Make the partitions equal in size: map_partitions splits by rows evenly, and by a key it "
+                     "balances whole groups across partitions.", _SOLUTION),
+    "not-from-tasks": Hint("Make `result` what map_partitions returns: it runs your function on every partition of "
+                           "readings and combines the partial results; an answer computed here in the notebook, "
+                           "or tasks that compute something else, do not count.", _SOLUTION),
     "serial": Hint("Submit every partition before waiting for any: map_partitions does, and returns the "
                    "combined result once all are done.", _SOLUTION),
 }
@@ -101,12 +154,14 @@ def _values_differ(result: Any, expected: Any, thing: str) -> str | None:
     return None
 
 
-def compare(result: Any, expected: Any) -> str | None:
+def compare(result: Any, expected: Any, wanted: str = "summarize(readings)") -> str | None:
     """Why ``result`` is not pandas' ``expected`` (a DataFrame or Series), or None when they agree.
 
-    Rows are matched by label after sorting: the order partitions come back in is not part of
-    the result. Duplicated labels (a summary stacked once per partition), missing or extra
-    labels and columns, and differing values each get their own message.
+    ``wanted`` names ``expected`` in the messages. Rows are matched by label after sorting: the
+    order partitions come back in is not part of the result. A Series (or a one-column
+    DataFrame) is compared with a Series ``expected`` by its values, whatever its name.
+    Duplicated labels (a result stacked once per partition), missing or extra labels and
+    columns, and differing values each get their own message.
     """
     import pandas as pd
 
@@ -114,9 +169,13 @@ def compare(result: Any, expected: Any) -> str | None:
         return (f"`result` is a list of {len(result)} partial results, not one {type(expected).__name__}: they "
                 "were never combined into one (map_partitions does that by default).")
     if not isinstance(result, (pd.DataFrame, pd.Series)):
-        return (f"`result` is a {type(result).__name__}; summarize(readings) gives a {type(expected).__name__}: "
-                "`result` must hold the combined DataFrame.")
+        return (f"`result` is a {type(result).__name__}; {wanted} is a {type(expected).__name__}: "
+                "`result` must hold the combined result.")
     if isinstance(expected, pd.Series):
+        if isinstance(result, pd.DataFrame) and result.shape[1] == 1:
+            result = result.iloc[:, 0]
+        if isinstance(result, pd.Series):
+            result = result.rename(expected.name)
         expected = expected.to_frame()
     if isinstance(result, pd.Series):
         result = result.to_frame()
@@ -125,7 +184,7 @@ def compare(result: Any, expected: Any) -> str | None:
     if (counts > 1).any():
         label, times = counts.index[0], int(counts.iloc[0])
         return (f"`result` has {_rows_word(len(result))} for {len(counts)} {thing}s: {label!r} appears {times} "
-                f"times, once per partition that held some of its rows, so the partial summaries were stacked, "
+                f"times, once per partition that held some of its rows, so the partial results were stacked, "
                 f"not combined (pandas has one row per {thing}).")
     missing = expected.index.difference(result.index)
     if len(missing):
@@ -133,35 +192,36 @@ def compare(result: Any, expected: Any) -> str | None:
                 "rows were lost on the way: not every partition's result was combined.")
     extra = result.index.difference(expected.index)
     if len(extra):
-        return (f"`result` has {len(extra)} {thing}(s) that pandas does not (e.g. {extra[0]!r}): summarize ran "
+        return (f"`result` has {len(extra)} {thing}(s) that pandas does not (e.g. {extra[0]!r}): the function ran "
                 "on something other than the partitions of readings.")
     lost = [c for c in expected.columns if c not in result.columns]
     if lost:
-        return f"`result` has no column {', '.join(f'`{c}`' for c in lost)}; summarize(readings) has them."
+        has = ", ".join(f"`{c}`" for c in result.columns)
+        return (f"`result` has no column {', '.join(f'`{c}`' for c in lost)} (its columns: {has}); {wanted} has: "
+                "the partial results were combined, but not turned into the final value.")
     return _values_differ(result.loc[expected.index, list(expected.columns)], expected, thing)
 
 
-@exercise("partition-pandas", lesson="01-distributed-python/07-parallel-pandas-in-practice.ipynb",
-          title="Split a DataFrame across workers", hints=HINTS)
+@exercise("partition-pandas", lesson="01-distributed-python/08-parallel-pandas-in-practice.ipynb",
+          title="A mean per site, combined across partitions", hints=HINTS)
 def partition_pandas(a: Attempt) -> Verdict:
-    """Grade a partitioned pandas run: pandas' result, from several balanced tasks that overlapped."""
+    """Grade a partitioned pandas run: the mean per site pandas gives, from several balanced tasks."""
     import pandas as pd
 
-    readings, summarize = a.namespace.get(DATA), a.namespace.get(ANALYSIS)  # from the lesson's first cell
-    if not isinstance(readings, pd.DataFrame) or not callable(summarize):
-        missing = f"`{DATA}` (a DataFrame)" if not isinstance(readings, pd.DataFrame) else f"`{ANALYSIS}`"
-        raise NotYet(f"this notebook has no {missing} from the lesson's first cell (the kernel may have restarted): "
-                     "run that cell again, then this one.")
+    readings = a.namespace.get(DATA)  # from the lesson's first cell
+    if not isinstance(readings, pd.DataFrame):
+        raise NotYet(f"this notebook has no `{DATA}` (a DataFrame) from the lesson's first cell (the kernel may "
+                     "have restarted): run that cell again, then this one.")
     result = a.require(RESULT)
-    expected = summarize(readings)  # the analysis as written, on one machine: the reference
-    wrong = compare(result, expected)
+    expected = site_means(readings)  # the analysis on one machine: the answer
+    wrong = compare(result, expected, WANTED)
     if wrong is not None:
         return a.not_yet(wrong, mistake="result")
     rows = len(readings)
     n = measure.tasks(a.trace)
     if n == 0:
-        return a.not_yet("no task ran on a worker: summarize ran here in the notebook, on all the rows at once.",
-                         mistake="no-partitions")
+        return a.not_yet("no task ran on a worker: the means were computed here in the notebook, on all the rows "
+                         "at once.", mistake="no-partitions")
     if n == 1:
         return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so only one worker "
                          "can work on it, however many there are.", mistake="no-partitions")
@@ -199,14 +259,15 @@ def partition_pandas(a: Attempt) -> Verdict:
                          f"{fmt_x(packed)} one worker's work by their input bytes, under "
                          f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep the workers busy.", mistake="dominant",
                          details=details)
-    source = _derived(result, a.trace, fn, readings, summarize, expected)
+    source = _derived(result, a.trace, fn, readings, _functions_named(a.namespace, fn))
     if source is None:
         carried = " (the Captured object finding: the task function carried a large object of the notebook)" \
             if captured is not None else ""
         return a.not_yet(f"`result` was not computed from the tasks' results: the {n} {fn} tasks returned values "
-                         f"that are neither `result` joined in task order nor summarize of {n} partitions holding "
+                         f"that are neither `result` joined in task order nor {fn} of {n} partitions holding "
                          f"every row of `{DATA}` once{carried}.", mistake="not-from-tasks", details=details)
-    return a.passed(f"result equals pandas' summarize(readings): {len(expected)} rows, the same values; {source}",
+    return a.passed(f"result equals {WANTED} computed by pandas in the notebook: {len(expected)} sites, the same "
+                    f"values; {source}",
                     f"{n} tasks, none under the row floor, the largest with {share:.0%} of the input bytes (at most "
                     f"{DOMINANT_SHARE}x its share of {1 / n:.0%}); {together} of them submitted with no wait between "
                     "them, "
@@ -217,24 +278,53 @@ def partition_pandas(a: Attempt) -> Verdict:
 def _main_function(trace: Any) -> str:
     """The function with the most tasks in the cell (what map_partitions ran on the partitions)."""
     counts = trace.task_counts()
-    return max(counts, key=lambda f: counts[f]) if counts else ANALYSIS
+    return max(counts, key=lambda f: counts[f]) if counts else ""
 
 
-def _derived(result: Any, trace: Any, fn: str, readings: Any, summarize: Any, expected: Any) -> str | None:
+def _functions_named(namespace: dict[str, Any], name: str) -> list[Any]:
+    """The callables of the notebook named ``name`` (a def, or a lambda the trace calls ``<lambda>``)."""
+    found: list[Any] = []
+    for value in list(namespace.values()):
+        plain = getattr(value, "__wrapped__", value)
+        if callable(plain) and getattr(plain, "__name__", None) == name and all(plain is not f for f in found):
+            found.append(plain)
+    return found
+
+
+def _partials(f: Any, parts: list[Any], readings: Any) -> list[Any]:
+    """``f`` of each partition; none (so nothing matches) when ``f`` gives every partition what it gives the whole.
+
+    A function that ignores its partition (it reads the notebook's ``readings`` instead) returns
+    the whole answer from every task: its results are not partial results of the partitions.
+    """
+    out = [f(p) for p in parts]
+    whole = f(readings)
+    try:
+        ignores = all(measure.same_result(o, whole) if not hasattr(o, "equals") else o.equals(whole) for o in out)
+    except (TypeError, ValueError):
+        ignores = False
+    return [] if ignores else out
+
+
+def _derived(result: Any, trace: Any, fn: str, readings: Any, functions: list[Any]) -> str | None:
     """How ``result`` came from the ``fn`` tasks' results, said for the verdict; None when it did not.
 
-    Joined in task order (the default combine), or the tasks returned summarize of a split of
-    ``readings`` that map_partitions makes (each row in one partition): the partial summaries a
-    combine was given. A split by the summary's key is tried when that key is a column.
+    Joined in task order (the default combine), or the tasks returned one of ``functions``
+    (the notebook's callables named ``fn``) of a split of ``readings`` that map_partitions
+    makes, each row in one partition: the partial results a combine was given. Splits by
+    :data:`KEYS` are tried where the key is a column.
     """
     n = len(trace.results(fn))
     if derivation.concatenated(result, trace, fn, name=RESULT):
-        return f"`result` is the {n} tasks' summaries joined in task order"
-    candidates = {"rows": lambda: [summarize(p) for p in split(readings, n)]}
-    key = getattr(expected.index, "name", None)
-    if key is not None and key in readings.columns:
-        candidates[f"`{key}`"] = lambda: [summarize(p) for p in split(readings, n, by=key)]
+        return f"`result` is the {n} tasks' results joined in task order"
+    candidates: dict[str, Any] = {}
+    for i, f in enumerate(functions):
+        candidates[f"rows/{i}"] = lambda f=f: _partials(f, split(readings, n), readings)
+        for key in KEYS:
+            if key in readings.columns:
+                candidates[f"`{key}`/{i}"] = lambda f=f, key=key: _partials(f, split(readings, n, by=key), readings)
     found = derivation.partials(trace, fn, candidates)
     if found is None:
         return None
-    return (f"the {n} tasks returned summarize of {n} partitions (by {found}) holding every row of `{DATA}` once")
+    by = found.split("/")[0]
+    return f"the {n} tasks returned {fn} of {n} partitions (by {by}) holding every row of `{DATA}` once"

@@ -105,7 +105,7 @@ HINTS = {
 }
 
 
-@exercise("straggler", lesson="01-distributed-python/06-stragglers-and-partitions.ipynb",
+@exercise("straggler", lesson="01-distributed-python/06-stragglers.ipynb",
           title="Split the oversized input", hints=HINTS)
 def straggler(a: Attempt) -> Verdict:
     """Grade partitioning: the right total from pieces of similar size, neither one giant nor thousands of crumbs."""

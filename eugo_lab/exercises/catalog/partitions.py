@@ -1,0 +1,152 @@
+"""Exercise ``partitions`` (Course 1, lesson 7): cut work of uneven cost so that no worker idles.
+
+Row ``n`` of the work takes ``n`` steps, so equal ranges of rows hold unequal work: the last
+range of the starter's one-per-worker split holds most of it. Starter cell (graded ``not yet``:
+on 2 workers the second range holds three quarters of the work, so the first worker idles half
+the run)::
+
+    %%eugo --exercise partitions
+    from eugo_lab import hpc
+
+    @hpc.remote(optimize=False)
+    def load(start, stop):
+        return sum(k * k % 7 for n in range(start, stop) for k in range(n))
+
+    N = 4_000
+    workers = hpc.cluster().workers
+    cuts = [N * i // workers for i in range(workers + 1)]
+    total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))
+
+Reference solution (same first lines, then)::
+
+    cuts = [N * i // (8 * workers) for i in range(8 * workers + 1)]
+    pieces = sorted(zip(cuts, cuts[1:]), reverse=True)
+    total = sum(hpc.get([load.remote(a, b) for a, b in pieces]))
+
+Ranges cut so they hold equal work (boundaries at ``N * sqrt(i / k)``) pass too, as do
+enough equal ranges in row order.
+
+Criteria, in the order checked, each a count or a value (never a duration, so a busy machine
+gives the verdict an idle one does): ``total`` equals the sum over rows ``0..N-1``, computed here
+(``N`` from the cell, else ``ROWS``); ``load`` tasks ran; ``total`` is the sum of what those
+tasks returned (:func:`~eugo_lab.exercises.derivation.combined`); at most
+``max(MAX_TASKS, MAX_PER_WORKER * workers)`` tasks; at least 2 of them submitted with no
+wait between them; and the pieces, handed out in the order submitted to 2 workers (this run's
+workers when it had more), each to the least-loaded one as the pool's queue does, keep the
+workers busy at least ``MIN_BUSY`` of the run (:func:`~eugo_lab.exercises.measure.packed_speedup`
+over the worker count). Each piece's work is read off its own result: ``k * k % 7`` runs
+through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers, so row ``n``'s ``n`` steps return about
+``2n`` and a piece returns about twice the steps it took, whatever the machine's speed (the
+replay needs only the pieces' relative sizes, so the results are its weights as they are).
+
+The Long tail and Straggler findings weigh measured times, so the verdict reports them as
+measured details only.
+"""
+
+from __future__ import annotations
+
+from eugo_lab.analysis.findings import Code
+from eugo_lab.analysis.report import fmt_x
+from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+
+FUNCTION = "load"
+ROWS = 4_000
+# The share of the run the workers must be busy, replayed by work. On 2 workers one equal range
+# each gives 67% (1/4 and 3/4 of the work), four in row order 80%, eight in row order 89%, and
+# any split submitted costly rows first or cut to equal work about 100%: 85% asks for several
+# pieces per worker, or pieces of equal work, and leaves room for rounding.
+MIN_BUSY = 0.85
+# 4,000 rows hold about 8 million steps (~0.4 s of plain Python here): 100 pieces keep the average
+# piece near 4 ms, ten times the local pool's round trip (0.1-0.5 ms); far more pieces and the trip
+# becomes a large share of each. A bigger cluster needs more pieces: 16 per worker stay allowed.
+MAX_TASKS = 100
+MAX_PER_WORKER = 16
+
+
+def reference_total(rows: int = ROWS) -> int:
+    """``sum(k * k % 7 for n in range(rows) for k in range(n))``, counted per ``k`` (in ``rows - 1 - k`` rows)."""
+    return sum((k * k % 7) * (rows - 1 - k) for k in range(rows))
+
+
+def _rows(a: Attempt) -> int:
+    """The cell's ``N`` (the rows it covers), else :data:`ROWS`."""
+    n = a.namespace.get("N")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else ROWS
+
+
+_SOLUTION = ("cuts = [N * i // (8 * workers) for i in range(8 * workers + 1)]  # eight ranges per worker\n"
+             "pieces = sorted(zip(cuts, cuts[1:]), reverse=True)  # the costly last rows first\n"
+             "total = sum(hpc.get([load.remote(a, b) for a, b in pieces]))")
+HINTS = {
+    DEFAULT: Hint("Cut the rows into several ranges per worker instead of one, and submit the ranges of costly "
+                  "late rows first, so a worker that finishes early takes another piece and none is left working "
+                  "alone at the end.", _SOLUTION),
+    "results": Hint("The ranges must cover every row from 0 to N exactly once: each starts where the previous one "
+                    "stopped, and the last stops at N.", _SOLUTION),
+    "local": Hint("Submit each range as a load task with .remote, then add up what the tasks return.", _SOLUTION),
+    "not-from-tasks": Hint("Add up what the load tasks returned: `total` is the sum of the results that get() gives "
+                           "back for your ranges, not a number computed here in the notebook or kept from an "
+                           "earlier cell.", _SOLUTION),
+    "too-small": Hint("Cut the rows less finely: eight or so ranges per worker spread the work well, and each "
+                      "still holds enough rows to be worth its trip.", _SOLUTION),
+    "uneven": Hint("Equal ranges of rows are not equal work here: the late rows cost the most. Cut more ranges "
+                   "than there are workers (several each) and submit the costly ones first, or place the cuts so "
+                   "every range holds the same number of steps.", _SOLUTION),
+    "serial": Hint("Submit every range before waiting for any: build the list of futures first, then one get().",
+                   _SOLUTION),
+}
+
+
+@exercise("partitions", lesson="01-distributed-python/07-partitions.ipynb",
+          title="Partition uneven work so no worker idles", hints=HINTS)
+def partitions(a: Attempt) -> Verdict:
+    """Grade partitioning by work: the right total, from pieces that keep every worker busy to the end."""
+    total = a.require("total")
+    rows = _rows(a)
+    if not measure.same_result(total, reference_total(rows)):
+        return a.not_yet(f"`total` is not the sum over all {rows:,} rows: the ranges must cover every row exactly "
+                         "once (each starts where the previous one stopped, the last stops at the end).",
+                         mistake="results")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n == 0:
+        return a.not_yet(f"no {FUNCTION} task ran on a worker: the rows were added up here in the notebook.",
+                         mistake="local")
+    came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
+    if not came:
+        return a.not_yet(f"{came.why}: the graded total must be what this cell's tasks computed.",
+                         mistake="not-from-tasks")
+    w = max(a.workers, 2)
+    on = f"{w} workers" + (" (this run had 1 worker, so the check counts 2)" if a.workers < 2 else "")
+    limit = max(MAX_TASKS, MAX_PER_WORKER * w)
+    tail = [name for code, name in TIMED.items() if a.report.finding(code) is not None]
+    details = (f"timing findings: {', '.join(tail) if tail else 'none'}",
+               f"workers computing {a.report.efficiency:.0%} of the measured run")
+    if n > limit:
+        return a.not_yet(f"{n:,} tasks for {rows:,} rows: so many pieces that each carries little work beside its "
+                         f"fixed trip to a worker; up to {limit} pieces on {on} each stays worth sending.",
+                         mistake="too-small", details=details)
+    together = measure.submitted_together(a.trace, FUNCTION)
+    if n > 1 and together < 2:  # one task has nothing to wait between: it is graded on the work it holds
+        return a.not_yet(f"the cell waited after each of the {n} {FUNCTION} tasks it submitted, before submitting "
+                         "the next, so they ran one after another.", mistake="serial", details=details)
+    work = [float(v) for v in derivation.scalar_values(a.trace, FUNCTION) or []]
+    busy = measure.packed_speedup(work, w) / w
+    biggest = max(work) / sum(work) if sum(work) > 0 else 1.0
+    if busy < MIN_BUSY:
+        return a.not_yet(f"your {measure.plural(n, 'piece')}, handed out in the order submitted to {on}, "
+                         f"{'keeps' if n == 1 else 'keep'} them "
+                         f"busy {busy:.0%} of the run, under {MIN_BUSY:.0%}: the largest piece holds {biggest:.0%} "
+                         "of the work (read from what each task returned), and the late rows cost the most, so "
+                         "equal ranges of rows are not equal work and the workers without the costly pieces sit "
+                         "idle at the end.", mistake="uneven", details=details)
+    return a.passed(f"{n} {FUNCTION} tasks, {n / w:.1f} per worker on {on}; the largest holds {biggest:.0%} of the "
+                    "work (read from what each task returned)",
+                    f"{together} tasks were submitted with no wait between them; handed out in the order submitted, "
+                    f"the pieces keep the workers busy {busy:.0%} of the run (at least {MIN_BUSY:.0%}), "
+                    f"{fmt_x(measure.packed_speedup(work, w))} one worker's work",
+                    f"`total` is the sum of the {n} tasks' results and equals the sum over all {rows:,} rows",
+                    details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
+
+
+TIMED = {Code.STRAGGLER: "Straggler", Code.LONG_TAIL: "Long tail"}
