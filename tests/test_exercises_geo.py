@@ -16,7 +16,7 @@ from _exercise_cells import code_in, hint_code, hint_words, run_exercise, tier_c
 from eugo_lab.exercises import catalog
 
 BASE = """
-import math, pathlib, tempfile
+import dataclasses, math, pathlib, tempfile
 import numpy as np
 import rasterio
 from eugo_lab import hpc
@@ -405,24 +405,28 @@ def test_sizing_evidence_follows_the_run():
 
 
 # -- seven-terabytes ---------------------------------------------------------------------------------
-REF_SEVEN = (SMALL.format(", throttle=store") + "plan = sizing.plan(small, job)\n"
-             "workers, bandwidth, cost = plan.workers, plan.bandwidth, plan.cost\n")
+SEVEN_SMALL = SMALL.format(", throttle=store") + "reads_per_file = sum(r.reads for r in results) / len(results)\n"
+WARM = "warm = dataclasses.replace(job, startup=20)\n"
+REF_SEVEN = (SEVEN_SMALL + WARM + "warm_plan = sizing.plan(small, warm)\nworkers = warm_plan.workers\n"
+             "prefixes = math.ceil(FILES * reads_per_file / (warm_plan.wall_time - warm.startup) / 5_500)\n")
+STARTER_SEVEN = (SEVEN_SMALL + WARM + "workers = sizing.plan(small, job).workers\n"
+                 "prefixes = math.ceil(FILES * reads_per_file / DEADLINE / 5_500)\n")
 SEVEN_TABLE = [
-    row("reference", REF_SEVEN, True, "each within 15% of the plan replayed from the 16 measured tiles of this cell",
-        "the store must serve more than the 38.9 GB/s of spreading the bytes over all 180 s",
-        "the cost is more than the task seconds alone", setup=SEVEN, id="plan"),
-    row("honest", "with hpc.trace() as run:\n    results = hpc.get([process.remote(q, out_dir, throttle=store) "
-        "for q in tiles.paths])\np = sizing.plan(run, job)\nworkers = p.workers\n"
-        "bandwidth = TOTAL / (p.wall_time - job.startup)\n"
-        "cost = p.workers * p.wall_time / 3600 * job.price_per_worker_hour\n", True,
-        "each within 15% of the plan", setup=SEVEN, id="bandwidth-and-cost-by-hand"),
-    row("mistake", SMALL.format(", throttle=store")
-        + 'per_file = small.to_dataframe().eval("end - start").mean() * job.scale\n'
-          "workers = math.ceil(FILES * per_file / DEADLINE)\nbandwidth = TOTAL / DEADLINE\n"
-          "cost = FILES * per_file / 3600 * job.price_per_worker_hour\n", False,
-        "workers: you spread the work over the whole 180 s, but 60 s of it is start-up",
-        "bandwidth: you spread the 7 TB over the whole three minutes",
-        "cost: you priced only the seconds the tasks computed", mistake="workers", setup=SEVEN, id="starter"),
+    row("reference", REF_SEVEN, True,
+        "workers within 15% of the plan replayed with a 20 s start-up from the 16 process_tile tasks of this cell",
+        "read calls a file x 192,000 files in the", "prefixes keep each under 5,500", setup=SEVEN, id="plan-again"),
+    row("honest", SEVEN_SMALL + "p = sizing.plan(small, sizing.Job(tasks=FILES, deadline=DEADLINE, startup=20, "
+        "scale=job.scale, task_bytes=file_bytes))\nworkers = p.workers + 1\n"
+        "prefixes = math.ceil(FILES * reads_per_file / (p.wall_time - 20) / 5_500) + 1\n", True,
+        "workers within 15% of the plan", setup=SEVEN, id="a-new-job-one-spare-each"),
+    row("mistake", STARTER_SEVEN, False, "is a count for the lesson's 60 s start-up", "with 20 s the tasks have 160 s",
+        "prefixes: you spread the read requests over the whole 180 s",
+        mistake="old-startup", setup=SEVEN, id="starter-the-60-s-plan"),
+    row("mistake", REF_SEVEN.replace("(warm_plan.wall_time - warm.startup)", "DEADLINE"), False,
+        "prefixes: you spread the read requests over the whole 180 s", absent=("workers:",),
+        mistake="prefixes-deadline", setup=SEVEN, id="requests-over-the-whole-deadline"),
+    row("mistake", REF_SEVEN.replace("/ 5_500)", "/ 5_500 / 4)"), False, "prefixes: with", "over the 5,500 a "
+        "prefix is guaranteed", absent=("workers:",), mistake="prefixes", setup=SEVEN, id="a-quarter-of-the-prefixes"),
     row("mistake", "job = sizing.Job(tasks=FILES, deadline=DEADLINE, scale=job.scale, task_bytes=file_bytes, "
         "price_per_worker_hour=0.04)\n" + REF_SEVEN, False,
         "`job.startup` is 0: thousands of workers do not start instantly", mistake="job", setup=SEVEN,
@@ -431,9 +435,9 @@ SEVEN_TABLE = [
         "price_per_worker_hour=0.04)\n" + REF_SEVEN, False, "the job's scale is 1, but a file is about",
         mistake="job", setup=SEVEN, id="files-as-big-as-the-tiles"),
     row("shortcut", "with hpc.trace() as small:\n    hpc.get([nap.remote() for _ in range(16)])\nresults = saved\n"
-        "plan = sizing.plan(small, job)\nworkers, bandwidth, cost = plan.workers, plan.bandwidth, plan.cost\n",
-        False, "0 of its 16 values are among what the 16 nap tasks of this cell returned", mistake="not-from-tasks",
-        setup=SEVEN + SAVED + NAP, id="decoy-small-run-results-of-an-earlier-cell"),
+        "reads_per_file = 30\n" + WARM + "warm_plan = sizing.plan(small, warm)\nworkers = warm_plan.workers\n"
+        "prefixes = 10\n", False, "0 of its 16 values are among what the 16 nap tasks of this cell returned",
+        mistake="not-from-tasks", setup=SEVEN + SAVED + NAP, id="decoy-small-run-results-of-an-earlier-cell"),
     row("shortcut", REF_SEVEN.replace("for p in tiles.paths", "for p in tiles.paths[:8]"), False,
         "8 of the 16 tiles have no result in `results`", mistake="results", setup=SEVEN,
         id="half-the-tiles-measured"),
@@ -449,8 +453,8 @@ def test_seven_terabytes_evidence_follows_the_run():
     """The passing line counts this run's measured tiles: 12, not the reference's 16."""
     seven = SEVEN.replace("n=16", "n=12")
     _, text = lines(run_exercise("seven-terabytes", REF_SEVEN, setup=seven))
-    assert "each within 15% of the plan replayed from the 12 measured tiles of this cell" in text, text
-    assert "16 measured tiles" not in text
+    assert "from the 12 process_tile tasks of this cell" in text, text
+    assert "16 process_tile" not in text
 
 
 def test_registered_with_their_lessons():
