@@ -10,6 +10,10 @@ window fetches only those blocks: :func:`read_tile` counts the bytes it really r
 Each step runs inside an ``hpc.phase`` ("read", "compute", "write"), so a traced run shows
 where a task's time goes. Outside a task the phases cost nothing.
 
+:func:`open_tile` is rasterio's own ``open`` with the same counting: code that reads with
+``src.read(..., window=...)`` itself gets a :class:`ReadReceipt` of what GDAL fetched, which a
+task can return beside its result.
+
 Example::
 
     tiles = make_tiles(folder, n=8)

@@ -100,14 +100,14 @@ PHASES_HINTS = {
     "no-tiles": Hint("Run the lesson's cell that makes the tiles, then this cell again.", _TILES),
     "results": Hint("`results` must be the list get() returns: one output file per tile of `tiles`, from one task "
                     "per tile.", _SUBMIT),
-    "local": Hint("Run each tile as a task on a worker: decorate the function with hpc.remote, submit one task per "
-                  "path with .remote, then one get().", _SUBMIT),
+    "local": Hint("Run each tile as a task on a worker: make the function remote, submit one task per "
+                  "path, then wait for them all with one get().", _SUBMIT),
     "loop-in-task": Hint("Give every tile a task of its own instead of one task looping over several, so the "
                          "workers share the tiles and each tile's phases show on its own.", _SUBMIT),
     "not-from-tasks": Hint("Keep what the tasks return: `results` is the list get() hands back for the tasks "
                            "that made the quicklooks, not a list made here in the notebook or by an earlier cell.",
                            _SUBMIT),
-    "no-phases": Hint("Mark every step: a `with hpc.phase(...)` block for the read, one for the compute and one "
+    "no-phases": Hint("Mark every step: a phase block for the read, one for the compute and one "
                       "for the write, inside the task's body, around the lines that do each.", _QUICKLOOK),
     "empty-phases": Hint("Move the work into the phases: each phase must hold the lines of its step (indent them "
                          "under it), not open and close around nothing before the work runs.", _QUICKLOOK),
