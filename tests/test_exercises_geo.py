@@ -16,7 +16,9 @@ from _exercise_cells import code_in, hint_code, hint_words, run_exercise, tier_c
 from eugo_lab.exercises import catalog
 
 BASE = """
-import math, pathlib, tempfile
+import dataclasses, math, pathlib, tempfile
+import numpy as np
+import rasterio
 from eugo_lab import hpc
 from eugo_lab.analysis import sizing
 from eugo_lab.workloads import geotiles
@@ -48,14 +50,64 @@ def lines(v):
 
 
 
-# A remote function of the learner's own, other names, the tiles submitted in another order: honest.
-OWN_TASK = """
+QUICKLOOK = """
 @hpc.remote
-def tile_job(path):
-    return geotiles.process_tile(path, out_dir)
-pending = [tile_job.remote(q) for q in reversed(tiles.paths)]
+def quicklook(path):
+    with rasterio.open(path) as src:
+        rgb = src.read((3, 2, 1)).astype("float32")
+        crs, transform = src.crs, src.transform @ src.transform.scale(4)
+    small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
+    img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
+    target = out_dir / f"{pathlib.Path(path).stem}_rgb.tif"
+    with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+                       dtype="uint8", crs=crs, transform=transform) as dst:
+        dst.write(img)
+    return str(target)
+"""
+SUBMIT = "results = hpc.get([quicklook.remote(p) for p in tiles.paths])\n"
+STARTER_PHASES = QUICKLOOK + SUBMIT
+REF_PHASES = """
+@hpc.remote
+def quicklook(path):
+    with hpc.phase("read"):
+        with rasterio.open(path) as src:
+            rgb = src.read((3, 2, 1)).astype("float32")
+            crs, transform = src.crs, src.transform @ src.transform.scale(4)
+    with hpc.phase("compute"):
+        small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
+        img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
+    with hpc.phase("write"):
+        target = out_dir / f"{pathlib.Path(path).stem}_rgb.tif"
+        with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+                           dtype="uint8", crs=crs, transform=transform) as dst:
+            dst.write(img)
+    return str(target)
+""" + SUBMIT
+# Other names, the steps split into helpers, the tiles submitted in reverse order: honest.
+OWN_PHASES = """
+def load(path):
+    with rasterio.open(path) as src:
+        return src.read((3, 2, 1)).astype("float32"), src.crs, src.transform @ src.transform.scale(4)
+
+@hpc.remote
+def thumb(path):
+    with hpc.phase("read"):
+        rgb, crs, transform = load(path)
+    with hpc.phase("compute"):
+        img = np.clip(rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4)) / 12, 0, 255).astype("uint8")
+    target = out_dir / (pathlib.Path(path).stem + "_thumb.tif")
+    with hpc.phase("write"), rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+                                           dtype="uint8", crs=crs, transform=transform) as dst:
+        dst.write(img)
+    return target
+pending = [thumb.remote(q) for q in reversed(tiles.paths)]
 results = hpc.get(pending)
 """
+# Phases opened and closed around nothing at the top of the task, the work after them.
+EMPTY_PHASES = QUICKLOOK.replace("def quicklook(path):\n", "def quicklook(path):\n"
+                                 "    for step in ('read', 'compute', 'write'):\n"
+                                 "        with hpc.phase(step):\n            pass\n") + SUBMIT
+ONLY_READ = REF_PHASES.replace('with hpc.phase("compute"):', 'if True:').replace('with hpc.phase("write"):', 'if True:')
 # Phases marked by hand in a task of the learner's own (a decoy: it processes nothing).
 FAKE_PHASES = """
 @hpc.remote
@@ -68,19 +120,12 @@ def fake(p):
         pass
 hpc.get([fake.remote(p) for p in tiles.paths])
 """
-LOCAL = "results = [geotiles.process_tile(p, out_dir) for p in tiles.paths]\n"
-UNMARKED = """
-@hpc.remote
-def by_hand(path):
-    import rasterio
-    with rasterio.open(path) as src:          # read, but not inside hpc.phase("read")
-        tile = geotiles.Tile(src.read(), src.transform, src.crs, geotiles.BANDS)
-    out = geotiles.resample(tile, 2)
-    return geotiles.TileResult(str(path), str(out_dir / pathlib.Path(path).name), 0, 0,
-                               geotiles.write_cog(out, out_dir / pathlib.Path(path).name), (), ())
-results = hpc.get([by_hand.remote(p) for p in tiles.paths])
-"""
-REF_PHASES = "results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])"
+LOCAL = QUICKLOOK.replace("@hpc.remote\n", "") + "results = [quicklook(p) for p in tiles.paths]\n"
+LOCAL_REF = (REF_PHASES.replace("@hpc.remote\n", "").replace(SUBMIT, "")
+             + "results = [quicklook(p) for p in tiles.paths]\n")
+BATCH = REF_PHASES.replace("@hpc.remote\n", "").replace(SUBMIT, "") + (
+    "batch = hpc.remote(lambda paths: [quicklook(p) for p in paths])\n"
+    "results = hpc.get(batch.remote(list(tiles.paths)))\n")
 
 
 def row(kind, cell, passed, *phrases, absent=(), mistake=None, setup=EVEN, line="-w 2 --no-live", id=None):
@@ -109,30 +154,32 @@ def check_row(exercise_id, cell, passed, phrases, absent, mistake, setup, line):
 
 # -- phases ------------------------------------------------------------------------------------------
 PHASES_TABLE = [
-    row("reference", REF_PHASES, True, "`results` is what the 16 process_tile tasks of this cell returned",
+    row("reference", REF_PHASES, True, "`results` is what the 16 quicklook tasks of this cell returned",
         "16 tiles ran as 16 tasks, each with its read, compute and write phases",
-        "all 16 outputs are Cloud-Optimized GeoTIFFs", absent=("other task",), id="one-task-per-tile"),
-    row("honest", OWN_TASK, True, "`results` is what the 16 tile_job tasks of this cell returned",
-        "16 tiles ran as 16 tasks", id="own-remote-function-other-order"),
-    row("mistake", LOCAL, False, "processed here in the notebook, one after another: nothing ran on a worker",
+        "the phases hold the work: at least 50% of every task's time is inside them", absent=("other task",),
+        id="each-step-in-its-phase"),
+    row("honest", OWN_PHASES, True, "`results` is what the 16 thumb tasks of this cell returned",
+        "16 tiles ran as 16 tasks", id="helpers-other-names-other-order"),
+    row("mistake", STARTER_PHASES, False, "16 of the 16 quicklook tasks recorded no 'read' and 'compute' and "
+        "'write' phase", mistake="no-phases", id="starter-no-phase-marked"),
+    row("mistake", ONLY_READ, False, "recorded no 'compute' and 'write' phase", mistake="no-phases",
+        id="only-the-read-marked"),
+    row("mistake", LOCAL_REF, False, "processed here in the notebook, one after another: nothing ran on a worker",
         mistake="local", id="in-the-notebook"),
-    row("mistake", "results = hpc.get(hpc.remote(geotiles.process_tiles).remote(tiles.paths, out_dir))", False,
-        "16 tiles ran in 1 task: a task that loops over several tiles keeps them on one worker",
-        mistake="loop-in-task", id="all-tiles-in-one-task"),
-    row("mistake", "results = hpc.get([process.remote(p, out_dir) for p in tiles.paths[:10]])", False,
-        "6 of the 16 tiles have no result in `results`", mistake="results", id="missing-tiles"),
-    row("mistake", UNMARKED, False, "16 of the 16 by_hand tasks recorded no 'read' phase",
-        mistake="no-phases", id="unmarked-steps"),
+    row("mistake", BATCH, False, "16 tiles ran in 1 task: a task that loops over several tiles keeps them on one "
+        "worker", mistake="loop-in-task", id="all-tiles-in-one-task"),
+    row("mistake", REF_PHASES.replace("for p in tiles.paths", "for p in tiles.paths[:10]"), False,
+        "`results` names 10 distinct output files that exist, for 16 tiles", mistake="results", id="missing-tiles"),
+    row("shortcut", EMPTY_PHASES, False, "16 of the 16 quicklook tasks opened their read, compute and write "
+        "phases, but the phases hold less than 50% of the task's time", mistake="empty-phases",
+        id="phases-around-nothing"),
     row("shortcut", FAKE_PHASES + LOCAL, False,
         "`results` was not computed from the tasks' results: 0 of its 16 values are among what the 16 fake tasks",
         mistake="not-from-tasks", id="local-results-beside-fake-phases"),
-    row("shortcut", "hpc.get([process.remote(p, out_dir) for p in tiles.paths[:8]])\n" + LOCAL, False,
-        "8 of its 16 values are among what the 8 process_tile tasks of this cell returned",
-        mistake="not-from-tasks", id="local-results-beside-decoy-tasks"),
-    row("shortcut", "hpc.get([process.remote(p, out_dir, product='ndvi') for p in tiles.paths])\nresults = saved\n",
-        False, "0 of its 16 values are among what the 16 process_tile tasks of this cell returned",
-        mistake="not-from-tasks", setup=EVEN + "saved = [geotiles.process_tile(p, out_dir) for p in tiles.paths]\n",
-        id="results-of-an-earlier-cell"),
+    row("shortcut", REF_PHASES.replace(SUBMIT, "hpc.get([quicklook.remote(p) for p in tiles.paths[:8]])\n")
+        + "results = saved\n", False, "8 of its 16 values are among what the 8 quicklook tasks of this cell "
+        "returned", mistake="not-from-tasks", setup=EVEN + LOCAL.replace("results =", "saved ="),
+        id="results-of-an-earlier-cell-beside-decoy-tasks"),
 ]
 
 
@@ -145,14 +192,25 @@ def test_phases_evidence_follows_the_run():
     """The passing lines state this run's facts: another tile count, a task beside the tiles."""
     cell = REF_PHASES + "\nhpc.get(hpc.remote(len).remote('extra'))\n"
     _, text = lines(run_exercise("phases", cell, setup=BASE + 'tiles = geotiles.make_tiles(work / "in", n=9)\n'))
-    assert "`results` is what the 9 process_tile tasks of this cell returned (the cell's 1 other task is not " \
+    assert "`results` is what the 9 quicklook tasks of this cell returned (the cell's 1 other task is not " \
            "counted)" in text, text
-    assert "9 tiles ran as 9 tasks" in text and "all 9 outputs" in text and "16" not in text
+    assert "9 tiles ran as 9 tasks" in text and "16" not in text
 
 
 # -- io-overlap --------------------------------------------------------------------------------------
-REF_IO = f'results = hpc.get([process.remote(p, out_dir, {NDVI}, bands=("red", "nir")) for p in tiles.paths])'
-STARTER_IO = f"results = hpc.get([process.remote(p, out_dir, {NDVI}) for p in tiles.paths])"
+REGIONS = """
+@hpc.remote
+def region(paths):
+    return {body}
+
+parts = hpc.get([region.remote(tiles.paths[i::{k}]) for i in range({k})])
+results = [r for part in parts for r in part]
+"""
+LOOP_BODY = '[geotiles.process_tile(p, out_dir, product="ndvi", throttle=store) for p in paths]'
+STARTER_IO = REGIONS.format(body=LOOP_BODY, k=2)
+REF_IO = REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=4, product="ndvi", throttle=store)',
+                        k=2)
+PER_TILE = f"results = hpc.get([process.remote(p, out_dir, {NDVI}) for p in tiles.paths])"
 # One task that opens read phases inside each other: three "reads in flight" from one waiting task.
 NESTED_READS = """
 @hpc.remote
@@ -164,47 +222,40 @@ def waits():
                 time.sleep(0.3)
 hpc.get(waits.remote())
 """
-
-
-def batches(prefetch: int) -> str:
-    return (f"batch = hpc.remote(geotiles.process_tiles)\n"
-            f"parts = hpc.get([batch.remote(tiles.paths[i::2], out_dir, prefetch={prefetch}, {NDVI}, "
-            f"bands=('red', 'nir')) for i in range(2)])\n"
-            "results = [r for part in parts for r in part]\n")
-
-
 W8 = "-w 8 --no-live"
 IO_TABLE = [
-    row("reference", REF_IO, True, "all 16 tiles became NDVI Cloud-Optimized GeoTIFFs, returned by 16 tasks",
-        "3 or more reads waited at once, more than the starter's 2 workers could hold",
-        "each read fetched only red and nir (at most 60% of its file)", line=W8, id="more-workers-than-cores"),
-    row("honest", batches(4), True, "returned by 2 tasks of this cell",
-        "reads prefetched in threads ran while the tasks computed", absent=("3 or more reads",),
-        id="prefetch-in-threads"),
-    row("mistake", STARTER_IO, False,
-        "waiting in the 'read' phase, and never more than 2 reads waited at once: on 2 workers",
-        "Each tile read all four bands (the whole file), but NDVI uses only red and nir", mistake="no-overlap",
+    row("reference", REF_IO, True, "all 16 tiles became NDVI Cloud-Optimized GeoTIFFs, returned by 2 tasks",
+        "every read went through the modelled store, which charged about",
+        "reads of read-ahead threads included), more than two tasks reading one tile at a time can hold",
+        id="read-ahead-in-each-region"),
+    row("honest", PER_TILE, True, "returned by 16 tasks of this cell", "by the tasks' 'read' phases on the timeline",
+        line=W8, id="a-task-per-tile-on-8-workers"),
+    row("honest", REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=2, product="ndvi", '
+                                      'throttle=store)', k=4), True, "returned by 4 tasks", line=W8,
+        id="four-regions-two-ahead"),
+    row("mistake", STARTER_IO, False, "never more than 2 reads waited at once",
+        "The 16 tiles ran in 2 tasks, each reading its tiles one after another", mistake="no-overlap",
         id="starter"),
-    row("mistake", batches(0), False, "never more than 2 reads waited at once", mistake="no-overlap",
-        id="batches-without-read-ahead"),
-    row("mistake", REF_IO, False, "Compute is a small part of each task, so a faster compute step",
-        absent=("all four bands",), mistake="no-overlap", id="fewer-bytes-on-2-workers"),
-    row("mistake", STARTER_IO, False, "NDVI uses only red and nir", absent=("waited at once",),
-        mistake="all-bands", line=W8, id="every-band-on-8-workers"),
-    row("mistake", 'results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir")) '
-        'for p in tiles.paths])', False, "modelled network storage (its `store`)", mistake="no-store",
-        id="without-the-store"),
-    row("mistake", 'results = hpc.get([process.remote(p, out_dir, bands=("red", "nir")) for p in tiles.paths])',
-        False, "the outputs are not NDVI", mistake="results", line=W8, id="not-ndvi"),
-    row("shortcut", REF_IO + NESTED_READS, False, "never more than 2 reads waited at once",
+    row("mistake", STARTER_IO, False, "The 16 tiles ran in 2 tasks, each reading its tiles one after another: 2 "
+        "reads at a time, however many workers", mistake="no-overlap", line=W8, id="regions-on-8-workers"),
+    row("mistake", REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=0, product="ndvi", '
+                                       'throttle=store)', k=2), False, "never more than 2 reads waited at once",
+        mistake="no-overlap", id="process-tiles-without-read-ahead"),
+    row("mistake", PER_TILE, False, "Waiting needs no core, and this machine has", mistake="no-overlap",
+        id="a-task-per-tile-on-2-workers"),
+    row("mistake", REF_IO.replace(", throttle=store", ""), False, "did not go through the lesson's modelled "
+        "network storage (its `store`)", mistake="no-store", id="without-the-store"),
+    row("mistake", REF_IO.replace('product="ndvi", ', ""), False, "the outputs are not NDVI", mistake="results",
+        id="not-ndvi"),
+    row("shortcut", STARTER_IO + NESTED_READS, False, "never more than 2 reads waited at once",
         absent=("passed",), mistake="no-overlap", id="nested-read-phases-beside"),
-    row("shortcut", STARTER_IO + "\nresults = [r._replace(bytes_read=r.bytes_read // 2) for r in results]\n", False,
-        "`results` was not computed from the tasks' results: 0 of its 16 values are among what the 16 "
-        "process_tile tasks of this cell returned", mistake="not-from-tasks", line=W8, id="bytes-edited-afterwards"),
-    row("shortcut", STARTER_IO + "\nresults = saved\n", False,
-        "0 of its 16 values are among what the 16 process_tile tasks", mistake="not-from-tasks", line=W8,
-        setup=EVEN + 'saved = [geotiles.process_tile(p, out_dir, product="ndvi", bands=("red", "nir")) '
-                     'for p in tiles.paths]\n', id="two-band-results-of-an-earlier-cell"),
+    row("shortcut", STARTER_IO + "results = [r._replace(read_start=r.read_start - 1) for r in results]\n", False,
+        "`results` was not computed from the tasks' results: 0 of its 16 values are among what the 2 "
+        "region tasks of this cell returned", mistake="not-from-tasks", id="read-times-edited-afterwards"),
+    row("shortcut", STARTER_IO + "results = saved\n", False,
+        "0 of its 16 values are among what the 2 region tasks", mistake="not-from-tasks", line=W8,
+        setup=EVEN + 'saved = geotiles.process_tiles(tiles.paths, out_dir, prefetch=4, product="ndvi", '
+                     'throttle=store)\n', id="read-ahead-results-of-an-earlier-cell"),
 ]
 
 
@@ -214,11 +265,84 @@ def test_io_overlap_table(cell, passed, phrases, absent, mistake, setup, line):
 
 
 def test_io_overlap_hint_tiers_carry_the_code():
-    assert 'bands=(\"red\", \"nir\")' in tier_code("io-overlap", "all-bands")
+    assert "prefetch=4" in tier_code("io-overlap", "no-overlap")
     assert "throttle=store" in tier_code("io-overlap", "no-store")
     assert 'product=\"ndvi\"' in tier_code("io-overlap", "results")
-    assert "hpc.get(" in tier_code("io-overlap", "not-from-tasks")
+    assert "parts" in tier_code("io-overlap", "not-from-tasks")
     assert 'hpc.phase(\"read\")' in tier_code("phases", "no-phases")
+
+
+# -- windowed-read -----------------------------------------------------------------------------------
+PLOTS = BASE + """
+tiles = geotiles.make_tiles(work / "in", n=16)
+plots = {p.name: (256 * (i % 2) + 16 * (i % 8), 256 * (i // 2 % 2) + 8 * i + 4) for i, p in enumerate(tiles.paths)}
+from rasterio.windows import Window
+"""
+PLOT_TASK = """
+@hpc.remote
+def plot_ndvi(path, col, row):
+    with geotiles.open_tile(path, throttle=store) as src:
+        {read}
+    {cut}
+    return float(((nir - red) / (nir + red)).mean()), src.receipt
+
+results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])
+"""
+CUT = "red, nir = red[row:row + 128, col:col + 128], nir[row:row + 128, col:col + 128]"
+STARTER_WIN = PLOT_TASK.format(read='red, nir = src.read((3, 4)).astype("float32")', cut=CUT)
+REF_WIN = PLOT_TASK.format(read='red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")',
+                           cut="")
+TWO_CALLS = PLOT_TASK.format(read="w = Window.from_slices((row, row + 128), (col, col + 128))\n"
+                                  "        red = src.read(3, window=w).astype('float64')\n"
+                                  "        nir = src.read(4, window=w).astype('float64')", cut="")
+ALL_BANDS = PLOT_TASK.format(read="_, _, red, nir = src.read(window=Window(col, row, 128, 128)).astype(float)", cut="")
+SWAPPED = PLOT_TASK.format(read='red, nir = src.read((3, 4), window=Window(row, col, 128, 128)).astype("float32")',
+                           cut="")
+INTEGER = PLOT_TASK.format(read="red, nir = src.read((3, 4), window=Window(col, row, 128, 128))", cut="")
+BY_HAND = """
+@hpc.remote
+def plot_ndvi(path, col, row):
+    with rasterio.open(path) as src:
+        red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")
+    return float(((nir - red) / (nir + red)).mean())
+
+results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])
+"""
+WINDOW_TABLE = [
+    row("reference", REF_WIN, True, "`results` is what the 16 plot_ndvi tasks of this cell returned",
+        "every task read only its plot: at most 13% of its file, by the bytes GDAL took on the worker",
+        "all 16 values are the mean NDVI of their tile's 128 x 128 plot", setup=PLOTS, line=W8, id="window"),
+    row("honest", TWO_CALLS, True, "every task read only its plot", setup=PLOTS, line=W8,
+        id="from-slices-one-band-a-call"),
+    row("mistake", STARTER_WIN, False, "16 of the 16 tasks read more than 1.5x the bytes of their plot's window",
+        "Its read asked for the whole bands, and the plot was cut out afterwards", mistake="whole-band",
+        setup=PLOTS, line=W8, id="starter-whole-bands-sliced"),
+    row("mistake", ALL_BANDS, False, "The window was right, but the read also asked for bands 1, 2",
+        mistake="all-bands", setup=PLOTS, line=W8, id="window-of-every-band"),
+    row("mistake", SWAPPED, False, "of the 16 tasks read a window that does not hold their tile's plot",
+        mistake="wrong-window", setup=PLOTS, line=W8, id="column-and-row-swapped"),
+    row("mistake", INTEGER, False, "the value is not the plot's mean NDVI", mistake="wrong-value", setup=PLOTS,
+        line=W8, id="unsigned-integer-arithmetic"),
+    row("mistake", BY_HAND, False, "the tasks returned no receipt of what they read", mistake="no-receipt",
+        setup=PLOTS, line=W8, id="plain-rasterio-open"),
+    row("shortcut", STARTER_WIN.replace("results = hpc.get(", "hpc.get(") + "results = saved\n", False,
+        "0 of its 16 values are among what the 16 plot_ndvi tasks", mistake="not-from-tasks",
+        setup=PLOTS + "saved = [(0.5, geotiles.ReadReceipt(str(p), 2_000_000, 200_000, 20, "
+                      "((*plots[p.name], 128, 128),), ((3, 4),), ((2, 128, 128),))) for p in tiles.paths]\n",
+        line=W8, id="receipts-typed-by-hand-beside-the-tasks"),
+    row("shortcut", "hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])\nresults = saved\n", False,
+        "0 of its 16 values are among what the 16 plot_ndvi tasks", mistake="not-from-tasks",
+        setup=PLOTS + REF_WIN.replace("@hpc.remote\n", "").replace("results = hpc.get([plot_ndvi.remote(p, "
+                                                                    "*plots[p.name]) for p in tiles.paths])", "")
+              + "saved = [plot_ndvi(p, *plots[p.name]) for p in tiles.paths]\n"
+              + "plot_ndvi = hpc.remote(plot_ndvi)\n",
+        line=W8, id="computed-in-the-notebook-decoy-tasks"),
+]
+
+
+@pytest.mark.parametrize("cell, passed, phrases, absent, mistake, setup, line", WINDOW_TABLE)
+def test_windowed_read_table(cell, passed, phrases, absent, mistake, setup, line):
+    check_row("windowed-read", cell, passed, phrases, absent, mistake, setup, line)
 
 
 # -- sizing ------------------------------------------------------------------------------------------
@@ -281,24 +405,28 @@ def test_sizing_evidence_follows_the_run():
 
 
 # -- seven-terabytes ---------------------------------------------------------------------------------
-REF_SEVEN = (SMALL.format(", throttle=store") + "plan = sizing.plan(small, job)\n"
-             "workers, bandwidth, cost = plan.workers, plan.bandwidth, plan.cost\n")
+SEVEN_SMALL = SMALL.format(", throttle=store") + "reads_per_file = sum(r.reads for r in results) / len(results)\n"
+WARM = "warm = dataclasses.replace(job, startup=20)\n"
+REF_SEVEN = (SEVEN_SMALL + WARM + "warm_plan = sizing.plan(small, warm)\nworkers = warm_plan.workers\n"
+             "prefixes = math.ceil(FILES * reads_per_file / (warm_plan.wall_time - warm.startup) / 5_500)\n")
+STARTER_SEVEN = (SEVEN_SMALL + WARM + "workers = sizing.plan(small, job).workers\n"
+                 "prefixes = math.ceil(FILES * reads_per_file / DEADLINE / 5_500)\n")
 SEVEN_TABLE = [
-    row("reference", REF_SEVEN, True, "each within 15% of the plan replayed from the 16 measured tiles of this cell",
-        "the store must serve more than the 38.9 GB/s of spreading the bytes over all 180 s",
-        "the cost is more than the task seconds alone", setup=SEVEN, id="plan"),
-    row("honest", "with hpc.trace() as run:\n    results = hpc.get([process.remote(q, out_dir, throttle=store) "
-        "for q in tiles.paths])\np = sizing.plan(run, job)\nworkers = p.workers\n"
-        "bandwidth = TOTAL / (p.wall_time - job.startup)\n"
-        "cost = p.workers * p.wall_time / 3600 * job.price_per_worker_hour\n", True,
-        "each within 15% of the plan", setup=SEVEN, id="bandwidth-and-cost-by-hand"),
-    row("mistake", SMALL.format(", throttle=store")
-        + 'per_file = small.to_dataframe().eval("end - start").mean() * job.scale\n'
-          "workers = math.ceil(FILES * per_file / DEADLINE)\nbandwidth = TOTAL / DEADLINE\n"
-          "cost = FILES * per_file / 3600 * job.price_per_worker_hour\n", False,
-        "workers: you spread the work over the whole 180 s, but 60 s of it is start-up",
-        "bandwidth: you spread the 7 TB over the whole three minutes",
-        "cost: you priced only the seconds the tasks computed", mistake="workers", setup=SEVEN, id="starter"),
+    row("reference", REF_SEVEN, True,
+        "workers within 15% of the plan replayed with a 20 s start-up from the 16 process_tile tasks of this cell",
+        "read calls a file x 192,000 files in the", "prefixes keep each under 5,500", setup=SEVEN, id="plan-again"),
+    row("honest", SEVEN_SMALL + "p = sizing.plan(small, sizing.Job(tasks=FILES, deadline=DEADLINE, startup=20, "
+        "scale=job.scale, task_bytes=file_bytes))\nworkers = p.workers + 1\n"
+        "prefixes = math.ceil(FILES * reads_per_file / (p.wall_time - 20) / 5_500) + 1\n", True,
+        "workers within 15% of the plan", setup=SEVEN, id="a-new-job-one-spare-each"),
+    row("mistake", STARTER_SEVEN, False, "is a count for the lesson's 60 s start-up", "with 20 s the tasks have 160 s",
+        "prefixes: you spread the read requests over the whole 180 s",
+        mistake="old-startup", setup=SEVEN, id="starter-the-60-s-plan"),
+    row("mistake", REF_SEVEN.replace("(warm_plan.wall_time - warm.startup)", "DEADLINE"), False,
+        "prefixes: you spread the read requests over the whole 180 s", absent=("workers:",),
+        mistake="prefixes-deadline", setup=SEVEN, id="requests-over-the-whole-deadline"),
+    row("mistake", REF_SEVEN.replace("/ 5_500)", "/ 5_500 / 4)"), False, "prefixes: with", "over the 5,500 a "
+        "prefix is guaranteed", absent=("workers:",), mistake="prefixes", setup=SEVEN, id="a-quarter-of-the-prefixes"),
     row("mistake", "job = sizing.Job(tasks=FILES, deadline=DEADLINE, scale=job.scale, task_bytes=file_bytes, "
         "price_per_worker_hour=0.04)\n" + REF_SEVEN, False,
         "`job.startup` is 0: thousands of workers do not start instantly", mistake="job", setup=SEVEN,
@@ -307,9 +435,9 @@ SEVEN_TABLE = [
         "price_per_worker_hour=0.04)\n" + REF_SEVEN, False, "the job's scale is 1, but a file is about",
         mistake="job", setup=SEVEN, id="files-as-big-as-the-tiles"),
     row("shortcut", "with hpc.trace() as small:\n    hpc.get([nap.remote() for _ in range(16)])\nresults = saved\n"
-        "plan = sizing.plan(small, job)\nworkers, bandwidth, cost = plan.workers, plan.bandwidth, plan.cost\n",
-        False, "0 of its 16 values are among what the 16 nap tasks of this cell returned", mistake="not-from-tasks",
-        setup=SEVEN + SAVED + NAP, id="decoy-small-run-results-of-an-earlier-cell"),
+        "reads_per_file = 30\n" + WARM + "warm_plan = sizing.plan(small, warm)\nworkers = warm_plan.workers\n"
+        "prefixes = 10\n", False, "0 of its 16 values are among what the 16 nap tasks of this cell returned",
+        mistake="not-from-tasks", setup=SEVEN + SAVED + NAP, id="decoy-small-run-results-of-an-earlier-cell"),
     row("shortcut", REF_SEVEN.replace("for p in tiles.paths", "for p in tiles.paths[:8]"), False,
         "8 of the 16 tiles have no result in `results`", mistake="results", setup=SEVEN,
         id="half-the-tiles-measured"),
@@ -325,13 +453,14 @@ def test_seven_terabytes_evidence_follows_the_run():
     """The passing line counts this run's measured tiles: 12, not the reference's 16."""
     seven = SEVEN.replace("n=16", "n=12")
     _, text = lines(run_exercise("seven-terabytes", REF_SEVEN, setup=seven))
-    assert "each within 15% of the plan replayed from the 12 measured tiles of this cell" in text, text
-    assert "16 measured tiles" not in text
+    assert "from the 12 process_tile tasks of this cell" in text, text
+    assert "16 process_tile" not in text
 
 
 def test_registered_with_their_lessons():
     course = "04-scaling-a-real-workload/"
     assert catalog.get("phases").lesson == course + "01-where-the-time-goes.ipynb"
-    assert catalog.get("io-overlap").lesson == course + "02-reading-large-datasets-without-stalling.ipynb"
-    assert catalog.get("sizing").lesson == course + "03-sizing-a-cluster-for-your-workload.ipynb"
-    assert catalog.get("seven-terabytes").lesson == course + "04-seven-terabytes-in-three-minutes.ipynb"
+    assert catalog.get("io-overlap").lesson == course + "02-overlapping-the-waits.ipynb"
+    assert catalog.get("windowed-read").lesson == course + "03-reading-less.ipynb"
+    assert catalog.get("sizing").lesson == course + "04-sizing-a-cluster-for-your-workload.ipynb"
+    assert catalog.get("seven-terabytes").lesson == course + "05-seven-terabytes-in-three-minutes.ipynb"

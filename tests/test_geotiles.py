@@ -236,3 +236,37 @@ def test_a_shared_link_makes_readers_take_turns(tmp_path, monkeypatch, shared, m
 def test_a_link_needs_a_finite_bandwidth(tmp_path):
     with pytest.raises(ValueError, match="a Throttle link shares a finite bandwidth"):
         Throttle(link=tmp_path / "link")
+
+
+def test_open_tile_reads_as_rasterio_does_and_keeps_a_receipt_of_the_bytes(tiles):
+    from rasterio.windows import Window
+
+    path = tiles.paths[0]
+    with rasterio.open(path) as plain:
+        want = plain.read((3, 4), window=Window(256, 0, 128, 128))
+    receipts = []
+    for window in (None, Window(256, 0, 128, 128), ((0, 128), (256, 384))):
+        with g.open_tile(path) as src:
+            got = src.read((3, 4), window=window)
+            assert src.crs == plain.crs and src.height == plain.height  # the dataset's own attributes
+        receipts.append(src.receipt)
+        if window is not None:
+            np.testing.assert_array_equal(got, want)
+    whole, win, slices = receipts
+    assert whole.windows == (None,) and win.windows == slices.windows == ((256, 0, 128, 128),)
+    assert win.bands == ((3, 4),) and win.shapes == ((2, 128, 128),)
+    # a window inside one 256-pixel block of two bands fetches that block of each, not the bands
+    assert win.bytes_read == slices.bytes_read < whole.bytes_read / 2
+    assert whole.bytes_read < whole.file_bytes * 0.6 and whole.store_wait == 0.0
+    assert win.opened != slices.opened  # two readings, two receipts
+
+
+def test_the_meter_charges_what_the_model_says_for_the_bytes_read(tiles):
+    store = Throttle(latency=0.001, bandwidth=400e6)
+    with g.open_tile(tiles.paths[0], throttle=store) as src:
+        src.read(3)
+    r = src.receipt
+    assert r.store_wait == pytest.approx(store.transfer_time(r.bytes_read))
+    tile = g.read_tile(tiles.paths[0], bands=("red",), throttle=store)
+    assert tile.store_wait == pytest.approx(store.transfer_time(tile.bytes_read))
+    assert 0 < tile.read_start <= tile.read_end

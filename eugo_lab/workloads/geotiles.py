@@ -10,6 +10,10 @@ window fetches only those blocks: :func:`read_tile` counts the bytes it really r
 Each step runs inside an ``hpc.phase`` ("read", "compute", "write"), so a traced run shows
 where a task's time goes. Outside a task the phases cost nothing.
 
+:func:`open_tile` is rasterio's own ``open`` with the same counting: code that reads with
+``src.read(..., window=...)`` itself gets a :class:`ReadReceipt` of what GDAL fetched, which a
+task can return beside its result.
+
 Example::
 
     tiles = make_tiles(folder, n=8)
@@ -21,7 +25,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -84,6 +90,11 @@ class Tile(NamedTuple):
     bytes_read: int = 0
     file_bytes: int = 0
     reads: int = 0  # read calls GDAL made on the file: on object storage, each would be a ranged request
+    store_wait: float = 0.0  # seconds the storage model charged for those bytes (0: read from the local disk)
+    # When the read began and ended, by this machine's clock (time.time()), so reads in different
+    # worker processes or threads can be set side by side: how many were waiting at once.
+    read_start: float = 0.0
+    read_end: float = 0.0
 
 
 class TileResult(NamedTuple):
@@ -97,6 +108,29 @@ class TileResult(NamedTuple):
     shape_in: tuple[int, ...]
     shape_out: tuple[int, ...]
     reads: int = 0  # read calls GDAL made on the input file
+    store_wait: float = 0.0  # seconds the storage model charged for the input's bytes (0: the local disk)
+    read_start: float = 0.0  # the input's read, by time.time() on the worker (see Tile)
+    read_end: float = 0.0
+
+
+class ReadReceipt(NamedTuple):
+    """What the reads through one :func:`open_tile` took from the file, recorded as they happened.
+
+    A task returns it beside what it computed, so the notebook can see what the task read
+    without trusting anybody's arithmetic: every number here was counted by the opener.
+    """
+
+    path: str
+    file_bytes: int
+    bytes_read: int  # headers included: every byte GDAL asked the file for
+    reads: int  # read calls GDAL made on the file (ranged requests, on object storage)
+    windows: tuple[tuple[int, int, int, int] | None, ...]  # per read() call: (col_off, row_off, width, height)
+    bands: tuple[tuple[int, ...], ...]  # per read() call: the 1-based band indexes it asked for
+    shapes: tuple[tuple[int, ...], ...]  # per read() call: the shape of the array it returned
+    store_wait: float = 0.0  # seconds the storage model charged (0: read from the local disk)
+    # When the file was opened (time.time() where it was read): two reads of the same window are
+    # still two readings, so a receipt made in the notebook never passes for a task's.
+    opened: float = 0.0
 
 
 class CogInfo(NamedTuple):
@@ -277,13 +311,91 @@ def read_tile(path: str | os.PathLike, bands: Sequence[str | int] | None = None,
     win = _window(window)
     meter = Meter(throttle=throttle or Throttle())
     _warm_gdal(rasterio)
+    start = time.time()
     with phase("read"):
         with rasterio.open(path, opener=counting_opener(meter)) as src:
             data = src.read(idx, window=win)
             transform = src.transform if win is None else src.window_transform(win)
             crs = src.crs
         size = os.path.getsize(path)
-    return Tile(data, transform, crs, tuple(BANDS[i - 1] for i in idx), meter.bytes_read, size, meter.reads)
+    return Tile(data, transform, crs, tuple(BANDS[i - 1] for i in idx), meter.bytes_read, size, meter.reads,
+                meter.charged, start, time.time())
+
+
+class TileReader:
+    """A rasterio dataset opened by :func:`open_tile`: reads as rasterio does, and counts what each read took.
+
+    Every attribute is the dataset's own (``crs``, ``transform``, ``window_transform``,
+    ``height``...); :meth:`read` is ``DatasetReader.read`` with the same arguments, recording
+    the window and bands asked for and the shape returned. :attr:`receipt` holds the record.
+    """
+
+    def __init__(self, dataset: Any, meter: Meter, path: str, opened: float):
+        self._dataset = dataset
+        self._opened = opened
+        self._meter = meter
+        self._path = path
+        self._windows: list[tuple[int, int, int, int] | None] = []
+        self._bands: list[tuple[int, ...]] = []
+        self._shapes: list[tuple[int, ...]] = []
+
+    def read(self, indexes: Any = None, *args: Any, window: Any = None, **kwargs: Any) -> np.ndarray:
+        """``DatasetReader.read(indexes, window=...)``, recorded: rasterio's arguments, rasterio's result."""
+        data = self._dataset.read(indexes, *args, window=window, **kwargs)
+        self._windows.append(_window_tuple(window, self._dataset))
+        if indexes is None:
+            bands: tuple[int, ...] = tuple(self._dataset.indexes)
+        elif isinstance(indexes, (int, np.integer)):
+            bands = (int(indexes),)
+        else:
+            bands = tuple(int(i) for i in indexes)
+        self._bands.append(bands)
+        self._shapes.append(tuple(int(n) for n in np.shape(data)))
+        return data
+
+    @property
+    def receipt(self) -> ReadReceipt:
+        """What the reads so far took from the file (bytes, GDAL's read calls) and what they asked for."""
+        return ReadReceipt(self._path, os.path.getsize(self._path), self._meter.bytes_read, self._meter.reads,
+                           tuple(self._windows), tuple(self._bands), tuple(self._shapes), self._meter.charged,
+                           self._opened)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dataset, name)
+
+    def __repr__(self) -> str:
+        return f"<TileReader {Path(self._path).name}: {self._meter.bytes_read:,} bytes read so far>"
+
+
+def _window_tuple(window: Any, dataset: Any) -> tuple[int, int, int, int] | None:
+    """A rasterio window argument as (col_off, row_off, width, height) in whole pixels (None: the whole band)."""
+    if window is None:
+        return None
+    from rasterio.windows import Window
+
+    if not isinstance(window, Window):
+        window = Window.from_slices(*window, height=dataset.height, width=dataset.width)
+    w = window.round_offsets().round_lengths()
+    return int(w.col_off), int(w.row_off), int(w.width), int(w.height)
+
+
+@contextmanager
+def open_tile(path: str | os.PathLike, throttle: Throttle | None = None) -> Iterator[TileReader]:
+    """Open one tile with rasterio, counting every byte GDAL reads from it (see :class:`TileReader`).
+
+    ``throttle`` makes those bytes cost what the modelled storage would. Use it like
+    ``rasterio.open``::
+
+        with geotiles.open_tile(path, throttle=store) as src:
+            red = src.read(3, window=Window(0, 0, 256, 256))
+        print(src.receipt.bytes_read)
+    """
+    rasterio = require("rasterio")
+    meter = Meter(throttle=throttle or Throttle())
+    _warm_gdal(rasterio)
+    opened = time.time()
+    with rasterio.open(path, opener=counting_opener(meter)) as src:
+        yield TileReader(src, meter, os.fspath(path), opened)
 
 
 def resample(tile: Tile, factor: float = 2, crs: str | None = None, method: str = "average") -> Tile:
@@ -406,7 +518,7 @@ def _finish(tile: Tile, path: str | os.PathLike, out_dir: str | os.PathLike, pro
     target = Path(out_dir) / f"{Path(path).stem}_{product}.tif"
     written = write_cog(out, target, throttle=upload)
     return TileResult(str(path), str(target), tile.bytes_read, tile.file_bytes, written, tuple(tile.data.shape),
-                      tuple(out.data.shape), tile.reads)
+                      tuple(out.data.shape), tile.reads, tile.store_wait, tile.read_start, tile.read_end)
 
 
 def process_tile(path: str | os.PathLike, out_dir: str | os.PathLike, *, bands: Sequence[str | int] | None = None,

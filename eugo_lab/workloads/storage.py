@@ -103,6 +103,10 @@ class Meter:
     reads: int = 0
     files: int = 0
     throttle: Throttle = field(default_factory=Throttle)
+    # Seconds the throttle's model charged for these files and bytes (latency per file, bytes over
+    # bandwidth): a function of the bytes alone, so it reads the same on an idle or a busy machine,
+    # unlike the wall time the waits took (a shared link adds its queue on top).
+    charged: float = 0.0
 
 
 class CountingFile(io.FileIO):
@@ -112,11 +116,13 @@ class CountingFile(io.FileIO):
         super().__init__(os.fspath(path), "rb")
         self._meter = meter
         meter.files += 1
+        meter.charged += meter.throttle.latency
         meter.throttle.first_byte()
 
     def _count(self, n: int) -> None:
         self._meter.bytes_read += n
         self._meter.reads += 1
+        self._meter.charged += self._meter.throttle.transfer_time(n, files=0)
         self._meter.throttle.stream(n)
 
     def read(self, size: int = -1) -> bytes:

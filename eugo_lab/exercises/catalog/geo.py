@@ -4,41 +4,57 @@ The lessons run :mod:`eugo_lab.workloads.geotiles` on real GeoTIFFs; an earlier 
 ``tiles`` (a TileSet), ``out_dir``, ``store`` (the Throttle that models object storage) and
 ``process = hpc.remote(geotiles.process_tile)``.
 
-``phases`` — starter (graded ``not yet``: the pipeline runs here in the notebook)::
+``phases`` — a pipeline the lesson did not show, written with rasterio itself: a true-colour
+quicklook of every tile. Starter (graded ``not yet``: one task per tile, but no step marked)::
 
-    %%eugo --exercise phases
-    results = [geotiles.process_tile(p, out_dir) for p in tiles.paths]
+    %%eugo --exercise phases -w 2
+    @hpc.remote
+    def quicklook(path):
+        with rasterio.open(path) as src:
+            rgb = src.read((3, 2, 1)).astype("float32")
+            crs, transform = src.crs, src.transform @ src.transform.scale(4)
+        small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
+        img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
+        target = out_dir / f"{Path(path).stem}_rgb.tif"
+        with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+                           dtype="uint8", crs=crs, transform=transform) as dst:
+            dst.write(img)
+        return str(target)
 
-reference::
+    results = hpc.get([quicklook.remote(p) for p in tiles.paths])
 
-    %%eugo --exercise phases
-    results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])
+reference: the same body with each step inside ``with hpc.phase("read"):``,
+``with hpc.phase("compute"):`` and ``with hpc.phase("write"):``.
 
-Criteria: ``results`` holds one TileResult per tile of ``tiles``, each output a valid COG;
-one task per tile ran, and every one of them recorded a read, a compute and a write phase.
+Criteria: ``results`` is what this cell's tasks returned, one output file per tile; one task per
+tile ran; every one of them recorded a read, a compute and a write phase; and the phases hold the
+work (at least ``MIN_COVERED`` of each task's time): a ratio of two spans of the same task, which
+a busy machine stretches alike, unlike a duration.
 
-``io-overlap`` — starter (graded ``not yet``: two reads at a time, all four bands read)::
+``io-overlap`` — the tiles come in two regions, one task per region. Starter (graded ``not
+yet``: each task reads its tiles one after another, so two reads wait at a time)::
 
     %%eugo --exercise io-overlap -w 2
-    results = hpc.get([process.remote(p, out_dir, product="ndvi", throttle=store) for p in tiles.paths])
+    @hpc.remote
+    def region(paths):
+        return [geotiles.process_tile(p, out_dir, product="ndvi", throttle=store) for p in paths]
 
-reference (more workers than cores; ``geotiles.process_tiles(..., prefetch=4)`` per batch of
-tiles passes too)::
+    parts = hpc.get([region.remote(tiles.paths[i::2]) for i in range(2)])
+    results = [r for part in parts for r in part]
 
-    %%eugo --exercise io-overlap -w 8
-    results = hpc.get([process.remote(p, out_dir, product="ndvi", bands=("red", "nir"), throttle=store)
-                       for p in tiles.paths])
+reference: ``return geotiles.process_tiles(paths, out_dir, prefetch=4, product="ndvi",
+throttle=store)`` (reads ahead in threads); one task per tile on more workers than cores passes too.
 
-Criteria: NDVI COGs for every tile; the waiting overlapped — at some moment at least
-``MIN_READS_IN_FLIGHT`` reads in flight together, or, with
-reads prefetched in threads, a task's later tiles waiting at most half of its first, whole,
-read (``MIN_HIDDEN``); each tile read at
-most ``MAX_BYTES_SHARE`` of its file (red and nir: half the bands). Graded on the trace and the
-bytes GDAL read, never on CPU added: a faster compute step leaves the reads waiting.
+Criteria, counts only: NDVI COGs for every tile, returned by this cell's tasks; the reads went
+through the modelled store (the model charged them: a function of their bytes); and at some
+moment at least ``MIN_READS_IN_FLIGHT`` reads waited together, by the read times each worker
+recorded and by the tasks' 'read' phases. Two tasks that each read one tile at a time can never
+show three, however slow or fast the machine: the verdict is the same on one busy core.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,70 +64,74 @@ from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
-LESSON_2 = "04-scaling-a-real-workload/02-reading-large-datasets-without-stalling.ipynb"
+LESSON_2 = "04-scaling-a-real-workload/02-overlapping-the-waits.ipynb"
 PHASES = ("read", "compute", "write")
-# Reads "overlap" when at some moment at least 3 wait together: more than the starter's 2 workers
-# can hold (process_tile reads once per task, so a worker has one read at a time), and more than
-# the cores of this 2-core VM or a 1-core Binder, so it takes overlapping (more workers than
-# cores, or reads in threads). The peak, not the average: freshly started workers load GDAL on
-# their first tile, which staggers the first reads of an 8-worker run and pulls its average
-# towards 2 on a busy machine. A fixed count rather than cores + 1, so the lesson's 8-worker fix
-# passes on bigger machines too.
+# Reads "overlap" when at some moment at least 3 wait together: more than the starter's 2 tasks
+# can hold (each reads one tile at a time), and more than the cores of this 2-core VM or a 1-core
+# Binder, so it takes overlapping (reads ahead in threads, or more tasks on more workers than
+# cores). The peak, not the average: freshly started workers load GDAL on their first tile, which
+# staggers the first reads of an 8-worker run. A fixed count rather than cores + 1, so the
+# lesson's fixes pass on bigger machines too.
 MIN_READS_IN_FLIGHT = 3
-_PHASES_SOLUTION = "results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])"
+# The marked phases hold the work when they cover at least half of every task's time: a quicklook
+# spends ~all of its time reading, computing and writing, while phases opened around nothing
+# (`pass`) cover a few microseconds of a task of tens of milliseconds. Both spans are of the same
+# task, so a busy core stretches them alike: the ratio holds on one loaded core.
+MIN_COVERED = 0.5
+_QUICKLOOK = ("@hpc.remote\n"
+              "def quicklook(path):\n"
+              "    with hpc.phase(\"read\"):\n"
+              "        with rasterio.open(path) as src:\n"
+              "            ...\n"
+              "    with hpc.phase(\"compute\"):\n"
+              "        small = ...\n"
+              "        img = ...\n"
+              "    with hpc.phase(\"write\"):\n"
+              "        target = ...\n"
+              "        with rasterio.open(target, \"w\", ...) as dst:\n"
+              "            dst.write(img)\n"
+              "    return str(target)")
 _TILES = "tiles = geotiles.make_tiles(...)   # the lesson's cell that makes the tiles"
+_SUBMIT = "results = hpc.get([quicklook.remote(p) for p in tiles.paths])"
 PHASES_HINTS = {
-    DEFAULT: Hint("Submit one task per tile with the lesson's remote `process` (it runs process_tile, which "
-                  "marks its read, compute and write phases), then wait for all of them with one get().",
-                  _PHASES_SOLUTION),
+    DEFAULT: Hint("Put each step of the task's body inside a phase named after it: the rasterio read inside "
+                  "'read', the averaging and stretching inside 'compute', the rasterio write inside 'write'.",
+                  _QUICKLOOK),
     "no-tiles": Hint("Run the lesson's cell that makes the tiles, then this cell again.", _TILES),
-    "results": Hint("`results` must be what process_tile returned for every tile of `tiles`, each a "
-                    "Cloud-Optimized GeoTIFF: run it on every path and keep the list get() returns.",
-                    _PHASES_SOLUTION),
-    "local": Hint("Run each tile as a task on a worker: the remote `process` instead of calling process_tile "
-                  "here, one submission per path, then one get().", _PHASES_SOLUTION),
+    "results": Hint("`results` must be the list get() returns: one output file per tile of `tiles`, from one task "
+                    "per tile.", _SUBMIT),
+    "local": Hint("Run each tile as a task on a worker: make the function remote, submit one task per "
+                  "path, then wait for them all with one get().", _SUBMIT),
     "loop-in-task": Hint("Give every tile a task of its own instead of one task looping over several, so the "
-                         "workers share the tiles and each tile's phases show on its own.", _PHASES_SOLUTION),
+                         "workers share the tiles and each tile's phases show on its own.", _SUBMIT),
     "not-from-tasks": Hint("Keep what the tasks return: `results` is the list get() hands back for the tasks "
-                           "that processed the tiles, not a list made here in the notebook or by an earlier cell.",
-                           _PHASES_SOLUTION),
-    "no-phases": Hint("Run each step inside a phase named after it, or use the geotiles helpers, which mark "
-                      "the read, compute and write phases for you.",
-                      "with hpc.phase(\"read\"):\n    ...\nwith hpc.phase(\"compute\"):\n    ...\n"
-                      "with hpc.phase(\"write\"):\n    ..."),
+                           "that made the quicklooks, not a list made here in the notebook or by an earlier cell.",
+                           _SUBMIT),
+    "no-phases": Hint("Mark every step: a phase block for the read, one for the compute and one "
+                      "for the write, inside the task's body, around the lines that do each.", _QUICKLOOK),
+    "empty-phases": Hint("Move the work into the phases: each phase must hold the lines of its step (indent them "
+                         "under it), not open and close around nothing before the work runs.", _QUICKLOOK),
 }
-_OVERLAP_SOLUTION = ("%%eugo --exercise io-overlap -w 8\n"
-                     "results = hpc.get([process.remote(p, out_dir, product=\"ndvi\", bands=(\"red\", \"nir\"), "
-                     "throttle=store)\n                   for p in tiles.paths])")
+_OVERLAP_READ = ("    return geotiles.process_tiles(paths, out_dir, prefetch=4, product=\"ndvi\", "
+                 "throttle=store)")
+_OVERLAP_SOLUTION = "@hpc.remote\ndef region(paths):\n" + _OVERLAP_READ
 IO_HINTS = {
-    DEFAULT: Hint("Let the reads wait together, since waiting needs no core: more workers than cores (or reads "
-                  "ahead in threads); and read only the red and nir bands, all NDVI needs.", _OVERLAP_SOLUTION),
+    DEFAULT: Hint("Let the reads wait together, since waiting needs no core: read ahead in threads inside each "
+                  "region's task (process_tiles with prefetch), or give every tile a task of its own on more "
+                  "workers than cores.", _OVERLAP_SOLUTION),
     "no-tiles": PHASES_HINTS["no-tiles"],
     "results": Hint("`results` must be the NDVI outputs for every tile, each a Cloud-Optimized GeoTIFF: ask "
-                    "process_tile for the ndvi product on every path.", _OVERLAP_SOLUTION),
-    "not-from-tasks": Hint("Keep what the tasks return: `results` is the list get() hands back for the tasks "
-                           "that made the NDVI tiles in this cell, unchanged.", _OVERLAP_SOLUTION),
-    "no-store": Hint("Read through the lesson's modelled network storage (its `store` throttle, passed to "
-                     "process_tile), so the reads wait as they would on object storage; then overlap them.",
+                    "for the ndvi product of every path.", _OVERLAP_SOLUTION),
+    "not-from-tasks": Hint("Keep what the tasks return: `results` is what get() hands back for the tasks "
+                           "that made the NDVI tiles in this cell (the regions' lists joined), unchanged.",
+                           "results = [r for part in parts for r in part]"),
+    "no-store": Hint("Read through the lesson's modelled network storage (its `store` throttle, passed as "
+                     "throttle=), so the reads wait as they would on object storage; then overlap them.",
                      _OVERLAP_SOLUTION),
-    "no-overlap": Hint("Run more workers than this machine's cores (the -w option of the exercise line), or "
-                       "read ahead in threads with process_tiles and its prefetch: several reads then wait at "
-                       "once.", _OVERLAP_SOLUTION),
-    "all-bands": Hint("Ask process_tile for only the red and nir bands: each read then fetches about half the "
-                      "file.", "results = hpc.get([process.remote(p, out_dir, product=\"ndvi\", "
-                      "bands=(\"red\", \"nir\"), throttle=store)\n                   for p in tiles.paths])"),
+    "no-overlap": Hint("Two tasks that each read one tile at a time keep two reads waiting, however many workers "
+                       "you start: read ahead in threads inside each task (process_tiles and its prefetch), or "
+                       "split the regions into a task per tile on more workers than cores.", _OVERLAP_SOLUTION),
 }
-# Red and nir are 2 of the 4 band-interleaved bands: a read of just those takes ~50% of the
-# file (plus its header); reading every band takes ~100%. 60% sits clearly between.
-MAX_BYTES_SHARE = 0.6
-# Prefetching "hid" the reads when a task's later tiles waited at most half as long as its first
-# (a whole read): reading only when needed keeps every wait a whole read (hidden ~0).
-MIN_HIDDEN = 0.5
-# Reads under a fifth of the task time are not what the exercise is about (the analysis's own bar
-# for a phase worth a verdict): the cell most likely read from the local disk, without the store.
-SMALL_READ_SHARE = 0.2
-# "Compute is a small part of each task": under a sixth of the task time.
-SMALL_COMPUTE_SHARE = 1 / 6
 
 
 def tile_results(a: Attempt, product: str | None = None) -> list[Any]:
@@ -161,23 +181,6 @@ def from_tasks(a: Attempt, results: list[Any]) -> derivation.Sources:
     return src
 
 
-def in_flight(starts: np.ndarray, ends: np.ndarray) -> float:
-    """Average number of spans open while at least one is: total span time / time covered by any span."""
-    if not len(starts):
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, e = np.asarray(starts)[order], np.asarray(ends)[order]
-    covered, cur_s, cur_e = 0.0, float(s[0]), float(e[0])
-    for a, b in zip(s[1:].tolist(), e[1:].tolist()):
-        if a > cur_e:
-            covered += cur_e - cur_s
-            cur_s, cur_e = a, b
-        else:
-            cur_e = max(cur_e, b)
-    covered += cur_e - cur_s
-    return float((e - s).sum()) / covered if covered > 0 else 0.0
-
-
 def peak_in_flight(starts: np.ndarray, ends: np.ndarray) -> int:
     """The most spans open at one moment (at equal times an end comes before a start)."""
     if not len(starts):
@@ -188,24 +191,50 @@ def peak_in_flight(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.cumsum(deltas[order]).max())
 
 
-def phase_shares(trace: Any, tasks: Sequence[int] | None = None) -> dict[str, float]:
-    """Each phase's seconds as a share of the task bodies that ran phases (of ``tasks``; None: all)."""
+def _outputs(a: Attempt) -> tuple[list[Any], Any]:
+    """``results`` as one existing output file per tile of ``tiles`` (NotYet saying what is missing)."""
+    from eugo_lab.workloads.geotiles import TileSet
+
+    results = a.require("results")
+    tiles = a.namespace.get("tiles")
+    if not isinstance(tiles, TileSet):
+        raise NotYet("there is no `tiles` in the notebook: the lesson's cell that makes the tiles has not run "
+                     "in this kernel.", mistake="no-tiles")
+    if not isinstance(results, (list, tuple)) or not all(isinstance(r, (str, os.PathLike)) for r in results):
+        raise NotYet("`results` is not the list of output files the tasks returned (one path per tile); it holds "
+                     "something else.", mistake="results")
+    files = {os.fspath(r) for r in results if os.path.isfile(os.fspath(r))}
+    if len(files) < len(tiles):
+        raise NotYet(f"`results` names {len(files)} distinct output file{'s' if len(files) != 1 else ''} that "
+                     f"exist, for {len(tiles)} tiles: every tile needs its own quicklook.", mistake="results")
+    return list(results), tiles
+
+
+def covered(trace: Any, tasks: Sequence[int]) -> dict[int, float]:
+    """Per task: the share of its body that its phases cover (nested or overlapping phases counted once)."""
     p = _phase_frame(trace, tasks)
-    if p.empty:
-        return {}
     t = trace.tasks
-    ids = np.asarray(t["task_id"])
-    body = (np.asarray(t["end"]) - np.asarray(t["start"]))[np.isin(ids, p["task_id"].unique())]
-    total = float(np.nansum(body))
-    per = (p["end"] - p["start"]).groupby(p["phase"]).sum()
-    return {str(k): float(v) / total for k, v in per.items()} if total > 0 else {}
+    body = dict(zip(np.asarray(t["task_id"]).tolist(), (np.asarray(t["end"]) - np.asarray(t["start"])).tolist()))
+    out = {}
+    for tid in tasks:
+        spans = p[p["task_id"] == tid].sort_values("start")
+        total, cur_s, cur_e = 0.0, None, None
+        for s, e in zip(spans["start"].tolist(), spans["end"].tolist()):
+            if cur_e is None or s > cur_e:
+                total += 0.0 if cur_e is None else cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        total += 0.0 if cur_e is None else cur_e - cur_s
+        out[tid] = total / body[tid] if body.get(tid, 0) > 0 else 0.0
+    return out
 
 
 @exercise("phases", lesson=LESSON_1, title="Read, compute, write on the timeline", hints=PHASES_HINTS)
 def phases(a: Attempt) -> Verdict:
-    """Grade the distributed pipeline: one task per tile, each with its read, compute and write phases."""
-    results = tile_results(a)
-    n = len(results)
+    """Grade a pipeline of the learner's own: one task per tile, each step inside the phase named after it."""
+    results, tiles = _outputs(a)
+    n = len(tiles)
     if measure.tasks(a.trace) == 0:
         return a.not_yet(f"the {n} tiles were processed here in the notebook, one after another: nothing ran on a "
                          "worker, so there are no tasks and no phases on the timeline.", mistake="local")
@@ -224,14 +253,21 @@ def phases(a: Attempt) -> Verdict:
         missing = sum(1 for i in ids if any(g not in have.get(i, set()) for g in gaps))
         return a.not_yet(f"{missing} of the {len(ids)} {src.function} tasks recorded no {names} phase, so the "
                          "timeline cannot say how much of their time that step took.", mistake="no-phases")
-    shares = phase_shares(a.trace, ids)
+    cover = covered(a.trace, ids)
+    thin = [i for i in ids if cover[i] < MIN_COVERED]
+    details = (f"phases cover {min(cover.values()):.0%} to {max(cover.values()):.0%} of a task's time",)
+    if thin:
+        return a.not_yet(f"{len(thin)} of the {len(ids)} {src.function} tasks opened their read, compute and write "
+                         f"phases, but the phases hold less than {MIN_COVERED:.0%} of the task's time: the work ran "
+                         "outside them, so the timeline would put it in no step.", mistake="empty-phases",
+                         details=details)
     others = measure.tasks(a.trace) - len(ids)
     return a.passed(f"`results` is what the {n} {src.function} tasks of this cell returned"
                     + (f" (the cell's {measure.plural(others, 'other task')} "
                        f"{'is' if others == 1 else 'are'} not counted)" if others else ""),
                     f"{n} tiles ran as {n} tasks, each with its read, compute and write phases on the timeline",
-                    f"all {n} outputs are Cloud-Optimized GeoTIFFs (tiled, overviews, compressed)",
-                    details=tuple(f"{k} {v:.0%} of task time" for k, v in sorted(shares.items())))
+                    f"the phases hold the work: at least {MIN_COVERED:.0%} of every task's time is inside them",
+                    details=details)
 
 
 def _read_spans(trace: Any, tasks: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -255,75 +291,58 @@ def _read_spans(trace: Any, tasks: Sequence[int] | None = None) -> tuple[np.ndar
     return np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
 
 
-def hidden_reads(trace: Any, tasks: Sequence[int] | None = None) -> float | None:
-    """Share of a read's wait that prefetching hid, from tasks that read several tiles (None: no such task).
+def reads_in_flight(results: Sequence[Any]) -> int:
+    """The most tile reads waiting at one moment, by the read times the workers recorded in ``results``.
 
-    In a task that prefetches, its first "read" phase waits a whole read (nothing was read
-    ahead yet) and each later one only what the read-ahead did not cover. So 1 - (median later
-    wait / median first wait): ~0 when each tile is read only when needed, near 1 when the
-    reads ran while the task computed.
+    Each TileResult carries when its read began and ended (``time.time()`` on its worker), the
+    reads of prefetching threads included, which a task's phases do not show.
     """
-    p = _phase_frame(trace, tasks)
-    reads = p[p["phase"] == "read"].sort_values("start")
-    first, later = [], []
-    for _, spans in reads.groupby("task_id"):
-        d = (spans["end"] - spans["start"]).to_numpy()
-        if len(d) >= 2:
-            first.append(d[0])
-            later.extend(d[1:].tolist())
-    if not first or float(np.median(first)) <= 0:
-        return None
-    return max(0.0, 1.0 - float(np.median(later)) / float(np.median(first)))
+    spans = [(r.read_start, r.read_end) for r in results if r.read_end > r.read_start > 0]
+    if not spans:
+        return 0
+    starts, ends = zip(*spans)
+    return peak_in_flight(np.asarray(starts), np.asarray(ends))
 
 
-@exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting, read only what you need", hints=IO_HINTS)
+@exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting", hints=IO_HINTS)
 def io_overlap(a: Attempt) -> Verdict:
-    """Grade an I/O-bound pipeline: the reads' waiting overlapped, and only red and nir read."""
+    """Grade an I/O-bound pipeline: the reads went through the store, and their waiting overlapped."""
     results = tile_results(a, product="ndvi")
     n = len(results)
     # Every fact below is read off the tasks `results` came from: decoys beside them count for nothing.
     ids = sorted(set(from_tasks(a, results).tasks))
+    k = len(ids)
     cores = int(a.trace.meta.get("cores", 0) or 0) or 1
     need = MIN_READS_IN_FLIGHT
-    spans = _read_spans(a.trace, ids)
-    flight, peak = in_flight(*spans), peak_in_flight(*spans)
-    shares = phase_shares(a.trace, ids)
-    read_share, compute_share = shares.get("read", 0.0), shares.get("compute", 0.0)
-    hidden = hidden_reads(a.trace, ids)
-    overlapped = peak >= need or (hidden is not None and hidden >= MIN_HIDDEN)
-    share = max(r.bytes_read / r.file_bytes for r in results if r.file_bytes)
-    details = (f"up to {peak} reads in flight, {flight:.1f} on average while reading",
-               *(() if hidden is None else (f"prefetch hid {hidden:.0%} of a read's wait",)),
-               f"read {read_share:.0%} and compute "
-               f"{compute_share:.0%} of task time", f"largest read {share:.0%} of its file",
-               f"{a.workers} worker{'s' if a.workers != 1 else ''}, {cores} core{'s' if cores != 1 else ''}")
-    lines = []
-    if not overlapped and read_share < SMALL_READ_SHARE:
-        return a.not_yet("the reads took only a small part of each task, so there was little waiting to overlap: "
-                         "the reads did not go through the lesson's modelled network storage (its `store`), "
-                         "which this exercise is about.", mistake="no-store", details=details)
-    if not overlapped:
-        w = f"{a.workers} worker{'s' if a.workers != 1 else ''}"
-        most = "most of" if read_share >= 0.5 else "much of"
-        lines.append(f"the tasks still spent {most} their time waiting in the 'read' phase, and never more than "
-                     f"{need - 1} reads waited at once: on {w} each read waited its turn.")
-        if compute_share < SMALL_COMPUTE_SHARE:
-            lines.append("Compute is a small part of each task, so a faster compute step (vectorized, or with more "
-                         "CPU) cannot hide the waiting.")
-        lines.append(f"Waiting needs no core, and this machine has {cores} core{'s' if cores != 1 else ''}: "
-                     f"the run had {w}, no more.")
-    if share > MAX_BYTES_SHARE:
-        lines.append("Each tile read all four bands (the whole file), but NDVI uses only red and nir.")
-    if lines:
-        return a.not_yet(*lines, mistake="no-overlap" if not overlapped else "all-bands", details=details)
-    how = (f"{need} or more reads waited at once, more than the starter's 2 workers could hold"
-           if peak >= need
-           else f"reads prefetched in threads ran while the tasks computed (later tiles waited under "
-                f"{1 - MIN_HIDDEN:.0%} of a read)")
-    bands = sorted({r.shape_in[0] for r in results})
-    read = (f"each read fetched only red and nir (at most {MAX_BYTES_SHARE:.0%} of its file)" if bands == [2]
-            else f"each read fetched at most {MAX_BYTES_SHARE:.0%} of its file "
-                 f"({' or '.join(map(str, bands))} bands)")
-    return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs, returned by {len(ids)} "
-                    f"task{'s' if len(ids) != 1 else ''} of this cell",
-                    f"the waiting overlapped: {how}", read, details=details)
+    phase_peak = peak_in_flight(*_read_spans(a.trace, ids))
+    worker_peak = reads_in_flight(results)
+    peak = max(phase_peak, worker_peak)
+    charged = sorted(r.store_wait for r in results)
+    wait = charged[len(charged) // 2]
+    w = f"{a.workers} worker{'s' if a.workers != 1 else ''}"
+    details = (f"up to {peak} reads in flight at once", f"the store model charged {1000 * wait:.0f} ms a read",
+               f"{k} task{'s' if k != 1 else ''} on {w}, {cores} core{'s' if cores != 1 else ''}")
+    if charged[-1] <= 0:
+        return a.not_yet("the reads did not go through the lesson's modelled network storage (its `store`): they "
+                         "came from the local disk, which serves a tile in about a millisecond, so there was no "
+                         "waiting to overlap, which this exercise is about.", mistake="no-store", details=details)
+    if peak < need:
+        lines = [f"never more than {peak} read{'s' if peak != 1 else ''} waited at once, and each waited about "
+                 f"{1000 * wait:.0f} ms on the store (the model's charge for its bytes), time that no faster "
+                 "compute step removes."]
+        if k < need:
+            lines.append(f"The {n} tiles ran in {k} task{'s' if k != 1 else ''}, each reading its tiles one after "
+                         f"another: {k} read{'s' if k != 1 else ''} at a time, however many workers the cluster "
+                         "has.")
+        else:
+            lines.append(f"Waiting needs no core, and this machine has {cores} core{'s' if cores != 1 else ''}: the "
+                         f"run had {w}, so each read waited its turn.")
+        return a.not_yet(*lines, mistake="no-overlap", details=details)
+    how = ("by the read times the workers recorded, the reads of read-ahead threads included"
+           if worker_peak > phase_peak else "by the tasks' 'read' phases on the timeline")
+    return a.passed(f"all {n} tiles became NDVI Cloud-Optimized GeoTIFFs, returned by {k} "
+                    f"task{'s' if k != 1 else ''} of this cell",
+                    f"every read went through the modelled store, which charged about {1000 * wait:.0f} ms a read "
+                    "for its bytes",
+                    f"the waiting overlapped: up to {peak} reads waited at once ({how}), more than two tasks "
+                    "reading one tile at a time can hold", details=details)
