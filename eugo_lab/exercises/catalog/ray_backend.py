@@ -174,12 +174,10 @@ def ray_backend(a: Attempt) -> Verdict:
     early = waits_before_last_submit(a.trace, SECOND)
     if early:
         kind, k, where = early[0]
-        shipped = measure.bytes_in(a.trace, SECOND)
         return a.not_yet(f"your cell waited in the notebook between the steps: {kind}() of "
-                         f"{measure.plural(k, 'future')} at {where}, before every {SECOND} task was submitted, "
-                         f"so the readings came back to your notebook first ({measure.plural(len(early), 'wait')} "
-                         f"in all; the {SECOND} tasks were sent {shipped / 1e6:.1f} MB of arguments).",
-                         mistake="driver-between-steps")
+                         f"{measure.plural(k, 'future')} at {where}, before every {SECOND} task was submitted "
+                         f"({measure.plural(len(early), 'wait')} like it in all), so the second step could not "
+                         "start until your code had the readings in hand.", mistake="driver-between-steps")
     linked = chained(a.trace, SECOND, FIRST)
     if linked < n_second:
         return a.not_yet(f"only {linked} of the {n_second} {SECOND} tasks were passed a {FIRST} future; the "
@@ -189,10 +187,11 @@ def ray_backend(a: Attempt) -> Verdict:
     return a.passed(f"the {n_first} {FIRST} and {n_second} {SECOND} tasks ran through the runtime on the Ray "
                     f"engine, on {used} of its {a.workers} workers",
                     f"each of the {n_second} {SECOND} tasks was passed its {FIRST} future, and the notebook made "
-                    "no wait until every task was submitted, so nothing came back to it between the steps",
+                    "no wait until every task was submitted, so your code never held the readings between the "
+                    "steps",
                     f"`peaks` is the {DAYS} values the {SECOND} tasks returned, in day order",
                     details=(f"{used} workers used of {a.workers}",
-                             f"{measure.bytes_in(a.trace, SECOND)} bytes of arguments sent to the {SECOND} tasks"))
+                             f"{linked} dependencies recorded from {SECOND} to {FIRST} tasks"))
 
 
 __all__ = ["ray_backend", "expected_peaks", "chained", "waits_before_last_submit", "made_by_ray"]
