@@ -1,0 +1,197 @@
+"""Exercise ``ray-backend`` (Course 1, lesson 10): a two-step pipeline on Ray, the second step fed futures.
+
+The lesson connects the runtime to a local Ray instance with
+``hpc.init(backend="ray", workers=2, log_to_driver=False)``.
+
+Starter cell (graded ``not yet``: it runs on Ray, but brings every day's readings back into
+the notebook with get() before the second step starts)::
+
+    %%eugo --exercise ray-backend
+    @hpc.remote
+    def load(day):
+        rng = random.Random(day)
+        return [rng.gauss(20.0, 5.0) for _ in range(READINGS)]
+
+    @hpc.remote
+    def daily_peak(readings):
+        return max(readings)
+
+    readings = [hpc.get(load.remote(day)) for day in range(6)]
+    peaks = hpc.get([daily_peak.remote(r) for r in readings])
+
+Reference solution (same functions, then)::
+
+    days = [load.remote(day) for day in range(6)]
+    peaks = hpc.get([daily_peak.remote(d) for d in days])
+
+Criteria, all read off the trace and the namespace, none off the clock: the cell's tasks ran
+through the runtime (a cell that calls Ray's own API runs nothing the trace sees), on the Ray
+engine (not the local pool); six ``load`` and six ``daily_peak`` tasks ran; ``peaks`` holds the
+six days' peaks in day order, is what the ``daily_peak`` tasks of this cell returned
+(:func:`~eugo_lab.exercises.derivation.listed`) and is no object an earlier cell left; the
+driver made no blocking call (get, wait, result) before it had submitted every ``daily_peak``
+task, so nothing came back to the notebook between the steps; and every ``daily_peak`` task
+was passed a ``load`` future (the dependency edges the runtime recorded), so the runtime, not
+the notebook, handed each day's readings on.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+
+DAYS = 6
+#: Readings per day in the starter's ``load``; the lesson's cell uses the same number.
+READINGS = 50_000
+FIRST, SECOND = "load", "daily_peak"
+CONNECT = "hpc.init(backend=\"ray\", workers=2, log_to_driver=False)"
+_SOLUTION = ("days = [load.remote(day) for day in range(6)]\n"
+             "peaks = hpc.get([daily_peak.remote(d) for d in days])")
+HINTS = {
+    DEFAULT: Hint("Keep the load futures and pass each one straight to daily_peak; call get() once, on the peaks, "
+                  "at the end.", _SOLUTION),
+    "wrong-engine": Hint("Connect the runtime to Ray before you run the cell: the lesson's 'One line changes' cell "
+                         "does it.", CONNECT),
+    "ray-direct": Hint("Write the pipeline with the runtime's own decorator and calls, as the starter does: they "
+                       "run on the Ray engine the runtime is connected to, and they are traced; Ray's own calls go "
+                       "around the runtime.", _SOLUTION),
+    "local": Hint(f"Run each of the {DAYS} days as a load task and each peak as a daily_peak task, with .remote.",
+                  _SOLUTION),
+    "results": Hint(f"`peaks` must hold the {DAYS} days' peaks in day order, from the starter's load and "
+                    "daily_peak functions unchanged.", _SOLUTION),
+    "not-from-tasks": Hint("Make `peaks` what get() returns for the daily_peak futures of this cell, not a list "
+                           "computed or typed in the notebook.", _SOLUTION),
+    "earlier-cell": Hint("Compute `peaks` in this cell, from this cell's daily_peak futures, instead of reusing "
+                         "a list an earlier cell made.", _SOLUTION),
+    "driver-between-steps": Hint("Do not call get() on the load futures: pass each future to daily_peak as its "
+                                 "argument, and let the runtime hand the readings on when the load task is done.",
+                                 _SOLUTION),
+    "values-not-futures": Hint("Give daily_peak the future that load.remote returned, not readings computed in "
+                               "the notebook.", _SOLUTION),
+}
+
+
+def expected_peaks(days: int = DAYS, readings: int = READINGS) -> list[float]:
+    """What the starter's functions compute: the highest of ``readings`` made-up readings of each day."""
+    out = []
+    for day in range(days):
+        rng = random.Random(day)
+        out.append(max(rng.gauss(20.0, 5.0) for _ in range(readings)))
+    return out
+
+
+def _task_ids(trace: Any, function: str) -> set[int]:
+    """Task ids of ``function``'s tasks (first attempts)."""
+    t = trace.tasks
+    return set(np.asarray(t["task_id"])[trace.first_attempts(function)].tolist())
+
+
+def chained(trace: Any, step: str, on: str) -> int:
+    """How many ``step`` tasks were passed a future of an ``on`` task (the runtime's recorded dependency edges)."""
+    steps, sources = _task_ids(trace, step), _task_ids(trace, on)
+    d = trace.deps
+    return len({int(t) for t, o in zip(np.asarray(d["task"]).tolist(), np.asarray(d["on"]).tolist())
+                if t in steps and o in sources})
+
+
+def waits_before_last_submit(trace: Any, function: str) -> list[tuple[str, int, str]]:
+    """The driver's blocking calls that began before its last submit of ``function``: (kind, futures, where)."""
+    submits = np.asarray(trace.tasks["submit"])[trace.first_attempts(function)]
+    submits = submits[np.isfinite(submits)]
+    if not len(submits):
+        return []
+    last = float(submits.max())
+    b = trace.blocks
+    starts = np.asarray(b["start"], dtype=float)
+    every = measure.waits(trace)  # in start order
+    return [w for w, s in zip(every, np.sort(starts).tolist()) if s < last]
+
+
+def made_by_ray(namespace: dict[str, Any], names: frozenset[str]) -> list[str]:
+    """Names the cell bound to Ray's own objects: a ``@ray.remote`` function, an ObjectRef, or a list of them."""
+    ray = sys.modules.get("ray")
+    if ray is None:
+        return []
+    from ray.remote_function import RemoteFunction
+
+    kinds = (RemoteFunction, ray.ObjectRef)
+
+    def is_ray(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return bool(v) and all(isinstance(x, kinds) for x in v)
+        return isinstance(v, kinds)
+
+    return sorted(n for n in names if is_ray(namespace.get(n)))
+
+
+def _earlier_name(value: Any, before: dict[str, Any]) -> str | None:
+    """The name under which an earlier cell left this very object (``peaks`` itself aside), else None."""
+    if value is None or isinstance(value, (int, float, str, bool)):
+        return None  # small values are shared objects in Python: identity proves nothing
+    for name, old in before.items():
+        if name != "peaks" and not name.startswith("_") and old is value:
+            return name
+    return None
+
+
+@exercise("ray-backend", lesson="01-distributed-python/10-moving-to-ray.ipynb",
+          title="A two-step pipeline on Ray, futures passed on", hints=HINTS)
+def ray_backend(a: Attempt) -> Verdict:
+    """Grade a pipeline on Ray: traced tasks on the Ray engine, the second step fed the first step's futures."""
+    peaks = a.require("peaks")
+    n_first, n_second = measure.tasks(a.trace, FIRST), measure.tasks(a.trace, SECOND)
+    if measure.tasks(a.trace) == 0:
+        own = made_by_ray(a.namespace, a.assigned)
+        if own:
+            return a.not_yet("the runtime ran no task in this cell, so its trace is empty: no timeline, no "
+                             f"findings, nothing to check. The cell called Ray itself ({', '.join(own)} "
+                             "are Ray's own objects), which goes around the runtime.", mistake="ray-direct")
+        return a.not_yet("no task ran in this cell: the days were computed here in the notebook.", mistake="local")
+    backend = str(a.trace.meta.get("backend", "local"))
+    if backend != "ray":
+        return a.not_yet(f"your cell's {measure.plural(measure.tasks(a.trace), 'task')} ran on the {backend} "
+                         "engine, not on Ray: the runtime was not connected to Ray when the cell ran.",
+                         mistake="wrong-engine")
+    if n_first < DAYS or n_second < DAYS:
+        return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks; "
+                         "the others ran here in the notebook.", mistake="local")
+    if not measure.same_result(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
+        return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
+                         "compute.", mistake="results")
+    came = derivation.listed(peaks, a.trace, SECOND, name="peaks")
+    if not came:
+        return a.not_yet(f"{came.why}.", mistake="not-from-tasks")
+    earlier = _earlier_name(peaks, a.before)
+    if earlier is not None:
+        return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
+                         f"{SECOND} tasks returned.", mistake="earlier-cell")
+    early = waits_before_last_submit(a.trace, SECOND)
+    if early:
+        kind, k, where = early[0]
+        return a.not_yet(f"your cell waited in the notebook between the steps: {kind}() of "
+                         f"{measure.plural(k, 'future')} at {where}, before every {SECOND} task was submitted "
+                         f"({measure.plural(len(early), 'wait')} like it in all), so the second step could not "
+                         "start until your code had the readings in hand.", mistake="driver-between-steps")
+    linked = chained(a.trace, SECOND, FIRST)
+    if linked < n_second:
+        return a.not_yet(f"only {linked} of the {n_second} {SECOND} tasks were passed a {FIRST} future; the "
+                         "others were given readings made here in the notebook, while the load tasks ran beside "
+                         "them.", mistake="values-not-futures")
+    used = measure.workers_used(a.trace)
+    return a.passed(f"the {n_first} {FIRST} and {n_second} {SECOND} tasks ran through the runtime on the Ray "
+                    f"engine, on {used} of its {a.workers} workers",
+                    f"each of the {n_second} {SECOND} tasks was passed its {FIRST} future, and the notebook made "
+                    "no wait until every task was submitted, so your code never held the readings between the "
+                    "steps",
+                    f"`peaks` is the {DAYS} values the {SECOND} tasks returned, in day order",
+                    details=(f"{used} workers used of {a.workers}",
+                             f"{linked} dependencies recorded from {SECOND} to {FIRST} tasks"))
+
+
+__all__ = ["ray_backend", "expected_peaks", "chained", "waits_before_last_submit", "made_by_ray"]
