@@ -288,6 +288,10 @@ class RayBackend(base.Backend):
                 if self.object_store_memory is not None:
                     opts["object_store_memory"] = self.object_store_memory
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home from a classroom
+                # On a busy machine (two cores, a class on one Binder node) Ray's metrics agent can take
+                # over 20 s to come up, and the raylet gives up on it after 15 s by default: the local
+                # instance then fails to start at all. A user's own setting wins.
+                os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")
             else:
                 _preflight(self.address)
                 opts["address"] = self.address
