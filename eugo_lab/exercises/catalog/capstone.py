@@ -1,25 +1,10 @@
 """Exercise ``capstone`` (Course 5, lesson 1): one pipeline, four mistakes, fixed one by one.
 
-The lesson's setup cell (not graded) makes the data and the two steps::
-
-    import numpy as np
-    from eugo_lab import hpc
-
-    rng = np.random.default_rng(42)
-    readings = rng.uniform(0.5, 1.5, 2_000_000)       # 16 MB of float64; reading i comes from sensor i % 2000
-    days = [(d * 100_000, (d + 1) * 100_000) for d in range(11)] + [(1_100_000, 2_000_000)]
-
-    @hpc.remote
-    def gain(sensor):
-        code = sum((sensor * k) % 97 for k in range(1000))
-        return 0.5 + code % 1000 / 1000
-
-    @hpc.remote
-    def score(readings, gains, start, stop):
-        total = 0.0
-        for i in range(start, stop):
-            total += readings[i] * gains[i % 2000]
-        return total
+The lesson's setup cell (not graded) makes ``readings`` (2,000,000 float64 readings, 16 MB; reading
+``i`` comes from sensor ``i % 2000``), ``days`` (eleven ranges of 100,000 readings and a backlog day of
+900,000) and the two remote steps, ``gain(sensor)`` (a sensor's calibration gain, about 0.1 ms of
+Python) and ``score(readings, gains, start, stop)`` (the readings of a range times their sensors'
+gains, added up).
 
 Starter cell (graded ``not yet``: 4 of 4 mistakes remain)::
 

@@ -5,23 +5,10 @@ The lessons run :mod:`eugo_lab.workloads.geotiles` on real GeoTIFFs; an earlier 
 ``process = hpc.remote(geotiles.process_tile)``.
 
 ``phases`` — a pipeline the lesson did not show, written with rasterio itself: a true-colour
-quicklook of every tile. Starter (graded ``not yet``: one task per tile, but no step marked)::
-
-    %%eugo --exercise phases -w 2
-    @hpc.remote
-    def quicklook(path):
-        with rasterio.open(path) as src:
-            rgb = src.read((3, 2, 1)).astype("float32")
-            crs, transform = src.crs, src.transform @ src.transform.scale(4)
-        small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
-        img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
-        target = out_dir / f"{Path(path).stem}_rgb.tif"
-        with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
-                           dtype="uint8", crs=crs, transform=transform) as dst:
-            dst.write(img)
-        return str(target)
-
-    results = hpc.get([quicklook.remote(p) for p in tiles.paths])
+quicklook of every tile. The starter (graded ``not yet``: one task per tile, but no step marked)
+defines ``quicklook(path)``, which reads three bands with rasterio, averages them down 4x, scales
+them to bytes and writes a small GeoTIFF, and runs it as one task per tile into ``results``; the
+lesson's cell is the code.
 
 reference: the same body with each step inside ``with hpc.phase("read"):``,
 ``with hpc.phase("compute"):`` and ``with hpc.phase("write"):``.
