@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from jupyter_fixtures import OUT, REPO, Lab, chromium, kernel_env
 
+from eugo_lab import progress
+
 pytestmark = pytest.mark.slow
 
 BUNDLE = REPO / "eugo_lab" / "labextension"
@@ -85,6 +87,12 @@ def lab(tmp_path) -> Iterator[Lab]:
     # A progress store of its own: the course notebooks nbval ran earlier in the session passed their exercises
     # in the session's store, and this test counts a pass of its own from zero.
     (tmp / "progress").mkdir()
+    # ...with one earlier "not yet" at fan-out for which the learner took both hint tiers (the panel shows them).
+    store = tmp / "progress" / "progress.json"
+    progress.record_exercise("fan-out", False, "the driver waited in get() inside the loop", path=store,
+                             mistake="blocking")
+    for _ in range(2):
+        progress.record_hint("fan-out", 2, path=store)
     env = {"JUPYTER_PATH": str(_extension_path(tmp)), "EUGO_LAB_IDLE_WARNING_S": str(IDLE_WARNING_S),
            "EUGO_LAB_PROGRESS_DIR": str(tmp / "progress")}
     server = Lab(root, tmp, env=env)
@@ -166,10 +174,14 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
         titles = page.eval_on_selector_all("#eugo-panel .eugo-Course-title", "els => els.map(e => e.textContent)")
         course_titles = [c["title"] for c in listing["courses"]]
         assert titles[:len(course_titles)] == course_titles
-        assert len(listing["courses"]) == 4, course_titles
+        folders = sorted(p.name for p in (REPO / "courses").iterdir() if p.is_dir() and p.name[:2].isdigit())
+        assert len(listing["courses"]) == len(folders), (course_titles, folders)
         before = _course_counts(page)[first["id"]]
         assert before == f"{first['passed']}/{first['total']}"
         page.click(f"#eugo-panel .eugo-Course[data-course='{first['id']}'] .eugo-Course-head")
+        # the hints taken at an exercise are shown beside it (course 1 is open now)
+        hints = page.text_content("#eugo-panel .eugo-Exercise[data-exercise='fan-out'] .eugo-Exercise-hints")
+        assert hints == "2 hints", hints
         page.screenshot(path=str(OUT / "labext-panel-courses.png"))
 
         # an exercise passed in the notebook shows in the panel without a reload

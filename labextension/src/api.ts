@@ -14,6 +14,8 @@ export interface IExercise {
   title: string;
   status: ExerciseStatus;
   when?: string | null;
+  /** How many hint tiers the learner was shown for it, over all attempts. */
+  hints_taken?: number;
 }
 
 export interface ILesson {

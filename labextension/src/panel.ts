@@ -147,7 +147,12 @@ export class EugoPanel extends Widget {
         ex.dataset.status = exercise.status;
         ex.appendChild(el('span', 'eugo-Exercise-mark', STATUS_MARK[exercise.status] ?? '?'));
         ex.appendChild(el('span', 'eugo-Exercise-title', exercise.title));
-        ex.title = `${exercise.title}: ${exercise.status}` + (exercise.when ? ` (${exercise.when})` : '');
+        const hints = exercise.hints_taken ?? 0;
+        if (hints > 0) {
+          ex.appendChild(el('span', 'eugo-Exercise-hints', plural(hints, 'hint')));
+        }
+        ex.title = `${exercise.title}: ${exercise.status}` + (exercise.when ? ` (${exercise.when})` : '') +
+          (hints > 0 ? `, ${plural(hints, 'hint')} taken` : '');
         li.appendChild(ex);
       }
       lessons.appendChild(li);
