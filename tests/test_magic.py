@@ -598,6 +598,22 @@ def test_live_state_counters():
     assert "stopped by &lt;Boom&gt;" in stopped and f"background:{glyphs.FAILED_LINE}" in stopped
 
 
+def test_live_line_shows_a_speedup_only_after_tasks_ran_side_by_side():
+    from eugo_lab.render.html import counters_html
+
+    one = LiveState(start=10.0, workers=2)
+    one.add(_chunk([(1, 0, 10.0, 10.8)]))  # one task most of the time: busy, but never side by side
+    s = one.snapshot(11.0, unfinished=0)
+    assert s.side_by_side == 0.0 and not s.parallel
+    assert "speedup" not in counters_html(s) and "task time so far 800 ms" in counters_html(s)
+    two = LiveState(start=10.0, workers=2)
+    two.add(_chunk([(1, 0, 10.0, 10.6)]))
+    two.add(_chunk([(2, 1, 10.2, 10.8)]))  # a later chunk overlaps an earlier one: 0.4 s side by side
+    s = two.snapshot(11.0, unfinished=0)
+    assert s.side_by_side == pytest.approx(0.4) and s.parallel
+    assert "speedup so far 1.2x" in counters_html(s)
+
+
 class _Sink:
     def __init__(self):
         self.threads = set()

@@ -28,6 +28,14 @@ class Snapshot:
     finished: bool = False
     error: str | None = None
     cancelled: int = 0
+    side_by_side: float = 0.0  # seconds in which two or more finished task bodies ran at once
+
+    @property
+    def parallel(self) -> bool:
+        """Tasks ran side by side long enough for a speedup to mean something (the summary's rule)."""
+        from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE
+
+        return self.workers >= 2 and self.side_by_side >= SIDE_BY_SIDE_MIN_SHARE * self.elapsed > 0
 
     @property
     def speedup(self) -> float:
@@ -59,6 +67,20 @@ class LiveState:
         self.retried = 0
         self.cancelled = 0
         self.busy = 0.0
+        self._spans: list[tuple[np.ndarray, np.ndarray]] = []  # finished bodies' (starts, ends), per chunk
+        self._side_by_side: float | None = 0.0  # None: to be computed again (a chunk came in)
+
+    @property
+    def side_by_side(self) -> float:
+        """Seconds in which two or more of the finished task bodies ran at once (as the summary counts it)."""
+        if self._side_by_side is None:
+            from eugo_lab.analysis.breakdown import parallel_time
+
+            starts = np.concatenate([s for s, _ in self._spans])
+            ends = np.concatenate([e for _, e in self._spans])
+            ps, pe = parallel_time(starts, ends, -np.inf, np.inf)
+            self._side_by_side = float((pe - ps).sum())
+        return self._side_by_side
 
     def add(self, chunk: object) -> None:
         """Count the task rows of a recorder ``Chunk`` (or a Trace): vectorised, cost independent of Python loops."""
@@ -76,6 +98,8 @@ class LiveState:
         self.failed += int(np.count_nonzero((status == ERROR) | (status == CRASHED)))
         self.retried += retried
         self.busy += float(np.nansum(np.clip(dur, 0, None)))
+        self._spans.append((np.asarray(t["start"], dtype="float64"), np.asarray(t["end"], dtype="float64")))
+        self._side_by_side = None
 
     def snapshot(self, now: float, unfinished: int, *, finished: bool = False, error: str | None = None) -> Snapshot:
         """Counters at ``now``; ``unfinished`` = tasks (``hpc.map`` items) submitted and not done.
@@ -87,4 +111,4 @@ class LiveState:
         return Snapshot(done=self.done, failed=self.failed, retried=self.retried, running=0 if finished else running,
                         pending=0 if finished else unfinished - running, elapsed=max(now - self.start, 0.0),
                         busy=self.busy, workers=self.workers, finished=finished, error=error,
-                        cancelled=self.cancelled)
+                        cancelled=self.cancelled, side_by_side=self.side_by_side)

@@ -39,12 +39,10 @@ def counters_html(snap: Any) -> str:
         parts.append(f"retried {snap.retried}")
     if snap.cancelled:
         parts.append(f"cancelled {snap.cancelled}")
-    from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE  # (not at %load_ext: it loads NumPy)
-
     parts.append(f"elapsed {fmt_seconds(snap.elapsed)}")
-    # A speedup so far only once tasks hold a share of the time that could be side by side
-    # (SIDE_BY_SIDE_MIN_SHARE on two workers); before that it would read "0.0x" about the driver.
-    if snap.workers >= 2 and snap.speedup >= 2 * SIDE_BY_SIDE_MIN_SHARE:
+    # A speedup so far only once tasks ran side by side long enough, by the summary's own rule:
+    # before that (one task at a time, or the driver's own work) it would describe nothing.
+    if snap.parallel:
         parts += [f"speedup so far {snap.speedup:.1f}x", f"efficiency {snap.efficiency:.0%}"]
     else:
         parts.append(f"task time so far {fmt_seconds(snap.busy)}")
