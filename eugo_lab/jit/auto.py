@@ -10,12 +10,15 @@ process and per function (its code key), what happens:
    in Python bytecode (its innermost frame is at a loop's back jump or a function's start, where
    bytecode hands the GIL over, or at a call the sampler had to wait for) or in C code / waiting
    (the sampler got the GIL mid-instruction: NumPy's loops, sleeps and I/O release it). A
-   heuristic, as cheap as one look at a frame; nothing else is done.
+   heuristic, as cheap as one look at a frame; nothing else is done. While the function's calls
+   average under :data:`SHORT_CALL_S`, they are only timed (a look every 5 ms would not catch them).
 2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
    :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
    in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
    compiled safely at all (:func:`static_reason`: a generator, a closure, a function that prints
-   or writes a global: a trial would run those effects twice).
+   or writes a global: a trial would run those effects twice; one that calls pandas or another
+   library Numba cannot compile, :data:`NOT_COMPILED_LIBRARIES`). Decided once per function and
+   process; from then on a call is the plain call behind one dict lookup, its arguments unread.
 3. a qualified function is **compiled in a background thread** for the argument types of the
    call that qualified it (Numba types them; lists and Python objects are not tried); its calls
    run plain meanwhile.
@@ -24,7 +27,8 @@ process and per function (its code key), what happens:
    one on the copies; the return value and every argument the plain run wrote into must match
    (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
    :data:`~eugo_lab.jit.checked.MIN_GAIN` times faster. Kept or declined, with the SIMD verdict of
-   its machine code.
+   its machine code. A compile error about the function itself (a call Numba does not know, a
+   feature it does not compile, no Numba) declines it for every argument type at once.
 5. **later calls** with the same argument types run the compiled version; a new signature
    (types, dtypes, dimensions) is compiled and trialled again. Compiled calls number 8 and 64, then
    every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial: at the first
@@ -466,21 +470,27 @@ class AutoJit:
         return s
 
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
-        # Every call of a function not yet decided pays this: keep it to a dict entry and two clock reads
-        # (a tiny task's body takes well under a microsecond; the lock and notify are for a sleeping sampler).
-        tid = _get_ident()
-        _watch[tid] = st
-        if not _awake:
-            with _cond:
-                _cond.notify()
-            if _sampler is None:
-                _start_sampler()
+        # Every call of a function not yet decided pays this: two clock reads, and while its calls average
+        # SHORT_CALL_S or more, a dict entry for the sampler (the lock and notify only when the sampler sleeps).
+        # Shorter calls are only timed: a sampler looking every 5 ms would almost never catch one, and calls that
+        # stay that short are decided "short-calls" after SHORT_CALLS of them, from their time alone.
+        sampled = st.cpu >= SHORT_CALL_S * st.calls
+        tid = 0
+        if sampled:
+            tid = _get_ident()
+            _watch[tid] = st
+            if not _awake:
+                with _cond:
+                    _cond.notify()
+                if _sampler is None:
+                    _start_sampler()
         t0 = _thread_time()
         try:
             return self.fn(*args, **kwargs)
         finally:
             took = _thread_time() - t0
-            _watch.pop(tid, None)
+            if sampled:
+                _watch.pop(tid, None)
             if self._judge_watch(st, took) and sys.exc_info()[0] is None:
                 self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
             if self.told < len(st.said):  # decided: say so in this call's task
