@@ -213,3 +213,14 @@ def test_last_optimizations_after_a_traced_region_reports_that_region(ip, kernel
         rt.auto_optimize = True
     off = hpc.last_optimizations()
     assert [o.precise for o in off.items] == [RUNTIME_OFF]
+
+
+def test_a_profiled_cell_says_the_automatic_jit_was_off(ip, kernel_mode):
+    from eugo_lab.optimizations.report import PROFILED_OFF
+
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --profile", "hpc.get([smooth.remote(data[:10])])")
+    text = _summary(cap)["text/plain"]
+    assert PROFILED_OFF in text and "not yet spent enough CPU" not in text, text
+    assert [o.precise for o in hpc.last_optimizations().items] == [PROFILED_OFF]

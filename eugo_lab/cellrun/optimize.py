@@ -192,7 +192,7 @@ class CellOptimizer:
             return None
         if not self.explicit:
             names = set(optimized.seen_opted_out)
-            off = opt_report.RUNTIME_OFF if self._runtime_off else ""
+            off = opt_report.RUNTIME_OFF if self._runtime_off else opt_report.PROFILED_OFF if self.profiled else ""
             self.report = opt_report.automatic(trace, self._cell_items(),
                                                _delta(self._before, coalesce.all_stats()), names, off)
             opt_report.set_last(self.report, trace)  # hpc.last_optimizations(): what the summary's lines say

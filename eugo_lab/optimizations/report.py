@@ -229,6 +229,9 @@ def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), ho
 
 # The one line of a cell or region where the runtime's automatic JIT was off.
 RUNTIME_OFF = "automatic JIT off for this runtime (hpc.init(optimize=False)): every function ran as plain Python"
+# The same for a --profile cell: a profile measures the code as written, so nothing is wrapped while it is taken.
+PROFILED_OFF = "automatic JIT off while profiling (--profile measures the code as written): every function ran as " \
+    "plain Python"
 
 
 def not_tried(function: str, code: str, detail: str = "") -> Optimization:
