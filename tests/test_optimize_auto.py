@@ -292,3 +292,20 @@ def test_a_worker_imports_the_automatic_jit_without_the_trial_machinery():
             "print('eugo_lab.jit.checked' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == "[]" and out[1] == "False", out
+
+
+def test_the_wrapper_record_reuses_the_function_pickle_the_key_was_made_from():
+    import pickle
+
+    from eugo_lab.contract.task import FunctionRecord
+    from eugo_lab.hpc import optimized
+
+    g = {"__name__": "__main__"}
+    exec("def bump(x):\n    return x + 41\n", g)  # a notebook function: pickled by value
+    rec = FunctionRecord(g["bump"], "bump")
+    wrapped = optimized.auto_record(rec, 0)
+    assert rec.payload in wrapped.payload  # the same bytes, not a second pickle of the function
+    assert wrapped.captured == rec.captured
+    got = pickle.loads(wrapped.payload)
+    assert isinstance(got, auto.AutoJit) and got.key == jit.code_key(rec.payload) and got(1) == 42
+    assert optimized.auto_record(rec, 0) is wrapped  # made once per record and cell generation

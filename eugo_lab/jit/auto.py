@@ -567,6 +567,29 @@ class AutoJit:
         return run.value
 
 
+def _from_pickle(payload: bytes, key: str, phase: Callable[[str], Any]) -> AutoJit:
+    """The wrapper :class:`Packed` stands for, around the function unpickled from ``payload``."""
+    import pickle
+
+    return AutoJit(pickle.loads(payload), key, phase)
+
+
+class Packed:
+    """Pickles as ``AutoJit(fn, key, phase)`` from ``fn``'s own pickle (``payload``), which it carries as bytes.
+
+    The driver has pickled the function already (its hash is the key): the wrapper's pickle reuses
+    those bytes instead of pickling the function a second time.
+    """
+
+    __slots__ = ("payload", "key", "phase")
+
+    def __init__(self, payload: bytes, key: str, phase: Callable[[str], Any]):
+        self.payload, self.key, self.phase = payload, key, phase
+
+    def __reduce__(self) -> tuple:
+        return _from_pickle, (self.payload, self.key, self.phase)
+
+
 _SPANS = frozenset(PHASE_PREFIX + s for s in ("plain run", "compiled run", "compile"))  # spans, not verdicts
 
 
