@@ -7,6 +7,8 @@ what is compared).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,91 @@ def test_a_function_that_never_qualifies_costs_a_lookup_and_a_clock():
         assert w(i) == i + 1
     assert auto.state_of("auto-tiny").status == auto.SKIPPED_STATE
     assert jit.compile_count() == 0
+
+
+# -- what a function that cannot qualify costs: decided once, from its code or its first verdict -------------
+
+def _frame_sum(x):
+    return float(pd.Series(x).sum())  # noqa: F821 - the test binds pd, as a notebook's `import pandas as pd` does
+
+
+def _dumps(x):
+    return json.dumps(x)
+
+
+def test_a_function_that_calls_pandas_is_not_tried_from_its_code(monkeypatch):
+    monkeypatch.setitem(globals(), "pd", pytest.importorskip("pandas"))
+    frame_sum, dumps = _frame_sum, _dumps
+    assert auto.static_reason(frame_sum) == ("library", "it calls pandas")
+    assert auto.static_reason(dumps) == ("library", "it calls json")
+    assert auto.static_reason(vectorized) is None  # NumPy is what Numba compiles: still measured
+    ph = Phases()
+    w = auto.AutoJit(frame_sum, "auto-pandas", ph)
+    assert w([1.0, 2.0]) == 3.0
+    assert ph.names == ["jit: not tried: library: it calls pandas"]
+    assert auto.state_of("auto-pandas").calls == 0  # never watched: no clock, no sampler
+    what, helps = explain("library")
+    assert "pandas" in what and "to_numpy" in helps
+
+
+def _calls_plain_helper(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += _plain_helper(a[i])
+    return s
+
+
+def _plain_helper(x):
+    return x * 2.0
+
+
+def test_a_compile_error_about_the_function_itself_rules_it_out_for_every_later_call(monkeypatch):
+    pytest.importorskip("numba")
+    ph = Phases()
+    w = auto.AutoJit(_calls_plain_helper, "auto-helper", ph)
+    a = np.random.default_rng(8).random(20_000)
+    for _ in range(400):
+        w(a)
+        auto.wait_for_compiles()
+        if any(n.startswith("jit: declined") for n in ph.names):
+            break
+    assert ph.names[-1].startswith("jit: declined: unknown-call: _plain_helper"), ph.names
+    assert auto.state_of("auto-helper").status == auto.SKIPPED_STATE
+
+    def no_signature_work(*_):
+        raise AssertionError("a ruled-out function's call looked at its arguments")
+
+    monkeypatch.setattr(jit, "arg_signature", no_signature_work)
+    assert w(a) == _calls_plain_helper(a)
+    assert w(a[:10].astype(np.float32)) == _calls_plain_helper(a[:10].astype(np.float32))  # new types: not retried
+    assert ph.names[-1].startswith("jit: declined: unknown-call"), ph.names
+
+
+def test_a_worker_imports_the_automatic_jit_without_the_trial_machinery():
+    import subprocess
+    import sys
+
+    code = ("import sys, eugo_lab.backends.local_worker, eugo_lab.backends._worker, eugo_lab.contract.serialization\n"
+            "before = set(sys.modules)\n"
+            "import eugo_lab.jit.auto\n"
+            "print(sorted(m for m in set(sys.modules) - before if not m.startswith('eugo_lab.jit')))\n"
+            "print('eugo_lab.jit.checked' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]" and out[1] == "False", out
+
+
+def test_the_wrapper_record_reuses_the_function_pickle_the_key_was_made_from():
+    import pickle
+
+    from eugo_lab.contract.task import FunctionRecord
+    from eugo_lab.hpc import optimized
+
+    g = {"__name__": "__main__"}
+    exec("def bump(x):\n    return x + 41\n", g)  # a notebook function: pickled by value
+    rec = FunctionRecord(g["bump"], "bump")
+    wrapped = optimized.auto_record(rec, 0)
+    assert rec.payload in wrapped.payload  # the same bytes, not a second pickle of the function
+    assert wrapped.captured == rec.captured
+    got = pickle.loads(wrapped.payload)
+    assert isinstance(got, auto.AutoJit) and got.key == jit.code_key(rec.payload) and got(1) == 42
+    assert optimized.auto_record(rec, 0) is wrapped  # made once per record and cell generation

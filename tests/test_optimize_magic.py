@@ -126,3 +126,101 @@ def test_no_optimize_turns_the_automatic_jit_off_for_the_cell(ip, kernel_mode):
     assert "Optimizations" not in text and "optimize: off" in text
     with pytest.raises(Exception, match="not both"):
         ip.run_cell_magic("eugo", "--optimize --no-optimize", "1")
+
+
+STAR = '''
+@hpc.remote
+def first_of(*a):
+    return a[0]
+'''
+
+
+def _section(text: str) -> list[str]:
+    """The summary's "Optimizations" lines (heading and items), as optimizations_text writes them, indented 2 more."""
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("  Optimizations ("))
+    out = [lines[i][2:]]
+    out += [ln[2:] for ln in lines[i + 1:] if ln.startswith("    [")]
+    return out
+
+
+def test_last_optimizations_is_what_the_automatic_jit_did_in_the_last_cell(ip, kernel_mode):
+    from eugo_lab.render.optimizations import optimizations_text
+
+    ip.run_cell(SETUP + STAR)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off",
+                          "hpc.get([smooth.remote(data[:10]), first_of.remote(1)])")
+    text = _summary(cap)["text/plain"]
+    rep = hpc.last_optimizations()
+    assert rep is not None and rep.mode == "automatic"
+    assert _section(text) == optimizations_text(rep).splitlines(), (text, optimizations_text(rep))
+    smooth_line, star_line = rep.find("smooth", "jit"), rep.find("first_of", "jit")
+    assert not smooth_line.tried and "not yet spent enough CPU" in smooth_line.reason
+    # first_of's line comes from the workers' own verdict (its *args: decided from its code, once per worker)
+    assert not star_line.tried and star_line.reason == "it is not a plain function Numba compiles"
+    assert "*args" in star_line.precise
+
+    with capture_output():
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --no-optimize", "hpc.get([smooth.remote(data[:10])])")
+    assert hpc.last_optimizations() is None  # the latest cell optimized nothing
+
+
+def test_last_optimizations_names_a_decline_and_its_reason(ip, kernel_mode, monkeypatch):
+    from eugo_lab.jit import auto
+    from eugo_lab.render.optimizations import optimizations_text
+
+    pytest.importorskip("numba")
+    # In this process (threads backend), any sampled call qualifies: the compile then declines for a reason.
+    monkeypatch.setattr(auto, "MIN_CPU_S", 0.01)
+    monkeypatch.setattr(auto, "MIN_SAMPLES", 1)
+    monkeypatch.setattr(auto, "MIN_PYTHON_SHARE", 0.0)
+    ip.run_cell(SETUP)
+    cell = ("from eugo_lab.jit import auto\n"
+            "for _ in range(40):\n"
+            "    hpc.get(tagged_sum_of_x3c_b_x3e.remote(data))\n"
+            "    auto.wait_for_compiles()\n")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-b threads -w 1 --no-live --gpu off", cell)
+    rep = hpc.last_optimizations()
+    item = rep.find("tagged_sum_of_x3c_b_x3e", "jit")
+    assert rep.mode == "automatic" and item.tried and not item.applied, item
+    assert item.reason.startswith("it uses Python objects") or item.reason.startswith("it calls something"), item
+    assert item.advice
+    assert _section(_summary(cap)["text/plain"]) == optimizations_text(rep).splitlines()
+
+
+def test_last_optimizations_after_a_traced_region_reports_that_region(ip, kernel_mode):
+    from eugo_lab.hpc import session
+    from eugo_lab.optimizations.report import RUNTIME_OFF
+
+    ip.run_cell(SETUP + STAR)
+    first_of = ip.user_ns["first_of"]
+    with capture_output():
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --no-optimize", "hpc.get([smooth.remote(data[:10])])")
+    with hpc.trace():
+        hpc.get([first_of.remote(2)])
+    rep = hpc.last_optimizations()
+    assert rep is not None and rep.mode == "automatic" and rep is hpc.last_optimizations()  # built once
+    assert rep.find("first_of", "jit").reason == "it is not a plain function Numba compiles"
+    assert rep.find("smooth") is None  # that ran in the cell before, not in this region
+    rt = session.current()
+    rt.auto_optimize = False  # as hpc.init(optimize=False) leaves it
+    try:
+        with hpc.trace():
+            hpc.get([first_of.remote(3)])
+    finally:
+        rt.auto_optimize = True
+    off = hpc.last_optimizations()
+    assert [o.precise for o in off.items] == [RUNTIME_OFF]
+
+
+def test_a_profiled_cell_says_the_automatic_jit_was_off(ip, kernel_mode):
+    from eugo_lab.optimizations.report import PROFILED_OFF
+
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --profile", "hpc.get([smooth.remote(data[:10])])")
+    text = _summary(cap)["text/plain"]
+    assert PROFILED_OFF in text and "not yet spent enough CPU" not in text, text
+    assert [o.precise for o in hpc.last_optimizations().items] == [PROFILED_OFF]

@@ -194,18 +194,20 @@ class CellOptimizer:
     def finish(self, rt: Any, trace: Any, hot: Any = None) -> opt_report.OptimizationReport | None:
         """Build the report of the run traced in ``trace`` (None: nothing to say, or ``--no-optimize``).
 
-        ``--optimize``: the full report (also ``hpc.last_optimizations()``); ``hot``: the profile's
-        hot functions, by default those of the run's own profile (an ``--optimize`` run is
-        profiled), which the report words next to each JIT verdict. Automatic: one line per function.
+        ``--optimize``: the full report; ``hot``: the profile's hot functions, by default those of
+        the run's own profile (an ``--optimize`` run is profiled), which the report words next to
+        each JIT verdict. Automatic: one line per function. Either is what
+        ``hpc.last_optimizations()`` returns until the next cell or ``hpc.trace()`` region.
         """
         if self.off:
+            opt_report.set_last(None, trace)  # --no-optimize: the latest cell optimized nothing
             return None
         if not self.explicit:
             names = set(optimized.seen_opted_out)
-            off = "" if not self._runtime_off else \
-                "automatic JIT off for this runtime (hpc.init(optimize=False)): every function ran as plain Python"
+            off = opt_report.RUNTIME_OFF if self._runtime_off else opt_report.PROFILED_OFF if self.profiled else ""
             self.report = opt_report.automatic(trace, self._cell_items(_task_functions(trace)),
                                                _delta(self._before, coalesce.all_stats()), names, off)
+            opt_report.set_last(self.report, trace)  # hpc.last_optimizations(): what the summary's lines say
             return self.report
         if hot is None and getattr(trace, "profiles", ()):
             try:
@@ -220,5 +222,5 @@ class CellOptimizer:
         report = opt_report.OptimizationReport(report.items + tuple(self._cell_items(_task_functions(trace))),
                                                report.mode)
         self.report = report
-        opt_report.set_last(report)
+        opt_report.set_last(report, trace)
         return report

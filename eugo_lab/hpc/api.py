@@ -327,17 +327,61 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
 
 # -- tracing --------------------------------------------------------------------------------------
 _last_trace: Trace | None = None
+_last_trace_jit = "unhooked"  # the automatic JIT's state when that trace's region closed (see _jit_state)
 
 
 def last_optimizations() -> Any:
-    """What the runtime did in the latest ``%%eugo --optimize`` cell: an ``OptimizationReport``, or ``None``.
+    """What the runtime's optimizations did in the latest ``%%eugo`` cell or ``hpc.trace()`` region, or ``None``.
 
-    ``.items`` lists every optimization applied or declined (``kind``, ``target``, ``applied``,
-    ``reason``, ``advice``, ``numbers`` with before/after times); ``.applied``/``.declined`` filter them.
+    An ``OptimizationReport``: ``.mode`` is ``"--optimize"`` (a ``%%eugo --optimize`` cell: the
+    eager JIT trial, batching, the thread guard) or ``"automatic"`` (any other cell or traced
+    region: what the automatic JIT did on its own), and ``.items`` lists one ``Optimization``
+    per function and feature, the same lines as the cell summary's "Optimizations" section:
+    ``applied`` (compiled and kept), declined (tried, not kept: ``reason`` says why) or not
+    tried (``tried`` is False: ``reason`` says why, e.g. its time is in C code, its calls are
+    too short, it has not yet used enough CPU, it was declared ``optimize=False``); ``advice``
+    says what would help and ``numbers`` holds the measured times. ``.applied``/``.declined``
+    filter the items and ``.find(name)`` picks one.
+
+    ``None``: no cell or region yet, a ``%%eugo --no-optimize`` cell, a run of no tasks, or a
+    region where the automatic JIT was not hooked in (it is once ``eugo_lab``'s ``%%eugo``
+    magic runs, or ``eugo_lab.hpc.optimized`` is imported). A region run under
+    ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
     """
-    from eugo_lab.optimizations.report import last
+    from eugo_lab.optimizations import report as opt_report
 
-    return last()
+    t = _last_trace
+    if t is not None and t is not opt_report.last_source():  # a traced region after the latest cell
+        global _region_report
+        if _region_report[0] is not t:
+            _region_report = (t, _region_optimizations(t, _last_trace_jit))
+        return _region_report[1]
+    return opt_report.last()
+
+
+# The latest region's report, built on the first ask: (trace, report).
+_region_report: tuple[Any, Any] = (None, None)
+
+
+def _region_optimizations(t: Trace, jit: str) -> Any:
+    """What the automatic JIT did in the region traced in ``t`` (``jit``: its state when the region closed)."""
+    if jit == "unhooked":
+        return None
+    from eugo_lab.hpc import optimized
+    from eugo_lab.optimizations import report as opt_report
+
+    off = opt_report.RUNTIME_OFF if jit == "off" else ""
+    return opt_report.automatic(t, (), (), set(optimized.seen_opted_out), off)
+
+
+def _jit_state() -> str:
+    """Whether the automatic JIT wrapped the calls of a region closing now: ``on``, ``off`` or ``unhooked``."""
+    import sys
+
+    if "eugo_lab.hpc.optimized" not in sys.modules:  # importing it hooks the JIT into every call
+        return "unhooked"
+    rt = session.current(start=False)
+    return "off" if rt is not None and not getattr(rt, "auto_optimize", True) else "on"
 
 
 def last_trace() -> Trace | None:
@@ -346,8 +390,8 @@ def last_trace() -> Trace | None:
 
 
 def _set_last_trace(t: Trace | None) -> None:
-    global _last_trace
-    _last_trace = t
+    global _last_trace, _last_trace_jit
+    _last_trace, _last_trace_jit = t, _jit_state()
 
 
 class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``

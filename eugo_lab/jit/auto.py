@@ -10,12 +10,15 @@ process and per function (its code key), what happens:
    in Python bytecode (its innermost frame is at a loop's back jump or a function's start, where
    bytecode hands the GIL over, or at a call the sampler had to wait for) or in C code / waiting
    (the sampler got the GIL mid-instruction: NumPy's loops, sleeps and I/O release it). A
-   heuristic, as cheap as one look at a frame; nothing else is done.
+   heuristic, as cheap as one look at a frame; nothing else is done. While the function's calls
+   average under :data:`SHORT_CALL_S`, they are only timed (a look every 5 ms would not catch them).
 2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
    :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
    in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
    compiled safely at all (:func:`static_reason`: a generator, a closure, a function that prints
-   or writes a global: a trial would run those effects twice).
+   or writes a global: a trial would run those effects twice; one that calls pandas or another
+   library Numba cannot compile, :data:`NOT_COMPILED_LIBRARIES`). Decided once per function and
+   process; from then on a call is the plain call behind one dict lookup, its arguments unread.
 3. a qualified function is **compiled in a background thread** for the argument types of the
    call that qualified it (Numba types them; lists and Python objects are not tried); its calls
    run plain meanwhile.
@@ -24,7 +27,8 @@ process and per function (its code key), what happens:
    one on the copies; the return value and every argument the plain run wrote into must match
    (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
    :data:`~eugo_lab.jit.checked.MIN_GAIN` times faster. Kept or declined, with the SIMD verdict of
-   its machine code.
+   its machine code. A compile error about the function itself (a call Numba does not know, a
+   feature it does not compile, no Numba) declines it for every argument type at once.
 5. **later calls** with the same argument types run the compiled version; a new signature
    (types, dtypes, dimensions) is compiled and trialled again. Compiled calls number 8 and 64, then
    every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial: at the first
@@ -46,22 +50,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eugo_lab.jit.checked import (
-    PHASE_PREFIX,
-    SKIPPED,
-    PlainRun,
-    Verdict,
-    _judge,
-    _NoPhase,
-    arg_signature,
-    classify_numba_error,
-    compile_for,
-    numba_types,
-    positional,
-)
+# Only what a function that is never compiled needs: a worker imports this module with its first task of a
+# cell, and most tasks never qualify. The trial's machinery (eugo_lab.jit.checked: dataclasses, hashing,
+# ~50 ms of CPU to import on a 2-core VM) is imported once a function qualifies (_checked()).
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase
+
+if TYPE_CHECKING:
+    from eugo_lab.jit.checked import Verdict
 
 # A function qualifies once it has spent this much CPU in plain calls in one process. Numba
 # compiles a loop in 0.1-0.5 s of CPU (measured on this project's 2-core VM): a function that has
@@ -86,13 +83,24 @@ SHORT_CALLS = 256
 RECHECK_FIRST = (8, 64)
 RECHECK_EVERY = 256
 
+_get_ident, _thread_time = threading.get_ident, time.thread_time
+
 WATCHING, QUALIFIED, SKIPPED_STATE = "watching", "qualified", "skipped"
+# Compile errors about the function itself, whatever its argument types: it is not compiled for other types either.
+_WHOLE_FUNCTION = frozenset({"numba-missing", "unknown-call", "unsupported-feature"})
 COMPILING, READY, COMPILED, DECLINED = "compiling", "ready", "compiled", "declined"
 
 # Names whose call in a function would run twice in a trial (the plain run and the compiled one).
 _EFFECTS = frozenset({"print", "open", "input", "exec", "eval", "breakpoint", "exit", "quit"})
 _CO_NOT_PLAIN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
 _CO_VARARGS = 0x04 | 0x08
+# Libraries a function may call that Numba compiles no call into (data frames, other array frameworks, plotting,
+# file formats, the network): a function that reads one of them is not tried, decided from its code once,
+# instead of being watched, compiled and declined (see static_reason).
+NOT_COMPILED_LIBRARIES = frozenset({
+    "pandas", "polars", "pyarrow", "xarray", "torch", "tensorflow", "jax", "sklearn", "matplotlib", "seaborn",
+    "PIL", "cv2", "requests", "json", "pickle", "csv", "sqlite3", "subprocess", "socket", "urllib"})
+_MODULE_TYPE = type(sys)
 
 
 def static_reason(fn: Any) -> tuple[str, str] | None:
@@ -113,10 +121,25 @@ def static_reason(fn: Any) -> tuple[str, str] | None:
     effects = sorted(_EFFECTS.intersection(code.co_names))
     if effects:
         return "effects", f"it calls {', '.join(effects)}(): a trial would do that twice"
+    g = getattr(fn, "__globals__", None) or {}
+    library = ""
     for ins in dis.get_instructions(code):
         if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
             return "effects", f"it writes the global {ins.argval}"
+        if ins.opname == "LOAD_GLOBAL" and not library:
+            library = _library_of(g.get(ins.argval))
+    if library:
+        return "library", f"it calls {library}"
     return None
+
+
+def _library_of(value: Any) -> str:
+    """The top-level package of ``value`` (a module, or a function or class from one) when Numba cannot compile it."""
+    if value is None:
+        return ""
+    name = value.__name__ if isinstance(value, _MODULE_TYPE) else getattr(value, "__module__", None)
+    root = name.partition(".")[0] if isinstance(name, str) else ""
+    return root if root in NOT_COMPILED_LIBRARIES else ""
 
 
 def typeable(pos: tuple) -> str:
@@ -138,33 +161,48 @@ def typeable(pos: tuple) -> str:
     return ""
 
 
-@dataclass
 class _Signature:
-    """One argument signature of a qualified function: its compile, trial and compiled calls."""
+    """One argument signature of a qualified function: its compile, trial and compiled calls.
 
-    status: str = COMPILING
-    dispatcher: Any = None
-    compile_s: float | None = None
-    error: tuple[str, str] | None = None
-    calls: int = 0  # compiled calls since the trial kept it
-    arity: int = -1
+    Plain classes with slots, not dataclasses: this module must import fast (see the imports above).
+    """
+
+    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity")
+
+    def __init__(self, status: str = COMPILING, dispatcher: Any = None, compile_s: float | None = None,
+                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1):
+        self.status = status
+        self.dispatcher = dispatcher
+        self.compile_s = compile_s
+        self.error = error
+        self.calls = calls  # compiled calls since the trial kept it
+        self.arity = arity
+
+    def __repr__(self) -> str:
+        return f"_Signature({self.status}, compile_s={self.compile_s}, error={self.error}, calls={self.calls})"
 
 
-@dataclass
 class _State:
     """What this process knows about one function (by code key)."""
 
-    name: str
-    code: Any
-    status: str = WATCHING
-    calls: int = 0
-    cpu: float = 0.0
-    python: int = 0  # samples in bytecode
-    native: int = 0  # samples in C code or waiting
-    sigs: dict[tuple, _Signature] = field(default_factory=dict)
-    said: list[str] = field(default_factory=list)  # verdict phases, in order (each copy announces them)
-    owners: list[int] = field(default_factory=list)  # id of the AutoJit copy that produced each one
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = ("name", "code", "status", "calls", "cpu", "python", "native", "sigs", "said", "owners", "lock")
+
+    def __init__(self, name: str, code: Any, status: str = WATCHING):
+        self.name = name
+        self.code = code
+        self.status = status
+        self.calls = 0
+        self.cpu = 0.0
+        self.python = 0  # samples in bytecode
+        self.native = 0  # samples in C code or waiting
+        self.sigs: dict[tuple, _Signature] = {}
+        self.said: list[str] = []  # verdict phases, in order (each copy announces them)
+        self.owners: list[int] = []  # id of the AutoJit copy that produced each one
+        self.lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"_State({self.name}, {self.status}, calls={self.calls}, cpu={self.cpu:.3g}, "
+                f"python={self.python}, native={self.native}, sigs={self.sigs}, said={self.said})")
 
     def say(self, name: str, owner: int) -> None:
         with self.lock:
@@ -177,7 +215,24 @@ _states_lock = threading.Lock()
 _watch: dict[int, _State] = {}  # thread id -> the function whose plain call it runs now
 _cond = threading.Condition()
 _sampler: threading.Thread | None = None
+# True while the sampler is between waits: a watched call then only adds itself to _watch (no lock, no notify).
+# Set False under _cond before the sampler looks at _watch and waits, so a call that reads True added itself
+# before that look (one interpreter lock orders both), and one that reads False notifies.
+_awake = False
 _compiling: list[threading.Thread] = []
+
+
+_ck: Any = None  # eugo_lab.jit.checked, once a function qualified
+
+
+def _checked() -> Any:
+    """The trial's module (:mod:`eugo_lab.jit.checked`), imported the first time a function gets that far."""
+    global _ck
+    if _ck is None:
+        from eugo_lab.jit import checked
+
+        _ck = checked
+    return _ck
 
 
 def _state(key: str, fn: Callable) -> _State:
@@ -212,11 +267,14 @@ _CALLS = frozenset(dis.opmap[n] for n in ("CALL", "PRECALL", "CALL_FUNCTION_EX",
 
 
 def _sample_loop() -> None:
+    global _awake
     perf = time.perf_counter
     while True:
         with _cond:
+            _awake = False
             while not _watch:
                 _cond.wait()
+            _awake = True
         asked = perf()
         time.sleep(SAMPLE_INTERVAL_S)
         # A thread holding the GIL (running bytecode) gives it up only after the switch interval: a wait
@@ -252,8 +310,9 @@ def _start_sampler() -> None:
 
 def _after_fork() -> None:
     # A forked worker has none of its parent's threads (sampler, compiles) and maybe a lock the parent held.
-    global _sampler, _cond, _states_lock
+    global _sampler, _cond, _states_lock, _awake
     _sampler = None
+    _awake = False
     _cond = threading.Condition()
     _states_lock = threading.Lock()
     _watch.clear()
@@ -272,17 +331,18 @@ if hasattr(os, "register_at_fork"):
 def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
     """Background thread: compile ``fn`` for the types of ``pos``; the next call with them runs the trial."""
     t0 = time.perf_counter()
+    ck = _checked()
     try:
-        types = numba_types(pos)
+        types = ck.numba_types(pos)
         if types is None:
             sig.error = ("python-objects", "an argument Numba has no type for")
         else:
-            sig.dispatcher = compile_for(fn, types)
+            sig.dispatcher = ck.compile_for(fn, types)
             sig.arity = len(types)
     except ImportError:
         sig.error = ("numba-missing", "")
     except Exception as exc:  # noqa: BLE001 - any compile failure: the function stays plain
-        sig.error = classify_numba_error(exc)
+        sig.error = ck.classify_numba_error(exc)
     sig.compile_s = time.perf_counter() - t0
     sig.status = READY if sig.error is None else DECLINED
 
@@ -343,16 +403,19 @@ class AutoJit:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Plain while watched, compiling or declined; the trial on the first call after a compile; then compiled."""
         st = _states.get(self.key) or _state(self.key, self.fn)
-        if self.told < len(st.said):
+        if self.told != len(st.said):
             self._tell(st)
         status = st.status
+        # Not tried (decided once per function: from its code, or from its measured calls): the call itself, with
+        # no look at its arguments.
         if status == SKIPPED_STATE:
             if self.ns is not None:
                 self._give_back()
             return self.fn(*args, **kwargs)
         if status == WATCHING:
             return self._watched(st, args, kwargs)
-        sig = arg_signature(args, kwargs) + int_sizes(args, kwargs)
+        ck = _ck or _checked()
+        sig = ck.arg_signature(args, kwargs) + int_sizes(args, kwargs)
         s = st.sigs.get(sig)
         if s is None:  # a qualified function, new argument types: compile for them in the background
             s = self._new_signature(st, args, kwargs)
@@ -361,7 +424,7 @@ class AutoJit:
             return self.fn(*args, **kwargs)
         if s.status == COMPILED:
             s.calls += 1
-            pos = args if not kwargs and len(args) == s.arity else positional(self.fn, args, kwargs)
+            pos = args if not kwargs and len(args) == s.arity else ck.positional(self.fn, args, kwargs)
             if not _recheck(s.calls):
                 return s.dispatcher(*pos)
             return self._checked_again(st, s, args, kwargs, pos)
@@ -369,6 +432,9 @@ class AutoJit:
             return self._trial(st, s, args, kwargs)
         if s.status == DECLINED and s.error is not None:
             error, s.error = s.error, None
+            if error[0] in _WHOLE_FUNCTION and not any(o.status == COMPILED for o in st.sigs.values()):
+                # No other argument types would compile either: later calls skip the signature work above.
+                st.status = SKIPPED_STATE
             st.say(f"{PHASE_PREFIX}declined: {error[0]}" + (f": {error[1]}" if error[1] else "")
                    + f" [trial compile={s.compile_s or 0:.3g}]", id(self))
             self._tell(st)
@@ -376,9 +442,10 @@ class AutoJit:
 
     def _new_signature(self, st: _State, args: tuple, kwargs: dict) -> _Signature:
         """Start on new argument types of a qualified function: a background compile, or the existing code reused."""
-        base = arg_signature(args, kwargs)
+        ck = _checked()
+        base = ck.arg_signature(args, kwargs)
         sig = base + int_sizes(args, kwargs)
-        pos = positional(self.fn, args, kwargs)
+        pos = ck.positional(self.fn, args, kwargs)
         why = typeable(pos) if pos is not None else "*args, **kwargs or keyword-only parameters"
         with st.lock:
             s = st.sigs.get(sig)
@@ -403,18 +470,27 @@ class AutoJit:
         return s
 
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
-        tid = threading.get_ident()
-        with _cond:
+        # Every call of a function not yet decided pays this: two clock reads, and while its calls average
+        # SHORT_CALL_S or more, a dict entry for the sampler (the lock and notify only when the sampler sleeps).
+        # Shorter calls are only timed: a sampler looking every 5 ms would almost never catch one, and calls that
+        # stay that short are decided "short-calls" after SHORT_CALLS of them, from their time alone.
+        sampled = st.cpu >= SHORT_CALL_S * st.calls
+        tid = 0
+        if sampled:
+            tid = _get_ident()
             _watch[tid] = st
-            _cond.notify()
-        if _sampler is None:
-            _start_sampler()
-        t0 = time.thread_time()
+            if not _awake:
+                with _cond:
+                    _cond.notify()
+                if _sampler is None:
+                    _start_sampler()
+        t0 = _thread_time()
         try:
             return self.fn(*args, **kwargs)
         finally:
-            took = time.thread_time() - t0
-            _watch.pop(tid, None)
+            took = _thread_time() - t0
+            if sampled:
+                _watch.pop(tid, None)
             if self._judge_watch(st, took) and sys.exc_info()[0] is None:
                 self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
             if self.told < len(st.said):  # decided: say so in this call's task
@@ -445,9 +521,10 @@ class AutoJit:
         return False
 
     def _trial(self, st: _State, s: _Signature, args: tuple, kwargs: dict) -> Any:
-        pos = positional(self.fn, args, kwargs)
+        ck = _checked()
+        pos = ck.positional(self.fn, args, kwargs)
         assert pos is not None  # it bound when the compile started, for the same signature
-        run = PlainRun(self.fn, args, kwargs, pos, self.phase)
+        run = ck.PlainRun(self.fn, args, kwargs, pos, self.phase)
         said: list[Verdict] = []
 
         def mark(v: Verdict) -> Verdict:
@@ -458,13 +535,13 @@ class AutoJit:
             if s.status != READY:  # another thread ran the trial meanwhile
                 return run.value
             s.status = DECLINED
-        verdict, compiled = _judge(run.against(s.dispatcher), s.compile_s, s.dispatcher, mark)
+        verdict, compiled = ck._judge(run.against(s.dispatcher), s.compile_s, s.dispatcher, mark)
         if compiled is not None:
             s.status = COMPILED
         elif verdict.code == "differs" and any(o.status == COMPILED for o in st.sigs.values()):
             # Kept for other arguments, different for these (integers that outgrew 64 bits): plain from now on.
             self._back_to_plain(st)
-            verdict = Verdict("declined", "differs-later", verdict.detail, plain_s=verdict.plain_s)
+            verdict = ck.Verdict("declined", "differs-later", verdict.detail, plain_s=verdict.plain_s)
         st.say(verdict.phase_name(), id(self))
         self._tell(st)
         return run.value
@@ -479,7 +556,7 @@ class AutoJit:
 
     def _checked_again(self, st: _State, s: _Signature, args: tuple, kwargs: dict, pos: tuple | None) -> Any:
         assert pos is not None
-        run = PlainRun(self.fn, args, kwargs, pos)
+        run = _checked().PlainRun(self.fn, args, kwargs, pos)
         c = run.against(s.dispatcher, repeat=False)
         if c.error is not None or c.differs:
             self._back_to_plain(st)
@@ -488,6 +565,29 @@ class AutoJit:
                    f"[trial plain={c.plain_s:.3g}]", id(self))
             self._tell(st)
         return run.value
+
+
+def _from_pickle(payload: bytes, key: str, phase: Callable[[str], Any]) -> AutoJit:
+    """The wrapper :class:`Packed` stands for, around the function unpickled from ``payload``."""
+    import pickle
+
+    return AutoJit(pickle.loads(payload), key, phase)
+
+
+class Packed:
+    """Pickles as ``AutoJit(fn, key, phase)`` from ``fn``'s own pickle (``payload``), which it carries as bytes.
+
+    The driver has pickled the function already (its hash is the key): the wrapper's pickle reuses
+    those bytes instead of pickling the function a second time.
+    """
+
+    __slots__ = ("payload", "key", "phase")
+
+    def __init__(self, payload: bytes, key: str, phase: Callable[[str], Any]):
+        self.payload, self.key, self.phase = payload, key, phase
+
+    def __reduce__(self) -> tuple:
+        return _from_pickle, (self.payload, self.key, self.phase)
 
 
 _SPANS = frozenset(PHASE_PREFIX + s for s in ("plain run", "compiled run", "compile"))  # spans, not verdicts

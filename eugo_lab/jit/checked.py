@@ -34,20 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
-
-
-class _NoPhase:
-    """A do-nothing stand-in for ``hpc.phase`` (a trial run outside a task, or in tests)."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
+# The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
 # gain is within this VM's timing noise (~25% drift) and not worth a compile per worker.
@@ -59,10 +47,6 @@ MIN_PLAIN_SECONDS = 1e-3
 # reduction (last-bit differences); anything beyond this is a different result.
 RTOL, ATOL = 1e-7, 1e-12
 
-PHASE_PREFIX = RUNTIME_PHASE_PREFIX
-VERDICT_COMPILED = "compiled"
-# The automatic JIT looked at a function and did not try it (eugo_lab.jit.auto): "jit: not tried: CODE[: detail]".
-SKIPPED = "not tried"
 
 # What Numba names a global's type when it is something to call (see classify_numba_error).
 _CALLABLE_KINDS = ("function", "builtin_function_or_method", "method", "functools.partial",

@@ -52,6 +52,8 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
     "short-calls": ("each call is too short for a compiled call to win over its own dispatch",
                     "nothing, or move the loop that calls it into the function"),
     "not-python": ("it is not a Python function", "nothing"),
+    "library": ("it calls a library Numba cannot compile (pandas, torch, json...)",
+                "keep that library outside the loop: pass its data in as NumPy arrays (df.to_numpy())"),
     "not-plain": ("it is not a plain function Numba compiles", "a plain def with positional parameters"),
     "effects": ("it has effects beyond its arguments and result, which a trial would repeat",
                 "keep printing and global writes outside the loop function"),

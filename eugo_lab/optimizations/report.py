@@ -1,7 +1,8 @@
 """What the runtime did for you: every automatic optimization of a run, applied or declined, with numbers and why.
 
-One :class:`OptimizationReport` per ``%%eugo --optimize`` cell (``hpc.last_optimizations()``,
-and the cell summary's ``optimizations`` attribute). It is built from data only — the
+One :class:`OptimizationReport` per ``%%eugo`` cell: ``--optimize`` (:func:`build`) or, without
+it, what the automatic JIT did (:func:`automatic`); ``hpc.last_optimizations()`` returns the
+latest, and the cell summary's ``optimizations`` attribute holds it. It is built from data only — the
 run's trace (JIT verdicts travel as phases, ``hpc.map`` batches as the trace's batch
 column), the thread guard's plan and the ``batch="auto"`` counters — so it is tested with
 hand-made inputs, and the renderers (``eugo_lab.render.optimizations``) only format it.
@@ -226,6 +227,13 @@ def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), ho
     return OptimizationReport(tuple(items))
 
 
+# The one line of a cell or region where the runtime's automatic JIT was off.
+RUNTIME_OFF = "automatic JIT off for this runtime (hpc.init(optimize=False)): every function ran as plain Python"
+# The same for a --profile cell: a profile measures the code as written, so nothing is wrapped while it is taken.
+PROFILED_OFF = "automatic JIT off while profiling (--profile measures the code as written): every function ran as " \
+    "plain Python"
+
+
 def not_tried(function: str, code: str, detail: str = "") -> Optimization:
     """A line for a function the automatic JIT did not try (``code``: see :func:`~eugo_lab.jit.verdicts.explain`)."""
     what, helps = explain(code)
@@ -279,14 +287,20 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
 
 
 _last: OptimizationReport | None = None
+_last_source: Any = None  # the trace the latest cell's report was built from
 
 
-def set_last(report: OptimizationReport | None) -> None:
-    """Remember the latest cell's report (``hpc.last_optimizations()`` returns it)."""
-    global _last
-    _last = report
+def set_last(report: OptimizationReport | None, trace: Any = None) -> None:
+    """Remember the latest cell's report and the trace of its main run (``hpc.last_optimizations()``)."""
+    global _last, _last_source
+    _last, _last_source = report, trace
 
 
 def last() -> OptimizationReport | None:
-    """The report of the latest ``%%eugo --optimize`` cell, or ``None``."""
+    """The report of the latest ``%%eugo`` cell (``--optimize`` or automatic; ``None``: none, or ``--no-optimize``)."""
     return _last
+
+
+def last_source() -> Any:
+    """The trace :func:`last`'s report was built from (``None``: no cell yet)."""
+    return _last_source

@@ -148,15 +148,17 @@ def threads_guarded(s: Subject) -> tuple[bool | None, str]:
 
 
 def optimizations(s: Subject) -> tuple[bool | None, str]:
-    """What the last ``%%eugo --optimize`` cell's report says the runtime did."""
+    """What the report of the latest cell or traced region (``hpc.last_optimizations()``) says the runtime did."""
     from eugo_lab import hpc
 
     rep = hpc.last_optimizations()
     if rep is None:
-        return None, "not measured: no %%eugo --optimize cell has run yet; run one to see what the runtime did"
+        return None, ("not measured: no %%eugo cell with optimizations has run yet; run one (or --optimize) to "
+                      "see what the runtime did")
     done = [o.bucketed for o in rep.applied]
     skipped = [f"{o.target} ({o.reason})" if o.reason else o.target for o in rep.declined]
-    head = f"the last --optimize cell: {len(done)} applied" + (f" ({'; '.join(done)})" if done else "")
+    which = "the last --optimize cell" if rep.mode == "--optimize" else "the last run (automatic JIT)"
+    head = f"{which}: {len(done)} applied" + (f" ({'; '.join(done)})" if done else "")
     if skipped:
         head += f", {len(skipped)} declined: {'; '.join(skipped)}"
     return bool(done), head
@@ -184,7 +186,7 @@ ML = register(Checklist(
              "threads per core, and every matrix product slows down.", threads_guarded, "runtime"),
         Item("optimizations", "You read what the runtime compiled, batched or declined",
              "The runtime changes how your code runs only when the result stays the same, and says when it "
-             "declines. The report tells you how to help it.", optimizations, "last --optimize cell"),
+             "declines. The report tells you how to help it.", optimizations, "last cell or traced run"),
         Item("data-on-device", "Arrays stay on the GPU between operations",
              "Copying to the GPU and back for every operation often costs more than the operation saves. Chain "
              "operations on the device and bring back only the answer.", data_on_device, "last --gpu cell"),

@@ -1,0 +1,31 @@
+"""The phase names both JITs share, in a module that imports nothing a worker has not loaded already.
+
+The automatic JIT's wrapper (:mod:`eugo_lab.jit.auto`) goes around every task of a cell, and a
+worker imports it with the first one: this module keeps that import to what a function that is
+never compiled needs. :mod:`eugo_lab.jit.checked` (the trial, dataclasses, hashing) is imported
+once a function qualifies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
+
+PHASE_PREFIX = RUNTIME_PHASE_PREFIX
+VERDICT_COMPILED = "compiled"
+# The automatic JIT looked at a function and did not try it (eugo_lab.jit.auto): "jit: not tried: CODE[: detail]".
+SKIPPED = "not tried"
+
+
+class _NoPhase:
+    """A do-nothing stand-in for ``hpc.phase`` (a trial run outside a task, or in tests)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
