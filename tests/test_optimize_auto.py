@@ -309,3 +309,26 @@ def test_the_wrapper_record_reuses_the_function_pickle_the_key_was_made_from():
     got = pickle.loads(wrapped.payload)
     assert isinstance(got, auto.AutoJit) and got.key == jit.code_key(rec.payload) and got(1) == 42
     assert optimized.auto_record(rec, 0) is wrapped  # made once per record and cell generation
+
+
+def test_a_plain_script_gets_the_automatic_jit_without_the_magic():
+    # No %%eugo, no explicit import of the feature: the runtime the first .remote() starts hooks it in.
+    import subprocess
+    import sys
+
+    code = (
+        "from eugo_lab import hpc\n"
+        "@hpc.remote\n"
+        "def loop(n):\n"
+        "    s = 0.0\n"
+        "    for i in range(n):\n"
+        "        s += i * 0.5\n"
+        "    return s\n"
+        "with hpc.trace():\n"
+        "    hpc.get([loop.remote(1000) for _ in range(4)])\n"
+        "r = hpc.last_optimizations()\n"
+        "print(r is not None and r.mode, [i.target for i in r.items] if r else None)\n"
+        "hpc.shutdown()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "automatic ['loop']", out.stdout + out.stderr

@@ -343,10 +343,9 @@ def last_optimizations() -> Any:
     says what would help and ``numbers`` holds the measured times. ``.applied``/``.declined``
     filter the items and ``.find(name)`` picks one.
 
-    ``None``: no cell or region yet, a ``%%eugo --no-optimize`` cell, a run of no tasks, or a
-    region where the automatic JIT was not hooked in (it is once ``eugo_lab``'s ``%%eugo``
-    magic runs, or ``eugo_lab.hpc.optimized`` is imported). A region run under
-    ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
+    ``None``: no cell or region yet, a ``%%eugo --no-optimize`` cell, or a run of no tasks (the
+    automatic JIT is hooked in as soon as a runtime starts, in a script as in a notebook). A
+    region run under ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
     """
     from eugo_lab.optimizations import report as opt_report
 

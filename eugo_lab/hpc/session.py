@@ -469,6 +469,7 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
     named, ``EUGO_ADDRESS`` (an existing cluster's address) wins over the embedded pool.
     """
     from eugo_lab import backends
+    from eugo_lab.hpc import optimized  # noqa: F401 - importing it hooks the automatic JIT into every call
     from eugo_lab.settings import ADDRESS_ENV
 
     if address is None and backend is None and cluster is None:
