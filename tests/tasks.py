@@ -62,3 +62,21 @@ def pid_of(x):
     with hpc.phase("work"):
         time.sleep(0.05)
     return x, os.getpid()
+
+
+@hpc.remote
+def pid_met(x, folder, workers=2, timeout=120.0):
+    """``(x, pid)`` once ``workers`` distinct processes have run one of these (a barrier in ``folder``).
+
+    A task that waits here holds its worker, so the engine must hand the others to another
+    worker: a run of these tasks uses at least ``workers`` processes however slowly the
+    engine starts its second one (a fixed sleep only makes that likely).
+    """
+    from pathlib import Path
+
+    with hpc.phase("work"):
+        Path(folder, str(os.getpid())).touch()
+        deadline = time.monotonic() + timeout
+        while len(list(Path(folder).iterdir())) < workers and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return x, os.getpid()

@@ -22,7 +22,7 @@ from _clusters import REPO, worker_env
 from _memory import grow_ignoring_stops, stop_two_growing_tasks
 from _processes import listening, wait_gone
 from _waiting import wait_for_file
-from tasks import pid_of, square, total
+from tasks import pid_met, square, total
 
 from eugo_lab import hpc
 from eugo_lab.hpc import session
@@ -86,7 +86,7 @@ def test_local_ray_end_to_end(tmp_path):
 
     # the trace shows the workers, each index one real process
     with hpc.trace() as t:
-        results = hpc.get([pid_of.remote(i) for i in range(10)])
+        results = hpc.get([pid_met.remote(i, str(tmp_path)) for i in range(10)])
     df = t.to_dataframe().sort_values("task_id")
     by_index = {}
     for (_, pid), w in zip(results, df["worker"]):
