@@ -422,6 +422,8 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         rt = self._rt
+        while rt.successor is not None:  # hpc.init inside the block: the runtime that recorded last
+            rt = rt.successor
         start = self._mark[3]  # the region's start time
         left = unwaited.unfinished_since(rt, start)
         before = unwaited.snapshot(left)
@@ -430,6 +432,10 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         meta = {"backend": rt.backend_name, "workers": info.workers, "cores": info.cores,
                 "threads_per_worker": info.threads_per_worker, **unwaited.describe(before, running),
                 **self._extra_meta}
+        if not info.workers and "workers" not in self._extra_meta:
+            # The engine stopped inside the block (its idle timer, hpc.shutdown): it has no workers now,
+            # so the trace counts the workers that ran its tasks instead (Trace.n_workers without "workers").
+            del meta["workers"]
         if info.gpu_workers:  # which worker holds which GPU (JSON keys: strings), for the timeline's lanes
             meta["gpu_workers"] = {str(w): d for w, d in info.gpu_workers.items()}
         if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -112,11 +113,16 @@ def on_runtime_changed(listener: Callable[[], None]) -> None:
 class Runtime:
     """A started backend plus the shared task rules; ``hpc.init`` makes one, ``hpc.shutdown`` ends it."""
 
-    def __init__(self, backend: base.Backend, *, backend_name: str, options: dict[str, Any] | None = None):
+    def __init__(self, backend: base.Backend, *, backend_name: str, options: dict[str, Any] | None = None,
+                 recorder: rec.Recorder | None = None):
         self.backend = backend
         self.backend_name = backend_name
         self.options = dict(options or {})
-        self.recorder = rec.Recorder()
+        # A runtime started while a traced region is open (hpc.init inside a %%eugo cell) takes over
+        # the recorder of the one it replaces, so the region records the new runtime's tasks too.
+        self.recorder = recorder if recorder is not None else rec.Recorder()
+        self.successor: Runtime | None = None  # the runtime that took this one's recorder over, if any
+        self.stopped_by: str | None = None  # why it ended: "shutdown" (by hand, hpc.init or the kernel)
         self._ids = itertools.count(1)
         self._tasks: dict[int, Pending] = {}
         self._closed = False
@@ -133,6 +139,15 @@ class Runtime:
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
+
+    @property
+    def idle_stops(self) -> tuple[Any, ...]:
+        """Each time this runtime's engine stopped its cluster on its idle timer, oldest first.
+
+        ``IdleStop`` records, which the embedded Dask cluster keeps; empty for an engine without a
+        timer, and for a cluster that was only ever shut down by hand.
+        """
+        return tuple(getattr(self.backend, "idle_stops", ()))
 
     def on_cancel_all(self, hook: Callable[[Runtime], int]) -> None:
         """Have :meth:`cancel_all` call ``hook(runtime)`` (it returns how many it cancelled); once per hook."""
@@ -445,6 +460,7 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
+        self.stopped_by = "shutdown"
         try:
             self.backend.shutdown()
         finally:
@@ -458,6 +474,7 @@ class Runtime:
 
 
 _current: Runtime | None = None
+_latest: Runtime | None = None  # the last runtime set current: it stays readable after its shutdown
 _current_lock = threading.RLock()
 
 
@@ -504,7 +521,11 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
             # The first .remote() needs cloudpickle: import it while the workers boot, not after.
             serialization.warm()
             be.wait_ready()
-        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options})
+        # An open region (a %%eugo cell that calls hpc.init) keeps recording: the new runtime takes its recorder.
+        handed = old.recorder if old is not None and old.recorder.in_region else None
+        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options}, recorder=handed)
+        if handed is not None:
+            old.successor = rt  # type: ignore[union-attr]
         set_current(rt)
     return rt
 
@@ -536,11 +557,24 @@ def running() -> Runtime:
     return rt
 
 
+def idle_stops() -> tuple[Any, ...]:
+    """Every idle stop of an embedded cluster in this process, oldest first (the last 100), replaced runtimes too."""
+    dask_engine = sys.modules.get("eugo_lab.backends.dask")  # not imported: no Dask cluster ever ran, none stopped
+    return dask_engine.recorded_idle_stops() if dask_engine is not None else ()
+
+
+def latest() -> Runtime | None:
+    """The runtime started last, running or already stopped (``None`` before the first); for graders."""
+    return _latest
+
+
 def set_current(rt: Runtime | None) -> None:
     """Install ``rt`` as the active runtime (``hpc.init`` and ``hpc.shutdown`` use this)."""
-    global _current
+    global _current, _latest
     with _current_lock:
         _current = rt
+        if rt is not None:
+            _latest = rt
     for listener in tuple(_runtime_listeners):  # the status publisher, when this kernel reports to a server
         try:
             listener()

@@ -36,6 +36,11 @@ def money(x: float) -> str:
     return f"{x:.{1 - math.floor(math.log10(x))}f}"
 
 
+def price_text(price: float) -> str:
+    """A price as given: ``0.10``, ``0.096`` (two decimals would print 0.096 as 0.10, a price nobody quoted)."""
+    return f"{price:.2f}" if round(price, 2) == price else f"{price:.3g}"
+
+
 def workers(n: int) -> str:
     """``1 worker``, ``4 workers``."""
     return f"{n} worker{'s' if n != 1 else ''}"
@@ -54,7 +59,7 @@ def idle_now(s: Subject) -> tuple[bool | None, str]:
     price = _price(s)
     idle_cost = c.workers * c.idle / 3600.0 * price
     head = (f"the runtime ({c.backend}, {workers(c.workers)}) has been idle {fmt_s(c.idle)} of its {fmt_s(c.elapsed)}: "
-            f"{money(idle_cost)} of its {money(c.cost(price))} at {money(price)} per worker-hour")
+            f"{money(idle_cost)} of its {money(c.cost(price))} at {price_text(price)} per worker-hour")
     share = c.idle / c.elapsed if c.elapsed > 0 else 0.0
     if c.idle >= IDLE_FLOOR_S and share >= IDLE_CLUSTER_SHARE:
         return False, f"{head}, paid for nothing; shut it down when the work is done (hpc.shutdown())"

@@ -1,0 +1,194 @@
+"""Exercise ``idle-cluster`` (Course 4, lesson 6): choose an idle timeout for a bill target, let it stop the cluster.
+
+The lesson starts an embedded Dask cluster with ``idle_timeout=``, watches it stop itself, and
+prices the idle spell at a published price. The exercise applies that to a bill target: one idle
+spell of a two-worker cluster may add at most ``TARGET`` dollars at ``PRICE`` per worker-hour,
+and the cluster must survive a ``MIN_PAUSE`` second pause between two cells.
+
+Starter cell (graded ``not yet``: no idle timeout, the cluster is shut down by hand and its idle
+time is a number typed into ``cost``)::
+
+    %%eugo --exercise idle-cluster
+    PRICE = 0.096  # USD per worker-hour, published: AWS EC2 m5.large on demand, us-east-1
+    TARGET = 0.0003  # USD: the most one idle spell of this cluster may add to the bill
+    hpc.init(backend="dask", workers=2, dashboard=False)
+
+    @hpc.remote
+    def daily_total(day):
+        rng = random.Random(day)
+        return sum(rng.random() for _ in range(20_000))
+
+    with hpc.trace() as run:
+        totals = hpc.get([daily_total.remote(day) for day in range(8)])
+    time.sleep(3)  # a pause: the cluster is up and billing
+    hpc.shutdown()  # by hand: a notebook left open never gets here
+    idle_cost = cost(run.trace, PRICE, idle=3).idle_cost
+
+Reference solution (a timeout chosen for the target; the cell waits for the timer and prices
+the idle time it measured)::
+
+    hpc.init(backend="dask", workers=2, idle_timeout=4, dashboard=False)
+    ... the same job ...
+    while "idle_stop" not in hpc.cluster().extra:  # the timer stops the cluster
+        time.sleep(0.2)
+    stop = hpc.cluster().extra["idle_stop"]
+    idle_cost = cost(run.trace, PRICE, idle=stop.idle_s).idle_cost
+
+Criteria, in the order checked, each a fact of the runtime (never a duration window): the
+cell's ``daily_total`` tasks ran, on the Dask engine, on a runtime the cell itself started; its
+configured ``idle_timeout`` is at least ``MIN_PAUSE`` and keeps the longest idle spell it allows
+(the timeout plus one check of the timer, see :func:`longest_spell`) within ``TARGET`` at
+``PRICE``; the runtime's idle timer stopped the cluster during this cell (an ``IdleStop`` in
+:attr:`~eugo_lab.hpc.session.Runtime.idle_stops`: a cluster shut down by hand leaves none), and
+the workers' processes it recorded are gone; ``idle_cost`` equals that record's idle seconds x
+its workers x ``PRICE`` (not the timeout priced, not an earlier cell's spell, not a typed number).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import psutil
+
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+from eugo_lab.hpc import session
+
+FUNCTION = "daily_total"
+#: Published price: AWS EC2 On-Demand pricing page, m5.large (2 vCPU), Linux, US East (N. Virginia), USD per hour.
+PRICE = 0.096
+WORKERS = 2
+TARGET = 0.0003  # USD: the most one idle spell may add to the bill
+MIN_PAUSE = 2.0  # seconds the cluster must stay up between two cells
+# Two costs priced from the same measured float agree to rounding; anything else differs far more.
+SAME_COST = 1e-9
+
+
+def timer_step(timeout: float) -> float:
+    """How often the Dask backend's idle timer checks (its loop waits this long between looks)."""
+    return min(1.0, timeout / 4)
+
+
+def longest_spell(timeout: float) -> float:
+    """The longest idle spell a timeout allows: the timer fires at its first check after ``timeout``."""
+    return timeout + timer_step(timeout)
+
+
+def priced(seconds: float, workers: int = WORKERS) -> float:
+    """What ``workers`` idle for ``seconds`` cost at :data:`PRICE` per worker-hour."""
+    return workers * seconds * PRICE / 3600.0
+
+
+_WAIT = ("while \"idle_stop\" not in hpc.cluster().extra:  # the timer stops the cluster\n"
+         "    time.sleep(0.2)\n"
+         "stop = hpc.cluster().extra[\"idle_stop\"]")
+_PRICE = "idle_cost = cost(run.trace, PRICE, idle=stop.idle_s).idle_cost"
+_INIT = "hpc.init(backend=\"dask\", workers=2, idle_timeout=4, dashboard=False)"
+_SOLUTION = f"{_INIT}\n# ... the job, as in the starter ...\n{_WAIT}\n{_PRICE}"
+HINTS = {
+    DEFAULT: Hint("Start the cluster with an idle timeout that fits the target, let the timer stop it instead of "
+                  "shutting it down yourself, then price the idle seconds the timer measured.", _SOLUTION),
+    "no-job": Hint(f"Keep the starter's job: the {FUNCTION} tasks, submitted with .remote, inside the trace.",
+                   _SOLUTION),
+    "wrong-engine": Hint("Start the Dask engine in this cell, before the job: the local pool has no idle timer.",
+                         _INIT),
+    "not-started-here": Hint("Start the cluster in this exercise cell, with the timeout you chose: a cluster "
+                             "started earlier keeps the timeout someone else chose.", _INIT),
+    "no-timeout": Hint("Give the runtime an idle timeout when you start it: in seconds, or a string such as '4s'.",
+                       _INIT),
+    "too-short": Hint(f"Choose a timeout of at least {MIN_PAUSE:g} seconds, so a pause between two cells does not "
+                      "stop the cluster under you.", _INIT),
+    "over-budget": Hint("Work backwards from the target: it buys a number of idle worker-seconds at the price; "
+                        "split them over the workers, and leave room for the timer's last check (up to a quarter "
+                        "of the timeout, at most one second).", _INIT),
+    "by-hand": Hint("Leave the cluster alone after the job and wait until its idle timer stops it: shutting it "
+                    "down yourself is the habit a timeout replaces.", _WAIT),
+    "still-up": Hint("Wait in the cell until the runtime reports the idle stop, so the timer fires before the "
+                     "cell ends.", _WAIT),
+    "priced-timeout": Hint("Price the idle seconds the timer measured when it fired, which the stop record holds, "
+                           "not the timeout you set: the timer fires at its first check after the timeout.", _PRICE),
+    "earlier": Hint("Price the idle stop of the cluster this cell started, read after the timer fired in this "
+                    "cell, not a stop an earlier cell recorded.", f"{_WAIT}\n{_PRICE}"),
+    "typed": Hint("Compute the idle cost from the run's trace and the stop record with the cost analysis, "
+                  "instead of writing a number.", _PRICE),
+}
+
+
+def _money(x: float) -> str:
+    return f"{x:.3g} USD"
+
+
+def _matches(value: float, cost: float) -> bool:
+    return math.isclose(value, cost, rel_tol=SAME_COST, abs_tol=0.0)
+
+
+def _gone(stop: Any) -> bool:
+    """The stop closed the workers' process and none of the worker processes it listed still runs."""
+    return stop.exit_code is not None and not any(p and psutil.pid_exists(p) for p in stop.worker_pids)
+
+
+@exercise("idle-cluster", lesson="04-scaling-a-real-workload/06-what-an-idle-cluster-costs.ipynb",
+          title="Choose an idle timeout for a bill target", hints=HINTS)
+def idle_cluster(a: Attempt) -> Verdict:
+    """Grade a cluster started with a timeout that fits the target, stopped by its timer, its idle spell priced."""
+    value = a.require("idle_cost")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n == 0:
+        return a.not_yet(f"no {FUNCTION} task ran in this cell: there was no job for the cluster to finish before "
+                         "it went idle.", mistake="no-job")
+    backend = str(a.trace.meta.get("backend", "local"))
+    if backend != "dask":
+        return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine, which has no idle "
+                         "timer: the Dask engine was not started in the cell.", mistake="wrong-engine")
+    rt = session.latest()
+    if rt is None or rt.backend_name != "dask" or rt.started_at < a.trace.t0:
+        return a.not_yet("your tasks ran on a Dask cluster started before this cell, so its idle timeout is not "
+                         "one this cell chose.", mistake="not-started-here")
+    timeout = getattr(rt.backend, "idle_timeout", None)
+    if timeout is None:
+        return a.not_yet(f"the cluster ran your {measure.plural(n, 'task')} with no idle timeout: left alone, it "
+                         f"bills {_money(priced(3600.0))} every hour until someone stops it.", mistake="no-timeout")
+    spell = longest_spell(timeout)
+    if timeout < MIN_PAUSE:
+        return a.not_yet(f"the idle timeout is {timeout:g} s: within the bill target, but a {MIN_PAUSE:g} s pause "
+                         "between two cells would stop the cluster, and the next cell would wait for a new one.",
+                         mistake="too-short")
+    if priced(spell) > TARGET:
+        return a.not_yet(f"the idle timeout is {timeout:g} s: the timer fires at its first check after it, up to "
+                         f"{spell:g} s of idle time on {WORKERS} workers, which costs {_money(priced(spell))} at "
+                         f"{PRICE:g} USD per worker-hour, over the {_money(TARGET)} target.", mistake="over-budget")
+    stops = [s for s in rt.idle_stops if s.at >= a.trace.t0]
+    if not stops:
+        if rt.stopped_by == "shutdown":
+            return a.not_yet(f"the cluster had a {timeout:g} s idle timeout, but it was shut down by hand before "
+                             "the timer fired: the runtime recorded no idle stop in this cell.", mistake="by-hand")
+        return a.not_yet(f"the cluster had a {timeout:g} s idle timeout, but it was still up when the cell ended: "
+                         "the timer had not fired yet, so there is no idle spell to price.", mistake="still-up")
+    stop = stops[-1]
+    if not _gone(stop):
+        return a.not_yet(f"the idle timer fired after {stop.idle_s:.2f} s, but the workers' processes were not all "
+                         "gone after the close.")
+    want = priced(stop.idle_s, stop.workers)
+    got = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    measured = (f"the timer measured {stop.idle_s:.2f} s idle on {measure.plural(stop.workers, 'worker')}, "
+                f"{_money(want)} at {PRICE:g} USD per worker-hour")
+    if got is None or not _matches(float(got), want):
+        shown = f"{float(got):.4g}" if got is not None else repr(value)[:40]
+        if got is not None and _matches(float(got), priced(timeout, stop.workers)):
+            return a.not_yet(f"`idle_cost` is {shown}, the price of the {timeout:g} s timeout, but {measured}: the "
+                             "timer fires at its first check after the timeout.", mistake="priced-timeout")
+        if got is not None and any(_matches(float(got), priced(s.idle_s, s.workers)) for s in session.idle_stops()
+                                   if s.at < a.trace.t0):
+            return a.not_yet(f"`idle_cost` is {shown}, the price of an idle stop recorded before this cell ran; "
+                             f"in this cell {measured}.", mistake="earlier")
+        return a.not_yet(f"`idle_cost` is {shown}, which no idle stop the runtime recorded comes to: {measured}.",
+                         mistake="typed")
+    return a.passed(
+        f"you set a {timeout:g} s idle timeout: at most {spell:g} s idle on {WORKERS} workers, "
+        f"{_money(priced(spell))}, within the {_money(TARGET)} target, and above the {MIN_PAUSE:g} s pause",
+        f"the runtime's idle timer stopped the cluster after {stop.idle_s:.2f} s without tasks; its "
+        f"{measure.plural(len(stop.worker_pids), 'worker process', 'worker processes')} are gone",
+        f"`idle_cost` {_money(want)} is that idle time priced at the published {PRICE:g} USD per worker-hour",
+        details=(f"{measure.plural(n, FUNCTION + ' task')} ran first",),
+    )
