@@ -21,7 +21,8 @@ def children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
-def _alive(pid: int) -> bool:
+def is_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (killed, not yet reaped)."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:  # gone (or reaped) between the listing and the look
@@ -33,7 +34,7 @@ def wait_gone(pids: set[int], timeout: float = 10.0) -> set[int]:
     deadline = time.monotonic() + timeout
     alive = set(pids)
     while alive and time.monotonic() < deadline:
-        alive = {p for p in alive if _alive(p)}
+        alive = {p for p in alive if is_alive(p)}
         if alive:
             time.sleep(0.05)
     return alive

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-import psutil
+from _processes import is_alive
 
 from eugo_lab.hpc import session
 
@@ -42,9 +42,9 @@ def wait_for_pool(n: int, other_than: set[int] | frozenset[int] = frozenset(), t
     ``other_than``: the pids before a worker was killed, to wait for its replacement.
     """
     deadline = time.monotonic() + timeout
-    while True:
+    while True:  # a killed worker not yet reaped is a zombie: it exists, but is not live
         pids = set(pool_pids())
-        if len(pids) == n and pids != set(other_than) and all(psutil.pid_exists(p) for p in pids):
+        if len(pids) == n and pids != set(other_than) and all(is_alive(p) for p in pids):
             return pids
         if time.monotonic() > deadline:
             raise AssertionError(f"the pool did not come back to {n} workers (other than {sorted(other_than)}) "
