@@ -5,24 +5,10 @@ prices the idle spell at a published price. The exercise applies that to a bill 
 spell of a two-worker cluster may add at most ``TARGET`` dollars at ``PRICE`` per worker-hour,
 and the cluster must survive a ``MIN_PAUSE`` second pause between two cells.
 
-Starter cell (graded ``not yet``: no idle timeout, the cluster is shut down by hand and its idle
-time is a number typed into ``cost``)::
-
-    %%eugo --exercise idle-cluster
-    PRICE = 0.096  # USD per worker-hour, published: AWS EC2 m5.large on demand, us-east-1
-    TARGET = 0.0003  # USD: the most one idle spell of this cluster may add to the bill
-    hpc.init(backend="dask", workers=2, dashboard=False)
-
-    @hpc.remote
-    def daily_total(day):
-        rng = random.Random(day)
-        return sum(rng.random() for _ in range(20_000))
-
-    with hpc.trace() as run:
-        totals = hpc.get([daily_total.remote(day) for day in range(8)])
-    time.sleep(3)  # a pause: the cluster is up and billing
-    hpc.shutdown()  # by hand: a notebook left open never gets here
-    idle_cost = cost(run.trace, PRICE, idle=3).idle_cost
+Starter cell (graded ``not yet``): it sets ``PRICE`` (0.096 USD per worker-hour, published: AWS EC2
+m5.large on demand, us-east-1) and ``TARGET`` (0.0003 USD), starts ``hpc.init(backend="dask", workers=2)``
+with no idle timeout, runs eight ``daily_total`` tasks in a traced block, sleeps 3 s, shuts the runtime
+down by hand and prices a typed 3 s of idle time into ``idle_cost``.
 
 Reference solution (a timeout chosen for the target; the cell waits for the timer and prices
 the idle time it measured)::
