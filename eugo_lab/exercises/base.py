@@ -87,6 +87,12 @@ class Hint:
         return (self.change, self.code)
 
 
+def submit_all_first(pieces: str, code: str) -> Hint:
+    """The hint for a cell that waited for each of its ``pieces`` before submitting the next."""
+    return Hint(f"Submit every {pieces} before waiting for any: build the list of futures first, then one get().",
+                code)
+
+
 HintsSpec = Hint | tuple[str, str] | Mapping[str, Hint | tuple[str, str]]
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import derivation, measure
-from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 FUNCTION = "load"
 ROWS = 4_000
@@ -93,8 +93,7 @@ HINTS = {
     "uneven": Hint("Equal ranges of rows are not equal work here: the late rows cost the most. Cut more ranges "
                    "than there are workers (several each) and submit the costly ones first, or place the cuts so "
                    "every range holds the same number of steps.", _SOLUTION),
-    "serial": Hint("Submit every range before waiting for any: build the list of futures first, then one get().",
-                   _SOLUTION),
+    "serial": submit_all_first("range", _SOLUTION),
 }
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
 from eugo_lab.exercises import derivation, measure
-from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 END = 27_000_000
 PIECE = 1_000_000  # the ordinary range: the giant one is 20 of them
@@ -100,8 +100,7 @@ HINTS = {
                   "no single task holds up the run.", _SOLUTION),
     "not-from-tasks": Hint("Add up what the work tasks returned: `total` is the sum of the results that get() "
                            "gives back for the pieces, not a number computed here in the notebook.", _SOLUTION),
-    "serial": Hint("Submit every piece before waiting for any: build the list of futures first, then one get().",
-                   _SOLUTION),
+    "serial": submit_all_first("piece", _SOLUTION),
 }
 
 
