@@ -16,6 +16,11 @@ from eugo_lab.analysis.timeline import measure as union_length
 from eugo_lab.units import fmt_source as display_source
 
 
+def engine(trace: Any) -> str:
+    """The engine the traced tasks ran on (``local``, ``threads``, ``dask``, ``ray``), as the trace records it."""
+    return str(trace.meta.get("backend", "local"))
+
+
 def tasks(trace: Any, function: str | None = None) -> int:
     """Tasks of ``function`` (all if None): first attempts, so a retried task counts once; map items one each."""
     return int(np.count_nonzero(trace.first_attempts(function)))

@@ -153,7 +153,7 @@ def ray_backend(a: Attempt) -> Verdict:
                              f"findings, nothing to check. The cell called Ray itself ({', '.join(own)} "
                              "are Ray's own objects), which goes around the runtime.", mistake="ray-direct")
         return a.not_yet("no task ran in this cell: the days were computed here in the notebook.", mistake="local")
-    backend = str(a.trace.meta.get("backend", "local"))
+    backend = measure.engine(a.trace)
     if backend != "ray":
         return a.not_yet(f"your cell's {measure.plural(measure.tasks(a.trace), 'task')} ran on the {backend} "
                          "engine, not on Ray: the runtime was not connected to Ray when the cell ran.",
