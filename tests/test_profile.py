@@ -56,7 +56,8 @@ def check_known_workload(p: Profile, workers: int = 2) -> None:
     # loaded 2-core VM): its single sample, weighted with the whole task, may land outside spin.
     assert top[0].self_share > 0.75, top
     by_name = {h.function: h for h in p.hot_functions(None)}
-    assert by_name["outer"].total_share > 0.97 and by_name["outer"].self_share < 0.25, by_name
+    # Same room for outer: one starved task's sample, taken as the task returned, is 1/8 of the time.
+    assert by_name["outer"].total_share > 0.85 and by_name["outer"].self_share < 0.25, by_name
     line = p.hot_lines()[0]
     assert (line.function, line.line) == ("spin", HOT_LINE) and line.share > 0.7, p.hot_lines()
     assert "abs(i % 7 - 3)" in line.source
