@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eugo_lab.analysis.inputs import takes_trace
-from eugo_lab.analysis.timeline import Units, Window, bandwidth, covered, measure, merge, units, window
+from eugo_lab.analysis.timeline import Units, Window, bandwidth, covered, crowded, measure, merge, units, window
 from eugo_lab.tracing.trace import Trace
 
 
@@ -192,15 +192,7 @@ class DriverTime:
 def parallel_time(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """Where two or more of the intervals overlap, within ``[lo, hi]``, as merged ``(starts, ends)``."""
     ok = np.isfinite(start) & np.isfinite(end) & (end > start)
-    s, e = np.clip(start[ok], lo, hi), np.clip(end[ok], lo, hi)
-    if not s.size:
-        return np.zeros(0), np.zeros(0)
-    x = np.concatenate([s, e])
-    step = np.concatenate([np.ones(s.size), -np.ones(e.size)])
-    order = np.lexsort((step, x))  # ends before starts at the same instant: touching bars do not overlap
-    x, level = x[order], np.cumsum(step[order])
-    two = np.flatnonzero(level[:-1] >= 2)
-    return merge(x[two], x[two + 1])
+    return crowded(np.clip(start[ok], lo, hi), np.clip(end[ok], lo, hi))
 
 
 def single_time(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:

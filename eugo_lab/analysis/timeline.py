@@ -181,6 +181,24 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return s[idx], reach[ends_idx]
 
 
+def crowded(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where two or more of the intervals ``[starts[i], ends[i]]`` overlap, as merged ``(starts, ends)``.
+
+    Intervals that only touch do not overlap (at one instant, ends count before starts).
+    """
+    s, e = np.asarray(starts, float), np.asarray(ends, float)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if not s.size:
+        return np.zeros(0), np.zeros(0)
+    x = np.concatenate([s, e])
+    step = np.concatenate([np.ones(s.size), -np.ones(e.size)])
+    order = np.lexsort((step, x))
+    x, level = x[order], np.cumsum(step[order])
+    two = np.flatnonzero(level[:-1] >= 2)
+    return merge(x[two], x[two + 1])
+
+
 def measure(starts: np.ndarray, ends: np.ndarray) -> float:
     """Total length covered by the union of the intervals."""
     s, e = merge(starts, ends)

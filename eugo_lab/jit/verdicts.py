@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from eugo_lab.jit.checked import PHASE_PREFIX, VERDICT_COMPILED, cached_times, parse_phase
 
 # Decline codes -> (what happened, what would help), in the words the report uses.
@@ -167,7 +169,11 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
     # carry no phases either).
     since = {(f, w): d["at"] for f, trials in by_fn.items() for w, d in trials if d["verdict"][0] == VERDICT_COMPILED}
     later: dict[str, list[float]] = {}
-    for r in range(len(fn_col)):
+    # Only the tasks of compiled functions can be later calls: a cell of 20,000 tasks of other
+    # functions is not walked task by task.
+    compiled = {f for f, _ in since}
+    compiled_codes = [i for i, f in enumerate(trace.functions) if f in compiled]
+    for r in np.flatnonzero(np.isin(fn_col, compiled_codes)).tolist() if compiled_codes else ():
         fname = trace.functions[int(fn_col[r])]
         at = since.get((fname, int(worker_col[r])))
         if r not in rows and at is not None and float(start[r]) > at:

@@ -71,6 +71,11 @@ class Context:
         """Per unit: the share of its occupancy while another unit ran too (see :mod:`overlap`)."""
         return overlap_share(self.units)
 
+    @functools.cached_property
+    def unit_of_task(self) -> dict[int, int]:
+        """Task id -> index of its first measured attempt's unit (built once: findings ask it many times)."""
+        return {t: i for i, t in reversed(list(enumerate(self.units.task_id.tolist())))}
+
     def worth_flagging(self, saves: float) -> bool:
         """A mistake found by its cost: the fix saves at least ``MIN_SAVES`` of the run and ``MIN_SAVES_S``."""
         return saves >= MIN_SAVES * self.wall and saves >= MIN_SAVES_S
@@ -113,8 +118,7 @@ def after_fix(ctx: Context, p: whatif.Prediction) -> float:
 
 def units_of(ctx: Context, task_ids: list[int]) -> list[int]:
     """Unit indices of these task ids (their first measured attempt's unit, when there is one)."""
-    u = ctx.units
-    pos = {int(t): i for i, t in reversed(list(enumerate(u.task_id.tolist())))}
+    pos = ctx.unit_of_task
     return [pos[t] for t in task_ids if t in pos]
 
 

@@ -10,26 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis.timeline import Units, covered
-
-
-def _crowded(u: Units) -> tuple[np.ndarray, np.ndarray]:
-    """Merged intervals during which at least two units occupied a worker."""
-    s, e = u.occ_start, u.occ_end
-    keep = e > s
-    times = np.concatenate([s[keep], e[keep]])
-    deltas = np.concatenate([np.ones(int(keep.sum())), -np.ones(int(keep.sum()))])
-    order = np.lexsort((deltas, times))  # at equal times, ends before starts: touching is not overlapping
-    times, count = times[order], np.cumsum(deltas[order])
-    lo, hi = [], []
-    for k in range(len(times) - 1):
-        if count[k] >= 2 and times[k + 1] > times[k]:
-            if hi and hi[-1] >= times[k]:
-                hi[-1] = times[k + 1]
-            else:
-                lo.append(times[k])
-                hi.append(times[k + 1])
-    return np.array(lo), np.array(hi)
+from eugo_lab.analysis.timeline import Units, covered, crowded
 
 
 def overlap_share(u: Units) -> np.ndarray:
@@ -37,7 +18,7 @@ def overlap_share(u: Units) -> np.ndarray:
     if not len(u):
         return np.zeros(0)
     occ = np.maximum(u.occ_end - u.occ_start, 0.0)
-    inside = covered(_crowded(u), u.occ_start, u.occ_end)
+    inside = covered(crowded(u.occ_start, u.occ_end), u.occ_start, u.occ_end)
     return np.where(occ > 0, inside / np.where(occ > 0, occ, 1.0), 0.0)
 
 
