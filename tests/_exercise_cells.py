@@ -67,6 +67,14 @@ def code_in(text: str) -> list[str]:
     return [f"{name}: {m.group(0)!r}" for name, rx in CODE_PATTERNS.items() for m in rx.finditer(text)]
 
 
+def passed_with(verdict: Verdict, evidence: str) -> str:
+    """Check a table row's pass: its first line says passed and its text holds ``evidence``; returns the text."""
+    text = verdict.to_text()
+    assert verdict.passed and text.splitlines()[0] == f"exercise {verdict.exercise_id}: passed", text
+    assert evidence in text, text
+    return text
+
+
 def not_yet_for(verdict: Verdict, mistake: str, message: str) -> str:
     """Check a table row's ``not yet``: its first line, ``message``, the ``mistake`` whose hints answer it, no code.
 

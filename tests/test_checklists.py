@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _exercise_cells import shell
 from tasks import spin
 from trace_builder import TraceBuilder
 
@@ -69,6 +70,24 @@ def pool():
 def progress_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("EUGO_LAB_PROGRESS_DIR", str(tmp_path / "progress"))
     return tmp_path / "progress"
+
+
+@pytest.fixture
+def gpu_shell(monkeypatch):
+    """The test shell with the magics loaded, text display, and no ``--gpu`` cell run yet in this test."""
+    monkeypatch.setattr(cell, "_last", [None])
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
+    return shell()
+
+
+def _ml_item_after_a_fake_h100_cell(ip, body: str, item: str):
+    """Run ``body`` as ``%%eugo --gpu on -w 1`` on a fake H100, then measure the ML guide's ``item``."""
+    from eugo_lab.offload.devices import FakeDevice
+    from eugo_lab.offload.profiles import published
+
+    with cell.use_device(FakeDevice(published("h100"))):
+        ip.run_cell_magic("eugo", "--gpu on -w 1", body)
+    return checklists.measure("ml")[item]
 
 
 # -- readiness ---------------------------------------------------------------------------------------
@@ -299,25 +318,14 @@ def test_gpu_present_follows_detection():
         assert "GPU numbers are predictions" in r.evidence or "CuPy is not installed" in r.evidence
 
 
-def test_work_on_gpu_reads_the_last_gpu_cell(monkeypatch):
-    from IPython.testing.globalipapp import start_ipython
-
-    from eugo_lab.offload.devices import FakeDevice
-    from eugo_lab.offload.profiles import published
-
-    monkeypatch.setattr(cell, "_last", [None])
+def test_work_on_gpu_reads_the_last_gpu_cell(gpu_shell, monkeypatch):
     assert checklists.measure("ml")["work-on-gpu"].ok is None
-    ip = start_ipython() or __import__("IPython").get_ipython()
-    ip.run_line_magic("load_ext", "eugo_lab")
-    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     monkeypatch.setattr(cell, "detect_gpus", lambda: Detection((), "NVML could not start: no NVIDIA driver"))
     body = "import numpy as np\nx = np.linspace(0, 1, 2_000_000)\ny = np.exp(x) * 3 + x\n"
-    ip.run_cell_magic("eugo", "--gpu auto -w 1", body)
+    gpu_shell.run_cell_magic("eugo", "--gpu auto -w 1", body)
     r = checklists.measure("ml")["work-on-gpu"]
     assert r.ok is False and "there is no GPU here" in r.evidence
-    with cell.use_device(FakeDevice(published("h100"))):
-        ip.run_cell_magic("eugo", "--gpu on -w 1", body)
-    r = checklists.measure("ml")["work-on-gpu"]
+    r = _ml_item_after_a_fake_h100_cell(gpu_shell, body, "work-on-gpu")
     assert r.ok is True and "operations of the last --gpu cell ran on fake device" in r.evidence
 
 
@@ -441,10 +449,8 @@ def test_a_store_that_cannot_be_written_costs_measure_a_warning_not_its_results(
 
 def test_the_line_magic_shows_the_view_and_rejects_bad_input(pool, progress_dir, monkeypatch, capsys):
     from IPython.core.error import UsageError
-    from IPython.testing.globalipapp import start_ipython
 
-    ip = start_ipython() or __import__("IPython").get_ipython()
-    ip.run_line_magic("load_ext", "eugo_lab")
+    ip = shell()
     ip.user_ns.update(work=busy, work_args=(0.2,))
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
     view = ip.run_line_magic("eugo", "checklist readiness --fn work --args work_args")
@@ -478,10 +484,8 @@ def test_a_raising_function_behind_a_button_leaves_the_tick_and_says_why(pool, p
 
 def test_the_line_magic_without_a_name_lists_the_checklists():
     from IPython.core.error import UsageError
-    from IPython.testing.globalipapp import start_ipython
 
-    ip = start_ipython() or __import__("IPython").get_ipython()
-    ip.run_line_magic("load_ext", "eugo_lab")
+    ip = shell()
     with pytest.raises(UsageError, match="which checklist\\? .*workload-readiness, performance-tuning, "
                                          "cost-optimization, quick-guide-ml-engineer"):
         ip.run_line_magic("eugo", "checklist")
@@ -506,26 +510,13 @@ def test_sleeping_tasks_never_tick_not_waiting_on_io_even_when_the_finding_is_on
     assert r["io-bound"].ok is False
 
 
-def test_data_on_device_is_measured_from_the_ledger(monkeypatch):
-    from IPython.testing.globalipapp import start_ipython
-
-    from eugo_lab.offload.devices import FakeDevice
-    from eugo_lab.offload.profiles import published
-
-    monkeypatch.setattr(cell, "_last", [None])
+def test_data_on_device_is_measured_from_the_ledger(gpu_shell):
     assert checklists.measure("ml")["data-on-device"].ok is None
-    ip = start_ipython() or __import__("IPython").get_ipython()
-    ip.run_line_magic("load_ext", "eugo_lab")
-    monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     chained = ("import numpy as np\nx = np.linspace(0, 1, 2_000_000)\ny = x * 2\nfor _ in range(6):\n"
                "    y = np.exp(y) * 0.5 + y\ntotal = float(y.sum())\n")
-    with cell.use_device(FakeDevice(published("h100"))):
-        ip.run_cell_magic("eugo", "--gpu on -w 1", chained)
-    r = checklists.measure("ml")["data-on-device"]
+    r = _ml_item_after_a_fake_h100_cell(gpu_shell, chained, "data-on-device")
     assert r.ok is True and "crossed between host and GPU" in r.evidence
     round_trips = ("import numpy as np\nx = np.linspace(0, 1, 2_000_000)\nfor _ in range(4):\n"
                    "    x = np.asarray(np.exp(x) * 0.5).tolist()\n    x = np.array(x)\n")
-    with cell.use_device(FakeDevice(published("h100"))):
-        ip.run_cell_magic("eugo", "--gpu on -w 1", round_trips)
-    r = checklists.measure("ml")["data-on-device"]
+    r = _ml_item_after_a_fake_h100_cell(gpu_shell, round_trips, "data-on-device")
     assert r.ok is False and "went back and forth" in r.evidence

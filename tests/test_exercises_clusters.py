@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from _clusters import dask_cli_cluster
-from _exercise_cells import not_yet_for, run_exercise, tier_code
+from _exercise_cells import not_yet_for, passed_with, run_exercise, tier_code
 
 from eugo_lab import hpc
 from eugo_lab.exercises import catalog
@@ -93,10 +93,8 @@ PASS = {
 @pytest.mark.parametrize("body", list(PASS.values()), ids=list(PASS))
 def test_passes(two_workers, body):
     connect(two_workers)
-    v = check(two_workers, body)
-    text = v.to_text()
-    assert v.passed and text.splitlines()[0] == "exercise dask-cluster: passed", text
-    assert "the 12 channel_mean tasks ran on the Dask cluster in `cluster`, and all read the one stored copy" in text
+    text = passed_with(check(two_workers, body), "the 12 channel_mean tasks ran on the Dask cluster in `cluster`, "
+                       "and all read the one stored copy")
     assert "(1 hpc.put)" in text and "each under 10% of the table's 8 MB" in text
     assert "`result` is the 12 values those tasks returned, in seed order" in text
     assert "127.0.0.1" not in text and "tcp://" not in text  # deterministic lines: no address

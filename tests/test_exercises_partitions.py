@@ -8,7 +8,7 @@ returned, so none of these verdicts depends on how busy the machine is.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import not_yet_for, run_exercise
+from _exercise_cells import not_yet_for, passed_with, run_exercise
 
 from eugo_lab.exercises import catalog
 from eugo_lab.exercises.catalog.partitions import MIN_BUSY, reference_total
@@ -79,10 +79,7 @@ EARLIER = "earlier = sum(hpc.get([load.remote(a, a + 250) for a in range(0, N, 2
 
 @pytest.mark.parametrize(("cell", "evidence"), list(PASS.values()), ids=list(PASS))
 def test_passes(cell, evidence):
-    v = run_exercise("partitions", cell, setup=SETUP)
-    text = v.to_text()
-    assert v.passed and text.splitlines()[0] == "exercise partitions: passed", text
-    assert evidence in text, text
+    text = passed_with(run_exercise("partitions", cell, setup=SETUP), evidence)
     assert "`total` is the sum of the" in text and " ms" not in text and " s " not in text
 
 

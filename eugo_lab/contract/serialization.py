@@ -14,7 +14,7 @@ import io
 import pickle
 import types
 from collections import ChainMap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from eugo_lab.contract.errors import SerializationError
@@ -175,6 +175,18 @@ _HINT = (
 )
 
 
+def _first_unpicklable_of(named: Iterable[tuple[str, Any]]) -> tuple[str, Any, BaseException] | None:
+    """The first ``(name, value, error)`` of ``named`` whose value cannot be pickled, else None.
+
+    Each value is pickled on its own, so the error names the culprit rather than the whole call.
+    """
+    for name, value in named:
+        err = _first_unpicklable(value)
+        if err is not None:
+            return name, value, err
+    return None
+
+
 def _describe(value: Any) -> str:
     t = type(value)
     return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__
@@ -183,14 +195,12 @@ def _describe(value: Any) -> str:
 def _diagnose_args(args: tuple, kwargs: dict, function: str, exc: BaseException) -> SerializationError:
     """Find which argument failed and say so; fall back to the raw error."""
     named = [(f"argument {i}", v) for i, v in enumerate(args)] + [(f"argument {k!r}", v) for k, v in kwargs.items()]
-    for what, value in named:
-        err = _first_unpicklable(value)
-        if err is not None:
-            return SerializationError(
-                f"cannot send {what} of {function}() to a worker: a {_describe(value)} "
-                f"cannot be pickled ({err}). {_HINT}"
-            )
-    return SerializationError(f"cannot send the arguments of {function}() to a worker: {exc}. {_HINT}")
+    found = _first_unpicklable_of(named)
+    if found is None:
+        return SerializationError(f"cannot send the arguments of {function}() to a worker: {exc}. {_HINT}")
+    what, value, err = found
+    return SerializationError(f"cannot send {what} of {function}() to a worker: a {_describe(value)} "
+                              f"cannot be pickled ({err}). {_HINT}")
 
 
 def _diagnose_function(fn: Callable, function: str, exc: BaseException) -> SerializationError:
@@ -202,16 +212,12 @@ def _diagnose_function(fn: Callable, function: str, exc: BaseException) -> Seria
         candidates = {**captured.globals, **captured.nonlocals}
     except (TypeError, ValueError):
         candidates = {}
-    for name, value in candidates.items():
-        if inspect.ismodule(value):
-            continue
-        err = _first_unpicklable(value)
-        if err is not None:
-            return SerializationError(
-                f"cannot send {function}() to a worker: it uses the variable {name!r}, a "
-                f"{_describe(value)}, which cannot be pickled ({err}). {_HINT}"
-            )
-    return SerializationError(f"cannot send {function}() to a worker: {exc}. {_HINT}")
+    found = _first_unpicklable_of((name, value) for name, value in candidates.items() if not inspect.ismodule(value))
+    if found is None:
+        return SerializationError(f"cannot send {function}() to a worker: {exc}. {_HINT}")
+    name, value, err = found
+    return SerializationError(f"cannot send {function}() to a worker: it uses the variable {name!r}, a "
+                              f"{_describe(value)}, which cannot be pickled ({err}). {_HINT}")
 
 
 def _captured_size(value: Any) -> int:

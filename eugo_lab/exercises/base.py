@@ -243,6 +243,19 @@ class Attempt:
                          "by an earlier cell does not count).")
         return self.namespace[name]
 
+    def require_engine(self, engine: str, tasks: int, why: str) -> None:
+        """Raise :class:`NotYet` (mistake ``wrong-engine``) unless the cell's tasks ran on ``engine``.
+
+        The message counts the ``tasks`` and names the engine they ran on instead; ``why`` goes on
+        right after "ran on the ... engine" (what that engine lacks, or what was not connected).
+        """
+        from eugo_lab.exercises import measure
+
+        backend = measure.engine(self.trace)
+        if backend != engine:
+            raise NotYet(f"your cell's {measure.plural(tasks, 'task')} ran on the {backend} engine{why}",
+                         mistake="wrong-engine")
+
     def passed(self, *lines: str, details: tuple[str, ...] = ()) -> Verdict:
         """A passing verdict whose lines are the deterministic evidence."""
         return Verdict(self.exercise_id, True, tuple(lines), tuple(details))

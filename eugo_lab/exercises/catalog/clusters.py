@@ -147,11 +147,8 @@ def dask_cluster(a: Attempt) -> Verdict:
     if n == 0:
         return a.not_yet(f"no {FUNCTION} task ran in this cell: the means were computed here in the notebook, not on "
                          "the cluster.", mistake="local")
-    backend = measure.engine(a.trace)
-    if backend != "dask":
-        return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine (this machine's pool), "
-                         "not on the Dask cluster: the runtime was not connected to it when the cell ran.",
-                         mistake="wrong-engine")
+    a.require_engine("dask", n, " (this machine's pool), not on the Dask cluster: the runtime was not connected "
+                     "to it when the cell ran.")
     want = given_address(a.namespace)
     have = connected_address()
     if have is None or _scheme_less(have) != _scheme_less(want):

@@ -123,10 +123,7 @@ def idle_cluster(a: Attempt) -> Verdict:
     if n == 0:
         return a.not_yet(f"no {FUNCTION} task ran in this cell: there was no job for the cluster to finish before "
                          "it went idle.", mistake="no-job")
-    backend = measure.engine(a.trace)
-    if backend != "dask":
-        return a.not_yet(f"your cell's {measure.plural(n, 'task')} ran on the {backend} engine, which has no idle "
-                         "timer: the Dask engine was not started in the cell.", mistake="wrong-engine")
+    a.require_engine("dask", n, ", which has no idle timer: the Dask engine was not started in the cell.")
     rt = session.latest()
     if rt is None or rt.backend_name != "dask" or rt.started_at < a.trace.t0:
         return a.not_yet("your tasks ran on a Dask cluster started before this cell, so its idle timeout is not "

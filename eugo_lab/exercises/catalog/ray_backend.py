@@ -153,11 +153,8 @@ def ray_backend(a: Attempt) -> Verdict:
                              f"findings, nothing to check. The cell called Ray itself ({', '.join(own)} "
                              "are Ray's own objects), which goes around the runtime.", mistake="ray-direct")
         return a.not_yet("no task ran in this cell: the days were computed here in the notebook.", mistake="local")
-    backend = measure.engine(a.trace)
-    if backend != "ray":
-        return a.not_yet(f"your cell's {measure.plural(measure.tasks(a.trace), 'task')} ran on the {backend} "
-                         "engine, not on Ray: the runtime was not connected to Ray when the cell ran.",
-                         mistake="wrong-engine")
+    a.require_engine("ray", measure.tasks(a.trace), ", not on Ray: the runtime was not connected to Ray when the "
+                     "cell ran.")
     if n_first < DAYS or n_second < DAYS:
         return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks; "
                          "the others ran here in the notebook.", mistake="local")
