@@ -28,6 +28,7 @@ measured body left out).
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -166,12 +167,13 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
         extra[partial] = True
         present = present + [extra]
     order_l = order.tolist()
+    jobs: Iterable[tuple[int, int]]  # (copy, position in order), by shifted ready time
     if copies == 1 and len(present) == 1 and bool(np.all(np.diff(r.ready[order]) >= 0)):
-        # One copy: ``order`` is by ready time already. Every finding prices its fix this way.
-        return _replay_one_copy(r, workers, order_l, by_rcv, n_done, ready_l, pre_l, occ_l, post_l, rcv_l)
-    timed = sorted((ready_l[j] + c * spacing, c, k) for c, pres in enumerate(present)
-                   for k, j in enumerate(order_l) if pres[j])
-    jobs = [(c, k) for _, c, k in timed]
+        jobs = zip(itertools.repeat(0), range(n))  # one copy: ``order`` is by ready time already
+    else:
+        timed = sorted((ready_l[j] + c * spacing, c, k) for c, pres in enumerate(present)
+                       for k, j in enumerate(order_l) if pres[j])
+        jobs = [(c, k) for _, c, k in timed]
     nc = len(present)
     sim_rcv = [[math.nan] * n for _ in range(nc)]
     ptr = [0] * nc
@@ -223,64 +225,6 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
             d_free = start
         end = start + occ_l[j]
         used.add(w)
-        heapreplace(heap, (end, w))
-        rc[j] = end = end + post_l[j]
-        if end > last_rcv:
-            last_rcv = end
-    return max(last_rcv + r.after_results, last_ready + r.after_submit)
-
-
-def _replay_one_copy(r: Replay, workers: int, order_l: list[int], by_rcv: list[int], n_done: list[int],
-                     ready_l: list[float], pre_l: list[float], occ_l: list[float], post_l: list[float],
-                     rcv_l: list[float]) -> float:
-    """:func:`replay` of one copy whose ``order`` is by ready time: the same sweep with the copy index gone.
-
-    The loop runs once per unit and is the analysis's hot spot for tens of thousands of tiny
-    tasks, so it keeps its state in locals; every step is the general loop's step for copy 0.
-    """
-    n = len(order_l)
-    rc = [math.nan] * n
-    p = 0
-    fm = fs = -math.inf
-    heap = [(0.0, w) for w in range(min(workers, n))]
-    used = [False] * max(workers, 1)
-    turn = r.turnaround
-    disp, d_free = r.dispatch, -math.inf
-    gates = r.gates.tolist() if r.gates is not None else None
-    stall_l = r.stall.tolist() if r.stall is not None else None
-    last_ready = 0.0
-    last_rcv = -math.inf
-    heapreplace = heapq.heapreplace
-    for k, j in enumerate(order_l):
-        done = n_done[k]
-        while p < done:
-            i = by_rcv[p]
-            s = rc[i]
-            if s == s and (gates is None or gates[i]):  # s == s: the predecessor was replayed
-                if rcv_l[i] > fm:
-                    fm = rcv_l[i]
-                if s > fs:
-                    fs = s
-            p += 1
-        ready = ready_l[j]
-        if fm != -math.inf:
-            ready += fs - fm
-        if ready > last_ready:
-            last_ready = ready
-        t_free, w = heap[0]
-        start = ready + pre_l[j]
-        if used[w]:
-            free = t_free + turn + (stall_l[j] if stall_l is not None else 0.0)
-        else:
-            free = t_free
-            used[w] = True
-        if free > start:
-            start = free
-        if disp:
-            if d_free + disp > start:
-                start = d_free + disp
-            d_free = start
-        end = start + occ_l[j]
         heapreplace(heap, (end, w))
         rc[j] = end = end + post_l[j]
         if end > last_rcv:
