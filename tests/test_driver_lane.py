@@ -98,7 +98,7 @@ def test_summary_leads_with_the_driver_and_shows_no_speedup():
     text = s.to_text(precise=True)
     # The get() waited while no two tasks ran: waiting on a single task is the driver's time too.
     assert text.splitlines()[1] == ("  100% of this cell ran in the driver: 50% serializing arguments, "
-                                    "41% its own work, 7% waiting on one task at a time, 2% submitting")
+                                    "41% its own work, 7% waiting while at most one task ran, 2% submitting")
     assert "0.0x" not in text and "efficiency" not in text
     assert "tasks side by side 0 s (too little for a speedup to mean something)" in text
     assert "driver: serializing 300 ms, submitting 12 ms, blocked 40 ms, own work 248 ms" in text

@@ -180,7 +180,7 @@ class DriverTime:
         items = [("serializing arguments", self.serializing), ("submitting", self.submitting),
                  ("its own work", self.own_work)]
         if self.workers >= 2:
-            items.append(("waiting on one task at a time", self.blocked_single))
+            items.append(("waiting while at most one task ran", self.blocked_single))
         return sorted([(k, v) for k, v in items if self.share(v) >= 0.01], key=lambda kv: -kv[1])
 
     def sentence(self) -> str:
