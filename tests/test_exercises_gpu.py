@@ -65,9 +65,9 @@ while size is None and n < 2 ** 31:
 #: (id, cell, setup after BREAK_EVEN_SETUP, passed, what the verdict must say, mistake)
 BREAK_EVEN_CASES = [
     ("reference", CHAIN_REFERENCE.format(stop=31), "", True,
-     "came from this cell's own predictions (2 calls of predict() at that size, the copy of x and y priced)", None),
+     "is a size this cell's own predictions priced (2 calls of predict() at that size, the copy of x and y priced)", None),
     ("honest-one-prediction-per-size", HONEST_CHAIN, "", True,
-     "came from this cell's own predictions (1 call of predict() at that size", None),
+     "is a size this cell's own predictions priced (1 call of predict() at that size", None),
     ("starter-one-call", ONE_CALL.format(resident=False, step_back=""), "", False,
      "at your size a single call already pays for its own copy", "every-call-copies"),
     ("data-already-on-the-device", ONE_CALL.format(resident=True, step_back=""), "", False,
@@ -217,6 +217,11 @@ TRANSFER_CASES = [
      "`w` is the array `w0` that an earlier cell computed", "copied"),
     ("shortcut-earlier-answer-copy", DECOY + "w = w0.copy()\n", EARLIER_ANSWER, False,
      "`w` is not an array this cell's placed operations produced", "copied"),
+    # ... and through NumPy's own operations, which the proxy places: the chain behind `w` is one link long
+    ("shortcut-earlier-answer-np-copy", DECOY + "w = np.copy(w0)\n", EARLIER_ANSWER, False,
+     "`w` came out of 1 placed operation in a row", "copied"),
+    ("shortcut-earlier-answer-one-step-on-it", DECOY + "w = w0 * (1 + np.log(t) - np.log(w0)) / (1 + w0)\n",
+     EARLIER_ANSWER, False, "`w` came out of 6 placed operations in a row", "copied"),
 ]
 
 

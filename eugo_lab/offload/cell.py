@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.contract.digest import Digest, digest
+from eugo_lab.contract.digest import digest
 from eugo_lab.hardware.gpus import GPU_EXTRA, detect_gpus
 from eugo_lab.offload import dispatch, predictions
 from eugo_lab.offload.devices import CupyDevice, Device, NoDeviceError
@@ -153,18 +153,19 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _restore_namespace(ns: dict) -> dict[str, Digest]:
-    """Make the namespace's proxies plain again; returns the digest of each array a name held as a proxy.
+def _restore_namespace(ns: dict, ledger: Any) -> None:
+    """Make the namespace's proxies plain again; note in ``ledger`` each array a name held as a proxy.
 
     Those arrays are what the cell's placed operations produced (or were handed), so a grader
-    can tell them from a value an earlier cell left, or a plain copy of one.
+    can tell them from a value an earlier cell left, or a plain copy of one: ``ledger.left``
+    gets its digest, ``ledger.chains`` how many placed operations in a row made it.
     """
-    left: dict[str, Digest] = {}
     for k, v in list(ns.items()):
         if isinstance(v, (AccelArray, ProxyModule)):
             ns[k] = _plain(v)
             if isinstance(v, AccelArray):
-                left[k] = digest(ns[k])
+                ledger.left[k] = digest(ns[k])
+                ledger.chains[k] = v._chain
         elif isinstance(v, list) and any(isinstance(x, AccelArray) for x in v):
             v[:] = [_plain(x) for x in v]
         elif isinstance(v, tuple) and any(isinstance(x, AccelArray) for x in v) and type(v) is tuple:
@@ -172,7 +173,6 @@ def _restore_namespace(ns: dict) -> dict[str, Digest]:
         elif isinstance(v, dict) and k != "__builtins__" and any(isinstance(x, AccelArray) for x in v.values()):
             for kk, x in list(v.items()):
                 v[kk] = _plain(x)
-    return left
 
 
 def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
@@ -220,7 +220,7 @@ def _run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
             g["__builtins__"] = saved
         ledger = session.close()
         for space in {id(g): g, id(ns): ns}.values():
-            ledger.left.update(_restore_namespace(space))
+            _restore_namespace(space, ledger)
         if sampler is not None:
             ledger.busy = sampler.stop()
             ledger.busy_note = sampler.note

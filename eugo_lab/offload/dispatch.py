@@ -261,8 +261,8 @@ class Offload:
         if not copy and np.dtype(dtype) == a.dtype:
             return a
         if a._auth == "dev" and not self.closed:
-            return self._new(dev=a._dev.astype(dtype))
-        return self._new(host=self.host_value(a).astype(dtype), v_dev=a._v_dev)
+            return _set_chain(self._new(dev=a._dev.astype(dtype)), a._chain)
+        return _set_chain(self._new(host=self.host_value(a).astype(dtype), v_dev=a._v_dev), a._chain)
 
     def getitem(self, a: AccelArray, key: Any) -> Any:
         """``a[key]``, where ``a`` is (index arrays follow it there)."""
@@ -270,16 +270,18 @@ class Offload:
             dkey = self._to_device_args(key) if _has_arrays(key) else key
             r = a._dev[dkey]
             scalar = r.ndim == 0 and _is_scalar_index(key, a.ndim)
-            return self._new(dev=r, scalar=scalar)
+            return _set_chain(self._new(dev=r, scalar=scalar), a._chain)
         r = self.host_value(a, row=not self.predictions_only)[self.to_host_args(key)]  # a view stays put
         if not isinstance(r, np.ndarray):
             return r
         v = self._new(host=r, v_dev=a._v_dev)
         v._v_host = a._v_host
+        v._chain = a._chain
         return v
 
     def setitem(self, a: AccelArray, key: Any, value: Any) -> None:
         """``a[key] = value``, where ``a`` is."""
+        a._chain = max(a._chain, _chain_of([value]))
         if a._auth == "dev" and not self.closed:
             dkey = self._to_device_args(key) if _has_arrays(key) else key
             a._dev[dkey] = self._to_device_args(value)
@@ -299,12 +301,22 @@ class Offload:
             impl = self.device.resolve(name)  # type: ignore[union-attr]
             if impl is not None:
                 with contextlib.suppress(Exception):  # no device version that works: NumPy below
-                    return self._wrap_dev(impl(*self._to_device_args(args), **self._to_device_args(kwargs)), False)
+                    return _set_chain(self._wrap_dev(impl(*self._to_device_args(args),
+                                                          **self._to_device_args(kwargs)), False), _chain_of(arrays))
         v_dev = any(isinstance(a, AccelArray) and a._v_dev for a in arrays)
-        return self.wrap_host(func(*self.to_host_args(args), **self.to_host_args(kwargs)), v_dev=v_dev)
+        return _set_chain(self.wrap_host(func(*self.to_host_args(args), **self.to_host_args(kwargs)), v_dev=v_dev),
+                          _chain_of(arrays))
 
     def _dispatch(self, name: str, kind: str | None, work: str, resolve: Any, host_fn: Any, args: tuple,
                   kwargs: dict, method: str = "__call__") -> Any:
+        """Place and run one operation; its results are one link longer than its longest operand's chain."""
+        chain = 1 + _chain_of(_operands(args) + _operands(kwargs))
+        result = self._place(name, kind, work, resolve, host_fn, args, kwargs, method)
+        _set_chain(result, chain)
+        return result
+
+    def _place(self, name: str, kind: str | None, work: str, resolve: Any, host_fn: Any, args: tuple,
+               kwargs: dict, method: str) -> Any:
         kwargs = dict(kwargs)
         out = kwargs.pop("out", None)
         outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
@@ -477,6 +489,20 @@ class Offload:
             yield self
         finally:
             _ACTIVE.remove(self)
+
+
+
+def _chain_of(values: list) -> int:
+    """The longest chain of placed operations behind any of ``values`` (0: none is a proxy)."""
+    return max((v._chain for v in values if isinstance(v, AccelArray)), default=0)
+
+
+def _set_chain(result: Any, chain: int) -> Any:
+    """Stamp ``chain`` on the proxies of an operation's result (one, or a tuple or list of them); returns it."""
+    for r in result if isinstance(result, (tuple, list)) else (result,):
+        if isinstance(r, AccelArray):
+            r._chain = chain
+    return result
 
 
 def _operands(x: Any) -> list:

@@ -90,6 +90,9 @@ class Ledger:
     note: str = ""  # e.g. "NVIDIA H200 found, but CuPy is not installed (...)": why predictions only
     #: name -> digest of each array the cell left under that name as a proxy (what its placed operations made)
     left: dict[str, Any] = field(default_factory=dict)
+    #: name -> the longest chain of placed operations behind that array (``AccelArray._chain``): a
+    #: loop of 20 steps leaves 20 or more, a copy of an earlier cell's answer 1
+    chains: dict[str, int] = field(default_factory=dict)
     _index: dict = field(default_factory=dict, repr=False)
 
     def add(self, rec: OpRecord, timer: Any = None, measured_s: float = 0.0, key: Any = None,

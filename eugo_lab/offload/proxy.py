@@ -23,7 +23,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 class AccelArray(NDArrayOperatorsMixin):
     """An array whose operations are placed one by one on the CPU or the GPU by the cost model."""
 
-    __slots__ = ("_s", "_host", "_dev", "_auth", "_stamp", "_v_dev", "_v_host", "_scalar", "__weakref__")
+    __slots__ = ("_s", "_host", "_dev", "_auth", "_stamp", "_v_dev", "_v_host", "_scalar", "_chain", "__weakref__")
     __array_priority__ = 100  # binary operators with a plain ndarray defer to the proxy
 
     def __init__(self, session: Any, host: Any = None, dev: Any = None, scalar: bool = False,
@@ -36,6 +36,9 @@ class AccelArray(NDArrayOperatorsMixin):
         self._v_dev = v_dev  # predictions-only: the model would have a copy of this value on the device
         self._v_host = not v_dev  # predictions-only: ... and a valid copy on the host
         self._scalar = scalar  # NumPy would have returned a scalar here (a 0-d reduction result)
+        #: Placed operations in the longest chain that made this value from what the cell was handed
+        #: (a view adds none): a grader tells a loop's result from a copy of an earlier answer.
+        self._chain = 0
 
     # -- what it is ---------------------------------------------------------------------------------
     def _any(self) -> Any:

@@ -39,7 +39,9 @@ the device again)::
 Reference: ``target = np.asarray(signal) * gain`` once, then ``target`` in the loop. Criteria:
 ``w * exp(w)`` equals ``signal * gain``; ``w`` is what this cell's placed operations produced
 (its digest is the one the ledger kept for the name, :attr:`Ledger.left`: an earlier cell's
-array, or a plain copy of one, never went through the proxy); every operation the loop repeats
+array, or a plain copy of one, never went through the proxy) at the end of a chain of at least
+``STEPS`` placed operations (:attr:`Ledger.chains`: ``np.copy`` of an earlier answer is a chain of
+one); every operation the loop repeats
 ran (without a GPU: is predicted to run) on the device; the ledger's bytes moved per operation
 are under ``MAX_MOVED_SHARE`` of ``signal``'s size. The loop has a logarithm per step, so offload
 pays even on a host whose memory is fast (a loop of adds and divides alone may rightly stay on
@@ -269,7 +271,7 @@ def gpu_break_even(a: Attempt) -> Verdict:
     n = len(priced)
     return a.passed(f"the model runs {CHAIN} np.power calls in a row on the GPU from your size on, and not at half "
                     "of it",
-                    f"{size:,} came from this cell's own predictions ({measure.plural(n, 'call')} of predict() at "
+                    f"{size:,} is a size this cell's own predictions priced ({measure.plural(n, 'call')} of predict() at "
                     "that size, the copy of x and y priced)",
                     f"device profile: {gpu.name}, {where}; host profile: measured on this machine",
                     details=details)
@@ -406,6 +408,12 @@ def gpu_transfer(a: Attempt) -> Verdict:
                          "it held a plain NumPy value that never went through the GPU proxy (a copy of an earlier "
                          "result, or one made outside NumPy's operations), so the bytes and places in the report "
                          "are not about it.", mistake="copied")
+    chain = ledger.chains.get(RESULT, 0)
+    if chain < STEPS:
+        return a.not_yet(f"`{RESULT}` came out of {measure.plural(chain, 'placed operation')} in a row, from values "
+                         f"this cell was handed: each of Newton's {STEPS} steps reads the step before, so this "
+                         f"cell's loop leaves a chain of at least {STEPS}. A copy of an earlier answer, or a step "
+                         "or two on it, is not the loop the report measured.", mistake="copied")
     n_ops = ledger.n_ops()
     per_op = ledger.moved / max(n_ops, 1)
     limit = MAX_MOVED_SHARE * signal.nbytes
@@ -426,7 +434,7 @@ def gpu_transfer(a: Attempt) -> Verdict:
     ran = "would run on" if ledger.predictions_only else "ran on"
     where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
     return a.passed(f"{RESULT} solves w * exp(w) = signal * gain, and it is the array this cell's placed operations "
-                    "produced (its digest is the one the report kept)",
+                    f"produced (its digest is the one the report kept), at the end of a chain of {chain} of them",
                     f"all {sum(r.count for r in loop)} operations of the loop {ran} {ledger.device} and bytes moved "
                     f"per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's {fmt_bytes(signal.nbytes)}: "
                     f"the data stayed on the device ({where})", details=details)
