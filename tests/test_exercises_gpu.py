@@ -65,7 +65,8 @@ while size is None and n < 2 ** 31:
 #: (id, cell, setup after BREAK_EVEN_SETUP, passed, what the verdict must say, mistake)
 BREAK_EVEN_CASES = [
     ("reference", CHAIN_REFERENCE.format(stop=31), "", True,
-     "is a size this cell's own predictions priced (2 calls of predict() at that size, the copy of x and y priced)", None),
+     "is a size this cell's own predictions priced (2 calls of predict() at that size, the copy of x and y priced)",
+     None),
     ("honest-one-prediction-per-size", HONEST_CHAIN, "", True,
      "is a size this cell's own predictions priced (1 call of predict() at that size", None),
     ("starter-one-call", ONE_CALL.format(resident=False, step_back=""), "", False,

@@ -271,8 +271,8 @@ def gpu_break_even(a: Attempt) -> Verdict:
     n = len(priced)
     return a.passed(f"the model runs {CHAIN} np.power calls in a row on the GPU from your size on, and not at half "
                     "of it",
-                    f"{size:,} is a size this cell's own predictions priced ({measure.plural(n, 'call')} of predict() at "
-                    "that size, the copy of x and y priced)",
+                    f"{size:,} is a size this cell's own predictions priced ({measure.plural(n, 'call')} of "
+                    "predict() at that size, the copy of x and y priced)",
                     f"device profile: {gpu.name}, {where}; host profile: measured on this machine",
                     details=details)
 
