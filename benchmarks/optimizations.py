@@ -22,8 +22,9 @@ round by round and every cell is a median over the rounds with its min-max.
   compared with ``np.array_equal``. Then a NumPy-vectorized function and a tiny one (neither
   qualifies), each with the wrapper vs without, alternated; and a cell where nothing qualifies
   (2000 tasks on 2 local workers: tiny, ``*args``, pandas, small NumPy, a C function), run with
-  ``hpc.init(optimize=True)`` and ``optimize=False`` alternately, as the ratio of the medians
-  (target < 1.02), on a fresh runtime and on warm workers.
+  ``hpc.init(optimize=True)``, ``optimize=False`` and ``optimize=False`` again in rotating order,
+  as the median of each round's ratio (target < 1.02; off again / off is its noise floor), on a fresh
+  runtime and on warm workers, with each process's CPU (``--auto-cost``: this alone, more rounds).
 - **Batching**: a tight loop of tiny ``.remote()`` calls, plain vs ``batch="auto"``, on the
   local pool and on Dask (whose per-task cost is ~2 ms): submit-to-all-results wall time; and
   ``hpc.map`` over the same items with the batch sizes it chose (from the trace's batch column).
@@ -229,7 +230,7 @@ def bench_auto(rounds: int) -> list[tuple[str, str, str]]:
         status = auto.state_of(f"bench:{fn.__name__}").status
         rows.append((f"auto JIT: {name}, a cell's function: wrapped vs JIT off ({status})",
                      f"{_cell(plain)} vs {_cell(wrapped)}", f"**{ratio:.3f}x** the time (target <= 1.05x)"))
-    return rows + _auto_cell_cost(rounds)
+    return rows + _auto_cell_cost(rounds * 2)
 
 
 # A cell where the automatic JIT has nothing to compile: one kind of task each way a function cannot qualify.
@@ -264,36 +265,66 @@ def _warm(seconds: float) -> None:
     t.sleep(seconds)
 
 
-def _cpu_of(pids: list[int]) -> float:
-    """CPU seconds (user + system) so far of this process and the worker processes ``pids``."""
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, all threads) so far of process ``pid``.
+
+    On Linux, the process's CPU clock (nanoseconds; ``clock_getcpuclockid``'s id, which
+    ``time.clock_gettime`` reads for another process): psutil's times count 10 ms ticks, as much
+    as the cost measured here.
+    """
+    if sys.platform == "linux":
+        try:
+            return time.clock_gettime(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the whole process
+        except OSError:
+            pass
     import psutil
 
-    return sum(sum(psutil.Process(p).cpu_times()[:2]) for p in [os.getpid(), *pids])
+    return sum(psutil.Process(pid).cpu_times()[:2])
 
 
-def _nothing_qualifies(r: int, n: int) -> tuple[float, float]:
+def _nothing_qualifies(r: int, n: int) -> tuple[float, list[float]]:
     """Submit-to-results wall time of ``n`` tasks, a fifth of each kind, of functions the workers have never seen.
 
-    Also the CPU the driver and the workers used meanwhile (steadier than the wall time on a shared machine).
+    Also the CPU the driver and each worker used meanwhile (steadier than the wall time on a shared machine).
     """
     from eugo_lab.hpc import session
 
-    pids = session.current().backend.worker_pids()
+    pids = [os.getpid(), *session.current().backend.worker_pids()]
     g: dict = {"__name__": "__main__"}
     exec(_NOTHING_QUALIFIES.format(r=r), g)  # fresh code per round: every round pays the JIT's first look again
     small = np.arange(100.0)
     fns = {k: hpc.remote(g[f"{k}_{r}"]) for k in _KINDS}
     calls = [(fns[k], small if k == "small_numpy" else float(i) if k == "sqrt" else i)
              for i in range(n // len(_KINDS)) for k in _KINDS]
-    c0, t0 = _cpu_of(pids), time.perf_counter()
+    c0, t0 = [_cpu_seconds(p) for p in pids], time.perf_counter()
     hpc.get([f.remote(a) for f, a in calls])
-    return time.perf_counter() - t0, _cpu_of(pids) - c0
+    wall = time.perf_counter() - t0
+    return wall, [_cpu_seconds(p) - c for p, c in zip(pids, c0)]
+
+
+# Rounds of --auto-cost alone (each starts three runtimes, ~1.5 s): a cell's time varies by 10-20% from round
+# to round on a shared 2-core machine, so telling 2% from nothing takes medians over dozens.
+AUTO_COST_ROUNDS = 24
+# The runtimes each round of _auto_cell_cost starts: JIT on, JIT off, and JIT off again (the noise floor:
+# the same thing measured twice, whose ratio says how far from 1 the on / off ratio may stray by chance).
+_SIDES = (("on", True), ("off", False), ("off again", False))
+
+
+def _paired(xs: dict[str, list[float]], side: str) -> float:
+    """The median over the rounds of each round's ``side`` / ``off``.
+
+    Paired by round: the load other processes put on a shared machine drifts over minutes, and
+    one round's three runtimes (~1.5 s) see about the same load.
+    """
+    return statistics.median(a / b for a, b in zip(xs[side], xs["off"]))
 
 
 def _auto_cell_cost(rounds: int, n: int = 2000) -> list[tuple[str, str, str]]:
     """A cell where nothing qualifies, on 2 local workers: ``hpc.init(optimize=True)`` over ``optimize=False``.
 
-    Two rows, each a ratio of medians over alternated rounds (on first, then off first):
+    Per kind of cell, the median over ``rounds`` rounds of each round's ratio, each round starting the
+    three runtimes of :data:`_SIDES` in a rotating order (each side comes first, second and last
+    equally often):
     the first such cell on a fresh runtime (each worker imports the JIT's wrapper with its first
     task), and a later cell on warm workers (new code each round: the watching starts again).
     Both sides import pandas on every worker beforehand, with a function declared optimize=False.
@@ -302,27 +333,36 @@ def _auto_cell_cost(rounds: int, n: int = 2000) -> list[tuple[str, str, str]]:
     import eugo_lab.hpc.optimized  # noqa: F401 - hooks the automatic JIT into every call, as the magic does
 
     warm = hpc.remote(optimize=False)(_warm)
-    fresh: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
-    later: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
-    for r in range(rounds * 2):
-        for on in ((True, False) if r % 2 == 0 else (False, True)):
+    fresh: dict[str, list[tuple[float, list[float]]]] = {name: [] for name, _ in _SIDES}
+    later: dict[str, list[tuple[float, list[float]]]] = {name: [] for name, _ in _SIDES}
+    for r in range(rounds):
+        shift = r % len(_SIDES)
+        order = _SIDES[shift:] + _SIDES[:shift]
+        for i, (name, on) in enumerate(order if r % 2 == 0 else order[::-1]):
             hpc.init(workers=2, optimize=on)
             try:
                 hpc.get([warm.remote(0.05) for _ in range(4)])  # both workers, as they would be after an import cell
-                fresh[on].append(_nothing_qualifies(2 * r + on, n))
-                later[on].append(_nothing_qualifies(1000 + 2 * r + on, n))
+                fresh[name].append(_nothing_qualifies(10 * r + i, n))
+                later[name].append(_nothing_qualifies(100_000 + 10 * r + i, n))
             finally:
                 hpc.shutdown()
+    med = statistics.median
     rows = []
     for label, runs in (("the first cell on a fresh runtime", fresh), ("a later cell, new functions", later)):
-        walls = {on: [w for w, _ in runs[on]] for on in runs}
-        cpus = {on: [c for _, c in runs[on]] for on in runs}
-        ratio = statistics.median(walls[True]) / statistics.median(walls[False])
-        cpu_ratio = statistics.median(cpus[True]) / statistics.median(cpus[False])
+        wall = {k: [w for w, _ in v] for k, v in runs.items()}
+        cpu = {k: [sum(c) for _, c in v] for k, v in runs.items()}
+        ratio, floor = _paired(wall, "on"), _paired(wall, "off again")
+        # Per process, on minus off (medians): where a cost is, the driver or the workers.
+        driver = med(c[0] for _, c in runs["on"]) - med(c[0] for _, c in runs["off"])
+        workers = med(sum(c[1:]) for _, c in runs["on"]) - med(sum(c[1:]) for _, c in runs["off"])
+        verdict = "under the target" if ratio < 1.02 else "not under the target"
         rows.append((f"auto JIT: a cell where nothing qualifies ({n} tasks: x + 1, *args, pandas, 100-element "
                      f"NumPy, math.sqrt; 2 workers), {label}: optimize=True / optimize=False",
-                     f"off {_cell(walls[False])} vs on {_cell(walls[True])}",
-                     f"**{ratio:.3f}** wall (target < 1.02); CPU of driver and workers: {cpu_ratio:.3f}"))
+                     f"off {_cell(wall['off'])} vs on {_cell(wall['on'])}",
+                     f"**{ratio:.3f}** wall (target < 1.02: {verdict}; off again / off: {floor:.3f}); "
+                     f"CPU of driver and workers {_paired(cpu, 'on'):.3f} (off again / off: "
+                     f"{_paired(cpu, 'off again'):.3f}), on - off: driver {driver * 1e3:+.1f} ms, "
+                     f"workers {workers * 1e3:+.1f} ms"))
     return rows
 
 
@@ -371,11 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 rounds instead of 5")
     ap.add_argument("--auto-cost", action="store_true",
-                    help="only the automatic JIT's cost on a cell where nothing qualifies (its ratio on / off)")
+                    help="only the automatic JIT's cost on a cell where nothing qualifies (its ratio on / off), "
+                         f"{AUTO_COST_ROUNDS} rounds (--quick: {AUTO_COST_ROUNDS // 4})")
     ap.add_argument("--engines", default="local,dask", help="engines for the batching rows (default local,dask)")
     args = ap.parse_args(argv)
     rounds = 2 if args.quick else 5
     if args.auto_cost:
+        # Its own rounds: the ratio's target (2%) is a fraction of the round-to-round spread of a cell's time.
+        rounds = AUTO_COST_ROUNDS // 4 if args.quick else AUTO_COST_ROUNDS
         rows = _auto_cell_cost(rounds)
     else:
         rows = bench_jit(rounds) + bench_auto(rounds) + bench_threads(rounds)

@@ -8,6 +8,7 @@ what is compared).
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -221,6 +222,47 @@ def test_a_function_that_never_qualifies_costs_a_lookup_and_a_clock():
         assert w(i) == i + 1
     assert auto.state_of("auto-tiny").status == auto.SKIPPED_STATE
     assert jit.compile_count() == 0
+
+
+# -- which calls the sampler looks at: a function's once it has spent SAMPLE_AFTER_S, and a loop's first ------
+
+def _in_watch(x):
+    return threading.get_ident() in auto._watch  # whether the sampler would look at this call now
+
+
+def _in_watch_after_a_loop(x):
+    for _ in range(x):
+        pass
+    return threading.get_ident() in auto._watch
+
+
+def _while(n):
+    while n > 0:
+        n -= 1
+    return n
+
+
+def _comprehension(a):
+    return sum([x * x for x in a])
+
+
+def test_a_functions_calls_are_sampled_once_it_has_spent_sample_after_s_and_a_loops_first_call_at_once(monkeypatch):
+    monkeypatch.setattr(auto, "SHORT_CALL_S", 0.0)  # by their length alone, every call would be sampled
+    plain = auto.AutoJit(_in_watch, "auto-no-loop")
+    assert not plain(1) and not plain(1)  # no loop and no CPU spent yet: only timed, the sampler is not woken
+    auto.state_of("auto-no-loop").cpu = auto.SAMPLE_AFTER_S  # as if its calls had spent that much
+    assert plain(1)
+    looped = auto.AutoJit(_in_watch_after_a_loop, "auto-loop")
+    assert looped(1)  # its first call: one long call of a loop (one task) is decided when it ends
+    assert not looped(1)  # then, like any function, not before SAMPLE_AFTER_S
+    assert auto.state_of("auto-loop").calls == 2
+
+
+def test_a_loop_is_read_from_the_code_a_for_a_while_or_a_comprehension():
+    for fn in (smooth, fill, _while, _comprehension, _in_watch_after_a_loop):
+        assert auto._read_code(fn) == (None, True), fn.__name__
+    for fn in (vectorized, _in_watch):
+        assert auto._read_code(fn) == (None, False), fn.__name__
 
 
 # -- what a function that cannot qualify costs: decided once, from its code or its first verdict -------------

@@ -11,7 +11,9 @@ process and per function (its code key), what happens:
    bytecode hands the GIL over, or at a call the sampler had to wait for) or in C code / waiting
    (the sampler got the GIL mid-instruction: NumPy's loops, sleeps and I/O release it). A
    heuristic, as cheap as one look at a frame; nothing else is done. While the function's calls
-   average under :data:`SHORT_CALL_S`, they are only timed (a look every 5 ms would not catch them).
+   average under :data:`SHORT_CALL_S`, they are only timed (a look every 5 ms would not catch them),
+   and so are all its calls until it has spent :data:`SAMPLE_AFTER_S` of CPU, except the first
+   call of a function with a loop (waking the sampler costs more than a short call).
 2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
    :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
    in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
@@ -76,6 +78,16 @@ SAMPLE_INTERVAL_S = 0.005
 # (a compiled call costs ~1-5 us of dispatch and argument checks itself: nothing left to win).
 SHORT_CALL_S = 20e-6
 SHORT_CALLS = 256
+# A function's calls are sampled only once it has spent this much CPU in them (and its first call, if its code
+# has a loop). A sampled call wakes the sampler when it waits, and the woken sampler then waits for the GIL: in a
+# pool worker, whose thread releases it at each task's pipe read and write, each release wakes it again until it
+# gets it, mostly between tasks, when no call is left to look at. That was most of the automatic JIT's cost in a
+# cell where nothing qualifies (benchmarks/RESULTS.md), for nothing while the function is far from MIN_CPU_S:
+# 10 ms is 5% of it, and sampling from there leaves 190 ms of calls, 38 looks for the MIN_SAMPLES that decide. A
+# function with a loop has its first call sampled anyway, so that one long call (a loop over a big array, one
+# task) is decided when it ends, as before; one without a loop runs each instruction once per call, so a long
+# call of it is in what it calls, and is sampled from SAMPLE_AFTER_S on like any other.
+SAMPLE_AFTER_S = 0.01
 # Re-checks after the swap: compiled calls number 8 and 64 (early: a difference shows soon after the
 # trial), then every RECHECK_EVERY-th. Each re-check runs the plain function too (for a function
 # 50x faster, 50 compiled calls' time): at 1 in 256 the average call stays within a third of the
@@ -109,28 +121,51 @@ def static_reason(fn: Any) -> tuple[str, str] | None:
     A trial runs the function twice (plainly, then compiled on copies of its arguments), so a
     function with effects beyond its arguments and return value is left alone.
     """
+    return _read_code(fn)[0]
+
+
+def _read_code(fn: Any) -> tuple[tuple[str, str] | None, bool]:
+    """:func:`static_reason`'s answer, and whether ``fn``'s code has a loop (one pass over its instructions)."""
     code = getattr(fn, "__code__", None)
     if code is None or not callable(fn):
-        return "not-python", type(fn).__name__
+        return ("not-python", type(fn).__name__), False
     if code.co_flags & _CO_NOT_PLAIN:
-        return "not-plain", "a generator or coroutine"
+        return ("not-plain", "a generator or coroutine"), False
     if code.co_flags & _CO_VARARGS or code.co_kwonlyargcount:
-        return "not-plain", "it takes *args, **kwargs or keyword-only parameters"
+        return ("not-plain", "it takes *args, **kwargs or keyword-only parameters"), False
     if code.co_freevars:
-        return "not-plain", "a closure over variables of the function around it"
+        return ("not-plain", "a closure over variables of the function around it"), False
     effects = sorted(_EFFECTS.intersection(code.co_names))
     if effects:
-        return "effects", f"it calls {', '.join(effects)}(): a trial would do that twice"
+        return ("effects", f"it calls {', '.join(effects)}(): a trial would do that twice"), False
     g = getattr(fn, "__globals__", None) or {}
     library = ""
+    loops = False
     for ins in dis.get_instructions(code):
         if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            return "effects", f"it writes the global {ins.argval}"
+            return ("effects", f"it writes the global {ins.argval}"), False
         if ins.opname == "LOAD_GLOBAL" and not library:
             library = _library_of(g.get(ins.argval))
+        elif not loops:
+            loops = _jumps_back(ins)
     if library:
-        return "library", f"it calls {library}"
-    return None
+        return ("library", f"it calls {library}"), False
+    return None, loops or any(_has_loop(c) for c in code.co_consts if isinstance(c, _CODE_TYPE))
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_CODE_TYPE = type(static_reason.__code__)
+
+
+def _jumps_back(ins: dis.Instruction) -> bool:
+    """Whether ``ins`` jumps back: a ``for`` or ``while`` loop's (every Python version's loops end in one)."""
+    return ins.opcode in _JUMPS and ins.argval <= ins.offset
+
+
+def _has_loop(code: Any) -> bool:
+    """Whether ``code`` has a loop, or code inside it does (a comprehension's, before Python 3.12 inlined them)."""
+    return (any(_jumps_back(ins) for ins in dis.get_instructions(code))
+            or any(_has_loop(c) for c in code.co_consts if isinstance(c, _CODE_TYPE)))
 
 
 def _library_of(value: Any) -> str:
@@ -185,12 +220,14 @@ class _Signature:
 class _State:
     """What this process knows about one function (by code key)."""
 
-    __slots__ = ("name", "code", "status", "calls", "cpu", "python", "native", "sigs", "said", "owners", "lock")
+    __slots__ = ("name", "code", "status", "calls", "cpu", "python", "native", "sigs", "said", "owners", "lock",
+                 "loops")
 
-    def __init__(self, name: str, code: Any, status: str = WATCHING):
+    def __init__(self, name: str, code: Any, status: str = WATCHING, loops: bool = True):
         self.name = name
         self.code = code
         self.status = status
+        self.loops = loops  # its code has a loop: its first call is sampled (see SAMPLE_AFTER_S)
         self.calls = 0
         self.cpu = 0.0
         self.python = 0  # samples in bytecode
@@ -241,8 +278,9 @@ def _state(key: str, fn: Callable) -> _State:
         with _states_lock:
             st = _states.get(key)
             if st is None:
-                st = _State(getattr(fn, "__qualname__", getattr(fn, "__name__", "?")), getattr(fn, "__code__", None))
-                why = static_reason(fn)
+                why, loops = _read_code(fn)
+                st = _State(getattr(fn, "__qualname__", getattr(fn, "__name__", "?")), getattr(fn, "__code__", None),
+                            loops=loops)
                 if why is not None:
                     st.status = SKIPPED_STATE
                     st.said.append(skipped_phase(*why))
@@ -471,10 +509,12 @@ class AutoJit:
 
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
         # Every call of a function not yet decided pays this: two clock reads, and while its calls average
-        # SHORT_CALL_S or more, a dict entry for the sampler (the lock and notify only when the sampler sleeps).
-        # Shorter calls are only timed: a sampler looking every 5 ms would almost never catch one, and calls that
-        # stay that short are decided "short-calls" after SHORT_CALLS of them, from their time alone.
-        sampled = st.cpu >= SHORT_CALL_S * st.calls
+        # SHORT_CALL_S or more and it has spent SAMPLE_AFTER_S (or on the first call of one with a loop), a dict
+        # entry for the sampler (the lock and notify only when the sampler sleeps). Shorter calls are only timed:
+        # a sampler looking every 5 ms would almost never catch one, and calls that stay that short are decided
+        # "short-calls" after SHORT_CALLS of them, from their time alone.
+        cpu = st.cpu
+        sampled = (cpu >= SAMPLE_AFTER_S or (st.loops and not st.calls)) and cpu >= SHORT_CALL_S * st.calls
         tid = 0
         if sampled:
             tid = _get_ident()
@@ -488,18 +528,19 @@ class AutoJit:
         try:
             return self.fn(*args, **kwargs)
         finally:
-            took = _thread_time() - t0
+            st.cpu += _thread_time() - t0
+            st.calls += 1
             if sampled:
                 _watch.pop(tid, None)
-            if self._judge_watch(st, took) and sys.exc_info()[0] is None:
-                self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
-            if self.told < len(st.said):  # decided: say so in this call's task
-                self._tell(st)
+            # Counted here, judged only where a verdict may fall (a method call on every call: ~0.1 us of this ~1.5).
+            if st.cpu >= MIN_CPU_S or st.calls >= SHORT_CALLS:
+                if self._judge_watch(st) and sys.exc_info()[0] is None:
+                    self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
+                if self.told < len(st.said):  # decided: say so in this call's task
+                    self._tell(st)
 
-    def _judge_watch(self, st: _State, took: float) -> bool:
-        """Count one plain call; True when it made the function qualify."""
-        st.calls += 1
-        st.cpu += took
+    def _judge_watch(self, st: _State) -> bool:
+        """Judge a function whose plain calls were counted; True when they made it qualify."""
         if st.cpu >= MIN_CPU_S:
             n = st.python + st.native
             if n < MIN_SAMPLES:
