@@ -207,18 +207,14 @@ class Runtime:
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
-        pickled = time.time() if traced else 0.0  # out-of-band buffers copied out too: the argument is ready to send
+        # Out-of-band buffers copied out too: the argument is ready to send (without them, it was at submit_time).
+        pickled = (time.time() if buffers else task.submit_time) if traced else 0.0
         self._tasks[tid] = task
         self.tasks_submitted += 1
         self._start(task, tokens)
-        if traced:
-            self._driver_submitted(began, pickled, tid, args_bytes, buffers)
+        if traced:  # the driver lane: how long pickling and handing the task on took
+            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
         return fut
-
-    def _driver_submitted(self, began: float, pickled: float, tid: int, args_bytes: bytes, buffers: list) -> None:
-        """Tell the trace how long the driver spent pickling task ``tid``'s arguments and handing it on."""
-        self.recorder.driver.submitted(began, pickled, time.time(), tid,
-                                       len(args_bytes) + (sum(b.nbytes for b in buffers) if buffers else 0))
 
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
         """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
@@ -254,7 +250,7 @@ class Runtime:
         self._tasks[tid] = task
         self._start(task, tokens)
         if traced:
-            self._driver_submitted(began, pickled, tid, args_bytes, buffers)
+            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
         return task
 
     def _start(self, task: Pending, tokens: list) -> None:

@@ -86,14 +86,20 @@ class DriverLog:
         self.short_submitting = 0.0
         self.short_count = 0
 
-    def submitted(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
-        """One submission: ``started`` before pickling, ``pickled`` after it, ``ended`` when it was handed on."""
+    def submitted(self, started: float, pickled: float, ended: float, task: int, args: bytes,
+                  buffers: list | None = None) -> None:
+        """One submission: ``started`` before pickling, ``pickled`` after it, ``ended`` when it was handed on.
+
+        ``args`` and ``buffers``: the task's pickled arguments and out-of-band buffers (their size is
+        counted only for a span long enough to keep: the tiny ones are the hot path).
+        """
         with self._lock:
             if ended - started < SPAN_MIN_S:
                 self.short_serializing += pickled - started
                 self.short_submitting += ended - pickled
                 self.short_count += 1
                 return
+            nbytes = len(args) + (sum(b.nbytes for b in buffers) if buffers else 0)
             s = self.spans
             for kind, a, b in ((0, started, pickled), (1, pickled, ended)):
                 s["kind"].append(kind)
