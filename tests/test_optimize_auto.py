@@ -205,6 +205,9 @@ def test_sampled_later_calls_are_rechecked_and_a_difference_switches_back(monkey
     monkeypatch.setattr(auto, "RECHECK_FIRST", (2,))
     monkeypatch.setattr(auto, "SHORT_CALL_S", 0.0)  # its checked calls are short: 30 elements fit in 64 bits
     monkeypatch.setattr(auto, "MIN_CPU_S", 0.01)
+    # The trial on 30 elements times microseconds, where one stall of a loaded machine can make the compiled
+    # run the slower one and decline it; this test is about what happens after the swap, so any gain will do.
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
     ph = Phases()
     w = auto.AutoJit(big_product, "auto-big", ph)
     small = np.random.default_rng(6).random(30)  # 3**30: fits in 64 bits
@@ -222,6 +225,17 @@ def test_a_function_that_never_qualifies_costs_a_lookup_and_a_clock():
         assert w(i) == i + 1
     assert auto.state_of("auto-tiny").status == auto.SKIPPED_STATE
     assert jit.compile_count() == 0
+
+
+def test_a_batch_calls_the_plain_function_once_the_jit_ruled_it_out():
+    plain = lambda x: x * 2  # noqa: E731 - a function with no loop, as hpc.map's tiny items are
+    w = auto.AutoJit(plain, "auto-batch", Phases())
+    assert w.eugo_settled() is w  # still watched: a batch's items go through the wrapper
+    for i in range(auto.SHORT_CALLS + 1):
+        w(i)
+    assert auto.state_of("auto-batch").status == auto.SKIPPED_STATE
+    w(0)  # announces its verdict (the phase) once
+    assert w.eugo_settled() is plain  # ruled out: the items call the function itself
 
 
 # -- which calls the sampler looks at: a function's once it has spent SAMPLE_AFTER_S, and a loop's first ------

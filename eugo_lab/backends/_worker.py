@@ -548,10 +548,14 @@ def execute_batch(
     group_s = GROUP_CLOCKS * _clock_cost_s  # a group should last about this long
     # hpc.phase spans of the items (a JIT trial announces its verdict as phases): one list per batch
     phases = _phase.begin_task()
+    # The automatic JIT's wrapper says, once a group, whether the plain function will do (jit.auto.AutoJit.eugo_settled;
+    # a name no user callable is likely to carry).
+    settled = getattr(fn, "eugo_settled", None)
     try:
         while done < n:
             try:
-                results.extend(map(fn, itertools.islice(rest, min(size, n - done))))
+                results.extend(map(settled() if settled is not None else fn,
+                                   itertools.islice(rest, min(size, n - done))))
             except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
                 if recording is not None:
                     recording.stop()

@@ -438,6 +438,18 @@ class AutoJit:
             with self.phase(name):
                 pass
 
+    def eugo_settled(self) -> Callable:
+        """What a batch should call for its next items: the plain function once the JIT ruled it out, else this.
+
+        ``hpc.map`` runs a batch's items in groups; asking once a group spares every item the
+        wrapper's look-up (~0.17 us an item, as long as a tiny item itself). A function not tried
+        stays not tried, so the plain function is the same call ``__call__`` would make.
+        """
+        st = _states.get(self.key)
+        if st is not None and st.status == SKIPPED_STATE and self.told == len(st.said) and self.ns is None:
+            return self.fn
+        return self
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Plain while watched, compiling or declined; the trial on the first call after a compile; then compiled."""
         st = _states.get(self.key) or _state(self.key, self.fn)

@@ -32,10 +32,11 @@ TASK_TIMING_S = 1e-6
 # future each), so the batches of the what-if are ready that much later.
 MAP_ITEM_S = 1.3e-8
 # What an item costs its worker inside an hpc.map batch besides its own work: the batch's
-# share of (un)pickling and the worker's loop, measured ~0.1-0.2 us (100,000 no-op items in
-# 10-16 ms on 2 workers). A single task that short measures only its own timing
-# (~1 us, with a tail of scheduler noise that a batch's tight loop does not pay).
-MAP_ITEM_WORK_S = 2e-7
+# share of (un)pickling, the worker's loop and the trace's per-item ends, measured ~0.3-0.4 us
+# (100,000 tiny items in 16-20 ms on 2 workers, traced, the automatic JIT on; 2026-12-02).
+# A single task that short measures only its own timing (~1 us, with a tail of scheduler noise
+# that a batch's tight loop does not pay).
+MAP_ITEM_WORK_S = 3.5e-7
 
 
 def tasks_too_small(ctx: Context) -> list[Finding]:
