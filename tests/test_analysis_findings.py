@@ -291,3 +291,25 @@ def test_no_idle_cluster_when_idle_is_short():
     c = cost(even_trace(workers=2, per_worker=2), price_per_worker_hour=3600.0, idle=datetime.timedelta(seconds=0.1))
     assert c.idle_cost == approx(0.2)
     assert c.findings == ()
+
+
+def _jit_cell(marked: bool):
+    """The JIT lesson's cell: one trial per worker side by side (plain run, compile, compiled run), then
+    six compiled calls one after another. ``marked``: the trials carry the trial's phases, as they do."""
+    b = TraceBuilder(workers=2)
+    for w in (0, 1):
+        row = b.task("smooth", worker=w, start=0.0, end=0.9)
+        if marked:
+            b.phase(row, "jit: plain run", 0.0, 0.05, 0.05)
+            b.phase(row, "jit: compile", 0.05, 0.85, 0.8)
+            b.phase(row, "jit: compiled run", 0.85, 0.9, 0.05)
+    for k in range(6):
+        b.task("smooth", worker=k % 2, start=1.0 + 0.01 * k, end=1.0 + 0.01 * k + 0.001)
+    return b.build()
+
+
+def test_jit_trials_are_no_stragglers_and_no_contention_beside_the_compiled_calls():
+    plain = analyze(_jit_cell(marked=False))  # the same durations without the phases: both findings fire
+    assert plain.finding("straggler") is not None and plain.finding("contention") is not None
+    r = analyze(_jit_cell(marked=True))
+    assert r.finding("straggler") is None and r.finding("contention") is None, [f.code for f in r.findings]

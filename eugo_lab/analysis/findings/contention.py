@@ -36,7 +36,7 @@ RUNQ_CONTENTION_MIN_S = 0.01
 def side_by_side(ctx: Context, fn: int) -> dict | None:
     """``fn``'s tasks alone vs side by side in this trace (see ``ALONE_OVERLAP``, ``TOGETHER_OVERLAP``)."""
     return overlap.side_by_side(ctx.units, fn, ALONE_OVERLAP, TOGETHER_OVERLAP, CONTENTION_MIN_TASKS,
-                                ctx.overlap)
+                                ctx.overlap, exclude=ctx.trial_units)
 
 
 def _cause(ctx: Context, cpu_ratio: float, starved: bool = False) -> str:
@@ -82,7 +82,9 @@ def contention(ctx: Context) -> list[Finding]:
     measured = base.wall_time / ctx.wall if base is not None and ctx.wall > 0 else None
     for f in np.unique(u.function):
         name = ctx.fname(f)
-        sel = np.flatnonzero((u.function == f) & (u.n_items == 1))
+        # A JIT trial (plain run, compile, compiled run) is slower than the compiled calls by design: it
+        # would read as contention wherever the trials ran side by side and the compiled calls alone.
+        sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units)
         found = _slower_together(ctx, int(f), name, sel, bu, est, measured)
         if found is None:
             found = _waited_for_cores(ctx, name, np.flatnonzero(u.function == f))

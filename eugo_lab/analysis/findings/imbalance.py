@@ -52,6 +52,7 @@ def stragglers(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding
     body = t["end"] - t["start"]
     valid = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
     last_end = float(np.nanmax(t["end"][valid])) if valid.any() else math.nan
+    valid &= ~ctx.trial_rows  # a JIT trial is slower than the compiled calls by design, not a straggler
     out = []
     slow_all = np.zeros(len(body), dtype=bool)
     meds = np.zeros(len(body))

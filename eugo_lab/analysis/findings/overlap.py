@@ -23,15 +23,17 @@ def overlap_share(u: Units) -> np.ndarray:
 
 
 def side_by_side(u: Units, fn: int, alone: float, together: float, min_tasks: int,
-                 share: np.ndarray | None = None) -> dict | None:
+                 share: np.ndarray | None = None, exclude: np.ndarray | None = None) -> dict | None:
     """Median body of ``fn``'s single tasks alone (overlap under ``alone``) vs side by side (over ``together``).
 
     Returns None without ``min_tasks`` of each; else ``alone``, ``together`` (median seconds),
     ``slowdown`` (together / alone - 1), ``n_alone``, ``n_together`` and ``units`` (the
-    side-by-side unit indices).
+    side-by-side unit indices). ``exclude``: units (a mask) that count on neither side.
     """
     share = overlap_share(u) if share is None else share
     sel = (u.function == fn) & (u.n_items == 1)
+    if exclude is not None:
+        sel &= ~exclude
     a = np.flatnonzero(sel & (share < alone))
     t = np.flatnonzero(sel & (share > together))
     if len(a) < min_tasks or len(t) < min_tasks:
