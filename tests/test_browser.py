@@ -423,6 +423,9 @@ def test_driver_lane_axis_and_dark_theme_in_chromium(tmp_path):
         assert "of this cell ran in the driver" in got["summary"]
         assert "0.0x" not in page.text_content(".eugo-summary")
         # The status bar's numbers carry their units: workers, and the cost so far in dollars.
+        # The panel's model polls the status every 2 s: wait for the poll that follows the cell's runtime.
+        page.wait_for_function(
+            "() => /worker/.test(document.querySelector('.eugo-StatusItem')?.textContent || '')", timeout=20000)
         status = page.text_content(".eugo-StatusItem") or ""
         assert re.fullmatch(r"Eugo: \d+ workers?, (idle|\d+ running.*), \$\d+\.\d+ so far", status), status
         # Dark theme: the Bokeh timeline follows, as the summary does.
