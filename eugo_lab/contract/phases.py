@@ -17,6 +17,9 @@ _local = threading.local()
 #: Phase names the runtime records itself, not the task's code: the JIT's verdicts and trial spans
 #: (``jit: compiled``, ``jit: plain run``). ``Trace.phases_dataframe()`` leaves them out by default.
 RUNTIME_PHASE_PREFIX = "jit: "
+#: The span of a JIT trial's compile: the task that carries it ran the function plain, compiled it and ran
+#: it compiled (eugo_lab.jit.checked), so the analyses do not compare its time with the compiled calls'.
+JIT_COMPILE_PHASE = RUNTIME_PHASE_PREFIX + "compile"
 
 
 class _NullPhase:

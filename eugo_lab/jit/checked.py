@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
@@ -520,7 +521,7 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
         return value, _mark(Verdict("declined", "numba-missing", plain_s=plain_s)), None
     # The compile runs on its own, between the plain run and the compiled one: no timed run holds it.
     t1 = time.perf_counter()
-    with phase(PHASE_PREFIX + "compile"):
+    with phase(JIT_COMPILE_PHASE):
         types = numba_types(pos)
         try:
             dispatcher = compile_for(fn, types) if types is not None else None

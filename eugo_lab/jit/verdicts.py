@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.jit.checked import PHASE_PREFIX, VERDICT_COMPILED, cached_times, parse_phase
 
 # Decline codes -> (what happened, what would help), in the words the report uses.
@@ -134,7 +135,7 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
         dur = float(p["end"][j] - p["start"][j])
         if name == PHASE_PREFIX + "plain run":
             d["plain"] = dur
-        elif name == PHASE_PREFIX + "compile":
+        elif name == JIT_COMPILE_PHASE:
             d["compile"] = dur
         elif name == PHASE_PREFIX + "compiled run":
             d["compiled"] = dur

@@ -276,8 +276,7 @@ class Offload:
             return r
         v = self._new(host=r, v_dev=a._v_dev)
         v._v_host = a._v_host
-        v._chain = a._chain
-        return v
+        return _set_chain(v, a._chain)
 
     def setitem(self, a: AccelArray, key: Any, value: Any) -> None:
         """``a[key] = value``, where ``a`` is."""
@@ -311,9 +310,7 @@ class Offload:
                   kwargs: dict, method: str = "__call__") -> Any:
         """Place and run one operation; its results are one link longer than its longest operand's chain."""
         chain = 1 + _chain_of(_operands(args) + _operands(kwargs))
-        result = self._place(name, kind, work, resolve, host_fn, args, kwargs, method)
-        _set_chain(result, chain)
-        return result
+        return _set_chain(self._place(name, kind, work, resolve, host_fn, args, kwargs, method), chain)
 
     def _place(self, name: str, kind: str | None, work: str, resolve: Any, host_fn: Any, args: tuple,
                kwargs: dict, method: str) -> Any:
@@ -489,7 +486,6 @@ class Offload:
             yield self
         finally:
             _ACTIVE.remove(self)
-
 
 
 def _chain_of(values: list) -> int:

@@ -19,7 +19,7 @@ from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.analysis.simulate import Replay
 from eugo_lab.analysis.timeline import Units, Window
-from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
 
@@ -36,11 +36,6 @@ NOTE_SHARE = 0.03
 # Honest on 1 core (Binder): findings that need parallelism say what this worker count
 # would do instead, from the replay.
 TWO_WORKERS = 2
-
-
-#: The phase the automatic JIT's trial marks in the one task per worker that runs the function plain,
-#: compiles it and runs it compiled (eugo_lab.jit.checked names it so).
-TRIAL_PHASE = RUNTIME_PHASE_PREFIX + "compile"
 
 
 @dataclass(frozen=True)
@@ -79,13 +74,13 @@ class Context:
 
     @functools.cached_property
     def trial_rows(self) -> np.ndarray:
-        """Per row of ``trace.tasks``: whether that attempt ran a JIT trial (``TRIAL_PHASE``).
+        """Per row of ``trace.tasks``: whether that attempt ran a JIT trial (``JIT_COMPILE_PHASE``).
 
         Its time is the trial's (a plain run, a compile and a compiled run), not the function's:
         it is no straggler beside the compiled calls, and no measure of contention against them.
         """
         rows = np.zeros(len(self.trace.tasks["task_id"]), dtype=bool)
-        codes = [i for i, n in enumerate(self.trace.phase_names) if n == TRIAL_PHASE]
+        codes = [i for i, n in enumerate(self.trace.phase_names) if n == JIT_COMPILE_PHASE]
         p = self.trace.phases
         if codes and len(p["row"]):
             rows[np.asarray(p["row"])[np.isin(p["name"], codes)]] = True
