@@ -19,8 +19,9 @@ Why it is built this way:
 - Single-threaded, always: ``fork`` copies only the calling thread, so a lock held by another
   thread would stay locked forever in the child. SIGCHLD is blocked while a worker is forked
   and answered, so the reaping handler never runs between a fork and its answer.
-- It imports only what a worker imports before its hello (plus nothing: the socket is used
-  through ``_socket``, the C module), so workers inherit no module a task does not need.
+- It imports what a worker imports before its hello and what nearly every first task imports
+  (nothing more: the socket is used through ``_socket``, the C module), so workers inherit no
+  module a task does not need.
 - It dies with the driver: the driver's end of the socket is the lifeline (EOF when the driver
   is gone, even by SIGKILL), ``PR_SET_PDEATHSIG`` backs it up. Leaving, it frees the shared
   memory store and kills its workers, which catches a worker whose task holds the GIL (its
@@ -42,6 +43,14 @@ from typing import Any
 
 from eugo_lab.backends import _worker, local_worker  # noqa: F401 - pre-imported for the workers it forks
 from eugo_lab.contract import serialization  # noqa: F401 - what a worker imports before its hello
+
+# And what every worker's first task imports, paid once here rather than once per worker on the
+# way to the first result (~2 ms each): the automatic JIT's watcher (every call of a function the
+# JIT is not switched off for goes through it) and the thread guard each worker applies after its
+# hello. Not cloudpickle (~6 ms), needed only for functions pickled by value: the template would
+# then still be booting when the driver, done with its own imports, asks it for workers.
+from eugo_lab.jit import auto  # noqa: F401
+from eugo_lab.threadguard import variables  # noqa: F401
 
 _REQUEST_BYTES = 1 << 16  # more than any request: a store path, six variables and a directory
 _MSG = struct.Struct("<1sii")

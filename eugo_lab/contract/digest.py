@@ -24,11 +24,17 @@ heavy: NumPy and pandas are only looked at when the value is one of theirs.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import sys
 from dataclasses import dataclass, field
 from typing import Any
+
+# hashlib's blake2b is _blake2's: taking it from there skips hashlib's loading of OpenSSL, ~2 ms
+# of every driver's and worker's start-up, which blake2b never uses.
+try:
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b
 
 PROTOCOL = 5
 #: Canonical forms up to this many bytes are hashed whole; larger ones from a sample.
@@ -90,8 +96,8 @@ def _hash(data: Any) -> tuple[int, bool]:
     mv = memoryview(data).cast("B")
     n = mv.nbytes
     if n <= FULL_HASH_BYTES:
-        return int.from_bytes(hashlib.blake2b(mv, digest_size=8).digest(), "little"), False
-    h = hashlib.blake2b(n.to_bytes(8, "little"), digest_size=8)
+        return int.from_bytes(blake2b(mv, digest_size=8).digest(), "little"), False
+    h = blake2b(n.to_bytes(8, "little"), digest_size=8)
     last = n - SAMPLE_BLOCK
     for i in range(SAMPLE_BLOCKS):
         at = i * last // (SAMPLE_BLOCKS - 1)
@@ -115,7 +121,7 @@ def _array_digest(a: Any) -> Digest:
 def _hash_parts(head: bytes, body: Any) -> tuple[int, bool]:
     """A large array: the sample of its data, then its dtype and shape."""
     h, _ = _hash(body.reshape(-1).view("u1"))
-    return int.from_bytes(hashlib.blake2b(head + h.to_bytes(8, "little"), digest_size=8).digest(), "little"), True
+    return int.from_bytes(blake2b(head + h.to_bytes(8, "little"), digest_size=8).digest(), "little"), True
 
 
 def _pandas_digest(obj: Any) -> Digest:

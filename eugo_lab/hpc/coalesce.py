@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,7 @@ from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc import session
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, Future, FutureBatch
+from eugo_lab.hpc.spread import Spread
 
 # A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
 TINY_SECONDS = 1e-3
@@ -45,22 +45,6 @@ INFLIGHT_PER_WORKER = 2
 FULL_WEIGHT_CALLS = 16
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
-
-
-class _Spread:
-    """Runs one coalesced call: a batch item is ``(args, kwargs)``."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-
-    def __reduce__(self) -> tuple:
-        return _Spread, (self.fn,)
-
-    def __call__(self, item: tuple) -> Any:
-        args, kwargs = item
-        return self.fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -105,7 +89,7 @@ class Coalescer:
         self.record = record
         self.options = options
         self.name = name
-        self.spread = FunctionRecord(_Spread(record.fn), record.name)
+        self.spread = FunctionRecord(Spread(record.fn), record.name)
         self.lock = threading.Lock()
         self.runtime: Any = None
         self._reset()

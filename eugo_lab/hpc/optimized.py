@@ -27,7 +27,7 @@ from typing import Any
 
 from eugo_lab.contract.task import FunctionRecord
 from eugo_lab.hpc import session
-from eugo_lab.hpc.coalesce import _Spread
+from eugo_lab.hpc.spread import Spread
 from eugo_lab.jit.checked import Optimized
 
 # (function id, cell generation) -> its optimized record. Bounded like the workers' function caches:
@@ -54,10 +54,9 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     stays cached on the workers under the code's key.
     """
     from eugo_lab.contract.phases import phase
-    from eugo_lab.hpc.coalesce import _Spread
     from eugo_lab.jit.checked import Optimized, code_key
 
-    spread = isinstance(record.fn, _Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
+    spread = isinstance(record.fn, Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
     fn = record.fn.fn if spread else record.fn
     if isinstance(fn, Optimized) and not generation:
         return record  # optimize=True on the function already: its wrapper travels as given
@@ -75,9 +74,7 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
 
 def _keep(cache: dict, at: tuple[int, int], wrapped: Any, spread: bool, name: str) -> FunctionRecord:
     """The record of ``wrapped`` (inside its ``batch="auto"`` spreader if ``spread``), kept in ``cache`` (bounded)."""
-    from eugo_lab.hpc.coalesce import _Spread
-
-    opt = FunctionRecord(_Spread(wrapped) if spread else wrapped, name)
+    opt = FunctionRecord(Spread(wrapped) if spread else wrapped, name)
     cache_record(cache, at, opt)
     return opt
 
@@ -105,7 +102,7 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
     from eugo_lab.jit.auto import AutoJit
     from eugo_lab.jit.checked import code_key
 
-    spread = isinstance(record.fn, _Spread)
+    spread = isinstance(record.fn, Spread)
     fn = record.fn.fn if spread else record.fn
     with _lock:
         if isinstance(fn, Optimized):
@@ -174,7 +171,7 @@ def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items
         # not a list) holds no array to compile for.
         if not isinstance(items, (list, tuple)) or not items:
             return record
-        args, kwargs = items[0] if isinstance(record.fn, _Spread) else ((items[0],), {})
+        args, kwargs = items[0] if isinstance(record.fn, Spread) else ((items[0],), {})
     if not _arrays_in(args, kwargs.values()):
         return record
     return optimized_record(record, rt.optimize)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
+from eugo_lab.hpc import _prestart_default_pool
 from eugo_lab.hpc.future import Future
 
 if TYPE_CHECKING:
@@ -25,26 +26,6 @@ def _session() -> Any:
 
         _session_module = session
     return _session_module
-
-
-def _prestart_default_pool() -> None:
-    """Boot the default pool's worker template before the runtime's modules import, as ``hpc.init()`` does.
-
-    The first ``.remote()`` of a process with no runtime starts the embedded pool (unless
-    ``EUGO_ADDRESS`` names a cluster); importing the runtime and the pool takes ~10 ms, and
-    the template's own boot (~20 ms of CPU) overlaps it instead of following it.
-    """
-    import os
-    import sys
-
-    from eugo_lab.settings import ADDRESS_ENV
-
-    running = sys.modules.get("eugo_lab.hpc.session")
-    if (running is not None and running._current is not None) or os.environ.get(ADDRESS_ENV):
-        return
-    from eugo_lab.backends.local_template import prestart_template
-
-    prestart_template()
 
 
 def display_name(fn: Callable) -> str:

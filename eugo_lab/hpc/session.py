@@ -499,6 +499,10 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
         except BaseException:
             discard_prestarted()  # the pool did not take it
             raise
+    if "eugo_lab.backends.local_template" in sys.modules:  # a lookup of hpc.get may have booted one for nothing
+        from eugo_lab.backends.local_template import discard_prestarted
+
+        discard_prestarted()
     return _start(name, workers, address, cluster, wait_ready, backend_options)
 
 

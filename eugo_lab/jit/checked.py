@@ -26,7 +26,6 @@ reads them back (:mod:`eugo_lab.jit.verdicts`), where ``explain`` turns a declin
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 import time
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
+from eugo_lab.contract.digest import blake2b
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase
 
@@ -167,7 +167,7 @@ def compile_count() -> int:
 
 def code_key(payload: bytes) -> str:
     """A stable key for a function's code and what it captured: a hash of its pickled payload."""
-    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+    return blake2b(payload, digest_size=16).hexdigest()
 
 
 class Optimized:
