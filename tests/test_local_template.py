@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 
@@ -292,3 +293,40 @@ def test_workers_holding_the_gil_go_with_the_killed_driver(tmp_path):
     proc.wait()
     assert not wait_gone(set(pids), timeout=5), "orphaned template or workers"
     assert [d for d in os.listdir("/dev/shm") if d.startswith(f"eugo-store-{proc.pid}-")] == []
+
+
+LOOKUP_DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    import psutil
+    from eugo_lab import hpc
+    from eugo_lab.backends import local_template
+    me = psutil.Process()
+    get = hpc.get  # as hpc.get(f.remote(x)) does before .remote() runs
+    booted = local_template._prestarted
+    print("BOOTED", booted is not None and len(me.children()) == 1, flush=True)
+    if sys.argv[1] == "adopt":
+        print("RESULT", get(hpc.remote(abs).remote(-3)), flush=True)
+        print("ADOPTED", hpc.cluster() and local_template._prestarted is None, flush=True)
+    else:
+        hpc.init(backend="threads")
+        deadline = time.monotonic() + 10
+        while me.children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print("LEFT", len(me.children()), flush=True)
+    hpc.shutdown()
+    """
+)
+
+
+@pytest.mark.parametrize("then", ["adopt", "other engine"])
+def test_looking_up_hpc_get_boots_the_template_the_first_remote_adopts_and_another_engine_closes(then):
+    out = subprocess.run([sys.executable, "-c", LOOKUP_DRIVER, "adopt" if then == "adopt" else "threads"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "EUGO_ADDRESS": ""})
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert lines["BOOTED"] == "True"
+    if then == "adopt":
+        assert lines["RESULT"] == "3" and lines["ADOPTED"] == "True"
+    else:
+        assert lines["LEFT"] == "0"  # the template no pool took is closed, not left behind
