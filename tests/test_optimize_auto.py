@@ -227,6 +227,31 @@ def test_a_function_that_never_qualifies_costs_a_lookup_and_a_clock():
     assert jit.compile_count() == 0
 
 
+def _countdown(n):
+    return 0 if n <= 0 else _countdown(n - 1)
+
+
+def _with_loop(x):
+    for _ in range(1):
+        x += 1
+    return x
+
+
+@pytest.mark.parametrize("fn, loop", [(lambda x: x + 1, False), (_with_loop, True), (_countdown, True)],
+                         ids=["no loop", "a loop", "calls itself"])
+def test_short_calls_of_a_function_with_no_loop_are_judged_sooner(fn, loop):
+    key = f"auto-short-{loop}-{fn.__name__}"
+    w = auto.AutoJit(fn, key, Phases())
+    for i in range(auto.SHORT_CALLS_NO_LOOP):
+        w(i)
+    # No loop to compile: decided after a few calls. A loop (or a call of itself) is watched for longer.
+    assert (auto.state_of(key).status == auto.SKIPPED_STATE) is not loop
+    for i in range(auto.SHORT_CALLS):
+        w(i)
+    assert auto.state_of(key).status == auto.SKIPPED_STATE
+    assert jit.compile_count() == 0
+
+
 def test_a_batch_calls_the_plain_function_once_the_jit_ruled_it_out():
     plain = lambda x: x * 2  # noqa: E731 - a function with no loop, as hpc.map's tiny items are
     w = auto.AutoJit(plain, "auto-batch", Phases())

@@ -16,7 +16,8 @@ process and per function (its code key), what happens:
    call of a function with a loop (waking the sampler costs more than a short call).
 2. once the function has spent :data:`MIN_CPU_S` of CPU, it **qualifies** when at least
    :data:`MIN_PYTHON_SHARE` of its samples were bytecode; else it is **not tried** ("its time is
-   in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`) or when it cannot be
+   in C code"), as it is when its calls are all tiny (:data:`SHORT_CALL_S`; judged after
+   :data:`SHORT_CALLS` calls, :data:`SHORT_CALLS_NO_LOOP` for a function with no loop) or when it cannot be
    compiled safely at all (:func:`static_reason`: a generator, a closure, a function that prints
    or writes a global: a trial would run those effects twice; one that calls pandas or another
    library Numba cannot compile, :data:`NOT_COMPILED_LIBRARIES`). Decided once per function and
@@ -78,6 +79,12 @@ SAMPLE_INTERVAL_S = 0.005
 # (a compiled call costs ~1-5 us of dispatch and argument checks itself: nothing left to win).
 SHORT_CALL_S = 20e-6
 SHORT_CALLS = 256
+# A function with no loop in its code that does not call itself runs each of its instructions once a call, and
+# Numba compiles no call into the plain Python functions it might call: a compile has nothing to speed up but the
+# lines themselves, and a long call's time is in what it calls. Its short calls are judged after this many; the
+# watching of SHORT_CALLS was most of the automatic JIT's cost in a cell where nothing qualifies (x + 1, math.sqrt,
+# a small NumPy call: benchmarks/RESULTS.md). Its long calls are judged as any function's.
+SHORT_CALLS_NO_LOOP = 16
 # A function's calls are sampled only once it has spent this much CPU in them (and its first call, if its code
 # has a loop). A sampled call wakes the sampler when it waits, and the woken sampler then waits for the GIL: in a
 # pool worker, whose thread releases it at each task's pipe read and write, each release wakes it again until it
@@ -150,7 +157,9 @@ def _read_code(fn: Any) -> tuple[tuple[str, str] | None, bool]:
             loops = _jumps_back(ins)
     if library:
         return ("library", f"it calls {library}"), False
-    return None, loops or any(_has_loop(c) for c in code.co_consts if isinstance(c, _CODE_TYPE))
+    # A function that calls itself loops too (Numba compiles self-recursion: fib(n) is the classic case).
+    return None, loops or code.co_name in code.co_names or any(_has_loop(c) for c in code.co_consts
+                                                                if isinstance(c, _CODE_TYPE))
 
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
@@ -221,13 +230,14 @@ class _State:
     """What this process knows about one function (by code key)."""
 
     __slots__ = ("name", "code", "status", "calls", "cpu", "python", "native", "sigs", "said", "owners", "lock",
-                 "loops")
+                 "loops", "short_after")
 
     def __init__(self, name: str, code: Any, status: str = WATCHING, loops: bool = True):
         self.name = name
         self.code = code
         self.status = status
         self.loops = loops  # its code has a loop: its first call is sampled (see SAMPLE_AFTER_S)
+        self.short_after = SHORT_CALLS if loops else SHORT_CALLS_NO_LOOP  # calls before short ones are judged
         self.calls = 0
         self.cpu = 0.0
         self.python = 0  # samples in bytecode
@@ -524,7 +534,7 @@ class AutoJit:
         # SHORT_CALL_S or more and it has spent SAMPLE_AFTER_S (or on the first call of one with a loop), a dict
         # entry for the sampler (the lock and notify only when the sampler sleeps). Shorter calls are only timed:
         # a sampler looking every 5 ms would almost never catch one, and calls that stay that short are decided
-        # "short-calls" after SHORT_CALLS of them, from their time alone.
+        # "short-calls" after SHORT_CALLS of them (SHORT_CALLS_NO_LOOP without a loop), from their time alone.
         cpu = st.cpu
         sampled = (cpu >= SAMPLE_AFTER_S or (st.loops and not st.calls)) and cpu >= SHORT_CALL_S * st.calls
         tid = 0
@@ -545,7 +555,7 @@ class AutoJit:
             if sampled:
                 _watch.pop(tid, None)
             # Counted here, judged only where a verdict may fall (a method call on every call: ~0.1 us of this ~1.5).
-            if st.cpu >= MIN_CPU_S or st.calls >= SHORT_CALLS:
+            if st.cpu >= MIN_CPU_S or st.calls >= st.short_after:
                 if self._judge_watch(st) and sys.exc_info()[0] is None:
                     self._new_signature(st, args, kwargs)  # compile for this call's types now, in the background
                 if self.told < len(st.said):  # decided: say so in this call's task
@@ -567,7 +577,7 @@ class AutoJit:
             st.status = SKIPPED_STATE
             st.say(skipped_phase("in-c", f"{share:.0%} of its sampled time in Python bytecode, the rest in C code "
                                          f"or waiting [trial plain={st.cpu / st.calls:.3g}]"), id(self))
-        elif st.calls >= SHORT_CALLS and st.cpu / st.calls < SHORT_CALL_S:
+        elif st.calls >= st.short_after and st.cpu / st.calls < SHORT_CALL_S:
             st.status = SKIPPED_STATE
             st.say(skipped_phase("short-calls", f"{st.calls} calls of {st.cpu / st.calls * 1e6:.0f} us on average "
                                                 f"[trial plain={st.cpu / st.calls:.3g}]"), id(self))
