@@ -175,103 +175,47 @@ def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None 
                        for k, j in enumerate(order_l) if pres[j])
         jobs = [(c, k) for _, c, k in timed]
     nc = len(present)
-    if nc == 1:
-        ks = range(n) if isinstance(jobs, zip) else [k for _, k in jobs]
-        last_ready, last_rcv = _one_copy(r, workers, ks, order_l, by_rcv, n_done, ready_l, pre_l, occ_l, post_l,
-                                         rcv_l)
-        return max(last_rcv + r.after_results, last_ready + r.after_submit)
     sim_rcv = [[math.nan] * n for _ in range(nc)]
     ptr = [0] * nc
     f_meas = [-math.inf] * nc
     f_sim = [-math.inf] * nc
+    # Each copy's shift of its units' ready times: its spacing, then also how much later than measured
+    # its latest replayed predecessor arrived (set where a unit's predecessors are first seen).
+    spaced = [c * spacing for c in range(nc)]
+    shift = [0.0] * nc
     n_jobs = sum(int(np.count_nonzero(pres)) for pres in present)
     heap = [(0.0, w) for w in range(min(workers, n_jobs))]
-    used: set[int] = set()
+    used = [False] * workers
     turn = r.turnaround
     disp, d_free = r.dispatch, -math.inf
-    gates = r.gates.tolist() if r.gates is not None else [True] * n
-    stall_l = r.stall.tolist() if r.stall is not None else [0.0] * n
+    gates = r.gates.tolist() if r.gates is not None else None
+    stall_l = r.stall.tolist() if r.stall is not None else None
     last_ready = 0.0
     last_rcv = -math.inf
-    # The loop runs once per unit (tens of thousands for tiny tasks): plain comparisons stand
-    # in for max() (same result: the first argument unless the second is greater), and
-    # heapreplace for pop-then-push (the (time, worker) entries are distinct, so the same
-    # entry comes off either way).
+    # The loop runs once per unit (tens of thousands for tiny tasks, two or three replays in
+    # every cell's analysis): plain comparisons stand in for max() (same result: the first
+    # argument unless the second is greater), heapreplace for pop-then-push (the (time, worker)
+    # entries are distinct, so the same entry comes off either way), and a copy's state is
+    # read from its lists only where a unit has new predecessors.
     heapreplace = heapq.heapreplace
     for c, k in jobs:
         j = order_l[k]
-        rc = sim_rcv[c]
-        done, p = n_done[k], ptr[c]
-        if p < done:
-            fm, fs = f_meas[c], f_sim[c]
+        done = n_done[k]
+        if ptr[c] < done:
+            rc, p, fm, fs = sim_rcv[c], ptr[c], f_meas[c], f_sim[c]
             while p < done:
                 i = by_rcv[p]
                 s = rc[i]
-                if s == s and gates[i]:  # s == s: the predecessor exists in this copy and was replayed
+                if s == s and (gates is None or gates[i]):  # s == s: the predecessor is in this copy, replayed
                     if rcv_l[i] > fm:
                         fm = rcv_l[i]
                     if s > fs:
                         fs = s
                 p += 1
             ptr[c], f_meas[c], f_sim[c] = p, fm, fs
-        ready = ready_l[j] + c * spacing
-        if f_meas[c] != -math.inf:
-            ready += f_sim[c] - f_meas[c]
-        if ready > last_ready:
-            last_ready = ready
-        t_free, w = heap[0]
-        start = ready + pre_l[j]
-        free = t_free + turn + stall_l[j] if w in used else t_free
-        if free > start:
-            start = free
-        if disp:
-            if d_free + disp > start:
-                start = d_free + disp
-            d_free = start
-        end = start + occ_l[j]
-        used.add(w)
-        heapreplace(heap, (end, w))
-        rc[j] = end = end + post_l[j]
-        if end > last_rcv:
-            last_rcv = end
-    return max(last_rcv + r.after_results, last_ready + r.after_submit)
-
-
-def _one_copy(r: Replay, workers: int, ks: Sequence[int], order_l: list[int], by_rcv: list[int], n_done: list[int],
-              ready_l: list[float], pre_l: list[float], occ_l: list[float], post_l: list[float], rcv_l: list[float]
-              ) -> tuple[float, float]:
-    """:func:`replay`'s loop for the units run once (no copies): ``(last ready, last received)``.
-
-    The same arithmetic in the same order as the loop over copies, with that loop's per-copy
-    lists held in locals: every cell's analysis replays its run this way two or three times,
-    once per unit (tens of thousands for tiny tasks), and this loop takes two thirds of the time.
-    """
-    rc = [math.nan] * len(order_l)
-    p, fm, fs, shift = 0, -math.inf, -math.inf, 0.0
-    heap = [(0.0, w) for w in range(min(workers, len(ks)))]
-    used = [False] * workers
-    turn = r.turnaround
-    disp, d_free = r.dispatch, -math.inf
-    gates = r.gates.tolist() if r.gates is not None else None
-    stall_l = r.stall.tolist() if r.stall is not None else None
-    last_ready, last_rcv = 0.0, -math.inf
-    heapreplace = heapq.heapreplace
-    for k in ks:
-        j = order_l[k]
-        done = n_done[k]
-        if p < done:
-            while p < done:
-                i = by_rcv[p]
-                s = rc[i]
-                if s == s and (gates is None or gates[i]):  # s == s: the predecessor was replayed
-                    if rcv_l[i] > fm:
-                        fm = rcv_l[i]
-                    if s > fs:
-                        fs = s
-                p += 1
             if fm != -math.inf:
-                shift = fs - fm
-        ready = ready_l[j] + shift
+                shift[c] = fs - fm
+        ready = ready_l[j] + spaced[c] + shift[c]
         if ready > last_ready:
             last_ready = ready
         t_free, w = heap[0]
@@ -289,10 +233,10 @@ def _one_copy(r: Replay, workers: int, ks: Sequence[int], order_l: list[int], by
             d_free = start
         end = start + occ_l[j]
         heapreplace(heap, (end, w))
-        rc[j] = end = end + post_l[j]
+        sim_rcv[c][j] = end = end + post_l[j]
         if end > last_rcv:
             last_rcv = end
-    return last_ready, last_rcv
+    return max(last_rcv + r.after_results, last_ready + r.after_submit)
 
 
 @takes_trace
