@@ -99,3 +99,23 @@ def test_a_map_of_plain_scalars_runs_under_optimize(pool):
     out: list = []
     _optimized_run(pool, lambda: out.extend(hpc.get(hpc.map(hpc.remote(_twice), [str(i) for i in range(500)]))))
     assert out == [2 * i for i in range(500)]
+
+
+def _twice(x):
+    return 2 * x
+
+
+def test_the_records_the_jit_wraps_live_no_longer_than_the_functions_own(pool):
+    # hpc.map on a plain function makes a new record each call; its wrapped record must go with it,
+    # or every traced region (which reads every live record's send count) slows as they pile up.
+    import gc
+
+    from eugo_lab.contract.task import live_records
+
+    hpc.get(hpc.map(_twice, [1, 2]))
+    gc.collect()
+    before = len(live_records())
+    for _ in range(40):
+        assert hpc.get(hpc.map(_twice, [1, 2, 3])) == [2, 4, 6]
+    gc.collect()
+    assert len(live_records()) <= before + 2

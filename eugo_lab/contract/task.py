@@ -26,7 +26,7 @@ class FunctionRecord:
     code: the globals and closure cells the function uses, measured once with the payload.
     """
 
-    __slots__ = ("fid", "name", "fn", "_payload", "sends", "captured", "__weakref__")
+    __slots__ = ("fid", "name", "fn", "_payload", "sends", "captured", "derived", "__weakref__")
 
     def __init__(self, fn: Callable, name: str):
         self.fid = next(_function_ids)
@@ -36,6 +36,9 @@ class FunctionRecord:
         self.sends = 0
         #: ``((name, bytes), ...)`` of the captured globals and closure cells, largest first.
         self.captured: tuple[tuple[str, int], ...] = ()
+        #: Records the runtime's wrappers made from this one (the JIT's), each under its wrapper's name as
+        #: ``(generation, record)``: they live as long as this record, and no longer.
+        self.derived: dict[str, tuple[int, FunctionRecord]] | None = None
         _live.add(self)
 
     @property

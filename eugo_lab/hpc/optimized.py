@@ -30,11 +30,11 @@ from eugo_lab.hpc import session
 from eugo_lab.hpc.spread import Spread
 from eugo_lab.jit.checked import Optimized
 
-# (function id, cell generation) -> its optimized record. Bounded like the workers' function caches:
-# a notebook that redefines a function in a loop must not grow this forever.
-_MAX = 256
-_records: dict[tuple[int, int], FunctionRecord] = {}
-_auto_records: dict[tuple[int, int], FunctionRecord] = {}
+# A wrapped record is kept on the record it was made from (FunctionRecord.derived), for the latest cell
+# generation only: it lives as long as the function's own record, so a notebook that redefines a function
+# in a loop (or calls hpc.map on a plain function, a new record each time) keeps nothing alive, and a
+# traced region, which reads every live record's send count, looks at the user's records alone.
+_EAGER, _AUTO = "jit", "auto-jit"
 _lock = threading.Lock()
 # Records of functions declared @hpc.remote(optimize=False): never wrapped (by id: a record lives as long as
 # its RemoteFunction, and a recycled id at worst leaves a new function plain).
@@ -61,22 +61,31 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     if isinstance(fn, Optimized) and not generation:
         return record  # optimize=True on the function already: its wrapper travels as given
     with _lock:
-        opt = _records.get((record.fid, generation))
+        opt = _derived(record, _EAGER, generation)
         if opt is None:
             # The key of the function itself (not of the batch wrapper): batches and the plain calls of a
             # batch="auto" function share one trial and one compiled version per worker.
             key = fn.key if isinstance(fn, Optimized) else code_key(
                 record.payload if not spread else FunctionRecord(fn, record.name).payload)
             plain = fn.fn if isinstance(fn, Optimized) else fn
-            opt = _keep(_records, (record.fid, generation), Optimized(plain, key, phase), spread, record.name)
+            wrapped = Optimized(plain, key, phase)
+            opt = _keep(record, _EAGER, generation, FunctionRecord(Spread(wrapped) if spread else wrapped, record.name))
         return opt
 
 
-def _keep(cache: dict, at: tuple[int, int], wrapped: Any, spread: bool, name: str) -> FunctionRecord:
-    """The record of ``wrapped`` (inside its ``batch="auto"`` spreader if ``spread``), kept in ``cache`` (bounded)."""
-    opt = FunctionRecord(Spread(wrapped) if spread else wrapped, name)
-    cache_record(cache, at, opt)
-    return opt
+def _derived(record: FunctionRecord, kind: str, gen: int) -> FunctionRecord | None:
+    """The record of ``kind`` made from ``record`` for cell generation ``gen``, if there is one."""
+    d = record.derived
+    made = d.get(kind) if d is not None else None
+    return made[1] if made is not None and made[0] == gen else None
+
+
+def _keep(record: FunctionRecord, kind: str, gen: int, made: FunctionRecord) -> FunctionRecord:
+    """Keep ``made`` on ``record`` as its ``kind`` for generation ``gen`` (replacing an earlier one); returns it."""
+    if record.derived is None:
+        record.derived = {}
+    record.derived[kind] = (gen, made)
+    return made
 
 
 def opt_out(record: FunctionRecord) -> FunctionRecord:
@@ -95,7 +104,7 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
 
     A function already wrapped for ``optimize=True`` maps to its own record: its wrapper decides.
     """
-    opt = _auto_records.get((record.fid, gen))
+    opt = _derived(record, _AUTO, gen)
     if opt is not None:
         return opt
     from eugo_lab.contract.phases import phase
@@ -106,11 +115,10 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
     fn = record.fn.fn if spread else record.fn
     with _lock:
         if isinstance(fn, Optimized):
-            cache_record(_auto_records, (record.fid, gen), record)
-            return record
+            return _keep(record, _AUTO, gen, record)
         if spread:
             key = code_key(FunctionRecord(fn, record.name).payload)
-            return _keep(_auto_records, (record.fid, gen), AutoJit(fn, key, phase), spread, record.name)
+            return _keep(record, _AUTO, gen, FunctionRecord(Spread(AutoJit(fn, key, phase)), record.name))
         plain = record.payload  # pickled once: its hash is the key, and the wrapper's pickle carries these bytes
         key = code_key(plain)
         opt = FunctionRecord(AutoJit(fn, key, phase), record.name)
@@ -118,8 +126,7 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
         # and cell): the worker unpickles the very bytes it gets without the JIT, inside a small wrapper.
         opt._payload = packed_payload(plain, key, phase)
         opt.captured = record.captured
-        cache_record(_auto_records, (record.fid, gen), opt)
-        return opt
+        return _keep(record, _AUTO, gen, opt)
 
 
 def packed_payload(plain: bytes, key: str, phase: Any) -> bytes:
@@ -130,13 +137,6 @@ def packed_payload(plain: bytes, key: str, phase: Any) -> bytes:
     from eugo_lab.jit.auto import Packed
 
     return pickle.dumps(Packed(plain, key, phase), PROTOCOL)
-
-
-def cache_record(cache: dict, at: tuple[int, int], record: FunctionRecord) -> None:
-    """Keep ``record`` in ``cache`` under ``at``, dropping the oldest past :data:`_MAX`."""
-    cache[at] = record
-    while len(cache) > _MAX:
-        cache.pop(next(iter(cache)))
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
@@ -164,8 +164,9 @@ def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items
         # halfway through the region would leave its hot lines unsampled and its profile of two programs.
         if not getattr(rt, "auto_optimize", True) or rt.profiling is not None:
             return record
-        # Every call pays this line: one dict lookup once its record is made (the worker's wrapper decides the rest).
-        return _auto_records.get((record.fid, generation)) or auto_record(record, generation)
+        # Every call pays this line: one look at the record once its wrapped record is made (the worker's wrapper
+        # decides the rest).
+        return _derived(record, _AUTO, generation) or auto_record(record, generation)
     if items is not None:
         # A batch qualifies by its first item; a batch of plain scalars (hpc.map packs those ahead,
         # not a list) holds no array to compile for.
