@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import statistics
 import sys
@@ -161,7 +162,7 @@ def norm_loop(x, y):
     """Course 3, lesson 2: the loop the vectorization exercise starts from."""
     out = np.empty_like(x)
     for i in range(len(x)):
-        out[i] = (x[i] * x[i] + y[i] * y[i]) ** 0.5
+        out[i] = math.sqrt(x[i] * x[i] + y[i] * y[i])
     return out
 
 

@@ -101,7 +101,7 @@ def test_a_map_of_plain_scalars_runs_under_optimize(pool):
     assert out == [2 * i for i in range(500)]
 
 
-def _twice(x):
+def _double(x):
     return 2 * x
 
 
@@ -112,10 +112,10 @@ def test_the_records_the_jit_wraps_live_no_longer_than_the_functions_own(pool):
 
     from eugo_lab.contract.task import live_records
 
-    hpc.get(hpc.map(_twice, [1, 2]))
+    hpc.get(hpc.map(_double, [1, 2]))
     gc.collect()
     before = len(live_records())
     for _ in range(40):
-        assert hpc.get(hpc.map(_twice, [1, 2, 3])) == [2, 4, 6]
+        assert hpc.get(hpc.map(_double, [1, 2, 3])) == [2, 4, 6]
     gc.collect()
     assert len(live_records()) <= before + 2

@@ -38,7 +38,9 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
     "compiled-error": ("the compiled version raised where the plain one did not",
                        "check index bounds and dtypes; the plain version keeps running"),
     "differs": ("the compiled result differs from the plain one",
-                "usually integer overflow (Numba uses 64-bit ints) or float32/float64 mixing: use float64 arrays"),
+                "usually integer overflow (Numba uses 64-bit ints) or float32/float64 mixing: use float64 arrays; "
+                "values a unit in the last place apart come from a math function that rounds differently compiled: "
+                "x ** 0.5 is compiled as a square root, so write math.sqrt(x)"),
     "not-faster": ("the compiled version was not faster by the 1.5x a swap needs",
                    "where the profile shows its time in Python bytecode, call it on larger inputs; where the time is "
                    "in NumPy's C code, a JIT has nothing to remove"),
