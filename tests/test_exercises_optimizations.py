@@ -288,6 +288,15 @@ JIT_TABLE = {
     "mistake-numpy-instead-of-the-loop": (
         {"body": "    return np.bincount((values * bins).astype(np.int64), minlength=bins)"}, False, "numpy-instead",
         "this exercise is about the loop"),
+    # np.histogram: the name histogram is an attribute the function loads, not a call of itself
+    "mistake-np-histogram-instead-of-the-loop": (
+        {"body": "    return np.histogram(values, bins=bins, range=(0.0, 1.0))[0]"}, False, "numpy-instead",
+        "histogram has no loop left"),
+    # A loop that also prints: Numba compiles print, so it passes (it has a loop, whatever the automatic JIT's
+    # static reasons would say about printing)
+    "honest-a-loop-that-also-prints": (
+        {"body": LOOP.replace("    return counts", "    print(counts.sum())\n    return counts")}, True,
+        None, "histogram compiled on 2 workers"),
     "shortcut-a-short-decoy-and-counts-made-here": (
         {"run": "hpc.get([histogram.remote(values[:1000], 20) for _ in range(6)])\n"
                 f"hists = [{REF_HIST}] * 6"}, False, "not-from-tasks",

@@ -153,18 +153,17 @@ def _read_code(fn: Any) -> tuple[tuple[str, str] | None, bool]:
             return ("effects", f"it writes the global {ins.argval}"), False
         if ins.opname == "LOAD_GLOBAL" and not library:
             library = _library_of(g.get(ins.argval))
-        elif not loops:
-            loops = _jumps_back(ins)
+        if not loops:
+            loops = _loops_at(ins, code.co_name)
     if library:
         return ("library", f"it calls {library}"), False
-    # A function that calls itself loops too (Numba compiles self-recursion: fib(n) is the classic case).
-    return None, loops or code.co_name in code.co_names or any(_has_loop(c) for c in code.co_consts
-                                                                if isinstance(c, _CODE_TYPE))
+    return None, loops or any(_has_loop(c) for c in code.co_consts if isinstance(c, _CODE_TYPE))
 
 
 def has_loop(fn: Any) -> bool:
-    """Whether ``fn``'s code has a loop (or calls itself), read from its bytecode: what a JIT could speed up."""
-    return _read_code(getattr(fn, "__wrapped__", fn))[1]
+    """Whether ``fn``'s code has a loop (or calls itself), read from its bytecode, whatever else keeps it from a JIT."""
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    return code is not None and _has_loop(code)
 
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
@@ -176,9 +175,18 @@ def _jumps_back(ins: dis.Instruction) -> bool:
     return ins.opcode in _JUMPS and ins.argval <= ins.offset
 
 
+def _loops_at(ins: dis.Instruction, name: str) -> bool:
+    """Whether ``ins`` makes its function (named ``name``) loop: a jump back, or the load of itself to call.
+
+    Numba compiles self-recursion (fib(n) is the classic case). Only a global load counts: a
+    function named ``histogram`` that calls ``np.histogram`` loads an attribute of that name.
+    """
+    return _jumps_back(ins) or (ins.opname == "LOAD_GLOBAL" and ins.argval == name)
+
+
 def _has_loop(code: Any) -> bool:
-    """Whether ``code`` has a loop, or code inside it does (a comprehension's, before Python 3.12 inlined them)."""
-    return (any(_jumps_back(ins) for ins in dis.get_instructions(code))
+    """Whether ``code`` loops, or code inside it does (a comprehension's, before Python 3.12 inlined them)."""
+    return (any(_loops_at(ins, code.co_name) for ins in dis.get_instructions(code))
             or any(_has_loop(c) for c in code.co_consts if isinstance(c, _CODE_TYPE)))
 
 
