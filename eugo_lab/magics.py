@@ -10,6 +10,7 @@ Load with ``%load_ext eugo_lab``. Only IPython is needed here: the live view's w
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 try:
@@ -172,7 +173,12 @@ class EugoMagics(Magics):
                 msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
                 show(msg, msg, None)
                 return
-            summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+            summary = report.of_trace(tr)  # the cell's own: its --compare runs and optimizations
+            if summary is None:  # a 'with hpc.trace():' region
+                summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+                summary.optimizations = hpc.last_optimizations()
+            else:  # the live timeline that stood in for the static one belongs to the cell's output
+                summary = dataclasses.replace(summary, live_timeline_shown=False)
             show(text.summary_text(summary), text.summary_text(summary, precise=True), html.summary_html(summary))
         elif sub == "exercises":
             if rest:

@@ -446,6 +446,27 @@ def test_trace_subcommand(ip, kernel_mode):
     assert b["text/plain"].startswith("%%eugo: 3 tasks on")
 
 
+def test_trace_subcommand_after_a_compare_cell_shows_the_cells_own_summary(ip, kernel_mode):
+    # Re-analysing the main run alone turned "2.0x measured" into "1.5x estimated" and lost the optimizations.
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --compare --no-live", "hpc.get([nap.remote(i) for i in range(6)])")
+    cell = summary_bundle(cap)
+    assert "runs at workers: 1, 2" in cell["text/plain"]
+    with capture_output() as cap:
+        ip.run_line_magic("eugo", "trace")
+    again = summary_bundle(cap)
+    assert again["text/plain"] == cell["text/plain"]
+    assert "measured speedup, 2 workers" in again["text/html"] and "Optimizations" in again["text/html"]
+    # A traced region after the cell is summarized on its own, with what the runtime did in it.
+    with hpc.trace():
+        hpc.get([ip.user_ns["nap"].remote(i) for i in range(2)])
+    with capture_output() as cap:
+        ip.run_line_magic("eugo", "trace")
+    region = bundles(cap)[-1]["text/plain"]
+    assert region.startswith("%%eugo: 2 tasks on") and "runs at workers" not in region
+
+
 def test_glossary(ip, kernel_mode):
     assert glossary.lookup("straggler").term == "Straggler"
     assert glossary.lookup("I/O bound").term == "I/O-bound"

@@ -144,6 +144,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     # what the runtime did for you: --optimize, or on its own (also hpc.last_optimizations()); None: nothing ran
     summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
+    report.remember(summary)  # %eugo trace shows this summary again, not a re-analysis of the main run alone
     if out_mode == "text":
         print(summary.to_text(precise=True))
     else:
