@@ -223,10 +223,11 @@ def summary_html(s: Any) -> str:
                                         "(too little for a speedup to mean something)")]
     elif measured is not None:  # one speedup story: the measured one leads, the estimate is labelled
         speed = [("speedup", f"{measured:.1f}x (measured against 1 worker)"),
-                 ("speedup estimated from task time", f"{r.estimated_speedup:.1f}x"),
+                 (f"speedup estimated from {getattr(r, 'estimate_basis', 'task time')}", f"{r.estimated_speedup:.1f}x"),
                  ("efficiency", f"{r.efficiency:.0%}")]
     elif hasattr(r, "estimated_speedup"):
-        speed = [("speedup", f"{r.speedup:.1f}x (estimated from task time)"), ("efficiency", f"{r.efficiency:.0%}")]
+        speed = [("speedup", f"{r.speedup:.1f}x (estimated from {getattr(r, 'estimate_basis', 'task time')})"),
+                 ("efficiency", f"{r.efficiency:.0%}")]
     else:
         speed = [("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}")]
     rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),

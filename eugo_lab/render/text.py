@@ -144,10 +144,12 @@ def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool =
 def speedup_words(r: Any) -> str:
     """``speedup 1.2x measured against 1 worker (task-time estimate 1.5x)``, or the estimate labelled as one."""
     measured = getattr(r, "measured_speedup", None)
+    basis = getattr(r, "estimate_basis", "task time")  # "CPU time" on the threads engine (analysis.gil)
     if measured is not None:
-        return f"speedup {measured:.1f}x measured against 1 worker (task-time estimate {r.estimated_speedup:.1f}x)"
+        return (f"speedup {measured:.1f}x measured against 1 worker "
+                f"({basis.replace(' ', '-')} estimate {r.estimated_speedup:.1f}x)")
     if hasattr(r, "estimated_speedup"):
-        return f"speedup {r.speedup:.1f}x (estimated from task time)"
+        return f"speedup {r.speedup:.1f}x (estimated from {basis})"
     return f"speedup {r.speedup:.1f}x"
 
 

@@ -17,6 +17,7 @@ from eugo_lab.analysis.findings import (
     capture,
     contention,
     critical,
+    gil_wait,
     imbalance,
     serialization,
     speedup,
@@ -81,6 +82,7 @@ REGISTRY: tuple[Detector, ...] = (
     Detector((Code.IO_BOUND, Code.COMPUTE_BOUND, Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE),
              boundness.boundness),
     Detector((Code.CONTENTION,), contention.contention),
+    Detector((Code.GIL_WAIT,), gil_wait.gil_wait),
     Detector((Code.SPEEDUP,), speedup.speedup, _everything, leads=True),
 )
 
