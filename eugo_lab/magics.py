@@ -22,7 +22,6 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
                       "pip install ipykernel (or \"eugo-lab[lab]\" for JupyterLab and the live view)") from exc
 
 from eugo_lab.cellrun import options as opt
-from eugo_lab.cellrun.status import DEFAULT_PRICE
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
@@ -109,7 +108,7 @@ class EugoMagics(Magics):
     def eugo_line(self, line: str) -> Any:
         """Manage the runtime and look things up.
 
-        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
+        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far and its rate
         ``%eugo stop``                stop the runtime and its workers
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
@@ -139,7 +138,10 @@ class EugoMagics(Magics):
             from eugo_lab.cellrun.status import status
             from eugo_lab.hpc import session
 
-            st = status(session.current(start=False), price=price)
+            try:
+                st = status(session.current(start=False), price=price)
+            except ValueError as exc:  # a malformed EUGO_LAB_PRICE_PER_WORKER_HOUR: say which and how to fix it
+                raise UsageError(f"%eugo status: {exc}") from None
             show(text.status_text(st), text.status_text(st, precise=True), html.status_html(st))
         elif sub == "stop":
             if rest:
@@ -231,9 +233,9 @@ class EugoMagics(Magics):
                              "use %%eugo (two %) to run a cell")
 
 
-def _price(words: list[str]) -> float:
+def _price(words: list[str]) -> float | None:
     if not words:
-        return DEFAULT_PRICE
+        return None  # the runtime's own rate (hpc.init, the settings variable), or no bill on your own machine
     if len(words) == 2 and words[0] == "--price":
         try:
             value = float(words[1])

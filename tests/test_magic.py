@@ -426,7 +426,7 @@ def test_status_stop_trace(ip, kernel_mode):
         ip.run_line_magic("eugo", "status --price 1.5")
     b = bundles(cap)[-1]
     assert b["text/plain"] == "eugo runtime: backend local, 2 workers (live numbers in the rich view)"
-    assert "cost so far" in b["text/html"] and "per worker-hour" in b["text/html"]
+    assert "so far at $1.5 per worker-hour (--price)" in b["text/html"]
     with pytest.raises(UsageError, match="--price"):
         ip.run_line_magic("eugo", "status --price -1")
     with capture_output() as cap:

@@ -131,6 +131,7 @@ class Runtime:
         self.tasks_finished = 0
         self.last_activity = time.time()
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
+        self.price_per_worker_hour: float | None = None  # hpc.init(price_per_worker_hour=...): what it bills at
         self.auto_optimize = True  # the JIT without annotation (eugo_lab.hpc.optimized); hpc.init(optimize=False): off
         # Features that keep work of their own outside _tasks (hpc.map's unsent items, batch="auto"'s held
         # calls) register here to be cancelled with the rest: cancel_all() sums what each cancelled.

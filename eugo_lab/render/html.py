@@ -287,7 +287,7 @@ def status_html(st: Any) -> str:
     workers = f"{st.workers} worker{'' if st.workers == 1 else 's'}"
     rows = [("backend", escape(st.backend)), ("workers", workers), ("tasks running", st.running),
             ("tasks queued", st.queued), ("tasks submitted", st.submitted), ("up", fmt_seconds(st.elapsed)),
-            ("idle", fmt_seconds(st.idle)), ("cost so far", f"${st.cost:.4f} (at ${st.price:g} per worker-hour)")]
+            ("idle", fmt_seconds(st.idle)), ("cost", escape(st.cost_words()))]
     return (f"<table class='eugo-status' style='{_STYLE}'>"
             + "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
                       for k, v in rows) + "</table>")

@@ -162,4 +162,4 @@ def status_text(st: Any, precise: bool = False) -> str:
         return head + " (live numbers in the rich view)"
     return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"
             f"  up {fmt_seconds(st.elapsed)}, idle {fmt_seconds(st.idle)}\n"
-            f"  cost so far: ${st.cost:.4f} (at ${st.price:g} per worker-hour)")
+            f"  cost: {st.cost_words()}")
