@@ -64,3 +64,14 @@ def test_tasks_that_computed_at_different_times_waited_for_no_one():
     b.task("f", worker=1, ready=0.0, start=1.0, end=2.0, cpu=0.5)
     r = analyze(b.build(end=2.0))
     assert r.interpreter_wait == approx(0.0) and r.serial_time == approx(2.0)
+
+
+def test_the_cell_summary_names_what_the_serial_estimate_is_made_of():
+    from eugo_lab.cellrun import report
+
+    s = report.summarize([report.Run(4, _side_by_side("threads", cpu=0.25))], error=None, options={})
+    precise = s.to_text(precise=True)
+    assert "CPU time and waits 1 s, speedup 1.0x (estimated from CPU time)" in precise, precise
+    assert "CPU time and waits (serial estimate)" in s.to_html()
+    local = report.summarize([report.Run(4, _side_by_side("local", cpu=0.25))], error=None, options={})
+    assert "task time 4 s, speedup 4.0x (estimated from task time)" in local.to_text(precise=True)

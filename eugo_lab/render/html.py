@@ -230,7 +230,8 @@ def summary_html(s: Any) -> str:
                  ("efficiency", f"{r.efficiency:.0%}")]
     else:
         speed = [("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}")]
-    rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),
+    work = "task time" if getattr(r, "estimate_basis", "task time") == "task time" else "CPU time and waits"
+    rows = [("wall time", fmt_seconds(r.wall_time)), (f"{work} (serial estimate)", fmt_seconds(r.serial_time)),
             *([("driver", escape(driver_words(driver)))] if driver is not None else []), *speed,
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
             ("failed / retried", f"{s.failed} / {s.retried}")]

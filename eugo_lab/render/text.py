@@ -85,7 +85,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
                  "something)")
     else:
         speed = f"{speedup_words(r)}, efficiency {r.efficiency:.0%}"
-    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, {speed}")
+    # threads: the serial estimate leaves out time waiting for the interpreter lock, so it is no longer task time
+    work = "task time" if getattr(r, "estimate_basis", "task time") == "task time" else "CPU time and waits"
+    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, {work} {fmt_seconds(r.serial_time)}, {speed}")
     if driver is not None:
         lines.append(f"  driver: {driver_words(driver)}")
     for w, sp in s.measured:
