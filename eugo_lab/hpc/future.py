@@ -208,8 +208,21 @@ class Future:
         return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        """Block until done; return the task's exception, or ``None`` if it succeeded."""
-        if not self._wait(timeout):
+        """Block until done; return the task's exception, or ``None`` if it succeeded.
+
+        Recorded in traces as a ``get`` wait, like :meth:`result`: it blocks the same way and
+        takes the task's outcome, so a cell that waits through ``exception()`` is seen waiting.
+        """
+        from eugo_lab.hpc.blocking import check_timeout, record_block
+        from eugo_lab.hpc.session import current
+
+        check_timeout(timeout, "exception()")
+        start = time.time()
+        try:
+            finished = self._wait(timeout)
+        finally:
+            record_block(current(start=False), "get", start, 1)
+        if not finished:
             raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
         if self._state == STATE_FINISHED:
             return None
