@@ -535,7 +535,9 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
             be.wait_ready()
         # An open region (a %%eugo cell that calls hpc.init) keeps recording: the new runtime takes its recorder.
         handed = old.recorder if old is not None and old.recorder.in_region else None
-        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options}, recorder=handed)
+        # Everything it was started with, so a restart (%%eugo -w N, --compare) can start the same again.
+        where = {k: v for k, v in (("address", address), ("cluster", cluster)) if v is not None}
+        rt = Runtime(be, backend_name=name, options={"workers": workers, **where, **backend_options}, recorder=handed)
         if handed is not None:
             old.successor = rt  # type: ignore[union-attr]
         set_current(rt)
