@@ -66,6 +66,7 @@ def test_map_item_fails_once_its_retries_are_spent(local2, tmp_path):
     always = hpc.remote(_always_fails_odd).options(retries=2, retry_exceptions=(ConnectionError,))
     folder = str(tmp_path)
     result = hpc.map(always, [(folder, i) for i in range(10)], batch=4)
+    assert not hpc.wait(result, num_returns=10, timeout=60)[1]  # every item ended (its retries spent)
     with pytest.raises(ConnectionError, match="attempt 3 of 3"):
         hpc.get(result[3], timeout=60)
     assert hpc.get(result[2]) == 4

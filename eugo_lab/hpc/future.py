@@ -365,13 +365,13 @@ class FutureBatch:
 
         Items in ``retry`` (indices of ``failed``) are sent again as attempt ``attempt`` and stay pending.
         """
-        again = [i for i in retry if self.futures[i]._state == STATE_PENDING] if self.resend is not None else []
+        again = {i for i in retry if self.futures[i]._state == STATE_PENDING} if self.resend is not None else set()
         for i, exc in failed.items():
             if i not in again:
                 self.futures[i]._complete(STATE_FAILED, error=exc)
         complete_batch(self.futures, result, skip=failed)
         if again:
-            self.resend(again, self, attempt)  # type: ignore[misc]
+            self.resend(sorted(again), self, attempt)  # type: ignore[misc]
 
     @property
     def function(self) -> str:

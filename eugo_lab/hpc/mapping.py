@@ -207,13 +207,13 @@ class _Batch:
             self.state = STATE_FINISHED
             self.result = result
             outcomes = job.outcomes
-            redo = sorted(self.position(i) for i in retry if self.position(i) not in outcomes)
+            redo = {self.position(i) for i in retry} - outcomes.keys() if retry else set()
             for i, exc in failed.items():
                 p = self.position(i)
-                if p not in outcomes and not (redo and p in redo):
+                if p not in outcomes and p not in redo:
                     outcomes[p] = (STATE_FAILED, exc)
             if redo:
-                again = job._retry_batch(redo, attempt)
+                again = job._retry_batch(sorted(redo), attempt)
             woken = job._closed(self, carried=len(redo))
         wake(woken)
         if again is not None:
