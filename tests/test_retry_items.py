@@ -92,3 +92,37 @@ def test_coalesced_calls_are_retried_one_by_one(local2, tmp_path, monkeypatch):
     assert _runs(folder) == _expected_runs()
     stats = [s for s in coalesce.all_stats() if s.function == "_flaky_once"]
     assert stats and stats[0].batches > 0  # the calls really went in batches
+
+
+def _fails_then_waits(arg: tuple[str, int]) -> int:
+    """First attempt: fails; the retry waits until the test cancels the map (a file that never appears)."""
+    folder, i = arg
+    path = os.path.join(folder, str(i))
+    with open(path, "a") as fh:
+        fh.write("x\n")
+    with open(path) as fh:
+        if len(fh.readlines()) == 1:
+            raise ConnectionError(f"item {i}: transient")
+    import time
+
+    while not os.path.exists(os.path.join(folder, "never")):
+        time.sleep(0.01)
+    return i
+
+
+def test_cancelling_a_map_ends_the_items_being_retried(local2, tmp_path):
+    import time
+
+    flaky = hpc.remote(_fails_then_waits).options(retries=2, retry_exceptions=(ConnectionError,))
+    folder = str(tmp_path)
+    result = hpc.map(flaky, [(folder, i) for i in range(6)], batch=3)
+    deadline = time.monotonic() + 60
+    while sum(_runs(folder).values()) < 7 and time.monotonic() < deadline:  # a retry (2nd run) has started
+        time.sleep(0.05)
+    assert sum(_runs(folder).values()) >= 7
+    assert hpc.cancel(result) == 6
+    done, pending = hpc.wait(result, num_returns=6, timeout=30)
+    assert len(done) == 6 and not pending
+    with pytest.raises(hpc.TaskCancelledError):
+        hpc.get(result, timeout=10)
+    assert all(f.cancelled() for f in result)
