@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from eugo_lab.contract.errors import GetTimeoutError, cancelled
@@ -351,10 +351,14 @@ class FutureBatch:
     ``_state``, ``function``, ``task_id``).
     """
 
-    __slots__ = ("futures",)
+    __slots__ = ("futures", "resend")
 
-    def __init__(self, futures: list[Future]):
+    def __init__(self, futures: list[Future],
+                 resend: Callable[[list[int], FutureBatch, int], None] | None = None):
         self.futures = list(futures)
+        # resend(indices, batch, attempt): send these items again as their next attempt (batch="auto"
+        # keeps each call's arguments for it); None: an item that raised fails at once.
+        self.resend = resend
 
     def __len__(self) -> int:
         return len(self.futures)
@@ -368,11 +372,19 @@ class FutureBatch:
     def __repr__(self) -> str:
         return f"<hpc.FutureBatch of {len(self.futures)} calls>"
 
-    def finish(self, result: BatchResult, failed: dict[int, BaseException]) -> None:
-        """Settle every item: the failed ones with their error, the others from ``result``."""
+    def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
+               attempt: int = 2) -> None:
+        """Settle every item: the failed ones with their error, the others from ``result``.
+
+        Items in ``retry`` (indices of ``failed``) are sent again as attempt ``attempt`` and stay pending.
+        """
+        again = {i for i in retry if self.futures[i]._state == STATE_PENDING} if self.resend is not None else set()
         for i, exc in failed.items():
-            self.futures[i]._complete(STATE_FAILED, error=exc)
+            if i not in again:
+                self.futures[i]._complete(STATE_FAILED, error=exc)
         complete_batch(self.futures, result, skip=failed)
+        if again:
+            self.resend(sorted(again), self, attempt)  # type: ignore[misc]
 
     @property
     def function(self) -> str:
