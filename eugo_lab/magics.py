@@ -11,6 +11,7 @@ Load with ``%load_ext eugo_lab``. Only IPython is needed here: the live view's w
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 try:
@@ -100,8 +101,13 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            return run_exercise_cell(self.shell, cell or "", options, ex.id, solution=solution)
-        return run_cell(self.shell, cell or "", options)
+            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex.id, solution=solution)
+        else:
+            run = functools.partial(run_cell, self.shell, cell or "", options)
+        try:
+            return run()
+        except opt.OptionError as exc:  # a restart for -w/--compare/--scaling that would lose the runtime's options
+            raise UsageError(str(exc)) from None
 
     @no_var_expand
     @line_magic("eugo")

@@ -80,3 +80,14 @@ def test_status_and_the_status_file_show_the_rate_or_no_bill():
         assert doc["price"] == 0.25 and doc["price_source"].startswith("hpc.init") and doc["cost"] >= 0
     finally:
         hpc.shutdown()
+
+
+def test_a_cell_that_restarts_the_runtime_keeps_its_rate():
+    from eugo_lab.cellrun.carry import restart_options
+
+    rt = types.SimpleNamespace(options={"workers": 2}, backend_name="local", auto_optimize=True,
+                               price_per_worker_hour=0.25)
+    assert restart_options(rt, "local", 1) == {"price_per_worker_hour": 0.25}
+    assert restart_options(rt, "threads", 1) == {"price_per_worker_hour": 0.25}  # every engine takes it
+    rt.price_per_worker_hour = None
+    assert restart_options(rt, "local", 1) == {}

@@ -182,6 +182,19 @@ def test_index_links_every_lesson_and_the_vocabulary():
             assert path.resolve() in linked, f"index.ipynb does not link {_name(path)}"
 
 
+def test_index_tables_give_every_lesson_a_row_of_its_own():
+    """A table row that lost its line break renders two lessons as one row and hides the second."""
+    index = COURSES / "index.ipynb"
+    for cell in _nb(index)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        rows = [line for line in _source(cell).splitlines() if line.startswith("| ") and ".ipynb)" in line]
+        for row in rows:
+            lessons = [t for t, _ in LINK.findall(row) if t.endswith(".ipynb")]
+            assert len(lessons) == 1, f"index.ipynb: one table row holds {len(lessons)} lessons: {row[:160]}"
+            assert row.rstrip().endswith("|") and row.count("||") == 0, f"index.ipynb: a row runs on: {row[:160]}"
+
+
 # The 21 terms of the learning page's vocabulary, as the page names them.
 PAGE_TERMS = ("Parallel computing", "ARM Neoverse", "Batching", "Columnar format", "Compute-bound", "Fan-out", "get()",
               "Blocking", "GPU offloading", "I/O-bound", "Long tail", "Automatic optimization", "Partition",

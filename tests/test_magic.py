@@ -8,9 +8,7 @@ import threading
 import time
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import glossary, hpc
@@ -30,13 +28,6 @@ def nap(x):
     time.sleep(0.02)
     return x * 2
 """
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
 
 
 @pytest.fixture

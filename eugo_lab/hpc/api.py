@@ -327,11 +327,14 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     of values without making any.
     """
     from eugo_lab.hpc.mapping import map_items
+    from eugo_lab.hpc.plain_records import record_for
     from eugo_lab.hpc.remote_function import remote
 
     rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
+    # A plain function mapped again keeps its record: workers load it once and the pool keeps one estimate.
+    record = rf._record if rf is fn else record_for(fn, rf._record.name)
     rt = session.current()
-    return map_items(rt, rf._record, iterable, rf._options, batch)
+    return map_items(rt, record, iterable, rf._options, batch)
 
 
 # -- tracing --------------------------------------------------------------------------------------
