@@ -232,3 +232,18 @@ def test_the_circle_check_can_fail():
     graph = {"hpc": {"backends": ["x"]}, "backends": {"contract": ["y"], "hpc": ["z"]}, "contract": {}}
     assert circles(graph) == [["backends", "hpc"]]
     assert circles({"a": {"b": ["x"]}, "b": {}}) == []
+
+
+def test_the_server_extension_loads_no_runtime():
+    # The server reads status files through a leaf (eugo_lab.status_files): loading the runtime, its
+    # futures and its recorder into the Jupyter server process would only cost memory and start-up.
+    modules = [f"eugo_lab.server.{p.stem}" for p in sorted((PKG / "server").glob("*.py")) if p.stem != "__init__"]
+    code = ("import sys, importlib\nimportlib.import_module('eugo_lab.server')\n"
+            f"for m in {modules!r}:\n    importlib.import_module(m)\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('eugo_lab'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(out.stdout.split())
+    assert "eugo_lab.server.handlers" in loaded and "eugo_lab.status_files" in loaded
+    runtime = sorted(m for m in loaded if m.split(".")[:2] in (["eugo_lab", "hpc"], ["eugo_lab", "tracing"],
+                                                                ["eugo_lab", "backends"]))
+    assert runtime == []
