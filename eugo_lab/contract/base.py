@@ -141,3 +141,20 @@ class Backend(ABC):
     def worker_count(self) -> int:
         """How many tasks can run at once."""
         return self.info().workers
+
+    @property
+    def explicit_threads_per_worker(self) -> int | None:
+        """The threads each worker was given by the user's choice (an option or its variable); ``None``: the engine's.
+
+        The thread guard lets an explicit choice win over its own plan.
+        """
+        return None
+
+    @property
+    def started_workers_here(self) -> bool:
+        """True when this process started the engine's workers (so they inherited its environment).
+
+        False for workers that an address or a cluster passed in named: the thread guard's variables never
+        reached them.
+        """
+        return False
