@@ -20,7 +20,7 @@ from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
-from eugo_lab.contract.task import FunctionRecord, TaskOptions
+from eugo_lab.contract.task import TASK_STATE_NEW, FunctionRecord, TaskOptions
 from eugo_lab.hpc import blocking
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
@@ -274,7 +274,7 @@ class Runtime:
     def _hand_to_backend(self, task: Pending) -> None:
         """Give a ready task (or its next attempt) to the engine; an engine that refuses it fails it."""
         task.ready_time = time.time()
-        task.state = 0
+        task.state = TASK_STATE_NEW
         try:
             self.backend.submit(task, self._on_done)
         except errors.HpcError as exc:
