@@ -1,7 +1,9 @@
 """Execution engines by name. Optional engines are imported only when asked for.
 
 To add an engine: write one module with a :class:`~eugo_lab.contract.base.Backend`
-subclass and add its name here.
+subclass and register its :class:`~eugo_lab.contract.base.EngineDescriptor`
+(``register_engine``); an engine of this package also gets its descriptor in
+``contract.base``'s table, so it is known before its module (and what it needs) is imported.
 """
 
 from __future__ import annotations
@@ -16,32 +18,35 @@ if TYPE_CHECKING:
 
     from eugo_lab.contract.base import Backend
 
-# name -> (module, class, pip extra that provides it or None)
-_REGISTRY: dict[str, tuple[str, str, str | None]] = {
-    "local": ("eugo_lab.backends.local", "LocalBackend", None),
-    "threads": ("eugo_lab.backends.threads", "ThreadBackend", None),
-    "dask": ("eugo_lab.backends.dask", "DaskBackend", "dask"),
-    "ray": ("eugo_lab.backends.ray", "RayBackend", "ray"),
-}
+
+def _descriptors() -> dict[str, Any]:
+    # The engines' descriptors (contract.base): where each class is, its address schemes, is it local.
+    from eugo_lab.contract.base import engines
+
+    return engines()
 
 
 def available() -> list[str]:
     """Names accepted by ``hpc.init(backend=...)``."""
-    return sorted(_REGISTRY)
+    return sorted(_descriptors())
 
 
 def resolve_name(backend: str | None, *, address: str | None = None, cluster: Any = None) -> str:
-    """Pick the backend name from explicit arguments; raise ``ValueError`` listing valid names."""
+    """Pick the backend name from explicit arguments; raise ``ValueError`` listing valid names.
+
+    No name: a cluster object goes to the engine that takes cluster managers, an address to the
+    engine whose scheme it has (``tcp://``: Dask, ``ray://`` or ``auto``: Ray), else the local pool.
+    """
+    known = _descriptors()
     if backend is None:
-        if cluster is not None or (address and address.startswith(("tcp://", "tls://", "ws://", "wss://"))):
-            backend = "dask"
-        elif address and (address.startswith("ray://") or address == "auto"):
-            backend = "ray"
-        else:
-            backend = "local"
-    if not isinstance(backend, str) or backend not in _REGISTRY:
+        backend = "local"
+        for d in known.values():
+            if (cluster is not None and d.takes_cluster) or (cluster is None and address and d.takes_address(address)):
+                backend = d.name
+                break
+    if not isinstance(backend, str) or backend not in known:
         raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(available())}")
-    if address is not None and backend in ("local", "threads"):
+    if address is not None and known[backend].local:
         raise ValueError(
             f"address={address!r} does not apply to backend {backend!r}; the local engines run on "
             f"this machine. Valid backends: {', '.join(available())}"
@@ -51,7 +56,8 @@ def resolve_name(backend: str | None, *, address: str | None = None, cluster: An
 
 def create(name: str, **options: Any) -> Backend:
     """Instantiate backend ``name`` with its options (``None`` values are dropped)."""
-    module, cls, extra = _REGISTRY[name]
+    d = _descriptors()[name]
+    module, cls, extra = d.module, d.cls, d.extra
     try:
         mod = importlib.import_module(module)
     except ImportError as exc:

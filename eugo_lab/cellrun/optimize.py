@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.backends.local_process import usable_cores
+from eugo_lab.contract.base import engine
 from eugo_lab.hpc import coalesce, optimized
 from eugo_lab.jit import auto
 from eugo_lab.optimizations import report as opt_report
@@ -41,11 +42,12 @@ HOOK = "__eugo_cell_jit__"
 
 def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
     """The thread guard's plan for ``rt``'s workers (None for the threads backend: one process)."""
-    if rt.backend_name == "threads":
+    d = engine(rt.backend_name)
+    if d is not None and d.in_process:
         return None
     info = rt.backend.info()
     be = rt.backend
-    if rt.backend_name == "local":  # what the pool gave its workers (threads_per_worker=, or cores / workers)
+    if d is not None and d.local:  # what the pool gave its workers (threads_per_worker=, or cores / workers)
         explicit = be.explicit_threads_per_worker
         return thread_guard.plan(usable_cores(), info.workers, explicit=explicit)
     # Dask and Ray: the guard applies to the workers we started here (the embedded Dask cluster, local Ray),
