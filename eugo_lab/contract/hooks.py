@@ -15,8 +15,10 @@ from types import ModuleType
 
 #: What the runtime asks for -> the module that provides it (its public names are the provider's API).
 PROVIDERS: dict[str, str] = {
-    # The JIT's wrappers and the key of a function's code (Optimized, AutoJit, Packed, code_key).
-    "jit": "eugo_lab.jit.hook",
+    # The JIT: the eager trial's wrapper and the key of a function's code (Optimized, code_key) ...
+    "jit": "eugo_lab.jit.checked",
+    # ... and the automatic JIT's wrapper (AutoJit, Packed), imported only once a call is wrapped in it.
+    "auto_jit": "eugo_lab.jit.auto",
     # The profiler: the sampler's settings, the wrapper a worker recognises, the merged profile.
     "profile": "eugo_lab.profile.hook",
     # A profile as a notebook shows it (mimebundle): a display, so it lives with the cell runner.

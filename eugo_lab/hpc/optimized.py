@@ -18,8 +18,8 @@ compiled version are cached per process under the code's hash (see :mod:`eugo_la
 The wrapped record is made once per function record and kept, so its pickle is sent once
 per worker like any function's.
 
-The JIT's classes come from the contract's provider table (``"jit"``): the runtime never imports the
-JIT's package, and this module does not register itself: the session adds :func:`jit_trial` to its
+The JIT's classes come from the contract's provider table (``"jit"``, ``"auto_jit"``): the runtime never
+imports the JIT's package, and this module does not register itself: the session adds :func:`jit_trial` to its
 wrappers when a runtime starts (this module importing the session back would make a circle).
 """
 
@@ -115,7 +115,7 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
         return opt
     from eugo_lab.contract.phases import phase
 
-    AutoJit, code_key = _jit.AutoJit, _jit.code_key  # noqa: N806 - the class, under its own name
+    AutoJit, code_key = provider("auto_jit").AutoJit, _jit.code_key  # noqa: N806 - the class, under its own name
     spread = isinstance(record.fn, Spread)
     fn = record.fn.fn if spread else record.fn
     with _lock:
@@ -140,7 +140,7 @@ def packed_payload(plain: bytes, key: str, phase: Any) -> bytes:
 
     from eugo_lab.contract.serialization import PROTOCOL
 
-    return pickle.dumps(_jit.Packed(plain, key, phase), PROTOCOL)
+    return pickle.dumps(provider("auto_jit").Packed(plain, key, phase), PROTOCOL)
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
