@@ -136,6 +136,14 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return found
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` statement in ``package`` imports from (relative imports resolved)."""
+    if node.level:
+        base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+        return f"{base}.{node.module}" if node.module else base
+    return node.module or ""
+
+
 def imports_of(path: Path) -> list[tuple[int, str]]:
     """``(line, module)`` for every import statement in ``path`` (relative imports resolved; type-only skipped)."""
     tree = ast.parse(path.read_text(), str(path))
@@ -145,11 +153,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
+            module = _from_module(node, package)
             found.append((node.lineno, module))
             # `from eugo_lab import render` imports a forbidden package too
             found.extend((node.lineno, f"{module}.{a.name}") for a in node.names)
@@ -365,11 +369,7 @@ def import_targets(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
+            module = _from_module(node, package)
             for a in node.names:
                 sub = f"{module}.{a.name}"
                 found.append((node.lineno, sub if sub.startswith("eugo_lab.") and _is_module(sub) else module))
@@ -435,11 +435,7 @@ def private_reaches(path: Path) -> list[str]:
                 if a.asname:
                     bound[a.asname] = a.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
+            module = _from_module(node, package)
             parts = module.split(".")
             if parts[0] != "eugo_lab":
                 continue
