@@ -144,16 +144,21 @@ def _from_module(node: ast.ImportFrom, package: str) -> str:
     return node.module or ""
 
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import statement in ``path`` (relative imports resolved; type-only skipped)."""
+def import_statements(path: Path) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement of ``path`` that runs (type-only ones skipped), with a from-import's module resolved."""
     tree = ast.parse(path.read_text(), str(path))
     package = ".".join(path.relative_to(PKG.parent).with_suffix("").parts[:-1])
+    return [(node, _from_module(node, package) if isinstance(node, ast.ImportFrom) else "")
+            for node in _runtime_nodes(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` for every import statement in ``path`` (relative imports resolved; type-only skipped)."""
     found = []
-    for node in _runtime_nodes(tree):
+    for node, module in import_statements(path):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = _from_module(node, package)
+        else:
             found.append((node.lineno, module))
             # `from eugo_lab import render` imports a forbidden package too
             found.extend((node.lineno, f"{module}.{a.name}") for a in node.names)
@@ -362,14 +367,11 @@ def _is_module(dotted: str) -> bool:
 def import_targets(path: Path) -> list[tuple[int, str]]:
     """``(line, module)`` for what each import in ``path`` loads: for ``from pkg import x``, ``pkg.x`` when ``x``
     is a module, else ``pkg`` (type-only imports skipped, relative ones resolved)."""
-    tree = ast.parse(path.read_text(), str(path))
-    package = ".".join(path.relative_to(PKG.parent).with_suffix("").parts[:-1])
     found = []
-    for node in _runtime_nodes(tree):
+    for node, module in import_statements(path):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = _from_module(node, package)
+        else:
             for a in node.names:
                 sub = f"{module}.{a.name}"
                 found.append((node.lineno, sub if sub.startswith("eugo_lab.") and _is_module(sub) else module))
