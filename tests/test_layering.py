@@ -1,14 +1,23 @@
 """The package's imports point down: contract <- engines <- runtime <- tracing/analysis <- displays <- magic.
 
 The rules, each checked against the real import graph (every import in a module counts, also
-those inside functions: a lazy import is still a dependency):
+those inside functions: a lazy import is still a dependency; an import under ``if TYPE_CHECKING:``
+loads nothing and does not count, so a renderer may name the report it draws):
 
+- every package and top-level module has a layer (``LAYERS``; a new one fails until it is placed),
+  and imports only rooms of its own layer or below;
 - the contract (``eugo_lab.contract``: what runtime and engines share) imports nothing of the
   package but itself, ``settings`` and ``units``;
 - engines (``backends``) never import the runtime (``hpc``);
 - analyses never import the runtime or the displays;
-- the runtime never imports displays, the cell runner, exercises or checklists;
-- no circle between packages (``test_no_circle_between_packages``).
+- the runtime never imports displays, the cell runner, exercises, checklists or a feature package
+  (``jit``, ``offload``, ``optimizations``, ``profile``, ``threadguard``: it reaches them by name,
+  through ``eugo_lab.contract.hooks``);
+- no circle between packages (``test_no_circle_between_packages``), nor between the modules of one
+  package (``test_no_circle_between_modules_of_one_package``);
+- no private name (a leading underscore) of one package imported or read by another
+  (``PRIVATE_ALLOWED`` lists the exceptions, each with its reason);
+- the server extension loads no runtime, and a worker loads the trace row but not the recorder.
 
 A rule broken here is a seam pointing the wrong way: move the code to the layer it belongs to
 rather than adding an exception.
