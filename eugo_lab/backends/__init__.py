@@ -16,10 +16,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from eugo_lab.contract.base import Backend
+    from eugo_lab.contract.base import Backend, EngineDescriptor
 
 
-def _descriptors() -> dict[str, Any]:
+def _descriptors() -> dict[str, EngineDescriptor]:
     # The engines' descriptors (contract.base): where each class is, its address schemes, is it local.
     from eugo_lab.contract.base import engines
 

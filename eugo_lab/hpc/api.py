@@ -378,7 +378,7 @@ def _jit_state() -> str:
     """Whether the automatic JIT wrapped the calls of a region closing now: ``on``, ``off`` or ``unhooked``."""
     import sys
 
-    if "eugo_lab.hpc.optimized" not in sys.modules:  # importing it hooks the JIT into every call
+    if "eugo_lab.hpc.optimized" not in sys.modules:  # no runtime started yet: the JIT was never hooked in
         return "unhooked"
     rt = session.current(start=False)
     return "off" if rt is not None and not getattr(rt, "auto_optimize", True) else "on"
