@@ -477,3 +477,26 @@ def test_the_private_name_check_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "PKG", tmp_path / "eugo_lab")
     assert private_reaches(fake / "bad.py") == ["eugo_lab/cellrun/bad.py:1 imports eugo_lab.backends._worker",
                                                 "eugo_lab/cellrun/bad.py:6 reads eugo_lab.hpc.session._current"]
+
+
+# What the runtime uses of each feature it reaches by name (eugo_lab.contract.hooks): a rename in the feature
+# fails here, not in a learner's first call.
+PROVIDED = {
+    "jit": ("Optimized", "code_key"),
+    "auto_jit": ("AutoJit", "Packed"),
+    "profile": ("DEFAULT_INTERVAL", "PYINSTRUMENT_INTERVAL", "SAMPLERS", "Profiled", "Profile"),
+    "profile_display": ("mimebundle",),
+    "optimizations": ("last", "last_source", "automatic", "RUNTIME_OFF"),
+}
+
+
+def test_every_feature_the_runtime_reaches_by_name_provides_what_it_uses():
+    from eugo_lab.contract import hooks
+
+    assert set(PROVIDED) == set(hooks.PROVIDERS)
+    missing = {kind: [n for n in names if not hasattr(hooks.provider(kind), n)] for kind, names in PROVIDED.items()}
+    assert {k: v for k, v in missing.items() if v} == {}
+    with pytest.raises(LookupError, match="known: auto_jit, jit, optimizations, profile, profile_display"):
+        hooks.provider("gpu")
+    hooks.preload_worker_modules()
+    assert set(hooks.WORKER_PRELOADS) <= set(sys.modules)
