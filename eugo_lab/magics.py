@@ -25,10 +25,20 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
 from eugo_lab.cellrun import options as opt
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
-OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
-                "--optimize, --no-optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, "
-                "--export PATH, "
-                "--exercise ID, --solution (see %%eugo?)")
+
+
+def options_help() -> str:
+    """The one line of valid options a misused ``%%eugo`` shows (the engines as their descriptors name them now)."""
+    return (f"-w/--workers N, -b/--backend {'|'.join(opt.known_backends())}, --address ADDR, --gpu auto|on|off, "
+            "--optimize, --no-optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, "
+            "--export PATH, "
+            "--exercise ID, --solution (see %%eugo?)")
+
+
+def _backend_help() -> str:
+    """``engine: local (default), dask, ray or threads``: the engines known when the magic is defined."""
+    names = [f"{n} (default)" if n == "local" else n for n in opt.known_backends()]
+    return "engine: " + (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0])
 
 
 @magics_class
@@ -38,7 +48,7 @@ class EugoMagics(Magics):
     @no_var_expand
     @magic_arguments()
     @argument("-w", "--workers", metavar="N", help="how many workers (default: the running runtime's, or the cores)")
-    @argument("-b", "--backend", metavar="NAME", help="engine: local (default), threads, dask or ray")
+    @argument("-b", "--backend", metavar="NAME", help=_backend_help())
     @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
     @argument("--gpu", default=None, metavar="auto|on|off",
               help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
@@ -84,7 +94,7 @@ class EugoMagics(Magics):
         try:
             args = parse_argstring(self.eugo, line)
         except UsageError as exc:
-            raise UsageError(f"%%eugo: {exc}; valid options: {OPTIONS_HELP}") from None
+            raise UsageError(f"%%eugo: {exc}; valid options: {options_help()}") from None
         try:
             options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
                                 optimize=args.optimize, no_optimize=args.no_optimize, compare=args.compare,

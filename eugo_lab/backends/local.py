@@ -417,6 +417,16 @@ class LocalBackend(base.Backend):
         """Tasks that can run at once."""
         return self.n_workers
 
+    @property
+    def explicit_threads_per_worker(self) -> int | None:
+        """``threads_per_worker`` when the user chose it (the option or its variable), else ``None``."""
+        return self.threads_per_worker if self._threads_explicit else None
+
+    @property
+    def started_workers_here(self) -> bool:
+        """Always: the pool's workers are this process's children."""
+        return True
+
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (tests and diagnostics)."""
         return [w.pid for w in list(self._workers) if not w.dead]

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
+from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
@@ -359,8 +360,8 @@ def last_optimizations() -> Any:
     automatic JIT is hooked in as soon as a runtime starts, in a script as in a notebook). A
     region run under ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
     """
-    from eugo_lab.optimizations import report as opt_report
-
+    # The report is the optimizations package's (reached by name: the runtime imports no feature).
+    opt_report = provider("optimizations")
     t = _last_trace
     if t is not None and t is not opt_report.last_source():  # a traced region after the latest cell
         global _region_report
@@ -379,8 +380,8 @@ def _region_optimizations(t: Trace, jit: str) -> Any:
     if jit == "unhooked":
         return None
     from eugo_lab.hpc import optimized
-    from eugo_lab.optimizations import report as opt_report
 
+    opt_report = provider("optimizations")
     off = opt_report.RUNTIME_OFF if jit == "off" else ""
     return opt_report.automatic(t, (), (), set(optimized.seen_opted_out), off)
 
@@ -389,7 +390,7 @@ def _jit_state() -> str:
     """Whether the automatic JIT wrapped the calls of a region closing now: ``on``, ``off`` or ``unhooked``."""
     import sys
 
-    if "eugo_lab.hpc.optimized" not in sys.modules:  # importing it hooks the JIT into every call
+    if "eugo_lab.hpc.optimized" not in sys.modules:  # no runtime started yet: the JIT was never hooked in
         return "unhooked"
     rt = session.current(start=False)
     return "off" if rt is not None and not getattr(rt, "auto_optimize", True) else "on"

@@ -187,12 +187,11 @@ class Future:
         (graders count the values a cell took); an Interrupt while waiting cancels the task,
         and a timeout leaves it running.
         """
-        from eugo_lab.hpc.blocking import check_timeout, record_block
-        from eugo_lab.hpc.session import current
+        from eugo_lab.hpc.blocking import check_timeout, record_wait
 
         check_timeout(timeout, "result()")
         if self._state != STATE_PENDING:
-            record_block(current(start=False), "get", time.time(), 1)
+            record_wait("get", time.time(), 1)
             return self._value()
         start = time.time()
         try:
@@ -204,7 +203,7 @@ class Future:
             self.cancel()
             raise
         finally:
-            record_block(current(start=False), "get", start, 1)
+            record_wait("get", start, 1)
         return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
@@ -213,15 +212,14 @@ class Future:
         Recorded in traces as a ``get`` wait, like :meth:`result`: it blocks the same way and
         takes the task's outcome, so a cell that waits through ``exception()`` is seen waiting.
         """
-        from eugo_lab.hpc.blocking import check_timeout, record_block
-        from eugo_lab.hpc.session import current
+        from eugo_lab.hpc.blocking import check_timeout, record_wait
 
         check_timeout(timeout, "exception()")
         start = time.time()
         try:
             finished = self._wait(timeout)
         finally:
-            record_block(current(start=False), "get", start, 1)
+            record_wait("get", start, 1)
         if not finished:
             raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
         if self._state == STATE_FINISHED:
@@ -321,10 +319,9 @@ def wake(woken: list) -> None:
 
 def _record_await(start: float) -> None:
     """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
-    from eugo_lab.hpc.blocking import record_block
-    from eugo_lab.hpc.session import current
+    from eugo_lab.hpc.blocking import record_wait
 
-    record_block(current(start=False), "await", start, 1)
+    record_wait("await", start, 1)
 
 
 def _release(waiter: Any) -> None:

@@ -3,7 +3,7 @@
 Why batches: a task costs a fixed ~100 us of scheduling overhead, so 100,000 tasks of
 1 us each would spend 99% of their time on overhead. Like joblib's auto-batching, we
 start with single-item probe batches, measure the per-item time on the worker, and then
-size batches to take about ``TARGET_BATCH_SECONDS`` each. Near the end, batches shrink so
+size batches to take about ``MAP_BATCH_SECONDS`` each. Near the end, batches shrink so
 that every worker still has about two batches left: no worker idles at the tail while
 another chews through one oversized batch. They never shrink below ``MIN_BATCH_SECONDS``
 of work: a worker idling that long at the end costs less than the round trips of ever
@@ -48,7 +48,10 @@ from eugo_lab.hpc.pending import Pending
 
 # A batch this long amortizes the ~0.1 ms per-task overhead to well under 1%, yet is short
 # enough that the live timeline moves and the tail stays balanced (joblib aims at 0.2 s too).
-TARGET_BATCH_SECONDS = 0.2
+# Longer than a coalesced batch (hpc.coalesce.COALESCED_BATCH_SECONDS): hpc.map has every item
+# up front, so a batch's length costs no caller any waiting, only balance at the tail, which
+# the shrinking tail batches (MIN_BATCH_SECONDS) take care of.
+MAP_BATCH_SECONDS = 0.2
 # The shortest batch worth sending at the tail: ~50 per-task overheads (0.1 ms each).
 MIN_BATCH_SECONDS = 0.005
 # Batches in flight per worker: one running, one queued, so a worker never waits for the
@@ -510,7 +513,7 @@ class MapJob:
             return min(self.batch, remaining)
         if self.per_item.seconds is None:
             return 1  # probe: the first results tell us how long an item takes
-        size = self.per_item.items_in(TARGET_BATCH_SECONDS)
+        size = self.per_item.items_in(MAP_BATCH_SECONDS)
         tail_cap = max(math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers)),
                        self.per_item.items_in(MIN_BATCH_SECONDS))
         return max(1, min(size, tail_cap, remaining))

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
-from eugo_lab.hpc import _prestart_default_pool
 from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.prestart import prestart_default_pool
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.mapping import MapResult
@@ -21,7 +21,7 @@ def _session() -> Any:
     # statement in .remote() itself cost ~2 us on every call.
     global _session_module
     if _session_module is None:
-        _prestart_default_pool()
+        prestart_default_pool()
         from eugo_lab.hpc import session
 
         _session_module = session

@@ -20,7 +20,8 @@ from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
-from eugo_lab.contract.task import FunctionRecord, TaskOptions
+from eugo_lab.contract.task import TASK_STATE_NEW, FunctionRecord, TaskOptions
+from eugo_lab.hpc import blocking
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.pending import Pending
@@ -278,7 +279,7 @@ class Runtime:
     def _hand_to_backend(self, task: Pending) -> None:
         """Give a ready task (or its next attempt) to the engine; an engine that refuses it fails it."""
         task.ready_time = time.time()
-        task.state = 0
+        task.state = TASK_STATE_NEW
         try:
             self.backend.submit(task, self._on_done)
         except errors.HpcError as exc:
@@ -495,8 +496,12 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
     named, ``EUGO_ADDRESS`` (an existing cluster's address) wins over the embedded pool.
     """
     from eugo_lab import backends
-    from eugo_lab.hpc import optimized  # noqa: F401 - importing it hooks the automatic JIT into every call
+    from eugo_lab.hpc.optimized import jit_trial
     from eugo_lab.settings import ADDRESS_ENV
+
+    # Every call carries the automatic JIT from the first runtime on; before profiling (order 20), so a
+    # profiled trial samples the wrapper that runs the compiled code.
+    add_wrapper(jit_trial, order=10)
 
     if address is None and backend is None and cluster is None:
         address = os.environ.get(ADDRESS_ENV) or None
@@ -607,3 +612,5 @@ def _shutdown_at_exit() -> None:
 
 
 atexit.register(_shutdown_at_exit)
+# Futures record their waits on the active runtime through this (they cannot import the session).
+blocking.active_runtime = lambda: _current

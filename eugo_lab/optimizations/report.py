@@ -102,7 +102,8 @@ def jit_candidates(hot: Iterable[Any], min_python_share: float = MIN_PYTHON_SHAR
     return out
 
 
-def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
+def jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
+    """The report's line for the JIT's verdict ``v`` (``python_share``: the function's time in Python, if known)."""
     def t(s: float | None, bucket: bool) -> str:
         return fmt_time(s, bucket) if s is not None else "?"
 
@@ -212,7 +213,7 @@ def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), ho
         hot = list(hot)
         shares = {str(h.function): (float(h.python_share) / float(h.self_share) if h.self_share else 0.0)
                   for h in hot}
-    items = [_jit_item(v, shares.get(v.function) if shares else None) for v in verdicts_from_trace(trace)]
+    items = [jit_item(v, shares.get(v.function) if shares else None) for v in verdicts_from_trace(trace)]
     coalesced = [s for s in coalesced if s.calls]
     items += [_batch_item(s) for s in coalesced]
     items += map_batches(trace, exclude=[s.function for s in coalesced])
@@ -279,7 +280,7 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
     if off:
         return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic")
     verdicts = verdicts_from_trace(trace) if trace is not None else []
-    items = [_jit_item(v, None) for v in verdicts]
+    items = [jit_item(v, None) for v in verdicts]
     items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
     items += list(cell_items)
     items += [_batch_item(s) for s in coalesced if s.calls]

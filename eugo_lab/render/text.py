@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eugo_lab.units import fmt_seconds
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+from eugo_lab.units import fmt_seconds, plural
 
 
 def arrays_only(s: Any) -> bool:
@@ -30,9 +26,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
     """
     only_arrays = arrays_only(s)
     if only_arrays:
-        head = f"%%eugo: {_plural(s.offload.n_ops(), 'array operation')}, no tasks"
+        head = f"%%eugo: {plural(s.offload.n_ops(), 'array operation')}, no tasks"
     else:
-        head = f"%%eugo: {_plural(s.n_tasks, 'task')} on {_plural(s.workers, 'worker')} (backend {s.backend})"
+        head = f"%%eugo: {plural(s.n_tasks, 'task')} on {plural(s.workers, 'worker')} (backend {s.backend})"
     if s.error:
         head += f", stopped by {s.error}"
     lines = [head]
@@ -91,9 +87,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
     if driver is not None:
         lines.append(f"  driver: {driver_words(driver)}")
     for w, sp in s.measured:
-        lines.append(f"  measured speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+        lines.append(f"  measured speedup on {plural(w, 'worker')}: {sp:.1f}x")
     for w, sp in s.simulated:
-        lines.append(f"  simulated speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+        lines.append(f"  simulated speedup on {plural(w, 'worker')}: {sp:.1f}x")
     for f in getattr(r, "findings", ()) or ():
         lines.append(f"  - {f.verdict} [glossary: {f.term}]")
         if getattr(f, "advice", None):
@@ -133,9 +129,9 @@ def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool =
     ``meta["gpus_detected"]``), so the words say the tasks ran on the CPU.
     """
     if precise or len(gpu_tasks) == 1:
-        words = ", ".join(f"{_plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
+        words = ", ".join(f"{plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
     else:
-        words = f"{_plural(sum(gpu_tasks.values()), 'task')} held a GPU"
+        words = f"{plural(sum(gpu_tasks.values()), 'task')} held a GPU"
     if not detected:
         words += (" (a device named with gpus=, no GPU detected on this machine: they ran on the CPU)"
                   if len(gpu_tasks) == 1 else
@@ -159,7 +155,7 @@ def status_text(st: Any, precise: bool = False) -> str:
     """``%eugo status`` (a :class:`~eugo_lab.cellrun.status.Status`)."""
     if not st.running_runtime:
         return "eugo: no runtime is running (the next %%eugo cell or .remote() call starts one)"
-    head = f"eugo runtime: backend {st.backend}, {_plural(st.workers, 'worker')}"
+    head = f"eugo runtime: backend {st.backend}, {plural(st.workers, 'worker')}"
     if not precise:
         return head + " (live numbers in the rich view)"
     return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"

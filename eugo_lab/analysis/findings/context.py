@@ -22,6 +22,7 @@ from eugo_lab.analysis.timeline import Units, Window
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import plural  # noqa: F401 - the findings count through the context they already import
 
 # -- what a fix is worth ------------------------------------------------------------------------------
 # A mistake found by its cost is flagged when its fix is predicted to save at least 5% of the
@@ -157,11 +158,6 @@ def split_fixed(ctx: Context, task_ids: list[int], piece: float) -> Replay:
     idx = units_of(ctx, task_ids)
     occ = ctx.replay.occupancy
     return whatif.split(ctx.replay, idx, [whatif.pieces_for(float(occ[i]), piece) for i in idx])
-
-
-def plural(n: int, word: str) -> str:
-    """``1 task``, ``3 tasks``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def listed(ids: list[int], limit: int = 5) -> str:
