@@ -224,6 +224,31 @@ def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str
     return frames, "".join(traceback.format_exception_only(type(exc), exc))
 
 
+def _read_only_write(exc: BaseException, function: str, args: tuple, kwargs: dict) -> BaseException:
+    """NumPy's bare "assignment destination is read-only", explained when an argument is a read-only array.
+
+    Arrays stored with ``hpc.put()`` reach tasks as read-only views of one shared copy; a task
+    that writes into one gets NumPy's message, which names neither the cause nor the fix. The
+    same type (ValueError) with the original traceback, so ``except ValueError`` still works.
+    """
+    if type(exc) is not ValueError or "read-only" not in str(exc):
+        return exc
+    values = [*args, *kwargs.values()]
+    for v in list(values):
+        if isinstance(v, (list, tuple)):
+            values.extend(v)
+        elif isinstance(v, dict):
+            values.extend(v.values())
+    if not any(getattr(getattr(v, "flags", None), "writeable", True) is False for v in values):
+        return exc
+    return ValueError(
+        f"{exc}: {function}() wrote into an array it was given read-only. Arrays stored with hpc.put() are "
+        "one copy shared by every task that reads them, so they are read-only (a write would change every "
+        "other task's input). Return the new values instead: compute a new array (out = a * 2, or "
+        "b = a.copy() and write into b) and return it."
+    ).with_traceback(exc.__traceback__)
+
+
 def _bytes_in(args_bytes: bytes, buffers: Any) -> int:
     """What the task was sent: the pickle stream plus its out-of-band buffers (large arrays by value).
 
@@ -452,6 +477,8 @@ def execute(
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+    args: tuple = ()
+    kwargs: dict = {}
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
         if function not in _tiny_bodies:
@@ -463,6 +490,7 @@ def execute(
         value = fn(*args, **kwargs)
         status = OK
     except BaseException as exc:  # noqa: BLE001 - reported, never raised on the worker
+        exc = _read_only_write(exc, function, args, kwargs)
         status, value, tb = ERROR, exc, _format_tb(exc)
     finally:
         _phase.end_task()

@@ -93,6 +93,16 @@ _wrap_chain: tuple[Wrapper, ...] = ()
 _runtime_listeners: list[Callable[[], None]] = []
 
 
+def _retries(task: Pending, exc: BaseException) -> bool:
+    """Whether a task that raised ``exc`` is run again (while attempts are left): its type is in ``retry_exceptions``.
+
+    A function the worker cannot load would fail the same way again, whatever the option says.
+    """
+    rex = task.options.retry_exceptions
+    matches = rex is True or (isinstance(rex, tuple) and bool(rex) and isinstance(exc, rex))
+    return matches and not isinstance(exc, errors.FunctionLoadError)
+
+
 def add_wrapper(wrap: Wrapper, order: int) -> None:
     """Have every call's function record pass through ``wrap`` (lower ``order`` first); registering twice is one."""
     global _wrap_chain
@@ -325,12 +335,7 @@ class Runtime:
                 task.items.finish(BatchResult(result.payload), failed)
         elif status == base.ERROR:
             exc = self._rebuild(result.payload, result.traceback, name, task, worker)
-            rex = task.options.retry_exceptions
-            original = getattr(exc, "original", exc)
-            matches = rex is True or (isinstance(rex, tuple) and rex and isinstance(original, rex))
-            # A function the worker cannot load would fail the same way again.
-            retry = (bool(matches) and task.attempt <= task.options.retries
-                     and not isinstance(original, errors.FunctionLoadError))
+            retry = _retries(task, getattr(exc, "original", exc)) and task.attempt <= task.options.retries
             if not retry:
                 self._complete_error(task, exc)
         elif status == base.CRASHED:
@@ -384,10 +389,13 @@ class Runtime:
             exc = loads_value(exc_bytes)
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
-        total = task.options.retries + 1
         where = f"worker {worker}" if worker >= 0 else "the driver"
+        # "attempt 1 of 4" only where a failure of this type is retried: the retries count
+        # lost workers, and an exception not listed in retry_exceptions= is never run again.
+        context = f"attempt {task.attempt} of {task.options.retries + 1} on {where}" if _retries(task, exc) else \
+            f"on {where}"
         return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
-                                       context=f"attempt {task.attempt} of {total} on {where}")
+                                       context=context)
 
     def _release(self, task: Pending) -> None:
         staged, task.staged = task.staged, None
