@@ -206,7 +206,7 @@ def _warn_bound_method(method: Any) -> None:
         f"each worker with the task, so every change {method.__name__}() makes to its state (self.x = ..., "
         "appending to a list) stays in that worker's copy: the object in the notebook never changes, and "
         "workers' copies differ from each other. Return the new state from the task and keep it in the "
-        "notebook (state = hpc.get(step.remote(state, x))), or use an engine with stateful actors (Ray's @ray.remote classes) "
-        "for objects that must live on a worker.",
+        "notebook (state = hpc.get(step.remote(state, x))), or use an engine with stateful actors "
+        "(Ray's @ray.remote classes) for objects that must live on a worker.",
         UserWarning, stacklevel=4,
     )
