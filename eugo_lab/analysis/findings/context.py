@@ -95,6 +95,24 @@ class Context:
         return out
 
     @functools.cached_property
+    def trial_compile(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: the seconds, CPU seconds and run-queue seconds of its JIT trial's compile (0 where none).
+
+        The runtime's work, not the function's: left out of what the function's own time says about it.
+        """
+        n = len(self.units)
+        codes = [i for i, name in enumerate(self.trace.phase_names) if name == JIT_COMPILE_PHASE]
+        p = self.trace.phases
+        sel = np.isin(p["name"], codes) if codes and len(p["row"]) else np.zeros(len(p["row"]), dtype=bool)
+        at = self.units.row_unit[np.asarray(p["row"])[sel]] if sel.any() else np.zeros(0, dtype=np.int64)
+        keep = at >= 0
+
+        def per_unit(x: np.ndarray) -> np.ndarray:
+            return np.bincount(at[keep], weights=np.nan_to_num(np.asarray(x, float)[sel][keep]), minlength=n)
+
+        return per_unit(p["end"] - p["start"]), per_unit(p["cpu"]), per_unit(p["runq"])
+
+    @functools.cached_property
     def unit_of_task(self) -> dict[int, int]:
         """Task id -> index of its first measured attempt's unit (built once: findings ask it many times)."""
         return {t: i for i, t in reversed(list(enumerate(self.units.task_id.tolist())))}
