@@ -50,3 +50,28 @@ def test_per_task_overhead_is_bounded_by_the_workers_time_outside_bodies():
     assert f is not None
     assert f.evidence["median_overhead"] == pytest.approx((2 * (9 * 0.0011 + 0.0007) - 20 * 0.0001) / 20)
     assert f"cost {fmt_s(f.evidence['median_overhead'])} of overhead each" in f.verdict
+
+
+# -- the runtime's own work is not "other programs" ---------------------------------------------------
+def _waited_for_cores(compiled: bool):
+    """Six 0.5 s tasks on 2 workers that waited for a core 40% of the time; ``compiled``: the automatic JIT
+    qualified count() in the first task on worker 0 and compiled it for 1.5 s in the background."""
+    b = TraceBuilder(workers=2, cores=2)
+    rows = [b.task("count", worker=k % 2, start=0.5 * (k // 2), end=0.5 * (k // 2) + 0.5, cpu=0.3, runq=0.2)
+            for k in range(6)]
+    if compiled:
+        b.phase(rows[0], "jit: not tried: compiling: 97% of its sampled time in Python bytecode [trial plain=0.3]",
+                0.1, 0.1, 0.0)
+        b.phase(rows[4], "jit: compiled [trial plain=0.3 compile=1.5 compiled=0.01]", 1.2, 1.2, 0.0)
+    return b.build()
+
+
+def test_a_background_jit_compile_is_named_as_the_runtime_s_work_not_other_programs():
+    other = analyze(_waited_for_cores(compiled=False)).finding("contention")
+    assert "other programs kept this machine's cores busy" in other.advice
+    f = analyze(_waited_for_cores(compiled=True)).finding("contention")
+    assert "other programs" not in f.advice
+    # 0.1-1.6 s of the workers' 0-1.5 s: 1.4 s of each worker's 1.5 s of bodies.
+    assert ("the runtime's own work: the automatic JIT compiled count() with Numba in a background thread of the "
+            "worker during 93% of these tasks' time") in f.advice
+    assert "%%eugo --no-optimize" in f.advice

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from eugo_lab.analysis import whatif
-from eugo_lab.analysis.findings import overlap
+from eugo_lab.analysis.findings import overlap, runtime_work
 from eugo_lab.analysis.findings.boundness import RUNQ_MENTION
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
@@ -39,8 +39,18 @@ def side_by_side(ctx: Context, fn: int) -> dict | None:
                                 ctx.overlap, exclude=ctx.trial_units)
 
 
-def _cause(ctx: Context, cpu_ratio: float, starved: bool = False) -> str:
+def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarray | None = None) -> str:
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
+    if idx is not None:
+        _, share, compiled = runtime_work.compile_share(ctx, idx)
+        if share >= runtime_work.COMPILE_EXPLAINS:
+            names = ", ".join(f"{f}()" for f in compiled)
+            return (f"the runtime's own work: the automatic JIT compiled {names} with Numba in a background thread "
+                    f"of the worker during {fmt_pct(share)} of these tasks' time, and the compile competed with "
+                    "the tasks for the cores. It is paid once per worker process and function: while the workers "
+                    "stay up, later runs reuse the compiled code (hpc.last_optimizations() lists it). To keep it "
+                    "out of a timing, run the cell once before measuring, or switch the JIT off (%%eugo "
+                    "--no-optimize, hpc.init(optimize=False))")
     if cpu_ratio >= 1.5:
         return (f"each task used about {cpu_ratio:.1f} cores: threaded code (BLAS) in every worker oversubscribes "
                 "the cores; limit it to one thread per worker (threadpoolctl, OMP_NUM_THREADS=1)")
@@ -123,7 +133,7 @@ def _slower_together(ctx: Context, f: int, name: str, sel: np.ndarray, bu: Units
     if measured is not None and est > 0 and abs(est - measured) > SPEEDUP_GAP * measured:
         verdict += (f" That is why the measured speedup, {fmt_x(measured)}, is below the task-time estimate, "
                     f"{fmt_x(est)}: the estimate assumes tasks take as long side by side as alone.")
-    advice = f"Likely cause: {_cause(ctx, cpu)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, idx=idx)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "alone": alone, "together": together, "slowdown": slowdown,
                        "baseline": base is not None, "cpu_ratio": cpu, "runq_ratio": starved,
@@ -143,7 +153,7 @@ def _waited_for_cores(ctx: Context, name: str, idx: np.ndarray) -> Finding | Non
     cpu = float(u.cpu[measured].sum()) / body if body > 0 else 0.0
     verdict = (f"{name}() tasks waited for a core {fmt_pct(starved)} of the time ({fmt_s(waited)} over "
                f"{plural(n, 'task')}; they computed {fmt_pct(cpu)}): ready to run, but every core was busy.")
-    advice = f"Likely cause: {_cause(ctx, cpu, starved=True)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, starved=True, idx=measured)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "runq": waited, "runq_ratio": starved, "cpu_ratio": cpu, "tasks": n,
                        "baseline": ctx.baseline is not None})
