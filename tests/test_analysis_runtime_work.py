@@ -75,3 +75,64 @@ def test_a_background_jit_compile_is_named_as_the_runtime_s_work_not_other_progr
     assert ("the runtime's own work: the automatic JIT compiled count() with Numba in a background thread of the "
             "worker during 93% of these tasks' time") in f.advice
     assert "%%eugo --no-optimize" in f.advice
+
+
+# -- large results, and one cause with one piece of advice --------------------------------------------
+def _large_results(ser: float = 0.02, back: float = 0.03):
+    """12 tile() tasks of 2 ms on 2 workers, each sending back 32 MB (``ser`` to pickle, ``back`` to arrive)."""
+    b = TraceBuilder(workers=2)
+    for k in range(12):
+        s = (k // 2) * (0.002 + ser + back) + 0.001
+        b.task("tile", worker=k % 2, ready=0.001 * k, start=s, end=s + 0.002, ser=ser,
+               received=s + 0.002 + ser + back, bytes_out=32_000_000)
+    return b.build()
+
+
+def test_large_results_get_their_own_priced_finding_and_never_batching():
+    r = analyze(_large_results())
+    f = r.finding("large-results")
+    assert f.verdict == ("12 tile() tasks sent back results of 32 MB each (384 MB in all): pickling them took the "
+                         "workers 240 ms, and moving them to the notebook about 360 ms. The same cause explains the "
+                         "workers' time pickling: not listed as separate fixes.")
+    assert f.saves > 0 and "Do not batch these tasks" in f.advice
+    assert f.evidence["total_bytes"] == 384_000_000 and f.evidence["explains"] == ["serialization"]
+    assert r.finding("tasks-too-small") is None and r.finding("serialization") is None, r.codes()
+    # Results too cheap to move for a finding of their own still get no batching advice.
+    small = analyze(_large_results(ser=0.0002, back=0.0003))
+    assert small.finding("large-results") is None and small.finding("tasks-too-small") is None, small.codes()
+
+
+def _large_argument():
+    """12 tasks of 28 us, each sent the same 64 MB array by value: the driver pickles a copy per .remote()."""
+    b = TraceBuilder(workers=2)
+    for k in range(12):
+        r = 0.03 * k
+        s = r + 0.024
+        row = b.task("score", worker=k % 2, ready=r, start=s, end=s + 28e-6, deser=0.02, received=s + 0.004,
+                     bytes_in=64_000_000)
+        b.arg(row + 1, 7)
+    return b.build()
+
+
+def test_a_large_argument_by_value_is_one_finding_not_four():
+    r = analyze(_large_argument())
+    f = r.finding("repeated-argument")
+    assert f.evidence["explains"] == ["slow-submission", "critical-path", "tasks-too-small", "serialization"]
+    assert f.verdict.endswith("The same cause explains the slow submission loop, the chain of tasks that seemed to "
+                              "wait for each other, their scheduling overhead and the workers' time pickling: not "
+                              "listed as separate fixes.")
+    assert r.codes() == ["repeated-argument"], r.codes()
+
+
+def test_a_long_tail_of_28_us_tasks_is_the_argument_s_not_a_reason_to_split_them():
+    # Nine tasks sent the same 64 MB array; the last one's copy took 100 ms to unpickle, alone at the end.
+    b = TraceBuilder(workers=2)
+    for k in range(9):
+        d = 0.1 if k == 8 else 0.02
+        s = (k // 2) * 0.021 + d
+        row = b.task("score", worker=k % 2, ready=0.0, start=s, end=s + 28e-6, deser=d, received=s + 0.001,
+                     bytes_in=64_000_000)
+        b.arg(row + 1, 7)
+    r = analyze(b.build())
+    assert "long-tail" in r.finding("repeated-argument").evidence["explains"]
+    assert r.finding("long-tail") is None and r.finding("tasks-too-small") is None, r.codes()

@@ -10,6 +10,7 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, priced
 from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.analysis.findings.results import LARGE_RESULT_BYTES
 from eugo_lab.analysis.findings.submission import SLOW_SUBMIT_GAP_S, SUBMIT_COST_S
 from eugo_lab.analysis.report import PROBLEM, WARNING
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -62,6 +63,8 @@ def tasks_too_small(ctx: Context) -> list[Finding]:
         n = int(sel.sum())
         if n < OVERHEAD_MIN_TASKS:
             continue
+        if float(np.median(u.bytes_out[sel])) >= LARGE_RESULT_BYTES:
+            continue  # large results: a batch sends them all at once, doubling the bytes per task (findings.results)
         body = float(np.median(u.body[sel]))
         ovh = min(float(np.median(ctx.overhead[sel])), room)
         if ovh < OVERHEAD_RATIO * body or ovh <= 0:

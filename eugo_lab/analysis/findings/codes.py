@@ -24,6 +24,7 @@ class Code(enum.StrEnum):
     TASKS_TOO_SMALL = "tasks-too-small"
     SERIALIZATION = "serialization"
     REPEATED_ARGUMENT = "repeated-argument"
+    LARGE_RESULTS = "large-results"
     CAPTURED_OBJECT = "captured-object"
     IO_BOUND = "io-bound"
     IO_BOUND_PHASE = "io-bound-phase"
