@@ -136,3 +136,46 @@ def test_a_long_tail_of_28_us_tasks_is_the_argument_s_not_a_reason_to_split_them
     r = analyze(b.build())
     assert "long-tail" in r.finding("repeated-argument").evidence["explains"]
     assert r.finding("long-tail") is None and r.finding("tasks-too-small") is None, r.codes()
+
+
+# -- a worker's warm-up is not skew and not serialization -----------------------------------------------
+def _warm_up(recorded: bool = True):
+    """Eight identical load() tasks on 2 workers: each worker's first imported pandas (300 modules, +0.6 s)."""
+    b = TraceBuilder(workers=2)
+    for w in (0, 1):
+        t = 0.0
+        for k in range(4):
+            body = 0.7 if k == 0 else 0.1
+            row = b.task("load", worker=w, start=t, end=t + body)
+            if recorded:
+                b.imports(row, 300 if k == 0 else 0)
+            t += body
+    return b.build()
+
+
+def test_a_worker_s_first_task_importing_its_libraries_is_warm_up_not_a_straggler():
+    assert analyze(_warm_up(recorded=False)).finding("straggler") is not None  # no imports recorded: stragglers
+    r = analyze(_warm_up())
+    assert r.finding("straggler") is None, r.codes()
+    f = r.finding("warm-up")
+    assert f.verdict == ("2 load() tasks (task 1, 5) took 1.2 s more than the function's other tasks, while 2 workers "
+                         "imported 600 modules for them: that is a worker's warm-up (loading the libraries the task "
+                         "uses), not a bigger input or more data to send.")
+    assert "paid once per worker process" in f.advice and f.saves > 0
+    assert f.evidence["extra"] == pytest.approx(1.2) and f.evidence["modules"] == 600
+
+
+def test_imports_while_unpickling_on_a_new_worker_are_not_called_serialization():
+    # numpy imported while unpickling each worker's first arguments: 187 ms of the 200 ms spent unpickling.
+    b = TraceBuilder(workers=2)
+    for w in (0, 1):
+        t = 0.0
+        for k in range(4):
+            deser = 0.0945 if k == 0 else 0.001
+            row = b.task("stats", worker=w, start=t + deser, end=t + deser + 0.01, deser=deser, bytes_in=2000)
+            b.imports(row, 40 if k == 0 else 0)
+            t += deser + 0.01
+    r = analyze(b.build())
+    assert r.finding("serialization") is None, r.codes()
+    f = r.finding("warm-up")
+    assert "187 ms of it while unpickling the arguments" in f.verdict

@@ -179,8 +179,23 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
     return noting, refs
 
 
+# Modules loaded when this worker's previous traced attempt ended: what a new one imported since is its warm-up.
+_modules_seen = len(sys.modules)
+
+
+def _imports() -> int:
+    """Modules imported since the previous traced attempt ended (loading the function, unpickling, the body)."""
+    global _modules_seen
+    now = len(sys.modules)
+    new, _modules_seen = max(now - _modules_seen, 0), now
+    return new
+
+
 def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
-    """``TaskStats.facts`` of a traced attempt: the result's digest when its payload is large, threads, refs, device."""
+    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORTS``).
+
+    The result's digest when its payload is large, threads, refs, device, and the modules imported for it.
+    """
     found = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
     # item by item when they are scalars, from the payload it keeps: that costs the worker nothing
@@ -192,7 +207,7 @@ def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) 
             found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
-    return found, blas, tuple(refs), _device()
+    return found, blas, tuple(refs), _device(), _imports()
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:

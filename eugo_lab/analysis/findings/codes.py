@@ -20,6 +20,7 @@ class Code(enum.StrEnum):
     CRITICAL_PATH = "critical-path"
     UNBALANCED_PARTITIONS = "unbalanced-partitions"
     STRAGGLER = "straggler"
+    WARM_UP = "warm-up"
     LONG_TAIL = "long-tail"
     TASKS_TOO_SMALL = "tasks-too-small"
     SERIALIZATION = "serialization"

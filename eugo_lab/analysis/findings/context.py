@@ -33,6 +33,11 @@ MIN_SAVES_S = 0.01
 # Found by their own rules (a straggler, an I/O-bound phase) but worth under 3% of the run
 # if fixed: shown as a note, so the list leads with what pays.
 NOTE_SHARE = 0.03
+# A worker's warm-up: an attempt that imported modules (the trace's facts) and took at least twice its
+# function's usual time and 20 ms more. Importing NumPy costs ~60 ms and pandas 0.6-0.7 s; under 20 ms
+# nothing a learner would act on, and below twice the usual time the task's own variation hides it.
+WARM_UP_MIN_S = 0.02
+WARM_UP_RATIO = 2.0
 # Honest on 1 core (Binder): findings that need parallelism say what this worker count
 # would do instead, from the replay.
 TWO_WORKERS = 2
@@ -111,6 +116,48 @@ class Context:
             return np.bincount(at[keep], weights=np.nan_to_num(np.asarray(x, float)[sel][keep]), minlength=n)
 
         return per_unit(p["end"] - p["start"]), per_unit(p["cpu"]), per_unit(p["runq"])
+
+    @functools.cached_property
+    def warm_up(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: its warm-up's extra seconds (0: none), of which unpickling, and the modules it imported.
+
+        A unit is a warm-up when its worker imported modules for it and its unpickling plus body took
+        at least ``WARM_UP_RATIO`` times, and ``WARM_UP_MIN_S`` more than, the median of its function's
+        units that imported nothing (the extra is what the imports cost). Without such units to compare
+        with, nothing is called warm-up.
+        """
+        u, f = self.units, self.trace.facts
+        n = len(u)
+        extra, in_deser, modules = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+        if not len(f["task"]) or not n:
+            return extra, in_deser, modules
+        t = self.trace.tasks
+        row_of = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(t["task_id"].tolist(), t["attempt"].tolist()))}
+        known = np.zeros(n, dtype=bool)
+        for task, attempt, imported in zip(f["task"].tolist(), f["attempt"].tolist(), f["imports"].tolist()):
+            row = row_of.get((task, attempt))
+            if row is None or imported < 0 or u.row_unit[row] < 0:
+                continue
+            known[u.row_unit[row]] = True
+            modules[u.row_unit[row]] += imported
+        took = u.deser + u.body
+        single = u.n_items == 1
+        for fn in np.unique(u.function):
+            sel = (u.function == fn) & single & known
+            plain = sel & (modules == 0)
+            if not plain.any():
+                continue
+            med, med_deser = float(np.median(took[plain])), float(np.median(u.deser[plain]))
+            warm = sel & (modules > 0) & (took >= WARM_UP_RATIO * med) & (took - med >= WARM_UP_MIN_S)
+            extra[warm] = took[warm] - med
+            in_deser[warm] = np.minimum(np.maximum(u.deser[warm] - med_deser, 0.0), extra[warm])
+        return extra, in_deser, modules
+
+    @functools.cached_property
+    def warm_rows(self) -> np.ndarray:
+        """Per row of ``trace.tasks``: whether its unit is a worker's warm-up (see :attr:`warm_up`)."""
+        ru = self.units.row_unit
+        return (ru >= 0) & (self.warm_up[0][np.clip(ru, 0, None)] > 0) if len(ru) else np.zeros(0, dtype=bool)
 
     @functools.cached_property
     def unit_of_task(self) -> dict[int, int]:

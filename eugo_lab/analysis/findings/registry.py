@@ -23,6 +23,7 @@ from eugo_lab.analysis.findings import (
     serialization,
     speedup,
     submission,
+    warmup,
 )
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context
@@ -75,6 +76,7 @@ REGISTRY: tuple[Detector, ...] = (
     Detector((Code.SLOW_SUBMISSION,), submission.slow_submission),
     Detector((Code.CRITICAL_PATH,), critical.critical, _blocked),
     Detector((Code.UNBALANCED_PARTITIONS,), imbalance.unbalanced),
+    Detector((Code.WARM_UP,), warmup.warm_up),
     Detector((Code.STRAGGLER,), imbalance.stragglers, _unbalanced),
     Detector((Code.LONG_TAIL,), imbalance.long_tail),
     Detector((Code.TASKS_TOO_SMALL,), batching.tasks_too_small),
