@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -116,3 +117,26 @@ def test_an_exception_that_is_never_retried_does_not_count_attempts(local1):
     retried = hpc.remote(fail_once, retries=1, retry_exceptions=(KeyError,))
     with pytest.raises(KeyError, match=r"attempt 2 of 2 on worker 0"):
         hpc.get(retried.remote())
+
+
+def stubborn_nap():
+    while True:
+        try:
+            time.sleep(10)
+        except BaseException:  # noqa: BLE001 - stays in the runtime's table until its grace runs out
+            pass
+
+
+def test_tasks_waited_on_then_cancelled_are_not_reported_as_never_waited_on():
+    # An Interrupt inside get() cancels what get() was waiting on; a task slow to stop stays in the runtime's
+    # table until its worker is killed (cancel_grace), which is when the trace closes here.
+    hpc.init(backend="local", workers=1, cancel_grace=60)
+    try:
+        with hpc.trace(settle=0) as t:
+            f = hpc.remote(stubborn_nap).remote()
+            with pytest.raises(hpc.GetTimeoutError):
+                hpc.get(f, timeout=0.2)
+            hpc.cancel(f)
+        assert "unwaited_tasks" not in t.trace.meta, t.trace.meta
+    finally:
+        hpc.shutdown()
