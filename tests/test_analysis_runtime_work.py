@@ -118,9 +118,9 @@ def test_a_large_argument_by_value_is_one_finding_not_four():
     r = analyze(_large_argument())
     f = r.finding("repeated-argument")
     assert f.evidence["explains"] == ["slow-submission", "critical-path", "tasks-too-small", "serialization"]
-    assert f.verdict.endswith("The same cause explains the slow submission loop, the chain of tasks that seemed to "
-                              "wait for each other, their scheduling overhead and the workers' time pickling: not "
-                              "listed as separate fixes.")
+    assert f.verdict.endswith("The same cause explains the slow submission loop, the chain of tasks the run seemed "
+                              "to wait on, their scheduling overhead and the workers' time pickling: not listed as "
+                              "separate fixes.")
     assert r.codes() == ["repeated-argument"], r.codes()
 
 
@@ -179,3 +179,35 @@ def test_imports_while_unpickling_on_a_new_worker_are_not_called_serialization()
     assert r.finding("serialization") is None, r.codes()
     f = r.finding("warm-up")
     assert "187 ms of it while unpickling the arguments" in f.verdict
+
+
+def test_arguments_pickled_at_every_remote_are_not_a_reason_to_batch():
+    # Ten different 16 MB arrays, one per task: no argument repeats, but the driver pickled each at .remote().
+    b = TraceBuilder(workers=2)
+    for k in range(10):
+        r = 0.05 * k
+        s = r + 0.01
+        row = b.task("score", worker=k % 2, ready=r, start=s, end=s + 13e-6, deser=0.005, received=s + 0.005,
+                     bytes_in=16_000_000)
+        b.submission(row + 1, r - 0.048, r - 0.001, r)
+        b.arg(row + 1, k)  # a different array each time
+    r = analyze(b.build(start=-0.05))
+    slow = r.finding("slow-submission")
+    assert slow.evidence["cause"] == "pickling" and slow.evidence["explains"] == ["tasks-too-small"], r.codes()
+    assert r.finding("tasks-too-small") is None
+
+
+def test_a_warm_up_waiting_for_cores_is_not_contention_nor_the_function_s_bound():
+    # Both workers' first tasks imported pandas at once and waited for a core most of the time; the rest did not.
+    b = TraceBuilder(workers=2, cores=2)
+    for w in (0, 1):
+        t = 0.0
+        for k in range(4):
+            body = 2.0 if k == 0 else 0.1
+            row = b.task("load", worker=w, start=t, end=t + body, cpu=0.5 if k == 0 else 0.005,
+                         runq=1.4 if k == 0 else 0.0)
+            b.imports(row, 700 if k == 0 else 0)
+            t += body
+    r = analyze(b.build())
+    assert r.finding("warm-up") is not None
+    assert r.finding("contention") is None and r.finding("compute-bound") is None, r.codes()

@@ -120,9 +120,10 @@ def boundness(ctx: Context) -> list[Finding]:
     # A JIT trial's compile is the runtime's work inside the task: it says nothing of the function.
     c_wall, c_cpu, c_runq = ctx.trial_compile
     body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
+    warm = ctx.warm_up[0] > 0  # a worker's warm-up imports libraries: not what the function's own time is bound by
     for f in np.unique(u.function):
-        sel = u.function == f
-        if float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
+        sel = (u.function == f) & ~warm
+        if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
         out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),
                       float(cpu[sel].sum()), runq=float(np.nansum(runq[sel])))

@@ -36,7 +36,7 @@ RUNQ_CONTENTION_MIN_S = 0.01
 def side_by_side(ctx: Context, fn: int) -> dict | None:
     """``fn``'s tasks alone vs side by side in this trace (see ``ALONE_OVERLAP``, ``TOGETHER_OVERLAP``)."""
     return overlap.side_by_side(ctx.units, fn, ALONE_OVERLAP, TOGETHER_OVERLAP, CONTENTION_MIN_TASKS,
-                                ctx.overlap, exclude=ctx.trial_units)
+                                ctx.overlap, exclude=ctx.trial_units | (ctx.warm_up[0] > 0))
 
 
 def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarray | None = None) -> str:
@@ -94,10 +94,12 @@ def contention(ctx: Context) -> list[Finding]:
         name = ctx.fname(f)
         # A JIT trial (plain run, compile, compiled run) is slower than the compiled calls by design: it
         # would read as contention wherever the trials ran side by side and the compiled calls alone.
-        sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units)
+        # A worker's warm-up (importing libraries, often several workers at once) is left out the same way.
+        warm = ctx.warm_up[0] > 0
+        sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units & ~warm)
         found = _slower_together(ctx, int(f), name, sel, bu, est, measured)
         if found is None:
-            found = _waited_for_cores(ctx, name, np.flatnonzero(u.function == f))
+            found = _waited_for_cores(ctx, name, np.flatnonzero((u.function == f) & ~warm))
         if found is not None:
             out.append(found)
     return out

@@ -1,5 +1,8 @@
 """One cause, one piece of advice: findings that a data finding explains are folded into it.
 
+(A Slow submission spent pickling arguments is a data finding of the driver's side: it explains
+the scheduling overhead of those tasks, which batching would not remove.)
+
 A large argument sent by value, or large results sent back, make a task's round trip long
 whatever its body does: the same time then also reads as scheduling overhead ("batch=3"), as
 serialization in general, as a slow submission loop, as a long tail of 28 us tasks, or as a
@@ -23,7 +26,7 @@ _WHAT = {
     Code.SERIALIZATION: "the workers' time pickling",
     Code.SLOW_SUBMISSION: "the slow submission loop",
     Code.LONG_TAIL: "the long tail",
-    Code.CRITICAL_PATH: "the chain of tasks that seemed to wait for each other",
+    Code.CRITICAL_PATH: "the chain of tasks the run seemed to wait on",
 }
 
 
@@ -33,7 +36,10 @@ def _functions_of(ctx: Context, task_ids: list[int]) -> tuple[set[str], np.ndarr
 
 
 def _explains(ctx: Context, data: Finding, f: Finding) -> bool:
-    """Whether ``data`` (a Repeated argument or Large results finding) explains ``f``."""
+    """Whether ``data`` (a Repeated argument, Large results, or a Slow submission spent pickling) explains ``f``."""
+    if data.code == Code.SLOW_SUBMISSION:
+        # The driver pickling each task's arguments at .remote(): batching items would pickle the same bytes.
+        return f.code == Code.TASKS_TOO_SMALL and f.evidence.get("function") in data.evidence.get("functions", ())
     fn = data.evidence["function"]
     if f.code == Code.TASKS_TOO_SMALL or f.code == Code.SERIALIZATION:
         return f.evidence.get("function") == fn
@@ -45,27 +51,40 @@ def _explains(ctx: Context, data: Finding, f: Finding) -> bool:
         # The tail is not body time (splitting the bodies cannot shorten it): it is the data's round trip.
         return names == {fn} and float(ctx.units.body[idx].sum()) < 0.5 * f.evidence["tail"]
     if f.code == Code.CRITICAL_PATH:
-        # A chain read from timing alone (no dependency recorded): each task was ready only after the
-        # previous copy of the argument was pickled, not after the previous result.
-        names, _ = _functions_of(ctx, f.evidence["tasks"])
-        return data.code == Code.REPEATED_ARGUMENT and names == {fn} and not ctx.trace.meta.get("deps_recorded")
+        # A chain whose bodies are a small part of it: its time is the data's (each task ready only after the
+        # previous copy was pickled, or a result waiting to be read), not work to partition or fan out.
+        names, idx = _functions_of(ctx, f.evidence["tasks"])
+        return names == {fn} and float(ctx.units.body[idx].sum()) < 0.5 * f.evidence["length"]
     return False
 
 
-def fold(ctx: Context, found: list[Finding]) -> list[Finding]:
-    """``found`` with the findings a data finding explains folded into it (the data finding that saves most first)."""
+def _explainers(found: list[Finding]) -> list[Finding]:
+    """The findings that can explain others, the data findings first (the one that saves most first)."""
     data = sorted((f for f in found if f.code in (Code.REPEATED_ARGUMENT, Code.LARGE_RESULTS)),
                   key=lambda f: -(f.saves or 0.0))
+    return data + [f for f in found if f.code == Code.SLOW_SUBMISSION and f.evidence.get("cause") == "pickling"]
+
+
+def fold(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """``found`` with the findings another explains folded into the one that explains them (see ``_explains``)."""
+    data = _explainers(found)
     if not data:
         return found
+    owner: dict[int, Finding] = {}
+    for f in found:
+        by = next((d for d in data if d is not f and _explains(ctx, d, f)), None)
+        if by is not None:
+            owner[id(f)] = by
     folded: dict[int, list[Finding]] = {id(d): [] for d in data}
     out = []
     for f in found:
-        by = next((d for d in data if d is not f and _explains(ctx, d, f)), None)
+        by = owner.get(id(f))
         if by is None:
             out.append(f)
-        else:
-            folded[id(by)].append(f)
+            continue
+        while id(by) in owner:  # explained by a finding that is itself explained: the first cause says it
+            by = owner[id(by)]
+        folded[id(by)].append(f)
     result = []
     for f in out:
         inner = folded.get(id(f))
