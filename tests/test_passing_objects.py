@@ -109,6 +109,13 @@ def test_a_task_writing_into_an_hpc_put_array_is_told_to_return_values_instead(l
         hpc.get(hpc.remote(write_first).remote(ref))
 
 
+def test_an_hpc_map_item_writing_into_a_stored_array_gets_the_same_explanation(local1):
+    ref = hpc.put(np.zeros(4))
+    futures = hpc.map(write_first, [ref, ref], batch=2)
+    with pytest.raises(ValueError, match=r"write_first\(\) wrote into an array it was given read-only"):
+        hpc.get(futures)
+
+
 def test_an_exception_that_is_never_retried_does_not_count_attempts(local1):
     with pytest.raises(KeyError) as info:
         hpc.get(hpc.remote(fail_once).remote())

@@ -604,6 +604,7 @@ def execute_batch(
                     recording.stop()
                 raise
             except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
+                exc = _read_only_write(exc, function, (items[len(results)],), {})
                 if errors is None:
                     errors = {}
                 errors[len(results)] = (_pickle_exception(exc), _format_tb(exc))
