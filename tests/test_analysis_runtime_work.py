@@ -211,3 +211,22 @@ def test_a_warm_up_waiting_for_cores_is_not_contention_nor_the_function_s_bound(
     r = analyze(b.build())
     assert r.finding("warm-up") is not None
     assert r.finding("contention") is None and r.finding("compute-bound") is None, r.codes()
+
+
+def test_tasks_beside_a_background_compile_are_not_warm_up():
+    # The compile thread imports Numba in the worker while tasks run: their imports and their slowness are the
+    # compile's (the Contention finding names it), not the tasks' warm-up.
+    b = TraceBuilder(workers=2, cores=2)
+    rows = []
+    for w in (0, 1):
+        t = 0.0
+        for k in range(6):
+            body = 0.3 if 1 <= k <= 3 else 0.1
+            rows.append(b.task("count", worker=w, start=t, end=t + body))
+            b.imports(rows[-1], 200 if 1 <= k <= 3 else 0)
+            t += body
+    b.phase(rows[0], "jit: not tried: compiling: 97% of its sampled time in Python bytecode [trial plain=0.1]",
+            0.1, 0.1, 0.0)
+    b.phase(rows[4], "jit: compiled [trial plain=0.1 compile=0.9 compiled=0.01]", 1.1, 1.1, 0.0)
+    r = analyze(b.build())
+    assert r.finding("warm-up") is None, r.codes()

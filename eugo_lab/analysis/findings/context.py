@@ -18,7 +18,7 @@ from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.analysis.simulate import Replay
-from eugo_lab.analysis.timeline import Units, Window
+from eugo_lab.analysis.timeline import Units, Window, covered, merge
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -124,8 +124,11 @@ class Context:
         A unit is a warm-up when its worker imported modules for it and its unpickling plus body took
         at least ``WARM_UP_RATIO`` times, and ``WARM_UP_MIN_S`` more than, the median of its function's
         units that imported nothing (the extra is what the imports cost). Without such units to compare
-        with, nothing is called warm-up.
+        with, nothing is called warm-up. Nor is a unit that ran beside a background JIT compile: the
+        compile thread imports Numba in the same process, and its slowing the task down is the
+        Contention finding's (:mod:`.runtime_work`).
         """
+        from eugo_lab.analysis.findings import runtime_work  # it builds on this module
         u, f = self.units, self.trace.facts
         n = len(u)
         extra, in_deser, modules = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -142,6 +145,10 @@ class Context:
             modules[u.row_unit[row]] += imported
         took = u.deser + u.body
         single = u.n_items == 1
+        c = runtime_work.compiles(self)
+        if len(c.start):
+            body_start = u.occ_start + u.deser
+            known &= covered(merge(c.start, c.end), body_start, body_start + u.body) <= 0
         for fn in np.unique(u.function):
             sel = (u.function == fn) & single & known
             plain = sel & (modules == 0)
