@@ -230,3 +230,20 @@ def test_tasks_beside_a_background_compile_are_not_warm_up():
     b.phase(rows[4], "jit: compiled [trial plain=0.1 compile=0.9 compiled=0.01]", 1.1, 1.1, 0.0)
     r = analyze(b.build())
     assert r.finding("warm-up") is None, r.codes()
+
+
+def test_a_task_slowed_by_a_background_compile_is_no_straggler():
+    b = TraceBuilder(workers=2, cores=2)
+    rows = []
+    for w in (0, 1):
+        t = 0.0
+        for k in range(6):
+            body = 0.4 if (w, k) == (0, 2) else 0.1  # ran while the compile held a core
+            rows.append(b.task("count", worker=w, start=t, end=t + body))
+            t += body
+    assert analyze(b.build()).finding("straggler") is not None
+    b.phase(rows[0], "jit: not tried: compiling: 97% of its sampled time in Python bytecode [trial plain=0.1]",
+            0.05, 0.05, 0.0)
+    b.phase(rows[4], "jit: compiled [trial plain=0.1 compile=0.3 compiled=0.01]", 0.7, 0.7, 0.0)
+    r = analyze(b.build())
+    assert r.finding("straggler") is None, r.codes()

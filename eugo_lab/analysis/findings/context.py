@@ -128,7 +128,6 @@ class Context:
         compile thread imports Numba in the same process, and its slowing the task down is the
         Contention finding's (:mod:`.runtime_work`).
         """
-        from eugo_lab.analysis.findings import runtime_work  # it builds on this module
         u, f = self.units, self.trace.facts
         n = len(u)
         extra, in_deser, modules = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -145,10 +144,7 @@ class Context:
             modules[u.row_unit[row]] += imported
         took = u.deser + u.body
         single = u.n_items == 1
-        c = runtime_work.compiles(self)
-        if len(c.start):
-            body_start = u.occ_start + u.deser
-            known &= covered(merge(c.start, c.end), body_start, body_start + u.body) <= 0
+        known &= ~self.beside_compile
         for fn in np.unique(u.function):
             sel = (u.function == fn) & single & known
             plain = sel & (modules == 0)
@@ -159,6 +155,22 @@ class Context:
             extra[warm] = took[warm] - med
             in_deser[warm] = np.minimum(np.maximum(u.deser[warm] - med_deser, 0.0), extra[warm])
         return extra, in_deser, modules
+
+    @functools.cached_property
+    def beside_compile(self) -> np.ndarray:
+        """Per unit: whether its body ran beside a background JIT compile (see :mod:`.runtime_work`).
+
+        The compile thread takes a core (and imports Numba) in the middle of the run: a task slowed by it
+        is no straggler and no warm-up; the Contention finding names the compile.
+        """
+        from eugo_lab.analysis.findings import runtime_work  # it builds on this module
+
+        u = self.units
+        c = runtime_work.compiles(self)
+        if not len(c.start) or not len(u):
+            return np.zeros(len(u), dtype=bool)
+        body_start = u.occ_start + u.deser
+        return covered(merge(c.start, c.end), body_start, body_start + u.body) > 0
 
     @functools.cached_property
     def warm_rows(self) -> np.ndarray:
