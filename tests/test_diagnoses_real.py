@@ -54,7 +54,9 @@ def test_large_results_are_their_own_finding_and_never_batching_advice(pool2):
     assert int(units(t.trace).bytes_out.min()) >= 8_000_000
     r = analyze(t.trace)
     assert r.finding("tasks-too-small") is None, [f.to_text() for f in r.findings]
-    assert not any("batch=" in f.advice for f in r.findings), [f.to_text() for f in r.findings]
+    # (the Large results finding names batch=2 only to say why not)
+    assert not any("batch=" in f.advice for f in r.findings if f.code != "large-results"), \
+        [f.to_text() for f in r.findings]
     f = r.finding("large-results")
     if f is not None:  # priced: reported when returning a summary would save 5% of this run
         assert "Do not batch these tasks" in f.advice and f.evidence["tasks"] == 12
