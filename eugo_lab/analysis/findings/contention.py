@@ -47,10 +47,10 @@ def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarra
             names = ", ".join(f"{f}()" for f in compiled)
             return (f"the runtime's own work: the automatic JIT compiled {names} with Numba in a background thread "
                     f"of the worker during {fmt_pct(share)} of these tasks' time, and the compile competed with "
-                    "the tasks for the cores. It is paid once per worker process and function: while the workers "
-                    "stay up, later runs reuse the compiled code (hpc.last_optimizations() lists it). To keep it "
-                    "out of a timing, run the cell once before measuring, or switch the JIT off (%%eugo "
-                    "--no-optimize, hpc.init(optimize=False))")
+                    "the tasks for the cores. It is paid once per worker process, function and argument types: "
+                    "while the workers stay up, later runs reuse the compiled code (hpc.last_optimizations() lists "
+                    "it). To keep it out of a timing, run the cell once before measuring, or switch the JIT off "
+                    "(%%eugo --no-optimize, hpc.init(optimize=False))")
     if cpu_ratio >= 1.5:
         return (f"each task used about {cpu_ratio:.1f} cores: threaded code (BLAS) in every worker oversubscribes "
                 "the cores; limit it to one thread per worker (threadpoolctl, OMP_NUM_THREADS=1)")
