@@ -10,6 +10,8 @@ Load with ``%load_ext eugo_lab``. Only IPython is needed here: the live view's w
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 try:
@@ -21,7 +23,6 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
                       "pip install ipykernel (or \"eugo-lab[lab]\" for JupyterLab and the live view)") from exc
 
 from eugo_lab.cellrun import options as opt
-from eugo_lab.cellrun.status import DEFAULT_PRICE
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
 OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
@@ -100,15 +101,20 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            return run_exercise_cell(self.shell, cell or "", options, ex.id, solution=solution)
-        return run_cell(self.shell, cell or "", options)
+            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex.id, solution=solution)
+        else:
+            run = functools.partial(run_cell, self.shell, cell or "", options)
+        try:
+            return run()
+        except opt.OptionError as exc:  # a restart for -w/--compare/--scaling that would lose the runtime's options
+            raise UsageError(str(exc)) from None
 
     @no_var_expand
     @line_magic("eugo")
     def eugo_line(self, line: str) -> Any:
         """Manage the runtime and look things up.
 
-        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
+        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far and its rate
         ``%eugo stop``                stop the runtime and its workers
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
@@ -138,7 +144,10 @@ class EugoMagics(Magics):
             from eugo_lab.cellrun.status import status
             from eugo_lab.hpc import session
 
-            st = status(session.current(start=False), price=price)
+            try:
+                st = status(session.current(start=False), price=price)
+            except ValueError as exc:  # a malformed EUGO_LAB_PRICE_PER_WORKER_HOUR: say which and how to fix it
+                raise UsageError(f"%eugo status: {exc}") from None
             show(text.status_text(st), text.status_text(st, precise=True), html.status_html(st))
         elif sub == "stop":
             if rest:
@@ -172,7 +181,12 @@ class EugoMagics(Magics):
                 msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
                 show(msg, msg, None)
                 return
-            summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+            summary = report.of_trace(tr)  # the cell's own: its --compare runs and optimizations
+            if summary is None:  # a 'with hpc.trace():' region
+                summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+                summary.optimizations = hpc.last_optimizations()
+            else:  # the live timeline that stood in for the static one belongs to the cell's output
+                summary = dataclasses.replace(summary, live_timeline_shown=False)
             show(text.summary_text(summary), text.summary_text(summary, precise=True), html.summary_html(summary))
         elif sub == "exercises":
             if rest:
@@ -225,9 +239,9 @@ class EugoMagics(Magics):
                              "use %%eugo (two %) to run a cell")
 
 
-def _price(words: list[str]) -> float:
+def _price(words: list[str]) -> float | None:
     if not words:
-        return DEFAULT_PRICE
+        return None  # the runtime's own rate (hpc.init, the settings variable), or no bill on your own machine
     if len(words) == 2 and words[0] == "--price":
         try:
             value = float(words[1])

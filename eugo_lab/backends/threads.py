@@ -1,5 +1,10 @@
 """Threads in this process: no pickling of code, no start-up cost; for I/O-bound work and demos.
 
+CPython runs Python bytecode on one thread at a time (the GIL), so threads run side by side only
+where tasks release it: I/O, sleep, NumPy on large arrays, compiled code. Pure-Python tasks on
+several threads take turns, and the analysis (:mod:`eugo_lab.analysis.gil`) counts their turns
+waiting as neither work nor I/O.
+
 Arguments are still pickled and unpickled (``execute`` does it) so a task never shares
 mutable state with the caller, exactly as on the process-based engines.
 """

@@ -52,9 +52,15 @@ def parse_backend(value: str | None, available: list[str]) -> str | None:
     if name not in KNOWN_BACKENDS:
         raise OptionError(f"-b/--backend must be one of {', '.join(KNOWN_BACKENDS)}, got {value!r}")
     if name not in available:
-        raise OptionError(f"-b/--backend {name} is not available in this installation; "
-                          f"available: {', '.join(available)} (pip install \"eugo-lab[{name}]\")")
+        raise OptionError(_not_installed(f"-b/--backend {name}", name, available))
     return name
+
+
+def _not_installed(what: str, name: str, available: list[str]) -> str:
+    # The extras are named after their engines (eugo-lab[dask], eugo-lab[ray]).
+    return (f"{what}: the {name} engine is not installed in this environment (eugo-lab without its [{name}] "
+            f'extra). Install it with: pip install "eugo-lab[{name}]" and restart the kernel; '
+            f"engines available: {', '.join(available)}")
 
 
 def parse_address(value: str | None) -> str | None:
@@ -166,8 +172,7 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
     if a is not None and b is None:
         b = "ray" if a.startswith("ray://") or a == "auto" else "dask"
         if b not in avail:
-            raise OptionError(f"--address {a} needs the {b} backend, which is not available in this installation; "
-                              f"available: {', '.join(avail)}")
+            raise OptionError(_not_installed(f"--address {a} needs the {b} engine", b, avail))
     if optimize and no_optimize:
         raise OptionError("use either --optimize (JIT every function with arrays, report it) or --no-optimize "
                           "(no JIT at all in this cell), not both")

@@ -24,6 +24,7 @@ from typing import Any
 
 from eugo_lab import hpc
 from eugo_lab.cellrun import profile_display, report
+from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
@@ -43,9 +44,11 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
     if rt is not None and rt.backend_name == backend and (workers is None or rt.backend.info().workers == workers) \
             and (opts.address is None or rt.options.get("address") == opts.address):
         return rt
-    kwargs: dict[str, Any] = {}
+    # Every option the running runtime was started with goes over to the new one (or is refused by name).
+    kwargs = restart_options(rt, backend, workers)
     if opts.address is not None:
         kwargs["address"] = opts.address
+        kwargs.pop("cluster", None)
     hpc.init(backend=backend, workers=workers, **kwargs)
     rt = session.current(start=False)
     if opts.address is not None:
@@ -144,6 +147,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     # what the runtime did for you: --optimize, or on its own (also hpc.last_optimizations()); None: nothing ran
     summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
+    report.remember(summary)  # %eugo trace shows this summary again, not a re-analysis of the main run alone
     if out_mode == "text":
         print(summary.to_text(precise=True))
     else:

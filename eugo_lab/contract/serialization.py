@@ -45,6 +45,7 @@ def _picklers() -> tuple[type, type]:
         dispatch = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
     except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
         dispatch = cloudpickle.CloudPickler.dispatch_table
+    dispatch = ChainMap({functools._lru_cache_wrapper: _lru_cache_reduce}, dispatch)
     # cloudpickle sends an open text file as a new file holding a copy of its contents; binary files and
     # every other route refuse open files. One rule everywhere: refused, with _HINT saying what to pass.
     dispatch = ChainMap({io.TextIOWrapper: _refuse_open_file(dispatch.get(io.TextIOWrapper))}, dispatch)
@@ -83,6 +84,40 @@ def _refuse_open_file(standard: Callable | None) -> Callable[[io.TextIOWrapper],
                         "a copy of its contents, not the file (its reads, writes and close would not reach this one)")
 
     return reduce
+
+
+def _lru_cache_reduce(wrapper: Any) -> Any:
+    """Pickle a ``functools.lru_cache``/``cache`` wrapper by value when the function it wraps is (a cell's).
+
+    The wrapper's own ``__reduce__`` names it (``__main__.helper``), which a worker cannot import: a
+    task that called an ``@lru_cache`` helper defined in a notebook cell failed to load. A wrapped
+    function cloudpickle would send by value goes by value, wrapped again on the worker with the
+    same ``maxsize`` and ``typed`` (each worker keeps its own, empty cache); an importable one is
+    still sent by name.
+    """
+    fn = getattr(wrapper, "__wrapped__", None)
+    if fn is None or _importable(wrapper):
+        return wrapper.__reduce__()
+    params = wrapper.cache_parameters()
+    return _lru_cached, (fn, params["maxsize"], params["typed"])
+
+
+def _importable(obj: Any) -> bool:
+    """True if a worker finds ``obj`` by its name: an attribute of an imported module other than ``__main__``."""
+    import sys
+
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    found: Any = module
+    for part in str(getattr(obj, "__qualname__", "")).split("."):
+        found = getattr(found, part, None)  # "<locals>" of a function's body: not found, so by value
+    return found is obj
+
+
+def _lru_cached(fn: Callable, maxsize: int | None, typed: bool) -> Callable:
+    """``functools.lru_cache(maxsize, typed)(fn)``: a cell's cached helper, rebuilt on a worker."""
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(fn)
 
 
 def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:

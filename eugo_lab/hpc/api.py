@@ -28,7 +28,8 @@ _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding not
 
 # -- lifecycle ---------------------------------------------------------------------------------
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
-         cluster: Any = None, optimize: bool = True, _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
+         cluster: Any = None, optimize: bool = True, price_per_worker_hour: float | None = None,
+         _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
     """Start the runtime explicitly and return :func:`cluster` info.
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
@@ -41,12 +42,20 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     ``optimize``: ``True`` (default): the runtime JIT-compiles, checks and keeps the functions whose
     own measurements show their time in Python bytecode (see the README, "Automatic optimizations");
     ``False``: never, for this runtime.
+    ``price_per_worker_hour``: what one worker costs per hour, in your currency: ``%eugo status`` and
+    the JupyterLab panel bill the runtime at it (default: the ``EUGO_LAB_PRICE_PER_WORKER_HOUR``
+    setting; unset, a pool on your own machine has no bill and a remote cluster an example rate).
     """
     if not isinstance(optimize, bool):
         raise TypeError(f"hpc.init(optimize=...) takes True or False, got {optimize!r}")
+    if price_per_worker_hour is not None and (isinstance(price_per_worker_hour, bool) or not isinstance(
+            price_per_worker_hour, (int, float)) or not 0 <= price_per_worker_hour < float("inf")):
+        raise ValueError(f"hpc.init(price_per_worker_hour=...) takes a number >= 0 (per worker-hour) or None, "
+                         f"got {price_per_worker_hour!r}")
     rt = session.start_runtime(backend, workers, address=address, cluster=cluster, wait_ready=_wait_ready,
                                **backend_options)
     rt.auto_optimize = optimize
+    rt.price_per_worker_hour = None if price_per_worker_hour is None else float(price_per_worker_hour)
     return rt.backend.info()
 
 
@@ -318,11 +327,14 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     of values without making any.
     """
     from eugo_lab.hpc.mapping import map_items
+    from eugo_lab.hpc.plain_records import record_for
     from eugo_lab.hpc.remote_function import remote
 
     rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
+    # A plain function mapped again keeps its record: workers load it once and the pool keeps one estimate.
+    record = rf._record if rf is fn else record_for(fn, rf._record.name)
     rt = session.current()
-    return map_items(rt, rf._record, iterable, rf._options, batch)
+    return map_items(rt, record, iterable, rf._options, batch)
 
 
 # -- tracing --------------------------------------------------------------------------------------

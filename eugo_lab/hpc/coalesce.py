@@ -191,11 +191,20 @@ class Coalescer:
         self.largest = max(self.largest, len(batch))
         return batch
 
-    def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]]) -> None:
+    def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]], attempt: int = 1) -> None:
         futs = [f for _, _, f in batch]
+        calls = [(a, k) for a, k, _ in batch]
+
+        def resend(indices: list[int], _: FutureBatch, next_attempt: int) -> None:
+            # Calls that raised an exception named in retry_exceptions: only those go again, in a batch
+            # of their own (the calls that succeeded keep their results), as .remote() retries a call.
+            with self.lock:
+                self.inflight += 1
+            self._send(rt, [(*calls[i], futs[i]) for i in indices], next_attempt)
+
         try:
-            rt.submit_batch(self.spread, [(a, k) for a, k, _ in batch], FutureBatch(futs), self.options,
-                            on_done=self._batch_done)
+            rt.submit_batch(self.spread, calls, FutureBatch(futs, resend), self.options,
+                            on_done=self._batch_done, attempt=attempt)
         except errors.HpcError as exc:  # the runtime was shut down meanwhile: fail these calls, as .remote() would
             with self.lock:
                 self.inflight -= 1
@@ -244,9 +253,15 @@ class Coalescer:
         """Send a held call as a plain task whose result lands in the future the caller already has."""
         with self.lock:
             self.plain_tasks += 1
+        self._plain_send(rt, args, kwargs, fut, 1)
+
+    def _plain_send(self, rt: Any, args: tuple, kwargs: dict, fut: Future, attempt: int) -> None:
         # A one-call batch: the caller's future (and its task id) stays the one it was given.
+        def resend(_: list[int], __: FutureBatch, next_attempt: int) -> None:
+            self._plain_send(rt, args, kwargs, fut, next_attempt)  # retry_exceptions: the call goes again
+
         try:
-            rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut]), self.options)
+            rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut], resend), self.options, attempt=attempt)
         except errors.HpcError as exc:
             fut._complete(STATE_FAILED, error=exc)
 

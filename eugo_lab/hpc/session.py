@@ -141,6 +141,7 @@ class Runtime:
         self.tasks_finished = 0
         self.last_activity = time.time()
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
+        self.price_per_worker_hour: float | None = None  # hpc.init(price_per_worker_hour=...): what it bills at
         self.auto_optimize = True  # the JIT without annotation (eugo_lab.hpc.optimized); hpc.init(optimize=False): off
         # Features that keep work of their own outside _tasks (hpc.map's unsent items, batch="auto"'s held
         # calls) register here to be cancelled with the rest: cancel_all() sums what each cancelled.
@@ -240,8 +241,11 @@ class Runtime:
             self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
-                     on_done: Any = None) -> Pending:
-        """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
+                     on_done: Any = None, attempt: int = 1) -> Pending:
+        """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``.
+
+        ``attempt`` > 1: the batch re-sends items of an earlier batch that raised (their next attempt).
+        """
         self._check_open()
         for wrap in _wrap_chain:
             fn = wrap(self, fn, (), {}, items)
@@ -252,6 +256,7 @@ class Runtime:
         tid = next(self._ids)
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
+        task.attempt = attempt
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
@@ -332,10 +337,13 @@ class Runtime:
             else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
                 failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
                           for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
-                task.items.finish(BatchResult(result.payload), failed)
+                # Each item that raised is retried on its own, as a .remote() call would be; the items that
+                # succeeded keep their results and never run again.
+                again = [i for i, exc in failed.items() if self._may_retry(task, exc)] if failed else []
+                task.items.finish(BatchResult(result.payload), failed, again, task.attempt + 1)
         elif status == base.ERROR:
             exc = self._rebuild(result.payload, result.traceback, name, task, worker)
-            retry = _retries(task, getattr(exc, "original", exc)) and task.attempt <= task.options.retries
+            retry = self._may_retry(task, exc)
             if not retry:
                 self._complete_error(task, exc)
         elif status == base.CRASHED:
@@ -357,6 +365,11 @@ class Runtime:
             self._hand_to_backend(task)
         elif map_cb is not None:
             map_cb(task, stats)
+
+    @staticmethod
+    def _may_retry(task: Pending, exc: BaseException) -> bool:
+        """True if ``task`` (or one of its batch's items) that raised ``exc`` gets another attempt."""
+        return _retries(task, getattr(exc, "original", exc)) and task.attempt <= task.options.retries
 
     def _record_safely(self, record: Callable[..., None], *args: Any, worker: int) -> None:
         """``record(*args)``, logging instead of raising: a tracing bug must never keep a future from completing."""
@@ -531,7 +544,9 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
             be.wait_ready()
         # An open region (a %%eugo cell that calls hpc.init) keeps recording: the new runtime takes its recorder.
         handed = old.recorder if old is not None and old.recorder.in_region else None
-        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options}, recorder=handed)
+        # Everything it was started with, so a restart (%%eugo -w N, --compare) can start the same again.
+        where = {k: v for k, v in (("address", address), ("cluster", cluster)) if v is not None}
+        rt = Runtime(be, backend_name=name, options={"workers": workers, **where, **backend_options}, recorder=handed)
         if handed is not None:
             old.successor = rt  # type: ignore[union-attr]
         set_current(rt)

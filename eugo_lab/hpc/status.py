@@ -36,7 +36,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import session
-from eugo_lab.hpc.counters import DEFAULT_PRICE, change_key, counters
+from eugo_lab.hpc.counters import Rate, change_key, counters, rate
 from eugo_lab.settings import STATUS_DIR_ENV
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def snapshot(rt: Runtime | None) -> dict[str, Any]:
 
     The :class:`~eugo_lab.hpc.counters.Counters` (backend, workers, running, queued,
     submitted, elapsed, idle; counts are of items, an ``hpc.map`` item counts as one), the
-    ``price`` per worker-hour and the ``cost`` so far, plus ``state`` (``running`` or
+    ``price`` per worker-hour, where it came from (``price_source``) and the ``cost`` so far (both
+    null where there is no bill: a pool on your own machine with no rate set), plus ``state`` (``running`` or
     ``none``), ``tracing`` and when and by which process it was taken.
     """
     from eugo_lab import __version__
@@ -66,7 +67,12 @@ def snapshot(rt: Runtime | None) -> dict[str, Any]:
                            "updated": time.time(), "state": "running" if running else "none"}
     if running:
         c = counters(rt)  # type: ignore[arg-type]
-        doc.update(asdict(c), price=DEFAULT_PRICE, cost=c.cost(DEFAULT_PRICE),
+        try:
+            r = rate(rt)
+        except ValueError as exc:  # a malformed price setting: no bill, and the panel says why
+            r = Rate(None, str(exc))
+        # price and cost are null where there is no bill (a pool on your own machine with no rate set)
+        doc.update(asdict(c), price=r.per_worker_hour, price_source=r.source, cost=r.cost(c.workers, c.elapsed),
                    tracing=bool(rt.recorder.active))  # type: ignore[union-attr]
     return doc
 

@@ -85,7 +85,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
                  "something)")
     else:
         speed = f"{speedup_words(r)}, efficiency {r.efficiency:.0%}"
-    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, {speed}")
+    # threads: the serial estimate leaves out time waiting for the interpreter lock, so it is no longer task time
+    work = "task time" if getattr(r, "estimate_basis", "task time") == "task time" else "CPU time and waits"
+    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, {work} {fmt_seconds(r.serial_time)}, {speed}")
     if driver is not None:
         lines.append(f"  driver: {driver_words(driver)}")
     for w, sp in s.measured:
@@ -144,10 +146,12 @@ def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool =
 def speedup_words(r: Any) -> str:
     """``speedup 1.2x measured against 1 worker (task-time estimate 1.5x)``, or the estimate labelled as one."""
     measured = getattr(r, "measured_speedup", None)
+    basis = getattr(r, "estimate_basis", "task time")  # "CPU time" on the threads engine (analysis.gil)
     if measured is not None:
-        return f"speedup {measured:.1f}x measured against 1 worker (task-time estimate {r.estimated_speedup:.1f}x)"
+        return (f"speedup {measured:.1f}x measured against 1 worker "
+                f"({basis.replace(' ', '-')} estimate {r.estimated_speedup:.1f}x)")
     if hasattr(r, "estimated_speedup"):
-        return f"speedup {r.speedup:.1f}x (estimated from task time)"
+        return f"speedup {r.speedup:.1f}x (estimated from {basis})"
     return f"speedup {r.speedup:.1f}x"
 
 
@@ -160,4 +164,4 @@ def status_text(st: Any, precise: bool = False) -> str:
         return head + " (live numbers in the rich view)"
     return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"
             f"  up {fmt_seconds(st.elapsed)}, idle {fmt_seconds(st.idle)}\n"
-            f"  cost so far: ${st.cost:.4f} (at ${st.price:g} per worker-hour)")
+            f"  cost: {st.cost_words()}")

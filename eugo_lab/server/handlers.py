@@ -28,7 +28,7 @@ from eugo_lab.server.api import (
     ProgressHandler,
     StopRuntimeHandler,
 )
-from eugo_lab.server.config import EugoLab
+from eugo_lab.server.config import load_settings
 from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
 
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
@@ -129,7 +129,7 @@ def setup_handlers(serverapp: Any) -> None:
     if bokeh_dir is not None:
         handlers.append((url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": bokeh_dir}))
     web_app.add_handlers(host, handlers)
-    config = EugoLab(parent=serverapp)
+    config = load_settings(serverapp, serverapp.log)  # a bad value: its default and a warning, never half loaded
     web_app.settings["eugo_courses_dir"] = config.courses_dir
     web_app.settings["eugo_idle_warning_s"] = config.idle_warning_s
     # Kernels inherit the server's environment: this is how %%eugo learns base_url, and

@@ -32,4 +32,5 @@ class Code(enum.StrEnum):
     COMPUTE_BOUND = "compute-bound"
     COMPUTE_BOUND_PHASE = "compute-bound-phase"
     CONTENTION = "contention"
+    GIL_WAIT = "gil-wait"
     IDLE_CLUSTER = "idle-cluster"

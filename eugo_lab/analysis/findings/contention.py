@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis import whatif
+from eugo_lab.analysis import gil, whatif
 from eugo_lab.analysis.findings import overlap, runtime_work
 from eugo_lab.analysis.findings.boundness import RUNQ_MENTION
 from eugo_lab.analysis.findings.codes import Code
@@ -54,6 +54,9 @@ def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarra
     if cpu_ratio >= 1.5:
         return (f"each task used about {cpu_ratio:.1f} cores: threaded code (BLAS) in every worker oversubscribes "
                 "the cores; limit it to one thread per worker (threadpoolctl, OMP_NUM_THREADS=1)")
+    if gil.shares_interpreter(ctx.trace.meta):  # the one interpreter lock, before any count of cores
+        return ("the tasks are threads of one Python process, which runs Python one thread at a time (the GIL): "
+                "for Python code, processes (%%eugo -b local) run side by side where threads cannot")
     if cores and ctx.workers > cores:
         return f"{ctx.workers} workers share {cores} cores; use at most {cores} workers for CPU-bound work"
     if starved:

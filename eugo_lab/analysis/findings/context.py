@@ -73,6 +73,13 @@ class Context:
         return self.trace.functions[int(code)]
 
     @functools.cached_property
+    def gil_wait(self) -> np.ndarray:
+        """Per unit: seconds it waited for the interpreter lock (threads engine; zeros elsewhere, see :mod:`gil`)."""
+        from eugo_lab.analysis import gil
+
+        return gil.gil_waits(self.units) if gil.shares_interpreter(self.trace.meta) else np.zeros(len(self.units))
+
+    @functools.cached_property
     def overlap(self) -> np.ndarray:
         """Per unit: the share of its occupancy while another unit ran too (see :mod:`overlap`)."""
         return overlap_share(self.units)

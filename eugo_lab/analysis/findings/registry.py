@@ -18,6 +18,7 @@ from eugo_lab.analysis.findings import (
     contention,
     critical,
     explained,
+    gil_wait,
     imbalance,
     results,
     serialization,
@@ -86,6 +87,7 @@ REGISTRY: tuple[Detector, ...] = (
     Detector((Code.IO_BOUND, Code.COMPUTE_BOUND, Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE),
              boundness.boundness),
     Detector((Code.CONTENTION,), contention.contention),
+    Detector((Code.GIL_WAIT,), gil_wait.gil_wait),
     Detector((Code.SPEEDUP,), speedup.speedup, _everything, leads=True),
 )
 
