@@ -46,6 +46,9 @@ def _picklers() -> tuple[type, type]:
     except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
         dispatch = cloudpickle.CloudPickler.dispatch_table
     dispatch = ChainMap({functools._lru_cache_wrapper: _lru_cache_reduce}, dispatch)
+    # cloudpickle sends an open text file as a new file holding a copy of its contents; binary files and
+    # every other route refuse open files. One rule everywhere: refused, with _HINT saying what to pass.
+    dispatch = ChainMap({io.TextIOWrapper: _refuse_open_file(dispatch.get(io.TextIOWrapper))}, dispatch)
 
     class _Pickler(cloudpickle.CloudPickler):
         """cloudpickle, keeping code objects' file names for readable remote tracebacks."""
@@ -68,6 +71,19 @@ def _picklers() -> tuple[type, type]:
             return token
 
     return _Pickler, _TokenPickler
+
+
+def _refuse_open_file(standard: Callable | None) -> Callable[[io.TextIOWrapper], Any]:
+    """A reducer for text files that refuses open files (``standard`` still handles sys.stdout/stderr by name)."""
+    import sys
+
+    def reduce(f: io.TextIOWrapper) -> Any:
+        if standard is not None and f in (sys.stdout, sys.stderr):  # the worker's own stream, not a copy
+            return standard(f)
+        raise TypeError(f"an open file ({getattr(f, 'name', '?')!r}) is not sent to workers: a worker would get "
+                        "a copy of its contents, not the file (its reads, writes and close would not reach this one)")
+
+    return reduce
 
 
 def _lru_cache_reduce(wrapper: Any) -> Any:
@@ -194,10 +210,8 @@ def loads_value(data: bytes) -> Any:
 
 
 def _first_unpicklable(value: Any) -> BaseException | None:
-    import cloudpickle
-
     try:
-        cloudpickle.dumps(value, protocol=PROTOCOL)
+        _cloud_dumps(value)
     except Exception as exc:  # noqa: BLE001 - any pickling failure is what we look for
         return exc
     return None
@@ -206,7 +220,8 @@ def _first_unpicklable(value: Any) -> BaseException | None:
 _HINT = (
     "Objects such as locks, open files, sockets, generators and database connections "
     "cannot be sent to another process. Create them inside the task instead, or pass "
-    "what is needed to rebuild them (a path, a URL, a seed)."
+    "what is needed to rebuild them (a path, a URL, a seed): for a file, pass its path "
+    "and open it in the task."
 )
 
 

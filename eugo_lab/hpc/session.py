@@ -94,6 +94,16 @@ _wrap_chain: tuple[Wrapper, ...] = ()
 _runtime_listeners: list[Callable[[], None]] = []
 
 
+def _retries(task: Pending, exc: BaseException) -> bool:
+    """Whether a task that raised ``exc`` is run again (while attempts are left): its type is in ``retry_exceptions``.
+
+    A function the worker cannot load would fail the same way again, whatever the option says.
+    """
+    rex = task.options.retry_exceptions
+    matches = rex is True or (isinstance(rex, tuple) and bool(rex) and isinstance(exc, rex))
+    return matches and not isinstance(exc, errors.FunctionLoadError)
+
+
 def add_wrapper(wrap: Wrapper, order: int) -> None:
     """Have every call's function record pass through ``wrap`` (lower ``order`` first); registering twice is one."""
     global _wrap_chain
@@ -360,12 +370,7 @@ class Runtime:
     @staticmethod
     def _may_retry(task: Pending, exc: BaseException) -> bool:
         """True if ``task`` (or one of its batch's items) that raised ``exc`` gets another attempt."""
-        rex = task.options.retry_exceptions
-        original = getattr(exc, "original", exc)
-        matches = rex is True or (isinstance(rex, tuple) and rex and isinstance(original, rex))
-        # A function the worker cannot load would fail the same way again.
-        return (bool(matches) and task.attempt <= task.options.retries
-                and not isinstance(original, errors.FunctionLoadError))
+        return _retries(task, getattr(exc, "original", exc)) and task.attempt <= task.options.retries
 
     def _record_safely(self, record: Callable[..., None], *args: Any, worker: int) -> None:
         """``record(*args)``, logging instead of raising: a tracing bug must never keep a future from completing."""
@@ -398,10 +403,13 @@ class Runtime:
             exc = loads_value(exc_bytes)
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
-        total = task.options.retries + 1
         where = f"worker {worker}" if worker >= 0 else "the driver"
+        # "attempt 1 of 4" only where a failure of this type is retried: the retries count
+        # lost workers, and an exception not listed in retry_exceptions= is never run again.
+        context = f"attempt {task.attempt} of {task.options.retries + 1} on {where}" if _retries(task, exc) else \
+            f"on {where}"
         return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
-                                       context=f"attempt {task.attempt} of {total} on {where}")
+                                       context=context)
 
     def _release(self, task: Pending) -> None:
         staged, task.staged = task.staged, None

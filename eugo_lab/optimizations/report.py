@@ -27,6 +27,7 @@ from eugo_lab.jit.auto import MIN_CPU_S
 from eugo_lab.jit.checked import SKIPPED, split_compiled_detail
 from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
 from eugo_lab.offload.cost import fmt_time
+from eugo_lab.optimizations import earlier
 from eugo_lab.threadguard.limits import GuardPlan, describe
 
 # A function is worth a JIT trial when at least this share of its own time is Python bytecode
@@ -261,6 +262,10 @@ def unjudged(trace: Any, judged: Iterable[str], opted_out: Iterable[str] = ()) -
         if name in off:
             out.append(not_tried(name, "opted-out"))
             continue
+        before = earlier.recall(trace, name)
+        if before is not None:  # decided earlier in these worker processes: its calls said nothing new
+            out.append(before)
+            continue
         used = float(cpu[fns == f].sum())
         n = int((fns == f).sum())
         out.append(not_tried(name, "too-little-cpu", f"{n} call{'s' if n != 1 else ''} used {fmt_time(used)} of CPU "
@@ -281,6 +286,8 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
         return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic")
     verdicts = verdicts_from_trace(trace) if trace is not None else []
     items = [jit_item(v, None) for v in verdicts]
+    if trace is not None:
+        earlier.remember(trace, items)
     items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
     items += list(cell_items)
     items += [_batch_item(s) for s in coalesced if s.calls]

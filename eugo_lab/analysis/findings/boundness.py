@@ -15,6 +15,7 @@ from eugo_lab.analysis.findings.context import Context, after_fix, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import INFO, WARNING, fmt_pct
 from eugo_lab.analysis.simulate import replay
+from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
 
 # CPU time / wall time of a body: below 0.5 the task mostly waits (I/O, sleep, locks,
 # network); at or above 0.8 it is limited by the CPU.
@@ -126,14 +127,20 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
 def boundness(ctx: Context) -> list[Finding]:
     """I/O-bound vs compute-bound, per function and per ``hpc.phase`` (see ``*_RATIO``, ``BOUND_*``)."""
     u, out = ctx.units, []
+    # A JIT trial's compile is the runtime's work inside the task: it says nothing of the function.
+    c_wall, c_cpu, c_runq = ctx.trial_compile
+    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
+    warm = ctx.warm_up[0] > 0  # a worker's warm-up imports libraries: not what the function's own time is bound by
     for f in np.unique(u.function):
-        sel = u.function == f
-        if float(np.median(u.body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
+        sel = (u.function == f) & ~warm
+        if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
-        out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(u.body[sel].sum()),
-                      float(u.cpu[sel].sum()), runq=float(np.nansum(u.runq[sel])), gil=float(ctx.gil_wait[sel].sum()))
+        out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),
+                      float(cpu[sel].sum()), runq=float(np.nansum(runq[sel])), gil=float(ctx.gil_wait[sel].sum()))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):
+        if str(ctx.trace.phase_names[n]).startswith(RUNTIME_PHASE_PREFIX):
+            continue  # the JIT's own spans (its trial's runs, its compile): not a phase of the task's code
         sel = p["name"] == n
         dur = float((p["end"][sel] - p["start"][sel]).sum())
         unit_of_row = u.row_unit[p["row"][sel]]
@@ -142,8 +149,8 @@ def boundness(ctx: Context) -> list[Finding]:
         per_unit = np.bincount(np.searchsorted(with_phase, unit_of_row[ok]),
                                weights=(p["end"][sel] - p["start"][sel])[ok], minlength=len(with_phase))
         # The tasks' GIL waits count as wanting a core: only real waiting earns "more workers than cores".
-        task = ((float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum()),
-                 float(np.nansum(u.runq[with_phase]) + ctx.gil_wait[with_phase].sum())) if len(with_phase) else None)
+        task = ((float(body[with_phase].sum()), float(cpu[with_phase].sum()),
+                 float(np.nansum(runq[with_phase]) + ctx.gil_wait[with_phase].sum())) if len(with_phase) else None)
         out += _bound(ctx, f"phase '{ctx.trace.phase_names[n]}'", _PHASE_CODES, "phase", dur,
                       float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit, float(np.nansum(p["runq"][sel])))
     return out
