@@ -33,7 +33,7 @@ CODES: dict[str, tuple[Code, ...]] = {
     "parallel-chain": (Code.CRITICAL_PATH,),
     "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION, Code.CAPTURED_OBJECT, Code.LARGE_RESULTS),
     "io-bound": (Code.IO_BOUND, Code.IO_BOUND_PHASE),
-    "contention": (Code.CONTENTION, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
+    "contention": (Code.CONTENTION, Code.GIL_WAIT, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
 }
 
 
