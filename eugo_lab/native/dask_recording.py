@@ -1,0 +1,188 @@
+"""Record a cell that uses Dask's own API on an existing ``distributed.Client`` into a :class:`Trace`.
+
+:class:`DaskRecording` registers the worker half (:mod:`eugo_lab.native.dask_worker`) on every
+worker and installs the driver half (:mod:`eugo_lab.native.dask_driver`) for the cell; when
+the cell ends it collects both and writes them through a fresh
+:class:`~eugo_lab.tracing.recorder.Recorder`, row by row as the runtime does, so the Trace is
+the one every analysis reads:
+
+- one task row per attempt of a Dask task that finished in the cell: its lane is the worker
+  thread that ran it (a Dask worker with two threads runs two tasks at once, as two local-pool
+  workers would), ``start``/``end`` Dask's own compute span, ``cpu`` Dask's ``thread-cpu``
+  metric, ``bytes_in`` the by-value arguments the driver sent with it, ``bytes_out`` its
+  result's size (Dask's ``nbytes``), ``submit`` when the notebook's call sent it, ``ready``
+  when its last dependency finished, ``received`` when the driver learnt it was done (a task
+  inside a graph, whose result only its dependents read: its end);
+- the data dependencies between tasks, the large arguments (the same object, the same key),
+  each ``scatter`` as a stored object, and every wait of the driver with the notebook's line;
+- transfers between workers in ``meta["transfers"]`` (``task``, ``source`` and ``target`` lanes,
+  ``bytes``, ``start``, ``end``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+from eugo_lab.contract.row import ERROR, OK, TaskStats
+from eugo_lab.native.dask_driver import DriverCalls
+from eugo_lab.native.dask_worker import PLUGIN_NAME, TaskLog, take_log
+from eugo_lab.tracing.recorder import Recorder
+from eugo_lab.tracing.trace import Trace
+
+#: What Dask does not tell us per task, said in the trace instead of guessed (``trace.meta["not_recorded"]``).
+NOT_RECORDED = (
+    "(un)pickling time per task: Dask does not time it per task, so it is counted as 0 s",
+    "bytes of arguments held inside a Dask collection's graph: only arguments given to submit/map are sized",
+    "CPU time of a task that failed: Dask books its metrics as failed, so it is unknown (NaN)",
+)
+
+
+def default_client() -> Any | None:
+    """The notebook's default ``distributed.Client`` if one is running (None without one, or without Dask imported)."""
+    import sys
+
+    if "distributed" not in sys.modules:  # the cell cannot be using a client that was never imported
+        return None
+    import distributed
+
+    try:
+        client = distributed.default_client()
+    except ValueError:  # "No clients found"
+        return None
+    return client if client.status == "running" else None
+
+
+def _key_name(key: str) -> str:
+    """The function a Dask key stands for (``inc-3f2a`` -> ``inc``; ``('chunk', 0)`` -> ``chunk``)."""
+    from dask.utils import key_split
+
+    return str(key_split(key))
+
+
+class DaskRecording:
+    """Record the Dask tasks a cell runs on ``client``: :meth:`start` before the cell, :meth:`stop` after."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.driver = DriverCalls()
+        self.recorder = Recorder()
+        self._mark: Any = None
+        self._started = False
+
+    def start(self) -> DaskRecording:
+        """Register the worker plugin on every worker and wrap the driver's Dask calls."""
+        self.client.register_plugin(TaskLog(), name=PLUGIN_NAME)
+        self._mark = self.recorder.open_region()
+        self.driver.install()
+        self._started = True
+        return self
+
+    def stop(self, meta: dict[str, Any] | None = None) -> Trace:
+        """Unwrap the driver, collect every worker's log, and return the cell's Trace."""
+        end = time.time()
+        self.driver.uninstall()
+        try:
+            logs = self.client.run(take_log)
+        finally:
+            _unregister(self.client)
+        info = self.client.scheduler_info()
+        trace = self._write([log for log in logs.values() if log is not None], info, meta or {})
+        trace.meta["region_end"] = end  # collecting the logs is not the cell's time
+        return trace
+
+    def _write(self, logs: list[dict[str, Any]], info: dict[str, Any], meta: dict[str, Any]) -> Trace:
+        rec, drv = self.recorder, self.driver
+        t0 = self._mark[3]
+        # Lanes: each worker's threads, workers in address order, threads in the order they first ran a task.
+        workers = sorted(info.get("workers", {}).items())
+        base, n = {}, 0
+        for address, w in workers:
+            base[address] = n
+            n += int(w.get("nthreads", 1))
+        lanes: dict[tuple[str, int], int] = {}
+        per_worker: dict[str, int] = {}
+        rows = []
+        for log in sorted(logs, key=lambda lg: lg["address"]):
+            addr = log["address"]
+            if addr not in base:  # joined after scheduler_info was read
+                base[addr] = n
+                n += log["nthreads"]
+            for r in sorted(log["tasks"], key=lambda r: r["start"] if math.isfinite(r["start"]) else math.inf):
+                lane = lanes.get((addr, r["thread"]))
+                if lane is None:
+                    k = per_worker.get(addr, 0)
+                    per_worker[addr] = k + 1
+                    lane = lanes[(addr, r["thread"])] = base[addr] + min(k, log["nthreads"] - 1)
+                    rec.worker_seen(lane, log["host"], log["pid"])
+                rows.append((r, lane, addr))
+        for r, _, _ in rows:
+            start = r["start"] if math.isfinite(r["start"]) else t0
+            r["submit"] = drv.submit_time(r["key"], start, t0)
+        # Task ids in submission order (ties: start), so "the next task submitted" means what it says.
+        rows.sort(key=lambda x: (x[0]["submit"], x[0]["start"]))
+        ids: dict[str, int] = {}
+        ends: dict[str, float] = {}
+        for r, _, _ in rows:
+            ids.setdefault(r["key"], len(ids))
+            ends[r["key"]] = max(ends.get(r["key"], -math.inf), r["stop"])
+        attempts: dict[str, int] = {}
+        lane_of = {addr: lane for (addr, _), lane in lanes.items()}
+        transfers = []
+        for r, lane, _ in rows:
+            key = r["key"]
+            tid = ids[key]
+            attempt = attempts[key] = attempts.get(key, -1) + 1
+            dep_ends = [ends[d] for d in r["deps"] if d in ends]
+            ready = max([r["submit"], *dep_ends])
+            start, stop = r["start"], r["stop"]
+            received = max(drv.received.get(key, stop), stop) if math.isfinite(stop) else drv.received.get(key, t0)
+            body = stop - start if math.isfinite(stop) and math.isfinite(start) else math.nan
+            stats = TaskStats(start_wall=start, body=body, cpu=r["cpu"], deser=0.0, ser=0.0,
+                              bytes_in=drv.bytes_in.get(key, 0), bytes_out=r["nbytes"], phases=None,
+                              item_ends=None, tail=None)
+            rec.record_task(tid, attempt, _key_name(key), lane, OK if r["status"] == "ok" else ERROR, -1,
+                            r["submit"], ready, received, stats)
+            deps = sorted({ids[d] for d in r["deps"] if d in ids})
+            if deps:
+                rec.record_deps(tid, deps)
+            if key in drv.arg_key and attempt == 0:
+                rec.record_arg(tid, drv.arg_key[key])
+            for t in r["transfers"]:
+                transfers.append({"task": tid, "source": lane_of.get(t["source"], -1), "target": lane,
+                                  "bytes": r["fetched"], "start": t["start"], "end": t["stop"]})
+        for i, (when, nbytes) in enumerate(drv.scatters):
+            rec.record_put(i, nbytes, when)
+        for kind, start, end, futures, source in sorted(drv.blocks, key=lambda b: b[1]):
+            rec.record_block(kind, start, end, futures, source)
+        hosts = {h for h, _ in rec.workers.values()}
+        local = bool(hosts) and hosts <= {_hostname()}
+        full = {"backend": "dask", "engine": "dask", "workers": max(n, 1),
+                "threads_per_worker": max((int(w.get("nthreads", 1)) for _, w in workers), default=1),
+                "cores": os.cpu_count() if local else 0, "transfers": transfers,
+                "not_recorded": list(NOT_RECORDED), **meta}
+        return rec.close_region(self._mark, full)
+
+    def abandon(self) -> None:
+        """Undo :meth:`start` without building a trace (the cell could not run)."""
+        if self._started:
+            self.driver.uninstall()
+            _unregister(self.client)
+            self.recorder.close_region(self._mark, {})
+            self._started = False
+
+
+def _unregister(client: Any) -> None:
+    """Remove the worker plugin; a worker that left meanwhile took its copy with it."""
+    try:
+        client.unregister_worker_plugin(PLUGIN_NAME)
+    except (ValueError, KeyError, OSError):  # not registered any more, or the scheduler is gone
+        pass
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
