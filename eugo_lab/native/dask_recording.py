@@ -159,7 +159,7 @@ class DaskRecording:
             rec.record_block(kind, start, end, futures, source)
         hosts = {h for h, _ in rec.workers.values()}
         local = bool(hosts) and hosts <= {_hostname()}
-        full = {"backend": "dask", "engine": "dask", "workers": max(n, 1),
+        full = {"backend": "dask", "api": "dask", "workers": max(n, 1),
                 "threads_per_worker": max((int(w.get("nthreads", 1)) for _, w in workers), default=1),
                 "cores": os.cpu_count() if local else 0, "transfers": transfers,
                 "not_recorded": list(NOT_RECORDED), **meta}

@@ -17,6 +17,7 @@ from eugo_lab.analysis.findings import (
     capture,
     contention,
     critical,
+    idioms,
     imbalance,
     serialization,
     speedup,
@@ -91,9 +92,14 @@ COST_REGISTRY: tuple[Detector, ...] = (
 
 
 def detect(ctx: Context) -> list[Finding]:
-    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first)."""
+    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first).
+
+    A cell recorded from an engine's own API gets its advice in that API (:mod:`.idioms`), each
+    detector's before the next runs: the speedup quotes the other findings' fixes.
+    """
+    api = ctx.trace.meta.get("api")
     found: list[Finding] = []
     for d in REGISTRY:
-        new = d.run(ctx, found)
+        new = idioms.in_engine_words(d.run(ctx, found), api)
         found = new + found if d.leads else found + new
     return found

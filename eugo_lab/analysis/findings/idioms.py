@@ -1,0 +1,133 @@
+"""A finding's advice in the engine's own API, for a cell written with Dask's API rather than ``eugo_lab.hpc``.
+
+The detectors word their advice in ``hpc`` calls. A trace recorded from a cell that used an
+engine directly (``trace.meta["api"]``, set by :mod:`eugo_lab.native`) is about code that has
+no ``hpc`` in it, so the findings whose fix is a call get that call in the engine's words; the
+verdict, evidence and price stay the detector's. A finding without an entry here keeps its
+advice: it names no ``hpc`` call (stragglers, partitions) or cannot arise from such a trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+from eugo_lab.analysis.findings.codes import Code
+from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_source as display_source
+
+# One finding -> (advice, fix) or (advice, fix, verdict) in the engine's words; None keeps the detector's own.
+Wording = Callable[[Finding], "tuple[str, ...] | None"]
+
+
+def _more_workers(f: Finding) -> str:
+    """How many workers the I/O-bound advice proposes (its detector puts the number in its fix)."""
+    m = re.search(r"workers=(\d+)", f.fix or f.advice)
+    return m.group(1) if m else "twice the cores'"
+
+
+def _dask_blocking(f: Finding) -> tuple[str, str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Submit all tasks first, then wait once: futures = client.map(fn, items) (or a list of client.submit "
+            f"calls) and results = client.gather(futures) after the loop, instead of the .result() at {shown} "
+            "inside it; to use each result as soon as it is ready, loop over as_completed(futures).",
+            f"move the wait at {shown} out of the loop (client.gather once)",
+            # Dask's futures have no get(): the wait was a .result() or a one-future gather
+            f.verdict.replace("called get() on each task", "waited for each task"))
+
+
+def _dask_too_small(f: Finding) -> tuple[str, str] | None:
+    size = f.evidence.get("suggested_batch")
+    if size is None:
+        return None
+    name = f.evidence["function"]
+    # client.map(..., batch_size=) only sends the submissions in groups: each item is still a task of its own.
+    return (f"Batching: give each task about {size} items, e.g. a dask.bag with partitions that size, "
+            f"db.from_sequence(items, partition_size={size}).map({name}).compute(), or client.map over chunks "
+            f"items[i:i + {size}] of a function that loops over its chunk (client.map's batch_size= only groups "
+            "the submissions: each item stays a task).",
+            f"batch {name}() {size} items per task (dask.bag partitions)")
+
+
+def _dask_repeated(f: Finding) -> tuple[str, str]:
+    name = f.evidence["function"]
+    size = fmt_bytes(f.evidence["bytes"], ".3g")
+    return (f"Send it once: data_future = client.scatter(data, broadcast=True) and pass data_future to "
+            f"client.submit({name}, data_future, ...): each worker receives it once instead of with every task "
+            "(scatter a list as [data], or it scatters each element).",
+            f"send {name}()'s {size} argument once with client.scatter")
+
+
+def _dask_serialization(f: Finding) -> tuple[str, str]:
+    return ("Send less: pass big inputs once with client.scatter() or let tasks load their own data, and return "
+            "summaries instead of large results.", "send less data to and from the tasks (client.scatter, summaries)")
+
+
+def _dask_io_bound(f: Finding) -> tuple[str, str] | None:
+    if "more workers than cores" not in f.advice:
+        return None  # the phase variant: prefetching is the same in any engine
+    more = _more_workers(f)
+    return (f"Waiting does not need a core: give the cluster more threads than cores, {more} in all "
+            "(LocalCluster(n_workers=..., threads_per_worker=...)), or overlap the waits.",
+            f"run {more} worker threads, more than cores")
+
+
+def _dask_order(f: Finding) -> tuple[str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Handle results as they finish: `for fut in as_completed(futures): use(fut.result())` instead of the "
+            f".result() at {shown} in submission order.",
+            f"handle results with as_completed instead of the wait at {shown}")
+
+
+def _dask_slow_submission(f: Finding) -> tuple[str, str] | None:
+    fn = f.evidence["functions"][0]
+    if f.evidence.get("cause") == "pickling":
+        return (f"Send big arguments once: data_future = client.scatter(data, broadcast=True) before the loop and "
+                f"client.submit({fn}, data_future, ...) in it, or let each task load its own data.",
+                f"send {fn}()'s arguments once with client.scatter")
+    return (f"Let each task build its own input: pass {fn}() what it needs to make it (an index, a file name, a "
+            f"seed) instead of the built object. If the inputs must come from the driver, build them all first and "
+            f"submit with client.map({fn}, inputs).", f"let each {fn}() task build its own input")
+
+
+def _dask_fan_out(f: Finding) -> tuple[str, str] | None:
+    if f.term != "Fan-out":
+        return None
+    return ("Fan out: submit independent steps together (pass futures to client.submit instead of calling "
+            ".result() between them) and split each step into several tasks.", f.fix)
+
+
+#: engine (``trace.meta["api"]``) -> finding code -> its wording in that engine's API.
+ADVICE: dict[str, dict[str, Wording]] = {
+    "dask": {
+        Code.BLOCKING: _dask_blocking,
+        Code.TASKS_TOO_SMALL: _dask_too_small,
+        Code.REPEATED_ARGUMENT: _dask_repeated,
+        Code.SERIALIZATION: _dask_serialization,
+        Code.IO_BOUND: _dask_io_bound,
+        Code.SUBMISSION_ORDER: _dask_order,
+        Code.SLOW_SUBMISSION: _dask_slow_submission,
+        Code.CRITICAL_PATH: _dask_fan_out,
+    },
+}
+
+
+def in_engine_words(found: list[Finding], api: str | None) -> list[Finding]:
+    """``found`` with each advice that has a wording for ``api`` rewritten in it (``None``: the hpc API, unchanged)."""
+    table = ADVICE.get(api or "")
+    if not table:
+        return found
+    out = []
+    for f in found:
+        wording = table.get(f.code)
+        said = wording(f) if wording is not None else None
+        if said is None:
+            out.append(f)
+            continue
+        changed = {"advice": said[0], "fix": said[1] if f.fix else f.fix}
+        if len(said) > 2:
+            changed["verdict"] = said[2]
+        out.append(dataclasses.replace(f, **changed))
+    return out
