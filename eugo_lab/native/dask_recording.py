@@ -134,7 +134,7 @@ class DaskRecording:
         for r, lane, _ in rows:
             key = r["key"]
             tid = ids[key]
-            attempt = attempts[key] = attempts.get(key, -1) + 1
+            attempt = attempts[key] = attempts.get(key, 0) + 1  # the first attempt is 1, as the runtime counts
             dep_ends = [ends[d] for d in r["deps"] if d in ends]
             ready = max([r["submit"], *dep_ends])
             start, stop = r["start"], r["stop"]
@@ -142,13 +142,13 @@ class DaskRecording:
             body = stop - start if math.isfinite(stop) and math.isfinite(start) else math.nan
             stats = TaskStats(start_wall=start, body=body, cpu=r["cpu"], deser=0.0, ser=0.0,
                               bytes_in=drv.bytes_in.get(key, 0), bytes_out=r["nbytes"], phases=None,
-                              item_ends=None, tail=None)
+                              item_ends=None, tail=None, runq=r.get("runq", math.nan))
             rec.record_task(tid, attempt, _key_name(key), lane, OK if r["status"] == "ok" else ERROR, -1,
                             r["submit"], ready, received, stats)
             deps = sorted({ids[d] for d in r["deps"] if d in ids})
             if deps:
                 rec.record_deps(tid, deps)
-            if key in drv.arg_key and attempt == 0:
+            if key in drv.arg_key and attempt == 1:
                 rec.record_arg(tid, drv.arg_key[key])
             for t in r["transfers"]:
                 transfers.append({"task": tid, "source": lane_of.get(t["source"], -1), "target": lane,

@@ -12,6 +12,13 @@ other task can leave ``executing``, so the cumulative ``thread-cpu`` counter rea
 such transition (or when the log is collected) minus its value at this one is exactly this
 task's share. Failed tasks have no ``thread-cpu`` metric (Dask books them as "failed"): NaN.
 
+Run-queue wait (Linux): the seconds the task's thread was ready to compute but waited for a
+core, from ``/proc/self/task/<tid>/schedstat``, as the runtime's own workers measure it
+(:mod:`eugo_lab.contract.run_queue`), so a CPU-bound task on busy cores is not read as waiting
+for I/O. The thread that will run a task is not known when it starts executing, so every thread
+of the worker's executor is read then and the one that ran it is read again at its end (a
+thread runs one task at a time). Elsewhere, or for another executor: NaN, "not measured".
+
 This module imports only ``distributed``, ``os`` and ``socket``: workers unpickle the plugin.
 """
 
@@ -25,6 +32,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 PLUGIN_NAME = "eugo-lab-task-log"
+_RUNQ_SUPPORTED = os.path.exists("/proc/self/task")
 # Transitions out of "executing" that end a task attempt on this worker, and what each means.
 _DONE = {"memory": "ok", "error": "error"}
 
@@ -38,6 +46,21 @@ def _thread_cpu_total(worker: Any) -> float:
     return total
 
 
+def _runq_ns(native_id: int) -> int | None:
+    """Nanoseconds thread ``native_id`` of this process has waited on a run queue (None: not readable here)."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", "rb") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _executor_threads(worker: Any) -> dict[int, int]:
+    """``{ident: native_id}`` of the threads of the worker's default executor (empty when it has no such set)."""
+    threads = getattr(worker.executors.get("default"), "_threads", ())
+    return {t.ident: t.native_id for t in list(threads) if t.ident is not None and t.native_id is not None}
+
+
 class TaskLog(WorkerPlugin):
     """Logs every task attempt (and the transfers it waited for) on one worker until :meth:`take` is called."""
 
@@ -48,6 +71,8 @@ class TaskLog(WorkerPlugin):
         self.worker: Any = None
         self.tasks: list[dict[str, Any]] = []
         self._fetched: dict[Any, int] = {}  # keys fetched from another worker -> their bytes
+        self._runq_at: dict[Any, dict[int, int | None]] = {}  # executing key -> each thread's run-queue ns then
+        self._runq = _RUNQ_SUPPORTED
         self._pending: dict[str, Any] | None = None  # the last finished task, its CPU not yet settled
         self._cpu_mark = 0.0
 
@@ -68,7 +93,9 @@ class TaskLog(WorkerPlugin):
         """Log a task leaving ``executing`` and a dependency arriving by transfer (called on the worker's loop)."""
         if self.worker is None:
             return
-        if start == "executing" and finish in _DONE:
+        if finish == "executing" and self._runq:
+            self._runq_at[key] = {ident: _runq_ns(nid) for ident, nid in _executor_threads(self.worker).items()}
+        elif start == "executing" and finish in _DONE:
             self._settle()
             ts = self.worker.state.tasks.get(key)
             if ts is None:
@@ -88,6 +115,7 @@ class TaskLog(WorkerPlugin):
                                   "stop": s["stop"] - shift}
                                  for s in ts.startstops if s.get("action") == "transfer"],
                    "fetched": sum(self._fetched.get(d.key, 0) for d in ts.dependencies)}
+            row["runq"] = self._runq_of(key, row["thread"])
             self.tasks.append(row)
             self._pending = row
         elif start == "flight" and finish == "memory":
@@ -95,11 +123,19 @@ class TaskLog(WorkerPlugin):
             if ts is not None:  # the transfer's span lands on the startstops of the task that needed it
                 self._fetched[key] = int(ts.nbytes or 0)
 
+    def _runq_of(self, key: Any, thread: int) -> float:
+        """Seconds the thread that ran ``key`` waited for a core while it did (NaN: not measured)."""
+        before = self._runq_at.pop(key, {}).get(thread)
+        native = _executor_threads(self.worker).get(thread) if before is not None else None
+        after = _runq_ns(native) if native is not None else None
+        return (after - before) / 1e9 if after is not None and before is not None and after >= before else math.nan
+
     def take(self) -> dict[str, Any]:
         """Everything logged so far (the log is emptied), with who this worker is."""
         self._settle()
         tasks, self.tasks = self.tasks, []
         self._fetched.clear()
+        self._runq_at.clear()
         return {"address": self.worker.address, "host": socket.gethostname(), "pid": os.getpid(),
                 "nthreads": int(self.worker.state.nthreads), "tasks": tasks}
 
