@@ -76,7 +76,7 @@ class DaskRecording:
         """Register the worker plugin on every worker and wrap the driver's Dask calls."""
         self.client.register_plugin(TaskLog(), name=PLUGIN_NAME)
         self._mark = self.recorder.open_region()
-        self.driver.install()
+        self.driver.install(self.client)
         self._started = True
         return self
 
