@@ -136,10 +136,10 @@ def test_the_trace_holds_what_dask_reported(ip, client, capsys):
 
 def test_options_that_would_change_the_cluster_are_refused(ip, client):
     for line in ("-w 4", "--compare", "--scaling 1,2", "--profile"):
-        with pytest.raises(UsageError, match="your own Dask client"):
+        with pytest.raises(UsageError, match="your own Dask cluster"):
             ip.run_cell_magic("eugo", line, "client.gather(client.map(inc, range(3)))\n")
 
 
 def test_ray_without_ray_initialised_is_refused(ip):
-    with pytest.raises(UsageError, match="Ray is not initialised|not available yet"):
+    with pytest.raises(UsageError, match="Ray is not initialised"):
         ip.run_cell_magic("eugo", "-b ray", "import math\nx = math.sqrt(4)\n")

@@ -1,10 +1,11 @@
 """``%%eugo`` on a cell written with an engine's own API: which engine, and running it recorded.
 
 A cell that calls Dask's ``client.submit``/``client.map``/``gather``/``dask.compute`` on the
-notebook's own ``distributed.Client`` never touches the ``hpc`` runtime. When such a client is
-running and the cell does not name ``hpc``, the cell is run as it is, on that client, while
-:mod:`eugo_lab.native` records it; the summary, timeline and findings are then built from that
-trace exactly as for an ``hpc`` cell (:func:`eugo_lab.cellrun.runner.run_cell`).
+notebook's own ``distributed.Client``, or Ray's ``f.remote()``/``ray.get``/``ray.wait``/``ray.put``,
+never touches the ``hpc`` runtime. When such an engine is running and the cell does not name
+``hpc``, the cell is run as it is, on that engine, while :mod:`eugo_lab.native` records it;
+the summary, timeline and findings are then built from that trace exactly as for an ``hpc``
+cell (:func:`eugo_lab.cellrun.runner.run_cell`).
 
 Options that would change how the cell runs (``-w``, ``--compare``, ``--scaling``, ``--profile``,
 ``--optimize``, ``--gpu on``) are refused for such a cell, with what to do instead: the cluster is
@@ -14,7 +15,6 @@ the notebook's, sized where it was created.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -33,57 +33,59 @@ def _refuse(message: str) -> None:
     raise UsageError(message)
 
 
-def _ray_running() -> bool:
-    ray = sys.modules.get("ray")
-    return bool(ray is not None and ray.is_initialized())
+_NAMES_RAY = re.compile(r"\bray\b")
 
 
 def engine_of(cell: str, opts: CellOptions) -> Any | None:
-    """The engine client to record the cell from (a ``distributed.Client``), or None for an ``hpc`` cell.
+    """The recording for a cell written with an engine's own API (not started yet), or None for an ``hpc`` cell.
 
-    Refuses (IPython's ``UsageError``) a cell that asks for an engine by ``-b`` whose API the
-    cell uses but that has nothing running to record.
+    Dask: the notebook's default ``distributed.Client`` is running (``-b dask`` or no ``-b``).
+    Ray: Ray is initialised in this process and the cell names ``ray`` (or ``-b ray``). With both,
+    ``-b`` decides, else a cell that names ``ray`` is Ray's. Refuses (IPython's ``UsageError``)
+    ``-b ray`` on a cell that has no running Ray to record.
     """
     if opts.address is not None or _USES_HPC.search(cell):
         return None
-    if opts.backend in (None, "dask"):
-        from eugo_lab.native.dask_recording import default_client
+    from eugo_lab.native.ray_recording import RayRecording, ray_running
 
-        client = default_client()
-        if client is not None:
-            _check_options(opts, "Dask")
-            return client
-    if opts.backend == "ray" and not _ray_running():
+    wants_ray = opts.backend == "ray" or (opts.backend is None and bool(_NAMES_RAY.search(cell)))
+    if wants_ray and ray_running():
+        _check_options(opts, "Ray")
+        return RayRecording()
+    if opts.backend == "ray":
         _refuse("%%eugo -b ray: the cell does not use eugo_lab.hpc and Ray is not initialised, so there is nothing "
                 "to record. Call ray.init() in an earlier cell (or use hpc with %%eugo -b ray to let eugo_lab start "
                 "Ray itself).")
-    if opts.backend == "ray":
-        _refuse("%%eugo -b ray: recording a cell written with Ray's own API (ray.remote, ray.get) is not available "
-                "yet; write the cell with eugo_lab.hpc and run it with %%eugo -b ray to see its timeline and findings.")
+    if opts.backend in (None, "dask"):
+        from eugo_lab.native.dask_recording import DaskRecording, default_client
+
+        client = default_client()
+        if client is not None:
+            _check_options(opts, "Dask", "LocalCluster(n_workers=2)")
+            return DaskRecording(client)
     return None
 
 
-def _check_options(opts: CellOptions, engine: str) -> None:
+def _check_options(opts: CellOptions, engine: str, sized: str) -> None:
     """Refuse the options that would change how a cell on the notebook's own cluster runs."""
     asked = [name for name, on in (("-w/--workers", opts.workers is not None), ("--compare", opts.compare),
                                    ("--scaling", bool(opts.scaling)), ("--profile", opts.profile),
                                    ("--optimize", opts.optimize), ("--gpu on", opts.gpu == "on")) if on]
     if asked:
-        _refuse(f"%%eugo: {', '.join(asked)} cannot be used on a cell that runs on your own {engine} client: its "
-                "cluster and its tasks are yours, so %%eugo records them as they are. Size the cluster where you "
-                "create it (e.g. LocalCluster(n_workers=2)); the options that apply are --save, --export, "
+        _refuse(f"%%eugo: {', '.join(asked)} cannot be used on a cell that runs on your own {engine} cluster: the "
+                f"cluster and its tasks are yours, so %%eugo records them as they are. Size the cluster where you "
+                f"create it (e.g. {sized}); the options that apply are --save, --export, "
                 "--no-live and --exercise.")
 
 
-def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, client: Any,
+def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any,
                     after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None) -> Any:
-    """Run the compiled cell on the notebook's Dask ``client``, recorded; show its summary; return its value."""
+    """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     from eugo_lab.hpc import api as hpc_api
-    from eugo_lab.native.dask_recording import DaskRecording
 
     out_mode = display.mode(shell)
-    recording = DaskRecording(client).start()
+    recording.start()
     value: Any = None
     error: BaseException | None = None
     try:

@@ -109,10 +109,10 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
     optimizer = CellOptimizer(opts)
-    native_client = engine_of(cell, opts)  # a cell written with Dask's own API on the notebook's client
-    compiled = compile_cell(shell, cell, None if native_client is not None else optimizer.transform)
-    if native_client is not None:
-        return run_native_cell(shell, compiled, opts, native_client, after)
+    native = engine_of(cell, opts)  # a cell written with Dask's or Ray's own API, on the notebook's own engine
+    compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
+    if native is not None:
+        return run_native_cell(shell, compiled, opts, native, after)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:
         opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})

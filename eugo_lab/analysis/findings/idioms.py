@@ -1,4 +1,4 @@
-"""A finding's advice in the engine's own API, for a cell written with Dask's API rather than ``eugo_lab.hpc``.
+"""A finding's advice in the engine's own API, for a cell written with Dask's or Ray's API rather than ``eugo_lab.hpc``.
 
 The detectors word their advice in ``hpc`` calls. A trace recorded from a cell that used an
 engine directly (``trace.meta["api"]``, set by :mod:`eugo_lab.native`) is about code that has
@@ -99,6 +99,64 @@ def _dask_fan_out(f: Finding) -> tuple[str, str] | None:
             ".result() between them) and split each step into several tasks.", f.fix)
 
 
+def _ray_blocking(f: Finding) -> tuple[str, str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Submit all tasks first, then call ray.get once: refs = [fn.remote(x) for x in items] and "
+            f"results = ray.get(refs) after the loop, instead of the ray.get at {shown} inside it; to use each "
+            "result as soon as it is ready, loop with done, refs = ray.wait(refs, num_returns=1).",
+            f"move the ray.get at {shown} out of the loop",
+            f.verdict.replace("called get() on each task", "called ray.get on each task"))
+
+
+def _ray_too_small(f: Finding) -> tuple[str, str] | None:
+    size = f.evidence.get("suggested_batch")
+    if size is None:
+        return None
+    name = f.evidence["function"]
+    return (f"Batching: give each task about {size} items, a remote function that loops over its chunk: "
+            f"refs = [{name}_chunk.remote(items[i:i + {size}]) for i in range(0, len(items), {size})], so a task "
+            "does enough work to pay for its scheduling.",
+            f"batch {name}() {size} items per task")
+
+
+def _ray_repeated(f: Finding) -> tuple[str, str]:
+    name = f.evidence["function"]
+    size = fmt_bytes(f.evidence["bytes"], ".3g")
+    return (f"Store it once: ref = ray.put(data) before the loop and {name}.remote(ref, ...) in it; Ray stores an "
+            "argument passed by value again at every .remote() (over 100 KiB it is put in the object store each "
+            "time), and a ref passed instead is read by the workers from the store.",
+            f"send {name}()'s {size} argument once with ray.put")
+
+
+def _ray_serialization(f: Finding) -> tuple[str, str]:
+    return ("Send less: store big inputs once with ray.put() and pass the ref, or let tasks load their own data, "
+            "and return summaries instead of large results.",
+            "send less data to and from the tasks (ray.put, summaries)")
+
+
+def _ray_order(f: Finding) -> tuple[str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Handle results as they finish: `while refs: done, refs = ray.wait(refs, num_returns=1); "
+            f"use(ray.get(done[0]))` instead of the ray.get at {shown} in submission order.",
+            f"handle results with ray.wait instead of the ray.get at {shown}")
+
+
+def _ray_slow_submission(f: Finding) -> tuple[str, str] | None:
+    fn = f.evidence["functions"][0]
+    if f.evidence.get("cause") == "pickling":
+        return (f"Send big arguments once: ref = ray.put(data) before the loop and {fn}.remote(ref, ...) in it, or "
+                "let each task load its own data.", f"send {fn}()'s arguments once with ray.put")
+    return (f"Let each task build its own input: pass {fn}() what it needs to make it (an index, a file name, a "
+            "seed) instead of the built object.", f"let each {fn}() task build its own input")
+
+
+def _ray_fan_out(f: Finding) -> tuple[str, str] | None:
+    if f.term != "Fan-out":
+        return None
+    return ("Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling ray.get "
+            "between them) and split each step into several tasks.", f.fix)
+
+
 #: engine (``trace.meta["api"]``) -> finding code -> its wording in that engine's API.
 ADVICE: dict[str, dict[str, Wording]] = {
     "dask": {
@@ -110,6 +168,16 @@ ADVICE: dict[str, dict[str, Wording]] = {
         Code.SUBMISSION_ORDER: _dask_order,
         Code.SLOW_SUBMISSION: _dask_slow_submission,
         Code.CRITICAL_PATH: _dask_fan_out,
+    },
+    # Ray reports no CPU time per task: no I/O- or compute-bound finding arises from a Ray cell.
+    "ray": {
+        Code.BLOCKING: _ray_blocking,
+        Code.TASKS_TOO_SMALL: _ray_too_small,
+        Code.REPEATED_ARGUMENT: _ray_repeated,
+        Code.SERIALIZATION: _ray_serialization,
+        Code.SUBMISSION_ORDER: _ray_order,
+        Code.SLOW_SUBMISSION: _ray_slow_submission,
+        Code.CRITICAL_PATH: _ray_fan_out,
     },
 }
 
