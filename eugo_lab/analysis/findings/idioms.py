@@ -182,13 +182,26 @@ ADVICE: dict[str, dict[str, Wording]] = {
 }
 
 
+#: engine -> the findings that rest on a measure the engine does not report (Ray: CPU time per task), so a
+#: trace of it reads as 0 there and the finding would state a number nobody measured: they are left out.
+UNMEASURED: dict[str, frozenset[str]] = {
+    "ray": frozenset({Code.IO_BOUND, Code.COMPUTE_BOUND, Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE}),
+}
+
+
 def in_engine_words(found: list[Finding], api: str | None) -> list[Finding]:
-    """``found`` with each advice that has a wording for ``api`` rewritten in it (``None``: the hpc API, unchanged)."""
+    """``found`` with each advice that has a wording for ``api`` rewritten in it (``None``: the hpc API, unchanged).
+
+    Findings resting on what ``api``'s engine does not measure (:data:`UNMEASURED`) are dropped.
+    """
     table = ADVICE.get(api or "")
     if not table:
         return found
+    unmeasured = UNMEASURED.get(api or "", frozenset())
     out = []
     for f in found:
+        if f.code in unmeasured:
+            continue
         wording = table.get(f.code)
         said = wording(f) if wording is not None else None
         if said is None:
