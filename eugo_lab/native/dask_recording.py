@@ -37,6 +37,9 @@ NOT_RECORDED = (
     "(un)pickling time per task: Dask does not time it per task, so it is counted as 0 s",
     "bytes of arguments held inside a Dask collection's graph: only arguments given to submit/map are sized",
     "CPU time of a task that failed: Dask books its metrics as failed, so it is unknown (NaN)",
+    "run-queue wait within a task's body: read over the worker's whole hand-off of the task, so it is capped "
+    "at the body's time off the CPU",
+    "a task's first run on a new executor thread: its run-queue wait (the thread did not exist when it was read)",
 )
 
 
@@ -140,9 +143,14 @@ class DaskRecording:
             start, stop = r["start"], r["stop"]
             received = max(drv.received.get(key, stop), stop) if math.isfinite(stop) else drv.received.get(key, t0)
             body = stop - start if math.isfinite(stop) and math.isfinite(start) else math.nan
+            runq = r.get("runq", math.nan)
+            if math.isfinite(runq) and math.isfinite(body):
+                # The thread's wait is read from when the worker hands it the task until it hears the task
+                # ended, a little wider than the body: within the body it can be at most its time off the CPU.
+                runq = min(runq, max(body - (r["cpu"] if math.isfinite(r["cpu"]) else 0.0), 0.0))
             stats = TaskStats(start_wall=start, body=body, cpu=r["cpu"], deser=0.0, ser=0.0,
                               bytes_in=drv.bytes_in.get(key, 0), bytes_out=r["nbytes"], phases=None,
-                              item_ends=None, tail=None, runq=r.get("runq", math.nan))
+                              item_ends=None, tail=None, runq=runq)
             rec.record_task(tid, attempt, _key_name(key), lane, OK if r["status"] == "ok" else ERROR, -1,
                             r["submit"], ready, received, stats)
             deps = sorted({ids[d] for d in r["deps"] if d in ids})
@@ -159,7 +167,9 @@ class DaskRecording:
             rec.record_block(kind, start, end, futures, source)
         hosts = {h for h, _ in rec.workers.values()}
         local = bool(hosts) and hosts <= {_hostname()}
-        full = {"backend": "dask", "api": "dask", "workers": max(n, 1),
+        # Functions with a task that had no future of its own: a collection's graph made it (chunks, partitions).
+        graph = sorted({_key_name(r["key"]) for r, _, _ in rows if r["key"] not in drv.submitted})
+        full = {"backend": "dask", "api": "dask", "workers": max(n, 1), "graph_functions": graph,
                 "threads_per_worker": max((int(w.get("nthreads", 1)) for _, w in workers), default=1),
                 "cores": os.cpu_count() if local else 0, "transfers": transfers,
                 "not_recorded": list(NOT_RECORDED), **meta}

@@ -12,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from typing import Any
 
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_source as display_source
 
-# One finding -> (advice, fix) or (advice, fix, verdict) in the engine's words; None keeps the detector's own.
-Wording = Callable[[Finding], "tuple[str, ...] | None"]
+# (a finding, its trace's meta) -> (advice, fix) or (advice, fix, verdict) in the engine's words; None keeps the
+# detector's own.
+Wording = Callable[[Finding, dict[str, Any]], "tuple[str, ...] | None"]
 
 
 def _more_workers(f: Finding) -> str:
@@ -28,7 +30,7 @@ def _more_workers(f: Finding) -> str:
     return m.group(1) if m else "twice the cores'"
 
 
-def _dask_blocking(f: Finding) -> tuple[str, str, str]:
+def _dask_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
     shown = display_source(f.evidence["source"])
     return (f"Submit all tasks first, then wait once: futures = client.map(fn, items) (or a list of client.submit "
             f"calls) and results = client.gather(futures) after the loop, instead of the .result() at {shown} "
@@ -38,11 +40,17 @@ def _dask_blocking(f: Finding) -> tuple[str, str, str]:
             f.verdict.replace("called get() on each task", "waited for each task"))
 
 
-def _dask_too_small(f: Finding) -> tuple[str, str] | None:
+def _dask_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     size = f.evidence.get("suggested_batch")
     if size is None:
         return None
     name = f.evidence["function"]
+    if name in meta.get("graph_functions", ()):
+        # Tasks a collection made (dask.array, dask.dataframe, dask.delayed): their size is the chunking's.
+        return (f"Larger pieces: {name}() tasks come from a Dask collection's graph, one per chunk or partition; "
+                f"make each about {size} times larger (fewer chunks: x.rechunk(...) or chunks= when the array is "
+                "made; fewer partitions: df.repartition(npartitions=...); fewer, bigger dask.delayed calls).",
+                f"make {name}()'s chunks about {size} times larger")
     # client.map(..., batch_size=) only sends the submissions in groups: each item is still a task of its own.
     return (f"Batching: give each task about {size} items, e.g. a dask.bag with partitions that size, "
             f"db.from_sequence(items, partition_size={size}).map({name}).compute(), or client.map over chunks "
@@ -51,7 +59,7 @@ def _dask_too_small(f: Finding) -> tuple[str, str] | None:
             f"batch {name}() {size} items per task (dask.bag partitions)")
 
 
-def _dask_repeated(f: Finding) -> tuple[str, str]:
+def _dask_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     name = f.evidence["function"]
     size = fmt_bytes(f.evidence["bytes"], ".3g")
     return (f"Send it once: data_future = client.scatter(data, broadcast=True) and pass data_future to "
@@ -60,12 +68,12 @@ def _dask_repeated(f: Finding) -> tuple[str, str]:
             f"send {name}()'s {size} argument once with client.scatter")
 
 
-def _dask_serialization(f: Finding) -> tuple[str, str]:
+def _dask_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     return ("Send less: pass big inputs once with client.scatter() or let tasks load their own data, and return "
             "summaries instead of large results.", "send less data to and from the tasks (client.scatter, summaries)")
 
 
-def _dask_io_bound(f: Finding) -> tuple[str, str] | None:
+def _dask_io_bound(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     if "more workers than cores" not in f.advice:
         return None  # the phase variant: prefetching is the same in any engine
     more = _more_workers(f)
@@ -74,14 +82,14 @@ def _dask_io_bound(f: Finding) -> tuple[str, str] | None:
             f"run {more} worker threads, more than cores")
 
 
-def _dask_order(f: Finding) -> tuple[str, str]:
+def _dask_order(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     shown = display_source(f.evidence["source"])
     return (f"Handle results as they finish: `for fut in as_completed(futures): use(fut.result())` instead of the "
             f".result() at {shown} in submission order.",
             f"handle results with as_completed instead of the wait at {shown}")
 
 
-def _dask_slow_submission(f: Finding) -> tuple[str, str] | None:
+def _dask_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     fn = f.evidence["functions"][0]
     if f.evidence.get("cause") == "pickling":
         return (f"Send big arguments once: data_future = client.scatter(data, broadcast=True) before the loop and "
@@ -92,14 +100,14 @@ def _dask_slow_submission(f: Finding) -> tuple[str, str] | None:
             f"submit with client.map({fn}, inputs).", f"let each {fn}() task build its own input")
 
 
-def _dask_fan_out(f: Finding) -> tuple[str, str] | None:
+def _dask_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     if f.term != "Fan-out":
         return None
     return ("Fan out: submit independent steps together (pass futures to client.submit instead of calling "
             ".result() between them) and split each step into several tasks.", f.fix)
 
 
-def _ray_blocking(f: Finding) -> tuple[str, str, str]:
+def _ray_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
     shown = display_source(f.evidence["source"])
     return (f"Submit all tasks first, then call ray.get once: refs = [fn.remote(x) for x in items] and "
             f"results = ray.get(refs) after the loop, instead of the ray.get at {shown} inside it; to use each "
@@ -108,7 +116,7 @@ def _ray_blocking(f: Finding) -> tuple[str, str, str]:
             f.verdict.replace("called get() on each task", "called ray.get on each task"))
 
 
-def _ray_too_small(f: Finding) -> tuple[str, str] | None:
+def _ray_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     size = f.evidence.get("suggested_batch")
     if size is None:
         return None
@@ -119,7 +127,7 @@ def _ray_too_small(f: Finding) -> tuple[str, str] | None:
             f"batch {name}() {size} items per task")
 
 
-def _ray_repeated(f: Finding) -> tuple[str, str]:
+def _ray_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     name = f.evidence["function"]
     size = fmt_bytes(f.evidence["bytes"], ".3g")
     return (f"Store it once: ref = ray.put(data) before the loop and {name}.remote(ref, ...) in it; Ray stores an "
@@ -128,20 +136,20 @@ def _ray_repeated(f: Finding) -> tuple[str, str]:
             f"send {name}()'s {size} argument once with ray.put")
 
 
-def _ray_serialization(f: Finding) -> tuple[str, str]:
+def _ray_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     return ("Send less: store big inputs once with ray.put() and pass the ref, or let tasks load their own data, "
             "and return summaries instead of large results.",
             "send less data to and from the tasks (ray.put, summaries)")
 
 
-def _ray_order(f: Finding) -> tuple[str, str]:
+def _ray_order(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
     shown = display_source(f.evidence["source"])
     return (f"Handle results as they finish: `while refs: done, refs = ray.wait(refs, num_returns=1); "
             f"use(ray.get(done[0]))` instead of the ray.get at {shown} in submission order.",
             f"handle results with ray.wait instead of the ray.get at {shown}")
 
 
-def _ray_slow_submission(f: Finding) -> tuple[str, str] | None:
+def _ray_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     fn = f.evidence["functions"][0]
     if f.evidence.get("cause") == "pickling":
         return (f"Send big arguments once: ref = ray.put(data) before the loop and {fn}.remote(ref, ...) in it, or "
@@ -150,7 +158,7 @@ def _ray_slow_submission(f: Finding) -> tuple[str, str] | None:
             "seed) instead of the built object.", f"let each {fn}() task build its own input")
 
 
-def _ray_fan_out(f: Finding) -> tuple[str, str] | None:
+def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
     if f.term != "Fan-out":
         return None
     return ("Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling ray.get "
@@ -189,7 +197,7 @@ UNMEASURED: dict[str, frozenset[str]] = {
 }
 
 
-def in_engine_words(found: list[Finding], api: str | None) -> list[Finding]:
+def in_engine_words(found: list[Finding], api: str | None, meta: dict[str, Any] | None = None) -> list[Finding]:
     """``found`` with each advice that has a wording for ``api`` rewritten in it (``None``: the hpc API, unchanged).
 
     Findings resting on what ``api``'s engine does not measure (:data:`UNMEASURED`) are dropped.
@@ -203,7 +211,7 @@ def in_engine_words(found: list[Finding], api: str | None) -> list[Finding]:
         if f.code in unmeasured:
             continue
         wording = table.get(f.code)
-        said = wording(f) if wording is not None else None
+        said = wording(f, meta or {}) if wording is not None else None
         if said is None:
             out.append(f)
             continue

@@ -100,6 +100,6 @@ def detect(ctx: Context) -> list[Finding]:
     api = ctx.trace.meta.get("api")
     found: list[Finding] = []
     for d in REGISTRY:
-        new = idioms.in_engine_words(d.run(ctx, found), api)
+        new = idioms.in_engine_words(d.run(ctx, found), api, ctx.trace.meta)
         found = new + found if d.leads else found + new
     return found
