@@ -143,3 +143,18 @@ def test_options_that_would_change_the_cluster_are_refused(ip, client):
 def test_ray_without_ray_initialised_is_refused(ip):
     with pytest.raises(UsageError, match="Ray is not initialised"):
         ip.run_cell_magic("eugo", "-b ray", "import math\nx = math.sqrt(4)\n")
+
+
+def test_a_notebook_shows_the_summary_with_its_timeline_and_a_deterministic_text(ip, client, monkeypatch):
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
+    monkeypatch.delenv("EUGO_LAB_BOKEH_URL", raising=False)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "", "out = client.gather(client.map(nap, range(4), pure=False))\n")
+    found = [o.data for o in cap.outputs if "eugo-summary" in o.data.get("text/html", "")]
+    assert len(found) == 1
+    assert "eugo-timeline" in found[0]["text/html"]  # the static timeline: a Dask cell has no live one
+    plain = found[0]["text/plain"]
+    assert "dask" in plain and "4 tasks" in plain, plain
+    assert "inproc://" not in plain and "tcp://" not in plain  # no addresses in the deterministic text
