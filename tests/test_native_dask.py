@@ -158,3 +158,29 @@ def test_a_notebook_shows_the_summary_with_its_timeline_and_a_deterministic_text
     plain = found[0]["text/plain"]
     assert "dask" in plain and "4 tasks" in plain, plain
     assert "inproc://" not in plain and "tcp://" not in plain  # no addresses in the deterministic text
+
+
+def test_a_dask_cell_is_drawn_live_each_task_once(ip, client, monkeypatch):
+    from IPython.utils.capture import capture_output
+
+    from eugo_lab.render import live
+
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "lab")  # the Bokeh timeline built and streamed, no browser
+    monkeypatch.setenv("EUGO_LAB_BOKEH_URL", "/eugo/bokeh/")
+    snaps, original = [], live.LiveView.update
+    views = []
+
+    def update(self, chunk, snapshot):
+        views.append(self)
+        snaps.append(snapshot)
+        original(self, chunk, snapshot)
+
+    monkeypatch.setattr(live.LiveView, "update", update)
+    n = 12
+    with capture_output():  # the cell outlasts its tasks by 1.2 s: the poller files them while it runs
+        ip.run_cell_magic("eugo", "--save t", f"out = client.gather(client.map(nap, range({n}), pure=False))\n"
+                          "time.sleep(1.2)\n")
+    assert any(not s.finished and s.done for s in snaps), [(s.done, s.running, s.pending) for s in snaps]
+    last = snaps[-1]
+    assert last.finished and last.done == n
+    assert sum(views[-1].sources["tasks"].data["tasks"]) == n  # each task drawn once, live or at the end

@@ -75,12 +75,12 @@ class DaskRecording:
     the Trace, so the view's last update finds exactly the rows it had not drawn.
     """
 
-    def __init__(self, client: Any, live: bool = False) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
         self.driver = DriverCalls()
         self.recorder = Recorder()
         #: Rows as the live view reads them (provisional: a result's arrival is the task's end); None: no view.
-        self.live: Recorder | None = Recorder() if live else None
+        self.live: Recorder | None = None
         self._mark: Any = None
         self._started = False
         self._lock = threading.Lock()  # poll() from the view's thread, stop() from the cell's
@@ -105,6 +105,11 @@ class DaskRecording:
         self.driver.install(self.client)
         self._started = True
         return self
+
+    def with_live_view(self) -> int:
+        """Also write rows for a live view as they arrive (call before :meth:`start`); returns its lanes."""
+        self.live = Recorder()
+        return max(sum(int(w.get("nthreads", 1)) for w in self.client.scheduler_info().get("workers", {}).values()), 1)
 
     @property
     def workers(self) -> int:
