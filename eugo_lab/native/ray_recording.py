@@ -205,6 +205,7 @@ class RayRecording:
         slots = int(ray.cluster_resources().get("CPU", 0)) or 1
         trace = self._write(spans, slots, meta or {})
         trace.meta["region_end"] = end  # collecting the events is not the cell's time
+        trace.meta.pop("driver_short", None)  # the driver's pickling at .remote() is not timed here (see Dask's)
         return trace
 
     def _write(self, spans: dict[str, dict[str, Any]], slots: int, meta: dict[str, Any]) -> Trace:
