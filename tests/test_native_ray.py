@@ -24,13 +24,17 @@ T0 = 1_000_000.0
 
 
 def _events(tasks: list[tuple[str, str, float, float]]) -> list[dict]:
-    """``ray.timeline()`` events for ``(task id, worker, start, end)``: 1 ms to deserialize, 1 ms to store."""
+    """``ray.timeline()`` events for ``(task id, worker, start, end)`` as Ray 2.60 sends them: the whole task
+    (``task::nap``, its id in ``args``) holding its parts (no id): 1 ms to deserialize, the body, 1 ms to store."""
     out = []
     for tid, worker, start, end in tasks:
+        out.append({"cat": "task::nap", "name": "__main__.nap", "pid": "127.0.0.1", "tid": f"worker:{worker}",
+                    "ts": (start - 0.002) * 1e6, "dur": (end - start + 0.004) * 1e6, "ph": "X",
+                    "args": {"name": "__main__.nap", "task_id": tid}})
         for cat, (s, e) in (("task:deserialize_arguments", (start - 0.001, start)), ("task:execute", (start, end)),
                             ("task:store_outputs", (end, end + 0.001))):
             out.append({"cat": cat, "name": cat, "pid": "127.0.0.1", "tid": f"worker:{worker}",
-                        "ts": s * 1e6, "dur": (e - s) * 1e6, "ph": "X", "args": {"name": "nap", "task_id": tid}})
+                        "ts": s * 1e6, "dur": (e - s) * 1e6, "ph": "X", "args": {}})
     return out
 
 

@@ -162,16 +162,34 @@ class RayDriverCalls:
 
 
 def _spans(events: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Per task id in ``wanted``: its worker (``tid``) and its ``task:*`` spans in seconds, from ``ray.timeline()``."""
+    """Per task id in ``wanted``: its worker (``tid``) and its ``task:*`` spans in seconds, from ``ray.timeline()``.
+
+    Ray 2.60 puts the task id on the whole task's event (``task::<function>``, ``args.task_id``) and
+    none on its parts (``task:deserialize_arguments``, ``task:execute``, ``task:store_outputs``), which
+    nest inside it on the same worker: each part goes to the task whose span holds it (a worker runs
+    one task at a time). A part that names its task itself is taken by that name.
+    """
     out: dict[str, dict[str, Any]] = {}
+    whole: dict[str, list[tuple[float, float, str]]] = {}  # worker -> (start, end, task id) of its tasks
     for ev in events:
         args = ev.get("args") or {}
-        tid = args.get("task_id")
+        if str(ev.get("cat", "")).startswith("task::") and args.get("task_id") in wanted and "ts" in ev:
+            start, end = ev["ts"] / 1e6, (ev["ts"] + ev.get("dur", 0)) / 1e6
+            whole.setdefault(str(ev.get("tid", "")), []).append((start, end, args["task_id"]))
+    for ev in events:
         cat = str(ev.get("cat", ""))
-        if tid not in wanted or not cat.startswith("task:") or "ts" not in ev:
+        if not cat.startswith("task:") or cat.startswith("task::") or "ts" not in ev:
             continue
-        row = out.setdefault(tid, {"worker": str(ev.get("tid", "")), "node": str(ev.get("pid", ""))})
-        row[cat] = (ev["ts"] / 1e6, (ev["ts"] + ev.get("dur", 0)) / 1e6)
+        worker = str(ev.get("tid", ""))
+        start, end = ev["ts"] / 1e6, (ev["ts"] + ev.get("dur", 0)) / 1e6
+        tid = (ev.get("args") or {}).get("task_id")
+        if tid is None:
+            mid = (start + end) / 2
+            tid = next((t for s, e, t in whole.get(worker, ()) if s <= mid <= e), None)
+        if tid not in wanted:
+            continue
+        row = out.setdefault(tid, {"worker": worker, "node": str(ev.get("pid", ""))})
+        row[cat] = (start, end)
     return out
 
 
