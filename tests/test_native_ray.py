@@ -124,3 +124,79 @@ def test_the_wrappers_are_put_back():
     assert (RemoteFunction._remote, ray.get, ray.wait, ray.put) != before
     calls.uninstall()
     assert (RemoteFunction._remote, ray.get, ray.wait, ray.put) == before
+
+
+# -- a live local Ray, through the magic ------------------------------------------------------------------
+LIVE_SETUP = """
+import time
+import numpy as np
+import ray
+
+@ray.remote
+def nap(x):
+    time.sleep(0.05)
+    return x
+
+@ray.remote
+def inc(x):
+    return x + 1
+
+@ray.remote
+def total(data, i):
+    return float(data[i])
+
+data = np.ones(300_000)  # 2.4 MB
+"""
+
+# (mistake, the Ray cell, the finding, words its advice must use)
+LIVE_CASES = [
+    ("ray.get in a loop", "out = [ray.get(nap.remote(i)) for i in range(6)]\n", Code.BLOCKING, "ray.get(refs)"),
+    ("a task per tiny item", "out = ray.get([inc.remote(i) for i in range(200)])\n", Code.TASKS_TOO_SMALL,
+     "_chunk.remote(items[i:i + "),
+    ("a large array to every task", "out = ray.get([total.remote(data, i) for i in range(6)])\n",
+     Code.REPEATED_ARGUMENT, "ray.put(data)"),
+]
+
+
+@pytest.fixture(scope="module")
+def live_ray():
+    """A local Ray of 2 CPUs on loopback, started the way the runtime's Ray engine starts one."""
+    import os
+
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from eugo_lab.backends.ray import _single_node_mode
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")  # a busy machine's metrics agent is slow
+    with _single_node_mode():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
+                 logging_level="ERROR", log_to_driver=False)
+    shell = start_ipython() or get_ipython()
+    shell.run_line_magic("load_ext", "eugo_lab")
+    shell.run_cell(LIVE_SETUP)
+    shell.run_cell("ray.get([nap.remote(i) for i in range(2)])")  # both workers started before any measurement
+    yield shell
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("case", LIVE_CASES, ids=[c[0] for c in LIVE_CASES])
+def test_a_live_ray_cell_raises_its_finding_in_rays_words(live_ray, capsys, case):
+    _, cell, code, idiom = case
+    live_ray.run_cell_magic("eugo", "--save t", cell)
+    trace = live_ray.user_ns["t"]
+    assert trace.meta["api"] == "ray" and len(trace) > 0
+    found = {f.code: f for f in analyze(trace).findings}
+    assert code in found, [f.to_text() for f in found.values()]
+    assert idiom in found[code].advice and "hpc." not in found[code].advice
+    assert idiom in capsys.readouterr().out
+
+
+def test_a_live_ray_cell_of_sleeping_tasks_gets_no_verdict_on_cpu_it_never_measured(live_ray):
+    live_ray.run_cell_magic("eugo", "--save t", "out = ray.get([nap.remote(i) for i in range(8)])\n")
+    trace = live_ray.user_ns["t"]
+    assert len(trace) == 8 and all(math.isnan(x) for x in trace.tasks["cpu"])
+    codes = {f.code for f in analyze(trace).findings}
+    assert not codes & {Code.IO_BOUND, Code.COMPUTE_BOUND, Code.BLOCKING, Code.TASKS_TOO_SMALL}
+    assert any("CPU time" in s for s in trace.meta["not_recorded"])

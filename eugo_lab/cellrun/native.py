@@ -57,7 +57,7 @@ def engine_of(cell: str, opts: CellOptions) -> Any | None:
 
     wants_ray = opts.backend == "ray" or (opts.backend is None and bool(_NAMES_RAY.search(cell)))
     if wants_ray and ray_running():
-        _check_options(opts, "Ray")
+        _check_options(opts, "Ray", "ray.init(num_cpus=2)")
         return RayRecording()
     if opts.backend == "ray":
         _refuse("%%eugo -b ray: the cell does not use eugo_lab.hpc and Ray is not initialised, so there is nothing "
