@@ -53,6 +53,10 @@ FORBIDDEN = {
     "render": ("eugo_lab.cellrun", "eugo_lab.magics", "eugo_lab.server", "eugo_lab.backends",
                "eugo_lab.offload", "eugo_lab.jit", "eugo_lab.threadguard", "eugo_lab.optimizations"),
     "cellrun": ("eugo_lab.magics", "eugo_lab.server"),
+    # recording a cell written with an engine's own API (Dask's, Ray's): the recorder's layer, beside tracing;
+    # the cell runner uses it, and it knows nothing of the runtime, its engines or what reads its traces
+    "native": ("eugo_lab.hpc", "eugo_lab.backends", "eugo_lab.analysis", "eugo_lab.render", "eugo_lab.cellrun",
+               "eugo_lab.magics", "eugo_lab.server", "eugo_lab.exercises", "eugo_lab.checklists"),
     # The features below the runtime (GPU offload, the JIT, the thread guard) and the optimization report: pure
     # models and worker-side code; the cell hands them the shell, the renderers draw their results. Each feature
     # stands alone: none imports another, and what they share about this machine is in hardware.
@@ -109,6 +113,8 @@ LAYERS = {
     "backends": 3, "jit": 3, "threadguard": 3, "profile": 3, "offload": 3,
     # 4. recording and the pure analyses of a trace
     "tracing": 4, "analysis": 4,
+    # a cell written with Dask's or Ray's own API, recorded from the engine's records into a Trace
+    "native": 4,
     # 5. the runtime
     "hpc": 5,
     # 6. what is built on the runtime: the optimizations report, the courses' graders, the learner's store

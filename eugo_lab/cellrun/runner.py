@@ -28,6 +28,7 @@ from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.cellrun.native import engine_of, run_native_cell
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
@@ -111,7 +112,10 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
     optimizer = CellOptimizer(opts)
-    compiled = compile_cell(shell, cell, optimizer.transform)
+    native = engine_of(cell, opts)  # a cell written with Dask's or Ray's own API, on the notebook's own engine
+    compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
+    if native is not None:
+        return run_native_cell(shell, compiled, opts, native, after)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:
         opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})

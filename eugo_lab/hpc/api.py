@@ -401,7 +401,8 @@ def last_trace() -> Trace | None:
     return _last_trace
 
 
-def _set_last_trace(t: Trace | None) -> None:
+def set_last_trace(t: Trace | None) -> None:
+    """Make ``t`` what :func:`last_trace` returns (a region that ends, or a cell recorded from another engine)."""
     global _last_trace, _last_trace_jit
     _last_trace, _last_trace_jit = t, _jit_state()
 
@@ -454,7 +455,7 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so
             meta["gpus_detected"] = False
         self.trace = rt.recorder.close_region(self._mark, meta)
-        _set_last_trace(self.trace)
+        set_last_trace(self.trace)
 
     def __getattr__(self, name: str) -> Any:
         t = self.__dict__.get("trace")

@@ -19,6 +19,7 @@ from eugo_lab.analysis.findings import (
     critical,
     explained,
     gil_wait,
+    idioms,
     imbalance,
     results,
     serialization,
@@ -98,12 +99,17 @@ COST_REGISTRY: tuple[Detector, ...] = (
 
 
 def detect(ctx: Context) -> list[Finding]:
-    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first)."""
+    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first).
+
+    A cell recorded from an engine's own API gets its advice in that API (:mod:`.idioms`), each
+    detector's before the next runs: the speedup quotes the other findings' fixes.
+    """
+    api = ctx.trace.meta.get("api")
     found: list[Finding] = []
     folded = False
     for d in REGISTRY:
         if d.leads and not folded:  # the speedup weighs the findings left once one cause has one finding
             found, folded = explained.fold(ctx, found), True
-        new = d.run(ctx, found)
+        new = idioms.in_engine_words(d.run(ctx, found), api, ctx.trace.meta)
         found = new + found if d.leads else found + new
     return found if folded else explained.fold(ctx, found)
