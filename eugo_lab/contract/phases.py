@@ -20,6 +20,10 @@ RUNTIME_PHASE_PREFIX = "jit: "
 #: The span of a JIT trial's compile: the task that carries it ran the function plain, compiled it and ran
 #: it compiled (eugo_lab.jit.checked), so the analyses do not compare its time with the compiled calls'.
 JIT_COMPILE_PHASE = RUNTIME_PHASE_PREFIX + "compile"
+#: The span a task spent inside ``hpc.get``/``hpc.wait`` on tasks it submitted itself (its children). Its CPU
+#: time is the waiting task's own (the children it ran on its stack meanwhile are their own rows), so the
+#: analyses read the span as waiting on children, neither I/O nor computing.
+CHILD_WAIT_PHASE = "waiting on child tasks"
 
 
 class _NullPhase:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
 from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.hpc import future as _future
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
@@ -144,6 +145,10 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             futs = [f for f in found if type(f) is Future]
             maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
+        nested = _future._nested_wait
+        if nested is not None and futs and not nested(futs, len(futs), timeout):  # inside a task: all at once
+            first = next(f for f in futs if f._state == STATE_PENDING)
+            _timed_out(timeout, futs, maps, first.function, first.task_id)
         for f in futs:
             if f._state != STATE_PENDING:
                 continue
@@ -203,6 +208,9 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
     if not 0 <= num_returns <= len(futs):
         raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
     _check_timeout(timeout, "wait()")
+    if _future._nested_wait is not None:  # inside a task on the local pool: it runs what the driver sends meanwhile
+        _future._nested_wait(futs, num_returns, timeout)
+        return [f for f in futs if f._state != STATE_PENDING], [f for f in futs if f._state == STATE_PENDING]
     rt = session.current(start=False)
     start = time.time()
     cond = threading.Condition()
@@ -256,6 +264,9 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
     """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
     futs = list(futures)
     _check_timeout(timeout, "as_completed()")
+    if _future._nested_wait is not None:  # inside a task on the local pool
+        yield from _as_completed_in_task(futs, timeout)
+        return
     rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
     put = q.put
@@ -283,6 +294,22 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
         for f in futs:
             if f._state == STATE_PENDING:
                 f._remove_done_callback(put)
+
+
+def _as_completed_in_task(futs: list[Future], timeout: float | None) -> Iterator[Future]:
+    """``as_completed`` inside a task: each wait runs what the driver sends until one more is done."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    left = list(futs)
+    while left:
+        done = [f for f in left if f._state != STATE_PENDING]
+        if not done:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not _future._nested_wait(left, 1, remaining):  # type: ignore[misc]
+                raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s")
+            continue
+        for f in done:
+            left.remove(f)
+            yield f
 
 
 def cancel(futures: Future | Iterable[Future]) -> int:
@@ -322,6 +349,8 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
 
     rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
     rt = session.current()
+    if getattr(rt, "nested", False):  # inside a task on the local pool: one child task per item
+        return rt.map(rf, iterable, batch)  # type: ignore[union-attr]
     return map_items(rt, rf._record, iterable, rf._options, batch)
 
 

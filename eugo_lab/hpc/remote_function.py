@@ -69,9 +69,10 @@ class RemoteFunction:
 
     def remote(self, *args: Any, **kwargs: Any) -> Future:
         """Submit one call; returns its future immediately."""
-        if self._options.batch is not None:  # batch="auto": coalesce tiny calls (eugo_lab.hpc.coalesce)
-            return self._coalesced(args, kwargs)
         rt = _session().current()
+        # batch="auto": coalesce tiny calls (eugo_lab.hpc.coalesce), on the driver; a task's own calls go one by one
+        if self._options.batch is not None and not getattr(rt, "nested", False):
+            return self._coalesced(args, kwargs)
         return rt.submit(self._record, args, kwargs, self._options)  # type: ignore[union-attr]
 
     def _coalesced(self, args: tuple, kwargs: dict) -> Future:
@@ -96,7 +97,10 @@ class RemoteFunction:
         """Same as ``hpc.map(self, iterable, batch=batch)``."""
         from eugo_lab.hpc.mapping import map_items
 
-        return map_items(_session().running(), self._record, iterable, self._options, batch)
+        rt = _session().running()
+        if getattr(rt, "nested", False):  # inside a task on the local pool: one child task per item
+            return rt.map(self, iterable, batch)  # type: ignore[attr-defined]
+        return map_items(rt, self._record, iterable, self._options, batch)
 
 
 @overload

@@ -139,6 +139,20 @@ class Runtime:
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
+        # Tasks that submit tasks (eugo_lab.hpc.nested): an engine whose workers ask the driver
+        # takes a handler; the server behind it is made on the first request.
+        self._nested_server: Any = None
+        if hasattr(backend, "nested_handler"):
+            backend.nested_handler = self._nested_request
+
+    def _nested_request(self, worker: int, msg: tuple) -> None:
+        """A request of a task running on worker ``worker`` (its ``.remote()``, ``get``, ``put``...)."""
+        server = self._nested_server
+        if server is None:
+            from eugo_lab.hpc.nested import NestedServer
+
+            server = self._nested_server = NestedServer(self)
+        server.handle(worker, msg)
 
     @property
     def idle_stops(self) -> tuple[Any, ...]:
@@ -215,6 +229,30 @@ class Runtime:
         if traced:  # the driver lane: how long pickling and handing the task on took
             self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
         return fut
+
+    def submit_pickled(self, tid: int, fn: FunctionRecord, args_bytes: bytes, tokens: list, options: TaskOptions,
+                       name: str, parent: int) -> Future:
+        """Submit a call a running task pickled itself, as task ``tid`` (an id of :meth:`new_id_block`).
+
+        ``tokens``: the futures and references its arguments name (futures become dependencies);
+        ``parent``: the task that submitted it, which the trace records.
+        """
+        self._check_open()
+        fut = Future(tid, name, self._cancel_future)
+        task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        task.parent = parent
+        task.probe = self.recorder.in_region
+        self._tasks[tid] = task
+        self.tasks_submitted += 1
+        if self.recorder.active:
+            self.recorder.record_parent(tid, parent)
+        self._start(task, tokens)
+        return fut
+
+    def task_future(self, task_id: int) -> Future | None:
+        """The future of task ``task_id`` while it is pending (None for an ``hpc.map`` batch or a finished task)."""
+        task = self._tasks.get(task_id)
+        return task.future if task is not None else None
 
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
         """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
@@ -386,7 +424,11 @@ class Runtime:
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
         total = task.options.retries + 1
         where = f"worker {worker}" if worker >= 0 else "the driver"
-        return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
+        text = errors.format_remote_traceback(tb)
+        child = getattr(exc, "remote_traceback", None)
+        if child and isinstance(child, str):  # a child task's error, raised by this task's get(): its traceback first
+            text = f"{child}\nThe child task's error above was raised in its parent task:\n\n{text}"
+        return errors.remote_exception(exc, function=name, traceback_text=text,
                                        context=f"attempt {task.attempt} of {total} on {where}")
 
     def _release(self, task: Pending) -> None:
@@ -542,8 +584,16 @@ def stop_runtime() -> None:
 def current(start: bool = True) -> Runtime | None:
     """The active runtime; start the embedded default (or ``EUGO_ADDRESS``) if ``start``."""
     rt = _current
-    if rt is not None or not start:
+    if rt is not None:
         return rt
+    if "eugo_lab.backends.local_nested" in sys.modules:  # a task on a local-pool worker: the driver's runtime
+        from eugo_lab.hpc.nested import worker_runtime
+
+        nested = worker_runtime()
+        if nested is not None:
+            return nested  # type: ignore[return-value]
+    if not start:
+        return None
     with _current_lock:
         if _current is None:
             start_runtime(wait_ready=False)  # the first .remote() should not wait for every worker to boot
