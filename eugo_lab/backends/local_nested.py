@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.contract import phases as _phase
+from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import TaskCancelled
 from eugo_lab.contract.phases import CHILD_WAIT_PHASE
 
@@ -119,11 +120,12 @@ class FrameReader:
 class Frame:
     """One task running on this worker's stack: its id and the CPU the tasks it ran while waiting used."""
 
-    __slots__ = ("key", "helped_cpu")
+    __slots__ = ("key", "helped_cpu", "waited_runq")
 
     def __init__(self, key: int):
         self.key = key
         self.helped_cpu = 0.0
+        self.waited_runq = 0.0  # run-queue seconds while it waited: the tasks it ran meanwhile count theirs
 
 
 class NestedClient:
@@ -228,6 +230,7 @@ class NestedClient:
         running, cancels.running = cancels.running, None
         t0 = time.perf_counter()
         c0 = time.process_time()
+        q0 = run_queue.waited_ns()
         h0 = frame.helped_cpu if frame is not None else 0.0
         try:
             while not ready():
@@ -244,6 +247,10 @@ class NestedClient:
             cancels.running = running
             t1 = time.perf_counter()
             helped = frame.helped_cpu - h0 if frame is not None else 0.0
+            if frame is not None:
+                queued = run_queue.since(q0)
+                if not math.isnan(queued):
+                    frame.waited_runq += queued
             if record is not None:
                 own = max(0.0, time.process_time() - c0 - helped)
                 record.append((CHILD_WAIT_PHASE, t0, t1, own, math.nan))
@@ -293,18 +300,20 @@ def own_cpu(stats: Any, frame: Frame) -> Any:
     while waiting; those report their own rows, and counting them twice would make the
     parent look like it computed for its whole wait.
     """
-    if stats is None or frame.helped_cpu <= 0.0:
+    if stats is None or (frame.helped_cpu <= 0.0 and frame.waited_runq <= 0.0):
         return stats
     from eugo_lab.contract.row import ROW_FIELDS, ROW_TAIL, pack_tail
 
     cpu = max(0.0, stats.cpu - frame.helped_cpu)
+    runq = stats.runq if math.isnan(stats.runq) else max(0.0, stats.runq - frame.waited_runq)
     tail = stats.tail
     if tail is not None:
         names = ROW_FIELDS[len(ROW_FIELDS) - len(ROW_TAIL.unpack(tail)):]
         values = dict(zip(names, ROW_TAIL.unpack(tail)))
         values["cpu"] = cpu
+        values["runq"] = runq
         tail = pack_tail(*(values[n] for n in names))
-    return stats._replace(cpu=cpu, tail=tail)
+    return stats._replace(cpu=cpu, runq=runq, tail=tail)
 
 
 def install(reader: FrameReader, send: Callable[[tuple], None], cancels: Any,

@@ -15,6 +15,7 @@ from eugo_lab.analysis.findings.context import Context, after_fix, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import INFO, WARNING, fmt_pct
 from eugo_lab.analysis.simulate import replay
+from eugo_lab.contract.phases import CHILD_WAIT_PHASE
 
 # CPU time / wall time of a body: below 0.5 the task mostly waits (I/O, sleep, locks,
 # network); at or above 0.8 it is limited by the CPU.
@@ -124,6 +125,8 @@ def boundness(ctx: Context) -> list[Finding]:
                       float(u.cpu[sel].sum()), runq=float(np.nansum(u.runq[sel])))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):
+        if ctx.trace.phase_names[n] == CHILD_WAIT_PHASE:  # waiting on its children: their time, not I/O
+            continue
         sel = p["name"] == n
         dur = float((p["end"][sel] - p["start"][sel]).sum())
         unit_of_row = u.row_unit[p["row"][sel]]
