@@ -118,13 +118,14 @@ class FrameReader:
 
 
 class Frame:
-    """One task running on this worker's stack: its id and the CPU the tasks it ran while waiting used."""
+    """One task running on this worker's stack: its id, and the CPU and run-queue time of its waits."""
 
-    __slots__ = ("key", "helped_cpu", "waited_runq")
+    __slots__ = ("key", "helped_cpu", "waited_cpu", "waited_runq")
 
     def __init__(self, key: int):
         self.key = key
-        self.helped_cpu = 0.0
+        self.helped_cpu = 0.0  # CPU of the tasks it ran on its stack while waiting
+        self.waited_cpu = 0.0  # all CPU while waiting: theirs, and its own reading of answers
         self.waited_runq = 0.0  # run-queue seconds while it waited: the tasks it ran meanwhile count theirs
 
 
@@ -248,6 +249,7 @@ class NestedClient:
             t1 = time.perf_counter()
             helped = frame.helped_cpu - h0 if frame is not None else 0.0
             if frame is not None:
+                frame.waited_cpu += time.process_time() - c0
                 queued = run_queue.since(q0)
                 if not math.isnan(queued):
                     frame.waited_runq += queued
@@ -294,17 +296,19 @@ class NestedClient:
 
 
 def own_cpu(stats: Any, frame: Frame) -> Any:
-    """``stats`` of a task that ran others on its stack, with their CPU taken out of its own.
+    """``stats`` of a task that waited on its children, with its waits' CPU and run-queue time taken out.
 
     The worker measures a body's CPU as the process's, which includes the children it ran
     while waiting; those report their own rows, and counting them twice would make the
-    parent look like it computed for its whole wait.
+    parent look like it computed for its whole wait. The analyses leave the wait's span out
+    of the body (the :data:`CHILD_WAIT_PHASE` phase, which keeps the wait's own CPU), so the
+    CPU left here is that of the body outside its waits.
     """
-    if stats is None or (frame.helped_cpu <= 0.0 and frame.waited_runq <= 0.0):
+    if stats is None or (frame.waited_cpu <= 0.0 and frame.waited_runq <= 0.0):
         return stats
     from eugo_lab.contract.row import ROW_FIELDS, ROW_TAIL, pack_tail
 
-    cpu = max(0.0, stats.cpu - frame.helped_cpu)
+    cpu = max(0.0, stats.cpu - frame.waited_cpu)
     runq = stats.runq if math.isnan(stats.runq) else max(0.0, stats.runq - frame.waited_runq)
     tail = stats.tail
     if tail is not None:

@@ -134,10 +134,23 @@ def _prestart_default_pool() -> None:
     prestart_template()
 
 
+def _in_pool_worker() -> bool:
+    """True in a local-pool worker process whose task loop runs (its tasks reach the driver's runtime)."""
+    connection = _sys.modules.get("eugo_lab.backends.local_nested")
+    return connection is not None and connection.client is not None
+
+
+# Inside a task on the local pool these come from eugo_lab.hpc.nested: the driver's runtime through
+# the worker's pipes, without importing the runtime's own modules into the worker.
+_IN_TASK = frozenset({"as_completed", "cancel", "get", "map", "put", "wait"})
+
+
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'eugo_lab.hpc' has no attribute {name!r}")
+    if name in _IN_TASK and _in_pool_worker():
+        module = "eugo_lab.hpc.nested"
     if name in _NEEDS_RUNTIME and "eugo_lab.hpc.session" not in _sys.modules:
         _prestart_default_pool()
     value = getattr(importlib.import_module(module), name)

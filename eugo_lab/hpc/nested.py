@@ -266,6 +266,123 @@ def worker_runtime() -> WorkerRuntime | None:
     return _worker_runtime
 
 
+# -- the public calls inside a task -------------------------------------------------------------------------
+# What ``hpc.get`` and friends are in a local-pool worker (``eugo_lab.hpc.__getattr__`` picks them there):
+# the same behaviour as eugo_lab.hpc.api's, without importing the driver's runtime (its tracing and
+# engines), which would cost a worker's first nested call ~100 ms.
+def current(start: bool = True) -> WorkerRuntime | None:
+    """The runtime of this worker's tasks (what ``session.current`` returns on the driver)."""
+    return worker_runtime()
+
+
+def running() -> WorkerRuntime:
+    """The runtime of this worker's tasks; raises outside a local-pool worker."""
+    rt = worker_runtime()
+    if rt is None:
+        raise errors.BackendError("eugo_lab.hpc.nested serves tasks on a local-pool worker only")
+    return rt
+
+
+def _collect(obj: Any, out: list) -> None:
+    t = type(obj)
+    if t is Future or t is ObjectRef:
+        out.append(obj)
+    elif t in (list, tuple, set, frozenset):
+        for x in obj:
+            _collect(x, out)
+    elif t is dict:
+        for x in obj.values():
+            _collect(x, out)
+
+
+def _rebuild(obj: Any, rt: WorkerRuntime) -> Any:
+    t = type(obj)
+    if t is Future:
+        return obj._value()
+    if t is ObjectRef:
+        return rt.backend.get_object(obj)
+    if t in (list, tuple, set, frozenset):
+        return t(_rebuild(x, rt) for x in obj)
+    if t is dict:
+        return {k: _rebuild(v, rt) for k, v in obj.items()}
+    return obj
+
+
+def _check_timeout(timeout: Any, call: str) -> None:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or
+                                not timeout >= 0):
+        raise ValueError(f"{call}: timeout must be None (wait as long as it takes) or a number of seconds "
+                         f">= 0, got {timeout!r}")
+
+
+def get(obj: Any, timeout: float | None = None) -> Any:
+    """``hpc.get`` inside a task: resolve futures and references (nested in lists, tuples, dicts) into values."""
+    _check_timeout(timeout, "get()")
+    rt = running()
+    found: list = []
+    _collect(obj, found)
+    futures = [f for f in found if type(f) is Future]
+    if futures and not rt.wait_futures(futures, len(futures), timeout):
+        left = [f for f in futures if f._state == STATE_PENDING]
+        raise errors.GetTimeoutError(
+            f"get() timed out after {timeout} s with {len(left)} of {len(futures)} task(s) still running (first: "
+            f"{left[0].function}(), task {left[0].task_id}); the tasks keep running. Call get() again to keep "
+            "waiting, or hpc.cancel() them.")
+    return _rebuild(obj, rt)
+
+
+def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None = None
+         ) -> tuple[list[Future], list[Future]]:
+    """``hpc.wait`` inside a task: ``(done, pending)`` once ``num_returns`` are done (or ``timeout``)."""
+    futs = list(futures)
+    bad = sorted({type(f).__name__ for f in futs if type(f) is not Future})
+    if bad:
+        raise TypeError(f"hpc.wait() takes hpc.Future objects, got {', '.join(bad)}")
+    if not 0 <= num_returns <= len(futs):
+        raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
+    _check_timeout(timeout, "wait()")
+    running().wait_futures(futs, num_returns, timeout)
+    return [f for f in futs if f._state != STATE_PENDING], [f for f in futs if f._state == STATE_PENDING]
+
+
+def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Iterable[Future]:
+    """``hpc.as_completed`` inside a task: each future as it finishes (failed ones too)."""
+    futs = list(futures)
+    _check_timeout(timeout, "as_completed()")
+    rt = running()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    left = list(futs)
+    while left:
+        done = [f for f in left if f._state != STATE_PENDING]
+        if not done:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not rt.wait_futures(left, 1, remaining):
+                raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s")
+            continue
+        for f in done:
+            left.remove(f)
+            yield f
+
+
+def put(obj: Any) -> ObjectRef:
+    """``hpc.put`` inside a task: store ``obj`` once in the pool's store; pass the reference to children."""
+    if isinstance(obj, (Future, ObjectRef)):
+        raise TypeError("hpc.put() takes a value, not a future or reference: pass the future to .remote() directly")
+    return running().backend.put(obj)
+
+
+def map(fn: Any, iterable: Iterable, batch: int | str = "auto") -> list[Future]:
+    """``hpc.map`` inside a task: one child task per item; their futures, in order (``hpc.get`` gives the values)."""
+    return running().map(fn, iterable, batch)
+
+
+def cancel(futures: Future | Iterable[Future]) -> int:
+    """``hpc.cancel`` inside a task: cancel children still pending; returns how many."""
+    futs = [futures] if type(futures) is Future else list(futures)  # type: ignore[arg-type]
+    return sum(1 for f in futs if f.cancel())
+
+
+
 # -- on the driver ---------------------------------------------------------------------------------------
 class NestedServer:
     """The driver's side: the requests of tasks that submit tasks, served by the runtime (on the pool's I/O thread)."""

@@ -21,6 +21,13 @@ def _session() -> Any:
     # statement in .remote() itself cost ~2 us on every call.
     global _session_module
     if _session_module is None:
+        from eugo_lab.hpc import _in_pool_worker
+
+        if _in_pool_worker():  # a task on the local pool: the driver's runtime, through the worker's pipes
+            from eugo_lab.hpc import nested
+
+            _session_module = nested
+            return nested
         _prestart_default_pool()
         from eugo_lab.hpc import session
 
