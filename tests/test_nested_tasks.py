@@ -24,7 +24,7 @@ from trace_builder import TraceBuilder
 
 from eugo_lab import hpc
 from eugo_lab.analysis import analyze
-from eugo_lab.backends.local_nested import MAX_ANY_DEPTH
+from eugo_lab.backends.local_nested import MAX_ANY_DEPTH, MAX_HELP_DEPTH
 from eugo_lab.contract.phases import CHILD_WAIT_PHASE
 from eugo_lab.contract.row import CANCELLED
 from eugo_lab.hpc import session
@@ -100,17 +100,49 @@ def put_wait_as_completed(n):
     return seen, len(done), len(pending), hpc.get(ref)[-1]
 
 
+@hpc.remote
+def plus(a, b):
+    return a + b
+
+
+@hpc.remote
+def passes_a_future_on(x):
+    a = plus.remote(x, 1)
+    b = plus.remote(a, 10)  # a child's future as another child's argument: a dependency
+    return hpc.get(b)
+
+
+@hpc.remote
+def dies(x):
+    os._exit(3)
+
+
+@hpc.remote
+def parent_of_dying(x):
+    return hpc.get(dies.options(retries=1).remote(x))
+
+
 @contextmanager
 def peak_processes() -> Iterator[list[int]]:
-    """Sample the test process's descendants (the pool's workers and template) while the block runs."""
+    """Sample how many pool processes (workers and the template they fork from) run under this test.
+
+    Counted by command line: a pool started inside a worker (what a task's .remote() used to do)
+    runs the same commands; processes other tests left exiting (a Dask cluster's) do not count.
+    """
     peak = [0]
     stop = threading.Event()
     me = psutil.Process()
 
+    def pool_process(p: psutil.Process) -> bool:
+        try:
+            return "eugo_lab.backends" in " ".join(p.cmdline())
+        except psutil.Error:
+            return False
+
     def sample() -> None:
         while not stop.is_set():
             try:
-                peak[0] = max(peak[0], len(me.children(recursive=True)))
+                peak[0] = max(peak[0], sum(1 for p in me.children(recursive=True) if pool_process(p)))
             except psutil.Error:
                 pass
             stop.wait(0.005)
@@ -165,10 +197,10 @@ def test_quicksort_with_nested_map(local2):
     assert (region.trace.parent >= 0).sum() == len(region.trace) - 1
 
 
-def test_a_chain_deeper_than_any_stack_helps_finishes(local2):
-    # 100 levels, each waiting on the next: well past the depth at which a stack takes any
-    # queued task, and more than one worker's stack takes children for (both workers share it).
-    assert 100 > MAX_ANY_DEPTH
+def test_a_chain_deeper_than_one_workers_stack_finishes(local2):
+    # 100 levels, each waiting on the next: past the depth at which a stack takes any queued
+    # task, and deeper than one worker's stack holds, however the levels fall on the two workers.
+    assert MAX_ANY_DEPTH < MAX_HELP_DEPTH < 100 < WORKERS * MAX_HELP_DEPTH
     with peak_processes() as peak:
         assert hpc.get(chain.remote(100)) == 100
     assert peak[0] <= POOL_PROCESSES
@@ -218,8 +250,8 @@ def test_shutdown_leaves_no_process_behind():
     deadline = time.monotonic() + 60
     while rt.tasks_submitted < 100 and time.monotonic() < deadline:
         time.sleep(0.01)
-    pool = children()
-    assert pool
+    pool = set(rt.backend.worker_pids()) | {rt.backend.template_pid()} - {None}
+    assert len(pool) == POOL_PROCESSES and pool <= children()
     hpc.shutdown()
     assert not wait_gone(pool, timeout=10)
     with pytest.raises(hpc.TaskCancelledError):
@@ -249,3 +281,18 @@ def test_inside_a_worker_no_private_pool_is_started(local2):
     assert peak[0] <= POOL_PROCESSES
     assert all(not psutil.Process(pid).children() for pid in session.current().backend.worker_pids())
     assert os.getpid() not in session.current().backend.worker_pids()
+
+
+def test_a_childs_future_passed_to_another_child_is_a_dependency(local2):
+    with hpc.trace() as region:
+        assert hpc.get(passes_a_future_on.remote(1)) == 12
+    t = region.trace
+    assert len(t.deps["task"]) == 1 and (t.parent >= 0).sum() == 2
+
+
+def test_a_child_that_kills_its_worker_fails_its_parent_and_the_pool_recovers(local2):
+    with pytest.raises((hpc.WorkerCrashedError, ValueError, hpc.HpcError)) as info:
+        hpc.get(parent_of_dying.options(retries=1).remote(1), timeout=120)
+    assert "dies()" in str(info.value) or "parent_of_dying()" in str(info.value)
+    assert hpc.get(fib.remote(7)) == 13
+    assert len(session.current().backend.worker_pids()) == WORKERS

@@ -658,11 +658,16 @@ class LocalBackend(base.Backend):
         """Give each worker whose top task waits on its children, and runs nothing else, one of those children.
 
         One task at a time, in this order: the oldest queued child it waits for (what its get()
-        reads first), its newest other child, then, on a shallow stack only, the oldest task in the
+        reads first), a task that a worker whose stack is full waits for (that worker cannot take
+        it itself), its newest other child, then, on a shallow stack only, the oldest task in the
         queue (the largest piece of a recursion, which keeps the worker busy while its own children
         run elsewhere). See local_nested for why that never deadlocks and keeps stacks shallow.
         """
         queue = self._queue
+        stranded: set[int] = set()  # what the top tasks of full stacks wait for
+        for w in self._workers:
+            if w.blocked and w.blocked[-1][1] == local_nested.HELP_NONE and not w.dead:
+                stranded |= w.blocked[-1][2]
         for w in self._workers:
             blocked = w.blocked
             if not blocked or w.dead or len(w.inflight) != len(blocked):
@@ -677,8 +682,11 @@ class LocalBackend(base.Backend):
                     kids.popleft()
                 pick = next((t for t in kids if t.task_id in waiting and t.state == _QUEUED and _fits_stack(t)),
                             None)
-                if pick is None:
-                    pick = next((t for t in reversed(kids) if t.state == _QUEUED and _fits_stack(t)), None)
+            if pick is None and stranded:
+                pick = next((t for t in queue if t.task_id in stranded and t.state == _QUEUED and _fits_stack(t)),
+                            None)
+            if pick is None and kids:
+                pick = next((t for t in reversed(kids) if t.state == _QUEUED and _fits_stack(t)), None)
             if pick is None and helping == local_nested.HELP_ANY:
                 while queue and queue[0].state != _QUEUED:
                     queue.popleft()

@@ -7,23 +7,32 @@ the task pipe between the worker's tasks. The runtime's facade over this connect
 :mod:`eugo_lab.hpc.nested`; this module knows frames, the worker's stack and the pipes only.
 
 Work-helping. A task blocked in ``get()`` on its children does not idle its process: it tells the
-driver (``("block", task, helping)``), and while it waits it runs what the driver sends it, on its
-own stack, until what it waits for is done (``("unblock", task)``). The driver sends a blocked
-worker only *children of the task waiting on top of its stack*, one at a time, and only once the
-worker has nothing else left to run (see ``LocalBackend._help``). Why that is enough to never
-deadlock at any depth of recursion, with the process count fixed: a task waits only on tasks it
-submitted itself (a future passed to another task is a dependency, resolved before that task
-starts). Take the blocked task that started last: each child it waits on is either queued (its
-own worker takes it), or running on top of some stack (it started later, so it is not blocked:
-it makes progress), or buried under another task on some stack (which started later still, so
-is not blocked either). Some task always makes progress. Tasks a worker prefetched before it
-blocked arrive on its pipe too and run on its stack as well: there are at most a prefetch's worth.
+driver (``("block", task, helping, ids it waits for)``), and while it waits it runs what the driver
+sends it, on its own stack, until what it waits for is done (``("unblock", task)``). The driver
+sends a blocked worker one task at a time, once the worker has nothing else left to run (see
+``LocalBackend._help``): a queued child it waits for, else another child of the task waiting on top,
+else, while the stack is at most ``MAX_ANY_DEPTH`` tasks deep, the oldest queued task.
 
-Depth bound. A stack of ``MAX_HELP_DEPTH`` waiting tasks stops taking children (the driver
-leaves them to the other workers): each level costs ~15 Python frames and a few C frames, and
-an unbounded stack would end in a ``RecursionError`` or a crashed worker. A recursion nested deeper
-than ``MAX_HELP_DEPTH`` times the worker count can therefore wait on itself; 64 levels per worker
-cover every divide-and-conquer recursion (depth ~log n) and linear recursions of hundreds of levels.
+Why that never deadlocks, at any depth of recursion, with the process count fixed: a task waits
+only on tasks it submitted itself (a future passed to another task is a dependency, resolved
+before that task starts), so each waits on tasks that started after it. Take the blocked task
+that started last: each child it waits on is either queued (its own worker takes it), or running
+on top of some stack (it started later, so it is not blocked: it makes progress), or buried
+under another task on some stack (the top of that stack started later still, so it is not
+blocked either). Some task always makes progress, whatever else the stacks hold. Tasks a worker
+prefetched before it blocked arrive on its pipe too and run on its stack as well (at most a
+prefetch's worth).
+
+Depth bound. Taking any queued task keeps a worker busy while its children run elsewhere, but
+every task taken that way may wait in turn and take another: stacks grew to 64 in ``fib(15)``. So
+only shallow stacks (``MAX_ANY_DEPTH``) take any task; deeper ones take children of their top task
+only, which keeps a stack as deep as the recursion. A stack of ``MAX_HELP_DEPTH`` waiting tasks
+takes nothing more: each level costs ~15 Python frames and a few C frames, and an unbounded stack
+would end in a ``RecursionError`` or a crashed worker. What its top task waits for then goes to
+another waiting worker whose stack has room (it could not take it otherwise: it is no child of
+its own), so the proof above holds until every worker's stack is full: a recursion nested deeper
+than ``MAX_HELP_DEPTH`` times the worker count waits on itself. 64 levels a worker cover
+divide-and-conquer recursions (depth ~log n) and chains of a hundred levels and more.
 
 Cancellation. The driver's SIGUSR1 raises ``TaskCancelled`` in the task running on top of the
 stack only; a cancelled task buried below finds its id on the next turn of its wait (the driver
@@ -53,7 +62,8 @@ _LEN = struct.Struct("<Q")
 
 #: Waiting tasks one worker's stack holds while it still takes their children (see the module docstring).
 MAX_HELP_DEPTH = 64
-#: ...and while it also takes any queued task, not only children of the task waiting on top.
+#: ...and while it also takes any queued task, not only children of the task waiting on top: deeper
+#: stacks that take any task grow with the number of tasks started, not with the recursion's depth.
 MAX_ANY_DEPTH = 2
 # What a blocked worker tells the driver it takes (see LocalBackend._help).
 HELP_NONE, HELP_CHILDREN, HELP_ANY = 0, 1, 2
