@@ -101,7 +101,7 @@ def put_wait_as_completed(n):
 
 
 @hpc.remote
-def plus(a, b):
+def plus(a, b=100):
     return a + b
 
 
@@ -110,6 +110,12 @@ def passes_a_future_on(x):
     a = plus.remote(x, 1)
     b = plus.remote(a, 10)  # a child's future as another child's argument: a dependency
     return hpc.get(b)
+
+
+@hpc.remote
+def uses_result_and_map(x):
+    futures = hpc.map(plus, [x, x + 1])  # a task's map: one child per item, as a list of futures
+    return plus.remote(x, 2).result(), type(futures).__name__, hpc.get(futures)
 
 
 @hpc.remote
@@ -296,3 +302,7 @@ def test_a_child_that_kills_its_worker_fails_its_parent_and_the_pool_recovers(lo
     assert "dies()" in str(info.value) or "parent_of_dying()" in str(info.value)
     assert hpc.get(fib.remote(7)) == 13
     assert len(session.current().backend.worker_pids()) == WORKERS
+
+
+def test_future_result_and_map_inside_a_task(local2):
+    assert hpc.get(uses_result_and_map.remote(5)) == (7, "list", [105, 106])
