@@ -306,3 +306,14 @@ def test_a_child_that_kills_its_worker_fails_its_parent_and_the_pool_recovers(lo
 
 def test_future_result_and_map_inside_a_task(local2):
     assert hpc.get(uses_result_and_map.remote(5)) == (7, "list", [105, 106])
+
+
+def test_the_timeline_draws_a_parent_under_the_children_it_spans():
+    from eugo_lab.render.glyphs import Palette, task_columns
+
+    b = TraceBuilder(workers=1)
+    b.task("child", worker=0, start=0.2, end=0.4, task_id=2)  # recorded first: it ended first
+    b.task("parent", worker=0, start=0.0, end=1.0, task_id=1)
+    b.child(2, 1)
+    cols = task_columns(b.build(), 0.0, Palette(), merge=False)
+    assert cols["task_id"] == [1, 2]
