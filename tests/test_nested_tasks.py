@@ -317,3 +317,11 @@ def test_the_timeline_draws_a_parent_under_the_children_it_spans():
     b.child(2, 1)
     cols = task_columns(b.build(), 0.0, Palette(), merge=False)
     assert cols["task_id"] == [1, 2]
+
+
+def test_map_items_that_submit_tasks(local2):
+    # hpc.map's batches run several items in one task: their children have the batch as parent.
+    with hpc.trace() as region:
+        assert hpc.get(hpc.map(fib, [5, 6, 7])) == [5, 8, 13]
+    assert (region.trace.parent >= 0).sum() > 0
+    assert not session.current()._nested_server._children  # every parent's children forgotten once it ended

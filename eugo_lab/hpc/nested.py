@@ -450,14 +450,9 @@ class NestedServer:
         with self._lock:
             self._futures[tid] = fut
             kids = self._children.get(parent)
-            first = kids is None
-            if first:
+            if kids is None:
                 kids = self._children[parent] = []
             kids.append(tid)
-        if first:
-            pf = self._futures.get(parent) or self.rt.task_future(parent)
-            if pf is not None:
-                pf.add_done_callback(self._parent_done)
 
     def _want(self, worker: int, tid: int) -> None:
         f = self._futures.get(tid)
@@ -475,16 +470,20 @@ class NestedServer:
             msg = ("res", f.task_id, f._state, None, _pack_error(f._error or errors.cancelled(f.function, f.task_id)))
         self.backend.tell(worker, msg)
 
-    def _parent_done(self, parent: Future) -> None:
-        """A task ended: forget its children's futures; cancel those still pending if it failed or was cancelled.
+    def task_ended(self, task_id: int, ok: bool) -> None:
+        """An attempt of task ``task_id`` ended: forget its children's futures; cancel those pending unless ``ok``.
 
-        Its children can no longer be waited on (only the task that submitted a future may wait
-        on it), and a failed or cancelled parent's children would only compute for nobody.
+        Its children can no longer be waited on (only the attempt that submitted a future may
+        wait on it), and the children of an attempt that failed, crashed or was cancelled would
+        only compute for nobody (a retried attempt submits its own). The runtime calls this for
+        every attempt, an ``hpc.map`` batch's too, whose items may submit tasks.
         """
+        if task_id not in self._children:
+            return
         with self._lock:
-            kids = self._children.pop(parent.task_id, ())
+            kids = self._children.pop(task_id, ())
             futures = [self._futures.pop(k, None) for k in kids]
-        if parent._state in (STATE_FAILED, STATE_CANCELLED):
+        if not ok:
             for f in futures:
                 if f is not None and f._state == STATE_PENDING:
                     f.cancel()

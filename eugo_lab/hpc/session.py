@@ -249,11 +249,6 @@ class Runtime:
         self._start(task, tokens)
         return fut
 
-    def task_future(self, task_id: int) -> Future | None:
-        """The future of task ``task_id`` while it is pending (None for an ``hpc.map`` batch or a finished task)."""
-        task = self._tasks.get(task_id)
-        return task.future if task is not None else None
-
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
         """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
         size = len(args_bytes) + (sum(b.nbytes for b in buffers) if buffers else 0)
@@ -384,6 +379,8 @@ class Runtime:
                 f._complete(STATE_CANCELLED, error=exc)
         if not retry:
             self._release(task)
+        if self._nested_server is not None:  # tasks that submit tasks: this attempt's children end with it
+            self._nested_server.task_ended(task.task_id, status == base.OK)
         if retry:
             task.attempt += 1
             log.info("retrying %s() (task %s), attempt %s", name, task.task_id, task.attempt)
