@@ -126,6 +126,10 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
     """
     _check_timeout(timeout, "get()")
+    if _future._nested_wait is not None:  # inside a task on the local pool (eugo_lab.hpc.nested)
+        from eugo_lab.hpc import nested
+
+        return nested.get(obj, timeout)
     rt = session.current(start=False)
     start = time.time()
     if type(obj) is MapResult:  # hpc.get(hpc.map(...)): waits on the map, joins its batches' lists
@@ -145,10 +149,6 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             futs = [f for f in found if type(f) is Future]
             maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
-        nested = _future._nested_wait
-        if nested is not None and futs and not nested(futs, len(futs), timeout):  # inside a task: all at once
-            first = next(f for f in futs if f._state == STATE_PENDING)
-            _timed_out(timeout, futs, maps, first.function, first.task_id)
         for f in futs:
             if f._state != STATE_PENDING:
                 continue
@@ -209,8 +209,9 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
     _check_timeout(timeout, "wait()")
     if _future._nested_wait is not None:  # inside a task on the local pool: it runs what the driver sends meanwhile
-        _future._nested_wait(futs, num_returns, timeout)
-        return [f for f in futs if f._state != STATE_PENDING], [f for f in futs if f._state == STATE_PENDING]
+        from eugo_lab.hpc import nested
+
+        return nested.wait(futs, num_returns, timeout)
     rt = session.current(start=False)
     start = time.time()
     cond = threading.Condition()
@@ -265,7 +266,9 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
     futs = list(futures)
     _check_timeout(timeout, "as_completed()")
     if _future._nested_wait is not None:  # inside a task on the local pool
-        yield from _as_completed_in_task(futs, timeout)
+        from eugo_lab.hpc import nested
+
+        yield from nested.as_completed(futs, timeout)
         return
     rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
@@ -294,22 +297,6 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
         for f in futs:
             if f._state == STATE_PENDING:
                 f._remove_done_callback(put)
-
-
-def _as_completed_in_task(futs: list[Future], timeout: float | None) -> Iterator[Future]:
-    """``as_completed`` inside a task: each wait runs what the driver sends until one more is done."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    left = list(futs)
-    while left:
-        done = [f for f in left if f._state != STATE_PENDING]
-        if not done:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not _future._nested_wait(left, 1, remaining):  # type: ignore[misc]
-                raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s")
-            continue
-        for f in done:
-            left.remove(f)
-            yield f
 
 
 def cancel(futures: Future | Iterable[Future]) -> int:

@@ -18,7 +18,6 @@ the calls the driver makes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -41,6 +40,8 @@ _DEFAULT_OPTIONS = TaskOptions()
 
 
 def _digest(payload: bytes) -> bytes:
+    import hashlib  # only where a task submits tasks: hashlib loads OpenSSL
+
     return hashlib.blake2b(payload, digest_size=16).digest()
 
 
