@@ -583,7 +583,8 @@ def current(start: bool = True) -> Runtime | None:
     rt = _current
     if rt is not None:
         return rt
-    if "eugo_lab.backends.local_nested" in sys.modules:  # a task on a local-pool worker: the driver's runtime
+    connection = sys.modules.get("eugo_lab.backends.local_nested")
+    if connection is not None and connection.client is not None:  # inside a local-pool task: the driver's runtime
         from eugo_lab.hpc.nested import worker_runtime
 
         nested = worker_runtime()
