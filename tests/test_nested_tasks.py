@@ -119,6 +119,15 @@ def uses_result_and_map(x):
 
 
 @hpc.remote
+def starts_a_pool():
+    try:
+        hpc.init(workers=1)
+    except hpc.BackendError as exc:
+        return str(exc)
+    return "started"
+
+
+@hpc.remote
 def dies(x):
     os._exit(3)
 
@@ -325,3 +334,8 @@ def test_map_items_that_submit_tasks(local2):
         assert hpc.get(hpc.map(fib, [5, 6, 7])) == [5, 8, 13]
     assert (region.trace.parent >= 0).sum() > 0
     assert not session.current()._nested_server._children  # every parent's children forgotten once it ended
+
+
+def test_hpc_init_inside_a_task_is_refused(local2):
+    said = hpc.get(starts_a_pool.remote())
+    assert said.startswith("hpc.init() was called inside a task") and "on the driver" in said

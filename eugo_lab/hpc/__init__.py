@@ -86,6 +86,13 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     are forked from starts first and boots while the runtime's own modules are imported
     (~20 ms of CPU each).
     """
+    if _in_pool_worker():
+        from eugo_lab.contract.errors import BackendError
+
+        raise BackendError("hpc.init() was called inside a task: a task on the local pool uses the driver's "
+                           "runtime (its .remote(), get, wait, put and map go there), and a pool of its own would "
+                           "compete with the pool for the same cores. Call hpc.init() on the driver, before the "
+                           "tasks start.")
     options = {**options, "address": address, "cluster": cluster}
     if backend in (None, "local") and address is None and cluster is None:
         import os
