@@ -655,7 +655,7 @@ class LocalBackend(base.Backend):
             w.held_by = None
 
     def _help(self) -> None:
-        """Give each worker whose top task waits on its children, and runs nothing else, one of those children.
+        """Give each worker whose top task waits on tasks it submitted, and that runs nothing else, a task to run.
 
         One task at a time, in this order: the oldest queued child it waits for (what its get()
         reads first), a task that a worker whose stack is full waits for (that worker cannot take
