@@ -28,6 +28,7 @@ class TraceBuilder:
         self.deps: dict[str, list] = {"task": [], "on": []}
         self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.facts: dict[str, list] = {c: [] for c in FACT_COLUMNS}
+        self.parents: dict[str, list] = {"task": [], "parent": []}
         self.deps_recorded = False
         self.driver_spans: dict[str, list] = {"kind": [], "task": [], "bytes": [], "start": [], "end": []}
         self.driver_short: dict[str, float] | None = None
@@ -75,6 +76,11 @@ class TraceBuilder:
         self.deps["on"].append(on)
         self.deps_recorded = True
 
+    def child(self, task_id: int, parent: int) -> None:
+        """Record that task ``task_id`` was submitted from inside the body of task ``parent``."""
+        self.parents["task"].append(task_id)
+        self.parents["parent"].append(parent)
+
     def arg(self, task_id: int, key: int) -> None:
         """Record that ``task_id`` was sent the large argument ``key`` (as the driver does at .remote())."""
         self.arg_keys["task"].append(task_id)
@@ -116,6 +122,7 @@ class TraceBuilder:
             meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
                                   arg_keys=self.arg_keys, driver_spans=self.driver_spans, facts=self.facts,
+                                  parents=self.parents,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 

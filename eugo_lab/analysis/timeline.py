@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eugo_lab.contract.phases import CHILD_WAIT_PHASE
 from eugo_lab.tracing.trace import Trace
 
 # Bytes per second assumed when estimating transfer time from ``bytes_in``. The trace
@@ -74,6 +75,16 @@ def window(trace: Trace) -> Window:
     if not math.isfinite(lo) or not math.isfinite(hi):
         lo = hi = 0.0
     return Window(lo, max(lo, hi))
+
+
+def child_waits(trace: Trace) -> np.ndarray:
+    """Per task row, the seconds its body waited in ``hpc.get``/``wait`` on tasks it submitted (0: none)."""
+    n = len(trace.tasks["task_id"])
+    if CHILD_WAIT_PHASE not in trace.phase_names:
+        return np.zeros(n)
+    p = trace.phases
+    sel = p["name"] == trace.phase_names.index(CHILD_WAIT_PHASE)
+    return np.bincount(p["row"][sel], weights=(p["end"] - p["start"])[sel], minlength=n)[:n]
 
 
 @dataclass(frozen=True)
@@ -135,7 +146,9 @@ def units(trace: Trace) -> Units:
         fn.at(out, inv, col[rows].astype(float))
         return out
 
-    body_rows = (t["end"] - t["start"])
+    # A task that waited on tasks it submitted (its children) spent that span in their time, not
+    # its own: its body is what it did itself, or the serial time would count the children twice.
+    body_rows = (t["end"] - t["start"]) - child_waits(trace)
     body = total(body_rows)
     deser = total(t["deser"])
     ser = total(t["ser"])

@@ -25,9 +25,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import local_gpus, local_process, local_template
+from eugo_lab.backends import local_gpus, local_nested, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
 from eugo_lab.contract import base, outcome
@@ -75,6 +76,11 @@ def _slots(task: Task) -> int:
     """Worker processes a task holds while it runs: ``cpus=`` rounded up, at least one."""
     cpus = task.options.cpus
     return 1 if cpus <= 1 else math.ceil(cpus)
+
+
+def _fits_stack(task: Task) -> bool:
+    """A task a worker may run on top of a waiting one: it needs no GPU and no more than that one worker."""
+    return not task.options.gpus and _slots(task) == 1
 
 
 def _total_memory() -> int:
@@ -155,6 +161,12 @@ class LocalBackend(base.Backend):
         self._item_cost: dict[int, ItemCost] = {}  # by function id: sizes what a worker may prefetch
         self._on_done: dict[int, base.DoneCallback] = {}
         self._held: dict[int, list[Worker]] = {}  # by task id: the idle workers a cpus=N task holds
+        # Tasks submitted from inside a task, queued, by the id of that parent: a parent waiting on
+        # them runs them on its own worker (local_nested). Entries go when the parent ends.
+        self._children: dict[int, collections.deque[Task]] = {}
+        #: Called on the I/O thread with (worker index, message) for each request of a task that submits
+        #: tasks (``("nest", op, ...)``); the runtime sets it (eugo_lab.hpc.nested), and answers with :meth:`tell`.
+        self.nested_handler: Callable[[int, tuple], None] | None = None
         self._thread: threading.Thread | None = None
         self._store_dir = ""
         self._ready = threading.Event()
@@ -351,6 +363,10 @@ class LocalBackend(base.Backend):
         """Drop a queued task; a running one is stopped by replacing its worker."""
         self._post("cancel", task)
 
+    def tell(self, worker: int, msg: tuple) -> None:
+        """Send ``msg`` to worker ``worker``'s task pipe (an answer to a task that submits tasks); any thread."""
+        self._post("tell", (worker, msg))
+
     # -- objects ------------------------------------------------------------------------
     def put(self, obj: Any) -> ObjectRef:
         """Write ``obj`` once to shared memory; workers map it read-only."""
@@ -359,6 +375,25 @@ class LocalBackend(base.Backend):
         path = os.path.join(self._store_dir, f"obj-{ref.ref_id}")
         ref.nbytes = write_object(obj, path)
         ref.location = path
+        ref_id = ref.ref_id
+
+        def release() -> None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            if not self._stopping:
+                self._post("drop", ref_id)
+
+        ref._release = release
+        return ref
+
+    def adopt(self, path: str, nbytes: int, type_name: str) -> ObjectRef:
+        """A reference to an object a task stored itself under this pool's store (``hpc.put`` inside a task)."""
+        if os.path.dirname(os.path.abspath(path)) != os.path.abspath(self._store_dir):
+            raise BackendError(f"{path} is not in this pool's object store")
+        with self._lock:
+            ref = ObjectRef(path, nbytes, type_name)
         ref_id = ref.ref_id
 
         def release() -> None:
@@ -469,6 +504,8 @@ class LocalBackend(base.Backend):
                     break
                 self._check_memory()
                 self._check_cancels()
+                if any(w.blocked for w in self._workers):
+                    self._help()
                 self._dispatch()
         except BaseException:  # pragma: no cover - a bug here must not hang callers
             import logging
@@ -497,6 +534,11 @@ class LocalBackend(base.Backend):
                     self._gpu_queue.append(item)
                 else:
                     self._queue.append(item)
+                if item.parent >= 0:
+                    kids = self._children.get(item.parent)
+                    if kids is None:
+                        kids = self._children[item.parent] = collections.deque()
+                    kids.append(item)
             elif kind == "cancel":
                 self._cancel(item)
             elif kind == "drop":
@@ -505,6 +547,12 @@ class LocalBackend(base.Backend):
                     if not w.dead:
                         w.outbuf += data
                         self._flush(w)
+            elif kind == "tell":
+                index, msg = item
+                w = self._workers[index] if 0 <= index < len(self._workers) else None
+                if w is not None and not w.dead:
+                    w.outbuf += self._frame(msg)
+                    self._flush(w)
             elif kind == "stop":
                 stop = True
         if stop:
@@ -565,7 +613,7 @@ class LocalBackend(base.Backend):
                 for q in (self._gpu_queue, queue):
                     while q:
                         t = q.popleft()
-                        if t.state != _DONE:
+                        if t.state == _QUEUED:
                             t.state = _DONE
                             self._report(t, lost)
             return
@@ -581,7 +629,7 @@ class LocalBackend(base.Backend):
         """
         while queue:
             task = queue[0]
-            if task.state == _DONE:  # cancelled while queued
+            if task.state != _QUEUED:  # cancelled while queued, or taken by a waiting parent (_help)
                 queue.popleft()
                 continue
             if task.options.cpus > 1 and _slots(task) > 1:
@@ -620,6 +668,46 @@ class LocalBackend(base.Backend):
         for w in self._held.pop(task.task_id, ()):
             w.held_by = None
 
+    def _help(self) -> None:
+        """Give each worker whose top task waits on tasks it submitted, and that runs nothing else, a task to run.
+
+        One task at a time, in this order: the oldest queued child it waits for (what its get()
+        reads first), a task that a worker whose stack is full waits for (that worker cannot take
+        it itself), its newest other child, then, on a shallow stack only, the oldest task in the
+        queue (the largest piece of a recursion, which keeps the worker busy while its own children
+        run elsewhere). See local_nested for why that never deadlocks and keeps stacks shallow.
+        """
+        queue = self._queue
+        stranded: set[int] = set()  # what the top tasks of full stacks wait for
+        for w in self._workers:
+            if w.blocked and w.blocked[-1][1] == local_nested.HELP_NONE and not w.dead:
+                stranded |= w.blocked[-1][2]
+        for w in self._workers:
+            blocked = w.blocked
+            if not blocked or w.dead or len(w.inflight) != len(blocked):
+                continue
+            key, helping, waiting = blocked[-1]
+            if helping == local_nested.HELP_NONE:
+                continue
+            kids = self._children.get(key)
+            pick = None
+            if kids:
+                while kids and kids[0].state != _QUEUED:  # taken by another worker, or cancelled
+                    kids.popleft()
+                pick = next((t for t in kids if t.task_id in waiting and t.state == _QUEUED and _fits_stack(t)),
+                            None)
+            if pick is None and stranded:
+                pick = next((t for t in queue if t.task_id in stranded and t.state == _QUEUED and _fits_stack(t)),
+                            None)
+            if pick is None and kids:
+                pick = next((t for t in reversed(kids) if t.state == _QUEUED and _fits_stack(t)), None)
+            if pick is None and helping == local_nested.HELP_ANY:
+                while queue and queue[0].state != _QUEUED:
+                    queue.popleft()
+                pick = next((t for t in queue if t.state == _QUEUED and _fits_stack(t)), None)
+            if pick is not None:
+                self._send(w, pick)
+
     def _dispatch_gpu(self, live: list[Worker]) -> None:
         """Dispatch in a pool with GPU workers: GPU tasks to GPU workers, the rest to CPU workers first.
 
@@ -637,7 +725,7 @@ class LocalBackend(base.Backend):
         queue = self._queue
         while queue:
             task = queue[0]
-            if task.state == _DONE:
+            if task.state != _QUEUED:
                 queue.popleft()
                 continue
             if task.options.cpus > 1 and _slots(task) > 1:
@@ -735,8 +823,14 @@ class LocalBackend(base.Backend):
         if kind == "done":
             _, key, status, payload, detail, raw_stats = msg
             task = w.inflight.popleft()
-            if task.task_id != key:  # pragma: no cover - protocol invariant
-                raise RuntimeError(f"worker {w.index} answered task {key}, expected {task.task_id}")
+            if task.task_id != key:  # a task that ran on top of one waiting for its children (local_nested)
+                w.inflight.appendleft(task)
+                task = next((t for t in w.inflight if t.task_id == key), None)
+                if task is None:  # pragma: no cover - protocol invariant
+                    raise RuntimeError(f"worker {w.index} answered task {key}, which it was not sent")
+                w.inflight.remove(task)
+            if self._children:
+                self._children.pop(key, None)
             if self._held:
                 self._release(task)
             stats = TaskStats.from_wire(raw_stats)
@@ -753,12 +847,34 @@ class LocalBackend(base.Backend):
                 if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
                     result = result._replace(gpu=w.gpu)
                 self._report(task, result)
+        elif kind == "block":  # its top task waits in get() on tasks it submitted (local_nested)
+            w.blocked.append((msg[1], msg[2], frozenset(msg[3])))
+        elif kind == "unblock":
+            if w.blocked:
+                w.blocked.pop()
+        elif kind == "nest":
+            self._nested(w, msg)
         elif kind == "hello":
             _, w.pid, w.host, _ = msg
             w.greeted = True
             self._failed_starts = 0
             if all(x.greeted or x.dead for x in self._workers):
                 self._all_greeted.set()
+
+    def _nested(self, w: Worker, msg: tuple) -> None:
+        """A request of a task that submits tasks: to the runtime's handler, which answers through :meth:`tell`."""
+        handler = self.nested_handler
+        try:
+            if handler is None:
+                raise BackendError("this pool's runtime takes no requests from its tasks")
+            handler(w.index, msg)
+        except Exception as exc:  # a broken request fails that task's call, never the I/O thread
+            import logging
+
+            logging.getLogger("eugo_lab").exception("a request from a task on worker %s failed", w.index)
+            if msg[1] in ("ids", "put"):  # the task waits for an answer: give it the error
+                w.outbuf += self._frame(("reply", msg[2], BackendError(f"the driver could not answer: {exc}")))
+                self._flush(w)
 
     def _report(self, task: Task, result: Outcome) -> None:
         on_done = self._on_done.pop(task.task_id, None)
@@ -788,6 +904,9 @@ class LocalBackend(base.Backend):
                 if w.inflight and w.inflight[0] is task:
                     w.cancel_target = task
                     w.cancel_deadline = time.monotonic() + self.cancel_grace
+                if any(b[0] == task.task_id for b in w.blocked):  # it waits on children: turn its wait now
+                    w.outbuf += self._frame(("wake",))
+                    self._flush(w)
         task.state = _DONE
         self._report(task, Outcome.cancelled())
 
@@ -823,6 +942,17 @@ class LocalBackend(base.Backend):
             code = w.proc.wait()
         inflight = list(w.inflight)
         w.inflight.clear()
+        if w.blocked:
+            # Tasks were waiting on its stack, each on top of another: which of the others had
+            # started is not known here, so all of them count as crashed (a crash is retried).
+            w.blocked.clear()
+            crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
+            for t in inflight:
+                self._release(t)
+                if t.state != _DONE:
+                    t.state = _DONE
+                    self._report(t, Outcome.crashed(crash, w.index))
+            inflight = []
         if inflight:
             running, rest = inflight[0], inflight[1:]
             self._release(running)

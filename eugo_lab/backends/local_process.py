@@ -34,7 +34,7 @@ class Worker:
 
     __slots__ = ("index", "proc", "forked", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf",
                  "inflight", "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted",
-                 "cancel_target", "cancel_deadline", "gpu", "held_by")
+                 "cancel_target", "cancel_deadline", "gpu", "held_by", "blocked")
 
     def __init__(self, index: int):
         self.index = index
@@ -59,6 +59,10 @@ class Worker:
         self.held_by: Task | None = None  # a cpus=N task running on another worker keeps this one idle
         self.cancel_deadline = 0.0  # when the worker is killed if that task is still running
         self.gpu = -1  # the device a GPU worker holds (its CUDA_VISIBLE_DEVICES), -1 for a CPU worker
+        # Tasks on this worker's stack waiting in hpc.get on tasks they submitted, bottom first, as
+        # (task id, whether the worker takes their children meanwhile, the ids it waits for): see
+        # eugo_lab.backends.local_nested.
+        self.blocked: list[tuple[int, bool, frozenset[int]]] = []
 
     def close_pipes(self) -> None:
         """Close this worker's pipe ends once; they read -1 afterwards.

@@ -145,10 +145,11 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     _die_with_parent(lifeline_fd, parent_pid, store_dir)
     cancels = _Cancels(cancel_fd)
 
+    from eugo_lab.backends import local_nested
     from eugo_lab.backends._worker import execute, execute_batch
     from eugo_lab.contract.serialization import loads_value
 
-    rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)
+    reader = local_nested.FrameReader(task_fd)
     wfile = os.fdopen(result_fd, "wb", buffering=1 << 16)
     objects = _Objects()
     functions = _functions
@@ -164,51 +165,49 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
             # to read this result, and a traceback on the notebook's stderr would only alarm.
             os._exit(0)
 
-    # os.uname().nodename is what socket.gethostname() returns, without importing socket.
-    send(("hello", os.getpid(), os.uname().nodename, time.time()))
-    # Thread oversubscription guard, after the hello so start-up does not wait for it:
-    # the environment already holds the limit; this also sets it for libraries loaded by now.
-    from eugo_lab.threadguard.variables import apply_once
+    def run_task(msg: tuple) -> None:
+        _, key, fid, args_bytes, deps, batch, staged, probe = msg
 
-    apply_once()
-    while True:
-        head = rfile.read(_LEN.size)
-        if len(head) < _LEN.size:
-            break
-        (n,) = _LEN.unpack(head)
-        msg = pickle.loads(rfile.read(n))
+        def load_token(token: tuple, deps: dict | None = deps) -> Any:
+            if token[0] == "fut":
+                return loads_value(deps[token[1]])  # type: ignore[index]
+            return objects.get(token[1], token[2])
+
+        fn, name = functions[fid]
+        if key in cancels.ids:  # cancelled before it started: answer without running it
+            cancels.ids.discard(key)
+            send(("done", key, 1, b"", None, None))
+            return
+        run = execute_batch if batch else execute
+        buffers = None
+        if staged is not None:
+            from eugo_lab.backends.shm_store import read_chunks
+
+            buffers = read_chunks(staged, private=True)
+        # A task may start on top of one waiting for its children (local_nested): the one below
+        # is running again when this one returns.
+        below = cancels.running
+        frame = nested.push(key)
+        cancels.running = key
+        try:
+            status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe)
+        except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
+            status, payload, detail, stats = 1, b"", None, None
+        finally:
+            cancels.running = below
+            nested.pop()
+        cancels.ids.discard(key)
+        del buffers
+        stats = local_nested.own_cpu(stats, frame)
+        # Stats travel as a plain tuple (TaskStats.from_wire re-types it on the driver):
+        # pickling the named tuple itself would cost ~1.5 us per task on each side.
+        send(("done", key, status, payload, detail, None if stats is None else tuple(stats)))
+
+    def handle(msg: tuple) -> bool:
+        """One message from the driver; False: leave the loop."""
         kind = msg[0]
         if kind == "run":
-            _, key, fid, args_bytes, deps, batch, staged, probe = msg
-
-            def load_token(token: tuple, deps: dict | None = deps) -> Any:
-                if token[0] == "fut":
-                    return loads_value(deps[token[1]])  # type: ignore[index]
-                return objects.get(token[1], token[2])
-
-            fn, name = functions[fid]
-            if key in cancels.ids:  # cancelled before it started: answer without running it
-                cancels.ids.discard(key)
-                send(("done", key, 1, b"", None, None))
-                continue
-            run = execute_batch if batch else execute
-            buffers = None
-            if staged is not None:
-                from eugo_lab.backends.shm_store import read_chunks
-
-                buffers = read_chunks(staged, private=True)
-            cancels.running = key
-            try:
-                status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe)
-            except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
-                status, payload, detail, stats = 1, b"", None, None
-            finally:
-                cancels.running = None
-            cancels.ids.discard(key)
-            del buffers
-            # Stats travel as a plain tuple (TaskStats.from_wire re-types it on the driver):
-            # pickling the named tuple itself would cost ~1.5 us per task on each side.
-            send(("done", key, status, payload, detail, None if stats is None else tuple(stats)))
+            run_task(msg)
         elif kind == "fn":
             _, fid, name, fn_bytes = msg
             try:
@@ -220,6 +219,25 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         elif kind == "drop":
             objects.cache.pop(msg[1], None)
         elif kind == "exit":
+            return False
+        return True
+
+    # Tasks that submit tasks talk to the driver through this connection (eugo_lab.hpc.nested).
+    nested = local_nested.install(reader, send, cancels, handle, store_dir)
+    # os.uname().nodename is what socket.gethostname() returns, without importing socket.
+    send(("hello", os.getpid(), os.uname().nodename, time.time()))
+    # Thread oversubscription guard, after the hello so start-up does not wait for it:
+    # the environment already holds the limit; this also sets it for libraries loaded by now.
+    from eugo_lab.threadguard.variables import apply_once
+
+    apply_once()
+    while True:
+        msg = nested.next_message()
+        if msg is None:
+            break
+        if msg[0] in ("res", "reply", "wake"):  # a child's late answer, after its parent ended
+            nested.take(msg, inline=False)
+        elif not handle(msg):
             break
     wfile.close()
     os._exit(0)

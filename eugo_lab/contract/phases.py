@@ -14,6 +14,16 @@ from eugo_lab.contract import run_queue
 
 _local = threading.local()
 
+def recording_phases() -> Any:
+    """The phase list the running task records into on this thread (None outside a task)."""
+    return getattr(_local, "phases", None)
+
+
+def set_recording_phases(phases: Any) -> None:
+    """Make ``phases`` the list this thread's task records into (a task run on top of a waiting one gives it back)."""
+    _local.phases = phases
+
+
 #: Phase names the runtime records itself, not the task's code: the JIT's verdicts and trial spans
 #: (``jit: compiled``, ``jit: plain run``). ``Trace.phases_dataframe()`` leaves them out by default.
 RUNTIME_PHASE_PREFIX = "jit: "
@@ -36,6 +46,12 @@ def compile_seconds(name: str) -> float | None:
         return float(times.split()[0].rstrip("]"))
     except (ValueError, IndexError):
         return None
+
+
+#: The span a task spent inside ``hpc.get``/``hpc.wait`` on tasks it submitted itself (its children). Its CPU
+#: time is the waiting task's own (the children it ran on its stack meanwhile are their own rows), so the
+#: analyses read the span as waiting on children, neither I/O nor computing.
+CHILD_WAIT_PHASE = "waiting on child tasks"
 
 
 class _NullPhase:

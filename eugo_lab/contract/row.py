@@ -35,6 +35,10 @@ PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
+# One row per task submitted from inside another task's body: task ``task`` was submitted by the
+# running task ``parent`` (tasks the driver submitted have no row). Kept apart from the packed row
+# like the dependencies: a trace without nested tasks carries nothing for it.
+PARENT_COLUMNS = ("task", "parent")
 # One row per attempt that held a GPU (a gpus= task): its task (an hpc.map batch: the batch's id),
 # attempt and device. Kept apart from the packed row: traces without GPU tasks carry nothing for
 # it, and the row's hot path stays as it is. ``Trace.gpu`` spreads it into a per-row column (-1: none).

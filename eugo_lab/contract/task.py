@@ -138,6 +138,7 @@ class Task:
         "ready_time",
         "staged",
         "probe",
+        "parent",
     )
 
     def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, options: TaskOptions, label: str, *,
@@ -160,6 +161,9 @@ class Task:
         # Submitted inside a traced region: the worker reports what it saw (TaskStats.facts).
         # Off, the worker does nothing more than before.
         self.probe = False
+        # The task whose body submitted this one (a task that submits tasks), -1 for one the driver
+        # submitted: the local pool lets a parent waiting on its children run them on its own stack.
+        self.parent = -1
 
     def __repr__(self) -> str:
         return f"<Task {self.fn.name} {self.task_id} attempt {self.attempt}>"

@@ -25,6 +25,8 @@ from __future__ import annotations
 import importlib
 import sys as _sys
 
+from eugo_lab.hpc.prestart import in_pool_worker
+
 # typing.TYPE_CHECKING without importing typing (~5 ms with the re, enum and collections it
 # imports): hpc.init() starts the worker template first, and everything before that delays it.
 TYPE_CHECKING = False
@@ -86,6 +88,13 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     are forked from starts first and boots while the runtime's own modules are imported
     (~20 ms of CPU each).
     """
+    if in_pool_worker():
+        from eugo_lab.contract.errors import BackendError
+
+        raise BackendError("hpc.init() was called inside a task: a task on the local pool uses the driver's "
+                           "runtime (its .remote(), get, wait, put and map go there), and a pool of its own would "
+                           "compete with the pool for the same cores. Call hpc.init() on the driver, before the "
+                           "tasks start.")
     options = {**options, "address": address, "cluster": cluster}
     if backend in (None, "local") and address is None and cluster is None:
         import os
@@ -113,10 +122,17 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
 _NEEDS_RUNTIME = frozenset({"as_completed", "get", "map", "map_partitions", "put", "wait"})
 
 
+# Inside a task on the local pool these come from eugo_lab.hpc.nested: the driver's runtime through
+# the worker's pipes, without importing the runtime's own modules into the worker.
+_IN_TASK = frozenset({"as_completed", "cancel", "get", "map", "put", "wait"})
+
+
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'eugo_lab.hpc' has no attribute {name!r}")
+    if name in _IN_TASK and in_pool_worker():
+        module = "eugo_lab.hpc.nested"
     if name in _NEEDS_RUNTIME and "eugo_lab.hpc.session" not in _sys.modules:
         from eugo_lab.hpc.prestart import prestart_default_pool
 

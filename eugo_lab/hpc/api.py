@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import errors
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.hpc import future as _future
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
@@ -135,6 +136,10 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     stay alive), and on Ctrl-C/Interrupt cancels this call's pending tasks and re-raises.
     """
     _check_timeout(timeout, "get()")
+    if _future._nested_wait is not None:  # inside a task on the local pool (eugo_lab.hpc.nested)
+        from eugo_lab.hpc import nested
+
+        return nested.get(obj, timeout)
     rt = session.current(start=False)
     start = time.time()
     if type(obj) is MapResult:  # hpc.get(hpc.map(...)): waits on the map, joins its batches' lists
@@ -213,6 +218,10 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
     if not 0 <= num_returns <= len(futs):
         raise ValueError(f"num_returns must be between 0 and {len(futs)} (the number of futures), got {num_returns}")
     _check_timeout(timeout, "wait()")
+    if _future._nested_wait is not None:  # inside a task on the local pool: it runs what the driver sends meanwhile
+        from eugo_lab.hpc import nested
+
+        return nested.wait(futs, num_returns, timeout)
     rt = session.current(start=False)
     start = time.time()
     cond = threading.Condition()
@@ -266,6 +275,11 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
     """Yield futures as they finish (failed ones too: ``get()`` on them raises)."""
     futs = list(futures)
     _check_timeout(timeout, "as_completed()")
+    if _future._nested_wait is not None:  # inside a task on the local pool
+        from eugo_lab.hpc import nested
+
+        yield from nested.as_completed(futs, timeout)
+        return
     rt = session.current(start=False)
     q: queue.SimpleQueue = queue.SimpleQueue()
     put = q.put
@@ -335,6 +349,8 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     # A plain function mapped again keeps its record: workers load it once and the pool keeps one estimate.
     record = rf._record if rf is fn else record_for(fn, rf._record.name)
     rt = session.current()
+    if getattr(rt, "nested", False):  # inside a task on the local pool: one child task per item
+        return rt.map(rf, iterable, batch)  # type: ignore[union-attr]
     return map_items(rt, record, iterable, rf._options, batch)
 
 

@@ -26,6 +26,11 @@ _STATE_NAMES = {STATE_PENDING: "pending", STATE_FINISHED: "finished", STATE_FAIL
 # lock per future would cost memory on every one of them.
 _lock = threading.Lock()
 
+# Inside a local-pool worker (eugo_lab.hpc.nested): how a task waits on the futures of tasks it
+# submitted, ``(futures, how many, timeout) -> done in time``. It runs what the driver sends
+# meanwhile; an event would block the worker's only thread, which is the one that must run them.
+_nested_wait: Callable[[list[Future], int, float | None], bool] | None = None
+
 
 class BatchResult:
     """The pickled results of one ``hpc.map`` batch, decoded once for all its items."""
@@ -153,6 +158,8 @@ class Future:
     def _wait(self, timeout: float | None) -> bool:
         if self._state != STATE_PENDING:
             return True
+        if _nested_wait is not None:
+            return _nested_wait([self], 1, timeout)
         with _lock:
             if self._state != STATE_PENDING:
                 return True

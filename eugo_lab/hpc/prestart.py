@@ -26,3 +26,11 @@ def prestart_default_pool() -> None:
     from eugo_lab.backends.local_template import prestart_template
 
     prestart_template()
+
+
+def in_pool_worker() -> bool:
+    """True in a local-pool worker process whose task loop runs (its tasks reach the driver's runtime)."""
+    import sys
+
+    connection = sys.modules.get("eugo_lab.backends.local_nested")
+    return connection is not None and connection.client is not None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
 from eugo_lab.hpc.future import Future
-from eugo_lab.hpc.prestart import prestart_default_pool
+from eugo_lab.hpc.prestart import in_pool_worker, prestart_default_pool
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.mapping import MapResult
@@ -23,6 +23,11 @@ def _session() -> Any:
     # statement in .remote() itself cost ~2 us on every call.
     global _session_module
     if _session_module is None:
+        if in_pool_worker():  # a task on the local pool: the driver's runtime, through the worker's pipes
+            from eugo_lab.hpc import nested
+
+            _session_module = nested
+            return nested
         prestart_default_pool()
         from eugo_lab.hpc import session
 
@@ -71,9 +76,10 @@ class RemoteFunction:
 
     def remote(self, *args: Any, **kwargs: Any) -> Future:
         """Submit one call; returns its future immediately."""
-        if self._options.batch is not None:  # batch="auto": coalesce tiny calls (eugo_lab.hpc.coalesce)
-            return self._coalesced(args, kwargs)
         rt = _session().current()
+        # batch="auto": coalesce tiny calls (eugo_lab.hpc.coalesce), on the driver; a task's own calls go one by one
+        if self._options.batch is not None and not getattr(rt, "nested", False):
+            return self._coalesced(args, kwargs)
         return rt.submit(self._record, args, kwargs, self._options)  # type: ignore[union-attr]
 
     def _coalesced(self, args: tuple, kwargs: dict) -> Future:
@@ -98,7 +104,10 @@ class RemoteFunction:
         """Same as ``hpc.map(self, iterable, batch=batch)``."""
         from eugo_lab.hpc.mapping import map_items
 
-        return map_items(_session().running(), self._record, iterable, self._options, batch)
+        rt = _session().running()
+        if getattr(rt, "nested", False):  # inside a task on the local pool: one child task per item
+            return rt.map(self, iterable, batch)  # type: ignore[attr-defined]
+        return map_items(rt, self._record, iterable, self._options, batch)
 
 
 @overload

@@ -151,6 +151,20 @@ class Runtime:
         # hpc.profile / %%eugo --profile: while set, every task submitted is profiled on its
         # worker (an eugo_lab.hpc.profiling.Settings; its wrap() swaps the function record).
         self.profiling: Any = None
+        # Tasks that submit tasks (eugo_lab.hpc.nested): an engine whose workers ask the driver
+        # takes a handler; the server behind it is made on the first request.
+        self._nested_server: Any = None
+        if hasattr(backend, "nested_handler"):
+            backend.nested_handler = self._nested_request
+
+    def _nested_request(self, worker: int, msg: tuple) -> None:
+        """A request of a task running on worker ``worker`` (its ``.remote()``, ``get``, ``put``...)."""
+        server = self._nested_server
+        if server is None:
+            from eugo_lab.hpc.nested_server import NestedServer
+
+            server = self._nested_server = NestedServer(self)
+        server.handle(worker, msg)
 
     @property
     def idle_stops(self) -> tuple[Any, ...]:
@@ -226,6 +240,25 @@ class Runtime:
         self._start(task, tokens)
         if traced:  # the driver lane: how long pickling and handing the task on took
             self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
+        return fut
+
+    def submit_pickled(self, tid: int, fn: FunctionRecord, args_bytes: bytes, tokens: list, options: TaskOptions,
+                       name: str, parent: int) -> Future:
+        """Submit a call a running task pickled itself, as task ``tid`` (an id of :meth:`new_id_block`).
+
+        ``tokens``: the futures and references its arguments name (futures become dependencies);
+        ``parent``: the task that submitted it, which the trace records.
+        """
+        self._check_open()
+        fut = Future(tid, name, self._cancel_future)
+        task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
+        task.parent = parent
+        task.probe = self.recorder.in_region
+        self._tasks[tid] = task
+        self.tasks_submitted += 1
+        if self.recorder.active:
+            self.recorder.record_parent(tid, parent)
+        self._start(task, tokens)
         return fut
 
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
@@ -360,6 +393,8 @@ class Runtime:
                 f._complete(STATE_CANCELLED, error=exc)
         if not retry:
             self._release(task)
+        if self._nested_server is not None:  # tasks that submit tasks: this attempt's children end with it
+            self._nested_server.task_ended(task.task_id, status == base.OK)
         if retry:
             task.attempt += 1
             log.info("retrying %s() (task %s), attempt %s", name, task.task_id, task.attempt)
@@ -404,12 +439,15 @@ class Runtime:
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
         where = f"worker {worker}" if worker >= 0 else "the driver"
+        text = errors.format_remote_traceback(tb)
+        child = getattr(exc, "remote_traceback", None)
+        if child and isinstance(child, str):  # a child task's error, raised by this task's get(): its traceback first
+            text = f"{child}\nThe child task's error above was raised in its parent task:\n\n{text}"
         # "attempt 1 of 4" only where a failure of this type is retried: the retries count
         # lost workers, and an exception not listed in retry_exceptions= is never run again.
         context = f"attempt {task.attempt} of {task.options.retries + 1} on {where}" if _retries(task, exc) else \
             f"on {where}"
-        return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
-                                       context=context)
+        return errors.remote_exception(exc, function=name, traceback_text=text, context=context)
 
     def _release(self, task: Pending) -> None:
         staged, task.staged = task.staged, None
@@ -570,8 +608,17 @@ def stop_runtime() -> None:
 def current(start: bool = True) -> Runtime | None:
     """The active runtime; start the embedded default (or ``EUGO_ADDRESS``) if ``start``."""
     rt = _current
-    if rt is not None or not start:
+    if rt is not None:
         return rt
+    connection = sys.modules.get("eugo_lab.backends.local_nested")
+    if connection is not None and connection.client is not None:  # inside a local-pool task: the driver's runtime
+        from eugo_lab.hpc.nested import worker_runtime
+
+        nested = worker_runtime()
+        if nested is not None:
+            return nested  # type: ignore[return-value]
+    if not start:
+        return None
     with _current_lock:
         if _current is None:
             start_runtime(wait_ready=False)  # the first .remote() should not wait for every worker to boot

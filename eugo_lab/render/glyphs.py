@@ -304,7 +304,15 @@ def task_columns(data: object, t0: float, palette: Palette, merge: bool = True,
             cols["duration"].append(f"{fmt_seconds(busy)} busy in {fmt_seconds(right - left)}")
             cols["phases"].append(merged)
 
-    for i in np.flatnonzero(valid & ~tiny).tolist():
+    rows = np.flatnonzero(valid & ~tiny)
+    parents = getattr(data, "parents", None)
+    if parents is not None and len(parents["parent"]):
+        # A task that submitted tasks spans the children it ran on its own lane while it waited:
+        # drawn first (the longest, outermost first), it lies under them instead of hiding them.
+        spans = np.isin(tid[rows], parents["parent"])
+        outer = rows[spans][np.argsort(-(end - start)[rows[spans]], kind="stable")]
+        rows = np.concatenate([outer, rows[~spans]])
+    for i in rows.tolist():
         add(i, float(start[i]), float(end[i]), 1, float(end[i] - start[i]), int(b_in[i]), int(b_out[i]))
     for i in np.flatnonzero(crashed).tolist():
         left = lanes.crashed_left(int(ys[i]), float(ready[i]), float(received[i]), ys, end)

@@ -28,6 +28,7 @@ from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
     GPU_COLUMNS,
+    PARENT_COLUMNS,
     PHASE_COLUMNS,
     PUT_COLUMNS,
     ROW_SIZE,
@@ -207,6 +208,7 @@ class Recorder:
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.parents = {c: array("q") for c in PARENT_COLUMNS}  # tasks submitted by a running task
         self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
@@ -304,7 +306,7 @@ class Recorder:
             self._update_active()
             self._flush()
             extra = {"attempts": len(self.attempts), "puts": len(self.puts["ref"]), "refused": len(self.refused),
-                     "sends": sends}
+                     "sends": sends, "parents": len(self.parents["task"])}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
                     extra, self.driver.mark())
@@ -324,6 +326,7 @@ class Recorder:
             driver_spans, driver_short = self.driver.since(mark[9])
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            parents = {c: col[extra["parents"]:] for c, col in self.parents.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
             arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
@@ -337,7 +340,7 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, parents=parents,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:], driver_spans=driver_spans,
@@ -553,6 +556,12 @@ class Recorder:
         with self._lock:
             self.deps["task"].extend([task_id] * len(on))
             self.deps["on"].extend(on)
+
+    def record_parent(self, task_id: int, parent: int) -> None:
+        """Remember that task ``task_id`` was submitted from inside the running task ``parent``."""
+        with self._lock:
+            self.parents["task"].append(task_id)
+            self.parents["parent"].append(parent)
 
     def record_arg(self, task_id: int, key: int) -> None:
         """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""

@@ -31,6 +31,7 @@ from eugo_lab.contract.row import (
     DEP_COLUMNS,
     FACT_COLUMNS,
     GPU_COLUMNS,
+    PARENT_COLUMNS,
     PHASE_COLUMNS,
     PUT_COLUMNS,
     REF_COLUMNS,
@@ -105,12 +106,16 @@ class Trace(JsonFile):
                  puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
                  shipped: Sequence[FunctionShipped] = (), attempts: Sequence[Any] | None = None,
                  results: Sequence[Result] | None = None,
-                 driver_spans: dict[str, Any] | None = None):
+                 driver_spans: dict[str, Any] | None = None, parents: dict[str, np.ndarray] | None = None):
         #: The driver's submissions that took at least ``driver.SPAN_MIN_S``: ``kind`` (0 serializing,
         #: 1 submitting), ``task``, ``bytes``, ``start``, ``end``; :attr:`driver` is the whole lane.
         self.driver_spans = _driver.frozen_spans(driver_spans) if driver_spans is not None else _driver.empty_spans()
         self._driver: dict[str, np.ndarray] | None = None
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
+        #: Tasks submitted from inside another task: ``task`` and the ``parent`` that submitted it (see :attr:`parent`).
+        self.parents = ({c: _frozen(parents[c], "int64") for c in PARENT_COLUMNS} if parents is not None
+                        else {c: _frozen([], "int64") for c in PARENT_COLUMNS})
+        self._parent: np.ndarray | None = None
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
         self._gpu: np.ndarray | None = None
@@ -197,6 +202,24 @@ class Trace(JsonFile):
             out.setflags(write=False)
             self._gpu = out
         return self._gpu
+
+    @property
+    def parent(self) -> np.ndarray:
+        """Per task row, the id of the task whose body submitted it (``-1``: the driver submitted it)."""
+        if self._parent is None:
+            out = np.full(len(self), -1, dtype="int64")
+            if len(self.parents["task"]):
+                of = dict(zip(self.parents["task"].tolist(), self.parents["parent"].tolist()))
+                ids = self.tasks["task_id"].tolist()
+                out[:] = [of.get(t, -1) for t in ids]
+            out.setflags(write=False)
+            self._parent = out
+        return self._parent
+
+    def children(self, task_id: int) -> list[int]:
+        """Ids of the tasks that task ``task_id`` submitted from its body, in submission order."""
+        sel = self.parents["parent"] == task_id
+        return self.parents["task"][sel].tolist()
 
     def gpu_tasks(self) -> dict[int, int]:
         """``{device: tasks that held it}``, counting each task once (not each attempt); ``{}`` when none did."""
@@ -464,6 +487,7 @@ class Trace(JsonFile):
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
+            **({"parents": {k: col(v) for k, v in self.parents.items()}} if len(self.parents["task"]) else {}),
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
             "facts": {k: col(v) for k, v in self.facts.items()},
@@ -512,7 +536,10 @@ class Trace(JsonFile):
                 "shipped": [FunctionShipped(f, int(p), int(c), tuple((n, int(b)) for n, b in cap), int(s))
                             for f, p, c, cap, s in d.get("functions_shipped", ())],
                 "results": [provenance.result_from_list(r) for r in d.get("results", ())]}
+        # "parents" too (only traces with tasks submitted by tasks carry it).
+        parents = {c: _frozen(d.get("parents", {}).get(c, []), "int64") for c in PARENT_COLUMNS}
         return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, **prov,
+                   parents=parents,
                    driver_spans=d.get("driver_spans"),  # within schema 1 too: a trace saved before it has none
                    functions=d["functions"],
                    phase_names=d["phase_names"],

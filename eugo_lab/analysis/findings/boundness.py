@@ -15,7 +15,7 @@ from eugo_lab.analysis.findings.context import Context, after_fix, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import INFO, WARNING, fmt_pct
 from eugo_lab.analysis.simulate import replay
-from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
+from eugo_lab.contract.phases import CHILD_WAIT_PHASE, RUNTIME_PHASE_PREFIX
 
 # CPU time / wall time of a body: below 0.5 the task mostly waits (I/O, sleep, locks,
 # network); at or above 0.8 it is limited by the CPU.
@@ -141,6 +141,8 @@ def boundness(ctx: Context) -> list[Finding]:
     for n in np.unique(p["name"]):
         if str(ctx.trace.phase_names[n]).startswith(RUNTIME_PHASE_PREFIX):
             continue  # the JIT's own spans (its trial's runs, its compile): not a phase of the task's code
+        if ctx.trace.phase_names[n] == CHILD_WAIT_PHASE:  # waiting on its children: their time, not I/O
+            continue
         sel = p["name"] == n
         dur = float((p["end"][sel] - p["start"][sel]).sum())
         unit_of_row = u.row_unit[p["row"][sel]]

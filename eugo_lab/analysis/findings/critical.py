@@ -33,6 +33,11 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
         return []
     if b.worker_time <= 0 or b.idle < CRITICAL_MIN_IDLE * b.worker_time:
         return []
+    parents = ctx.trace.parents["parent"]
+    if len(parents) and np.isin(np.asarray(cp.task_ids), parents).any():
+        # A task on the chain waited on tasks it submitted itself: its span is its children's time,
+        # which ran in parallel; "partition its input" would be wrong advice (it already splits it).
+        return []
     u = ctx.units
     if set(cp.task_ids) <= set(u.task_id[u.is_batch].tolist()):
         # A chain of hpc.map batches: the map sizes and paces its own batches, so "partition

@@ -16,6 +16,7 @@ from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, listed, priced, split_fixed, units_of
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import WARNING, fmt_pct
+from eugo_lab.analysis.timeline import child_waits
 from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.units import capitalized, fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -49,7 +50,7 @@ def stragglers(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding
     have an Unbalanced partitions finding, which names the cause (their input sizes).
     """
     t = ctx.trace.tasks
-    body = t["end"] - t["start"]
+    body = t["end"] - t["start"] - child_waits(ctx.trace)  # a parent's wait on its children is theirs
     valid = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
     last_end = float(np.nanmax(t["end"][valid])) if valid.any() else math.nan
     valid &= ~ctx.trial_rows  # a JIT trial is slower than the compiled calls by design, not a straggler
