@@ -224,16 +224,17 @@ class _Signature:
     Plain classes with slots, not dataclasses: this module must import fast (see the imports above).
     """
 
-    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity")
+    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types")
 
     def __init__(self, status: str = COMPILING, dispatcher: Any = None, compile_s: float | None = None,
-                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1):
+                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1, types: tuple = ()):
         self.status = status
         self.dispatcher = dispatcher
         self.compile_s = compile_s
         self.error = error
         self.calls = calls  # compiled calls since the trial kept it
         self.arity = arity
+        self.types = types  # Numba's types of the arguments it was compiled for
 
     def __repr__(self) -> str:
         return f"_Signature({self.status}, compile_s={self.compile_s}, error={self.error}, calls={self.calls})"
@@ -400,6 +401,11 @@ def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
         else:
             sig.dispatcher = ck.compile_for(fn, types)
             sig.arity = len(types)
+            sig.types = types
+            # Exact by construction: only code whose meaning is CPython's for every input of these types is kept.
+            why = ck.unproven_reasons(sig.dispatcher, types, pos)
+            if why:
+                sig.error = ("not-proven", why)
     except ImportError:
         sig.error = ("numba-missing", "")
     except Exception as exc:  # noqa: BLE001 - any compile failure: the function stays plain
@@ -494,7 +500,6 @@ class AutoJit:
             s = self._new_signature(st, args, kwargs)
             if s.status == READY:  # the compiled code of these types exists: trial this call now
                 return self._trial(st, s, args, kwargs)
-            return self.fn(*args, **kwargs)
         if s.status == COMPILED:
             s.calls += 1
             pos = args if not kwargs and len(args) == s.arity else ck.positional(self.fn, args, kwargs)
@@ -526,9 +531,12 @@ class AutoJit:
                 return s
             same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
             if same is not None and not why:
-                # Same types, Python integers of another size: Numba's code is the same (no compile), but its
-                # 64-bit integers may overflow where Python's do not, so this call is trialled on its own.
-                s = st.sigs[sig] = _Signature(READY, same.dispatcher, 0.0, arity=same.arity)
+                # Same types, Python integers of another size: Numba's code is the same (no compile), but whether
+                # its 64-bit integers hold what Python's do depends on those sizes: proven again for them.
+                unproven = ck.unproven_reasons(same.dispatcher, same.types, pos)
+                s = st.sigs[sig] = _Signature(DECLINED if unproven else READY, same.dispatcher, 0.0,
+                                              ("not-proven", unproven) if unproven else None, arity=same.arity,
+                                              types=same.types)
                 return s
             s = st.sigs[sig] = _Signature()
             if why:

@@ -50,6 +50,10 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                       "that call got the plain result, and the plain version runs from then on",
                       "usually integer overflow: Python's integers never overflow, Numba's 64-bit ones do; "
                       "use float64, or keep this function plain with optimize=False"),
+    "not-proven": ("its compiled code may not compute what Python computes for every input (read from the code "
+                   "Numba compiled for these argument types), so the automatic JIT does not use it",
+                   "use float64 for values that grow (Python's ints never overflow, Numba's 64-bit ones wrap), "
+                   "or optimize=True to compile it anyway after a check on its first call"),
     "plain-error": ("the plain call raised, so there was nothing to check against", "fix the error first"),
     # -- not tried by the automatic JIT (eugo_lab.jit.auto) --
     "in-c": ("its time is in C code (NumPy) or waiting, not in Python bytecode: a JIT removes the interpreter, "

@@ -1,0 +1,735 @@
+"""Whether compiled code means what CPython means, for every input of the types seen, read from Numba's typed IR.
+
+The automatic JIT keeps a compiled version only when :func:`unproven` finds nothing: a check on
+the calls that happened cannot see a difference that depends on the data (an accumulator that
+outgrows 64 bits on a larger input), so exactness is a property of the code, decided before any
+compiled call runs. What is proven, per value of the function:
+
+- **Python integers** (arguments, constants, ``len``, loop indices, arithmetic on those) stay within
+  int64: each gets a bound on its bit length. A ``range`` loop's index is bounded by the range's
+  ends and by :data:`STEPS_BITS`; an array dimension by :data:`DIM_BITS`; sums add a bit, products
+  add their operands' bits. A value that grows across loop iterations (a cycle through the loop)
+  is bounded only when every step adds or subtracts a bounded amount (a counter, ``c += 1``): then
+  by :data:`STEPS_BITS` steps of it. Products, powers and shifts across iterations, or sums of
+  values that may each be large, are not bounded: Numba's int64 would wrap where Python's int grows.
+- **NumPy integers** (array elements) wrap in NumPy too: int64 arithmetic is the same bits.
+  Narrower or unsigned ones are promoted to int64 by Numba but keep their width in NumPy, so their
+  arithmetic is allowed only when its result goes straight back into an array of the same dtype
+  (the same bits modulo the width).
+- **Floats**: float64 ``+ - *``, ``/`` by a non-zero constant, comparisons: IEEE operations in
+  source order (no fast-math). ``/ // %`` by a computed value of Python floats raises
+  ZeroDivisionError in both (Numba's Python error model); where an operand is a NumPy scalar, NumPy
+  gives inf or nan instead, so it is not proven. ``**`` on floats is not (Python raises
+  OverflowError or returns a complex number where compiled code returns inf or nan, and ``x ** 0.5``
+  is compiled as a square root that rounds differently from ``pow``). float32 arithmetic is not
+  (NumPy and Numba promote it differently).
+- **Library calls**, per function (:data:`EXACT_CALLS`): ``abs``, ``min``, ``max``, ``len``,
+  ``range``, ``float``, ``bool``, ``math.fabs``/``copysign``/``isnan``/``isinf``/``isfinite``,
+  ``np.sqrt``/``abs``/``isnan``... (correctly rounded or exact, and they raise nothing in either).
+  ``math.sqrt``, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
+  OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
+  (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
+- Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
+  so an index out of range raises IndexError as in Python.
+
+The one modelling assumption: a CPython loop does not run 2**:data:`STEPS_BITS` steps (weeks at the
+fastest interpreter), so a counter that adds a bounded amount per step stays within int64.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+# A CPython loop runs at most ~1e8 simple steps a second: 2**48 steps is about a month of one.
+STEPS_BITS = 48
+# An array's length, shape or size: its elements fit in a 64-bit address space of 2**47 bytes (x86-64, arm64).
+DIM_BITS = 47
+# The largest magnitude an int64 holds is below 2**63.
+INT_BITS = 63
+# A float64 represents every integer below 2**53 exactly: above that, int/float comparisons and int / int differ.
+FLOAT_INT_BITS = 53
+TOP = 1 << 20  # no bound
+
+_ADD = (operator.add, operator.iadd, operator.sub, operator.isub)
+_NAMES = {operator.add: "a sum", operator.sub: "a difference", operator.mul: "a product", operator.pow: "a power",
+          operator.lshift: "a shift", operator.floordiv: "a floor division", operator.mod: "a remainder",
+          operator.truediv: "a division", operator.neg: "a negation"}
+_WRAP_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.and_, operator.or_, operator.xor})
+_CMP = frozenset({operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne})
+_DIV = frozenset({operator.truediv, operator.floordiv, operator.mod})
+
+# Calls whose compiled result is CPython's for every input (correctly rounded or exact, and raising nothing
+# in either). Anything else is not proven.
+EXACT_CALLS: frozenset[Any] = frozenset({
+    builtins.abs, builtins.min, builtins.max, builtins.len, builtins.range, builtins.float, builtins.bool,
+    builtins.int, math.fabs, math.copysign, math.isnan, math.isinf, math.isfinite,
+    np.sqrt, np.abs, np.absolute, np.fabs, np.isnan, np.isinf, np.isfinite, np.copysign,
+    np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like, np.full})
+# Why a call that is not in EXACT_CALLS is not proven, for the ones a learner meets most.
+_CALL_WHY = {
+    math.sqrt: "math.sqrt raises ValueError for a negative number in Python; compiled, it returns nan",
+    math.log: "math.log raises ValueError for 0 or a negative number in Python; compiled, it returns -inf or nan",
+    math.exp: "math.exp raises OverflowError above 709.78 in Python; compiled, it returns inf",
+    math.pow: "math.pow raises where Python has a domain or range error; compiled, it returns nan or inf",
+    math.floor: "math.floor raises for inf or nan in Python; compiled, the result is undefined",
+    math.ceil: "math.ceil raises for inf or nan in Python; compiled, the result is undefined",
+}
+
+
+def unproven(dispatcher: Any, types: tuple, pos: tuple) -> list[str]:
+    """Why ``dispatcher``'s code for ``types`` may not mean what CPython means for the arguments ``pos``'s types.
+
+    ``pos``: the call's positional arguments (their Python types and integer sizes bound the
+    analysis: a Python int argument of k bytes is below 2**(8k)). Empty: proven for every input of
+    these types and sizes. Each reason starts with ``line N:``.
+    """
+    cres = dispatcher.overloads.get(tuple(types))
+    if cres is None:
+        return ["the compiled code could not be read back"]
+    ta = cres.type_annotation
+    return _Reader(ta.blocks, ta.typemap, ta.calltypes, pos).reasons()
+
+
+def _user_name(var: str) -> str:
+    """A variable's name as the source spells it (``s.2`` -> ``s``); "" for Numba's temporaries."""
+    return "" if var.startswith("$") or var.startswith("arg.") else var.split(".")[0]
+
+
+def _int_bits(v: Any) -> int:
+    """The bound on a Python int argument: its size class in bytes (as the JIT's signature keys it), in bits."""
+    return 8 * ((abs(v).bit_length() + 7) // 8)
+
+
+class _Reader:
+    """One pass over a function's typed IR: definitions, value bounds, then the checks (see the module)."""
+
+    def __init__(self, blocks: dict, typemap: dict, calltypes: Any, pos: tuple):
+        from numba.core import ir
+
+        self.ir = ir
+        self.typemap = typemap
+        self.calltypes = calltypes
+        self.pos = pos
+        self.defs: dict[str, list[Any]] = {}  # var -> the statements that assign it
+        self.uses: dict[str, list[Any]] = {}  # var -> the statements that read it
+        self.stmts: list[Any] = []
+        for label in sorted(blocks):
+            for st in blocks[label].body:
+                if isinstance(st, ir.Del):
+                    continue
+                self.stmts.append(st)
+                if isinstance(st, ir.Assign):
+                    self.defs.setdefault(st.target.name, []).append(st)
+                for v in st.list_vars():
+                    if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                        self.uses.setdefault(v.name, []).append(st)
+        self.np: dict[str, frozenset] = {}  # var -> the NumPy dtypes its Python value may have (None: a Python one)
+        self.bits: dict[str, int] = {}  # var -> bound on the bit length of its Python-int values (-1: none)
+        self.out: list[tuple[int, str]] = []
+
+    # -- types -------------------------------------------------------------------------------------
+    def t(self, var: str) -> Any:
+        return self.typemap.get(var)
+
+    def kind(self, var: str) -> str:
+        """``int``, ``bool``, ``float``, ``complex``, ``array`` or ``other`` for a variable's Numba type."""
+        from numba.core import types
+
+        t = self.t(var)
+        if isinstance(t, (types.Boolean, types.BooleanLiteral)):
+            return "bool"
+        if isinstance(t, (types.Integer, types.IntegerLiteral)):
+            return "int"
+        if isinstance(t, types.Float):
+            return "float"
+        if isinstance(t, types.Complex):
+            return "complex"
+        if isinstance(t, types.Array):
+            return "array"
+        return "other"
+
+    def width(self, var: str) -> tuple[str, int, bool]:
+        """(kind, bits, signed) of a scalar's Numba type (int64 -> ("int", 64, True))."""
+        t = self.t(var)
+        k = self.kind(var)
+        return k, getattr(t, "bitwidth", 64), bool(getattr(t, "signed", True))
+
+    def operands(self, st: Any) -> list[str]:
+        v = st.value
+        if isinstance(v, self.ir.Var):
+            return [v.name]
+        if isinstance(v, self.ir.Expr):
+            return [x.name for x in v.list_vars()]
+        return []
+
+    # -- NumPy or Python scalars -------------------------------------------------------------------------
+    def _np_of(self, st: Any) -> frozenset:
+        ir, v = self.ir, st.value
+        if isinstance(v, ir.Arg):
+            a = self.pos[v.index] if v.index < len(self.pos) else None
+            return frozenset({np.asarray(a).dtype.str}) if isinstance(a, np.generic) else frozenset({None})
+        if isinstance(v, ir.Var):
+            return self.np.get(v.name, frozenset())
+        if not isinstance(v, ir.Expr):
+            return frozenset({None})
+        op = v.op
+        if op in ("getitem", "static_getitem", "typed_getitem", "exhaust_iter"):
+            if self.kind(v.value.name) == "array":
+                dtype = self.t(v.value.name).dtype
+                return frozenset({np.dtype(str(dtype)).str}) if self.kind(st.target.name) != "array" else \
+                    frozenset({None})
+            return self._tuple_items_np(v.value.name)
+        if op == "build_tuple":
+            return frozenset().union(*(self.np.get(x.name, frozenset()) for x in v.items))
+        if op == "pair_first":
+            it = self._iter_source(v.value.name)
+            dtype = getattr(self.t(it), "dtype", None) if it else None
+            return frozenset({np.dtype(str(dtype)).str}) if dtype is not None and it and \
+                self.kind(it) == "array" else frozenset({None})
+        if op in ("binop", "inplace_binop", "unary"):
+            ins = [self.np.get(x.name, frozenset()) for x in v.list_vars()]
+            out = set()
+            for combo in _product(ins):
+                dts = [d for d in combo if d is not None]
+                out.add(np.result_type(*[np.dtype(d) for d in dts]).str if dts else None)
+            return frozenset(out)
+        if op == "call":
+            fn = self.callee(v)
+            if fn in (builtins.abs, builtins.min, builtins.max):
+                return frozenset().union(*(self.np.get(x.name, frozenset()) for x in v.args)) or frozenset({None})
+            if isinstance(fn, np.ufunc):
+                return frozenset({np.dtype(str(self.t(st.target.name))).str}) if self.kind(
+                    st.target.name) in ("float", "int", "bool") else frozenset({None})
+            if isinstance(fn, type) and issubclass(fn, np.generic):
+                return frozenset({np.dtype(fn).str})
+        return frozenset({None})
+
+    def _tuple_items_np(self, var: str) -> frozenset:
+        """What the items of a tuple may be (NumPy dtypes or None), from where it was built or passed in."""
+        d = self.defs.get(var, [])
+        out: set = set()
+        for st in d:
+            v = st.value
+            if isinstance(v, self.ir.Arg):
+                a = self.pos[v.index] if v.index < len(self.pos) else ()
+                out |= {np.asarray(x).dtype.str if isinstance(x, np.generic) else None
+                        for x in (a if isinstance(a, tuple) else (a,))}
+            else:
+                out |= self.np.get(var, frozenset())
+        return frozenset(out) or frozenset({None})
+
+    def _iter_source(self, var: str) -> str:
+        """The variable an iterator came from (``for x in a``: ``a``), through copies and ``iternext``."""
+        seen = 0
+        while seen < 32:
+            seen += 1
+            d = self.defs.get(var)
+            if not d:
+                return ""
+            v = d[0].value
+            if isinstance(v, self.ir.Var):
+                var = v.name
+            elif isinstance(v, self.ir.Expr) and v.op in ("iternext", "getiter"):
+                var = v.value.name
+            else:
+                return var
+        return ""
+
+    def callee(self, expr: Any) -> Any:
+        """The Python function a call expression calls (``math.sqrt``, ``range``...), or its Numba type."""
+        from numba.core import types
+
+        t = self.t(expr.func.name)
+        if isinstance(t, types.Function):
+            return t.typing_key
+        if isinstance(t, types.NumberClass):
+            return np.dtype(str(t.instance_type)).type
+        return t
+
+    # -- bounds of Python ints ----------------------------------------------------------------------------
+    def always_np(self, var: str) -> bool:
+        s = self.np.get(var, frozenset({None}))
+        return bool(s) and None not in s
+
+    def _bits_of(self, st: Any) -> int:
+        """The bound of one definition's Python-int values, from its operands' bounds (-1: never a Python int)."""
+        ir, v, target = self.ir, st.value, st.target.name
+        k = self.kind(target)
+        # Iterators, ranges and pairs carry their index's bound; floats and arrays have none.
+        if k in ("float", "complex", "array") or self.always_np(target) and not isinstance(v, ir.Var):
+            return -1
+        if k == "bool":
+            return 1
+        b = self.bits.get
+        if isinstance(v, ir.Arg):
+            a = self.pos[v.index] if v.index < len(self.pos) else None
+            if isinstance(a, bool):
+                return 1
+            return _int_bits(a) if isinstance(a, int) else 64
+        if isinstance(v, (ir.Const, ir.Global, ir.FreeVar)):
+            val = v.value
+            return abs(int(val)).bit_length() if isinstance(val, (int, np.integer)) else -1
+        if isinstance(v, ir.Var):
+            return b(v.name, -1)
+        op = v.op
+        if op == "cast":
+            return b(v.value.name, -1)
+        if op in ("binop", "inplace_binop"):
+            fn = v.immutable_fn if op == "inplace_binop" else v.fn
+            x, y = max(b(v.lhs.name, -1), 0), max(b(v.rhs.name, -1), 0)
+            if fn in (operator.add, operator.sub):
+                return max(x, y) + 1
+            if fn == operator.mul:
+                return x + y
+            if fn == operator.floordiv:
+                return x + 1
+            if fn == operator.mod:
+                return y
+            if fn in (operator.and_, operator.or_, operator.xor):
+                return max(x, y)
+            if fn == operator.rshift:
+                return x
+            c = self.const(v.rhs.name)
+            if fn == operator.lshift and isinstance(c, int) and 0 <= c < 64:
+                return x + c
+            if fn == operator.pow and isinstance(c, int) and 0 <= c < 64:
+                return max(x * c, 1)
+            return TOP
+        if op == "unary":
+            return b(v.value.name, -1) + (0 if v.fn == "+" else 1)
+        if op in ("pair_first", "iternext", "getiter"):
+            return b(v.value.name, -1)
+        if op in ("static_getitem", "getitem", "typed_getitem", "exhaust_iter"):
+            return self._tuple_bits(v.value.name)
+        if op == "build_tuple":
+            return max((b(x.name, -1) for x in v.items), default=-1)
+        if op == "getattr":
+            return DIM_BITS if v.attr in ("size", "ndim", "itemsize", "nbytes", "shape", "strides") else TOP
+        if op == "call":
+            fn = self.callee(v)
+            args = [b(x.name, -1) for x in v.args]
+            if fn is builtins.len:
+                return DIM_BITS
+            if fn is builtins.range:
+                # The index lies between the range's ends, and cannot get further from its start than STEPS_BITS steps.
+                start, stop = (args[0], args[1]) if len(args) > 1 else (0, args[0] if args else TOP)
+                step = args[2] if len(args) > 2 else 1
+                return max(start, min(stop, max(start, STEPS_BITS + step) + 1))
+            if fn is builtins.abs:
+                return args[0] + 1 if args else TOP
+            if fn in (builtins.min, builtins.max):
+                return max(args, default=TOP)
+            if fn in (builtins.int, builtins.bool) and args and self.kind(v.args[0].name) in ("int", "bool"):
+                return args[0]
+            return TOP
+        return TOP
+
+    def _tuple_bits(self, var: str) -> int:
+        """The bound of a tuple's (or an unpacked tuple's) int items: a shape's are dimensions."""
+        ir = self.ir
+        for _ in range(16):
+            d = self.defs.get(var)
+            if not d:
+                return TOP
+            bv = d[0].value
+            if isinstance(bv, ir.Expr) and bv.op == "getattr" and bv.attr in ("shape", "strides"):
+                return DIM_BITS
+            if isinstance(bv, ir.Expr) and bv.op == "build_tuple" or len(d) > 1:
+                return max(self.bits.get(var, -1), max((self.bits.get(x.name, -1) for st in d
+                                                         for x in getattr(st.value, "items", ())), default=-1))
+            if isinstance(bv, ir.Arg):
+                a = self.pos[bv.index] if bv.index < len(self.pos) else ()
+                ints = [x for x in a if isinstance(x, int)] if isinstance(a, tuple) else []
+                return max((_int_bits(x) for x in ints), default=64)
+            if isinstance(bv, ir.Var) or isinstance(bv, ir.Expr) and bv.op == "exhaust_iter":
+                var = bv.name if isinstance(bv, ir.Var) else bv.value.name
+                continue
+            return TOP
+        return TOP
+
+    def const(self, var: str) -> Any:
+        """The constant a variable holds (through copies), or None."""
+        for _ in range(16):
+            d = self.defs.get(var)
+            if not d or len(d) != 1:
+                return None
+            v = d[0].value
+            if isinstance(v, (self.ir.Const, self.ir.Global, self.ir.FreeVar)):
+                return v.value
+            if not isinstance(v, self.ir.Var):
+                return None
+            var = v.name
+        return None
+
+    def _compute(self) -> None:
+        names = list(self.defs)
+        # NumPy-ness: a monotone fixpoint (sets only grow; few dtypes).
+        for n in names:
+            self.np[n] = frozenset()
+        changed = True
+        while changed:
+            changed = False
+            for n in names:
+                new = self.np[n].union(*(self._np_of(st) for st in self.defs[n]))
+                if new != self.np[n]:
+                    self.np[n], changed = new, True
+        for n in names:
+            self.bits[n] = -1
+        for comp in _sccs(names, lambda n: [x for st in self.defs[n] for x in self.operands(st) if x in self.defs]):
+            if len(comp) == 1 and comp[0] not in {x for st in self.defs[comp[0]] for x in self.operands(st)}:
+                n = comp[0]
+                self.bits[n] = max(self._bits_of(st) for st in self.defs[n])
+            else:
+                self._cycle(set(comp))
+
+    def _cycle(self, comp: set[str]) -> None:
+        """Bound the values of one loop-carried cycle of definitions (see the module): counters, not accumulators."""
+        ir = self.ir
+        inputs, steps, grows = [-1], [], None
+        for n in comp:
+            if self.kind(n) not in ("int", "bool"):
+                continue
+            for st in self.defs[n]:
+                v = st.value
+                if self.always_np(n) and not isinstance(v, ir.Var):
+                    continue
+                if isinstance(v, ir.Var) or isinstance(v, ir.Expr) and v.op in ("cast", "unary") or \
+                        isinstance(v, ir.Expr) and v.op == "call" and self.callee(v) in (builtins.min, builtins.max,
+                                                                                          builtins.abs):
+                    inputs += [self.bits.get(x, -1) for x in self.operands(st) if x not in comp]
+                    continue
+                if isinstance(v, ir.Expr) and v.op in ("binop", "inplace_binop"):
+                    fn = v.immutable_fn if v.op == "inplace_binop" else v.fn
+                    a, c = v.lhs.name, v.rhs.name
+                    inside = [x for x in (a, c) if x in comp]
+                    if any(self.always_np(x) for x in (a, c)):
+                        continue  # a NumPy integer: wraps in NumPy as compiled
+                    if fn in (operator.add, operator.sub) and len(inside) == 1:
+                        steps.append(max(self.bits.get(c if a in comp else a, -1), 0))
+                        continue
+                    if fn == operator.mod and c not in comp:
+                        inputs.append(self.bits.get(c, -1))
+                        continue
+                    if fn in (operator.floordiv, operator.rshift) and c not in comp:
+                        continue  # shrinks
+                    if fn == operator.and_ and len(inside) == 1:
+                        inputs.append(self.bits.get(c if a in comp else a, -1))
+                        continue
+                grows = grows or (st, n, v)
+                if isinstance(v, ir.Expr):
+                    inputs += [self.bits.get(x, -1) for x in self.operands(st) if x not in comp]
+                else:
+                    inputs.append(self._bits_of(st))
+        bound = max(inputs)
+        if steps:
+            bound = max(bound, STEPS_BITS + max(steps) + 1) + 1
+        if grows is not None:
+            bound = TOP
+        for n in comp:
+            if self.kind(n) in ("int", "bool"):
+                self.bits[n] = -1 if self.always_np(n) else bound
+        if bound > INT_BITS:
+            self._say_cycle(comp, grows, steps)
+
+    def _say_cycle(self, comp: set[str], grows: Any, steps: list[int]) -> None:
+        names = sorted({_user_name(n) for n in comp} - {""})
+        who = f"`{names[0]}`" if names else "a value"
+        if grows is not None:
+            st, _, v = grows
+            fn = _op_fn(v)
+            how = f"it grows by {_NAMES.get(fn, 'an operation')} of itself on every pass of a loop"
+        elif max(steps) > INT_BITS:
+            st = self._step_stmt(comp)
+            how = "each pass of a loop adds a value that can itself outgrow 64 bits"
+        else:
+            st = self._step_stmt(comp)
+            how = "it adds a value that is not a small constant on every pass of a loop"
+        self.say(st, f"{who} is a Python int that can outgrow 64 bits ({how}): Numba's int64 would wrap")
+
+    def _step_stmt(self, comp: set[str]) -> Any:
+        for n in sorted(comp):
+            for st in self.defs[n]:
+                if isinstance(st.value, self.ir.Expr) and st.value.op in ("binop", "inplace_binop"):
+                    return st
+        return self.defs[sorted(comp)[0]][0]
+
+    def say(self, st: Any, why: str) -> None:
+        line = getattr(st.loc, "line", 0) or 0
+        if not any(x == (line, why) for x in self.out):
+            self.out.append((line, why))
+
+    # -- the checks ----------------------------------------------------------------------------------
+    def reasons(self) -> list[str]:
+        """Every reason the code may part from CPython's meaning, ``line N: why``, in line order."""
+        try:
+            self._compute()
+        except Exception as exc:  # noqa: BLE001 - an IR this reader does not know: not proven, and say so
+            return [f"line ?: the compiled code could not be analysed ({type(exc).__name__})"]
+        reported = set()
+        for st in self.stmts:
+            self._check(st, reported)
+        return [f"line {line}: {why}" for line, why in sorted(self.out, key=lambda x: x[0])]
+
+    def _check(self, st: Any, reported: set[str]) -> None:
+        ir = self.ir
+        if isinstance(st, (ir.SetItem, ir.StaticSetItem)):
+            self._check_store(st)
+            return
+        if isinstance(st, (ir.SetAttr, ir.DelItem, ir.Print)):
+            self.say(st, f"{type(st).__name__} is not analysed")
+            return
+        if not isinstance(st, ir.Assign):
+            return
+        target, v = st.target.name, st.value
+        bits = self.bits.get(target, -1)
+        if bits > INT_BITS and target not in reported and self.kind(target) in ("int", "bool"):
+            ops = [x for x in self.operands(st) if self.bits.get(x, -1) > INT_BITS and self.kind(x) in ("int", "bool")]
+            if not ops and not isinstance(v, ir.Var):
+                self._say_int(st)
+            reported.add(target)
+        if isinstance(v, ir.Var):
+            self._check_unify(st, v.name)
+        elif isinstance(v, ir.Arg):
+            k, w, signed = self.width(target)
+            if k == "int" and not signed and not self.always_np(target):
+                self.say(st, f"`{_user_name(target) or 'an argument'}` is a Python int of 2**63 or more, which "
+                             "Numba types as an unsigned int64: its arithmetic would differ")
+        elif isinstance(v, ir.Expr):
+            self._check_expr(st, v)
+
+    def _say_int(self, st: Any) -> None:
+        v = st.value
+        fn = _op_fn(v)
+        name = _user_name(st.target.name)
+        what = f"`{name}`" if name else _NAMES.get(fn, "a value")
+        if getattr(v, "op", "") == "call":
+            what = f"the int result of {getattr(self.callee(v), '__name__', 'a call')}()"
+        self.say(st, f"{what} is a Python int that can outgrow 64 bits: Numba's int64 would wrap")
+
+    def _check_unify(self, st: Any, src: str) -> None:
+        """``s = 0`` then ``s += x[i]`` with float x: Numba makes ``s`` a float from the start, Python keeps an int."""
+        a, b = self.kind(src), self.kind(st.target.name)
+        if a != b and {a, b} <= {"int", "bool", "float", "complex"} and not (a == "bool" and b == "int"):
+            name = _user_name(st.target.name)
+            an = {"int": "an", "bool": "a", "float": "a", "complex": "a"}
+            self.say(st, f"`{name or 'a value'}` holds {an[a]} {a} here and {an[b]} {b} elsewhere: "
+                         f"Numba makes it a {b} throughout, Python keeps the {a} "
+                         "(start it with the type it will hold: 0.0, not 0)")
+
+    def _check_store(self, st: Any) -> None:
+        from numba.core import types
+
+        arr = self.t(st.target.name)
+        val = st.value.name
+        if not isinstance(arr, types.Array):
+            self.say(st, "a store into something other than a NumPy array is not analysed")
+            return
+        dt = np.dtype(str(arr.dtype))
+        k = self.kind(val)
+        if k == "array":
+            if str(getattr(self.t(val), "dtype", "")) != str(arr.dtype):
+                self.say(st, "an array of another dtype copied into an array is not analysed")
+            return
+        if dt.kind in "iu":
+            if k == "float":
+                self.say(st, f"a float stored into an {dt} array: NumPy raises for nan or inf, compiled code does not")
+            elif k == "int" and not self.always_np(val):
+                bits = self.bits.get(val, -1)
+                if bits > dt.itemsize * 8 - (1 if dt.kind == "i" else 0):
+                    self.say(st, f"a Python int stored into an {dt} array may not fit: NumPy raises OverflowError, "
+                                 "compiled code keeps the low bits")
+        elif dt.kind == "b" and k != "bool":
+            self.say(st, "a non-bool stored into a bool array is not analysed")
+
+    def _check_expr(self, st: Any, v: Any) -> None:
+        from numba.core import types
+
+        op, target = v.op, st.target.name
+        if op in ("binop", "inplace_binop"):
+            self._check_binop(st, v)
+        elif op == "unary":
+            if self._narrow(v.value.name) and self.kind(target) == "int" and not self._stored_as(st, v.value.name):
+                self._say_narrow(st, v.value.name)
+        elif op == "call":
+            fn = self.callee(v)
+            if isinstance(fn, types.Type):
+                self.say(st, f"a call of {fn} is not analysed (only NumPy, math and builtin functions are)")
+            elif fn in (builtins.int,) and v.args and self.kind(v.args[0].name) == "float":
+                self.say(st, "int() of a float raises for nan or inf in Python; compiled, the result is undefined")
+            elif isinstance(fn, type) and issubclass(fn, np.generic):
+                if v.args and self.kind(v.args[0].name) == "float" and np.dtype(fn).kind in "iu":
+                    self.say(st, f"{fn.__name__}() of a float is not analysed")
+            elif fn not in EXACT_CALLS:
+                name = getattr(fn, "__name__", str(fn))
+                mod = getattr(fn, "__module__", None) or ("numpy" if isinstance(fn, np.ufunc) else "")
+                full = f"{'np' if mod.startswith('numpy') else mod}.{name}" if mod and mod != "builtins" else name
+                self.say(st, _CALL_WHY.get(fn, f"{full}() is not one of the calls proven to match CPython"))
+            elif fn in (builtins.min, builtins.max, builtins.abs) and any(self._narrow(x.name) for x in v.args):
+                pass  # the value of one operand, or its magnitude: NumPy's and Numba's agree
+        elif op == "getattr":
+            if self.kind(v.value.name) == "array" and v.attr not in ("shape", "size", "ndim", "T", "dtype",
+                                                                     "itemsize", "nbytes", "strides"):
+                self.say(st, f"a.{v.attr} is not analysed (NumPy's array methods may compute differently)")
+        elif op in ("arrayexpr",):
+            self.say(st, "a whole-array expression (NumPy already runs it compiled) is not analysed")
+        elif op in ("build_list", "build_map", "build_set", "make_function", "list_comprehension"):
+            self.say(st, f"{op.replace('_', ' ')} is not analysed")
+        elif op == "cast":
+            self._check_unify(st, v.value.name)
+
+    def _narrow(self, var: str) -> bool:
+        """A NumPy integer narrower than int64, or unsigned: NumPy keeps its width, Numba computes in int64."""
+        for d in self.np.get(var, ()):
+            if d is not None and np.dtype(d).kind in "iub" and (np.dtype(d).itemsize < 8 or np.dtype(d).kind == "u"):
+                return True
+        return False
+
+    def _stored_as(self, st: Any, src: str) -> bool:
+        """Whether ``st``'s result goes only into arrays of ``src``'s NumPy dtype (the same bits modulo the width)."""
+        from numba.core import types
+
+        dts = {d for d in self.np.get(src, ()) if d is not None}
+        uses = self.uses.get(st.target.name, [])
+        if not uses or len(dts) != 1:
+            return False
+        for u in uses:
+            if not isinstance(u, (self.ir.SetItem, self.ir.StaticSetItem)) or u.value.name != st.target.name:
+                return False
+            arr = self.t(u.target.name)
+            if not isinstance(arr, types.Array) or np.dtype(str(arr.dtype)).str not in dts:
+                return False
+        return True
+
+    def _say_narrow(self, st: Any, src: str) -> None:
+        d = next(d for d in self.np.get(src, ()) if d is not None)
+        name = _user_name(st.target.name)
+        self.say(st, f"{'`' + name + '`' if name else 'a value'} is computed from {np.dtype(d)} values: NumPy keeps "
+                     f"{np.dtype(d)} and wraps at its width, Numba computes in int64")
+
+    def _check_binop(self, st: Any, v: Any) -> None:
+        fn = v.immutable_fn if v.op == "inplace_binop" else v.fn
+        a, b, target = v.lhs.name, v.rhs.name, st.target.name
+        ka, kb, kt = self.kind(a), self.kind(b), self.kind(target)
+        if "array" in (ka, kb):
+            if fn not in _CMP:
+                self.say(st, "a whole-array operation (NumPy already runs it compiled) is not analysed")
+            return
+        if "other" in (ka, kb) or "complex" in (ka, kb):
+            self.say(st, f"{_NAMES.get(fn, 'an operation')} of {self.t(a)} and {self.t(b)} is not analysed")
+            return
+        np_a, np_b = self._maybe_np(a), self._maybe_np(b)
+        # Narrow NumPy ints: only when the result goes straight back into an array of their dtype.
+        for x in (a, b):
+            if self._narrow(x) and kt in ("int", "bool") and fn not in _CMP:
+                if fn not in _WRAP_OPS or not self._stored_as(st, x):
+                    self._say_narrow(st, x)
+                    return
+        if kt == "bool" and fn not in _CMP and ka == kb == "bool" and (np_a or np_b):
+            self.say(st, "arithmetic on NumPy bools (logical in NumPy, integer compiled) is not analysed")
+        floats = "float" in (ka, kb)
+        if floats:
+            for x in (a, b):
+                if self.kind(x) == "float" and self.width(x)[1] != 64 and not (ka == kb == "float" and
+                                                                              self.t(a) == self.t(b)):
+                    self.say(st, "float32 arithmetic with other types: NumPy keeps float32, Numba computes in float64")
+                    return
+            if fn == operator.pow:
+                self.say(st, "`**` on floats: Python raises OverflowError or returns a complex number where compiled "
+                             "code returns inf or nan, and x ** 0.5 is compiled as a square root, which rounds "
+                             "differently from Python's pow")
+                return
+        if fn in _DIV:
+            c = self.const(b)
+            if not (isinstance(c, (int, float)) and c != 0) and (np_a or np_b):
+                self.say(st, f"{_NAMES[fn]} of NumPy numbers by a computed value: NumPy gives inf, nan or 0 for "
+                             "a zero divisor where compiled code raises ZeroDivisionError")
+                return
+        if fn == operator.truediv and ka in ("int", "bool") and kb in ("int", "bool"):
+            if max(self.bits.get(a, -1), self.bits.get(b, -1)) > FLOAT_INT_BITS:
+                self.say(st, "int / int with ints beyond 2**53: Python divides exactly, compiled code converts "
+                             "each to a float first")
+        if fn in _CMP and floats and {ka, kb} & {"int"}:
+            x = a if ka == "int" else b
+            if self.bits.get(x, -1) > FLOAT_INT_BITS or (self.always_np(x) or self._maybe_np(x)) and \
+                    self.width(x)[1] == 64:
+                self.say(st, "an int compared with a float where the int may be beyond 2**53: Python compares "
+                             "exactly, compiled code converts the int to a float")
+        if kt == "int" and (np_a or np_b) and fn not in _CMP:
+            if fn == operator.pow or fn in (operator.lshift, operator.rshift) and not (
+                    isinstance(self.const(b), int) and 0 <= self.const(b) < 64):
+                self.say(st, f"{_NAMES.get(fn, 'a shift')} of NumPy ints by a computed amount is not analysed")
+        elif kt == "int" and fn in (operator.lshift, operator.rshift, operator.pow):
+            c = self.const(b)
+            if not (isinstance(c, int) and 0 <= c < 64) and self.bits.get(target, -1) <= INT_BITS:
+                self.say(st, f"{_NAMES.get(fn, 'a shift')} by a computed amount: Python raises for a negative one "
+                             "and grows the int; compiled code does neither")
+
+    def _maybe_np(self, var: str) -> bool:
+        return any(d is not None for d in self.np.get(var, ()))
+
+
+def _op_fn(v: Any) -> Any:
+    """The operator of a binop or unary expression (``operator.add`` for ``+=`` too); None for anything else."""
+    kws = getattr(v, "_kws", None) or {}
+    return kws.get("immutable_fn") if getattr(v, "op", "") == "inplace_binop" else kws.get("fn")
+
+
+def _product(sets: list[frozenset]) -> Iterable[tuple]:
+    """Every combination of one element per set (empty sets count as one Python value)."""
+    out: list[tuple] = [()]
+    for s in sets:
+        out = [o + (x,) for o in out for x in (s or {None})]
+    return out
+
+
+def _sccs(nodes: list[str], succ: Any) -> list[list[str]]:
+    """Tarjan's strongly connected components, dependencies first (iterative: loops make deep graphs)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(succ(root)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            pushed = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(succ(nxt))))
+                    pushed = True
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            if pushed:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == node:
+                        break
+                out.append(comp)
+    return out
