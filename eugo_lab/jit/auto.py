@@ -281,6 +281,7 @@ _sampler: threading.Thread | None = None
 # before that look (one interpreter lock orders both), and one that reads False notifies.
 _awake = False
 _compiling: list[threading.Thread] = []
+_notified = [0.0]  # when a watched call last woke the sampler (perf_counter): how long the sampler waited for the GIL
 
 
 _ck: Any = None  # eugo_lab.jit.checked, once a function qualified
@@ -334,14 +335,21 @@ def _sample_loop() -> None:
     while True:
         with _cond:
             _awake = False
+            woken = False
             while not _watch:
                 _cond.wait()
+                woken = True
             _awake = True
-        asked = perf()
-        time.sleep(SAMPLE_INTERVAL_S)
         # A thread holding the GIL (running bytecode) gives it up only after the switch interval: a wait
         # of half of it means the watched thread was running with it, whatever its opcode shows now.
-        held = perf() - asked - SAMPLE_INTERVAL_S >= sys.getswitchinterval() / 2
+        if woken:
+            # Woken by a call that started: look at once. Sleeping first meant a second wait for the GIL
+            # (after the one to wake), so a call of ~10 ms had ended before the first look and was never sampled.
+            held = perf() - _notified[0] >= sys.getswitchinterval() / 2
+        else:
+            asked = perf()
+            time.sleep(SAMPLE_INTERVAL_S)
+            held = perf() - asked - SAMPLE_INTERVAL_S >= sys.getswitchinterval() / 2
         frames = sys._current_frames()
         leaf = f = None
         for tid, st in list(_watch.items()):
@@ -564,6 +572,7 @@ class AutoJit:
             _watch[tid] = st
             if not _awake:
                 with _cond:
+                    _notified[0] = time.perf_counter()
                     _cond.notify()
                 if _sampler is None:
                     _start_sampler()

@@ -32,9 +32,15 @@ compiled call runs. What is proven, per value of the function:
 - Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
   so an index out of range raises IndexError as in Python.
 
-The one modelling assumption: a CPython loop does not run 2**:data:`STEPS_BITS` steps (weeks at the
-fastest interpreter), so a counter that adds a bounded amount per step stays within int64.
+Two modelling assumptions, the only places where "for every input" is not literal:
+
+- a CPython loop does not run 2**:data:`STEPS_BITS` steps (weeks at the fastest interpreter), so a
+  counter that adds a bounded amount per step stays within int64;
+- a product of two loop indices or dimensions that is used only to index an array (``flat[i * k + j]``)
+  stays below 2**63 (:data:`INDEX_ASSUMPTION`): each factor is below an array's dimension, and an index
+  beyond the array raises IndexError in both.
 """
+
 
 from __future__ import annotations
 
@@ -46,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+INDEX_ASSUMPTION = ("an index product of two values below array dimensions is below 2**63 (true unless two "
+                    "arrays of more than 2**31 elements each are indexed together)")
 # A CPython loop runs at most ~1e8 simple steps a second: 2**48 steps is about a month of one.
 STEPS_BITS = 48
 # An array's length, shape or size: its elements fit in a 64-bit address space of 2**47 bytes (x86-64, arm64).
@@ -71,6 +79,9 @@ EXACT_CALLS: frozenset[Any] = frozenset({
     builtins.int, math.fabs, math.copysign, math.isnan, math.isinf, math.isfinite,
     np.sqrt, np.abs, np.absolute, np.fabs, np.isnan, np.isinf, np.isfinite, np.copysign,
     np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like, np.full})
+# Array attributes and methods that only describe or move data (no arithmetic): the same in NumPy and compiled.
+_ARRAY_ATTRS = frozenset({"shape", "size", "ndim", "T", "dtype", "itemsize", "nbytes", "strides", "ravel", "reshape",
+                          "copy", "flatten", "transpose"})
 # Why a call that is not in EXACT_CALLS is not proven, for the ones a learner meets most.
 _CALL_WHY = {
     math.sqrt: "math.sqrt raises ValueError for a negative number in Python; compiled, it returns nan",
@@ -286,6 +297,8 @@ class _Reader:
             if fn in (operator.add, operator.sub):
                 return max(x, y) + 1
             if fn == operator.mul:
+                if x + y > INT_BITS and max(x, y) <= STEPS_BITS + 1 and self._index_only(target):
+                    return DIM_BITS + 1  # i * k used only to index an array: see INDEX_ASSUMPTION
                 return x + y
             if fn == operator.floordiv:
                 return x + 1
@@ -352,6 +365,29 @@ class _Reader:
                 continue
             return TOP
         return TOP
+
+    def _index_only(self, var: str, depth: int = 0) -> bool:
+        """Whether ``var`` is used only as an array index, directly or through sums, differences and copies."""
+        ir = self.ir
+        uses = self.uses.get(var, [])
+        if not uses or depth > 8:
+            return False
+        for u in uses:
+            if isinstance(u, (ir.SetItem, ir.StaticSetItem)) and u.index.name == var and u.value.name != var:
+                continue
+            if not isinstance(u, ir.Assign):
+                return False
+            v = u.value
+            if isinstance(v, ir.Var) or isinstance(v, ir.Expr) and v.op in ("binop", "inplace_binop") and \
+                    _op_fn(v) in (operator.add, operator.sub):
+                if self._index_only(u.target.name, depth + 1):
+                    continue
+                return False
+            if isinstance(v, ir.Expr) and v.op in ("getitem", "typed_getitem") and v.index.name == var and \
+                    v.value.name != var:
+                continue
+            return False
+        return True
 
     def const(self, var: str) -> Any:
         """The constant a variable holds (through copies), or None."""
@@ -558,7 +594,9 @@ class _Reader:
                 self._say_narrow(st, v.value.name)
         elif op == "call":
             fn = self.callee(v)
-            if isinstance(fn, types.Type):
+            if isinstance(fn, types.BoundFunction):
+                pass  # an array method: its getattr above says whether it is one that only moves data
+            elif isinstance(fn, types.Type):
                 self.say(st, f"a call of {fn} is not analysed (only NumPy, math and builtin functions are)")
             elif fn in (builtins.int,) and v.args and self.kind(v.args[0].name) == "float":
                 self.say(st, "int() of a float raises for nan or inf in Python; compiled, the result is undefined")
@@ -573,8 +611,7 @@ class _Reader:
             elif fn in (builtins.min, builtins.max, builtins.abs) and any(self._narrow(x.name) for x in v.args):
                 pass  # the value of one operand, or its magnitude: NumPy's and Numba's agree
         elif op == "getattr":
-            if self.kind(v.value.name) == "array" and v.attr not in ("shape", "size", "ndim", "T", "dtype",
-                                                                     "itemsize", "nbytes", "strides"):
+            if self.kind(v.value.name) == "array" and v.attr not in _ARRAY_ATTRS:
                 self.say(st, f"a.{v.attr} is not analysed (NumPy's array methods may compute differently)")
         elif op in ("arrayexpr",):
             self.say(st, "a whole-array expression (NumPy already runs it compiled) is not analysed")
