@@ -9,6 +9,9 @@ against ``math.sqrt``; abs, negation, copysign; early returns; NaN, inf and -0.0
 NumPy int32 arithmetic that wraps; division by zero.
 """
 
+# The loops are written as a learner writes them, loop variables unused where a count is all they are for.
+# ruff: noqa: B007
+
 from __future__ import annotations
 
 import math

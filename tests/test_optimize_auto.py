@@ -424,25 +424,27 @@ def test_a_plain_script_gets_the_automatic_jit_without_the_magic():
     assert out.stdout.strip().splitlines()[-1] == "automatic ['loop']", out.stdout + out.stderr
 
 
+_SPIN_KEY = "auto-sampler-wakes"
+
+
+def _spin_until_sampled(n):
+    """Python bytecode until the sampler has looked at this call (or a safety stop 1.5 s on)."""
+    import time
+
+    st = auto.state_of(_SPIN_KEY)
+    deadline = time.monotonic() + 1.5  # far below the test's 3 s interval
+    i = 0
+    while st.python + st.native == 0 and time.monotonic() < deadline:
+        i += n
+    return i
+
+
 def test_the_sampler_looks_as_soon_as_a_watched_call_wakes_it(monkeypatch):
     # Before: woken by a call, the sampler slept a whole interval (and waited for the interpreter lock a second
     # time) before its first look, so calls of ~10 ms ended unsampled: 0 samples over 2.5 s of such calls. With a
     # long interval, only a look at waking can sample this call before it gives up.
-    import time
-
     monkeypatch.setattr(auto, "SAMPLE_INTERVAL_S", 3.0)
-    key = "auto-sampler-wakes"
-
-    def spin(n):
-        st = auto.state_of(key)
-        deadline = time.monotonic() + 1.5  # a safety stop, far below the 3 s interval
-        i = 0
-        while st.python + st.native == 0 and time.monotonic() < deadline:
-            i += n
-        return i
-
-    w = auto.AutoJit(spin, key, Phases())
-    auto.reset()
+    w = auto.AutoJit(_spin_until_sampled, _SPIN_KEY, Phases())
     w(1)
-    st = auto.state_of(key)
+    st = auto.state_of(_SPIN_KEY)
     assert st.python + st.native >= 1, st

@@ -332,10 +332,11 @@ _CALLS = frozenset(dis.opmap[n] for n in ("CALL", "PRECALL", "CALL_FUNCTION_EX",
 def _sample_loop() -> None:
     global _awake
     perf = time.perf_counter
+    started = True  # started by a watched call: that call is looked at at once, as a woken sampler's is
     while True:
         with _cond:
             _awake = False
-            woken = False
+            woken, started = started, False
             while not _watch:
                 _cond.wait()
                 woken = True
