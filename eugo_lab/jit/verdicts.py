@@ -71,6 +71,8 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                   "before a call could check the compiled version", "nothing: its next call runs the check"),
     "too-little-cpu": ("it has not yet spent enough CPU in plain Python for a compile to pay back",
                        "nothing: it is tried once it has"),
+    "never-sampled": ("never sampled: the sampler that tells Python bytecode from C code caught none of its calls, "
+                      "so the JIT had nothing to judge it by", "nothing: longer calls are caught"),
     "opted-out": ("optimize=False", ""),
 }
 
