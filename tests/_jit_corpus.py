@@ -1,12 +1,13 @@
 """Small loop functions where compiled code and CPython could part: the corpus of tests/test_jit_differential.py.
 
 Each is registered with the kinds of its arguments (see ``KINDS`` in the test): ``f`` a float, ``i``
-a Python int of any size, ``n`` a loop count, ``x`` a small int (shifts, powers), ``a`` a float64
-array, ``b`` an int64 array, ``c`` an int32 array, ``u`` a uint8 array, ``g`` a float32 array,
-``O`` a fresh output array like the array argument before it. Written to probe the edges: integer
-overflow through sums, products, powers and shifts; mixed int/float; float accumulation; ``** 0.5``
-against ``math.sqrt``; abs, negation, copysign; early returns; NaN, inf and -0.0; in-place writers;
-NumPy int32 arithmetic that wraps; division by zero.
+a Python int of any size, ``n`` a loop count, ``N`` a loop count up to 70,000 (where sums of cubes
+outgrow 64 bits), ``x`` a small int (shifts, powers), ``a`` a float64 array, ``m`` a 2-D one, ``b``
+an int64 array, ``c`` an int32 array, ``u`` a uint8 array, ``g`` a float32 array, ``O`` a fresh
+output array like the array argument before it. Written to probe the edges: integer overflow through
+sums, products, powers and shifts; mixed int/float; float accumulation; ``** 0.5`` against
+``math.sqrt``; abs, negation, copysign; early returns; NaN, inf and -0.0; in-place writers; NumPy
+int32 arithmetic that wraps; division by zero.
 """
 
 # The loops are written as a learner writes them, loop variables unused where a count is all they are for.
@@ -30,7 +31,7 @@ def case(kinds: str):
 
 
 # -- Python ints that grow: sums, products, powers, shifts --------------------------------------------------------
-@case("n")
+@case("N")
 def cube_sum(n):
     s = 0
     for i in range(n):
@@ -38,7 +39,7 @@ def cube_sum(n):
     return s
 
 
-@case("n")
+@case("N")
 def square_sum(n):
     s = 0
     for i in range(n):
@@ -46,7 +47,7 @@ def square_sum(n):
     return s
 
 
-@case("n")
+@case("N")
 def index_sum(n):
     s = 0
     for i in range(n):
