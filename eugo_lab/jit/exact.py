@@ -526,7 +526,8 @@ class _Reader:
         bits = self.bits.get(target, -1)
         if bits > INT_BITS and target not in reported and self.kind(target) in ("int", "bool"):
             ops = [x for x in self.operands(st) if self.bits.get(x, -1) > INT_BITS and self.kind(x) in ("int", "bool")]
-            if not ops and not isinstance(v, ir.Var):
+            # (a call's unbounded int result is its own reason, said where the call is checked)
+            if not ops and not isinstance(v, ir.Var) and getattr(v, "op", "") != "call":
                 self._say_int(st)
             reported.add(target)
         if isinstance(v, ir.Var):
@@ -544,8 +545,6 @@ class _Reader:
         fn = _op_fn(v)
         name = _user_name(st.target.name)
         what = f"`{name}`" if name else _NAMES.get(fn, "a value")
-        if getattr(v, "op", "") == "call":
-            what = f"the int result of {getattr(self.callee(v), '__name__', 'a call')}()"
         self.say(st, f"{what} is a Python int that can outgrow 64 bits: Numba's int64 would wrap")
 
     def _check_unify(self, st: Any, src: str) -> None:
