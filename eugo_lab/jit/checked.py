@@ -206,7 +206,7 @@ class Optimized:
             entry = _verdicts.get(self.key)
             if entry is None:
                 self.announced = True
-                signature = arg_signature(args, kwargs)  # before the call: the plain run may change its inputs
+                signature = checked_signature(args, kwargs)  # before the call: the plain run may change its inputs
                 try:
                     value, verdict, compiled = trial(self.fn, args, kwargs, self.phase)
                 except BaseException:
@@ -233,10 +233,21 @@ def arg_signature(args: tuple, kwargs: dict) -> tuple:
     return tuple(_signature_of(a) for a in args) + tuple((k, _signature_of(v)) for k, v in sorted(kwargs.items()))
 
 
+def checked_signature(args: tuple, kwargs: dict) -> tuple:
+    """What a trial checked: the argument types, and the size class of each Python int argument.
+
+    Numba runs Python ints as 64-bit ones: code checked on small ints (a loop bound, a multiplier) may wrap
+    on larger ones, so a call whose ints are a size class larger runs plain.
+    """
+    from eugo_lab.jit.auto import int_sizes
+
+    return arg_signature(args, kwargs) + int_sizes(args, kwargs)
+
+
 def _chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, args: tuple, kwargs: dict) -> Callable:
     """The compiled version when the trial checked it for these argument types, else ``fn``."""
     compiled = entry[1]
-    if compiled is None or arg_signature(args, kwargs) != entry[2]:
+    if compiled is None or checked_signature(args, kwargs) != entry[2]:
         return fn
     return compiled
 
@@ -350,7 +361,9 @@ def difference(a: Any, b: Any) -> str:
         return ""
     with np.errstate(all="ignore"):
         ulp = float(np.max(np.abs(a[off] - b[off]) / np.spacing(np.abs(a[off]))))
-    if not ulp < 1e6:  # not a rounding difference (or a sign, inf or nan): the count is what there is to say
+    if ulp == 0:  # equal as numbers, different bits: the sign of a zero
+        return f"{n:,} of {a.size:,} values (-0.0 against 0.0)"
+    if not ulp < 1e6:  # not a rounding difference (or inf or nan): the count is what there is to say
         return f"{n:,} of {a.size:,} values"
     return f"{n:,} of {a.size:,} values, by at most {ulp:.0f} unit{'s' if round(ulp) != 1 else ''} in the last place"
 
