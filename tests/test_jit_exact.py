@@ -170,3 +170,14 @@ def test_optimize_true_keeps_unproven_code_and_says_so_and_larger_ints_run_plain
     # A larger Python int than the trial checked (here the sum outgrows 64 bits): the plain function runs.
     assert w(a, 300_000) == cubes_up_to(a, 300_000)
     jit.reset()
+
+
+def norms(x, y):
+    out = np.empty_like(x)
+    for i in range(len(x)):
+        out[i] = math.sqrt(x[i] * x[i] + y[i] * y[i])
+    return out
+
+
+def test_math_sqrt_of_a_value_never_negative_is_proven():
+    assert _reasons(norms, np.ones(3), np.ones(3)) == []

@@ -25,8 +25,9 @@ compiled call runs. What is proven, per value of the function:
   (NumPy and Numba promote it differently).
 - **Library calls**, per function (:data:`EXACT_CALLS`): ``abs``, ``min``, ``max``, ``len``,
   ``range``, ``float``, ``bool``, ``math.fabs``/``copysign``/``isnan``/``isinf``/``isfinite``,
-  ``np.sqrt``/``abs``/``isnan``... (correctly rounded or exact, and they raise nothing in either).
-  ``math.sqrt``, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
+  ``np.sqrt``/``abs``/``isnan``... (correctly rounded or exact, and they raise nothing in either);
+  ``math.sqrt`` of a value that is never negative (``x * x + y * y``, ``abs(x)``). ``math.sqrt`` of
+  anything else, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
   OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
   (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
 - Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
@@ -602,6 +603,8 @@ class _Reader:
             elif isinstance(fn, type) and issubclass(fn, np.generic):
                 if v.args and self.kind(v.args[0].name) == "float" and np.dtype(fn).kind in "iu":
                     self.say(st, f"{fn.__name__}() of a float is not analysed")
+            elif fn is math.sqrt and v.args and self._nonnegative(v.args[0].name):
+                pass  # of a value that is never negative (x * x + y * y): Python cannot raise, both round correctly
             elif fn not in EXACT_CALLS:
                 name = getattr(fn, "__name__", str(fn))
                 mod = getattr(fn, "__module__", None) or ("numpy" if isinstance(fn, np.ufunc) else "")
@@ -618,6 +621,53 @@ class _Reader:
             self.say(st, f"{op.replace('_', ' ')} is not analysed")
         elif op == "cast":
             self._check_unify(st, v.value.name)
+
+    def _nonnegative(self, var: str, depth: int = 0) -> bool:
+        """Whether a float is never below zero (or is nan): squares, abs, square roots, their sums and products."""
+        ir = self.ir
+        defs = self.defs.get(var)
+        if not defs or depth > 12:
+            return False
+        for st in defs:
+            v = st.value
+            if isinstance(v, (ir.Const, ir.Global, ir.FreeVar)):
+                if not (isinstance(v.value, (int, float)) and v.value >= 0):
+                    return False
+            elif isinstance(v, ir.Var):
+                if not self._nonnegative(v.name, depth + 1):
+                    return False
+            elif isinstance(v, ir.Expr) and v.op in ("binop", "inplace_binop"):
+                fn = _op_fn(v)
+                same = v.lhs.name == v.rhs.name or self._same_load(v.lhs.name, v.rhs.name)
+                if fn == operator.mul and same:
+                    continue
+                if fn not in (operator.add, operator.mul) or not (
+                        self._nonnegative(v.lhs.name, depth + 1) and self._nonnegative(v.rhs.name, depth + 1)):
+                    return False
+            elif isinstance(v, ir.Expr) and v.op == "call":
+                if self.callee(v) not in (builtins.abs, math.fabs, math.sqrt, np.sqrt, np.abs, np.absolute, np.fabs):
+                    return False
+            else:
+                return False
+        return True
+
+    def _same_load(self, a: str, b: str) -> bool:
+        """Whether two variables load the same array element (``x[i] * x[i]``): the same array, the same index."""
+        da, db = self.defs.get(a), self.defs.get(b)
+        if not da or not db or len(da) != 1 or len(db) != 1:
+            return False
+        va, vb = da[0].value, db[0].value
+        if not (isinstance(va, self.ir.Expr) and isinstance(vb, self.ir.Expr)) or va.op != vb.op or \
+                va.op not in ("getitem", "static_getitem"):
+            return False
+        ia = va.index.name if va.op == "getitem" else va.index
+        ib = vb.index.name if vb.op == "getitem" else vb.index
+        return va.value.name == vb.value.name and ia == ib and self._not_written_between(va.value.name)
+
+    def _not_written_between(self, array: str) -> bool:
+        """Conservatively: the array is never written in the function (two loads of one element read one value)."""
+        return not any(isinstance(u, (self.ir.SetItem, self.ir.StaticSetItem)) and u.target.name == array
+                       for u in self.uses.get(array, []))
 
     def _narrow(self, var: str) -> bool:
         """A NumPy integer narrower than int64, or unsigned: NumPy keeps its width, Numba computes in int64."""
