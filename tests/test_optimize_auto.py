@@ -448,3 +448,28 @@ def test_the_sampler_looks_as_soon_as_a_watched_call_wakes_it(monkeypatch):
     w(1)
     st = auto.state_of(_SPIN_KEY)
     assert st.python + st.native >= 1, st
+
+
+def test_a_function_with_long_calls_waits_for_its_compile_and_is_used_in_the_same_run(monkeypatch):
+    # Before: a cell that called a 0.3 s loop five times ran every call plain beside the background compile
+    # ("not tried: being compiled in the background; the run ended before a call could check"). A slow compile
+    # (a busy machine) makes that certain; now the call after the one that qualified waits for it.
+    import time
+
+    real = auto._compile
+
+    def slow_compile(fn, pos, sig):
+        time.sleep(0.5)
+        real(fn, pos, sig)
+
+    monkeypatch.setattr(auto, "_compile", slow_compile)
+    monkeypatch.setattr(auto, "WAIT_FOR_COMPILE_S", 0.0)  # every call is "long": the rule, not the machine's speed
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    ph = Phases()
+    a = np.random.default_rng(3).random(2_000)
+    w = auto.AutoJit(smooth, "auto-waits", ph)
+    st = auto._state(w.key, smooth)
+    st.status, st.calls, st.cpu = auto.QUALIFIED, 1, 0.3
+    w(a)  # starts the compile for these types
+    w(a)  # waits for it, then runs the trial
+    assert any(s.status == auto.COMPILED for s in auto.state_of("auto-waits").sigs.values()), ph.names

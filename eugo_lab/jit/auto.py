@@ -100,6 +100,12 @@ SAMPLE_AFTER_S = 0.01
 # 50x faster, 50 compiled calls' time): at 1 in 256 the average call stays within a third of the
 # compiled one at 50x, and a run of 1000 calls has 5 re-checks.
 RECHECK_FIRST = (8, 64)
+# A function whose plain calls average at least this long waits for its background compile at its next call (at
+# most COMPILE_WAIT_MAX_S), then runs the trial: a compile takes 0.1-0.5 s (2-3 s on a busy 2-core VM), so a cell
+# that calls a 0.3 s loop five times had every call run plain beside the compile and ended before any trial.
+# Shorter calls keep running plain while it compiles: they are many, and the compile is soon paid back.
+WAIT_FOR_COMPILE_S = 0.05
+COMPILE_WAIT_MAX_S = 30.0
 RECHECK_EVERY = 256
 
 _get_ident, _thread_time = threading.get_ident, time.thread_time
@@ -224,7 +230,7 @@ class _Signature:
     Plain classes with slots, not dataclasses: this module must import fast (see the imports above).
     """
 
-    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types")
+    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types", "thread")
 
     def __init__(self, status: str = COMPILING, dispatcher: Any = None, compile_s: float | None = None,
                  error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1, types: tuple = ()):
@@ -235,6 +241,7 @@ class _Signature:
         self.calls = calls  # compiled calls since the trial kept it
         self.arity = arity
         self.types = types  # Numba's types of the arguments it was compiled for
+        self.thread: threading.Thread | None = None  # its background compile
 
     def __repr__(self) -> str:
         return f"_Signature({self.status}, compile_s={self.compile_s}, error={self.error}, calls={self.calls})"
@@ -515,6 +522,10 @@ class AutoJit:
             if not _recheck(s.calls):
                 return s.dispatcher(*pos)
             return self._checked_again(st, s, args, kwargs, pos)
+        if s.status == COMPILING and s.thread is not None and st.calls and st.cpu >= WAIT_FOR_COMPILE_S * st.calls:
+            # Calls this long: this one waits for the compile (0.1-0.5 s) and runs the trial, instead of running
+            # plain beside it; a cell that calls such a function a few times then uses the compiled version.
+            s.thread.join(COMPILE_WAIT_MAX_S)
         if s.status == READY:
             return self._trial(st, s, args, kwargs)
         if s.status == DECLINED and s.error is not None:
@@ -552,6 +563,7 @@ class AutoJit:
                 s.status = DECLINED
             else:
                 t = threading.Thread(target=_compile, args=(self.fn, pos, s), name="eugo-jit-compile", daemon=True)
+                s.thread = t
                 _compiling.append(t)
                 t.start()
         if why:
