@@ -24,20 +24,23 @@ process and per function (its code key), what happens:
    process; from then on a call is the plain call behind one dict lookup, its arguments unread.
 3. a qualified function is **compiled in a background thread** for the argument types of the
    call that qualified it (Numba types them; lists and Python objects are not tried); its calls
-   run plain meanwhile.
+   run plain meanwhile (one whose calls average :data:`WAIT_FOR_COMPILE_S` or more waits for it
+   at its next call). The compiled code is then **proven or declined**: :mod:`eugo_lab.jit.exact`
+   reads Numba's typed IR and declines anything whose meaning is not provably CPython's for every
+   input of those types (``not-proven``, with the line and the reason): a Python int that can
+   outgrow 64 bits, a library call that raises in Python where compiled code returns nan...
 4. the first call after the compile is the **trial**: copies of its array arguments are taken,
    the plain function runs on the real ones (its result is what the caller gets), the compiled
    one on the copies; the return value and every argument the plain run wrote into must match
-   (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
+   to the last bit (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
    :data:`~eugo_lab.jit.checked.MIN_GAIN` times faster. Kept or declined, with the SIMD verdict of
    its machine code. A compile error about the function itself (a call Numba does not know, a
    feature it does not compile, no Numba) declines it for every argument type at once.
 5. **later calls** with the same argument types run the compiled version; a new signature
    (types, dtypes, dimensions) is compiled and trialled again. Compiled calls number 8 and 64, then
-   every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial: at the first
-   difference the plain result is returned, the function goes back to plain for good and the
-   difference is reported (``differs-later``: Python integers that outgrow 64 bits are the
-   classic case).
+   every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial, a second line of defence
+   behind the proof: at the first difference the plain result is returned, the function goes
+   back to plain for good and the difference is reported (``differs-later``).
 
 What each function's verdicts are travels as the trial phases of :mod:`eugo_lab.jit.checked`
 (``jit: compiled: ...``, ``jit: declined: ...``, ``jit: not tried: ...``): in a task, as

@@ -8,9 +8,13 @@ are untouched). On the first call in each worker process the wrapper runs a *tri
    the trial wastes no work) and is timed;
 2. Numba compiles it for those argument types (timed on its own);
 3. the compiled version runs once on copies of the original inputs; its result must have the
-   same type, dtype and shape and the very same values (NaNs equal): an optimization that changed
-   a result in its last bit would still have changed it;
-4. it is kept only when it is at least :data:`MIN_GAIN` times faster.
+   same type, dtype and shape and the very same values to the last bit (NaNs equal, ``-0.0`` not
+   ``0.0``): an optimization that changed a result in its last bit would still have changed it;
+4. it is kept only when it is at least :data:`MIN_GAIN` times faster. ``optimize=True`` keeps it
+   also where :mod:`eugo_lab.jit.exact` cannot prove it exact for every input (you asked for it):
+   the verdict then carries why (:func:`unproven_of`), and the report says it was checked on its
+   trial calls only. A later call whose Python int arguments are a size class larger than the
+   trial's runs plain (:func:`checked_signature`).
 
 The verdict is cached per worker process under the function's *code key* (a hash of its
 pickled payload), so each worker compiles once, also when the same code arrives again
