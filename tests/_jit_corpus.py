@@ -1478,3 +1478,15 @@ def int_bool(i):
 @case("i")
 def int_to_int(i):
     return int(i) + 1
+
+
+@case("if")
+def int_float_max(i, f):
+    return max(i, f)
+
+
+@case("nf")
+def count_or_float(n, f):
+    if n > 10:
+        return n
+    return f

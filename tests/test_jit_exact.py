@@ -181,3 +181,22 @@ def norms(x, y):
 
 def test_math_sqrt_of_a_value_never_negative_is_proven():
     assert _reasons(norms, np.ones(3), np.ones(3)) == []
+
+
+W = np.ones(3)
+
+
+def reads_global(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * W[i % 3]
+    return s
+
+
+def bigger(n, x):
+    return max(n, x)
+
+
+def test_a_global_array_and_a_mixed_max_are_not_proven():
+    assert "global array `W` is frozen" in _reasons(reads_global, np.ones(3))[0]
+    assert "max() of an int and a float" in _reasons(bigger, 3, 2.5)[0]

@@ -533,6 +533,9 @@ class _Reader:
             reported.add(target)
         if isinstance(v, ir.Var):
             self._check_unify(st, v.name)
+        elif isinstance(v, ir.Global) and isinstance(v.value, np.ndarray):
+            self.say(st, f"the global array `{v.name}` is frozen into the compiled code when it compiles; Python "
+                         "reads its values at each call (pass it as an argument)")
         elif isinstance(v, ir.Arg):
             k, w, signed = self.width(target)
             if k == "int" and not signed and not self.always_np(target):
@@ -610,8 +613,9 @@ class _Reader:
                 mod = getattr(fn, "__module__", None) or ("numpy" if isinstance(fn, np.ufunc) else "")
                 full = f"{'np' if mod.startswith('numpy') else mod}.{name}" if mod and mod != "builtins" else name
                 self.say(st, _CALL_WHY.get(fn, f"{full}() is not one of the calls proven to match CPython"))
-            elif fn in (builtins.min, builtins.max, builtins.abs) and any(self._narrow(x.name) for x in v.args):
-                pass  # the value of one operand, or its magnitude: NumPy's and Numba's agree
+            elif fn in (builtins.min, builtins.max) and len({self.kind(x.name) for x in v.args}) > 1:
+                self.say(st, f"{fn.__name__}() of an int and a float: Python returns the winner as it is, Numba "
+                             "converts it to a float")
         elif op == "getattr":
             if self.kind(v.value.name) == "array" and v.attr not in _ARRAY_ATTRS:
                 self.say(st, f"a.{v.attr} is not analysed (NumPy's array methods may compute differently)")
@@ -740,6 +744,9 @@ class _Reader:
             if max(self.bits.get(a, -1), self.bits.get(b, -1)) > FLOAT_INT_BITS:
                 self.say(st, "int / int with ints beyond 2**53: Python divides exactly, compiled code converts "
                              "each to a float first")
+        if fn in _CMP and any(self.kind(x) == "int" and not self.width(x)[2] and self.width(x)[1] == 64
+                              for x in (a, b)):
+            self.say(st, "a comparison with a uint64: Numba converts the operands to a float first")
         if fn in _CMP and floats and {ka, kb} & {"int"}:
             x = a if ka == "int" else b
             if self.bits.get(x, -1) > FLOAT_INT_BITS or (self.always_np(x) or self._maybe_np(x)) and \
