@@ -81,7 +81,7 @@ def test_optimize_cell_prints_the_report(ip, kernel_mode):
     assert "optimize: on" in plain
     assert "Optimizations (--optimize):" in plain
     assert re.search(r"\[applied\] JIT \(Numba\): smooth: compiled in ~?[\d.]+ m?s; .* per call \(~\d+x\), "
-                     r"result checked", plain), plain
+                     r"exact for every input \(proven from its compiled code\); result checked", plain), plain
     assert "[declined] JIT (Numba): tagged_sum_of_x3c_b_x3e: not compiled: it uses Python objects" in plain or \
         "[declined] JIT (Numba): tagged_sum_of_x3c_b_x3e: not compiled: it calls something Numba does not know" \
         in plain, plain
