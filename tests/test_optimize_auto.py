@@ -473,3 +473,16 @@ def test_a_function_with_long_calls_waits_for_its_compile_and_is_used_in_the_sam
     w(a)  # starts the compile for these types
     w(a)  # waits for it, then runs the trial
     assert any(s.status == auto.COMPILED for s in auto.state_of("auto-waits").sigs.values()), ph.names
+
+
+def test_optimize_trials_a_cell_function_on_its_first_call_with_arrays(monkeypatch):
+    # Before: with or without --optimize a cell's own function waited for 0.2 s of CPU and a background compile,
+    # so a cell that called it a few times ended with "not tried: being compiled in the background".
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    a = np.random.default_rng(8).random(2_000)
+    f = auto.CellFunction(smooth, "cell:eager-smooth", eager=True)
+    np.testing.assert_array_equal(f(a), smooth(a))
+    st = auto.state_of("cell:eager-smooth")
+    assert any(s.status == auto.COMPILED for s in st.sigs.values()), f.verdicts
+    assert f.verdicts and f.verdicts[-1].startswith("jit: compiled"), f.verdicts
+    np.testing.assert_array_equal(f(a), smooth(a))  # compiled from now on, the same to the last bit

@@ -450,6 +450,11 @@ def int_sizes(args: tuple, kwargs: dict) -> tuple:
     return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)
 
 
+def _has_array(args: tuple, kwargs: dict) -> bool:
+    """Whether a call passes a NumPy array (by type name: this module does not import NumPy)."""
+    return any(type(a).__name__ == "ndarray" and type(a).__module__ == "numpy" for a in (*args, *kwargs.values()))
+
+
 def _recheck(n: int) -> bool:
     return n in RECHECK_FIRST or n % RECHECK_EVERY == 0
 
@@ -463,6 +468,7 @@ class AutoJit:
 
     __slots__ = ("fn", "key", "phase", "told", "__weakref__", "__dict__")
     ns: dict | None = None  # a cell function's namespace (CellFunction): given the plain function once not tried
+    eager = False  # %%eugo --optimize on a cell's function: compiled and trialled on its first call with arrays
 
     def __init__(self, fn: Callable, key: str, phase: Callable[[str], Any] = _NoPhase):
         self.fn = fn
@@ -511,6 +517,8 @@ class AutoJit:
                 self._give_back()
             return self.fn(*args, **kwargs)
         if status == WATCHING:
+            if self.eager and _has_array(args, kwargs):
+                return self._first_call_trial(st, args, kwargs)
             return self._watched(st, args, kwargs)
         ck = _ck or _checked()
         sig = ck.arg_signature(args, kwargs) + int_sizes(args, kwargs)
@@ -573,6 +581,22 @@ class AutoJit:
             st.say(skipped_phase("arguments", why), id(self))
             self._tell(st)
         return s
+
+    def _first_call_trial(self, st: _State, args: tuple, kwargs: dict) -> Any:
+        """``--optimize``'s eager trial, for a cell's function: qualified now, compiled now, trialled on this call.
+
+        Its compiled code is proven or declined as any automatic compile is; then later calls run as a qualified
+        function's do.
+        """
+        with st.lock:
+            if st.status == WATCHING:
+                st.status = QUALIFIED
+        s = self._new_signature(st, args, kwargs)
+        if s.thread is not None:
+            s.thread.join(COMPILE_WAIT_MAX_S)
+        if s.status == READY:
+            return self._trial(st, s, args, kwargs)
+        return self(*args, **kwargs)  # declined (said by the call) or still compiling: the plain call
 
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
         # Every call of a function not yet decided pays this: two clock reads, and while its calls average
@@ -733,13 +757,14 @@ class CellFunction(AutoJit):
     ``verdicts`` collects this function's verdict phases for the cell's report.
     """
 
-    def __init__(self, fn: Callable, key: str, ns: dict | None = None):
+    def __init__(self, fn: Callable, key: str, ns: dict | None = None, eager: bool = False):
         import functools
 
         self.verdicts: list[str] = []
         super().__init__(fn, key, self._collect)
         functools.update_wrapper(self, fn)
         self.ns = ns
+        self.eager = eager  # --optimize: the trial on its first call with arrays, not after 0.2 s of CPU
 
     def _give_back(self) -> None:
         """Not tried for good: rebind the cell's name to the plain function, so later calls cost nothing."""
