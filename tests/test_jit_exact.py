@@ -200,3 +200,20 @@ def bigger(n, x):
 def test_a_global_array_and_a_mixed_max_are_not_proven():
     assert "global array `W` is frozen" in _reasons(reads_global, np.ones(3))[0]
     assert "max() of an int and a float" in _reasons(bigger, 3, 2.5)[0]
+
+
+def digit_count(i):
+    c = 0
+    v = abs(i)
+    while v > 0:
+        v //= 10
+        c += 1
+    return c
+
+
+def test_abs_of_a_64_bit_int_is_not_proven_and_a_small_one_is():
+    # Before: the analysis itself failed on this loop ("could not be analysed"); abs(-2**63) is 2**63 in Python
+    # and wraps to -2**63 in int64, where this loop returns 0 instead of 19.
+    (why,) = _reasons(digit_count, -2 ** 63)
+    assert why.startswith(_line(digit_count, 2)) and "`v` is a Python int that can outgrow 64 bits" in why
+    assert _reasons(digit_count, 12345) == []

@@ -128,7 +128,9 @@ class _Reader(Values):
         if bits > INT_BITS and target not in reported and self.kind(target) in ("int", "bool"):
             ops = [x for x in self.operands(st) if self.bits.get(x, -1) > INT_BITS and self.kind(x) in ("int", "bool")]
             # (a call's unbounded int result is its own reason, said where the call is checked)
-            if not ops and not isinstance(v, ir.Var) and getattr(v, "op", "") != "call":
+            own_reason = getattr(v, "op", "") == "call" and self.callee(v) not in (builtins.abs, builtins.min,
+                                                                                    builtins.max)
+            if not ops and not isinstance(v, ir.Var) and not own_reason:
                 self._say_int(st)
             reported.add(target)
         if isinstance(v, ir.Var):

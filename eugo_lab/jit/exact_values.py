@@ -217,7 +217,8 @@ class Values:
             a = self.pos[v.index] if v.index < len(self.pos) else None
             if isinstance(a, bool):
                 return 1
-            return _int_bits(a) if isinstance(a, int) else 64
+            # An int64 argument is below 2**63 (Numba types a larger one as uint64), whatever its size class.
+            return min(_int_bits(a), INT_BITS) if isinstance(a, int) else 64
         if isinstance(v, (ir.Const, ir.Global, ir.FreeVar)):
             val = v.value
             return abs(int(val)).bit_length() if isinstance(val, (int, np.integer)) else -1
@@ -410,6 +411,8 @@ class Values:
             self._say_cycle(comp, grows, steps)
 
     def _say_cycle(self, comp: set[str], grows: Any, steps: list[int]) -> None:
+        if grows is None and not steps:
+            return  # a value from outside the loop is already too large: said where it is computed
         names = sorted({_user_name(n) for n in comp} - {""})
         who = f"`{names[0]}`" if names else "a value"
         if grows is not None:
