@@ -1490,3 +1490,11 @@ def count_or_float(n, f):
     if n > 10:
         return n
     return f
+
+
+@case("n")
+def flag_then_count(n):
+    c = False
+    for _ in range(n):
+        c = c + 1
+    return c

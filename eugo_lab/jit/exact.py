@@ -156,7 +156,7 @@ class _Reader(Values):
     def _check_unify(self, st: Any, src: str) -> None:
         """``s = 0`` then ``s += x[i]`` with float x: Numba makes ``s`` a float from the start, Python keeps an int."""
         a, b = self.kind(src), self.kind(st.target.name)
-        if a != b and {a, b} <= {"int", "bool", "float", "complex"} and not (a == "bool" and b == "int"):
+        if a != b and {a, b} <= {"int", "bool", "float", "complex"}:
             name = _user_name(st.target.name)
             an = {"int": "an", "bool": "a", "float": "a", "complex": "a"}
             self.say(st, f"`{name or 'a value'}` holds {an[a]} {a} here and {an[b]} {b} elsewhere: "
