@@ -69,7 +69,7 @@ labext: $(STAMP)
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: deps bytecode system-deps lint labext
-	@rm -f .pytest-running; $(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	@rm -f .pytest-running; $(PY) -m pytest -q --durations=20 $(PYTEST_ARGS); rc=$$?; \
 	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary; the last test phases:"; cat .pytest-running; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 

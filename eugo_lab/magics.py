@@ -10,6 +10,8 @@ Load with ``%load_ext eugo_lab``. Only IPython is needed here: the live view's w
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 try:
@@ -21,13 +23,22 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
                       "pip install ipykernel (or \"eugo-lab[lab]\" for JupyterLab and the live view)") from exc
 
 from eugo_lab.cellrun import options as opt
-from eugo_lab.cellrun.status import DEFAULT_PRICE
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
-OPTIONS_HELP = ("-w/--workers N, -b/--backend local|dask|ray|threads, --address ADDR, --gpu auto|on|off, "
-                "--optimize, --no-optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, "
-                "--export PATH, "
-                "--exercise ID, --solution (see %%eugo?)")
+
+
+def options_help() -> str:
+    """The one line of valid options a misused ``%%eugo`` shows (the engines as their descriptors name them now)."""
+    return (f"-w/--workers N, -b/--backend {'|'.join(opt.known_backends())}, --address ADDR, --gpu auto|on|off, "
+            "--optimize, --no-optimize, --compare, --scaling 1,2,4, --no-live, --profile, --save NAME, "
+            "--export PATH, "
+            "--exercise ID, --solution (see %%eugo?)")
+
+
+def _backend_help() -> str:
+    """``engine: local (default), dask, ray or threads``: the engines known when the magic is defined."""
+    names = [f"{n} (default)" if n == "local" else n for n in opt.known_backends()]
+    return "engine: " + (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0])
 
 
 @magics_class
@@ -37,7 +48,7 @@ class EugoMagics(Magics):
     @no_var_expand
     @magic_arguments()
     @argument("-w", "--workers", metavar="N", help="how many workers (default: the running runtime's, or the cores)")
-    @argument("-b", "--backend", metavar="NAME", help="engine: local (default), threads, dask or ray")
+    @argument("-b", "--backend", metavar="NAME", help=_backend_help())
     @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
     @argument("--gpu", default=None, metavar="auto|on|off",
               help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
@@ -83,7 +94,7 @@ class EugoMagics(Magics):
         try:
             args = parse_argstring(self.eugo, line)
         except UsageError as exc:
-            raise UsageError(f"%%eugo: {exc}; valid options: {OPTIONS_HELP}") from None
+            raise UsageError(f"%%eugo: {exc}; valid options: {options_help()}") from None
         try:
             options = opt.build(workers=args.workers, backend=args.backend, address=args.address, gpu=args.gpu,
                                 optimize=args.optimize, no_optimize=args.no_optimize, compare=args.compare,
@@ -100,15 +111,20 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            return run_exercise_cell(self.shell, cell or "", options, ex.id, solution=solution)
-        return run_cell(self.shell, cell or "", options)
+            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex.id, solution=solution)
+        else:
+            run = functools.partial(run_cell, self.shell, cell or "", options)
+        try:
+            return run()
+        except opt.OptionError as exc:  # a restart for -w/--compare/--scaling that would lose the runtime's options
+            raise UsageError(str(exc)) from None
 
     @no_var_expand
     @line_magic("eugo")
     def eugo_line(self, line: str) -> Any:
         """Manage the runtime and look things up.
 
-        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far
+        ``%eugo status [--price P]``  backend, workers, running tasks, idle time, cost so far and its rate
         ``%eugo stop``                stop the runtime and its workers
         ``%eugo glossary [TERM]``     what a term means (no TERM: list the terms)
         ``%eugo trace``               summary of the last traced cell
@@ -138,7 +154,10 @@ class EugoMagics(Magics):
             from eugo_lab.cellrun.status import status
             from eugo_lab.hpc import session
 
-            st = status(session.current(start=False), price=price)
+            try:
+                st = status(session.current(start=False), price=price)
+            except ValueError as exc:  # a malformed EUGO_LAB_PRICE_PER_WORKER_HOUR: say which and how to fix it
+                raise UsageError(f"%eugo status: {exc}") from None
             show(text.status_text(st), text.status_text(st, precise=True), html.status_html(st))
         elif sub == "stop":
             if rest:
@@ -172,7 +191,12 @@ class EugoMagics(Magics):
                 msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
                 show(msg, msg, None)
                 return
-            summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+            summary = report.of_trace(tr)  # the cell's own: its --compare runs and optimizations
+            if summary is None:  # a 'with hpc.trace():' region
+                summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
+                summary.optimizations = hpc.last_optimizations()
+            else:  # the live timeline that stood in for the static one belongs to the cell's output
+                summary = dataclasses.replace(summary, live_timeline_shown=False)
             show(text.summary_text(summary), text.summary_text(summary, precise=True), html.summary_html(summary))
         elif sub == "exercises":
             if rest:
@@ -225,9 +249,9 @@ class EugoMagics(Magics):
                              "use %%eugo (two %) to run a cell")
 
 
-def _price(words: list[str]) -> float:
+def _price(words: list[str]) -> float | None:
     if not words:
-        return DEFAULT_PRICE
+        return None  # the runtime's own rate (hpc.init, the settings variable), or no bill on your own machine
     if len(words) == 2 and words[0] == "--price":
         try:
             value = float(words[1])

@@ -36,6 +36,10 @@ GPU_DEVICES_ENV = "EUGO_LAB_GPU_DEVICES"
 #: The courses folder the server extension lists (``GET /eugo/api/courses``) when its
 #: ``EugoLab.courses_dir`` trait is not set; unset: the server's root_dir or ``<root_dir>/courses``.
 COURSES_DIR_ENV = "EUGO_LAB_COURSES_DIR"
+#: The price of one worker for one hour, in your currency (``0.096``), that ``%eugo status``, the
+#: status file and the JupyterLab panel bill a runtime at, unless ``hpc.init(price_per_worker_hour=...)``
+#: set one. Unset: a pool on your own machine has no bill; a remote cluster is priced at an example rate.
+PRICE_ENV = "EUGO_LAB_PRICE_PER_WORKER_HOUR"
 #: Seconds a runtime may sit idle before the JupyterLab panel warns of an idle cluster
 #: (``idle_warning_s`` in ``GET /eugo/api/status``) when ``EugoLab.idle_warning_s`` is not set; default 600.
 IDLE_WARNING_ENV = "EUGO_LAB_IDLE_WARNING_S"

@@ -3,7 +3,8 @@
 Every display formats through here, so the same number reads the same everywhere:
 ``parse_bytes("2GB")`` / :func:`fmt_bytes` (``1.5 kB``), :func:`parse_grace` /
 :func:`fmt_seconds` (``12.3 ms``), and :func:`fmt_source` (``cell line 4``, ``tasks.py:12``).
-It imports nothing else of ``eugo_lab``, so every layer may use it.
+:func:`plural` counts things (``1 task``, ``3 tasks``). It imports nothing else of ``eugo_lab``, so every
+layer may use it.
 """
 
 from __future__ import annotations
@@ -105,3 +106,8 @@ def fmt_source(source: str) -> str:
 def capitalized(text: str) -> str:
     """``text`` with its first letter upper-cased and the rest kept (``str.capitalize`` lowers the rest)."""
     return text[:1].upper() + text[1:]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``3 tasks``; ``many`` for a word whose plural is not ``word + "s"`` (``1 batch``, ``2 batches``)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

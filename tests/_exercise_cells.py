@@ -34,7 +34,7 @@ def run_exercise(exercise_id: str, cell: str, setup: str = "", line: str = "-w 2
         if setup:
             r = ip.run_cell(setup)
             r.raise_error()
-        exercises._set_last_verdict(None)
+        exercises.set_last_verdict(None)
         ip.run_cell(f"%%eugo --exercise {exercise_id} {line}\n{cell}")
     finally:
         if old is None:

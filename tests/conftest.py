@@ -27,6 +27,17 @@ def no_leaked_processes():
         pytest.fail("test leaked processes:\n" + "\n".join(desc))
 
 
+@pytest.fixture(scope="module")
+def ip():
+    """The IPython shell with the ``%%eugo`` magics loaded (one shell per process, shared by the modules)."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()  # None when another test module started it already
+    shell.run_line_magic("load_ext", "eugo_lab")
+    return shell
+
+
 @pytest.fixture
 def local2():
     """A fresh 2-worker local pool."""

@@ -60,6 +60,22 @@ def test_submission_pace_is_kept_and_can_make_a_deadline_unreachable():
     assert out.workers is None and "unreachable" in out.reason and out.cost is None
 
 
+def test_a_pause_in_the_small_run_is_not_repeated_for_every_copy():
+    """A 50 ms pause among 16 submissions 0.5 ms apart (a busy machine) leaves the plan as it was."""
+    def trace(pause: float):
+        b = TraceBuilder(workers=2)
+        for k in range(16):
+            ready = 0.0005 * k + (pause if k >= 8 else 0.0)
+            b.task(worker=k % 2, ready=ready, start=ready, end=ready + 0.2)
+        return b.build()
+
+    job = Job(tasks=192_000, deadline=180, startup=60)
+    quiet, busy = sizing.plan(trace(0.0), job), sizing.plan(trace(0.05), job)
+    assert quiet.workers is not None and busy.workers == quiet.workers
+    assert busy.submit_time == approx(quiet.submit_time) == approx(96.0, rel=0.01)
+    assert "unreachable" not in busy.reason
+
+
 def test_cost_and_bandwidth():
     t = even_trace(workers=1, per_worker=4)
     p = sizing.plan(t, Job(tasks=100, deadline=30, startup=5, task_bytes=2e6, price_per_worker_hour=3.6))

@@ -427,7 +427,8 @@ def test_driver_lane_axis_and_dark_theme_in_chromium(tmp_path):
         page.wait_for_function(
             "() => /worker/.test(document.querySelector('.eugo-StatusItem')?.textContent || '')", timeout=20000)
         status = page.text_content(".eugo-StatusItem") or ""
-        assert re.fullmatch(r"Eugo: \d+ workers?, (idle|\d+ running.*), \$\d+\.\d+ so far", status), status
+        assert re.fullmatch(r"Eugo: \d+ workers?, (idle|\d+ running.*), (\$\d+\.\d+ so far at \$[\d.]+/worker-hour"
+                            r"|no bill \(your own machine\))", status), status
         # Dark theme: the Bokeh timeline follows, as the summary does.
         page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
                       "{theme: 'JupyterLab Dark'})")

@@ -236,6 +236,25 @@ def test_retry_exceptions_retries_then_succeeds(backend, tmp_path):
     assert len(counter2.read_text().splitlines()) == 1
 
 
+def _flaky_item(arg):
+    folder, i = arg
+    path = os.path.join(folder, str(i))
+    with open(path, "a") as fh:
+        fh.write("x\n")
+    with open(path) as fh:
+        if i % 3 == 0 and len(fh.readlines()) == 1:
+            raise ConnectionError(f"item {i}: first attempt failed")
+    return i * i
+
+
+def test_map_items_are_retried_one_by_one(backend, tmp_path):
+    flaky = hpc.remote(_flaky_item).options(retries=2, retry_exceptions=(ConnectionError,))
+    result = hpc.map(flaky, [(str(tmp_path), i) for i in range(40)], batch=8)
+    assert hpc.get(result, timeout=120) == [i * i for i in range(40)]
+    runs = {int(p.name): len(p.read_text().splitlines()) for p in tmp_path.iterdir()}
+    assert runs == {i: 2 if i % 3 == 0 else 1 for i in range(40)}  # the items that succeeded ran once
+
+
 def test_dependents_of_failed_future_fail(backend):
     bad = fail.remote("upstream broke")
     child = square.remote(bad)

@@ -182,6 +182,19 @@ def test_index_links_every_lesson_and_the_vocabulary():
             assert path.resolve() in linked, f"index.ipynb does not link {_name(path)}"
 
 
+def test_index_tables_give_every_lesson_a_row_of_its_own():
+    """A table row that lost its line break renders two lessons as one row and hides the second."""
+    index = COURSES / "index.ipynb"
+    for cell in _nb(index)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        rows = [line for line in _source(cell).splitlines() if line.startswith("| ") and ".ipynb)" in line]
+        for row in rows:
+            lessons = [t for t, _ in LINK.findall(row) if t.endswith(".ipynb")]
+            assert len(lessons) == 1, f"index.ipynb: one table row holds {len(lessons)} lessons: {row[:160]}"
+            assert row.rstrip().endswith("|") and row.count("||") == 0, f"index.ipynb: a row runs on: {row[:160]}"
+
+
 # The 21 terms of the learning page's vocabulary, as the page names them.
 PAGE_TERMS = ("Parallel computing", "ARM Neoverse", "Batching", "Columnar format", "Compute-bound", "Fan-out", "get()",
               "Blocking", "GPU offloading", "I/O-bound", "Long tail", "Automatic optimization", "Partition",
@@ -333,3 +346,23 @@ def test_the_change_counter_counts_tokens():
     assert _tokens_changed("x = f(a)\n", "x = f(b)\n") == 1
     assert _tokens_changed("x = f(a)\n", "x = g(a, b)\n") == 3
     assert _tokens_changed("x = 1  # one\n", "# a comment\nx = 1\n") == 0
+
+
+# A printed claim: "same results: {same}", "equal: {equal}", "same as pandas:", same, "correct: {correct}"...
+CLAIM = re.compile(r"(?:same|equal|equals|identical|correct|match(?:es)?)\b[^\"{\n]*:\s*"
+                   r"(?:\{([^}]+)\}|[\"'],\s*([^)]+)\))")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_every_printed_claim_is_checked_where_it_is_printed(path: Path):
+    # A lesson printed "all four results the same as plain Python's: True" from a comparison of the four
+    # results with each other: a claim is computed into a name and asserted in the same cell, or the
+    # cell's output is compared by nbval.
+    for i, cell in enumerate(_nb(path)["cells"]):
+        src = _source(cell)
+        if cell["cell_type"] != "code" or _checked(cell):
+            continue
+        for m in CLAIM.finditer(src):
+            name = (m.group(1) or m.group(2)).strip()
+            assert name.isidentifier() and re.search(rf"^\s*assert {name}\b", src, re.M), \
+                f"{_name(path)} cell {i} prints a claim ({m.group(0)!r}): compute it into a name and assert it"

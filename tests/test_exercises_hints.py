@@ -223,7 +223,7 @@ def test_hint_for_an_unknown_id_or_no_graded_cell_is_a_usage_error(store):
         shell().run_line_magic("eugo", "hint fanout")
     with pytest.raises(UsageError, match="one exercise id at most"):
         shell().run_line_magic("eugo", "hint fan-out put")
-    exercises._set_last_verdict(None)
+    exercises.set_last_verdict(None)
     with pytest.raises(UsageError, match="no exercise cell has been graded in this kernel yet"):
         shell().run_line_magic("eugo", "hint")
 

@@ -126,10 +126,10 @@ def _same(plain: tuple, compiled: tuple) -> str:
     (pv, pe, pa), (cv, ce, ca) = plain, compiled
     if pe is not None or ce is not None:
         return "" if type(pe) is type(ce) else f"plain raised {type(pe).__name__}, JIT {type(ce).__name__}: {ce!r}"
-    if not jit.same_result(pv, cv):
+    if not jit.bit_identical(pv, cv):
         return f"returned {cv!r} where plain Python returned {pv!r}"
     for i, (x, y) in enumerate(zip(pa, ca)):
-        if isinstance(x, np.ndarray) and not jit.same_result(x, y):
+        if isinstance(x, np.ndarray) and not jit.bit_identical(x, y):
             return f"argument {i + 1} holds {y!r} where plain Python wrote {x!r}"
     return ""
 

@@ -142,11 +142,11 @@ def test_the_bound_of_a_python_int_argument_is_its_size():
 
 
 def test_results_compare_to_the_last_bit():
-    assert not jit.same_result(-0.0, 0.0) and jit.same_result(math.nan, float("nan"))
-    assert not jit.same_result(np.array([0.0, 1.0]), np.array([-0.0, 1.0]))
-    assert jit.same_result(np.array([math.nan, -0.0]), np.array([math.nan, -0.0]))
-    assert not jit.same_result(1, 1.0) and jit.same_result(np.float64(0.5), 0.5)
-    assert not jit.same_result(True, 1)
+    assert not jit.bit_identical(-0.0, 0.0) and jit.bit_identical(math.nan, float("nan"))
+    assert not jit.bit_identical(np.array([0.0, 1.0]), np.array([-0.0, 1.0]))
+    assert jit.bit_identical(np.array([math.nan, -0.0]), np.array([math.nan, -0.0]))
+    assert not jit.bit_identical(1, 1.0) and jit.bit_identical(np.float64(0.5), 0.5)
+    assert not jit.bit_identical(True, 1)
     assert jit.difference(np.array([0.0, 1.0]), np.array([-0.0, 1.0])) == "1 of 2 values (-0.0 against 0.0)"
 
 

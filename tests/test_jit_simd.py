@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import platform
 
 import numpy as np
@@ -21,6 +22,46 @@ def running_sum(a):
     for i in range(a.shape[0]):
         s += a[i]  # each iteration needs the previous one's s: a loop-carried dependency
     return s
+
+
+def sum_of_abs(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += abs(a[i])  # abs is a packed and with a sign mask on one lane; the sum stays scalar
+    return s
+
+
+def carried_abs(a, out):
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = abs(out[i - 1] - a[i])
+
+
+def carried_copysign(a, out):
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = math.copysign(out[i - 1] * 0.5, a[i])
+
+
+def carried_negation(a, out):
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = -(out[i - 1] * a[i])
+
+
+def elementwise_abs(a, out):
+    for i in range(a.shape[0]):
+        out[i] = abs(a[i])
+
+
+def elementwise_copysign(a, out):
+    for i in range(a.shape[0]):
+        out[i] = math.copysign(a[i], -1.0)
+
+
+def elementwise_negation(a, out):
+    for i in range(a.shape[0]):
+        out[i] = -a[i]
 
 
 def _asm(fn, *args):
@@ -44,6 +85,89 @@ def test_a_real_compile_of_a_running_sum_is_scalar_because_of_the_dependency():
     v = simd.analyze(asm)
     assert not v.vectorized and v.loops >= 1
     assert "dependency between iterations" in v.reason, v
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="reads x86-64 registers")
+@pytest.mark.parametrize("fn", [sum_of_abs, carried_abs, carried_copysign, carried_negation])
+def test_a_scalar_loop_whose_only_packed_instructions_are_sign_masks_is_not_vectorized(fn):
+    a = np.ones(64)
+    asm, _ = _asm(fn, *((a,) if fn is sum_of_abs else (a, np.empty_like(a))))
+    v = simd.analyze(asm)
+    assert not v.vectorized and v.packed == 0, v
+    assert "dependency between iterations" in v.reason, v
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="reads x86-64 registers")
+@pytest.mark.parametrize("fn", [elementwise_abs, elementwise_copysign, elementwise_negation])
+def test_abs_copysign_and_negation_over_whole_registers_of_data_are_vectorized(fn):
+    a = np.ones(64)
+    asm, _ = _asm(fn, a, np.empty_like(a))
+    v = simd.analyze(asm)
+    assert v.vectorized and v.width_bits in (128, 256, 512), v
+
+
+# LLVM's code for out[i] = abs(out[i-1] - a[i]): a scalar subtract, then abs as a packed and with a mask.
+X86_CARRIED_ABS = """
+_ZN8__main__11carried_abs:
+\tvmovapd\t.LCPI0_0(%rip), %xmm1
+.LBB0_7:
+\tvsubsd\t(%rdx,%r8,8), %xmm0, %xmm0
+\tvandpd\t%xmm1, %xmm0, %xmm0
+\tvmovlpd\t%xmm0, (%rcx,%r8,8)
+\tincq\t%r8
+\tcmpq\t%r8, %rax
+\tjne\t.LBB0_7
+"""
+
+# copysign of a loaded scalar: two masks and an or, each on one lane; the mask is a constant, not loop data.
+X86_SCALAR_COPYSIGN = """
+_ZN8__main__1c:
+.LBB0_7:
+\tvmovsd\t(%rdx,%r10,8), %xmm4
+\tvmulsd\t%xmm1, %xmm0, %xmm0
+\tvandpd\t.LCPI0_1(%rip), %xmm0, %xmm0
+\tvandnpd\t%xmm4, %xmm3, %xmm4
+\tvorpd\t%xmm4, %xmm0, %xmm0
+\tvmovlpd\t%xmm0, (%rcx,%r10,8)
+\tincq\t%r10
+\tcmpq\t%r10, %rax
+\tjne\t.LBB0_7
+"""
+
+# Negation of four lanes at once, read straight from the array: packed work on the data.
+X86_PACKED_NEGATION = """
+_ZN8__main__1n:
+.LBB0_6:
+\tvxorps\t(%rdx,%r10,8), %ymm0, %ymm1
+\tvmovups\t%ymm1, (%rcx,%r10,8)
+\taddq\t$4, %r10
+\tcmpq\t%r10, %rsi
+\tjne\t.LBB0_6
+"""
+
+# aarch64 abs of a scalar through a vector and (LLVM does this for copysign with bif too).
+A64_SCALAR_MASK = """
+_ZN8__main__1m:
+.LBB0_2:
+\tldr\td1, [x8], #8
+\tfsub\td0, d0, d1
+\tand\tv0.16b, v0.16b, v2.16b
+\tstr\td0, [x9], #8
+\tsubs\tx10, x10, #1
+\tb.ne\t.LBB0_2
+"""
+
+
+def test_masks_on_one_lane_are_not_packed_work_and_packed_data_still_is():
+    for snippet in (X86_CARRIED_ABS, X86_SCALAR_COPYSIGN, A64_SCALAR_MASK):
+        v = simd.analyze(snippet)
+        assert not v.vectorized and v.packed == 0 and v.loops == 1, (snippet, v)
+    assert "dependency" in simd.analyze(X86_CARRIED_ABS).reason
+    v = simd.analyze(X86_PACKED_NEGATION)
+    assert (v.vectorized, v.isa, v.width_bits, v.packed) == (True, "AVX2", 256, 1)
+    neon = A64_SCALAR_MASK.replace("ldr\td1", "ldr\tq0").replace("fsub\td0, d0, d1", "fneg\tv0.2d, v0.2d")
+    v = simd.analyze(neon)
+    assert v.vectorized and v.isa == "NEON" and v.packed == 2
 
 
 X86_PACKED = """

@@ -8,9 +8,7 @@ import threading
 import time
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import glossary, hpc
@@ -30,13 +28,6 @@ def nap(x):
     time.sleep(0.02)
     return x * 2
 """
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
 
 
 @pytest.fixture
@@ -426,7 +417,7 @@ def test_status_stop_trace(ip, kernel_mode):
         ip.run_line_magic("eugo", "status --price 1.5")
     b = bundles(cap)[-1]
     assert b["text/plain"] == "eugo runtime: backend local, 2 workers (live numbers in the rich view)"
-    assert "cost so far" in b["text/html"] and "per worker-hour" in b["text/html"]
+    assert "so far at $1.5 per worker-hour (--price)" in b["text/html"]
     with pytest.raises(UsageError, match="--price"):
         ip.run_line_magic("eugo", "status --price -1")
     with capture_output() as cap:
@@ -444,6 +435,27 @@ def test_trace_subcommand(ip, kernel_mode):
         ip.run_line_magic("eugo", "trace")
     b = bundles(cap)[-1]
     assert b["text/plain"].startswith("%%eugo: 3 tasks on")
+
+
+def test_trace_subcommand_after_a_compare_cell_shows_the_cells_own_summary(ip, kernel_mode):
+    # Re-analysing the main run alone turned "2.0x measured" into "1.5x estimated" and lost the optimizations.
+    ip.run_cell(SETUP)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --compare --no-live", "hpc.get([nap.remote(i) for i in range(6)])")
+    cell = summary_bundle(cap)
+    assert "runs at workers: 1, 2" in cell["text/plain"]
+    with capture_output() as cap:
+        ip.run_line_magic("eugo", "trace")
+    again = summary_bundle(cap)
+    assert again["text/plain"] == cell["text/plain"]
+    assert "measured speedup, 2 workers" in again["text/html"] and "Optimizations" in again["text/html"]
+    # A traced region after the cell is summarized on its own, with what the runtime did in it.
+    with hpc.trace():
+        hpc.get([ip.user_ns["nap"].remote(i) for i in range(2)])
+    with capture_output() as cap:
+        ip.run_line_magic("eugo", "trace")
+    region = bundles(cap)[-1]["text/plain"]
+    assert region.startswith("%%eugo: 2 tasks on") and "runs at workers" not in region
 
 
 def test_glossary(ip, kernel_mode):

@@ -13,8 +13,6 @@ import sys
 import textwrap
 
 import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from jupyter_fixtures import REPO, kernel_env
 
@@ -39,11 +37,10 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    shell.run_cell(SETUP)
-    return shell
+def ip(ip):
+    """The shared shell, with this module's setup cell run in it."""
+    ip.run_cell(SETUP)
+    return ip
 
 
 def _hide(monkeypatch, *modules: str) -> None:

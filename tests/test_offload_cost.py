@@ -7,6 +7,7 @@ from _offload import HOST
 
 from eugo_lab.offload import cost, profiles
 from eugo_lab.offload.cost import Operation, break_even, fmt_time, predict, sample_operation
+from eugo_lab.offload.profiles import HostProfile, published
 
 H100 = profiles.published("h100")
 T4 = profiles.published("t4")
@@ -177,3 +178,38 @@ def test_main_memory_is_timed_past_the_last_level_cache(tmp_path):
     assert profiles.last_level_cache_bytes(str(tmp_path / "absent")) is None
     assert profiles.mem_operand_bytes(None) == 64 * 2**20  # unknown: a generous size
     assert profiles.mem_operand_bytes(2 * 2**20) == 16 * 2**20  # never smaller than the model's large arrays
+
+
+def test_a_reason_quotes_the_measured_cpu_time_where_there_is_one():
+    # A host profile timed while BLAS threads woke put a 400x400 float32 matmul at ~256 ms on the CPU;
+    # the same ledger row measured 18 ms, and the reason quoted the 256 ms.
+    slow = HostProfile("slow reading", call_overhead_s=1e-6, mem_bw=10e9, cache_bw=40e9, special_rate=1e9,
+                       flops64=0.5e9, flops32=0.5e9, source="fixed for tests")
+    est = cost.estimate(cost.sample_operation("matmul", 400, "float32"), slow, published("h100"))
+    assert est.where == "gpu" and "256 ms on CPU" in est.reason()
+    measured = est.reason(cpu_measured=0.018)
+    assert measured.startswith("gpu: predicted ") and measured.endswith(" vs 18 ms measured on CPU"), measured
+    assert "256" not in measured and "20 ms measured on CPU" in est.reason(bucket=True, cpu_measured=0.018)
+    # A measurement that contradicts the placement says so, beside what the model said.
+    fast = est.reason(cpu_measured=1e-6)
+    assert fast == est.reason() + ", but the CPU measured 1 us: the CPU was likely faster here"
+
+
+def test_a_predictions_only_ledger_row_measured_on_the_cpu_quotes_that_time(monkeypatch):
+    from _offload import Shell
+
+    from eugo_lab.offload import cell, dispatch
+
+    slow = HostProfile("slow reading", call_overhead_s=1e-6, mem_bw=10e9, cache_bw=40e9, special_rate=1e9,
+                       flops64=0.5e9, flops32=0.5e9, source="fixed for tests")
+    monkeypatch.setattr(dispatch.Offload, "host", property(lambda self: slow))
+    sh = Shell()
+    src = "import numpy as np\na = np.ones((400, 400), dtype=np.float32)\nb = a @ a\n"
+    cell.run(sh, "auto", exec, compile(src, "<cell>", "exec"), sh.user_global_ns, sh.user_ns)
+    row = next(r for r in cell.last_ledger().rows if r.op == "matmul")
+    assert row.count == 1 and row.predicted_cpu_s == pytest.approx(0.256, rel=0.01)
+    per_call = cost.fmt_time(row.measured_s)
+    assert row.reason.endswith(f" vs {per_call} measured on CPU"), row.reason
+    assert "256 ms" not in row.reason
+    # The deterministic text keeps the model's (bucketed) times: a measured one would differ run to run.
+    assert row.reason_bucketed == "gpu: predicted 50 us vs 200 ms on CPU", row.reason_bucketed

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy
 import pytest
 from _offload import HOST, Shell
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import hpc
@@ -26,13 +24,6 @@ m = np.ones((400, 400), dtype=np.float32)
 p = m @ m
 tiny = np.arange(8) * 2
 """
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
 
 
 @pytest.fixture(autouse=True)

@@ -153,5 +153,5 @@ def test_optimize_gives_a_task_that_takes_put_references_its_trial():
     rt = SimpleNamespace(optimize=1, auto_optimize=True, profiling=None)
     record = FunctionRecord(smooth, "smooth")
     ref = ObjectRef(None, 0, "ndarray")
-    assert isinstance(optimized._jit_trial(rt, record, (ref,), {}, None).fn, jit.Optimized)
-    assert optimized._jit_trial(rt, record, (3,), {}, None) is record  # nothing a JIT could be for
+    assert isinstance(optimized.jit_trial(rt, record, (ref,), {}, None).fn, jit.Optimized)
+    assert optimized.jit_trial(rt, record, (3,), {}, None) is record  # nothing a JIT could be for

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import hpc
@@ -39,14 +37,6 @@ def tagged_sum_of_x3c_b_x3e(a):
 data = np.random.default_rng(0).random(100_000)
 '''
 CELL = "hpc.get([smooth.remote(data) for _ in range(6)] + [tagged_sum_of_x3c_b_x3e.remote(data) for _ in range(2)])"
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()
-    shell.run_line_magic("load_ext", "eugo_lab")
-    yield shell
-    hpc.shutdown()
 
 
 @pytest.fixture

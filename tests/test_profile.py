@@ -3,12 +3,16 @@ deterministic text, escaped HTML, and nothing extra when profiling is off."""
 
 from __future__ import annotations
 
+import dis
 import inspect
 import json
 import math
 import pickle
+import sys
 import time
+import types
 
+import numpy as np
 import pytest
 
 from eugo_lab import hpc
@@ -317,3 +321,42 @@ def test_a_loop_stopped_at_its_lineless_jump_gets_the_loops_line():
     assert any(not had for _, had in seen), f"no sample stopped at the lineless jump: {seen}"
     assert all(first <= line <= first + 5 for line, _ in seen), seen  # first: the call's own start (RESUME)
     assert all(line == first + 2 for line, had in seen if not had), seen  # lineless samples: the `for` line
+
+
+def hypot_arrays(x, y):
+    return np.sqrt(x * x + y * y)  # all C: three ufuncs over the whole arrays
+
+
+def _frame_at(fn, opname: str, *args):
+    """A stand-in for a sampled frame of ``fn`` stopped at its first ``opname`` instruction."""
+    code = fn.__code__
+    at = next(i.offset for i in dis.get_instructions(code) if i.opname == opname)
+    return types.SimpleNamespace(f_code=code, f_lasti=at)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.11+ hands the GIL over only at jumps, starts and calls")
+def test_a_thread_inside_c_code_is_native_even_when_the_sampler_woke_late(monkeypatch):
+    # A busy machine wakes the sampler late with the GIL free: lateness alone called NumPy arithmetic on
+    # 2e6 floats 64-79% "Python bytecode" and named it a JIT candidate.
+    monkeypatch.setattr(collect, "_YIELD_OPS", collect._yield_ops())
+    watch = types.SimpleNamespace(clock=None, cpu=0.0, native_id=0)
+    late = False  # the sampler did not get the GIL at once
+    assert collect._in_native(watch, _frame_at(hypot_arrays, "BINARY_OP"), 0.005, late)
+    assert not collect._in_native(watch, _frame_at(spin, "JUMP_BACKWARD"), 0.005, True)
+    # At a call the thread may be back from it and handing the GIL over: the sampler's timing decides.
+    assert not collect._in_native(watch, _frame_at(spin, "PRECALL"), 0.005, late)
+    assert collect._in_native(watch, _frame_at(spin, "PRECALL"), 0.005, True)
+
+
+def test_numpy_arithmetic_over_large_arrays_is_native_and_no_jit_candidate(local2):
+    from eugo_lab.optimizations.report import jit_candidates
+
+    x = np.linspace(0.0, 1.0, 2_000_000)
+    f = hpc.remote(hypot_arrays)
+    hpc.get(f.remote(x[:10], x[:10]))
+    with hpc.profile() as region:
+        hpc.get([f.remote(x, x) for _ in range(4)])
+    top = region.report.hot_functions()[0]
+    assert top.function == "hypot_arrays", region.report.hot_functions()
+    assert top.native_share > 0.6 * top.self_share, top
+    assert "hypot_arrays" not in jit_candidates(region.report.hot_functions(None))

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import hpc
@@ -24,13 +21,6 @@ def outer(n):
     return spin(n) + 1
 '''
 CELL = "hpc.get([outer.remote(300_000) for _ in range(8)])"
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
 
 
 def test_profile_option_parses():

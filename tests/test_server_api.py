@@ -539,3 +539,32 @@ async def test_a_kernel_that_never_takes_the_stop_request_gets_a_504_naming_what
         assert json.loads((status_dir / f"{kid}.stop").read_text())["pid"] == os.getpid()  # still asked
     finally:
         await fetch(jp_fetch, "api", "kernels", kid, method="DELETE")
+
+
+def test_a_bad_setting_gets_its_default_and_a_warning_naming_it(caplog):
+    from traitlets.config import Application
+
+    from eugo_lab.server.config import load_settings
+
+    app = Application()
+    app.parse_command_line(["--EugoLab.idle_warning_s=-5", "--EugoLab.courses_dir=lessons"])
+    with caplog.at_level("WARNING", logger="eugo_lab"):
+        settings = load_settings(app)
+    assert settings.idle_warning_s == 42.0 and settings.courses_dir == "lessons"  # the default (env: 42); the rest kept
+    said = caplog.text
+    assert "EugoLab.idle_warning_s=-5 is not valid" in said and "positive number of seconds" in said
+    assert "using its default, 42.0" in said
+
+
+class TestABadSettingOnTheServer:
+    """The extension with ``EugoLab.idle_warning_s=-5`` loads whole: its settings, its status folder."""
+
+    @pytest.fixture
+    def jp_server_config(self):
+        return {"ServerApp": {"jpserver_extensions": {"eugo_lab.server": True}},
+                "EugoLab": {"idle_warning_s": -5}}
+
+    async def test_status_answers_the_default_and_kernels_get_a_status_folder(self, jp_fetch):
+        code, doc = await fetch(jp_fetch, "eugo", "api", "status")
+        assert code == 200 and doc["idle_warning_s"] == 42.0 and doc["kernels"] == []
+        assert os.path.isdir(os.environ[STATUS_DIR_ENV])

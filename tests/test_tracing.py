@@ -283,3 +283,21 @@ def test_the_phases_frame_holds_the_tasks_own_phases_and_the_runtimes_markers_on
     t = b.build(end=1.0)
     assert t.phases_dataframe()["phase"].tolist() == ["read"]
     assert t.phases_dataframe(markers=True)["phase"].tolist() == ["read", "jit: not tried: its time is in C code"]
+
+
+def test_every_way_of_waiting_for_a_future_is_a_recorded_wait(local2):
+    """result() and exception() block like get(): a cell that waits through them is seen waiting."""
+
+    @hpc.remote
+    def nap(x):
+        time.sleep(0.05)
+        return x
+
+    with hpc.trace() as t:
+        assert nap.remote(1).exception() is None
+        assert nap.remote(2).result() == 2
+        assert hpc.get(nap.remote(3)) == 3
+    kinds = [t.block_kinds[k] for k in t.blocks["kind"]]
+    assert kinds == ["get", "get", "get"], kinds
+    spans = [e - s for s, e in zip(t.blocks["start"], t.blocks["end"])]
+    assert all(span > 0 for span in spans), spans

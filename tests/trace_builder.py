@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from eugo_lab.contract.row import TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
+from eugo_lab.contract.row import FACT_COLUMNS, TASK_FLOAT_COLUMNS, TASK_INT_COLUMNS
 from eugo_lab.tracing.trace import Trace
 
 T0 = 1000.0
@@ -27,6 +27,7 @@ class TraceBuilder:
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
         self.deps: dict[str, list] = {"task": [], "on": []}
         self.arg_keys: dict[str, list] = {"task": [], "key": []}
+        self.facts: dict[str, list] = {c: [] for c in FACT_COLUMNS}
         self.deps_recorded = False
         self.driver_spans: dict[str, list] = {"kind": [], "task": [], "bytes": [], "start": [], "end": []}
         self.driver_short: dict[str, float] | None = None
@@ -79,6 +80,12 @@ class TraceBuilder:
         self.arg_keys["task"].append(task_id)
         self.arg_keys["key"].append(key)
 
+    def imports(self, row: int, modules: int) -> None:
+        """Record that the attempt of ``row`` imported ``modules`` modules (a traced task's facts, as workers send)."""
+        t = self.tasks
+        for c, v in zip(FACT_COLUMNS, (t["task_id"][row], t["attempt"][row], t["function"][row], -1, 0, -1, modules)):
+            self.facts[c].append(v)
+
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
               source: str = "/home/student/loop.py:7") -> None:
         self.blocks["kind"].append(self._code(self.block_kinds, kind))
@@ -108,7 +115,7 @@ class TraceBuilder:
         if self.driver_short is not None or self.driver_spans["kind"]:
             meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
-                                  arg_keys=self.arg_keys, driver_spans=self.driver_spans,
+                                  arg_keys=self.arg_keys, driver_spans=self.driver_spans, facts=self.facts,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.analysis import gil
 from eugo_lab.analysis.breakdown import breakdown, per_task_overhead, queue_waits
 from eugo_lab.analysis.critical_path import critical_path
 from eugo_lab.analysis.findings import NOTE_SHARE, Code, Context, Finding, detect
@@ -62,11 +63,14 @@ def analyze(trace: Trace, baseline: Any = None) -> Report:
     u = units(trace)
     win = window(trace)
     q = queue_waits(u)
+    serial, not_work = serial_time(trace), None
+    if gil.shares_interpreter(trace.meta):  # threads: waiting for the one interpreter is neither work nor I/O
+        serial, not_work = gil.work_time(u, np.isin(u.status, (OK, ERROR)))
     ctx = Context(trace=trace, units=u, window=win, breakdown=breakdown(trace, u, win), queue=q,
                   overhead=per_task_overhead(u), critical_path=critical_path(trace, u, q),
-                  serial_time=serial_time(trace), replay=replay_of(trace, u), baseline=base)
+                  serial_time=serial, replay=replay_of(trace, u), baseline=base)
     found = _order(detect(ctx), win.length)
     return Report(tasks=len(trace), functions=trace.functions, backend=str(trace.meta.get("backend", "?")),
                   workers=trace.n_workers, wall_time=win.length, serial_time=ctx.serial_time,
                   breakdown=ctx.breakdown, critical_path=ctx.critical_path, findings=tuple(found),
-                  baseline_wall=None if base is None else float(base.wall_time))
+                  baseline_wall=None if base is None else float(base.wall_time), interpreter_wait=not_work)

@@ -39,6 +39,12 @@ class Report(TextRepr, Rendered):
     wall_time``; without one it is the estimate from task time, ``serial_time / wall_time``
     (:attr:`estimated_speedup` is always that estimate). ``findings`` are ordered by the time
     their fix saves, biggest first (:attr:`biggest_win`).
+
+    ``interpreter_wait``: on the threads engine (all tasks in one Python process), the seconds
+    of task time spent ready to run while another task held the interpreter lock (the GIL) or
+    the cores (:mod:`eugo_lab.analysis.gil`). One worker would not have spent them, so they are
+    left out of ``serial_time``, which is then CPU time plus real waits (:attr:`estimate_basis`).
+    ``None`` on engines with a process per worker.
     """
 
     tasks: int
@@ -51,6 +57,12 @@ class Report(TextRepr, Rendered):
     critical_path: CriticalPath
     findings: tuple[Finding, ...]
     baseline_wall: float | None = None
+    interpreter_wait: float | None = None
+
+    @property
+    def estimate_basis(self) -> str:
+        """What the speedup estimate is built from: ``"task time"``, or on the threads engine ``"CPU time"``."""
+        return "task time" if self.interpreter_wait is None else "CPU time"
 
     @property
     def estimated_speedup(self) -> float:
@@ -95,9 +107,10 @@ class Report(TextRepr, Rendered):
         m = self.measured_speedup
         if m is None:
             return (f"speedup {fmt_x(self.speedup)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), "
-                    "estimated from task time (no 1-worker run to measure it against)")
+                    f"estimated from {self.estimate_basis} (no 1-worker run to measure it against)")
         return (f"speedup {fmt_x(m)} of {self.workers} ({fmt_pct(self.efficiency)} efficiency), measured against "
-                f"1 worker ({fmt_s(self.baseline_wall)}); task-time estimate {fmt_x(self.estimated_speedup)}")
+                f"1 worker ({fmt_s(self.baseline_wall)}); {self.estimate_basis.replace(' ', '-')} estimate "
+                f"{fmt_x(self.estimated_speedup)}")
 
     @property
     def efficiency(self) -> float:

@@ -320,8 +320,11 @@ def scale(trace: Trace, factor: float, workers: int) -> float:
     return replay_scaled(replay_of(trace), factor, workers)
 
 
-def replay_scaled(r: Replay, factor: float, workers: int) -> float:
-    """:func:`scale` on an extracted replay (so a search over worker counts extracts it once)."""
+def replay_scaled(r: Replay, factor: float, workers: int, spacing: float | None = None) -> float:
+    """:func:`scale` on an extracted replay (so a search over worker counts extracts it once).
+
+    ``spacing``: seconds between the starts of two copies' submissions (default: :func:`submit_span`).
+    """
     n = len(r)
     if n == 0:
         return r.wall_time
@@ -329,7 +332,7 @@ def replay_scaled(r: Replay, factor: float, workers: int) -> float:
     order = np.argsort(r.ready, kind="stable")
     part = order[: int(round(frac * n))]
     # Spacing between consecutive submissions, so that copy k follows copy k-1's submission.
-    span = submit_span(r)
+    span = submit_span(r) if spacing is None else spacing
     if whole == 0 and not len(part):
         part = order[:1]
     return replay(r, workers, copies=whole, partial=part, spacing=span)
@@ -339,3 +342,19 @@ def submit_span(r: Replay) -> float:
     """The driver's time to submit the replay's units once: one copy's spacing in :func:`replay_scaled`."""
     n = len(r)
     return float(r.ready.max() - r.ready.min()) * n / max(n - 1, 1) if n else 0.0
+
+
+def typical_submit_span(r: Replay) -> float:
+    """The driver's time to submit the replay's units once at its typical pace: ``n`` x the median gap.
+
+    For a job thousands of times the measured run, a pause in a handful of submissions (the
+    first call pickling the function, the OS running something else for 10 ms) would be
+    repeated thousands of times by :func:`submit_span` and set the plan's floor: the plan
+    would then depend on how busy the machine was during the small run. The median gap is
+    what each further submission costs; it never exceeds :func:`submit_span`.
+    """
+    n = len(r)
+    if n < 3:
+        return submit_span(r)
+    gaps = np.diff(np.sort(r.ready))
+    return min(submit_span(r), float(np.median(gaps)) * n)

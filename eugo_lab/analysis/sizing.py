@@ -2,7 +2,9 @@
 
 The answer comes from the simulator (:mod:`eugo_lab.analysis.simulate`): the small run's
 tasks, with their measured durations, dispatch and return latencies and the driver's
-submission pace, are repeated until there are ``job.tasks`` of them, and replayed on a
+typical submission pace (the median gap between submissions: a pause of a few milliseconds in
+the small run is not repeated thousands of times), are repeated until there are ``job.tasks``
+of them, and replayed on a
 candidate worker count. That keeps what linear arithmetic ("tasks x seconds / deadline")
 leaves out: per-task overhead, the uneven tasks and the last wave, and a driver that submits
 one task at a time. ``job.startup`` (bringing the cluster up, listing the input) comes first
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eugo_lab.analysis.inputs import takes_trace
-from eugo_lab.analysis.simulate import Replay, replay_of, replay_scaled, submit_span
+from eugo_lab.analysis.simulate import Replay, replay_of, replay_scaled, typical_submit_span
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
 
@@ -104,7 +106,7 @@ def _stretched(r: Replay, scale: float) -> Replay:
 
 
 def _wall(r: Replay, job: Job, workers: int) -> float:
-    return job.startup + replay_scaled(r, job.tasks / len(r), workers)
+    return job.startup + replay_scaled(r, job.tasks / len(r), workers, typical_submit_span(r))
 
 
 @takes_trace
@@ -133,7 +135,7 @@ def plan(trace: Trace, job: Job, max_workers: int = 1 << 20) -> Plan:
     if not len(r0):
         raise ValueError("the trace has no tasks: run the small job traced first (with hpc.trace() or %%eugo)")
     r = _stretched(r0, job.scale)
-    submit = submit_span(r) * job.tasks / len(r)
+    submit = typical_submit_span(r) * job.tasks / len(r)
     cap = max(1, min(max_workers, job.tasks))
     work = float(r.occupancy.sum()) * job.tasks / len(r)
     left = job.deadline - job.startup

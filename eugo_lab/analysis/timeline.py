@@ -24,12 +24,18 @@ from eugo_lab.tracing.trace import Trace
 # a network hop to another host.
 LOCAL_BANDWIDTH = 1e9
 NETWORK_BANDWIDTH = 1.25e8
-LOCAL_BACKENDS = ("local", "threads")
 
 
 def bandwidth(trace: Trace) -> float:
-    """Bytes/second assumed for transfers in this trace's backend (see the module constants)."""
-    return LOCAL_BANDWIDTH if trace.meta.get("backend", "local") in LOCAL_BACKENDS else NETWORK_BANDWIDTH
+    """Bytes/second assumed for transfers in this trace's backend (see the module constants).
+
+    Local when the engine's descriptor says it runs on this machine only; an engine this process does
+    not know (a trace recorded elsewhere) counts as a network hop.
+    """
+    from eugo_lab.contract.base import engine
+
+    d = engine(trace.meta.get("backend", "local"))
+    return LOCAL_BANDWIDTH if d is not None and d.local else NETWORK_BANDWIDTH
 
 
 @dataclass(frozen=True)

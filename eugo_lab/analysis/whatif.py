@@ -270,10 +270,23 @@ def fed_fast(r: Replay, idx: np.ndarray, gap: float) -> Replay:
     return dataclasses.replace(r, ready=ready, occupancy=occ, gates=gates)
 
 
+def returned_small(r: Replay, idx: np.ndarray, pickling: np.ndarray, transfer: np.ndarray) -> Replay:
+    """Units ``idx`` return a summary instead of their large result.
+
+    Per unit: its worker no longer spends ``pickling`` seconds pickling the result, and the
+    result arrives ``transfer`` seconds sooner (no longer moved back to the driver).
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    occ, post = r.occupancy.copy(), r.post.copy()
+    occ[idx] = np.maximum(occ[idx] - np.asarray(pickling, float), 0.0)
+    post[idx] = np.maximum(post[idx] - np.asarray(transfer, float), 0.0)
+    return dataclasses.replace(r, occupancy=occ, post=post)
+
+
 def pieces_for(occupancy: float, target: float) -> int:
     """How many pieces split ``occupancy`` seconds into parts of about ``target`` (at least 2)."""
     return max(2, int(math.ceil(occupancy / max(target, 1e-9))))
 
 
 __all__ = ["Prediction", "predict", "without_waits", "split", "first", "batched", "sent_once", "shorter", "scaled",
-           "equalized", "fed_fast", "pieces_for"]
+           "equalized", "fed_fast", "returned_small", "pieces_for"]

@@ -179,8 +179,23 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
     return noting, refs
 
 
+# Modules loaded when this worker's previous traced attempt ended: what a new one imported since is its warm-up.
+_modules_seen = len(sys.modules)
+
+
+def _imports() -> int:
+    """Modules imported since the previous traced attempt ended (loading the function, unpickling, the body)."""
+    global _modules_seen
+    now = len(sys.modules)
+    new, _modules_seen = max(now - _modules_seen, 0), now
+    return new
+
+
 def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
-    """``TaskStats.facts`` of a traced attempt: the result's digest when its payload is large, threads, refs, device."""
+    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORTS``).
+
+    The result's digest when its payload is large, threads, refs, device, and the modules imported for it.
+    """
     found = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
     # item by item when they are scalars, from the payload it keeps: that costs the worker nothing
@@ -192,7 +207,7 @@ def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) 
             found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
-    return found, blas, tuple(refs), _device()
+    return found, blas, tuple(refs), _device(), _imports()
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:
@@ -222,6 +237,31 @@ def _format_tb(exc: BaseException) -> tuple[list[tuple[str, int, str, str]], str
         tb = tb.tb_next
     frames = [(f.filename, f.lineno or 0, f.name, f.line or "") for f in traceback.extract_tb(tb)]
     return frames, "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def _read_only_write(exc: BaseException, function: str, args: tuple, kwargs: dict) -> BaseException:
+    """NumPy's bare "assignment destination is read-only", explained when an argument is a read-only array.
+
+    Arrays stored with ``hpc.put()`` reach tasks as read-only views of one shared copy; a task
+    that writes into one gets NumPy's message, which names neither the cause nor the fix. The
+    same type (ValueError) with the original traceback, so ``except ValueError`` still works.
+    """
+    if type(exc) is not ValueError or "read-only" not in str(exc):
+        return exc
+    values = [*args, *kwargs.values()]
+    for v in list(values):
+        if isinstance(v, (list, tuple)):
+            values.extend(v)
+        elif isinstance(v, dict):
+            values.extend(v.values())
+    if not any(getattr(getattr(v, "flags", None), "writeable", True) is False for v in values):
+        return exc
+    return ValueError(
+        f"{exc}: {function}() wrote into an array it was given read-only. Arrays stored with hpc.put() are "
+        "one copy shared by every task that reads them, so they are read-only (a write would change every "
+        "other task's input). Return the new values instead: compute a new array (out = a * 2, or "
+        "b = a.copy() and write into b) and return it."
+    ).with_traceback(exc.__traceback__)
 
 
 def _bytes_in(args_bytes: bytes, buffers: Any) -> int:
@@ -452,6 +492,8 @@ def execute(
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+    args: tuple = ()
+    kwargs: dict = {}
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
         if function not in _tiny_bodies:
@@ -463,6 +505,7 @@ def execute(
         value = fn(*args, **kwargs)
         status = OK
     except BaseException as exc:  # noqa: BLE001 - reported, never raised on the worker
+        exc = _read_only_write(exc, function, args, kwargs)
         status, value, tb = ERROR, exc, _format_tb(exc)
     finally:
         _phase.end_task()
@@ -561,6 +604,7 @@ def execute_batch(
                     recording.stop()
                 raise
             except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
+                exc = _read_only_write(exc, function, (items[len(results)],), {})
                 if errors is None:
                     errors = {}
                 errors[len(results)] = (_pickle_exception(exc), _format_tb(exc))

@@ -736,6 +736,11 @@ class DaskBackend(base.Backend):
         return self._index.all()
 
     @property
+    def started_workers_here(self) -> bool:
+        """True while the embedded cluster's worker processes, started here, run."""
+        return self._procs is not None
+
+    @property
     def worker_count(self) -> int:
         """Tasks that can run at once: the cluster's threads (at least 1)."""
         client = self.client

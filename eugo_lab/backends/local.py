@@ -48,6 +48,10 @@ PREFETCH_SECONDS = 0.002
 MAX_PREFETCH = 32
 # Unknown functions get one task prefetched until their first result tells us more.
 DEFAULT_PREFETCH = 1
+# Functions a worker keeps loaded (least recently used evicted, re-sent when needed) and per-function cost
+# estimates the pool keeps: a session that maps a new lambda every call stays flat. 256 covers every
+# function a notebook uses at once many times over; a function's pickle is typically a few KiB.
+WORKER_FUNCTIONS = 256
 # How long a cancelled running task may take to stop (after TaskCancelled is raised in it)
 # before its worker is killed; the default of hpc.init(cancel_grace=...).
 CANCEL_GRACE_SECONDS = 1.0
@@ -413,6 +417,16 @@ class LocalBackend(base.Backend):
         """Tasks that can run at once."""
         return self.n_workers
 
+    @property
+    def explicit_threads_per_worker(self) -> int | None:
+        """``threads_per_worker`` when the user chose it (the option or its variable), else ``None``."""
+        return self.threads_per_worker if self._threads_explicit else None
+
+    @property
+    def started_workers_here(self) -> bool:
+        """Always: the pool's workers are this process's children."""
+        return True
+
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (tests and diagnostics)."""
         return [w.pid for w in list(self._workers) if not w.dead]
@@ -651,10 +665,17 @@ class LocalBackend(base.Backend):
 
     def _send(self, w: Worker, task: Task) -> None:
         fn = task.fn
-        if fn.fid not in w.known_fns:
+        known = w.known_fns
+        if fn.fid in known:
+            known.move_to_end(fn.fid)
+        else:
             w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
-            w.known_fns.add(fn.fid)
+            known[fn.fid] = None
             fn.sends += 1
+            if len(known) > WORKER_FUNCTIONS:
+                # The worker reads its pipe in order: a task of the evicted function already sent runs
+                # before the worker forgets it, and a later one gets the function sent again.
+                w.outbuf += self._frame(("forget", known.popitem(last=False)[0]))
         w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.is_batch,
                                  task.staged, task.probe))
         task.state = _SENT
@@ -722,6 +743,8 @@ class LocalBackend(base.Backend):
             if stats is not None:  # None: a cancelled task the worker skipped or stopped
                 cost = self._item_cost.get(task.fn.fid)
                 if cost is None:
+                    if len(self._item_cost) >= WORKER_FUNCTIONS:  # the oldest function's estimate goes first
+                        del self._item_cost[next(iter(self._item_cost))]
                     cost = self._item_cost[task.fn.fid] = ItemCost()
                 cost.add(task_seconds(stats), task.item_count if task.is_batch else 1)
             if task.state != _DONE:

@@ -46,7 +46,8 @@ class Worker:
         self.outbuf = bytearray()
         self.inbuf = bytearray()
         self.inflight: collections.deque[Task] = collections.deque()
-        self.known_fns: set[int] = set()
+        # The function ids loaded on this worker, least recently used first (the pool bounds it).
+        self.known_fns: collections.OrderedDict[int, None] = collections.OrderedDict()
         self.pid = 0
         self.host = ""
         self.started = time.time()

@@ -122,6 +122,16 @@ class _Cancels:
             raise TaskCancelled("the driver cancelled this task")
 
 
+# The functions this worker has loaded, by function id: the pool sends one before its first task here
+# and tells the worker to forget the least recently used beyond its bound (local.WORKER_FUNCTIONS).
+_functions: dict[int, tuple[Any, str]] = {}
+
+
+def loaded_functions() -> int:
+    """How many functions this worker process holds loaded (a task can call it to check the bound)."""
+    return len(_functions)
+
+
 def main() -> None:
     """Serve tasks until the driver closes the task pipe or disappears (argv: see the module docstring)."""
     task_fd, result_fd, lifeline_fd, parent_pid = (int(a) for a in sys.argv[1:5])
@@ -141,7 +151,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     rfile = os.fdopen(task_fd, "rb", buffering=1 << 16)
     wfile = os.fdopen(result_fd, "wb", buffering=1 << 16)
     objects = _Objects()
-    functions: dict[int, tuple[Any, str]] = {}
+    functions = _functions
 
     def send(msg: tuple) -> None:
         data = pickle.dumps(msg, 5)
@@ -205,6 +215,8 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
                 functions[fid] = (pickle.loads(fn_bytes), name)
             except BaseException as exc:  # noqa: BLE001 - reported when the task runs
                 functions[fid] = (_Unloadable(name, exc), name)
+        elif kind == "forget":  # the driver keeps at most WORKER_FUNCTIONS loaded here and re-sends one it needs
+            functions.pop(msg[1], None)
         elif kind == "drop":
             objects.cache.pop(msg[1], None)
         elif kind == "exit":

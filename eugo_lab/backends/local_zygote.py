@@ -43,14 +43,11 @@ from typing import Any
 
 from eugo_lab.backends import _worker, local_worker  # noqa: F401 - pre-imported for the workers it forks
 from eugo_lab.contract import serialization  # noqa: F401 - what a worker imports before its hello
+from eugo_lab.contract.hooks import preload_worker_modules
 
-# And what every worker's first task imports, paid once here rather than once per worker on the
-# way to the first result (~2 ms each): the automatic JIT's watcher (every call of a function the
-# JIT is not switched off for goes through it) and the thread guard each worker applies after its
-# hello. Not cloudpickle (~6 ms), needed only for functions pickled by value: the template would
-# then still be booting when the driver, done with its own imports, asks it for workers.
-from eugo_lab.jit import auto  # noqa: F401
-from eugo_lab.threadguard import variables  # noqa: F401
+# And what every worker's first task imports (the features' list, WORKER_PRELOADS, says what and why),
+# paid once here rather than once per worker on the way to the first result.
+preload_worker_modules()
 
 _REQUEST_BYTES = 1 << 16  # more than any request: a store path, six variables and a directory
 _MSG = struct.Struct("<1sii")

@@ -615,6 +615,11 @@ class RayBackend(base.Backend):
         return self._index.all()
 
     @property
+    def started_workers_here(self) -> bool:
+        """True for a local Ray this process started (not one reached at an address)."""
+        return bool(self._owned) and self.address is None
+
+    @property
     def worker_count(self) -> int:
         """Tasks that can run at once: the cluster's CPUs (at least 1)."""
         if self._stopped or not ray.is_initialized() or self._lost is not None:

@@ -1,5 +1,10 @@
 """Threads in this process: no pickling of code, no start-up cost; for I/O-bound work and demos.
 
+CPython runs Python bytecode on one thread at a time (the GIL), so threads run side by side only
+where tasks release it: I/O, sleep, NumPy on large arrays, compiled code. Pure-Python tasks on
+several threads take turns, and the analysis (:mod:`eugo_lab.analysis.gil`) counts their turns
+waiting as neither work nor I/O.
+
 Arguments are still pickled and unpickled (``execute`` does it) so a task never shares
 mutable state with the caller, exactly as on the process-based engines.
 """
@@ -20,7 +25,10 @@ from eugo_lab.contract import base, outcome
 from eugo_lab.contract.outcome import Outcome
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.serialization import loads_value
-from eugo_lab.contract.task import Task
+from eugo_lab.contract.task import TASK_STATE_NEW, Task
+
+# A task's state here: new (queued in the executor) or ended (ran, or cancelled: on_done was called once).
+_ENDED = 1
 
 
 class ThreadBackend(base.Backend):
@@ -65,11 +73,11 @@ class ThreadBackend(base.Backend):
             from eugo_lab.backends._cluster import refuse_options
 
             refuse_options(task, "threads", self.n_workers)
-        task.state = 0
+        task.state = TASK_STATE_NEW
         task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
 
     def _run(self, task: Task, on_done: base.DoneCallback) -> None:
-        if task.state:  # cancelled while queued
+        if task.state == _ENDED:  # cancelled while queued
             return
         deps = task.deps_payload
 
@@ -81,16 +89,16 @@ class ThreadBackend(base.Backend):
         run = execute_batch if task.is_batch else execute
         status, payload, detail, stats = run(task.fn.fn, task.fn.name, task.args, load_token, time.thread_time,
                                              None, task.probe)
-        if not task.state:
-            task.state = 1
+        if task.state != _ENDED:
+            task.state = _ENDED
             worker = getattr(self._index, "value", 0)
             on_done(task, outcome.from_worker(status, payload, detail, stats, worker, task.is_batch))
 
     def cancel(self, task: Task) -> None:
         """Queued tasks are dropped; a running thread cannot be stopped, its late result is ignored."""
-        if task.state or task.backend_data is None:
+        if task.state == _ENDED or task.backend_data is None:
             return
-        task.state = 1
+        task.state = _ENDED
         fut, on_done = task.backend_data
         fut.cancel()
         on_done(task, Outcome.cancelled())

@@ -43,7 +43,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
         verdict = base.grade(ex, attempt)
         if solution:
             verdict = verdict.as_reference()
-        exercises._set_last_verdict(verdict)
+        exercises.set_last_verdict(verdict)
         if out_mode == "text":
             print(verdict.to_text(precise=True))
         else:

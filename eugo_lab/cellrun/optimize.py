@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.backends.local_process import usable_cores
-from eugo_lab.hpc import coalesce, optimized  # optimized: importing it hooks the JIT in
+from eugo_lab.contract.base import engine
+from eugo_lab.hpc import coalesce, optimized
 from eugo_lab.jit import auto
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard import limits as thread_guard
@@ -41,12 +42,13 @@ HOOK = "__eugo_cell_jit__"
 
 def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
     """The thread guard's plan for ``rt``'s workers (None for the threads backend: one process)."""
-    if rt.backend_name == "threads":
+    d = engine(rt.backend_name)
+    if d is not None and d.in_process:
         return None
     info = rt.backend.info()
     be = rt.backend
-    if rt.backend_name == "local":  # what the pool gave its workers (threads_per_worker=, or cores / workers)
-        explicit = be.threads_per_worker if getattr(be, "_threads_explicit", False) else None
+    if d is not None and d.local:  # what the pool gave its workers (threads_per_worker=, or cores / workers)
+        explicit = be.explicit_threads_per_worker
         return thread_guard.plan(usable_cores(), info.workers, explicit=explicit)
     # Dask and Ray: the guard applies to the workers we started here (the embedded Dask cluster, local Ray),
     # task slots = worker processes x threads each; an address (or a cluster passed in) is not ours.
@@ -57,9 +59,8 @@ def guard_plan(rt: Any) -> thread_guard.GuardPlan | None:
 
 def _started_here(backend: Any) -> bool:
     """True when this process started the engine's workers (so they got the guard's environment)."""
-    if getattr(backend, "_procs", None) is not None:  # the embedded Dask cluster's worker processes
-        return True
-    return bool(getattr(backend, "_owned", False)) and getattr(backend, "address", None) is None  # local Ray
+    # The embedded Dask cluster's worker processes, a local Ray: each engine says (Backend.started_workers_here).
+    return bool(getattr(backend, "started_workers_here", False))
 
 
 def _task_functions(trace: Any) -> list[str]:
@@ -183,7 +184,7 @@ class CellOptimizer:
             v = FunctionVerdict(name, status, code, detail, workers=1, compiles=1 if "compile" in times else 0,
                                 plain_s=times.get("plain"), compile_s=times.get("compile"),
                                 compiled_s=times.get("compiled"))
-            item = opt_report._jit_item(v, None)
+            item = opt_report.jit_item(v, None)
             items.append(item)
         tasks = set(ran_as_tasks)
         for name, (code, detail) in self._left.items():

@@ -12,12 +12,30 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Every backend name the magic knows; ``available()`` says which this install has.
-KNOWN_BACKENDS = ("local", "dask", "ray", "threads")
 GPU_CHOICES = ("auto", "on", "off")
 # Worker counts beyond this are almost certainly typos on a lab machine (and would fork-bomb it).
 MAX_WORKERS = 1024
-_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ray)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})$")
+# HOST:PORT after an optional scheme (an engine's, checked against the engines' descriptors).
+_ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+://))?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})$")
+
+
+def known_backends() -> tuple[str, ...]:
+    """Every engine name the magic knows (the engines' descriptors); ``available()`` says which this install has."""
+    from eugo_lab.contract.base import engines
+
+    return tuple(engines())
+
+
+def _address_forms() -> str:
+    """``tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto``: the forms the engines' descriptors take."""
+    from eugo_lab.contract.base import engines
+
+    forms: list[str] = []
+    for d in engines().values():
+        forms.extend(f"{s}HOST:PORT" for s in d.schemes[:1])  # an engine's first scheme stands for its others
+        forms.extend(d.addresses)
+    whole = [f for f in forms if "HOST" not in f]
+    return ", ".join([f for f in forms if "HOST" in f] + ["HOST:PORT"]) + "".join(f" or {f}" for f in whole)
 
 
 class OptionError(ValueError):
@@ -49,22 +67,34 @@ def parse_backend(value: str | None, available: list[str]) -> str | None:
     if value is None:
         return None
     name = str(value).strip().lower()
-    if name not in KNOWN_BACKENDS:
-        raise OptionError(f"-b/--backend must be one of {', '.join(KNOWN_BACKENDS)}, got {value!r}")
+    known = known_backends()
+    if name not in known:
+        raise OptionError(f"-b/--backend must be one of {', '.join(known)}, got {value!r}")
     if name not in available:
-        raise OptionError(f"-b/--backend {name} is not available in this installation; "
-                          f"available: {', '.join(available)} (pip install \"eugo-lab[{name}]\")")
+        raise OptionError(_not_installed(f"-b/--backend {name}", name, available))
     return name
+
+
+def _not_installed(what: str, name: str, available: list[str]) -> str:
+    # The extras are named after their engines (eugo-lab[dask], eugo-lab[ray]).
+    return (f"{what}: the {name} engine is not installed in this environment (eugo-lab without its [{name}] "
+            f'extra). Install it with: pip install "eugo-lab[{name}]" and restart the kernel; '
+            f"engines available: {', '.join(available)}")
 
 
 def parse_address(value: str | None) -> str | None:
     """A scheduler address: ``tcp://host:port``, ``ray://host:port``, ``host:port`` or ``auto``."""
     if value is None:
         return None
+    from eugo_lab.contract.base import engines
+
     text = str(value).strip()
     m = _ADDRESS.match(text)
-    if text != "auto" and (m is None or not 0 < int(m.group("port")) < 65536):
-        raise OptionError(f"--address must look like tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto, got {text!r}")
+    whole = any(text in d.addresses for d in engines().values())
+    scheme = m.group("scheme") if m is not None else None
+    if not whole and (m is None or not 0 < int(m.group("port")) < 65536
+                      or (scheme is not None and not any(scheme in d.schemes for d in engines().values()))):
+        raise OptionError(f"--address must look like {_address_forms()}, got {text!r}")
     return text
 
 
@@ -155,19 +185,23 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
           profile: bool = False) -> CellOptions:
     """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
     from eugo_lab import backends
+    from eugo_lab.contract.base import engines
 
     avail = available if available is not None else backends.available()
     w = parse_workers(workers) if workers is not None else None
     b = parse_backend(backend, avail)
     a = parse_address(address)
-    if a is not None and b in ("local", "threads"):
+    descriptors = engines()
+    if a is not None and b is not None and descriptors[b].local:
+        remote = [n for n, d in descriptors.items() if d.schemes or d.addresses]
         raise OptionError(f"--address does not apply to -b/--backend {b} (it runs on this machine); "
-                          "use -b dask or -b ray with an address")
+                          f"use {' or '.join(f'-b {n}' for n in remote)} with an address")
     if a is not None and b is None:
-        b = "ray" if a.startswith("ray://") or a == "auto" else "dask"
+        # An address routes by its scheme; a bare HOST:PORT goes to the first engine with schemes (Dask).
+        b = next((n for n, d in descriptors.items() if d.takes_address(a)),
+                 next(n for n, d in descriptors.items() if d.schemes))
         if b not in avail:
-            raise OptionError(f"--address {a} needs the {b} backend, which is not available in this installation; "
-                              f"available: {', '.join(avail)}")
+            raise OptionError(_not_installed(f"--address {a} needs the {b} engine", b, avail))
     if optimize and no_optimize:
         raise OptionError("use either --optimize (JIT every function with arrays, report it) or --no-optimize "
                           "(no JIT at all in this cell), not both")

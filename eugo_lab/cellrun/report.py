@@ -141,3 +141,19 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
         unwaited_names=future_names(namespace, main.meta), driver=driver_time(main),
     )
+
+
+# The latest cell's summary: ``%eugo trace`` shows it again rather than re-analysing its trace alone, which
+# lost the cell's 1-worker runs (a measured speedup became an estimate) and its optimizations.
+_latest: CellSummary | None = None
+
+
+def remember(summary: CellSummary) -> None:
+    """Keep ``summary`` as the latest cell's (called once per ``%%eugo`` cell, after it is shown)."""
+    global _latest
+    _latest = summary
+
+
+def of_trace(trace: Any) -> CellSummary | None:
+    """The summary of the cell whose main run is ``trace``, or None (a traced region, or an older cell)."""
+    return _latest if _latest is not None and _latest.trace is trace else None

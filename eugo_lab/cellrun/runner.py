@@ -24,9 +24,11 @@ from typing import Any
 
 from eugo_lab import hpc
 from eugo_lab.cellrun import profile_display, report
+from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.cellrun.native import engine_of, run_native_cell
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
@@ -43,9 +45,11 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
     if rt is not None and rt.backend_name == backend and (workers is None or rt.backend.info().workers == workers) \
             and (opts.address is None or rt.options.get("address") == opts.address):
         return rt
-    kwargs: dict[str, Any] = {}
+    # Every option the running runtime was started with goes over to the new one (or is refused by name).
+    kwargs = restart_options(rt, backend, workers)
     if opts.address is not None:
         kwargs["address"] = opts.address
+        kwargs.pop("cluster", None)
     hpc.init(backend=backend, workers=workers, **kwargs)
     rt = session.current(start=False)
     if opts.address is not None:
@@ -108,7 +112,10 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
     optimizer = CellOptimizer(opts)
-    compiled = compile_cell(shell, cell, optimizer.transform)
+    native = engine_of(cell, opts)  # a cell written with Dask's or Ray's own API, on the notebook's own engine
+    compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
+    if native is not None:
+        return run_native_cell(shell, compiled, opts, native, after)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:
         opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
@@ -144,6 +151,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     # what the runtime did for you: --optimize, or on its own (also hpc.last_optimizations()); None: nothing ran
     summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
+    report.remember(summary)  # %eugo trace shows this summary again, not a re-analysis of the main run alone
     if out_mode == "text":
         print(summary.to_text(precise=True))
     else:

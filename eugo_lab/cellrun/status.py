@@ -1,17 +1,19 @@
 """``%eugo status``: the runtime's counters (from :mod:`eugo_lab.hpc.counters`) with a price put on them.
 
-Cost = workers x hours since the runtime started x a price per worker-hour (``--price``).
-It is an estimate for teaching: an idle cluster bills like a busy one.
+Cost = workers x hours since the runtime started x a price per worker-hour, the runtime's
+:class:`~eugo_lab.hpc.counters.Rate` (``--price``, ``hpc.init(price_per_worker_hour=...)``, the
+``EUGO_LAB_PRICE_PER_WORKER_HOUR`` setting; none of them on your own machine: no bill). It is an
+estimate for teaching: an idle cluster bills like a busy one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from eugo_lab.hpc.counters import DEFAULT_PRICE, counters, unfinished_items
+from eugo_lab.hpc.counters import Rate, counters, rate, unfinished_items
 
-__all__ = ["DEFAULT_PRICE", "Status", "status", "unfinished_items"]
+__all__ = ["Status", "status", "unfinished_items"]
 
 
 @dataclass(frozen=True)
@@ -26,18 +28,28 @@ class Status:
     submitted: int = 0
     elapsed: float = 0.0
     idle: float = 0.0
-    price: float = DEFAULT_PRICE
+    rate: Rate = field(default_factory=lambda: Rate(None, "own machine"))
 
     @property
-    def cost(self) -> float:
-        """Workers x elapsed hours x price."""
-        return self.workers * self.elapsed / 3600.0 * self.price
+    def cost(self) -> float | None:
+        """Workers x elapsed hours x the rate; None where there is no bill."""
+        return self.rate.cost(self.workers, self.elapsed)
+
+    def cost_words(self) -> str:
+        """``$0.0012 so far at $0.1 per worker-hour (--price)``, or ``on your own machine: no bill``."""
+        if self.cost is None:
+            return self.rate.words() + " (set a rate: --price P, hpc.init(price_per_worker_hour=P))"
+        return f"${self.cost:.4f} so far {self.rate.words()}"
 
 
-def status(runtime: Any, price: float = DEFAULT_PRICE, now: float | None = None) -> Status:
-    """Describe ``runtime`` (``eugo_lab.hpc.session.current(start=False)``; ``None`` when stopped)."""
+def status(runtime: Any, price: float | None = None, now: float | None = None) -> Status:
+    """Describe ``runtime`` (``eugo_lab.hpc.session.current(start=False)``; ``None`` when stopped).
+
+    ``price``: the rate ``%eugo status --price P`` asked for (None: the runtime's own, see
+    :func:`eugo_lab.hpc.counters.rate`).
+    """
     if runtime is None:
-        return Status(running_runtime=False, price=price)
+        return Status(running_runtime=False)
     c = counters(runtime, now)
     return Status(running_runtime=True, backend=c.backend, workers=c.workers, running=c.running, queued=c.queued,
-                  submitted=c.submitted, elapsed=c.elapsed, idle=c.idle, price=price)
+                  submitted=c.submitted, elapsed=c.elapsed, idle=c.idle, rate=rate(runtime, price))

@@ -1,8 +1,16 @@
-"""The small contract every execution engine implements.
+"""The small contract every execution engine implements, and the descriptor that names it.
 
 A backend runs tasks and reports what happened; it knows nothing of tracing, retries,
 dependencies, batching or widgets, which live in ``eugo_lab.hpc.session`` so that every
 engine behaves the same and a new engine touches one file.
+
+An :class:`EngineDescriptor` says what the rest of the package needs to know of an engine
+without importing it (Dask and Ray are imported only when asked for): its name, where its
+class is, whether it runs on this machine only, which addresses it takes, whether its tasks
+are threads of this process, the options it takes. The registry of engines (``hpc.init``),
+the ``%%eugo`` options and help, address routing, the timeline's bandwidth and the thread
+guard all read it from :func:`engines`. A new engine is one module: its ``Backend``
+subclass and one :func:`register_engine` call (see ``tests/test_engine_descriptor.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from eugo_lab.contract.outcome import CANCELLED, CRASHED, ERROR, OK, Outcome
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.task import Task
 
-__all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Outcome", "DoneCallback", "WorkerInfo", "ClusterInfo", "Backend"]
+__all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Outcome", "DoneCallback", "WorkerInfo", "ClusterInfo", "Backend",
+           "EngineDescriptor", "engine", "engines", "register_engine"]
 
 # on_done(task, outcome): exactly once per attempt, from any thread (see eugo_lab.contract.outcome).
 DoneCallback = Callable[[Task, Outcome], None]
@@ -141,3 +150,85 @@ class Backend(ABC):
     def worker_count(self) -> int:
         """How many tasks can run at once."""
         return self.info().workers
+
+    @property
+    def explicit_threads_per_worker(self) -> int | None:
+        """The threads each worker was given by the user's choice (an option or its variable); ``None``: the engine's.
+
+        The thread guard lets an explicit choice win over its own plan.
+        """
+        return None
+
+    @property
+    def started_workers_here(self) -> bool:
+        """True when this process started the engine's workers (so they inherited its environment).
+
+        False for workers that an address or a cluster passed in named: the thread guard's variables never
+        reached them.
+        """
+        return False
+
+
+@dataclass(frozen=True)
+class EngineDescriptor:
+    """What the package knows of an engine before (and without) importing it."""
+
+    #: The name ``hpc.init(backend=...)`` and ``%%eugo -b`` take.
+    name: str
+    #: Where its :class:`Backend` subclass is: module and class name, imported on first use.
+    module: str
+    cls: str
+    #: One line for the magic's help (``worker processes on this machine``).
+    summary: str
+    #: Runs on this machine only: it takes no address, and its data moves through memory, not a network.
+    local: bool = False
+    #: Its tasks are threads of this process (no worker processes): no thread limit applies to them.
+    in_process: bool = False
+    #: Address prefixes it takes (``tcp://``), and whole addresses (``auto``): an address routes to it.
+    schemes: tuple[str, ...] = ()
+    addresses: tuple[str, ...] = ()
+    #: It takes a cluster manager object (``hpc.init(cluster=...)``).
+    takes_cluster: bool = False
+    #: The options it takes beyond ``workers`` and ``address``, for the help (the class's signature decides).
+    options: tuple[str, ...] = ()
+    #: The package extra that installs what it needs (``pip install "eugo-lab[dask]"``); None: nothing more.
+    extra: str | None = None
+    #: The top-level packages it imports: looked up on the path (never imported: importing ray takes
+    #: seconds and starts threads) to say whether it is installed before anything is shut down for it.
+    packages: tuple[str, ...] = ()
+
+    def takes_address(self, address: str) -> bool:
+        """Whether ``address`` names a cluster of this engine (by its scheme, or whole)."""
+        return address in self.addresses or any(address.startswith(s) for s in self.schemes)
+
+
+# The engines in this package, in the order the options' messages list them; register_engine adds others.
+_ENGINES: dict[str, EngineDescriptor] = {d.name: d for d in (
+    EngineDescriptor("local", "eugo_lab.backends.local", "LocalBackend", "worker processes on this machine (default)",
+                     local=True, options=("env", "threads_per_worker", "memory_limit", "cancel_grace", "gpus")),
+    EngineDescriptor("dask", "eugo_lab.backends.dask", "DaskBackend", "a Dask cluster, embedded or at an address",
+                     schemes=("tcp://", "tls://", "ws://", "wss://"), takes_cluster=True,
+                     options=("idle_timeout", "threads_per_worker", "dashboard", "timeout", "memory_limit", "resources",
+                              "no_workers_timeout"), extra="dask", packages=("dask", "distributed")),
+    EngineDescriptor("ray", "eugo_lab.backends.ray", "RayBackend", "a Ray cluster, local or at an address",
+                     schemes=("ray://",), addresses=("auto",),
+                     options=("num_gpus", "object_store_memory", "log_to_driver", "runtime_env", "memory_limit",
+                              "cancel_grace"), extra="ray", packages=("ray",)),
+    EngineDescriptor("threads", "eugo_lab.backends.threads", "ThreadBackend", "threads of this process",
+                     local=True, in_process=True),
+)}
+
+
+def register_engine(descriptor: EngineDescriptor) -> None:
+    """Make an engine known by its name (the engine's own module calls this; the same name again replaces it)."""
+    _ENGINES[descriptor.name] = descriptor
+
+
+def engines() -> dict[str, EngineDescriptor]:
+    """Every known engine by name, in registration order."""
+    return dict(_ENGINES)
+
+
+def engine(name: str) -> EngineDescriptor | None:
+    """The descriptor of engine ``name``, or ``None`` for a name no engine has."""
+    return _ENGINES.get(name)

@@ -20,6 +20,22 @@ RUNTIME_PHASE_PREFIX = "jit: "
 #: The span of a JIT trial's compile: the task that carries it ran the function plain, compiled it and ran
 #: it compiled (eugo_lab.jit.checked), so the analyses do not compare its time with the compiled calls'.
 JIT_COMPILE_PHASE = RUNTIME_PHASE_PREFIX + "compile"
+#: The automatic JIT's marker where a function qualified: its compile starts then, in a background thread of
+#: the worker, beside the tasks (eugo_lab.jit.auto says ``jit: not tried: compiling: ...``).
+JIT_COMPILING_PHASE = RUNTIME_PHASE_PREFIX + "not tried: compiling"
+
+
+def compile_seconds(name: str) -> float | None:
+    """The compile time a JIT verdict phase carries (``jit: compiled [trial plain=.. compile=0.31 ..]``); None: none."""
+    if not name.startswith(RUNTIME_PHASE_PREFIX) or "[cached " in name:  # cached: an earlier run's compile
+        return None
+    _, sep, times = name.rpartition(" compile=")
+    if not sep:
+        return None
+    try:
+        return float(times.split()[0].rstrip("]"))
+    except (ValueError, IndexError):
+        return None
 
 
 class _NullPhase:

@@ -45,6 +45,10 @@ def _picklers() -> tuple[type, type]:
         dispatch = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
     except ImportError:  # pragma: no cover - a cloudpickle without that helper keeps its own behaviour
         dispatch = cloudpickle.CloudPickler.dispatch_table
+    dispatch = ChainMap({functools._lru_cache_wrapper: _lru_cache_reduce}, dispatch)
+    # cloudpickle sends an open text file as a new file holding a copy of its contents; binary files and
+    # every other route refuse open files. One rule everywhere: refused, with _HINT saying what to pass.
+    dispatch = ChainMap({io.TextIOWrapper: _refuse_open_file(dispatch.get(io.TextIOWrapper))}, dispatch)
 
     class _Pickler(cloudpickle.CloudPickler):
         """cloudpickle, keeping code objects' file names for readable remote tracebacks."""
@@ -67,6 +71,53 @@ def _picklers() -> tuple[type, type]:
             return token
 
     return _Pickler, _TokenPickler
+
+
+def _refuse_open_file(standard: Callable | None) -> Callable[[io.TextIOWrapper], Any]:
+    """A reducer for text files that refuses open files (``standard`` still handles sys.stdout/stderr by name)."""
+    import sys
+
+    def reduce(f: io.TextIOWrapper) -> Any:
+        if standard is not None and f in (sys.stdout, sys.stderr):  # the worker's own stream, not a copy
+            return standard(f)
+        raise TypeError(f"an open file ({getattr(f, 'name', '?')!r}) is not sent to workers: a worker would get "
+                        "a copy of its contents, not the file (its reads, writes and close would not reach this one)")
+
+    return reduce
+
+
+def _lru_cache_reduce(wrapper: Any) -> Any:
+    """Pickle a ``functools.lru_cache``/``cache`` wrapper by value when the function it wraps is (a cell's).
+
+    The wrapper's own ``__reduce__`` names it (``__main__.helper``), which a worker cannot import: a
+    task that called an ``@lru_cache`` helper defined in a notebook cell failed to load. A wrapped
+    function cloudpickle would send by value goes by value, wrapped again on the worker with the
+    same ``maxsize`` and ``typed`` (each worker keeps its own, empty cache); an importable one is
+    still sent by name.
+    """
+    fn = getattr(wrapper, "__wrapped__", None)
+    if fn is None or _importable(wrapper):
+        return wrapper.__reduce__()
+    params = wrapper.cache_parameters()
+    return _lru_cached, (fn, params["maxsize"], params["typed"])
+
+
+def _importable(obj: Any) -> bool:
+    """True if a worker finds ``obj`` by its name: an attribute of an imported module other than ``__main__``."""
+    import sys
+
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    found: Any = module
+    for part in str(getattr(obj, "__qualname__", "")).split("."):
+        found = getattr(found, part, None)  # "<locals>" of a function's body: not found, so by value
+    return found is obj
+
+
+def _lru_cached(fn: Callable, maxsize: int | None, typed: bool) -> Callable:
+    """``functools.lru_cache(maxsize, typed)(fn)``: a cell's cached helper, rebuilt on a worker."""
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(fn)
 
 
 def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:
@@ -159,10 +210,8 @@ def loads_value(data: bytes) -> Any:
 
 
 def _first_unpicklable(value: Any) -> BaseException | None:
-    import cloudpickle
-
     try:
-        cloudpickle.dumps(value, protocol=PROTOCOL)
+        _cloud_dumps(value)
     except Exception as exc:  # noqa: BLE001 - any pickling failure is what we look for
         return exc
     return None
@@ -171,7 +220,8 @@ def _first_unpicklable(value: Any) -> BaseException | None:
 _HINT = (
     "Objects such as locks, open files, sockets, generators and database connections "
     "cannot be sent to another process. Create them inside the task instead, or pass "
-    "what is needed to rebuild them (a path, a URL, a seed)."
+    "what is needed to rebuild them (a path, a URL, a seed): for a file, pass its path "
+    "and open it in the task."
 )
 
 

@@ -11,6 +11,10 @@ from typing import Any
 from eugo_lab.contract.serialization import captured_sizes, dumps_function
 from eugo_lab.units import parse_bytes
 
+#: ``Task.state`` when the runtime hands a task (or its next attempt) to an engine: nothing done with it yet.
+#: The states after it are each engine's own (the local pool: sent, done; the thread pool: ended).
+TASK_STATE_NEW = 0
+
 _function_ids = itertools.count(1)
 # Every function record alive in this process: a traced region reads their send counts when it
 # opens and closes (Recorder.open_region), which tells it what the region shipped.
@@ -149,7 +153,7 @@ class Task:
         self.deps_payload: dict[int, bytes] | None = None  # results of the futures it was passed, by task id
         self.submit_time = submit_time
         self.batch_id = batch_id
-        self.state = 0  # backend-private bookkeeping
+        self.state = TASK_STATE_NEW  # backend-private bookkeeping from here on
         self.backend_data: Any = None  # backend-private
         self.ready_time = 0.0  # when every input existed and the task went to the backend
         self.staged: Any = None  # the backend's handle to large argument buffers (out of band)

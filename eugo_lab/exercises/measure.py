@@ -14,6 +14,7 @@ from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
 from eugo_lab.units import fmt_source as display_source
+from eugo_lab.units import plural  # noqa: F401 - the catalog counts through measure.plural
 
 
 def engine(trace: Any) -> str:
@@ -85,8 +86,12 @@ def bytes_in(trace: Any, function: str | None = None) -> int:
     return int(np.asarray(u.bytes_in).sum())
 
 
-def same_result(value: Any, expected: Any) -> bool:
-    """``value`` equals ``expected`` (NumPy arrays and pandas objects compared by value, floats closely)."""
+def same_within_tolerance(value: Any, expected: Any) -> bool:
+    """``value`` equals ``expected`` (NumPy arrays and pandas objects compared by value, floats closely).
+
+    Within NumPy's default tolerance, unlike the JIT's exact :func:`eugo_lab.jit.checked.bit_identical`: a
+    learner's parallel sum adds in another order than the reference and may differ in the last bits.
+    """
     try:
         if isinstance(expected, np.ndarray) or isinstance(value, np.ndarray):
             a, b = np.asarray(value), np.asarray(expected)
@@ -94,15 +99,10 @@ def same_result(value: Any, expected: Any) -> bool:
         if isinstance(expected, float) or isinstance(value, float):
             return bool(np.isclose(float(value), float(expected)))
         if isinstance(expected, (list, tuple)) and isinstance(value, (list, tuple)):
-            return len(value) == len(expected) and all(same_result(v, x) for v, x in zip(value, expected))
+            return len(value) == len(expected) and all(same_within_tolerance(v, x) for v, x in zip(value, expected))
         return bool(value == expected)
     except (TypeError, ValueError):
         return False
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 task``, ``3 tasks``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def blocking_loop(report: Any) -> tuple[str, int] | None:

@@ -113,33 +113,14 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
 _NEEDS_RUNTIME = frozenset({"as_completed", "get", "map", "map_partitions", "put", "wait"})
 
 
-def _prestart_default_pool() -> None:
-    """Boot the default pool's worker template now if the next runtime of this process will be that pool.
-
-    Only in a driver with no runtime yet and no cluster named by ``EUGO_ADDRESS``; never in one
-    of the pool's own workers (a task that imports a module which looks up ``hpc.get``). A
-    template no pool takes is closed when a runtime on another engine starts.
-    """
-    import os
-    import sys
-
-    from eugo_lab.settings import ADDRESS_ENV
-
-    running = sys.modules.get("eugo_lab.hpc.session")
-    if (running is not None and running._current is not None) or os.environ.get(ADDRESS_ENV) \
-            or "eugo_lab.backends.local_worker" in sys.modules:
-        return
-    from eugo_lab.backends.local_template import prestart_template
-
-    prestart_template()
-
-
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'eugo_lab.hpc' has no attribute {name!r}")
     if name in _NEEDS_RUNTIME and "eugo_lab.hpc.session" not in _sys.modules:
-        _prestart_default_pool()
+        from eugo_lab.hpc.prestart import prestart_default_pool
+
+        prestart_default_pool()
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

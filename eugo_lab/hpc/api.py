@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
+from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
@@ -28,7 +29,8 @@ _FUTURE_ONLY = frozenset({Future})  # get()'s fast path: a flat list holding not
 
 # -- lifecycle ---------------------------------------------------------------------------------
 def init(backend: str | None = None, workers: int | None = None, *, address: str | None = None,
-         cluster: Any = None, optimize: bool = True, _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
+         cluster: Any = None, optimize: bool = True, price_per_worker_hour: float | None = None,
+         _wait_ready: bool = True, **backend_options: Any) -> ClusterInfo:
     """Start the runtime explicitly and return :func:`cluster` info.
 
     ``backend``: ``"local"`` (default: worker processes on this machine) or another name
@@ -41,12 +43,20 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
     ``optimize``: ``True`` (default): the runtime JIT-compiles, checks and keeps the functions whose
     own measurements show their time in Python bytecode (see the README, "Automatic optimizations");
     ``False``: never, for this runtime.
+    ``price_per_worker_hour``: what one worker costs per hour, in your currency: ``%eugo status`` and
+    the JupyterLab panel bill the runtime at it (default: the ``EUGO_LAB_PRICE_PER_WORKER_HOUR``
+    setting; unset, a pool on your own machine has no bill and a remote cluster an example rate).
     """
     if not isinstance(optimize, bool):
         raise TypeError(f"hpc.init(optimize=...) takes True or False, got {optimize!r}")
+    if price_per_worker_hour is not None and (isinstance(price_per_worker_hour, bool) or not isinstance(
+            price_per_worker_hour, (int, float)) or not 0 <= price_per_worker_hour < float("inf")):
+        raise ValueError(f"hpc.init(price_per_worker_hour=...) takes a number >= 0 (per worker-hour) or None, "
+                         f"got {price_per_worker_hour!r}")
     rt = session.start_runtime(backend, workers, address=address, cluster=cluster, wait_ready=_wait_ready,
                                **backend_options)
     rt.auto_optimize = optimize
+    rt.price_per_worker_hour = None if price_per_worker_hour is None else float(price_per_worker_hour)
     return rt.backend.info()
 
 
@@ -318,11 +328,14 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     of values without making any.
     """
     from eugo_lab.hpc.mapping import map_items
+    from eugo_lab.hpc.plain_records import record_for
     from eugo_lab.hpc.remote_function import remote
 
     rf = fn if isinstance(fn, RemoteFunction) else remote(fn)
+    # A plain function mapped again keeps its record: workers load it once and the pool keeps one estimate.
+    record = rf._record if rf is fn else record_for(fn, rf._record.name)
     rt = session.current()
-    return map_items(rt, rf._record, iterable, rf._options, batch)
+    return map_items(rt, record, iterable, rf._options, batch)
 
 
 # -- tracing --------------------------------------------------------------------------------------
@@ -347,8 +360,8 @@ def last_optimizations() -> Any:
     automatic JIT is hooked in as soon as a runtime starts, in a script as in a notebook). A
     region run under ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
     """
-    from eugo_lab.optimizations import report as opt_report
-
+    # The report is the optimizations package's (reached by name: the runtime imports no feature).
+    opt_report = provider("optimizations")
     t = _last_trace
     if t is not None and t is not opt_report.last_source():  # a traced region after the latest cell
         global _region_report
@@ -367,8 +380,8 @@ def _region_optimizations(t: Trace, jit: str) -> Any:
     if jit == "unhooked":
         return None
     from eugo_lab.hpc import optimized
-    from eugo_lab.optimizations import report as opt_report
 
+    opt_report = provider("optimizations")
     off = opt_report.RUNTIME_OFF if jit == "off" else ""
     return opt_report.automatic(t, (), (), set(optimized.seen_opted_out), off)
 
@@ -377,7 +390,7 @@ def _jit_state() -> str:
     """Whether the automatic JIT wrapped the calls of a region closing now: ``on``, ``off`` or ``unhooked``."""
     import sys
 
-    if "eugo_lab.hpc.optimized" not in sys.modules:  # importing it hooks the JIT into every call
+    if "eugo_lab.hpc.optimized" not in sys.modules:  # no runtime started yet: the JIT was never hooked in
         return "unhooked"
     rt = session.current(start=False)
     return "off" if rt is not None and not getattr(rt, "auto_optimize", True) else "on"
@@ -388,7 +401,8 @@ def last_trace() -> Trace | None:
     return _last_trace
 
 
-def _set_last_trace(t: Trace | None) -> None:
+def set_last_trace(t: Trace | None) -> None:
+    """Make ``t`` what :func:`last_trace` returns (a region that ends, or a cell recorded from another engine)."""
     global _last_trace, _last_trace_jit
     _last_trace, _last_trace_jit = t, _jit_state()
 
@@ -441,7 +455,7 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so
             meta["gpus_detected"] = False
         self.trace = rt.recorder.close_region(self._mark, meta)
-        _set_last_trace(self.trace)
+        set_last_trace(self.trace)
 
     def __getattr__(self, name: str) -> Any:
         t = self.__dict__.get("trace")

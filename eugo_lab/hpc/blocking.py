@@ -11,12 +11,22 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _no_runtime() -> Runtime | None:
+    return None
+
+
+#: The active runtime, if any (never starting one): the session installs its own ``current`` when it is
+#: imported, so a future records its waits without importing the session, which imports the futures.
+active_runtime: Callable[[], Runtime | None] = _no_runtime
 
 
 def caller_source() -> str:
@@ -33,6 +43,11 @@ def record_block(rt: Runtime | None, kind: str, start: float, n: int) -> None:
     """Record that the driver waited from ``start`` until now on ``n`` futures, if a trace is open."""
     if rt is not None and rt.recorder.active:
         rt.recorder.record_block(kind, start, time.time(), n, caller_source())
+
+
+def record_wait(kind: str, start: float, n: int) -> None:
+    """:func:`record_block` on the active runtime (what a future's ``result()`` and ``await`` record)."""
+    record_block(active_runtime(), kind, start, n)
 
 
 def check_timeout(timeout: Any, call: str) -> None:

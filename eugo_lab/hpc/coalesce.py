@@ -11,7 +11,7 @@ by one, so batches are formed from what arrives while the workers are busy:
 2. a function measured slower than :data:`TINY_SECONDS` a call is left alone: every call is
    a plain task, exactly as without ``batch="auto"``;
 3. a **tiny** function's calls are held while :data:`INFLIGHT_PER_WORKER` batches per worker are
-   out, and sent as one batch when one comes back (or when :data:`TARGET_BATCH_SECONDS` of
+   out, and sent as one batch when one comes back (or when :data:`COALESCED_BATCH_SECONDS` of
    work is waiting). With nothing in flight a call goes at once, so a lone call never waits.
 
 Each call keeps its own :class:`~eugo_lab.hpc.Future` (its own task id; errors and
@@ -37,8 +37,10 @@ from eugo_lab.hpc.spread import Spread
 # A call under 1 ms is "tiny": the ~0.1-0.5 ms a task costs is then 10% or more of its time.
 TINY_SECONDS = 1e-3
 # Work per batch at most: well above the per-task overhead (<1% of it), short enough that
-# the live timeline moves and the last batches do not leave workers idle.
-TARGET_BATCH_SECONDS = 0.05
+# the live timeline moves and the last batches do not leave workers idle. Shorter than an
+# hpc.map batch (hpc.mapping.MAP_BATCH_SECONDS): calls arrive one .remote() at a time and the
+# caller may be waiting on the first of them, and no shrinking tail follows (the calls' end is unknown).
+COALESCED_BATCH_SECONDS = 0.05
 # Batches (or probe tasks) in flight per worker: one running, one queued, as hpc.map does.
 INFLIGHT_PER_WORKER = 2
 # A batch of at least this many calls moves that estimate with the full weight; smaller ones pro rata.
@@ -171,15 +173,15 @@ class Coalescer:
 
     def _buffer_full(self) -> bool:
         per = self.per_call.seconds or TINY_SECONDS
-        return len(self.buffer) * per >= TARGET_BATCH_SECONDS
+        return len(self.buffer) * per >= COALESCED_BATCH_SECONDS
 
     def _take(self) -> list[tuple[tuple, dict, Future]] | None:
-        """The waiting calls (not cancelled) as one batch, at most TARGET_BATCH_SECONDS of work (under the lock)."""
+        """The waiting calls (not cancelled) as one batch, at most COALESCED_BATCH_SECONDS of work (under the lock)."""
         live = [c for c in self.buffer if c[2]._state != STATE_CANCELLED]
         if not live:
             self.buffer = []
             return None
-        cap = max(1, self.per_call.items_in(TARGET_BATCH_SECONDS, default=TINY_SECONDS))
+        cap = max(1, self.per_call.items_in(COALESCED_BATCH_SECONDS, default=TINY_SECONDS))
         # Spread what is waiting over the free slots, so a burst of held calls keeps every worker busy.
         rt = self.runtime
         free = max(1, INFLIGHT_PER_WORKER * max(1, rt.backend.worker_count if rt is not None else 1) - self.inflight)
@@ -191,11 +193,20 @@ class Coalescer:
         self.largest = max(self.largest, len(batch))
         return batch
 
-    def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]]) -> None:
+    def _send(self, rt: Any, batch: list[tuple[tuple, dict, Future]], attempt: int = 1) -> None:
         futs = [f for _, _, f in batch]
+        calls = [(a, k) for a, k, _ in batch]
+
+        def resend(indices: list[int], _: FutureBatch, next_attempt: int) -> None:
+            # Calls that raised an exception named in retry_exceptions: only those go again, in a batch
+            # of their own (the calls that succeeded keep their results), as .remote() retries a call.
+            with self.lock:
+                self.inflight += 1
+            self._send(rt, [(*calls[i], futs[i]) for i in indices], next_attempt)
+
         try:
-            rt.submit_batch(self.spread, [(a, k) for a, k, _ in batch], FutureBatch(futs), self.options,
-                            on_done=self._batch_done)
+            rt.submit_batch(self.spread, calls, FutureBatch(futs, resend), self.options,
+                            on_done=self._batch_done, attempt=attempt)
         except errors.HpcError as exc:  # the runtime was shut down meanwhile: fail these calls, as .remote() would
             with self.lock:
                 self.inflight -= 1
@@ -244,9 +255,15 @@ class Coalescer:
         """Send a held call as a plain task whose result lands in the future the caller already has."""
         with self.lock:
             self.plain_tasks += 1
+        self._plain_send(rt, args, kwargs, fut, 1)
+
+    def _plain_send(self, rt: Any, args: tuple, kwargs: dict, fut: Future, attempt: int) -> None:
         # A one-call batch: the caller's future (and its task id) stays the one it was given.
+        def resend(_: list[int], __: FutureBatch, next_attempt: int) -> None:
+            self._plain_send(rt, args, kwargs, fut, next_attempt)  # retry_exceptions: the call goes again
+
         try:
-            rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut]), self.options)
+            rt.submit_batch(self.spread, [(args, kwargs)], FutureBatch([fut], resend), self.options, attempt=attempt)
         except errors.HpcError as exc:
             fut._complete(STATE_FAILED, error=exc)
 

@@ -15,8 +15,73 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
 
-#: Default price per worker-hour: a round number, in the user's currency, for the lessons.
+#: The example price per worker-hour of a remote cluster no rate was set for: a round number, in the
+#: user's currency, for the lessons. A pool on your own machine gets no bill unless a rate is set.
 DEFAULT_PRICE = 0.10
+#: Engines whose workers always run on this machine (Dask and Ray do when they start their own cluster).
+_LOCAL_ENGINES = frozenset({"local", "threads"})
+
+
+@dataclass(frozen=True)
+class Rate:
+    """The price a runtime is billed at, and where it came from (every display of a cost shows both).
+
+    ``per_worker_hour`` None: no bill (a pool on your own machine with no rate set).
+    """
+
+    per_worker_hour: float | None
+    source: str  # "--price", "hpc.init(price_per_worker_hour=...)", the settings variable, or "example rate"
+
+    def cost(self, workers: int, elapsed: float) -> float | None:
+        """Workers x elapsed hours x the rate (an idle cluster bills like a busy one); None: no bill."""
+        return None if self.per_worker_hour is None else workers * elapsed / 3600.0 * self.per_worker_hour
+
+    def words(self) -> str:
+        """``at $0.1 per worker-hour (example rate)`` or ``on your own machine: no bill``."""
+        if self.per_worker_hour is None:
+            return "on your own machine: no bill"
+        return f"at ${self.per_worker_hour:g} per worker-hour ({self.source})"
+
+
+def on_own_machine(runtime: Runtime) -> bool:
+    """True when the runtime's workers run on this machine: the local pool, threads, or an engine's own cluster."""
+    if runtime.backend_name in _LOCAL_ENGINES:
+        return True
+    be = runtime.backend  # Dask and Ray: started here unless given an address (or, for Dask, a cluster)
+    return getattr(be, "address", "remote") is None and getattr(be, "cluster", None) is None
+
+
+def rate(runtime: Runtime | None, price: float | None = None) -> Rate:
+    """The rate to bill ``runtime`` at (``None``: no runtime).
+
+    ``price`` (``%eugo status --price``), else the runtime's ``hpc.init(price_per_worker_hour=...)``,
+    else :data:`~eugo_lab.settings.PRICE_ENV`, else no bill on your own machine and
+    :data:`DEFAULT_PRICE` (an example) for a remote cluster.
+
+    A malformed settings variable raises ValueError naming it (a bill must never be a guess).
+    """
+    import os
+
+    from eugo_lab.settings import PRICE_ENV
+
+    if price is not None:
+        return Rate(float(price), "--price")
+    own = getattr(runtime, "price_per_worker_hour", None)
+    if own is not None:
+        return Rate(float(own), "hpc.init(price_per_worker_hour=...)")
+    env = os.environ.get(PRICE_ENV, "").strip()
+    if env:
+        try:
+            value = float(env)
+        except ValueError:
+            value = -1.0
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"{PRICE_ENV}={env!r} is not a price: set it to a number >= 0 per worker-hour, "
+                             "e.g. 0.096, or unset it")
+        return Rate(value, PRICE_ENV)
+    if runtime is None or on_own_machine(runtime):
+        return Rate(None, "own machine")
+    return Rate(DEFAULT_PRICE, "example rate: set yours with hpc.init(price_per_worker_hour=...)")
 
 
 @dataclass(frozen=True)
@@ -30,10 +95,6 @@ class Counters:
     submitted: int  # tasks submitted since the runtime started (a map batch counts once)
     elapsed: float  # seconds since the runtime started
     idle: float  # seconds since the last task finished, while nothing is unfinished (else 0)
-
-    def cost(self, price: float = DEFAULT_PRICE) -> float:
-        """Workers x elapsed hours x ``price`` per worker-hour: an idle cluster bills like a busy one."""
-        return self.workers * self.elapsed / 3600.0 * price
 
 
 def unfinished_items(runtime: Runtime) -> int:

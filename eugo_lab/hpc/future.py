@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from eugo_lab.contract.errors import GetTimeoutError, cancelled
@@ -187,12 +187,11 @@ class Future:
         (graders count the values a cell took); an Interrupt while waiting cancels the task,
         and a timeout leaves it running.
         """
-        from eugo_lab.hpc.blocking import check_timeout, record_block
-        from eugo_lab.hpc.session import current
+        from eugo_lab.hpc.blocking import check_timeout, record_wait
 
         check_timeout(timeout, "result()")
         if self._state != STATE_PENDING:
-            record_block(current(start=False), "get", time.time(), 1)
+            record_wait("get", time.time(), 1)
             return self._value()
         start = time.time()
         try:
@@ -204,12 +203,24 @@ class Future:
             self.cancel()
             raise
         finally:
-            record_block(current(start=False), "get", start, 1)
+            record_wait("get", start, 1)
         return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        """Block until done; return the task's exception, or ``None`` if it succeeded."""
-        if not self._wait(timeout):
+        """Block until done; return the task's exception, or ``None`` if it succeeded.
+
+        Recorded in traces as a ``get`` wait, like :meth:`result`: it blocks the same way and
+        takes the task's outcome, so a cell that waits through ``exception()`` is seen waiting.
+        """
+        from eugo_lab.hpc.blocking import check_timeout, record_wait
+
+        check_timeout(timeout, "exception()")
+        start = time.time()
+        try:
+            finished = self._wait(timeout)
+        finally:
+            record_wait("get", start, 1)
+        if not finished:
             raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
         if self._state == STATE_FINISHED:
             return None
@@ -308,10 +319,9 @@ def wake(woken: list) -> None:
 
 def _record_await(start: float) -> None:
     """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
-    from eugo_lab.hpc.blocking import record_block
-    from eugo_lab.hpc.session import current
+    from eugo_lab.hpc.blocking import record_wait
 
-    record_block(current(start=False), "await", start, 1)
+    record_wait("await", start, 1)
 
 
 def _release(waiter: Any) -> None:
@@ -338,10 +348,14 @@ class FutureBatch:
     ``_state``, ``function``, ``task_id``).
     """
 
-    __slots__ = ("futures",)
+    __slots__ = ("futures", "resend")
 
-    def __init__(self, futures: list[Future]):
+    def __init__(self, futures: list[Future],
+                 resend: Callable[[list[int], FutureBatch, int], None] | None = None):
         self.futures = list(futures)
+        # resend(indices, batch, attempt): send these items again as their next attempt (batch="auto"
+        # keeps each call's arguments for it); None: an item that raised fails at once.
+        self.resend = resend
 
     def __len__(self) -> int:
         return len(self.futures)
@@ -355,11 +369,19 @@ class FutureBatch:
     def __repr__(self) -> str:
         return f"<hpc.FutureBatch of {len(self.futures)} calls>"
 
-    def finish(self, result: BatchResult, failed: dict[int, BaseException]) -> None:
-        """Settle every item: the failed ones with their error, the others from ``result``."""
+    def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
+               attempt: int = 2) -> None:
+        """Settle every item: the failed ones with their error, the others from ``result``.
+
+        Items in ``retry`` (indices of ``failed``) are sent again as attempt ``attempt`` and stay pending.
+        """
+        again = {i for i in retry if self.futures[i]._state == STATE_PENDING} if self.resend is not None else set()
         for i, exc in failed.items():
-            self.futures[i]._complete(STATE_FAILED, error=exc)
+            if i not in again:
+                self.futures[i]._complete(STATE_FAILED, error=exc)
         complete_batch(self.futures, result, skip=failed)
+        if again:
+            self.resend(sorted(again), self, attempt)  # type: ignore[misc]
 
     @property
     def function(self) -> str:

@@ -3,7 +3,7 @@
 Why batches: a task costs a fixed ~100 us of scheduling overhead, so 100,000 tasks of
 1 us each would spend 99% of their time on overhead. Like joblib's auto-batching, we
 start with single-item probe batches, measure the per-item time on the worker, and then
-size batches to take about ``TARGET_BATCH_SECONDS`` each. Near the end, batches shrink so
+size batches to take about ``MAP_BATCH_SECONDS`` each. Near the end, batches shrink so
 that every worker still has about two batches left: no worker idles at the tail while
 another chews through one oversized batch. They never shrink below ``MIN_BATCH_SECONDS``
 of work: a worker idling that long at the end costs less than the round trips of ever
@@ -48,7 +48,10 @@ from eugo_lab.hpc.pending import Pending
 
 # A batch this long amortizes the ~0.1 ms per-task overhead to well under 1%, yet is short
 # enough that the live timeline moves and the tail stays balanced (joblib aims at 0.2 s too).
-TARGET_BATCH_SECONDS = 0.2
+# Longer than a coalesced batch (hpc.coalesce.COALESCED_BATCH_SECONDS): hpc.map has every item
+# up front, so a batch's length costs no caller any waiting, only balance at the tail, which
+# the shrinking tail batches (MIN_BATCH_SECONDS) take care of.
+MAP_BATCH_SECONDS = 0.2
 # The shortest batch worth sending at the tail: ~50 per-task overheads (0.1 ms each).
 MIN_BATCH_SECONDS = 0.005
 # Batches in flight per worker: one running, one queued, so a worker never waits for the
@@ -140,9 +143,9 @@ class _Batch:
     """
 
     __slots__ = ("job", "lo", "hi", "positions", "size", "task", "state", "result", "error", "n_cancelled",
-                 "reported")
+                 "reported", "attempt")
 
-    def __init__(self, job: MapJob, lo: int, hi: int, positions: list[int] | None):
+    def __init__(self, job: MapJob, lo: int, hi: int, positions: list[int] | None, attempt: int = 1):
         self.job = job
         self.lo = lo
         self.hi = hi
@@ -154,6 +157,7 @@ class _Batch:
         self.error: BaseException | None = None  # None with STATE_CANCELLED: each item gets its own message
         self.n_cancelled = 0  # items of this batch cancelled one by one while it ran
         self.reported = False  # its task came back to MapJob._batch_done
+        self.attempt = attempt  # > 1: it re-sends items of earlier batches that raised (MapJob.rebatched)
 
     # -- positions ----------------------------------------------------------------------------
     def position(self, i: int) -> int:
@@ -191,21 +195,32 @@ class _Batch:
         return f"<hpc.map batch of {self.size} {self.job.name}() items, positions {self.lo}..{self.hi - 1}>"
 
     # -- completion (the runtime's I/O thread) -------------------------------------------------
-    def finish(self, result: BatchResult, failed: dict[int, BaseException]) -> None:
-        """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that raised."""
+    def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
+               attempt: int = 2) -> None:
+        """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that raised.
+
+        The items in ``retry`` (indices of ``failed`` whose error ``retry_exceptions`` names, with attempts
+        left) go again, alone, as attempt ``attempt``: the items that succeeded are never run again.
+        """
         job = self.job
+        again: _Batch | None = None
         with job.lock:
             if self.state != STATE_PENDING:
                 return  # cancelled meanwhile: its items stay cancelled, as a single task's future would
             self.state = STATE_FINISHED
             self.result = result
             outcomes = job.outcomes
+            redo = {self.position(i) for i in retry} - outcomes.keys() if retry else set()
             for i, exc in failed.items():
                 p = self.position(i)
-                if p not in outcomes:
+                if p not in outcomes and p not in redo:
                     outcomes[p] = (STATE_FAILED, exc)
-            woken = job._closed(self)
+            if redo:
+                again = job._retry_batch(sorted(redo), attempt)
+            woken = job._closed(self, carried=len(redo))
         wake(woken)
+        if again is not None:
+            job._submit(again, [job.items[p] for p in again.positions])  # type: ignore[union-attr]
         job._maybe_finished()
 
     # -- the Future methods the runtime's failure paths call (see Runtime._futures_of) ---------
@@ -278,6 +293,8 @@ class MapJob:
         self.outcomes: dict[int, tuple[int, BaseException | None]] = {}
         self.unsent_cancelled: set[int] = set()  # positions >= next cancelled one by one: skipped when sent
         self.futs: dict[int, Future] = {}  # the item futures made so far, by position
+        # Items re-sent after they raised (retry_exceptions): the batch that holds each one's latest attempt.
+        self.rebatched: dict[int, _Batch] = {}
         self._canceller = self._cancel_item  # one bound method shared by every item future
         self.workers = max(1, runtime.backend.worker_count)
         # True: every item is plain (a range holds ints only); None: each batch's slice is
@@ -300,17 +317,38 @@ class MapJob:
             if p >= self.end:
                 return self.tail[0], self._error(p, self.tail[1]), None, 0
             return STATE_PENDING, None, None, 0
-        b = self.batches[bisect_right(self.starts, p) - 1]
+        b = self._batch_of(p)
         if b.state == STATE_PENDING:
             return STATE_PENDING, None, None, 0
         if b.state == STATE_FINISHED:
             return STATE_FINISHED, None, b.result, b.index(p)
         return b.state, self._error(p, b.error), None, 0
 
-    def _closed(self, b: _Batch) -> list:
-        """Book ``b`` as ended (its ``state`` is set) and settle its item futures; the lock is held."""
+    def _batch_of(self, p: int) -> _Batch:
+        """The batch that holds item ``p``'s latest attempt (``p`` < ``next``); the lock is held."""
+        if self.rebatched:
+            b = self.rebatched.get(p)
+            if b is not None:
+                return b
+        return self.batches[bisect_right(self.starts, p) - 1]
+
+    def _retry_batch(self, positions: list[int], attempt: int) -> _Batch:
+        """A batch that re-sends the items at ``positions`` (sorted) as attempt ``attempt``; the lock is held."""
+        b = _Batch(self, positions[0], positions[-1] + 1, positions, attempt)
+        for p in positions:
+            self.rebatched[p] = b
+        self.open.add(b)
+        self.inflight += 1
+        self.sent_items += b.size
+        return b
+
+    def _closed(self, b: _Batch, carried: int = 0) -> list:
+        """Book ``b`` as ended (its ``state`` is set) and settle its item futures; the lock is held.
+
+        ``carried``: items of ``b`` that another batch runs again (a retry), not done yet.
+        """
         self.open.discard(b)
-        self.done += b.size - b.n_cancelled
+        self.done += b.size - b.n_cancelled - carried
         futs = self.futs
         if not futs:
             changes = []
@@ -322,7 +360,7 @@ class MapJob:
             changes = [(f, *self._outcome(p)) for p in (range(b.lo, b.hi) if b.positions is None else b.positions)
                        if (f := get(p)) is not None and f._state == STATE_PENDING]
         self.cond.notify_all()
-        return settle(changes)
+        return settle([c for c in changes if c[1] != STATE_PENDING])  # an item being retried is not settled
 
     def _end_tail(self, state: int, error: BaseException | None) -> list:
         """The items not sent yet will never be: they end with ``state``; the lock is held."""
@@ -399,15 +437,19 @@ class MapJob:
             bad = [p for p, o in self.outcomes.items() if o[0] != STATE_FINISHED]
             bad += [b.lo if b.positions is None else b.positions[0]
                     for b in self.batches if b.state not in (STATE_FINISHED, STATE_PENDING) and b.size]
+            bad += [p for p, b in self.rebatched.items() if b.state not in (STATE_FINISHED, STATE_PENDING)]
             if self.end < self.n:
                 bad.append(self.end)
             if bad:
                 p = min(bad)
                 raise self._outcome(p)[1]  # type: ignore[misc]
             results = [b.result for b in self.batches if b.size]
+            redone = [(p, b.result, b.index(p)) for p, b in self.rebatched.items()]
         out: list = []
         for r in results:  # C-speed: each batch's decoded list joined onto the last
             out += r.values()  # type: ignore[union-attr]
+        for p, r, i in redone:  # items that succeeded on a later attempt: their value from that batch
+            out[p] = r.values()[i]  # type: ignore[union-attr]
         return out
 
     # -- cancellation -----------------------------------------------------------------------------
@@ -424,7 +466,7 @@ class MapJob:
             if p >= self.next:
                 self.unsent_cancelled.add(p)
             else:
-                b = self.batches[bisect_right(self.starts, p) - 1]
+                b = self._batch_of(p)
                 b.n_cancelled += 1
                 if b.n_cancelled == b.size:  # nothing of it is wanted any more: stop the task
                     task = b.task
@@ -471,7 +513,7 @@ class MapJob:
             return min(self.batch, remaining)
         if self.per_item.seconds is None:
             return 1  # probe: the first results tell us how long an item takes
-        size = self.per_item.items_in(TARGET_BATCH_SECONDS)
+        size = self.per_item.items_in(MAP_BATCH_SECONDS)
         tail_cap = max(math.ceil(remaining / (INFLIGHT_PER_WORKER * self.workers)),
                        self.per_item.items_in(MIN_BATCH_SECONDS))
         return max(1, min(size, tail_cap, remaining))
@@ -512,7 +554,8 @@ class MapJob:
     def _submit(self, b: _Batch, items: Any) -> bool:
         """Send batch ``b``; False if the runtime refused it (then nothing more is sent)."""
         try:
-            b.task = self.runtime.submit_batch(self.fn, items, b, self.options, on_done=self._batch_done)
+            b.task = self.runtime.submit_batch(self.fn, items, b, self.options, on_done=self._batch_done,
+                                               attempt=b.attempt)
         except errors.SerializationError as exc:
             return self._fail_unpicklable(b, exc)
         except errors.HpcError as exc:

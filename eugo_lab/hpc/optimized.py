@@ -17,6 +17,10 @@ compiled version are cached per process under the code's hash (see :mod:`eugo_la
 
 The wrapped record is made once per function record and kept, so its pickle is sent once
 per worker like any function's.
+
+The JIT's classes come from the contract's provider table (``"jit"``, ``"auto_jit"``): the runtime never
+imports the JIT's package, and this module does not register itself: the session adds :func:`jit_trial` to its
+wrappers when a runtime starts (this module importing the session back would make a circle).
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ import itertools
 import threading
 from typing import Any
 
+from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.task import FunctionRecord
-from eugo_lab.hpc import session
 from eugo_lab.hpc.spread import Spread
-from eugo_lab.jit.checked import Optimized
+
+_jit = provider("jit")
+Optimized = _jit.Optimized
 
 # A wrapped record is kept on the record it was made from (FunctionRecord.derived), for the latest cell
 # generation only: it lives as long as the function's own record, so a notebook that redefines a function
@@ -55,8 +61,8 @@ def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRec
     stays cached on the workers under the code's key.
     """
     from eugo_lab.contract.phases import phase
-    from eugo_lab.jit.checked import Optimized, code_key
 
+    code_key = _jit.code_key
     spread = isinstance(record.fn, Spread)  # a batch="auto" batch: the function it spreads calls over is wrapped
     fn = record.fn.fn if spread else record.fn
     if isinstance(fn, Optimized) and not generation:
@@ -109,9 +115,8 @@ def auto_record(record: FunctionRecord, gen: int = 0) -> FunctionRecord:
     if opt is not None:
         return opt
     from eugo_lab.contract.phases import phase
-    from eugo_lab.jit.auto import AutoJit
-    from eugo_lab.jit.checked import code_key
 
+    AutoJit, code_key = provider("auto_jit").AutoJit, _jit.code_key  # noqa: N806 - the class, under its own name
     spread = isinstance(record.fn, Spread)
     fn = record.fn.fn if spread else record.fn
     with _lock:
@@ -135,9 +140,8 @@ def packed_payload(plain: bytes, key: str, phase: Any) -> bytes:
     import pickle
 
     from eugo_lab.contract.serialization import PROTOCOL
-    from eugo_lab.jit.auto import Packed
 
-    return pickle.dumps(Packed(plain, key, phase), PROTOCOL)
+    return pickle.dumps(provider("auto_jit").Packed(plain, key, phase), PROTOCOL)
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
@@ -153,7 +157,7 @@ def _arrays_in(args: Any, more: Any) -> bool:
     return False
 
 
-def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items: Any) -> FunctionRecord:
+def jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items: Any) -> FunctionRecord:
     """Every call carries the automatic JIT (``rt.auto_optimize``); under ``%%eugo --optimize`` the eager trial.
 
     ``%%eugo --optimize`` (``rt.optimize``): calls with arrays carry the trial of
@@ -182,6 +186,3 @@ def _jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items
         return record
     return optimized_record(record, rt.optimize)
 
-
-# Before profiling (order 20): a profiled trial samples the wrapper that runs the compiled code.
-session.add_wrapper(_jit_trial, order=10)

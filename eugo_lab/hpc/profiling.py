@@ -1,6 +1,7 @@
 """``hpc.profile()``: profile every task started inside a ``with`` block.
 
-The glue between the runtime and the profiler (:mod:`eugo_lab.profile`): :class:`Settings` is
+The glue between the runtime and the profiler (:mod:`eugo_lab.profile`, reached through the
+contract's provider table, never imported from here): :class:`Settings` is
 what the runtime holds while profiling is on (``Runtime.profiling``); its :meth:`~Settings.wrap`
 swaps a function record for one whose function is wrapped in
 :class:`~eugo_lab.profile.collect.Profiled`, which the worker shim recognises. The wrapped
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-from eugo_lab.profile.collect import DEFAULT_INTERVAL, PYINSTRUMENT_INTERVAL, SAMPLERS, Profiled
-from eugo_lab.profile.model import Profile
-from eugo_lab.profile.renderers import HTMLRenderer, TextRenderer
+from eugo_lab.contract.hooks import provider
+
+_profiler = provider("profile")
+DEFAULT_INTERVAL = _profiler.DEFAULT_INTERVAL
+PYINSTRUMENT_INTERVAL = _profiler.PYINSTRUMENT_INTERVAL
+SAMPLERS = _profiler.SAMPLERS
+Profiled = _profiler.Profiled
 
 _CACHE_SIZE = 256  # wrapped function records kept (a notebook redefines its functions often)
 _cache: collections.OrderedDict[tuple[int, float, str], Any] = collections.OrderedDict()
@@ -108,7 +112,7 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
 
     def __init__(self, interval: float | None = None, sampler: str = "thread"):
         self.settings = Settings(interval, sampler)
-        self.report: Profile | None = None
+        self.report: Any = None  # the merged Profile (eugo_lab.profile.model), once the block ended
         self.trace: Any = None
         self._region: Any = None
         self._rt: Any = None
@@ -127,7 +131,7 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
         self._rt.profiling = self._previous
         self._region.__exit__(*exc)
         self.trace = self._region.trace
-        self.report = Profile.from_trace(self.trace)
+        self.report = _profiler.Profile.from_trace(self.trace)
 
     def __repr__(self) -> str:
         return repr(self.report) if self.report is not None else "<hpc.profile region (recording)>"
@@ -135,22 +139,6 @@ class profile:  # noqa: N801 - used as ``with hpc.profile() as p``
     def _repr_mimebundle_(self, **_: Any) -> dict[str, str]:
         if self.report is None:
             return {"text/plain": NOT_ENDED}
-        return mimebundle(self.report)
+        # The bundle is a display: the cell runner builds it (text/plain and the HTML view).
+        return provider("profile_display").mimebundle(self.report)
 
-
-def notebook_source_label(source: str) -> str:
-    """``path:line`` of a notebook cell's code -> ``Cell In[2], line 7`` (IPython's name for it); else unchanged.
-
-    Asks IPython only when it is already loaded: outside a notebook no code came from a cell.
-    """
-    path, sep, line = source.rpartition(":")
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if sep and ipython is not None else None
-    n = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(path) if shell is not None else None
-    return f"Cell In[{n}], line {line}" if n is not None else source
-
-
-def mimebundle(report: Profile) -> dict[str, str]:
-    """``report`` as a notebook shows it: the deterministic text and the HTML view, cells named as IPython does."""
-    return {"text/plain": TextRenderer(source_label=notebook_source_label).render(report),
-            "text/html": HTMLRenderer(source_label=notebook_source_label).render(report)}

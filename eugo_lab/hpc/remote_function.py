@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
-from eugo_lab.hpc import _prestart_default_pool
 from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.prestart import prestart_default_pool
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.mapping import MapResult
@@ -21,7 +23,7 @@ def _session() -> Any:
     # statement in .remote() itself cost ~2 us on every call.
     global _session_module
     if _session_module is None:
-        _prestart_default_pool()
+        prestart_default_pool()
         from eugo_lab.hpc import session
 
         _session_module = session
@@ -158,4 +160,53 @@ def _wrap(fn: Any, opts: TaskOptions) -> RemoteFunction:
         )
     if not callable(fn):
         raise TypeError(f"hpc.remote takes a function, got {type(fn).__name__} {fn!r:.80}")
+    _refuse_generators(fn)
+    if inspect.ismethod(fn) and not isinstance(fn.__self__, type):
+        _warn_bound_method(fn)
     return RemoteFunction(fn, opts)
+
+
+def _refuse_generators(fn: Any) -> None:
+    """Refuse, at decoration, a function whose call returns a generator or coroutine instead of running.
+
+    Its task would "succeed" at once and then fail in ``get()``: a generator or coroutine object
+    cannot travel back from the worker, and its body would never have run there.
+    """
+    target = getattr(fn, "__func__", fn)
+    name = display_name(fn)
+    if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+        raise TypeError(
+            f"hpc.remote cannot run {name}(): it is a generator function (it uses yield), so calling it on a "
+            "worker only creates a generator, which cannot be sent back and whose body would not run. "
+            "Return a list instead (return [ ... ] or return list(...)), or make one item's work a plain function "
+            "and submit it with hpc.map(function, items)."
+        )
+    if inspect.iscoroutinefunction(target):
+        raise TypeError(
+            f"hpc.remote cannot run {name}(): it is an async function, so calling it on a worker only creates a "
+            "coroutine, which cannot be sent back and whose body would not run. Make it a plain def (tasks "
+            "already run in parallel), or run it with asyncio.run() inside a plain function."
+        )
+
+
+# Bound methods already warned about (class qualified name, method name): one warning per method.
+_warned_methods: set[tuple[str, str]] = set()
+
+
+def _warn_bound_method(method: Any) -> None:
+    """Say once, per method, that a bound method's tasks run on a copy of its object in each worker."""
+    obj = method.__self__
+    cls = type(obj).__qualname__
+    key = (f"{type(obj).__module__}.{cls}", method.__name__)
+    if key in _warned_methods:
+        return
+    _warned_methods.add(key)
+    warnings.warn(
+        f"hpc.remote got {cls}.{method.__name__}, a method bound to one object: that object is copied to "
+        f"each worker with the task, so every change {method.__name__}() makes to its state (self.x = ..., "
+        "appending to a list) stays in that worker's copy: the object in the notebook never changes, and "
+        "workers' copies differ from each other. Return the new state from the task and keep it in the "
+        "notebook (state = hpc.get(step.remote(state, x))), or use an engine with stateful actors "
+        "(Ray's @ray.remote classes) for objects that must live on a worker.",
+        UserWarning, stacklevel=4,
+    )

@@ -20,7 +20,8 @@ from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
-from eugo_lab.contract.task import FunctionRecord, TaskOptions
+from eugo_lab.contract.task import TASK_STATE_NEW, FunctionRecord, TaskOptions
+from eugo_lab.hpc import blocking
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.pending import Pending
@@ -93,6 +94,16 @@ _wrap_chain: tuple[Wrapper, ...] = ()
 _runtime_listeners: list[Callable[[], None]] = []
 
 
+def _retries(task: Pending, exc: BaseException) -> bool:
+    """Whether a task that raised ``exc`` is run again (while attempts are left): its type is in ``retry_exceptions``.
+
+    A function the worker cannot load would fail the same way again, whatever the option says.
+    """
+    rex = task.options.retry_exceptions
+    matches = rex is True or (isinstance(rex, tuple) and bool(rex) and isinstance(exc, rex))
+    return matches and not isinstance(exc, errors.FunctionLoadError)
+
+
 def add_wrapper(wrap: Wrapper, order: int) -> None:
     """Have every call's function record pass through ``wrap`` (lower ``order`` first); registering twice is one."""
     global _wrap_chain
@@ -131,6 +142,7 @@ class Runtime:
         self.tasks_finished = 0
         self.last_activity = time.time()
         self.optimize = 0  # %%eugo --optimize: the run's generation (> 0) while the cell runs (eugo_lab.hpc.optimized)
+        self.price_per_worker_hour: float | None = None  # hpc.init(price_per_worker_hour=...): what it bills at
         self.auto_optimize = True  # the JIT without annotation (eugo_lab.hpc.optimized); hpc.init(optimize=False): off
         # Features that keep work of their own outside _tasks (hpc.map's unsent items, batch="auto"'s held
         # calls) register here to be cancelled with the rest: cancel_all() sums what each cancelled.
@@ -230,8 +242,11 @@ class Runtime:
             self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
-                     on_done: Any = None) -> Pending:
-        """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``."""
+                     on_done: Any = None, attempt: int = 1) -> Pending:
+        """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``.
+
+        ``attempt`` > 1: the batch re-sends items of an earlier batch that raised (their next attempt).
+        """
         self._check_open()
         for wrap in _wrap_chain:
             fn = wrap(self, fn, (), {}, items)
@@ -242,6 +257,7 @@ class Runtime:
         tid = next(self._ids)
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
+        task.attempt = attempt
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
@@ -273,7 +289,7 @@ class Runtime:
     def _hand_to_backend(self, task: Pending) -> None:
         """Give a ready task (or its next attempt) to the engine; an engine that refuses it fails it."""
         task.ready_time = time.time()
-        task.state = 0
+        task.state = TASK_STATE_NEW
         try:
             self.backend.submit(task, self._on_done)
         except errors.HpcError as exc:
@@ -322,15 +338,13 @@ class Runtime:
             else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
                 failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
                           for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
-                task.items.finish(BatchResult(result.payload), failed)
+                # Each item that raised is retried on its own, as a .remote() call would be; the items that
+                # succeeded keep their results and never run again.
+                again = [i for i, exc in failed.items() if self._may_retry(task, exc)] if failed else []
+                task.items.finish(BatchResult(result.payload), failed, again, task.attempt + 1)
         elif status == base.ERROR:
             exc = self._rebuild(result.payload, result.traceback, name, task, worker)
-            rex = task.options.retry_exceptions
-            original = getattr(exc, "original", exc)
-            matches = rex is True or (isinstance(rex, tuple) and rex and isinstance(original, rex))
-            # A function the worker cannot load would fail the same way again.
-            retry = (bool(matches) and task.attempt <= task.options.retries
-                     and not isinstance(original, errors.FunctionLoadError))
+            retry = self._may_retry(task, exc)
             if not retry:
                 self._complete_error(task, exc)
         elif status == base.CRASHED:
@@ -352,6 +366,11 @@ class Runtime:
             self._hand_to_backend(task)
         elif map_cb is not None:
             map_cb(task, stats)
+
+    @staticmethod
+    def _may_retry(task: Pending, exc: BaseException) -> bool:
+        """True if ``task`` (or one of its batch's items) that raised ``exc`` gets another attempt."""
+        return _retries(task, getattr(exc, "original", exc)) and task.attempt <= task.options.retries
 
     def _record_safely(self, record: Callable[..., None], *args: Any, worker: int) -> None:
         """``record(*args)``, logging instead of raising: a tracing bug must never keep a future from completing."""
@@ -384,10 +403,13 @@ class Runtime:
             exc = loads_value(exc_bytes)
         except Exception as load_err:  # noqa: BLE001 - the type may not exist on the driver
             exc = errors.HpcError(f"task {name}() failed and its exception could not be rebuilt here: {load_err}")
-        total = task.options.retries + 1
         where = f"worker {worker}" if worker >= 0 else "the driver"
+        # "attempt 1 of 4" only where a failure of this type is retried: the retries count
+        # lost workers, and an exception not listed in retry_exceptions= is never run again.
+        context = f"attempt {task.attempt} of {task.options.retries + 1} on {where}" if _retries(task, exc) else \
+            f"on {where}"
         return errors.remote_exception(exc, function=name, traceback_text=errors.format_remote_traceback(tb),
-                                       context=f"attempt {task.attempt} of {total} on {where}")
+                                       context=context)
 
     def _release(self, task: Pending) -> None:
         staged, task.staged = task.staged, None
@@ -482,8 +504,12 @@ def start_runtime(backend: str | None = None, workers: int | None = None, *, add
     named, ``EUGO_ADDRESS`` (an existing cluster's address) wins over the embedded pool.
     """
     from eugo_lab import backends
-    from eugo_lab.hpc import optimized  # noqa: F401 - importing it hooks the automatic JIT into every call
+    from eugo_lab.hpc.optimized import jit_trial
     from eugo_lab.settings import ADDRESS_ENV
+
+    # Every call carries the automatic JIT from the first runtime on; before profiling (order 20), so a
+    # profiled trial samples the wrapper that runs the compiled code.
+    add_wrapper(jit_trial, order=10)
 
     if address is None and backend is None and cluster is None:
         address = os.environ.get(ADDRESS_ENV) or None
@@ -523,7 +549,9 @@ def _start(name: str, workers: int | None, address: str | None, cluster: Any, wa
             be.wait_ready()
         # An open region (a %%eugo cell that calls hpc.init) keeps recording: the new runtime takes its recorder.
         handed = old.recorder if old is not None and old.recorder.in_region else None
-        rt = Runtime(be, backend_name=name, options={"workers": workers, **backend_options}, recorder=handed)
+        # Everything it was started with, so a restart (%%eugo -w N, --compare) can start the same again.
+        where = {k: v for k, v in (("address", address), ("cluster", cluster)) if v is not None}
+        rt = Runtime(be, backend_name=name, options={"workers": workers, **where, **backend_options}, recorder=handed)
         if handed is not None:
             old.successor = rt  # type: ignore[union-attr]
         set_current(rt)
@@ -592,3 +620,5 @@ def _shutdown_at_exit() -> None:
 
 
 atexit.register(_shutdown_at_exit)
+# Futures record their waits on the active runtime through this (they cannot import the session).
+blocking.active_runtime = lambda: _current

@@ -36,19 +36,30 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import session
-from eugo_lab.hpc.counters import DEFAULT_PRICE, change_key, counters
+from eugo_lab.hpc.counters import Rate, change_key, counters, rate
 from eugo_lab.settings import STATUS_DIR_ENV
+
+# The file names, the layout's version, reading a status and writing a stop request live in a leaf
+# that the server extension reads without loading the runtime; re-exported here for the kernel side.
+from eugo_lab.status_files import (
+    KERNEL_ID,
+    STATUS_SCHEMA,
+    read_status,
+    request_stop,
+    status_path,
+    stop_request_path,
+    write_json_atomically,
+)
+
+__all__ = ["PUBLISH_INTERVAL", "STATUS_SCHEMA", "Publisher", "kernel_id", "read_status", "request_stop",
+           "runtime_changed", "snapshot", "stop_request_path"]
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
 
 #: Seconds between two looks at the runtime's counters (a look costs a few microseconds).
 PUBLISH_INTERVAL = 1.0
-#: Version of the file's layout, for the server and the JupyterLab extension.
-STATUS_SCHEMA = 1
-
-_KERNEL_ID = r"[0-9A-Za-z_-]+"
-_CONNECTION_FILE = re.compile(rf"kernel-(?P<id>{_KERNEL_ID})\.json$")
+_CONNECTION_FILE = re.compile(rf"kernel-(?P<id>{KERNEL_ID})\.json$")
 
 
 def snapshot(rt: Runtime | None) -> dict[str, Any]:
@@ -56,7 +67,8 @@ def snapshot(rt: Runtime | None) -> dict[str, Any]:
 
     The :class:`~eugo_lab.hpc.counters.Counters` (backend, workers, running, queued,
     submitted, elapsed, idle; counts are of items, an ``hpc.map`` item counts as one), the
-    ``price`` per worker-hour and the ``cost`` so far, plus ``state`` (``running`` or
+    ``price`` per worker-hour, where it came from (``price_source``) and the ``cost`` so far (both
+    null where there is no bill: a pool on your own machine with no rate set), plus ``state`` (``running`` or
     ``none``), ``tracing`` and when and by which process it was taken.
     """
     from eugo_lab import __version__
@@ -66,7 +78,12 @@ def snapshot(rt: Runtime | None) -> dict[str, Any]:
                            "updated": time.time(), "state": "running" if running else "none"}
     if running:
         c = counters(rt)  # type: ignore[arg-type]
-        doc.update(asdict(c), price=DEFAULT_PRICE, cost=c.cost(DEFAULT_PRICE),
+        try:
+            r = rate(rt)
+        except ValueError as exc:  # a malformed price setting: no bill, and the panel says why
+            r = Rate(None, str(exc))
+        # price and cost are null where there is no bill (a pool on your own machine with no rate set)
+        doc.update(asdict(c), price=r.per_worker_hour, price_source=r.source, cost=r.cost(c.workers, c.elapsed),
                    tracing=bool(rt.recorder.active))  # type: ignore[union-attr]
     return doc
 
@@ -92,7 +109,7 @@ class Publisher:
     """Writes this kernel's status file; ``notify()`` after a runtime starts or stops."""
 
     def __init__(self, directory: str, kid: str, current: Any, stop: Any = None):
-        self.path = os.path.join(directory, f"{kid}.json")
+        self.path = status_path(directory, kid)
         self.stop_path = stop_request_path(directory, kid)
         self._current = current  # a callable: the runtime now (session.current(start=False))
         self._stop = stop  # a callable that shuts the runtime down (session.stop_runtime); None: no requests
@@ -120,11 +137,8 @@ class Publisher:
             doc = snapshot(rt)
             if self._stopped_request:
                 doc["stopped_request"] = self._stopped_request
-            tmp = f"{self.path}.{os.getpid()}.tmp"
             try:
-                with open(tmp, "w") as fh:
-                    json.dump(doc, fh)
-                os.replace(tmp, self.path)
+                write_json_atomically(self.path, doc)
             except OSError:  # the server went away with its directory: nothing to tell
                 return False
             self._last = key
@@ -182,41 +196,6 @@ def runtime_changed() -> None:
                 return
             _publisher = Publisher(directory, kid, lambda: session.current(start=False), stop=session.stop_runtime)
     _publisher.notify()
-
-
-def read_status(directory: str, kid: str) -> dict[str, Any] | None:
-    """The status kernel ``kid`` published in ``directory``; ``None`` if it has not (or it is unreadable)."""
-    if not re.fullmatch(_KERNEL_ID, kid):
-        return None  # not a kernel id: never let it name another path
-    try:
-        with open(os.path.join(directory, f"{kid}.json")) as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def stop_request_path(directory: str, kid: str) -> str:
-    """Where the server puts a stop request for kernel ``kid`` (``ValueError`` if ``kid`` is not a kernel id)."""
-    if not re.fullmatch(_KERNEL_ID, kid):
-        raise ValueError(f"not a kernel id: {kid!r}")
-    return os.path.join(directory, f"{kid}.stop")
-
-
-def request_stop(directory: str, kid: str, pid: int) -> str:
-    """Ask kernel ``kid``'s process ``pid`` to stop its runtime (written atomically); returns the request's id.
-
-    Once the runtime is down, the kernel's status file carries ``"stopped_request": <that id>``.
-    """
-    import secrets
-
-    path = stop_request_path(directory, kid)
-    request = secrets.token_hex(8)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump({"pid": int(pid), "request": request, "requested": time.time()}, fh)
-    os.replace(tmp, path)
-    return request
 
 
 # Imported in a kernel of a server with this package's extension (``eugo_lab.hpc`` does it when the

@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab.hpc.future import Future
+from eugo_lab.hpc.future import STATE_CANCELLED, Future
 from eugo_lab.hpc.mapping import MapResult
 
 if TYPE_CHECKING:
@@ -38,8 +38,18 @@ _keys = itertools.count(1)
 
 
 def unfinished_since(rt: Runtime, t0: float) -> list[Pending]:
-    """Tasks (and ``hpc.map`` batches) submitted at or after ``t0`` that have not finished."""
-    return [t for t in list(rt._tasks.values()) if t.submit_time >= t0]
+    """Tasks (and ``hpc.map`` batches) submitted at or after ``t0`` that have not finished and were not cancelled.
+
+    A cancelled task stays in the runtime's table until its worker confirms the stop, but it was not left
+    unwaited: ``get()`` cancels what it was waiting on when an Interrupt lands in it, and its result is gone.
+    """
+    return [t for t in list(rt._tasks.values()) if t.submit_time >= t0 and not _cancelled(t)]
+
+
+def _cancelled(t: Pending) -> bool:
+    """Whether the task's future (an ``hpc.map`` batch: the batch) was cancelled."""
+    holder = t.items if t.items is not None else t.future
+    return holder is not None and holder._state == STATE_CANCELLED
 
 
 def settle(rt: Runtime, t0: float, timeout: float) -> list[Pending]:

@@ -315,7 +315,7 @@ def same_elements(a: Any, b: Any) -> Any:
     return np.asarray(a == b)
 
 
-def same_result(a: Any, b: Any) -> bool:
+def bit_identical(a: Any, b: Any) -> bool:
     """Same type, dtype and shape and the very same values, to the last bit (NaNs equal); tuples element by element.
 
     Exact, not within a tolerance: an optimization that changed a value's last bit, or the sign of a
@@ -326,7 +326,7 @@ def same_result(a: Any, b: Any) -> bool:
     import numpy as np
 
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same_result(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(bit_identical(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape or a.dtype != b.dtype:
             return False
@@ -470,7 +470,7 @@ class PlainRun:
             return f"`{names[i]}`" if i < len(names) else f"argument {i + 1}"
 
         written = [i for i, (before, now) in enumerate(zip(self.pristine, pos))
-                   if _has(now, nd) and not same_result(before, now)]
+                   if _has(now, nd) and not bit_identical(before, now)]
         said = ", ".join(label(i) for i in written)
         checked = ("the return value" + (f" and {said} (written in place)" if written else "")
                    if value is not None or not written else f"{said} (written in place; it returns None)")
@@ -494,12 +494,12 @@ class PlainRun:
             return Checked(value, plain_s, None, checked, error=exc)
         if value is None and fast is None and not written:
             return Checked(value, plain_s, compiled_s, "nothing", nothing=True)
-        if not same_result(value, fast):
+        if not bit_identical(value, fast):
             how = difference(value, fast)
             return Checked(value, plain_s, compiled_s, checked,
                            differs="the return value" + (f" ({how})" if how else ""))
         for i in range(len(pos)):
-            if _has(pos[i], nd) and not same_result(pos[i], self.cpos[i]):
+            if _has(pos[i], nd) and not bit_identical(pos[i], self.cpos[i]):
                 how = difference(pos[i], self.cpos[i])
                 return Checked(value, plain_s, compiled_s, checked,
                                differs=f"{label(i)}, which it writes into" + (f" ({how})" if how else ""))

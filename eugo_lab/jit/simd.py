@@ -5,12 +5,19 @@ function and returns a :class:`SimdVerdict`:
 
 - the *loops* are the spans from a label to a jump back to it; only the function's own code
   counts (Numba's ``cpython.`` and ``cfunc.`` wrappers, which unbox the arguments, are skipped);
-- a loop is *vectorized* when it holds packed arithmetic: on x86-64 an AVX/SSE ``...pd``/``...ps``
-  or packed-integer instruction (``vaddpd``, ``vfmadd231pd``, ``vpaddq``...; a packed move alone
-  does not count: Numba's wrappers copy structs with them), whose register names its width
-  (``xmm`` 128-bit SSE, ``ymm`` 256-bit AVX2, ``zmm`` 512-bit AVX-512); on aarch64 an
-  instruction on NEON ``v`` registers with an arrangement (``v0.2d``, ``v1.4s``: 128-bit;
-  ``.2s``/``.4h``/``.8b``: 64-bit) or on SVE ``z`` registers (scalable width);
+- a loop is *vectorized* when it does packed work on the loop's data: on x86-64 an AVX/SSE
+  ``...pd``/``...ps`` or packed-integer instruction (``vaddpd``, ``vfmadd231pd``, ``vpaddq``...),
+  whose register names its width (``xmm`` 128-bit SSE, ``ymm`` 256-bit AVX2, ``zmm`` 512-bit
+  AVX-512); on aarch64 an instruction on NEON ``v`` registers with an arrangement (``v0.2d``,
+  ``v1.4s``: 128-bit; ``.2s``/``.4h``/``.8b``: 64-bit) or on SVE ``z`` registers (scalable width);
+- what does not count: packed moves (Numba's wrappers copy structs with them), and packed
+  arithmetic or bit operations on one lane. LLVM computes ``abs``, negation and ``copysign`` of a
+  scalar with a packed ``and``/``xor``/``or`` against a sign mask (``vandpd %xmm1, %xmm0, %xmm0``
+  after a scalar ``vsubsd``): the instruction is packed, the loop is not. So each register in a
+  loop is followed: a scalar load or scalar arithmetic makes it one lane, a full-width load from
+  the loop's arrays (not a constant from ``(%rip)``) or a counted packed instruction makes it
+  packed data. A bit operation or compare counts only when it reads packed data; packed
+  arithmetic counts unless everything it reads is one lane;
 - otherwise the likely reason, read from the innermost loop with the most arithmetic, in this
   order: a call in the loop, int/float conversions (mixed types), a second conditional jump
   (a branch), a scalar result feeding the next iteration (a dependency between iterations:
@@ -57,7 +64,7 @@ class SimdVerdict:
     vectorized: bool
     width_bits: int = 0  # widest packed register in a loop (0: none; -1: SVE, scalable)
     isa: str = ""  # "AVX2", "AVX-512", "SSE", "NEON", "SVE"
-    packed: int = 0  # packed arithmetic instructions inside loops
+    packed: int = 0  # packed instructions inside loops that work on more than one lane of data
     loops: int = 0  # loops found in the function's own code
     reason: str = ""  # when not vectorized: the likely reason, in plain words
 
@@ -140,6 +147,116 @@ def _packed(op: str, rest: str, arch: str) -> tuple[int, str] | None:
     return None
 
 
+# Bit operations and compares: how LLVM takes abs, negation and copysign of a scalar (a sign mask), so
+# they count only when they read packed data.
+_X86_LOGIC = re.compile(r"^v?(andn?|x?or)p[sd]$|^v?p(andn?|x?or)[dq]?$|^vpternlog[dq]$|^v?p?cmp\w*$|^v?\w*blend\w*$")
+_X86_SCALAR_OUT = re.compile(r"^v?movs[sd]$|^v?mov[dq]$|^v?cvt\w*2s[sd]$|^v?(rcp|rsqrt|round)s[sd]$")
+_X86_PACKED_MOVE = re.compile(r"^v?mov(u|a)p[sd]$|^v?movdq[au]\w*$")
+_X86_NO_DEST = re.compile(r"^v?u?comis[sd]$|^v?p?test\w*$")
+_X86_VREG = re.compile(r"%[xyz]mm(\d+)")
+_A64_LOGIC = re.compile(r"^(and|orr|eor|bic|orn|bsl|bif|bit|cm\w+|fcm\w+|fac\w+)$")
+_A64_VREG = re.compile(r"\b([vqdshbz])(\d+)(\.\w+)?\b")
+
+
+def _operands(rest: str) -> list[str]:
+    """The comma-separated operands of one instruction, commas inside ``(...)``, ``[...]`` or ``{...}`` kept."""
+    out, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _packed_work(body: list[str], arch: str) -> list[tuple[int, str]]:
+    """``(width, ISA)`` of each packed instruction of one loop that works on more than one lane of its data.
+
+    Registers are followed through the body twice (a value made at the bottom of the loop is read at its
+    top on the next iteration); the second pass counts.
+    """
+    state: dict[str, str] = {}  # register number -> "scalar" (one lane) | "packed" (loop data, full width)
+    found: list[tuple[int, str]] = []
+    for counting in (False, True):
+        found = []
+        for line in body:
+            if _LABEL.match(line):
+                continue
+            op, rest = _split(line)
+            hit = (_x86_step if arch == "x86-64" else _a64_step)(op, rest, state)
+            if hit is not None and counting:
+                found.append(hit)
+    return found
+
+
+def _x86_step(op: str, rest: str, state: dict[str, str]) -> tuple[int, str] | None:
+    """Update ``state`` for one x86-64 instruction; its width and ISA when it is packed work on loop data."""
+    ops = _operands(rest)
+    if not ops:
+        return None
+    last = _X86_VREG.fullmatch(ops[-1].split()[0]) if ops[-1].startswith("%") else None
+    dest = last.group(1) if last and not _X86_NO_DEST.match(op) else None
+    # Two-operand SSE forms and FMA read their destination too.
+    reads = ops if (dest is not None and (not op.startswith("v") or "fm" in op)) else ops[:-1] if dest else ops
+    src_regs = [m.group(1) for o in reads for m in _X86_VREG.finditer(o)]
+    loads_data = any("(" in o and "%rip" not in o and "{1to" not in o for o in reads)
+    kinds = {state.get(r) for r in src_regs}
+    counted = None
+    if _X86_LOGIC.match(op):
+        is_data = loads_data or "packed" in kinds
+    elif _X86_PACKED_FLOAT.match(op) or _X86_PACKED_INT.match(op):
+        is_data = loads_data or "packed" in kinds or not (src_regs and kinds == {"scalar"})
+    elif _X86_PACKED_MOVE.match(op):
+        if dest is not None:
+            state[dest] = "packed" if loads_data else state.get(src_regs[0], "") if src_regs else ""
+        return None
+    else:
+        if dest is not None:
+            scalar = _X86_SCALAR_OUT.match(op) or _X86_SCALAR_FLOAT.match(op)
+            state[dest] = "scalar" if scalar else ""
+        return None
+    if is_data:
+        counted = _packed(op, rest, "x86-64")
+    if dest is not None:
+        state[dest] = "packed" if counted else "scalar" if "scalar" in kinds else ""
+    return counted
+
+
+def _a64_step(op: str, rest: str, state: dict[str, str]) -> tuple[int, str] | None:
+    """Update ``state`` for one aarch64 instruction; its width and ISA when it is packed work on loop data."""
+    regs = [(m.group(1), m.group(2), m.group(3)) for m in _A64_VREG.finditer(rest)]
+    if not regs or op.startswith("st"):
+        return None
+    if op.startswith("ld"):  # ldr d1 / ldr q1 / ldp q1, q2 / ld1 {v0.2d}
+        for reg in regs:  # every register a load names is written (addresses are x/w registers)
+            state[reg[1]] = "scalar" if _a64_scalar(reg) else "packed"
+        return None
+    dest, sources = regs[0], regs[1:]
+    kinds = {state.get(num) for _, num, _ in sources}
+    if all(_a64_scalar(r) for r in regs):
+        state[dest[1]] = "scalar"
+        return None
+    if _A64_LOGIC.match(op):
+        is_data = "packed" in kinds
+    else:
+        is_data = "packed" in kinds or not (sources and kinds == {"scalar"})
+    counted = _packed(op, rest, "aarch64") if is_data else None
+    state[dest[1]] = "packed" if counted else "scalar" if "scalar" in kinds else ""
+    return counted
+
+
+def _a64_scalar(reg: tuple[str, str, str | None]) -> bool:
+    """True for an aarch64 scalar FP register (``d1``, ``s0``), false for a vector one (``q1``, ``v1.2d``)."""
+    return reg[0] in "dshb" and not reg[2]
+
+
 def _is_arith(op: str, rest: str, arch: str) -> bool:
     if arch == "x86-64":
         return bool(_X86_SCALAR_FLOAT.match(op) or _X86_PACKED_FLOAT.match(op) or _X86_PACKED_INT.match(op)
@@ -183,13 +300,10 @@ def analyze(asm: str) -> SimdVerdict:
         return SimdVerdict(arch, False)
     best_bits, best_isa, packed = 0, "", 0
     for first, last in loops:
-        for line in lines[first:last + 1]:
-            found = _packed(*_split(line), arch)
-            if found is not None:
-                packed += 1
-                bits, isa = found
-                if bits < 0 or (best_bits >= 0 and bits > best_bits):
-                    best_bits, best_isa = bits, isa
+        for bits, isa in _packed_work(lines[first:last + 1], arch):
+            packed += 1
+            if bits < 0 or (best_bits >= 0 and bits > best_bits):
+                best_bits, best_isa = bits, isa
     if packed:
         return SimdVerdict(arch, True, best_bits, best_isa, packed, len(loops))
     # Not vectorized: the innermost loop with the most arithmetic is the hot one.

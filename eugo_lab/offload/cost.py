@@ -106,10 +106,14 @@ class Estimate:
     device: str | None = None  # the device profile's name
     device_memory: int = 0
 
-    def reason(self, bucket: bool = False) -> str:
+    def reason(self, bucket: bool = False, cpu_measured: float | None = None) -> str:
         """Why it runs where it does, e.g. ``gpu: predicted 0.8 ms vs 12 ms on CPU``.
 
         ``bucket=True`` rounds times to 1, 2 or 5 times a power of ten (deterministic text).
+        ``cpu_measured``: the operation's CPU time as measured (seconds per call), where it ran on
+        the CPU. The reason then quotes it instead of the model's CPU time, which can be far off
+        (a host profile timed while BLAS threads woke up said 254 ms for a matmul measured at
+        18 ms), and says so where the measurement contradicts the placement.
         """
         def t(s: float) -> str:
             return fmt_time(s, bucket)
@@ -117,6 +121,8 @@ class Estimate:
         if self.why == "no device":
             return "cpu: no device"
         g = self.gpu_s or 0.0
+        if cpu_measured is not None and self.why in ("faster", "too small", "transfer", "slower"):
+            return self._measured_reason(g, cpu_measured, t, bucket)
         if self.why == "faster":
             return f"gpu: predicted {t(g)} vs {t(self.cpu_s)} on CPU"
         if self.why == "too big":
@@ -126,6 +132,21 @@ class Estimate:
         if self.why == "too small":
             return f"cpu: too small: {t(g)} on GPU (launch {t(self.launch_s)}) vs {t(self.cpu_s)} on CPU"
         return f"cpu: predicted {t(g)} on GPU vs {t(self.cpu_s)} on CPU"
+
+    def _measured_reason(self, g: float, m: float, t: Callable[[float], str], bucket: bool) -> str:
+        """:meth:`reason` where the CPU time ``m`` was measured: the GPU side is still the model's."""
+        cpu_won = m <= g
+        if (self.where == "gpu") == cpu_won:  # the measurement disagrees with the placement: say both
+            better = "the CPU" if cpu_won else "the GPU"
+            return f"{self.reason(bucket)}, but the CPU measured {t(m)}: {better} was likely faster here"
+        if self.why == "faster":
+            return f"gpu: predicted {t(g)} vs {t(m)} measured on CPU"
+        if self.why == "transfer":
+            return (f"cpu: moving {fmt_bytes(self.h2d_bytes)} alone costs {t(self.h2d_s)}, {t(g)} on GPU in all, "
+                    f"vs {t(m)} measured on CPU")
+        if self.why == "too small":
+            return f"cpu: too small: {t(g)} on GPU (launch {t(self.launch_s)}) vs {t(m)} measured on CPU"
+        return f"cpu: predicted {t(g)} on GPU vs {t(m)} measured on CPU"
 
 
 def fmt_time(s: float, bucket: bool = False) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from eugo_lab.offload import ops
 from eugo_lab.offload.cost import Estimate, Operation, estimate, fmt_time
 from eugo_lab.offload.devices import Device
-from eugo_lab.offload.ledger import Ledger, OpRecord
+from eugo_lab.offload.ledger import Ledger, OpRecord, predicted_words
 from eugo_lab.offload.profiles import DeviceProfile, HostProfile
 from eugo_lab.offload.proxy import AccelArray, ProxyModule
 
@@ -43,17 +43,6 @@ def _root(x: Any) -> Any:
     return x
 
 
-
-def _predicted_words(reason: str) -> str:
-    """A reason of a predictions-only ledger, labelled so: ``cpu: too small: ...`` -> ``cpu (predicted): too small:``.
-
-    Without a GPU every time in a reason is the cost model's; the ones that say "predicted"
-    already (``gpu: predicted 2 ms vs 5 ms on CPU``) are left as they are.
-    """
-    if "predicted" in reason:
-        return reason
-    where, sep, rest = reason.partition(": ")
-    return f"{where} (predicted): {rest}" if sep else f"predicted: {reason}"
 
 class Offload:
     """Places NumPy operations of one cell on the CPU or the device, and keeps their ledger."""
@@ -376,7 +365,8 @@ class Offload:
         if not self.ledger.merge(rkey, h2d, d2h, cpu_s, gpu_s, measured, timer_arg):
             reason = self._reason(target, why, est, name, fallback)
             self.ledger.add(OpRecord(name, shapes, str(rdtype), target, why, reason[0], reason[1], h2d, d2h, cpu_s,
-                                     gpu_s, measured_where=target, fallback=fallback),
+                                     gpu_s, measured_where=target, fallback=fallback,
+                                     estimate=est if why == getattr(est, "why", None) else None),
                             timer=timer_arg, measured_s=measured, key=rkey)
         return self._store(outs, result) if outs else result
 
@@ -404,9 +394,10 @@ class Offload:
         if not self.ledger.merge(rkey, h2d, d2h, cpu_s, gpu_s, seconds):
             reason = self._reason(where, why, est, name, None)
             if est is not None and why != "not offloaded":  # the model's times: predictions, and labelled so
-                reason = (_predicted_words(reason[0]), _predicted_words(reason[1]))
+                reason = (predicted_words(reason[0]), predicted_words(reason[1]))
             self.ledger.add(OpRecord(name, shapes, str(rdtype), where, why, reason[0], reason[1], h2d, d2h, cpu_s,
-                                     gpu_s, measured_where="cpu"), measured_s=seconds, key=rkey)
+                                     gpu_s, measured_where="cpu", estimate=est, label_predicted=est is not None),
+                            measured_s=seconds, key=rkey)
         result = self.wrap_host(res, v_dev=where == "gpu")
         if outs:
             for o in outs:

@@ -45,6 +45,22 @@ class OpRecord:
     count: int = 1
     unmeasured: int = 0  # of `count`, the operations without a measured time (a failed or missing timer)
     _timers: list = field(default_factory=list, repr=False)
+    #: The cost model's Estimate behind ``reason`` (None: a reason of no prediction): at :meth:`Ledger.finish`
+    #: a row measured on the CPU is reworded with its measured time (``Estimate.reason(cpu_measured=...)``).
+    estimate: Any = field(default=None, repr=False)
+    label_predicted: bool = False  # a predictions-only ledger's reason: "cpu (predicted): ..."
+
+    def reword_measured(self) -> None:
+        """Quote the row's measured CPU time (its mean per operation) in its precise reason, where one was measured.
+
+        The bucketed reason keeps the model's times: it is the deterministic ``text/plain``, and a
+        measured time would make it differ from one run to the next.
+        """
+        timed = self.count - self.unmeasured
+        if self.estimate is None or self.measured_where != "cpu" or timed <= 0:
+            return
+        words = self.estimate.reason(cpu_measured=self.measured_s / timed)
+        self.reason = predicted_words(words) if self.label_predicted else words
 
     @property
     def is_transfer(self) -> bool:
@@ -146,6 +162,7 @@ class Ledger:
                 else:  # no time: the row says "not measured" for it, never adds a zero
                     row.unmeasured += 1
             row._timers.clear()
+            row.reword_measured()
         return self
 
     @property
@@ -205,3 +222,16 @@ def _untimed(row: OpRecord, timer: Any, measured: bool) -> bool:
 
 def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+
+def predicted_words(reason: str) -> str:
+    """A reason of a predictions-only ledger, labelled so: ``cpu: too small: ...`` -> ``cpu (predicted): too small:``.
+
+    Without a GPU every time in a reason is the cost model's (but a CPU time the reason says was
+    measured); the ones that start by saying "predicted" (``gpu: predicted 2 ms vs 5 ms on CPU``)
+    are left as they are.
+    """
+    where, sep, rest = reason.partition(": ")
+    if reason.startswith("predicted") or rest.startswith("predicted"):
+        return reason
+    return f"{where} (predicted): {rest}" if sep else f"predicted: {reason}"

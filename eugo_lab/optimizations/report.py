@@ -27,6 +27,7 @@ from eugo_lab.jit.auto import MIN_CPU_S
 from eugo_lab.jit.checked import SKIPPED, split_compiled_detail, unproven_of
 from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
 from eugo_lab.offload.cost import fmt_time
+from eugo_lab.optimizations import earlier
 from eugo_lab.threadguard.limits import GuardPlan, describe
 
 # A function is worth a JIT trial when at least this share of its own time is Python bytecode
@@ -102,7 +103,8 @@ def jit_candidates(hot: Iterable[Any], min_python_share: float = MIN_PYTHON_SHAR
     return out
 
 
-def _jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
+def jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
+    """The report's line for the JIT's verdict ``v`` (``python_share``: the function's time in Python, if known)."""
     def t(s: float | None, bucket: bool) -> str:
         return fmt_time(s, bucket) if s is not None else "?"
 
@@ -222,7 +224,7 @@ def build(trace: Any, guard: GuardPlan | None, coalesced: Iterable[Any] = (), ho
         hot = list(hot)
         shares = {str(h.function): (float(h.python_share) / float(h.self_share) if h.self_share else 0.0)
                   for h in hot}
-    items = [_jit_item(v, shares.get(v.function) if shares else None) for v in verdicts_from_trace(trace)]
+    items = [jit_item(v, shares.get(v.function) if shares else None) for v in verdicts_from_trace(trace)]
     coalesced = [s for s in coalesced if s.calls]
     items += [_batch_item(s) for s in coalesced]
     items += map_batches(trace, exclude=[s.function for s in coalesced])
@@ -270,6 +272,10 @@ def unjudged(trace: Any, judged: Iterable[str], opted_out: Iterable[str] = ()) -
         if name in off:
             out.append(not_tried(name, "opted-out"))
             continue
+        before = earlier.recall(trace, name)
+        if before is not None:  # decided earlier in these worker processes: its calls said nothing new
+            out.append(before)
+            continue
         mine = fns == f
         used = float(cpu[mine].sum())
         n = int(mine.sum())
@@ -297,7 +303,9 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
     if off:
         return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic")
     verdicts = verdicts_from_trace(trace) if trace is not None else []
-    items = [_jit_item(v, None) for v in verdicts]
+    items = [jit_item(v, None) for v in verdicts]
+    if trace is not None:
+        earlier.remember(trace, items)
     items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
     items += list(cell_items)
     items += [_batch_item(s) for s in coalesced if s.calls]

@@ -15,9 +15,9 @@ pyinstrument's ``Session.combine`` and its renderers work on the result:
 - ``"thread"`` (default): one daemon thread per worker process wakes every ``interval``,
   reads the watched task threads' frames (``sys._current_frames``) and records each stack.
   The task itself runs untouched, so the cost is the GIL hand-over per sample (~2% more
-  task CPU; ``benchmarks/profile_overhead.py``). When the sampler gets the GIL at once, no thread was
-  running Python bytecode: the task sat in C code that released the GIL (NumPy, BLAS, I/O,
-  sleep), and the sample ends in a :data:`NATIVE` frame.
+  task CPU; ``benchmarks/profile_overhead.py``). A task seen inside C code called from Python
+  (NumPy, BLAS, I/O, sleep; read from the instruction its frame is at, see :func:`_in_native`)
+  gets a sample that ends in a :data:`NATIVE` frame.
 - ``"pyinstrument"``: pyinstrument's own ``Profiler`` (``sys.setprofile``). It names every
   C function called, but on Python 3.11 an active profile function turns off the
   interpreter's specialised bytecode: we measured pure-Python loops 1.5x and call-heavy
@@ -376,6 +376,14 @@ class _Sampler:
 _YIELD_OPS: frozenset[int] = frozenset()
 
 
+# Opcodes that call something: a thread seen at one may be back from the call and handing the GIL over.
+_CALL_OPS: frozenset[int] = frozenset(dis.opmap[name] for name in (
+    "PRECALL", "CALL", "CALL_FUNCTION_EX", "CALL_KW", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW")
+    if name in dis.opmap)
+# Before 3.11 the interpreter could hand the GIL over before almost any instruction.
+_HANDOVER_AT_CALLS_ONLY = sys.version_info >= (3, 11)
+
+
 def _yield_ops() -> frozenset[int]:
     import dis
 
@@ -384,28 +392,46 @@ def _yield_ops() -> frozenset[int]:
 
 
 def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
-    """Whether the watched thread sits in C code that released the GIL, or waits in a call (sleep, I/O, a lock).
+    """Whether the watched thread sits in C code called from Python, or waits in a call (sleep, I/O, a lock).
 
-    A heuristic from three cheap facts: the opcode its innermost frame is at (a thread running
-    pure Python waits for the GIL only at a loop's back jump or a function's start, so there
-    it is Python), its CPU clock (running: in C code if the sampler got the GIL at once,
-    ``gil_free``, else bytecode) and, when it did not run, the kernel's state: asleep in a
-    call (native) or runnable but short of a core, as on a busy 2-core machine (Python).
+    The sampler holds the GIL while it looks, so the thread is either waiting for the GIL or in C
+    code that let go of it. From Python 3.11 a thread running bytecode hands the GIL over only at a
+    loop's back jump, a function's start, or right after a call returns, so the opcode its
+    innermost frame is at says most of it:
+
+    - at a back jump or a function's start: it was running bytecode (Python);
+    - at any other instruction but a call (``x * y`` on arrays, ``a[i]``...): it is inside C code
+      that instruction runs (native), however late the sampler woke. On a busy machine the sampler
+      often wakes late with the GIL free, and lateness alone called 2e6-element NumPy arithmetic
+      "Python bytecode";
+    - at a call: inside the callee, or just back from it and handing the GIL over. Its CPU clock
+      and the kernel's state tell a call that waits (asleep without using CPU: native) from one
+      that ran, and for one that ran, ``gil_free`` (the sampler got the GIL before the interpreter's
+      switch interval forced a hand-over) says the callee had let go of it.
+
     pyinstrument's own sampler (``sampler="pyinstrument"``) names C functions exactly.
     """
     cpu = time.clock_gettime(w.clock) if w.clock is not None else 0.0
     used, w.cpu = cpu - w.cpu, cpu
     lasti = leaf.f_lasti
-    if lasti >= 0 and leaf.f_code.co_code[lasti] in _YIELD_OPS:
+    op = leaf.f_code.co_code[lasti] if lasti >= 0 else -1
+    if op in _YIELD_OPS:
         return False
+    if _HANDOVER_AT_CALLS_ONLY and op >= 0 and op not in _CALL_OPS:
+        return True
     if w.clock is None or used > 0.1 * wall:
         return gil_free
+    state = _kernel_state(w.native_id)
+    return gil_free if state is None else state != b"R"
+
+
+def _kernel_state(native_id: int) -> bytes | None:
+    """The kernel's one-letter state of a thread of this process (``R`` runnable, ``S`` asleep...); None: unknown."""
     try:
-        with open(f"/proc/self/task/{w.native_id}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
+        with open(f"/proc/self/task/{native_id}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return gil_free
-    return state != b"R"
+        return None
 
 
 # Frames of our own right below the task's root: samples taken there belong to no task code.

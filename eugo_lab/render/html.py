@@ -223,13 +223,15 @@ def summary_html(s: Any) -> str:
                                         "(too little for a speedup to mean something)")]
     elif measured is not None:  # one speedup story: the measured one leads, the estimate is labelled
         speed = [("speedup", f"{measured:.1f}x (measured against 1 worker)"),
-                 ("speedup estimated from task time", f"{r.estimated_speedup:.1f}x"),
+                 (f"speedup estimated from {getattr(r, 'estimate_basis', 'task time')}", f"{r.estimated_speedup:.1f}x"),
                  ("efficiency", f"{r.efficiency:.0%}")]
     elif hasattr(r, "estimated_speedup"):
-        speed = [("speedup", f"{r.speedup:.1f}x (estimated from task time)"), ("efficiency", f"{r.efficiency:.0%}")]
+        speed = [("speedup", f"{r.speedup:.1f}x (estimated from {getattr(r, 'estimate_basis', 'task time')})"),
+                 ("efficiency", f"{r.efficiency:.0%}")]
     else:
         speed = [("speedup", f"{r.speedup:.1f}x"), ("efficiency", f"{r.efficiency:.0%}")]
-    rows = [("wall time", fmt_seconds(r.wall_time)), ("task time (serial estimate)", fmt_seconds(r.serial_time)),
+    work = "task time" if getattr(r, "estimate_basis", "task time") == "task time" else "CPU time and waits"
+    rows = [("wall time", fmt_seconds(r.wall_time)), (f"{work} (serial estimate)", fmt_seconds(r.serial_time)),
             *([("driver", escape(driver_words(driver)))] if driver is not None else []), *speed,
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
             ("failed / retried", f"{s.failed} / {s.retried}")]
@@ -286,7 +288,7 @@ def status_html(st: Any) -> str:
     workers = f"{st.workers} worker{'' if st.workers == 1 else 's'}"
     rows = [("backend", escape(st.backend)), ("workers", workers), ("tasks running", st.running),
             ("tasks queued", st.queued), ("tasks submitted", st.submitted), ("up", fmt_seconds(st.elapsed)),
-            ("idle", fmt_seconds(st.idle)), ("cost so far", f"${st.cost:.4f} (at ${st.price:g} per worker-hour)")]
+            ("idle", fmt_seconds(st.idle)), ("cost", escape(st.cost_words()))]
     return (f"<table class='eugo-status' style='{_STYLE}'>"
             + "".join(f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left'>{v}</td></tr>"
                       for k, v in rows) + "</table>")

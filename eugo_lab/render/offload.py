@@ -12,10 +12,13 @@ time is shown only where one was measured: an operation whose device timer faile
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eugo_lab.renderable import Drawn
 from eugo_lab.units import fmt_bytes
+
+if TYPE_CHECKING:  # named for the reader and the type checker; the ledger is filled where operations run
+    from eugo_lab.offload.ledger import Ledger, OpRecord
 
 MAX_TEXT_ROWS = 30
 
@@ -24,7 +27,7 @@ def _shapes(shapes: tuple) -> str:
     return ", ".join("x".join(str(n) for n in s) if s else "scalar" for s in shapes) or "-"
 
 
-def _moved(r: Any) -> str:
+def _moved(r: OpRecord) -> str:
     parts = []
     if r.h2d_bytes:
         parts.append(f"{fmt_bytes(r.h2d_bytes)} to GPU")
@@ -33,7 +36,7 @@ def _moved(r: Any) -> str:
     return ", ".join(parts) or "-"
 
 
-def _busy(ledger: Any) -> str:
+def _busy(ledger: Ledger) -> str:
     if ledger.busy is None:
         return ledger.busy_note or ("GPU busy %: not sampled (no GPU here)" if ledger.predictions_only
                                     else "GPU busy %: not sampled")
@@ -41,13 +44,13 @@ def _busy(ledger: Any) -> str:
     return f"GPU busy {mean:.0f}% on average, {peak:.0f}% at most ({n} NVML samples)"
 
 
-def _unmeasured(ledger: Any) -> str:
+def _unmeasured(ledger: Ledger) -> str:
     n = ledger.unmeasured_gpu
     return (f"{n} GPU operation{'s' if n != 1 else ''} not measured: the device timer gave no time, so no time "
             f"is shown for {'them' if n != 1 else 'it'}")
 
 
-def heading(ledger: Any) -> str:
+def heading(ledger: Ledger) -> str:
     """First line: the mode, the device, and whether the GPU side is measured or predicted."""
     if ledger.predictions_only:
         return (f"GPU offload (--gpu {ledger.mode}): no GPU here, everything ran on the CPU; "
@@ -55,7 +58,7 @@ def heading(ledger: Any) -> str:
     return f"GPU offload (--gpu {ledger.mode}) on {ledger.device}; device times measured by {ledger.measured_by}"
 
 
-def offload_text(ledger: Any, precise: bool = False) -> str:
+def offload_text(ledger: Ledger, precise: bool = False) -> str:
     """The report as text; ``precise`` adds predicted and measured times and GPU busy %."""
     lines = [heading(ledger)] + ([f"  note: {ledger.note}"] if ledger.note else []) + ["  " + ledger.summary()]
     pred = "predicted " if ledger.predictions_only else ""
@@ -91,7 +94,7 @@ def offload_text(ledger: Any, precise: bool = False) -> str:
 _TH = "style='text-align:left; padding: 0 0.6em'"
 
 
-def offload_html(ledger: Any) -> str:
+def offload_html(ledger: Ledger) -> str:
     """The report as an HTML table; every piece of user text (operation names, reasons) is escaped."""
     pred = ledger.predictions_only
     head = escape(heading(ledger))
@@ -118,6 +121,6 @@ def offload_html(ledger: Any) -> str:
             f"<div>{escape(_busy(ledger))}</div></div>")
 
 
-def offload_view(ledger: Any) -> Drawn:
+def offload_view(ledger: Ledger) -> Drawn:
     """The ``--gpu`` per-operation table of one cell (its offload ledger) as a renderable."""
     return Drawn(ledger, offload_text, offload_html)

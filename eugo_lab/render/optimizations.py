@@ -9,21 +9,24 @@ names, Numba's details) escaped.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eugo_lab.renderable import Drawn
+
+if TYPE_CHECKING:  # named for the reader and the type checker; the report is built where it is computed
+    from eugo_lab.optimizations.report import OptimizationReport
 
 _KIND = {"jit": "JIT (Numba)", "batch": "batching", "map": "hpc.map batching", "threads": "threads"}
 
 
-def heading(report: Any) -> str:
+def heading(report: OptimizationReport) -> str:
     """``Optimizations: 2 applied, 1 declined``."""
     skipped = sum(1 for o in report.declined if not getattr(o, "tried", True))
     return f"Optimizations ({getattr(report, 'mode', '--optimize')}): {len(report.applied)} applied, " \
         f"{len(report.declined) - skipped} declined" + (f", {skipped} not tried" if skipped else "")
 
 
-def optimizations_text(report: Any, precise: bool = False) -> str:
+def optimizations_text(report: OptimizationReport, precise: bool = False) -> str:
     """The report as text: one line per optimization, applied ones first."""
     lines = [heading(report)]
     if not report.items:
@@ -34,7 +37,7 @@ def optimizations_text(report: Any, precise: bool = False) -> str:
     return "\n".join(lines)
 
 
-def optimizations_html(report: Any) -> str:
+def optimizations_html(report: OptimizationReport) -> str:
     """The report as an HTML table (measured numbers; every piece of user text escaped)."""
     rows = []
     for o in report.applied + report.declined:
@@ -49,6 +52,6 @@ def optimizations_html(report: Any) -> str:
             f"<table>{''.join(rows)}</table></div>")
 
 
-def optimizations_view(report: Any) -> Drawn:
+def optimizations_view(report: OptimizationReport) -> Drawn:
     """What ``--optimize`` did in one cell (its optimization report) as a renderable."""
     return Drawn(report, optimizations_text, optimizations_html)

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eugo_lab.units import fmt_seconds
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+from eugo_lab.units import fmt_seconds, plural
 
 
 def arrays_only(s: Any) -> bool:
@@ -30,9 +26,9 @@ def summary_text(s: Any, precise: bool = False) -> str:
     """
     only_arrays = arrays_only(s)
     if only_arrays:
-        head = f"%%eugo: {_plural(s.offload.n_ops(), 'array operation')}, no tasks"
+        head = f"%%eugo: {plural(s.offload.n_ops(), 'array operation')}, no tasks"
     else:
-        head = f"%%eugo: {_plural(s.n_tasks, 'task')} on {_plural(s.workers, 'worker')} (backend {s.backend})"
+        head = f"%%eugo: {plural(s.n_tasks, 'task')} on {plural(s.workers, 'worker')} (backend {s.backend})"
     if s.error:
         head += f", stopped by {s.error}"
     lines = [head]
@@ -85,13 +81,15 @@ def summary_text(s: Any, precise: bool = False) -> str:
                  "something)")
     else:
         speed = f"{speedup_words(r)}, efficiency {r.efficiency:.0%}"
-    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, task time {fmt_seconds(r.serial_time)}, {speed}")
+    # threads: the serial estimate leaves out time waiting for the interpreter lock, so it is no longer task time
+    work = "task time" if getattr(r, "estimate_basis", "task time") == "task time" else "CPU time and waits"
+    lines.append(f"  wall time {fmt_seconds(r.wall_time)}, {work} {fmt_seconds(r.serial_time)}, {speed}")
     if driver is not None:
         lines.append(f"  driver: {driver_words(driver)}")
     for w, sp in s.measured:
-        lines.append(f"  measured speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+        lines.append(f"  measured speedup on {plural(w, 'worker')}: {sp:.1f}x")
     for w, sp in s.simulated:
-        lines.append(f"  simulated speedup on {_plural(w, 'worker')}: {sp:.1f}x")
+        lines.append(f"  simulated speedup on {plural(w, 'worker')}: {sp:.1f}x")
     for f in getattr(r, "findings", ()) or ():
         lines.append(f"  - {f.verdict} [glossary: {f.term}]")
         if getattr(f, "advice", None):
@@ -131,9 +129,9 @@ def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool =
     ``meta["gpus_detected"]``), so the words say the tasks ran on the CPU.
     """
     if precise or len(gpu_tasks) == 1:
-        words = ", ".join(f"{_plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
+        words = ", ".join(f"{plural(n, 'task')} held GPU {d}" for d, n in sorted(gpu_tasks.items()))
     else:
-        words = f"{_plural(sum(gpu_tasks.values()), 'task')} held a GPU"
+        words = f"{plural(sum(gpu_tasks.values()), 'task')} held a GPU"
     if not detected:
         words += (" (a device named with gpus=, no GPU detected on this machine: they ran on the CPU)"
                   if len(gpu_tasks) == 1 else
@@ -144,10 +142,12 @@ def gpu_words(gpu_tasks: dict[int, int], precise: bool = False, detected: bool =
 def speedup_words(r: Any) -> str:
     """``speedup 1.2x measured against 1 worker (task-time estimate 1.5x)``, or the estimate labelled as one."""
     measured = getattr(r, "measured_speedup", None)
+    basis = getattr(r, "estimate_basis", "task time")  # "CPU time" on the threads engine (analysis.gil)
     if measured is not None:
-        return f"speedup {measured:.1f}x measured against 1 worker (task-time estimate {r.estimated_speedup:.1f}x)"
+        return (f"speedup {measured:.1f}x measured against 1 worker "
+                f"({basis.replace(' ', '-')} estimate {r.estimated_speedup:.1f}x)")
     if hasattr(r, "estimated_speedup"):
-        return f"speedup {r.speedup:.1f}x (estimated from task time)"
+        return f"speedup {r.speedup:.1f}x (estimated from {basis})"
     return f"speedup {r.speedup:.1f}x"
 
 
@@ -155,9 +155,9 @@ def status_text(st: Any, precise: bool = False) -> str:
     """``%eugo status`` (a :class:`~eugo_lab.cellrun.status.Status`)."""
     if not st.running_runtime:
         return "eugo: no runtime is running (the next %%eugo cell or .remote() call starts one)"
-    head = f"eugo runtime: backend {st.backend}, {_plural(st.workers, 'worker')}"
+    head = f"eugo runtime: backend {st.backend}, {plural(st.workers, 'worker')}"
     if not precise:
         return head + " (live numbers in the rich view)"
     return (f"{head}\n  tasks running: {st.running}, queued: {st.queued}, submitted: {st.submitted}\n"
             f"  up {fmt_seconds(st.elapsed)}, idle {fmt_seconds(st.idle)}\n"
-            f"  cost so far: ${st.cost:.4f} (at ${st.price:g} per worker-hour)")
+            f"  cost: {st.cost_words()}")

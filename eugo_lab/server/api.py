@@ -54,7 +54,7 @@ Errors are ``{"error": "<what was wrong and what to send>"}`` with a 4xx status
   once that kernel's Eugo runtime is shut down (its workers gone, pending futures cancelled);
   the kernel itself keeps running. The server leaves a stop request in the kernels' private
   status folder and waits for the kernel's status thread to take it
-  (:mod:`eugo_lab.hpc.status`), so a kernel busy in a cell stops too. Unknown kernel: 404;
+  (:mod:`eugo_lab.status_files`), so a kernel busy in a cell stops too. Unknown kernel: 404;
   a kernel that does not take the request within ``STOP_WAIT_S``: 504.
 """
 
@@ -72,7 +72,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado.ioloop import IOLoop
 
-from eugo_lab.hpc.status import read_status, request_stop
+from eugo_lab.status_files import read_status, request_stop
 
 #: The largest request body taken (a tick is ~80 bytes).
 MAX_BODY_BYTES = 64 * 1024

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+from typing import Any
 
 from traitlets import Float, TraitError, Unicode, default, validate
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from eugo_lab.settings import COURSES_DIR_ENV, IDLE_WARNING_ENV
 
@@ -62,3 +63,28 @@ class EugoLab(Configurable):
         if not math.isfinite(value) or value <= 0:
             raise TraitError(f"EugoLab.idle_warning_s must be a positive number of seconds, got {value!r}")
         return value
+
+
+def load_settings(parent: Any, logger: logging.Logger | logging.LoggerAdapter | None = None) -> EugoLab:
+    """The extension's settings from ``parent``'s config (the server app); a bad value falls back to its default.
+
+    A bad setting (``--EugoLab.idle_warning_s=-5``) must not leave the extension half loaded, with
+    its routes answering ``null`` settings and no status folder for the kernels: the setting gets
+    its default, and the server's log says which setting, its bad value, the valid values and the
+    default used instead. Each ``EugoLab`` value is tried on its own, so one bad value costs only itself.
+    """
+    out = logger or log
+    section = parent.config.EugoLab if "EugoLab" in parent.config else {}
+    kept = Config()
+    for name, value in section.items():
+        try:
+            EugoLab(config=Config({"EugoLab": {name: value}}))
+        except TraitError as exc:
+            fallback = getattr(EugoLab(), name, None)
+            shown = str(value) if isinstance(value, str) else repr(value)  # a command-line value as typed
+            out.warning("eugo_lab: the setting EugoLab.%s=%s is not valid (%s); using its default, %r. "
+                        "Fix it in your Jupyter config or on the command line and restart the server.",
+                        name, shown, exc, fallback)
+            continue
+        kept.EugoLab[name] = value
+    return EugoLab(config=kept)

@@ -4,8 +4,9 @@
 the rest of the REST API and how every handler is authorized (all of this module's are reads).
 
 ``/eugo/api/status`` lists the kernels this server runs, each with the status its eugo
-runtime last published (:mod:`eugo_lab.hpc.status`), and ``idle_warning_s``: after how
-many idle seconds the panel warns of an idle cluster (``EugoLab.idle_warning_s``).
+runtime last published (read through :mod:`eugo_lab.status_files`, written by
+:mod:`eugo_lab.hpc.status`), and ``idle_warning_s``: after how many idle seconds the panel warns
+of an idle cluster (``EugoLab.idle_warning_s``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 
-from eugo_lab.hpc.status import read_status
 from eugo_lab.server.api import (
     AUTH_RESOURCE,
     READ,
@@ -28,8 +28,9 @@ from eugo_lab.server.api import (
     ProgressHandler,
     StopRuntimeHandler,
 )
-from eugo_lab.server.config import EugoLab
+from eugo_lab.server.config import load_settings
 from eugo_lab.settings import BOKEH_URL_ENV, STATUS_DIR_ENV
+from eugo_lab.status_files import read_status
 
 #: URL prefix, under the server's base_url, that ``bokeh.resources.Resources(mode="server")`` expects.
 BOKEH_PREFIX = "eugo/bokeh/"
@@ -129,11 +130,11 @@ def setup_handlers(serverapp: Any) -> None:
     if bokeh_dir is not None:
         handlers.append((url_path_join(base_url, BOKEH_PREFIX, "static", "(.*)"), BokehJSHandler, {"path": bokeh_dir}))
     web_app.add_handlers(host, handlers)
-    config = EugoLab(parent=serverapp)
+    config = load_settings(serverapp, serverapp.log)  # a bad value: its default and a warning, never half loaded
     web_app.settings["eugo_courses_dir"] = config.courses_dir
     web_app.settings["eugo_idle_warning_s"] = config.idle_warning_s
     # Kernels inherit the server's environment: this is how %%eugo learns base_url, and
-    # where each kernel publishes its runtime status (eugo_lab.hpc.status).
+    # where each kernel publishes its runtime status (eugo_lab.status_files).
     if bokeh_dir is not None:
         os.environ[BOKEH_URL_ENV] = url_path_join(base_url, BOKEH_PREFIX)
         serverapp.log.info("eugo_lab: serving BokehJS at %s", os.environ[BOKEH_URL_ENV])

@@ -13,7 +13,15 @@ import pickle
 from typing import Any, NamedTuple
 
 from eugo_lab.contract.digest import Digest, digest, scalars_only
-from eugo_lab.contract.row import FACT_BLAS, FACT_COLUMNS, FACT_DEVICE, FACT_DIGEST, FACT_REFS, REF_COLUMNS
+from eugo_lab.contract.row import (
+    FACT_BLAS,
+    FACT_COLUMNS,
+    FACT_DEVICE,
+    FACT_DIGEST,
+    FACT_IMPORTS,
+    FACT_REFS,
+    REF_COLUMNS,
+)
 
 #: How many captured objects a :class:`FunctionShipped` names (the largest).
 CAPTURED_NAMED = 5
@@ -85,8 +93,9 @@ def file_attempts(attempts: list[Attempt], functions: tuple[str, ...]) -> tuple[
     for task_id, attempt, function, ok, payload, seen, gpus, item_ids, item_errors in attempts:
         if seen is not None:
             gpu_task = 1 if gpus else 0
+            imports = seen[FACT_IMPORTS] if len(seen) > FACT_IMPORTS else -1  # a worker of an older version
             for c, v in zip(FACT_COLUMNS, (task_id, attempt, code.get(function, -1), seen[FACT_BLAS], gpu_task,
-                                           seen[FACT_DEVICE] if gpu_task else -1)):
+                                           seen[FACT_DEVICE] if gpu_task else -1, imports)):
                 facts[c].append(v)
             for ref in seen[FACT_REFS]:
                 refs["task"].append(task_id)

@@ -77,7 +77,9 @@ def gpu_per_row(tasks: dict[str, Any], gpus: dict[str, Any]) -> np.ndarray:
 def _side_table(columns: Sequence[str], table: dict[str, Any] | None) -> dict[str, np.ndarray]:
     """A side table (facts, refs, puts) as read-only arrays; missing (a trace made before it): empty."""
     table = table or {}
-    return {c: _frozen(table.get(c, []), "float64" if c == "time" else "int64") for c in columns}
+    # A column added after the trace was saved reads as -1 (not recorded) on each of its rows.
+    n = max((len(v) for v in table.values()), default=0)
+    return {c: _frozen(table.get(c, [-1] * n), "float64" if c == "time" else "int64") for c in columns}
 
 
 def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:

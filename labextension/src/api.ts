@@ -81,8 +81,11 @@ export interface IRuntime {
   submitted?: number;
   elapsed?: number;
   idle?: number;
-  price?: number;
-  cost?: number;
+  /** per worker-hour; null: no bill (a pool on your own machine with no rate set) */
+  price?: number | null;
+  /** where the price came from: "--price", "hpc.init(price_per_worker_hour=...)", the setting, "example rate..." */
+  price_source?: string;
+  cost?: number | null;
   tracing?: boolean;
   updated?: number;
 }

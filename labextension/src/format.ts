@@ -16,7 +16,10 @@ export interface ILiveRuntime {
   queued: number;
   elapsed: number;
   idle: number;
-  cost: number;
+  /** null: no bill (a pool on your own machine with no rate set) */
+  cost: number | null;
+  /** per worker-hour, null with no bill */
+  price: number | null;
 }
 
 export function liveRuntime(rt: IRuntime, now: number): ILiveRuntime {
@@ -27,10 +30,11 @@ export function liveRuntime(rt: IRuntime, now: number): ILiveRuntime {
   const busy = running + queued > 0;
   const elapsed = (rt.elapsed ?? 0) + since;
   const idle = busy ? 0 : (rt.idle ?? 0) + since;
-  const price = rt.price ?? 0;
+  const price = rt.price ?? null;
   // the kernel's own cost plus what the time since its last write added (workers bill while idle)
-  const cost = (rt.cost ?? (workers * (rt.elapsed ?? 0) * price) / 3600) + (workers * since * price) / 3600;
-  return { backend: rt.backend ?? '?', workers, running, queued, elapsed, idle, cost };
+  const cost =
+    price === null ? null : (rt.cost ?? (workers * (rt.elapsed ?? 0) * price) / 3600) + (workers * since * price) / 3600;
+  return { backend: rt.backend ?? '?', workers, running, queued, elapsed, idle, cost, price };
 }
 
 /** "45 s", "12 min", "1 h 05 min": a duration as people read it. */
@@ -55,6 +59,15 @@ export function formatCost(cost: number): string {
   return `$${cost.toFixed(2)}`;
 }
 
+/** "$0.08 so far at $0.10/worker-hour", or "no bill (your own machine)": a cost always with its rate. */
+export function formatBill(live: ILiveRuntime): string {
+  if (live.cost === null || live.price === null) {
+    return 'no bill (your own machine)';
+  }
+  const price = Number.isInteger(Math.round(live.price * 1e6) / 1e4) ? live.price.toFixed(2) : String(live.price);
+  return `${formatCost(live.cost)} so far at $${price}/worker-hour`;
+}
+
 /** "3 of 5 exercises passed": a progress count with what it counts. */
 export function formatProgress(done: number, total: number, what: string, verb: string): string {
   return `${done} of ${plural(total, what)} ${verb}`;
@@ -69,7 +82,7 @@ export function idleWarning(live: ILiveRuntime, threshold: number): string | nul
   if (live.running + live.queued > 0 || live.idle < threshold) {
     return null;
   }
-  return `Idle cluster: ${formatDuration(live.idle)} idle, ${formatCost(live.cost)} so far — stop it?`;
+  return `Idle cluster: ${formatDuration(live.idle)} idle, ${formatBill(live)} — stop it?`;
 }
 
 /** One line for the status bar: workers, running tasks and cost, or "idle". */
@@ -79,5 +92,5 @@ export function statusBarText(rt: IRuntime | null, now: number): string {
   }
   const live = liveRuntime(rt, now);
   const tasks = live.running + live.queued > 0 ? `${live.running} running` + (live.queued ? `, ${live.queued} queued` : '') : 'idle';
-  return `Eugo: ${plural(live.workers, 'worker')}, ${tasks}, ${formatCost(live.cost)} so far`;
+  return `Eugo: ${plural(live.workers, 'worker')}, ${tasks}, ${formatBill(live)}`;
 }

@@ -1,7 +1,7 @@
 /**
  * The "Eugo" side panel: courses and their lessons with exercise progress, checklists with
  * tickable items, and one section per kernel whose Eugo runtime is running (workers, tasks,
- * idle time, cost so far, an idle warning and a Stop button).
+ * idle time, cost so far with its rate (or no bill on your own machine), an idle warning and a Stop button).
  */
 import { Widget } from '@lumino/widgets';
 
@@ -16,7 +16,7 @@ import {
   stopRuntime
 } from './api';
 import { clear, el } from './dom';
-import { formatCost, formatDuration, formatProgress, idleWarning, liveRuntime, plural } from './format';
+import { formatBill, formatDuration, formatProgress, idleWarning, liveRuntime, plural } from './format';
 import { EugoModel } from './model';
 
 export interface IPanelOptions {
@@ -278,7 +278,7 @@ export class EugoPanel extends Widget {
       ['Workers', plural(live.workers, 'worker')],
       ['Tasks', `${live.running} running, ${live.queued} queued`],
       ['Idle', live.running + live.queued > 0 ? 'no (busy)' : formatDuration(live.idle)],
-      ['Cost so far', formatCost(live.cost)]
+      ['Cost', formatBill(live)]
     ];
     const table = el('dl', 'eugo-Runtime-rows');
     for (const [name, value] of rows) {

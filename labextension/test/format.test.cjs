@@ -26,7 +26,7 @@ test('a busy runtime is never idle, whatever it published before', () => {
 test('the idle warning appears at the threshold, in the words the panel shows', () => {
   const rt = running({ idle: 712, elapsed: 1440, cost: 0.08, updated: NOW });
   assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 713), null);
-  assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 600), 'Idle cluster: 11 min idle, $0.08 so far — stop it?');
+  assert.equal(f.idleWarning(f.liveRuntime(rt, NOW), 600), 'Idle cluster: 11 min idle, $0.08 so far at $0.10/worker-hour — stop it?');
 });
 
 test('durations and costs read as people read them', () => {
@@ -44,8 +44,17 @@ test('the status bar says idle without a runtime, else workers, tasks and cost',
   assert.equal(f.statusBarText(null, NOW), 'Eugo: idle');
   assert.equal(f.statusBarText({ state: 'none' }, NOW), 'Eugo: idle');
   assert.equal(f.statusBarText(running({ running: 2, queued: 3, updated: NOW }), NOW),
-               'Eugo: 2 workers, 2 running, 3 queued, $0.0033 so far');
+               'Eugo: 2 workers, 2 running, 3 queued, $0.0033 so far at $0.10/worker-hour');
   // every number with its unit: workers, and the cost in dollars (not a bare "0.0017")
   assert.equal(f.statusBarText(running({ workers: 1, cost: (60 * 0.1) / 3600, updated: NOW }), NOW),
-               'Eugo: 1 worker, idle, $0.0017 so far');
+               'Eugo: 1 worker, idle, $0.0017 so far at $0.10/worker-hour');
+});
+
+test('a pool on your own machine with no rate set has no bill, and a set rate is shown with every cost', () => {
+  const own = running({ price: null, price_source: 'own machine', cost: null, updated: NOW });
+  assert.equal(f.liveRuntime(own, NOW).cost, null);
+  assert.equal(f.statusBarText(own, NOW), 'Eugo: 2 workers, idle, no bill (your own machine)');
+  assert.equal(f.idleWarning(f.liveRuntime(own, NOW), 1), 'Idle cluster: 30 s idle, no bill (your own machine) — stop it?');
+  const rated = running({ price: 0.096, cost: 0.5, updated: NOW });
+  assert.equal(f.formatBill(f.liveRuntime(rated, NOW)), '$0.50 so far at $0.096/worker-hour');
 });

@@ -6,11 +6,14 @@
 - The families, each with its thresholds (and the reasons for their values, so a course can
   quote them and a test can pin them): :mod:`.speedup`, :mod:`.blocking` (get() in the
   submission loop), :mod:`.submission` (submission order, slow submission), :mod:`.critical`
-  (critical path), :mod:`.imbalance` (stragglers, long tail, unbalanced partitions),
-  :mod:`.batching` (tasks too small), :mod:`.serialization` (pickling, repeated arguments),
-  :mod:`.boundness` (I/O- vs compute-bound), :mod:`.contention` (tasks slower side by side,
-  measured by :mod:`.overlap`), :mod:`.idle` (an idle cluster's bill).
-- :mod:`.registry`: the detectors in the order they run, and :func:`detect`.
+  (critical path), :mod:`.warmup` (a new worker's imports), :mod:`.imbalance` (stragglers, long
+  tail, unbalanced partitions), :mod:`.batching` (tasks too small), :mod:`.serialization`
+  (pickling, repeated arguments), :mod:`.results` (large results), :mod:`.boundness` (I/O- vs
+  compute-bound), :mod:`.contention` (tasks slower side by side, measured by :mod:`.overlap`,
+  or waiting for a core, with the runtime's own compiles from :mod:`.runtime_work`), :mod:`.idle`
+  (an idle cluster's bill).
+- :mod:`.registry`: the detectors in the order they run, and :func:`detect`, which folds the
+  findings one cause explains into it (:mod:`.explained`).
 """
 
 from eugo_lab.analysis.findings.batching import BATCHES_PER_WORKER, OVERHEAD_RATIO

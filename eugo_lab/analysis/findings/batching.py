@@ -10,6 +10,7 @@ from eugo_lab.analysis import whatif
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, priced
 from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.analysis.findings.results import LARGE_RESULT_BYTES
 from eugo_lab.analysis.findings.submission import SLOW_SUBMIT_GAP_S, SUBMIT_COST_S
 from eugo_lab.analysis.report import PROBLEM, WARNING
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -39,17 +40,33 @@ MAP_ITEM_S = 1.3e-8
 MAP_ITEM_WORK_S = 3.5e-7
 
 
+def overhead_room(ctx: Context) -> float:
+    """The most overhead a task can have cost its worker: the workers' time outside task bodies, per task.
+
+    A task's round trip beyond its body (``ctx.overhead``) overlaps other tasks' bodies when the
+    driver sends the next task while a worker computes: 612 us of round trip a task, where
+    wall time x workers - task time leaves 51 us a task, costs the workers 51 us, not 612.
+    """
+    u = ctx.units
+    if not len(u):
+        return 0.0
+    return max(ctx.workers * ctx.wall - float(u.body.sum()), 0.0) / len(u)
+
+
 def tasks_too_small(ctx: Context) -> list[Finding]:
     """Per function: median per-task overhead at least the median body (see ``OVERHEAD_*``)."""
     u = ctx.units
     out = []
+    room = overhead_room(ctx)
     for f in np.unique(u.function):
         sel = u.function == f
         n = int(sel.sum())
         if n < OVERHEAD_MIN_TASKS:
             continue
+        if float(np.median(u.bytes_out[sel])) >= LARGE_RESULT_BYTES:
+            continue  # large results: a batch sends them all at once, doubling the bytes per task (findings.results)
         body = float(np.median(u.body[sel]))
-        ovh = float(np.median(ctx.overhead[sel]))
+        ovh = min(float(np.median(ctx.overhead[sel])), room)
         if ovh < OVERHEAD_RATIO * body or ovh <= 0:
             continue
         items = int(u.n_items[sel].sum())

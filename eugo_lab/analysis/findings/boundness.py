@@ -15,6 +15,7 @@ from eugo_lab.analysis.findings.context import Context, after_fix, priced
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.report import INFO, WARNING, fmt_pct
 from eugo_lab.analysis.simulate import replay
+from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX
 
 # CPU time / wall time of a body: below 0.5 the task mostly waits (I/O, sleep, locks,
 # network); at or above 0.8 it is limited by the CPU.
@@ -39,7 +40,7 @@ _PHASE_CODES = (Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE)
 
 def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: float, cpu: float,
            task: tuple[float, float, float] | None = None, units_with: np.ndarray | None = None,
-           per_unit: np.ndarray | None = None, runq: float = 0.0) -> list[Finding]:
+           per_unit: np.ndarray | None = None, runq: float = 0.0, gil: float = 0.0) -> list[Finding]:
     """The bound verdict for one function (``task`` None) or one phase.
 
     ``codes``: the (I/O-bound, compute-bound) codes, a function's or a phase's.
@@ -48,7 +49,9 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     wait is the CPU's, not I/O's: a body is I/O-bound only when what is left of its wall time
     after computing and waiting for a core (``body - cpu - runq``) is most of it, and a body
     ready to compute all along is compute-bound however little CPU it got (busy cores are the
-    Contention finding's subject).
+    Contention finding's subject). ``gil``: seconds waited for the interpreter lock on the threads
+    engine (:mod:`eugo_lab.analysis.gil`): ready to compute too, never I/O, so never advice to run
+    more workers than cores.
 
     For a phase, ``task`` is (body, cpu, runq) of the tasks that ran it, ``units_with`` their
     unit indices and ``per_unit`` the phase's seconds in each: a phase's verdict is worded by
@@ -60,10 +63,11 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
         return []
     ratio = cpu / body
     starved = runq / body  # waited for a core
-    busy = ratio + starved  # the share of the run the body wanted a core
+    locked = gil / body  # waited for the interpreter lock (threads engine)
+    busy = ratio + starved + locked  # the share of the run the body wanted a core
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial,
-          "runq": runq, "runq_ratio": starved}
+          "runq": runq, "runq_ratio": starved, "gil_wait": gil, "gil_ratio": locked}
     if busy < IO_BOUND_RATIO:
         more = max(2 * cores, 2 * ctx.workers) if cores else 2 * ctx.workers
         task_busy = (task[1] + task[2]) / task[0] if task is not None and task[0] > 0 else busy
@@ -98,12 +102,19 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
         return [priced(ctx, finding, fixed, f"overlap the '{name}' phase with compute (prefetch)")]
     if busy >= COMPUTE_BOUND_RATIO:
         threads = f" (about {ratio:.1f} cores per task: threaded code)" if ratio >= 1.5 else ""
-        if starved >= RUNQ_MENTION:
+        if locked >= RUNQ_MENTION:
+            verdict = (f"{label} computed {fmt_pct(ratio)} of its run time and waited {fmt_pct(starved + locked)} for "
+                       "the interpreter lock (the GIL) or a core while other threads ran: it is limited by the CPU.")
+        elif starved >= RUNQ_MENTION:
             verdict = (f"{label} computed {fmt_pct(ratio)} of its run time and waited {fmt_pct(starved)} for a "
                        "core (ready to run while the cores were busy): it is limited by the CPU.")
         else:
             verdict = f"{label} kept the CPU busy {fmt_pct(min(ratio, 1.0))} of its run time{threads}."
-        if cores and ctx.workers > cores:
+        if locked >= RUNQ_MENTION:
+            advice = ("Threads run Python one at a time and help only where tasks release the GIL: for Python code, "
+                      "run processes (%%eugo -b local).")
+            sev = WARNING
+        elif cores and ctx.workers > cores:
             advice = f"Use at most {cores} workers here: CPU-bound tasks on more workers than cores only share them."
             sev = WARNING
         else:
@@ -116,14 +127,20 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
 def boundness(ctx: Context) -> list[Finding]:
     """I/O-bound vs compute-bound, per function and per ``hpc.phase`` (see ``*_RATIO``, ``BOUND_*``)."""
     u, out = ctx.units, []
+    # A JIT trial's compile is the runtime's work inside the task: it says nothing of the function.
+    c_wall, c_cpu, c_runq = ctx.trial_compile
+    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
+    warm = ctx.warm_up[0] > 0  # a worker's warm-up imports libraries: not what the function's own time is bound by
     for f in np.unique(u.function):
-        sel = u.function == f
-        if float(np.median(u.body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
+        sel = (u.function == f) & ~warm
+        if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
-        out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(u.body[sel].sum()),
-                      float(u.cpu[sel].sum()), runq=float(np.nansum(u.runq[sel])))
+        out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),
+                      float(cpu[sel].sum()), runq=float(np.nansum(runq[sel])), gil=float(ctx.gil_wait[sel].sum()))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):
+        if str(ctx.trace.phase_names[n]).startswith(RUNTIME_PHASE_PREFIX):
+            continue  # the JIT's own spans (its trial's runs, its compile): not a phase of the task's code
         sel = p["name"] == n
         dur = float((p["end"][sel] - p["start"][sel]).sum())
         unit_of_row = u.row_unit[p["row"][sel]]
@@ -131,8 +148,9 @@ def boundness(ctx: Context) -> list[Finding]:
         with_phase = np.unique(unit_of_row[ok])
         per_unit = np.bincount(np.searchsorted(with_phase, unit_of_row[ok]),
                                weights=(p["end"][sel] - p["start"][sel])[ok], minlength=len(with_phase))
-        task = ((float(u.body[with_phase].sum()), float(u.cpu[with_phase].sum()),
-                 float(np.nansum(u.runq[with_phase]))) if len(with_phase) else None)
+        # The tasks' GIL waits count as wanting a core: only real waiting earns "more workers than cores".
+        task = ((float(body[with_phase].sum()), float(cpu[with_phase].sum()),
+                 float(np.nansum(runq[with_phase]) + ctx.gil_wait[with_phase].sum())) if len(with_phase) else None)
         out += _bound(ctx, f"phase '{ctx.trace.phase_names[n]}'", _PHASE_CODES, "phase", dur,
                       float(np.nansum(p["cpu"][sel])), task, with_phase, per_unit, float(np.nansum(p["runq"][sel])))
     return out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eugo_lab.analysis import whatif
-from eugo_lab.analysis.findings import overlap
+from eugo_lab.analysis import gil, whatif
+from eugo_lab.analysis.findings import overlap, runtime_work
 from eugo_lab.analysis.findings.boundness import RUNQ_MENTION
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
@@ -36,14 +36,27 @@ RUNQ_CONTENTION_MIN_S = 0.01
 def side_by_side(ctx: Context, fn: int) -> dict | None:
     """``fn``'s tasks alone vs side by side in this trace (see ``ALONE_OVERLAP``, ``TOGETHER_OVERLAP``)."""
     return overlap.side_by_side(ctx.units, fn, ALONE_OVERLAP, TOGETHER_OVERLAP, CONTENTION_MIN_TASKS,
-                                ctx.overlap, exclude=ctx.trial_units)
+                                ctx.overlap, exclude=ctx.trial_units | (ctx.warm_up[0] > 0))
 
 
-def _cause(ctx: Context, cpu_ratio: float, starved: bool = False) -> str:
+def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarray | None = None) -> str:
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
+    if idx is not None:
+        _, share, compiled = runtime_work.compile_share(ctx, idx)
+        if share >= runtime_work.COMPILE_EXPLAINS:
+            names = ", ".join(f"{f}()" for f in compiled)
+            return (f"the runtime's own work: the automatic JIT compiled {names} with Numba in a background thread "
+                    f"of the worker during {fmt_pct(share)} of these tasks' time, and the compile competed with "
+                    "the tasks for the cores. It is paid once per worker process, function and argument types: "
+                    "while the workers stay up, later runs reuse the compiled code (hpc.last_optimizations() lists "
+                    "it). To keep it out of a timing, run the cell once before measuring, or switch the JIT off "
+                    "(%%eugo --no-optimize, hpc.init(optimize=False))")
     if cpu_ratio >= 1.5:
         return (f"each task used about {cpu_ratio:.1f} cores: threaded code (BLAS) in every worker oversubscribes "
                 "the cores; limit it to one thread per worker (threadpoolctl, OMP_NUM_THREADS=1)")
+    if gil.shares_interpreter(ctx.trace.meta):  # the one interpreter lock, before any count of cores
+        return ("the tasks are threads of one Python process, which runs Python one thread at a time (the GIL): "
+                "for Python code, processes (%%eugo -b local) run side by side where threads cannot")
     if cores and ctx.workers > cores:
         return f"{ctx.workers} workers share {cores} cores; use at most {cores} workers for CPU-bound work"
     if starved:
@@ -84,10 +97,12 @@ def contention(ctx: Context) -> list[Finding]:
         name = ctx.fname(f)
         # A JIT trial (plain run, compile, compiled run) is slower than the compiled calls by design: it
         # would read as contention wherever the trials ran side by side and the compiled calls alone.
-        sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units)
+        # A worker's warm-up (importing libraries, often several workers at once) is left out the same way.
+        warm = ctx.warm_up[0] > 0
+        sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units & ~warm)
         found = _slower_together(ctx, int(f), name, sel, bu, est, measured)
         if found is None:
-            found = _waited_for_cores(ctx, name, np.flatnonzero(u.function == f))
+            found = _waited_for_cores(ctx, name, np.flatnonzero((u.function == f) & ~warm))
         if found is not None:
             out.append(found)
     return out
@@ -123,7 +138,7 @@ def _slower_together(ctx: Context, f: int, name: str, sel: np.ndarray, bu: Units
     if measured is not None and est > 0 and abs(est - measured) > SPEEDUP_GAP * measured:
         verdict += (f" That is why the measured speedup, {fmt_x(measured)}, is below the task-time estimate, "
                     f"{fmt_x(est)}: the estimate assumes tasks take as long side by side as alone.")
-    advice = f"Likely cause: {_cause(ctx, cpu)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, idx=idx)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "alone": alone, "together": together, "slowdown": slowdown,
                        "baseline": base is not None, "cpu_ratio": cpu, "runq_ratio": starved,
@@ -143,7 +158,7 @@ def _waited_for_cores(ctx: Context, name: str, idx: np.ndarray) -> Finding | Non
     cpu = float(u.cpu[measured].sum()) / body if body > 0 else 0.0
     verdict = (f"{name}() tasks waited for a core {fmt_pct(starved)} of the time ({fmt_s(waited)} over "
                f"{plural(n, 'task')}; they computed {fmt_pct(cpu)}): ready to run, but every core was busy.")
-    advice = f"Likely cause: {_cause(ctx, cpu, starved=True)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, starved=True, idx=measured)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "runq": waited, "runq_ratio": starved, "cpu_ratio": cpu, "tasks": n,
                        "baseline": ctx.baseline is not None})

@@ -18,10 +18,11 @@ from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.analysis.simulate import Replay
-from eugo_lab.analysis.timeline import Units, Window
+from eugo_lab.analysis.timeline import Units, Window, covered, merge
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import plural  # noqa: F401 - the findings count through the context they already import
 
 # -- what a fix is worth ------------------------------------------------------------------------------
 # A mistake found by its cost is flagged when its fix is predicted to save at least 5% of the
@@ -33,6 +34,11 @@ MIN_SAVES_S = 0.01
 # Found by their own rules (a straggler, an I/O-bound phase) but worth under 3% of the run
 # if fixed: shown as a note, so the list leads with what pays.
 NOTE_SHARE = 0.03
+# A worker's warm-up: an attempt that imported modules (the trace's facts) and took at least twice its
+# function's usual time and 20 ms more. Importing NumPy costs ~60 ms and pandas 0.6-0.7 s; under 20 ms
+# nothing a learner would act on, and below twice the usual time the task's own variation hides it.
+WARM_UP_MIN_S = 0.02
+WARM_UP_RATIO = 2.0
 # Honest on 1 core (Binder): findings that need parallelism say what this worker count
 # would do instead, from the replay.
 TWO_WORKERS = 2
@@ -68,6 +74,13 @@ class Context:
         return self.trace.functions[int(code)]
 
     @functools.cached_property
+    def gil_wait(self) -> np.ndarray:
+        """Per unit: seconds it waited for the interpreter lock (threads engine; zeros elsewhere, see :mod:`gil`)."""
+        from eugo_lab.analysis import gil
+
+        return gil.gil_waits(self.units) if gil.shares_interpreter(self.trace.meta) else np.zeros(len(self.units))
+
+    @functools.cached_property
     def overlap(self) -> np.ndarray:
         """Per unit: the share of its occupancy while another unit ran too (see :mod:`overlap`)."""
         return overlap_share(self.units)
@@ -93,6 +106,90 @@ class Context:
         at = self.units.row_unit[np.flatnonzero(self.trial_rows)]
         out[at[at >= 0]] = True
         return out
+
+    @functools.cached_property
+    def trial_compile(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: the seconds, CPU seconds and run-queue seconds of its JIT trial's compile (0 where none).
+
+        The runtime's work, not the function's: left out of what the function's own time says about it.
+        """
+        n = len(self.units)
+        codes = [i for i, name in enumerate(self.trace.phase_names) if name == JIT_COMPILE_PHASE]
+        p = self.trace.phases
+        sel = np.isin(p["name"], codes) if codes and len(p["row"]) else np.zeros(len(p["row"]), dtype=bool)
+        at = self.units.row_unit[np.asarray(p["row"])[sel]] if sel.any() else np.zeros(0, dtype=np.int64)
+        keep = at >= 0
+
+        def per_unit(x: np.ndarray) -> np.ndarray:
+            return np.bincount(at[keep], weights=np.nan_to_num(np.asarray(x, float)[sel][keep]), minlength=n)
+
+        return per_unit(p["end"] - p["start"]), per_unit(p["cpu"]), per_unit(p["runq"])
+
+    @functools.cached_property
+    def warm_up(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: its warm-up's extra seconds (0: none), of which unpickling, and the modules it imported.
+
+        A unit is a warm-up when its worker imported modules for it and its unpickling plus body took
+        at least ``WARM_UP_RATIO`` times, and ``WARM_UP_MIN_S`` more than, the median of its function's
+        units that imported nothing (the extra is what the imports cost). Without such units to compare
+        with, nothing is called warm-up. Nor is a unit that ran beside a background JIT compile: the
+        compile thread imports Numba in the same process, and its slowing the task down is the
+        Contention finding's (:mod:`.runtime_work`).
+        """
+        u, f = self.units, self.trace.facts
+        n = len(u)
+        extra, in_deser, modules = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+        if not len(f["task"]) or not n:
+            return extra, in_deser, modules
+        # Facts rows to task rows by (task, attempt), vectorized: a traced region of 50,000 tasks has as many facts.
+        t = self.trace.tasks
+        span = int(max(t["attempt"].max(initial=0), f["attempt"].max(initial=0))) + 1
+        keys = t["task_id"].astype(np.int64) * span + t["attempt"]
+        order = np.argsort(keys, kind="stable")
+        want = f["task"].astype(np.int64) * span + f["attempt"]
+        at = np.clip(np.searchsorted(keys[order], want), 0, len(keys) - 1)
+        row = order[at]
+        ok = (keys[row] == want) & (f["imports"] >= 0)
+        unit = u.row_unit[row[ok]]
+        ok_unit = unit >= 0
+        known = np.zeros(n, dtype=bool)
+        known[unit[ok_unit]] = True
+        np.add.at(modules, unit[ok_unit], f["imports"][ok][ok_unit])
+        took = u.deser + u.body
+        single = u.n_items == 1
+        known &= ~self.beside_compile
+        for fn in np.unique(u.function):
+            sel = (u.function == fn) & single & known
+            plain = sel & (modules == 0)
+            if not plain.any():
+                continue
+            med, med_deser = float(np.median(took[plain])), float(np.median(u.deser[plain]))
+            warm = sel & (modules > 0) & (took >= WARM_UP_RATIO * med) & (took - med >= WARM_UP_MIN_S)
+            extra[warm] = took[warm] - med
+            in_deser[warm] = np.minimum(np.maximum(u.deser[warm] - med_deser, 0.0), extra[warm])
+        return extra, in_deser, modules
+
+    @functools.cached_property
+    def beside_compile(self) -> np.ndarray:
+        """Per unit: whether its body ran beside a background JIT compile (see :mod:`.runtime_work`).
+
+        The compile thread takes a core (and imports Numba) in the middle of the run: a task slowed by it
+        is no straggler and no warm-up; the Contention finding names the compile.
+        """
+        from eugo_lab.analysis.findings import runtime_work  # it builds on this module
+
+        u = self.units
+        c = runtime_work.compiles(self)
+        if not len(c.start) or not len(u):
+            return np.zeros(len(u), dtype=bool)
+        body_start = u.occ_start + u.deser
+        return covered(merge(c.start, c.end), body_start, body_start + u.body) > 0
+
+    @functools.cached_property
+    def warm_rows(self) -> np.ndarray:
+        """Per row of ``trace.tasks``: whether its unit is a worker's warm-up (see :attr:`warm_up`)."""
+        ru = self.units.row_unit
+        return (ru >= 0) & (self.warm_up[0][np.clip(ru, 0, None)] > 0) if len(ru) else np.zeros(0, dtype=bool)
 
     @functools.cached_property
     def unit_of_task(self) -> dict[int, int]:
@@ -150,11 +247,6 @@ def split_fixed(ctx: Context, task_ids: list[int], piece: float) -> Replay:
     idx = units_of(ctx, task_ids)
     occ = ctx.replay.occupancy
     return whatif.split(ctx.replay, idx, [whatif.pieces_for(float(occ[i]), piece) for i in idx])
-
-
-def plural(n: int, word: str) -> str:
-    """``1 task``, ``3 tasks``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def listed(ids: list[int], limit: int = 5) -> str:

@@ -17,10 +17,15 @@ from eugo_lab.analysis.findings import (
     capture,
     contention,
     critical,
+    explained,
+    gil_wait,
+    idioms,
     imbalance,
+    results,
     serialization,
     speedup,
     submission,
+    warmup,
 )
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context
@@ -73,14 +78,17 @@ REGISTRY: tuple[Detector, ...] = (
     Detector((Code.SLOW_SUBMISSION,), submission.slow_submission),
     Detector((Code.CRITICAL_PATH,), critical.critical, _blocked),
     Detector((Code.UNBALANCED_PARTITIONS,), imbalance.unbalanced),
+    Detector((Code.WARM_UP,), warmup.warm_up),
     Detector((Code.STRAGGLER,), imbalance.stragglers, _unbalanced),
     Detector((Code.LONG_TAIL,), imbalance.long_tail),
     Detector((Code.TASKS_TOO_SMALL,), batching.tasks_too_small),
     Detector((Code.SERIALIZATION, Code.REPEATED_ARGUMENT), serialization.serialization),
+    Detector((Code.LARGE_RESULTS,), results.large_results),
     Detector((Code.CAPTURED_OBJECT,), capture.detect),
     Detector((Code.IO_BOUND, Code.COMPUTE_BOUND, Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE),
              boundness.boundness),
     Detector((Code.CONTENTION,), contention.contention),
+    Detector((Code.GIL_WAIT,), gil_wait.gil_wait),
     Detector((Code.SPEEDUP,), speedup.speedup, _everything, leads=True),
 )
 
@@ -91,9 +99,17 @@ COST_REGISTRY: tuple[Detector, ...] = (
 
 
 def detect(ctx: Context) -> list[Finding]:
-    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first)."""
+    """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first).
+
+    A cell recorded from an engine's own API gets its advice in that API (:mod:`.idioms`), each
+    detector's before the next runs: the speedup quotes the other findings' fixes.
+    """
+    api = ctx.trace.meta.get("api")
     found: list[Finding] = []
+    folded = False
     for d in REGISTRY:
-        new = d.run(ctx, found)
+        if d.leads and not folded:  # the speedup weighs the findings left once one cause has one finding
+            found, folded = explained.fold(ctx, found), True
+        new = idioms.in_engine_words(d.run(ctx, found), api, ctx.trace.meta)
         found = new + found if d.leads else found + new
-    return found
+    return found if folded else explained.fold(ctx, found)

@@ -41,10 +41,12 @@ PUT_PER_UNPICKLE = 0.5
 def serialization(ctx: Context) -> list[Finding]:
     """(Un)pickling dominating the workers, or the same big argument shipped again and again."""
     u, out = ctx.units, []
-    ser = float((u.deser + u.ser).sum())
+    # Imports while unpickling the arguments on a new worker are its warm-up (the Warm-up finding's), not data.
+    warm_deser = ctx.warm_up[1]
+    ser = float((u.deser + u.ser - warm_deser).sum())
     busy = ser + float(u.body.sum())
     if ser >= SERIALIZATION_MIN_S and busy > 0 and ser >= SERIALIZATION_SHARE * busy:
-        by_fn = {int(f): float((u.deser + u.ser)[u.function == f].sum()) for f in np.unique(u.function)}
+        by_fn = {int(f): float((u.deser + u.ser - warm_deser)[u.function == f].sum()) for f in np.unique(u.function)}
         top = ctx.fname(min(by_fn, key=lambda f: (-by_fn[f], f)))
         bin_, bout = float(u.bytes_in.sum()), float(u.bytes_out.sum())
         verdict = (f"workers spent {fmt_s(ser)} ({fmt_pct(ser / busy)} of their busy time) pickling and unpickling "
@@ -56,7 +58,7 @@ def serialization(ctx: Context) -> list[Finding]:
                           {"serialization": ser, "share": ser / busy, "bytes_in": bin_, "bytes_out": bout,
                            "function": top})
         # Priced as if nothing were pickled: the most sending less can save.
-        fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser)
+        fixed = whatif.shorter(ctx.replay, np.arange(len(u)), u.deser + u.ser - warm_deser)
         out.append(priced(ctx, finding, fixed, "send less data to and from the tasks (hpc.put, summaries)"))
     single = u.n_items == 1
     big = single & (u.bytes_in >= REPEAT_MIN_BYTES)

@@ -6,6 +6,7 @@ driver, not parallelism: the finding is left out and the summary leads with the 
 
 from __future__ import annotations
 
+from eugo_lab.analysis import gil
 from eugo_lab.analysis.breakdown import SIDE_BY_SIDE_MIN_SHARE, driver_time
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, plural
@@ -46,9 +47,11 @@ def speedup(ctx: Context, others: list[Finding]) -> list[Finding]:
     sev = INFO if eff >= GOOD_EFFICIENCY else WARNING if eff >= POOR_EFFICIENCY else PROBLEM
     ev = {"speedup": s, "estimated_speedup": est, "measured_speedup": None if base is None else s, "workers": w,
           "efficiency": eff, "serial_time": serial, "wall_time": wall}
+    basis = "CPU" if gil.shares_interpreter(ctx.trace.meta) else "task"
     if base is not None:
         verdict = (f"{fmt_x(s)} on {plural(w, 'worker')} measured against the 1-worker run ({fmt_s(base)} → "
-                   f"{fmt_s(wall)}), ideal {w}x ({fmt_pct(eff)} efficiency); the task-time estimate is {fmt_x(est)}.")
+                   f"{fmt_s(wall)}), ideal {w}x ({fmt_pct(eff)} efficiency); the {basis}-time "
+                   f"estimate is {fmt_x(est)}.")
         if abs(est - s) > SPEEDUP_GAP * s and not any(f.code == Code.CONTENTION for f in others):
             # The Contention finding explains a gap made of slower tasks; any other gap is time outside them.
             verdict += (" They differ by more than 10% although the tasks did not run slower side by side: the "
@@ -56,6 +59,10 @@ def speedup(ctx: Context, others: list[Finding]) -> list[Finding]:
     else:
         verdict = (f"{fmt_x(s)} on {plural(w, 'worker')}, ideal {w}x ({fmt_pct(eff)} efficiency): "
                    f"{fmt_s(serial)} of task time in {fmt_s(wall)} (estimated from task time).")
+        if gil.shares_interpreter(ctx.trace.meta):  # threads: the lock's waits are not work (analysis.gil)
+            verdict = (f"{fmt_x(s)} on {plural(w, 'worker')}, ideal {w}x ({fmt_pct(eff)} efficiency): "
+                       f"{fmt_s(serial)} of CPU time and real waits in {fmt_s(wall)} (estimated from CPU time: "
+                       "time a thread waited for the interpreter lock or a core is left out).")
     if w < TWO_WORKERS:
         two = replay(ctx.replay, TWO_WORKERS)
         ev["on_2_workers"] = {"before": two}

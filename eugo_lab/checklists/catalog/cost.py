@@ -1,8 +1,10 @@
 """Cost optimization: what the running runtime and the last run cost, and where to right-size.
 
-Prices are per worker-hour (``price=``, default the lessons' round number
-:data:`~eugo_lab.hpc.counters.DEFAULT_PRICE`): a teaching estimate in the learner's currency,
-where an idle worker bills like a busy one.
+Prices are per worker-hour: ``price=``, else the runtime's rate (``hpc.init(price_per_worker_hour=...)``,
+the ``EUGO_LAB_PRICE_PER_WORKER_HOUR`` setting), else the lessons' round number
+:data:`~eugo_lab.hpc.counters.DEFAULT_PRICE` as an example of what rented workers cost (a pool on
+your own machine bills nothing, and the evidence says so). A teaching estimate in the learner's
+currency, where an idle worker bills like a busy one; every cost quoted names its rate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from eugo_lab.analysis.simulate import replay, replay_of
 from eugo_lab.checklists.model import Checklist, Item, register
 from eugo_lab.checklists.subject import Subject
 from eugo_lab.hpc.counters import DEFAULT_PRICE, counters
+from eugo_lab.hpc.counters import rate as billing_rate
 from eugo_lab.units import fmt_seconds as fmt_s
 
 # Idle for under a second is the gap between two cells, not an idle cluster.
@@ -46,8 +49,18 @@ def workers(n: int) -> str:
     return f"{n} worker{'s' if n != 1 else ''}"
 
 
-def _price(s: Subject) -> float:
-    return DEFAULT_PRICE if s.price is None else float(s.price)
+def _price(s: Subject) -> tuple[float, str]:
+    """The price per worker-hour to put on the subject, and the words that name it beside a cost."""
+    if s.price is not None:
+        return float(s.price), f"at {price_text(float(s.price))} per worker-hour"
+    try:
+        r = billing_rate(s.runtime())
+    except ValueError as exc:  # a malformed price setting: the example rate, and why
+        return DEFAULT_PRICE, f"at an example {price_text(DEFAULT_PRICE)} per worker-hour ({exc})"
+    if r.per_worker_hour is not None:
+        return r.per_worker_hour, f"at {price_text(r.per_worker_hour)} per worker-hour ({r.source})"
+    return DEFAULT_PRICE, (f"if rented at an example {price_text(DEFAULT_PRICE)} per worker-hour (on your own "
+                           "machine: no bill; price= sets a rate)")
 
 
 def idle_now(s: Subject) -> tuple[bool | None, str]:
@@ -56,10 +69,11 @@ def idle_now(s: Subject) -> tuple[bool | None, str]:
     if rt is None:
         return True, "no runtime is running: nothing is billing"
     c = counters(rt)
-    price = _price(s)
+    price, at = _price(s)
     idle_cost = c.workers * c.idle / 3600.0 * price
+    total = c.workers * c.elapsed / 3600.0 * price
     head = (f"the runtime ({c.backend}, {workers(c.workers)}) has been idle {fmt_s(c.idle)} of its {fmt_s(c.elapsed)}: "
-            f"{money(idle_cost)} of its {money(c.cost(price))} at {price_text(price)} per worker-hour")
+            f"{money(idle_cost)} of its {money(total)} {at}")
     share = c.idle / c.elapsed if c.elapsed > 0 else 0.0
     if c.idle >= IDLE_FLOOR_S and share >= IDLE_CLUSTER_SHARE:
         return False, f"{head}, paid for nothing; shut it down when the work is done (hpc.shutdown())"
@@ -87,10 +101,10 @@ def waste_in_run(s: Subject) -> tuple[bool | None, str]:
     tr = s.trace
     if tr is None:
         return None, s.no_trace("what the run paid for idle workers")
-    price = _price(s)
+    price, at = _price(s)
     c = cost(tr, price)
     share = c.wasted_in_run / c.run_cost if c.run_cost > 0 else 0.0
-    head = (f"{workers(c.workers)} for {fmt_s(c.wall_time)} cost {money(c.run_cost)}; {fmt_pct(share)} of that "
+    head = (f"{workers(c.workers)} for {fmt_s(c.wall_time)} cost {money(c.run_cost)} {at}; {fmt_pct(share)} of that "
             f"({money(c.wasted_in_run)}) paid for workers with nothing to do")
     if share > 1 - GOOD_EFFICIENCY:
         return False, f"{head}: fewer workers, or the fixes in the performance tuning checklist, cut it"
@@ -102,19 +116,19 @@ def right_size(s: Subject) -> tuple[bool | None, str]:
     tr = s.trace
     if tr is None:
         return None, s.no_trace("the cheapest worker count")
-    price = _price(s)
+    price, at = _price(s)
     w = tr.n_workers
     now = replay(replay_of(tr), w)
     deadline = s.deadline if s.deadline is not None else max(tr.wall_time, now)
     how = "the deadline you gave" if s.deadline is not None else "as fast as this run"
     best = cheapest_workers(tr, deadline, price)
     rate = price / 3600.0
-    here = f"this run: {workers(w)}, about {fmt_s(now)} for {money(w * now * rate)}"
+    here = f"this run: {workers(w)}, about {fmt_s(now)} for {money(w * now * rate)} {at}"
     if best.workers is None:
         return False, f"{best.reason} ({here}); the work needs splitting finer, or a later deadline"
     if best.workers == w or best.cost >= (1 - RIGHT_SIZE_SAVING) * w * now * rate:
         return True, (f"{workers(w)} is the cheapest count that meets {fmt_s(deadline)} ({how}): about {fmt_s(now)} "
-                      f"for {money(w * now * rate)}")
+                      f"for {money(w * now * rate)} {at}")
     verb = "is" if best.workers == 1 else "are"
     return False, (f"{workers(best.workers)} {verb} cheapest for {fmt_s(deadline)} ({how}): about "
                    f"{fmt_s(best.wall_time)} for {money(best.cost)} ({here}); "

@@ -29,11 +29,11 @@ CODES: dict[str, tuple[Code, ...]] = {
     "as-completed": (Code.SUBMISSION_ORDER,),
     "fast-submission": (Code.SLOW_SUBMISSION,),
     "task-size": (Code.TASKS_TOO_SMALL,),
-    "even-tasks": (Code.STRAGGLER, Code.LONG_TAIL, Code.UNBALANCED_PARTITIONS),
+    "even-tasks": (Code.STRAGGLER, Code.WARM_UP, Code.LONG_TAIL, Code.UNBALANCED_PARTITIONS),
     "parallel-chain": (Code.CRITICAL_PATH,),
-    "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION, Code.CAPTURED_OBJECT),
+    "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION, Code.CAPTURED_OBJECT, Code.LARGE_RESULTS),
     "io-bound": (Code.IO_BOUND, Code.IO_BOUND_PHASE),
-    "contention": (Code.CONTENTION, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
+    "contention": (Code.CONTENTION, Code.GIL_WAIT, Code.COMPUTE_BOUND, Code.COMPUTE_BOUND_PHASE),
 }
 
 

@@ -83,7 +83,7 @@ def as_completed(a: Attempt) -> Verdict:
         got = sorted(handled)
     except TypeError:
         got = None
-    if got is None or not measure.same_result(got, expected):
+    if got is None or not measure.same_within_tolerance(got, expected):
         return a.not_yet(f"`handled` does not hold handle's answer for each of the {N} results (measure's value "
                          f"plus 1: 1, 11, 21, ..., {(N - 1) * 10 + 1}, in any order).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)

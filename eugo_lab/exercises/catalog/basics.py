@@ -89,12 +89,12 @@ def first_task(a: Attempt) -> Verdict:
                          mistake="future")
     expected = fn(SEED)  # the plain call, here: the reference the task's value must equal
     if not ran:
-        if measure.same_result(result, expected):
+        if measure.same_within_tolerance(result, expected):
             return a.not_yet(f"the value is right, but no task ran on a worker: `{FUNCTION}({SEED})` is a plain "
                              "call, so it ran right here in the notebook.", mistake="local")
         return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
                          f"{FUNCTION}({SEED}) returns.", mistake="local")
-    if not measure.same_result(result, expected):
+    if not measure.same_within_tolerance(result, expected):
         return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: a task ran, with "
                          f"another seed or another value kept.", mistake="wrong-seed")
     came = derivation.one_of(result, a.trace, FUNCTION, name="result")

@@ -68,7 +68,7 @@ HINTS = {
 def batching(a: Attempt) -> Verdict:
     """Grade batching: the right results from few enough tasks, and enough batches for every worker."""
     results = a.require("results")
-    if not measure.same_result(list(results) if not isinstance(results, list) else results,
+    if not measure.same_within_tolerance(list(results) if not isinstance(results, list) else results,
                                [score_of(x) for x in range(N)]):
         return a.not_yet(f"`results` is not score of each of the {N} items in order.", mistake="results")
     units = len(measure.dispatch_units(a.trace, FUNCTION))

@@ -190,7 +190,7 @@ def capstone(a: Attempt) -> Verdict:
     gains = a.require("gains")
     total = a.require("total")
     readings, want_gains, want_total = reference()
-    if not measure.same_result(_as_list(gains), list(want_gains)):
+    if not measure.same_within_tolerance(_as_list(gains), list(want_gains)):
         return a.not_yet(f"`gains` is not the gain of each of the {N_SENSORS} sensors, sensor 0 to "
                          f"{N_SENSORS - 1} in that order.", mistake="results")
     if not isinstance(total, (int, float, np.number)) or not math.isclose(float(total), want_total, rel_tol=1e-9):

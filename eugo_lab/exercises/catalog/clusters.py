@@ -140,7 +140,7 @@ def connected_address() -> str | None:
 def dask_cluster(a: Attempt) -> Verdict:
     """Grade a run on the lesson's Dask cluster: the right means, from tasks that read one stored copy of the table."""
     result = a.require("result")
-    if not measure.same_result(list(result) if isinstance(result, tuple) else result, reference_result()):
+    if not measure.same_within_tolerance(list(result) if isinstance(result, tuple) else result, reference_result()):
         return a.not_yet(f"`result` is not the {N} channel means in seed order, each taken from the table of gains "
                          "the cell starts with.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)

@@ -75,7 +75,7 @@ def fan_out(a: Attempt) -> Verdict:
     """Grade a fan-out: the right results, from 12 tasks that were all in flight before the first get()."""
     results = a.require("results")
     expected = [x * x for x in range(N)]
-    if not measure.same_result(results, expected):
+    if not measure.same_within_tolerance(results, expected):
         return a.not_yet(f"`results` is not the {N} squares [0, 1, 4, ..., {(N - 1) ** 2}] in order, the values "
                          f"of slow_square for x from 0 to {N - 1}.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)

@@ -394,7 +394,7 @@ def gpu_transfer(a: Attempt) -> Verdict:
     target = signal * gain
     value = a.require(RESULT)
     w = np.asarray(value, dtype=float)
-    if w.shape != target.shape or not measure.same_result(w * np.exp(w), target):
+    if w.shape != target.shape or not measure.same_within_tolerance(w * np.exp(w), target):
         return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal * gain after the cell's steps: Newton's "
                          f"{STEPS} steps from the starter converge to it.", mistake="result")
     copied = measure.left_by_earlier_cell(value, a.before, skip=(RESULT,))
@@ -532,7 +532,7 @@ def gpu_request(a: Attempt) -> Verdict:
 
     results = a.require("results")
     expected = [tile_energy(i) for i in range(N_TILES)]
-    if not measure.same_result(list(results) if isinstance(results, (list, tuple)) else results, expected):
+    if not measure.same_within_tolerance(list(results) if isinstance(results, (list, tuple)) else results, expected):
         return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
     ran = len(a.trace.results(FUNCTION))
     if ran < N_TILES:

@@ -253,7 +253,7 @@ def profile_first(a: Attempt) -> Verdict:
     _from_tasks(a, reports, PROFILE_FN, "reports")
     expected = [profile_reference(s) for s in range(len(reports))]
     got = [(r[0], list(r[1])) if isinstance(r, (list, tuple)) and len(r) == 2 else r for r in reports]
-    if not measure.same_result(got, expected):
+    if not measure.same_within_tolerance(got, expected):
         return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's: each should be the "
                          "day's median and its 24 hourly means, corrected by the station's offset.", mistake="result")
     rows = p.hot_functions(None)
@@ -361,7 +361,7 @@ def vectorize(a: Attempt) -> Verdict:
     """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run."""
     results = a.require("bills")
     first = results[0] if isinstance(results, (list, tuple)) and results else results
-    if not measure.same_result(first, vector_reference(vector_inputs())):
+    if not measure.same_within_tolerance(first, vector_reference(vector_inputs())):
         return a.not_yet("`bills` is not each home's bill under the tariff (0.20 a kWh up to 10 kWh, 0.35 past "
                          "that): your bill does not return the same array as bill_loop.", mistake="result")
     how = f"both lines that submit {VEC_CALLS} tasks each (bill_loop's and bill's) must stay."
@@ -454,7 +454,7 @@ def jit_exercise(a: Attempt) -> Verdict:
     _optimized(a)
     hists = a.require("hists")
     ref = jit_reference()
-    if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_result(np.asarray(h), ref)
+    if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_within_tolerance(np.asarray(h), ref)
                                                                     for h in hists):
         return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
                          f"values in each of the {JIT_BINS} bins; it holds something else.", mistake="result")

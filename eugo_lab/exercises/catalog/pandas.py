@@ -300,7 +300,8 @@ def _partials(f: Any, parts: list[Any], readings: Any) -> list[Any]:
     out = [f(p) for p in parts]
     whole = f(readings)
     try:
-        ignores = all(measure.same_result(o, whole) if not hasattr(o, "equals") else o.equals(whole) for o in out)
+        ignores = all(measure.same_within_tolerance(o, whole) if not hasattr(o, "equals") else o.equals(whole)
+                      for o in out)
     except (TypeError, ValueError):
         ignores = False
     return [] if ignores else out

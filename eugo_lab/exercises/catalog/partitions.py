@@ -103,7 +103,7 @@ def partitions(a: Attempt) -> Verdict:
     """Grade partitioning by work: the right total, from pieces that keep every worker busy to the end."""
     total = a.require("total")
     rows = _rows(a)
-    if not measure.same_result(total, reference_total(rows)):
+    if not measure.same_within_tolerance(total, reference_total(rows)):
         return a.not_yet(f"`total` is not the sum over all {rows:,} rows: the ranges must cover every row exactly "
                          "once (each starts where the previous one stopped, the last stops at the end).",
                          mistake="results")

@@ -76,7 +76,7 @@ def put(a: Attempt) -> Verdict:
     """Grade sharing: the right total, from 8 tasks that all read one stored copy of the array."""
     total = a.require("total")
     data = reference_data()
-    if not measure.same_result(total, float(data.sum())):
+    if not measure.same_within_tolerance(total, float(data.sum())):
         return a.not_yet("`total` is not the sum of the array, which is what the 8 chunk_sum results add up to.",
                          mistake="results")
     n = measure.tasks(a.trace, FUNCTION)

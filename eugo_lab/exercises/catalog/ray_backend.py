@@ -158,7 +158,7 @@ def ray_backend(a: Attempt) -> Verdict:
     if n_first < DAYS or n_second < DAYS:
         return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks; "
                          "the others ran here in the notebook.", mistake="local")
-    if not measure.same_result(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
+    if not measure.same_within_tolerance(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
         return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
                          "compute.", mistake="results")
     came = derivation.listed(peaks, a.trace, SECOND, name="peaks")

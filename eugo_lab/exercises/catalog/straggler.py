@@ -111,7 +111,7 @@ def straggler(a: Attempt) -> Verdict:
     total = a.require("total")
     ranges = _ranges(a)
     piece = int(np.median([e - s for s, e in ranges]))
-    if not measure.same_result(total, sum(reference_total(e, s) for s, e in ranges)):
+    if not measure.same_within_tolerance(total, sum(reference_total(e, s) for s, e in ranges)):
         return a.not_yet("`total` is not the sum over all of `ranges`: the pieces must cover every range exactly "
                          "once (each piece starts where the previous one stopped).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)

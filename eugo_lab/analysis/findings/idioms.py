@@ -1,0 +1,225 @@
+"""A finding's advice in the engine's own API, for a cell written with Dask's or Ray's API rather than ``eugo_lab.hpc``.
+
+The detectors word their advice in ``hpc`` calls. A trace recorded from a cell that used an
+engine directly (``trace.meta["api"]``, set by :mod:`eugo_lab.native`) is about code that has
+no ``hpc`` in it, so the findings whose fix is a call get that call in the engine's words; the
+verdict, evidence and price stay the detector's. A finding without an entry here keeps its
+advice: it names no ``hpc`` call (stragglers, partitions) or cannot arise from such a trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+from eugo_lab.analysis.findings.codes import Code
+from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.units import fmt_bytes
+from eugo_lab.units import fmt_seconds as fmt_s
+from eugo_lab.units import fmt_source as display_source
+
+# (a finding, its trace's meta) -> (advice, fix) or (advice, fix, verdict) in the engine's words; None keeps the
+# detector's own.
+Wording = Callable[[Finding, dict[str, Any]], "tuple[str, ...] | None"]
+
+
+def _more_workers(f: Finding) -> str:
+    """How many workers the I/O-bound advice proposes (its detector puts the number in its fix)."""
+    m = re.search(r"workers=(\d+)", f.fix or f.advice)
+    return m.group(1) if m else "twice the cores'"
+
+
+def _dask_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Submit all tasks first, then wait once: futures = client.map(fn, items) (or a list of client.submit "
+            f"calls) and results = client.gather(futures) after the loop, instead of the .result() at {shown} "
+            "inside it; to use each result as soon as it is ready, loop over as_completed(futures).",
+            f"move the wait at {shown} out of the loop (client.gather once)",
+            # Dask's futures have no get(): the wait was a .result() or a one-future gather
+            f.verdict.replace("called get() on each task", "waited for each task"))
+
+
+def _dask_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
+    size = f.evidence.get("suggested_batch")
+    if size is None:
+        return None
+    name = f.evidence["function"]
+    if name in meta.get("graph_functions", ()):
+        # Tasks a collection made (dask.array, dask.dataframe, dask.delayed): their size is the chunking's.
+        return (f"Larger pieces: {name}() tasks come from a Dask collection's graph, one per chunk or partition; "
+                f"make each about {size} times larger (fewer chunks: x.rechunk(...) or chunks= when the array is "
+                "made; fewer partitions: df.repartition(npartitions=...); fewer, bigger dask.delayed calls).",
+                f"make {name}()'s chunks about {size} times larger")
+    # client.map(..., batch_size=) only sends the submissions in groups: each item is still a task of its own.
+    return (f"Batching: give each task about {size} items, e.g. a dask.bag with partitions that size, "
+            f"db.from_sequence(items, partition_size={size}).map({name}).compute(), or client.map over chunks "
+            f"items[i:i + {size}] of a function that loops over its chunk (client.map's batch_size= only groups "
+            "the submissions: each item stays a task).",
+            f"batch {name}() {size} items per task (dask.bag partitions)")
+
+
+def _dask_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    name = f.evidence["function"]
+    size = fmt_bytes(f.evidence["bytes"], ".3g")
+    return (f"Send it once: data_future = client.scatter(data, broadcast=True) and pass data_future to "
+            f"client.submit({name}, data_future, ...): each worker receives it once instead of with every task "
+            "(scatter a list as [data], or it scatters each element).",
+            f"send {name}()'s {size} argument once with client.scatter")
+
+
+def _dask_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    return ("Send less: pass big inputs once with client.scatter() or let tasks load their own data, and return "
+            "summaries instead of large results.", "send less data to and from the tasks (client.scatter, summaries)")
+
+
+def _dask_io_bound(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
+    if "more workers than cores" not in f.advice:
+        return None  # the phase variant: prefetching is the same in any engine
+    more = _more_workers(f)
+    return (f"Waiting does not need a core: give the cluster more threads than cores, {more} in all "
+            "(LocalCluster(n_workers=..., threads_per_worker=...)), or overlap the waits.",
+            f"run {more} worker threads, more than cores")
+
+
+def _dask_order(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Handle results as they finish: `for fut in as_completed(futures): use(fut.result())` instead of the "
+            f".result() at {shown} in submission order.",
+            f"handle results with as_completed instead of the wait at {shown}")
+
+
+def _slow_submission(f: Finding, call: str, send_once: str) -> tuple[str, str, str]:
+    """The slow-submission finding for an engine whose submissions are not timed: what was seen, both fixes."""
+    ev, fn = f.evidence, f.evidence["functions"][0]
+    verdict = (f"The driver took {fmt_s(ev['span'])} to submit {ev['tasks']} tasks ({fmt_s(ev['gap'])} between "
+               f"submissions), so workers sat idle {fmt_s(ev['idle_worker_time'])} while it did.")
+    return (f"Submit faster: build the inputs first and send them together ({call}), or let each task build its "
+            f"own input from an index, file name or seed; send a big argument once ({send_once}).",
+            f"submit {fn}() tasks together", verdict)
+
+
+def _dask_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+    # Dask's submit is not timed per call: building an input and Dask's own tokenizing and packing of a
+    # big argument look the same from here, so the verdict says what was seen and the advice names both fixes.
+    fn = f.evidence["functions"][0]
+    return _slow_submission(f, f"client.map({fn}, inputs)", "client.scatter(data, broadcast=True)")
+
+
+def _dask_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
+    if f.term != "Fan-out":
+        return None
+    return ("Fan out: submit independent steps together (pass futures to client.submit instead of calling "
+            ".result() between them) and split each step into several tasks.", f.fix)
+
+
+def _ray_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Submit all tasks first, then call ray.get once: refs = [fn.remote(x) for x in items] and "
+            f"results = ray.get(refs) after the loop, instead of the ray.get at {shown} inside it; to use each "
+            "result as soon as it is ready, loop with done, refs = ray.wait(refs, num_returns=1).",
+            f"move the ray.get at {shown} out of the loop",
+            f.verdict.replace("called get() on each task", "called ray.get on each task"))
+
+
+def _ray_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
+    size = f.evidence.get("suggested_batch")
+    if size is None:
+        return None
+    name = f.evidence["function"]
+    return (f"Batching: give each task about {size} items, a remote function that loops over its chunk: "
+            f"refs = [{name}_chunk.remote(items[i:i + {size}]) for i in range(0, len(items), {size})], so a task "
+            "does enough work to pay for its scheduling.",
+            f"batch {name}() {size} items per task")
+
+
+def _ray_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    name = f.evidence["function"]
+    size = fmt_bytes(f.evidence["bytes"], ".3g")
+    return (f"Store it once: ref = ray.put(data) before the loop and {name}.remote(ref, ...) in it; Ray stores an "
+            "argument passed by value again at every .remote() (over 100 KiB it is put in the object store each "
+            "time), and a ref passed instead is read by the workers from the store.",
+            f"send {name}()'s {size} argument once with ray.put")
+
+
+def _ray_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    return ("Send less: store big inputs once with ray.put() and pass the ref, or let tasks load their own data, "
+            "and return summaries instead of large results.",
+            "send less data to and from the tasks (ray.put, summaries)")
+
+
+def _ray_order(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    shown = display_source(f.evidence["source"])
+    return (f"Handle results as they finish: `while refs: done, refs = ray.wait(refs, num_returns=1); "
+            f"use(ray.get(done[0]))` instead of the ray.get at {shown} in submission order.",
+            f"handle results with ray.wait instead of the ray.get at {shown}")
+
+
+def _ray_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+    fn = f.evidence["functions"][0]
+    return _slow_submission(f, f"[{fn}.remote(x) for x in inputs] after building them", "ray.put(data)")
+
+
+def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
+    if f.term != "Fan-out":
+        return None
+    return ("Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling ray.get "
+            "between them) and split each step into several tasks.", f.fix)
+
+
+#: engine (``trace.meta["api"]``) -> finding code -> its wording in that engine's API.
+ADVICE: dict[str, dict[str, Wording]] = {
+    "dask": {
+        Code.BLOCKING: _dask_blocking,
+        Code.TASKS_TOO_SMALL: _dask_too_small,
+        Code.REPEATED_ARGUMENT: _dask_repeated,
+        Code.SERIALIZATION: _dask_serialization,
+        Code.IO_BOUND: _dask_io_bound,
+        Code.SUBMISSION_ORDER: _dask_order,
+        Code.SLOW_SUBMISSION: _dask_slow_submission,
+        Code.CRITICAL_PATH: _dask_fan_out,
+    },
+    # Ray reports no CPU time per task: no I/O- or compute-bound finding arises from a Ray cell.
+    "ray": {
+        Code.BLOCKING: _ray_blocking,
+        Code.TASKS_TOO_SMALL: _ray_too_small,
+        Code.REPEATED_ARGUMENT: _ray_repeated,
+        Code.SERIALIZATION: _ray_serialization,
+        Code.SUBMISSION_ORDER: _ray_order,
+        Code.SLOW_SUBMISSION: _ray_slow_submission,
+        Code.CRITICAL_PATH: _ray_fan_out,
+    },
+}
+
+
+#: engine -> the findings that rest on a measure the engine does not report (Ray: CPU time per task), so a
+#: trace of it reads as 0 there and the finding would state a number nobody measured: they are left out.
+UNMEASURED: dict[str, frozenset[str]] = {
+    "ray": frozenset({Code.IO_BOUND, Code.COMPUTE_BOUND, Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE}),
+}
+
+
+def in_engine_words(found: list[Finding], api: str | None, meta: dict[str, Any] | None = None) -> list[Finding]:
+    """``found`` with each advice that has a wording for ``api`` rewritten in it (``None``: the hpc API, unchanged).
+
+    Findings resting on what ``api``'s engine does not measure (:data:`UNMEASURED`) are dropped.
+    """
+    table = ADVICE.get(api or "")
+    if not table:
+        return found
+    unmeasured = UNMEASURED.get(api or "", frozenset())
+    out = []
+    for f in found:
+        if f.code in unmeasured:
+            continue
+        wording = table.get(f.code)
+        said = wording(f, meta or {}) if wording is not None else None
+        if said is None:
+            out.append(f)
+            continue
+        changed = {"advice": said[0], "fix": said[1] if f.fix else f.fix}
+        if len(said) > 2:
+            changed["verdict"] = said[2]
+        out.append(dataclasses.replace(f, **changed))
+    return out

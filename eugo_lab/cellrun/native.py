@@ -1,0 +1,175 @@
+"""``%%eugo`` on a cell written with an engine's own API: which engine, and running it recorded.
+
+A cell that calls Dask's ``client.submit``/``client.map``/``gather``/``dask.compute`` on the
+notebook's own ``distributed.Client``, or Ray's ``f.remote()``/``ray.get``/``ray.wait``/``ray.put``,
+never touches the ``hpc`` runtime. When such an engine is running and the cell does not name
+``hpc``, the cell is run as it is, on that engine, while :mod:`eugo_lab.native` records it;
+the summary, timeline and findings are then built from that trace exactly as for an ``hpc``
+cell (:func:`eugo_lab.cellrun.runner.run_cell`).
+
+Options that would change how the cell runs (``-w``, ``--compare``, ``--scaling``, ``--profile``,
+``--optimize``, ``--gpu on``) are refused for such a cell, with what to do instead: the cluster is
+the notebook's, sized where it was created.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from eugo_lab.cellrun import report
+from eugo_lab.cellrun.execute import CompiledCell, execute
+from eugo_lab.cellrun.live import LiveFeed
+from eugo_lab.cellrun.live_state import LiveState
+from eugo_lab.cellrun.options import CellOptions
+from eugo_lab.render import display, html
+
+log = logging.getLogger("eugo_lab")
+
+# The cell names the hpc runtime (or the package): it is an hpc cell, recorded by the runtime as always.
+_USES_HPC = re.compile(r"\b(?:hpc|eugo_lab)\b")
+
+
+def _refuse(message: str) -> None:
+    from IPython.core.error import UsageError
+
+    raise UsageError(message)
+
+
+_NAMES_RAY = re.compile(r"\bray\b")
+
+
+def engine_of(cell: str, opts: CellOptions) -> Any | None:
+    """The recording for a cell written with an engine's own API (not started yet), or None for an ``hpc`` cell.
+
+    Dask: the notebook's default ``distributed.Client`` is running (``-b dask`` or no ``-b``).
+    Ray: Ray is initialised in this process and the cell names ``ray`` (or ``-b ray``). With both,
+    ``-b`` decides, else a cell that names ``ray`` is Ray's. Refuses (IPython's ``UsageError``)
+    ``-b ray`` on a cell that has no running Ray to record.
+    """
+    if opts.address is not None or _USES_HPC.search(cell):
+        return None
+    from eugo_lab.native.ray_recording import RayRecording, ray_running
+
+    wants_ray = opts.backend == "ray" or (opts.backend is None and bool(_NAMES_RAY.search(cell)))
+    if wants_ray and ray_running():
+        _check_options(opts, "Ray", "ray.init(num_cpus=2)")
+        return RayRecording()
+    if opts.backend == "ray":
+        _refuse("%%eugo -b ray: the cell does not use eugo_lab.hpc and Ray is not initialised, so there is nothing "
+                "to record. Call ray.init() in an earlier cell (or use hpc with %%eugo -b ray to let eugo_lab start "
+                "Ray itself).")
+    if opts.backend in (None, "dask"):
+        from eugo_lab.native.dask_recording import DaskRecording, default_client
+
+        client = default_client()
+        if client is not None:
+            _check_options(opts, "Dask", "LocalCluster(n_workers=2)")
+            return DaskRecording(client)
+    return None
+
+
+def _check_options(opts: CellOptions, engine: str, sized: str) -> None:
+    """Refuse the options that would change how a cell on the notebook's own cluster runs."""
+    asked = [name for name, on in (("-w/--workers", opts.workers is not None), ("--compare", opts.compare),
+                                   ("--scaling", bool(opts.scaling)), ("--profile", opts.profile),
+                                   ("--optimize", opts.optimize), ("--gpu on", opts.gpu == "on")) if on]
+    if asked:
+        _refuse(f"%%eugo: {', '.join(asked)} cannot be used on a cell that runs on your own {engine} cluster: the "
+                f"cluster and its tasks are yours, so %%eugo records them as they are. Size the cluster where you "
+                f"create it (e.g. {sized}); the options that apply are --save, --export, "
+                "--no-live and --exercise.")
+
+
+class _Poller:
+    """Takes the workers' logs about twice a second while the cell runs, so the live view sees tasks end."""
+
+    # One client.run round trip per poll: twice a second is smooth enough to watch and costs the cluster nothing
+    # next to its tasks (the view itself redraws ~10 times a second from what was filed).
+    INTERVAL_S = 0.5
+
+    def __init__(self, recording: Any) -> None:
+        self._recording = recording
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eugo-native-poll", daemon=True)
+
+    def start(self) -> _Poller:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL_S):
+            try:
+                self._recording.poll()
+            except Exception:  # the view stops updating; the cell and its trace do not
+                log.exception("the live view could not read the Dask workers' logs; the cell keeps running")
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any,
+                    after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None) -> Any:
+    """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value.
+
+    A Dask cell gets the live view (its rows filed by a poller as the workers log them); a Ray
+    cell only the summary: Ray's profile events arrive a second or more after each task.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    from eugo_lab.hpc import api as hpc_api
+
+    out_mode = display.mode(shell)
+    view = feed = poller = None
+    if opts.live and out_mode in ("lab", "kernel") and hasattr(recording, "with_live_view"):
+        # Built before the recording starts: importing Bokeh takes a second that is not the cell's.
+        from eugo_lab.render import live as live_view
+
+        choice = live_view.choose(out_mode)
+        if choice.hint is not None:
+            display.publish(choice.hint, html.hint_html(choice.hint))
+        if choice.counters:
+            lanes = recording.with_live_view()
+            bokeh_url = display.bokeh_root_url() if choice.timeline else None
+            view = live_view.LiveView(lanes, time.time(), bokeh_url=bokeh_url).show()
+    recording.start()
+    if view is not None:
+        view.t0 = t0 = time.time()
+        feed = LiveFeed(recording.live, view, LiveState(t0, recording.workers), recording.unfinished).start()
+        poller = _Poller(recording).start()
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        value = execute(shell, compiled)
+    except BaseException as exc:  # noqa: BLE001 - re-raised after the partial summary, as for an hpc cell
+        error = exc
+    finally:
+        if poller is not None:
+            poller.stop()
+        if feed is not None:
+            feed.stop()
+    trace = recording.stop(meta=opts.meta())
+    if feed is not None:  # the last rows come from the Trace, as for an hpc cell
+        feed.finish(trace, error=None if error is None else type(error).__name__)
+    hpc_api.set_last_trace(trace)  # %eugo trace and hpc.last_trace() read the cell's trace, whoever recorded it
+    if opts.save:
+        shell.user_ns[opts.save] = trace
+    if opts.export:
+        trace.to_chrome_trace(opts.export)
+    summary = report.summarize([report.Run(int(trace.n_workers), trace)], error=error, options=opts.meta(),
+                               live_timeline_shown=view is not None and view.timeline_shown,
+                               saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
+    if out_mode == "text":
+        print(summary.to_text(precise=True))
+    else:
+        display.show(summary)
+    if after is not None:
+        after(summary, error, out_mode)
+    if error is not None:
+        raise error
+    return value

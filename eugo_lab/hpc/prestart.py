@@ -1,0 +1,28 @@
+"""Booting the default pool's worker template early, before the runtime's own modules are imported.
+
+Its own module, not the package's ``__init__``: ``hpc.get`` looked up first and ``.remote()`` called
+first both start it, and the remote function importing the package back would make a circle.
+"""
+
+from __future__ import annotations
+
+
+def prestart_default_pool() -> None:
+    """Boot the default pool's worker template now if the next runtime of this process will be that pool.
+
+    Only in a driver with no runtime yet and no cluster named by ``EUGO_ADDRESS``; never in one
+    of the pool's own workers (a task that imports a module which looks up ``hpc.get``). A
+    template no pool takes is closed when a runtime on another engine starts.
+    """
+    import os
+    import sys
+
+    from eugo_lab.settings import ADDRESS_ENV
+
+    running = sys.modules.get("eugo_lab.hpc.session")
+    if (running is not None and running._current is not None) or os.environ.get(ADDRESS_ENV) \
+            or "eugo_lab.backends.local_worker" in sys.modules:
+        return
+    from eugo_lab.backends.local_template import prestart_template
+
+    prestart_template()

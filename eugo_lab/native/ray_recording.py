@@ -1,0 +1,277 @@
+"""Record a cell that uses Ray's own API (``@ray.remote``, ``.remote()``, ``ray.get``, ``ray.wait``, ``ray.put``).
+
+Ray keeps no per-task record the notebook can read without its dashboard, except the profile
+events every worker sends to Ray's control store (what ``ray.timeline()`` exports): for each
+task, when its worker deserialized the arguments, executed the body and stored the outputs,
+with the worker's id. :class:`RayRecording` wraps, for the cell's duration, the calls that
+submit tasks (``RemoteFunction._remote``: every ``f.remote()`` and ``f.options(...).remote()``)
+and the driver's ``ray.get``/``ray.wait``/``ray.put``, then reads ``ray.timeline()`` for the
+tasks it saw submitted and writes both through a fresh Recorder into the same Trace as any cell.
+
+Ray sends profile events about once a second, so collecting them adds a second or two after
+the cell. What Ray does not report is said in ``trace.meta["not_recorded"]``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eugo_lab.contract.row import ARG_KEY_MIN_BYTES, OK, TaskStats
+from eugo_lab.tracing.recorder import Recorder
+from eugo_lab.tracing.trace import Trace
+
+NOT_RECORDED = (
+    "CPU time per task: Ray does not measure it, so no task is called I/O- or compute-bound",
+    "result sizes (bytes out): Ray's timeline does not carry them",
+    "transfers between workers: Ray does not expose which object moved where, or when",
+    "whether a task failed: Ray's timeline does not say, so every task that ran is drawn as finished",
+)
+# How long to wait for the workers' profile events of every task the cell submitted (they come ~1 s apart).
+COLLECT_TIMEOUT_S = 8.0
+
+
+def ray_running() -> bool:
+    """Whether this process is connected to Ray (``ray.init`` was called), without importing Ray."""
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and ray.is_initialized())
+
+
+def _size(value: Any) -> int:
+    """Bytes a by-value argument travels as: an array's buffer, else its pickle (an ObjectRef: 0, a dependency)."""
+    import ray
+
+    if isinstance(value, ray.ObjectRef):
+        return 0
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    try:
+        return len(pickle.dumps(value, protocol=5))
+    except Exception:  # noqa: BLE001 - Ray pickles with cloudpickle; what plain pickle refuses is counted as 0
+        return 0
+
+
+def _source() -> str:
+    """``file:line`` of the notebook's code that called into Ray."""
+    import ray
+
+    skip = (os.path.dirname(os.path.abspath(ray.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    f: Any = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(skip):
+        f = f.f_back
+    return "?" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+@dataclass
+class RayDriverCalls:
+    """The driver's side of a Ray cell: submissions (by task id), arguments, puts and waits (``time.time()``)."""
+
+    submitted: dict[str, float] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    bytes_in: dict[str, int] = field(default_factory=dict)
+    arg_key: dict[str, int] = field(default_factory=dict)
+    deps: dict[str, list[str]] = field(default_factory=dict)
+    received: dict[str, float] = field(default_factory=dict)
+    puts: list[tuple[float, int]] = field(default_factory=list)
+    blocks: list[tuple[str, float, float, int, str]] = field(default_factory=list)
+    _objects: dict[int, int] = field(default_factory=dict)
+    _keep: list[Any] = field(default_factory=list)
+    _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
+    _local: threading.local = field(default_factory=threading.local)
+
+    def _got(self, refs: list[Any], when: float) -> None:
+        for ref in refs:
+            tid = ref.task_id().hex()
+            if tid in self.submitted:
+                self.received[tid] = min(self.received.get(tid, when), when)
+
+    def install(self) -> None:
+        """Wrap ``RemoteFunction._remote``, ``ray.get``, ``ray.wait`` and ``ray.put`` until :meth:`uninstall`."""
+        import ray
+        from ray.remote_function import RemoteFunction
+
+        notes = self
+
+        def remote(orig: Any) -> Any:
+            def wrapper(fn: Any, args: Any = None, kwargs: Any = None, *rest: Any, **options: Any) -> Any:
+                t = time.time()
+                out = orig(fn, args, kwargs, *rest, **options)
+                refs = out if isinstance(out, list) else [out]
+                if refs and isinstance(refs[0], ray.ObjectRef):
+                    tid = refs[0].task_id().hex()
+                    notes.submitted.setdefault(tid, t)
+                    notes.names[tid] = getattr(fn, "_function_name", "").rsplit(".", 1)[-1] or "task"
+                    values = [*(args or ()), *(kwargs or {}).values()]
+                    sizes = [(_size(v), v) for v in values]
+                    notes.bytes_in[tid] = sum(s for s, _ in sizes)
+                    big = max(sizes, key=lambda sv: sv[0], default=(0, None))
+                    if big[0] >= ARG_KEY_MIN_BYTES:
+                        n = notes._objects.setdefault(id(big[1]), len(notes._objects))
+                        notes._keep.append(big[1])
+                        notes.arg_key[tid] = n
+                    notes.deps[tid] = [v.task_id().hex() for v in values if isinstance(v, ray.ObjectRef)]
+                return out
+            return wrapper
+
+        def waiting(kind: str, orig: Any) -> Any:
+            def wrapper(refs: Any, *args: Any, **kwargs: Any) -> Any:
+                if getattr(notes._local, "waiting", False):
+                    return orig(refs, *args, **kwargs)
+                many = isinstance(refs, (list, tuple))
+                source, start = _source(), time.time()
+                notes._local.waiting = True
+                try:
+                    out = orig(refs, *args, **kwargs)
+                finally:
+                    notes._local.waiting = False
+                    end = time.time()
+                    notes.blocks.append((kind, start, end, len(refs) if many else 1, source))
+                done = out[0] if kind == "wait" else (list(refs) if many else [refs])
+                notes._got([r for r in done if isinstance(r, ray.ObjectRef)], end)
+                return out
+            return wrapper
+
+        def put(orig: Any) -> Any:
+            def wrapper(value: Any, *args: Any, **kwargs: Any) -> Any:
+                t = time.time()
+                out = orig(value, *args, **kwargs)
+                notes.puts.append((t, _size(value)))
+                return out
+            return wrapper
+
+        for owner, name, make in ((RemoteFunction, "_remote", remote), (ray, "get", lambda o: waiting("get", o)),
+                                  (ray, "wait", lambda o: waiting("wait", o)), (ray, "put", put)):
+            original = getattr(owner, name)
+            self._saved.append((owner, name, original))
+            setattr(owner, name, make(original))
+
+    def uninstall(self) -> None:
+        """Put Ray's own functions back."""
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved.clear()
+        self._keep.clear()
+
+
+def _spans(events: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """Per task id in ``wanted``: its worker (``tid``) and its ``task:*`` spans in seconds, from ``ray.timeline()``.
+
+    Ray 2.60 puts the task id on the whole task's event (``task::<function>``, ``args.task_id``) and
+    none on its parts (``task:deserialize_arguments``, ``task:execute``, ``task:store_outputs``), which
+    nest inside it on the same worker: each part goes to the task whose span holds it (a worker runs
+    one task at a time). A part that names its task itself is taken by that name.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    whole: dict[str, list[tuple[float, float, str]]] = {}  # worker -> (start, end, task id) of its tasks
+    for ev in events:
+        args = ev.get("args") or {}
+        if str(ev.get("cat", "")).startswith("task::") and args.get("task_id") in wanted and "ts" in ev:
+            start, end = ev["ts"] / 1e6, (ev["ts"] + ev.get("dur", 0)) / 1e6
+            whole.setdefault(str(ev.get("tid", "")), []).append((start, end, args["task_id"]))
+    for ev in events:
+        cat = str(ev.get("cat", ""))
+        if not cat.startswith("task:") or cat.startswith("task::") or "ts" not in ev:
+            continue
+        worker = str(ev.get("tid", ""))
+        start, end = ev["ts"] / 1e6, (ev["ts"] + ev.get("dur", 0)) / 1e6
+        tid = (ev.get("args") or {}).get("task_id")
+        if tid is None:
+            mid = (start + end) / 2
+            tid = next((t for s, e, t in whole.get(worker, ()) if s <= mid <= e), None)
+        if tid not in wanted:
+            continue
+        row = out.setdefault(tid, {"worker": worker, "node": str(ev.get("pid", ""))})
+        row[cat] = (start, end)
+    return out
+
+
+class RayRecording:
+    """Record the Ray tasks a cell submits: :meth:`start` before the cell, :meth:`stop` after."""
+
+    def __init__(self) -> None:
+        self.driver = RayDriverCalls()
+        self.recorder = Recorder()
+        self._mark: Any = None
+
+    def start(self) -> RayRecording:
+        """Wrap the driver's Ray calls."""
+        self._mark = self.recorder.open_region()
+        self.driver.install()
+        return self
+
+    def stop(self, meta: dict[str, Any] | None = None) -> Trace:
+        """Unwrap the driver, read the workers' profile events for the cell's tasks, and return the Trace."""
+        import ray
+
+        end = time.time()
+        self.driver.uninstall()
+        wanted = set(self.driver.submitted)
+        spans: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + COLLECT_TIMEOUT_S
+        while wanted:
+            spans = _spans(ray.timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
+            if all("task:execute" in spans.get(t, {}) for t in wanted) or time.monotonic() > deadline:
+                break
+        slots = int(ray.cluster_resources().get("CPU", 0)) or 1
+        trace = self._write(spans, slots, meta or {})
+        trace.meta["region_end"] = end  # collecting the events is not the cell's time
+        trace.meta.pop("driver_short", None)  # the driver's pickling at .remote() is not timed here (see Dask's)
+        return trace
+
+    def _write(self, spans: dict[str, dict[str, Any]], slots: int, meta: dict[str, Any]) -> Trace:
+        rec, drv = self.recorder, self.driver
+        host = socket.gethostname()
+        local_ip = _local_ip()
+        lanes: dict[str, int] = {}
+        ran = [(tid, s) for tid, s in spans.items() if "task:execute" in s]
+        ran.sort(key=lambda x: (drv.submitted[x[0]], x[1]["task:execute"][0]))
+        ids = {tid: i for i, (tid, _) in enumerate(ran)}
+        ends = {tid: s["task:execute"][1] for tid, s in ran}
+        missing = len(drv.submitted) - len(ran)
+        for tid, s in ran:
+            lane = lanes.get(s["worker"])
+            if lane is None:
+                lane = lanes[s["worker"]] = len(lanes)
+                rec.worker_seen(lane, host if s["node"] in (local_ip, "127.0.0.1") else s["node"], 0)
+            start, stop = s["task:execute"]
+            deser = s.get("task:deserialize_arguments", (start, start))
+            ser = s.get("task:store_outputs", (stop, stop))
+            submit = drv.submitted[tid]
+            ready = max([submit, *(ends[d] for d in drv.deps.get(tid, ()) if d in ends)])
+            received = max(drv.received.get(tid, ser[1]), ser[1])
+            stats = TaskStats(start_wall=deser[0], body=stop - start, cpu=math.nan,
+                              deser=max(start - deser[0], 0.0), ser=max(ser[1] - ser[0], 0.0),
+                              bytes_in=drv.bytes_in.get(tid, 0), bytes_out=0, phases=None, item_ends=None, tail=None)
+            rec.record_task(ids[tid], 1, drv.names.get(tid, "task"), lane, OK, -1, submit, ready, received, stats)
+            deps = sorted({ids[d] for d in drv.deps.get(tid, ()) if d in ids})
+            if deps:
+                rec.record_deps(ids[tid], deps)
+            if tid in drv.arg_key:
+                rec.record_arg(ids[tid], drv.arg_key[tid])
+        for i, (when, nbytes) in enumerate(drv.puts):
+            rec.record_put(i, nbytes, when)
+        for kind, start, end, n, source in sorted(drv.blocks, key=lambda b: b[1]):
+            rec.record_block(kind, start, end, n, source)
+        not_recorded = list(NOT_RECORDED)
+        if missing:
+            not_recorded.append(f"{missing} submitted task(s) sent no profile events in time (still running, or "
+                                "Ray dropped them): they are not on the timeline")
+        local = all(h == host for h, _ in rec.workers.values())
+        full = {"backend": "ray", "api": "ray", "workers": slots, "cores": os.cpu_count() if local else 0,
+                "not_recorded": not_recorded, **meta}
+        return rec.close_region(self._mark, full)
+
+
+def _local_ip() -> str:
+    """The address Ray names this node by."""
+    import ray
+
+    return str(ray.util.get_node_ip_address())

@@ -1,0 +1,96 @@
+"""Each diagnosis on a real run: a worker's warm-up, large results, a large argument by value, overhead figures.
+
+Assertions hold on one busy core: they read what the trace records (imports, bytes), and findings
+whose firing depends on timing are checked only for what they must never say.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eugo_lab import hpc
+from eugo_lab.analysis import analyze
+from eugo_lab.analysis.timeline import units
+
+
+@pytest.fixture
+def pool2():
+    hpc.init(backend="local", workers=2)
+    yield hpc
+    hpc.shutdown()
+
+
+def load_table(i):
+    import time
+
+    import pandas  # the first task on each new worker imports it: 0.6 s here
+
+    time.sleep(0.02)
+    return len(pandas.DataFrame({"a": [i]}))
+
+
+def test_a_new_worker_importing_pandas_is_warm_up_not_a_straggler(pool2):
+    task = hpc.remote(load_table, optimize=False)
+    with hpc.trace() as t:
+        assert sum(hpc.get([task.remote(i) for i in range(8)])) == 8
+    facts = t.trace.facts
+    assert int(facts["imports"].max()) > 100  # pandas and what it loads, on each worker's first task
+    r = analyze(t.trace)
+    assert r.finding("straggler") is None, [f.to_text() for f in r.findings]
+    warm = r.finding("warm-up")
+    assert warm is not None, [f.to_text() for f in r.findings]
+    assert "worker's warm-up" in warm.verdict and warm.evidence["modules"] > 100
+
+
+def block(i):
+    return np.full(1_000_000, float(i))  # 8 MB back per task
+
+
+def test_large_results_are_their_own_finding_and_never_batching_advice(pool2):
+    task = hpc.remote(block, optimize=False)
+    with hpc.trace() as t:
+        hpc.get([task.remote(i) for i in range(12)])
+    assert int(units(t.trace).bytes_out.min()) >= 8_000_000
+    r = analyze(t.trace)
+    assert r.finding("tasks-too-small") is None, [f.to_text() for f in r.findings]
+    # (the Large results finding names batch=2 only to say why not)
+    assert not any("batch=" in f.advice for f in r.findings if f.code != "large-results"), \
+        [f.to_text() for f in r.findings]
+    f = r.finding("large-results")
+    if f is not None:  # priced: reported when returning a summary would save 5% of this run
+        assert "Do not batch these tasks" in f.advice and f.evidence["tasks"] == 12
+
+
+def score(data, k):
+    return float(data[k])
+
+
+def test_a_large_argument_by_value_gets_one_piece_of_advice(pool2):
+    data = np.random.default_rng(0).random(2_000_000)  # 16 MB sent with every task
+    task = hpc.remote(score, optimize=False)
+    with hpc.trace() as t:
+        hpc.get([task.remote(data, k) for k in range(10)])
+    r = analyze(t.trace)
+    f = r.finding("repeated-argument")
+    assert f is not None, [g.to_text() for g in r.findings]
+    # What the argument explains is folded into its finding, never offered beside it.
+    for code in f.evidence.get("explains", []):
+        assert r.finding(code) is None
+    assert r.finding("long-tail") is None and r.finding("tasks-too-small") is None, r.codes()
+
+
+def tiny(x):
+    return x + 1
+
+
+def test_overhead_per_task_never_exceeds_what_the_wall_clock_allows(pool2):
+    task = hpc.remote(tiny, optimize=False)
+    with hpc.trace() as t:
+        hpc.get([task.remote(i) for i in range(300)])
+    r = analyze(t.trace)
+    u = units(t.trace)
+    room = max(r.workers * r.wall_time - float(u.body.sum()), 0.0) / len(u)
+    f = r.finding("tasks-too-small")
+    if f is not None:
+        assert f.evidence["median_overhead"] <= room + 1e-12

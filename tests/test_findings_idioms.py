@@ -1,0 +1,46 @@
+"""Findings in the engine's own words (``analysis.findings.idioms``), on findings built by hand."""
+
+from __future__ import annotations
+
+from eugo_lab.analysis.findings import Code, Finding
+from eugo_lab.analysis.findings.idioms import ADVICE, in_engine_words
+
+SLOW = Finding(Code.SLOW_SUBMISSION, "Slow submission", "warning",
+               "The driver took 149 ms to submit 6 tasks (29.8 ms between submissions, where a .remote() takes under "
+               "1 ms: it was building each input in the loop), so workers sat idle 298 ms while it did.",
+               "Let each task build its own input ... hpc.map(total, inputs).",
+               {"tasks": 6, "span": 0.149, "gap": 0.0298, "idle_worker_time": 0.298, "functions": ["total"],
+                "cause": "building", "serializing": 0.0}, fix="let each total() task build its own input")
+IO = Finding(Code.IO_BOUND, "I/O-bound", "warning", "nap() used the CPU 0% of its run time.",
+             "run more workers than cores (hpc.init(workers=4))", {"function": "nap()"},
+             fix="run more workers than cores (hpc.init(workers=4))")
+
+
+def test_an_hpc_trace_keeps_every_word():
+    assert in_engine_words([SLOW, IO], None) == [SLOW, IO]
+
+
+def test_dask_words_what_it_saw_without_blaming_the_loop():
+    (f,) = in_engine_words([SLOW], "dask")
+    assert ".remote()" not in f.verdict and "building" not in f.verdict  # Dask's submit is not timed
+    assert f.verdict == "The driver took 149 ms to submit 6 tasks (29.8 ms between submissions), so workers sat " \
+                       "idle 298 ms while it did."
+    assert "client.map(total, inputs)" in f.advice and "client.scatter" in f.advice and "hpc" not in f.advice
+    assert f.evidence == SLOW.evidence and f.severity == SLOW.severity
+
+
+def test_ray_leaves_out_what_rests_on_cpu_time_it_never_measured():
+    found = in_engine_words([SLOW, IO], "ray")
+    assert [f.code for f in found] == [Code.SLOW_SUBMISSION]
+    assert "ray.put(data)" in found[0].advice
+
+
+def test_dask_io_bound_proposes_threads_with_the_detectors_number():
+    (f,) = in_engine_words([IO], "dask")
+    assert "4 in all" in f.advice and "threads_per_worker" in f.advice
+    assert f.fix == "run 4 worker threads, more than cores"
+
+
+def test_every_wording_names_a_real_code():
+    for table in ADVICE.values():
+        assert set(table) <= set(Code)

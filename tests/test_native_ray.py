@@ -1,0 +1,202 @@
+"""``%%eugo`` on cells written with Ray's own API: the trace built from Ray's profile events and the driver's calls.
+
+Ray's records are stood in for by the exact shape ``ray.timeline()`` returns (one event per
+``task:deserialize_arguments``/``task:execute``/``task:store_outputs`` span, its task id in
+``args``) on a fake clock, so the durations and findings are exact; the driver's calls are
+noted as the wrappers note them. A live run needs a local Ray that starts in time on the
+machine: ``test_a_live_ray_cell`` below.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from eugo_lab.analysis import analyze
+from eugo_lab.analysis.findings import Code
+from eugo_lab.native import ray_recording
+from eugo_lab.native.ray_recording import RayRecording
+
+ray = pytest.importorskip("ray")
+
+T0 = 1_000_000.0
+
+
+def _events(tasks: list[tuple[str, str, float, float]]) -> list[dict]:
+    """``ray.timeline()`` events for ``(task id, worker, start, end)`` as Ray 2.60 sends them: the whole task
+    (``task::nap``, its id in ``args``) holding its parts (no id): 1 ms to deserialize, the body, 1 ms to store."""
+    out = []
+    for tid, worker, start, end in tasks:
+        out.append({"cat": "task::nap", "name": "__main__.nap", "pid": "127.0.0.1", "tid": f"worker:{worker}",
+                    "ts": (start - 0.002) * 1e6, "dur": (end - start + 0.004) * 1e6, "ph": "X",
+                    "args": {"name": "__main__.nap", "task_id": tid}})
+        for cat, (s, e) in (("task:deserialize_arguments", (start - 0.001, start)), ("task:execute", (start, end)),
+                            ("task:store_outputs", (end, end + 0.001))):
+            out.append({"cat": cat, "name": cat, "pid": "127.0.0.1", "tid": f"worker:{worker}",
+                        "ts": s * 1e6, "dur": (e - s) * 1e6, "ph": "X", "args": {}})
+    return out
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """Ray's read-outs the recording calls at its end, without a running Ray."""
+    got: dict[str, list] = {"events": []}
+    monkeypatch.setattr(ray, "timeline", lambda *a, **k: got["events"])
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    monkeypatch.setattr(ray_recording, "_local_ip", lambda: "127.0.0.1")
+    return got
+
+
+def _recording() -> RayRecording:
+    rec = RayRecording()
+    rec._mark = rec.recorder.open_region()  # start() without wrapping a live Ray
+    return rec
+
+
+def _write(rec: RayRecording, events: list[dict], end: float):
+    """The trace as stop() writes it, its region on the fake clock (the recorder stamps the real one)."""
+    trace = rec._write(ray_recording._spans(events, set(rec.driver.submitted)), 2, {})
+    trace.meta.update(region_start=T0, region_end=end)
+    return trace
+
+
+def test_ray_get_in_a_loop_is_blocking_in_rays_words(fake_ray):
+    rec = _recording()
+    d = rec.driver
+    tasks = []
+    for i in range(6):  # submit, run 50 ms, ray.get, then the next: one at a time
+        tid, sub = f"t{i}", T0 + i * 0.06
+        d.submitted[tid], d.names[tid], d.bytes_in[tid], d.deps[tid] = sub, "nap", 30, []
+        tasks.append((tid, "a" if i % 2 == 0 else "b", sub + 0.003, sub + 0.053))
+        d.blocks.append(("get", sub + 0.001, sub + 0.056, 1, "/tmp/ipykernel_1/2.py:4"))
+        d.received[tid] = sub + 0.056
+    fake_ray["events"] = _events(tasks)
+    trace = _write(rec, fake_ray["events"], T0 + 0.36)
+    assert trace.meta["api"] == "ray" and trace.n_workers == 2 and len(trace) == 6
+    t = trace.tasks
+    assert [round(x, 6) for x in t["end"] - t["start"]] == [0.05] * 6
+    assert all(math.isclose(x, 0.001, abs_tol=1e-6) for x in [*t["deser"], *t["ser"]])
+    assert all(math.isnan(x) for x in t["cpu"])  # Ray does not measure it: not a guess
+    assert any("CPU time" in s for s in trace.meta["not_recorded"])
+    found = {f.code: f for f in analyze(trace).findings}
+    assert Code.BLOCKING in found, [f.to_text() for f in found.values()]
+    assert "ray.get" in found[Code.BLOCKING].advice and "hpc." not in found[Code.BLOCKING].advice
+    assert "called ray.get on each task" in found[Code.BLOCKING].verdict
+    assert Code.IO_BOUND not in found and Code.COMPUTE_BOUND not in found  # no CPU time: no verdict on it
+
+
+def test_a_large_array_by_value_is_a_repeated_argument_with_ray_put(fake_ray):
+    rec = _recording()
+    d = rec.driver
+    tasks = []
+    for i in range(6):  # all submitted together, each carrying the same 4 MB array
+        tid = f"t{i}"
+        d.submitted[tid], d.names[tid], d.bytes_in[tid], d.arg_key[tid], d.deps[tid] = T0 + i * 0.02, "nap", \
+            4_000_000, 0, []
+        start = T0 + 0.03 + (i // 2) * 0.06
+        tasks.append((tid, "a" if i % 2 == 0 else "b", start, start + 0.05))
+    fake_ray["events"] = _events(tasks)
+    d.blocks.append(("get", T0 + 0.12, T0 + 0.22, 6, "/tmp/ipykernel_1/3.py:2"))
+    trace = _write(rec, fake_ray["events"], T0 + 0.23)
+    found = {f.code: f for f in analyze(trace).findings}
+    assert Code.REPEATED_ARGUMENT in found, [f.to_text() for f in found.values()]
+    assert "ray.put(data)" in found[Code.REPEATED_ARGUMENT].advice
+
+
+def test_a_task_without_profile_events_is_said_missing(fake_ray):
+    rec = _recording()
+    d = rec.driver
+    d.submitted.update({"t0": T0, "t1": T0})
+    d.names.update({"t0": "nap", "t1": "nap"})
+    fake_ray["events"] = _events([("t0", "a", T0 + 0.01, T0 + 0.02)])
+    trace = _write(rec, fake_ray["events"], T0 + 0.03)
+    assert len(trace) == 1
+    assert any("1 submitted task(s) sent no profile events" in s for s in trace.meta["not_recorded"])
+
+
+def test_the_wrappers_are_put_back():
+    from ray.remote_function import RemoteFunction
+
+    before = (RemoteFunction._remote, ray.get, ray.wait, ray.put)
+    calls = ray_recording.RayDriverCalls()
+    calls.install()
+    assert (RemoteFunction._remote, ray.get, ray.wait, ray.put) != before
+    calls.uninstall()
+    assert (RemoteFunction._remote, ray.get, ray.wait, ray.put) == before
+
+
+# -- a live local Ray, through the magic ------------------------------------------------------------------
+LIVE_SETUP = """
+import time
+import numpy as np
+import ray
+
+@ray.remote
+def nap(x):
+    time.sleep(0.05)
+    return x
+
+@ray.remote
+def inc(x):
+    return x + 1
+
+@ray.remote
+def total(data, i):
+    return float(data[i])
+
+data = np.ones(300_000)  # 2.4 MB
+"""
+
+# (mistake, the Ray cell, the finding, words its advice must use)
+LIVE_CASES = [
+    ("ray.get in a loop", "out = [ray.get(nap.remote(i)) for i in range(6)]\n", Code.BLOCKING, "ray.get(refs)"),
+    ("a task per tiny item", "out = ray.get([inc.remote(i) for i in range(200)])\n", Code.TASKS_TOO_SMALL,
+     "_chunk.remote(items[i:i + "),
+    ("a large array to every task", "out = ray.get([total.remote(data, i) for i in range(6)])\n",
+     Code.REPEATED_ARGUMENT, "ray.put(data)"),
+]
+
+
+@pytest.fixture(scope="module")
+def live_ray():
+    """A local Ray of 2 CPUs on loopback, started the way the runtime's Ray engine starts one."""
+    import os
+
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from eugo_lab.backends.ray import _single_node_mode
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")  # a busy machine's metrics agent is slow
+    with _single_node_mode():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
+                 logging_level="ERROR", log_to_driver=False)
+    shell = start_ipython() or get_ipython()
+    shell.run_line_magic("load_ext", "eugo_lab")
+    shell.run_cell(LIVE_SETUP)
+    shell.run_cell("ray.get([nap.remote(i) for i in range(2)])")  # both workers started before any measurement
+    yield shell
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("case", LIVE_CASES, ids=[c[0] for c in LIVE_CASES])
+def test_a_live_ray_cell_raises_its_finding_in_rays_words(live_ray, capsys, case):
+    _, cell, code, idiom = case
+    live_ray.run_cell_magic("eugo", "--save t", cell)
+    trace = live_ray.user_ns["t"]
+    assert trace.meta["api"] == "ray" and len(trace) > 0
+    found = {f.code: f for f in analyze(trace).findings}
+    assert code in found, [f.to_text() for f in found.values()]
+    assert idiom in found[code].advice and "hpc." not in found[code].advice
+    assert idiom in capsys.readouterr().out
+
+
+def test_a_live_ray_cell_of_sleeping_tasks_gets_no_verdict_on_cpu_it_never_measured(live_ray):
+    live_ray.run_cell_magic("eugo", "--save t", "out = ray.get([nap.remote(i) for i in range(8)])\n")
+    trace = live_ray.user_ns["t"]
+    assert len(trace) == 8 and all(math.isnan(x) for x in trace.tasks["cpu"])
+    codes = {f.code for f in analyze(trace).findings}
+    assert not codes & {Code.IO_BOUND, Code.COMPUTE_BOUND, Code.BLOCKING, Code.TASKS_TOO_SMALL}
+    assert any("CPU time" in s for s in trace.meta["not_recorded"])
