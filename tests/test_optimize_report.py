@@ -34,6 +34,7 @@ class FakeTrace:
                       "cpu": [r[3] - r[2] for r in rows],
                       "start": [r[2] for r in rows], "end": [r[3] for r in rows],
                       "batch": [r[4] for r in rows], "attempt": [1] * len(rows)}
+        self.workers = {}  # worker -> (host, pid): none known (no earlier verdicts to recall)
         self.phases = {"row": [p[0] for p in phases], "name": [names.index(p[1]) for p in phases],
                        "start": [p[2] for p in phases], "end": [p[3] for p in phases], "cpu": [0.0] * len(phases)}
 

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 # Only what a function that is never compiled needs: a worker imports this module with its first task of a
 # cell, and most tasks never qualify. The trial's machinery (eugo_lab.jit.checked: dataclasses, hashing,
 # ~50 ms of CPU to import on a 2-core VM) is imported once a function qualifies (_checked()).
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase, int_sizes
 
 if TYPE_CHECKING:
     from eugo_lab.jit.checked import Verdict
@@ -439,15 +439,6 @@ def wait_for_compiles(timeout: float = 60.0) -> bool:
     for t in list(_compiling):
         t.join(max(0.0, deadline - time.monotonic()))
     return not any(t.is_alive() for t in _compiling)
-
-
-def int_sizes(args: tuple, kwargs: dict) -> tuple:
-    """The bit lengths of the call's Python ``int`` arguments, to the next multiple of 8 (part of a signature).
-
-    Numba runs Python integers as 64-bit ones: a function checked on small integers may overflow
-    on larger ones, so a call whose integers are a size class larger is trialled again.
-    """
-    return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)
 
 
 def _has_array(args: tuple, kwargs: dict) -> bool:

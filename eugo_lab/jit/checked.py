@@ -41,7 +41,7 @@ from typing import Any
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
 from eugo_lab.contract.digest import blake2b
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase, int_sizes
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
 # gain is within this VM's timing noise (~25% drift) and not worth a compile per worker.
@@ -243,8 +243,6 @@ def checked_signature(args: tuple, kwargs: dict) -> tuple:
     Numba runs Python ints as 64-bit ones: code checked on small ints (a loop bound, a multiplier) may wrap
     on larger ones, so a call whose ints are a size class larger runs plain.
     """
-    from eugo_lab.jit.auto import int_sizes
-
     return arg_signature(args, kwargs) + int_sizes(args, kwargs)
 
 
