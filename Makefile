@@ -1,7 +1,7 @@
 # Eugo Lab: two commands do all set-up on a fresh machine.
 #   make lab    create .venv, install, start JupyterLab on courses/index.ipynb (127.0.0.1:8888)
 #   make test   create .venv, install everything the tests need, run ruff and pytest
-# Other targets: make bench (benchmarks vs peers), make bench-quick, make gpu-check, make clean.
+# Other targets: make bench (benchmarks vs peers, and the JIT differential test at length), make bench-quick, make gpu-check, make clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -73,8 +73,10 @@ test: deps bytecode system-deps lint labext
 	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary; the last test phases:"; cat .pytest-running; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
+# The benchmarks, then the automatic JIT's differential test against CPython with 500 inputs a function (CI runs 16).
 bench: deps bytecode
 	$(PY) -m benchmarks.run
+	EUGO_JIT_DIFFERENTIAL_EXAMPLES=500 $(PY) -m pytest -q -p no:cacheprovider --timeout 3600 tests/test_jit_differential.py
 
 bench-quick: deps bytecode
 	$(PY) -m benchmarks.run --quick

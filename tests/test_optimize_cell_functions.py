@@ -35,7 +35,7 @@ list(numbers())
 '''
 
 
-ip, kernel_mode = _magic.ip, _magic.kernel_mode  # the same shell and display fixtures
+kernel_mode = _magic.kernel_mode  # the same display fixture (the shell, ip, is tests/conftest.py's)
 
 
 def _text(cap) -> str:

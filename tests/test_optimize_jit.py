@@ -139,3 +139,19 @@ def test_the_compiled_version_runs_only_for_the_argument_types_its_trial_checked
     small = a.astype(np.float32)[:1000]
     out = opt(small)
     assert out.dtype == np.float32 and np.array_equal(out, smooth(small))
+
+
+def test_optimize_gives_a_task_that_takes_put_references_its_trial():
+    # Before: --optimize wrapped only calls with arrays or lists in hand, so a task given hpc.put references
+    # (resolved to arrays on the worker) never had a trial and got no JIT line in the report.
+    from types import SimpleNamespace
+
+    from eugo_lab.contract.refs import ObjectRef
+    from eugo_lab.contract.task import FunctionRecord
+    from eugo_lab.hpc import optimized
+
+    rt = SimpleNamespace(optimize=1, auto_optimize=True, profiling=None)
+    record = FunctionRecord(smooth, "smooth")
+    ref = ObjectRef(None, 0, "ndarray")
+    assert isinstance(optimized.jit_trial(rt, record, (ref,), {}, None).fn, jit.Optimized)
+    assert optimized.jit_trial(rt, record, (3,), {}, None) is record  # nothing a JIT could be for

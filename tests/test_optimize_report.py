@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from eugo_lab.hpc.coalesce import CoalesceStats
 from eugo_lab.jit import checked as jit
-from eugo_lab.jit.verdicts import verdicts_from_trace
+from eugo_lab.jit.verdicts import explain, verdicts_from_trace
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard.limits import plan
 from eugo_lab.tracing.trace import Trace
@@ -34,6 +34,7 @@ class FakeTrace:
                       "cpu": [r[3] - r[2] for r in rows],
                       "start": [r[2] for r in rows], "end": [r[3] for r in rows],
                       "batch": [r[4] for r in rows], "attempt": [1] * len(rows)}
+        self.workers = {}  # worker -> (host, pid): none known (no earlier verdicts to recall)
         self.phases = {"row": [p[0] for p in phases], "name": [names.index(p[1]) for p in phases],
                        "start": [p[2] for p in phases], "end": [p[3] for p in phases], "cpu": [0.0] * len(phases)}
 
@@ -62,8 +63,9 @@ def test_verdicts_are_merged_per_function():
 def test_report_lines_precise_and_bucketed():
     rep = opt_report.build(_trace(), plan(2, 2, env={}))
     smooth = rep.find("smooth", "jit")
-    assert smooth.bucketed == ("smooth: compiled in 200 ms; 200 ms -> 200 us per call (~1000x), result checked")
-    assert smooth.precise == ("smooth: compiled in 250 ms; 300 ms -> 400 us per call (750x), result checked "
+    proven = "exact for every input (proven from its compiled code); result checked"
+    assert smooth.bucketed == f"smooth: compiled in 200 ms; 200 ms -> 500 us per call (~1000x), {proven}"
+    assert smooth.precise == (f"smooth: compiled in 250 ms; 300 ms -> 400 us per call (750x), {proven} "
                               "(2 workers, one compile each); after: median of 1 later call (trial's compiled run "
                               "300 us)")
     boxed = rep.find("boxed")
@@ -113,3 +115,39 @@ def test_map_batches_from_the_batch_column():
 def test_bucket_ratio():
     assert opt_report.bucket_ratio(937) == "~1000x" and opt_report.bucket_ratio(3.1) == "~2x"
     assert opt_report.bucket_ratio(0) == "?"
+
+
+def test_the_text_and_the_numbers_use_one_median():
+    # Before: the text/plain ratio came from the trial's fastest compiled run (0.3 ms: ~1000x) while the numbers
+    # held the median of the later calls; now both say the later calls' median.
+    rows = [(0, 0, 0.0, 1.0, -1), (0, 0, 1.0, 1.002, -1), (0, 0, 2.0, 2.002, -1), (0, 0, 3.0, 3.002, -1)]
+    ok = jit.Verdict("compiled").phase_name()
+    phases = [(0, "jit: plain run", 0.0, 0.4), (0, "jit: compile", 0.4, 0.6), (0, "jit: compiled run", 0.6, 0.6002),
+              (0, ok, 0.7, 0.7)]
+    item = opt_report.build(FakeTrace(rows, phases), None).find("smooth", "jit")
+    assert abs(item.numbers["speedup"] - 200) < 1e-6  # 0.4 s over the later calls' 2 ms
+    assert "(~200x)" in item.bucketed and "(200x)" in item.precise, item
+
+
+def test_code_compiled_by_request_but_not_proven_says_how_many_calls_were_checked():
+    # optimize=True compiles code the automatic JIT declines; before, its line said "result checked" for calls
+    # nobody checked.
+    why = "line 4: `s` is a Python int that can outgrow 64 bits: Numba's int64 would wrap"
+    ok = jit.Verdict("compiled", detail=jit.compiled_detail("the return value", "", why)).phase_name()
+    rows = [(0, 0, 0.0, 1.0, -1), (0, 1, 0.0, 1.0, -1)]
+    phases = [(0, "jit: plain run", 0.0, 0.3), (0, ok, 0.6, 0.6), (1, "jit: plain run", 0.0, 0.3), (1, ok, 0.6, 0.6)]
+    item = opt_report.build(FakeTrace(rows, phases), None).find("smooth", "jit")
+    assert item.applied and "result checked" not in item.precise + item.bucketed
+    assert f"checked on 2 calls (the return value), not proven for all inputs: {why}" in item.precise
+    assert f"checked on its trial calls, not proven for all inputs: {why}" in item.bucketed
+    assert item.numbers["proven"] is False
+
+
+def test_a_function_never_sampled_is_not_said_to_lack_cpu():
+    # 0.7 s of CPU in one worker and no verdict: the sampler never caught a call (before: "too little CPU").
+    rows = [(2, 0, float(i), float(i) + 0.07, -1) for i in range(10)]
+    items = opt_report.unjudged(FakeTrace(rows, []), [])
+    assert len(items) == 1 and items[0].bucketed == "inc: not tried: " + explain("never-sampled")[0]
+    assert explain("never-sampled")[0].startswith("never sampled")
+    few = opt_report.unjudged(FakeTrace(rows[:2], []), [])
+    assert "not yet spent enough CPU" in few[0].bucketed

@@ -122,7 +122,7 @@ class CellOptimizer:
             self._left[name] = why
             self._cell.pop(name, None)
             return fn
-        wrapped = auto.CellFunction(fn, auto.cell_key(fn), self._ns)
+        wrapped = auto.CellFunction(fn, auto.cell_key(fn), self._ns, eager=self.explicit)
         self._cell[name] = wrapped
         self._left.pop(name, None)
         return wrapped

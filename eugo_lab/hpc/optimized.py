@@ -30,6 +30,7 @@ import threading
 from typing import Any
 
 from eugo_lab.contract.hooks import provider
+from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.task import FunctionRecord
 from eugo_lab.hpc.spread import Spread
 
@@ -144,10 +145,14 @@ def packed_payload(plain: bytes, key: str, phase: Any) -> bytes:
 
 
 def _arrays_in(args: Any, more: Any) -> bool:
-    """A call a JIT could be for: an argument is a NumPy array or a list (checked by type name: no NumPy import)."""
+    """A call a JIT could be for: an argument is a NumPy array, a list, or an ``hpc.put`` reference (maybe an array).
+
+    Checked by type name (no NumPy import). A reference is resolved on the worker, where the trial sees what it
+    holds: a task that takes ``hpc.put`` arrays gets its trial (and its line in the report) like one taking arrays.
+    """
     for a in itertools.chain(args, more):
         t = type(a)
-        if t is list or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
+        if t is list or isinstance(a, ObjectRef) or (t.__name__ == "ndarray" and t.__module__ == "numpy"):
             return True
     return False
 

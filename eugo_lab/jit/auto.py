@@ -24,20 +24,23 @@ process and per function (its code key), what happens:
    process; from then on a call is the plain call behind one dict lookup, its arguments unread.
 3. a qualified function is **compiled in a background thread** for the argument types of the
    call that qualified it (Numba types them; lists and Python objects are not tried); its calls
-   run plain meanwhile.
+   run plain meanwhile (one whose calls average :data:`WAIT_FOR_COMPILE_S` or more waits for it
+   at its next call). The compiled code is then **proven or declined**: :mod:`eugo_lab.jit.exact`
+   reads Numba's typed IR and declines anything whose meaning is not provably CPython's for every
+   input of those types (``not-proven``, with the line and the reason): a Python int that can
+   outgrow 64 bits, a library call that raises in Python where compiled code returns nan...
 4. the first call after the compile is the **trial**: copies of its array arguments are taken,
    the plain function runs on the real ones (its result is what the caller gets), the compiled
    one on the copies; the return value and every argument the plain run wrote into must match
-   (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
+   to the last bit (:class:`eugo_lab.jit.checked.PlainRun`), and the compiled run must be
    :data:`~eugo_lab.jit.checked.MIN_GAIN` times faster. Kept or declined, with the SIMD verdict of
    its machine code. A compile error about the function itself (a call Numba does not know, a
    feature it does not compile, no Numba) declines it for every argument type at once.
 5. **later calls** with the same argument types run the compiled version; a new signature
    (types, dtypes, dimensions) is compiled and trialled again. Compiled calls number 8 and 64, then
-   every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial: at the first
-   difference the plain result is returned, the function goes back to plain for good and the
-   difference is reported (``differs-later``: Python integers that outgrow 64 bits are the
-   classic case).
+   every :data:`RECHECK_EVERY`-th, are **re-checked** like the trial, a second line of defence
+   behind the proof: at the first difference the plain result is returned, the function goes
+   back to plain for good and the difference is reported (``differs-later``).
 
 What each function's verdicts are travels as the trial phases of :mod:`eugo_lab.jit.checked`
 (``jit: compiled: ...``, ``jit: declined: ...``, ``jit: not tried: ...``): in a task, as
@@ -58,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 # Only what a function that is never compiled needs: a worker imports this module with its first task of a
 # cell, and most tasks never qualify. The trial's machinery (eugo_lab.jit.checked: dataclasses, hashing,
 # ~50 ms of CPU to import on a 2-core VM) is imported once a function qualifies (_checked()).
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase, int_sizes
 
 if TYPE_CHECKING:
     from eugo_lab.jit.checked import Verdict
@@ -100,6 +103,12 @@ SAMPLE_AFTER_S = 0.01
 # 50x faster, 50 compiled calls' time): at 1 in 256 the average call stays within a third of the
 # compiled one at 50x, and a run of 1000 calls has 5 re-checks.
 RECHECK_FIRST = (8, 64)
+# A function whose plain calls average at least this long waits for its background compile at its next call (at
+# most COMPILE_WAIT_MAX_S), then runs the trial: a compile takes 0.1-0.5 s (2-3 s on a busy 2-core VM), so a cell
+# that calls a 0.3 s loop five times had every call run plain beside the compile and ended before any trial.
+# Shorter calls keep running plain while it compiles: they are many, and the compile is soon paid back.
+WAIT_FOR_COMPILE_S = 0.05
+COMPILE_WAIT_MAX_S = 30.0
 RECHECK_EVERY = 256
 
 _get_ident, _thread_time = threading.get_ident, time.thread_time
@@ -224,16 +233,18 @@ class _Signature:
     Plain classes with slots, not dataclasses: this module must import fast (see the imports above).
     """
 
-    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity")
+    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types", "thread")
 
     def __init__(self, status: str = COMPILING, dispatcher: Any = None, compile_s: float | None = None,
-                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1):
+                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1, types: tuple = ()):
         self.status = status
         self.dispatcher = dispatcher
         self.compile_s = compile_s
         self.error = error
         self.calls = calls  # compiled calls since the trial kept it
         self.arity = arity
+        self.types = types  # Numba's types of the arguments it was compiled for
+        self.thread: threading.Thread | None = None  # its background compile
 
     def __repr__(self) -> str:
         return f"_Signature({self.status}, compile_s={self.compile_s}, error={self.error}, calls={self.calls})"
@@ -280,6 +291,7 @@ _sampler: threading.Thread | None = None
 # before that look (one interpreter lock orders both), and one that reads False notifies.
 _awake = False
 _compiling: list[threading.Thread] = []
+_notified = [0.0]  # when a watched call last woke the sampler (perf_counter): how long the sampler waited for the GIL
 
 
 _ck: Any = None  # eugo_lab.jit.checked, once a function qualified
@@ -330,17 +342,25 @@ _CALLS = frozenset(dis.opmap[n] for n in ("CALL", "PRECALL", "CALL_FUNCTION_EX",
 def _sample_loop() -> None:
     global _awake
     perf = time.perf_counter
+    started = True  # started by a watched call: that call is looked at at once, as a woken sampler's is
     while True:
         with _cond:
             _awake = False
+            woken, started = started, False
             while not _watch:
                 _cond.wait()
+                woken = True
             _awake = True
-        asked = perf()
-        time.sleep(SAMPLE_INTERVAL_S)
         # A thread holding the GIL (running bytecode) gives it up only after the switch interval: a wait
         # of half of it means the watched thread was running with it, whatever its opcode shows now.
-        held = perf() - asked - SAMPLE_INTERVAL_S >= sys.getswitchinterval() / 2
+        if woken:
+            # Woken by a call that started: look at once. Sleeping first meant a second wait for the GIL
+            # (after the one to wake), so a call of ~10 ms had ended before the first look and was never sampled.
+            held = perf() - _notified[0] >= sys.getswitchinterval() / 2
+        else:
+            asked = perf()
+            time.sleep(SAMPLE_INTERVAL_S)
+            held = perf() - asked - SAMPLE_INTERVAL_S >= sys.getswitchinterval() / 2
         frames = sys._current_frames()
         leaf = f = None
         for tid, st in list(_watch.items()):
@@ -400,6 +420,11 @@ def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
         else:
             sig.dispatcher = ck.compile_for(fn, types)
             sig.arity = len(types)
+            sig.types = types
+            # Exact by construction: only code whose meaning is CPython's for every input of these types is kept.
+            why = ck.unproven_reasons(sig.dispatcher, types, pos)
+            if why:
+                sig.error = ("not-proven", why)
     except ImportError:
         sig.error = ("numba-missing", "")
     except Exception as exc:  # noqa: BLE001 - any compile failure: the function stays plain
@@ -416,13 +441,9 @@ def wait_for_compiles(timeout: float = 60.0) -> bool:
     return not any(t.is_alive() for t in _compiling)
 
 
-def int_sizes(args: tuple, kwargs: dict) -> tuple:
-    """The bit lengths of the call's Python ``int`` arguments, to the next multiple of 8 (part of a signature).
-
-    Numba runs Python integers as 64-bit ones: a function checked on small integers may overflow
-    on larger ones, so a call whose integers are a size class larger is trialled again.
-    """
-    return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)
+def _has_array(args: tuple, kwargs: dict) -> bool:
+    """Whether a call passes a NumPy array (by type name: this module does not import NumPy)."""
+    return any(type(a).__name__ == "ndarray" and type(a).__module__ == "numpy" for a in (*args, *kwargs.values()))
 
 
 def _recheck(n: int) -> bool:
@@ -438,6 +459,7 @@ class AutoJit:
 
     __slots__ = ("fn", "key", "phase", "told", "__weakref__", "__dict__")
     ns: dict | None = None  # a cell function's namespace (CellFunction): given the plain function once not tried
+    eager = False  # %%eugo --optimize on a cell's function: compiled and trialled on its first call with arrays
 
     def __init__(self, fn: Callable, key: str, phase: Callable[[str], Any] = _NoPhase):
         self.fn = fn
@@ -486,6 +508,8 @@ class AutoJit:
                 self._give_back()
             return self.fn(*args, **kwargs)
         if status == WATCHING:
+            if self.eager and _has_array(args, kwargs):
+                return self._first_call_trial(st, args, kwargs)
             return self._watched(st, args, kwargs)
         ck = _ck or _checked()
         sig = ck.arg_signature(args, kwargs) + int_sizes(args, kwargs)
@@ -494,13 +518,16 @@ class AutoJit:
             s = self._new_signature(st, args, kwargs)
             if s.status == READY:  # the compiled code of these types exists: trial this call now
                 return self._trial(st, s, args, kwargs)
-            return self.fn(*args, **kwargs)
         if s.status == COMPILED:
             s.calls += 1
             pos = args if not kwargs and len(args) == s.arity else ck.positional(self.fn, args, kwargs)
             if not _recheck(s.calls):
                 return s.dispatcher(*pos)
             return self._checked_again(st, s, args, kwargs, pos)
+        if s.status == COMPILING and s.thread is not None and st.calls and st.cpu >= WAIT_FOR_COMPILE_S * st.calls:
+            # Calls this long: this one waits for the compile (0.1-0.5 s) and runs the trial, instead of running
+            # plain beside it; a cell that calls such a function a few times then uses the compiled version.
+            s.thread.join(COMPILE_WAIT_MAX_S)
         if s.status == READY:
             return self._trial(st, s, args, kwargs)
         if s.status == DECLINED and s.error is not None:
@@ -526,21 +553,41 @@ class AutoJit:
                 return s
             same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
             if same is not None and not why:
-                # Same types, Python integers of another size: Numba's code is the same (no compile), but its
-                # 64-bit integers may overflow where Python's do not, so this call is trialled on its own.
-                s = st.sigs[sig] = _Signature(READY, same.dispatcher, 0.0, arity=same.arity)
+                # Same types, Python integers of another size: Numba's code is the same (no compile), but whether
+                # its 64-bit integers hold what Python's do depends on those sizes: proven again for them.
+                unproven = ck.unproven_reasons(same.dispatcher, same.types, pos)
+                s = st.sigs[sig] = _Signature(DECLINED if unproven else READY, same.dispatcher, 0.0,
+                                              ("not-proven", unproven) if unproven else None, arity=same.arity,
+                                              types=same.types)
                 return s
             s = st.sigs[sig] = _Signature()
             if why:
                 s.status = DECLINED
             else:
                 t = threading.Thread(target=_compile, args=(self.fn, pos, s), name="eugo-jit-compile", daemon=True)
+                s.thread = t
                 _compiling.append(t)
                 t.start()
         if why:
             st.say(skipped_phase("arguments", why), id(self))
             self._tell(st)
         return s
+
+    def _first_call_trial(self, st: _State, args: tuple, kwargs: dict) -> Any:
+        """``--optimize``'s eager trial, for a cell's function: qualified now, compiled now, trialled on this call.
+
+        Its compiled code is proven or declined as any automatic compile is; then later calls run as a qualified
+        function's do.
+        """
+        with st.lock:
+            if st.status == WATCHING:
+                st.status = QUALIFIED
+        s = self._new_signature(st, args, kwargs)
+        if s.thread is not None:
+            s.thread.join(COMPILE_WAIT_MAX_S)
+        if s.status == READY:
+            return self._trial(st, s, args, kwargs)
+        return self(*args, **kwargs)  # declined (said by the call) or still compiling: the plain call
 
     def _watched(self, st: _State, args: tuple, kwargs: dict) -> Any:
         # Every call of a function not yet decided pays this: two clock reads, and while its calls average
@@ -556,6 +603,7 @@ class AutoJit:
             _watch[tid] = st
             if not _awake:
                 with _cond:
+                    _notified[0] = time.perf_counter()
                     _cond.notify()
                 if _sampler is None:
                     _start_sampler()
@@ -700,13 +748,14 @@ class CellFunction(AutoJit):
     ``verdicts`` collects this function's verdict phases for the cell's report.
     """
 
-    def __init__(self, fn: Callable, key: str, ns: dict | None = None):
+    def __init__(self, fn: Callable, key: str, ns: dict | None = None, eager: bool = False):
         import functools
 
         self.verdicts: list[str] = []
         super().__init__(fn, key, self._collect)
         functools.update_wrapper(self, fn)
         self.ns = ns
+        self.eager = eager  # --optimize: the trial on its first call with arrays, not after 0.2 s of CPU
 
     def _give_back(self) -> None:
         """Not tried for good: rebind the cell's name to the plain function, so later calls cost nothing."""

@@ -8,9 +8,13 @@ are untouched). On the first call in each worker process the wrapper runs a *tri
    the trial wastes no work) and is timed;
 2. Numba compiles it for those argument types (timed on its own);
 3. the compiled version runs once on copies of the original inputs; its result must have the
-   same type, dtype and shape and the very same values (NaNs equal): an optimization that changed
-   a result in its last bit would still have changed it;
-4. it is kept only when it is at least :data:`MIN_GAIN` times faster.
+   same type, dtype and shape and the very same values to the last bit (NaNs equal, ``-0.0`` not
+   ``0.0``): an optimization that changed a result in its last bit would still have changed it;
+4. it is kept only when it is at least :data:`MIN_GAIN` times faster. ``optimize=True`` keeps it
+   also where :mod:`eugo_lab.jit.exact` cannot prove it exact for every input (you asked for it):
+   the verdict then carries why (:func:`unproven_of`), and the report says it was checked on its
+   trial calls only. A later call whose Python int arguments are a size class larger than the
+   trial's runs plain (:func:`checked_signature`).
 
 The verdict is cached per worker process under the function's *code key* (a hash of its
 pickled payload), so each worker compiles once, also when the same code arrives again
@@ -37,7 +41,7 @@ from typing import Any
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
 from eugo_lab.contract.digest import blake2b
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase, int_sizes
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
 # gain is within this VM's timing noise (~25% drift) and not worth a compile per worker.
@@ -206,7 +210,7 @@ class Optimized:
             entry = _verdicts.get(self.key)
             if entry is None:
                 self.announced = True
-                signature = arg_signature(args, kwargs)  # before the call: the plain run may change its inputs
+                signature = checked_signature(args, kwargs)  # before the call: the plain run may change its inputs
                 try:
                     value, verdict, compiled = trial(self.fn, args, kwargs, self.phase)
                 except BaseException:
@@ -233,10 +237,19 @@ def arg_signature(args: tuple, kwargs: dict) -> tuple:
     return tuple(_signature_of(a) for a in args) + tuple((k, _signature_of(v)) for k, v in sorted(kwargs.items()))
 
 
+def checked_signature(args: tuple, kwargs: dict) -> tuple:
+    """What a trial checked: the argument types, and the size class of each Python int argument.
+
+    Numba runs Python ints as 64-bit ones: code checked on small ints (a loop bound, a multiplier) may wrap
+    on larger ones, so a call whose ints are a size class larger runs plain.
+    """
+    return arg_signature(args, kwargs) + int_sizes(args, kwargs)
+
+
 def _chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, args: tuple, kwargs: dict) -> Callable:
     """The compiled version when the trial checked it for these argument types, else ``fn``."""
     compiled = entry[1]
-    if compiled is None or arg_signature(args, kwargs) != entry[2]:
+    if compiled is None or checked_signature(args, kwargs) != entry[2]:
         return fn
     return compiled
 
@@ -258,13 +271,55 @@ def _has(obj: Any, kind: type) -> bool:
     return isinstance(obj, kind) or (isinstance(obj, tuple) and any(isinstance(o, kind) for o in obj))
 
 
-def bit_identical(a: Any, b: Any) -> bool:
-    """Same type, dtype and shape and the very same values (NaNs equal); tuples element by element.
+def _scalar_class(x: Any) -> str:
+    """``b``/``i``/``f``/``c`` for a bool, int, float or complex scalar (Python's or NumPy's); "" for anything else."""
+    import numpy as np
 
-    Exact, not within a tolerance: Numba without ``fastmath`` neither fuses multiply-adds nor
-    reorders a float reduction, so a compiled loop that computes what the plain one computes
-    gets the same bits, and one that does not (``x ** 0.5`` compiled as a square root, which
-    rounds differently from Python's ``pow`` in a value's last bit) would change the caller's result.
+    if isinstance(x, (bool, np.bool_)):
+        return "b"
+    if isinstance(x, (int, np.integer)):
+        return "i"
+    if isinstance(x, (float, np.floating)):
+        return "f"
+    if isinstance(x, (complex, np.complexfloating)):
+        return "c"
+    return ""
+
+
+def _same_float(x: float, y: float) -> bool:
+    """The same float to the last bit: -0.0 is not 0.0; any NaN is any NaN."""
+    import math
+
+    if x != x or y != y:
+        return x != x and y != y
+    return x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
+
+
+def _same_floats(a: Any, b: Any) -> Any:
+    """Elementwise :func:`_same_float` of two float arrays of one shape."""
+    import numpy as np
+
+    return ((a == b) & (np.signbit(a) == np.signbit(b))) | (np.isnan(a) & np.isnan(b))
+
+
+def same_elements(a: Any, b: Any) -> Any:
+    """A bool array: where two arrays of one shape and dtype hold the same value to the last bit (NaNs equal)."""
+    import numpy as np
+
+    if a.dtype.kind == "f":
+        return _same_floats(a, b)
+    if a.dtype.kind == "c":
+        return _same_floats(a.real, b.real) & _same_floats(a.imag, b.imag)
+    return np.asarray(a == b)
+
+
+def bit_identical(a: Any, b: Any) -> bool:
+    """Same type, dtype and shape and the very same values, to the last bit (NaNs equal); tuples element by element.
+
+    Exact, not within a tolerance: an optimization that changed a value's last bit, or the sign of a
+    zero (``-0.0`` against ``0.0``), still changed it. Numbers compare by kind and bits: a Python
+    float and a NumPy float64 holding the same bits are the same result, an int and a float are not
+    (compiled code returns Python numbers where plain code may return NumPy scalars).
     """
     import numpy as np
 
@@ -273,10 +328,18 @@ def bit_identical(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape or a.dtype != b.dtype:
             return False
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    if isinstance(a, (bool, int, float, complex, np.number, np.bool_)) and \
-            isinstance(b, (bool, int, float, complex, np.number, np.bool_)):
-        return bool(a == b) or bool(a != a and b != b)  # NaN == NaN here: the same result
+        if a.dtype.kind in "fc":
+            return bool(np.all(same_elements(a, b)))
+        return bool(np.array_equal(a, b))
+    ka, kb = _scalar_class(a), _scalar_class(b)
+    if ka or kb:
+        if ka != kb:
+            return False
+        if ka == "f":
+            return _same_float(float(a), float(b))
+        if ka == "c":
+            return _same_float(a.real, b.real) and _same_float(a.imag, b.imag)
+        return bool(a == b)
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - incomparable results are not the same result
@@ -294,12 +357,15 @@ def difference(a: Any, b: Any) -> str:
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape \
             or a.dtype != b.dtype or a.dtype.kind != "f":
         return ""
-    off = (a != b) & ~(np.isnan(a) & np.isnan(b))
+    off = ~same_elements(a, b)
     n = int(np.count_nonzero(off))
     if not n:
         return ""
-    ulp = float(np.max(np.abs(a[off] - b[off]) / np.spacing(np.abs(a[off]))))
-    if ulp > 1e6:  # not a rounding difference: the count is what there is to say
+    with np.errstate(all="ignore"):
+        ulp = float(np.max(np.abs(a[off] - b[off]) / np.spacing(np.abs(a[off]))))
+    if ulp == 0:  # equal as numbers, different bits: the sign of a zero
+        return f"{n:,} of {a.size:,} values (-0.0 against 0.0)"
+    if not ulp < 1e6:  # not a rounding difference (or inf or nan): the count is what there is to say
         return f"{n:,} of {a.size:,} values"
     return f"{n:,} of {a.size:,} values, by at most {ulp:.0f} unit{'s' if round(ulp) != 1 else ''} in the last place"
 
@@ -459,7 +525,10 @@ def compile_for(fn: Callable, types: tuple) -> Any:
     global _compiles
     import numba
 
-    dispatcher = numba.njit(fn)
+    # Bounds-checked, as Python indexing is (an index out of range raises IndexError instead of reading memory),
+    # with Python's error model (a zero divisor raises ZeroDivisionError) and without fast-math (floats in source
+    # order): what eugo_lab.jit.exact proves the code against.
+    dispatcher = numba.njit(fn, boundscheck=True, error_model="python", fastmath=False)
     dispatcher.compile(types)
     with _count_lock:  # (not _lock: a trial holds that one while it compiles)
         _compiles += 1
@@ -479,15 +548,39 @@ def simd_detail(dispatcher: Any) -> str:
 DETAIL_SEP = " | "
 
 
-def compiled_detail(checked: str, simd_line: str) -> str:
-    """``checked | simd`` for a compiled verdict's phase (see :func:`split_compiled_detail`)."""
-    return checked + (DETAIL_SEP + simd_line if simd_line else "")
+def compiled_detail(checked: str, simd_line: str, unproven: str = "") -> str:
+    """``checked | simd[ | unproven]`` for a compiled verdict's phase (see :func:`split_compiled_detail`).
+
+    ``unproven``: why the code is not proven to mean what Python means for every input (compiled
+    anyway because ``optimize=True`` asked for it); empty: proven (:mod:`eugo_lab.jit.exact`).
+    """
+    return checked + (DETAIL_SEP + simd_line if simd_line or unproven else "") + \
+        (DETAIL_SEP + unproven if unproven else "")
 
 
 def split_compiled_detail(detail: str) -> tuple[str, str]:
     """``(what was checked, the SIMD line)`` of a compiled verdict's detail."""
-    checked, _, simd_line = detail.partition(DETAIL_SEP)
-    return checked, simd_line
+    parts = detail.split(DETAIL_SEP)
+    return parts[0], parts[1] if len(parts) > 1 else ""
+
+
+def unproven_of(detail: str) -> str:
+    """Why a compiled verdict's code is not proven exact ("" where it is), from its detail."""
+    parts = detail.split(DETAIL_SEP)
+    return parts[2] if len(parts) > 2 else ""
+
+
+def unproven_reasons(dispatcher: Any, types: tuple, pos: tuple) -> str:
+    """Why the code ``dispatcher`` compiled for ``types`` may not compute what Python does ("" : proven exact).
+
+    The first reason (``line N: why``) and how many more there are; see :mod:`eugo_lab.jit.exact`.
+    """
+    from eugo_lab.jit.exact import unproven
+
+    why = unproven(dispatcher, types, pos)
+    if not why:
+        return ""
+    return why[0] + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
 
 
 def trial(fn: Callable, args: tuple, kwargs: dict,
@@ -557,12 +650,18 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
     if dispatcher is None:
         assert error is not None
         return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
-    return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark)
+    # optimize=True asked for the compile: code not proven exact is still kept when its trial matched, and its
+    # verdict says so (the automatic JIT never keeps it).
+    unproven = unproven_reasons(dispatcher, types, pos)
+    return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark, unproven)
 
 
 def _judge(c: Checked, compile_s: float | None, dispatcher: Any,
-           mark: Callable[[Verdict], Verdict]) -> tuple[Verdict, Callable | None]:
-    """The verdict of one checked run (kept only when it matched and was :data:`MIN_GAIN` times faster)."""
+           mark: Callable[[Verdict], Verdict], unproven: str = "") -> tuple[Verdict, Callable | None]:
+    """The verdict of one checked run (kept only when it matched and was :data:`MIN_GAIN` times faster).
+
+    ``unproven``: why the code is not proven exact (it goes into a compiled verdict's detail).
+    """
     if c.error is not None:
         exc = c.error
         code, detail = classify_numba_error(exc) if "numba" in type(exc).__module__ else ("compiled-error", "")
@@ -577,7 +676,7 @@ def _judge(c: Checked, compile_s: float | None, dispatcher: Any,
     if c.compiled_s * MIN_GAIN > c.plain_s:
         return mark(Verdict("declined", "not-faster", plain_s=c.plain_s, compile_s=compile_s,
                             compiled_s=c.compiled_s)), None
-    detail = compiled_detail(c.checked, simd_detail(dispatcher))
+    detail = compiled_detail(c.checked, simd_detail(dispatcher), unproven)
     return mark(Verdict(VERDICT_COMPILED, detail=detail, plain_s=c.plain_s, compile_s=compile_s,
                         compiled_s=c.compiled_s, arity=len(dispatcher.signatures[-1]))), dispatcher
 

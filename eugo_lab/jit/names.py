@@ -29,3 +29,12 @@ class _NoPhase:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+def int_sizes(args: tuple, kwargs: dict) -> tuple:
+    """The bit lengths of the call's Python ``int`` arguments, to the next multiple of 8 (part of a signature).
+
+    Numba runs Python integers as 64-bit ones: a function checked on small integers may overflow
+    on larger ones, so a call whose integers are a size class larger is trialled again.
+    """
+    return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)

@@ -272,9 +272,6 @@ def _reason(body: list[str], arch: str) -> str:
     convert = _X86_CONVERT if arch == "x86-64" else _A64_CONVERT
     if any(convert.match(op) for op, _ in ops):
         return "mixed types: the loop converts between integers and floats each iteration"
-    jump = _JUMP_X86 if arch == "x86-64" else _JUMP_A64
-    if sum(1 for op, _ in ops if jump.match(op) and op not in ("jmp", "b")) > 1:
-        return "a branch inside the loop (an if that decides per element)"
     # A scalar float result that is an input of the same instruction: each iteration needs the previous one.
     for op, rest in ops:
         scalar = _X86_SCALAR_FLOAT.match(op) if arch == "x86-64" else (
@@ -286,6 +283,11 @@ def _reason(body: list[str], arch: str) -> str:
         if dest is not None and regs.count(dest) > 1:
             return ("a dependency between iterations: each one needs the previous one's result (a running sum, "
                     "or a[i] computed from a[i-1]), so the elements cannot be done side by side")
+    # After the dependency: the JIT compiles with bounds checks (an index out of range raises IndexError, as in
+    # Python), which put a branch in a loop that reads a[i - 1]; the dependency is what keeps that loop scalar.
+    jump = _JUMP_X86 if arch == "x86-64" else _JUMP_A64
+    if sum(1 for op, _ in ops if jump.match(op) and op not in ("jmp", "b")) > 1:
+        return "a branch inside the loop (an if that decides per element)"
     return "LLVM kept it scalar (no packed instructions in the loop)"
 
 

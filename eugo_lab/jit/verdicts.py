@@ -50,6 +50,10 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                       "that call got the plain result, and the plain version runs from then on",
                       "usually integer overflow: Python's integers never overflow, Numba's 64-bit ones do; "
                       "use float64, or keep this function plain with optimize=False"),
+    "not-proven": ("its compiled code may not compute what Python computes for every input (read from the code "
+                   "Numba compiled for these argument types), so the automatic JIT does not use it",
+                   "use float64 for values that grow (Python's ints never overflow, Numba's 64-bit ones wrap), "
+                   "or optimize=True to compile it anyway after a check on its first call"),
     "plain-error": ("the plain call raised, so there was nothing to check against", "fix the error first"),
     # -- not tried by the automatic JIT (eugo_lab.jit.auto) --
     "in-c": ("its time is in C code (NumPy) or waiting, not in Python bytecode: a JIT removes the interpreter, "
@@ -67,6 +71,8 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                   "before a call could check the compiled version", "nothing: its next call runs the check"),
     "too-little-cpu": ("it has not yet spent enough CPU in plain Python for a compile to pay back",
                        "nothing: it is tried once it has"),
+    "never-sampled": ("never sampled: the sampler that tells Python bytecode from C code caught none of its calls, "
+                      "so the JIT had nothing to judge it by", "nothing: longer calls are caught"),
     "opted-out": ("optimize=False", ""),
 }
 

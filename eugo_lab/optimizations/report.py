@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eugo_lab.jit.auto import MIN_CPU_S
-from eugo_lab.jit.checked import SKIPPED, split_compiled_detail
+from eugo_lab.jit.checked import SKIPPED, split_compiled_detail, unproven_of
 from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
 from eugo_lab.offload.cost import fmt_time
 from eugo_lab.optimizations import earlier
@@ -130,18 +130,28 @@ def jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
         return Optimization("jit", v.function, False, precise, bucketed, what, helps, numbers, tried=False)
     if v.status == "compiled":
         checked, simd_line = split_compiled_detail(v.detail)
-        proof = (f", result checked ({checked})" if checked and checked != "nothing" else ", result checked") + \
-            (f"; machine code: {simd_line}" if simd_line else "")
-        numbers["checked"], numbers["simd"] = checked, simd_line
+        unproven = unproven_of(v.detail)
+        what = f" ({checked})" if checked and checked != "nothing" else ""
+        simd = f"; machine code: {simd_line}" if simd_line else ""
+        numbers["checked"], numbers["simd"], numbers["proven"] = checked, simd_line, not unproven
+        # Each worker checked one call (its trial) against the plain function: code not proven exact is right on
+        # those calls, and nothing is known of the others.
+        calls = f"{v.workers} call{'s' if v.workers != 1 else ''}"
+
+        def proof(b: bool) -> str:
+            if not unproven:
+                return f", exact for every input (proven from its compiled code); result checked{what}"
+            said = f"checked on {calls}{what}" if not b else "checked on its trial calls"
+            return f", {said}, not proven for all inputs: {unproven}"
 
         def line(b: bool) -> str:
-            # Bucketed: the trial's own numbers, which a re-run cell gets back unchanged from the workers'
-            # cache, so its text/plain reads the same run after run; precise: the calls after the swap.
-            after = v.compiled_s if b else v.after_s
+            # One number per fact: the median of the calls after the swap (the trial's run where there were none),
+            # in both forms; the bucketed one rounds it to 1-2-5 steps so its text/plain reads the same run to run.
+            after = v.after_s
             sp = v.plain_s / after if v.plain_s and after else 0.0
             ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
             how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
-            return f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} per call ({ratio}){proof}"
+            return f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} per call ({ratio}){proof(b)}{simd}"
         return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
                             numbers=numbers)
     what, helps = explain(v.code)
@@ -266,11 +276,19 @@ def unjudged(trace: Any, judged: Iterable[str], opted_out: Iterable[str] = ()) -
         if before is not None:  # decided earlier in these worker processes: its calls said nothing new
             out.append(before)
             continue
-        used = float(cpu[fns == f].sum())
-        n = int((fns == f).sum())
-        out.append(not_tried(name, "too-little-cpu", f"{n} call{'s' if n != 1 else ''} used {fmt_time(used)} of CPU "
-                                                     f"in this cell; it is tried after {fmt_time(MIN_CPU_S)} in one "
-                                                     "process"))
+        mine = fns == f
+        used = float(cpu[mine].sum())
+        n = int(mine.sum())
+        calls = f"{n} call{'s' if n != 1 else ''} used {fmt_time(used)} of CPU in this cell"
+        # The JIT judges a function per process: enough CPU in one worker and still no verdict means its calls
+        # were never caught by the sampler, not that they were too few.
+        workers = np.asarray(t["worker"])[mine] if "worker" in t else np.zeros(n, dtype=int)
+        most = max((float(cpu[mine][workers == w].sum()) for w in np.unique(workers).tolist()), default=0.0)
+        if most >= MIN_CPU_S:
+            out.append(not_tried(name, "never-sampled", f"{calls}, {fmt_time(most)} of it in one process"))
+        else:
+            out.append(not_tried(name, "too-little-cpu", f"{calls}; it is tried after {fmt_time(MIN_CPU_S)} in one "
+                                                         "process"))
     return out
 
 

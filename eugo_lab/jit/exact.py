@@ -1,0 +1,296 @@
+"""Whether compiled code means what CPython means, for every input of the types seen, read from Numba's typed IR.
+
+The automatic JIT keeps a compiled version only when :func:`unproven` finds nothing: a check on
+the calls that happened cannot see a difference that depends on the data (an accumulator that
+outgrows 64 bits on a larger input), so exactness is a property of the code, decided before any
+compiled call runs. What is proven, per value of the function:
+
+- **Python integers** (arguments, constants, ``len``, loop indices, arithmetic on those) stay within
+  int64: each gets a bound on its bit length. A ``range`` loop's index is bounded by the range's
+  ends and by ``STEPS_BITS``; an array dimension by ``DIM_BITS``; sums add a bit, products
+  add their operands' bits. A value that grows across loop iterations (a cycle through the loop)
+  is bounded only when every step adds or subtracts a bounded amount (a counter, ``c += 1``): then
+  by ``STEPS_BITS`` steps of it. Products, powers and shifts across iterations, or sums of
+  values that may each be large, are not bounded: Numba's int64 would wrap where Python's int grows.
+- **NumPy integers** (array elements) wrap in NumPy too: int64 arithmetic is the same bits.
+  Narrower or unsigned ones are promoted to int64 by Numba but keep their width in NumPy, so their
+  arithmetic is allowed only when its result goes straight back into an array of the same dtype
+  (the same bits modulo the width).
+- **Floats**: float64 ``+ - *``, ``/`` by a non-zero constant, comparisons: IEEE operations in
+  source order (no fast-math). ``/ // %`` by a computed value of Python floats raises
+  ZeroDivisionError in both (Numba's Python error model); where an operand is a NumPy scalar, NumPy
+  gives inf or nan instead, so it is not proven. ``**`` on floats is not (Python raises
+  OverflowError or returns a complex number where compiled code returns inf or nan, and ``x ** 0.5``
+  is compiled as a square root that rounds differently from ``pow``). float32 arithmetic is not
+  (NumPy and Numba promote it differently).
+- **Library calls**, per function (:data:`EXACT_CALLS`): ``abs``, ``min``, ``max``, ``len``,
+  ``range``, ``float``, ``bool``, ``math.fabs``/``copysign``/``isnan``/``isinf``/``isfinite``,
+  ``np.sqrt``/``abs``/``isnan``... (correctly rounded or exact, and they raise nothing in either);
+  ``math.sqrt`` of a value that is never negative (``x * x + y * y``, ``abs(x)``). ``math.sqrt`` of
+  anything else, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
+  OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
+  (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
+- Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
+  so an index out of range raises IndexError as in Python.
+
+Two modelling assumptions, the only places where "for every input" is not literal:
+
+- a CPython loop does not run 2**``STEPS_BITS`` steps (weeks at the fastest interpreter), so a
+  counter that adds a bounded amount per step stays within int64;
+- a product of two loop indices or dimensions that is used only to index an array (``flat[i * k + j]``)
+  stays below 2**63 (``INDEX_ASSUMPTION``): each factor is below an array's dimension, and an index
+  beyond the array raises IndexError in both. The bounds live in :mod:`eugo_lab.jit.exact_values`.
+"""
+
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from eugo_lab.jit.exact_values import (
+    _CMP,
+    _DIV,
+    _NAMES,
+    _WRAP_OPS,
+    FLOAT_INT_BITS,
+    INT_BITS,
+    Values,
+    _op_fn,
+    _user_name,
+)
+
+# Calls whose compiled result is CPython's for every input (correctly rounded or exact, and raising nothing
+# in either). Anything else is not proven.
+EXACT_CALLS: frozenset[Any] = frozenset({
+    builtins.abs, builtins.min, builtins.max, builtins.len, builtins.range, builtins.float, builtins.bool,
+    builtins.int, math.fabs, math.copysign, math.isnan, math.isinf, math.isfinite,
+    np.sqrt, np.abs, np.absolute, np.fabs, np.isnan, np.isinf, np.isfinite, np.copysign,
+    np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like, np.full})
+# Array attributes and methods that only describe or move data (no arithmetic): the same in NumPy and compiled.
+_ARRAY_ATTRS = frozenset({"shape", "size", "ndim", "T", "dtype", "itemsize", "nbytes", "strides", "ravel", "reshape",
+                          "copy", "flatten", "transpose"})
+# Why a call that is not in EXACT_CALLS is not proven, for the ones a learner meets most.
+_CALL_WHY = {
+    math.sqrt: "math.sqrt raises ValueError for a negative number in Python; compiled, it returns nan",
+    math.log: "math.log raises ValueError for 0 or a negative number in Python; compiled, it returns -inf or nan",
+    math.exp: "math.exp raises OverflowError above 709.78 in Python; compiled, it returns inf",
+    math.pow: "math.pow raises where Python has a domain or range error; compiled, it returns nan or inf",
+    math.floor: "math.floor raises for inf or nan in Python; compiled, the result is undefined",
+    math.ceil: "math.ceil raises for inf or nan in Python; compiled, the result is undefined",
+}
+
+
+def unproven(dispatcher: Any, types: tuple, pos: tuple) -> list[str]:
+    """Why ``dispatcher``'s code for ``types`` may not mean what CPython means for the arguments ``pos``'s types.
+
+    ``pos``: the call's positional arguments (their Python types and integer sizes bound the
+    analysis: a Python int argument of k bytes is below 2**(8k)). Empty: proven for every input of
+    these types and sizes. Each reason starts with ``line N:``.
+    """
+    cres = dispatcher.overloads.get(tuple(types))
+    if cres is None:
+        return ["the compiled code could not be read back"]
+    ta = cres.type_annotation
+    return _Reader(ta.blocks, ta.typemap, ta.calltypes, pos).reasons()
+
+
+class _Reader(Values):
+    """One pass over a function's typed IR: definitions, value bounds, then the checks (see the module)."""
+
+    def reasons(self) -> list[str]:
+        """Every reason the code may part from CPython's meaning, ``line N: why``, in line order."""
+        try:
+            self.compute()
+        except Exception as exc:  # noqa: BLE001 - an IR this reader does not know: not proven, and say so
+            return [f"line ?: the compiled code could not be analysed ({type(exc).__name__})"]
+        reported = set()
+        for st in self.stmts:
+            self._check(st, reported)
+        return [f"line {line}: {why}" for line, why in sorted(self.out, key=lambda x: x[0])]
+
+    def _check(self, st: Any, reported: set[str]) -> None:
+        ir = self.ir
+        if isinstance(st, (ir.SetItem, ir.StaticSetItem)):
+            self._check_store(st)
+            return
+        if isinstance(st, (ir.SetAttr, ir.DelItem, ir.Print)):
+            self.say(st, f"{type(st).__name__} is not analysed")
+            return
+        if not isinstance(st, ir.Assign):
+            return
+        target, v = st.target.name, st.value
+        bits = self.bits.get(target, -1)
+        if bits > INT_BITS and target not in reported and self.kind(target) in ("int", "bool"):
+            ops = [x for x in self.operands(st) if self.bits.get(x, -1) > INT_BITS and self.kind(x) in ("int", "bool")]
+            # (a call's unbounded int result is its own reason, said where the call is checked)
+            own_reason = getattr(v, "op", "") == "call" and self.callee(v) not in (builtins.abs, builtins.min,
+                                                                                    builtins.max)
+            if not ops and not isinstance(v, ir.Var) and not own_reason:
+                self._say_int(st)
+            reported.add(target)
+        if isinstance(v, ir.Var):
+            self._check_unify(st, v.name)
+        elif isinstance(v, ir.Global) and isinstance(v.value, np.ndarray):
+            self.say(st, f"the global array `{v.name}` is frozen into the compiled code when it compiles; Python "
+                         "reads its values at each call (pass it as an argument)")
+        elif isinstance(v, ir.Arg):
+            k, w, signed = self.width(target)
+            if k == "int" and not signed and not self.always_np(target):
+                self.say(st, f"`{_user_name(target) or 'an argument'}` is a Python int of 2**63 or more, which "
+                             "Numba types as an unsigned int64: its arithmetic would differ")
+        elif isinstance(v, ir.Expr):
+            self._check_expr(st, v)
+
+    def _say_int(self, st: Any) -> None:
+        v = st.value
+        fn = _op_fn(v)
+        name = _user_name(st.target.name)
+        what = f"`{name}`" if name else _NAMES.get(fn, "a value")
+        self.say(st, f"{what} is a Python int that can outgrow 64 bits: Numba's int64 would wrap")
+
+    def _check_unify(self, st: Any, src: str) -> None:
+        """``s = 0`` then ``s += x[i]`` with float x: Numba makes ``s`` a float from the start, Python keeps an int."""
+        a, b = self.kind(src), self.kind(st.target.name)
+        if a != b and {a, b} <= {"int", "bool", "float", "complex"}:
+            name = _user_name(st.target.name)
+            an = {"int": "an", "bool": "a", "float": "a", "complex": "a"}
+            self.say(st, f"`{name or 'a value'}` holds {an[a]} {a} here and {an[b]} {b} elsewhere: "
+                         f"Numba makes it a {b} throughout, Python keeps the {a} "
+                         "(start it with the type it will hold: 0.0, not 0)")
+
+    def _check_store(self, st: Any) -> None:
+        from numba.core import types
+
+        arr = self.t(st.target.name)
+        val = st.value.name
+        if not isinstance(arr, types.Array):
+            self.say(st, "a store into something other than a NumPy array is not analysed")
+            return
+        dt = np.dtype(str(arr.dtype))
+        k = self.kind(val)
+        if k == "array":
+            if str(getattr(self.t(val), "dtype", "")) != str(arr.dtype):
+                self.say(st, "an array of another dtype copied into an array is not analysed")
+            return
+        if dt.kind in "iu":
+            if k == "float":
+                self.say(st, f"a float stored into an {dt} array: NumPy raises for nan or inf, compiled code does not")
+            elif k == "int" and not self.always_np(val):
+                bits = self.bits.get(val, -1)
+                if bits > dt.itemsize * 8 - (1 if dt.kind == "i" else 0):
+                    self.say(st, f"a Python int stored into an {dt} array may not fit: NumPy raises OverflowError, "
+                                 "compiled code keeps the low bits")
+        elif dt.kind == "b" and k != "bool":
+            self.say(st, "a non-bool stored into a bool array is not analysed")
+
+    def _check_expr(self, st: Any, v: Any) -> None:
+        from numba.core import types
+
+        op, target = v.op, st.target.name
+        if op in ("binop", "inplace_binop"):
+            self._check_binop(st, v)
+        elif op == "unary":
+            if self._narrow(v.value.name) and self.kind(target) == "int" and not self._stored_as(st, v.value.name):
+                self._say_narrow(st, v.value.name)
+        elif op == "call":
+            fn = self.callee(v)
+            if isinstance(fn, types.BoundFunction):
+                pass  # an array method: its getattr above says whether it is one that only moves data
+            elif isinstance(fn, types.Type):
+                self.say(st, f"a call of {fn} is not analysed (only NumPy, math and builtin functions are)")
+            elif fn in (builtins.int,) and v.args and self.kind(v.args[0].name) == "float":
+                self.say(st, "int() of a float raises for nan or inf in Python; compiled, the result is undefined")
+            elif isinstance(fn, type) and issubclass(fn, np.generic):
+                if v.args and self.kind(v.args[0].name) == "float" and np.dtype(fn).kind in "iu":
+                    self.say(st, f"{fn.__name__}() of a float is not analysed")
+            elif fn is math.sqrt and v.args and self._nonnegative(v.args[0].name):
+                pass  # of a value that is never negative (x * x + y * y): Python cannot raise, both round correctly
+            elif fn not in EXACT_CALLS:
+                name = getattr(fn, "__name__", str(fn))
+                mod = getattr(fn, "__module__", None) or ("numpy" if isinstance(fn, np.ufunc) else "")
+                full = f"{'np' if mod.startswith('numpy') else mod}.{name}" if mod and mod != "builtins" else name
+                self.say(st, _CALL_WHY.get(fn, f"{full}() is not one of the calls proven to match CPython"))
+            elif fn in (builtins.min, builtins.max) and len({self.kind(x.name) for x in v.args}) > 1:
+                self.say(st, f"{fn.__name__}() of an int and a float: Python returns the winner as it is, Numba "
+                             "converts it to a float")
+        elif op == "getattr":
+            if self.kind(v.value.name) == "array" and v.attr not in _ARRAY_ATTRS:
+                self.say(st, f"a.{v.attr} is not analysed (NumPy's array methods may compute differently)")
+        elif op in ("arrayexpr",):
+            self.say(st, "a whole-array expression (NumPy already runs it compiled) is not analysed")
+        elif op in ("build_list", "build_map", "build_set", "make_function", "list_comprehension"):
+            self.say(st, f"{op.replace('_', ' ')} is not analysed")
+        elif op == "cast":
+            self._check_unify(st, v.value.name)
+
+    def _say_narrow(self, st: Any, src: str) -> None:
+        d = next(d for d in self.np.get(src, ()) if d is not None)
+        name = _user_name(st.target.name)
+        self.say(st, f"{'`' + name + '`' if name else 'a value'} is computed from {np.dtype(d)} values: NumPy keeps "
+                     f"{np.dtype(d)} and wraps at its width, Numba computes in int64")
+
+    def _check_binop(self, st: Any, v: Any) -> None:
+        fn = v.immutable_fn if v.op == "inplace_binop" else v.fn
+        a, b, target = v.lhs.name, v.rhs.name, st.target.name
+        ka, kb, kt = self.kind(a), self.kind(b), self.kind(target)
+        if "array" in (ka, kb):
+            if fn not in _CMP:
+                self.say(st, "a whole-array operation (NumPy already runs it compiled) is not analysed")
+            return
+        if "other" in (ka, kb) or "complex" in (ka, kb):
+            self.say(st, f"{_NAMES.get(fn, 'an operation')} of {self.t(a)} and {self.t(b)} is not analysed")
+            return
+        np_a, np_b = self._maybe_np(a), self._maybe_np(b)
+        # Narrow NumPy ints: only when the result goes straight back into an array of their dtype.
+        for x in (a, b):
+            if self._narrow(x) and kt in ("int", "bool") and fn not in _CMP:
+                if fn not in _WRAP_OPS or not self._stored_as(st, x):
+                    self._say_narrow(st, x)
+                    return
+        if kt == "bool" and fn not in _CMP and ka == kb == "bool" and (np_a or np_b):
+            self.say(st, "arithmetic on NumPy bools (logical in NumPy, integer compiled) is not analysed")
+        floats = "float" in (ka, kb)
+        if floats:
+            for x in (a, b):
+                if self.kind(x) == "float" and self.width(x)[1] != 64 and not (ka == kb == "float" and
+                                                                              self.t(a) == self.t(b)):
+                    self.say(st, "float32 arithmetic with other types: NumPy keeps float32, Numba computes in float64")
+                    return
+            if fn == operator.pow:
+                self.say(st, "`**` on floats: Python raises OverflowError or returns a complex number where compiled "
+                             "code returns inf or nan, and x ** 0.5 is compiled as a square root, which rounds "
+                             "differently from Python's pow")
+                return
+        if fn in _DIV:
+            c = self.const(b)
+            if not (isinstance(c, (int, float)) and c != 0) and (np_a or np_b):
+                self.say(st, f"{_NAMES[fn]} of NumPy numbers by a computed value: NumPy gives inf, nan or 0 for "
+                             "a zero divisor where compiled code raises ZeroDivisionError")
+                return
+        if fn == operator.truediv and ka in ("int", "bool") and kb in ("int", "bool"):
+            if max(self.bits.get(a, -1), self.bits.get(b, -1)) > FLOAT_INT_BITS:
+                self.say(st, "int / int with ints beyond 2**53: Python divides exactly, compiled code converts "
+                             "each to a float first")
+        if fn in _CMP and any(self.kind(x) == "int" and not self.width(x)[2] and self.width(x)[1] == 64
+                              for x in (a, b)):
+            self.say(st, "a comparison with a uint64: Numba converts the operands to a float first")
+        if fn in _CMP and floats and {ka, kb} & {"int"}:
+            x = a if ka == "int" else b
+            if self.bits.get(x, -1) > FLOAT_INT_BITS or (self.always_np(x) or self._maybe_np(x)) and \
+                    self.width(x)[1] == 64:
+                self.say(st, "an int compared with a float where the int may be beyond 2**53: Python compares "
+                             "exactly, compiled code converts the int to a float")
+        if kt == "int" and (np_a or np_b) and fn not in _CMP:
+            if fn == operator.pow or fn in (operator.lshift, operator.rshift) and not (
+                    isinstance(self.const(b), int) and 0 <= self.const(b) < 64):
+                self.say(st, f"{_NAMES.get(fn, 'a shift')} of NumPy ints by a computed amount is not analysed")
+        elif kt == "int" and fn in (operator.lshift, operator.rshift, operator.pow):
+            c = self.const(b)
+            if not (isinstance(c, int) and 0 <= c < 64) and self.bits.get(target, -1) <= INT_BITS:
+                self.say(st, f"{_NAMES.get(fn, 'a shift')} by a computed amount: Python raises for a negative one "
+                             "and grows the int; compiled code does neither")
