@@ -7,6 +7,9 @@ The cluster is in-process (``processes=False``), two single-threaded workers.
 
 from __future__ import annotations
 
+import contextlib
+from multiprocessing import resource_tracker
+
 import pytest
 from IPython import get_ipython
 from IPython.core.error import UsageError
@@ -73,6 +76,13 @@ def ip():
     return shell
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _resource_tracker():
+    # A cluster of worker processes starts multiprocessing's per-interpreter resource tracker once;
+    # it lives as long as this process and is no leak of one test.
+    resource_tracker.ensure_running()
+
+
 @pytest.fixture(scope="module")
 def client(ip):
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
@@ -93,10 +103,29 @@ def _run(ip, line, cell, capsys):
     return trace, analyze(trace).findings, out
 
 
+@contextlib.contextmanager
+def _worker_processes(ip):
+    """The cell's ``client`` on a cluster of worker processes (arguments are pickled and sent to them)."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)  # the default client while it is open
+    before = ip.user_ns["client"]
+    ip.user_ns["client"] = c
+    try:
+        yield c
+    finally:
+        ip.user_ns["client"] = before
+        c.close()
+        cluster.close()
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_each_mistake_raises_its_hpc_twins_finding_in_dasks_words(ip, client, capsys, case):
     _, dask_cell, hpc_cell, code, idiom = case
-    trace, found, out = _run(ip, "--save t", dask_cell, capsys)
+    if code == Code.REPEATED_ARGUMENT:  # in-process workers take the driver's objects: nothing is sent
+        with _worker_processes(ip):
+            trace, found, out = _run(ip, "--save t", dask_cell, capsys)
+    else:
+        trace, found, out = _run(ip, "--save t", dask_cell, capsys)
     assert trace.meta["api"] == "dask" and trace.meta["backend"] == "dask"
     assert trace.n_workers == 2 and len(trace) > 0
     mine = [f for f in found if f.code == code]
@@ -106,6 +135,15 @@ def test_each_mistake_raises_its_hpc_twins_finding_in_dasks_words(ip, client, ca
     assert idiom in out  # the summary the cell printed says it too
     _, twin, _ = _run(ip, "-w 2 --save t", hpc_cell, capsys)
     assert code in {f.code for f in twin}, [f.to_text() for f in twin]
+
+
+def test_in_process_workers_are_sent_no_arguments(ip, client, capsys):
+    """LocalCluster(processes=False): a large array passed to every task is shared, not copied, so no
+    finding says it was sent 6 times, and none advises client.scatter (which made such a cell slower)."""
+    trace, found, out = _run(ip, "--save t", CASES[2][1], capsys)
+    assert len(trace) == 6 and (trace.tasks["bytes_in"] == 0).all()
+    assert Code.REPEATED_ARGUMENT not in {f.code for f in found}, [f.to_text() for f in found]
+    assert "client.scatter" not in out
 
 
 def test_a_clean_cell_raises_none_of_them(ip, client, capsys):

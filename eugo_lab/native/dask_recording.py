@@ -194,15 +194,18 @@ class DaskRecording:
             # The thread's wait is read from when the worker hands it the task until it hears the task
             # ended, a little wider than the body: within the body it can be at most its time off the CPU.
             runq = min(runq, max(body - (r["cpu"] if math.isfinite(r["cpu"]) else 0.0), 0.0))
+        # A worker of an in-process cluster (LocalCluster(processes=False): an inproc:// address) takes the
+        # driver's objects as they are: nothing is pickled or copied, so no argument bytes are sent to it.
+        shared = str(r.get("address", "")).startswith("inproc://")
         stats = TaskStats(start_wall=start, body=body, cpu=r["cpu"], deser=0.0, ser=0.0,
-                          bytes_in=drv.bytes_in.get(key, 0), bytes_out=r["nbytes"], phases=None,
+                          bytes_in=0 if shared else drv.bytes_in.get(key, 0), bytes_out=r["nbytes"], phases=None,
                           item_ends=None, tail=None, runq=runq)
         rec.record_task(tid, attempt, _key_name(key), lane, OK if r["status"] == "ok" else ERROR, -1,
                         r["submit"], ready, received, stats)
         deps = sorted({self._ids[d] for d in r["deps"] if d in self._ids})
         if deps:
             rec.record_deps(tid, deps)
-        if key in drv.arg_key and attempt == 1:
+        if key in drv.arg_key and attempt == 1 and not shared:
             rec.record_arg(tid, drv.arg_key[key])
 
     def _write(self, meta: dict[str, Any]) -> Trace:
