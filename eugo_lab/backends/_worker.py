@@ -37,6 +37,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.backends import import_clock
 from eugo_lab.contract import phases as _phase
 from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
@@ -179,22 +180,12 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
     return noting, refs
 
 
-# Modules loaded when this worker's previous traced attempt ended: what a new one imported since is its warm-up.
-_modules_seen = len(sys.modules)
+def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool,
+           imported: tuple[float, int]) -> tuple:
+    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORT_S``).
 
-
-def _imports() -> int:
-    """Modules imported since the previous traced attempt ended (loading the function, unpickling, the body)."""
-    global _modules_seen
-    now = len(sys.modules)
-    new, _modules_seen = max(now - _modules_seen, 0), now
-    return new
-
-
-def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
-    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORTS``).
-
-    The result's digest when its payload is large, threads, refs, device, and the modules imported for it.
+    The result's digest when its payload is large, threads, refs, device, and the modules imported for it
+    with the seconds that took (``imported``, from :mod:`.import_clock`).
     """
     found = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
@@ -207,7 +198,7 @@ def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) 
             found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
-    return found, blas, tuple(refs), _device(), _imports()
+    return found, blas, tuple(refs), _device(), imported[1], imported[0]
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:
@@ -492,6 +483,10 @@ def execute(
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+        # From here to the body's end the task's own code runs: its imports are its warm-up.
+        import_clock.begin(function)
+    else:
+        import_clock.drop(function)
     args: tuple = ()
     kwargs: dict = {}
     try:
@@ -511,6 +506,7 @@ def execute(
         _phase.end_task()
         if recording is not None:
             profile = recording.stop()
+    imported = import_clock.end() if probe else (0.0, 0)
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
     runq = _NAN if q0 is None else run_queue.since(q0)
@@ -534,7 +530,7 @@ def execute(
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     bytes_in = _bytes_in(args_bytes, buffers)
-    facts = _facts(value, payload if status == OK else b"", blas, refs, False) if probe else None
+    facts = _facts(value, payload if status == OK else b"", blas, refs, False, imported) if probe else None
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
@@ -571,6 +567,9 @@ def execute_batch(
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+        import_clock.begin(function)  # the items' imports are the batch's warm-up (see execute)
+    else:
+        import_clock.drop(function)
     (items,), _ = loads_args(args_bytes, load_token, buffers)
     q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
     p1 = time.perf_counter()
@@ -621,6 +620,7 @@ def execute_batch(
             size = 1 if phases else min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
     finally:
         _phase.end_task()
+        imported = import_clock.end() if probe else (0.0, 0)
     profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
     cpu = cpu_clock() - c0
@@ -643,7 +643,7 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    facts = _facts(results, payload, blas, refs, True) if probe else None
+    facts = _facts(results, payload, blas, refs, True, imported) if probe else None
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
                       _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq,
                       facts)
