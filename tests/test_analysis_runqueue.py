@@ -185,6 +185,20 @@ def test_more_workers_than_cores_is_named_as_the_cause():
     assert "4 workers share 2 cores" in cont.advice
 
 
+def test_waiting_tasks_on_more_workers_than_cores_get_one_advice_on_the_worker_count():
+    # 4 workers on 2 cores; the tasks computed 10% and waited for a core 25% of their time: I/O-bound (more
+    # workers than cores), so no finding may tell the same tasks to use at most 2 workers.
+    b = TraceBuilder(workers=4, cores=2)
+    for k in range(8):
+        b.task("fetch", worker=k % 4, ready=0.0, start=float(k // 4), end=k // 4 + 1.0, cpu=0.1, runq=0.25)
+    r = analyze(b.build())
+    io = r.finding("io-bound")
+    assert io is not None and "more workers than cores" in io.advice, r.codes()
+    assert not any("use at most" in f.advice.lower() for f in r.findings), [f.to_text() for f in r.findings]
+    cont = r.finding("contention")
+    assert cont is not None and "the worker count is not what slows them" in cont.advice
+
+
 def test_without_run_queue_time_the_verdict_is_as_before():
     r = analyze(_starved(None).build())  # NaN: not measured (macOS, an old trace)
     assert r.finding("io-bound") is not None and r.finding("contention") is None

@@ -124,15 +124,39 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     return []
 
 
+def _function_times(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: body, CPU and run-queue seconds that are the function's own, and whether the unit counts.
+
+    A JIT trial's compile is the runtime's work inside the task and a worker's warm-up imports libraries:
+    neither says what the function's own time is bound by.
+    """
+    u = ctx.units
+    c_wall, c_cpu, c_runq = ctx.trial_compile
+    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
+    return body, cpu, runq, ~(ctx.warm_up[0] > 0)
+
+
+def busy_share(ctx: Context, function: int) -> float | None:
+    """The share of ``function``'s run time its bodies wanted a core (computed, waited for a core or the GIL).
+
+    The measure the I/O-bound and Compute-bound verdicts read: another finding that advises on the worker
+    count reads it too, so one function never gets "more workers than cores" and "at most N workers" at once.
+    None where nothing of it was measured.
+    """
+    body, cpu, runq, counted = _function_times(ctx)
+    sel = (ctx.units.function == function) & counted
+    total = float(body[sel].sum())
+    if total <= 0:
+        return None
+    return float(cpu[sel].sum() + np.nansum(runq[sel]) + ctx.gil_wait[sel].sum()) / total
+
+
 def boundness(ctx: Context) -> list[Finding]:
     """I/O-bound vs compute-bound, per function and per ``hpc.phase`` (see ``*_RATIO``, ``BOUND_*``)."""
     u, out = ctx.units, []
-    # A JIT trial's compile is the runtime's work inside the task: it says nothing of the function.
-    c_wall, c_cpu, c_runq = ctx.trial_compile
-    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
-    warm = ctx.warm_up[0] > 0  # a worker's warm-up imports libraries: not what the function's own time is bound by
+    body, cpu, runq, counted = _function_times(ctx)
     for f in np.unique(u.function):
-        sel = (u.function == f) & ~warm
+        sel = (u.function == f) & counted
         if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
         out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),
