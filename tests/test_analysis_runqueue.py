@@ -199,6 +199,24 @@ def test_waiting_tasks_on_more_workers_than_cores_get_one_advice_on_the_worker_c
     assert cont is not None and "the worker count is not what slows them" in cont.advice
 
 
+def test_the_shares_of_computing_and_waiting_for_a_core_add_up_to_at_most_the_run():
+    # Measured apart (the process clock ticks coarsely and counts every thread), CPU 89% and a run-queue wait
+    # of 13% pass the wall time: the wait is bounded by what computing leaves (11%).
+    b = TraceBuilder(workers=2, cores=2)
+    for k in range(4):
+        b.task("sim", worker=k % 2, ready=0.0, start=float(k // 2), end=k // 2 + 1.0, cpu=0.89, runq=0.13)
+    cb = analyze(b.build()).finding("compute-bound")
+    assert "computed 89% of its run time and waited 11% for a core" in cb.verdict, cb.verdict
+    assert cb.evidence["cpu_ratio"] + cb.evidence["runq_ratio"] == pytest.approx(1.0)
+    # Above 100% CPU (threaded code) there is no room left to have waited.
+    b = TraceBuilder(workers=2, cores=4)
+    for k in range(4):
+        b.task("blas", worker=k % 2, ready=0.0, start=float(k // 2), end=k // 2 + 1.0, cpu=1.6, runq=0.3)
+    r = analyze(b.build())
+    assert r.finding("compute-bound").evidence["runq_ratio"] == 0.0
+    assert r.finding("contention") is None or "waited for a core" not in r.finding("contention").verdict
+
+
 def test_without_run_queue_time_the_verdict_is_as_before():
     r = analyze(_starved(None).build())  # NaN: not measured (macOS, an old trace)
     assert r.finding("io-bound") is not None and r.finding("contention") is None

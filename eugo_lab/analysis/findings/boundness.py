@@ -38,6 +38,24 @@ _FUNCTION_CODES = (Code.IO_BOUND, Code.COMPUTE_BOUND)
 _PHASE_CODES = (Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE)
 
 
+def core_shares(body: float, cpu: float, runq: float = 0.0, gil: float = 0.0) -> tuple[float, float, float]:
+    """The shares of ``body`` seconds spent computing, waiting for a core and waiting for the GIL, adding up.
+
+    Each is measured apart (CPU by the process clock, which counts every thread of the worker and ticks
+    coarsely; the run-queue wait from the body thread's schedstat; the GIL wait from overlaps), so their
+    sum can pass the wall time by a few percent, and "computed 89% and waited 13%" reads as an error.
+    A body cannot wait longer than it did not compute: the waits are bounded by what the CPU share leaves
+    of the run (none where it computed on more cores than one, threaded code), the run queue first.
+    """
+    if body <= 0:
+        return 0.0, 0.0, 0.0
+    ratio = max(cpu / body, 0.0)
+    left = max(1.0 - ratio, 0.0)
+    starved = min(max(runq / body, 0.0), left)  # waited for a core
+    locked = min(max(gil / body, 0.0), left - starved)  # waited for the interpreter lock (threads engine)
+    return ratio, starved, locked
+
+
 def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: float, cpu: float,
            task: tuple[float, float, float] | None = None, units_with: np.ndarray | None = None,
            per_unit: np.ndarray | None = None, runq: float = 0.0, gil: float = 0.0) -> list[Finding]:
@@ -61,9 +79,7 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     serial = ctx.serial_time
     if body < BOUND_MIN_S or serial <= 0 or body < BOUND_MIN_SHARE * serial:
         return []
-    ratio = cpu / body
-    starved = runq / body  # waited for a core
-    locked = gil / body  # waited for the interpreter lock (threads engine)
+    ratio, starved, locked = core_shares(body, cpu, runq, gil)
     busy = ratio + starved + locked  # the share of the run the body wanted a core
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial,
@@ -148,7 +164,7 @@ def busy_share(ctx: Context, function: int) -> float | None:
     total = float(body[sel].sum())
     if total <= 0:
         return None
-    return float(cpu[sel].sum() + np.nansum(runq[sel]) + ctx.gil_wait[sel].sum()) / total
+    return sum(core_shares(total, float(cpu[sel].sum()), float(np.nansum(runq[sel])), float(ctx.gil_wait[sel].sum())))
 
 
 def boundness(ctx: Context) -> list[Finding]:

@@ -6,7 +6,7 @@ import numpy as np
 
 from eugo_lab.analysis import gil, whatif
 from eugo_lab.analysis.findings import overlap, runtime_work
-from eugo_lab.analysis.findings.boundness import IO_BOUND_RATIO, RUNQ_MENTION, busy_share
+from eugo_lab.analysis.findings.boundness import IO_BOUND_RATIO, RUNQ_MENTION, busy_share, core_shares
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
 from eugo_lab.analysis.findings.finding import Finding
@@ -81,11 +81,14 @@ def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarra
 
 
 def _runq_ratio(u: Units, idx: np.ndarray) -> tuple[float, float, int]:
-    """Run-queue seconds, their share of the body time, and the unit count, over the measured units of ``idx``."""
+    """Run-queue seconds, their share of the body time, and the unit count, over the measured units of ``idx``.
+
+    The share is bounded by what the CPU share leaves (``boundness.core_shares``): the two are quoted together.
+    """
     idx = idx[np.isfinite(u.runq[idx])]
     body = float(u.body[idx].sum())
-    waited = float(u.runq[idx].sum())
-    return waited, (waited / body if body > 0 else 0.0), int(len(idx))
+    _, starved, _ = core_shares(body, float(u.cpu[idx].sum()), float(u.runq[idx].sum()))
+    return starved * body, starved, int(len(idx))
 
 
 def contention(ctx: Context) -> list[Finding]:
