@@ -195,11 +195,13 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
 
 
 def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool,
-           imported: tuple[float, int]) -> tuple:
-    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORT_S``).
+           imported: tuple[float, int], pickling_cpu: float) -> tuple:
+    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_PICKLING_CPU``).
 
-    The result's digest when its payload is large, threads, refs, device, and the modules imported for it
-    with the seconds that took (``imported``, from :mod:`.import_clock`).
+    The result's digest when its payload is large, threads, refs, device, the modules imported for it
+    with the seconds that took (``imported``, from :mod:`.import_clock`), and the CPU seconds of its
+    unpickling and pickling (their wall time, on a worker whose threads share the interpreter, also
+    holds waits for the GIL: ``analysis.gil``).
     """
     found = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
@@ -212,7 +214,7 @@ def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool,
             found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
-    return found, blas, tuple(refs), _device(), imported[1], imported[0]
+    return found, blas, tuple(refs), _device(), imported[1], imported[0], max(pickling_cpu, 0.0)
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:
@@ -487,7 +489,7 @@ def execute(
     start_wall = time.time()
     p0 = time.perf_counter()
     p1 = p0
-    c0 = cpu_clock()
+    c0 = c_in = cpu_clock()  # c_in: the unpickling's CPU starts here (a fact, see _facts)
     # -- profiling (eugo_lab.profile): a profiled task arrives wrapped; off, this test is all it costs
     wrapped = profile = recording = None
     if type(fn) is Profiled:
@@ -524,7 +526,8 @@ def execute(
             profile = recording.stop()
     imported = import_clock.end() if probe else (0.0, 0)
     p2 = time.perf_counter()
-    cpu = cpu_clock() - c0
+    c2 = cpu_clock()
+    cpu = c2 - c0
     if k0 == k0:  # not NaN: read at the start
         cpu += _children_cpu() - k0
     runq = _NAN if q0 is None else run_queue.since(q0)
@@ -548,7 +551,8 @@ def execute(
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     bytes_in = _bytes_in(args_bytes, buffers)
-    facts = _facts(value, payload if status == OK else b"", blas, refs, False, imported) if probe else None
+    facts = _facts(value, payload if status == OK else b"", blas, refs, False, imported,
+                   (c0 - c_in) + (cpu_clock() - c2)) if probe else None
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
@@ -582,6 +586,7 @@ def execute_batch(
     """
     start_wall = time.time()
     p0 = time.perf_counter()
+    c_in = cpu_clock()
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
@@ -642,7 +647,8 @@ def execute_batch(
         imported = import_clock.end() if probe else (0.0, 0)
     profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
-    cpu = cpu_clock() - c0 + (_children_cpu() - k0)
+    c2 = cpu_clock()
+    cpu = c2 - c0 + (_children_cpu() - k0)
     runq = run_queue.since(q0)
     try:
         payload = dumps_value(results)
@@ -662,7 +668,7 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    facts = _facts(results, payload, blas, refs, True, imported) if probe else None
+    facts = _facts(results, payload, blas, refs, True, imported, (c0 - c_in) + (cpu_clock() - c2)) if probe else None
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
                       _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq,
                       facts)

@@ -82,6 +82,18 @@ class Context:
         return gil.gil_waits(self.units) if gil.shares_interpreter(self.trace.meta) else np.zeros(len(self.units))
 
     @functools.cached_property
+    def pickling_gil_wait(self) -> np.ndarray:
+        """Per unit: seconds its (un)pickling waited for the interpreter lock (threads engine; zeros elsewhere).
+
+        Those steps are timed by the wall clock: on a shared interpreter their waits are no serialization.
+        """
+        from eugo_lab.analysis import facts, gil
+
+        if not gil.shares_interpreter(self.trace.meta):
+            return np.zeros(len(self.units))
+        return gil.pickling_gil_waits(self.units, *facts.per_unit(self.trace, self.units, "pickling_cpu"))
+
+    @functools.cached_property
     def overlap(self) -> np.ndarray:
         """Per unit: the share of its occupancy while another unit ran too (see :mod:`overlap`)."""
         return overlap_share(self.units)
