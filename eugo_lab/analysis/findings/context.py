@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eugo_lab.analysis import whatif
+from eugo_lab.analysis import facts, whatif
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.findings.finding import Finding
@@ -87,7 +87,7 @@ class Context:
 
         Those steps are timed by the wall clock: on a shared interpreter their waits are no serialization.
         """
-        from eugo_lab.analysis import facts, gil
+        from eugo_lab.analysis import gil
 
         if not gil.shares_interpreter(self.trace.meta):
             return np.zeros(len(self.units))
@@ -155,26 +155,14 @@ class Context:
         thread imports Numba in the same process, and its slowing the task down is the Contention
         finding's (:mod:`.runtime_work`).
         """
-        u, f = self.units, self.trace.facts
+        u = self.units
         n = len(u)
-        extra, in_deser, modules, seconds = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n)
-        if not len(f["task"]) or not n:
+        extra, in_deser = np.zeros(n), np.zeros(n)
+        seconds, known = facts.per_unit(self.trace, u, "import_s")
+        counted, _ = facts.per_unit(self.trace, u, "imports")
+        modules = counted.astype(np.int64)
+        if not known.any():
             return extra, in_deser, modules, seconds
-        # Facts rows to task rows by (task, attempt), vectorized: a traced region of 50,000 tasks has as many facts.
-        t = self.trace.tasks
-        span = int(max(t["attempt"].max(initial=0), f["attempt"].max(initial=0))) + 1
-        keys = t["task_id"].astype(np.int64) * span + t["attempt"]
-        order = np.argsort(keys, kind="stable")
-        want = f["task"].astype(np.int64) * span + f["attempt"]
-        at = np.clip(np.searchsorted(keys[order], want), 0, len(keys) - 1)
-        row = order[at]
-        ok = (keys[row] == want) & (f["import_s"] >= 0)
-        unit = u.row_unit[row[ok]]
-        ok_unit = unit >= 0
-        known = np.zeros(n, dtype=bool)
-        known[unit[ok_unit]] = True
-        np.add.at(modules, unit[ok_unit], np.maximum(f["imports"][ok][ok_unit], 0))
-        np.add.at(seconds, unit[ok_unit], f["import_s"][ok][ok_unit])
         took = u.deser + u.body
         own = np.maximum(took - seconds, 0.0)  # the unit's time without its imports
         single = u.n_items == 1
