@@ -129,3 +129,47 @@ def test_recorded_dependencies_keep_driver_order_chains():
     b.deps_recorded = True
     cp = critical_path(b.build())
     assert cp.exact and cp.task_ids == (1, 2) and cp.length == approx(2.0)
+
+
+def _threads_pickling_beside_python() -> TraceBuilder:
+    """Threads engine: task 1 computes Python on worker 0 all along (1 s, 1 s CPU); task 2 on worker 1
+    unpickles for 0.1 s, runs 0.3 s (0.15 s CPU), pickles for 0.1 s, all while task 1 holds the lock."""
+    b = TraceBuilder(workers=2, backend="threads", cores=2)
+    b.task("py", worker=0, ready=0.0, start=0.0, end=1.0, cpu=1.0)
+    b.task("py", worker=1, ready=0.2, start=0.3, end=0.6, cpu=0.15, deser=0.1, ser=0.1, bytes_in=184)
+    return b
+
+
+def test_on_the_threads_engine_waiting_for_the_gil_is_not_serialization():
+    # 184 bytes of ints take microseconds to pickle: the 0.2 s the steps took were the lock held by task 1.
+    bd = breakdown(_threads_pickling_beside_python().build(end=1.0))
+    assert bd.serialization == approx(0.0, abs=1e-9)
+    assert bd.gil_wait == approx(0.2 + 0.15)  # the pickling steps, and the body's time off the CPU
+    assert bd.compute == approx(1.0 + 0.15)
+    cats = bd.worker_categories()
+    assert list(cats)[:3] == ["compute", "GIL wait", "serialization"]
+    assert sum(cats.values()) == approx(bd.worker_time)
+
+
+def test_other_engines_keep_their_categories():
+    b = _threads_pickling_beside_python()
+    b.meta["backend"] = "local"  # processes: no shared lock, the steps' time is theirs
+    bd = breakdown(b.build(end=1.0))
+    assert bd.serialization == approx(0.2) and "GIL wait" not in bd.worker_categories()
+
+
+def test_the_largest_loss_on_the_threads_engine_is_never_a_gil_wait_called_serialization():
+    # Pure Python on 2 threads taking turns (each computes half the time): every unpickling and pickling step
+    # of 184 bytes took 50 ms, of which the worker measured 20 us of CPU: the rest was waiting for the lock.
+    b = TraceBuilder(workers=2, backend="threads", cores=2)
+    for k in range(4):
+        t = 0.3 * k
+        b.imports(b.task("py", worker=0, ready=t, start=t, end=t + 0.3, cpu=0.15), 0, 0.0, pickling_cpu=0.0)
+        row = b.task("py", worker=1, ready=t, start=t + 0.05, end=t + 0.25, cpu=0.1, deser=0.05, ser=0.05,
+                     bytes_in=184)
+        b.imports(row, 0, 0.0, pickling_cpu=2e-5)
+    r = analyze(b.build())
+    assert r.breakdown.serialization == approx(4 * 2e-5)
+    assert r.breakdown.gil_wait >= 0.4 - 4 * 2e-5
+    assert r.finding("serialization") is None, r.codes()
+    assert not any("largest loss is serialization" in f.advice for f in r.findings), [f.to_text() for f in r.findings]

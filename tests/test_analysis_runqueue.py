@@ -185,6 +185,38 @@ def test_more_workers_than_cores_is_named_as_the_cause():
     assert "4 workers share 2 cores" in cont.advice
 
 
+def test_waiting_tasks_on_more_workers_than_cores_get_one_advice_on_the_worker_count():
+    # 4 workers on 2 cores; the tasks computed 10% and waited for a core 25% of their time: I/O-bound (more
+    # workers than cores), so no finding may tell the same tasks to use at most 2 workers.
+    b = TraceBuilder(workers=4, cores=2)
+    for k in range(8):
+        b.task("fetch", worker=k % 4, ready=0.0, start=float(k // 4), end=k // 4 + 1.0, cpu=0.1, runq=0.25)
+    r = analyze(b.build())
+    io = r.finding("io-bound")
+    assert io is not None and "more workers than cores" in io.advice, r.codes()
+    assert not any("use at most" in f.advice.lower() for f in r.findings), [f.to_text() for f in r.findings]
+    cont = r.finding("contention")
+    assert cont is not None and "the worker count is not what slows them" in cont.advice
+
+
+def test_the_shares_of_computing_and_waiting_for_a_core_add_up_to_at_most_the_run():
+    # Measured apart (the process clock ticks coarsely and counts every thread), CPU 89% and a run-queue wait
+    # of 13% pass the wall time: the wait is bounded by what computing leaves (11%).
+    b = TraceBuilder(workers=2, cores=2)
+    for k in range(4):
+        b.task("sim", worker=k % 2, ready=0.0, start=float(k // 2), end=k // 2 + 1.0, cpu=0.89, runq=0.13)
+    cb = analyze(b.build()).finding("compute-bound")
+    assert "computed 89% of its run time and waited 11% for a core" in cb.verdict, cb.verdict
+    assert cb.evidence["cpu_ratio"] + cb.evidence["runq_ratio"] == pytest.approx(1.0)
+    # Above 100% CPU (threaded code) there is no room left to have waited.
+    b = TraceBuilder(workers=2, cores=4)
+    for k in range(4):
+        b.task("blas", worker=k % 2, ready=0.0, start=float(k // 2), end=k // 2 + 1.0, cpu=1.6, runq=0.3)
+    r = analyze(b.build())
+    assert r.finding("compute-bound").evidence["runq_ratio"] == 0.0
+    assert r.finding("contention") is None or "waited for a core" not in r.finding("contention").verdict
+
+
 def test_without_run_queue_time_the_verdict_is_as_before():
     r = analyze(_starved(None).build())  # NaN: not measured (macOS, an old trace)
     assert r.finding("io-bound") is not None and r.finding("contention") is None

@@ -86,10 +86,13 @@ class TraceBuilder:
         self.arg_keys["task"].append(task_id)
         self.arg_keys["key"].append(key)
 
-    def imports(self, row: int, modules: int) -> None:
-        """Record that the attempt of ``row`` imported ``modules`` modules (a traced task's facts, as workers send)."""
+    def imports(self, row: int, modules: int, seconds: float = -1.0, pickling_cpu: float = -1.0) -> None:
+        """Record the facts of ``row``'s attempt, as workers send: it imported ``modules`` modules in ``seconds``
+        and its unpickling and pickling took ``pickling_cpu`` CPU seconds (-1: not recorded, as in a trace saved
+        before they were)."""
         t = self.tasks
-        for c, v in zip(FACT_COLUMNS, (t["task_id"][row], t["attempt"][row], t["function"][row], -1, 0, -1, modules)):
+        for c, v in zip(FACT_COLUMNS, (t["task_id"][row], t["attempt"][row], t["function"][row], -1, 0, -1, modules,
+                                       seconds, pickling_cpu)):
             self.facts[c].append(v)
 
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",

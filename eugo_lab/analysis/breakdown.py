@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eugo_lab.analysis import facts, gil
 from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.timeline import Units, Window, bandwidth, covered, crowded, measure, merge, units, window
 from eugo_lab.tracing.trace import Trace
@@ -30,6 +31,10 @@ class Breakdown:
       the trace does not time transfers separately).
     - ``idle``: the rest: workers with nothing assigned (too few tasks, a long tail,
       the driver busy before or between submissions).
+    - ``gil_wait`` (the threads engine only, ``shared_interpreter``): time the tasks' threads waited
+      for the interpreter lock while another task ran Python (:mod:`eugo_lab.analysis.gil`), taken out
+      of ``compute`` and ``serialization``: a thread pickling a few bytes while another computes waits
+      for the lock, and that wait is neither work nor pickling.
 
     Not part of that sum:
 
@@ -48,6 +53,8 @@ class Breakdown:
     idle: float
     queue_wait: float
     driver_blocked: float
+    gil_wait: float = 0.0
+    shared_interpreter: bool = False
 
     @property
     def worker_time(self) -> float:
@@ -55,8 +62,9 @@ class Breakdown:
         return self.workers * self.wall_time
 
     def worker_categories(self) -> dict[str, float]:
-        """The worker-side categories in display order."""
-        return {"compute": self.compute, "serialization": self.serialization, "scheduling": self.scheduling,
+        """The worker-side categories in display order (``GIL wait`` on the threads engine only)."""
+        lock = {"GIL wait": self.gil_wait} if self.shared_interpreter else {}
+        return {"compute": self.compute, **lock, "serialization": self.serialization, "scheduling": self.scheduling,
                 "transfer": self.transfer, "idle": self.idle}
 
 
@@ -109,6 +117,12 @@ def breakdown(trace: Trace, u: Units | None = None, win: Window | None = None) -
     workers = trace.n_workers
     compute = float(u.body.sum())
     serialization = float((u.deser + u.ser).sum())
+    shared = gil.shares_interpreter(trace.meta)
+    gil_wait = 0.0
+    if shared:  # waiting for the one interpreter lock is neither the tasks' work nor their pickling
+        in_body = float(gil.gil_waits(u).sum())
+        in_pickling = float(gil.pickling_gil_waits(u, *facts.per_unit(trace, u, "pickling_cpu")).sum())
+        compute, serialization, gil_wait = compute - in_body, serialization - in_pickling, in_body + in_pickling
     waiting = 0.0
     transfer = 0.0
     bw = bandwidth(trace)
@@ -121,12 +135,13 @@ def breakdown(trace: Trace, u: Units | None = None, win: Window | None = None) -
         waiting += wait_w
         transfer += min(wait_w, float(u.bytes_in[sel].sum()) / bw)
     scheduling = waiting - transfer
-    idle = max(workers * wall - compute - serialization - scheduling - transfer, 0.0)
+    idle = max(workers * wall - compute - gil_wait - serialization - scheduling - transfer, 0.0)
     b = trace.blocks
     blocked = measure(np.clip(b["start"], win.start, win.end), np.clip(b["end"], win.start, win.end))
     return Breakdown(workers=workers, wall_time=wall, compute=compute, serialization=serialization,
                      scheduling=scheduling, transfer=transfer, idle=idle,
-                     queue_wait=float(queue_waits(u).sum()), driver_blocked=blocked)
+                     queue_wait=float(queue_waits(u).sum()), driver_blocked=blocked, gil_wait=gil_wait,
+                     shared_interpreter=shared)
 
 
 #: Speedup and efficiency mean something only where tasks ran side by side for at least a

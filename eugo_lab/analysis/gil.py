@@ -62,6 +62,39 @@ def gil_waits(u: Units) -> np.ndarray:
     return np.minimum(off_cpu, others)
 
 
+def pickling_gil_waits(u: Units, pickling_cpu: np.ndarray | None = None,
+                       known: np.ndarray | None = None) -> np.ndarray:
+    """Per unit: the seconds its unpickling and pickling waited for the GIL (or a core).
+
+    On this engine the arguments and results are still pickled (a task shares no mutable state with
+    the caller), and those steps are timed by the wall clock: a thread unpickling 184 bytes of ints
+    while another task computes waits for the lock, and that wait read as serialization (32 ms for
+    microseconds of pickling). Where the worker measured the steps' CPU (``pickling_cpu``, the trace's
+    facts; ``known``), the rest of their time is waiting: pickling in memory does no I/O. Elsewhere, as
+    for the body, a step waited at most as long as the other units computed during it
+    (``min(its length, their CPU during it)``).
+    """
+    n = len(u)
+    if n == 0:
+        return np.zeros(0)
+    start = u.occ_start + u.deser
+    end = u.occ_end - u.ser
+    cpu = np.minimum(u.cpu, np.maximum(u.body, 0.0))
+    times, integral = _cpu_integral(start, end, cpu)
+
+    def during(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # The unit's own body lies outside its (un)pickling: all the CPU in the window is the others'.
+        return np.maximum(np.interp(b, times, integral) - np.interp(a, times, integral), 0.0)
+
+    deser = np.minimum(np.maximum(u.deser, 0.0), during(u.occ_start, start))
+    ser = np.minimum(np.maximum(u.ser, 0.0), during(end, u.occ_end))
+    bound = deser + ser
+    if pickling_cpu is None or known is None:
+        return bound
+    steps = np.maximum(u.deser, 0.0) + np.maximum(u.ser, 0.0)
+    return np.where(known, np.clip(steps - pickling_cpu, 0.0, steps), bound)
+
+
 def work_time(u: Units, counted: np.ndarray) -> tuple[float, float]:
     """``(serial estimate, seconds left out)`` for the units in ``counted`` on a shared interpreter.
 

@@ -37,6 +37,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.backends import import_clock
 from eugo_lab.contract import phases as _phase
 from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
@@ -82,6 +83,20 @@ MAX_GROUP = 1024
 RUNQ_MIN_BODY_S = 2e-4
 _tiny_bodies: set[str] = set()  # functions whose last body here was under RUNQ_MIN_BODY_S
 _NAN = float("nan")
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that ended and were waited for (user + system).
+
+    A task that runs a program (``subprocess.run(["gzip", ...])``) computes in the child while its own
+    thread waits: without the child's CPU such a task reads as I/O-bound, and the advice (more workers
+    than cores) would make it slower. The kernel adds a child's time here when it is reaped, so the
+    difference over a body is the CPU of the children it started and waited for. On a worker running
+    several tasks at once (threads) a child reaped during the body is counted in every body running
+    then: which task started it is not recorded by the kernel. ~0.5 us a read (os.times, one syscall).
+    """
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def _clock_cost() -> float:
@@ -179,22 +194,14 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
     return noting, refs
 
 
-# Modules loaded when this worker's previous traced attempt ended: what a new one imported since is its warm-up.
-_modules_seen = len(sys.modules)
+def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool,
+           imported: tuple[float, int], pickling_cpu: float) -> tuple:
+    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_PICKLING_CPU``).
 
-
-def _imports() -> int:
-    """Modules imported since the previous traced attempt ended (loading the function, unpickling, the body)."""
-    global _modules_seen
-    now = len(sys.modules)
-    new, _modules_seen = max(now - _modules_seen, 0), now
-    return new
-
-
-def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) -> tuple:
-    """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_IMPORTS``).
-
-    The result's digest when its payload is large, threads, refs, device, and the modules imported for it.
+    The result's digest when its payload is large, threads, refs, device, the modules imported for it
+    with the seconds that took (``imported``, from :mod:`.import_clock`), and the CPU seconds of its
+    unpickling and pickling (their wall time, on a worker whose threads share the interpreter, also
+    holds waits for the GIL: ``analysis.gil``).
     """
     found = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
@@ -207,7 +214,7 @@ def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool) 
             found = digest(value, payload)
         except Exception:  # noqa: BLE001 - a fact for the trace must never fail the task
             found = None
-    return found, blas, tuple(refs), _device(), _imports()
+    return found, blas, tuple(refs), _device(), imported[1], imported[0], max(pickling_cpu, 0.0)
 
 
 # cloudpickle and traceback are imported where an exception is reported, not at module level:
@@ -482,22 +489,28 @@ def execute(
     start_wall = time.time()
     p0 = time.perf_counter()
     p1 = p0
-    c0 = cpu_clock()
+    c0 = c_in = cpu_clock()  # c_in: the unpickling's CPU starts here (a fact, see _facts)
     # -- profiling (eugo_lab.profile): a profiled task arrives wrapped; off, this test is all it costs
     wrapped = profile = recording = None
     if type(fn) is Profiled:
         wrapped, fn = fn, fn.fn
     phases = _phase.begin_task()
     q0 = None
+    k0 = _NAN  # children's CPU at the body's start (not read for a tiny body: see RUNQ_MIN_BODY_S)
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+        # From here to the body's end the task's own code runs: its imports are its warm-up.
+        import_clock.begin(function)
+    else:
+        import_clock.drop(function)
     args: tuple = ()
     kwargs: dict = {}
     try:
         args, kwargs = loads_args(args_bytes, load_token, buffers)
         if function not in _tiny_bodies:
             q0 = run_queue.waited_ns()
+            k0 = _children_cpu()
         p1 = time.perf_counter()
         c0 = cpu_clock()
         if wrapped is not None:
@@ -511,8 +524,12 @@ def execute(
         _phase.end_task()
         if recording is not None:
             profile = recording.stop()
+    imported = import_clock.end() if probe else (0.0, 0)
     p2 = time.perf_counter()
-    cpu = cpu_clock() - c0
+    c2 = cpu_clock()
+    cpu = c2 - c0
+    if k0 == k0:  # not NaN: read at the start
+        cpu += _children_cpu() - k0
     runq = _NAN if q0 is None else run_queue.since(q0)
     if p2 - p1 < RUNQ_MIN_BODY_S:
         _tiny_bodies.add(function)
@@ -534,7 +551,8 @@ def execute(
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     bytes_in = _bytes_in(args_bytes, buffers)
-    facts = _facts(value, payload if status == OK else b"", blas, refs, False) if probe else None
+    facts = _facts(value, payload if status == OK else b"", blas, refs, False, imported,
+                   (c0 - c_in) + (cpu_clock() - c2)) if probe else None
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
@@ -568,11 +586,16 @@ def execute_batch(
     """
     start_wall = time.time()
     p0 = time.perf_counter()
+    c_in = cpu_clock()
     if probe:
         load_token, refs = _probing(load_token)
         blas = _blas_threads(function)
+        import_clock.begin(function)  # the items' imports are the batch's warm-up (see execute)
+    else:
+        import_clock.drop(function)
     (items,), _ = loads_args(args_bytes, load_token, buffers)
     q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
+    k0 = _children_cpu()
     p1 = time.perf_counter()
     c0 = cpu_clock()
     global _clock_cost_s
@@ -621,9 +644,11 @@ def execute_batch(
             size = 1 if phases else min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
     finally:
         _phase.end_task()
+        imported = import_clock.end() if probe else (0.0, 0)
     profile = recording.stop() if recording is not None else None
     p2 = time.perf_counter()
-    cpu = cpu_clock() - c0
+    c2 = cpu_clock()
+    cpu = c2 - c0 + (_children_cpu() - k0)
     runq = run_queue.since(q0)
     try:
         payload = dumps_value(results)
@@ -643,7 +668,7 @@ def execute_batch(
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dumps_value(good)
     p3 = time.perf_counter()
-    facts = _facts(results, payload, blas, refs, True) if probe else None
+    facts = _facts(results, payload, blas, refs, True, imported, (c0 - c_in) + (cpu_clock() - c2)) if probe else None
     stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
                       _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq,
                       facts)

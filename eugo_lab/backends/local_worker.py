@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from eugo_lab.backends import import_clock
 from eugo_lab.contract.errors import TaskCancelled
 
 _LEN = struct.Struct("<Q")
@@ -211,7 +212,8 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         elif kind == "fn":
             _, fid, name, fn_bytes = msg
             try:
-                functions[fid] = (pickle.loads(fn_bytes), name)
+                # Unpickling a function imports its module's libraries (NumPy ~60 ms): its next attempt's warm-up.
+                functions[fid] = (import_clock.measure_load(name, pickle.loads, fn_bytes), name)
             except BaseException as exc:  # noqa: BLE001 - reported when the task runs
                 functions[fid] = (_Unloadable(name, exc), name)
         elif kind == "forget":  # the driver keeps at most WORKER_FUNCTIONS loaded here and re-sends one it needs

@@ -54,18 +54,24 @@ ARG_KEY_MIN_BYTES = 100_000
 # function (code), the BLAS/OpenMP threads in effect when its body started (-1: no such library
 # loaded), whether it asked for a GPU (gpus=: 1) and, for such a task, the GPU its worker process
 # really has (-1: none; a local-pool GPU worker named by gpus=[0] on a machine without one has none).
-# ``imports``: how many modules the worker process imported since its previous attempt ended (loading this
-# task's function, unpickling its arguments, running its body): a worker's warm-up, not the task's work
-# (-1: not recorded, a trace saved before the column).
-FACT_COLUMNS = ("task", "attempt", "function", "blas_threads", "gpu_task", "device", "imports")
+# ``imports``: how many modules the attempt's own code imported (unpickling its function and arguments,
+# running its body; modules of eugo_lab, the runtime's, not counted), and ``import_s`` the seconds that
+# took, measured on the worker (backends.import_clock): a worker's warm-up, not the task's work
+# (-1: not recorded, a trace saved before the column). ``pickling_cpu``: CPU seconds of the attempt's
+# unpickling and pickling, by the worker's CPU clock (its thread's on the threads engine, where the steps'
+# wall time also holds waits for the interpreter lock).
+FACT_COLUMNS = ("task", "attempt", "function", "blas_threads", "gpu_task", "device", "imports", "import_s",
+                "pickling_cpu")
+FACT_FLOAT_COLUMNS = ("import_s", "pickling_cpu")
 # One row per stored reference (hpc.put) an attempt resolved on its worker.
 REF_COLUMNS = ("task", "attempt", "ref")
 # One row per hpc.put made in the region: its ref id, its stored bytes and when (time.time()).
 PUT_COLUMNS = ("ref", "bytes", "time")
-# What a traced task's worker sends back (TaskStats.facts): (digest, blas_threads, refs, device, imports).
+# What a traced task's worker sends back (TaskStats.facts): (digest, blas_threads, refs, device, imports,
+# import_s, pickling_cpu).
 # ``digest`` is the result's eugo_lab.contract.digest.Digest when its payload is large (the worker
 # holds the value), else None: the driver digests the payload it received when somebody asks.
-FACT_DIGEST, FACT_BLAS, FACT_REFS, FACT_DEVICE, FACT_IMPORTS = range(5)
+FACT_DIGEST, FACT_BLAS, FACT_REFS, FACT_DEVICE, FACT_IMPORTS, FACT_IMPORT_S, FACT_PICKLING_CPU = range(7)
 # Results whose pickle is at least this large are digested on the worker (it holds the value; the
 # driver would have to unpickle it) and their payload is not kept by the trace.
 DIGEST_ON_WORKER_BYTES = 64 * 1024

@@ -18,7 +18,9 @@ from eugo_lab.contract.row import (
     FACT_COLUMNS,
     FACT_DEVICE,
     FACT_DIGEST,
+    FACT_IMPORT_S,
     FACT_IMPORTS,
+    FACT_PICKLING_CPU,
     FACT_REFS,
     REF_COLUMNS,
 )
@@ -94,8 +96,11 @@ def file_attempts(attempts: list[Attempt], functions: tuple[str, ...]) -> tuple[
         if seen is not None:
             gpu_task = 1 if gpus else 0
             imports = seen[FACT_IMPORTS] if len(seen) > FACT_IMPORTS else -1  # a worker of an older version
+            import_s = seen[FACT_IMPORT_S] if len(seen) > FACT_IMPORT_S else -1.0
+            pickling_cpu = seen[FACT_PICKLING_CPU] if len(seen) > FACT_PICKLING_CPU else -1.0
             for c, v in zip(FACT_COLUMNS, (task_id, attempt, code.get(function, -1), seen[FACT_BLAS], gpu_task,
-                                           seen[FACT_DEVICE] if gpu_task else -1, imports)):
+                                           seen[FACT_DEVICE] if gpu_task else -1, imports, import_s,
+                                           pickling_cpu)):
                 facts[c].append(v)
             for ref in seen[FACT_REFS]:
                 refs["task"].append(task_id)

@@ -30,6 +30,7 @@ from eugo_lab.contract.row import (
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
     FACT_COLUMNS,
+    FACT_FLOAT_COLUMNS,
     GPU_COLUMNS,
     PARENT_COLUMNS,
     PHASE_COLUMNS,
@@ -80,7 +81,8 @@ def _side_table(columns: Sequence[str], table: dict[str, Any] | None) -> dict[st
     table = table or {}
     # A column added after the trace was saved reads as -1 (not recorded) on each of its rows.
     n = max((len(v) for v in table.values()), default=0)
-    return {c: _frozen(table.get(c, [-1] * n), "float64" if c == "time" else "int64") for c in columns}
+    return {c: _frozen(table.get(c, [-1] * n), "float64" if c == "time" or c in FACT_FLOAT_COLUMNS else "int64")
+            for c in columns}
 
 
 def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) -> np.ndarray:

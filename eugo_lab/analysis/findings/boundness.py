@@ -38,6 +38,24 @@ _FUNCTION_CODES = (Code.IO_BOUND, Code.COMPUTE_BOUND)
 _PHASE_CODES = (Code.IO_BOUND_PHASE, Code.COMPUTE_BOUND_PHASE)
 
 
+def core_shares(body: float, cpu: float, runq: float = 0.0, gil: float = 0.0) -> tuple[float, float, float]:
+    """The shares of ``body`` seconds spent computing, waiting for a core and waiting for the GIL, adding up.
+
+    Each is measured apart (CPU by the process clock, which counts every thread of the worker and ticks
+    coarsely; the run-queue wait from the body thread's schedstat; the GIL wait from overlaps), so their
+    sum can pass the wall time by a few percent, and "computed 89% and waited 13%" reads as an error.
+    A body cannot wait longer than it did not compute: the waits are bounded by what the CPU share leaves
+    of the run (none where it computed on more cores than one, threaded code), the run queue first.
+    """
+    if body <= 0:
+        return 0.0, 0.0, 0.0
+    ratio = max(cpu / body, 0.0)
+    left = max(1.0 - ratio, 0.0)
+    starved = min(max(runq / body, 0.0), left)  # waited for a core
+    locked = min(max(gil / body, 0.0), left - starved)  # waited for the interpreter lock (threads engine)
+    return ratio, starved, locked
+
+
 def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: float, cpu: float,
            task: tuple[float, float, float] | None = None, units_with: np.ndarray | None = None,
            per_unit: np.ndarray | None = None, runq: float = 0.0, gil: float = 0.0) -> list[Finding]:
@@ -61,9 +79,7 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     serial = ctx.serial_time
     if body < BOUND_MIN_S or serial <= 0 or body < BOUND_MIN_SHARE * serial:
         return []
-    ratio = cpu / body
-    starved = runq / body  # waited for a core
-    locked = gil / body  # waited for the interpreter lock (threads engine)
+    ratio, starved, locked = core_shares(body, cpu, runq, gil)
     busy = ratio + starved + locked  # the share of the run the body wanted a core
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     ev = {what: label, "cpu": cpu, "wall": body, "cpu_ratio": ratio, "share": body / serial,
@@ -124,15 +140,39 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     return []
 
 
+def _function_times(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: body, CPU and run-queue seconds that are the function's own, and whether the unit counts.
+
+    A JIT trial's compile is the runtime's work inside the task and a worker's warm-up imports libraries:
+    neither says what the function's own time is bound by.
+    """
+    u = ctx.units
+    c_wall, c_cpu, c_runq = ctx.trial_compile
+    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
+    return body, cpu, runq, ~(ctx.warm_up[0] > 0)
+
+
+def busy_share(ctx: Context, function: int) -> float | None:
+    """The share of ``function``'s run time its bodies wanted a core (computed, waited for a core or the GIL).
+
+    The measure the I/O-bound and Compute-bound verdicts read: another finding that advises on the worker
+    count reads it too, so one function never gets "more workers than cores" and "at most N workers" at once.
+    None where nothing of it was measured.
+    """
+    body, cpu, runq, counted = _function_times(ctx)
+    sel = (ctx.units.function == function) & counted
+    total = float(body[sel].sum())
+    if total <= 0:
+        return None
+    return sum(core_shares(total, float(cpu[sel].sum()), float(np.nansum(runq[sel])), float(ctx.gil_wait[sel].sum())))
+
+
 def boundness(ctx: Context) -> list[Finding]:
     """I/O-bound vs compute-bound, per function and per ``hpc.phase`` (see ``*_RATIO``, ``BOUND_*``)."""
     u, out = ctx.units, []
-    # A JIT trial's compile is the runtime's work inside the task: it says nothing of the function.
-    c_wall, c_cpu, c_runq = ctx.trial_compile
-    body, cpu, runq = u.body - c_wall, u.cpu - c_cpu, np.where(np.isfinite(u.runq), u.runq - c_runq, np.nan)
-    warm = ctx.warm_up[0] > 0  # a worker's warm-up imports libraries: not what the function's own time is bound by
+    body, cpu, runq, counted = _function_times(ctx)
     for f in np.unique(u.function):
-        sel = (u.function == f) & ~warm
+        sel = (u.function == f) & counted
         if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
         out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),

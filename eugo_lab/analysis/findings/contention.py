@@ -6,7 +6,7 @@ import numpy as np
 
 from eugo_lab.analysis import gil, whatif
 from eugo_lab.analysis.findings import overlap, runtime_work
-from eugo_lab.analysis.findings.boundness import RUNQ_MENTION
+from eugo_lab.analysis.findings.boundness import IO_BOUND_RATIO, RUNQ_MENTION, busy_share, core_shares
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, plural, priced
 from eugo_lab.analysis.findings.finding import Finding
@@ -39,7 +39,16 @@ def side_by_side(ctx: Context, fn: int) -> dict | None:
                                 ctx.overlap, exclude=ctx.trial_units | (ctx.warm_up[0] > 0))
 
 
-def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarray | None = None) -> str:
+def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarray | None = None,
+           function: int | None = None) -> str:
+    """The likely cause of the slowdown of ``function``'s tasks, worded as its one piece of advice.
+
+    A function whose bodies mostly wait (``boundness.busy_share`` under ``IO_BOUND_RATIO``, the measure the
+    I/O-bound verdict reads) is advised more workers than cores there: "use at most N workers" would be
+    the opposite advice for the same tasks, so the count of workers against cores is named as the cause
+    only for a function that needs a core.
+    """
+    busy = busy_share(ctx, function) if function is not None else None
     cores = int(ctx.trace.meta.get("cores", 0) or 0)
     if idx is not None:
         _, share, compiled = runtime_work.compile_share(ctx, idx)
@@ -57,6 +66,10 @@ def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarra
     if gil.shares_interpreter(ctx.trace.meta):  # the one interpreter lock, before any count of cores
         return ("the tasks are threads of one Python process, which runs Python one thread at a time (the GIL): "
                 "for Python code, processes (%%eugo -b local) run side by side where threads cannot")
+    if busy is not None and busy < IO_BOUND_RATIO:
+        return (f"what the tasks share side by side (a disk, the network, the cores' other users): they mostly wait, "
+                f"computing or waiting for a core {fmt_pct(busy)} of their time, so the worker count is not what "
+                "slows them")
     if cores and ctx.workers > cores:
         return f"{ctx.workers} workers share {cores} cores; use at most {cores} workers for CPU-bound work"
     if starved:
@@ -68,11 +81,14 @@ def _cause(ctx: Context, cpu_ratio: float, starved: bool = False, idx: np.ndarra
 
 
 def _runq_ratio(u: Units, idx: np.ndarray) -> tuple[float, float, int]:
-    """Run-queue seconds, their share of the body time, and the unit count, over the measured units of ``idx``."""
+    """Run-queue seconds, their share of the body time, and the unit count, over the measured units of ``idx``.
+
+    The share is bounded by what the CPU share leaves (``boundness.core_shares``): the two are quoted together.
+    """
     idx = idx[np.isfinite(u.runq[idx])]
     body = float(u.body[idx].sum())
-    waited = float(u.runq[idx].sum())
-    return waited, (waited / body if body > 0 else 0.0), int(len(idx))
+    _, starved, _ = core_shares(body, float(u.cpu[idx].sum()), float(u.runq[idx].sum()))
+    return starved * body, starved, int(len(idx))
 
 
 def contention(ctx: Context) -> list[Finding]:
@@ -102,7 +118,7 @@ def contention(ctx: Context) -> list[Finding]:
         sel = np.flatnonzero((u.function == f) & (u.n_items == 1) & ~ctx.trial_units & ~warm)
         found = _slower_together(ctx, int(f), name, sel, bu, est, measured)
         if found is None:
-            found = _waited_for_cores(ctx, name, np.flatnonzero((u.function == f) & ~warm))
+            found = _waited_for_cores(ctx, int(f), name, np.flatnonzero((u.function == f) & ~warm))
         if found is not None:
             out.append(found)
     return out
@@ -138,7 +154,7 @@ def _slower_together(ctx: Context, f: int, name: str, sel: np.ndarray, bu: Units
     if measured is not None and est > 0 and abs(est - measured) > SPEEDUP_GAP * measured:
         verdict += (f" That is why the measured speedup, {fmt_x(measured)}, is below the task-time estimate, "
                     f"{fmt_x(est)}: the estimate assumes tasks take as long side by side as alone.")
-    advice = f"Likely cause: {_cause(ctx, cpu, idx=idx)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, idx=idx, function=f)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "alone": alone, "together": together, "slowdown": slowdown,
                        "baseline": base is not None, "cpu_ratio": cpu, "runq_ratio": starved,
@@ -147,7 +163,7 @@ def _slower_together(ctx: Context, f: int, name: str, sel: np.ndarray, bu: Units
     return priced(ctx, finding, fixed, f"stop {name}()'s tasks competing for the cores")
 
 
-def _waited_for_cores(ctx: Context, name: str, idx: np.ndarray) -> Finding | None:
+def _waited_for_cores(ctx: Context, function: int, name: str, idx: np.ndarray) -> Finding | None:
     """The Contention finding from the run queue: bodies ready to compute that waited for a busy core."""
     u = ctx.units
     waited, starved, n = _runq_ratio(u, idx)
@@ -158,7 +174,7 @@ def _waited_for_cores(ctx: Context, name: str, idx: np.ndarray) -> Finding | Non
     cpu = float(u.cpu[measured].sum()) / body if body > 0 else 0.0
     verdict = (f"{name}() tasks waited for a core {fmt_pct(starved)} of the time ({fmt_s(waited)} over "
                f"{plural(n, 'task')}; they computed {fmt_pct(cpu)}): ready to run, but every core was busy.")
-    advice = f"Likely cause: {_cause(ctx, cpu, starved=True, idx=measured)}."
+    advice = f"Likely cause: {_cause(ctx, cpu, starved=True, idx=measured, function=function)}."
     finding = Finding(Code.CONTENTION, "Contention", WARNING, verdict, advice,
                       {"function": name, "runq": waited, "runq_ratio": starved, "cpu_ratio": cpu, "tasks": n,
                        "baseline": ctx.baseline is not None})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eugo_lab.analysis import whatif
+from eugo_lab.analysis import facts, whatif
 from eugo_lab.analysis.breakdown import Breakdown
 from eugo_lab.analysis.critical_path import CriticalPath
 from eugo_lab.analysis.findings.finding import Finding
@@ -34,9 +34,10 @@ MIN_SAVES_S = 0.01
 # Found by their own rules (a straggler, an I/O-bound phase) but worth under 3% of the run
 # if fixed: shown as a note, so the list leads with what pays.
 NOTE_SHARE = 0.03
-# A worker's warm-up: an attempt that imported modules (the trace's facts) and took at least twice its
-# function's usual time and 20 ms more. Importing NumPy costs ~60 ms and pandas 0.6-0.7 s; under 20 ms
-# nothing a learner would act on, and below twice the usual time the task's own variation hides it.
+# A worker's warm-up: an attempt whose measured import time (the trace's facts) explains at least 20 ms
+# of its extra over its function's usual time, and that took at least twice the usual. Importing NumPy
+# costs ~60 ms and pandas 0.6-0.7 s; under 20 ms nothing a learner would act on, and below twice the
+# usual time the task's own variation hides it.
 WARM_UP_MIN_S = 0.02
 WARM_UP_RATIO = 2.0
 # Honest on 1 core (Binder): findings that need parallelism say what this worker count
@@ -79,6 +80,18 @@ class Context:
         from eugo_lab.analysis import gil
 
         return gil.gil_waits(self.units) if gil.shares_interpreter(self.trace.meta) else np.zeros(len(self.units))
+
+    @functools.cached_property
+    def pickling_gil_wait(self) -> np.ndarray:
+        """Per unit: seconds its (un)pickling waited for the interpreter lock (threads engine; zeros elsewhere).
+
+        Those steps are timed by the wall clock: on a shared interpreter their waits are no serialization.
+        """
+        from eugo_lab.analysis import gil
+
+        if not gil.shares_interpreter(self.trace.meta):
+            return np.zeros(len(self.units))
+        return gil.pickling_gil_waits(self.units, *facts.per_unit(self.trace, self.units, "pickling_cpu"))
 
     @functools.cached_property
     def overlap(self) -> np.ndarray:
@@ -126,48 +139,44 @@ class Context:
         return per_unit(p["end"] - p["start"]), per_unit(p["cpu"]), per_unit(p["runq"])
 
     @functools.cached_property
-    def warm_up(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per unit: its warm-up's extra seconds (0: none), of which unpickling, and the modules it imported.
+    def warm_up(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: its warm-up's extra seconds (0: none), of which unpickling, its modules, and its import seconds.
 
-        A unit is a warm-up when its worker imported modules for it and its unpickling plus body took
-        at least ``WARM_UP_RATIO`` times, and ``WARM_UP_MIN_S`` more than, the median of its function's
-        units that imported nothing (the extra is what the imports cost). Without such units to compare
-        with, nothing is called warm-up. Nor is a unit that ran beside a background JIT compile: the
-        compile thread imports Numba in the same process, and its slowing the task down is the
-        Contention finding's (:mod:`.runtime_work`).
+        The last two are what its worker measured its code importing (``imports``, ``import_s``; 0 where not
+        recorded).
+
+        Measured, not inferred: the worker times the imports the task's own code made (its function's and
+        arguments' unpickling, its body; see ``backends.import_clock``). The function's usual time is the
+        median of its units' time without their imports; a unit's extra over it is warm-up only for the
+        part its import time explains (``min(extra, import_s)``), and only when that part is at least
+        ``WARM_UP_MIN_S`` and the unit took ``WARM_UP_RATIO`` times the usual. The rest of a slow unit's
+        extra is its own (a straggler's, say). A trace without measured import time (saved before it was
+        recorded) has no warm-up. Nor has a unit that ran beside a background JIT compile: the compile
+        thread imports Numba in the same process, and its slowing the task down is the Contention
+        finding's (:mod:`.runtime_work`).
         """
-        u, f = self.units, self.trace.facts
+        u = self.units
         n = len(u)
-        extra, in_deser, modules = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
-        if not len(f["task"]) or not n:
-            return extra, in_deser, modules
-        # Facts rows to task rows by (task, attempt), vectorized: a traced region of 50,000 tasks has as many facts.
-        t = self.trace.tasks
-        span = int(max(t["attempt"].max(initial=0), f["attempt"].max(initial=0))) + 1
-        keys = t["task_id"].astype(np.int64) * span + t["attempt"]
-        order = np.argsort(keys, kind="stable")
-        want = f["task"].astype(np.int64) * span + f["attempt"]
-        at = np.clip(np.searchsorted(keys[order], want), 0, len(keys) - 1)
-        row = order[at]
-        ok = (keys[row] == want) & (f["imports"] >= 0)
-        unit = u.row_unit[row[ok]]
-        ok_unit = unit >= 0
-        known = np.zeros(n, dtype=bool)
-        known[unit[ok_unit]] = True
-        np.add.at(modules, unit[ok_unit], f["imports"][ok][ok_unit])
+        extra, in_deser = np.zeros(n), np.zeros(n)
+        seconds, known = facts.per_unit(self.trace, u, "import_s")
+        counted, _ = facts.per_unit(self.trace, u, "imports")
+        modules = counted.astype(np.int64)
+        if not known.any():
+            return extra, in_deser, modules, seconds
         took = u.deser + u.body
+        own = np.maximum(took - seconds, 0.0)  # the unit's time without its imports
         single = u.n_items == 1
         known &= ~self.beside_compile
         for fn in np.unique(u.function):
             sel = (u.function == fn) & single & known
-            plain = sel & (modules == 0)
-            if not plain.any():
+            if not sel.any():
                 continue
-            med, med_deser = float(np.median(took[plain])), float(np.median(u.deser[plain]))
-            warm = sel & (modules > 0) & (took >= WARM_UP_RATIO * med) & (took - med >= WARM_UP_MIN_S)
-            extra[warm] = took[warm] - med
+            med, med_deser = float(np.median(own[sel])), float(np.median(u.deser[sel]))
+            explained = np.minimum(np.maximum(took - med, 0.0), seconds)
+            warm = sel & (took >= WARM_UP_RATIO * med) & (explained >= WARM_UP_MIN_S)
+            extra[warm] = explained[warm]
             in_deser[warm] = np.minimum(np.maximum(u.deser[warm] - med_deser, 0.0), extra[warm])
-        return extra, in_deser, modules
+        return extra, in_deser, modules, seconds
 
     @functools.cached_property
     def beside_compile(self) -> np.ndarray:
@@ -190,6 +199,18 @@ class Context:
         """Per row of ``trace.tasks``: whether its unit is a worker's warm-up (see :attr:`warm_up`)."""
         ru = self.units.row_unit
         return (ru >= 0) & (self.warm_up[0][np.clip(ru, 0, None)] > 0) if len(ru) else np.zeros(0, dtype=bool)
+
+    @functools.cached_property
+    def warm_body(self) -> np.ndarray:
+        """Per row of ``trace.tasks``: the seconds of its body that were warm-up (imports in the body, not unpickling).
+
+        What a straggler check takes off the body: the rest of a slow warm-up task is still its own.
+        """
+        ru = self.units.row_unit
+        if not len(ru):
+            return np.zeros(0)
+        extra, in_deser = self.warm_up[0], self.warm_up[1]
+        return np.where(ru >= 0, (extra - in_deser)[np.clip(ru, 0, None)], 0.0)
 
     @functools.cached_property
     def unit_of_task(self) -> dict[int, int]:

@@ -50,11 +50,12 @@ def stragglers(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding
     have an Unbalanced partitions finding, which names the cause (their input sizes).
     """
     t = ctx.trace.tasks
-    body = t["end"] - t["start"] - child_waits(ctx.trace)  # a parent's wait on its children is theirs
+    # A parent's wait on its children is theirs; a worker's warm-up (its measured imports, the Warm-up
+    # finding's) is taken off the body too: what is left of a slow first task is still its own.
+    body = t["end"] - t["start"] - child_waits(ctx.trace) - ctx.warm_body
     valid = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
     last_end = float(np.nanmax(t["end"][valid])) if valid.any() else math.nan
     valid &= ~ctx.trial_rows  # a JIT trial is slower than the compiled calls by design, not a straggler
-    valid &= ~ctx.warm_rows  # nor is a worker's warm-up (the Warm-up finding's)
     ru = ctx.units.row_unit
     valid &= ~((ru >= 0) & ctx.beside_compile[np.clip(ru, 0, None)])  # nor a task a background compile slowed
     out = []

@@ -42,7 +42,8 @@ def serialization(ctx: Context) -> list[Finding]:
     """(Un)pickling dominating the workers, or the same big argument shipped again and again."""
     u, out = ctx.units, []
     # Imports while unpickling the arguments on a new worker are its warm-up (the Warm-up finding's), not data.
-    warm_deser = ctx.warm_up[1]
+    # On the threads engine, waiting for the interpreter lock while (un)pickling is the GIL finding's.
+    warm_deser = np.minimum(ctx.warm_up[1] + ctx.pickling_gil_wait, u.deser + u.ser)
     ser = float((u.deser + u.ser - warm_deser).sum())
     busy = ser + float(u.body.sum())
     if ser >= SERIALIZATION_MIN_S and busy > 0 and ser >= SERIALIZATION_SHARE * busy:
