@@ -26,6 +26,8 @@ class TraceBuilder:
         self.block_kinds: list[str] = []
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
         self.deps: dict[str, list] = {"task": [], "on": []}
+        # Dependencies through the driver (task was passed a value a get() returned for on).
+        self.driver_deps: dict[str, list] = {"task": [], "on": []}
         self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.facts: dict[str, list] = {c: [] for c in FACT_COLUMNS}
         self.deps_recorded = False
@@ -75,6 +77,12 @@ class TraceBuilder:
         self.deps["on"].append(on)
         self.deps_recorded = True
 
+    def driver_dep(self, task_id: int, on: int) -> None:
+        """Record that ``task_id`` was passed the value a get() returned for ``on`` (a dependency through the driver)."""
+        self.driver_deps["task"].append(task_id)
+        self.driver_deps["on"].append(on)
+        self.meta["driver_deps_recorded"] = True
+
     def arg(self, task_id: int, key: int) -> None:
         """Record that ``task_id`` was sent the large argument ``key`` (as the driver does at .remote())."""
         self.arg_keys["task"].append(task_id)
@@ -115,6 +123,7 @@ class TraceBuilder:
         if self.driver_short is not None or self.driver_spans["kind"]:
             meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
+                                  driver_deps=self.driver_deps,
                                   arg_keys=self.arg_keys, driver_spans=self.driver_spans, facts=self.facts,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)

@@ -35,6 +35,10 @@ PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
 BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
+# One row per dependency through the driver: task ``task`` was passed (as an argument, or an element of a
+# list/tuple/dict argument) a value that a get()/result() of the same region had returned for task ``on``.
+# Kept apart from DEP_COLUMNS: readers of ``Trace.deps`` count tasks that were passed futures.
+DRIVER_DEP_COLUMNS = ("task", "on")
 # One row per attempt that held a GPU (a gpus= task): its task (an hpc.map batch: the batch's id),
 # attempt and device. Kept apart from the packed row: traces without GPU tasks carry nothing for
 # it, and the row's hot path stays as it is. ``Trace.gpu`` spreads it into a per-row column (-1: none).

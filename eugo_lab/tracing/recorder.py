@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import task as _task
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
+    DRIVER_DEP_COLUMNS,
     BLOCK_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
@@ -194,6 +195,9 @@ class Recorder:
         self._reset()
 
     def _reset(self) -> None:
+        # A new recording: the runtime forgets the values its get()s returned in the previous one
+        # (eugo_lab.hpc.returned keys them by this object).
+        self.epoch = object()
         # Task rows, in order: sealed segments (a bytearray of packed rows, never written
         # again, or one map batch kept compact as BatchRows), then the open tail of packed
         # rows. Columns are built from segments only when somebody reads them (see TaskRows).
@@ -207,6 +211,7 @@ class Recorder:
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
+        self.driver_deps = {c: array("q") for c in DRIVER_DEP_COLUMNS}  # passed a value get() returned
         self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
@@ -307,7 +312,7 @@ class Recorder:
                      "sends": sends}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
-                    extra, self.driver.mark())
+                    extra, self.driver.mark(), len(self.driver_deps["task"]))
 
     def close_region(self, mark: tuple[Any, ...], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
@@ -324,6 +329,7 @@ class Recorder:
             driver_spans, driver_short = self.driver.since(mark[9])
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
+            driver_deps = {c: col[mark[10]:] for c, col in self.driver_deps.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
             arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
@@ -337,11 +343,15 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, driver_deps=driver_deps, gpus=gpus,
+                arg_keys=arg_keys,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:], driver_spans=driver_spans,
-                meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True,
+                # "driver_deps_recorded" first: a recording that cannot see the driver's values (an
+                # engine's own API) says so in its meta.
+                meta={"driver_deps_recorded": True, **meta, "region_start": start, "region_end": end,
+                      "deps_recorded": True,
                       "provenance_recorded": True, "driver_short": driver_short},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
@@ -553,6 +563,12 @@ class Recorder:
         with self._lock:
             self.deps["task"].extend([task_id] * len(on))
             self.deps["on"].extend(on)
+
+    def record_driver_deps(self, task_id: int, on: list[int]) -> None:
+        """Remember that task ``task_id`` was passed values that get()/result() returned for the tasks ``on``."""
+        with self._lock:
+            self.driver_deps["task"].extend([task_id] * len(on))
+            self.driver_deps["on"].extend(on)
 
     def record_arg(self, task_id: int, key: int) -> None:
         """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""

@@ -29,6 +29,7 @@ from eugo_lab.contract.row import (
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
+    DRIVER_DEP_COLUMNS,
     FACT_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
@@ -99,7 +100,8 @@ class Trace(JsonFile):
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
-                 deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
+                 deps: dict[str, np.ndarray] | None = None, driver_deps: dict[str, np.ndarray] | None = None,
+                 profiles: Sequence[TaskProfile] = (),
                  gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None,
                  facts: dict[str, Any] | None = None, refs: dict[str, Any] | None = None,
                  puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
@@ -111,6 +113,10 @@ class Trace(JsonFile):
         self.driver_spans = _driver.frozen_spans(driver_spans) if driver_spans is not None else _driver.empty_spans()
         self._driver: dict[str, np.ndarray] | None = None
         self.deps = deps if deps is not None else {c: _frozen([], "int64") for c in DEP_COLUMNS}
+        #: Dependencies through the driver (``task``, ``on``): ``task`` was passed a value that a get() or
+        #: result() in the region returned for ``on`` (meta ``driver_deps_recorded``: the runtime looked).
+        self.driver_deps = ({c: _frozen(driver_deps[c], "int64") for c in DRIVER_DEP_COLUMNS}
+                            if driver_deps is not None else {c: _frozen([], "int64") for c in DRIVER_DEP_COLUMNS})
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
         self._gpu: np.ndarray | None = None
@@ -464,6 +470,8 @@ class Trace(JsonFile):
             "phases": {k: col(v) for k, v in self.phases.items()},
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
+            **({"driver_deps": {k: col(v) for k, v in self.driver_deps.items()}}
+               if len(self.driver_deps["task"]) else {}),
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
             "facts": {k: col(v) for k, v in self.facts.items()},
@@ -512,7 +520,10 @@ class Trace(JsonFile):
                 "shipped": [FunctionShipped(f, int(p), int(c), tuple((n, int(b)) for n, b in cap), int(s))
                             for f, p, c, cap, s in d.get("functions_shipped", ())],
                 "results": [provenance.result_from_list(r) for r in d.get("results", ())]}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, **prov,
+        # "driver_deps" too (only traces with such a dependency carry it).
+        driver_deps = {c: d.get("driver_deps", {}).get(c, []) for c in DRIVER_DEP_COLUMNS}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, driver_deps=driver_deps, gpus=gpus,
+                   arg_keys=arg_keys, **prov,
                    driver_spans=d.get("driver_spans"),  # within schema 1 too: a trace saved before it has none
                    functions=d["functions"],
                    phase_names=d["phase_names"],

@@ -1,0 +1,145 @@
+"""Dependencies through the driver: a task passed a value that an earlier ``get()`` returned.
+
+``x = hpc.get(step.remote(x))`` in a loop makes each task need the previous one's result,
+yet no future connects them: the value goes through the driver. Timing alone cannot tell
+that loop from ``hpc.get(f.remote(i))`` over independent inputs, so the runtime records it.
+While a region is open, every value ``get()``/``result()`` hands to the driver is noted
+with its task; a later ``.remote()`` whose argument (or an element of a list, tuple or
+dict argument: one level deep) *is* one of those values records a dependency edge
+(``Recorder.record_driver_deps``, read as ``Trace.driver_deps``).
+
+"Is" means identity: the very object the runtime decoded. CPython shares a few values
+between all code (``None``, booleans, small ints, one-character strings, the empty tuple),
+so identity says nothing about where those came from; for them the value must equal one
+that a get() returned since the driver's previous submission (``x + 1`` in the loop above
+is a small int). ``None`` and booleans are never matched: tasks return them for "nothing"
+and "ok" far too often. A value the driver computed from a result (``y = x * 2``) is not
+seen: the edge is missing there, never invented.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+# Results noted per region, oldest dropped first: a chain reads the latest results, and the
+# table must not grow with a loop of a million get()s (a dict entry and a weak reference each).
+MAX_NOTED = 4096
+# Results that cannot be referenced weakly (lists, dicts, tuples, ints, strings) are held strongly so
+# that their id is not reused by another object; only the latest few, to bound the memory they keep.
+MAX_HELD = 16
+# A get() of more futures than this is a barrier (collect everything, then go on), which the
+# recorded wait already shows; noting each value would cost ~1 us per future on the hot path.
+MAX_FUTURES_NOTED = 64
+# Containers longer than this are not searched element by element at .remote() (a big list
+# argument is data, not a handful of results; searching it would slow every submission).
+MAX_ELEMENTS = 1024
+
+_SMALL_INT = range(-5, 257)  # CPython's cached ints
+
+
+def _shared(v: Any) -> bool:
+    """Whether ``v`` may be the same object as an unrelated value (a CPython-cached constant)."""
+    t = type(v)
+    if t is int:
+        return v in _SMALL_INT
+    if t is str or t is bytes:
+        return len(v) <= 1
+    return t is tuple and not v
+
+
+class DriverValues:
+    """What ``get()``/``result()`` returned in the open region, to recognise those values as arguments."""
+
+    def __init__(self) -> None:
+        self._epoch: Any = None
+        self._weak: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # id -> (weakref, task id)
+        self._held: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # id -> (object, task id)
+        self._recent: list[tuple[Any, int]] = []  # shared constants returned since the last submission
+
+    def _check_epoch(self, epoch: Any) -> None:
+        if epoch is not self._epoch:  # a new recording: forget the previous one's values
+            self._epoch = epoch
+            self._weak.clear()
+            self._held.clear()
+            self._recent.clear()
+
+    def note(self, epoch: Any, value: Any, task_id: int) -> None:
+        """Remember that the driver received ``value`` as task ``task_id``'s result."""
+        self._check_epoch(epoch)
+        if value is None or type(value) is bool:
+            return
+        if _shared(value):
+            self._recent.append((value, task_id))
+            return
+        key = id(value)
+        try:
+            ref = weakref.ref(value)
+        except TypeError:
+            self._weak.pop(key, None)
+            self._held[key] = (value, task_id)
+            self._held.move_to_end(key)
+            if len(self._held) > MAX_HELD:
+                self._held.popitem(last=False)
+            return
+        self._held.pop(key, None)
+        self._weak[key] = (ref, task_id)
+        self._weak.move_to_end(key)
+        if len(self._weak) > MAX_NOTED:
+            self._weak.popitem(last=False)
+
+    def note_many(self, epoch: Any, values: list, task_ids: list[int]) -> None:
+        """:meth:`note` for each value of a get() of a few futures (see ``MAX_FUTURES_NOTED``)."""
+        if len(values) <= MAX_FUTURES_NOTED:
+            for v, t in zip(values, task_ids):
+                self.note(epoch, v, t)
+
+    def _source(self, v: Any) -> int | None:
+        if v is None or type(v) is bool:
+            return None
+        if _shared(v):
+            for value, task_id in self._recent:
+                if type(value) is type(v) and value == v:
+                    return task_id
+            return None
+        key = id(v)
+        hit = self._weak.get(key)
+        if hit is not None:
+            return hit[1] if hit[0]() is v else None
+        held = self._held.get(key)
+        return held[1] if held is not None and held[0] is v else None
+
+    def sources(self, epoch: Any, args: tuple, kwargs: dict) -> list[int]:
+        """The tasks whose returned values are among ``args``/``kwargs`` (one level deep), in order, no repeats.
+
+        Also closes the window of shared constants: they count only for the next submission.
+        """
+        self._check_epoch(epoch)
+        if not (self._weak or self._held or self._recent):
+            return []  # the common case (a fan-out, no get() yet): nothing to search
+        found: dict[int, None] = {}
+        for a in (*args, *kwargs.values()):
+            t = type(a)
+            if t is list or t is tuple:
+                items = a if len(a) <= MAX_ELEMENTS else ()
+            elif t is dict:
+                items = a.values() if len(a) <= MAX_ELEMENTS else ()
+            else:
+                items = ()
+            for v in (a, *items):
+                task_id = self._source(v)
+                if task_id is not None:
+                    found[task_id] = None
+        self._recent.clear()
+        return list(found)
+
+
+def note_returned(rt: Any, values: list, task_ids: list[int]) -> None:
+    """Note what a get()/result() of runtime ``rt`` returned, while it records (a tracing aid: never raises)."""
+    if rt is None or not rt.recorder.active or len(values) > MAX_FUTURES_NOTED:
+        return
+    try:
+        rt.driver_values.note_many(rt.recorder.epoch, values, task_ids)
+    except Exception:  # noqa: BLE001 - a value that misbehaves under id()/weakref must not fail the get()
+        pass
