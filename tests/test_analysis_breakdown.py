@@ -158,7 +158,6 @@ def test_a_value_passed_through_the_driver_is_a_chain_without_timing():
     # wait separates the tasks in the table (a wait recorded elsewhere, a trace cut short).
     b = _slow_submission_loop(wait=False)
     for k in (2, 3, 4):
-        b.driver_deps["task"].append(k)
-        b.driver_deps["on"].append(k - 1)
+        b.driver_dep(k, k - 1)
     cp = critical_path(b.build())
     assert cp.task_ids == (1, 2, 3, 4) and cp.length == approx(2.0)

@@ -78,7 +78,7 @@ class TraceBuilder:
         self.deps_recorded = True
 
     def driver_dep(self, task_id: int, on: int) -> None:
-        """Record that ``task_id`` was passed the value a get() returned for ``on`` (a dependency through the driver)."""
+        """Record that ``task_id`` was passed the value a get() returned for ``on`` (through the driver)."""
         self.driver_deps["task"].append(task_id)
         self.driver_deps["on"].append(on)
         self.meta["driver_deps_recorded"] = True

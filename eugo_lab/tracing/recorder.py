@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import task as _task
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
-    DRIVER_DEP_COLUMNS,
     BLOCK_COLUMNS,
+    DRIVER_DEP_COLUMNS,
     GPU_COLUMNS,
     PHASE_COLUMNS,
     PUT_COLUMNS,
