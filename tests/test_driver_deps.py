@@ -6,7 +6,7 @@ import numpy as np
 
 from eugo_lab import hpc
 from eugo_lab.analysis import analyze
-from eugo_lab.hpc.returned import MAX_HELD, DriverValues
+from eugo_lab.tracing.returned import MAX_HELD, DriverValues
 from eugo_lab.tracing.trace import Trace
 
 

@@ -8,7 +8,7 @@ make that happen:
 - **The driver**: B was submitted only after A's result reached the driver (a ``get()``
   between them, or code that used A's result to decide B). The runtime records the plain
   case, B passed the very value a ``get()`` returned for A (``trace.driver_deps``, see
-  :mod:`eugo_lab.hpc.returned`). Other uses of a result are read from the driver's recorded
+  :mod:`eugo_lab.tracing.returned`). Other uses of a result are read from the driver's recorded
   waits: A counts when its result arrived no later than the end of the last ``get()``/
   ``wait()`` before B's submission. Without a wait there, the driver was busy with its own
   work (building B's input, say), not waiting for A, and the two are independent however

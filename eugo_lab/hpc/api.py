@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import errors
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
-from eugo_lab.hpc import returned, session, unwaited
+from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.remote_function import RemoteFunction
+from eugo_lab.tracing import returned
 from eugo_lab.tracing.region import NOT_ENDED, Region
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ def get(obj: Any, timeout: float | None = None) -> Any:
 
 
 def _note_returned(rt: Any, obj: Any, out: Any) -> None:
-    """Tell the runtime which task each value this get() returned came from (see :mod:`eugo_lab.hpc.returned`).
+    """Tell the runtime which task each value this get() returned came from (see :mod:`eugo_lab.tracing.returned`).
 
     A future, or a list/tuple/dict of them (one level: the shapes a loop passes on); other shapes
     are not followed, so a dependency through them is simply not recorded.

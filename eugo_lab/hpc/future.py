@@ -207,9 +207,9 @@ class Future:
         return self._noted(self._value())
 
     def _noted(self, value: Any) -> Any:
-        """``value``, noted as this task's result handed to the driver (see :mod:`eugo_lab.hpc.returned`)."""
+        """``value``, noted as this task's result handed to the driver (see :mod:`eugo_lab.tracing.returned`)."""
         from eugo_lab.hpc.blocking import active_runtime
-        from eugo_lab.hpc.returned import note_returned
+        from eugo_lab.tracing.returned import note_returned
 
         note_returned(active_runtime(), [value], [self.task_id])
         return value

@@ -25,8 +25,8 @@ from eugo_lab.hpc import blocking
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.pending import Pending
-from eugo_lab.hpc.returned import DriverValues
 from eugo_lab.tracing import recorder as rec
+from eugo_lab.tracing.returned import DriverValues
 
 
 class _Log:

@@ -196,7 +196,7 @@ class Recorder:
 
     def _reset(self) -> None:
         # A new recording: the runtime forgets the values its get()s returned in the previous one
-        # (eugo_lab.hpc.returned keys them by this object).
+        # (eugo_lab.tracing.returned keys them by this object).
         self.epoch = object()
         # Task rows, in order: sealed segments (a bytearray of packed rows, never written
         # again, or one map batch kept compact as BatchRows), then the open tail of packed

@@ -84,6 +84,7 @@ def _through_driver(ctx: Context) -> Finding | None:
     fn = max(sorted(set(names)), key=names.count)
     gaps = [(float(u.received[a]), float(u.ready[b])) for a, b in links]
     ev = {"tasks": list(cp.task_ids), "length": cp.length, "fraction": cp.fraction, "through_driver": len(links),
+          "function": fn,
           "round_trips": float(sum(max(e - s, 0.0) for s, e in gaps))}
     verdict = capitalized(
         f"a chain of {len(cp)} tasks took {fmt_s(cp.length)} ({fmt_pct(cp.fraction)} of the run): "

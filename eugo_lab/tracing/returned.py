@@ -6,7 +6,9 @@ that loop from ``hpc.get(f.remote(i))`` over independent inputs, so the runtime 
 While a region is open, every value ``get()``/``result()`` hands to the driver is noted
 with its task; a later ``.remote()`` whose argument (or an element of a list, tuple or
 dict argument: one level deep) *is* one of those values records a dependency edge
-(``Recorder.record_driver_deps``, read as ``Trace.driver_deps``).
+(``Recorder.record_driver_deps``, read as ``Trace.driver_deps``). The runtime (``eugo_lab.hpc``)
+and the recording of an engine's own API (``eugo_lab.native``) both keep a :class:`DriverValues`:
+it lives with the recorder, below both.
 
 "Is" means identity: the very object the runtime decoded. CPython shares a few values
 between all code (``None``, booleans, small ints, one-character strings, the empty tuple),
@@ -50,7 +52,10 @@ def _shared(v: Any) -> bool:
 
 
 class DriverValues:
-    """What ``get()``/``result()`` returned in the open region, to recognise those values as arguments."""
+    """What ``get()``/``result()`` returned in the open region, to recognise those values as arguments.
+
+    Task ids are whatever the caller names tasks by (the runtime's ints, Dask's keys).
+    """
 
     def __init__(self) -> None:
         self._epoch: Any = None
@@ -65,7 +70,7 @@ class DriverValues:
             self._held.clear()
             self._recent.clear()
 
-    def note(self, epoch: Any, value: Any, task_id: int) -> None:
+    def note(self, epoch: Any, value: Any, task_id: Any) -> None:
         """Remember that the driver received ``value`` as task ``task_id``'s result."""
         self._check_epoch(epoch)
         if value is None or type(value) is bool:
@@ -89,13 +94,13 @@ class DriverValues:
         if len(self._weak) > MAX_NOTED:
             self._weak.popitem(last=False)
 
-    def note_many(self, epoch: Any, values: list, task_ids: list[int]) -> None:
+    def note_many(self, epoch: Any, values: list, task_ids: list) -> None:
         """:meth:`note` for each value of a get() of a few futures (see ``MAX_FUTURES_NOTED``)."""
         if len(values) <= MAX_FUTURES_NOTED:
             for v, t in zip(values, task_ids):
                 self.note(epoch, v, t)
 
-    def _source(self, v: Any) -> int | None:
+    def _source(self, v: Any) -> Any:
         if v is None or type(v) is bool:
             return None
         if _shared(v):
@@ -110,7 +115,7 @@ class DriverValues:
         held = self._held.get(key)
         return held[1] if held is not None and held[0] is v else None
 
-    def sources(self, epoch: Any, args: tuple, kwargs: dict) -> list[int]:
+    def sources(self, epoch: Any, args: tuple, kwargs: dict) -> list:
         """The tasks whose returned values are among ``args``/``kwargs`` (one level deep), in order, no repeats.
 
         Also closes the window of shared constants: they count only for the next submission.
@@ -118,7 +123,7 @@ class DriverValues:
         self._check_epoch(epoch)
         if not (self._weak or self._held or self._recent):
             return []  # the common case (a fan-out, no get() yet): nothing to search
-        found: dict[int, None] = {}
+        found: dict[Any, None] = {}
         for a in (*args, *kwargs.values()):
             t = type(a)
             if t is list or t is tuple:
