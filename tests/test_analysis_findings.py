@@ -252,6 +252,17 @@ def test_serialization_time_dominates():
     assert f.evidence["function"] == "big"
 
 
+def test_serialization_counts_bytes_shipped_inside_the_function_too():
+    # A partial's bound array (or a captured global) goes with the function's pickle: "in" must show it.
+    from eugo_lab.tracing.provenance import FunctionShipped
+
+    b = TraceBuilder(workers=1)
+    b.task("partial", start=0.2, end=0.5, deser=0.2, ser=0.1, bytes_in=3_000, bytes_out=1000)
+    b.shipped.append(FunctionShipped("partial", 32_000_000, 32_000_000, (("bound argument 'a'", 32_000_000),), 2))
+    f = analyze(b.build()).finding("serialization")
+    assert f.evidence["bytes_in"] == 64_003_000 and "64 MB in" in f.verdict
+
+
 def test_repeated_large_argument_suggests_put():
     b = TraceBuilder(workers=2)
     for k in range(4):

@@ -33,6 +33,7 @@ class TraceBuilder:
         self.deps_recorded = False
         self.driver_spans: dict[str, list] = {"kind": [], "task": [], "bytes": [], "start": [], "end": []}
         self.driver_short: dict[str, float] | None = None
+        self.shipped: list = []  # FunctionShipped records: function payloads sent to workers
         self._next_id = 1
 
     @staticmethod
@@ -123,7 +124,7 @@ class TraceBuilder:
         if self.driver_short is not None or self.driver_spans["kind"]:
             meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
-                                  driver_deps=self.driver_deps,
+                                  driver_deps=self.driver_deps, shipped=self.shipped,
                                   arg_keys=self.arg_keys, driver_spans=self.driver_spans, facts=self.facts,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,
                                   block_kinds=self.block_kinds, workers=self.workers, meta=meta)
