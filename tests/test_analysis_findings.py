@@ -320,6 +320,19 @@ def test_fan_out_for_a_chain_of_steps():
     assert f.evidence["idle_share"] == approx(0.75)
 
 
+def test_a_chain_of_passed_futures_is_told_to_keep_its_order():
+    # step.remote(fut) in a loop: the learner already passes futures; "pass futures instead of get()"
+    # and "submit independent steps together" would be advice they cannot follow.
+    b = TraceBuilder(workers=4)
+    for k in range(4):
+        b.task("step", worker=0, ready=float(k), start=float(k), end=k + 1.0, submit=0.0)
+        if k:
+            b.dep(k + 1, k)
+    f = analyze(b.build()).finding("critical-path")
+    assert f.evidence["passed_futures"] == 3
+    assert "Keep the steps in order" in f.advice and "pass futures instead" not in f.advice
+
+
 def test_partition_for_one_dominant_task():
     b = TraceBuilder(workers=4)
     b.task("big", worker=0, ready=0.0, start=0.0, end=3.0)

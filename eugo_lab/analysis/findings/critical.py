@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from eugo_lab.analysis import whatif
-from eugo_lab.analysis.critical_path import driver_predecessors
+from eugo_lab.analysis.critical_path import driver_predecessors, recorded_predecessors
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import TWO_WORKERS, Context, priced, units_of
 from eugo_lab.analysis.findings.finding import Finding
@@ -61,6 +61,15 @@ def critical(ctx: Context, blocked: bool) -> list[Finding]:
     verdict = capitalized(verdict)
     advice = ("Fan out: submit independent steps together (pass futures instead of calling get() between them) "
               "and split each step into several tasks.")
+    idx = units_of(ctx, list(cp.task_ids))
+    data = recorded_predecessors(ctx.trace, u)
+    passed = sum(1 for a, b in zip(idx, idx[1:]) if a in data.get(b, ()))
+    if passed and 2 * passed >= len(idx) - 1:
+        # Each step was passed the previous one's future: already the fan-out's "pass futures", and a
+        # real dependency; the steps cannot be submitted "together" any more than they are.
+        ev["passed_futures"] = passed
+        advice = ("Keep the steps in order: each was passed the previous one's future, so it needs that result. "
+                  "To go faster, make each step faster or split one step's own work into parallel tasks.")
     return [Finding(Code.CRITICAL_PATH, "Fan-out", WARNING, verdict, advice, ev)]
 
 

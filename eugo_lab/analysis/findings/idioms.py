@@ -116,7 +116,7 @@ def _through_driver(f: Finding, call: str, instead: str, at_end: str, what: str)
 
 
 def _dask_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out":
+    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
         return None
     if "through_driver" in f.evidence:
         fn = f.evidence["function"]
@@ -174,7 +174,7 @@ def _ray_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, st
 
 
 def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out":
+    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
         return None
     if "through_driver" in f.evidence:
         fn = f.evidence["function"]
