@@ -46,14 +46,18 @@ def test_identity_not_equality_for_ordinary_objects():
     assert dv.sources(object(), (got,), {}) == []  # a new recording forgets the old one's values
 
 
-def test_shared_constants_count_for_the_next_submission_only_and_none_never():
+def test_shared_constants_match_through_the_variable_only_until_the_next_submission():
     dv, epoch = DriverValues(), object()
-    dv.note(epoch, 1, 3)
-    dv.note(epoch, None, 4)
-    assert dv.sources(epoch, (None, True), {}) == []
-    dv.note(epoch, 1, 3)
-    assert dv.sources(epoch, (1,), {}) == [3]
-    assert dv.sources(epoch, (1,), {}) == []  # the window closed at the previous submission
+    dv.note(epoch, 1, 3, stored=lambda: "x")
+    dv.note(epoch, None, 4, stored=lambda: "y")
+    assert dv.sources(epoch, (None, True), {}, loaded=lambda: ["y", "z"]) == []
+    dv.note(epoch, 1, 3, stored=lambda: "x")
+    assert dv.sources(epoch, (1,), {}, loaded=lambda: ["i"]) == []  # equal, but the loop counter, not x
+    dv.note(epoch, 1, 3, stored=lambda: "x")
+    assert dv.sources(epoch, (1,), {}, loaded=lambda: ["x"]) == [3]
+    assert dv.sources(epoch, (1,), {}, loaded=lambda: ["x"]) == []  # the window closed at the previous submission
+    dv.note(epoch, 1, 3)  # where it went is unknown (results.append(get(...))): never matched
+    assert dv.sources(epoch, (1,), {}, loaded=lambda: ["x"]) == []
 
 
 def test_values_held_strongly_are_bounded():
@@ -97,7 +101,12 @@ def test_a_value_passed_on_through_the_driver_is_recorded(local2, tmp_path):
 def test_independent_gets_in_a_loop_record_nothing(local2):
     with hpc.trace() as t:
         out = [hpc.get(far.remote(i)) for i in range(5)]
-    assert out == [1000 + i for i in range(5)]
+        for i in range(5):  # step(i) returns i + 1, the next loop counter: equal, but not passed on
+            r = hpc.get(step.remote(i))
+        results = []
+        for seed in range(5):
+            results.append(hpc.get(step.remote(seed)))
+    assert out == [1000 + i for i in range(5)] and r == 5 and results == [1, 2, 3, 4, 5]
     assert _edges(t.trace) == []
 
 

@@ -188,7 +188,7 @@ def _note_returned(rt: Any, obj: Any, out: Any) -> None:
     """
     t = type(obj)
     if t is Future:
-        returned.note_returned(rt, [out], [obj.task_id])
+        returned.note_returned(rt, [out], [obj.task_id], single=True)
     elif (t is list or t is tuple) and len(obj) <= returned.MAX_FUTURES_NOTED:
         pairs = [(v, f.task_id) for f, v in zip(obj, out) if type(f) is Future]
         returned.note_returned(rt, [v for v, _ in pairs], [i for _, i in pairs])

@@ -211,7 +211,7 @@ class Future:
         from eugo_lab.hpc.blocking import active_runtime
         from eugo_lab.tracing.returned import note_returned
 
-        note_returned(active_runtime(), [value], [self.task_id])
+        note_returned(active_runtime(), [value], [self.task_id], single=True)
         return value
 
     def exception(self, timeout: float | None = None) -> BaseException | None:

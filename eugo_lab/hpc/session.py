@@ -26,6 +26,7 @@ from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.pending import Pending
 from eugo_lab.tracing import recorder as rec
+from eugo_lab.tracing import returned
 from eugo_lab.tracing.returned import DriverValues
 
 
@@ -215,7 +216,8 @@ class Runtime:
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
         if traced:  # an argument that is a value a get() returned: a dependency through the driver
-            on = self.driver_values.sources(self.recorder.epoch, args, kwargs)
+            on = self.driver_values.sources(self.recorder.epoch, args, kwargs,
+                                            loaded=lambda: returned.loaded_names(returned.user_frame()))
             if on:
                 self.recorder.record_driver_deps(tid, on)
         if self.recorder.active and (buffers or len(args_bytes) >= row.ARG_KEY_MIN_BYTES):  # tiny: one len()

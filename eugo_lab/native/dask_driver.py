@@ -27,7 +27,7 @@ import distributed.client as dclient
 from dask.sizeof import sizeof
 
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
-from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues
+from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
 # Frames in these folders are not the notebook's line: a wait is attributed to the first frame outside them.
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (
@@ -98,7 +98,7 @@ class DriverCalls:
         """Note the values a ``result()``/``gather`` handed to the notebook, by the keys they came from."""
         try:
             if isinstance(owner, distributed.Future):
-                self._values.note(self, out, str(owner.key))
+                self._values.note(self, out, str(owner.key), stored=lambda: stored_name(user_frame(_SKIP_DIRS)))
             elif args and isinstance(args[0], (list, tuple)) and isinstance(out, (list, tuple)) \
                     and len(args[0]) == len(out) and len(out) <= MAX_FUTURES_NOTED:
                 for f, v in zip(args[0], out):
@@ -109,7 +109,13 @@ class DriverCalls:
 
     def _passed(self, key: str, args: tuple, kwargs: dict) -> None:
         """Record the tasks whose returned values the submission of ``key`` was passed."""
-        on = self._values.sources(self, args, kwargs)
+        def loaded() -> list[str | None] | None:
+            # client.submit(fn, *args, **kwargs): the call's first argument is the function; keywords
+            # (the task's and Dask's options mixed) are not read.
+            names = loaded_names(user_frame(_SKIP_DIRS))
+            return None if names is None else [*names[1:1 + len(args)], *[None] * len(kwargs)]
+
+        on = self._values.sources(self, args, kwargs, loaded=loaded)
         if on:
             self.driver_deps[key] = on
 
