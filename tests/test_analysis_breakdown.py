@@ -126,6 +126,7 @@ def test_recorded_dependencies_keep_driver_order_chains():
     b.task("a", worker=0, submit=0.0, ready=0.0, start=0.0, end=1.0)
     b.task("b", worker=1, submit=1.0, ready=1.0, start=1.0, end=2.0)
     b.task("c", worker=2, submit=0.0, ready=0.0, start=0.0, end=1.5)
+    b.block(0.0, 1.0)
     b.deps_recorded = True
     cp = critical_path(b.build())
     assert cp.exact and cp.task_ids == (1, 2) and cp.length == approx(2.0)
@@ -173,3 +174,34 @@ def test_the_largest_loss_on_the_threads_engine_is_never_a_gil_wait_called_seria
     assert r.breakdown.gil_wait >= 0.4 - 4 * 2e-5
     assert r.finding("serialization") is None, r.codes()
     assert not any("largest loss is serialization" in f.advice for f in r.findings), [f.to_text() for f in r.findings]
+
+
+def _slow_submission_loop(wait: bool) -> TraceBuilder:
+    """Four tasks submitted 1 s apart by a driver building each input; with ``wait``, a get() before each."""
+    b = TraceBuilder(workers=4)
+    for k in range(4):
+        b.task("fit", worker=k, submit=k * 1.0 + 0.1, start=k * 1.0 + 0.1, end=k * 1.0 + 0.6)
+        if wait:
+            b.block(k * 1.0 + 0.1, k * 1.0 + 0.6)
+    b.deps_recorded = True
+    return b
+
+
+def test_late_submission_without_a_wait_is_no_chain():
+    # The driver built each input (busy, no get()) before submitting: every result was in before
+    # the next submission, yet nothing was waited for, so no task follows another.
+    cp = critical_path(_slow_submission_loop(wait=False).build())
+    assert len(cp) == 1 and cp.length == approx(0.5)
+    # The same timing with a get() after each submission: the driver could have used each result.
+    cp = critical_path(_slow_submission_loop(wait=True).build())
+    assert cp.task_ids == (1, 2, 3, 4)
+
+
+def test_a_value_passed_through_the_driver_is_a_chain_without_timing():
+    # x = hpc.get(step.remote(x)): recorded as driver edges, so the chain holds even where no
+    # wait separates the tasks in the table (a wait recorded elsewhere, a trace cut short).
+    b = _slow_submission_loop(wait=False)
+    for k in (2, 3, 4):
+        b.driver_dep(k, k - 1)
+    cp = critical_path(b.build())
+    assert cp.task_ids == (1, 2, 3, 4) and cp.length == approx(2.0)

@@ -72,6 +72,29 @@ def test_long_tail_found():
     assert f.evidence["tasks"] == [99]
 
 
+def tail_trace(gap: float) -> object:
+    """Five 0.3 s tasks then a 1 s one, submitted ``gap`` apart (0.1 s: the driver built each input)."""
+    b = TraceBuilder(workers=2)
+    free = [0.0, 0.0]
+    for k, d in enumerate([0.3] * 5 + [1.0]):
+        t = gap * (k + 1)
+        w = 0 if free[0] <= free[1] else 1
+        s = max(t + 0.001, free[w])
+        b.task("fit", worker=w, submit=t, ready=t, start=s, end=s + d)
+        free[w] = s + d
+    b.block(gap * 6 + 0.001, max(free) + 0.001, futures=6)
+    return b.build()
+
+
+def test_submitting_the_long_task_first_only_where_its_input_existed():
+    # A bare submission loop: the last task could have gone first.
+    assert analyze(tail_trace(0.0005)).finding("long-tail").fix == "submit task 6 first"
+    # The driver spent 0.1 s building each input (busy, no wait): task 6's input did not exist
+    # before the others', so reordering is no advice; splitting the long task still is.
+    f = analyze(tail_trace(0.1)).finding("long-tail")
+    assert f.fix == "split task 6 into smaller pieces"
+
+
 def test_no_straggler_below_ratio_or_floor():
     assert "straggler" not in codes(straggler_trace(0.25))  # 2.5x the median
     b = TraceBuilder(workers=1)
@@ -91,8 +114,12 @@ def test_no_long_tail_when_workers_finish_together():
 
 
 # -- Blocking ---------------------------------------------------------------------------------------
-def blocking_trace(get_inside_loop: bool, kind: str = "get") -> object:
+def blocking_trace(get_inside_loop: bool, kind: str = "get", through_driver: bool = False) -> object:
+    """Five tasks; ``through_driver``: each was passed the value the get() before it returned."""
     b = TraceBuilder(workers=2)
+    if through_driver:
+        for k in range(2, 6):
+            b.driver_dep(k, k - 1)
     t = 0.0
     for k in range(5):
         if get_inside_loop:
@@ -133,6 +160,32 @@ def test_no_blocking_when_all_submitted_first():
 
 def test_blocking_explains_the_chain_so_no_fan_out():
     assert "critical-path" not in codes(blocking_trace(True))
+
+
+def test_a_chain_through_the_driver_is_no_blocking_mistake():
+    # x = hpc.get(step.remote(x)): the runtime recorded that each task was passed the previous
+    # result. Moving the get() out of the loop is impossible; the chain must be told as a chain.
+    r = analyze(blocking_trace(True, through_driver=True))
+    assert "blocking" not in r.codes()
+    f = r.finding("critical-path")
+    assert f.term == "Fan-out" and f.evidence["through_driver"] == 4
+    assert "out of the loop" not in f.advice and "Submit all tasks first" not in f.advice
+    assert "g.remote(fut)" in f.advice and "round trip" in f.advice
+    # Passing futures along saves the round trips only: never below the steps run one after another.
+    assert f.wall_after >= 5 * 0.12 - 1e-9
+    assert f.saves == approx(4 * 0.01, abs=0.002)  # each get() returned 1 ms after the result, 9 ms to submit
+
+
+def test_chain_through_the_driver_for_some_pairs_only_keeps_the_others_blocking():
+    b = TraceBuilder(workers=2)
+    t = 0.0
+    for k in range(8):
+        b.task("g", worker=k % 2, submit=t, ready=t, start=t + 0.01, end=t + 0.11, received=t + 0.12)
+        b.block(t + 0.001, t + 0.121, futures=1, source="/home/student/loop.py:7")
+        t += 0.13
+    b.driver_dep(2, 1)  # one pair passes a value on; six pairs are independent
+    f = analyze(b.build()).finding("blocking")
+    assert f.evidence["serialized_tasks"] == 7
 
 
 # -- Scheduling overhead / Batching ----------------------------------------------------------------
@@ -199,6 +252,17 @@ def test_serialization_time_dominates():
     assert f.evidence["function"] == "big"
 
 
+def test_serialization_counts_bytes_shipped_inside_the_function_too():
+    # A partial's bound array (or a captured global) goes with the function's pickle: "in" must show it.
+    from eugo_lab.tracing.provenance import FunctionShipped
+
+    b = TraceBuilder(workers=1)
+    b.task("partial", start=0.2, end=0.5, deser=0.2, ser=0.1, bytes_in=3_000, bytes_out=1000)
+    b.shipped.append(FunctionShipped("partial", 32_000_000, 32_000_000, (("bound argument 'a'", 32_000_000),), 2))
+    f = analyze(b.build()).finding("serialization")
+    assert f.evidence["bytes_in"] == 64_003_000 and "64 MB in" in f.verdict
+
+
 def test_repeated_large_argument_suggests_put():
     b = TraceBuilder(workers=2)
     for k in range(4):
@@ -254,6 +318,19 @@ def test_fan_out_for_a_chain_of_steps():
     assert f.evidence["tasks"] == [1, 2, 3, 4]
     assert f.evidence["length"] == approx(4.0) and f.evidence["fraction"] == approx(1.0)
     assert f.evidence["idle_share"] == approx(0.75)
+
+
+def test_a_chain_of_passed_futures_is_told_to_keep_its_order():
+    # step.remote(fut) in a loop: the learner already passes futures; "pass futures instead of get()"
+    # and "submit independent steps together" would be advice they cannot follow.
+    b = TraceBuilder(workers=4)
+    for k in range(4):
+        b.task("step", worker=0, ready=float(k), start=float(k), end=k + 1.0, submit=0.0)
+        if k:
+            b.dep(k + 1, k)
+    f = analyze(b.build()).finding("critical-path")
+    assert f.evidence["passed_futures"] == 3
+    assert "Keep the steps in order" in f.advice and "pass futures instead" not in f.advice
 
 
 def test_partition_for_one_dominant_task():

@@ -180,3 +180,28 @@ def test_entry_points_refuse_what_is_not_a_trace_and_bad_numbers():
     with pytest.raises(ValueError, match="price_per_worker_hour must not be negative, got -2"):
         cheapest_workers(trace, 10, -2)
     assert cost(trace, 1.0).workers == trace.n_workers
+
+
+def test_gates_come_from_recorded_waits_and_dependencies_not_from_timing():
+    from eugo_lab.analysis.simulate import replay_of
+
+    def loop(wait: bool) -> TraceBuilder:
+        # Each task done before the next submission, 1 s apart: a driver building inputs, or waiting.
+        b = TraceBuilder(workers=4)
+        for k in range(4):
+            b.task("fit", worker=k, submit=k + 0.1, start=k + 0.1, end=k + 0.6)
+            if wait:
+                b.block(k + 0.1, k + 0.6)
+        b.deps_recorded = True
+        return b
+
+    # Busy building, never waiting: no task held the next one up.
+    assert replay_of(loop(False).build()).gates.tolist() == [False] * 4
+    # A get() after each submission: the first three results could have decided the next submission.
+    assert replay_of(loop(True).build()).gates.tolist() == [True, True, True, False]
+    b = loop(False)
+    b.driver_dep(3, 2)  # a value passed on through the driver gates without any wait
+    assert replay_of(b.build()).gates.tolist() == [False, True, False, False]
+    old = loop(False)
+    old.deps_recorded = False  # a trace saved before dependencies were recorded: inferred from timing
+    assert replay_of(old.build()).gates is None

@@ -44,3 +44,19 @@ def test_dask_io_bound_proposes_threads_with_the_detectors_number():
 def test_every_wording_names_a_real_code():
     for table in ADVICE.values():
         assert set(table) <= set(Code)
+
+
+CHAIN = Finding(Code.CRITICAL_PATH, "Fan-out", "warning",
+                "A chain of 8 tasks took 197 ms (82% of the run): 7 of them were passed the value the previous one "
+                "returned (through the driver, by get()), ...",
+                "Keep the steps in order. Passing the future itself (step.remote(fut) ...", {
+                    "tasks": list(range(8)), "length": 0.197, "fraction": 0.82, "through_driver": 7,
+                    "function": "step", "round_trips": 0.04}, fix="pass step()'s futures along")
+
+
+def test_a_chain_through_the_driver_keeps_its_story_in_each_engines_words():
+    # Not the generic "Fan out: submit independent steps together": these steps depend on each other.
+    (d,) = in_engine_words([CHAIN], "dask")
+    assert "Fan out" not in d.advice and "client.submit(step, fut)" in d.advice and "round trip" in d.advice
+    (r,) = in_engine_words([CHAIN], "ray")
+    assert "Fan out" not in r.advice and "step.remote(ray.get(ref))" in r.advice

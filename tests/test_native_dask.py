@@ -152,6 +152,17 @@ def test_a_clean_cell_raises_none_of_them(ip, client, capsys):
     assert not MISTAKES & {f.code for f in found}, [f.to_text() for f in found]
 
 
+def test_a_value_passed_on_through_the_driver_is_a_recorded_chain(ip, client, capsys):
+    # Each step needs the previous .result(): recorded as such, never advised as a get() to move.
+    cell = "x = 0\nfor i in range(6):\n    x = client.submit(inc, x, pure=False).result()\n"
+    trace, found, _ = _run(ip, "--save t", cell, capsys)
+    assert ip.user_ns["x"] == 6
+    d = trace.driver_deps
+    assert sorted(zip(d["task"].tolist(), d["on"].tolist())) == [(k, k - 1) for k in range(1, 6)]
+    assert Code.BLOCKING not in {f.code for f in found}
+    assert all("client.gather(futures)" not in f.advice for f in found)
+
+
 def test_the_trace_holds_what_dask_reported(ip, client, capsys):
     cell = ("big = client.scatter(data, broadcast=True)\n"
             "futs = [client.submit(total, big, i) for i in range(4)]\n"

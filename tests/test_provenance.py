@@ -129,6 +129,20 @@ def test_a_function_reading_a_5mb_global_shows_its_captured_bytes_and_the_findin
     assert not [f for f in analyze(again.trace).findings if f.code == "captured-object"]
 
 
+def test_a_partials_bound_argument_is_counted_like_a_captured_global(local2, cell):
+    # hpc.map(partial(f, big), items): big travels inside the function's pickle, never as an argument.
+    import functools
+
+    with hpc.trace() as t:
+        hpc.get(hpc.map(functools.partial(cell["reads_argument"], cell["BIG"]), range(400)))
+    (shipped,) = [f for f in t.trace.functions_shipped if f.function == "partial"]
+    assert shipped.captured[0] == ("bound argument 'a'", 5_000_000) and shipped.captured_bytes >= 5_000_000
+    assert t.trace.bytes_shipped >= 5_000_000 * shipped.sends
+    found = [f for f in analyze(t.trace).findings if f.code == "captured-object"]
+    if shipped.sends > 1:  # sent once (one worker ran every batch), a put would save nothing
+        assert "bound argument 'a'" in found[0].verdict and "functools.partial" in found[0].advice
+
+
 def test_the_same_work_through_hpc_put_carries_nothing_and_the_worker_saw_the_ref(local2, cell):
     fn = hpc.remote(cell["reads_argument"])
     with hpc.trace() as t:

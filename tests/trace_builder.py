@@ -26,12 +26,15 @@ class TraceBuilder:
         self.block_kinds: list[str] = []
         self.workers = {w: (f"host-{w}", 40000 + w) for w in range(workers)}
         self.deps: dict[str, list] = {"task": [], "on": []}
+        # Dependencies through the driver (task was passed a value a get() returned for on).
+        self.driver_deps: dict[str, list] = {"task": [], "on": []}
         self.arg_keys: dict[str, list] = {"task": [], "key": []}
         self.facts: dict[str, list] = {c: [] for c in FACT_COLUMNS}
         self.parents: dict[str, list] = {"task": [], "parent": []}
         self.deps_recorded = False
         self.driver_spans: dict[str, list] = {"kind": [], "task": [], "bytes": [], "start": [], "end": []}
         self.driver_short: dict[str, float] | None = None
+        self.shipped: list = []  # FunctionShipped records: function payloads sent to workers
         self._next_id = 1
 
     @staticmethod
@@ -81,6 +84,12 @@ class TraceBuilder:
         self.parents["task"].append(task_id)
         self.parents["parent"].append(parent)
 
+    def driver_dep(self, task_id: int, on: int) -> None:
+        """Record that ``task_id`` was passed the value a get() returned for ``on`` (through the driver)."""
+        self.driver_deps["task"].append(task_id)
+        self.driver_deps["on"].append(on)
+        self.meta["driver_deps_recorded"] = True
+
     def arg(self, task_id: int, key: int) -> None:
         """Record that ``task_id`` was sent the large argument ``key`` (as the driver does at .remote())."""
         self.arg_keys["task"].append(task_id)
@@ -124,6 +133,7 @@ class TraceBuilder:
         if self.driver_short is not None or self.driver_spans["kind"]:
             meta["driver_short"] = self.driver_short or {"serializing": 0.0, "submitting": 0.0, "submits": 0}
         return Trace.from_columns(tasks=self.tasks, phases=self.phases, blocks=self.blocks, deps=self.deps,
+                                  driver_deps=self.driver_deps, shipped=self.shipped,
                                   arg_keys=self.arg_keys, driver_spans=self.driver_spans, facts=self.facts,
                                   parents=self.parents,
                                   functions=self.functions, phase_names=self.phase_names, sources=self.sources,

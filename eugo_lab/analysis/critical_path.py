@@ -6,8 +6,13 @@ make that happen:
 - **Data**: B was passed A's future. Traces recorded by this version hold these edges
   exactly (``trace.deps``, meta ``deps_recorded``).
 - **The driver**: B was submitted only after A's result reached the driver (a ``get()``
-  between them, or code that used A's result to decide B). With recorded edges this is
-  read from B's ``submit`` time; A counts when its result arrived no later than that.
+  between them, or code that used A's result to decide B). The runtime records the plain
+  case, B passed the very value a ``get()`` returned for A (``trace.driver_deps``, see
+  :mod:`eugo_lab.tracing.returned`). Other uses of a result are read from the driver's recorded
+  waits: A counts when its result arrived no later than the end of the last ``get()``/
+  ``wait()`` before B's submission. Without a wait there, the driver was busy with its own
+  work (building B's input, say), not waiting for A, and the two are independent however
+  late B was submitted.
 
 For traces without recorded edges (saved by earlier versions, or built by hand) both are
 inferred from ``ready`` instead: B follows A when B became ready (all its inputs existed
@@ -88,9 +93,10 @@ def predecessors(u: Units) -> tuple[np.ndarray, np.ndarray]:
     return order, n_done
 
 
-def recorded_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
-    """Per unit index, the units whose futures it was passed (from ``trace.deps``)."""
-    d = trace.deps
+def recorded_predecessors(trace: Trace, u: Units, table: dict[str, np.ndarray] | None = None
+                          ) -> dict[int, set[int]]:
+    """Per unit index, the units whose futures it was passed (from ``trace.deps``, or ``table`` of its columns)."""
+    d = trace.deps if table is None else table
     if not len(d["task"]) or not len(u):
         return {}
     t = trace.tasks
@@ -111,6 +117,23 @@ def recorded_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
     return preds
 
 
+def driver_predecessors(trace: Trace, u: Units) -> dict[int, set[int]]:
+    """Per unit index, the units whose returned values it was passed through the driver (``trace.driver_deps``)."""
+    return recorded_predecessors(trace, u, trace.driver_deps) if len(trace.driver_deps["task"]) else {}
+
+
+def last_wait_before(trace: Trace, times: np.ndarray) -> np.ndarray:
+    """Per time, the end of the latest recorded driver wait that ended by then (``-inf``: none).
+
+    A result the driver could have used before a submission reached it in such a wait: a
+    ``get()``/``wait()`` that returned it. A result that merely arrived while the driver was
+    busy elsewhere was not looked at before the submission.
+    """
+    ends = np.sort(trace.blocks["end"][np.isfinite(trace.blocks["end"])])
+    k = np.searchsorted(ends, times + TOLERANCE, side="right") - 1
+    return np.where(k >= 0, ends[np.clip(k, 0, None)] if len(ends) else 0.0, -np.inf)
+
+
 @takes_trace
 def critical_path(trace: Trace, u: Units | None = None, q: np.ndarray | None = None) -> CriticalPath:
     """The longest chain of tasks that ran one after another (see the module docstring).
@@ -124,12 +147,14 @@ def critical_path(trace: Trace, u: Units | None = None, q: np.ndarray | None = N
         return CriticalPath((), (), (), 0.0, wall, exact=False)
     exact = bool(trace.meta.get("deps_recorded"))
     data = recorded_predecessors(trace, u) if exact else {}
+    for j, on in driver_predecessors(trace, u).items():
+        data.setdefault(j, set()).update(on)
     w = chain_weights(u, q)
     order = np.lexsort((u.received, u.ready))
     by_rcv = np.argsort(u.received, kind="stable")
-    # Driver order: the units whose results had arrived when each unit was submitted
-    # (recorded edges) or became ready (inferred): a prefix of by_rcv.
-    when = u.submit if exact else u.ready
+    # Driver order: the units whose results had arrived when the driver last finished waiting
+    # before each unit's submission (recorded edges) or when it became ready (inferred): a prefix of by_rcv.
+    when = last_wait_before(trace, u.submit) if exact else u.ready
     limit = np.searchsorted(u.received[by_rcv], when + TOLERANCE, side="right")
     # Python lists, not arrays, in the sweep: it runs once per unit, and indexing a list is
     # many times faster than indexing an array element by element (the numbers are the same).

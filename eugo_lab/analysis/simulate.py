@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eugo_lab.analysis.breakdown import availability
-from eugo_lab.analysis.critical_path import TOLERANCE
+from eugo_lab.analysis.critical_path import TOLERANCE, driver_predecessors, last_wait_before, recorded_predecessors
 from eugo_lab.analysis.inputs import takes_trace
 from eugo_lab.analysis.timeline import Units, measure, units, window
 from eugo_lab.tracing.trace import Trace
@@ -139,7 +139,28 @@ def replay_of(trace: Trace, u: Units | None = None) -> Replay:
     return Replay(ready=u.ready - t0, occupancy=occupancy, pre=pre, dispatch=dispatch,
                   post=np.maximum(u.received - u.occ_end, 0.0), received=u.received - t0, turnaround=turnaround,
                   after_results=after_results, after_submit=after_submit, wall_time=win.length,
-                  started=u.occ_start - t0, stall=stall if stall is not None and stall.any() else None)
+                  started=u.occ_start - t0, stall=stall if stall is not None and stall.any() else None,
+                  gates=recorded_gates(trace, u))
+
+
+def recorded_gates(trace: Trace, u: Units) -> np.ndarray | None:
+    """Per unit: could a later unit have waited for its result, by what the trace recorded? None: not recorded.
+
+    A unit gates when a recorded dependency names it (a future passed on, a value passed on
+    through the driver), or when its result arrived before a recorded get()/wait() that ended
+    before some later submission (the driver may have used it: the critical path's rule). A
+    result that only arrived while the driver was busy with its own work (building the next
+    input) held nothing up, however late the next submission came. ``hpc.map`` batches always
+    gate: the map's feeder sends a batch when an earlier one returns.
+    """
+    if not trace.meta.get("deps_recorded") or not len(u):
+        return None
+    latest = float(last_wait_before(trace, np.array([float(u.submit.max())]))[0])
+    gates = (u.received <= latest + TOLERANCE) | u.is_batch
+    for preds in (recorded_predecessors(trace, u), driver_predecessors(trace, u)):
+        for on in preds.values():
+            gates[list(on)] = True
+    return gates
 
 
 def replay(r: Replay, workers: int, copies: int = 1, partial: np.ndarray | None = None,

@@ -39,6 +39,11 @@ DEP_COLUMNS = ("task", "on")
 # running task ``parent`` (tasks the driver submitted have no row). Kept apart from the packed row
 # like the dependencies: a trace without nested tasks carries nothing for it.
 PARENT_COLUMNS = ("task", "parent")
+
+# One row per dependency through the driver: task ``task`` was passed (as an argument, or an element of a
+# list/tuple/dict argument) a value that a get()/result() of the same region had returned for task ``on``.
+# Kept apart from DEP_COLUMNS: readers of ``Trace.deps`` count tasks that were passed futures.
+DRIVER_DEP_COLUMNS = ("task", "on")
 # One row per attempt that held a GPU (a gpus= task): its task (an hpc.map batch: the batch's id),
 # attempt and device. Kept apart from the packed row: traces without GPU tasks carry nothing for
 # it, and the row's hot path stays as it is. ``Trace.gpu`` spreads it into a per-row column (-1: none).

@@ -283,6 +283,25 @@ def _captured_size(value: Any) -> int:
         return 0
 
 
+#: How :func:`captured_sizes` names a ``functools.partial``'s bound argument (then the parameter's name, or its
+#: position): the captured-object finding words it as a bound argument, not a global.
+BOUND_PREFIX = "bound argument "
+
+
+def _bound_names(p: functools.partial) -> dict[Any, str]:
+    """Names for ``p``'s bound arguments: position or keyword -> ``"bound argument 'name'"``."""
+    import inspect
+
+    names: dict[Any, str] = {k: f"{BOUND_PREFIX}{k!r}" for k in p.keywords}
+    try:
+        params = list(inspect.signature(p.func).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature: positions only
+        params = []
+    for k in range(len(p.args)):
+        names[k] = f"{BOUND_PREFIX}{params[k]!r}" if k < len(params) else f"{BOUND_PREFIX}{k + 1}"
+    return names
+
+
 def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], ...]:
     """``((name, bytes), ...)``: the globals and closure cells ``fn`` uses, largest first (modules left out).
 
@@ -297,6 +316,15 @@ def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], .
     # travels with it is the user's function inside, with the globals that one reads.
     while not inspect.isfunction(fn) and callable(getattr(fn, "fn", None)):
         fn = fn.fn
+    if isinstance(fn, functools.partial):
+        # A partial's bound arguments travel inside its pickle, with every new partial object, like
+        # a captured global: hpc.map(partial(f, big), items) sends big with the function, never as an
+        # argument. Named as the wrapped function's parameters, with what that function captures.
+        bound = _bound_names(fn)
+        sizes = [(bound.get(k, f"{BOUND_PREFIX}{k}"), min(_captured_size(v), payload_bytes))
+                 for k, v in [*enumerate(fn.args), *fn.keywords.items()]]
+        inner = list(captured_sizes(fn.func, payload_bytes))
+        return tuple(sorted(sizes + inner, key=lambda kv: (-kv[1], kv[0])))
     try:
         from cloudpickle.cloudpickle import _should_pickle_by_reference
 

@@ -19,6 +19,7 @@ from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.remote_function import RemoteFunction
+from eugo_lab.tracing import returned
 from eugo_lab.tracing.region import NOT_ENDED, Region
 
 if TYPE_CHECKING:
@@ -178,7 +179,27 @@ def get(obj: Any, timeout: float | None = None) -> Any:
     finally:
         if futs or maps:
             _record_block(rt, "get", start, len(futs) + sum(len(m) for m in maps))
-    return _values_of(obj) if flat else _rebuild(obj, rt)
+    out = _values_of(obj) if flat else _rebuild(obj, rt)
+    if rt is not None and rt.recorder.active:
+        _note_returned(rt, obj, out)
+    return out
+
+
+def _note_returned(rt: Any, obj: Any, out: Any) -> None:
+    """Tell the runtime which task each value this get() returned came from (see :mod:`eugo_lab.tracing.returned`).
+
+    A future, or a list/tuple/dict of them (one level: the shapes a loop passes on); other shapes
+    are not followed, so a dependency through them is simply not recorded.
+    """
+    t = type(obj)
+    if t is Future:
+        returned.note_returned(rt, [out], [obj.task_id], single=True)
+    elif (t is list or t is tuple) and len(obj) <= returned.MAX_FUTURES_NOTED:
+        pairs = [(v, f.task_id) for f, v in zip(obj, out) if type(f) is Future]
+        returned.note_returned(rt, [v for v, _ in pairs], [i for _, i in pairs])
+    elif t is dict and len(obj) <= returned.MAX_FUTURES_NOTED:
+        pairs = [(out[k], f.task_id) for k, f in obj.items() if type(f) is Future]
+        returned.note_returned(rt, [v for v, _ in pairs], [i for _, i in pairs])
 
 
 def _timed_out(timeout: float | None, futs: list[Future], maps: list[MapResult], function: str, task_id: int) -> None:

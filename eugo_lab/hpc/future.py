@@ -199,7 +199,7 @@ class Future:
         check_timeout(timeout, "result()")
         if self._state != STATE_PENDING:
             record_wait("get", time.time(), 1)
-            return self._value()
+            return self._noted(self._value())
         start = time.time()
         try:
             if not self._wait(timeout):
@@ -211,7 +211,15 @@ class Future:
             raise
         finally:
             record_wait("get", start, 1)
-        return self._value()
+        return self._noted(self._value())
+
+    def _noted(self, value: Any) -> Any:
+        """``value``, noted as this task's result handed to the driver (see :mod:`eugo_lab.tracing.returned`)."""
+        from eugo_lab.hpc.blocking import active_runtime
+        from eugo_lab.tracing.returned import note_returned
+
+        note_returned(active_runtime(), [value], [self.task_id], single=True)
+        return value
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Block until done; return the task's exception, or ``None`` if it succeeded.

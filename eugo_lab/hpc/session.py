@@ -26,6 +26,8 @@ from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
 from eugo_lab.hpc.pending import Pending
 from eugo_lab.tracing import recorder as rec
+from eugo_lab.tracing import returned
+from eugo_lab.tracing.returned import DriverValues
 
 
 class _Log:
@@ -132,6 +134,8 @@ class Runtime:
         # A runtime started while a traced region is open (hpc.init inside a %%eugo cell) takes over
         # the recorder of the one it replaces, so the region records the new runtime's tasks too.
         self.recorder = recorder if recorder is not None else rec.Recorder()
+        #: What get()/result() returned in the open region, to record dependencies through the driver.
+        self.driver_values = DriverValues()
         self.successor: Runtime | None = None  # the runtime that took this one's recorder over, if any
         self.stopped_by: str | None = None  # why it ended: "shutdown" (by hand, hpc.init or the kernel)
         self._ids = itertools.count(1)
@@ -225,6 +229,11 @@ class Runtime:
         args_bytes, tokens, buffers = dumps_args(args, kwargs, function=name, token_of=self._token_of,
                                                  oob_threshold=self.backend.oob_threshold)
         tid = next(self._ids)
+        if traced:  # an argument that is a value a get() returned: a dependency through the driver
+            on = self.driver_values.sources(self.recorder.epoch, args, kwargs,
+                                            loaded=lambda: returned.loaded_names(returned.user_frame()))
+            if on:
+                self.recorder.record_driver_deps(tid, on)
         if self.recorder.active and (buffers or len(args_bytes) >= row.ARG_KEY_MIN_BYTES):  # tiny: one len()
             self._record_large_argument(tid, args, kwargs, args_bytes, buffers)
         fut = Future(tid, name, self._cancel_future)

@@ -27,6 +27,7 @@ import distributed.client as dclient
 from dask.sizeof import sizeof
 
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
+from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
 # Frames in these folders are not the notebook's line: a wait is attributed to the first frame outside them.
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (
@@ -67,6 +68,9 @@ class DriverCalls:
     _local: threading.local = field(default_factory=threading.local)
     _handlers: list[tuple[dict, str, Any]] = field(default_factory=list)  # (table, op, original handler)
     _hears_results: bool = False
+    #: key -> keys of the tasks whose returned values it was passed (a dependency through the driver).
+    driver_deps: dict[str, list[str]] = field(default_factory=dict)
+    _values: DriverValues = field(default_factory=DriverValues)
 
     # -- notes ------------------------------------------------------------------------------------
     def _identity(self, obj: Any) -> int:
@@ -89,6 +93,31 @@ class DriverCalls:
         self.bytes_in[key] = total
         if largest >= ARG_KEY_MIN_BYTES:
             self.arg_key[key] = self._identity(big)
+
+    def _returned(self, owner: Any, args: tuple, out: Any) -> None:
+        """Note the values a ``result()``/``gather`` handed to the notebook, by the keys they came from."""
+        try:
+            if isinstance(owner, distributed.Future):
+                self._values.note(self, out, str(owner.key), stored=lambda: stored_name(user_frame(_SKIP_DIRS)))
+            elif args and isinstance(args[0], (list, tuple)) and isinstance(out, (list, tuple)) \
+                    and len(args[0]) == len(out) and len(out) <= MAX_FUTURES_NOTED:
+                for f, v in zip(args[0], out):
+                    if isinstance(f, distributed.Future):
+                        self._values.note(self, v, str(f.key))
+        except Exception:  # noqa: BLE001 - a tracing aid: a value that misbehaves is simply not noted
+            pass
+
+    def _passed(self, key: str, args: tuple, kwargs: dict) -> None:
+        """Record the tasks whose returned values the submission of ``key`` was passed."""
+        def loaded() -> list[str | None] | None:
+            # client.submit(fn, *args, **kwargs): the call's first argument is the function; keywords
+            # (the task's and Dask's options mixed) are not read.
+            names = loaded_names(user_frame(_SKIP_DIRS))
+            return None if names is None else [*names[1:1 + len(args)], *[None] * len(kwargs)]
+
+        on = self._values.sources(self, args, kwargs, loaded=loaded)
+        if on:
+            self.driver_deps[key] = on
 
     def _watch(self, futures: Iterable[Any], when: float) -> None:
         for fut in futures:
@@ -155,6 +184,7 @@ class DriverCalls:
                 notes.calls.append(t)
                 if isinstance(fut, distributed.Future):
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
+                    notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])
                     notes._watch([fut], t)
                 return fut
@@ -218,6 +248,7 @@ class DriverCalls:
                     notes.blocks.append((kind, start, end, n, source))
                 if kind == "get":  # what a get returned had arrived by its end
                     owner = getattr(func, "__self__", None)
+                    notes._returned(owner, args, out)
                     notes._got([owner] if isinstance(owner, distributed.Future) else _futures(args), end)
                 return out
             return wrapper

@@ -205,6 +205,9 @@ class DaskRecording:
         deps = sorted({self._ids[d] for d in r["deps"] if d in self._ids})
         if deps:
             rec.record_deps(tid, deps)
+        through = sorted({self._ids[d] for d in drv.driver_deps.get(key, ()) if d in self._ids})
+        if through and attempt == 1:
+            rec.record_driver_deps(tid, through)
         if key in drv.arg_key and attempt == 1 and not shared:
             rec.record_arg(tid, drv.arg_key[key])
 

@@ -265,7 +265,8 @@ class RayRecording:
             not_recorded.append(f"{missing} submitted task(s) sent no profile events in time (still running, or "
                                 "Ray dropped them): they are not on the timeline")
         local = all(h == host for h, _ in rec.workers.values())
-        full = {"backend": "ray", "api": "ray", "workers": slots, "cores": os.cpu_count() if local else 0,
+        full = {"backend": "ray", "api": "ray", "driver_deps_recorded": False,  # values through ray.get: not yet
+                "workers": slots, "cores": os.cpu_count() if local else 0,
                 "not_recorded": not_recorded, **meta}
         return rec.close_region(self._mark, full)
 

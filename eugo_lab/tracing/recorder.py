@@ -27,6 +27,7 @@ from eugo_lab.contract import task as _task
 from eugo_lab.contract.row import (
     ARG_COLUMNS,
     BLOCK_COLUMNS,
+    DRIVER_DEP_COLUMNS,
     GPU_COLUMNS,
     PARENT_COLUMNS,
     PHASE_COLUMNS,
@@ -195,6 +196,9 @@ class Recorder:
         self._reset()
 
     def _reset(self) -> None:
+        # A new recording: the runtime forgets the values its get()s returned in the previous one
+        # (eugo_lab.tracing.returned keys them by this object).
+        self.epoch = object()
         # Task rows, in order: sealed segments (a bytearray of packed rows, never written
         # again, or one map batch kept compact as BatchRows), then the open tail of packed
         # rows. Columns are built from segments only when somebody reads them (see TaskRows).
@@ -209,6 +213,7 @@ class Recorder:
                        "source": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
         self.parents = {c: array("q") for c in PARENT_COLUMNS}  # tasks submitted by a running task
+        self.driver_deps = {c: array("q") for c in DRIVER_DEP_COLUMNS}  # passed a value get() returned
         self.arg_keys = {c: array("q") for c in ARG_COLUMNS}  # tasks sent a large argument: which one
         self.gpus = {c: array("q") for c in GPU_COLUMNS}  # attempts that held a GPU (rare: only gpus= tasks)
         self.profiles: list[TaskProfile] = []  # profiled attempts only (eugo_lab.profile): rare, kept as sent
@@ -309,7 +314,7 @@ class Recorder:
                      "sends": sends, "parents": len(self.parents["task"])}
             return (self._n_rows(), len(self.phases["row"]), len(self.blocks["kind"]), time.time(),
                     len(self.deps["task"]), len(self.profiles), len(self.gpus["task"]), len(self.arg_keys["task"]),
-                    extra, self.driver.mark())
+                    extra, self.driver.mark(), len(self.driver_deps["task"]))
 
     def close_region(self, mark: tuple[Any, ...], meta: dict[str, Any]) -> Trace:
         """End a region; return its :class:`Trace`. Buffers are freed when no region is left."""
@@ -327,6 +332,7 @@ class Recorder:
             rows = self._rows_from(t0)
             deps = {c: col[d0:] for c, col in self.deps.items()}
             parents = {c: col[extra["parents"]:] for c, col in self.parents.items()}
+            driver_deps = {c: col[mark[10]:] for c, col in self.driver_deps.items()}
             gpus = {c: col[g0:] for c, col in self.gpus.items()}
             arg_keys = {c: col[a0:] for c, col in self.arg_keys.items()}
             phases = {c: col[p0:] for c, col in self.phases.items()}
@@ -340,11 +346,15 @@ class Recorder:
                 tasks = rows.build()
                 align_clocks(tasks, phases, self.workers, host)
             trace = Trace.from_columns(
-                tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, parents=parents,
+                tasks=tasks, phases=phases, blocks=blocks, deps=deps, driver_deps=driver_deps, gpus=gpus,
+                arg_keys=arg_keys, parents=parents,
                 functions=list(self.functions.names), phase_names=list(self.phase_names.names),
                 sources=list(self.sources.names), block_kinds=list(self.block_kinds.names),
                 workers=dict(self.workers), profiles=self.profiles[f0:], driver_spans=driver_spans,
-                meta={**meta, "region_start": start, "region_end": end, "deps_recorded": True,
+                # "driver_deps_recorded" first: a recording that cannot see the driver's values (an
+                # engine's own API) says so in its meta.
+                meta={"driver_deps_recorded": True, **meta, "region_start": start, "region_end": end,
+                      "deps_recorded": True,
                       "provenance_recorded": True, "driver_short": driver_short},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
@@ -562,6 +572,11 @@ class Recorder:
         with self._lock:
             self.parents["task"].append(task_id)
             self.parents["parent"].append(parent)
+    def record_driver_deps(self, task_id: int, on: list[int]) -> None:
+        """Remember that task ``task_id`` was passed values that get()/result() returned for the tasks ``on``."""
+        with self._lock:
+            self.driver_deps["task"].extend([task_id] * len(on))
+            self.driver_deps["on"].extend(on)
 
     def record_arg(self, task_id: int, key: int) -> None:
         """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""

@@ -29,6 +29,7 @@ from eugo_lab.contract.row import (
     BLOCK_COLUMNS,
     COLUMN_DEFAULTS,
     DEP_COLUMNS,
+    DRIVER_DEP_COLUMNS,
     FACT_COLUMNS,
     FACT_FLOAT_COLUMNS,
     GPU_COLUMNS,
@@ -102,7 +103,8 @@ class Trace(JsonFile):
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],
-                 deps: dict[str, np.ndarray] | None = None, profiles: Sequence[TaskProfile] = (),
+                 deps: dict[str, np.ndarray] | None = None, driver_deps: dict[str, np.ndarray] | None = None,
+                 profiles: Sequence[TaskProfile] = (),
                  gpus: dict[str, np.ndarray] | None = None, arg_keys: dict[str, np.ndarray] | None = None,
                  facts: dict[str, Any] | None = None, refs: dict[str, Any] | None = None,
                  puts: dict[str, Any] | None = None, refused: Sequence[Refused] = (),
@@ -118,6 +120,10 @@ class Trace(JsonFile):
         self.parents = ({c: _frozen(parents[c], "int64") for c in PARENT_COLUMNS} if parents is not None
                         else {c: _frozen([], "int64") for c in PARENT_COLUMNS})
         self._parent: np.ndarray | None = None
+        #: Dependencies through the driver (``task``, ``on``): ``task`` was passed a value that a get() or
+        #: result() in the region returned for ``on`` (meta ``driver_deps_recorded``: the runtime looked).
+        self.driver_deps = ({c: _frozen(driver_deps[c], "int64") for c in DRIVER_DEP_COLUMNS}
+                            if driver_deps is not None else {c: _frozen([], "int64") for c in DRIVER_DEP_COLUMNS})
         #: The attempts that held a GPU (``task``, ``attempt``, ``gpu``); :attr:`gpu` spreads them over the rows.
         self.gpus = gpus if gpus is not None else {c: _frozen([], "int64") for c in GPU_COLUMNS}
         self._gpu: np.ndarray | None = None
@@ -490,6 +496,8 @@ class Trace(JsonFile):
             "blocks": {k: col(v) for k, v in self.blocks.items()},
             "deps": {k: col(v) for k, v in self.deps.items()},
             **({"parents": {k: col(v) for k, v in self.parents.items()}} if len(self.parents["task"]) else {}),
+            **({"driver_deps": {k: col(v) for k, v in self.driver_deps.items()}}
+               if len(self.driver_deps["task"]) else {}),
             "arg_keys": {k: col(v) for k, v in self.arg_keys.items()},
             **({"gpus": {k: col(v) for k, v in self.gpus.items()}} if len(self.gpus["task"]) else {}),
             "facts": {k: col(v) for k, v in self.facts.items()},
@@ -538,10 +546,12 @@ class Trace(JsonFile):
                 "shipped": [FunctionShipped(f, int(p), int(c), tuple((n, int(b)) for n, b in cap), int(s))
                             for f, p, c, cap, s in d.get("functions_shipped", ())],
                 "results": [provenance.result_from_list(r) for r in d.get("results", ())]}
-        # "parents" too (only traces with tasks submitted by tasks carry it).
+        # "parents" too (only traces with tasks submitted by tasks carry it), and "driver_deps" (only traces
+        # with such a dependency carry it).
         parents = {c: _frozen(d.get("parents", {}).get(c, []), "int64") for c in PARENT_COLUMNS}
-        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, gpus=gpus, arg_keys=arg_keys, **prov,
-                   parents=parents,
+        driver_deps = {c: d.get("driver_deps", {}).get(c, []) for c in DRIVER_DEP_COLUMNS}
+        return cls(tasks=tasks, phases=phases, blocks=blocks, deps=deps, driver_deps=driver_deps, gpus=gpus,
+                   arg_keys=arg_keys, **prov, parents=parents,
                    driver_spans=d.get("driver_spans"),  # within schema 1 too: a trace saved before it has none
                    functions=d["functions"],
                    phase_names=d["phase_names"],

@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from eugo_lab.analysis import whatif
+from eugo_lab.analysis.critical_path import driver_predecessors
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.contention import CONTENTION_MIN, side_by_side
 from eugo_lab.analysis.findings.context import MIN_SAVES, MIN_SAVES_S, TWO_WORKERS, Context, priced
@@ -46,7 +47,7 @@ def blocking(ctx: Context) -> list[Finding]:
     bend, bstart = b["end"][one], b["start"][one]
     order = np.argsort(u.submit, kind="stable")
     sub, rcv = u.submit[order], u.received[order]
-    pairs, waited = [], set()
+    pairs, pair_tasks, waited = [], [], set()
     for k in range(len(order) - 1):
         if sub[k + 1] < rcv[k]:
             continue  # the next task was submitted while this one ran: they could overlap
@@ -55,7 +56,15 @@ def blocking(ctx: Context) -> list[Finding]:
         # ...waited for this task: it started after the submission and ended after the result.
         if m >= 0 and bstart[m] >= sub[k] and bend[m] >= rcv[k]:
             pairs.append(int(one[m]))
+            pair_tasks.append(int(order[k]))
             waited.add(int(order[k]))
+    # A pair whose next task was passed the value the get() returned (recorded by the runtime)
+    # is a chain through the driver: moving the get() cannot overlap them. Those pairs do not
+    # count, and their tasks keep gating the next one in the replay (the critical-path finding
+    # tells the chain's story).
+    needs = driver_predecessors(trace, u)
+    chained = {int(order[k]) for k in range(len(order) - 1) if int(order[k]) in needs.get(int(order[k + 1]), ())}
+    pairs = [p for p, k in zip(pairs, pair_tasks) if k not in chained]
     if len(pairs) < BLOCKING_MIN_PAIRS:
         return []
     # The loop's last task: waited on by a one-future get before anything else was submitted.
@@ -70,7 +79,11 @@ def blocking(ctx: Context) -> list[Finding]:
     at_src = one[b["source"][one] == src_code]
     blocked = float((b["end"][at_src] - b["start"][at_src]).sum())
     t0 = ctx.window.start
-    fixed = whatif.without_waits(ctx.replay, b["start"][at_src] - t0, b["end"][at_src] - t0, sorted(waited))
+    # Tasks whose values later tasks were passed keep gating them: only the others stop being waited for.
+    needed = set().union(*needs.values()) if needs else set()
+    fixed = whatif.without_waits(ctx.replay, b["start"][at_src] - t0, b["end"][at_src] - t0,
+                                 sorted(waited - needed))
+    waited -= chained
     alone = sorted(waited)
     for f in np.unique(u.function[alone]):
         slow = side_by_side(ctx, int(f))

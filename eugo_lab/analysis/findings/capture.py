@@ -22,6 +22,7 @@ from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.serialization import REPEAT_MIN_BYTES
 from eugo_lab.analysis.report import WARNING
 from eugo_lab.analysis.timeline import bandwidth
+from eugo_lab.contract.serialization import BOUND_PREFIX
 from eugo_lab.units import fmt_bytes
 
 # The repeated-argument finding's threshold: from 1 MB, each copy costs milliseconds.
@@ -39,12 +40,20 @@ def detect(ctx: Context) -> list[Finding]:
         sent = f.captured_bytes * f.sends
         saved = sent - f.captured_bytes  # hpc.put stores it once
         copy_s = f.captured_bytes / bandwidth(ctx.trace)
-        verdict = (f"{f.function}() carries the global {name!r} ({fmt_bytes(size, '.3g')}) inside its pickled "
+        bound = name.startswith(BOUND_PREFIX)
+        what = f"its {name} ({fmt_bytes(size, '.3g')}, bound by functools.partial)" if bound \
+            else f"the global {name!r} ({fmt_bytes(size, '.3g')})"
+        verdict = (f"{f.function}() carries {what} inside its pickled "
                    f"code: the function was sent to workers {f.sends} time{'' if f.sends == 1 else 's'} "
                    f"({fmt_bytes(sent, '.3g')} of captured data in all), and no task argument shows it.")
-        advice = (f"Store it once with ref = hpc.put({name}) and pass ref to {f.function}.remote(ref, ...), "
-                  f"reading the argument instead of the global: workers then map it instead of receiving a copy "
-                  "with the function.")
+        if bound:
+            advice = ("Store it once with ref = hpc.put(data) and pass ref as a task argument "
+                      "(fn.remote(ref, item) for each item) instead of binding the object with functools.partial: "
+                      "workers then map it instead of receiving a copy with every new function object.")
+        else:
+            advice = (f"Store it once with ref = hpc.put({name}) and pass ref to {f.function}.remote(ref, ...), "
+                      f"reading the argument instead of the global: workers then map it instead of receiving a copy "
+                      "with the function.")
         finding = Finding(Code.CAPTURED_OBJECT, "Serialization", WARNING, verdict, advice,
                           {"function": f.function, "variable": name, "bytes": int(size),
                            "captured_bytes": int(f.captured_bytes), "sends": int(f.sends), "sent_bytes": int(sent),

@@ -107,9 +107,21 @@ def _dask_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, s
     return _slow_submission(f, f"client.map({fn}, inputs)", "client.scatter(data, broadcast=True)")
 
 
+def _through_driver(f: Finding, call: str, instead: str, at_end: str, what: str) -> tuple[str, str]:
+    """The chain-through-the-driver advice (``critical._through_driver``) in an engine's words."""
+    return (f"Keep the steps in order. Passing the {what} itself ({call} instead of {instead}, with {at_end} at "
+            "the end) saves only the round trip through the notebook between steps; to go faster, make each step "
+            "faster or split one step's own work into parallel tasks.",
+            f"pass {f.evidence['function']}()'s {what}s along instead of their values")
+
+
 def _dask_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out":
+    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
         return None
+    if "through_driver" in f.evidence:
+        fn = f.evidence["function"]
+        return _through_driver(f, f"client.submit({fn}, fut)", f"client.submit({fn}, fut.result())",
+                               "one .result()", "future")
     return ("Fan out: submit independent steps together (pass futures to client.submit instead of calling "
             ".result() between them) and split each step into several tasks.", f.fix)
 
@@ -162,8 +174,11 @@ def _ray_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, st
 
 
 def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out":
+    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
         return None
+    if "through_driver" in f.evidence:
+        fn = f.evidence["function"]
+        return _through_driver(f, f"{fn}.remote(ref)", f"{fn}.remote(ray.get(ref))", "one ray.get", "ObjectRef")
     return ("Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling ray.get "
             "between them) and split each step into several tasks.", f.fix)
 

@@ -12,11 +12,13 @@ import math
 import numpy as np
 
 from eugo_lab.analysis import whatif
+from eugo_lab.analysis.critical_path import driver_predecessors, recorded_predecessors
 from eugo_lab.analysis.findings.codes import Code
 from eugo_lab.analysis.findings.context import Context, listed, priced, split_fixed, units_of
 from eugo_lab.analysis.findings.finding import Finding
+from eugo_lab.analysis.findings.submission import SLOW_SUBMIT_GAP_S
 from eugo_lab.analysis.report import WARNING, fmt_pct
-from eugo_lab.analysis.timeline import child_waits
+from eugo_lab.analysis.timeline import child_waits, measure
 from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.units import capitalized, fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -135,9 +137,11 @@ def long_tail(ctx: Context) -> list[Finding]:
         if idx else 0.0
     split = split_fixed(ctx, ids, typical if typical > 0 else tail / 2)
     group = np.flatnonzero(np.isin(u.function, fn))
-    early = whatif.first(ctx.replay, idx, group) if idx else ctx.replay
+    movable = _could_come_first(ctx, idx, group)
+    early = whatif.first(ctx.replay, movable, group) if movable else ctx.replay
     a, b = ctx.predict(split), ctx.predict(early)
     if b.saves > a.saves:
+        ids = [int(u.task_id[i]) for i in movable]
         return [priced(ctx, finding, early, f"submit task {listed(ids, 3)} first", parallel=True)]
     return [priced(ctx, finding, split, f"split task {listed(ids, 3)} into smaller pieces", parallel=True)]
 
@@ -184,4 +188,33 @@ def unbalanced(ctx: Context) -> list[Finding]:
                            "duration_min": float(body.min()), "duration_max": float(body.max()),
                            "correlation": corr, "tasks": int(len(sel))}, related=("Partition",))
         out.append(priced(ctx, finding, fixed, f"split {name}()'s input into equal partitions", parallel=True))
+    return out
+
+
+def _could_come_first(ctx: Context, idx: list[int], group: np.ndarray) -> list[int]:
+    """The units of ``idx`` the driver could have submitted at the start of ``group``'s submissions.
+
+    A task can move to the front only if its input existed then: between the group's first
+    submission and its own, the driver only submitted (``SLOW_SUBMIT_GAP_S`` per submission:
+    a ``.remote()`` costs well under that) or waited in a recorded get()/wait(). Time spent
+    otherwise was the driver's own work, building inputs in order (a submission loop that
+    makes each argument), and a task whose value came through the driver (``Trace.driver_deps``)
+    or from another task's future needs that task first.
+    """
+    u, b = ctx.units, ctx.trace.blocks
+    if not idx or not len(group):
+        return []
+    t0 = float(u.submit[group].min())
+    subs = np.sort(u.submit[group])
+    needs = driver_predecessors(ctx.trace, u)
+    data = recorded_predecessors(ctx.trace, u)
+    out = []
+    for i in idx:
+        t = float(u.submit[i])
+        if i in needs or i in data:
+            continue
+        waited = measure(np.clip(b["start"], t0, t), np.clip(b["end"], t0, t)) if len(b["start"]) else 0.0
+        n = int(np.searchsorted(subs, t, side="right"))  # submissions up to this one, itself included
+        if (t - t0) - waited <= n * SLOW_SUBMIT_GAP_S:
+            out.append(i)
     return out

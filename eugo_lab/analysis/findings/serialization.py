@@ -49,7 +49,10 @@ def serialization(ctx: Context) -> list[Finding]:
     if ser >= SERIALIZATION_MIN_S and busy > 0 and ser >= SERIALIZATION_SHARE * busy:
         by_fn = {int(f): float((u.deser + u.ser - warm_deser)[u.function == f].sum()) for f in np.unique(u.function)}
         top = ctx.fname(min(by_fn, key=lambda f: (-by_fn[f], f)))
-        bin_, bout = float(u.bytes_in.sum()), float(u.bytes_out.sum())
+        # Bytes in by every route: the arguments, and the function payloads the region shipped (a global or
+        # a partial's bound arguments travel inside the function's pickle, which no argument shows).
+        shipped = sum(f.bytes_sent for f in ctx.trace.functions_shipped)
+        bin_, bout = float(u.bytes_in.sum()) + shipped, float(u.bytes_out.sum())
         verdict = (f"workers spent {fmt_s(ser)} ({fmt_pct(ser / busy)} of their busy time) pickling and unpickling "
                    f"({fmt_bytes(bin_, '.3g')} in, {fmt_bytes(bout, '.3g')} out), mostly in {top}().")
         verdict = capitalized(verdict)
