@@ -375,18 +375,7 @@ class LocalBackend(base.Backend):
         path = os.path.join(self._store_dir, f"obj-{ref.ref_id}")
         ref.nbytes = write_object(obj, path)
         ref.location = path
-        ref_id = ref.ref_id
-
-        def release() -> None:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            if not self._stopping:
-                self._post("drop", ref_id)
-
-        ref._release = release
-        return ref
+        return self._releasing(ref, path)
 
     def adopt(self, path: str, nbytes: int, type_name: str) -> ObjectRef:
         """A reference to an object a task stored itself under this pool's store (``hpc.put`` inside a task)."""
@@ -394,6 +383,10 @@ class LocalBackend(base.Backend):
             raise BackendError(f"{path} is not in this pool's object store")
         with self._lock:
             ref = ObjectRef(path, nbytes, type_name)
+        return self._releasing(ref, path)
+
+    def _releasing(self, ref: ObjectRef, path: str) -> ObjectRef:
+        """``ref``, which removes its file at ``path`` and tells the workers to drop it when released."""
         ref_id = ref.ref_id
 
         def release() -> None:

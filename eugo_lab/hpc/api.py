@@ -16,7 +16,7 @@ from eugo_lab.hpc import future as _future
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
-from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future
+from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future, collect
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.remote_function import RemoteFunction
 from eugo_lab.tracing import returned
@@ -79,15 +79,7 @@ def is_initialized() -> bool:
 
 # -- resolving futures ---------------------------------------------------------------------------
 def _collect(obj: Any, out: list) -> None:
-    t = type(obj)
-    if t is Future or t is ObjectRef or t is MapResult:
-        out.append(obj)
-    elif t in (list, tuple, set, frozenset):
-        for x in obj:
-            _collect(x, out)
-    elif t is dict:
-        for x in obj.values():
-            _collect(x, out)
+    collect(obj, out, (Future, ObjectRef, MapResult))
 
 
 def _values_of(futs: list[Future]) -> list:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from eugo_lab.contract.errors import GetTimeoutError, cancelled
+from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.serialization import dumps_value, loads_value
 
 # A future's state. Not the trace row's status codes (eugo_lab.contract.row: those describe
@@ -321,6 +322,29 @@ def settle(changes: list[tuple[Future, int, BaseException | None, BatchResult | 
     finally:
         _lock.release()
     return woken
+
+
+def argument_token(obj: Any, backend: Any) -> Any:
+    """What the engine is sent in place of a future or stored reference among a task's arguments (None: neither)."""
+    t = type(obj)
+    if t is Future:
+        return ("fut", obj.task_id)
+    if t is ObjectRef:
+        return backend.token(obj)
+    return None
+
+
+def collect(obj: Any, out: list, leaves: tuple[type, ...]) -> None:
+    """Append to ``out`` each object of an exact type in ``leaves`` within ``obj`` (lists, tuples, sets, dicts)."""
+    t = type(obj)
+    if t in leaves:
+        out.append(obj)
+    elif t in (list, tuple, set, frozenset):
+        for x in obj:
+            collect(x, out, leaves)
+    elif t is dict:
+        for x in obj.values():
+            collect(x, out, leaves)
 
 
 def wake(woken: list) -> None:

@@ -29,7 +29,7 @@ from eugo_lab.contract import errors
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.serialization import dumps_args, dumps_value, loads_value
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
-from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FINISHED, STATE_PENDING, Future
+from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FINISHED, STATE_PENDING, Future, argument_token, collect
 
 if TYPE_CHECKING:
     from eugo_lab.backends.local_nested import NestedClient
@@ -143,12 +143,7 @@ class WorkerRuntime:
         return tid
 
     def _token_of(self, obj: Any) -> Any:
-        t = type(obj)
-        if t is Future:
-            return ("fut", obj.task_id)
-        if t is ObjectRef:
-            return self.backend.token(obj)
-        return None
+        return argument_token(obj, self.backend)
 
     def submit(self, fn: FunctionRecord, args: tuple, kwargs: dict, options: TaskOptions,
                on_done: Any = None) -> Future:
@@ -280,15 +275,7 @@ def running() -> WorkerRuntime:
 
 
 def _collect(obj: Any, out: list) -> None:
-    t = type(obj)
-    if t is Future or t is ObjectRef:
-        out.append(obj)
-    elif t in (list, tuple, set, frozenset):
-        for x in obj:
-            _collect(x, out)
-    elif t is dict:
-        for x in obj.values():
-            _collect(x, out)
+    collect(obj, out, (Future, ObjectRef))
 
 
 def _rebuild(obj: Any, rt: WorkerRuntime) -> Any:

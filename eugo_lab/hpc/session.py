@@ -17,13 +17,13 @@ from typing import Any
 
 from eugo_lab.contract import base, errors, outcome, row, serialization
 from eugo_lab.contract.outcome import Crash, Outcome
-from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
 from eugo_lab.contract.task import TASK_STATE_NEW, FunctionRecord, TaskOptions
 from eugo_lab.hpc import blocking
 from eugo_lab.hpc.arg_identity import large_argument_key
 from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FAILED, STATE_FINISHED, STATE_PENDING, BatchResult, Future
+from eugo_lab.hpc.future import argument_token as _argument_token
 from eugo_lab.hpc.pending import Pending
 from eugo_lab.tracing import recorder as rec
 from eugo_lab.tracing import returned
@@ -191,12 +191,7 @@ class Runtime:
 
     # -- submission ------------------------------------------------------------------------
     def _token_of(self, obj: Any) -> Any:
-        t = type(obj)
-        if t is Future:
-            return ("fut", obj.task_id)
-        if t is ObjectRef:
-            return self.backend.token(obj)
-        return None
+        return _argument_token(obj, self.backend)
 
     def new_ids(self, n: int) -> list[int]:
         """``n`` fresh task ids (unique, not necessarily consecutive)."""
