@@ -58,6 +58,7 @@ KINDS: dict[str, st.SearchStrategy] = {
     "a": _array(np.float64, _floats), "m": _array(np.float64, _floats, dims=2),
     "b": _array(np.int64, _i64), "c": _array(np.int32, _i32), "u": _array(np.uint8, st.integers(0, 255)),
     "g": _array(np.float32, _f32),
+    "e": _array(np.int8, st.integers(-128, 127)), "w": _array(np.uint64, st.integers(0, 2 ** 64 - 1)),
 }
 
 

@@ -15,7 +15,9 @@ compiled call runs. What is proven, per value of the function:
 - **NumPy integers** (array elements) wrap in NumPy too: int64 arithmetic is the same bits.
   Narrower or unsigned ones are promoted to int64 by Numba but keep their width in NumPy, so their
   arithmetic is allowed only when its result goes straight back into an array of the same dtype
-  (the same bits modulo the width).
+  (the same bits modulo the width). A Python int combined with a fixed-width NumPy int must fit its dtype
+  (a constant within the range, or a bound within it): NumPy 2 (NEP 50) raises OverflowError where it
+  does not (``np.int8(1) - 128``), compiled code wraps.
 - **Floats**: float64 ``+ - *``, ``/`` by a non-zero constant, comparisons: IEEE operations in
   source order (no fast-math). ``/ // %`` by a computed value of Python floats raises
   ZeroDivisionError in both (Numba's Python error model); where an operand is a NumPy scalar, NumPy
@@ -252,6 +254,8 @@ class _Reader(Values):
                 if fn not in _WRAP_OPS or not self._stored_as(st, x):
                     self._say_narrow(st, x)
                     return
+        if fn not in _CMP and fn != operator.truediv and self._python_int_out_of_range(st, a, b):
+            return
         if kt == "bool" and fn not in _CMP and ka == kb == "bool" and (np_a or np_b):
             self.say(st, "arithmetic on NumPy bools (logical in NumPy, integer compiled) is not analysed")
         floats = "float" in (ka, kb)
@@ -294,3 +298,30 @@ class _Reader(Values):
             if not (isinstance(c, int) and 0 <= c < 64) and self.bits.get(target, -1) <= INT_BITS:
                 self.say(st, f"{_NAMES.get(fn, 'a shift')} by a computed amount: Python raises for a negative one "
                              "and grows the int; compiled code does neither")
+
+    def _python_int_out_of_range(self, st: Any, a: str, b: str) -> bool:
+        """A fixed-width NumPy int with a Python int that may not fit its dtype: say so (True) or pass (False).
+
+        NumPy 2 (NEP 50) converts the Python int to the NumPy operand's dtype and raises OverflowError when
+        it does not fit (``np.int8(1) - 128``, ``np.uint8(1) + -1``); Numba widens both to int64 and wraps.
+        Exact only when the Python int is a constant within the range, or bounded within it (a signed dtype;
+        an argument's bound is its size class in bytes, so ``k`` up to 2**(8k) - 1).
+        """
+        for x, y in ((a, b), (b, a)):
+            dts = {np.dtype(d) for d in self.np.get(x, ()) if d is not None and np.dtype(d).kind in "iu"}
+            if not dts or self.kind(y) != "int" or self.always_np(y):
+                continue
+            c = self.const(y)
+            for dt in dts:
+                info = np.iinfo(dt)
+                if isinstance(c, int) and not isinstance(c, bool):
+                    fits = info.min <= c <= info.max
+                else:
+                    fits = dt.kind == "i" and 0 <= self.bits.get(y, INT_BITS + 1) <= dt.itemsize * 8 - 1
+                if not fits:
+                    name = _user_name(y)
+                    self.say(st, f"{'`' + name + '`' if name else 'a Python int'} is a Python int combined with "
+                                 f"{dt} values: NumPy 2 raises OverflowError when it is outside {dt}'s range "
+                                 f"({info.min}..{info.max}), compiled code wraps (use a constant within the range)")
+                    return True
+        return False
