@@ -1556,3 +1556,57 @@ def int8_plus_out_of_range_constant_into(a):
     for i in range(a.shape[0]):
         out[i] = a[i] + 200
     return out
+
+
+# -- module globals (frozen by Numba when it compiles, read by Python at each call; kind G rebinds SCALE) ----------
+SCALE = 0.5
+
+
+@case("aG")
+def scaled_sum_of_global(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * SCALE
+    return s
+
+
+@case("aG")
+def scaled_global_into(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * SCALE + math.pi
+    return out
+
+
+# -- NumPy scalar results (Numba boxes them as Python numbers; a float32 must come back a float32) ----------------
+@case("g")
+def float32_sum_typed_start(a):
+    s = np.float32(0.0)
+    for i in range(a.shape[0]):
+        s = s + a[i]
+    return s
+
+
+@case("g")
+def float32_sum_and_count(a):
+    s = np.float32(0.0)
+    n = 0
+    for i in range(a.shape[0]):
+        s = s + a[i]
+        n += 1
+    return s, n
+
+
+@case("g")
+def float32_first_or_zero(a):
+    if a.shape[0] > 0:
+        return a[0]
+    return 0.0
+
+
+@case("c")
+def int32_last(a):
+    x = np.int32(0)
+    for i in range(a.shape[0]):
+        x = a[i]
+    return x
