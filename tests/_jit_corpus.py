@@ -1610,3 +1610,11 @@ def int32_last(a):
     for i in range(a.shape[0]):
         x = a[i]
     return x
+
+
+@case("aiG")
+def global_sum_and_tripled_int(a, n):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * SCALE
+    return s, n * 3

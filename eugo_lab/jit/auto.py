@@ -562,7 +562,9 @@ class AutoJit:
             s = st.sigs.get(sig)
             if s is not None:
                 return s
-            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
+            # (not code that froze a global since rebound: that one is compiled anew, reading the new value)
+            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None
+                         and globals_unchanged(o.frozen)), None)
             if same is not None and not why:
                 # Same types, Python integers of another size: Numba's code is the same (no compile), but whether
                 # its 64-bit integers hold what Python's do depends on those sizes: proven again for them.

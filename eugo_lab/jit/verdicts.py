@@ -98,6 +98,9 @@ class FunctionVerdict:
     cached: bool = False  # every worker reused an earlier trial's verdict (same code, e.g. a cell re-run)
     later_s: float | None = None  # median task body of the calls that ran compiled (no trial), if any
     later_calls: int = 0
+    # Compiled for some calls only: (code, detail) of why calls with other argument types or integer sizes ran
+    # plain (the automatic JIT keeps one verdict per signature: a huge Python int is proven apart from a small one).
+    partial: tuple[str, str] | None = None
 
     @property
     def after_s(self) -> float | None:
@@ -115,6 +118,25 @@ class FunctionVerdict:
         if self.plain_s and after:
             return self.plain_s / after
         return None
+
+
+def partial_of(verdicts: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """Why some calls ran plain while a compiled version still ran the others, from one process's verdicts in order.
+
+    Each argument signature (types, dtypes, integer size classes) gets its own verdict: a later
+    decline for other arguments does not undo an earlier compile, nor an earlier decline a later
+    one. Only a re-check that found a difference (``differs-later``) sends every call back to plain.
+    None: every call ran as the latest verdict says.
+    """
+    alive, declined = False, None
+    for status, code, detail in verdicts:
+        if status == VERDICT_COMPILED:
+            alive = True
+        elif code == "differs-later":
+            alive, declined = False, None
+        elif code != "compiling":  # (said while the compile ran: replaced by the trial's verdict)
+            declined = (code, detail)
+    return declined if alive else None
 
 
 def _median(xs: list[float]) -> float | None:
@@ -163,12 +185,23 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             by_fn.setdefault(trace.functions[int(fn_col[r])], []).append((int(worker_col[r]), d))
     # What a worker does now is its latest verdict (a compiled function a re-check later sent back to plain:
     # declined); the trial's times come from its rows that have them.
+    partial: dict[str, tuple[str, str]] = {}
     for fname, trials in by_fn.items():
         latest: dict[int, dict] = {}
+        compiled_of: dict[int, dict] = {}
+        seen: dict[int, list] = {}
         for w, d in trials:
             merged = dict(latest.get(w) or {})
             merged.update(d)
             latest[w] = merged
+            seen.setdefault(w, []).append(d["verdict"])
+            if d["verdict"][0] == VERDICT_COMPILED:
+                compiled_of[w] = merged
+        for w, said in seen.items():
+            why = partial_of(said)
+            if why is not None:  # still compiled for some calls: report that, and why the others ran plain
+                latest[w] = {**latest[w], **compiled_of[w], "verdict": compiled_of[w]["verdict"]}
+                partial.setdefault(fname, why)
         by_fn[fname] = list(latest.items())
     # Calls after the swap: tasks of a compiled function that carry no trial phases ran the compiled version.
     # Their CPU time, as the trial measured (the trace's cpu column: the task's own CPU seconds).
@@ -204,5 +237,6 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             cached=all(d.get("cached") for _, d in trials),
             later_s=_median(later.get(fname, [])) if status == VERDICT_COMPILED else None,
             later_calls=len(later.get(fname, [])) if status == VERDICT_COMPILED else 0,
+            partial=partial.get(fname),
         ))
     return out

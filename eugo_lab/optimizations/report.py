@@ -152,8 +152,15 @@ def jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
             ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
             how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
             return f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} per call ({ratio}){proof(b)}{simd}"
-        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
-                            numbers=numbers)
+        part = ""
+        if v.partial is not None:
+            # Each argument signature has its own verdict: say what ran plain, not only what ran compiled.
+            p_what, _ = explain(v.partial[0])
+            part = (f"; compiled for some calls only: calls with other argument types or integer sizes ran plain, "
+                    f"{p_what}" + (f" ({v.partial[1]})" if v.partial[1] else ""))
+            numbers["partial"] = v.partial[0]
+        return Optimization("jit", v.function, True, f"{line(False)}{part} ({workers}){later}{prof}",
+                            line(True) + part + prof_b, numbers=numbers)
     what, helps = explain(v.code)
     detail = f" ({v.detail})" if v.detail else ""
     mixed = " on some workers" if v.status == "mixed" else ""
