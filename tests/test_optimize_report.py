@@ -173,3 +173,24 @@ def test_a_function_compiled_for_some_arguments_says_the_others_ran_plain():
                   [(0, huge, 0.0, 0.0), (1, ok, 1.0, 1.0), (2, back, 2.0, 2.0)])
     (fv,) = verdicts_from_trace(t)
     assert fv.status == "declined" and fv.code == "differs-later" and fv.partial is None
+
+
+def test_a_decline_advises_about_its_own_reason():
+    from eugo_lab.jit.verdicts import advice_for
+
+    grows = "use float64 for values that grow"
+    assert grows in advice_for("not-proven", "line 4: `s` is a Python int that can outgrow 64 bits (x)")
+    for reason in ("line 3: math.sqrt raises ValueError for a negative number in Python; compiled, it returns nan",
+                   "line 2: np.sum() is not one of the calls proven to match CPython",
+                   "line 1: round() is not one of the calls proven to match CPython",
+                   "line 5: `k` is a Python int combined with int8 values: NumPy 2 raises OverflowError when ..."):
+        assert grows not in advice_for("not-proven", reason), reason
+    assert "constant within the array dtype's range" in advice_for("not-proven", "line 5: `k` is a Python int "
+                                                                   "combined with int8 values: NumPy 2 raises "
+                                                                   "OverflowError")
+
+
+def test_code_reused_for_another_integer_size_is_not_said_to_compile_in_no_time():
+    ok = jit.Verdict("compiled", plain_s=0.3, compile_s=0.0, compiled_s=0.0003).phase_name()
+    line = opt_report.build(FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, ok, 0.0, 0.0)]), None).find("smooth").precise
+    assert "compiled in 0" not in line and "reused the code compiled for other integer sizes" in line

@@ -82,6 +82,40 @@ def explain(code: str) -> tuple[str, str]:
     return _EXPLAIN.get(code, _EXPLAIN["compile-error"])
 
 
+# A not-proven verdict's advice, by what its reason says (the first match wins): the advice must be about the
+# reason given, not the overflow advice for every decline.
+_NOT_PROVEN_ADVICE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NumPy 2 raises OverflowError",), "use a constant within the array dtype's range, or give the array a dtype "
+                                        "that holds the value (a.astype(np.int64))"),
+    (("holds an", "holds a ", "NumPy scalar on some paths"), "start each variable with the type it will hold "
+                                                              "(0.0, not 0) and return one type on every path"),
+    (("starts from a value",), "start the counter from a smaller value, or count in a float64"),
+    (("outgrow 64 bits", "beyond 2**53"),
+     "use float64 for values that grow (Python's ints never overflow, Numba's 64-bit ones wrap)"),
+    (("math.", "np.", "() is not one of the calls", "() of a float", "int() of"),
+     "keep that call out of the loop, or use one proven to match (math.sqrt of a value that is never negative, "
+     "abs, min, max, np.sqrt)"),
+    (("float32",), "use float64 arrays (or np.float32 on every value, and return it)"),
+    (("global array",), "pass the array as an argument"),
+    (("by a computed value", "zero divisor"), "divide by a non-zero constant, or by Python floats"),
+    (("`**`",), "write math.sqrt(x) for x ** 0.5, x * x for x ** 2"),
+    (("int8", "int16", "int32", "uint8", "uint16", "uint32"),
+     "store the result straight into an array of the same dtype, or use int64 arrays"),
+)
+
+
+def advice_for(code: str, detail: str) -> str:
+    """What would help, for a decline ``code`` with its ``detail``: for not-proven code, advice about its reason."""
+    helps = explain(code)[1]
+    if code != "not-proven":
+        return helps
+    tail = "or optimize=True to compile it anyway after a check on its first call"
+    for keys, advice in _NOT_PROVEN_ADVICE:
+        if any(k in detail for k in keys):
+            return f"{advice}; {tail}"
+    return f"write the loop over float64 or int64 arrays with plain arithmetic; {tail}"
+
+
 @dataclass(frozen=True)
 class FunctionVerdict:
     """The verdicts of one function across the workers of a traced run, merged for the report."""
