@@ -32,6 +32,12 @@ compiled call runs. What is proven, per value of the function:
   anything else, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
   OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
   (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
+- **Results**: Numba boxes a NumPy scalar it returns as a Python number; the compiled function is
+  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float32`` stays
+  ``np.float32``); a narrow NumPy scalar on some paths and a Python number on others is not proven.
+- **Globals**: Numba freezes every global and module attribute it reads when it compiles
+  (:func:`frozen_globals`); the automatic JIT checks they are still bound to the same objects before
+  each compiled call and compiles anew when one was rebound.
 - Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
   so an index out of range raises IndexError as in Python.
 
