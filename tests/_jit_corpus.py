@@ -1618,3 +1618,11 @@ def global_sum_and_tripled_int(a, n):
     for i in range(a.shape[0]):
         s += a[i] * SCALE
     return s, n * 3
+
+
+@case("in")
+def count_up_from(start, n):
+    c = start
+    for _ in range(n):
+        c += 1
+    return c
