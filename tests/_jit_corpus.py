@@ -3,11 +3,12 @@
 Each is registered with the kinds of its arguments (see ``KINDS`` in the test): ``f`` a float, ``i``
 a Python int of any size, ``n`` a loop count, ``N`` a loop count up to 70,000 (where sums of cubes
 outgrow 64 bits), ``x`` a small int (shifts, powers), ``a`` a float64 array, ``m`` a 2-D one, ``b``
-an int64 array, ``c`` an int32 array, ``u`` a uint8 array, ``g`` a float32 array, ``O`` a fresh
-output array like the array argument before it. Written to probe the edges: integer overflow through
-sums, products, powers and shifts; mixed int/float; float accumulation; ``** 0.5`` against
-``math.sqrt``; abs, negation, copysign; early returns; NaN, inf and -0.0; in-place writers; NumPy
-int32 arithmetic that wraps; division by zero.
+an int64 array, ``c`` an int32 array, ``u`` a uint8 array, ``g`` a float32 array, ``e`` an int8
+array, ``w`` a uint64 array, ``O`` a fresh output array like the array argument before it. Written to
+probe the edges: integer overflow through sums, products, powers and shifts; mixed int/float; float
+accumulation; ``** 0.5`` against ``math.sqrt``; abs, negation, copysign; early returns; NaN, inf and
+-0.0; in-place writers; NumPy int32 arithmetic that wraps; division by zero; Python ints mixed with
+narrow NumPy ints; module globals that change; NumPy scalar results.
 """
 
 # The loops are written as a learner writes them, loop variables unused where a count is all they are for.
@@ -1497,4 +1498,131 @@ def flag_then_count(n):
     c = False
     for _ in range(n):
         c = c + 1
+    return c
+
+
+# -- a fixed-width NumPy int with a Python int (NEP 50: NumPy 2 raises where it does not fit the dtype) -----------
+@case("ei")
+def int8_minus_k_into(a, k):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] - k
+    return out
+
+
+@case("ui")
+def uint8_plus_k_into(a, k):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] + k
+    return out
+
+
+@case("ci")
+def int32_times_k_into(a, k):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * k
+    return out
+
+
+@case("ei")
+def int8_and_k_into(a, k):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] & k
+    return out
+
+
+@case("wi")
+def uint64_plus_k_into(a, k):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] + k
+    return out
+
+
+@case("e")
+def int8_minus_constant_into(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] - 100
+    return out
+
+
+@case("e")
+def int8_plus_out_of_range_constant_into(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] + 200
+    return out
+
+
+# -- module globals (frozen by Numba when it compiles, read by Python at each call; kind G rebinds SCALE) ----------
+SCALE = 0.5
+
+
+@case("aG")
+def scaled_sum_of_global(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * SCALE
+    return s
+
+
+@case("aG")
+def scaled_global_into(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * SCALE + math.pi
+    return out
+
+
+# -- NumPy scalar results (Numba boxes them as Python numbers; a float32 must come back a float32) ----------------
+@case("g")
+def float32_sum_typed_start(a):
+    s = np.float32(0.0)
+    for i in range(a.shape[0]):
+        s = s + a[i]
+    return s
+
+
+@case("g")
+def float32_sum_and_count(a):
+    s = np.float32(0.0)
+    n = 0
+    for i in range(a.shape[0]):
+        s = s + a[i]
+        n += 1
+    return s, n
+
+
+@case("g")
+def float32_first_or_zero(a):
+    if a.shape[0] > 0:
+        return a[0]
+    return 0.0
+
+
+@case("c")
+def int32_last(a):
+    x = np.int32(0)
+    for i in range(a.shape[0]):
+        x = a[i]
+    return x
+
+
+@case("aiG")
+def global_sum_and_tripled_int(a, n):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * SCALE
+    return s, n * 3
+
+
+@case("in")
+def count_up_from(start, n):
+    c = start
+    for _ in range(n):
+        c += 1
     return c

@@ -20,6 +20,7 @@ import math
 import os
 import warnings
 
+import _jit_corpus
 import numpy as np
 import pytest
 from _jit_corpus import CORPUS
@@ -58,7 +59,32 @@ KINDS: dict[str, st.SearchStrategy] = {
     "a": _array(np.float64, _floats), "m": _array(np.float64, _floats, dims=2),
     "b": _array(np.int64, _i64), "c": _array(np.int32, _i32), "u": _array(np.uint8, st.integers(0, 255)),
     "g": _array(np.float32, _f32),
+    "e": _array(np.int8, st.integers(-128, 127)), "w": _array(np.uint64, st.integers(0, 2 ** 64 - 1)),
 }
+
+
+class _Rebind:
+    """Kind ``G``: not an argument but a new value for the corpus's module global ``SCALE``, bound before both runs.
+
+    Numba freezes a global's value when it compiles; Python reads it at each call: the JIT must notice.
+    """
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"SCALE={self.value!r}"
+
+
+KINDS["G"] = st.sampled_from([0.5, 0.25, -3.0, 0.5, 7.0]).map(_Rebind)
+
+
+def _bind(args: tuple) -> tuple:
+    """Bind the corpus globals a ``G`` asks for; the real arguments."""
+    for a in args:
+        if isinstance(a, _Rebind):
+            _jit_corpus.SCALE = a.value
+    return tuple(a for a in args if not isinstance(a, _Rebind))
 
 
 def _args(kinds: str) -> st.SearchStrategy:
@@ -121,12 +147,21 @@ def _keep_every_exact_version():
     jit.MIN_GAIN = saved
 
 
+def _same_narrow_types(a: object, b: object) -> bool:
+    """A narrow NumPy scalar (float32, int32, uint8...) comes back as that type, not a Python number: later
+    arithmetic on it differs (``np.float32(x) * 0.1`` rounds in float32). float64 and Python's float are alike."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return all(_same_narrow_types(x, y) for x, y in zip(a, b))
+    narrow = [x for x in (a, b) if isinstance(x, np.generic) and (x.dtype.itemsize < 8 or x.dtype.kind == "u")]
+    return not narrow or type(a) is type(b)
+
+
 def _same(plain: tuple, compiled: tuple) -> str:
     """"" when two runs agree: same exception type, or the same result and arguments to the last bit."""
     (pv, pe, pa), (cv, ce, ca) = plain, compiled
     if pe is not None or ce is not None:
         return "" if type(pe) is type(ce) else f"plain raised {type(pe).__name__}, JIT {type(ce).__name__}: {ce!r}"
-    if not jit.bit_identical(pv, cv):
+    if not jit.bit_identical(pv, cv) or not _same_narrow_types(pv, cv):
         return f"returned {cv!r} where plain Python returned {pv!r}"
     for i, (x, y) in enumerate(zip(pa, ca)):
         if isinstance(x, np.ndarray) and not jit.bit_identical(x, y):
@@ -142,6 +177,7 @@ def test_every_call_is_plain_pythons_to_the_last_bit(fn, kinds):
               suppress_health_check=list(HealthCheck), print_blob=False)
     @given(_args(kinds))
     def check(args):
+        args = _bind(args)
         plain = _run(fn, tuple(_copy(a) for a in args))
         compiled = driver.call(tuple(_copy(a) for a in args))
         why = _same(plain, compiled)

@@ -210,7 +210,7 @@ def test_sampled_later_calls_are_rechecked_and_a_difference_switches_back(monkey
     """The re-checks stay as a second line of defence: here the proof is switched off to let a wrong version in."""
     from _optimize_tasks import big_product
 
-    monkeypatch.setattr(jit, "unproven_reasons", lambda *a: "")
+    monkeypatch.setattr(jit, "reasons_line", lambda *a: "")
     monkeypatch.setattr(auto, "RECHECK_FIRST", (2,))
     monkeypatch.setattr(auto, "SHORT_CALL_S", 0.0)  # its checked calls are short: 30 elements fit in 64 bits
     monkeypatch.setattr(auto, "MIN_CPU_S", 0.01)

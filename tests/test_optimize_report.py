@@ -151,3 +151,46 @@ def test_a_function_never_sampled_is_not_said_to_lack_cpu():
     assert explain("never-sampled")[0].startswith("never sampled")
     few = opt_report.unjudged(FakeTrace(rows[:2], []), [])
     assert "not yet spent enough CPU" in few[0].bucketed
+
+
+def test_a_function_compiled_for_some_arguments_says_the_others_ran_plain():
+    """Each argument signature has its own verdict: a small int compiled, a huge one declined, on one worker."""
+    ok = jit.Verdict("compiled", plain_s=0.3, compile_s=0.25, compiled_s=0.0003).phase_name()
+    huge = "jit: declined: not-proven: line 12: a product is a Python int that can outgrow 64 bits [trial compile=0]"
+    t = FakeTrace([(0, 0, 0.0, 0.3, -1), (0, 0, 1.0, 1.3, -1)], [(0, ok, 0.0, 0.0), (1, huge, 1.0, 1.0)])
+    (fv,) = verdicts_from_trace(t)
+    assert fv.status == "compiled" and fv.partial == ("not-proven", "line 12: a product is a Python int that can "
+                                                                    "outgrow 64 bits")
+    item = opt_report.build(t, None).find("smooth")
+    assert item.applied and "compiled for some calls only: calls with other argument types or integer sizes ran " \
+                             "plain" in item.precise and "line 12" in item.bucketed
+    # Declined first (the huge int), compiled after (the small one): the same.
+    t = FakeTrace([(0, 0, 0.0, 0.3, -1), (0, 0, 1.0, 1.3, -1)], [(0, huge, 0.0, 0.0), (1, ok, 1.0, 1.0)])
+    assert verdicts_from_trace(t)[0].partial[0] == "not-proven"
+    # A re-check that found a difference sends every call back to plain: declined, no partial.
+    back = "jit: declined: differs-later: 1 != 2, on compiled call 64 [trial plain=0.3]"
+    t = FakeTrace([(0, 0, 0.0, 0.3, -1), (0, 0, 1.0, 1.3, -1), (0, 0, 2.0, 2.3, -1)],
+                  [(0, huge, 0.0, 0.0), (1, ok, 1.0, 1.0), (2, back, 2.0, 2.0)])
+    (fv,) = verdicts_from_trace(t)
+    assert fv.status == "declined" and fv.code == "differs-later" and fv.partial is None
+
+
+def test_a_decline_advises_about_its_own_reason():
+    from eugo_lab.jit.verdicts import advice_for
+
+    grows = "use float64 for values that grow"
+    assert grows in advice_for("not-proven", "line 4: `s` is a Python int that can outgrow 64 bits (x)")
+    for reason in ("line 3: math.sqrt raises ValueError for a negative number in Python; compiled, it returns nan",
+                   "line 2: np.sum() is not one of the calls proven to match CPython",
+                   "line 1: round() is not one of the calls proven to match CPython",
+                   "line 5: `k` is a Python int combined with int8 values: NumPy 2 raises OverflowError when ..."):
+        assert grows not in advice_for("not-proven", reason), reason
+    assert "constant within the array dtype's range" in advice_for("not-proven", "line 5: `k` is a Python int "
+                                                                   "combined with int8 values: NumPy 2 raises "
+                                                                   "OverflowError")
+
+
+def test_code_reused_for_another_integer_size_is_not_said_to_compile_in_no_time():
+    ok = jit.Verdict("compiled", plain_s=0.3, compile_s=0.0, compiled_s=0.0003).phase_name()
+    line = opt_report.build(FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, ok, 0.0, 0.0)]), None).find("smooth").precise
+    assert "compiled in 0" not in line and "reused the code compiled for other integer sizes" in line

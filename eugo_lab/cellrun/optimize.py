@@ -163,7 +163,7 @@ class CellOptimizer:
         a second line saying its decorator decides would contradict it.
         """
         from eugo_lab.jit.checked import cached_times, parse_phase
-        from eugo_lab.jit.verdicts import FunctionVerdict
+        from eugo_lab.jit.verdicts import FunctionVerdict, partial_of
 
         items = []
         for name, wrapped in self._cell.items():
@@ -181,9 +181,13 @@ class CellOptimizer:
             for said in wrapped.verdicts:  # the trial's times (a later re-check names only the plain one)
                 _, t, _ = cached_times(said)
                 times = {**(t or {}), **times} if said is not last else {**times, **(t or {})}
+            parsed = [x for x in map(parse_phase, wrapped.verdicts) if x is not None]
+            partial = partial_of(parsed)
+            if partial is not None:  # compiled for some arguments, plain for others: the compiled verdict leads
+                status, code, detail = next(x for x in reversed(parsed) if x[0] == "compiled")
             v = FunctionVerdict(name, status, code, detail, workers=1, compiles=1 if "compile" in times else 0,
                                 plain_s=times.get("plain"), compile_s=times.get("compile"),
-                                compiled_s=times.get("compiled"))
+                                compiled_s=times.get("compiled"), partial=partial)
             item = opt_report.jit_item(v, None)
             items.append(item)
         tasks = set(ran_as_tasks)

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 # Only what a function that is never compiled needs: a worker imports this module with its first task of a
 # cell, and most tasks never qualify. The trial's machinery (eugo_lab.jit.checked: dataclasses, hashing,
 # ~50 ms of CPU to import on a 2-core VM) is imported once a function qualifies (_checked()).
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase, int_sizes
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, _NoPhase, globals_unchanged, int_sizes
 
 if TYPE_CHECKING:
     from eugo_lab.jit.checked import Verdict
@@ -233,10 +233,11 @@ class _Signature:
     Plain classes with slots, not dataclasses: this module must import fast (see the imports above).
     """
 
-    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types", "thread")
+    __slots__ = ("status", "dispatcher", "compile_s", "error", "calls", "arity", "types", "thread", "frozen")
 
     def __init__(self, status: str = COMPILING, dispatcher: Any = None, compile_s: float | None = None,
-                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1, types: tuple = ()):
+                 error: tuple[str, str] | None = None, calls: int = 0, arity: int = -1, types: tuple = (),
+                 frozen: tuple = ()):
         self.status = status
         self.dispatcher = dispatcher
         self.compile_s = compile_s
@@ -245,6 +246,8 @@ class _Signature:
         self.arity = arity
         self.types = types  # Numba's types of the arguments it was compiled for
         self.thread: threading.Thread | None = None  # its background compile
+        # The globals its compiled code froze (eugo_lab.jit.exact.frozen_globals): checked before each of its calls.
+        self.frozen = frozen
 
     def __repr__(self) -> str:
         return f"_Signature({self.status}, compile_s={self.compile_s}, error={self.error}, calls={self.calls})"
@@ -421,8 +424,14 @@ def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
             sig.dispatcher = ck.compile_for(fn, types)
             sig.arity = len(types)
             sig.types = types
+            from eugo_lab.jit.exact import frozen_globals, read, with_casts
+
+            sig.frozen = frozen_globals(sig.dispatcher, types, fn)
             # Exact by construction: only code whose meaning is CPython's for every input of these types is kept.
-            why = ck.unproven_reasons(sig.dispatcher, types, pos)
+            reasons, casts = read(sig.dispatcher, types, pos)
+            why = ck.reasons_line(reasons)
+            # Numba boxes a NumPy scalar result (np.float32) as a Python number: cast back to the plain call's type.
+            sig.dispatcher = with_casts(sig.dispatcher, casts)
             if why:
                 sig.error = ("not-proven", why)
     except ImportError:
@@ -514,6 +523,8 @@ class AutoJit:
         ck = _ck or _checked()
         sig = ck.arg_signature(args, kwargs) + int_sizes(args, kwargs)
         s = st.sigs.get(sig)
+        if s is not None and s.frozen and not globals_unchanged(s.frozen):
+            s = self._globals_changed(st)
         if s is None:  # a qualified function, new argument types: compile for them in the background
             s = self._new_signature(st, args, kwargs)
             if s.status == READY:  # the compiled code of these types exists: trial this call now
@@ -551,14 +562,16 @@ class AutoJit:
             s = st.sigs.get(sig)
             if s is not None:
                 return s
-            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None), None)
+            # (not code that froze a global since rebound: that one is compiled anew, reading the new value)
+            same = next((o for k, o in st.sigs.items() if k[:len(base)] == base and o.dispatcher is not None
+                         and globals_unchanged(o.frozen)), None)
             if same is not None and not why:
                 # Same types, Python integers of another size: Numba's code is the same (no compile), but whether
                 # its 64-bit integers hold what Python's do depends on those sizes: proven again for them.
                 unproven = ck.unproven_reasons(same.dispatcher, same.types, pos)
                 s = st.sigs[sig] = _Signature(DECLINED if unproven else READY, same.dispatcher, 0.0,
                                               ("not-proven", unproven) if unproven else None, arity=same.arity,
-                                              types=same.types)
+                                              types=same.types, frozen=same.frozen)
                 return s
             s = st.sigs[sig] = _Signature()
             if why:
@@ -669,6 +682,14 @@ class AutoJit:
         st.say(verdict.phase_name(), id(self))
         self._tell(st)
         return run.value
+
+    @staticmethod
+    def _globals_changed(st: _State) -> None:
+        """A global the compiled code froze was rebound: forget every version that froze one (compiled anew)."""
+        with st.lock:
+            for k, o in list(st.sigs.items()):
+                if o.frozen and not globals_unchanged(o.frozen):
+                    del st.sigs[k]
 
     @staticmethod
     def _back_to_plain(st: _State) -> None:

@@ -41,7 +41,7 @@ from typing import Any
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
 from eugo_lab.contract.digest import blake2b
 from eugo_lab.contract.phases import JIT_COMPILE_PHASE
-from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase, int_sizes
+from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase, globals_unchanged, int_sizes
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
 # gain is within this VM's timing noise (~25% drift) and not worth a compile per worker.
@@ -261,10 +261,15 @@ def _call_chosen(entry: tuple[Verdict, Callable | None, tuple], fn: Callable, ar
     Numba would compile a new version on the spot, which nobody checked.
     """
     compiled = _chosen(entry, fn, args, kwargs)
-    if compiled is fn:
+    if compiled is fn or not _globals_still(compiled):
         return fn(*args, **kwargs)
     pos = positional(fn, args, kwargs) if kwargs or len(args) != entry[0].arity else args
     return compiled(*pos) if pos is not None else fn(*args, **kwargs)
+
+
+def _globals_still(compiled: Any) -> bool:
+    """Whether the globals ``compiled`` froze when it compiled are still bound as then (else Python's differ)."""
+    return globals_unchanged(getattr(compiled, "eugo_frozen", ()))
 
 
 def _has(obj: Any, kind: type) -> bool:
@@ -577,7 +582,11 @@ def unproven_reasons(dispatcher: Any, types: tuple, pos: tuple) -> str:
     """
     from eugo_lab.jit.exact import unproven
 
-    why = unproven(dispatcher, types, pos)
+    return reasons_line(unproven(dispatcher, types, pos))
+
+
+def reasons_line(why: list[str]) -> str:
+    """The first of :func:`eugo_lab.jit.exact.unproven`'s reasons and how many more there are ("" : none)."""
     if not why:
         return ""
     return why[0] + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
@@ -652,7 +661,14 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
         return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
     # optimize=True asked for the compile: code not proven exact is still kept when its trial matched, and its
     # verdict says so (the automatic JIT never keeps it).
-    unproven = unproven_reasons(dispatcher, types, pos)
+    from eugo_lab.jit.exact import frozen_globals, read, with_casts
+
+    reasons, casts = read(dispatcher, types, pos)
+    unproven = reasons_line(reasons)
+    # Numba boxes a NumPy scalar result as a Python number: cast back to the plain call's type.
+    dispatcher = with_casts(dispatcher, casts)
+    # Numba froze the globals it read: a later call whose globals were rebound runs plain (_call_chosen).
+    dispatcher.eugo_frozen = frozen_globals(dispatcher, types, fn)
     return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark, unproven)
 
 

@@ -15,7 +15,9 @@ compiled call runs. What is proven, per value of the function:
 - **NumPy integers** (array elements) wrap in NumPy too: int64 arithmetic is the same bits.
   Narrower or unsigned ones are promoted to int64 by Numba but keep their width in NumPy, so their
   arithmetic is allowed only when its result goes straight back into an array of the same dtype
-  (the same bits modulo the width).
+  (the same bits modulo the width). A Python int combined with a fixed-width NumPy int must fit its dtype
+  (a constant within the range, or a bound within it): NumPy 2 (NEP 50) raises OverflowError where it
+  does not (``np.int8(1) - 128``), compiled code wraps.
 - **Floats**: float64 ``+ - *``, ``/`` by a non-zero constant, comparisons: IEEE operations in
   source order (no fast-math). ``/ // %`` by a computed value of Python floats raises
   ZeroDivisionError in both (Numba's Python error model); where an operand is a NumPy scalar, NumPy
@@ -30,6 +32,12 @@ compiled call runs. What is proven, per value of the function:
   anything else, ``math.log``, ``math.exp`` and the rest are not: CPython raises ValueError or
   OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
   (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
+- **Results**: Numba boxes a NumPy scalar it returns as a Python number; the compiled function is
+  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float32`` stays
+  ``np.float32``); a narrow NumPy scalar on some paths and a Python number on others is not proven.
+- **Globals**: Numba freezes every global and module attribute it reads when it compiles
+  (:func:`frozen_globals`); the automatic JIT checks they are still bound to the same objects before
+  each compiled call and compiles anew when one was rebound.
 - Array indexing is bounds-checked in the compiled code (:func:`eugo_lab.jit.checked.compile_for`),
   so an index out of range raises IndexError as in Python.
 
@@ -92,11 +100,55 @@ def unproven(dispatcher: Any, types: tuple, pos: tuple) -> list[str]:
     analysis: a Python int argument of k bytes is below 2**(8k)). Empty: proven for every input of
     these types and sizes. Each reason starts with ``line N:``.
     """
+    return read(dispatcher, types, pos)[0]
+
+
+def read(dispatcher: Any, types: tuple, pos: tuple) -> tuple[list[str], Any]:
+    """:func:`unproven`'s reasons, and the casts the compiled result needs to have the plain one's types.
+
+    The casts (see ``_Reader._result_casts``): None, a NumPy scalar type, or a tuple of those per item;
+    :func:`cast_result` applies them.
+    """
     cres = dispatcher.overloads.get(tuple(types))
     if cres is None:
-        return ["the compiled code could not be read back"]
+        return ["the compiled code could not be read back"], None
     ta = cres.type_annotation
-    return _Reader(ta.blocks, ta.typemap, ta.calltypes, pos).reasons()
+    r = _Reader(ta.blocks, ta.typemap, ta.calltypes, pos)
+    return r.reasons(), getattr(r, "casts", None)
+
+
+class CastResult:
+    """A compiled function whose result is cast back to the NumPy scalar types the plain code returns.
+
+    Numba boxes an ``np.float32`` (or any NumPy scalar) it returns as a Python number; this gives the
+    caller what the plain call gives. Everything else (``overloads``, ``signatures``) is the dispatcher's.
+    """
+
+    def __init__(self, dispatcher: Any, casts: Any):
+        self.dispatcher = dispatcher
+        self.casts = casts
+
+    def __call__(self, *args: Any) -> Any:
+        """The compiled call, its result cast."""
+        r = self.dispatcher(*args)
+        c = self.casts
+        if isinstance(c, tuple):
+            return tuple(x if t is None else t(x) for x, t in zip(r, c))
+        return c(r)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dispatcher, name)
+
+
+def _narrow_dtype(d: str) -> bool:
+    """A NumPy scalar type whose arithmetic Python's numbers do not share (float32, int32, uint8...)."""
+    t = np.dtype(d)
+    return t.kind in "iufc" and (t.itemsize < 8 or t.kind == "u") or t.kind == "c" and t.itemsize < 16
+
+
+def with_casts(dispatcher: Any, casts: Any) -> Any:
+    """``dispatcher``, or a :class:`CastResult` of it where its results need casts (see :func:`read`)."""
+    return CastResult(dispatcher, casts) if casts is not None else dispatcher
 
 
 class _Reader(Values):
@@ -111,7 +163,63 @@ class _Reader(Values):
         reported = set()
         for st in self.stmts:
             self._check(st, reported)
+        self.casts = self._result_casts()
         return [f"line {line}: {why}" for line, why in sorted(self.out, key=lambda x: x[0])]
+
+    def _result_casts(self) -> Any:
+        """The NumPy scalar types the plain code returns, which Numba's boxing turns into Python numbers.
+
+        ``np.float32(s)`` comes back from compiled code as a Python float: the same value, but later
+        arithmetic differs (``r * 0.1`` rounds in float64, not float32). None: nothing to cast; a type: the
+        result's; a tuple of types or None: item by item. A narrow NumPy scalar (float32, int32, uint8...) on
+        some paths and a Python number on others is a reason (no one cast gives both). A float64, int64 or
+        bool that is NumPy's on some paths only is left as Numba boxes it: the same value, and Python's float
+        and NumPy's float64 compute alike but for a zero divisor.
+        """
+        ir = self.ir
+        rets = [st for st in self.stmts if isinstance(st, ir.Return)]
+        if not rets:
+            return None
+        srcs = [self._returned(st.value.name) for st in rets]
+        if all(self.kind(v) in ("int", "bool", "float", "complex") for v in srcs):
+            return self._scalar_cast(rets[0], srcs, frozenset().union(*(self.np.get(v, frozenset()) for v in srcs)))
+        d = self.defs.get(srcs[0]) or []
+        if len(rets) == 1 and len(d) == 1 and isinstance(d[0].value, ir.Expr) and d[0].value.op == "build_tuple":
+            items = tuple(self._scalar_cast(rets[0], [x.name], self.np.get(x.name, frozenset()))
+                          for x in d[0].value.items)
+            return items if any(i is not None for i in items) else None
+        if any(x is not None and _narrow_dtype(x) for v in srcs for x in self.np.get(v, ())):
+            self.say(rets[0], "a tuple holding narrow NumPy scalars (float32, int32...), not built where it is "
+                              "returned: compiled code returns Python numbers in it")
+        return None
+
+    def _returned(self, var: str) -> str:
+        """The variable a return statement returns, through the cast Numba puts before it and copies."""
+        for _ in range(16):
+            d = self.defs.get(var)
+            if not d or len(d) != 1:
+                break
+            v = d[0].value
+            if isinstance(v, self.ir.Var):
+                var = v.name
+            elif isinstance(v, self.ir.Expr) and v.op == "cast":
+                var = v.value.name
+            else:
+                break
+        return var
+
+    def _scalar_cast(self, ret: Any, srcs: list[str], dts: frozenset) -> Any:
+        if not dts or dts == {None} or any(self.kind(v) not in ("int", "bool", "float", "complex") for v in srcs):
+            return None
+        if len(dts) == 1:
+            return np.dtype(next(iter(dts))).type
+        if any(d is not None and _narrow_dtype(d) for d in dts):
+            name = next((_user_name(v) for v in srcs if _user_name(v)), "")
+            self.say(ret, f"{'`' + name + '`' if name else 'the result'} is a "
+                          f"{'/'.join(sorted(str(np.dtype(d)) for d in dts if d is not None))} NumPy scalar on "
+                          "some paths and a Python number (or another dtype) on others: compiled code returns a "
+                          "Python number for all (start it with the type it returns: np.float32(0))")
+        return None
 
     def _check(self, st: Any, reported: set[str]) -> None:
         ir = self.ir
@@ -252,6 +360,8 @@ class _Reader(Values):
                 if fn not in _WRAP_OPS or not self._stored_as(st, x):
                     self._say_narrow(st, x)
                     return
+        if fn not in _CMP and fn != operator.truediv and self._python_int_out_of_range(st, a, b):
+            return
         if kt == "bool" and fn not in _CMP and ka == kb == "bool" and (np_a or np_b):
             self.say(st, "arithmetic on NumPy bools (logical in NumPy, integer compiled) is not analysed")
         floats = "float" in (ka, kb)
@@ -294,3 +404,70 @@ class _Reader(Values):
             if not (isinstance(c, int) and 0 <= c < 64) and self.bits.get(target, -1) <= INT_BITS:
                 self.say(st, f"{_NAMES.get(fn, 'a shift')} by a computed amount: Python raises for a negative one "
                              "and grows the int; compiled code does neither")
+
+    def _python_int_out_of_range(self, st: Any, a: str, b: str) -> bool:
+        """A fixed-width NumPy int with a Python int that may not fit its dtype: say so (True) or pass (False).
+
+        NumPy 2 (NEP 50) converts the Python int to the NumPy operand's dtype and raises OverflowError when
+        it does not fit (``np.int8(1) - 128``, ``np.uint8(1) + -1``); Numba widens both to int64 and wraps.
+        Exact only when the Python int is a constant within the range, or bounded within it (a signed dtype;
+        an argument's bound is its size class in bytes, so ``k`` up to 2**(8k) - 1).
+        """
+        for x, y in ((a, b), (b, a)):
+            dts = {np.dtype(d) for d in self.np.get(x, ()) if d is not None and np.dtype(d).kind in "iu"}
+            if not dts or self.kind(y) != "int" or self.always_np(y):
+                continue
+            c = self.const(y)
+            for dt in dts:
+                info = np.iinfo(dt)
+                if isinstance(c, int) and not isinstance(c, bool):
+                    fits = info.min <= c <= info.max
+                else:
+                    fits = dt.kind == "i" and 0 <= self.bits.get(y, INT_BITS + 1) <= dt.itemsize * 8 - 1
+                if not fits:
+                    name = _user_name(y)
+                    self.say(st, f"{'`' + name + '`' if name else 'a Python int'} is a Python int combined with "
+                                 f"{dt} values: NumPy 2 raises OverflowError when it is outside {dt}'s range "
+                                 f"({info.min}..{info.max}), compiled code wraps (use a constant within the range)")
+                    return True
+        return False
+
+
+_MISSING = object()
+
+
+def frozen_globals(dispatcher: Any, types: tuple, fn: Any) -> tuple[tuple[Any, str, Any], ...]:
+    """What the compiled code for ``types`` froze when it compiled: ``(namespace, name, value)`` triples.
+
+    Numba reads a global (``X``, ``np``) or a module's attribute (``mod.X``, ``np.pi``) once, at compile
+    time, and bakes its value in; Python reads it at each call. The compiled code means what Python
+    means only while each is still bound to the same object: :func:`eugo_lab.jit.names.globals_unchanged` checks that
+    before each compiled call (a few dict look-ups), and a change sends the function back to a compile
+    that reads the new values. ``namespace`` is ``fn.__globals__`` (a dict) or a module.
+    """
+    from numba.core import ir
+
+    cres = dispatcher.overloads.get(tuple(types))
+    g = getattr(fn, "__globals__", None)
+    if cres is None or g is None:
+        return ()
+    found: dict[tuple[int, str], tuple[Any, str, Any]] = {}
+    modules: dict[str, Any] = {}  # variable -> the module a global or an attribute of one holds
+    for block in cres.type_annotation.blocks.values():
+        for st in block.body:
+            if not isinstance(st, ir.Assign):
+                continue
+            v = st.value
+            if isinstance(v, ir.Global):
+                if v.name in g:  # a builtin (range, len) is not in the module's namespace: not rebindable there
+                    found[(id(g), v.name)] = (g, v.name, v.value)  # the value the code froze (not a later one)
+                if type(v.value).__name__ == "module":
+                    modules[st.target.name] = v.value
+            elif isinstance(v, ir.Expr) and v.op == "getattr" and v.value.name in modules:
+                mod = modules[v.value.name]
+                value = getattr(mod, v.attr, _MISSING)
+                found[(id(mod), v.attr)] = (mod, v.attr, value)
+                if type(value).__name__ == "module":
+                    modules[st.target.name] = value
+    return tuple(found.values())
+

@@ -408,9 +408,9 @@ class Values:
             if self.kind(n) in ("int", "bool"):
                 self.bits[n] = -1 if self.always_np(n) else bound
         if bound > INT_BITS:
-            self._say_cycle(comp, grows, steps)
+            self._say_cycle(comp, grows, steps, max(inputs))
 
-    def _say_cycle(self, comp: set[str], grows: Any, steps: list[int]) -> None:
+    def _say_cycle(self, comp: set[str], grows: Any, steps: list[int], start_bits: int = -1) -> None:
         if grows is None and not steps:
             return  # a value from outside the loop is already too large: said where it is computed
         names = sorted({_user_name(n) for n in comp} - {""})
@@ -422,6 +422,11 @@ class Values:
         elif max(steps) > INT_BITS:
             st = self._step_stmt(comp)
             how = "each pass of a loop adds a value that can itself outgrow 64 bits"
+        elif STEPS_BITS + max(steps) + 2 <= INT_BITS:
+            # The steps alone stay in range: what can pass 2**63 is where it starts (``c = start; c += 1``).
+            st = self._step_stmt(comp)
+            how = (f"it starts from a value of up to {start_bits} bits, near int64's limit, and changes on every "
+                   "pass of a loop: a few steps can take it past 2**63")
         else:
             st = self._step_stmt(comp)
             how = "it adds a value that is not a small constant on every pass of a loop"

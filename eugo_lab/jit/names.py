@@ -38,3 +38,22 @@ def int_sizes(args: tuple, kwargs: dict) -> tuple:
     on larger ones, so a call whose integers are a size class larger is trialled again.
     """
     return tuple((v.bit_length() + 7) // 8 for v in (*args, *kwargs.values()) if type(v) is int)
+
+
+_MISSING = object()
+
+
+def globals_unchanged(frozen: tuple) -> bool:
+    """Whether every global a compiled version froze is still bound to the same object (a look-up each).
+
+    Numba bakes a global's value (``X``, ``mod.X``) into the code when it compiles; Python reads it
+    at each call. Checked before each compiled call, so a rebound global (``X = 0.25`` in another
+    task, a cell run again) never meets code that froze the old value: that version is forgotten and
+    the call runs plain while a compile that reads the new value starts (cheaper than declining
+    every function that reads a global, and exact).
+    """
+    for ns, name, value in frozen:
+        now = ns.get(name, _MISSING) if isinstance(ns, dict) else getattr(ns, name, _MISSING)
+        if now is not value:
+            return False
+    return True

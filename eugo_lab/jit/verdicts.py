@@ -82,6 +82,40 @@ def explain(code: str) -> tuple[str, str]:
     return _EXPLAIN.get(code, _EXPLAIN["compile-error"])
 
 
+# A not-proven verdict's advice, by what its reason says (the first match wins): the advice must be about the
+# reason given, not the overflow advice for every decline.
+_NOT_PROVEN_ADVICE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NumPy 2 raises OverflowError",), "use a constant within the array dtype's range, or give the array a dtype "
+                                        "that holds the value (a.astype(np.int64))"),
+    (("holds an", "holds a ", "NumPy scalar on some paths"), "start each variable with the type it will hold "
+                                                              "(0.0, not 0) and return one type on every path"),
+    (("starts from a value",), "start the counter from a smaller value, or count in a float64"),
+    (("outgrow 64 bits", "beyond 2**53"),
+     "use float64 for values that grow (Python's ints never overflow, Numba's 64-bit ones wrap)"),
+    (("math.", "np.", "() is not one of the calls", "() of a float", "int() of"),
+     "keep that call out of the loop, or use one proven to match (math.sqrt of a value that is never negative, "
+     "abs, min, max, np.sqrt)"),
+    (("float32",), "use float64 arrays (or np.float32 on every value, and return it)"),
+    (("global array",), "pass the array as an argument"),
+    (("by a computed value", "zero divisor"), "divide by a non-zero constant, or by Python floats"),
+    (("`**`",), "write math.sqrt(x) for x ** 0.5, x * x for x ** 2"),
+    (("int8", "int16", "int32", "uint8", "uint16", "uint32"),
+     "store the result straight into an array of the same dtype, or use int64 arrays"),
+)
+
+
+def advice_for(code: str, detail: str) -> str:
+    """What would help, for a decline ``code`` with its ``detail``: for not-proven code, advice about its reason."""
+    helps = explain(code)[1]
+    if code != "not-proven":
+        return helps
+    tail = "or optimize=True to compile it anyway after a check on its first call"
+    for keys, advice in _NOT_PROVEN_ADVICE:
+        if any(k in detail for k in keys):
+            return f"{advice}; {tail}"
+    return f"write the loop over float64 or int64 arrays with plain arithmetic; {tail}"
+
+
 @dataclass(frozen=True)
 class FunctionVerdict:
     """The verdicts of one function across the workers of a traced run, merged for the report."""
@@ -98,6 +132,9 @@ class FunctionVerdict:
     cached: bool = False  # every worker reused an earlier trial's verdict (same code, e.g. a cell re-run)
     later_s: float | None = None  # median task body of the calls that ran compiled (no trial), if any
     later_calls: int = 0
+    # Compiled for some calls only: (code, detail) of why calls with other argument types or integer sizes ran
+    # plain (the automatic JIT keeps one verdict per signature: a huge Python int is proven apart from a small one).
+    partial: tuple[str, str] | None = None
 
     @property
     def after_s(self) -> float | None:
@@ -115,6 +152,25 @@ class FunctionVerdict:
         if self.plain_s and after:
             return self.plain_s / after
         return None
+
+
+def partial_of(verdicts: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """Why some calls ran plain while a compiled version still ran the others, from one process's verdicts in order.
+
+    Each argument signature (types, dtypes, integer size classes) gets its own verdict: a later
+    decline for other arguments does not undo an earlier compile, nor an earlier decline a later
+    one. Only a re-check that found a difference (``differs-later``) sends every call back to plain.
+    None: every call ran as the latest verdict says.
+    """
+    alive, declined = False, None
+    for status, code, detail in verdicts:
+        if status == VERDICT_COMPILED:
+            alive = True
+        elif code == "differs-later":
+            alive, declined = False, None
+        elif code != "compiling":  # (said while the compile ran: replaced by the trial's verdict)
+            declined = (code, detail)
+    return declined if alive else None
 
 
 def _median(xs: list[float]) -> float | None:
@@ -163,12 +219,23 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             by_fn.setdefault(trace.functions[int(fn_col[r])], []).append((int(worker_col[r]), d))
     # What a worker does now is its latest verdict (a compiled function a re-check later sent back to plain:
     # declined); the trial's times come from its rows that have them.
+    partial: dict[str, tuple[str, str]] = {}
     for fname, trials in by_fn.items():
         latest: dict[int, dict] = {}
+        compiled_of: dict[int, dict] = {}
+        seen: dict[int, list] = {}
         for w, d in trials:
             merged = dict(latest.get(w) or {})
             merged.update(d)
             latest[w] = merged
+            seen.setdefault(w, []).append(d["verdict"])
+            if d["verdict"][0] == VERDICT_COMPILED:
+                compiled_of[w] = merged
+        for w, said in seen.items():
+            why = partial_of(said)
+            if why is not None:  # still compiled for some calls: report that, and why the others ran plain
+                latest[w] = {**latest[w], **compiled_of[w], "verdict": compiled_of[w]["verdict"]}
+                partial.setdefault(fname, why)
         by_fn[fname] = list(latest.items())
     # Calls after the swap: tasks of a compiled function that carry no trial phases ran the compiled version.
     # Their CPU time, as the trial measured (the trace's cpu column: the task's own CPU seconds).
@@ -204,5 +271,6 @@ def verdicts_from_trace(trace: Any) -> list[FunctionVerdict]:
             cached=all(d.get("cached") for _, d in trials),
             later_s=_median(later.get(fname, [])) if status == VERDICT_COMPILED else None,
             later_calls=len(later.get(fname, [])) if status == VERDICT_COMPILED else 0,
+            partial=partial.get(fname),
         ))
     return out

@@ -25,7 +25,7 @@ from typing import Any
 
 from eugo_lab.jit.auto import MIN_CPU_S
 from eugo_lab.jit.checked import SKIPPED, split_compiled_detail, unproven_of
-from eugo_lab.jit.verdicts import FunctionVerdict, explain, verdicts_from_trace
+from eugo_lab.jit.verdicts import FunctionVerdict, advice_for, explain, verdicts_from_trace
 from eugo_lab.offload.cost import fmt_time
 from eugo_lab.optimizations import earlier
 from eugo_lab.threadguard.limits import GuardPlan, describe
@@ -150,11 +150,22 @@ def jit_item(v: FunctionVerdict, python_share: float | None) -> Optimization:
             after = v.after_s
             sp = v.plain_s / after if v.plain_s and after else 0.0
             ratio = bucket_ratio(sp) if b else f"{sp:.0f}x"
-            how = "compiled earlier on these workers, reused" if v.cached else f"compiled in {t(v.compile_s, b)}"
+            how = "compiled earlier on these workers, reused" if v.cached else (
+                f"compiled in {t(v.compile_s, b)}" if v.compile_s else
+                # (no compile of its own: the code compiled for the same types with integers of another size)
+                "reused the code compiled for other integer sizes")
             return f"{v.function}: {how}; {t(v.plain_s, b)} -> {t(after, b)} per call ({ratio}){proof(b)}{simd}"
-        return Optimization("jit", v.function, True, f"{line(False)} ({workers}){later}{prof}", line(True) + prof_b,
-                            numbers=numbers)
-    what, helps = explain(v.code)
+        part = ""
+        if v.partial is not None:
+            # Each argument signature has its own verdict: say what ran plain, not only what ran compiled.
+            p_what, _ = explain(v.partial[0])
+            part = (f"; compiled for some calls only: calls with other argument types or integer sizes ran plain, "
+                    f"{p_what}" + (f" ({v.partial[1]})" if v.partial[1] else ""))
+            numbers["partial"] = v.partial[0]
+        return Optimization("jit", v.function, True, f"{line(False)}{part} ({workers}){later}{prof}",
+                            line(True) + part + prof_b, numbers=numbers)
+    what = explain(v.code)[0]
+    helps = advice_for(v.code, v.detail)  # about the reason given, not one advice for every decline
     detail = f" ({v.detail})" if v.detail else ""
     mixed = " on some workers" if v.status == "mixed" else ""
     text = f"{v.function}: not compiled{mixed}: {what}{detail}; it ran unchanged. What would help: {helps}"
