@@ -45,6 +45,19 @@ def test_a_task_importing_a_slow_module_reports_the_time_it_took(slow_module):
     assert facts[FACT_IMPORTS] == 1 and facts[FACT_IMPORT_S] >= 0.05
 
 
+def test_what_the_runtime_imports_in_its_own_phases_is_not_the_task_s(slow_module):
+    # The JIT's trial runs inside the task and imports Numba there, in its "jit: ..." phases: the runtime's
+    # work, and no warm-up of the task's (a JupyterLab run called 1,087 such modules the task's).
+    from eugo_lab.contract.phases import JIT_COMPILE_PHASE, phase
+
+    def trial():
+        with phase(JIT_COMPILE_PHASE):
+            __import__(slow_module)
+
+    facts = _facts(trial)
+    assert facts[FACT_IMPORTS] == 0 and facts[FACT_IMPORT_S] == 0.0
+
+
 def test_modules_imported_outside_the_attempt_are_not_the_task_s(slow_module):
     # Imported between two attempts (the runtime's lazy import, another function's unpickling): the next
     # attempt, which imports nothing itself, reports nothing, though the module count grew.

@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from eugo_lab.contract.phases import in_runtime_phase
+
 _RUNTIME = "eugo_lab"
 _state = threading.local()
 _installed = False
@@ -45,7 +47,10 @@ class _ImportClock:
         st = _state
         if not getattr(st, "on", False) or getattr(st, "finding", False):
             return None
-        outer = st.depth == 0 and not _is_runtime(name)
+        # The runtime's own imports: a module of eugo_lab, or one imported during the runtime's own phases
+        # inside the task (the JIT's trial imports Numba there: the runtime's work, not the task's warm-up).
+        runtime = _is_runtime(name) or (st.depth == 0 and in_runtime_phase())
+        outer = st.depth == 0 and not runtime
         t0 = time.perf_counter()
         st.finding = True  # the finders behind us may import (a zipimport hook): don't recurse
         spec = None
@@ -67,14 +72,17 @@ class _ImportClock:
                 and hasattr(loader, "__dict__"):
             for method in ("create_module", "exec_module"):
                 if hasattr(loader, method):
-                    setattr(loader, method, _timed(loader, method, name))
+                    setattr(loader, method, _timed(loader, method, runtime))
         return spec
 
 
-def _timed(loader: Any, method: str, name: str) -> Any:
-    """``loader.<method>`` timed into the current thread's counters; it removes itself when called."""
+def _timed(loader: Any, method: str, runtime: bool) -> Any:
+    """``loader.<method>`` timed into the current thread's counters; it removes itself when called.
+
+    ``runtime``: the module is the runtime's (see :meth:`_ImportClock.find_spec`): neither it nor what it
+    imports is counted.
+    """
     original = getattr(loader, method)
-    runtime = _is_runtime(name)
 
     def run(arg: Any) -> Any:
         loader.__dict__.pop(method, None)  # a reload uses the loader's own method again

@@ -75,12 +75,16 @@ class _Phase:
         self.record = record
 
     def __enter__(self) -> None:
+        if self.name.startswith(RUNTIME_PHASE_PREFIX):  # the runtime's own work inside the task (the JIT's trial)
+            _local.runtime_depth = getattr(_local, "runtime_depth", 0) + 1
         self.q0 = run_queue.waited_ns()  # a phase is marked by hand: two reads (~2 us) are nothing next to it
         self.c0 = time.thread_time()
         self.t0 = time.perf_counter()
 
     def __exit__(self, *exc: Any) -> None:
         t1 = time.perf_counter()
+        if self.name.startswith(RUNTIME_PHASE_PREFIX):
+            _local.runtime_depth -= 1
         cpu = time.thread_time() - self.c0
         # (name, start, end, cpu, runq): start/end are perf_counter readings of this process;
         # the executor turns them into offsets from the task's start before sending.
@@ -105,6 +109,14 @@ def phase(name: str) -> _Phase | _NullPhase:
     if not isinstance(name, str) or not name:
         raise ValueError(f"hpc.phase() needs a non-empty string name, got {name!r}")
     return _Phase(name, record)
+
+
+def in_runtime_phase() -> bool:
+    """Whether this thread's task is inside one of the runtime's own phases now (``jit: ...``).
+
+    What it does there (the JIT's trial importing Numba and compiling) is the runtime's work, not the task's.
+    """
+    return getattr(_local, "runtime_depth", 0) > 0
 
 
 def begin_task() -> list:
