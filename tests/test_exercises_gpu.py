@@ -101,10 +101,9 @@ def fixed_host(monkeypatch):
     slower and a scan that stops at 2,048 elements already finds a size, so the verdicts would follow the
     machine's load. The checker reads the host profile the cell used, whatever it is; the test fixes it.
     """
+    import eugo_lab.offload
     from eugo_lab.offload import profiles
     from tests._offload import HOST
-
-    import eugo_lab.offload
 
     monkeypatch.setattr(profiles, "host_profile", lambda: HOST)
     monkeypatch.setattr(eugo_lab.offload, "host_profile", lambda: HOST, raising=False)  # the lazy name, once read
