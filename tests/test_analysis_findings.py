@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from trace_builder import TraceBuilder, even_trace
 
@@ -390,3 +392,14 @@ def test_jit_trials_are_no_stragglers_and_no_contention_beside_the_compiled_call
     assert plain.finding("straggler") is not None and plain.finding("contention") is not None
     r = analyze(_jit_cell(marked=True))
     assert r.finding("straggler") is None and r.finding("contention") is None, [f.code for f in r.findings]
+
+
+def test_a_cell_whose_every_task_was_cancelled_is_analysed():
+    # An Interrupt stopped the cell before any task finished: rows, but no unit of work to read a warm-up from.
+    from eugo_lab.contract.row import CANCELLED
+
+    b = TraceBuilder(workers=2)
+    for k in range(4):
+        b.task(worker=k % 2, ready=0.0, start=math.nan, end=math.nan, status=CANCELLED)
+    report = analyze(b.build(end=1.0))
+    assert "warm-up" not in report.codes() and "straggler" not in report.codes()

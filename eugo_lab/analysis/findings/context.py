@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -194,11 +195,22 @@ class Context:
         body_start = u.occ_start + u.deser
         return covered(merge(c.start, c.end), body_start, body_start + u.body) > 0
 
+    def per_row(self, per_unit: np.ndarray, default: Any) -> np.ndarray:
+        """Per row of ``trace.tasks``: the value of its unit in ``per_unit`` (``default`` for a row with no unit).
+
+        Safe where no task became a unit (every one cancelled before it ran: rows, but no units).
+        """
+        ru = self.units.row_unit
+        out = np.full(len(ru), default, dtype=np.asarray(per_unit).dtype if len(per_unit) else type(default))
+        has = ru >= 0
+        if len(per_unit) and has.any():
+            out[has] = per_unit[ru[has]]
+        return out
+
     @functools.cached_property
     def warm_rows(self) -> np.ndarray:
         """Per row of ``trace.tasks``: whether its unit is a worker's warm-up (see :attr:`warm_up`)."""
-        ru = self.units.row_unit
-        return (ru >= 0) & (self.warm_up[0][np.clip(ru, 0, None)] > 0) if len(ru) else np.zeros(0, dtype=bool)
+        return self.per_row(self.warm_up[0] > 0, False)
 
     @functools.cached_property
     def warm_body(self) -> np.ndarray:
@@ -206,11 +218,8 @@ class Context:
 
         What a straggler check takes off the body: the rest of a slow warm-up task is still its own.
         """
-        ru = self.units.row_unit
-        if not len(ru):
-            return np.zeros(0)
         extra, in_deser = self.warm_up[0], self.warm_up[1]
-        return np.where(ru >= 0, (extra - in_deser)[np.clip(ru, 0, None)], 0.0)
+        return self.per_row(extra - in_deser, 0.0)
 
     @functools.cached_property
     def unit_of_task(self) -> dict[int, int]:

@@ -58,8 +58,7 @@ def stragglers(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding
     valid = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
     last_end = float(np.nanmax(t["end"][valid])) if valid.any() else math.nan
     valid &= ~ctx.trial_rows  # a JIT trial is slower than the compiled calls by design, not a straggler
-    ru = ctx.units.row_unit
-    valid &= ~((ru >= 0) & ctx.beside_compile[np.clip(ru, 0, None)])  # nor a task a background compile slowed
+    valid &= ~ctx.per_row(ctx.beside_compile, False)  # nor a task a background compile slowed
     out = []
     slow_all = np.zeros(len(body), dtype=bool)
     meds = np.zeros(len(body))
