@@ -58,6 +58,17 @@ def test_what_the_runtime_imports_in_its_own_phases_is_not_the_task_s(slow_modul
     assert facts[FACT_IMPORTS] == 0 and facts[FACT_IMPORT_S] == 0.0
 
 
+def test_what_a_runtime_feature_imports_during_the_attempt_is_not_the_task_s(slow_module):
+    # The JIT imports Numba inside the task between its trial's plain run and its compile, outside its
+    # phases: code of a feature asked for it, so it is the runtime's work, not the task's warm-up.
+    import types
+
+    feature = types.ModuleType("eugo_lab.jit._import_clock_probe")
+    exec(compile("def load(name):\n    __import__(name)\n", "<probe>", "exec"), feature.__dict__)
+    facts = _facts(lambda: feature.load(slow_module))
+    assert facts[FACT_IMPORTS] == 0 and facts[FACT_IMPORT_S] == 0.0
+
+
 def test_modules_imported_outside_the_attempt_are_not_the_task_s(slow_module):
     # Imported between two attempts (the runtime's lazy import, another function's unpickling): the next
     # attempt, which imports nothing itself, reports nothing, though the module count grew.

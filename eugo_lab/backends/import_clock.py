@@ -49,7 +49,7 @@ class _ImportClock:
             return None
         # The runtime's own imports: a module of eugo_lab, or one imported during the runtime's own phases
         # inside the task (the JIT's trial imports Numba there: the runtime's work, not the task's warm-up).
-        runtime = _is_runtime(name) or (st.depth == 0 and in_runtime_phase())
+        runtime = _is_runtime(name) or (st.depth == 0 and (in_runtime_phase() or _imported_by_a_feature()))
         outer = st.depth == 0 and not runtime
         t0 = time.perf_counter()
         st.finding = True  # the finders behind us may import (a zipimport hook): don't recurse
@@ -74,6 +74,26 @@ class _ImportClock:
                 if hasattr(loader, method):
                     setattr(loader, method, _timed(loader, method, runtime))
         return spec
+
+
+#: The runtime's features that run inside a task and load their own libraries there (the JIT imports Numba
+#: between its trial's plain run and its compile; the profiler, the thread guard, the GPU offload theirs).
+_FEATURES = ("eugo_lab.jit", "eugo_lab.profile", "eugo_lab.threadguard", "eugo_lab.offload")
+
+
+def _imported_by_a_feature() -> bool:
+    """Whether the code that asked for this import (the first frame outside importlib) is a feature's.
+
+    Only the features': a function unpickled by the worker's own code (``pickle.loads`` called from
+    ``eugo_lab.backends``) imports what the task's code needs, which is the task's warm-up.
+    """
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith("<frozen importlib"):
+        f = f.f_back
+    if f is None:
+        return False
+    importer = str(f.f_globals.get("__name__", ""))
+    return any(importer == p or importer.startswith(p + ".") for p in _FEATURES)
 
 
 def _timed(loader: Any, method: str, runtime: bool) -> Any:
