@@ -58,6 +58,18 @@ def test_what_the_runtime_imports_in_its_own_phases_is_not_the_task_s(slow_modul
     assert facts[FACT_IMPORTS] == 0 and facts[FACT_IMPORT_S] == 0.0
 
 
+def test_the_task_s_own_code_in_the_jit_s_trial_runs_still_counts(slow_module):
+    # The trial runs the function itself plain ("jit: plain run"): what the function imports there is its own.
+    from eugo_lab.contract.phases import RUNTIME_PHASE_PREFIX, phase
+
+    def trial():
+        with phase(RUNTIME_PHASE_PREFIX + "plain run"):
+            __import__(slow_module)
+
+    facts = _facts(trial)
+    assert facts[FACT_IMPORTS] == 1 and facts[FACT_IMPORT_S] >= 0.05
+
+
 def test_what_a_runtime_feature_imports_during_the_attempt_is_not_the_task_s(slow_module):
     # The JIT imports Numba inside the task between its trial's plain run and its compile, outside its
     # phases: code of a feature asked for it, so it is the runtime's work, not the task's warm-up.

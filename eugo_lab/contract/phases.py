@@ -75,7 +75,7 @@ class _Phase:
         self.record = record
 
     def __enter__(self) -> None:
-        if self.name.startswith(RUNTIME_PHASE_PREFIX):  # the runtime's own work inside the task (the JIT's trial)
+        if _is_runtime_work(self.name):  # the runtime's own work inside the task (the JIT's compile)
             _local.runtime_depth = getattr(_local, "runtime_depth", 0) + 1
         self.q0 = run_queue.waited_ns()  # a phase is marked by hand: two reads (~2 us) are nothing next to it
         self.c0 = time.thread_time()
@@ -83,7 +83,7 @@ class _Phase:
 
     def __exit__(self, *exc: Any) -> None:
         t1 = time.perf_counter()
-        if self.name.startswith(RUNTIME_PHASE_PREFIX):
+        if _is_runtime_work(self.name):
             _local.runtime_depth -= 1
         cpu = time.thread_time() - self.c0
         # (name, start, end, cpu, runq): start/end are perf_counter readings of this process;
@@ -109,6 +109,25 @@ def phase(name: str) -> _Phase | _NullPhase:
     if not isinstance(name, str) or not name:
         raise ValueError(f"hpc.phase() needs a non-empty string name, got {name!r}")
     return _Phase(name, record)
+
+
+#: The runtime's phases in which the task's own code runs (the JIT's trial runs the function plain, then
+#: compiled): what the code does there is the task's.
+_TASK_CODE_PHASES = frozenset({RUNTIME_PHASE_PREFIX + "plain run", RUNTIME_PHASE_PREFIX + "compiled run"})
+
+
+def _is_runtime_work(name: str) -> bool:
+    return name.startswith(RUNTIME_PHASE_PREFIX) and name not in _TASK_CODE_PHASES
+
+
+class runtime_work:  # noqa: N801 - used as ``with runtime_work():``, like a function
+    """Mark what the runtime does inside a task, outside any phase (importing Numba, reading compiled code)."""
+
+    def __enter__(self) -> None:
+        _local.runtime_depth = getattr(_local, "runtime_depth", 0) + 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.runtime_depth -= 1
 
 
 def in_runtime_phase() -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 
 # The shared names live in a module the automatic JIT imports without this one (its callers import them from here too).
 from eugo_lab.contract.digest import blake2b
-from eugo_lab.contract.phases import JIT_COMPILE_PHASE
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE, runtime_work
 from eugo_lab.jit.names import PHASE_PREFIX, SKIPPED, VERDICT_COMPILED, _NoPhase, globals_unchanged, int_sizes
 
 # A compiled version must be at least this much faster to replace the plain one: below it the
@@ -642,33 +642,36 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
     value, plain_s = with_copies.value, with_copies.plain_s
     if plain_s < MIN_PLAIN_SECONDS:
         return value, _mark(Verdict("declined", "too-short", plain_s=plain_s)), None
-    try:
-        import numba  # noqa: F401 - only to know it is there
-    except ImportError:
-        return value, _mark(Verdict("declined", "numba-missing", plain_s=plain_s)), None
-    # The compile runs on its own, between the plain run and the compiled one: no timed run holds it.
-    t1 = time.perf_counter()
-    with phase(JIT_COMPILE_PHASE):
-        types = numba_types(pos)
+    # Importing Numba, compiling and reading the compiled code are the runtime's work inside the task, not the
+    # task's (its warm-up is measured on the worker: backends/import_clock.py).
+    with runtime_work():
         try:
-            dispatcher = compile_for(fn, types) if types is not None else None
-            error = None if types is not None else ("python-objects", "an argument Numba has no type for")
-        except Exception as exc:  # noqa: BLE001 - any compile failure: keep the plain function
-            dispatcher, error = None, classify_numba_error(exc)
-    compile_s = time.perf_counter() - t1
-    if dispatcher is None:
-        assert error is not None
-        return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
-    # optimize=True asked for the compile: code not proven exact is still kept when its trial matched, and its
-    # verdict says so (the automatic JIT never keeps it).
-    from eugo_lab.jit.exact import frozen_globals, read, with_casts
+            import numba  # noqa: F401 - only to know it is there
+        except ImportError:
+            return value, _mark(Verdict("declined", "numba-missing", plain_s=plain_s)), None
+        # The compile runs on its own, between the plain run and the compiled one: no timed run holds it.
+        t1 = time.perf_counter()
+        with phase(JIT_COMPILE_PHASE):
+            types = numba_types(pos)
+            try:
+                dispatcher = compile_for(fn, types) if types is not None else None
+                error = None if types is not None else ("python-objects", "an argument Numba has no type for")
+            except Exception as exc:  # noqa: BLE001 - any compile failure: keep the plain function
+                dispatcher, error = None, classify_numba_error(exc)
+        compile_s = time.perf_counter() - t1
+        if dispatcher is None:
+            assert error is not None
+            return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
+        # optimize=True asked for the compile: code not proven exact is still kept when its trial matched, and its
+        # verdict says so (the automatic JIT never keeps it).
+        from eugo_lab.jit.exact import frozen_globals, read, with_casts
 
-    reasons, casts = read(dispatcher, types, pos)
-    unproven = reasons_line(reasons)
-    # Numba boxes a NumPy scalar result as a Python number: cast back to the plain call's type.
-    dispatcher = with_casts(dispatcher, casts)
-    # Numba froze the globals it read: a later call whose globals were rebound runs plain (_call_chosen).
-    dispatcher.eugo_frozen = frozen_globals(dispatcher, types, fn)
+        reasons, casts = read(dispatcher, types, pos)
+        unproven = reasons_line(reasons)
+        # Numba boxes a NumPy scalar result as a Python number: cast back to the plain call's type.
+        dispatcher = with_casts(dispatcher, casts)
+        # Numba froze the globals it read: a later call whose globals were rebound runs plain (_call_chosen).
+        dispatcher.eugo_frozen = frozen_globals(dispatcher, types, fn)
     return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark, unproven)
 
 
@@ -692,7 +695,9 @@ def _judge(c: Checked, compile_s: float | None, dispatcher: Any,
     if c.compiled_s * MIN_GAIN > c.plain_s:
         return mark(Verdict("declined", "not-faster", plain_s=c.plain_s, compile_s=compile_s,
                             compiled_s=c.compiled_s)), None
-    detail = compiled_detail(c.checked, simd_detail(dispatcher), unproven)
+    with runtime_work():  # reading the machine code (it may load Numba's and LLVM's modules)
+        simd = simd_detail(dispatcher)
+    detail = compiled_detail(c.checked, simd, unproven)
     return mark(Verdict(VERDICT_COMPILED, detail=detail, plain_s=c.plain_s, compile_s=compile_s,
                         compiled_s=c.compiled_s, arity=len(dispatcher.signatures[-1]))), dispatcher
 
