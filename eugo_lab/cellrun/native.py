@@ -81,8 +81,8 @@ def _check_options(opts: CellOptions, engine: str, sized: str) -> None:
     if asked:
         _refuse(f"%%eugo: {', '.join(asked)} cannot be used on a cell that runs on your own {engine} cluster: the "
                 f"cluster and its tasks are yours, so %%eugo records them as they are. Size the cluster where you "
-                f"create it (e.g. {sized}); the options that apply are --save, --export, "
-                "--no-live and --exercise.")
+                f"create it (e.g. {sized}); the options that apply are --save, --export "
+                "and --no-live.")
 
 
 class _Poller:

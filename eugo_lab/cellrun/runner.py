@@ -102,17 +102,21 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
 
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,
-             after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None) -> Any:
+             after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
+             native_api: bool = True) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
 
     ``after(summary, error, out_mode)``: called with the cell's summary (the main run's trace
     and its one analysis) once it is shown and before the cell's own error is re-raised
-    (``--exercise`` grades the run there, on the same Report).
+    (``--exercise`` grades the run there, on the same Report). ``native_api``: a cell written with
+    Dask's or Ray's own API is recorded from that engine; False records only the runtime's tasks
+    (the course's exercises grade ``eugo_lab.hpc`` runs: a learner who called Ray directly is told
+    the runtime ran nothing, not that the work ran in the notebook).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
     optimizer = CellOptimizer(opts)
-    native = engine_of(cell, opts)  # a cell written with Dask's or Ray's own API, on the notebook's own engine
+    native = engine_of(cell, opts) if native_api else None  # a cell in Dask's or Ray's own API, on their engine
     compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
     if native is not None:
         return run_native_cell(shell, compiled, opts, native, after)
