@@ -9,6 +9,7 @@ so nothing here writes to ``courses/``. Screenshots go to ``test-output/labext-*
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -227,7 +228,9 @@ def test_panel_courses_progress_checklist_status_and_idle_stop(lab):
         warning = _wait(lambda: page.text_content("#eugo-panel .eugo-IdleWarning") if
                         page.query_selector("#eugo-panel .eugo-IdleWarning") else None,
                         30, "the idle warning", page, "idle-warning")
-        assert warning.startswith("Idle cluster: ") and warning.endswith("so far — stop it?"), warning
+        # a local pool with no price set: no bill, said so (a priced cluster reads "$X so far at $Y/worker-hour")
+        assert re.fullmatch(r"Idle cluster: .+ idle, (no bill \(your own machine\)|\$[\d.]+ so far at .+) — stop it\?",
+                            warning), warning
         page.screenshot(path=str(OUT / "labext-idle-warning.png"))
         kernel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
         page.click(f"#eugo-panel .eugo-Runtime[data-kernel='{kernel_id}'] .eugo-Stop")
