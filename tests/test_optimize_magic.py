@@ -51,8 +51,14 @@ def _summary(cap) -> dict:
     return found[0]
 
 
-def test_optimize_cell_prints_the_report(ip, kernel_mode):
+def test_optimize_cell_prints_the_report(ip, kernel_mode, monkeypatch):
     from eugo_lab.jit import checked as jit
+    from eugo_lab.threadguard.variables import LIMIT_ENV, THREAD_VARS, USER_ENV
+
+    # The guard's line is about a notebook whose user set no thread variables: clear any that an earlier test
+    # of this process left in its environment (the report then said "your setting ... the guard left it").
+    for v in (*THREAD_VARS, LIMIT_ENV, USER_ENV):
+        monkeypatch.delenv(v, raising=False)
 
     ip.run_cell(SETUP)
     jit.reset()  # the threads a previous test module left have no verdicts here anyway (workers are fresh)
