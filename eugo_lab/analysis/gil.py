@@ -44,19 +44,24 @@ def _cpu_integral(start: np.ndarray, end: np.ndarray, cpu: np.ndarray) -> tuple[
     return times, integral
 
 
+def _bodies(u: Units) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each unit's body window (start, end), its CPU within it, and every unit's CPU integrated over time."""
+    start = u.occ_start + u.deser
+    end = u.occ_end - u.ser
+    cpu = np.minimum(u.cpu, np.maximum(u.body, 0.0))
+    times, integral = _cpu_integral(start, end, cpu)
+    return start, end, cpu, times, integral
+
+
 def gil_waits(u: Units) -> np.ndarray:
     """Per unit: an upper bound on the seconds its body waited for the GIL (see the module docstring).
 
     Meaningful on an engine that :func:`shares_interpreter` only; the caller decides.
     """
-    n = len(u)
-    if n == 0:
+    if len(u) == 0:
         return np.zeros(0)
-    start = u.occ_start + u.deser
-    end = u.occ_end - u.ser
-    cpu = np.minimum(u.cpu, np.maximum(u.body, 0.0))
+    start, end, cpu, times, integral = _bodies(u)
     off_cpu = np.maximum(u.body - cpu - np.nan_to_num(u.runq), 0.0)
-    times, integral = _cpu_integral(start, end, cpu)
     during = np.interp(end, times, integral) - np.interp(start, times, integral)
     others = np.maximum(during - cpu, 0.0)  # its own CPU is inside the integral
     return np.minimum(off_cpu, others)
@@ -74,13 +79,9 @@ def pickling_gil_waits(u: Units, pickling_cpu: np.ndarray | None = None,
     for the body, a step waited at most as long as the other units computed during it
     (``min(its length, their CPU during it)``).
     """
-    n = len(u)
-    if n == 0:
+    if len(u) == 0:
         return np.zeros(0)
-    start = u.occ_start + u.deser
-    end = u.occ_end - u.ser
-    cpu = np.minimum(u.cpu, np.maximum(u.body, 0.0))
-    times, integral = _cpu_integral(start, end, cpu)
+    start, end, _, times, integral = _bodies(u)
 
     def during(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         # The unit's own body lies outside its (un)pickling: all the CPU in the window is the others'.
