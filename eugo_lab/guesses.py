@@ -171,12 +171,14 @@ class Comparison:
     measured: float | None  # None: the measurement found no value (a break-even the GPU never reaches)
     kind: str
     guess: Guess | None
+    #: What the value is: "measured", or where there is nothing to measure, e.g. "predicted for NVIDIA H100".
+    source: str = "measured"
 
     @property
     def text(self) -> str:
         """``your prediction (NAME): 2x  |  measured: 1.73x``, or ``no guess recorded for NAME``."""
         shown = "none (no such value on this machine)" if self.measured is None else fmt(self.measured, self.kind)
-        measured = f"measured: {shown}"
+        measured = f"{self.source}: {shown}"
         if self.guess is None:
             return f"no guess recorded for {self.name}  |  {measured}"
         said = f"your prediction ({self.name}): {self.guess.text}"
@@ -190,8 +192,15 @@ class Comparison:
         return self.text
 
 
-def compare(name: str, measured: float | None, unit: str = "", lesson: str = NO_LESSON) -> Comparison:
-    """The guess ``name`` beside ``measured`` (a number in ``unit``, one of the units a guess may have; None: none)."""
+def compare(name: str, measured: float | None, unit: str = "", lesson: str = NO_LESSON,
+            source: str = "measured") -> Comparison:
+    """The guess ``name`` beside ``measured`` (a number in ``unit``, one of the units a guess may have; None: none).
+
+    ``source`` says what the value is when it was not measured here: ``"predicted for NVIDIA H100"`` for a
+    cost model's figure on a machine without that GPU.
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise GuessError(f"source must say what the value is (e.g. 'measured'), got {source!r}")
     key = (unit or "").strip().lower()
     if key not in _UNITS:
         raise GuessError(f"{unit!r} is not a unit compare_guess knows: use x, %, ns, us, ms, s, min, h, B, kB, MB, "
@@ -204,13 +213,15 @@ def compare(name: str, measured: float | None, unit: str = "", lesson: str = NO_
         if not math.isfinite(measured):
             raise GuessError(f"the measured value of {name} must be a finite number, got {measured!r}")
     kind, factor = _UNITS[key]
-    return Comparison(name, None if measured is None else measured * factor, kind, recorded(name, lesson))
+    return Comparison(name, None if measured is None else measured * factor, kind, recorded(name, lesson),
+                      source.strip())
 
 
-def compare_guess(name: str, measured: float | None, unit: str = "") -> None:
+def compare_guess(name: str, measured: float | None, unit: str = "", source: str = "measured") -> None:
     """Print the learner's prediction ``name`` beside ``measured`` (in ``unit``); ``no guess recorded`` if none.
 
-    The line labels both: ``your prediction (NAME): 300 ms  |  measured: 412 ms``.
+    The line labels both: ``your prediction (NAME): 300 ms  |  measured: 412 ms``. A value that is a model's
+    prediction, not a measurement, says so through ``source``: ``...  |  predicted for NVIDIA H100: 1.2 ms``.
     """
     ns = None
     try:
@@ -220,7 +231,7 @@ def compare_guess(name: str, measured: float | None, unit: str = "") -> None:
     else:
         ip = get_ipython()
         ns = ip.user_ns if ip is not None else None
-    print(compare(name, measured, unit, lesson_of_kernel(ns)).text)
+    print(compare(name, measured, unit, lesson_of_kernel(ns), source).text)
 
 
 def forget() -> None:

@@ -116,3 +116,13 @@ def test_an_unwritable_store_keeps_the_guess_in_the_kernel(monkeypatch):
         g, saved = guesses.record("speedup", "2x", LESSON)
     assert not saved and guesses.recorded("speedup", LESSON) == g
     assert os.environ["JPY_SESSION_NAME"].endswith(LESSON)
+
+
+def test_a_value_that_was_not_measured_says_what_it_is():
+    guesses.record("copy", "2x")
+    assert guesses.compare("copy", 3.0, "x").text == "your prediction (copy): 2x  |  measured: 3x"
+    said = guesses.compare("copy", 3.0, "x", source="predicted for NVIDIA H100").text
+    assert said == "your prediction (copy): 2x  |  predicted for NVIDIA H100: 3x"
+    assert "measured" not in guesses.compare("other", 3.0, "x", source="predicted").text
+    with pytest.raises(guesses.GuessError, match="source"):
+        guesses.compare("copy", 3.0, "x", source=" ")
