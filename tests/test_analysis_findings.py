@@ -403,3 +403,20 @@ def test_a_cell_whose_every_task_was_cancelled_is_analysed():
         b.task(worker=k % 2, ready=0.0, start=math.nan, end=math.nan, status=CANCELLED)
     report = analyze(b.build(end=1.0))
     assert "warm-up" not in report.codes() and "straggler" not in report.codes()
+
+
+# -- the engine's own tasks -------------------------------------------------------------------------
+def test_no_finding_aims_at_the_engines_own_tasks():
+    """Dask's finalize- tasks (its gathering of a collection's result), marked by the recording as the engine's
+    own, are never a finding's subject: the same tiny tasks of a user's function are."""
+    def trace(own: list[str]):
+        b = TraceBuilder(workers=1, backend="dask")
+        b.meta.update(api="dask", engine_functions=own)
+        for k in range(20):
+            r = 0.02 * k
+            b.task("finalize-hlgfinalizecompute", ready=r, start=r + 0.002, end=r + 0.003, received=r + 0.005)
+        return b.build()
+
+    assert "tasks-too-small" in codes(trace([]))
+    found = analyze(trace(["finalize-hlgfinalizecompute"])).findings
+    assert not [f for f in found if "finalize" in f.to_text()], [f.to_text() for f in found]

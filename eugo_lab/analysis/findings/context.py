@@ -266,6 +266,30 @@ def after_fix(ctx: Context, p: whatif.Prediction) -> float:
     return ctx.wall * min(p.after / p.before, 1.0)
 
 
+def engine_functions(trace: Trace) -> frozenset[str]:
+    """The functions of ``trace`` that are the engine's own bookkeeping, not the notebook's code.
+
+    The recording names them (``meta["engine_functions"]``; Dask's ``finalize-`` tasks, see
+    :mod:`eugo_lab.native.dask_recording`): their time stays in the run, but they are nobody's to fix.
+    """
+    return frozenset(str(f) for f in trace.meta.get("engine_functions", ()))
+
+
+def aims_at_engine(trace: Trace, f: Finding) -> bool:
+    """Whether finding ``f`` is about the engine's own tasks alone (see :func:`engine_functions`).
+
+    Its subject is the function its evidence names (``function``, or ``functions`` for a finding about
+    several): when every one of them is the engine's own, nothing in its advice is the notebook's to do.
+    """
+    own = engine_functions(trace)
+    if not own:
+        return False
+    one, many = f.evidence.get("function"), f.evidence.get("functions")
+    named = ([one] if isinstance(one, str) else []) + ([str(n) for n in many] if isinstance(many, (list, tuple))
+                                                      else [])
+    return bool(named) and all(n.removesuffix("()") in own for n in named)
+
+
 def units_of(ctx: Context, task_ids: list[int]) -> list[int]:
     """Unit indices of these task ids (their first measured attempt's unit, when there is one)."""
     pos = ctx.unit_of_task
