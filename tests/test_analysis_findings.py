@@ -254,6 +254,25 @@ def test_serialization_time_dominates():
     assert f.evidence["function"] == "big"
 
 
+def test_no_send_less_advice_when_the_pickling_is_the_tasks_framing_not_their_bytes():
+    """2,000 tasks of an int each: 20 ms of (un)pickling, 90% of the workers' busy time, but 40 bytes a task.
+    Sending less cannot remove a task's own framing: no Serialization finding (the tasks are too small).
+    The same time spent on a different 2 MB array a task is the data's, and is advised on."""
+    def trace(nbytes: int, step: int = 0):
+        b = TraceBuilder(workers=1)
+        t = 0.0
+        for k in range(2000):  # back to back on the worker: its (un)pickling is the run's time
+            deser = 6e-6 + 1e-6 * (k % 7)  # the machine's jitter, the same for both sizes
+            b.task("inc", ready=0.0, start=t + deser, end=t + deser + 1e-6, deser=deser, ser=4e-6,
+                   bytes_in=nbytes + step * k, bytes_out=20)
+            t += deser + 1e-6 + 4e-6
+        return b.build()
+
+    assert "serialization" not in codes(trace(40))
+    f = analyze(trace(2_000_000, step=1)).finding("serialization")  # a different array each
+    assert f is not None and "hpc.put" in f.advice
+
+
 def test_serialization_counts_bytes_shipped_inside_the_function_too():
     # A partial's bound array (or a captured global) goes with the function's pickle: "in" must show it.
     from eugo_lab.tracing.provenance import FunctionShipped
