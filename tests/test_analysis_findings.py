@@ -237,6 +237,26 @@ def test_io_and_compute_bound_per_function_and_phase():
     assert not any("tiny" in str(f.evidence.get("function")) for f in r.findings)
 
 
+def test_compute_bound_advice_rests_on_where_the_time_was_not_on_the_code():
+    """Vectorizing is advised only where the automatic JIT sampled the function's time in Python bytecode; a
+    task that is one NumPy call (its time in C code) is told so; unmeasured, the profile is named to find out."""
+    def advice(verdict: str | None) -> str:
+        b = TraceBuilder(workers=1, cores=1)
+        row = b.task("crunch", start=0, end=1, cpu=0.95)
+        b.task("crunch", start=1, end=2, cpu=0.95)
+        if verdict is not None:  # said in the task where the JIT judged the function
+            b.phase(row, verdict, 0.5, 0.5, 0.0)
+        return analyze(b.build()).finding("compute-bound").advice
+
+    in_c = advice("jit: not tried: in-c: 4% of its sampled time in Python bytecode, the rest in C code or waiting "
+                  "[trial plain=0.5]")
+    assert "vectorize" not in in_c.lower() and "96% of its sampled time was in C code" in in_c
+    loop = advice("jit: not tried: compiling: 91% of its sampled time in Python bytecode [trial plain=0.5]")
+    assert "91% of its sampled time was Python bytecode (vectorize with NumPy)" in loop
+    unknown = advice(None)
+    assert "%%eugo --profile" in unknown and "(vectorize with NumPy)" not in unknown
+
+
 def test_mixed_ratio_is_neither():
     b = TraceBuilder(workers=1)
     b.task("mixed", start=0, end=1, cpu=0.65)

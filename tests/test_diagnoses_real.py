@@ -137,3 +137,18 @@ def test_tiny_arguments_never_get_send_less_advice(pool2):
     r = analyze(t.trace)
     assert r.finding("serialization") is None, [f.to_text() for f in r.findings]
     assert not any("Send less" in f.advice for f in r.findings), [f.to_text() for f in r.findings]
+
+
+def matmul(n):
+    a = np.full((n, n), 0.5)
+    return float((a @ a).sum())
+
+
+def test_a_task_that_is_one_numpy_call_is_never_told_to_vectorize(pool2):
+    """Its time is in C code (BLAS), as the automatic JIT samples it: the compute-bound advice said "vectorize
+    with NumPy" from the verdict alone."""
+    task = hpc.remote(matmul)  # the automatic JIT watches it and says where its time was
+    with hpc.trace() as t:
+        hpc.get([task.remote(1100) for _ in range(12)])
+    r = analyze(t.trace)
+    assert not any("(vectorize with NumPy)" in f.advice for f in r.findings), [f.to_text() for f in r.findings]

@@ -20,7 +20,7 @@ from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.analysis.simulate import Replay
 from eugo_lab.analysis.timeline import Units, Window, covered, merge
-from eugo_lab.contract.phases import JIT_COMPILE_PHASE
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE, bytecode_share
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
 from eugo_lab.units import plural  # noqa: F401 - the findings count through the context they already import
@@ -112,6 +112,26 @@ class Context:
         if codes and len(p["row"]):
             rows[np.asarray(p["row"])[np.isin(p["name"], codes)]] = True
         return rows
+
+    @functools.cached_property
+    def bytecode_shares(self) -> dict[int, float]:
+        """Function index -> the share of its time in Python bytecode, as the automatic JIT sampled it.
+
+        Only for functions the JIT judged (their verdict phase says the share; the mean where several
+        workers judged one). What a function's time was, not what its code looks like: a task that is
+        one NumPy call spends its time in C code, a loop over elements in bytecode.
+        """
+        p, names = self.trace.phases, self.trace.phase_names
+        share = {i: bytecode_share(str(n)) for i, n in enumerate(names)}
+        codes = [i for i, v in share.items() if v is not None]
+        if not codes or not len(p["row"]):
+            return {}
+        sel = np.flatnonzero(np.isin(p["name"], codes))
+        fn = np.asarray(self.trace.tasks["function"])[np.asarray(p["row"])[sel]]
+        seen: dict[int, list[float]] = {}
+        for f, n in zip(fn.tolist(), np.asarray(p["name"])[sel].tolist()):
+            seen.setdefault(int(f), []).append(float(share[int(n)]))  # type: ignore[arg-type]
+        return {f: float(np.mean(v)) for f, v in seen.items()}
 
     @functools.cached_property
     def trial_units(self) -> np.ndarray:
