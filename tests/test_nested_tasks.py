@@ -289,6 +289,36 @@ def test_a_parent_waiting_on_children_is_not_called_io_bound():
     assert math.isclose(report.serial_time, 0.1 + 1.6, rel_tol=1e-9)  # the parent's own 0.1 s and the children
 
 
+def _live_speedup(t: Trace) -> float:
+    """The live view's "speedup so far" once every row of ``t`` has come in, at the end of its region."""
+    from eugo_lab.cellrun.live_state import LiveState
+
+    st = LiveState(start=t.t0, workers=t.n_workers)
+    st.add(t)
+    return st.snapshot(t.t0 + t.wall_time, unfinished=0, finished=True).speedup
+
+
+def test_the_live_speedup_of_a_nested_run_is_the_summarys():
+    """A parent waiting on its children is not work done twice: the live bar summed whole bodies (parents
+    and the children inside their waits), 7.9x live against 0.2x in the summary."""
+    b = TraceBuilder(workers=2)
+    parent = b.task("parent", worker=0, start=0.0, end=1.0, cpu=0.05)
+    b.phase(parent, CHILD_WAIT_PHASE, 0.05, 0.95, 0.0)
+    for tid, w in ((2, 0), (3, 1)):
+        b.task("child", worker=w, start=0.1, end=0.9, task_id=tid)
+        b.child(tid, 1)
+    t = b.build()
+    assert math.isclose(_live_speedup(t), analyze(t).estimated_speedup, rel_tol=1e-9)
+    assert math.isclose(_live_speedup(t), 1.7, rel_tol=1e-9)
+
+
+def test_the_live_speedup_of_a_real_recursion_is_the_summarys(local2):
+    with hpc.trace() as region:
+        assert hpc.get(fib.remote(10)) == 55
+    t = region.trace
+    assert math.isclose(_live_speedup(t), analyze(t).estimated_speedup, rel_tol=1e-9)
+
+
 def test_inside_a_worker_no_private_pool_is_started(local2):
     # The worker's runtime is the driver's: no template or pool process appears under a worker.
     with peak_processes() as peak:
