@@ -289,6 +289,63 @@ def test_a_parent_waiting_on_children_is_not_called_io_bound():
     assert math.isclose(report.serial_time, 0.1 + 1.6, rel_tol=1e-9)  # the parent's own 0.1 s and the children
 
 
+def _recursion(depth: int, leaf_body: float, leaf_trip: float) -> Trace:
+    """A binary recursion ``depth`` levels deep: each inner task works 50 us, submits two children and waits
+    on them; a bottom task runs ``leaf_body`` and comes back ``leaf_trip`` after it was submitted."""
+    b = TraceBuilder(workers=2)
+    ids = iter(range(1, 10_000))
+
+    def node(level: int, at: float, parent: int | None) -> float:
+        tid = next(ids)
+        if level == depth:
+            b.task("qsort", worker=tid % 2, ready=at, start=at + (leaf_trip - leaf_body) / 2,
+                   end=at + (leaf_trip + leaf_body) / 2, received=at + leaf_trip, task_id=tid)
+            if parent is not None:
+                b.child(tid, parent)
+            return at + leaf_trip
+        row = len(b.tasks["task_id"])
+        b.task("qsort", worker=tid % 2, ready=at, start=at, end=at, task_id=tid)  # its end is set below
+        if parent is not None:
+            b.child(tid, parent)
+        lo = node(level + 1, at + 50e-6, tid)
+        done = node(level + 1, lo, tid)  # the children come back one after another
+        b.tasks["end"][row] = 1000.0 + done
+        b.tasks["received"][row] = 1000.0 + done + 1e-4
+        b.phase(row, CHILD_WAIT_PHASE, 50e-6, done, 0.0)
+        return done + 1e-4
+
+    node(0, 0.0, None)
+    return b.build()
+
+
+def test_a_recursion_down_to_tiny_pieces_is_priced_by_a_cutoff():
+    """64 bottom tasks of 5 us, each a 2 ms round trip while its parent waits: the run is the overhead."""
+    r = analyze(_recursion(6, 5e-6, 2e-3))
+    f = r.finding("recursion-too-fine")
+    assert f is not None, r.codes()
+    assert f.evidence["bottom_tasks"] == 64 and f.evidence["tasks"] == 127
+    assert math.isclose(f.evidence["median_overhead"], 2e-3 - 5e-6, rel_tol=1e-6)
+    assert f.evidence["tasks_after"] < 127 and 0 < f.wall_after < r.wall_time
+    assert "Stop recursing below a size" in f.advice and "qsort()" in f.advice
+
+
+def test_a_recursion_whose_pieces_pay_their_overhead_is_no_finding():
+    assert analyze(_recursion(4, 0.05, 0.052)).finding("recursion-too-fine") is None
+
+
+def test_a_real_quicksort_to_single_elements_is_found_too_fine(local2):
+    import random
+
+    xs = random.Random(7).sample(range(10_000), 300)
+    with hpc.trace() as region:
+        assert hpc.get(qsort.remote(xs)) == sorted(xs)
+    t = region.trace
+    f = analyze(t).finding("recursion-too-fine")
+    assert f is not None, [x.to_text() for x in analyze(t).findings]
+    assert f.evidence["tasks"] == len(t) and f.evidence["bottom_tasks"] >= 10
+    assert f.wall_after < t.wall_time
+
+
 def _live_speedup(t: Trace) -> float:
     """The live view's "speedup so far" once every row of ``t`` has come in, at the end of its region."""
     from eugo_lab.cellrun.live_state import LiveState
