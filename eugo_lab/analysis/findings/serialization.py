@@ -95,8 +95,9 @@ def serialization(ctx: Context) -> list[Finding]:
                   "it without re-sending.")
         finding = Finding(Code.REPEATED_ARGUMENT, "Serialization", WARNING, verdict, advice,
                           {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total)})
-        fixed = whatif.sent_once(ctx.replay, idx, _pickling(ctx, idx, size), u.deser[idx],
-                                 keep=min(ctx.workers, len(idx)),
+        pickling = _pickling(ctx, idx, size)
+        fixed = whatif.sent_once(ctx.replay, idx, pickling, u.deser[idx], keep=min(ctx.workers, len(idx)),
+                                 put=_put_cost(ctx, idx, pickling),
                                  pre=_bare(ctx.replay.pre, u.bytes_in, size / bandwidth(ctx.trace)),
                                  post=_bare(ctx.replay.post, u.bytes_in, size / bandwidth(ctx.trace)))
         out.append(priced(ctx, finding, fixed, f"send {name}()'s {fmt_bytes(size, '.3g')} argument once with hpc.put"))
@@ -159,11 +160,22 @@ def _pickling(ctx: Context, idx: np.ndarray, size: float) -> np.ndarray:
     # The first submission's copy was pickled after the region began (the driver's time before it).
     gap = ready - np.where(prev >= 0, srt[np.clip(prev, 0, None)], ctx.window.start)
     est = np.maximum(size / bandwidth(ctx.trace), PICKLE_PER_UNPICKLE * u.deser[idx])
-    cost = np.clip(np.minimum(gap - SUBMIT_COST_S, est), 0.0, None)
-    # ...less the one copy hpc.put() still makes (a plain pickle, see PUT_PER_UNPICKLE).
-    first = int(np.argmin(ready))
-    cost[first] = max(cost[first] - PUT_PER_UNPICKLE * float(u.deser[idx][first]), 0.0)
-    return cost
+    return np.clip(np.minimum(gap - SUBMIT_COST_S, est), 0.0, None)
+
+
+def _put_cost(ctx: Context, idx: np.ndarray, pickling: np.ndarray) -> float:
+    """The driver's seconds for the one copy a put (``hpc.put``, ``client.scatter``, ``ray.put``) still makes.
+
+    Where the workers' unpickling was measured, a plain pickle of it (``PUT_PER_UNPICKLE``); where the
+    engine does not time it (Dask, Ray: 0 s in the trace), one copy as this run paid for it: the median of
+    the units' ``pickling``. It is a cost of its own before the loop: taking it off the first submission's
+    credit lost it whenever that credit was smaller (a first submission has no gap before it), and a Dask
+    cell's scatter was priced at nothing, its saving 3-9x what scattering achieved.
+    """
+    deser = ctx.units.deser[idx]
+    if (deser > 0).any():
+        return PUT_PER_UNPICKLE * float(np.median(deser[deser > 0]))
+    return float(np.median(pickling)) if len(pickling) else 0.0
 
 
 def _bare(latency: np.ndarray, bytes_in: np.ndarray, copy_s: float) -> float:
