@@ -237,6 +237,26 @@ def test_io_and_compute_bound_per_function_and_phase():
     assert not any("tiny" in str(f.evidence.get("function")) for f in r.findings)
 
 
+def test_compute_bound_advice_rests_on_where_the_time_was_not_on_the_code():
+    """Vectorizing is advised only where the automatic JIT sampled the function's time in Python bytecode; a
+    task that is one NumPy call (its time in C code) is told so; unmeasured, the profile is named to find out."""
+    def advice(verdict: str | None) -> str:
+        b = TraceBuilder(workers=1, cores=1)
+        row = b.task("crunch", start=0, end=1, cpu=0.95)
+        b.task("crunch", start=1, end=2, cpu=0.95)
+        if verdict is not None:  # said in the task where the JIT judged the function
+            b.phase(row, verdict, 0.5, 0.5, 0.0)
+        return analyze(b.build()).finding("compute-bound").advice
+
+    in_c = advice("jit: not tried: in-c: 4% of its sampled time in Python bytecode, the rest in C code or waiting "
+                  "[trial plain=0.5]")
+    assert "vectorize" not in in_c.lower() and "96% of its sampled time was in C code" in in_c
+    loop = advice("jit: not tried: compiling: 91% of its sampled time in Python bytecode [trial plain=0.5]")
+    assert "91% of its sampled time was Python bytecode (vectorize with NumPy)" in loop
+    unknown = advice(None)
+    assert "%%eugo --profile" in unknown and "(vectorize with NumPy)" not in unknown
+
+
 def test_mixed_ratio_is_neither():
     b = TraceBuilder(workers=1)
     b.task("mixed", start=0, end=1, cpu=0.65)
@@ -252,6 +272,25 @@ def test_serialization_time_dominates():
     assert f.evidence["serialization"] == approx(0.3)
     assert f.evidence["share"] == approx(0.5)
     assert f.evidence["function"] == "big"
+
+
+def test_no_send_less_advice_when_the_pickling_is_the_tasks_framing_not_their_bytes():
+    """2,000 tasks of an int each: 20 ms of (un)pickling, 90% of the workers' busy time, but 40 bytes a task.
+    Sending less cannot remove a task's own framing: no Serialization finding (the tasks are too small).
+    The same time spent on a different 2 MB array a task is the data's, and is advised on."""
+    def trace(nbytes: int, step: int = 0):
+        b = TraceBuilder(workers=1)
+        t = 0.0
+        for k in range(2000):  # back to back on the worker: its (un)pickling is the run's time
+            deser = 6e-6 + 1e-6 * (k % 7)  # the machine's jitter, the same for both sizes
+            b.task("inc", ready=0.0, start=t + deser, end=t + deser + 1e-6, deser=deser, ser=4e-6,
+                   bytes_in=nbytes + step * k, bytes_out=20)
+            t += deser + 1e-6 + 4e-6
+        return b.build()
+
+    assert "serialization" not in codes(trace(40))
+    f = analyze(trace(2_000_000, step=1)).finding("serialization")  # a different array each
+    assert f is not None and "hpc.put" in f.advice
 
 
 def test_serialization_counts_bytes_shipped_inside_the_function_too():
@@ -274,6 +313,22 @@ def test_repeated_large_argument_suggests_put():
     assert f.evidence == {"function": "model", "bytes": 5_000_000, "count": 4, "total_bytes": 20_000_000}
     assert "hpc.put" in f.advice
     assert "serialization" not in codes(b.build())  # no (un)pickling time recorded
+
+
+def test_the_put_what_if_keeps_the_one_copy_the_put_makes():
+    """A Dask cell: 12 submits of the same 8 MB array, 40 ms of the driver's time each, unpickling not timed
+    (0 s). Scattering it once still costs one such copy before the loop: the fixed run is not priced as if
+    the array were free (it was, and the saving read 3-9x what scattering achieved)."""
+    b = TraceBuilder(workers=2, backend="dask")
+    b.meta.update(api="dask")
+    for k in range(12):
+        r = 0.04 * (k + 1)
+        b.task("total", worker=k % 2, ready=r, start=r + 0.001, end=r + 0.0011, received=r + 0.002,
+               bytes_in=8_000_000)
+        b.arg(int(b.tasks["task_id"][-1]), 5)
+    f = analyze(b.build(end=0.5)).finding("repeated-argument")
+    assert f is not None and "client.scatter" in f.advice
+    assert f.wall_after >= 0.035, f.wall_after  # one copy's ~40 ms stays in the fixed run
 
 
 def _percentiles(keys: list[int] | None) -> object:
@@ -403,3 +458,20 @@ def test_a_cell_whose_every_task_was_cancelled_is_analysed():
         b.task(worker=k % 2, ready=0.0, start=math.nan, end=math.nan, status=CANCELLED)
     report = analyze(b.build(end=1.0))
     assert "warm-up" not in report.codes() and "straggler" not in report.codes()
+
+
+# -- the engine's own tasks -------------------------------------------------------------------------
+def test_no_finding_aims_at_the_engines_own_tasks():
+    """Dask's finalize- tasks (its gathering of a collection's result), marked by the recording as the engine's
+    own, are never a finding's subject: the same tiny tasks of a user's function are."""
+    def trace(own: list[str]):
+        b = TraceBuilder(workers=1, backend="dask")
+        b.meta.update(api="dask", engine_functions=own)
+        for k in range(20):
+            r = 0.02 * k
+            b.task("finalize-hlgfinalizecompute", ready=r, start=r + 0.002, end=r + 0.003, received=r + 0.005)
+        return b.build()
+
+    assert "tasks-too-small" in codes(trace([]))
+    found = analyze(trace(["finalize-hlgfinalizecompute"])).findings
+    assert not [f for f in found if "finalize" in f.to_text()], [f.to_text() for f in found]

@@ -120,3 +120,35 @@ def test_on_threads_pickling_counts_only_its_measured_cpu_as_serialization():
     assert r.breakdown.serialization <= float(facts["pickling_cpu"].sum()) + 1e-9
     assert "GIL wait" in r.breakdown.worker_categories()
     assert not any("largest loss is serialization" in f.advice for f in r.findings), [f.to_text() for f in r.findings]
+
+
+def plus_one(x):
+    return x + 1
+
+
+def test_tiny_arguments_never_get_send_less_advice(pool2):
+    """2,000 tasks of an int: their (un)pickling is most of the workers' time, but it is each task's framing,
+    not its 40 bytes; sending less data cannot shorten it (the Serialization finding advised it)."""
+    task = hpc.remote(plus_one, optimize=False)
+    with hpc.trace() as t:
+        hpc.get([task.remote(i) for i in range(2000)])
+    u = units(t.trace)
+    assert int((u.bytes_in + u.bytes_out).max()) < 1_000
+    r = analyze(t.trace)
+    assert r.finding("serialization") is None, [f.to_text() for f in r.findings]
+    assert not any("Send less" in f.advice for f in r.findings), [f.to_text() for f in r.findings]
+
+
+def matmul(n):
+    a = np.full((n, n), 0.5)
+    return float((a @ a).sum())
+
+
+def test_a_task_that_is_one_numpy_call_is_never_told_to_vectorize(pool2):
+    """Its time is in C code (BLAS), as the automatic JIT samples it: the compute-bound advice said "vectorize
+    with NumPy" from the verdict alone."""
+    task = hpc.remote(matmul)  # the automatic JIT watches it and says where its time was
+    with hpc.trace() as t:
+        hpc.get([task.remote(1100) for _ in range(12)])
+    r = analyze(t.trace)
+    assert not any("(vectorize with NumPy)" in f.advice for f in r.findings), [f.to_text() for f in r.findings]

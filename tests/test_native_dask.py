@@ -152,6 +152,20 @@ def test_a_clean_cell_raises_none_of_them(ip, client, capsys):
     assert not MISTAKES & {f.code for f in found}, [f.to_text() for f in found]
 
 
+def test_dasks_own_finalize_tasks_are_marked_and_never_advised_on(ip, client, capsys):
+    """compute() on a collection adds a finalize- task that gathers its result: Dask's bookkeeping, recorded as
+    the engine's own (twenty of them, tiny, looked like tasks too small to a detector that could not tell)."""
+    cell = ("import dask.bag as db\n"
+            "out = [db.from_sequence([i], npartitions=1).sum().compute() for i in range(20)]\n")
+    trace, found, out = _run(ip, "--save t", cell, capsys)
+    assert ip.user_ns["out"] == list(range(20))
+    own = trace.meta["engine_functions"]
+    assert own and all(name.startswith("finalize") for name in own), own
+    assert sum(trace.task_counts()[name] for name in own) == 20
+    assert not [f for f in found if "finalize" in f.to_text()], [f.to_text() for f in found]
+    assert not [line for line in out.splitlines() if "finalize" in line and "functions:" not in line], out
+
+
 def test_a_value_passed_on_through_the_driver_is_a_recorded_chain(ip, client, capsys):
     # Each step needs the previous .result(): recorded as such, never advised as a get() to move.
     cell = "x = 0\nfor i in range(6):\n    x = client.submit(inc, x, pure=False).result()\n"

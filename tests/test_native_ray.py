@@ -104,6 +104,32 @@ def test_a_large_array_by_value_is_a_repeated_argument_with_ray_put(fake_ray):
     assert "ray.put(data)" in found[Code.REPEATED_ARGUMENT].advice
 
 
+def test_the_time_remote_spends_storing_large_arguments_is_the_drivers_serializing(fake_ray):
+    """Ray puts an argument over 100 KiB into the object store inside .remote(): the driver's breakdown counts
+    that call's time as serializing (it read as the driver's own work); a .remote() of a small argument is
+    submitting."""
+    rec = _recording()
+    d = rec.driver
+    tasks = []
+    for i in range(4):  # .remote() of a 4 MB array took 40 ms each, one after another
+        tid, sub = f"t{i}", T0 + i * 0.04
+        d.submitted[tid], d.names[tid], d.bytes_in[tid], d.deps[tid] = sub, "nap", 4_000_000, []
+        d.calls[tid] = (sub, sub + 0.04)
+        tasks.append((tid, "a" if i % 2 == 0 else "b", sub + 0.045, sub + 0.05))
+    d.submitted["s"], d.names["s"], d.bytes_in["s"], d.deps["s"] = T0 + 0.16, "nap", 30, []
+    d.calls["s"] = (T0 + 0.16, T0 + 0.162)  # a small argument travels inside the task: handing it on
+    tasks.append(("s", "a", T0 + 0.165, T0 + 0.17))
+    d.blocks.append(("get", T0 + 0.162, T0 + 0.2, 5, "/tmp/ipykernel_1/4.py:3"))
+    fake_ray["events"] = _events(tasks)
+    trace = _write(rec, fake_ray["events"], T0 + 0.2)
+    b = trace.driver_breakdown()
+    assert b["serializing"] == pytest.approx(0.16, abs=1e-6)
+    assert b["submitting"] == pytest.approx(0.002, abs=1e-6)
+    assert b["own work"] == pytest.approx(0.0, abs=1e-6)
+    seg = trace.driver
+    assert "serializing the arguments of nap() task 0 (4 MB)" in str(seg["label"][0])
+
+
 def test_a_task_without_profile_events_is_said_missing(fake_ray):
     rec = _recording()
     d = rec.driver
@@ -191,6 +217,17 @@ def test_a_live_ray_cell_raises_its_finding_in_rays_words(live_ray, capsys, case
     assert code in found, [f.to_text() for f in found.values()]
     assert idiom in found[code].advice and "hpc." not in found[code].advice
     assert idiom in capsys.readouterr().out
+
+
+def test_a_live_ray_cells_remote_of_a_large_array_is_serializing_in_the_drivers_breakdown(live_ray):
+    """Ray stores an 8 MB argument in the object store inside .remote(): that time is the driver's serializing."""
+    live_ray.run_cell_magic("eugo", "--save t", "big = np.ones(1_000_000)\n"
+                                                "out = ray.get([total.remote(big, i) for i in range(3)])\n")
+    trace = live_ray.user_ns["t"]
+    assert len(trace) == 3
+    assert trace.driver_breakdown()["serializing"] > 0
+    spans = trace.driver_spans
+    assert all(n >= 8_000_000 for n in spans["bytes"][spans["kind"] == 0].tolist())
 
 
 def test_a_live_ray_cell_of_sleeping_tasks_gets_no_verdict_on_cpu_it_never_measured(live_ray):

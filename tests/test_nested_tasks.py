@@ -289,6 +289,93 @@ def test_a_parent_waiting_on_children_is_not_called_io_bound():
     assert math.isclose(report.serial_time, 0.1 + 1.6, rel_tol=1e-9)  # the parent's own 0.1 s and the children
 
 
+def _recursion(depth: int, leaf_body: float, leaf_trip: float) -> Trace:
+    """A binary recursion ``depth`` levels deep: each inner task works 50 us, submits two children and waits
+    on them; a bottom task runs ``leaf_body`` and comes back ``leaf_trip`` after it was submitted."""
+    b = TraceBuilder(workers=2)
+    ids = iter(range(1, 10_000))
+
+    def node(level: int, at: float, parent: int | None) -> float:
+        tid = next(ids)
+        if level == depth:
+            b.task("qsort", worker=tid % 2, ready=at, start=at + (leaf_trip - leaf_body) / 2,
+                   end=at + (leaf_trip + leaf_body) / 2, received=at + leaf_trip, task_id=tid)
+            if parent is not None:
+                b.child(tid, parent)
+            return at + leaf_trip
+        row = len(b.tasks["task_id"])
+        b.task("qsort", worker=tid % 2, ready=at, start=at, end=at, task_id=tid)  # its end is set below
+        if parent is not None:
+            b.child(tid, parent)
+        lo = node(level + 1, at + 50e-6, tid)
+        done = node(level + 1, lo, tid)  # the children come back one after another
+        b.tasks["end"][row] = 1000.0 + done
+        b.tasks["received"][row] = 1000.0 + done + 1e-4
+        b.phase(row, CHILD_WAIT_PHASE, 50e-6, done, 0.0)
+        return done + 1e-4
+
+    node(0, 0.0, None)
+    return b.build()
+
+
+def test_a_recursion_down_to_tiny_pieces_is_priced_by_a_cutoff():
+    """64 bottom tasks of 5 us, each a 2 ms round trip while its parent waits: the run is the overhead."""
+    r = analyze(_recursion(6, 5e-6, 2e-3))
+    f = r.finding("recursion-too-fine")
+    assert f is not None, r.codes()
+    assert f.evidence["bottom_tasks"] == 64 and f.evidence["tasks"] == 127
+    assert math.isclose(f.evidence["median_overhead"], 2e-3 - 5e-6, rel_tol=1e-6)
+    assert f.evidence["tasks_after"] < 127 and 0 < f.wall_after < r.wall_time
+    assert "Stop recursing below a size" in f.advice and "qsort()" in f.advice
+
+
+def test_a_recursion_whose_pieces_pay_their_overhead_is_no_finding():
+    assert analyze(_recursion(4, 0.05, 0.052)).finding("recursion-too-fine") is None
+
+
+def test_a_real_quicksort_to_single_elements_is_found_too_fine(local2):
+    import random
+
+    xs = random.Random(7).sample(range(10_000), 300)
+    with hpc.trace() as region:
+        assert hpc.get(qsort.remote(xs)) == sorted(xs)
+    t = region.trace
+    f = analyze(t).finding("recursion-too-fine")
+    assert f is not None, [x.to_text() for x in analyze(t).findings]
+    assert f.evidence["tasks"] == len(t) and f.evidence["bottom_tasks"] >= 10
+    assert f.wall_after < t.wall_time
+
+
+def _live_speedup(t: Trace) -> float:
+    """The live view's "speedup so far" once every row of ``t`` has come in, at the end of its region."""
+    from eugo_lab.cellrun.live_state import LiveState
+
+    st = LiveState(start=t.t0, workers=t.n_workers)
+    st.add(t)
+    return st.snapshot(t.t0 + t.wall_time, unfinished=0, finished=True).speedup
+
+
+def test_the_live_speedup_of_a_nested_run_is_the_summarys():
+    """A parent waiting on its children is not work done twice: the live bar summed whole bodies (parents
+    and the children inside their waits), 7.9x live against 0.2x in the summary."""
+    b = TraceBuilder(workers=2)
+    parent = b.task("parent", worker=0, start=0.0, end=1.0, cpu=0.05)
+    b.phase(parent, CHILD_WAIT_PHASE, 0.05, 0.95, 0.0)
+    for tid, w in ((2, 0), (3, 1)):
+        b.task("child", worker=w, start=0.1, end=0.9, task_id=tid)
+        b.child(tid, 1)
+    t = b.build()
+    assert math.isclose(_live_speedup(t), analyze(t).estimated_speedup, rel_tol=1e-9)
+    assert math.isclose(_live_speedup(t), 1.7, rel_tol=1e-9)
+
+
+def test_the_live_speedup_of_a_real_recursion_is_the_summarys(local2):
+    with hpc.trace() as region:
+        assert hpc.get(fib.remote(10)) == 55
+    t = region.trace
+    assert math.isclose(_live_speedup(t), analyze(t).estimated_speedup, rel_tol=1e-9)
+
+
 def test_inside_a_worker_no_private_pool_is_started(local2):
     # The worker's runtime is the driver's: no template or pool process appears under a worker.
     with peak_processes() as peak:

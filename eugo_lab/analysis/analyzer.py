@@ -14,20 +14,17 @@ from eugo_lab.analysis.findings import NOTE_SHARE, Code, Context, Finding, detec
 from eugo_lab.analysis.inputs import as_trace, takes_trace
 from eugo_lab.analysis.report import INFO, NOTE, PROBLEM, WARNING, Report
 from eugo_lab.analysis.simulate import replay_of
-from eugo_lab.analysis.timeline import child_waits, units, window
+from eugo_lab.analysis.timeline import units, window, work_time
 from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 
 def serial_time(trace: Trace) -> float:
-    """Sum of task body times (``end - start``) of successful and failed attempts.
+    """Sum of task body times (``end - start``) of successful and failed attempts (:func:`timeline.work_time`).
 
     A task's waits on tasks it submitted itself are left out: those children's own bodies count them.
     """
-    t = trace.tasks
-    body = t["end"] - t["start"] - child_waits(trace)
-    sel = np.isfinite(body) & np.isin(t["status"], (OK, ERROR))
-    return float(body[sel].sum())
+    return work_time(trace)
 
 
 def _order(found: list[Finding], wall: float) -> list[Finding]:

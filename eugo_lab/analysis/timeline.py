@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from eugo_lab.contract.phases import CHILD_WAIT_PHASE
+from eugo_lab.contract.row import ERROR, OK
 from eugo_lab.tracing.trace import Trace
 
 # Bytes per second assumed when estimating transfer time from ``bytes_in``. The trace
@@ -77,14 +79,34 @@ def window(trace: Trace) -> Window:
     return Window(lo, max(lo, hi))
 
 
-def child_waits(trace: Trace) -> np.ndarray:
-    """Per task row, the seconds its body waited in ``hpc.get``/``wait`` on tasks it submitted (0: none)."""
+def child_waits(trace: Trace | Any) -> np.ndarray:
+    """Per task row, the seconds its body waited in ``hpc.get``/``wait`` on tasks it submitted (0: none).
+
+    ``trace``: a Trace, or anything with its ``tasks``, ``phases`` and ``phase_names`` (the live view's
+    chunks of new rows, whose phase rows index the chunk's own task rows).
+    """
     n = len(trace.tasks["task_id"])
     if CHILD_WAIT_PHASE not in trace.phase_names:
         return np.zeros(n)
     p = trace.phases
-    sel = p["name"] == trace.phase_names.index(CHILD_WAIT_PHASE)
-    return np.bincount(p["row"][sel], weights=(p["end"] - p["start"])[sel], minlength=n)[:n]
+    rows = np.asarray(p["row"], dtype=np.int64)
+    sel = np.asarray(p["name"]) == list(trace.phase_names).index(CHILD_WAIT_PHASE)
+    took = np.asarray(p["end"], dtype=float) - np.asarray(p["start"], dtype=float)
+    return np.bincount(rows[sel], weights=took[sel], minlength=n)[:n]
+
+
+def work_time(trace: Trace | Any) -> float:
+    """The tasks' work: the sum of the bodies (``end - start``) of successful and failed attempts.
+
+    A task's waits on tasks it submitted itself are left out: those children's own bodies count them
+    (a parent waiting on its children while they run is not work done twice). The summary's serial time
+    and the live view's "speedup so far" both divide this by the time elapsed, so they agree on any run,
+    nested ones included. ``trace``: as for :func:`child_waits`.
+    """
+    t = trace.tasks
+    body = np.asarray(t["end"], dtype=float) - np.asarray(t["start"], dtype=float) - child_waits(trace)
+    sel = np.isfinite(body) & np.isin(np.asarray(t["status"]), (OK, ERROR))
+    return float(body[sel].sum())
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def batched(r: Replay, idx: np.ndarray, size: int, body: np.ndarray, submit_cost
 
 
 def sent_once(r: Replay, idx: np.ndarray, driver: np.ndarray, unpickle: np.ndarray, keep: int, pre: float,
-              post: float) -> Replay:
+              post: float, put: float = 0.0) -> Replay:
     """Units ``idx`` get their big argument by reference (``hpc.put``) instead of by value.
 
     Per unit (any order; sorted by ready time here): ``driver`` the seconds the driver spent
@@ -191,7 +191,8 @@ def sent_once(r: Replay, idx: np.ndarray, driver: np.ndarray, unpickle: np.ndarr
     latencies fall to at most ``pre``/``post``: no copy travels through the pipe, and the
     driver, no longer pickling, picks results up promptly. The units' dispatch hold-ups
     (``Replay.stall``: the dispatch thread starved while the driver pickled the next copy)
-    go with the pickling.
+    go with the pickling. ``put``: the driver's seconds storing the one copy (the put itself), before the
+    first of the units: every unit from then on is ready that much later.
     """
     idx = np.asarray(idx, dtype=np.int64)
     o = np.argsort(r.ready[idx], kind="stable")
@@ -214,7 +215,7 @@ def sent_once(r: Replay, idx: np.ndarray, driver: np.ndarray, unpickle: np.ndarr
     order = np.argsort(r.ready, kind="stable")
     pos = np.searchsorted(r.ready[idx], r.ready[order], side="right") - 1
     shift = np.zeros(len(r))
-    shift[order] = np.where(pos >= 0, saved[np.clip(pos, 0, None)], 0.0)
+    shift[order] = np.where(pos >= 0, saved[np.clip(pos, 0, None)] - put, 0.0)
     # The gap between a worker's back-to-back units was measured while every dispatch carried
     # a copy: when most units did, it falls to the bare dispatch latency too.
     turn = min(r.turnaround, pre) if 2 * len(idx) >= len(r) else r.turnaround

@@ -48,6 +48,25 @@ def compile_seconds(name: str) -> float | None:
         return None
 
 
+def bytecode_share(name: str) -> float | None:
+    """The share of a function's sampled time in Python bytecode that a JIT verdict phase carries, or None.
+
+    The automatic JIT samples each function it watches and says where the time was when it judges it
+    (``jit: not tried: in-c: 7% of its sampled time in Python bytecode, the rest in C code ...``, or
+    ``jit: not tried: compiling: 93% of its sampled time in Python bytecode ...``; ``eugo_lab.jit.auto``).
+    """
+    if not name.startswith(RUNTIME_PHASE_PREFIX):
+        return None
+    head, sep, _ = name.partition("% of its sampled time in Python bytecode")
+    if not sep:
+        return None
+    digits = head.rsplit(" ", 1)[-1]
+    try:
+        return float(digits) / 100.0
+    except ValueError:
+        return None
+
+
 #: The span a task spent inside ``hpc.get``/``hpc.wait`` on tasks it submitted itself (its children). Its CPU
 #: time is the waiting task's own (the children it ran on its stack meanwhile are their own rows), so the
 #: analyses read the span as waiting on children, neither I/O nor computing.

@@ -44,6 +44,21 @@ NOT_RECORDED = (
 )
 
 
+#: Key prefixes of the tasks Dask adds to a graph for its own bookkeeping, not the notebook's work:
+#: ``finalize-`` gathers a collection's chunks into the one value ``compute()`` returns
+#: (``dask.delayed.finalize``, ``dask._expr.HLGFinalizeCompute``); ``shuffle-barrier-`` waits for a P2P
+#: shuffle's or rechunk's transfers (``distributed.shuffle._core.barrier_key``). Their tasks are recorded
+#: (their time is the run's), and their functions named in ``meta["engine_functions"]``: no finding aims
+#: its advice at them (:func:`eugo_lab.analysis.findings.context.aims_at_engine`).
+ENGINE_KEY_PREFIXES = ("finalize-", "shuffle-barrier-")
+
+
+def is_engine_key(key: Any) -> bool:
+    """Whether the Dask key ``key`` (a string, or a tuple whose first item names it) is one of Dask's own tasks."""
+    name = key[0] if isinstance(key, tuple) and key else key
+    return str(name).startswith(ENGINE_KEY_PREFIXES)
+
+
 def default_client() -> Any | None:
     """The notebook's default ``distributed.Client`` if one is running (None without one, or without Dask imported)."""
     import sys
@@ -235,7 +250,9 @@ class DaskRecording:
         local = bool(hosts) and hosts <= {_hostname()}
         # Functions with a task that had no future of its own: a collection's graph made it (chunks, partitions).
         graph = sorted({_key_name(r["key"]) for r, _ in rows if r["key"] not in drv.submitted})
+        own = sorted({_key_name(r["key"]) for r, _ in rows if is_engine_key(r["key"])})
         full = {"backend": "dask", "api": "dask", "workers": self.workers, "graph_functions": graph,
+                "engine_functions": own,
                 "threads_per_worker": max(self._nthreads, default=1),
                 "cores": os.cpu_count() if local else 0, "transfers": transfers,
                 "not_recorded": list(NOT_RECORDED), **meta}

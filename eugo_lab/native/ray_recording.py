@@ -34,6 +34,10 @@ NOT_RECORDED = (
     "transfers between workers: Ray does not expose which object moved where, or when",
     "whether a task failed: Ray's timeline does not say, so every task that ran is drawn as finished",
 )
+# Ray passes an argument of up to 100 KiB inside the task's spec and puts a larger one into the object store
+# during .remote() itself (Ray's ``max_direct_call_object_size``): a .remote() with arguments that large spent
+# its time serializing and storing them, one with smaller ones mostly handing the task on.
+RAY_INLINE_MAX_BYTES = 100 * 1024
 # How long to wait for the workers' profile events of every task the cell submitted (they come ~1 s apart).
 COLLECT_TIMEOUT_S = 8.0
 
@@ -80,6 +84,8 @@ class RayDriverCalls:
     arg_key: dict[str, int] = field(default_factory=dict)
     deps: dict[str, list[str]] = field(default_factory=dict)
     received: dict[str, float] = field(default_factory=dict)
+    #: task id -> when its ``.remote()`` began and returned (``time.time()``): the driver's time submitting it.
+    calls: dict[str, tuple[float, float]] = field(default_factory=dict)
     puts: list[tuple[float, int]] = field(default_factory=list)
     blocks: list[tuple[str, float, float, int, str]] = field(default_factory=list)
     _objects: dict[int, int] = field(default_factory=dict)
@@ -104,6 +110,7 @@ class RayDriverCalls:
             def wrapper(fn: Any, args: Any = None, kwargs: Any = None, *rest: Any, **options: Any) -> Any:
                 t = time.time()
                 out = orig(fn, args, kwargs, *rest, **options)
+                t_end = time.time()
                 refs = out if isinstance(out, list) else [out]
                 if refs and isinstance(refs[0], ray.ObjectRef):
                     tid = refs[0].task_id().hex()
@@ -118,6 +125,8 @@ class RayDriverCalls:
                         notes._keep.append(big[1])
                         notes.arg_key[tid] = n
                     notes.deps[tid] = [v.task_id().hex() for v in values if isinstance(v, ray.ObjectRef)]
+                    # Sizing the arguments above is ours: the call's span is Ray's own time in it.
+                    notes.calls.setdefault(tid, (t, t_end))
                 return out
             return wrapper
 
@@ -223,7 +232,6 @@ class RayRecording:
         slots = int(ray.cluster_resources().get("CPU", 0)) or 1
         trace = self._write(spans, slots, meta or {})
         trace.meta["region_end"] = end  # collecting the events is not the cell's time
-        trace.meta.pop("driver_short", None)  # the driver's pickling at .remote() is not timed here (see Dask's)
         return trace
 
     def _write(self, spans: dict[str, dict[str, Any]], slots: int, meta: dict[str, Any]) -> Trace:
@@ -256,6 +264,12 @@ class RayRecording:
                 rec.record_deps(ids[tid], deps)
             if tid in drv.arg_key:
                 rec.record_arg(ids[tid], drv.arg_key[tid])
+        for tid, (start, end) in sorted(drv.calls.items(), key=lambda kv: kv[1]):
+            # Ray serializes the arguments and puts a large one into the object store inside .remote():
+            # that time is serializing (the driver's breakdown shows it as such), the rest handing the task on.
+            nbytes = drv.bytes_in.get(tid, 0)
+            pickled = end if nbytes > RAY_INLINE_MAX_BYTES else start
+            rec.driver.spent(start, pickled, end, ids.get(tid, -1), nbytes)
         for i, (when, nbytes) in enumerate(drv.puts):
             rec.record_put(i, nbytes, when)
         for kind, start, end, n, source in sorted(drv.blocks, key=lambda b: b[1]):

@@ -99,14 +99,31 @@ class DriverLog:
                 self.short_submitting += ended - pickled
                 self.short_count += 1
                 return
-            nbytes = len(args) + (sum(b.nbytes for b in buffers) if buffers else 0)
-            s = self.spans
-            for kind, a, b in ((0, started, pickled), (1, pickled, ended)):
-                s["kind"].append(kind)
-                s["task"].append(task)
-                s["bytes"].append(nbytes if kind == 0 else 0)
-                s["start"].append(a)
-                s["end"].append(b)
+            self._keep(started, pickled, ended, task, len(args) + (sum(b.nbytes for b in buffers) if buffers else 0))
+
+    def spent(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
+        """One submission timed outside the runtime (an engine's own ``.remote()``), with its arguments' bytes.
+
+        Filed as :meth:`submitted` files the runtime's: a span each for serializing and submitting, or
+        the short submissions' totals.
+        """
+        with self._lock:
+            if ended - started < SPAN_MIN_S:
+                self.short_serializing += pickled - started
+                self.short_submitting += ended - pickled
+                self.short_count += 1
+                return
+            self._keep(started, pickled, ended, task, nbytes)
+
+    def _keep(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
+        """The two spans of one submission (the caller holds the lock)."""
+        s = self.spans
+        for kind, a, b in ((0, started, pickled), (1, pickled, ended)):
+            s["kind"].append(kind)
+            s["task"].append(task)
+            s["bytes"].append(nbytes if kind == 0 else 0)
+            s["start"].append(a)
+            s["end"].append(b)
 
     def mark(self) -> tuple[int, float, float, int]:
         """Where the log is now (a region's start)."""

@@ -58,7 +58,8 @@ def core_shares(body: float, cpu: float, runq: float = 0.0, gil: float = 0.0) ->
 
 def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: float, cpu: float,
            task: tuple[float, float, float] | None = None, units_with: np.ndarray | None = None,
-           per_unit: np.ndarray | None = None, runq: float = 0.0, gil: float = 0.0) -> list[Finding]:
+           per_unit: np.ndarray | None = None, runq: float = 0.0, gil: float = 0.0,
+           bytecode: float | None = None) -> list[Finding]:
     """The bound verdict for one function (``task`` None) or one phase.
 
     ``codes``: the (I/O-bound, compute-bound) codes, a function's or a phase's.
@@ -69,7 +70,8 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
     ready to compute all along is compute-bound however little CPU it got (busy cores are the
     Contention finding's subject). ``gil``: seconds waited for the interpreter lock on the threads
     engine (:mod:`eugo_lab.analysis.gil`): ready to compute too, never I/O, so never advice to run
-    more workers than cores.
+    more workers than cores. ``bytecode``: the share of the function's time in Python bytecode, as the
+    automatic JIT sampled it (None: not measured); a faster body is advised by it (:func:`_compute_advice`).
 
     For a phase, ``task`` is (body, cpu, runq) of the tasks that ran it, ``units_with`` their
     unit indices and ``per_unit`` the phase's seconds in each: a phase's verdict is worded by
@@ -134,10 +136,28 @@ def _bound(ctx: Context, label: str, codes: tuple[Code, Code], what: str, body: 
             advice = f"Use at most {cores} workers here: CPU-bound tasks on more workers than cores only share them."
             sev = WARNING
         else:
-            advice = "Speed comes from more cores (a cluster) or a faster body (vectorize with NumPy)."
+            advice = _compute_advice(bytecode)
             sev = INFO
         return [Finding(codes[1], "Compute-bound", sev, verdict, advice, ev)]
     return []
+
+
+# A body whose time is at least half Python bytecode gains from vectorizing (or the JIT); under that, its
+# time is in C code already (one NumPy call over the whole array), which vectorizing does not shorten.
+# The automatic JIT judges functions at the same share (eugo_lab.jit.auto.MIN_PYTHON_SHARE).
+BYTECODE_SHARE = 0.5
+
+
+def _compute_advice(bytecode: float | None) -> str:
+    """The compute-bound advice: more cores, and a faster body only where its time was Python bytecode."""
+    if bytecode is None:
+        return ("Speed comes from more cores (a cluster) or a faster body: %%eugo --profile shows whether its time "
+                "is Python bytecode, which vectorizing with NumPy removes, or C code already.")
+    if bytecode >= BYTECODE_SHARE:
+        return (f"Speed comes from more cores (a cluster) or a faster body: {fmt_pct(bytecode)} of its sampled time "
+                "was Python bytecode (vectorize with NumPy).")
+    return (f"Speed comes from more cores (a cluster): {fmt_pct(1 - bytecode)} of its sampled time was in C code "
+            "already (NumPy), which vectorizing does not speed up.")
 
 
 def _function_times(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -176,7 +196,8 @@ def boundness(ctx: Context) -> list[Finding]:
         if not sel.any() or float(np.median(body[sel] / u.n_items[sel])) < BOUND_MIN_ITEM_S:
             continue  # CPU/wall of microsecond bodies measures scheduling noise, not the code
         out += _bound(ctx, f"{ctx.fname(f)}()", _FUNCTION_CODES, "function", float(body[sel].sum()),
-                      float(cpu[sel].sum()), runq=float(np.nansum(runq[sel])), gil=float(ctx.gil_wait[sel].sum()))
+                      float(cpu[sel].sum()), runq=float(np.nansum(runq[sel])), gil=float(ctx.gil_wait[sel].sum()),
+                      bytecode=ctx.bytecode_shares.get(int(f)))
     p = ctx.trace.phases
     for n in np.unique(p["name"]):
         if str(ctx.trace.phase_names[n]).startswith(RUNTIME_PHASE_PREFIX):

@@ -23,6 +23,7 @@ class Code(enum.StrEnum):
     WARM_UP = "warm-up"
     LONG_TAIL = "long-tail"
     TASKS_TOO_SMALL = "tasks-too-small"
+    RECURSION_TOO_FINE = "recursion-too-fine"
     SERIALIZATION = "serialization"
     REPEATED_ARGUMENT = "repeated-argument"
     LARGE_RESULTS = "large-results"

@@ -20,7 +20,7 @@ from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.overlap import overlap_share
 from eugo_lab.analysis.simulate import Replay
 from eugo_lab.analysis.timeline import Units, Window, covered, merge
-from eugo_lab.contract.phases import JIT_COMPILE_PHASE
+from eugo_lab.contract.phases import JIT_COMPILE_PHASE, bytecode_share
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds as fmt_s
 from eugo_lab.units import plural  # noqa: F401 - the findings count through the context they already import
@@ -112,6 +112,26 @@ class Context:
         if codes and len(p["row"]):
             rows[np.asarray(p["row"])[np.isin(p["name"], codes)]] = True
         return rows
+
+    @functools.cached_property
+    def bytecode_shares(self) -> dict[int, float]:
+        """Function index -> the share of its time in Python bytecode, as the automatic JIT sampled it.
+
+        Only for functions the JIT judged (their verdict phase says the share; the mean where several
+        workers judged one). What a function's time was, not what its code looks like: a task that is
+        one NumPy call spends its time in C code, a loop over elements in bytecode.
+        """
+        p, names = self.trace.phases, self.trace.phase_names
+        share = {i: bytecode_share(str(n)) for i, n in enumerate(names)}
+        codes = [i for i, v in share.items() if v is not None]
+        if not codes or not len(p["row"]):
+            return {}
+        sel = np.flatnonzero(np.isin(p["name"], codes))
+        fn = np.asarray(self.trace.tasks["function"])[np.asarray(p["row"])[sel]]
+        seen: dict[int, list[float]] = {}
+        for f, n in zip(fn.tolist(), np.asarray(p["name"])[sel].tolist()):
+            seen.setdefault(int(f), []).append(float(share[int(n)]))  # type: ignore[arg-type]
+        return {f: float(np.mean(v)) for f, v in seen.items()}
 
     @functools.cached_property
     def trial_units(self) -> np.ndarray:
@@ -264,6 +284,30 @@ def after_fix(ctx: Context, p: whatif.Prediction) -> float:
     if p.before <= 0:
         return ctx.wall
     return ctx.wall * min(p.after / p.before, 1.0)
+
+
+def engine_functions(trace: Trace) -> frozenset[str]:
+    """The functions of ``trace`` that are the engine's own bookkeeping, not the notebook's code.
+
+    The recording names them (``meta["engine_functions"]``; Dask's ``finalize-`` tasks, see
+    :mod:`eugo_lab.native.dask_recording`): their time stays in the run, but they are nobody's to fix.
+    """
+    return frozenset(str(f) for f in trace.meta.get("engine_functions", ()))
+
+
+def aims_at_engine(trace: Trace, f: Finding) -> bool:
+    """Whether finding ``f`` is about the engine's own tasks alone (see :func:`engine_functions`).
+
+    Its subject is the function its evidence names (``function``, or ``functions`` for a finding about
+    several): when every one of them is the engine's own, nothing in its advice is the notebook's to do.
+    """
+    own = engine_functions(trace)
+    if not own:
+        return False
+    one, many = f.evidence.get("function"), f.evidence.get("functions")
+    named = ([one] if isinstance(one, str) else []) + ([str(n) for n in many] if isinstance(many, (list, tuple))
+                                                      else [])
+    return bool(named) and all(n.removesuffix("()") in own for n in named)
 
 
 def units_of(ctx: Context, task_ids: list[int]) -> list[int]:

@@ -21,6 +21,7 @@ from eugo_lab.analysis.findings import (
     gil_wait,
     idioms,
     imbalance,
+    recursion,
     results,
     serialization,
     speedup,
@@ -28,7 +29,7 @@ from eugo_lab.analysis.findings import (
     warmup,
 )
 from eugo_lab.analysis.findings.codes import Code
-from eugo_lab.analysis.findings.context import Context
+from eugo_lab.analysis.findings.context import Context, aims_at_engine
 from eugo_lab.analysis.findings.finding import Finding
 from eugo_lab.analysis.findings.idle import idle_cluster
 
@@ -82,6 +83,7 @@ REGISTRY: tuple[Detector, ...] = (
     Detector((Code.STRAGGLER,), imbalance.stragglers, _unbalanced),
     Detector((Code.LONG_TAIL,), imbalance.long_tail),
     Detector((Code.TASKS_TOO_SMALL,), batching.tasks_too_small),
+    Detector((Code.RECURSION_TOO_FINE,), recursion.recursion_too_fine),
     Detector((Code.SERIALIZATION, Code.REPEATED_ARGUMENT), serialization.serialization),
     Detector((Code.LARGE_RESULTS,), results.large_results),
     Detector((Code.CAPTURED_OBJECT,), capture.detect),
@@ -102,7 +104,9 @@ def detect(ctx: Context) -> list[Finding]:
     """Every finding of :data:`REGISTRY` on ``ctx``, in detector order (the leading ones first).
 
     A cell recorded from an engine's own API gets its advice in that API (:mod:`.idioms`), each
-    detector's before the next runs: the speedup quotes the other findings' fixes.
+    detector's before the next runs: the speedup quotes the other findings' fixes. A finding whose
+    advice is about one of the engine's own tasks (Dask's ``finalize-``) is dropped here, for every
+    detector at once: the notebook cannot change those.
     """
     api = ctx.trace.meta.get("api")
     found: list[Finding] = []
@@ -110,6 +114,7 @@ def detect(ctx: Context) -> list[Finding]:
     for d in REGISTRY:
         if d.leads and not folded:  # the speedup weighs the findings left once one cause has one finding
             found, folded = explained.fold(ctx, found), True
-        new = idioms.in_engine_words(d.run(ctx, found), api, ctx.trace.meta)
+        new = [f for f in d.run(ctx, found) if not aims_at_engine(ctx.trace, f)]
+        new = idioms.in_engine_words(new, api, ctx.trace.meta)
         found = new + found if d.leads else found + new
     return found if folded else explained.fold(ctx, found)
