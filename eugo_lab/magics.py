@@ -111,7 +111,7 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex.id, solution=solution)
+            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex, solution=solution)
         else:
             run = functools.partial(run_cell, self.shell, cell or "", options)
         try:
@@ -191,7 +191,7 @@ class EugoMagics(Magics):
                 msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
                 show(msg, msg, None)
                 return
-            summary = report.of_trace(tr)  # the cell's own: its --compare runs and optimizations
+            summary = report.latest()  # the cell's own, of that trace: its --compare runs and optimizations
             if summary is None:  # a 'with hpc.trace():' region
                 summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
                 summary.optimizations = hpc.last_optimizations()
