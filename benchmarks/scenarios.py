@@ -254,7 +254,7 @@ def live_widget(n: int, rounds: int, env: dict, display: str = "kernel") -> dict
     ``kcpu``, the kernel process's CPU seconds for the cell (every thread: the cell, the
     runtime's I/O thread, the live view's writer thread, ZMQ; read in the kernel just before
     and just after), and ``feed_cpu``, the CPU the live feed's own updates took
-    (``eugo_lab.cellrun.live.last_stats``; 0 with ``--no-live``). Wall clock on this shared
+    (``eugo_lab.cellrun.live.last_stats()``; 0 with ``--no-live``). Wall clock on this shared
     VM drifts by tens of percent; CPU time of the one process the live view runs in is the
     steadier measure of what the view costs.
 
@@ -290,7 +290,7 @@ def live_widget(n: int, rounds: int, env: dict, display: str = "kernel") -> dict
                 exprs = run("pass", user_expressions={
                     "c": CPU_NOW,
                     "w": "hpc.last_trace().wall_time",
-                    "f": "__import__('eugo_lab.cellrun.live', fromlist=['_']).last_stats.pop('cpu', 0.0)",
+                    "f": "__import__('eugo_lab.cellrun.live', fromlist=['_']).last_stats().get('cpu', 0.0)",
                 })["user_expressions"]
                 kcpu = float(exprs["c"]["data"]["text/plain"]) - float(c)
                 out[kind].append({"wall": float(exprs["w"]["data"]["text/plain"]), "cell": cell, "kcpu": kcpu,

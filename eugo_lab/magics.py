@@ -23,6 +23,7 @@ except ImportError as exc:  # IPython is not a core dependency: the magic only e
                       "pip install ipykernel (or \"eugo-lab[lab]\" for JupyterLab and the live view)") from exc
 
 from eugo_lab.cellrun import options as opt
+from eugo_lab.contract.base import address_forms
 
 SUBCOMMANDS = ("status", "stop", "glossary", "trace", "exercises", "hint", "guess", "checklist")
 
@@ -49,7 +50,7 @@ class EugoMagics(Magics):
     @magic_arguments()
     @argument("-w", "--workers", metavar="N", help="how many workers (default: the running runtime's, or the cores)")
     @argument("-b", "--backend", metavar="NAME", help=_backend_help())
-    @argument("--address", metavar="ADDR", help="scheduler to connect to: tcp://HOST:PORT (dask), ray://HOST:PORT")
+    @argument("--address", metavar="ADDR", help=f"scheduler to connect to: {address_forms()}")
     @argument("--gpu", default=None, metavar="auto|on|off",
               help="NumPy on the GPU per operation: auto (the default where a GPU is), on, off")
     @argument("--optimize", action="store_true",
@@ -111,7 +112,7 @@ class EugoMagics(Magics):
                 ex = catalog.get(args.exercise)
             except UnknownExerciseError as exc:
                 raise UsageError(f"%%eugo --exercise: {exc}") from None
-            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex.id, solution=solution)
+            run = functools.partial(run_exercise_cell, self.shell, cell or "", options, ex, solution=solution)
         else:
             run = functools.partial(run_cell, self.shell, cell or "", options)
         try:
@@ -191,7 +192,7 @@ class EugoMagics(Magics):
                 msg = "eugo: no trace yet; run a %%eugo cell or a 'with hpc.trace():' block first"
                 show(msg, msg, None)
                 return
-            summary = report.of_trace(tr)  # the cell's own: its --compare runs and optimizations
+            summary = report.latest()  # the cell's own, of that trace: its --compare runs and optimizations
             if summary is None:  # a 'with hpc.trace():' region
                 summary = report.summarize([report.Run(tr.n_workers, tr)], error=None, options=dict(tr.meta))
                 summary.optimizations = hpc.last_optimizations()

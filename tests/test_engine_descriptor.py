@@ -133,6 +133,9 @@ def test_the_analyses_and_the_thread_guard_read_the_toy_engines_descriptor(toy):
     assert bandwidth(types.SimpleNamespace(meta={"backend": "toy"})) == LOCAL_BANDWIDTH
     assert bandwidth(types.SimpleNamespace(meta={"backend": "an engine of another machine"})) == NETWORK_BANDWIDTH
     assert guard_plan(types.SimpleNamespace(backend_name="toy")) is None  # its tasks are threads of this process
+    from eugo_lab.hpc.counters import on_own_machine
+
+    assert on_own_machine(types.SimpleNamespace(backend_name="toy"))  # no bill: its descriptor says local
 
 
 def test_an_address_routes_by_the_engines_schemes():
@@ -143,6 +146,22 @@ def test_an_address_routes_by_the_engines_schemes():
     assert resolve_name(None, address="auto") == "ray"
     assert resolve_name(None, cluster=object()) == "dask"
     assert resolve_name(None) == "local"
+
+
+@pytest.mark.parametrize("address, engine", [("tcp://10.0.0.1:8786", "dask"), ("10.0.0.1:8786", "dask"),
+                                             ("ray://10.0.0.1:10001", "ray"), ("auto", "ray")])
+def test_hpc_init_and_the_magic_route_an_address_alike(address, engine):
+    pytest.importorskip("IPython")
+    from eugo_lab import magics
+    from eugo_lab.backends import resolve_name
+    from eugo_lab.cellrun import options
+
+    assert base.route_address(address).name == engine
+    assert resolve_name(None, address=address) == engine  # hpc.init(address=...) / EUGO_ADDRESS
+    assert options.build(address=address, available=sorted(base.engines())).backend == engine  # %%eugo --address
+    assert base.route_address("spark://10.0.0.1:7077") is None and base.route_address("nonsense") is None
+    help_line = " ".join(magics.EugoMagics.eugo.__doc__.split())
+    assert "scheduler to connect to: tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto" in help_line
 
 
 @pytest.mark.parametrize("name", sorted(base.engines()))

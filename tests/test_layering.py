@@ -492,7 +492,7 @@ PROVIDED = {
     "auto_jit": ("AutoJit", "Packed"),
     "profile": ("DEFAULT_INTERVAL", "PYINSTRUMENT_INTERVAL", "SAMPLERS", "Profiled", "Profile"),
     "profile_display": ("mimebundle",),
-    "optimizations": ("last", "last_source", "automatic", "RUNTIME_OFF"),
+    "optimizations": ("OPTIMIZATIONS",),
 }
 
 

@@ -79,16 +79,18 @@ def resolve_name(backend: str | None, *, address: str | None = None, cluster: An
     """Pick the backend name from explicit arguments; raise ``ValueError`` listing valid names.
 
     No name: a cluster object goes to the engine that takes cluster managers, an address to the
-    engine whose scheme it has (``tcp://``: Dask, ``ray://`` or ``auto``: Ray), else the local pool.
+    engine whose scheme it has (``tcp://`` or none: Dask, ``ray://`` or ``auto``: Ray), else the local pool.
     An engine whose packages are not installed raises ``ImportError`` with the install command.
     """
     known = _descriptors()
     if backend is None:
-        backend = "local"
-        for d in known.values():
-            if (cluster is not None and d.takes_cluster) or (cluster is None and address and d.takes_address(address)):
-                backend = d.name
-                break
+        if cluster is not None:
+            backend = next((d.name for d in known.values() if d.takes_cluster), "local")
+        else:  # routed as %%eugo --address routes it (a bare HOST:PORT: the engine whose descriptor takes one)
+            from eugo_lab.contract.base import route_address
+
+            routed = route_address(address) if address else None
+            backend = routed.name if routed is not None else "local"
     if not isinstance(backend, str) or backend not in known:
         raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(available())}")
     if not installed(backend):  # said now, before a running runtime is shut down for it

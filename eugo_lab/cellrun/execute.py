@@ -21,6 +21,7 @@ class CompiledCell:
 
     body: Any
     last_expr: Any  # code for eval(), or None when the cell does not end with an expression
+    source: str = ""  # the body as Python (IPython's syntax, %magics and !shell, transformed): what was compiled
 
 
 def _cell_number(shell: Any) -> int:
@@ -54,7 +55,7 @@ def compile_cell(shell: Any, cell: str, transform: Any = None) -> CompiledCell:
         last = ast.Expression(tree.body.pop().value)
     body = shell.compile(tree, filename, "exec")
     last_code = shell.compile(last, filename, "eval") if last is not None else None
-    return CompiledCell(body, last_code)
+    return CompiledCell(body, last_code, transformed)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

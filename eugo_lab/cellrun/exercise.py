@@ -18,24 +18,23 @@ from typing import Any
 
 from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
-from eugo_lab.cellrun.runner import run_cell
-from eugo_lab.exercises import base, catalog
+from eugo_lab.cellrun.runner import cell_source, run_cell
+from eugo_lab.exercises import base
 from eugo_lab.render import display
 
 
-def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str, solution: bool = False) -> Any:
-    """Run ``cell`` under ``%%eugo`` with ``opts`` and grade it as ``exercise_id`` (already validated).
+def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercise, solution: bool = False) -> Any:
+    """Run ``cell`` under ``%%eugo`` with ``opts`` and grade it as exercise ``ex`` (the magic looked it up).
 
     ``solution``: the cell is the lesson's reference solution; graded and shown, never saved.
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
-    ex = catalog.get(exercise_id)
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
-    assigned = base.bound_names(shell.transform_cell(cell))  # IPython syntax (magics, !cmd) made Python first
 
     def check(summary: Any, error: BaseException | None, out_mode: str) -> None:
         # The cell's own puts and refused requests, from its trace (never a count kept by the process).
         trace = summary.trace
+        assigned = base.bound_names(cell_source())  # the cell as it was compiled: IPython syntax made Python once
         attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
                                puts=len(trace.puts["ref"]) if trace is not None else 0,
                                refused=len(trace.refused) if trace is not None else 0, before=before,

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from eugo_lab.cellrun.live_state import LiveState, Snapshot
+from eugo_lab.contract import cellrecord
 from eugo_lab.tracing.recorder import Chunk
 
 log = logging.getLogger("eugo_lab")
@@ -49,9 +50,15 @@ INTERVAL = 0.1
 MAX_INTERVAL = 1.0
 #: Share of one core the updates may use (their measured CPU time over the time between them).
 CPU_BUDGET = 0.02
-#: The last finished feed's ``updates`` and ``cpu`` (seconds): what the live view cost the kernel
-#: (benchmarks/scenarios.py::live_widget reads it; handy when a cell feels slow).
-last_stats: dict[str, float] = {}
+#: The finished feed's ``updates`` and ``cpu`` (seconds) in the cell record: what the live view cost the kernel
+#: (benchmarks/scenarios.py::live_widget reads it; handy when a cell feels slow). A cell without a live view has none.
+LIVE = cellrecord.register(cellrecord.Slot("live", "what the latest cell's live view cost: updates and CPU seconds",
+                                           follows_trace=True))
+
+
+def last_stats() -> dict[str, float]:
+    """The latest cell's live feed: ``updates`` made and ``cpu`` seconds they took (empty: no live view)."""
+    return dict(cellrecord.read(LIVE) or {})
 
 
 class Sink(Protocol):
@@ -211,7 +218,7 @@ class LiveFeed:
                 self._broken = True
                 log.exception("the live view failed to draw the cell's end")
         self.cpu += time.thread_time() - c
-        last_stats.update(updates=self.updates, cpu=self.cpu)
+        cellrecord.contribute(LIVE, {"updates": self.updates, "cpu": self.cpu})
         return self._state.snapshot(self._clock(), 0, finished=True, error=error)
 
     def _unseen(self, trace: Any) -> Chunk:

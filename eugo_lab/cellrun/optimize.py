@@ -28,8 +28,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab.backends.local_process import usable_cores
+from eugo_lab.contract import cellrecord
 from eugo_lab.contract.base import engine
-from eugo_lab.hpc import coalesce, optimized
+from eugo_lab.hpc import coalesce
 from eugo_lab.jit import auto
 from eugo_lab.optimizations import report as opt_report
 from eugo_lab.threadguard import limits as thread_guard
@@ -131,14 +132,15 @@ class CellOptimizer:
     def running(self, rt: Any, shell: Any = None) -> Iterator[None]:
         """Optimizations on (or off) for the body's run on ``rt``; the cell's functions given back after it."""
         self._before = {s.function: s for s in coalesce.all_stats()}
-        optimized.seen_opted_out.clear()
+        record = cellrecord.target()  # the cell's: the runtime notes there what this run submitted and wraps
+        record.opted_out.clear()
         ns = self._ns = getattr(shell, "user_ns", None)
         was_auto = getattr(rt, "auto_optimize", True)
         self._runtime_off = not was_auto
         gen = next(_generations)
         if self.explicit:
             rt.optimize = gen
-        optimized.generation = gen
+        record.generation = gen
         if self.off:
             rt.auto_optimize = False
         if ns is not None:
@@ -148,7 +150,7 @@ class CellOptimizer:
         finally:
             rt.optimize = 0
             rt.auto_optimize = was_auto
-            optimized.generation = 0
+            record.generation = 0
             if ns is not None:
                 ns.pop(HOOK, None)
                 for name, wrapped in self._cell.items():
@@ -202,17 +204,18 @@ class CellOptimizer:
         ``--optimize``: the full report; ``hot``: the profile's hot functions, by default those of
         the run's own profile (an ``--optimize`` run is profiled), which the report words next to
         each JIT verdict. Automatic: one line per function. Either is what
-        ``hpc.last_optimizations()`` returns until the next cell or ``hpc.trace()`` region.
+        ``hpc.last_optimizations()`` returns until the next cell or ``hpc.trace()`` region (the
+        report is put in the cell's record, whose trace ``trace`` is).
         """
         if self.off:
-            opt_report.set_last(None, trace)  # --no-optimize: the latest cell optimized nothing
+            cellrecord.contribute(opt_report.OPTIMIZATIONS, None)  # --no-optimize: the latest cell optimized nothing
             return None
         if not self.explicit:
-            names = set(optimized.seen_opted_out)
+            names = set(cellrecord.target().opted_out)
             off = opt_report.RUNTIME_OFF if self._runtime_off else opt_report.PROFILED_OFF if self.profiled else ""
             self.report = opt_report.automatic(trace, self._cell_items(_task_functions(trace)),
                                                _delta(self._before, coalesce.all_stats()), names, off)
-            opt_report.set_last(self.report, trace)  # hpc.last_optimizations(): what the summary's lines say
+            cellrecord.contribute(opt_report.OPTIMIZATIONS, self.report)  # hpc.last_optimizations(): these lines
             return self.report
         if hot is None and getattr(trace, "profiles", ()):
             try:
@@ -227,5 +230,5 @@ class CellOptimizer:
         report = opt_report.OptimizationReport(report.items + tuple(self._cell_items(_task_functions(trace))),
                                                report.mode)
         self.report = report
-        opt_report.set_last(report, trace)
+        cellrecord.contribute(opt_report.OPTIMIZATIONS, report)
         return report

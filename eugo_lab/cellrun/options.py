@@ -26,18 +26,6 @@ def known_backends() -> tuple[str, ...]:
     return tuple(engines())
 
 
-def _address_forms() -> str:
-    """``tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto``: the forms the engines' descriptors take."""
-    from eugo_lab.contract.base import engines
-
-    forms: list[str] = []
-    for d in engines().values():
-        forms.extend(f"{s}HOST:PORT" for s in d.schemes[:1])  # an engine's first scheme stands for its others
-        forms.extend(d.addresses)
-    whole = [f for f in forms if "HOST" not in f]
-    return ", ".join([f for f in forms if "HOST" in f] + ["HOST:PORT"]) + "".join(f" or {f}" for f in whole)
-
-
 class OptionError(ValueError):
     """A bad ``%%eugo`` option; the message is one line naming the option and the valid values."""
 
@@ -86,7 +74,7 @@ def parse_address(value: str | None) -> str | None:
     """A scheduler address: ``tcp://host:port``, ``ray://host:port``, ``host:port`` or ``auto``."""
     if value is None:
         return None
-    from eugo_lab.contract.base import engines
+    from eugo_lab.contract.base import address_forms, engines
 
     text = str(value).strip()
     m = _ADDRESS.match(text)
@@ -94,7 +82,7 @@ def parse_address(value: str | None) -> str | None:
     scheme = m.group("scheme") if m is not None else None
     if not whole and (m is None or not 0 < int(m.group("port")) < 65536
                       or (scheme is not None and not any(scheme in d.schemes for d in engines().values()))):
-        raise OptionError(f"--address must look like {_address_forms()}, got {text!r}")
+        raise OptionError(f"--address must look like {address_forms()}, got {text!r}")
     return text
 
 
@@ -185,7 +173,7 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
           profile: bool = False) -> CellOptions:
     """Validate raw option values (strings from the command line) into :class:`CellOptions`."""
     from eugo_lab import backends
-    from eugo_lab.contract.base import engines
+    from eugo_lab.contract.base import engines, route_address
 
     avail = available if available is not None else backends.available()
     w = parse_workers(workers) if workers is not None else None
@@ -197,9 +185,11 @@ def build(*, workers: Any = None, backend: Any = None, address: Any = None, gpu:
         raise OptionError(f"--address does not apply to -b/--backend {b} (it runs on this machine); "
                           f"use {' or '.join(f'-b {n}' for n in remote)} with an address")
     if a is not None and b is None:
-        # An address routes by its scheme; a bare HOST:PORT goes to the first engine with schemes (Dask).
-        b = next((n for n, d in descriptors.items() if d.takes_address(a)),
-                 next(n for n, d in descriptors.items() if d.schemes))
+        # An address routes by its scheme, as hpc.init routes it; a bare HOST:PORT goes to Dask (its descriptor says).
+        routed = route_address(a)
+        if routed is None:  # parse_address took it, so only a plug-in engine's odd address can get here
+            raise OptionError(f"--address {a}: no engine takes this address; name one with -b/--backend")
+        b = routed.name
         if b not in avail:
             raise OptionError(_not_installed(f"--address {a} needs the {b} engine", b, avail))
     if optimize and no_optimize:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.hpc.unwaited import future_names
 from eugo_lab.render.html import summary_html
 from eugo_lab.render.text import summary_text
@@ -143,17 +144,18 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
     )
 
 
-# The latest cell's summary: ``%eugo trace`` shows it again rather than re-analysing its trace alone, which
-# lost the cell's 1-worker runs (a measured speedup became an estimate) and its optimizations.
-_latest: CellSummary | None = None
+# The latest cell's summary, in its cell record: ``%eugo trace`` shows it again rather than re-analysing its trace
+# alone, which lost the cell's 1-worker runs (a measured speedup became an estimate) and its optimizations. It
+# follows the record's trace: a region after the cell (whose trace becomes the latest) empties it.
+SUMMARY = cellrecord.register(cellrecord.Slot("summary", "the CellSummary of the latest %%eugo cell's main run",
+                                              follows_trace=True))
 
 
 def remember(summary: CellSummary) -> None:
     """Keep ``summary`` as the latest cell's (called once per ``%%eugo`` cell, after it is shown)."""
-    global _latest
-    _latest = summary
+    cellrecord.contribute(SUMMARY, summary)
 
 
-def of_trace(trace: Any) -> CellSummary | None:
-    """The summary of the cell whose main run is ``trace``, or None (a traced region, or an older cell)."""
-    return _latest if _latest is not None and _latest.trace is trace else None
+def latest() -> CellSummary | None:
+    """The summary of the latest cell, if the latest trace is its main run's (None: a region's, or none)."""
+    return cellrecord.read(SUMMARY)

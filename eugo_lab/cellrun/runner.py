@@ -12,6 +12,11 @@ Order of events for one cell:
 3. save/export the main trace, build the summary (analyses), display it;
 4. if the body raised, re-raise the original exception (shown once, by IPython, with the
    cell's line numbers) after the partial timeline and summary were shown.
+
+The cell has one record (:mod:`eugo_lab.contract.cellrecord`), opened before step 1 and closed
+after step 4, raised or not: its runs' regions record their traces there (the main run's last),
+and the summary, the optimizations report, the offload ledger and an exercise's verdict are put
+in it; every accessor of "the latest cell" (``hpc.last_trace()``, ``%eugo trace``...) reads it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from eugo_lab.cellrun.native import engine_of, run_native_cell
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
+from eugo_lab.contract import cellrecord
 from eugo_lab.hpc import profiling as prof_region
 from eugo_lab.hpc import session
 from eugo_lab.offload import cell as offload_cell  # --gpu: `import numpy` in the cell dispatches per op
@@ -101,6 +107,16 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     return value, error, region.trace, view is not None and view.timeline_shown
 
 
+#: The cell's Python source in its record, as compiled (IPython's syntax transformed once): a grader reads
+#: the names it binds from it (:func:`cell_source`).
+SOURCE = cellrecord.register(cellrecord.Slot("source", "the latest %%eugo cell's body as Python, as it was compiled"))
+
+
+def cell_source() -> str:
+    """The Python source of the ``%%eugo`` cell running now (or of the latest one), as it was compiled."""
+    return cellrecord.read(SOURCE) or ""
+
+
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
              native_api: bool = True) -> Any:
@@ -112,12 +128,27 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     Dask's or Ray's own API is recorded from that engine; False records only the runtime's tasks
     (the course's exercises grade ``eugo_lab.hpc`` runs: a learner who called Ray directly is told
     the runtime ran nothing, not that the work ran in the notebook).
+
+    The cell's record is open while it runs, ``after`` included (a grader puts its verdict there).
     """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    record = cellrecord.begin_cell()
+    try:
+        return _run_cell(shell, cell, opts, after, native_api)
+    finally:
+        cellrecord.end(record)
+
+
+def _run_cell(shell: Any, cell: str, opts: CellOptions,
+              after: Callable[[report.CellSummary, BaseException | None, str], None] | None,
+              native_api: bool) -> Any:
+    """:func:`run_cell`'s work, in the cell's open record."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
     optimizer = CellOptimizer(opts)
     native = engine_of(cell, opts) if native_api else None  # a cell in Dask's or Ray's own API, on their engine
     compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
+    cellrecord.contribute(SOURCE, compiled.source)
     if native is not None:
         return run_native_cell(shell, compiled, opts, native, after)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off

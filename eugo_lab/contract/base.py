@@ -15,6 +15,7 @@ subclass and one :func:`register_engine` call (see ``tests/test_engine_descripto
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,6 +188,8 @@ class EngineDescriptor:
     #: Address prefixes it takes (``tcp://``), and whole addresses (``auto``): an address routes to it.
     schemes: tuple[str, ...] = ()
     addresses: tuple[str, ...] = ()
+    #: A ``HOST:PORT`` with no scheme is its (Dask's clients take one): the first engine that says so gets it.
+    bare_addresses: bool = False
     #: It takes a cluster manager object (``hpc.init(cluster=...)``).
     takes_cluster: bool = False
     #: The options it takes beyond ``workers`` and ``address``, for the help (the class's signature decides).
@@ -207,7 +210,7 @@ _ENGINES: dict[str, EngineDescriptor] = {d.name: d for d in (
     EngineDescriptor("local", "eugo_lab.backends.local", "LocalBackend", "worker processes on this machine (default)",
                      local=True, options=("env", "threads_per_worker", "memory_limit", "cancel_grace", "gpus")),
     EngineDescriptor("dask", "eugo_lab.backends.dask", "DaskBackend", "a Dask cluster, embedded or at an address",
-                     schemes=("tcp://", "tls://", "ws://", "wss://"), takes_cluster=True,
+                     schemes=("tcp://", "tls://", "ws://", "wss://"), bare_addresses=True, takes_cluster=True,
                      options=("idle_timeout", "threads_per_worker", "dashboard", "timeout", "memory_limit", "resources",
                               "no_workers_timeout"), extra="dask", packages=("dask", "distributed")),
     EngineDescriptor("ray", "eugo_lab.backends.ray", "RayBackend", "a Ray cluster, local or at an address",
@@ -227,6 +230,35 @@ def register_engine(descriptor: EngineDescriptor) -> None:
 def engines() -> dict[str, EngineDescriptor]:
     """Every known engine by name, in registration order."""
     return dict(_ENGINES)
+
+
+def route_address(address: str) -> EngineDescriptor | None:
+    """The engine ``address`` names, or None when no engine takes it.
+
+    By its scheme or whole (``ray://``, ``auto``); a bare ``HOST:PORT`` goes to the first engine
+    whose descriptor has ``bare_addresses``. ``hpc.init`` and ``%%eugo --address`` both route with this.
+    """
+    for d in _ENGINES.values():
+        if d.takes_address(address):
+            return d
+    if _BARE_ADDRESS.match(address):
+        return next((d for d in _ENGINES.values() if d.bare_addresses), None)
+    return None
+
+
+# HOST:PORT with no scheme (a bracketed IPv6 host, or a name or IPv4 address).
+_BARE_ADDRESS = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):\d{1,5}$")
+
+
+def address_forms() -> str:
+    """``tcp://HOST:PORT, ray://HOST:PORT, HOST:PORT or auto``: the forms the engines' descriptors take."""
+    forms: list[str] = []
+    for d in _ENGINES.values():
+        forms.extend(f"{s}HOST:PORT" for s in d.schemes[:1])  # an engine's first scheme stands for its others
+        forms.extend(d.addresses)
+    with_host = [f for f in forms if "HOST" in f] + (["HOST:PORT"] if any(d.bare_addresses for d in _ENGINES.values())
+                                                      else [])
+    return ", ".join(with_host) + "".join(f" or {f}" for f in forms if "HOST" not in f)
 
 
 def engine(name: str) -> EngineDescriptor | None:

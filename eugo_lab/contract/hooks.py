@@ -23,7 +23,8 @@ PROVIDERS: dict[str, str] = {
     "profile": "eugo_lab.profile.hook",
     # A profile as a notebook shows it (mimebundle): a display, so it lives with the cell runner.
     "profile_display": "eugo_lab.cellrun.profile_display",
-    # The optimizations report (hpc.last_optimizations()): built from the trace by its own package.
+    # The optimizations report (hpc.last_optimizations()): its slot of the cell record, which its own package
+    # declares and fills (a region's report it builds from the trace on the first ask).
     "optimizations": "eugo_lab.optimizations.report",
 }
 

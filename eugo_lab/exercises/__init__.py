@@ -20,20 +20,21 @@ the learner's progress, so its output is not for ``NBVAL_CHECK_OUTPUT``.
 
 from __future__ import annotations
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, UnknownExerciseError, Verdict, exercise
 
-_last: Verdict | None = None
+#: The verdict in the cell record: an exercise cell puts its own; other cells and regions carry the latest one on.
+VERDICT = cellrecord.register(cellrecord.Slot("verdict", "the Verdict of the latest %%eugo --exercise cell"))
 
 
 def last_verdict() -> Verdict | None:
     """The :class:`Verdict` of the most recent ``%%eugo --exercise`` cell in this kernel, or None."""
-    return _last
+    return cellrecord.read(VERDICT)
 
 
 def set_last_verdict(v: Verdict | None) -> None:
     """Keep ``v`` as the verdict :func:`last_verdict` returns (the cell runner, after grading a cell)."""
-    global _last
-    _last = v
+    cellrecord.contribute(VERDICT, v)
 
 
 __all__ = ["exercise", "Attempt", "Verdict", "NotYet", "Hint", "DEFAULT", "UnknownExerciseError", "last_verdict"]

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from eugo_lab.contract import errors
+from eugo_lab.contract import cellrecord, errors
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.hpc import future as _future
@@ -368,8 +368,8 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
 
 
 # -- tracing --------------------------------------------------------------------------------------
-_last_trace: Trace | None = None
-_last_trace_jit = "unhooked"  # the automatic JIT's state when that trace's region closed (see _jit_state)
+# "The latest" trace and report are the latest cell record's (eugo_lab.contract.cellrecord): one record per
+# %%eugo cell or hpc.trace() region outside a cell, which every accessor of the latest run reads.
 
 
 def last_optimizations() -> Any:
@@ -389,30 +389,9 @@ def last_optimizations() -> Any:
     automatic JIT is hooked in as soon as a runtime starts, in a script as in a notebook). A
     region run under ``hpc.init(optimize=False)`` gets the one line saying the JIT was off.
     """
-    # The report is the optimizations package's (reached by name: the runtime imports no feature).
-    opt_report = provider("optimizations")
-    t = _last_trace
-    if t is not None and t is not opt_report.last_source():  # a traced region after the latest cell
-        global _region_report
-        if _region_report[0] is not t:
-            _region_report = (t, _region_optimizations(t, _last_trace_jit))
-        return _region_report[1]
-    return opt_report.last()
-
-
-# The latest region's report, built on the first ask: (trace, report).
-_region_report: tuple[Any, Any] = (None, None)
-
-
-def _region_optimizations(t: Trace, jit: str) -> Any:
-    """What the automatic JIT did in the region traced in ``t`` (``jit``: its state when the region closed)."""
-    if jit == "unhooked":
-        return None
-    from eugo_lab.hpc import optimized
-
-    opt_report = provider("optimizations")
-    off = opt_report.RUNTIME_OFF if jit == "off" else ""
-    return opt_report.automatic(t, (), (), set(optimized.seen_opted_out), off)
+    # The report is the optimizations package's slot of the record (its module, reached by name, declares it:
+    # the runtime imports no feature); a region's report is derived from its trace on this first ask.
+    return cellrecord.read(provider("optimizations").OPTIMIZATIONS)
 
 
 def _jit_state() -> str:
@@ -427,13 +406,17 @@ def _jit_state() -> str:
 
 def last_trace() -> Trace | None:
     """The :class:`~eugo_lab.tracing.Trace` of the most recent ``hpc.trace()`` region or ``%%eugo`` cell."""
-    return _last_trace
+    rec = cellrecord.latest()
+    return rec.trace if rec is not None else None
 
 
 def set_last_trace(t: Trace | None) -> None:
-    """Make ``t`` what :func:`last_trace` returns (a region that ends, or a cell recorded from another engine)."""
-    global _last_trace, _last_trace_jit
-    _last_trace, _last_trace_jit = t, _jit_state()
+    """Make ``t`` what :func:`last_trace` returns (a region that ends, or a cell recorded from another engine).
+
+    It becomes the trace of the record open now (the cell's), else of the latest one; the values that
+    described the earlier trace (its report, its summary) are emptied with it.
+    """
+    cellrecord.target().set_trace(t, _jit_state())
 
 
 class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
@@ -457,13 +440,23 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         self._settle = float(settle)
         self._mark: Any = None
         self._rt: Any = None
+        self._record: Any = None  # the cell record this region opened (None: it records into the cell's)
 
     def __enter__(self) -> trace:
         self._rt = session.current()
         self._mark = self._rt.recorder.open_region()
+        # Outside a %%eugo cell the region is the latest run: it gets a record of its own (see cellrecord).
+        self._record = cellrecord.begin_region()
         return self
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        try:
+            self._close(exc_type)
+        finally:
+            cellrecord.end(self._record)
+
+    def _close(self, exc_type: Any) -> None:
+        """Close the recorder's region into ``self.trace`` (settling unwaited tasks) and make it the latest trace."""
         rt = self._rt
         while rt.successor is not None:  # hpc.init inside the block: the runtime that recorded last
             rt = rt.successor

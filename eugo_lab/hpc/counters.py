@@ -12,14 +12,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from eugo_lab.contract.base import engine
+
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
 
 #: The example price per worker-hour of a remote cluster no rate was set for: a round number, in the
 #: user's currency, for the lessons. A pool on your own machine gets no bill unless a rate is set.
 DEFAULT_PRICE = 0.10
-#: Engines whose workers always run on this machine (Dask and Ray do when they start their own cluster).
-_LOCAL_ENGINES = frozenset({"local", "threads"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ class Rate:
 
 def on_own_machine(runtime: Runtime) -> bool:
     """True when the runtime's workers run on this machine: the local pool, threads, or an engine's own cluster."""
-    if runtime.backend_name in _LOCAL_ENGINES:
+    d = engine(runtime.backend_name)
+    if d is not None and d.local:  # its descriptor says it runs on this machine only (the pool, threads)
         return True
     be = runtime.backend  # Dask and Ray: started here unless given an address (or, for Dask, a cluster)
     return getattr(be, "address", "remote") is None and getattr(be, "cluster", None) is None

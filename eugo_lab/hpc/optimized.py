@@ -29,6 +29,7 @@ import itertools
 import threading
 from typing import Any
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.task import FunctionRecord
@@ -46,11 +47,9 @@ _lock = threading.Lock()
 # Records of functions declared @hpc.remote(optimize=False): never wrapped (by id: a record lives as long as
 # its RemoteFunction, and a recycled id at worst leaves a new function plain).
 _opted_out: set[int] = set()
-# The names of those submitted since the cell runner last cleared it (its report says "optimize=False" for each).
-seen_opted_out: set[str] = set()
-# The running %%eugo cell's generation (0: none): each cell's workers get fresh wrappers that announce their
-# verdicts, also cached ones, in that cell's trace. Set by the cell runner.
-generation = 0
+# The names of those submitted go to the cell record open now (CellRecord.opted_out: its report says
+# "optimize=False" for each), and the running %%eugo cell's run generation is that record's (0: none): each run's
+# workers get fresh wrappers that announce their verdicts, also cached ones, in that run's trace.
 
 
 def optimized_record(record: FunctionRecord, generation: int = 0) -> FunctionRecord:
@@ -166,7 +165,7 @@ def jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items:
     ``optimize=True`` (already wrapped), passes unchanged.
     """
     if record.fid in _opted_out:
-        seen_opted_out.add(record.name)
+        cellrecord.target().opted_out.add(record.name)
         return record
     if not rt.optimize:
         # A profile (hpc.profile, %%eugo --profile) measures the code as written: a function compiled
@@ -175,7 +174,8 @@ def jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items:
             return record
         # Every call pays this line: one look at the record once its wrapped record is made (the worker's wrapper
         # decides the rest).
-        return _derived(record, _AUTO, generation) or auto_record(record, generation)
+        gen = cellrecord.generation()
+        return _derived(record, _AUTO, gen) or auto_record(record, gen)
     if items is not None:
         # A batch qualifies by its first item; a batch of plain scalars (hpc.map packs those ahead,
         # not a list) holds no array to compile for.

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.contract.digest import digest
 from eugo_lab.hardware.gpus import GPU_EXTRA, detect_gpus
 from eugo_lab.offload import dispatch, predictions
@@ -36,14 +37,17 @@ from eugo_lab.offload.proxy import AccelArray, ProxyModule
 from eugo_lab.settings import GPU_PROFILE_ENV
 
 _real_import = builtins.__import__
-_last: list[Ledger | None] = [None]
 _override: list[Device] = []
 _devices: dict[int, Device] = {}
+
+#: The cell's offload ledger in its cell record: every run of a cell's body puts its own (``None`` under
+#: ``--gpu off``), and a later region or native cell leaves it as it was (it is the latest ``--gpu`` cell's).
+LEDGER = cellrecord.register(cellrecord.Slot("offload", "the Ledger of the latest %%eugo --gpu auto|on cell"))
 
 
 def last_ledger() -> Ledger | None:
     """The ledger of the last ``%%eugo --gpu auto|on`` cell (``None`` after ``--gpu off``)."""
-    return _last[0]
+    return cellrecord.read(LEDGER)
 
 
 @contextlib.contextmanager
@@ -187,7 +191,7 @@ def run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
 
 def _run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
-    _last[0] = None
+    cellrecord.contribute(LEDGER, None)
     if mode == "off":
         return body(*args)
     device, note = choose_device(mode)
@@ -224,6 +228,6 @@ def _run(shell: Any, mode: str, body: Callable[..., Any], *args: Any) -> Any:
         if sampler is not None:
             ledger.busy = sampler.stop()
             ledger.busy_note = sampler.note
-        _last[0] = ledger
+        cellrecord.contribute(LEDGER, ledger)
     return _plain(value) if not isinstance(value, (list, tuple)) else type(value)(_plain(v) for v in value) \
         if type(value) in (list, tuple) else value

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.contract import cellrecord
+
 
 @dataclass(frozen=True)
 class PredictionCall:
@@ -73,7 +75,8 @@ class PredictionLog:
 
 
 _ACTIVE: list[PredictionLog] = []
-_last: list[PredictionLog | None] = [None]
+#: The cell's log in its cell record (a block of :func:`recording` puts it there when it ends).
+LOG = cellrecord.register(cellrecord.Slot("predictions", "the cost-model calls of the latest %%eugo cell"))
 
 
 @contextlib.contextmanager
@@ -85,12 +88,12 @@ def recording() -> Iterator[PredictionLog]:
         yield log
     finally:
         _ACTIVE.remove(log)
-        _last[0] = log
+        cellrecord.contribute(LOG, log)
 
 
 def last_cell() -> PredictionLog | None:
     """The calls of the last ``%%eugo`` cell (``None`` before the first one)."""
-    return _last[0]
+    return cellrecord.read(LOG)
 
 
 def note(call: PredictionCall) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.jit.auto import MIN_CPU_S
 from eugo_lab.jit.checked import SKIPPED, split_compiled_detail, unproven_of
 from eugo_lab.jit.verdicts import FunctionVerdict, advice_for, explain, verdicts_from_trace
@@ -323,21 +324,20 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
     return OptimizationReport(tuple(items), "automatic") if items else None
 
 
-_last: OptimizationReport | None = None
-_last_source: Any = None  # the trace the latest cell's report was built from
+def _of_region(record: cellrecord.CellRecord) -> OptimizationReport | None:
+    """What the automatic JIT did in the run traced in ``record.trace`` when no cell said (a region, a native cell).
+
+    ``record.jit``: the JIT's state when the run's region closed (never hooked in: no report);
+    ``record.opted_out``: the functions declared ``optimize=False`` submitted while the record was open.
+    """
+    if record.jit == "unhooked":
+        return None
+    off = RUNTIME_OFF if record.jit == "off" else ""
+    return automatic(record.trace, (), (), set(record.opted_out), off)
 
 
-def set_last(report: OptimizationReport | None, trace: Any = None) -> None:
-    """Remember the latest cell's report and the trace of its main run (``hpc.last_optimizations()``)."""
-    global _last, _last_source
-    _last, _last_source = report, trace
-
-
-def last() -> OptimizationReport | None:
-    """The report of the latest ``%%eugo`` cell (``--optimize`` or automatic; ``None``: none, or ``--no-optimize``)."""
-    return _last
-
-
-def last_source() -> Any:
-    """The trace :func:`last`'s report was built from (``None``: no cell yet)."""
-    return _last_source
+#: The latest cell's or region's report in its cell record (``hpc.last_optimizations()`` reads it): a cell puts
+#: its own (``None`` for ``--no-optimize``); a run that did not (a region) gets it derived from its trace.
+OPTIMIZATIONS = cellrecord.register(cellrecord.Slot(
+    "optimizations", "the OptimizationReport of the record's trace (hpc.last_optimizations())",
+    follows_trace=True, derive=_of_region))

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from eugo_lab.contract import cellrecord
 from eugo_lab.exercises import derivation, measure
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.jit import auto
@@ -684,7 +685,7 @@ def runtime_report(a: Attempt) -> Verdict:
     """
     _optimized(a)
     fn = a.require(REPORT_FN)
-    rep = opt_report.last()
+    rep = cellrecord.read(opt_report.OPTIMIZATIONS)  # this cell's report, in its record
     targets = {o.target for o in rep.items} if rep is not None else set()
     missing = [f for f in (REPORT_LOOP, REPORT_OBJECTS) if f not in targets or measure.tasks(a.trace, f) == 0]
     if rep is None or missing:
