@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.cellrun import profile_display, report
+from eugo_lab.cellrun import monitor, profile_display, report
 from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
@@ -59,8 +59,12 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
               out_mode: str, profile: bool = False,
-              optimizer: CellOptimizer | None = None) -> tuple[Any, BaseException | None, Any, bool]:
-    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
+              optimizer: CellOptimizer | None = None,
+              watch: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown).
+
+    ``watch``: record which of the cell's functions ran in the notebook's process (:mod:`eugo_lab.cellrun.monitor`).
+    """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
@@ -83,7 +87,8 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
             # --optimize: the runtime wraps the cell's functions in the JIT trial while the body runs
-            with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext():
+            with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext(), \
+                    monitor.watching(shell, region) if watch else contextlib.nullcontext():
                 value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
@@ -103,7 +108,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
-             native_api: bool = True) -> Any:
+             native_api: bool = True, watch: bool = False) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
 
     ``after(summary, error, out_mode)``: called with the cell's summary (the main run's trace
@@ -111,7 +116,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     (``--exercise`` grades the run there, on the same Report). ``native_api``: a cell written with
     Dask's or Ray's own API is recorded from that engine; False records only the runtime's tasks
     (the course's exercises grade ``eugo_lab.hpc`` runs: a learner who called Ray directly is told
-    the runtime ran nothing, not that the work ran in the notebook).
+    the runtime ran nothing, not that the work ran in the notebook). ``watch``: the main run records which
+    of the cell's functions ran in the notebook's process, in its trace's ``meta`` (``--exercise``).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
@@ -141,7 +147,8 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
         if not main and out_mode != "text":
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
         value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
-                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer)
+                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer,
+                                               watch=main and watch)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break

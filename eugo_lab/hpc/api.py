@@ -458,6 +458,13 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         self._mark: Any = None
         self._rt: Any = None
 
+    def note(self, key: str, value: Any) -> None:
+        """Add ``key: value`` to the trace's ``meta`` when the block ends (a fact recorded beside the tasks).
+
+        ``%%eugo --exercise`` records there which of the cell's functions ran in the notebook's process.
+        """
+        self._extra_meta[str(key)] = value
+
     def __enter__(self) -> trace:
         self._rt = session.current()
         self._mark = self._rt.recorder.open_region()
