@@ -17,7 +17,7 @@ from _exercise_cells import run_exercise
 from eugo_lab.contract import phases
 from eugo_lab.exercises import measure
 from eugo_lab.hpc import api
-from eugo_lab.tracing.driver_calls import DriverCalls
+from eugo_lab.tracing.driver_calls import DriverCalls, unwatched
 
 CELL_FILE = "<eugo test cell>"
 SOURCE = """
@@ -125,6 +125,27 @@ def test_a_call_through_a_stand_in_counts_once_even_when_the_code_does_not_run()
         for _ in range(2):
             compiled(1)
     assert calls.calls == {"score": 5}
+
+
+def test_the_runtimes_entry_points_run_unhooked_and_give_the_hook_back():
+    # The runtime's submission path is call-heavy: hooked, it runs several times slower, which a run then measures.
+    from eugo_lab import hpc
+    from eugo_lab.hpc.remote_function import RemoteFunction
+
+    seen: list = []
+
+    @unwatched
+    def entry():
+        seen.append(sys.getprofile())
+
+    with DriverCalls({CELL_FILE}):
+        hook = sys.getprofile()
+        entry()
+        assert sys.getprofile() is hook
+    entry()  # no hook installed: the plain call
+    assert seen == [None, None]
+    for fn in (RemoteFunction.remote, RemoteFunction.map, hpc.get, hpc.wait, hpc.put, hpc.map):
+        assert getattr(fn, "__wrapped__", None) is not None, fn
 
 
 SETUP = """

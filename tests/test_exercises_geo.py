@@ -166,7 +166,8 @@ PHASES_TABLE = [
         "'write' phase", mistake="no-phases", id="starter-no-phase-marked"),
     row("mistake", ONLY_READ, False, "recorded no 'compute' and 'write' phase", mistake="no-phases",
         id="only-the-read-marked"),
-    row("mistake", LOCAL_REF, False, "processed here in the notebook, one after another: nothing ran on a worker",
+    row("mistake", LOCAL_REF, False, "no task ran in this cell (quicklook ran 16 times here in the notebook): "
+        "nothing ran on a worker",
         mistake="local", id="in-the-notebook"),
     row("mistake", BATCH, False, "16 tiles ran in 1 task: a task that loops over several tiles keeps them on one "
         "worker", mistake="loop-in-task", id="all-tiles-in-one-task"),

@@ -72,13 +72,19 @@ def task_function(a: Attempt, step: str) -> str:
     return max(doers, key=lambda f: (counts[f], f)) if doers else step
 
 
-def functions_here(a: Attempt) -> str:
-    """``load_tile ran 4 times and write ran 4 times here in the notebook`` (every recorded function); ``""``: none."""
+def functions_here(a: Attempt, functions: tuple[str, ...] | None = None) -> str:
+    """``gain ran 2,000 times and score 1 time here in the notebook``, from the runtime's record; ``""``: none ran.
+
+    ``functions``: only those (in that order); None: every function of the cell the record holds.
+    """
     record = a.trace.meta.get(measure.DRIVER_CALLS) or {}
-    ran = [f"{name} ran {n:,} time{'s' if n != 1 else ''}" for name, n in sorted(record.items()) if n]
+    names = sorted(record) if functions is None else list(functions)
+    ran = [(name, int(record.get(name, 0))) for name in names if record.get(name)]
     if not ran:
         return ""
-    return (", ".join(ran[:-1]) + " and " + ran[-1] if len(ran) > 1 else ran[0]) + " here in the notebook"
+    said = [f"{name} ran {n:,} time{'s' if n != 1 else ''}" if i == 0 else f"{name} {n:,} time{'s' if n != 1 else ''}"
+            for i, (name, n) in enumerate(ran)]
+    return (", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]) + " here in the notebook"
 
 
 def right_result(ok: bool, name: str, should_be: str, fix: str = "", mistake: str = "results") -> None:

@@ -281,8 +281,8 @@ def _not_from_tasks(a: Attempt, name: str, value: Any, why: str) -> None:
         raise NotYet(f"`{name}` is the value an earlier cell left (the first run of the pipeline); this cell's "
                      f"tasks did not produce it ({why}).", mistake="copied")
     if not len(a.trace.tasks["task_id"]):
-        here = [said for said in (steps.ran_here(a, GAIN), steps.ran_here(a, SCORE)) if said]
-        raise NotYet("no task ran in this cell" + (f" ({' and '.join(here)})" if here else "")
+        here = steps.functions_here(a, (GAIN, SCORE))
+        raise NotYet("no task ran in this cell" + (f" ({here})" if here else "")
                      + ", so none of the pipeline's four mistakes is fixed; they are hidden.", mistake="local")
     steps.from_tasks(a, derivation.Derivation(False, why), GAIN if name == "gains" else SCORE, mistake="decoy")
 

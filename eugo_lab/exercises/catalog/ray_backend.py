@@ -156,9 +156,9 @@ def ray_backend(a: Attempt) -> Verdict:
     a.require_engine("ray", measure.tasks(a.trace), ", not on Ray: the runtime was not connected to Ray when the "
                      "cell ran.")
     if n_first < DAYS or n_second < DAYS:
-        here = [said for said in (steps.ran_here(a, FIRST), steps.ran_here(a, SECOND)) if said]
+        here = steps.functions_here(a, (FIRST, SECOND))
         return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks"
-                         + (f"; {' and '.join(here)}." if here else ": every day is a task of each step."),
+                         + (f"; {here}." if here else ": every day is a task of each step."),
                          mistake="local")
     if not measure.same_within_tolerance(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
         return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
