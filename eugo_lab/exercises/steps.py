@@ -13,7 +13,8 @@ with its mistake key when the run fails the step, and returns quietly otherwise:
 
 A sentence that says work was done "here in the notebook" is said only when the runtime's
 record shows the function ran in the notebook's process (:func:`eugo_lab.exercises.measure.driver_calls`),
-with its count. An honest cell that calls its task function only through a helper, a wrapper
+with its count, or (:func:`tasks_ran`) when no task at all ran, so what the cell assigned can only
+have been made in the notebook's process. An honest cell that calls its task function only through a helper, a wrapper
 around ``hpc.map`` or hand-made batches ran none of it in the notebook, so it is never told so; a
 run without that record (a trace not watched) is never told so either.
 """
