@@ -132,15 +132,16 @@ NOT_YET = {
     # shortcuts
     "shortcut-all-in-the-notebook": ("gains = [gain(s) for s in range(2000)]\n"
                                      "total = score(readings, gains, 0, 2_000_000)\n", "local",
-                                     ["no task ran in this cell: the whole pipeline ran here in the notebook"]),
+                                     ["no task ran in this cell (gain ran 2,000 times and score 1 time here in "
+                                      "the notebook), so none of the pipeline's four mistakes is fixed"]),
     "shortcut-total-beside-decoys": (MAPPED + STORED
                                      + "hpc.get([score.remote(stored, gains, 0, 10) for _ in range(20)])\n"
                                        "total = float(np.dot(readings, np.tile(gains, 1000)))\n", "decoy",
                                      ["`total` was not computed from the tasks' results: the 20 score tasks returned "
                                       "values that summed give"]),
     "shortcut-typed-total": (MAPPED + f"total = {reference()[2]!r}\n", "local",
-                             ["no score task ran in this cell, only the gain tasks: `total` was computed or typed "
-                              "here in the notebook"]),
+                             ["no score task ran in this cell, only the gain tasks: `total` did not come from "
+                              "scoring tasks"]),
     "shortcut-tasks-hand-back-the-scores": (
         MAPPED + PIECES + "echo = hpc.remote(lambda v: v)\n"
         "total = sum(hpc.get([echo.remote(score(readings, gains, a, b)) for a, b in pieces]))\n", "decoy",
@@ -149,7 +150,13 @@ NOT_YET = {
         "here = [gain(s) for s in range(2000)]\n"
         "gains = hpc.get(hpc.map(lambda g: g, here))\n" + STORED + PIECES
         + "total = sum(hpc.get([score.remote(stored, gains, a, b) for a, b in pieces]))\n", "decoy",
-        ["but <lambda> never calls gain: the gains were computed here in the notebook"]),
+        ["but <lambda> never calls gain: gain ran 2,000 times here in the notebook, so the gains were computed "
+         "there and the tasks only handed them back"]),
+    # gain computed in the notebook for the graded gains, decoy gain tasks of the right name beside them
+    "shortcut-gains-in-the-notebook-beside-decoy-gain-tasks": (
+        "hpc.get([gain.remote(s) for s in range(20)])\ngains = [gain(s) for s in range(2000)]\n" + STORED + PIECES
+        + "total = sum(hpc.get([score.remote(stored, gains, a, b) for a, b in pieces]))\n", "decoy",
+        ["gain ran 2,000 times here in the notebook beside the tasks, so the value came from the notebook"]),
 }
 
 

@@ -120,7 +120,8 @@ NOT_YET = {
                              + "result = hpc.get([channel_mean.remote(gains_ref, s) for s in range(6)])\n"
                              + f"result += {IN_THE_NOTEBOOK}[6:]\n",
                              "local", "only 6 means of 12 ran as channel_mean tasks"),
-    "means-in-the-notebook": (f"result = {IN_THE_NOTEBOOK}\n", "local", "no channel_mean task ran in this cell"),
+    "means-in-the-notebook": (f"result = {IN_THE_NOTEBOOK}\n", "local",
+                              "no task ran in this cell, so the means came from the notebook"),
     # shortcuts: the right list, not what this cell's tasks returned
     "shortcut-notebook-beside-decoy": ("gains_ref = hpc.put(gains)\n" + ARGUMENT
                                        + "hpc.get([channel_mean.remote(gains_ref, 0) for _ in range(12)])\n"

@@ -11,8 +11,10 @@ import pytest
 
 pytest.importorskip("rasterio")
 
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise, tier_code
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise, shell, tier_code
 
+from eugo_lab import hpc
+from eugo_lab.analysis.sizing import Job, plan
 from eugo_lab.exercises import catalog
 
 BASE = """
@@ -164,7 +166,8 @@ PHASES_TABLE = [
         "'write' phase", mistake="no-phases", id="starter-no-phase-marked"),
     row("mistake", ONLY_READ, False, "recorded no 'compute' and 'write' phase", mistake="no-phases",
         id="only-the-read-marked"),
-    row("mistake", LOCAL_REF, False, "processed here in the notebook, one after another: nothing ran on a worker",
+    row("mistake", LOCAL_REF, False, "no task ran in this cell (quicklook ran 16 times here in the notebook): "
+        "nothing ran on a worker",
         mistake="local", id="in-the-notebook"),
     row("mistake", BATCH, False, "16 tiles ran in 1 task: a task that loops over several tiles keeps them on one "
         "worker", mistake="loop-in-task", id="all-tiles-in-one-task"),
@@ -425,7 +428,7 @@ SEVEN_TABLE = [
     row("mistake", REF_SEVEN.replace("(warm_plan.wall_time - warm.startup)", "DEADLINE"), False,
         "prefixes: you spread the read requests over the whole 180 s", absent=("workers:",),
         mistake="prefixes-deadline", setup=SEVEN, id="requests-over-the-whole-deadline"),
-    row("mistake", REF_SEVEN.replace("/ 5_500)", "/ 5_500 / 4)"), False, "prefixes: with", "over the 5,500 a "
+    row("mistake", REF_SEVEN.replace("/ 5_500)", "/ 5_500 / 4)"), False, "prefixes: with", "than the 5,500 a "
         "prefix is guaranteed", absent=("workers:",), mistake="prefixes", setup=SEVEN, id="a-quarter-of-the-prefixes"),
     row("mistake", "job = sizing.Job(tasks=FILES, deadline=DEADLINE, scale=job.scale, task_bytes=file_bytes, "
         "price_per_worker_hour=0.04)\n" + REF_SEVEN, False,
@@ -455,6 +458,52 @@ def test_seven_terabytes_evidence_follows_the_run():
     _, text = lines(run_exercise("seven-terabytes", REF_SEVEN, setup=seven))
     assert "from the 12 process_tile tasks of this cell" in text, text
     assert "16 process_tile" not in text
+
+
+def _says(text: str, number: int) -> bool:
+    """``number`` stands in ``text`` as a number of its own (``1234`` or ``1,234``), not inside another."""
+    import re
+
+    return any(re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d]|[.,]\d)", text)
+               for form in {str(number), f"{number:,}"})
+
+
+@pytest.mark.parametrize("cell", [SIZING_TABLE[i].values[0] for i in (2, 3, 5)],
+                         ids=["median-tile", "whole-deadline", "too-many"])
+def test_a_sizing_not_yet_never_states_the_simulators_count(cell):
+    """A ``not yet`` of sizing says what the learner's arithmetic did, never the count the simulator found."""
+    from eugo_lab.exercises.catalog.geo_sizing import SIZING_JOB
+
+    v = run_exercise("sizing", cell, setup=UNEVEN)
+    assert not v.passed, v.to_text()
+    answer = plan(hpc.last_trace(), Job(**SIZING_JOB)).workers
+    assert answer is not None and answer >= 10  # a count of its own, not a digit any sentence may hold
+    for text in (v.to_text(), v.to_text(precise=True)):
+        assert not _says(text, answer), f"the answer {answer} in\n{text}"
+
+
+@pytest.mark.parametrize("cell", [STARTER_SEVEN, REF_SEVEN.replace("(warm_plan.wall_time - warm.startup)", "DEADLINE"),
+                                  REF_SEVEN.replace("/ 5_500)", "/ 5_500 / 4)")],
+                         ids=["starter", "requests-over-the-deadline", "a-quarter-of-the-prefixes"])
+def test_a_seven_terabytes_not_yet_never_states_the_plan(cell):
+    """Neither the warm plan's workers, nor its end, nor the prefixes it needs appear in a ``not yet``."""
+    import dataclasses
+    import math
+
+    from eugo_lab.exercises.catalog.geo_sizing import GETS_PER_PREFIX, WARM_STARTUP
+
+    v = run_exercise("seven-terabytes", cell, setup=SEVEN)
+    assert not v.passed, v.to_text()
+    ns = shell().user_ns
+    job = ns["job"]
+    warm = plan(hpc.last_trace(), dataclasses.replace(job, startup=WARM_STARTUP))
+    reads = sum(r.reads for r in ns["results"]) / len(ns["results"])
+    running = warm.wall_time - WARM_STARTUP
+    need = max(1, math.ceil(job.tasks * reads / running / GETS_PER_PREFIX))
+    for text in (v.to_text(), v.to_text(precise=True)):
+        assert not _says(text, warm.workers), f"the plan's {warm.workers} workers in\n{text}"
+        assert f"{need} prefixes" not in text and f"{running:.0f} s" not in text, text
+        assert f"{job.tasks * reads / running:,.0f}" not in text, text  # the requests a second: the answer x 5,500
 
 
 def test_registered_with_their_lessons():

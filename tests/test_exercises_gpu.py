@@ -14,7 +14,7 @@ import pytest
 
 from eugo_lab import hpc
 from eugo_lab.offload import kernels
-from tests._exercise_cells import code_in, hint_code, hint_words, run_exercise
+from tests._exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
 
 kernels.cuda()  # before anything imports numba.cuda: the simulator where there is no GPU
 
@@ -122,6 +122,54 @@ def test_break_even_cases(cell, setup, passed, says, mistake, fixed_host):
     else:
         assert code_in(text) == [], text
         assert hint_words(v) and hint_code(v)
+
+
+@pytest.mark.parametrize("cell, setup", [c[1:3] for c in BREAK_EVEN_CASES if not c[3]],
+                         ids=[c[0] for c in BREAK_EVEN_CASES if not c[3]])
+def test_a_break_even_not_yet_never_states_the_models_sizes(cell, setup, fixed_host):
+    """The model's break-even sizes (four calls, one call, one call on the device) appear in a pass only."""
+    from eugo_lab.exercises.catalog import gpu as ex
+    from eugo_lab.offload import profiles
+    from eugo_lab.offload.cell import device_profile
+
+    v = run_exercise("gpu-break-even", cell, BREAK_EVEN_SETUP + setup, line="--no-live")
+    assert not v.passed, v.to_text()
+    host, gpu = profiles.host_profile(), device_profile()
+    answers = {ex.chain_break_even(host, gpu), ex._one_call(host, gpu, False), ex._one_call(host, gpu, True)}
+    theirs = shell().user_ns.get("size")  # the learner's own size may be echoed back: it is not the model's
+    for n in answers - {None, theirs}:
+        for text in (v.to_text(), v.to_text(precise=True)):
+            assert f"{n:,}" not in text and str(n) not in text, f"the model's {n:,} in\n{text}"
+
+
+@pytest.fixture
+def fast_host(monkeypatch):
+    """A host whose np.power is so fast that the model never runs the four calls on the GPU: the answer is None."""
+    from eugo_lab.offload import profiles
+
+    fake = dataclasses.replace(profiles.host_profile(), special_rate=1e18, special_costs=(), mem_bw=1e18,
+                               cache_bw=1e18)
+    monkeypatch.setattr(profiles, "host_profile", lambda: fake)
+    return fake
+
+
+def test_where_the_answer_is_never_a_not_yet_does_not_say_so(fast_host):
+    from eugo_lab.exercises.catalog import gpu as ex
+    from eugo_lab.offload.cell import device_profile
+
+    assert ex.chain_break_even(fast_host, device_profile()) is None
+    cell = "est = predict(sample_operation('elementwise', 1 << 20, work='special', name='power'), host, gpu)\n" \
+           "size = 1 << 20\n"
+    v = run_exercise("gpu-break-even", cell, BREAK_EVEN_SETUP, line="--no-live")
+    assert not v.passed and v.mistake == "never", v.to_text()
+    text = v.to_text(precise=True)
+    assert "still runs the 4 calls faster on the CPU" in text, text
+    for answer in ("None", "no size", "never", "every size"):
+        assert answer not in text, text
+    assert "None" not in ex.BREAK_EVEN_HINTS["never"].change  # the answer is the second tier's, the code
+    assert "None" in ex.BREAK_EVEN_HINTS["never"].code
+    v = run_exercise("gpu-break-even", "size = None\n", BREAK_EVEN_SETUP, line="--no-live")
+    assert v.passed, v.to_text()
 
 
 @pytest.fixture

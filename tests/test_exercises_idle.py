@@ -115,6 +115,18 @@ def test_a_typed_number():
         "which no idle stop the runtime recorded comes to", "typed")
 
 
+def test_a_not_yet_never_states_the_price_of_the_idle_spell():
+    # The answer is the recorded idle time priced: a not yet gives the idle time (the input), never its price.
+    from _exercise_cells import shell
+
+    v = row(HEAD.format(timeout="idle_timeout=3, ") + WAIT + "idle_cost = 0.00021\n", False,
+            "the timer measured", "typed")
+    stop = shell().user_ns["stop"]
+    answer = priced(stop.idle_s, stop.workers)
+    for text in (v.to_text(), v.to_text(precise=True)):
+        assert f"{answer:.3g}" not in text and f"{answer:.4g}" not in text, text
+
+
 def test_a_value_from_an_earlier_cell():
     earlier = (HEAD.format(timeout="idle_timeout=2, ") + WAIT
                + "old_cost = cost(run.trace, PRICE, idle=stop.idle_s).idle_cost\n")

@@ -46,6 +46,16 @@ PASS = {
                           "total = sum(hpc.get(futs))\n", "2 load tasks, 1.0 per worker on 2 workers"),
     # enough equal ranges in row order: the last wave is short although the costly rows come last
     "honest-eight-in-order": (ranges_in_order(8), "8 load tasks, 4.0 per worker"),
+    # technique, not name: its own function around the submissions, and hand-made batches of load calls
+    "honest-wrapper": ("def run(pieces):\n    return hpc.get([load.remote(a, b) for a, b in pieces])\n"
+                       "cuts = [N * i // 16 for i in range(17)]\n"
+                       "total = sum(run(sorted(zip(cuts, cuts[1:]), reverse=True)))\n", "16 load tasks"),
+    "honest-hand-made-batches": ("@hpc.remote(optimize=False)\ndef batch(pieces):\n"
+                                 "    return sum(load(a, b) for a, b in pieces)\n"
+                                 "cuts = [N * i // 32 for i in range(33)]\n"
+                                 "pieces = sorted(zip(cuts, cuts[1:]), reverse=True)\n"
+                                 "total = sum(hpc.get([batch.remote(pieces[i::8]) for i in range(8)]))\n",
+                                 "8 batch tasks, 4.0 per worker"),
 }
 NOT_YET = {
     "starter-one-range-per-worker": (STARTER, "uneven", "keep them busy 67% of the run, under 85%: the largest "
@@ -61,7 +71,13 @@ NOT_YET = {
                              "total = sum(hpc.get(load.remote(a, b)) for a, b in zip(cuts, cuts[1:]))\n",
                              "serial", "the cell waited after each of the 16 load tasks it submitted"),
     "added-up-in-the-notebook": ("total = sum(k * k % 7 for n in range(N) for k in range(n))\n", "local",
-                                 "no load task ran on a worker"),
+                                 "no task ran in this cell, so the total came from the notebook"),
+    # load called in the notebook for the graded value, decoy load tasks of the right name beside it
+    "shortcut-load-called-in-the-notebook-beside-decoys": (
+        "cuts = [N * i // 16 for i in range(17)]\n"
+        "hpc.get([load.remote(0, 10) for _ in range(16)])\n"
+        "total = sum(load(a, b) for a, b in zip(cuts, cuts[1:]))\n", "not-from-tasks",
+        "load ran 16 times here in the notebook beside the tasks, so the value came from the notebook"),
     # shortcuts: the right total, not made of this cell's tasks' results
     "shortcut-typed-total-beside-decoy": ("hpc.get([load.remote(0, 100) for _ in range(16)])\n"
                                           f"total = {TOTAL}\n", "not-from-tasks",
@@ -81,6 +97,13 @@ EARLIER = "earlier = sum(hpc.get([load.remote(a, a + 250) for a in range(0, N, 2
 def test_passes(cell, evidence):
     text = passed_with(run_exercise("partitions", cell, setup=SETUP), evidence)
     assert "`total` is the sum of the" in text and " ms" not in text and " s " not in text
+    assert "notebook" not in text
+
+
+def test_the_typed_total_beside_decoys_is_not_said_to_be_computed_here():
+    # Nothing of the cell's ran in the notebook: the verdict must not claim it did.
+    v = run_exercise("partitions", NOT_YET["shortcut-typed-total-beside-decoy"][0], setup=SETUP)
+    assert "here in the notebook" not in v.to_text(precise=True), v.to_text()
 
 
 @pytest.mark.parametrize(("cell", "mistake", "message"), list(NOT_YET.values()), ids=list(NOT_YET))

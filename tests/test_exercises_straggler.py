@@ -35,6 +35,15 @@ PASS = {
                            "futs = [work.remote(*b) for b in bits]\n"
                            "total = sum(hpc.get(futs))\n",
                            "54 work tasks; their results show each covered about 100,000 numbers"),
+    # technique, not name: its own function around the submissions, and hand-made batches of work calls
+    "honest-wrapper": ("def run_all(pieces):\n    return hpc.get([work.remote(s, e) for s, e in pieces])\n"
+                       + REFERENCE.splitlines()[0] + "\ntotal = sum(run_all(pieces))\n",
+                       "27 work tasks; their results show each covered about 200,000 numbers"),
+    "honest-hand-made-batches": ("@hpc.remote(optimize=False)\ndef batch(bits):\n"
+                                 "    return sum(work(s, e) for s, e in bits)\n"
+                                 "ps = [(a, min(a + 100_000, e)) for s, e in ranges for a in range(s, e, 100_000)]\n"
+                                 "total = sum(hpc.get([batch.remote(ps[i:i + 2]) for i in range(0, 54, 2)]))\n",
+                                 "27 batch tasks; their results show each covered about 200,000 numbers"),
 }
 NOT_YET = {
     "starter-giant-left-whole": (STARTER, "giant",
@@ -52,6 +61,10 @@ NOT_YET = {
                        "giant", "the 2 pieces, handed out in the order submitted on 2 workers, keep them busy for "
                        "only 1.4x one worker's work"),
     # shortcuts: the right total, not made of the tasks' results
+    "shortcut-work-called-in-the-notebook-beside-decoys": (
+        REFERENCE.splitlines()[0] + "\nhpc.get([work.remote(0, 10) for _ in pieces])\n"
+        "total = sum(work(s, e) for s, e in pieces)\n", "not-from-tasks",
+        "work ran 27 times here in the notebook beside the tasks, so the value came from the notebook"),
     "shortcut-typed-total-beside-decoy": ("hpc.get([work.remote(0, 200_000) for _ in range(27)])\n"
                                           f"total = {TOTAL}\n", "not-from-tasks",
                                           "`total` was not computed from the tasks' results: the 27 work tasks "

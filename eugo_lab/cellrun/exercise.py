@@ -52,7 +52,8 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
 
     # Every exercise grades what eugo_lab.hpc ran: a cell that called an engine's own API is not recorded
     # from that engine, so its verdict says the runtime ran nothing (none of them is written in Dask's or Ray's API).
-    return run_cell(shell, cell, opts, after=check, native_api=False)
+    # The main run records which of the cell's functions ran here in the notebook (a checker reads it as data).
+    return run_cell(shell, cell, opts, after=check, native_api=False, watch=True)
 
 
 def save(verdict: base.Verdict) -> None:

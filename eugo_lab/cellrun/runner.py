@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.cellrun import profile_display, report
+from eugo_lab.cellrun import monitor, profile_display, report
 from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
@@ -65,8 +65,12 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
               out_mode: str, profile: bool = False,
-              optimizer: CellOptimizer | None = None) -> tuple[Any, BaseException | None, Any, bool]:
-    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown)."""
+              optimizer: CellOptimizer | None = None,
+              watch: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown).
+
+    ``watch``: record which of the cell's functions ran in the notebook's process (:mod:`eugo_lab.cellrun.monitor`).
+    """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
     n = int(rt.backend.info().workers)
@@ -89,7 +93,8 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
             feed = LiveFeed(rt.recorder, view, LiveState(t0, n), lambda: unfinished_items(rt)).start()
         try:
             # --optimize: the runtime wraps the cell's functions in the JIT trial while the body runs
-            with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext():
+            with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext(), \
+                    monitor.watching(shell, region) if watch else contextlib.nullcontext():
                 value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
@@ -119,7 +124,7 @@ def cell_source() -> str:
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
-             native_api: bool = True) -> Any:
+             native_api: bool = True, watch: bool = False) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
 
     ``after(summary, error, out_mode)``: called with the cell's summary (the main run's trace
@@ -127,21 +132,22 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     (``--exercise`` grades the run there, on the same Report). ``native_api``: a cell written with
     Dask's or Ray's own API is recorded from that engine; False records only the runtime's tasks
     (the course's exercises grade ``eugo_lab.hpc`` runs: a learner who called Ray directly is told
-    the runtime ran nothing, not that the work ran in the notebook).
+    the runtime ran nothing, not that the work ran in the notebook). ``watch``: the main run records which
+    of the cell's functions ran in the notebook's process, in its trace's ``meta`` (``--exercise``).
 
     The cell's record is open while it runs, ``after`` included (a grader puts its verdict there).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     record = cellrecord.begin_cell()
     try:
-        return _run_cell(shell, cell, opts, after, native_api)
+        return _run_cell(shell, cell, opts, after, native_api, watch)
     finally:
         cellrecord.end(record)
 
 
 def _run_cell(shell: Any, cell: str, opts: CellOptions,
               after: Callable[[report.CellSummary, BaseException | None, str], None] | None,
-              native_api: bool) -> Any:
+              native_api: bool, watch: bool) -> Any:
     """:func:`run_cell`'s work, in the cell's open record."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
@@ -172,7 +178,8 @@ def _run_cell(shell: Any, cell: str, opts: CellOptions,
         if not main and out_mode != "text":
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
         value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
-                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer)
+                                               profile=main and (opts.profile or opts.optimize), optimizer=optimizer,
+                                               watch=main and watch)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break

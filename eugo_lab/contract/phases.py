@@ -157,6 +157,15 @@ def in_runtime_phase() -> bool:
     return getattr(_local, "runtime_depth", 0) > 0
 
 
+def in_task() -> bool:
+    """Whether this thread runs a task's body now (set on the worker side, also on a thread of the driver).
+
+    The threads engine runs task bodies in threads of the driver process: what runs there is the
+    task's work, not the notebook's (:mod:`eugo_lab.tracing.driver_calls` leaves it out).
+    """
+    return getattr(_local, "phases", None) is not None
+
+
 def begin_task() -> list:
     """Start collecting phases for the task about to run on this thread (worker side)."""
     record: list = []

@@ -13,6 +13,7 @@ import numpy as np
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
+from eugo_lab.tracing.driver_calls import META_KEY as DRIVER_CALLS
 from eugo_lab.units import fmt_source as display_source
 from eugo_lab.units import plural  # noqa: F401 - the catalog counts through measure.plural
 
@@ -20,6 +21,19 @@ from eugo_lab.units import plural  # noqa: F401 - the catalog counts through mea
 def engine(trace: Any) -> str:
     """The engine the traced tasks ran on (``local``, ``threads``, ``dask``, ``ray``), as the trace records it."""
     return str(trace.meta.get("backend", "local"))
+
+
+def driver_calls(trace: Any, function: str) -> int | None:
+    """How many times ``function`` ran in the notebook's own process during the cell, outside any task.
+
+    Recorded by the runtime while a graded cell runs (:mod:`eugo_lab.tracing.driver_calls`): a call
+    through a helper, a wrapper or a plain loop counts; a task's body, on any engine, does not.
+    ``None``: the run was not watched (a trace from ``hpc.trace()`` or built by hand), so nothing is known.
+    """
+    record = trace.meta.get(DRIVER_CALLS)
+    if record is None:
+        return None
+    return int(record.get(function, 0))
 
 
 def tasks(trace: Any, function: str | None = None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from eugo_lab.contract.errors import GetTimeoutError, cancelled
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.serialization import dumps_value, loads_value
+from eugo_lab.tracing.driver_calls import unwatched
 
 # A future's state. Not the trace row's status codes (eugo_lab.contract.row: those describe
 # one attempt; a future outlives failed attempts that were retried).
@@ -188,6 +189,7 @@ class Future:
             return dumps_value(self._value())
         return self._payload  # type: ignore[return-value]
 
+    @unwatched  # the runtime's own work: a graded cell's call monitor leaves it alone
     def result(self, timeout: float | None = None) -> Any:
         """Block until done and return the value (same as ``hpc.get(self)``).
 

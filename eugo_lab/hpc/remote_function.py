@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 from eugo_lab.contract.task import FunctionRecord, TaskOptions, validate_options
 from eugo_lab.hpc.future import Future
 from eugo_lab.hpc.prestart import in_pool_worker, prestart_default_pool
+from eugo_lab.tracing.driver_calls import unwatched
 
 if TYPE_CHECKING:
     from eugo_lab.hpc.mapping import MapResult
@@ -74,6 +75,7 @@ class RemoteFunction:
         """The name tasks of this function carry in traces and errors."""
         return self._options.name or self._record.name
 
+    @unwatched  # the runtime's own work: not counted, and not slowed, by a graded cell's call monitor
     def remote(self, *args: Any, **kwargs: Any) -> Future:
         """Submit one call; returns its future immediately."""
         rt = _session().current()
@@ -100,6 +102,7 @@ class RemoteFunction:
         record = self._record if plain is None else FunctionRecord(plain, self._record.name)
         return RemoteFunction(self._fn, opts, record)
 
+    @unwatched
     def map(self, iterable: Iterable, batch: int | str = "auto") -> MapResult:
         """Same as ``hpc.map(self, iterable, batch=batch)``."""
         from eugo_lab.hpc.mapping import map_items

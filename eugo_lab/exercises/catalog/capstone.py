@@ -66,7 +66,7 @@ import numpy as np
 
 from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_source as display_source
@@ -199,11 +199,7 @@ def capstone(a: Attempt) -> Verdict:
     stage1 = _gains_source(a, gains)
     stage2 = _total_source(a, total, stage1.function)
     n2 = measure.tasks(a.trace, stage2)
-    taken = _taken_after(a.trace, stage2)
-    if taken < n2:
-        return a.not_yet(f"`total` equals what the {measure.plural(n2, stage2 + ' task')} returned, but the cell "
-                         f"took only {measure.plural(taken, 'value')} of theirs with get(), so it was computed here "
-                         "in the notebook beside the tasks.", mistake="not-taken")
+    steps.taken(a, stage2, "total", n2, got=_taken_after(a.trace, stage2))
     judged = {"blocking": _blocking(a, (stage1.function, stage2)),
               "tiny": _tiny(a, stage1.function, len(_as_list(gains)), stage2, n2),
               "straggler": _straggler(a, stage2, want_total),
@@ -243,10 +239,10 @@ def _gains_source(a: Attempt, gains: Any) -> derivation.Sources:
         found = derivation.returned_by(list(gains), a.trace, name="gains")
     if not found:
         _not_from_tasks(a, "gains", gains, found.why)
-    if not _does_work_of(a, found.function, GAIN):
+    if not steps.does_work_of(a, found.function, GAIN):
         raise NotYet(f"`gains` holds what the {measure.plural(len(found.tasks), found.function + ' task')} "
-                     f"returned, but {found.function} never calls gain: the gains were computed here in the "
-                     "notebook and the tasks only handed them back.", mistake="decoy")
+                     f"returned, but {found.function} never calls gain: {_made_outside(a, GAIN, 'the gains')}.",
+                     mistake="decoy")
     return found
 
 
@@ -261,9 +257,10 @@ def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
         why = derivation.combined(total, a.trace, names[0] if names else SCORE, sum, name="total",
                                   how="summed").why
         if not names and not _left_by_earlier_cell(total, a.before.get("total")) and len(a.trace.tasks["task_id"]):
-            raise NotYet(f"no {SCORE} task ran in this cell, only the {gains_function} tasks: `total` was computed "
-                         "or typed here in the notebook, so the mistakes of the scoring step are hidden, not fixed.",
-                         mistake="local")
+            here = steps.ran_here(a, SCORE)
+            raise NotYet(f"no {SCORE} task ran in this cell, only the {gains_function} tasks"
+                         + (f"; {here}" if here else ": `total` did not come from scoring tasks")
+                         + ", so the mistakes of the scoring step are hidden, not fixed.", mistake="local")
         _not_from_tasks(a, "total", total, why)
     readings = reference()[0].nbytes
     stored = _big_puts(a.trace, readings)
@@ -273,8 +270,8 @@ def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
     if not resolved and shipped < HOLDS_SHARE * readings and not (
             carried is not None and carried.captured_bytes >= HOLDS_SHARE * readings):
         raise NotYet(f"`total` is the sum of what the {fn} tasks returned, but they never received the readings "
-                     f"(no stored copy they read, {fmt_bytes(shipped, '.3g')} of arguments in all): the scores were "
-                     "computed here in the notebook and the tasks only handed them back.", mistake="decoy")
+                     f"(no stored copy they read, {fmt_bytes(shipped, '.3g')} of arguments in all): "
+                     f"{_made_outside(a, SCORE, 'the scores')}.", mistake="decoy")
     return fn
 
 
@@ -284,10 +281,18 @@ def _not_from_tasks(a: Attempt, name: str, value: Any, why: str) -> None:
         raise NotYet(f"`{name}` is the value an earlier cell left (the first run of the pipeline); this cell's "
                      f"tasks did not produce it ({why}).", mistake="copied")
     if not len(a.trace.tasks["task_id"]):
-        raise NotYet("no task ran in this cell: the whole pipeline ran here in the notebook, one step after "
-                     "another, so none of its four mistakes is fixed; they are hidden.", mistake="local")
-    raise NotYet(f"{why}: the right value was computed here in the notebook, while the tasks computed something "
-                 "else.", mistake="decoy")
+        here = steps.functions_here(a, (GAIN, SCORE))
+        raise NotYet("no task ran in this cell" + (f" ({here})" if here else "")
+                     + ", so none of the pipeline's four mistakes is fixed; they are hidden.", mistake="local")
+    steps.from_tasks(a, derivation.Derivation(False, why), GAIN if name == "gains" else SCORE, mistake="decoy")
+
+
+def _made_outside(a: Attempt, step: str, what: str) -> str:
+    """Where ``what`` (values the tasks handed back) came from: the notebook when ``step`` ran there, else unsaid."""
+    here = steps.ran_here(a, step)
+    if here:
+        return f"{here}, so {what} were computed there and the tasks only handed them back"
+    return f"the tasks only handed back {what} made outside them"
 
 
 def _left_by_earlier_cell(value: Any, before: Any) -> bool:
@@ -304,25 +309,6 @@ def _left_by_earlier_cell(value: Any, before: Any) -> bool:
     if isinstance(value, (list, tuple)) and isinstance(before, (list, tuple)) and len(value) == len(before) > 0:
         return all(x is y for x, y in zip(value, before))
     return False
-
-
-def _does_work_of(a: Attempt, function: str, step: str) -> bool:
-    """``function`` is the lesson's ``step`` or calls it (its code, a helper's, or what its pickle carried)."""
-    if function == step:
-        return True
-    if any(name == step for f in a.trace.functions_shipped if f.function == function for name, _ in f.captured):
-        return True
-    fn = _function_named(a.namespace, function)
-    return fn is not None and step in measure.code_references(fn, {step}, a.namespace)
-
-
-def _function_named(namespace: dict[str, Any], function: str) -> Any:
-    """The cell's callable whose tasks carry the name ``function`` in the trace, or None."""
-    for value in namespace.values():
-        name = getattr(value, "function_name", None) or getattr(value, "__qualname__", None)
-        if callable(value) and name == function:
-            return value
-    return None
 
 
 def _taken_after(trace: Any, function: str) -> int:

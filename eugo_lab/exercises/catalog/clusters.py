@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
@@ -143,10 +143,7 @@ def dask_cluster(a: Attempt) -> Verdict:
     if not measure.same_within_tolerance(list(result) if isinstance(result, tuple) else result, reference_result()):
         return a.not_yet(f"`result` is not the {N} channel means in seed order, each taken from the table of gains "
                          "the cell starts with.", mistake="results")
-    n = measure.tasks(a.trace, FUNCTION)
-    if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran in this cell: the means were computed here in the notebook, not on "
-                         "the cluster.", mistake="local")
+    n = steps.tasks_ran(a, FUNCTION, "the means")
     a.require_engine("dask", n, " (this machine's pool), not on the Dask cluster: the runtime was not connected "
                      "to it when the cell ran.")
     want = given_address(a.namespace)
@@ -157,9 +154,7 @@ def dask_cluster(a: Attempt) -> Verdict:
     if n < N:
         return a.not_yet(f"only {measure.plural(n, 'mean')} of {N} ran as {FUNCTION} tasks.", mistake="local")
     came = derivation.listed(result, a.trace, FUNCTION, name="result")
-    if not came:
-        return a.not_yet(f"{came.why}: the graded list must be what the cluster's tasks returned.",
-                         mistake="not-from-tasks")
+    steps.from_tasks(a, came, FUNCTION)
     table = reference_gains().nbytes
     size = fmt_bytes(table, ".3g")
     limit = MAX_SHIPPED_SHARE * table

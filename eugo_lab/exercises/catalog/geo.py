@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
@@ -223,8 +223,9 @@ def phases(a: Attempt) -> Verdict:
     results, tiles = _outputs(a)
     n = len(tiles)
     if measure.tasks(a.trace) == 0:
-        return a.not_yet(f"the {n} tiles were processed here in the notebook, one after another: nothing ran on a "
-                         "worker, so there are no tasks and no phases on the timeline.", mistake="local")
+        here = steps.functions_here(a)
+        return a.not_yet(f"no task ran in this cell{' (' + here + ')' if here else ''}: nothing ran on a worker, "
+                         f"so the {n} tiles have no tasks and no phases on the timeline.", mistake="local")
     src = from_tasks(a, results)
     ids = sorted(set(src.tasks))
     if len(ids) < n:

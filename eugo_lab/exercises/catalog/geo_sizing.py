@@ -217,8 +217,8 @@ def sizing_check(a: Attempt) -> Verdict:
     if ref.workers is None:
         raise NotYet(f"even one worker per tile would miss the deadline in the replay ({ref.reason}); "
                      "run the small job again on an idle machine.")
-    details = (f"your answer {workers:g} workers", f"the simulator's {ref.workers} ({ref.reason})",
-               f"median tile {np.median(body):.3f} s, mean {body.mean():.3f} s")
+    # The simulator's count is the answer: in the passing verdict's details only, never a not yet's.
+    details = (f"your answer {workers:g} workers", f"median tile {np.median(body):.3f} s, mean {body.mean():.3f} s")
     left = job.deadline - job.startup
     med, mean = float(np.median(body)), float(body.mean())
     if _near(workers, ref.workers, TOLERANCE, 1):
@@ -231,7 +231,7 @@ def sizing_check(a: Attempt) -> Verdict:
         if _linear(job.tasks, mean, job.deadline) < ref.workers:
             evidence.append(f"dividing the work by the whole {job.deadline:g} s would have given fewer workers: "
                             f"the replay leaves the {job.startup:g} s start-up out of the tiles' time")
-        return a.passed(*evidence, details=details)
+        return a.passed(*evidence, details=(*details, f"the simulator's {ref.workers} ({ref.reason})"))
     c = float(compute.mean()) if len(compute) else 0.0
     typical = ("you scaled one typical tile (the median): but some tiles are several times bigger, so the mean "
                "tile is longer than the typical one and your count falls short.", "typical")
@@ -307,9 +307,11 @@ def seven_terabytes(a: Attempt) -> Verdict:
     reads = float(np.mean([r.reads for r in results]))
     running = ref.wall_time - WARM_STARTUP
     need = _prefixes(job.tasks, reads, running)
+    # The plan's workers, its end and the prefixes are the answer: the passing verdict's details only.
     details = (f"yours: {workers:g} workers, {prefixes:g} prefixes",
-               f"plan with {WARM_STARTUP:g} s start-up: {ref.workers:,} workers, done {ref.wall_time:.0f} s after "
-               f"asking; {need} prefixes", f"{reads:.0f} read calls a tile, counted on the workers")
+               f"{reads:.0f} read calls a tile, counted on the workers")
+    answer = (f"plan with {WARM_STARTUP:g} s start-up: {ref.workers:,} workers, done {ref.wall_time:.0f} s after "
+              f"asking; {need} prefixes",)
     # The learner's count replayed with the lesson's start-up: one replay of the same trace (a plan
     # searches many), so it says the same on a busy machine, and it is what the 60 s plan gave.
     count = max(1, round(workers))
@@ -321,8 +323,8 @@ def seven_terabytes(a: Attempt) -> Verdict:
             wrong.append("old-startup")
             lines.append(f"workers: {workers:g} is a count for the lesson's {job.startup:g} s start-up (replayed with "
                          f"it, they finish in {old_wall:.0f} s of the {job.deadline:g}); with {WARM_STARTUP:g} s the "
-                         f"tasks have {job.deadline - WARM_STARTUP:g} s, and the plan needs only {ref.workers:,}: the "
-                         "rest would be paid to wait.")
+                         f"tasks have {job.deadline - WARM_STARTUP:g} s, so the plan needs fewer: the rest would be "
+                         "paid to wait.")
         else:
             wrong.append("workers")
             lines.append(f"workers: the plan that replays this cell's run with the {WARM_STARTUP:g} s start-up "
@@ -331,17 +333,18 @@ def seven_terabytes(a: Attempt) -> Verdict:
         if prefixes == _prefixes(job.tasks, reads, job.deadline):
             wrong.append("prefixes-deadline")
             lines.append(f"prefixes: you spread the read requests over the whole {job.deadline:g} s, but they are "
-                         f"made only while the tasks run, the {running:.0f} s between start-up and the plan's end.")
+                         "made only while the tasks run, between start-up and the plan's predicted end.")
         elif old_wall > job.startup and prefixes == _prefixes(job.tasks, reads, old_wall - job.startup):
             wrong.append("old-startup")
             lines.append(f"prefixes: that many carry the requests of a run with the {job.startup:g} s start-up; "
-                         f"with {WARM_STARTUP:g} s the tasks spread them over {running:.0f} s, so fewer do.")
+                         f"with {WARM_STARTUP:g} s the tasks spread them over another span, so another count does.")
         else:
             wrong.append("prefixes")
-            each = job.tasks * reads / running / prefixes
-            lines.append(f"prefixes: with {prefixes:g}, each would carry {each:,.0f} requests a second"
-                         + (f", over the {GETS_PER_PREFIX:,} a prefix is guaranteed." if prefixes < need
-                            else f"; fewer already keep each under {GETS_PER_PREFIX:,}."))
+            # Not the requests a second each would carry: times the learner's count, that gives the answer.
+            lines.append(f"prefixes: with {prefixes:g}, each would carry "
+                         + (f"more requests a second than the {GETS_PER_PREFIX:,} a prefix is guaranteed."
+                            if prefixes < need else f"under {GETS_PER_PREFIX:,} requests a second, and fewer "
+                            "prefixes already keep each under it."))
     if lines:
         return a.not_yet(*lines, mistake=wrong[0], details=details)
     n = len(results)
@@ -350,4 +353,4 @@ def seven_terabytes(a: Attempt) -> Verdict:
                 f"prefixes: {reads:.0f} read calls a file x {job.tasks:,} files in the {running:.0f} s the "
                 f"tasks run is {job.tasks * reads / running:,.0f} requests a second, so {need} prefixes keep "
                 f"each under {GETS_PER_PREFIX:,}"]
-    return a.passed(*evidence, details=details)
+    return a.passed(*evidence, details=(*details, *answer))

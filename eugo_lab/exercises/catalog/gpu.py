@@ -89,7 +89,7 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
@@ -177,8 +177,9 @@ BREAK_EVEN_HINTS = {
     DEFAULT: Hint("Price the four calls together at each size: the first one on data in host memory (it pays the "
                   "copy), the other three on data already on the device; keep the first size where the GPU's total "
                   "is below four CPU calls.", _BREAK_EVEN_SOLUTION),
-    "never": Hint("On this host the model never runs the four calls faster on the GPU, so the right answer is no "
-                  "size at all: leave `size` as None.", "size = None"),
+    "never": Hint("Ask the model whether the four calls together win on the GPU at your size and at every larger "
+                  "one the loop tries; keep a size only where they do, and None if they win at none.",
+                  "size = None  # the model never runs the four calls faster on the GPU on this host"),
     "none-found": Hint("Scan larger sizes, up to about a billion elements (2 to the 30th), and stop at the first "
                        "one where the four calls together are faster on the GPU.", _BREAK_EVEN_SOLUTION),
     "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the four "
@@ -222,8 +223,12 @@ def gpu_break_even(a: Attempt) -> Verdict:
     if expected is None:  # a host faster than this profile at every size: the right answer is "never"
         if size is None:
             return a.passed(f"the model never runs {CHAIN} np.power calls in a row faster on {gpu.name}: None is right")
-        return a.not_yet(f"on this host the model keeps the {CHAIN} calls on the CPU at every size up to 2**34 "
-                         f"elements, so no size is the break-even; your `size` is {size!r}.", mistake="never")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
+                             mistake="not-a-number")
+        # "Never" is this host's answer: the not yet says what the model does at the learner's size, not that.
+        return a.not_yet(f"at {int(size):,} elements the model still runs the {CHAIN} calls faster on the CPU: the "
+                         f"copy and the kernels together cost more there than {CHAIN} NumPy calls.", mistake="never")
     if size is None:
         return a.not_yet(f"`size` is None: your loop found no size where the {CHAIN} calls won on the GPU, among the "
                          "sizes it tried.", mistake="none-found")
@@ -231,12 +236,13 @@ def gpu_break_even(a: Attempt) -> Verdict:
         return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
                          mistake="not-a-number")
     size = int(size)
+    # The model's break-even sizes are the answer: the passing verdict's details only, never a not yet's.
     words = [f"model: {CHAIN} calls in a row win from {expected:,} elements"]
     if single is not None:
         words.append(f"one call from host memory from {single:,}")
     if resident is not None:
         words.append(f"one call on data already on the device from {resident:,}")
-    details = ("; ".join(words),)
+    details: tuple[str, ...] = ()
     priced, scanned = log.predicted(size), log.scans(size)
     if not priced and not scanned:
         asked = (f"the cell asked the cost model {measure.plural(len(log.calls), 'time')}, never about "
@@ -264,6 +270,7 @@ def gpu_break_even(a: Attempt) -> Verdict:
                              "others find them on the device.", mistake="every-call-copies", details=details)
         return a.not_yet(f"the {CHAIN} calls already win on the GPU at half your size: offload starts to pay earlier.",
                          mistake="too-large", details=details)
+    details = ("; ".join(words),)
     device, _ = choose_device("auto")
     if device is not None:
         details += (_measured_line(size, device),)
@@ -506,9 +513,7 @@ def _loads(a: Attempt) -> Verdict | None:
                          f"worker the loads would queue for it behind the {FUNCTION} tasks while the other worker "
                          "sits idle.", mistake="over-asked")
     loads = len(a.trace.results(LOADER))
-    if loads < N_TILES:
-        return a.not_yet(f"only {loads} of the {N_TILES} {LOADER} calls ran as tasks on the cluster: the tiles "
-                         "were made here in the notebook.", mistake="local")
+    steps.every_call_a_task(a, LOADER, loads, N_TILES, " on the cluster")
     if loads > N_TILES:
         return a.not_yet(f"{LOADER} ran {loads} times for {N_TILES} tiles: the fallback loaded the tiles again, "
                          f"although only the {FUNCTION} requests were refused and the tiles were loaded already.",
@@ -534,13 +539,8 @@ def gpu_request(a: Attempt) -> Verdict:
     expected = [tile_energy(i) for i in range(N_TILES)]
     if not measure.same_within_tolerance(list(results) if isinstance(results, (list, tuple)) else results, expected):
         return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
-    ran = len(a.trace.results(FUNCTION))
-    if ran < N_TILES:
-        return a.not_yet(f"only {ran} of the {N_TILES} {FUNCTION} calls ran as tasks on the cluster: the others "
-                         "ran here in the notebook.", mistake="local")
-    came = derivation.listed(list(results), a.trace, FUNCTION, name="results")
-    if not came:
-        return a.not_yet(f"{came.why}.", mistake="not-from-tasks")
+    steps.every_call_a_task(a, FUNCTION, len(a.trace.results(FUNCTION)), N_TILES, " on the cluster")
+    steps.from_tasks(a, derivation.listed(list(results), a.trace, FUNCTION, name="results"), FUNCTION)
     first = a.trace.first_attempts(FUNCTION)
     assigned = np.asarray(a.trace.gpu)[first]
     refused = [r for r in a.trace.refused if r.function == FUNCTION and r.request.get("GPU", 0) > 0]

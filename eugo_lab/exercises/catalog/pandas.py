@@ -220,8 +220,8 @@ def partition_pandas(a: Attempt) -> Verdict:
     rows = len(readings)
     n = measure.tasks(a.trace)
     if n == 0:
-        return a.not_yet("no task ran on a worker: the means were computed here in the notebook, on all the rows "
-                         "at once.", mistake="no-partitions")
+        return a.not_yet("no task ran on a worker, so the means came from the notebook, not from partitions "
+                         "that tasks worked on.", mistake="no-partitions")
     if n == 1:
         return a.not_yet(f"your run sent the whole DataFrame ({_rows_word(rows)}) to one task, so only one worker "
                          "can work on it, however many there are.", mistake="no-partitions")

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 FUNCTION = "load"
@@ -103,18 +103,12 @@ def partitions(a: Attempt) -> Verdict:
     """Grade partitioning by work: the right total, from pieces that keep every worker busy to the end."""
     total = a.require("total")
     rows = _rows(a)
-    if not measure.same_within_tolerance(total, reference_total(rows)):
-        return a.not_yet(f"`total` is not the sum over all {rows:,} rows: the ranges must cover every row exactly "
-                         "once (each starts where the previous one stopped, the last stops at the end).",
-                         mistake="results")
-    n = measure.tasks(a.trace, FUNCTION)
-    if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran on a worker: the rows were added up here in the notebook.",
-                         mistake="local")
-    came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
-    if not came:
-        return a.not_yet(f"{came.why}: the graded total must be what this cell's tasks computed.",
-                         mistake="not-from-tasks")
+    steps.right_result(measure.same_within_tolerance(total, reference_total(rows)), "total",
+                       f"the sum over all {rows:,} rows", "the ranges must cover every row exactly once (each starts "
+                       "where the previous one stopped, the last stops at the end)")
+    fn = steps.task_function(a, FUNCTION)  # load's tasks, or the cell's own batches of load calls
+    n = steps.tasks_ran(a, fn, "the total")
+    steps.from_tasks(a, derivation.combined(total, a.trace, fn, sum, name="total", how="summed"), FUNCTION)
     w = max(a.workers, 2)
     on = f"{w} workers" + (" (this run had 1 worker, so the check counts 2)" if a.workers < 2 else "")
     limit = max(MAX_TASKS, MAX_PER_WORKER * w)
@@ -125,11 +119,11 @@ def partitions(a: Attempt) -> Verdict:
         return a.not_yet(f"{n:,} tasks for {rows:,} rows: so many pieces that each carries little work beside its "
                          f"fixed trip to a worker; up to {limit} pieces on {on} each stays worth sending.",
                          mistake="too-small", details=details)
-    together = measure.submitted_together(a.trace, FUNCTION)
+    together = measure.submitted_together(a.trace, fn)
     if n > 1 and together < 2:  # one task has nothing to wait between: it is graded on the work it holds
-        return a.not_yet(f"the cell waited after each of the {n} {FUNCTION} tasks it submitted, before submitting "
+        return a.not_yet(f"the cell waited after each of the {n} {fn} tasks it submitted, before submitting "
                          "the next, so they ran one after another.", mistake="serial", details=details)
-    work = [float(v) for v in derivation.scalar_values(a.trace, FUNCTION) or []]
+    work = [float(v) for v in derivation.scalar_values(a.trace, fn) or []]
     busy = measure.packed_speedup(work, w) / w
     biggest = max(work) / sum(work) if sum(work) > 0 else 1.0
     if busy < MIN_BUSY:
@@ -139,7 +133,7 @@ def partitions(a: Attempt) -> Verdict:
                          "of the work (read from what each task returned), and the late rows cost the most, so "
                          "equal ranges of rows are not equal work and the workers without the costly pieces sit "
                          "idle at the end.", mistake="uneven", details=details)
-    return a.passed(f"{n} {FUNCTION} tasks, {n / w:.1f} per worker on {on}; the largest holds {biggest:.0%} of the "
+    return a.passed(f"{n} {fn} tasks, {n / w:.1f} per worker on {on}; the largest holds {biggest:.0%} of the "
                     "work (read from what each task returned)",
                     f"{together} tasks were submitted with no wait between them; handed out in the order submitted, "
                     f"the pieces keep the workers busy {busy:.0%} of the run (at least {MIN_BUSY:.0%}), "

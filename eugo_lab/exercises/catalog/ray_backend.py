@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 DAYS = 6
@@ -152,18 +152,18 @@ def ray_backend(a: Attempt) -> Verdict:
             return a.not_yet("the runtime ran no task in this cell, so its trace is empty: no timeline, no "
                              f"findings, nothing to check. The cell called Ray itself ({', '.join(own)} "
                              "are Ray's own objects), which goes around the runtime.", mistake="ray-direct")
-        return a.not_yet("no task ran in this cell: the days were computed here in the notebook.", mistake="local")
+        steps.tasks_ran(a, SECOND, "the peaks")
     a.require_engine("ray", measure.tasks(a.trace), ", not on Ray: the runtime was not connected to Ray when the "
                      "cell ran.")
     if n_first < DAYS or n_second < DAYS:
-        return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks; "
-                         "the others ran here in the notebook.", mistake="local")
+        here = steps.functions_here(a, (FIRST, SECOND))
+        return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks"
+                         + (f"; {here}." if here else ": every day is a task of each step."),
+                         mistake="local")
     if not measure.same_within_tolerance(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
         return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
                          "compute.", mistake="results")
-    came = derivation.listed(peaks, a.trace, SECOND, name="peaks")
-    if not came:
-        return a.not_yet(f"{came.why}.", mistake="not-from-tasks")
+    steps.from_tasks(a, derivation.listed(peaks, a.trace, SECOND, name="peaks"), SECOND)
     earlier = _earlier_name(peaks, a.before)
     if earlier is not None:
         return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
@@ -177,9 +177,12 @@ def ray_backend(a: Attempt) -> Verdict:
                          "start until your code had the readings in hand.", mistake="driver-between-steps")
     linked = chained(a.trace, SECOND, FIRST)
     if linked < n_second:
+        here = steps.ran_here(a, FIRST)
         return a.not_yet(f"only {linked} of the {n_second} {SECOND} tasks were passed a {FIRST} future; the "
-                         "others were given readings made here in the notebook, while the load tasks ran beside "
-                         "them.", mistake="values-not-futures")
+                         "others were given readings the notebook held"
+                         + (f" ({here}, while the load tasks ran beside them)." if here
+                            else ", so your code had them in hand between the steps."),
+                         mistake="values-not-futures")
     used = measure.workers_used(a.trace)
     return a.passed(f"the {n_first} {FIRST} and {n_second} {SECOND} tasks ran through the runtime on the Ray "
                     f"engine, on {used} of its {a.workers} workers",

@@ -40,7 +40,7 @@ import numpy as np
 
 from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 END = 27_000_000
@@ -111,35 +111,31 @@ def straggler(a: Attempt) -> Verdict:
     total = a.require("total")
     ranges = _ranges(a)
     piece = int(np.median([e - s for s, e in ranges]))
-    if not measure.same_within_tolerance(total, sum(reference_total(e, s) for s, e in ranges)):
-        return a.not_yet("`total` is not the sum over all of `ranges`: the pieces must cover every range exactly "
-                         "once (each piece starts where the previous one stopped).", mistake="results")
-    n = measure.tasks(a.trace, FUNCTION)
-    if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran on a worker: the pieces were computed here in the notebook.",
-                         mistake="local")
-    came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
-    if not came:
-        return a.not_yet(f"{came.why}: the graded total must be what the tasks computed.", mistake="not-from-tasks")
+    steps.right_result(measure.same_within_tolerance(total, sum(reference_total(e, s) for s, e in ranges)), "total",
+                       "the sum over all of `ranges`", "the pieces must cover every range exactly once (each piece "
+                       "starts where the previous one stopped)")
+    fn = steps.task_function(a, FUNCTION)  # work's tasks, or the cell's own batches of work calls
+    n = steps.tasks_ran(a, fn, "the total")
+    steps.from_tasks(a, derivation.combined(total, a.trace, fn, sum, name="total", how="summed"), FUNCTION)
     tiny = a.report.finding(Code.TASKS_TOO_SMALL)
     found = (f"Scheduling overhead finding: {'yes' if tiny is not None else 'no'}",)
     if n > MAX_TASKS:
         return a.not_yet(f"{n} tasks: the pieces are so small that scheduling each one is a large share of its "
                          f"work; the ordinary ranges hold {piece:,} numbers, and under {MAX_TASKS} tasks each is "
                          "worth sending.", mistake="too-small", details=found)
-    sizes = covered(a)
+    sizes = covered(a, fn)
     med, largest = float(np.median(sizes)), max(sizes)
     ratio = largest / med if med > 0 else float("inf")
     tail = [name for code, name in TAIL_NAMES.items() if a.report.finding(code) is not None]
     details = (f"timing findings: {', '.join(tail) if tail else 'none'}", *found)
     if ratio > STRAGGLER_RATIO:
-        return a.not_yet(f"one {FUNCTION} task covered about {_about(largest):,} numbers, {fmt_x(ratio)} the median "
+        return a.not_yet(f"one {fn} task covered about {_about(largest):,} numbers, {fmt_x(ratio)} the median "
                          f"task's {_about(med):,} (read from what each task returned): the oversized range was left "
                          "whole, so the other workers finished early and waited for it (an ordinary range holds "
                          f"{piece:,} numbers).", mistake="giant", details=details)
-    together = measure.submitted_together(a.trace, FUNCTION)
+    together = measure.submitted_together(a.trace, fn)
     if together < 2:
-        return a.not_yet(f"the {n} pieces are even, but the cell waited after each {FUNCTION} task it submitted, "
+        return a.not_yet(f"the {n} pieces are even, but the cell waited after each {fn} task it submitted, "
                          "before submitting the next, so they ran one after another.",
                          mistake="serial", details=details)
     w = max(a.workers, 2)
@@ -151,7 +147,7 @@ def straggler(a: Attempt) -> Verdict:
                          "to share among the workers.", mistake="giant", details=details)
     low, high = _about(min(sizes)), _about(largest)
     each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
-    return a.passed(f"{n} {FUNCTION} tasks; their results show each covered {each} numbers, "
+    return a.passed(f"{n} {fn} tasks; their results show each covered {each} numbers, "
                     f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
                     f"{together} tasks were submitted with no wait between them; handed out in the order submitted "
                     f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
@@ -168,11 +164,11 @@ def _about(n: float) -> int:
     return int(float(f"{n:.3g}"))
 
 
-def covered(a: Attempt) -> list[int]:
-    """How many numbers each ``work`` task covered, in task order: its result over :data:`PER_NUMBER`.
+def covered(a: Attempt, function: str = FUNCTION) -> list[int]:
+    """How many numbers each ``function`` task covered, in task order: its result over :data:`PER_NUMBER`.
 
     Read off what the tasks returned (the trace keeps scalar results), so the sizes are the
     same however long a busy machine made each task take.
     """
-    values = derivation.scalar_values(a.trace, FUNCTION) or []
+    values = derivation.scalar_values(a.trace, function) or []
     return [int(round(float(v) / PER_NUMBER)) for v in values]

@@ -1,0 +1,160 @@
+"""The verdict steps most checkers share, each with one wording: a wrong result, work done in the notebook, decoys.
+
+A checker calls these in its own order; each raises :class:`~eugo_lab.exercises.base.NotYet`
+with its mistake key when the run fails the step, and returns quietly otherwise:
+
+- :func:`right_result` - the graded value is not the right one (mistake ``results``);
+- :func:`task_function` - which traced function does the taught function's work (itself, or a
+  function of the cell whose tasks call it: a hand-made batch, a wrapper task);
+- :func:`tasks_ran` - no task of the taught function ran (``local``);
+- :func:`every_call_a_task` - some of the calls that should be tasks did not run as tasks (``local``);
+- :func:`from_tasks` - the value is not what the tasks returned: a decoy beside it (``not-from-tasks``);
+- :func:`taken` - the tasks' values were never taken with get() (``not-taken``).
+
+A sentence that says work was done "here in the notebook" is said only when the runtime's
+record shows the function ran in the notebook's process (:func:`eugo_lab.exercises.measure.driver_calls`),
+with its count, or (:func:`tasks_ran`) when no task at all ran, so what the cell assigned can only
+have been made in the notebook's process. An honest cell that calls its task function only through a helper, a wrapper
+around ``hpc.map`` or hand-made batches ran none of it in the notebook, so it is never told so; a
+run without that record (a trace not watched) is never told so either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eugo_lab.exercises import measure
+from eugo_lab.exercises.base import Attempt, NotYet
+
+
+def driver_calls(a: Attempt, function: str) -> int:
+    """How many times ``function`` ran in the notebook's process during the cell (0 when not recorded)."""
+    return measure.driver_calls(a.trace, function) or 0
+
+
+def ran_here(a: Attempt, function: str) -> str:
+    """``score ran 3,000 times here in the notebook``, from the runtime's record; ``""`` when it did not run here."""
+    n = driver_calls(a, function)
+    if not n:
+        return ""
+    return f"{function} ran {n:,} time{'s' if n != 1 else ''} here in the notebook"
+
+
+def function_named(namespace: dict[str, Any], function: str) -> Any:
+    """The cell's callable whose tasks carry the name ``function`` in the trace, or None."""
+    for value in namespace.values():
+        name = getattr(value, "function_name", None) or getattr(value, "__qualname__", None)
+        if callable(value) and name == function:
+            return value
+    return None
+
+
+def does_work_of(a: Attempt, function: str, step: str) -> bool:
+    """``function`` is the lesson's ``step`` or calls it (its code, a helper's, or what its pickle carried)."""
+    if function == step:
+        return True
+    if any(name == step for f in a.trace.functions_shipped if f.function == function for name, _ in f.captured):
+        return True
+    fn = function_named(a.namespace, function)
+    return fn is not None and step in measure.code_references(fn, {step}, a.namespace)
+
+
+def task_function(a: Attempt, step: str) -> str:
+    """The traced function whose tasks do ``step``'s work (``step`` itself when none does).
+
+    ``step`` when its tasks ran, else the cell's function with the most tasks that calls it
+    (hand-made batches, a task wrapping it). Technique, not name: a cell that sends the work as
+    batches of its own passes on the same criteria.
+    """
+    counts = a.trace.task_counts()
+    if counts.get(step):
+        return step
+    doers = [f for f, k in counts.items() if k and does_work_of(a, f, step)]
+    return max(doers, key=lambda f: (counts[f], f)) if doers else step
+
+
+def functions_here(a: Attempt, functions: tuple[str, ...] | None = None) -> str:
+    """``gain ran 2,000 times and score 1 time here in the notebook``, from the runtime's record; ``""``: none ran.
+
+    ``functions``: only those (in that order); None: every function of the cell the record holds.
+    """
+    record = a.trace.meta.get(measure.DRIVER_CALLS) or {}
+    names = sorted(record) if functions is None else list(functions)
+    ran = [(name, int(record.get(name, 0))) for name in names if record.get(name)]
+    if not ran:
+        return ""
+    said = [f"{name} ran {n:,} time{'s' if n != 1 else ''}" if i == 0 else f"{name} {n:,} time{'s' if n != 1 else ''}"
+            for i, (name, n) in enumerate(ran)]
+    return (", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]) + " here in the notebook"
+
+
+def right_result(ok: bool, name: str, should_be: str, fix: str = "", mistake: str = "results") -> None:
+    """Raise ``not yet`` when ``ok`` is false: `` `name` is not should_be`` and what to change (``fix``)."""
+    if not ok:
+        raise NotYet(f"`{name}` is not {should_be}{': ' + fix if fix else ''}.", mistake=mistake)
+
+
+def tasks_ran(a: Attempt, function: str, what: str, mistake: str = "local") -> int:
+    """The number of ``function``'s tasks; ``not yet`` when none ran (``what``: the graded work, "the means").
+
+    The message says the work ran in the notebook only when ``function`` ran there (with its count)
+    or when no task at all ran; when tasks of other functions ran, it names them and claims nothing more.
+    """
+    n = measure.tasks(a.trace, function)
+    if n:
+        return n
+    here = ran_here(a, function)
+    if here:
+        raise NotYet(f"no {function} task ran on a worker: {here}, so {what} came from the notebook, not from tasks.",
+                     mistake=mistake)
+    others = sorted(f for f, k in a.trace.task_counts().items() if k)
+    if not others:  # nothing ran anywhere else: what the cell assigned, the notebook made
+        raise NotYet(f"no task ran in this cell, so {what} came from the notebook, not from {function} tasks.",
+                     mistake=mistake)
+    raise NotYet(f"no {function} task ran in this cell (only tasks of {', '.join(others)}), so {what} did not come "
+                 f"from {function} tasks.", mistake=mistake)
+
+
+def every_call_a_task(a: Attempt, function: str, ran: int, wanted: int, where: str = "",
+                      mistake: str = "local") -> None:
+    """``not yet`` when only ``ran`` of ``wanted`` calls of ``function`` ran as tasks (``where``: " on the cluster").
+
+    Says the others ran in the notebook only when the record shows ``function`` ran there.
+    """
+    if ran >= wanted:
+        return
+    here = ran_here(a, function)
+    raise NotYet(f"only {ran} of the {wanted} {function} calls ran as tasks{where}"
+                 + (f"; {here}." if here else ": the others did not run as tasks."), mistake=mistake)
+
+
+def from_tasks(a: Attempt, came: Any, function: str, mistake: str = "not-from-tasks") -> None:
+    """``not yet`` when ``came`` (a :class:`~eugo_lab.exercises.derivation.Derivation`) failed: a decoy beside it.
+
+    Says the value came from the notebook only when ``function`` ran there beside its tasks.
+    """
+    if came:
+        return
+    here = ran_here(a, function)
+    if here:
+        raise NotYet(f"{came.why}: {here} beside the tasks, so the value came from the notebook, not from "
+                     "the tasks' results.", mistake=mistake)
+    raise NotYet(f"{came.why}: the graded value must be what this cell's tasks returned.", mistake=mistake)
+
+
+def taken(a: Attempt, function: str, name: str, tasks: int, got: int | None = None,
+          mistake: str = "not-taken") -> None:
+    """``not yet`` when the cell took fewer than ``tasks`` values with get() (``got``: counted by the checker).
+
+    ``name``: the graded variable. Equal to the tasks' results without taking them, the value was
+    made another way: in the notebook when the record shows ``function`` ran there.
+    """
+    got = measure.values_taken(a.trace) if got is None else got
+    if got >= tasks:
+        return
+    head = (f"`{name}` equals what the {measure.plural(tasks, function + ' task')} returned, but the cell took "
+            f"only {measure.plural(got, 'value')} of theirs with get()")
+    here = ran_here(a, function)
+    if here:
+        raise NotYet(f"{head}, and {here}: the value was computed here beside the tasks.", mistake=mistake)
+    raise NotYet(f"{head}, so the value did not come from their results.", mistake=mistake)
