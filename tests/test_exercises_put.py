@@ -7,9 +7,10 @@ from _exercise_cells import check_cell, code_in, hint_words, run_exercise, tier_
 
 SETUP = """
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 
-data = np.random.default_rng(0).random(2_000_000)
+p = exercises.problem("put")
+data = p.data
 
 @hpc.remote
 def chunk_sum(arr, i):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ from eugo_lab.cellrun.native import engine_of, run_native_cell
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
+from eugo_lab.hpc import api as hpc_api
 from eugo_lab.hpc import profiling as prof_region
 from eugo_lab.hpc import session
 from eugo_lab.offload import cell as offload_cell  # --gpu: `import numpy` in the cell dispatches per op
@@ -101,6 +103,39 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
     return value, error, region.trace, view is not None and view.timeline_shown
 
 
+def _with_gpu_mode(opts: CellOptions) -> CellOptions:
+    """``opts`` with ``--gpu`` resolved (not given: auto where a GPU is, else off); ``on`` without a GPU raises."""
+    gpu, gpu_note = offload_cell.default_mode(opts.gpu)
+    if gpu_note:
+        opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
+    opts = dataclasses.replace(opts, gpu=gpu)
+    offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
+    return opts
+
+
+def run_quietly(shell: Any, cell: str, opts: CellOptions) -> tuple[BaseException | None, Any]:
+    """Run ``cell`` once more on the running runtime, traced as its own run, showing nothing; ``(error, trace)``.
+
+    The same path as the cell's main run (its optimizations, ``--gpu`` mode, workers), without
+    the live view, the summary or anything the cell prints (the second, hidden case of an
+    exercise, :mod:`eugo_lab.cellrun.exercise`). ``hpc.last_trace()`` stays the main run's.
+    The caller owns the namespace the cell runs in.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    optimizer = CellOptimizer(opts)  # a fresh one: the main run's report is built and kept already
+    compiled = compile_cell(shell, cell, optimizer.transform)
+    opts = _with_gpu_mode(opts)
+    shown = hpc.last_trace()
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            _, error, trace, _ = _run_once(shell, compiled, opts, None, live=False, out_mode="text",
+                                           optimizer=optimizer)
+    finally:
+        hpc_api.set_last_trace(shown)
+    return error, trace
+
+
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
              native_api: bool = True) -> Any:
@@ -120,11 +155,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
     if native is not None:
         return run_native_cell(shell, compiled, opts, native, after)
-    gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
-    if gpu_note:
-        opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
-    opts = dataclasses.replace(opts, gpu=gpu)
-    offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
+    opts = _with_gpu_mode(opts)
     out_mode = display.mode(shell)
     rt = session.current(start=False)
     default = opts.workers
