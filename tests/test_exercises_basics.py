@@ -68,7 +68,7 @@ def test_wrong_seed_names_both_values():
     v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(7))\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert f"but {CALL} returns" in v.to_text()
-    assert "a task ran, with another seed or another value kept" in v.to_text()
+    assert "a task ran, with another seed or number of darts, or another value kept" in v.to_text()
 
 
 def test_missing_result_variable():

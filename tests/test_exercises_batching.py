@@ -75,7 +75,7 @@ def test_the_evidence_follows_the_batches():
 
 def test_the_one_per_item_verdict_keeps_the_code_for_the_hint():
     v = run_exercise("batching", "results = hpc.get([score.remote(x) for x in items])\n", setup=SETUP)
-    assert "hpc.map(score, items)" in hint_code(v)
+    assert "hpc.map(score, p.items)" in hint_code(v)
     assert any(d.startswith("Scheduling overhead finding: ") for d in v.details)
 
 

@@ -88,14 +88,14 @@ SUBMIT = "futures = [slow_square.remote(x) for x in p.xs]\n"
 CELLS = [
     ("reference", SUBMIT + "results = hpc.get(futures)\n", True, "taken with 1 get() call", None),
     ("honest-wait-then-get", "pending = [slow_square.remote(n) for n in p.xs]\n"
-     "hpc.wait(pending, num_returns=12)\nresults = [f.result() for f in pending]\n", True,
+     "hpc.wait(pending, num_returns=len(pending))\nresults = [f.result() for f in pending]\n", True,
      "`results` is the 12 values the tasks returned, in submission order, taken with 12 get() calls", None),
     ("mistake-blocking-loop", "results = []\nfor x in p.xs:\n    results.append(hpc.get(slow_square.remote(x)))\n",
      False, "after each task, so 12 tasks ran one at a time", "blocking-loop"),
     ("mistake-local", "results = [slow_square(x) for x in p.xs]\n", False, "no slow_square task ran", "local"),
     ("mistake-too-few", "results = hpc.get([slow_square.remote(x) for x in p.xs[:11]])\n", False,
      "is not the 12 squares", "results"),
-    ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(0) for x in p.xs])\n"
+    ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(p.xs[0]) for x in p.xs])\n"
      "results = [x * x for x in p.xs]\n", False,
      "`results` was not computed from the tasks' results: 1 of its 12 values are among what the 12 slow_square "
      "tasks returned: the right list was computed here", "decoy"),
