@@ -56,7 +56,7 @@ MAX_SHIPPED_SHARE = 0.1
 
 
 @problems.declare("put")
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
 class PutProblem(problems.Problem):
     """The array the tasks sum, read-only: 16 MB in the lesson, 2-4 MB in the hidden case."""
 
