@@ -337,3 +337,25 @@ def test_a_name_an_earlier_cell_bound_to_an_input_of_p_gets_the_hidden_case_s():
                      setup=CHUNKS + "data = p.data\n")
     passed_twice(v)
     assert shell().user_ns["data"] is problems.problem("put").data
+
+
+def test_the_hint_after_an_answer_that_did_not_carry_over_says_to_take_the_inputs_from_p(tmp_path, monkeypatch):
+    import os
+
+    from IPython.utils.capture import capture_output
+
+    from eugo_lab.settings import PROGRESS_DIR_ENV
+
+    monkeypatch.setenv(PROGRESS_DIR_ENV, str(tmp_path / "progress"))
+    p = lesson("fan-out")
+    v = run_exercise("fan-out", f"results = hpc.get([slow_square.remote(x) for x in {list(p.xs)}])\n", setup=SQUARE)
+    carried_over(v)
+    monkeypatch.setitem(os.environ, "EUGO_LAB_DISPLAY", "text")
+    shown = []
+    for _ in range(2):
+        with capture_output() as out:
+            shell().run_line_magic("eugo", "hint fan-out")
+        shown.append(" ".join(out.stdout.split()))
+    tiers = catalog.get("fan-out").hints[problems.CARRY_OVER]
+    assert " ".join(tiers.change.split()) in shown[0] and "p.xs" in shown[0]
+    assert 'p = exercises.problem("fan-out")' in shown[1]

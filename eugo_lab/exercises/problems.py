@@ -14,9 +14,9 @@ gives each student a randomised variant and nbgrader keeps hidden tests:
    nothing, on a variant the learner has not seen: another seed, smaller sizes. It runs in the
    namespace as it was before the cell, with every name that held this exercise's problem
    rebound to the variant, every name bound to one of its tuples or arrays to the variant's
-   (``data = p.data`` in an earlier cell), and ``exercises.problem(ID)`` called inside the cell
-   hands out the variant; afterwards the namespace is the first run's again. The same checker grades
-   that run against its own copy of the variant. Passed there too: the verdict says so
+   (``data = p.data`` in an earlier cell), and ``exercises.problem(ID)`` called inside the
+   cell hands out the variant; afterwards the namespace is the first run's again. The same
+   checker grades that run against its own copy of the variant. Passed there too: the verdict says so
    (:data:`SECOND_CASE`). Not passed: ``not yet`` (:data:`CARRY_OVER`), saying the cell met the
    criteria on the lesson's inputs but not on a second case of the same kind, without the
    variant's inputs or answer.
@@ -46,7 +46,14 @@ and then:
   Every variant must differ from the lesson's case in what a typed answer would hold (other
   values, another length), and every honest solution must pass it: keep its sizes where the
   criteria still hold (enough tasks for the replay, a slow task still the slowest);
+- a field holding an array is made read-only (:func:`frozen_array`) and its dataclass takes
+  ``eq=False`` (an array has no single truth value); where a criterion needs a slow task to
+  stay the slowest, the durations are inputs too (``as-completed``'s ``p.ms``), so the hidden
+  case can be shorter and still hold;
 - its hints have a :data:`CARRY_OVER` entry (what to take from ``p`` instead of typing it);
+- its rows in ``tests/test_exercise_variants.py`` (the hidden seed fixed by patching
+  :func:`draw_seed`): the reference passes both cases, a typed answer does not carry over and
+  its message holds nothing of the hidden case, an honest solution unlike the reference passes;
 - the lesson's exercise, starter and reference cells take the inputs with
   ``p = exercises.problem(ID)`` and use nothing else of the problem; one sentence of the
   lesson says these are the exercise's inputs, handed out by the checker. Pass the problem's
