@@ -359,3 +359,27 @@ def test_the_hint_after_an_answer_that_did_not_carry_over_says_to_take_the_input
     tiers = catalog.get("fan-out").hints[problems.CARRY_OVER]
     assert " ".join(tiers.change.split()) in shown[0] and "p.xs" in shown[0]
     assert 'p = exercises.problem("fan-out")' in shown[1]
+
+
+def test_an_interrupt_in_the_hidden_run_stops_the_cell_without_a_verdict_and_keeps_the_first_run_s_names():
+    from eugo_lab import exercises
+
+    ip = shell()
+    ip.run_cell(SQUARE)
+    exercises.set_last_verdict(None)
+    # Only the hidden case (4 or 6 inputs, never the lesson's 12) raises the Interrupt, after the tasks ran.
+    r = ip.run_cell("%%eugo --exercise fan-out -w 2 --no-live\n"
+                    "results = hpc.get([slow_square.remote(x) for x in p.xs])\n"
+                    "if len(p.xs) != 12:\n    raise KeyboardInterrupt\n")
+    assert isinstance(r.error_in_exec, KeyboardInterrupt)
+    assert exercises.last_verdict() is None
+    assert ip.user_ns["results"] == [x * x for x in lesson("fan-out").xs]
+
+
+def test_a_checker_bug_on_the_hidden_case_stays_that_bug():
+    from eugo_lab.exercises.base import Verdict
+
+    first = Verdict("fan-out", True, ("evidence",))
+    bug = Verdict("fan-out", False, ("the checker for this exercise failed",), checker_error="KeyError: 3")
+    assert problems.checked_again(first, bug, ["p"]) == bug
+    assert problems.checked_again(first.as_reference(), bug, ["p"]).reference
