@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from _exercise_cells import check_cell, code_in, run_exercise
 
+from eugo_lab.exercises import catalog, problems
+
 # The lesson's function, with fewer darts so each call takes milliseconds (the checker calls it too).
 SETUP = """
 import random
@@ -18,7 +20,14 @@ def estimate_pi(seed, n=20_000):
         x, y = rng.random(), rng.random()
         inside += x * x + y * y <= 1.0
     return 4 * inside / n
+
+from eugo_lab import exercises
+p = exercises.problem("first-task")
 """
+
+catalog.get("first-task")
+CASE = problems.lesson_case("first-task")
+CALL = f"estimate_pi({CASE.seed}, {CASE.darts})"  # the plain call the checker makes, as its verdicts name it
 
 
 def first_line(v) -> str:
@@ -26,28 +35,30 @@ def first_line(v) -> str:
 
 
 def test_reference_passes_with_deterministic_evidence():
-    v = run_exercise("first-task", "future = estimate_pi.remote(42)\nresult = hpc.get(future)\n", setup=SETUP)
+    v = run_exercise("first-task", "future = estimate_pi.remote(p.seed, p.darts)\nresult = hpc.get(future)\n",
+                     setup=SETUP)
     assert v.passed, v.to_text()
     assert first_line(v) == "exercise first-task: passed"
     text = v.to_text()
     assert "estimate_pi ran as 1 task on 1 worker" in text
     assert "the value that task returned, taken with get() (1 value taken in this cell)" in text
-    assert "the same value as the plain call estimate_pi(42)" in text
-    again = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(42))\n", setup=SETUP)
+    assert f"the same value as the plain call {CALL}" in text
+    again = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(p.seed, p.darts))\n", setup=SETUP)
     assert again.to_text() == text  # nothing in the evidence varies between runs
 
 
 def test_plain_call_runs_nothing_on_a_worker():
-    v = run_exercise("first-task", "result = estimate_pi(42)\nprint(result)\n", setup=SETUP)
+    v = run_exercise("first-task", "result = estimate_pi(p.seed, p.darts)\nprint(result)\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert "no task ran on a worker" in v.to_text()
     assert "plain call, so it ran right here in the notebook" in v.to_text()
-    assert "estimate_pi.remote(42)" not in v.to_text() and code_in(v.to_text()) == []  # the code is the hint's
+    # the code is the hint's
+    assert "estimate_pi.remote(p.seed, p.darts)" not in v.to_text() and code_in(v.to_text()) == []
     assert v.mistake == "local" and v.to_text().endswith("run it a second time for the code.")
 
 
 def test_future_instead_of_its_value():
-    v = run_exercise("first-task", "result = estimate_pi.remote(42)\nprint(result)\n", setup=SETUP)
+    v = run_exercise("first-task", "result = estimate_pi.remote(p.seed, p.darts)\nprint(result)\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
     assert "`result` holds a future (<hpc.Future estimate_pi() task" in v.to_text()
     assert v.mistake == "future" and "%eugo hint first-task" in v.to_text()
@@ -56,19 +67,19 @@ def test_future_instead_of_its_value():
 def test_wrong_seed_names_both_values():
     v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(7))\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
-    assert "but estimate_pi(42) returns" in v.to_text()
-    assert "a task ran, with another seed or another value kept" in v.to_text()
+    assert f"but {CALL} returns" in v.to_text()
+    assert "a task ran, with another seed or number of darts, or another value kept" in v.to_text()
 
 
 def test_missing_result_variable():
-    v = run_exercise("first-task", "value = hpc.get(estimate_pi.remote(42))\n", setup=SETUP)
+    v = run_exercise("first-task", "value = hpc.get(estimate_pi.remote(p.seed, p.darts))\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet"
     assert "did not define `result`" in v.to_text()
 
 
 def test_function_without_the_decorator():
     plain = SETUP.replace("@hpc.remote\n", "")
-    v = run_exercise("first-task", "result = estimate_pi(42)\n", setup=plain)
+    v = run_exercise("first-task", "result = estimate_pi(p.seed, p.darts)\n", setup=plain)
     assert first_line(v) == "exercise first-task: not yet"
     assert "is a plain function here, without `.remote`" in v.to_text()
 
@@ -81,18 +92,20 @@ def test_lesson_not_run_yet():
 
 # One row per cell: (id, cell, passes, what the verdict must say, the mistake it names).
 CELLS = [
-    ("reference", "future = estimate_pi.remote(42)\nresult = hpc.get(future)\n", True,
+    ("reference", "future = estimate_pi.remote(p.seed, p.darts)\nresult = hpc.get(future)\n", True,
      "the value that task returned, taken with get()", None),
-    ("honest-result-method", "job = estimate_pi.remote(seed=42)\nhpc.wait([job])\nresult = job.result()\n", True,
+    ("honest-result-method", "job = estimate_pi.remote(seed=p.seed, n=p.darts)\nhpc.wait([job])\n"
+     "result = job.result()\n", True,
      "the value that task returned, taken with get() (1 value taken in this cell)", None),
-    ("mistake-plain-call", "result = estimate_pi(42)\n", False, "plain call, so it ran right here", "local"),
-    ("mistake-future", "result = estimate_pi.remote(42)\n", False, "`result` holds a future", "future"),
-    ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, "but estimate_pi(42) returns",
+    ("mistake-plain-call", "result = estimate_pi(p.seed, p.darts)\n", False, "plain call, so it ran right here",
+     "local"),
+    ("mistake-future", "result = estimate_pi.remote(p.seed, p.darts)\n", False, "`result` holds a future", "future"),
+    ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, f"but {CALL} returns",
      "wrong-seed"),
-    ("shortcut-decoy-other-seed", "hpc.get(estimate_pi.remote(1))\nresult = estimate_pi(42)\n", False,
+    ("shortcut-decoy-other-seed", "hpc.get(estimate_pi.remote(1))\nresult = estimate_pi(p.seed, p.darts)\n", False,
      "`result` was not returned by any of the 1 estimate_pi tasks of this cell: the right value was computed here",
      "decoy"),
-    ("shortcut-task-never-taken", "estimate_pi.remote(42)\nresult = estimate_pi(42)\n", False,
+    ("shortcut-task-never-taken", "estimate_pi.remote(p.seed, p.darts)\nresult = estimate_pi(p.seed, p.darts)\n", False,
      "but the cell never took a task's value: no get() or result() asked for a future", "not-taken"),
 ]
 
@@ -104,7 +117,8 @@ def test_cells(cell, passes, says, mistake):
 
 
 def test_evidence_follows_the_number_of_tasks():
-    v = run_exercise("first-task", "result = hpc.get([estimate_pi.remote(42), estimate_pi.remote(42)])[0]\n",
+    v = run_exercise("first-task", "two = [estimate_pi.remote(p.seed, p.darts) for _ in range(2)]\n"
+                                   "result = hpc.get(two)[0]\n",
                      setup=SETUP)
     assert v.passed, v.to_text()
     assert "estimate_pi ran as 2 tasks on" in v.to_text()

@@ -10,7 +10,9 @@ import pytest
 from _exercise_cells import hint_code, not_yet_for, run_exercise
 
 SETUP = """
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("batching")
 
 @hpc.remote
 def score(x):
@@ -19,7 +21,7 @@ def score(x):
 def score_here(x):
     return sum((x * k) % 7 for k in range(200))
 
-items = range(3000)
+items = p.items
 """
 REFERENCE = "results = hpc.get(hpc.map(score, items))\n"
 
@@ -73,7 +75,7 @@ def test_the_evidence_follows_the_batches():
 
 def test_the_one_per_item_verdict_keeps_the_code_for_the_hint():
     v = run_exercise("batching", "results = hpc.get([score.remote(x) for x in items])\n", setup=SETUP)
-    assert "hpc.map(score, items)" in hint_code(v)
+    assert "hpc.map(score, p.items)" in hint_code(v)
     assert any(d.startswith("Scheduling overhead finding: ") for d in v.details)
 
 

@@ -9,7 +9,8 @@ from eugo_lab.exercises import catalog
 
 FUNC = """
 import time
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+p = exercises.problem("fan-out")
 
 @hpc.remote
 def slow_square(x):
@@ -24,7 +25,7 @@ def cell(body: str) -> str:
 
 
 def test_reference_passes():
-    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in range(12)]\n"
+    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in p.xs]\n"
                                      "results = hpc.get(futures)\n"))
     assert v.passed, v.to_text()
     assert v.to_text().splitlines()[0] == "exercise fan-out: passed"
@@ -35,33 +36,33 @@ def test_reference_passes():
 
 def test_get_inside_the_loop_names_the_line():
     body = ("results = []\n"
-            "for x in range(12):\n"
+            "for x in p.xs:\n"
             "    results.append(hpc.get(slow_square.remote(x)))\n")
     v = run_exercise("fan-out", cell(body))
     text = v.to_text()
     assert text.splitlines()[0] == "exercise fan-out: not yet", text
-    # line 1 is %%eugo, the function is lines 2-8, the loop's get() is line 11
-    assert "your loop called get() at cell line 11 after each task" in text, text
+    # line 1 is %%eugo, the function is lines 2-9, the loop's get() is line 12
+    assert "your loop called get() at cell line 12 after each task" in text, text
     assert "the Blocking finding" in text and v.mistake == "blocking-loop"
     assert code_in(text) == [], text
 
 
 def test_local_loop_without_remote():
-    v = run_exercise("fan-out", cell("results = [slow_square(x) for x in range(12)]\n"))
+    v = run_exercise("fan-out", cell("results = [slow_square(x) for x in p.xs]\n"))
     assert not v.passed
     assert "no slow_square task ran on a worker" in v.to_text()
     assert "right here in the notebook" in v.to_text() and code_in(v.to_text()) == []
 
 
 def test_wrong_results_and_missing_variable():
-    v = run_exercise("fan-out", cell("out = hpc.get([slow_square.remote(x) for x in range(12)])\n"))
+    v = run_exercise("fan-out", cell("out = hpc.get([slow_square.remote(x) for x in p.xs])\n"))
     assert not v.passed and "did not define `results`" in v.to_text()
-    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in range(11)])\n"))
+    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in p.xs[:11]])\n"))
     assert not v.passed and "is not the 12 squares" in v.to_text()
 
 
 def test_error_in_the_cell_is_not_yet_naming_it():
-    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in range(12)])\n1 / 0\n"))
+    v = run_exercise("fan-out", cell("results = hpc.get([slow_square.remote(x) for x in p.xs])\n1 / 0\n"))
     assert v.to_text().splitlines()[0] == "exercise fan-out: not yet"
     assert "ZeroDivisionError: division by zero" in v.to_text()
 
@@ -73,32 +74,32 @@ def test_registered_with_its_lesson():
 
 
 def test_on_one_worker_the_replay_decides_and_says_so():
-    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in range(12)]\n"
+    v = run_exercise("fan-out", cell("futures = [slow_square.remote(x) for x in p.xs]\n"
                                      "results = hpc.get(futures)\n"), line="-w 1 --no-live")
     assert v.passed, v.to_text()
     assert "the replay on 2 workers (this run had 1 worker, so the check uses the replay)" in v.to_text()
-    v = run_exercise("fan-out", cell("results = []\nfor x in range(12):\n"
+    v = run_exercise("fan-out", cell("results = []\nfor x in p.xs:\n"
                                      "    results.append(hpc.get(slow_square.remote(x)))\n"), line="-w 1 --no-live")
-    assert not v.passed and "your loop called get() at cell line 11 after each task" in v.to_text(), v.to_text()
+    assert not v.passed and "your loop called get() at cell line 12 after each task" in v.to_text(), v.to_text()
 
 
-SUBMIT = "futures = [slow_square.remote(x) for x in range(12)]\n"
+SUBMIT = "futures = [slow_square.remote(x) for x in p.xs]\n"
 # One row per cell: (id, body after the function, passes, what the verdict must say, the mistake it names).
 CELLS = [
     ("reference", SUBMIT + "results = hpc.get(futures)\n", True, "taken with 1 get() call", None),
-    ("honest-wait-then-get", "pending = [slow_square.remote(n) for n in range(12)]\n"
-     "hpc.wait(pending, num_returns=12)\nresults = [f.result() for f in pending]\n", True,
+    ("honest-wait-then-get", "pending = [slow_square.remote(n) for n in p.xs]\n"
+     "hpc.wait(pending, num_returns=len(pending))\nresults = [f.result() for f in pending]\n", True,
      "`results` is the 12 values the tasks returned, in submission order, taken with 12 get() calls", None),
-    ("mistake-blocking-loop", "results = []\nfor x in range(12):\n    results.append(hpc.get(slow_square.remote(x)))\n",
+    ("mistake-blocking-loop", "results = []\nfor x in p.xs:\n    results.append(hpc.get(slow_square.remote(x)))\n",
      False, "after each task, so 12 tasks ran one at a time", "blocking-loop"),
-    ("mistake-local", "results = [slow_square(x) for x in range(12)]\n", False, "no slow_square task ran", "local"),
-    ("mistake-too-few", "results = hpc.get([slow_square.remote(x) for x in range(11)])\n", False,
+    ("mistake-local", "results = [slow_square(x) for x in p.xs]\n", False, "no slow_square task ran", "local"),
+    ("mistake-too-few", "results = hpc.get([slow_square.remote(x) for x in p.xs[:11]])\n", False,
      "is not the 12 squares", "results"),
-    ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(0) for x in range(12)])\n"
-     "results = [x * x for x in range(12)]\n", False,
+    ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(p.xs[0]) for x in p.xs])\n"
+     "results = [x * x for x in p.xs]\n", False,
      "`results` was not computed from the tasks' results: 1 of its 12 values are among what the 12 slow_square "
      "tasks returned: the right list was computed here", "decoy"),
-    ("shortcut-never-taken", SUBMIT + "results = [x * x for x in range(12)]\n", False,
+    ("shortcut-never-taken", SUBMIT + "results = [x * x for x in p.xs]\n", False,
      "but the cell took only 0 values of theirs with get()", "not-taken"),
 ]
 

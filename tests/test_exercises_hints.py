@@ -19,7 +19,9 @@ from eugo_lab.settings import PROGRESS_DIR_ENV
 
 CATALOG = Path(base.__file__).parent / "catalog"
 FAN_OUT = """import time
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("fan-out")
 
 @hpc.remote
 def slow_square(x):
@@ -27,7 +29,7 @@ def slow_square(x):
     return x * x
 
 results = []
-for x in range(12):
+for x in p.xs:
     results.append(hpc.get(slow_square.remote(x)))
 """
 
@@ -190,7 +192,7 @@ def test_hint_twice_after_a_real_attempt_gives_the_words_then_the_code(store):
     assert "run %eugo hint fan-out again for the code." in first
     second = hint_magic("fan-out")
     assert second.splitlines()[0] == "hint 2 of 2 for fan-out: the code"
-    assert "    futures = [slow_square.remote(x) for x in range(12)]" in second.splitlines()
+    assert "    futures = [slow_square.remote(x) for x in p.xs]" in second.splitlines()
     again = hint_magic("fan-out")
     assert again.splitlines()[0] == "hint 2 of 2 for fan-out (shown before: there are only two): the code"
     assert progress.load()["exercises"]["fan-out"]["hints_taken"] == 2

@@ -19,13 +19,14 @@ from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow
 
-FUNC = ("import time\nfrom eugo_lab import hpc\n\n@hpc.remote\ndef slow_square(x):\n"
+FUNC = ("import time\nfrom eugo_lab import exercises, hpc\np = exercises.problem(\"fan-out\")\n"
+        "\n@hpc.remote\ndef slow_square(x):\n"
         "    time.sleep(0.05)\n    return x * x\n")
 CELLS = [
     "%load_ext eugo_lab",
-    "%%eugo --exercise fan-out -w 2\n" + FUNC + "\nresults = []\nfor x in range(12):\n"
+    "%%eugo --exercise fan-out -w 2\n" + FUNC + "\nresults = []\nfor x in p.xs:\n"
     "    results.append(hpc.get(slow_square.remote(x)))",
-    "%%eugo --exercise fan-out -w 2\n" + FUNC + "\nfutures = [slow_square.remote(x) for x in range(12)]\n"
+    "%%eugo --exercise fan-out -w 2\n" + FUNC + "\nfutures = [slow_square.remote(x) for x in p.xs]\n"
     "results = hpc.get(futures)",
     "# NBVAL_CHECK_OUTPUT\nfrom eugo_lab import exercises\nexercises.last_verdict()",
     "hpc.shutdown()",
@@ -47,7 +48,7 @@ def test_exercise_cells_in_a_kernel_and_under_nbval(tmp_path):
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
                    ).execute(env=env)
     starter = _verdict(nb.cells[1].outputs)
-    assert starter["text/plain"].startswith("exercise fan-out: not yet\n  your loop called get() at cell line 12")
+    assert starter["text/plain"].startswith("exercise fan-out: not yet\n  your loop called get() at cell line 13")
     reference = _verdict(nb.cells[2].outputs)
     assert reference["text/plain"].startswith("exercise fan-out: passed\n")
     assert "measured: " in reference["text/html"] and "measured" not in reference["text/plain"]

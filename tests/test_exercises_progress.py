@@ -20,14 +20,16 @@ from eugo_lab.exercises import base, catalog, listing
 from eugo_lab.settings import PROGRESS_DIR_ENV
 
 REFERENCE = """import time
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("fan-out")
 
 @hpc.remote
 def slow_square(x):
     time.sleep(0.05)
     return x * x
 
-results = hpc.get([slow_square.remote(x) for x in range(12)])
+results = hpc.get([slow_square.remote(x) for x in p.xs])
 """
 
 
@@ -205,8 +207,8 @@ def test_a_verdict_is_saved_and_listed(store, monkeypatch):
 def test_the_reference_solution_is_graded_and_never_saved(store, monkeypatch):
     ip = shell()
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
-    starter = REFERENCE.replace("results = hpc.get([slow_square.remote(x) for x in range(12)])",
-                                "results = [hpc.get(slow_square.remote(x)) for x in range(12)]")
+    starter = REFERENCE.replace("results = hpc.get([slow_square.remote(x) for x in p.xs])",
+                                "results = [hpc.get(slow_square.remote(x)) for x in p.xs]")
     assert not run_exercise("fan-out", starter).passed  # the learner's own attempt: saved
     before = store.read_text()
     v = run_exercise("fan-out", REFERENCE, line="-w 2 --no-live --solution")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 from _exercise_cells import check_cell, code_in, hint_words, run_exercise, tier_code
 
+from eugo_lab.exercises import problems
+
 SETUP = """
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 
-data = np.random.default_rng(0).random(2_000_000)
+p = exercises.problem("put")
+data = p.data
 
 @hpc.remote
 def chunk_sum(arr, i):
@@ -26,7 +29,7 @@ def test_reference_passes():
                            "  all 8 chunk_sum tasks read the one stored copy of the array on their workers "
                            "(1 hpc.put)\n  their arguments came to "), text
     assert text.endswith(" in all, under 10% of the array's 16 MB, and the function carried no copy of it\n"
-                         "  `total` is the sum of the 8 values the tasks returned"), text
+                         "  `total` is the sum of the 8 values the tasks returned\n  " + problems.SECOND_CASE), text
 
 
 def test_by_value_names_the_bytes_shipped():
@@ -34,7 +37,7 @@ def test_by_value_names_the_bytes_shipped():
     text = v.to_text()
     assert not v.passed
     assert "the 8 chunk_sum tasks were sent 128 MB of arguments in all, about 16 MB each" in text, text
-    assert "ref = hpc.put(data)" in tier_code("put", "by-value") and code_in(text) == []
+    assert "ref = hpc.put(p.data)" in tier_code("put", "by-value") and code_in(text) == []
 
 
 def test_put_inside_the_loop():

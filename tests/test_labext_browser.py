@@ -43,7 +43,9 @@ def estimate_pi(seed, n=200_000):
         inside += x * x + y * y <= 1.0
     return 4 * inside / n'''
 EXERCISE = '''%%eugo --exercise first-task
-future = estimate_pi.remote(42)
+from eugo_lab import exercises
+p = exercises.problem("first-task")
+future = estimate_pi.remote(p.seed, p.darts)
 result = hpc.get(future)
 print(result)'''
 SLOW = '''%%eugo -w 2

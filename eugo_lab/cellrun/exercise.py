@@ -6,6 +6,14 @@ details; the precise text in a terminal), is saved to the progress store and is
 error) and its error is re-raised after the verdict, as ``%%eugo`` does. A store that cannot be
 written costs a warning, not the cell.
 
+An exercise that declares its inputs (:mod:`eugo_lab.exercises.problems`) is graded against
+the checker's own copy of them; a cell that meets the criteria there is run a second time,
+traced as its own run and showing nothing, on a hidden case of other inputs: in the namespace
+as it was before the cell, with the names that held the problem (or one of its tuples or arrays) rebound
+to the hidden one's. Afterwards the namespace is the first run's again, and the verdict says the hidden case
+passed too, or is ``not yet`` saying the answer did not carry over (nothing of the hidden
+case in it). An Interrupt during the second run stops the cell without a verdict.
+
 With ``--solution`` (the lesson's reference solution) the cell is graded the same way, its
 verdict says it is the reference and does not count, and nothing is saved: running a lesson
 top to bottom, hidden cells included, never marks its exercises passed.
@@ -18,8 +26,8 @@ from typing import Any
 
 from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
-from eugo_lab.cellrun.runner import cell_source, run_cell
-from eugo_lab.exercises import base
+from eugo_lab.cellrun.runner import cell_source, run_cell, run_quietly
+from eugo_lab.exercises import base, problems
 from eugo_lab.render import display
 
 
@@ -31,15 +39,23 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
 
-    def check(summary: Any, error: BaseException | None, out_mode: str) -> None:
+    def attempt(trace: Any, namespace: dict[str, Any], error: BaseException | None, ran_on: dict[str, Any],
+                problem: Any, analysed: Any = None) -> base.Attempt:
         # The cell's own puts and refused requests, from its trace (never a count kept by the process).
-        trace = summary.trace
+        return base.Attempt(ex.id, trace, namespace, error,
+                            puts=len(trace.puts["ref"]) if trace is not None else 0,
+                            refused=len(trace.refused) if trace is not None else 0, before=ran_on,
+                            assigned=assigned, analysed=analysed, problem=problem)
+
+    assigned: frozenset[str] = frozenset()
+
+    def check(summary: Any, error: BaseException | None, out_mode: str) -> None:
+        nonlocal assigned
         assigned = base.bound_names(cell_source())  # the cell as it was compiled: IPython syntax made Python once
-        attempt = base.Attempt(ex.id, trace, shell.user_ns, error,
-                               puts=len(trace.puts["ref"]) if trace is not None else 0,
-                               refused=len(trace.refused) if trace is not None else 0, before=before,
-                               assigned=assigned, analysed=summary.report)
-        verdict = base.grade(ex, attempt)
+        own = problems.lesson_case(ex.id) if problems.declared(ex.id) else None  # the checker's copy
+        verdict = base.grade(ex, attempt(summary.trace, shell.user_ns, error, before, own, summary.report))
+        if verdict.passed and own is not None:
+            verdict = second_case(verdict)
         if solution:
             verdict = verdict.as_reference()
         exercises.set_last_verdict(verdict)
@@ -49,6 +65,28 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
             display.publish(verdict.to_text(), verdict.to_html(precise=True))
         if verdict.checker_error is None and not verdict.reference:  # neither is the learner's attempt
             save(verdict)
+
+    def second_case(first: base.Verdict) -> base.Verdict:
+        seed = problems.draw_seed()
+        hidden = problems.make(ex.id, seed, hidden=True)  # the cell's copy; the checker grades with its own
+        ns = shell.user_ns
+        kept = dict(ns)  # the first run's namespace: what the learner has after the cell
+        start = {**before, **problems.rebinding(before, ex.id, hidden)}
+        # The same dict, refilled: functions of earlier cells read their globals from it, so they see the hidden case.
+        ns.clear()
+        ns.update(start)
+        try:
+            with problems.serving(ex.id, hidden):
+                error, trace = run_quietly(shell, cell, opts)
+            seen = dict(ns)
+        finally:
+            ns.clear()
+            ns.update(kept)
+        if isinstance(error, KeyboardInterrupt):
+            raise error
+        second = base.grade(ex, attempt(trace, seen, error, start, problems.make(ex.id, seed, hidden=True)))
+        # The names the message points at: those that held the problem before the cell or after its first run.
+        return problems.checked_again(first, second, problems.holding({**before, **kept}, ex.id), error)
 
     # Every exercise grades what eugo_lab.hpc ran: a cell that called an engine's own API is not recorded
     # from that engine, so its verdict says the runtime ran nothing (none of them is written in Dask's or Ray's API).

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import time
 from collections.abc import Callable
 from typing import Any
@@ -122,6 +123,36 @@ def cell_source() -> str:
     return cellrecord.read(SOURCE) or ""
 
 
+def _with_gpu_mode(opts: CellOptions) -> CellOptions:
+    """``opts`` with ``--gpu`` resolved (not given: auto where a GPU is, else off); ``on`` without a GPU raises."""
+    gpu, gpu_note = offload_cell.default_mode(opts.gpu)
+    if gpu_note:
+        opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
+    opts = dataclasses.replace(opts, gpu=gpu)
+    offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
+    return opts
+
+
+def run_quietly(shell: Any, cell: str, opts: CellOptions) -> tuple[BaseException | None, Any]:
+    """Run ``cell`` once more on the running runtime, traced as its own run, showing nothing; ``(error, trace)``.
+
+    The same path as the cell's main run (its optimizations, ``--gpu`` mode, workers), without
+    the live view, the summary or anything the cell prints (the second, hidden case of an
+    exercise, :mod:`eugo_lab.cellrun.exercise`). ``hpc.last_trace()`` stays the main run's.
+    The caller owns the namespace the cell runs in.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    optimizer = CellOptimizer(opts)  # a fresh one: the main run's report is built and kept already
+    compiled = compile_cell(shell, cell, optimizer.transform)
+    opts = _with_gpu_mode(opts)
+    sink = io.StringIO()
+    # A record set aside: the run's trace and reports never become what the accessors call the latest.
+    with cellrecord.aside(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        _, error, trace, _ = _run_once(shell, compiled, opts, None, live=False, out_mode="text",
+                                       optimizer=optimizer)
+    return error, trace
+
+
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
              native_api: bool = True, watch: bool = False) -> Any:
@@ -157,11 +188,7 @@ def _run_cell(shell: Any, cell: str, opts: CellOptions,
     cellrecord.contribute(SOURCE, compiled.source)
     if native is not None:
         return run_native_cell(shell, compiled, opts, native, after)
-    gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
-    if gpu_note:
-        opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})
-    opts = dataclasses.replace(opts, gpu=gpu)
-    offload_cell.check(opts.gpu)  # --gpu on without a GPU: a clear error before any worker starts
+    opts = _with_gpu_mode(opts)
     out_mode = display.mode(shell)
     rt = session.current(start=False)
     default = opts.workers

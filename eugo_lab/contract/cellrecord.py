@@ -31,9 +31,10 @@ as the kernel's cells are.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +185,23 @@ def end(record: CellRecord | None) -> None:
         record.is_open = False
         if record in _open:
             _open.remove(record)
+
+
+@contextlib.contextmanager
+def aside() -> Iterator[CellRecord]:
+    """A record open for the block that never becomes the latest: a run no accessor may describe.
+
+    An exercise's hidden second case runs the learner's cell again inside the cell; its trace and
+    reports go here, so ``hpc.last_trace()``, the optimizations report and the verdict stay the
+    cell's own run's.
+    """
+    with _lock:
+        rec = CellRecord("aside", next(_numbers), _latest)
+        _open.append(rec)
+    try:
+        yield rec
+    finally:
+        end(rec)
 
 
 def current() -> CellRecord | None:

@@ -4,7 +4,9 @@
 - :mod:`eugo_lab.exercises.catalog`: every exercise (``get(id)``, ``all_exercises()``);
 - :mod:`eugo_lab.progress`: the learner's progress store (shared with the checklists and the server extension);
 - :mod:`eugo_lab.exercises.listing`: what ``%eugo exercises`` shows;
-- :mod:`eugo_lab.exercises.hints`: ``%eugo hint [ID]``, the next tier of an exercise's hint (words, then code).
+- :mod:`eugo_lab.exercises.hints`: ``%eugo hint [ID]``, the next tier of an exercise's hint (words, then code);
+- :mod:`eugo_lab.exercises.problems`: an exercise's inputs, handed out by the checker (``problem(ID)``), and
+  the hidden second case a passing cell is run on again.
 
 ``last_verdict()`` is the verdict of the most recent exercise cell.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from eugo_lab.contract import cellrecord
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, UnknownExerciseError, Verdict, exercise
+from eugo_lab.exercises.problems import problem
 
 #: The verdict in the cell record: an exercise cell puts its own; other cells and regions carry the latest one on.
 VERDICT = cellrecord.register(cellrecord.Slot("verdict", "the Verdict of the latest %%eugo --exercise cell"))
@@ -37,4 +40,5 @@ def set_last_verdict(v: Verdict | None) -> None:
     cellrecord.contribute(VERDICT, v)
 
 
-__all__ = ["exercise", "Attempt", "Verdict", "NotYet", "Hint", "DEFAULT", "UnknownExerciseError", "last_verdict"]
+__all__ = ["exercise", "Attempt", "Verdict", "NotYet", "Hint", "DEFAULT", "UnknownExerciseError", "last_verdict",
+           "problem"]

@@ -198,6 +198,8 @@ class Attempt:
     analysis :class:`~eugo_lab.analysis.Report` when it was made already (``%%eugo
     --exercise`` hands over its summary's, so the summary and the verdict read one Report,
     ``--compare`` baseline included); else :attr:`report` analyses the trace on first use.
+    ``problem``: the checker's own copy of the inputs this run was handed, for an exercise that
+    declares them (:mod:`eugo_lab.exercises.problems`): the lesson's case, or the hidden one.
     """
 
     exercise_id: str
@@ -209,6 +211,7 @@ class Attempt:
     before: dict[str, Any] = field(default_factory=dict, repr=False)
     assigned: frozenset[str] = frozenset()
     analysed: Any = field(default=None, repr=False)
+    problem: Any = field(default=None, repr=False)
 
     @property
     def workers(self) -> int:

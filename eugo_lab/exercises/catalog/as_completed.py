@@ -1,50 +1,68 @@
 """Exercise ``as-completed`` (Course 1, lesson 3): handle each result as soon as it finishes.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.ms``, how many
+milliseconds each measurement takes (in the lesson 10 of them, the first 400 ms and the
+others 25-45 ms); a passing cell is run again on a hidden case of 6 (one of the first two
+160-200 ms, the others 12-24 ms).
+
 Starter cell (graded ``not yet``: the loop waits in submission order, on the slow first task)::
 
     %%eugo --exercise as-completed
     import time
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
+
+    p = exercises.problem("as-completed")   # this exercise's inputs: p.ms, how long each measurement takes
 
     @hpc.remote
-    def measure(i):
-        time.sleep(0.4 if i == 0 else 0.03)   # the first task is the slow one
-        return i * 10
+    def measure(ms):
+        time.sleep(ms / 1000)   # a measurement that takes ms milliseconds
+        return ms
 
     def handle(r):          # the driver's own work on each result
         time.sleep(0.02)
         return r + 1
 
-    futures = [measure.remote(i) for i in range(10)]
+    futures = [measure.remote(ms) for ms in p.ms]
     handled = []
     for f in futures:
         handled.append(handle(hpc.get(f)))
 
 Reference solution (same first lines, then)::
 
-    futures = [measure.remote(i) for i in range(10)]
+    futures = [measure.remote(ms) for ms in p.ms]
     handled = []
     for f in hpc.as_completed(futures):
         handled.append(handle(hpc.get(f)))
 
-Criteria: ``handled`` holds ``i * 10 + 1`` for i in range(10) (any order); 10 ``measure``
-tasks ran; ``handled`` holds ``handle(r)`` (``r + 1``) of each value those tasks returned
-(their traced digests) and the cell took their values with get(); no Submission order
-finding; the driver took a result by itself (a get() of one future) before the last one
-arrived (so not one ``hpc.get`` of all of them first, with or without an ``as_completed``
-loop that takes nothing). On 1 worker tasks finish in
+Criteria, on the inputs the run was handed: ``handled`` holds ``ms + 1`` for each ms in
+``p.ms`` (any order); one ``measure`` task ran per input; ``handled`` holds ``handle(r)``
+(``r + 1``) of each value those tasks returned (their traced digests) and the cell took their
+values with get(); no Submission order finding; the driver took a result by itself (a get()
+of one future) before the last one arrived (so not one ``hpc.get`` of all of them first, with
+or without an ``as_completed`` loop that takes nothing). On 1 worker tasks finish in
 submission order, so the run cannot show the difference: there the check needs the
-results taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so.
+results taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so. Then the
+same on the hidden case.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from eugo_lab.analysis.findings import Code
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_source as display_source
 
 N = 10
+# The slow first measurement of the lesson's case, and the others: on 2 workers the 9 short ones
+# (at most 45 ms each) are all done long before it, so handling them in completion order shows.
+SLOW_MS, SHORT_MS = 400, range(25, 46)
+# The hidden case, sized to cost at most about half the lesson's: 6 measurements, the slow one
+# 160-200 ms (first or second), 5 short ones of 12-24 ms (at most 120 ms on one worker: still
+# done before the slow one). Other values than the lesson's, so a typed answer cannot match.
+HIDDEN_N, HIDDEN_SLOW_MS, HIDDEN_SHORT_MS = 6, range(160, 201), range(12, 25)
 FUNCTION = "measure"
 # What the driver's calls are named in the trace when they take results as they finish.
 COMPLETION_ORDER = ("as_completed", "wait")
@@ -52,24 +70,49 @@ COMPLETION_ORDER = ("as_completed", "wait")
 TAKEN_BY = {"as_completed": "hpc.as_completed", "wait": "hpc.wait"}
 
 
-_SOLUTION = ("futures = [measure.remote(i) for i in range(10)]\nhandled = []\n"
+
+
+@problems.declare("as-completed")
+@dataclass(frozen=True, repr=False)
+class AsCompletedProblem(problems.Problem):
+    """How many milliseconds each measurement takes: one slow among short ones, all distinct."""
+
+    ms: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> AsCompletedProblem:
+        """The lesson's case: the slow one first; hidden: fewer, shorter, the slow one first or second."""
+        if not hidden:
+            return cls((SLOW_MS, *rng.sample(SHORT_MS, N - 1)))
+        short = rng.sample(HIDDEN_SHORT_MS, HIDDEN_N - 1)
+        short.insert(rng.randrange(2), rng.choice(HIDDEN_SLOW_MS))
+        return cls(tuple(short))
+
+
+_SOLUTION = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
              "for f in hpc.as_completed(futures):\n    handled.append(handle(hpc.get(f)))")
 HINTS = {
-    DEFAULT: Hint("Submit the 10 calls first, then loop over the futures in the order they finish "
+    DEFAULT: Hint("Submit all the calls first, then loop over the futures in the order they finish "
                   "(as_completed hands you each one as soon as its task is done) and handle each result there.",
                   _SOLUTION),
-    "results": Hint("`handled` must hold handle() of every one of the 10 results: get the value of each future "
+    "results": Hint("`handled` must hold handle() of every result, one for each input in p.ms: get the value of "
+                    "each future "
                     "and append what handle returns for it.", _SOLUTION),
     "decoy": Hint("Append to `handled` what handle returns for each value get() gives you in the loop, one "
                   "for each of the 10 tasks, instead of a list computed here in the notebook.", _SOLUTION),
     "not-taken": Hint("Take each task's value with get() inside the as_completed loop and handle it there; "
                       "a list computed here beside the tasks does not count.", _SOLUTION),
-    "local": Hint("Submit each of the 10 calls as a task with .remote and keep the futures in a list.", _SOLUTION),
+    "local": Hint("Submit each call, one for each input in p.ms, as a task with .remote and keep the futures in "
+                  "a list.", _SOLUTION),
     "submission-order": Hint("Loop over the futures in completion order instead of list order: as_completed "
                              "yields each future as its task finishes, so a fast result is handled while the slow "
                              "first task still runs.", _SOLUTION),
     "all-at-once": Hint("Do not wait for all results with one get() before handling any: take them one at a time "
                         "as they finish, with as_completed, and handle each in the loop.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Submit one measurement for each input in p.ms, the exercise's inputs, instead of "
+                              "numbers written into the cell, and fill `handled` in the loop from the values get() "
+                              "returns, not with numbers typed in.",
+                              "p = exercises.problem(\"as-completed\")\n" + _SOLUTION),
 }
 
 
@@ -77,18 +120,20 @@ HINTS = {
           title="Process results as they finish", hints=HINTS)
 def as_completed(a: Attempt) -> Verdict:
     """Grade a results loop: every result handled, taken in completion order, the first before the last arrived."""
+    ms = problems.given(a).ms
+    n_calls = len(ms)
     handled = a.require("handled")
-    expected = [i * 10 + 1 for i in range(N)]
+    expected = sorted(m + 1 for m in ms)
     try:
         got = sorted(handled)
     except TypeError:
         got = None
     if got is None or not measure.same_within_tolerance(got, expected):
-        return a.not_yet(f"`handled` does not hold handle's answer for each of the {N} results (measure's value "
-                         f"plus 1: 1, 11, 21, ..., {(N - 1) * 10 + 1}, in any order).", mistake="results")
+        return a.not_yet(f"`handled` does not hold handle's answer for each of the {n_calls} results (measure's "
+                         "value plus 1, one for each input in p.ms, in any order).", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
-    if n < N:
-        return a.not_yet(f"only {n} of the {N} calls ran as {FUNCTION} tasks; the others ran here in the "
+    if n < n_calls:
+        return a.not_yet(f"only {n} of the {n_calls} calls ran as {FUNCTION} tasks; the others ran here in the "
                          "notebook.", mistake="local")
     came = derivation.mapped(handled, a.trace, FUNCTION, lambda r: r + 1, name="handled", how="handle()")
     if not came:
@@ -113,7 +158,7 @@ def as_completed(a: Attempt) -> Verdict:
         loop = (" The as_completed loop took no value itself." if "as_completed" in
                 {w[0] for w in measure.waits(a.trace)} else "")
         return a.not_yet(f"the cell took no result by itself before the last task finished: it waited for all "
-                         f"{N} results at once{at} and only then handled them, so nothing was handled while the "
+                         f"{n_calls} results at once{at} and only then handled them, so nothing was handled while the "
                          f"slow task ran.{loop}", mistake="all-at-once")
     kinds = {w[0] for w in measure.waits(a.trace)}
     one_worker = a.workers < 2

@@ -1,38 +1,68 @@
 """Exercise ``first-task`` (Course 1, lesson 1): run a function as a task and take its value with ``hpc.get``.
 
-The lesson's first cell defines ``estimate_pi(seed, n=1_500_000)`` with ``@hpc.remote``.
+The lesson's first cell defines ``estimate_pi(seed, n=1_500_000)`` with ``@hpc.remote``. The
+inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.seed`` and ``p.darts``
+(200,000 darts in the lesson); a passing cell is run again on a hidden case, another seed with
+20,000-60,000 darts.
 
 Starter cell (graded ``not yet``: a plain call runs in the notebook, so no task ran on a worker)::
 
     %%eugo --exercise first-task
-    result = estimate_pi(42)
+    from eugo_lab import exercises
+    p = exercises.problem("first-task")   # this exercise's inputs: p.seed and p.darts
+    result = estimate_pi(p.seed, p.darts)
     print(result)
 
 Reference solution::
 
     %%eugo --exercise first-task
-    future = estimate_pi.remote(42)
+    from eugo_lab import exercises
+    p = exercises.problem("first-task")
+    future = estimate_pi.remote(p.seed, p.darts)
     result = hpc.get(future)
     print(result)
 
-Criteria: ``estimate_pi`` is a remote function; ``result`` is a value, not a future; at least
-one ``estimate_pi`` task ran on a worker and succeeded; ``result`` equals the plain call
-``estimate_pi(42)``, made here by the checker; ``result`` is what one of this cell's
-``estimate_pi`` tasks returned (its traced digest), and the cell took a task's value with
-``get()`` (so a plain call beside a decoy task does not count). Nothing here needs
+Criteria, on the inputs the run was handed: ``estimate_pi`` is a remote function; ``result``
+is a value, not a future; at least one ``estimate_pi`` task ran on a worker and succeeded;
+``result`` equals the plain call ``estimate_pi(p.seed, p.darts)``, made here by the checker
+with its own copy of the inputs; ``result`` is what one of this cell's ``estimate_pi`` tasks
+returned (its traced digest), and the cell took a task's value with ``get()`` (so a plain call
+beside a decoy task does not count). Then the same on the hidden case. Nothing here needs
 parallelism, so the verdict is the same on one worker as on many.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 FUNCTION = "estimate_pi"
-SEED = 42
+# The lesson's case: a task of about a tenth of a second (the checker makes the plain call too).
+DARTS = 200_000
+# The hidden case: fewer darts, so its task and the checker's plain call cost a fraction of the lesson's;
+# any of them differs from DARTS, so a value typed in (or the function's default n) cannot carry over.
+HIDDEN_DARTS = (20_000, 40_000, 60_000)
+
+
+@problems.declare("first-task")
+@dataclass(frozen=True, repr=False)
+class FirstTaskProblem(problems.Problem):
+    """The seed and the number of darts of the one estimate the exercise asks for."""
+
+    seed: int
+    darts: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> FirstTaskProblem:
+        """A seed under 100 and 200,000 darts in the lesson; a seed of 100 or more and fewer darts hidden."""
+        if hidden:
+            return cls(rng.randrange(100, 1_000_000), rng.choice(HIDDEN_DARTS))
+        return cls(rng.randrange(1, 100), DARTS)
 
 
 def _is_pending_value(value: Any) -> bool:
@@ -52,9 +82,10 @@ def _function(a: Attempt) -> Any:
     return fn
 
 
-_SOLUTION = f"future = {FUNCTION}.remote({SEED})\nresult = hpc.get(future)\nprint(result)"
+_SOLUTION = f"future = {FUNCTION}.remote(p.seed, p.darts)\nresult = hpc.get(future)\nprint(result)"
 HINTS = {
-    DEFAULT: Hint(f"Start {FUNCTION} with seed {SEED} as a task (.remote after the function's name), which hands "
+    DEFAULT: Hint(f"Start {FUNCTION} with the exercise's inputs, p.seed and p.darts, as a task (.remote after the "
+                  "function's name), which hands "
                   "you a future at once, then pass that future to get() and keep what it returns in `result`.",
                   _SOLUTION),
     "no-function": Hint(f"Run the lesson's first code cell, the one that defines {FUNCTION}, then run the exercise "
@@ -66,19 +97,24 @@ HINTS = {
                    "what it computed, and keep that in `result`.", _SOLUTION),
     "local": Hint(f"Call {FUNCTION} through .remote so it runs as a task on a worker; that gives a future, and "
                   "get() gives its value.", _SOLUTION),
-    "decoy": Hint(f"Keep in `result` the value get() returns for the {FUNCTION} task with seed {SEED}, not a "
+    "decoy": Hint(f"Keep in `result` the value get() returns for the {FUNCTION} task of p.seed and p.darts, not a "
                   "value computed here in the notebook beside a task.", _SOLUTION),
     "not-taken": Hint("Pass the future .remote returned to get() and keep what get() returns in `result`; "
                       "starting a task and computing the value here as well does not count.", _SOLUTION),
-    "wrong-seed": Hint(f"Give the task the seed {SEED} and keep the value get() returns, not anything computed "
-                       "after it.", _SOLUTION),
+    "wrong-seed": Hint("Give the task the seed and the darts in p, p.seed and p.darts, and keep the value get() "
+                       "returns, not anything computed after it.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Pass the task p.seed and p.darts, the exercise's inputs, instead of numbers written "
+                              "into the cell, and keep in `result` the value get() returns, not a number typed in.",
+                              f"p = exercises.problem(\"first-task\")\n{_SOLUTION}"),
 }
 
 
 @exercise("first-task", lesson="01-distributed-python/01-remote-functions-and-futures.ipynb",
           title="Your first task", hints=HINTS)
 def first_task(a: Attempt) -> Verdict:
-    """Grade the first task: ``estimate_pi(42)`` ran on a worker and ``result`` holds its value."""
+    """Grade the first task: ``estimate_pi(p.seed, p.darts)`` ran on a worker and ``result`` holds its value."""
+    p = problems.given(a)
+    call = f"{FUNCTION}({p.seed}, {p.darts})"
     fn = _function(a)
     result = a.require("result")
     ran = measure.tasks(a.trace, FUNCTION)
@@ -87,16 +123,16 @@ def first_task(a: Attempt) -> Verdict:
         return a.not_yet(f"`result` holds a future ({result!r}), not its value: .remote started the task on a "
                          "worker and handed you this receipt at once, and printing it shows only the receipt.",
                          mistake="future")
-    expected = fn(SEED)  # the plain call, here: the reference the task's value must equal
+    expected = fn(p.seed, p.darts)  # the plain call, here: the reference the task's value must equal
     if not ran:
         if measure.same_within_tolerance(result, expected):
-            return a.not_yet(f"the value is right, but no task ran on a worker: `{FUNCTION}({SEED})` is a plain "
+            return a.not_yet(f"the value is right, but no task ran on a worker: `{call}` is a plain "
                              "call, so it ran right here in the notebook.", mistake="local")
         return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
-                         f"{FUNCTION}({SEED}) returns.", mistake="local")
+                         f"{call} returns.", mistake="local")
     if not measure.same_within_tolerance(result, expected):
-        return a.not_yet(f"`result` is {result!r}, but {FUNCTION}({SEED}) returns {expected!r}: a task ran, with "
-                         f"another seed or another value kept.", mistake="wrong-seed")
+        return a.not_yet(f"`result` is {result!r}, but {call} returns {expected!r}: a task ran, with another "
+                         "seed or number of darts, or another value kept.", mistake="wrong-seed")
     came = derivation.one_of(result, a.trace, FUNCTION, name="result")
     if not came:
         return a.not_yet(f"{came.why}: the right value was computed here in the notebook, while the "
@@ -111,4 +147,4 @@ def first_task(a: Attempt) -> Verdict:
     return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on {measure.plural(workers, 'worker')}",
                     f"`result` is {result!r}, {which}, taken with get() "
                     f"({measure.plural(taken, 'value')} taken in this cell); the same value as the plain call "
-                    f"{FUNCTION}({SEED})")
+                    f"{call}")

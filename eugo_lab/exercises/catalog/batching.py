@@ -1,37 +1,48 @@
 """Exercise ``batching`` (Course 1, lesson 5): send thousands of tiny items in batches, not one task each.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.items``, 3,000
+numbers in the lesson; a passing cell is run again on a hidden case of 1,200-1,500 other numbers.
+
 Starter cell (graded ``not yet``: 3,000 tasks, each costing more to schedule than to run)::
 
     %%eugo --exercise batching
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
+
+    p = exercises.problem("batching")   # this exercise's inputs: p.items, the numbers to score
 
     @hpc.remote
     def score(x):
         return sum((x * k) % 7 for k in range(200))    # about 20 microseconds of work
 
-    items = range(3000)
-    results = hpc.get([score.remote(x) for x in items])
+    results = hpc.get([score.remote(x) for x in p.items])
 
 Reference solution (same first lines, then)::
 
-    results = hpc.get(hpc.map(score, items))     # batch="auto" sizes the batches
+    results = hpc.get(hpc.map(score, p.items))     # batch="auto" sizes the batches
 
-Criteria: ``results`` equals ``score(x)`` for x in range(3000), computed here, in order;
-``score`` tasks ran, and ``results`` is what they returned, in item order
-(:func:`~eugo_lab.exercises.derivation.listed`: a list scored in the notebook beside a decoy
-call fails); at least ``MIN_ITEMS_PER_TASK`` score items per dispatched ``score`` task on
-average (tasks and ``hpc.map`` batches counted from the trace, other functions' not); at least
-``BATCHES_PER_WORKER`` batches per worker, counted for 2
-workers when the run had 1 (so the cell also spreads on more).
+Criteria, on the inputs the run was handed: ``results`` equals ``score(x)`` for x in
+``p.items``, computed here, in order; ``score`` tasks ran, and ``results`` is what they
+returned, in item order (:func:`~eugo_lab.exercises.derivation.listed`: a list scored in the
+notebook beside a decoy call fails); at least ``MIN_ITEMS_PER_TASK`` score items per dispatched
+``score`` task on average (tasks and ``hpc.map`` batches counted from the trace, other
+functions' not); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2 workers when
+the run had 1 (so the cell also spreads on more). Then the same on the hidden case: a batch
+size written into the cell that leaves too few batches for its smaller input fails there.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from eugo_lab.analysis.findings import BATCHES_PER_WORKER, Code
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 3000
+# The hidden case: 40-50% of the lesson's items, so a passing cell costs at most ~1.5x; still over 100
+# items per worker-batch pair, so hpc.map's automatic sizing passes there as it does in the lesson.
+HIDDEN_SIZES = range(1200, 1501)
 FUNCTION = "score"
 # A task round trip costs ~0.1-0.5 ms on the local pool and an item here ~20 us: with 10 items
 # per task or more, each item's share of the overhead is at most about its own work.
@@ -40,12 +51,26 @@ FUNCTION = "score"
 MIN_ITEMS_PER_TASK = 10
 
 
+@problems.declare("batching")
+@dataclass(frozen=True, repr=False)
+class BatchingProblem(problems.Problem):
+    """The numbers to score: 3,000 in the lesson, 1,200-1,500 in the hidden case."""
+
+    items: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> BatchingProblem:
+        """Numbers under a million, drawn from ``rng``; the hidden case's count differs from the lesson's."""
+        n = rng.choice(HIDDEN_SIZES) if hidden else N
+        return cls(tuple(rng.randrange(1_000_000) for _ in range(n)))
+
+
 def score_of(x: int) -> int:
     """What ``score(x)`` returns, computed here for the reference."""
     return sum((x * k) % 7 for k in range(200))
 
 
-_SOLUTION = "results = hpc.get(hpc.map(score, items))     # batch=\"auto\" sizes the batches"
+_SOLUTION = "results = hpc.get(hpc.map(score, p.items))     # batch=\"auto\" sizes the batches"
 HINTS = {
     DEFAULT: Hint("Send the items in batches instead of one task each: map sends many items per task and sizes "
                   "the batches for your workers.", _SOLUTION),
@@ -59,7 +84,10 @@ HINTS = {
                          "group them into batches of many items.", _SOLUTION),
     "too-few-batches": Hint("Leave the batch size to map (its default, auto, keeps about two batches per worker) "
                             "or choose a size small enough that every worker gets several batches.",
-                            "results = hpc.get(hpc.map(score, items, batch=\"auto\"))"),
+                            "results = hpc.get(hpc.map(score, p.items, batch=\"auto\"))"),
+    problems.CARRY_OVER: Hint("Give map p.items, the exercise's inputs, and leave the batch size to it (or compute "
+                              "it from the number of items) instead of writing numbers into the cell; keep in "
+                              "`results` what get() returns.", "p = exercises.problem(\"batching\")\n" + _SOLUTION),
 }
 
 
@@ -67,25 +95,30 @@ HINTS = {
           title="Batch thousands of tiny items", hints=HINTS)
 def batching(a: Attempt) -> Verdict:
     """Grade batching: the right results from few enough tasks, and enough batches for every worker."""
+    items = problems.given(a).items
     results = a.require("results")
-    if not measure.same_within_tolerance(list(results) if not isinstance(results, list) else results,
-                               [score_of(x) for x in range(N)]):
-        return a.not_yet(f"`results` is not score of each of the {N} items in order.", mistake="results")
+    try:
+        got = results if isinstance(results, list) else list(results)
+    except TypeError:
+        got = None
+    if got is None or not measure.same_within_tolerance(got, [score_of(x) for x in items]):
+        return a.not_yet(f"`results` is not score of each of the {len(items)} items in order.", mistake="results")
     units = len(measure.dispatch_units(a.trace, FUNCTION))
     if units == 0:
         others = {f: k for f, k in a.trace.task_counts().items() if k}
         ran = (" (the tasks that ran were " + ", ".join(f"{measure.plural(k, f + ' task')}" for f, k in others.items())
                + ")") if others else ""
-        return a.not_yet(f"no {FUNCTION} task ran on a worker{ran}: the {N} items were scored here in the notebook.",
+        return a.not_yet(f"no {FUNCTION} task ran on a worker{ran}: the {len(items)} items were scored here in the "
+                         "notebook.",
                          mistake="local")
     came = derivation.listed(results, a.trace, FUNCTION, name="results")
     if not came:
         return a.not_yet(f"{came.why}: the graded list must be what the tasks returned.", mistake="not-from-tasks")
-    items = measure.tasks(a.trace, FUNCTION)
-    per_task = items / units
+    scored = measure.tasks(a.trace, FUNCTION)
+    per_task = scored / units
     if per_task < MIN_ITEMS_PER_TASK:
         tiny = a.report.finding(Code.TASKS_TOO_SMALL)
-        return a.not_yet(f"{units} tasks for {items} items: one task per item, so every item paid a task's "
+        return a.not_yet(f"{units} tasks for {scored} items: one task per item, so every item paid a task's "
                          "scheduling overhead, which is more than its work.", mistake="one-per-item",
                          details=(f"Scheduling overhead finding: {'yes' if tiny is not None else 'no'}",))
     w = max(a.workers, 2)
@@ -93,11 +126,11 @@ def batching(a: Attempt) -> Verdict:
     if units < need:
         only = "only 1 worker could get work" if units == 1 else f"at most {units} workers could get work"
         on = f"{w} workers" + (" (counted for 2: this run had 1)" if a.workers < 2 else "")
-        return a.not_yet(f"all {items} items went in {measure.plural(units, 'task')}, so {only}; at least "
+        return a.not_yet(f"all {scored} items went in {measure.plural(units, 'task')}, so {only}; at least "
                          f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}) keep every worker busy, which "
-                         f"means batches of at most {items // need} items.", mistake="too-few-batches")
-    return a.passed(f"{items} items in {units} {FUNCTION} tasks: {per_task:.0f} items per task on average (at least "
+                         f"means batches of at most {scored // need} items.", mistake="too-few-batches")
+    return a.passed(f"{scored} items in {units} {FUNCTION} tasks: {per_task:.0f} items per task on average (at least "
                     f"{MIN_ITEMS_PER_TASK}) and {units / w:.1f} batches per worker on {w} workers (at least "
                     f"{BATCHES_PER_WORKER})",
-                    f"`results` is the {items} results the {FUNCTION} tasks returned, in item order, and equals "
+                    f"`results` is the {scored} results the {FUNCTION} tasks returned, in item order, and equals "
                     "the reference")

@@ -1,10 +1,15 @@
 """Exercise ``fan-out`` (Course 1, lesson 2): submit every task first, then call ``hpc.get`` once.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.xs``, twelve
+numbers in the lesson; a passing cell is run again on a hidden case of 4 or 6 other numbers.
+
 Starter cell (graded ``not yet``: the loop waits for each task before submitting the next)::
 
     %%eugo --exercise fan-out
     import time
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
+
+    p = exercises.problem("fan-out")   # this exercise's inputs: p.xs, the numbers to square
 
     @hpc.remote
     def slow_square(x):
@@ -12,37 +17,36 @@ Starter cell (graded ``not yet``: the loop waits for each task before submitting
         return x * x
 
     results = []
-    for x in range(12):
+    for x in p.xs:
         results.append(hpc.get(slow_square.remote(x)))
 
 Reference solution (same magic; the cell's ``slow_square`` may also come from an earlier cell)::
 
-    %%eugo --exercise fan-out
-    import time
-    from eugo_lab import hpc
-
-    @hpc.remote
-    def slow_square(x):
-        time.sleep(0.05)
-        return x * x
-
-    futures = [slow_square.remote(x) for x in range(12)]
+    ... (the same first lines)
+    futures = [slow_square.remote(x) for x in p.xs]
     results = hpc.get(futures)
 
-Criteria: ``results`` equals ``[x * x for x in range(12)]`` computed here; all 12 calls ran
-as ``slow_square`` tasks; ``results`` holds what those tasks returned, in submission order
-(their traced digests), and the cell took all 12 values with get(); no Blocking finding;
-every task was submitted before the first result came back; the replay on 2 workers (on
-this run's workers when it had more) predicts at least ``MIN_REPLAYED_SPEEDUP``.
+Criteria, on the inputs the run was handed (``n = len(p.xs)``): ``results`` equals
+``[x * x for x in p.xs]`` computed here; all n calls ran as ``slow_square`` tasks;
+``results`` holds what those tasks returned, in submission order (their traced digests),
+and the cell took all n values with get(); no Blocking finding; every task was submitted
+before the first result came back; the replay on 2 workers (on this run's workers when it
+had more) predicts at least ``MIN_REPLAYED_SPEEDUP``. Then the same on the hidden case.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 12
+# The hidden case: 4 or 6 tasks of 50 ms, 2-3 rounds on 2 workers, so a passing cell costs at most ~1.5x;
+# an even count keeps both workers busy to the end, and its replay stays near 2x like the lesson's.
+HIDDEN_SIZES = (4, 6)
 FUNCTION = "slow_square"
 # 12 tasks of 50 ms on 2 workers replay at 1.6-2.0x (the low end on freshly started workers);
 # waiting for each replays at ~1.0x. 1.3x sits clearly between, whatever the machine's speed
@@ -50,13 +54,28 @@ FUNCTION = "slow_square"
 MIN_REPLAYED_SPEEDUP = 1.3
 
 
-_SOLUTION = "futures = [slow_square.remote(x) for x in range(12)]\nresults = hpc.get(futures)"
+@problems.declare("fan-out")
+@dataclass(frozen=True, repr=False)
+class FanOutProblem(problems.Problem):
+    """The numbers to square: 12 distinct ones from 2-39 in the lesson, 4 or 6 from 40-99 in the hidden case."""
+
+    xs: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> FanOutProblem:
+        """Distinct numbers (so every square differs), from ranges that never meet: a typed list cannot match."""
+        if hidden:
+            return cls(tuple(rng.sample(range(40, 100), rng.choice(HIDDEN_SIZES))))
+        return cls(tuple(rng.sample(range(2, 40), N)))
+
+
+_SOLUTION = "futures = [slow_square.remote(x) for x in p.xs]\nresults = hpc.get(futures)"
 HINTS = {
     DEFAULT: Hint("Submit all 12 calls first and keep the futures in a list; then wait for the whole list with one "
                   "get(), which returns the values in the order of the list.", _SOLUTION),
-    "results": Hint("`results` must be the 12 values of slow_square, for x from 0 to 11, in that order: get() on "
+    "results": Hint("`results` must be the values of slow_square for every x in p.xs, in that order: get() on "
                     "the list of futures returns them in the list's order.", _SOLUTION),
-    "decoy": Hint("Keep in `results` the list get() returns for the 12 futures, x from 0 to 11: a list computed "
+    "decoy": Hint("Keep in `results` the list get() returns for the futures of p.xs: a list computed "
                   "here in the notebook beside tasks does not count.", _SOLUTION),
     "not-taken": Hint("Take the 12 values with one get() on the list of futures and keep what it returns in "
                       "`results`, instead of computing the list here as well.", _SOLUTION),
@@ -66,6 +85,9 @@ HINTS = {
                           "get() once, on the whole list, after it.", _SOLUTION),
     "driver-paced": Hint("Make the loop do nothing but submit: move any other work out of it, before the "
                          "submissions or after the one get().", _SOLUTION),
+    problems.CARRY_OVER: Hint("Take the numbers from p.xs, the exercise's inputs, instead of writing numbers or "
+                              "squares into the cell, and keep in `results` the list get() returns.",
+                              "p = exercises.problem(\"fan-out\")\n" + _SOLUTION),
 }
 
 
@@ -73,25 +95,27 @@ HINTS = {
           hints=HINTS)
 def fan_out(a: Attempt) -> Verdict:
     """Grade a fan-out: the right results, from 12 tasks that were all in flight before the first get()."""
+    xs = problems.given(a).xs
+    n_calls = len(xs)
     results = a.require("results")
-    expected = [x * x for x in range(N)]
+    expected = [x * x for x in xs]
     if not measure.same_within_tolerance(results, expected):
-        return a.not_yet(f"`results` is not the {N} squares [0, 1, 4, ..., {(N - 1) ** 2}] in order, the values "
-                         f"of slow_square for x from 0 to {N - 1}.", mistake="results")
+        return a.not_yet(f"`results` is not the {n_calls} squares of the exercise's inputs in order: "
+                         "slow_square's value of each number in p.xs.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n == 0:
         return a.not_yet(f"no {FUNCTION} task ran on a worker: the loop called the function right here in the "
                          "notebook, one call after another, so nothing ran in parallel.", mistake="local")
-    if n < N:
-        return a.not_yet(f"only {measure.plural(n, 'call')} of {N} ran as {FUNCTION} tasks; the others ran here "
+    if n < n_calls:
+        return a.not_yet(f"only {measure.plural(n, 'call')} of {n_calls} ran as {FUNCTION} tasks; the others ran here "
                          "in the notebook.", mistake="local")
     came = derivation.listed(results, a.trace, FUNCTION, name="results", ordered=True)
     if not came:
         return a.not_yet(f"{came.why}: the right list was computed here in the notebook, while the tasks computed "
                          "something else.", mistake="decoy")
     taken = measure.values_taken(a.trace)
-    if taken < N:
-        return a.not_yet(f"`results` equals what the {N} {FUNCTION} tasks returned, but the cell took only "
+    if taken < n_calls:
+        return a.not_yet(f"`results` equals what the {n_calls} {FUNCTION} tasks returned, but the cell took only "
                          f"{measure.plural(taken, 'value')} of theirs with get(), so the list was computed here in "
                          "the notebook beside the tasks.", mistake="not-taken")
     blocked = measure.blocking_loop(a.report)
@@ -100,9 +124,9 @@ def fan_out(a: Attempt) -> Verdict:
         return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time: "
                          "the analysis raised the Blocking finding.", mistake="blocking-loop")
     in_flight = measure.max_in_flight(a.trace)
-    if in_flight < N:
-        return a.not_yet(f"at most {in_flight} of the {N} tasks were in flight together: something waited between "
-                         "submissions.", mistake="blocking-loop")
+    if in_flight < n_calls:
+        return a.not_yet(f"at most {in_flight} of the {n_calls} tasks were in flight together: something waited "
+                         "between submissions.", mistake="blocking-loop")
     w = max(a.workers, 2)
     replayed = a.replayed_speedup(w)
     on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")

@@ -1,57 +1,76 @@
 """Exercise ``put`` (Course 1, lesson 4): store a large array once with ``hpc.put`` and share it.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.data``, a read-only
+array of 2,000,000 float64 (16 MB) in the lesson; a passing cell is run again on a hidden case,
+another array of 250,000-500,000 values (2-4 MB).
+
 Starter cell (graded ``not yet``: the 16 MB array is pickled and shipped with every task)::
 
     %%eugo --exercise put
     import numpy as np
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
 
-    data = np.random.default_rng(0).random(2_000_000)   # 16 MB of float64
+    p = exercises.problem("put")   # this exercise's inputs: p.data, a 16 MB array of float64
 
     @hpc.remote
     def chunk_sum(arr, i):
         return float(arr[i::8].sum())    # task i sums every 8th value from i
 
-    total = sum(hpc.get([chunk_sum.remote(data, i) for i in range(8)]))
+    total = sum(hpc.get([chunk_sum.remote(p.data, i) for i in range(8)]))
 
 Reference solution (same first lines, then)::
 
-    ref = hpc.put(data)
+    ref = hpc.put(p.data)
     total = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))
 
-Criteria: ``total`` equals ``data.sum()`` of the same array computed here; 8 ``chunk_sum``
-tasks ran; ``total`` is the sum of what those tasks returned (their traced results); their
-arguments came to under ``MAX_SHIPPED_SHARE`` of the array (bytes shipped, from the trace);
-the ``chunk_sum`` function did not carry a copy of the array (a global or closure it reads,
-pickled with it); the cell called ``hpc.put`` exactly once and every task resolved that
-stored reference on its worker (the trace's refs, so a put whose reference never reaches
-the tasks does not count).
+Criteria, on the array the run was handed: ``total`` equals ``data.sum()`` of the checker's own
+copy; 8 ``chunk_sum`` tasks ran; ``total`` is the sum of what those tasks returned (their traced
+results); their arguments came to under ``MAX_SHIPPED_SHARE`` of the array (bytes shipped, from
+the trace); the ``chunk_sum`` function did not carry a copy of the array (a global or closure it
+reads, pickled with it); the cell called ``hpc.put`` exactly once and every task resolved that
+stored reference on its worker (the trace's refs, so a put whose reference never reaches the
+tasks does not count). Then the same on the hidden case.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
 N_TASKS = 8
 SIZE = 2_000_000
-SEED = 0
+# The hidden case: 2-4 MB, still thousands of times a reference's size (so shipping it by value, or
+# carrying it in the function, fails there as in the lesson), and quick to make, store and sum.
+HIDDEN_SIZES = range(250_000, 500_001)
 FUNCTION = "chunk_sum"
 # A reference is a few hundred bytes; one copy of the array in the arguments is 100%: 10% is
 # far from both, so a stray small argument never fails a correct solution.
 MAX_SHIPPED_SHARE = 0.1
 
 
-def reference_data() -> np.ndarray:
-    """The exercise's array, made here the same way the cell makes it."""
-    return np.random.default_rng(SEED).random(SIZE)
+@problems.declare("put")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class PutProblem(problems.Problem):
+    """The array the tasks sum, read-only: 16 MB in the lesson, 2-4 MB in the hidden case."""
+
+    data: np.ndarray
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> PutProblem:
+        """Uniform values in [0, 1) from a NumPy generator seeded from ``rng``; the size from ``rng`` when hidden."""
+        size = rng.choice(HIDDEN_SIZES) if hidden else SIZE
+        values = np.random.default_rng(rng.randrange(2**32)).random(size)
+        return cls(problems.frozen_array(values))
 
 
-_SOLUTION = "ref = hpc.put(data)\ntotal = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))"
+_SOLUTION = "ref = hpc.put(p.data)\ntotal = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))"
 HINTS = {
     DEFAULT: Hint("Store the array once with put, before submitting, and give every task the reference put "
                   "returns instead of the array itself.", _SOLUTION),
@@ -67,6 +86,9 @@ HINTS = {
     "put-per-task": Hint("Call put once, before the loop, and pass the same reference to every task.", _SOLUTION),
     "no-put": Hint("Do not let the tasks reach the array through a global or a closure (it is pickled with the "
                    "function); store it with put and pass the reference as an argument.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Store p.data, the exercise's array, with put and let `total` add up what get() "
+                              "returns for the 8 tasks, instead of a number written into the cell.",
+                              "p = exercises.problem(\"put\")\n" + _SOLUTION),
 }
 
 
@@ -75,7 +97,7 @@ HINTS = {
 def put(a: Attempt) -> Verdict:
     """Grade sharing: the right total, from 8 tasks that all read one stored copy of the array."""
     total = a.require("total")
-    data = reference_data()
+    data = problems.given(a).data
     if not measure.same_within_tolerance(total, float(data.sum())):
         return a.not_yet("`total` is not the sum of the array, which is what the 8 chunk_sum results add up to.",
                          mistake="results")

@@ -1,0 +1,385 @@
+"""The checker owns the problem, and a passing cell is run again on a hidden case (``exercises.problems``).
+
+For each converted exercise, through the real ``%%eugo --exercise`` magic: the reference passes
+and says it was checked on a second case; a cell that types in the lesson's answer (or its
+inputs) while using the taught technique passes the lesson's case but not the hidden one, with
+the "did not carry over" message and nothing of the hidden case in it; an honest solution that
+differs from the reference (other names, a helper function) passes. The hidden case's seed is
+fixed here (``problems.draw_seed``) so the test knows what must not be shown.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
+
+from eugo_lab import hpc
+from eugo_lab.exercises import catalog, problems
+
+SEED = 12_345  # the hidden case's seed in these tests
+
+
+@pytest.fixture(autouse=True)
+def hidden_seed(monkeypatch):
+    """The hidden case of every run here is made from ``SEED``."""
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
+
+
+def lesson(exercise_id: str):
+    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
+    return problems.lesson_case(exercise_id)
+
+
+def hidden(exercise_id: str):
+    catalog.get(exercise_id)
+    return problems.make(exercise_id, SEED, hidden=True)
+
+
+def carried_over(v) -> str:
+    """Check a ``not yet`` of the hidden case; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           "of the same kind" in text, text
+    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
+    assert v.mistake == problems.CARRY_OVER
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p.seed" in hint_words(v) or "p." in hint_words(v)
+    assert "exercises.problem(" in hint_code(v)
+    return text
+
+
+def passed_twice(v) -> str:
+    text = v.to_text()
+    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
+    return text
+
+
+def never_shown(text: str, *values) -> None:
+    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
+    for value in values:
+        assert str(value) not in text, (value, text)
+
+
+# -- first-task -------------------------------------------------------------------------------------------------
+PI = """
+import random
+from eugo_lab import exercises, hpc
+
+@hpc.remote
+def estimate_pi(seed, n=1_500_000):
+    rng = random.Random(seed)
+    inside = 0
+    for _ in range(n):
+        x, y = rng.random(), rng.random()
+        inside += x * x + y * y <= 1.0
+    return 4 * inside / n
+
+p = exercises.problem("first-task")
+"""
+
+
+def _pi(seed: int, n: int) -> float:
+    import random
+
+    rng = random.Random(seed)
+    inside = sum(rng.random() ** 2 + rng.random() ** 2 <= 1.0 for _ in range(n))
+    return 4 * inside / n
+
+
+def test_first_task_reference_passes_on_both_cases():
+    passed_twice(run_exercise("first-task", "future = estimate_pi.remote(p.seed, p.darts)\nresult = hpc.get(future)\n",
+                              setup=PI))
+
+
+def test_first_task_typed_answer_does_not_carry_over():
+    p, h = lesson("first-task"), hidden("first-task")
+    typed = _pi(p.seed, p.darts)
+    v = run_exercise("first-task", f"hpc.get(estimate_pi.remote(p.seed, p.darts))\nresult = {typed!r}\n", setup=PI)
+    never_shown(carried_over(v), h.seed, h.darts, _pi(h.seed, h.darts))
+    # the inputs typed in instead of the answer: the same
+    v = run_exercise("first-task", f"result = hpc.get(estimate_pi.remote({p.seed}, {p.darts}))\n", setup=PI)
+    never_shown(carried_over(v), h.seed, h.darts)
+    # the function's own default darts instead of p.darts
+    v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(p.seed))\n", setup=PI.replace(
+        "n=1_500_000", f"n={p.darts}"))
+    carried_over(v)
+
+
+def test_first_task_honest_variant_passes():
+    cell = "seed, darts = p.seed, p.darts\njob = estimate_pi.remote(seed=seed, n=darts)\nhpc.wait([job])\n" \
+           "result = job.result()\n"
+    passed_twice(run_exercise("first-task", cell, setup=PI))
+
+
+# -- fan-out ----------------------------------------------------------------------------------------------------
+SQUARE = """
+import time
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("fan-out")
+
+@hpc.remote
+def slow_square(x):
+    time.sleep(0.05)
+    return x * x
+"""
+
+
+def test_fan_out_reference_passes_on_both_cases():
+    text = passed_twice(run_exercise("fan-out", "futures = [slow_square.remote(x) for x in p.xs]\n"
+                                                "results = hpc.get(futures)\n", setup=SQUARE))
+    assert "all 12 slow_square tasks were submitted" in text
+
+
+def test_fan_out_typed_answer_does_not_carry_over():
+    p, h = lesson("fan-out"), hidden("fan-out")
+    v = run_exercise("fan-out", f"hpc.get([slow_square.remote(x) for x in p.xs])\nresults = {[x * x for x in p.xs]}\n",
+                     setup=SQUARE)
+    answer = [x * x for x in h.xs]
+    never_shown(carried_over(v), answer, h.xs, *answer, len(h.xs))
+    v = run_exercise("fan-out", f"results = hpc.get([slow_square.remote(x) for x in {list(p.xs)}])\n", setup=SQUARE)
+    carried_over(v)
+
+
+def test_fan_out_honest_helper_passes():
+    cell = ("def square_all(fn, values):\n    pending = [fn.remote(v) for v in values]\n    return hpc.get(pending)\n\n"
+            "results = square_all(slow_square, p.xs)\n")
+    passed_twice(run_exercise("fan-out", cell, setup=SQUARE))
+
+
+# -- as-completed -----------------------------------------------------------------------------------------------
+MEASURE = """
+import time
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("as-completed")
+
+@hpc.remote
+def measure(ms):
+    time.sleep(ms / 1000)
+    return ms
+
+def handle(r):
+    time.sleep(0.02)
+    return r + 1
+"""
+AS_COMPLETED = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
+                "for f in hpc.as_completed(futures):\n    handled.append(handle(hpc.get(f)))\n")
+
+
+def test_as_completed_reference_passes_on_both_cases():
+    passed_twice(run_exercise("as-completed", AS_COMPLETED, setup=MEASURE))
+
+
+def test_as_completed_typed_inputs_do_not_carry_over():
+    p, h = lesson("as-completed"), hidden("as-completed")
+    v = run_exercise("as-completed", AS_COMPLETED.replace("p.ms", repr(list(p.ms))), setup=MEASURE)
+    never_shown(carried_over(v), *h.ms, *(m + 1 for m in h.ms))
+    typed = sorted(m + 1 for m in p.ms)
+    v = run_exercise("as-completed", "futures = [measure.remote(ms) for ms in p.ms]\n"
+                                     "for f in hpc.as_completed(futures):\n    handle(hpc.get(f))\n"
+                                     f"handled = {typed}\n", setup=MEASURE)
+    carried_over(v)
+
+
+def test_as_completed_honest_wait_loop_passes():
+    cell = ("pending = [measure.remote(t) for t in p.ms]\nhandled = []\nwhile pending:\n"
+            "    done, pending = hpc.wait(pending, num_returns=1)\n"
+            "    for f in done:\n        handled.append(handle(f.result()))\n")
+    passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
+
+
+# -- put --------------------------------------------------------------------------------------------------------
+CHUNKS = """
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("put")
+
+@hpc.remote
+def chunk_sum(arr, i):
+    return float(arr[i::8].sum())
+"""
+
+
+def test_put_reference_passes_on_both_cases():
+    passed_twice(run_exercise("put", "ref = hpc.put(p.data)\n"
+                                     "total = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))\n",
+                              setup=CHUNKS))
+
+
+def test_put_typed_total_does_not_carry_over():
+    p, h = lesson("put"), hidden("put")
+    typed = sum(float(p.data[i::8].sum()) for i in range(8))
+    v = run_exercise("put", "ref = hpc.put(p.data)\nhpc.get([chunk_sum.remote(ref, i) for i in range(8)])\n"
+                            f"total = {typed!r}\n", setup=CHUNKS)
+    answer = sum(float(h.data[i::8].sum()) for i in range(8))
+    never_shown(carried_over(v), answer, f"{answer:.6g}", h.data.size, f"{h.data.size:,}")
+
+
+def test_put_honest_keyword_loop_passes():
+    cell = ("shared = hpc.put(p.data)\nparts = []\nfor k in range(8):\n"
+            "    parts.append(chunk_sum.remote(arr=shared, i=k))\ntotal = 0.0\nfor part in hpc.get(parts):\n"
+            "    total += part\n")
+    passed_twice(run_exercise("put", cell, setup=CHUNKS))
+
+
+# -- batching ---------------------------------------------------------------------------------------------------
+SCORE = """
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("batching")
+
+@hpc.remote
+def score(x):
+    return sum((x * k) % 7 for k in range(200))
+"""
+
+
+def test_batching_reference_passes_on_both_cases():
+    passed_twice(run_exercise("batching", "results = hpc.get(hpc.map(score, p.items))\n", setup=SCORE))
+
+
+def test_batching_typed_inputs_do_not_carry_over():
+    p, h = lesson("batching"), hidden("batching")
+    v = run_exercise("batching", f"results = hpc.get(hpc.map(score, {list(p.items)}))\n", setup=SCORE)
+    never_shown(carried_over(v), len(h.items), f"{len(h.items):,}", *h.items[:5])
+
+
+def test_batching_fixed_batch_size_for_the_lesson_s_count_does_not_carry_over():
+    # 700 items per batch: 5 batches of the lesson's 3,000 (enough for 2 workers), 2 of the hidden 1,200-1,500.
+    v = run_exercise("batching", "results = hpc.get(hpc.map(score, p.items, batch=700))\n", setup=SCORE)
+    carried_over(v)
+
+
+def test_batching_honest_batch_size_from_the_inputs_passes():
+    cell = "size = max(10, len(p.items) // 16)\nscored = hpc.map(score, list(p.items), batch=size)\n" \
+           "results = list(hpc.get(scored))\n"
+    passed_twice(run_exercise("batching", cell, setup=SCORE))
+
+
+# -- the mechanism ----------------------------------------------------------------------------------------------
+def test_the_namespace_after_the_cell_is_the_first_run_s(capsys):
+    p = lesson("fan-out")
+    v = run_exercise("fan-out", "print('squaring', len(p.xs))\nfutures = [slow_square.remote(x) for x in p.xs]\n"
+                                "results = hpc.get(futures)\n", setup=SQUARE)
+    passed_twice(v)
+    ns = shell().user_ns
+    assert ns["results"] == [x * x for x in p.xs]
+    assert ns["p"] is problems.problem("fan-out") and ns["p"].xs == p.xs  # the handed-out object, not the hidden one
+    assert len(ns["futures"]) == len(p.xs)
+    assert len(hpc.last_trace().tasks["task_id"]) == len(p.xs)  # the first run's trace, not the hidden one's
+    out = capsys.readouterr().out
+    assert out.count("squaring") == 1 and "squaring 12" in out  # the hidden run prints nothing
+
+
+def test_a_cell_that_takes_its_own_inputs_gets_the_hidden_case_there():
+    cell = "from eugo_lab import exercises\nq = exercises.problem('fan-out')\n" \
+           "results = hpc.get([slow_square.remote(x) for x in q.xs])\n"
+    passed_twice(run_exercise("fan-out", cell, setup=SQUARE))
+    assert shell().user_ns["q"] is problems.problem("fan-out")
+
+
+def test_the_hidden_run_s_error_is_named_by_its_type_only():
+    p = lesson("fan-out")
+    # Indexes 0..11 exist in the lesson's 12 inputs, not in the hidden case's 4 or 6.
+    cell = f"results = hpc.get([slow_square.remote(p.xs[i]) for i in range({len(p.xs)})])\n"
+    text = carried_over(run_exercise("fan-out", cell, setup=SQUARE))
+    assert "there it stopped with IndexError, so your answer did not carry over" in text
+    assert "out of range" not in text
+
+
+def test_the_reference_solution_goes_through_the_same_path():
+    ip = shell()
+    ip.run_cell(SQUARE)
+    ip.run_cell("%%eugo --exercise fan-out --solution -w 2 --no-live\n"
+                f"results = hpc.get([slow_square.remote(x) for x in {list(lesson('fan-out').xs)}])\n")
+    from eugo_lab.exercises import last_verdict
+
+    v = last_verdict()
+    assert v.reference and not v.passed and v.mistake == problems.CARRY_OVER, v.to_text()
+    assert v.to_text().startswith("Reference solution for fan-out: not yet — this run does not count"), v.to_text()
+
+
+@pytest.mark.parametrize("exercise_id", ["first-task", "fan-out", "as-completed", "put", "batching"])
+def test_each_problem_is_declared_with_its_hint_and_a_hidden_case_of_other_inputs(exercise_id):
+    ex = catalog.get(exercise_id)
+    assert problems.declared(exercise_id) is not None
+    assert problems.CARRY_OVER in ex.hints
+    a, b = problems.lesson_case(exercise_id), problems.lesson_case(exercise_id)
+    assert a.to_text() == b.to_text()  # the lesson's case is the same in every run
+    assert problems.problem(exercise_id) is problems.problem(exercise_id)  # handed out once per kernel
+    for seed in range(1, 40):
+        h = problems.make(exercise_id, seed, hidden=True)
+        assert h.to_text() == problems.make(exercise_id, seed, hidden=True).to_text()
+        assert h.to_text() != a.to_text()
+
+
+def test_a_problem_shows_as_short_deterministic_text_and_escaped_html():
+    p = lesson("batching")
+    assert p.to_text().startswith("inputs of exercise batching (handed out by the checker): items = (")
+    assert "(3,000 in all)" in p.to_text() and len(p.to_text()) < 200
+    assert "16 MB" in lesson("put").to_text()
+    assert "<b>batching</b>" in p.to_html()
+    with pytest.raises(ValueError, match="hands out no inputs"):
+        problems.problem("straggler")
+
+
+def test_a_problem_s_array_cannot_be_changed_in_place():
+    with pytest.raises(ValueError):
+        problems.problem("put").data[0] = 1.0
+
+
+def test_a_name_an_earlier_cell_bound_to_an_input_of_p_gets_the_hidden_case_s():
+    # `data = p.data` in an earlier cell: the very array of the handed-out problem, so the hidden run gets its own.
+    v = run_exercise("put", "ref = hpc.put(data)\ntotal = sum(hpc.get([chunk_sum.remote(ref, i) for i in range(8)]))\n",
+                     setup=CHUNKS + "data = p.data\n")
+    passed_twice(v)
+    assert shell().user_ns["data"] is problems.problem("put").data
+
+
+def test_the_hint_after_an_answer_that_did_not_carry_over_says_to_take_the_inputs_from_p(tmp_path, monkeypatch):
+    import os
+
+    from IPython.utils.capture import capture_output
+
+    from eugo_lab.settings import PROGRESS_DIR_ENV
+
+    monkeypatch.setenv(PROGRESS_DIR_ENV, str(tmp_path / "progress"))
+    p = lesson("fan-out")
+    v = run_exercise("fan-out", f"results = hpc.get([slow_square.remote(x) for x in {list(p.xs)}])\n", setup=SQUARE)
+    carried_over(v)
+    monkeypatch.setitem(os.environ, "EUGO_LAB_DISPLAY", "text")
+    shown = []
+    for _ in range(2):
+        with capture_output() as out:
+            shell().run_line_magic("eugo", "hint fan-out")
+        shown.append(" ".join(out.stdout.split()))
+    tiers = catalog.get("fan-out").hints[problems.CARRY_OVER]
+    assert " ".join(tiers.change.split()) in shown[0] and "p.xs" in shown[0]
+    assert 'p = exercises.problem("fan-out")' in shown[1]
+
+
+def test_an_interrupt_in_the_hidden_run_stops_the_cell_without_a_verdict_and_keeps_the_first_run_s_names():
+    from eugo_lab import exercises
+
+    ip = shell()
+    ip.run_cell(SQUARE)
+    exercises.set_last_verdict(None)
+    # Only the hidden case (4 or 6 inputs, never the lesson's 12) raises the Interrupt, after the tasks ran.
+    r = ip.run_cell("%%eugo --exercise fan-out -w 2 --no-live\n"
+                    "results = hpc.get([slow_square.remote(x) for x in p.xs])\n"
+                    "if len(p.xs) != 12:\n    raise KeyboardInterrupt\n")
+    assert isinstance(r.error_in_exec, KeyboardInterrupt)
+    assert exercises.last_verdict() is None
+    assert ip.user_ns["results"] == [x * x for x in lesson("fan-out").xs]
+
+
+def test_a_checker_bug_on_the_hidden_case_stays_that_bug():
+    from eugo_lab.exercises.base import Verdict
+
+    first = Verdict("fan-out", True, ("evidence",))
+    bug = Verdict("fan-out", False, ("the checker for this exercise failed",), checker_error="KeyError: 3")
+    assert problems.checked_again(first, bug, ["p"]) == bug
+    assert problems.checked_again(first.as_reference(), bug, ["p"]).reference
