@@ -64,10 +64,15 @@ def test_future_instead_of_its_value():
     assert v.mistake == "future" and "%eugo hint first-task" in v.to_text()
 
 
-def test_wrong_seed_names_both_values():
+def test_wrong_seed_names_the_value_but_never_the_answer():
+    plain: dict = {}
+    exec(SETUP.replace("@hpc.remote\n", ""), plain)  # the lesson's function as a plain one
+    expected = plain["estimate_pi"](CASE.seed, CASE.darts)
     v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(7))\n", setup=SETUP)
     assert first_line(v) == "exercise first-task: not yet", v.to_text()
-    assert f"but {CALL} returns" in v.to_text()
+    assert f"which is not what {CALL} returns" in v.to_text()
+    # A `not yet` that stated the right value would let it be typed in.
+    assert repr(expected) not in v.to_text(precise=True), v.to_text(precise=True)
     assert "a task ran, with another seed or number of darts, or another value kept" in v.to_text()
 
 
@@ -100,7 +105,7 @@ CELLS = [
     ("mistake-plain-call", "result = estimate_pi(p.seed, p.darts)\n", False, "plain call, so it ran right here",
      "local"),
     ("mistake-future", "result = estimate_pi.remote(p.seed, p.darts)\n", False, "`result` holds a future", "future"),
-    ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, f"but {CALL} returns",
+    ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, f"which is not what {CALL} returns",
      "wrong-seed"),
     ("shortcut-decoy-other-seed", "hpc.get(estimate_pi.remote(1))\nresult = estimate_pi(p.seed, p.darts)\n", False,
      "`result` was not returned by any of the 1 estimate_pi tasks of this cell: the right value was computed here",
@@ -113,6 +118,7 @@ CELLS = [
 @pytest.mark.parametrize("cell,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
 def test_cells(cell, passes, says, mistake):
     check_cell("first-task", cell, passes, says, mistake, setup=SETUP)
+
 
 
 

@@ -131,7 +131,8 @@ def first_task(a: Attempt) -> Verdict:
         return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
                          f"{call} returns.", mistake="local")
     if not measure.same_within_tolerance(result, expected):
-        return a.not_yet(f"`result` is {result!r}, but {call} returns {expected!r}: a task ran, with another "
+        # Never the expected value: a `not yet` that states the answer lets it be typed in.
+        return a.not_yet(f"`result` is {result!r}, which is not what {call} returns: a task ran, with another "
                          "seed or number of darts, or another value kept.", mistake="wrong-seed")
     came = derivation.one_of(result, a.trace, FUNCTION, name="result")
     if not came:
