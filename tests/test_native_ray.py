@@ -130,6 +130,23 @@ def test_the_time_remote_spends_storing_large_arguments_is_the_drivers_serializi
     assert "serializing the arguments of nap() task 0 (4 MB)" in str(seg["label"][0])
 
 
+def test_rays_own_remote_functions_are_named_as_the_engines():
+    assert ray_recording.is_engine_function("ray.data._internal.planner.plan_read_op._read")
+    assert not ray_recording.is_engine_function("__main__.nap") and not ray_recording.is_engine_function("rays.x")
+
+
+def test_tasks_of_rays_own_functions_are_marked_in_the_trace(fake_ray):
+    rec = _recording()
+    d = rec.driver
+    for i, (name, own) in enumerate([("nap", False), ("_read", True), ("_read", True)]):
+        tid = f"t{i}"
+        d.submitted[tid], d.names[tid], d.bytes_in[tid], d.deps[tid], d.engine[tid] = T0, name, 30, [], own
+    fake_ray["events"] = _events([(f"t{i}", "a", T0 + 0.01 * (i + 1), T0 + 0.01 * (i + 1) + 0.005)
+                                  for i in range(3)])
+    trace = _write(rec, fake_ray["events"], T0 + 0.05)
+    assert trace.meta["engine_functions"] == ["_read"]
+
+
 def test_a_task_without_profile_events_is_said_missing(fake_ray):
     rec = _recording()
     d = rec.driver

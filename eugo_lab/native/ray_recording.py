@@ -63,6 +63,11 @@ def _size(value: Any) -> int:
         return 0
 
 
+def is_engine_function(qualified: str) -> bool:
+    """Whether a remote function (``module.name``, as Ray names it) is Ray's own, defined in a ``ray`` module."""
+    return qualified == "ray" or qualified.startswith("ray.")
+
+
 def _source() -> str:
     """``file:line`` of the notebook's code that called into Ray."""
     import ray
@@ -84,6 +89,9 @@ class RayDriverCalls:
     arg_key: dict[str, int] = field(default_factory=dict)
     deps: dict[str, list[str]] = field(default_factory=dict)
     received: dict[str, float] = field(default_factory=dict)
+    #: task id -> whether its function is one of Ray's own (a library of Ray's submitting tasks for the cell:
+    #: ray.data, ray.util): recorded, but named as the engine's work (``meta["engine_functions"]``).
+    engine: dict[str, bool] = field(default_factory=dict)
     #: task id -> when its ``.remote()`` began and returned (``time.time()``): the driver's time submitting it.
     calls: dict[str, tuple[float, float]] = field(default_factory=dict)
     puts: list[tuple[float, int]] = field(default_factory=list)
@@ -115,7 +123,9 @@ class RayDriverCalls:
                 if refs and isinstance(refs[0], ray.ObjectRef):
                     tid = refs[0].task_id().hex()
                     notes.submitted.setdefault(tid, t)
-                    notes.names[tid] = getattr(fn, "_function_name", "").rsplit(".", 1)[-1] or "task"
+                    qualified = str(getattr(fn, "_function_name", ""))
+                    notes.names[tid] = qualified.rsplit(".", 1)[-1] or "task"
+                    notes.engine[tid] = is_engine_function(qualified)
                     values = [*(args or ()), *(kwargs or {}).values()]
                     sizes = [(_size(v), v) for v in values]
                     notes.bytes_in[tid] = sum(s for s, _ in sizes)
@@ -279,7 +289,11 @@ class RayRecording:
             not_recorded.append(f"{missing} submitted task(s) sent no profile events in time (still running, or "
                                 "Ray dropped them): they are not on the timeline")
         local = all(h == host for h, _ in rec.workers.values())
+        # By name, as the trace files functions: a name the notebook's own functions also have stays the notebook's.
+        own = sorted({drv.names.get(tid, "task") for tid, _ in ran if drv.engine.get(tid)}
+                     - {drv.names.get(tid, "task") for tid, _ in ran if not drv.engine.get(tid)})
         full = {"backend": "ray", "api": "ray", "driver_deps_recorded": False,  # values through ray.get: not yet
+                "engine_functions": own,
                 "workers": slots, "cores": os.cpu_count() if local else 0,
                 "not_recorded": not_recorded, **meta}
         return rec.close_region(self._mark, full)

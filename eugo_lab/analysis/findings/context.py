@@ -289,8 +289,9 @@ def after_fix(ctx: Context, p: whatif.Prediction) -> float:
 def engine_functions(trace: Trace) -> frozenset[str]:
     """The functions of ``trace`` that are the engine's own bookkeeping, not the notebook's code.
 
-    The recording names them (``meta["engine_functions"]``; Dask's ``finalize-`` tasks, see
-    :mod:`eugo_lab.native.dask_recording`): their time stays in the run, but they are nobody's to fix.
+    The recording names them (``meta["engine_functions"]``: Dask's ``finalize-`` tasks, see
+    :mod:`eugo_lab.native.dask_recording`; remote functions defined in Ray's own modules, see
+    :mod:`eugo_lab.native.ray_recording`): their time stays in the run, but they are nobody's to fix.
     """
     return frozenset(str(f) for f in trace.meta.get("engine_functions", ()))
 

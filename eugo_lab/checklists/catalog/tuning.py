@@ -28,7 +28,7 @@ CODES: dict[str, tuple[Code, ...]] = {
     "no-blocking": (Code.BLOCKING,),
     "as-completed": (Code.SUBMISSION_ORDER,),
     "fast-submission": (Code.SLOW_SUBMISSION,),
-    "task-size": (Code.TASKS_TOO_SMALL,),
+    "task-size": (Code.TASKS_TOO_SMALL, Code.RECURSION_TOO_FINE),
     "even-tasks": (Code.STRAGGLER, Code.WARM_UP, Code.LONG_TAIL, Code.UNBALANCED_PARTITIONS),
     "parallel-chain": (Code.CRITICAL_PATH,),
     "data-once": (Code.REPEATED_ARGUMENT, Code.SERIALIZATION, Code.CAPTURED_OBJECT, Code.LARGE_RESULTS),
