@@ -63,11 +63,6 @@ def register(slot: Slot) -> Slot:
     return slot
 
 
-def slots() -> dict[str, Slot]:
-    """Every slot declared so far, by name (those of the features imported in this process)."""
-    return dict(_SLOTS)
-
-
 def _slot(slot: Slot | str) -> Slot:
     name = slot if isinstance(slot, str) else slot.name
     try:
@@ -108,10 +103,13 @@ class CellRecord:
         with self._lock:
             if s.name in self._values:
                 return self._values[s.name]
-        if s.derive is None or self.trace is None:
+        trace = self.trace
+        if s.derive is None or trace is None:
             return None
         value = s.derive(self)  # outside the lock: a derivation may take a while, and reads other slots
         with self._lock:
+            if self.trace is not trace:  # a region closed meanwhile: the value describes the trace it replaced
+                return value
             return self._values.setdefault(s.name, value)
 
     def filled(self, slot: Slot | str) -> bool:
