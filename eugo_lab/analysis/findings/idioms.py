@@ -101,8 +101,9 @@ def _slow_submission(f: Finding, call: str, send_once: str) -> tuple[str, str, s
 
 
 def _dask_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
-    # Dask's submit is not timed per call: building an input and Dask's own tokenizing and packing of a
-    # big argument look the same from here, so the verdict says what was seen and the advice names both fixes.
+    # Dask pickles a submitted argument later, on its event loop, untimed: whether the loop was slow from
+    # building its inputs or from sending big ones is not known here, so the verdict says what was seen and
+    # the advice names both fixes.
     fn = f.evidence["functions"][0]
     return _slow_submission(f, f"client.map({fn}, inputs)", "client.scatter(data, broadcast=True)")
 
