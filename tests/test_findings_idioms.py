@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from eugo_lab.analysis.findings import Code, Finding
 from eugo_lab.analysis.findings.idioms import ADVICE, in_engine_words
 
@@ -25,14 +27,20 @@ def test_dask_words_what_it_saw_without_blaming_the_loop():
     assert ".remote()" not in f.verdict and "building" not in f.verdict  # Dask's submit is not timed
     assert f.verdict == "The driver took 149 ms to submit 6 tasks (29.8 ms between submissions), so workers sat " \
                        "idle 298 ms while it did."
-    assert "client.map(total, inputs)" in f.advice and "client.scatter" in f.advice and "hpc" not in f.advice
+    assert "client.map(total, inputs)" in f.advice and "hpc" not in f.advice
+    assert "client.scatter" not in f.advice  # its arguments were small: sending them once would save nothing
     assert f.evidence == SLOW.evidence and f.severity == SLOW.severity
+    big = dataclasses.replace(SLOW, evidence={**SLOW.evidence, "cause": "pickling"})
+    (g,) = in_engine_words([big], "dask")
+    assert "client.scatter(data, broadcast=True)" in g.advice and "client.map(total, inputs)" not in g.advice
 
 
 def test_ray_leaves_out_what_rests_on_cpu_time_it_never_measured():
     found = in_engine_words([SLOW, IO], "ray")
     assert [f.code for f in found] == [Code.SLOW_SUBMISSION]
-    assert "ray.put(data)" in found[0].advice
+    assert "ray.put(data)" not in found[0].advice  # small arguments: nothing to put
+    (big,) = in_engine_words([dataclasses.replace(SLOW, evidence={**SLOW.evidence, "cause": "pickling"})], "ray")
+    assert "ray.put(data)" in big.advice
 
 
 def test_dask_io_bound_proposes_threads_with_the_detectors_number():

@@ -166,6 +166,18 @@ def test_dasks_own_finalize_tasks_are_marked_and_never_advised_on(ip, client, ca
     assert not [line for line in out.splitlines() if "finalize" in line and "functions:" not in line], out
 
 
+def test_the_drivers_time_in_client_submit_is_submitting_never_serializing(ip, client, capsys):
+    """Dask hashes a submitted array to name its task inside client.submit: the driver's breakdown shows that
+    time as submitting (it read as the driver's own work), and nothing as pickling, which Dask does later."""
+    trace, found, _ = _run(ip, "--save t", "out = client.gather([client.submit(total, data, i) for i in range(6)])\n",
+                           capsys)
+    b = trace.driver_breakdown()
+    assert b["submitting"] > 0 and b["serializing"] == 0
+    assert trace.meta["serializing_timed"] is False
+    slow = [f for f in found if f.code == Code.SLOW_SUBMISSION]
+    assert all(f.evidence["cause"] == "pickling" for f in slow)  # 2.4 MB each: not timed, so by size
+
+
 def test_a_value_passed_on_through_the_driver_is_a_recorded_chain(ip, client, capsys):
     # Each step needs the previous .result(): recorded as such, never advised as a get() to move.
     cell = "x = 0\nfor i in range(6):\n    x = client.submit(inc, x, pure=False).result()\n"

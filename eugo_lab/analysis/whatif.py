@@ -251,13 +251,19 @@ def fed_fast(r: Replay, idx: np.ndarray, gap: float) -> Replay:
     """Units ``idx`` (one submission loop) submitted ``gap`` apart, each building its own input in the task.
 
     The driver's time between two submissions beyond ``gap`` (building the argument) moves
-    into the task that needed it, so the work is the same, only no longer serial.
+    into the task that needed it, so the work is the same, only no longer serial. The first
+    task's input was built before its submission, where no earlier submission bounds it: taken
+    as the loop's median build (at most the time from the run's start to that submission), it
+    moves into the first task too, and the loop starts that much earlier. Left on the driver,
+    it priced a loop of 12 inputs built 0.1 s each 13% short of what the fix saved.
     """
     idx = np.asarray(idx, dtype=np.int64)
     idx = idx[np.argsort(r.ready[idx], kind="stable")]
     ready, occ = r.ready.copy(), r.occupancy.copy()
-    t0 = float(r.ready[idx[0]])
-    build = np.concatenate([[0.0], np.maximum(np.diff(r.ready[idx]) - gap, 0.0)])
+    builds = np.maximum(np.diff(r.ready[idx]) - gap, 0.0)
+    first = min(float(np.median(builds)) if len(builds) else 0.0, max(float(r.ready[idx[0]]), 0.0))
+    t0 = float(r.ready[idx[0]]) - first
+    build = np.concatenate([[first], builds])
     ready[idx] = t0 + gap * np.arange(len(idx))
     occ[idx] = occ[idx] + build
     # The loop ends sooner: later driver work (and the final wait) comes that much earlier.

@@ -57,6 +57,9 @@ class DriverCalls:
 
     submitted: dict[str, float] = field(default_factory=dict)  # future key -> when its submission call began
     calls: list[float] = field(default_factory=list)  # every submission call's start, in order
+    #: (start, end, key) of each client.submit call: the driver's time in Dask's submit (naming the task by
+    #: hashing its arguments, building its graph), which the breakdown shows as submitting.
+    submit_spans: list[tuple[float, float, str]] = field(default_factory=list)
     bytes_in: dict[str, int] = field(default_factory=dict)  # key -> bytes of its by-value arguments
     arg_key: dict[str, int] = field(default_factory=dict)  # key -> identity of its large argument
     received: dict[str, float] = field(default_factory=dict)  # future key -> when the driver learnt it finished
@@ -181,8 +184,10 @@ class DriverCalls:
             def wrapper(client: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
                 t = time.time()
                 fut = orig(client, func, *args, **kwargs)
+                t_end = time.time()  # before our own notes below: their time is not Dask's
                 notes.calls.append(t)
                 if isinstance(fut, distributed.Future):
+                    notes.submit_spans.append((t, t_end, str(fut.key)))
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
                     notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])

@@ -161,9 +161,6 @@ class DaskRecording:
                 self.live.close_region(self._live_mark, {})
         trace = self._write(meta or {})
         trace.meta["region_end"] = end  # collecting the logs is not the cell's time
-        # The runtime times its own pickling and hand-off of each submission; Dask's submit is not timed, and a
-        # zero there would read as "measured: no pickling" (the slow-submission finding would blame the loop).
-        trace.meta.pop("driver_short", None)
         return trace
 
     def _absorb(self, logs: list[dict[str, Any]]) -> None:
@@ -242,6 +239,10 @@ class DaskRecording:
             for t in r["transfers"]:
                 transfers.append({"task": self._ids[key], "source": lane_of.get(t["source"], -1), "target": lane,
                                   "bytes": r["fetched"], "start": t["start"], "end": t["stop"]})
+        for start, end, key in drv.submit_spans:
+            # Dask's submit hashes the arguments to name the task and builds its graph; it pickles them later, on
+            # its event loop: the call is submitting, and no time of it is the arguments' pickling.
+            rec.driver.spent(start, start, end, self._ids.get(key, -1), drv.bytes_in.get(key, 0))
         for i, (when, nbytes) in enumerate(drv.scatters):
             rec.record_put(i, nbytes, when)
         for kind, start, end, futures, source in sorted(drv.blocks, key=lambda b: b[1]):
@@ -253,6 +254,9 @@ class DaskRecording:
         own = sorted({_key_name(r["key"]) for r, _ in rows if is_engine_key(r["key"])})
         full = {"backend": "dask", "api": "dask", "workers": self.workers, "graph_functions": graph,
                 "engine_functions": own,
+                # The driver's time in client.submit is timed, but no part of it is the arguments' pickling (see
+                # above): a zero there is not a measurement (the slow-submission finding would blame the loop).
+                "serializing_timed": False,
                 "threads_per_worker": max(self._nthreads, default=1),
                 "cores": os.cpu_count() if local else 0, "transfers": transfers,
                 "not_recorded": list(NOT_RECORDED), **meta}

@@ -91,18 +91,28 @@ def _dask_order(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
 
 
 def _slow_submission(f: Finding, call: str, send_once: str) -> tuple[str, str, str]:
-    """The slow-submission finding for an engine whose submissions are not timed: what was seen, both fixes."""
+    """The slow-submission finding in an engine's words: what was seen, and the fix its recorded cause calls for.
+
+    Sending a big argument once is advised only where the detector found the submissions' arguments big
+    (``cause`` "pickling": their pickling timed, or where it is not, a median of at least
+    ``PICKLING_MIN_BYTES`` each): for arguments of a few bytes it would save nothing.
+    """
     ev, fn = f.evidence, f.evidence["functions"][0]
     verdict = (f"The driver took {fmt_s(ev['span'])} to submit {ev['tasks']} tasks ({fmt_s(ev['gap'])} between "
                f"submissions), so workers sat idle {fmt_s(ev['idle_worker_time'])} while it did.")
-    return (f"Submit faster: build the inputs first and send them together ({call}), or let each task build its "
-            f"own input from an index, file name or seed; send a big argument once ({send_once}).",
-            f"submit {fn}() tasks together", verdict)
+    if ev.get("cause") == "pickling":
+        advice = (f"Send big arguments once ({send_once}) and pass the reference to each task, or let each task "
+                  "load its own data from an index, file name or seed.")
+    else:
+        advice = (f"Submit faster: build the inputs first and send them together ({call}), or let each task build "
+                  "its own input from an index, file name or seed.")
+    return advice, f"submit {fn}() tasks together", verdict
 
 
 def _dask_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
-    # Dask's submit is not timed per call: building an input and Dask's own tokenizing and packing of a
-    # big argument look the same from here, so the verdict says what was seen and the advice names both fixes.
+    # Dask pickles a submitted argument later, on its event loop, untimed: whether the loop was slow from
+    # building its inputs or from sending big ones is not known here, so the verdict says what was seen and
+    # the advice names both fixes.
     fn = f.evidence["functions"][0]
     return _slow_submission(f, f"client.map({fn}, inputs)", "client.scatter(data, broadcast=True)")
 

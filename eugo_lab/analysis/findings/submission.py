@@ -180,6 +180,8 @@ def _pickling_in(ctx: Context, lo: float, hi: float) -> tuple[float, bool]:
     trace = ctx.trace
     if not trace.meta.get("driver_short") and not len(trace.driver_spans["kind"]):
         return 0.0, False  # a trace saved before the driver's time was recorded
+    if trace.meta.get("serializing_timed") is False:
+        return 0.0, False  # the engine's submit was timed, its pickling not told apart (Dask)
     d = trace.driver
     sel = d["kind"] == "serializing"
     s, e = np.clip(d["start"][sel] + trace.t0, lo, hi), np.clip(d["end"][sel] + trace.t0, lo, hi)
