@@ -99,3 +99,18 @@ def test_bad_jobs_say_what_is_wrong(kwargs, message):
 def test_an_empty_trace_says_to_run_first():
     with pytest.raises(ValueError, match="the trace has no tasks"):
         sizing.plan(TraceBuilder().build(), Job(tasks=10, deadline=5))
+
+
+def test_the_notebooks_work_after_the_last_result_is_not_part_of_the_job():
+    # The same four tasks, traced alone and in a cell whose driver then worked 15 s more (planning
+    # from its small run): a plan is "from asking to the last result", so both plan the same.
+    def traced(end: float | None):
+        b = TraceBuilder(workers=1)
+        for k in range(4):
+            b.task(ready=0.0, start=float(k), end=float(k + 1))
+        return b.build(end=end)
+
+    job = Job(tasks=100, deadline=30, startup=5)
+    alone, in_cell = sizing.plan(traced(None), job), sizing.plan(traced(19.0), job)
+    assert alone.workers == in_cell.workers == 4 and in_cell.wall_time == approx(alone.wall_time)
+    assert sizing.predict(traced(19.0), job, 4) == approx(30.0)

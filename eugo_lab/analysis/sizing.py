@@ -101,6 +101,17 @@ class Plan:
         return self.to_text()
 
 
+def _job_replay(trace: Trace) -> Replay:
+    """The trace's replay up to its last result: the driver's own time after it is not part of the job.
+
+    A plan predicts the time from asking to the last result. What the notebook did after the
+    tasks (in a cell that times its small run and then plans from it, the plan's own search,
+    seconds long on a busy machine) would otherwise be replayed as a fixed cost of the big job,
+    and the same tasks would plan differently traced in a region and in the whole cell.
+    """
+    return dataclasses.replace(replay_of(trace), after_results=0.0, after_submit=0.0)
+
+
 def _stretched(r: Replay, scale: float) -> Replay:
     return r if scale == 1 else dataclasses.replace(r, occupancy=r.occupancy * scale)
 
@@ -114,7 +125,7 @@ def predict(trace: Trace, job: Job, workers: int) -> float:
     """Predicted seconds from asking to the last result of ``job`` on ``workers`` workers (start-up included)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    r = replay_of(trace)
+    r = _job_replay(trace)
     if not len(r):
         raise ValueError("the trace has no tasks: run the small job traced first (with hpc.trace() or %%eugo)")
     return _wall(_stretched(r, job.scale), job, workers)
@@ -131,7 +142,7 @@ def plan(trace: Trace, job: Job, max_workers: int = 1 << 20) -> Plan:
     reorders the tail). Out of reach when even one worker per task misses it: then the
     driver's submission pace or the longest task sets the floor.
     """
-    r0 = replay_of(trace)
+    r0 = _job_replay(trace)
     if not len(r0):
         raise ValueError("the trace has no tasks: run the small job traced first (with hpc.trace() or %%eugo)")
     r = _stretched(r0, job.scale)
