@@ -222,13 +222,17 @@ class Optimized:
 
 
 def _signature_of(v: Any) -> Any:
-    """What Numba specializes on for one argument: an array's dtype, dimensions and layout; else the type."""
+    """What Numba specializes on for one argument; for an array, what its Numba type holds.
+
+    Its dtype, dimensions, layout, whether it is read-only (an ``hpc.put`` array on a worker is) and aligned.
+    """
     t = type(v)
     if t is tuple:
         return (t, tuple(_signature_of(x) for x in v))
     dtype = getattr(v, "dtype", None)
     if dtype is not None and hasattr(v, "ndim") and hasattr(v, "flags"):
-        return (t, dtype.str, v.ndim, bool(v.flags.c_contiguous), bool(v.flags.f_contiguous))
+        f = v.flags
+        return (t, dtype.str, v.ndim, bool(f.c_contiguous), bool(f.f_contiguous), bool(f.writeable), bool(f.aligned))
     return t
 
 
@@ -544,6 +548,10 @@ def compile_for(fn: Callable, types: tuple) -> Any:
     # order): what eugo_lab.jit.exact proves the code against.
     dispatcher = numba.njit(fn, boundscheck=True, error_model="python", fastmath=False)
     dispatcher.compile(types)
+    # No other version, ever: called with other types (the trial's writable, contiguous copies of a read-only or
+    # strided argument), Numba would compile one on the spot that nobody proved, checked or timed (a put array's
+    # trial timed that compile as the compiled run and declined "not faster"). Copies convert to these types.
+    dispatcher.disable_compile()
     with _count_lock:  # (not _lock: a trial holds that one while it compiles)
         _compiles += 1
     return dispatcher
