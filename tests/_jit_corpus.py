@@ -1744,3 +1744,56 @@ def uint8_count_nonzero(u):
         if u[i] != 0:
             c += 1
     return c
+
+
+# -- NumPy int32 shifts, products and floor division (NumPy keeps int32 and wraps; compiled code works in int64) ---
+@case("cO")
+def int32_shift_left_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] << 3
+    return out
+
+
+@case("cO")
+def int32_shift_right_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] >> 2
+    return out
+
+
+@case("cO")
+def int32_product_into(c, out):
+    for i in range(1, c.shape[0]):
+        out[i] = c[i] * c[i - 1]
+    return out
+
+
+@case("cO")
+def int32_floor_divide_by_constant_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] // 3
+    return out
+
+
+@case("cO")
+def int32_floor_divide_pairs_into(c, out):
+    # A zero divisor: NumPy gives 0 (and warns), compiled code with Python's error model raises.
+    for i in range(1, c.shape[0]):
+        out[i] = c[i] // c[i - 1]
+    return out
+
+
+@case("c")
+def int32_shifted_sum(c):
+    s = 0
+    for i in range(c.shape[0]):
+        s += c[i] << 1
+    return s
+
+
+@case("c")
+def int32_running_product(c):
+    p = np.int32(1)
+    for i in range(c.shape[0]):
+        p = p * c[i]
+    return p
