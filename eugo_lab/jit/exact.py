@@ -33,8 +33,11 @@ compiled call runs. What is proven, per value of the function:
   OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
   (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
 - **Results**: Numba boxes a NumPy scalar it returns as a Python number; the compiled function is
-  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float32`` stays
-  ``np.float32``); a narrow NumPy scalar on some paths and a Python number on others is not proven.
+  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float64`` stays
+  ``np.float64``, ``np.float32`` stays ``np.float32``). A NumPy scalar on some paths and a Python
+  constant on the others (``s = 0.0`` before a loop that adds array elements) is told apart by value
+  (:class:`PathCast`); any other mix is :class:`ResultTypeVaries`, declined even under ``optimize=True``.
+  What type an operation gives is NumPy's own rule, found by doing it (``np.float64 > 0`` is an ``np.bool_``).
 - **Globals**: Numba freezes every global and module attribute it reads when it compiles
   (:func:`frozen_globals`); the automatic JIT checks they are still bound to the same objects before
   each compiled call and compiles anew when one was rebound.
