@@ -1626,3 +1626,174 @@ def count_up_from(start, n):
     for _ in range(n):
         c += 1
     return c
+
+
+# -- NumPy float64/int64/bool results against Python numbers (same value, another type: ``x / 0`` then differs) ------
+@case("a")
+def float_sum_or_start(a):
+    # A Python float 0.0 for an empty array, an np.float64 once an element was added.
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s
+
+
+@case("b")
+def int64_sum_or_start(b):
+    s = 0
+    for i in range(b.shape[0]):
+        s += b[i]
+    return s
+
+
+@case("a")
+def np_float64_start_sum(a):
+    s = np.float64(0.0)
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s
+
+
+@case("a")
+def python_float_of_elements(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += float(a[i])
+    return s
+
+
+@case("a")
+def float_of_sum(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    return float(s)
+
+
+@case("a")
+def last_is_positive(a):
+    r = False
+    for i in range(a.shape[0]):
+        r = a[i] > 0.0
+    return r
+
+
+@case("a")
+def first_above_half(a):
+    for i in range(a.shape[0]):
+        pass
+    return a.shape[0] > 0 and a[0] > 0.5
+
+
+@case("b")
+def int64_element_times_half(b):
+    s = 0.0
+    for i in range(b.shape[0]):
+        s = b[i] * 0.5
+    return s
+
+
+@case("b")
+def int64_element_over_two(b):
+    s = 0.0
+    for i in range(b.shape[0]):
+        s = b[i] / 2
+    return s
+
+
+@case("af")
+def largest_or_given(a, x):
+    # A Python float (the argument) on one path, an np.float64 on the other: no cast fits both.
+    m = x
+    for i in range(a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+    return m
+
+
+@case("a")
+def sum_and_python_count(a):
+    s = 0.0
+    c = 0
+    for i in range(a.shape[0]):
+        s += a[i]
+        c += 1
+    return s, c
+
+
+@case("a")
+def np_sum_and_element_tuple(a):
+    s = np.float64(0.0)
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s, s > 1.0
+
+
+@case("a")
+def negated_sum(a):
+    s = -0.0
+    for i in range(a.shape[0]):
+        s -= a[i]
+    return s
+
+
+@case("u")
+def uint8_count_nonzero(u):
+    c = 0
+    for i in range(u.shape[0]):
+        if u[i] != 0:
+            c += 1
+    return c
+
+
+# -- NumPy int32 shifts, products and floor division (NumPy keeps int32 and wraps; compiled code works in int64) ---
+@case("cO")
+def int32_shift_left_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] << 3
+    return out
+
+
+@case("cO")
+def int32_shift_right_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] >> 2
+    return out
+
+
+@case("cO")
+def int32_product_into(c, out):
+    for i in range(1, c.shape[0]):
+        out[i] = c[i] * c[i - 1]
+    return out
+
+
+@case("cO")
+def int32_floor_divide_by_constant_into(c, out):
+    for i in range(c.shape[0]):
+        out[i] = c[i] // 3
+    return out
+
+
+@case("cO")
+def int32_floor_divide_pairs_into(c, out):
+    # A zero divisor: NumPy gives 0 (and warns), compiled code with Python's error model raises.
+    for i in range(1, c.shape[0]):
+        out[i] = c[i] // c[i - 1]
+    return out
+
+
+@case("c")
+def int32_shifted_sum(c):
+    s = 0
+    for i in range(c.shape[0]):
+        s += c[i] << 1
+    return s
+
+
+@case("c")
+def int32_running_product(c):
+    p = np.int32(1)
+    for i in range(c.shape[0]):
+        p = p * c[i]
+    return p

@@ -147,13 +147,12 @@ def _keep_every_exact_version():
     jit.MIN_GAIN = saved
 
 
-def _same_narrow_types(a: object, b: object) -> bool:
-    """A narrow NumPy scalar (float32, int32, uint8...) comes back as that type, not a Python number: later
-    arithmetic on it differs (``np.float32(x) * 0.1`` rounds in float32). float64 and Python's float are alike."""
+def _same_types(a: object, b: object) -> bool:
+    """The same type, tuples item by item: a NumPy scalar is not a Python number of the same value (``x / 0`` gives
+    inf for ``np.float64``, raises ZeroDivisionError for ``float``; ``np.float32(x) * 0.1`` rounds in float32)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return all(_same_narrow_types(x, y) for x, y in zip(a, b))
-    narrow = [x for x in (a, b) if isinstance(x, np.generic) and (x.dtype.itemsize < 8 or x.dtype.kind == "u")]
-    return not narrow or type(a) is type(b)
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
+    return type(a) is type(b)
 
 
 def _same(plain: tuple, compiled: tuple) -> str:
@@ -161,8 +160,8 @@ def _same(plain: tuple, compiled: tuple) -> str:
     (pv, pe, pa), (cv, ce, ca) = plain, compiled
     if pe is not None or ce is not None:
         return "" if type(pe) is type(ce) else f"plain raised {type(pe).__name__}, JIT {type(ce).__name__}: {ce!r}"
-    if not jit.bit_identical(pv, cv) or not _same_narrow_types(pv, cv):
-        return f"returned {cv!r} where plain Python returned {pv!r}"
+    if not jit.bit_identical(pv, cv) or not _same_types(pv, cv):
+        return f"returned {cv!r} ({type(cv).__name__}) where plain Python returned {pv!r} ({type(pv).__name__})"
     for i, (x, y) in enumerate(zip(pa, ca)):
         if isinstance(x, np.ndarray) and not jit.bit_identical(x, y):
             return f"argument {i + 1} holds {y!r} where plain Python wrote {x!r}"
@@ -198,8 +197,11 @@ def test_the_corpus_is_large_and_its_exact_functions_ran_compiled():
     # nothing would prove nothing.
     assert len(compiled) >= 60, sorted(set(_drivers) - compiled)
     for name in ("cube_sum", "factorial", "fibonacci", "square_root", "half_power", "int32_sum_typed",
-                 "float_mean", "np_maximum_into"):
+                 "float_mean", "np_maximum_into", "largest_or_given"):
         assert name not in compiled, name
     for name in ("counter", "float_sum", "smooth_into", "int64_sum", "int32_accumulate_into", "abs_into",
-                 "copysign_into", "row_sums", "flat_index_sum"):
+                 "copysign_into", "row_sums", "flat_index_sum",
+                 # NumPy scalar results: on every path (cast back), or on some (told apart from the start value)
+                 "float_sum_or_start", "int64_sum_or_start", "np_float64_start_sum", "last_is_positive",
+                 "int64_element_times_half", "np_sum_and_element_tuple", "negated_sum"):
         assert name in compiled, name

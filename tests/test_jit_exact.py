@@ -145,7 +145,10 @@ def test_results_compare_to_the_last_bit():
     assert not jit.bit_identical(-0.0, 0.0) and jit.bit_identical(math.nan, float("nan"))
     assert not jit.bit_identical(np.array([0.0, 1.0]), np.array([-0.0, 1.0]))
     assert jit.bit_identical(np.array([math.nan, -0.0]), np.array([math.nan, -0.0]))
-    assert not jit.bit_identical(1, 1.0) and jit.bit_identical(np.float64(0.5), 0.5)
+    assert not jit.bit_identical(1, 1.0) and jit.bit_identical(np.float64(0.5), np.float64(0.5))
+    # A NumPy scalar is not a Python number of the same value: np.float64(0.5) / 0 is inf, 0.5 / 0 raises.
+    assert not jit.bit_identical(np.float64(0.5), 0.5) and not jit.bit_identical(np.int64(1), 1)
+    assert not jit.bit_identical(np.True_, True) and not jit.bit_identical((1.0, np.float64(2.0)), (1.0, 2.0))
     assert not jit.bit_identical(True, 1)
     assert jit.difference(np.array([0.0, 1.0]), np.array([-0.0, 1.0])) == "1 of 2 values (-0.0 against 0.0)"
 
@@ -217,3 +220,87 @@ def test_abs_of_a_64_bit_int_is_not_proven_and_a_small_one_is():
     (why,) = _reasons(digit_count, -2 ** 63)
     assert why.startswith(_line(digit_count, 2)) and "`v` is a Python int that can outgrow 64 bits" in why
     assert _reasons(digit_count, 12345) == []
+
+
+def sum_from_zero(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s
+
+
+def largest_or(a, x):
+    m = x
+    for i in range(a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+    return m
+
+
+def _compiled(fn, *args):
+    """``fn`` compiled for ``args``' types as the JIT keeps it: its result cast to plain Python's types."""
+    types = jit.numba_types(args)
+    d = jit.compile_for(fn, types)
+    reasons, casts = exact.read(d, types, args)
+    return reasons, casts, exact.with_casts(d, casts, fn)
+
+
+def test_a_result_that_is_numpys_on_some_paths_comes_back_with_plain_pythons_type_on_each():
+    # Before: compiled code returned a Python float for all, where plain Python returns np.float64 once the loop
+    # ran (and 0.0 / 0 raises where np.float64(0.0) / 0 gives nan).
+    reasons, casts, f = _compiled(sum_from_zero, np.ones(2))
+    assert reasons == [] and isinstance(casts, exact.PathCast), casts
+    for a in (np.ones(3), np.array([]), np.array([0.0]), np.array([-0.0]), np.array([1.0, -1.0]),
+              np.array([math.nan])):
+        plain, got = sum_from_zero(a), f(a)
+        assert type(got) is type(plain) and jit.bit_identical(got, plain), (a, plain, got)
+
+
+def test_a_result_of_another_type_on_some_paths_is_not_compiled_even_when_asked_for(monkeypatch):
+    reasons, casts, _ = _compiled(largest_or, np.ones(2), 0.5)
+    assert isinstance(casts, exact.ResultTypeVaries) and "`m` is a float64 NumPy scalar on some paths" in casts
+    assert reasons and reasons[0] == casts
+    # optimize=True keeps unproven code whose trial matched, but not this: a trial where plain returns x (a Python
+    # float) matches, and a later call where an element is larger would return float where plain gives np.float64.
+    monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    jit.reset()
+    w = jit.Optimized(largest_or, "exact-result-type")
+    assert w(np.zeros(3), 5.0) == 5.0
+    verdict = jit._verdicts["exact-result-type"][0]
+    assert not verdict.compiled and verdict.code == "result-type", verdict
+    got = w(np.array([9.0]), 5.0)
+    assert type(got) is np.float64 and got == 9.0
+    from eugo_lab.jit.verdicts import advice_for
+
+    assert "optimize=True" not in advice_for("not-proven", casts)
+    jit.reset()
+
+
+def test_optimize_true_casts_a_numpy_result_back_on_later_calls(monkeypatch):
+    monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    jit.reset()
+    w = jit.Optimized(sum_from_zero, "exact-cast-later")
+    w(np.ones(4))
+    assert jit._verdicts["exact-cast-later"][0].compiled
+    for a in (np.ones(4) * 0.5, np.zeros(4), np.array([1.0, -1.0, 0.0, 0.0])):
+        got, plain = w(a), sum_from_zero(a)
+        assert type(got) is type(plain) and jit.bit_identical(got, plain)
+    jit.reset()
+
+
+def element_compared(a, b):
+    for _ in range(a.shape[0]):
+        pass
+    return a[0] > 0.5, b[0] * 0.5, b[0] * 2
+
+
+def test_numpy_operations_give_numpys_result_types():
+    # A comparison of NumPy scalars is an np.bool_, an int64 times a float an np.float64 (the model had the
+    # operands' promotion: float64 for the comparison, int64 for the product, and a cast to it changed the value).
+    a, b = np.array([0.75, 0.0]), np.array([3, 1], dtype=np.int64)
+    reasons, casts, f = _compiled(element_compared, a, b)
+    assert reasons == [] and casts == (np.bool_, np.float64, np.int64), (reasons, casts)
+    got, plain = f(a, b), element_compared(a, b)
+    assert [type(x) for x in got] == [type(x) for x in plain] and jit.bit_identical(got, plain)

@@ -189,10 +189,14 @@ def test_a_reason_quotes_the_measured_cpu_time_where_there_is_one():
     assert est.where == "gpu" and "256 ms on CPU" in est.reason()
     measured = est.reason(cpu_measured=0.018)
     assert measured.startswith("gpu: predicted ") and measured.endswith(" vs 18 ms measured on CPU"), measured
-    assert "256" not in measured and "20 ms measured on CPU" in est.reason(bucket=True, cpu_measured=0.018)
-    # A measurement that contradicts the placement says so, beside what the model said.
+    # The deterministic text says how the measurement compares (its number differs run to run), never the model's.
+    g = cost.fmt_time(est.gpu_s, bucket=True)
+    assert est.reason(bucket=True, cpu_measured=0.018) == f"gpu: predicted {g}, below the time measured on CPU"
+    # A measurement that contradicts the placement says so, without the model's CPU time.
     fast = est.reason(cpu_measured=1e-6)
-    assert fast == est.reason() + ", but the CPU measured 1 us: the CPU was likely faster here"
+    assert fast == f"gpu: predicted {cost.fmt_time(est.gpu_s)} on GPU, but the CPU measured 1 us: the CPU was " \
+                   "likely faster here", fast
+    assert "256" not in fast and "but the CPU measured less than" in est.reason(bucket=True, cpu_measured=1e-6)
 
 
 def test_a_predictions_only_ledger_row_measured_on_the_cpu_quotes_that_time(monkeypatch):
@@ -211,5 +215,14 @@ def test_a_predictions_only_ledger_row_measured_on_the_cpu_quotes_that_time(monk
     per_call = cost.fmt_time(row.measured_s)
     assert row.reason.endswith(f" vs {per_call} measured on CPU"), row.reason
     assert "256 ms" not in row.reason
-    # The deterministic text keeps the model's (bucketed) times: a measured one would differ run to run.
-    assert row.reason_bucketed == "gpu: predicted 50 us vs 200 ms on CPU", row.reason_bucketed
+    # Before: the text/plain (bucketed) reason kept the model's 256 ms ("vs 200 ms on CPU") where the HTML quoted
+    # the measurement. Every form now quotes the measured time, bucketed to 1-2-5 steps, and says "measured".
+    assert row.reason_bucketed in ("gpu: predicted 50 us, below the time measured on CPU",
+                                   "gpu: predicted 50 us on GPU, but the CPU measured less than 50 us: the CPU was "
+                                   "likely faster here"), row.reason_bucketed
+    from eugo_lab.render.offload import offload_html, offload_text
+
+    ledger = cell.last_ledger()
+    for text in (offload_text(ledger), offload_text(ledger, precise=True), offload_html(ledger)):
+        line = next(ln for ln in text.split("<tr>" if "<tr>" in text else "\n") if "matmul" in ln)
+        assert ("measured on CPU" in line or "the CPU measured" in line) and "200 ms" not in line, line

@@ -488,3 +488,47 @@ def test_optimize_trials_a_cell_function_on_its_first_call_with_arrays(monkeypat
     assert any(s.status == auto.COMPILED for s in st.sigs.values()), f.verdicts
     assert f.verdicts and f.verdicts[-1].startswith("jit: compiled"), f.verdicts
     np.testing.assert_array_equal(f(a), smooth(a))  # compiled from now on, the same to the last bit
+
+
+def _overloads(dispatcher):
+    return len(getattr(dispatcher, "dispatcher", dispatcher).overloads)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda a: np.frombuffer(a.tobytes()), id="read-only (an hpc.put array on a worker)"),
+    pytest.param(lambda a: np.concatenate([a, a])[::2], id="strided"),
+])
+def test_the_trial_runs_the_proven_version_on_copies_of_a_read_only_or_strided_array(monkeypatch, make):
+    # Before: the trial ran the compiled code on writable, contiguous copies; Numba compiled a second, unproven
+    # version for them on the spot, and the trial timed that compile as the compiled run: a task given hpc.put
+    # references was declined "not faster" (0.19 s "compiled" against 0.04 s plain) under --optimize.
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    a = make(np.random.default_rng(5).random(3_000))
+    w = auto.AutoJit(smooth, "auto-readonly", Phases())
+    auto._state(w.key, smooth).status = auto.QUALIFIED
+    for _ in range(3):
+        np.testing.assert_array_equal(w(a), smooth(a))
+        auto.wait_for_compiles()
+    (s,) = auto.state_of("auto-readonly").sigs.values()
+    assert s.status == auto.COMPILED and _overloads(s.dispatcher) == 1, w.phase.names
+
+
+def test_a_read_only_array_is_its_own_signature_compiled_and_proven_for_it(monkeypatch):
+    # Before: a read-only array had a writable one's signature, so its call ran the writable version's dispatcher,
+    # and Numba compiled a read-only version there and then, which nobody proved or checked.
+    monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
+    a = np.random.default_rng(6).random(3_000)
+    ro = np.frombuffer(a.tobytes())
+    w = auto.AutoJit(smooth, "auto-two-flags", Phases())
+    auto._state(w.key, smooth).status = auto.QUALIFIED
+    for x in (a, a, ro, ro, ro):
+        np.testing.assert_array_equal(w(x), smooth(x))
+        auto.wait_for_compiles()
+    sigs = auto.state_of("auto-two-flags").sigs.values()
+    assert len(sigs) == 2 and all(s.status == auto.COMPILED and _overloads(s.dispatcher) == 1 for s in sigs)
+    opt = jit.Optimized(smooth, "opt-readonly")
+    monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
+    np.testing.assert_array_equal(opt(ro), smooth(ro))
+    entry = jit._verdicts["opt-readonly"]
+    assert entry[0].compiled and _overloads(entry[1]) == 1
+    assert jit._chosen(entry, smooth, (a,), {}) is smooth  # a writable array: not the read-only version's types

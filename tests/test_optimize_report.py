@@ -194,3 +194,13 @@ def test_code_reused_for_another_integer_size_is_not_said_to_compile_in_no_time(
     ok = jit.Verdict("compiled", plain_s=0.3, compile_s=0.0, compiled_s=0.0003).phase_name()
     line = opt_report.build(FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, ok, 0.0, 0.0)]), None).find("smooth").precise
     assert "compiled in 0" not in line and "reused the code compiled for other integer sizes" in line
+
+
+def test_a_result_whose_type_differs_by_path_is_declined_with_its_line_and_no_optimize_advice():
+    why = ("line 7: `m` is a float64 NumPy scalar on some paths and a Python number on others: compiled code "
+           "returns one type for all (start it as the type it returns, np.float64(0.0), or return float(...))")
+    declined = f"jit: declined: result-type: {why} [trial plain=0.3 compile=0.2]"
+    item = opt_report.build(FakeTrace([(0, 0, 0.0, 0.3, -1)], [(0, declined, 0.0, 0.0)]), None).find("smooth")
+    assert not item.applied and "line 7" in item.precise and "np.float64(0.0)" in item.precise, item.precise
+    assert "optimize=True to compile it anyway" not in item.precise + item.bucketed
+    assert "even with optimize=True" in item.precise, item.precise

@@ -289,8 +289,6 @@ def test_a_loop_stopped_at_its_lineless_jump_gets_the_loops_line():
     import sys
     import threading
 
-    from pyinstrument.low_level.stat_profile import get_frame_info
-
     first = count_if.__code__.co_firstlineno
     stop = threading.Event()
     values = list(range(5)) * 1000
@@ -311,7 +309,7 @@ def test_a_loop_stopped_at_its_lineless_jump_gets_the_loops_line():
                 f = f.f_back
             if f is None:
                 continue
-            info = get_frame_info(f)
+            info = collect.frame_info(f)
             fixed = collect._with_line(info, f) if "\x01l" not in info else info
             line = int(fixed.rsplit("\x01l", 1)[1].split("\x01")[0])
             seen.add((line, "\x01l" in info))
@@ -360,3 +358,28 @@ def test_numpy_arithmetic_over_large_arrays_is_native_and_no_jit_candidate(local
     assert top.function == "hypot_arrays", region.report.hot_functions()
     assert top.native_share > 0.6 * top.self_share, top
     assert "hypot_arrays" not in jit_candidates(region.report.hot_functions(None))
+
+
+class _Spy:
+    """A local named ``self`` in a plain function: pyinstrument's get_frame_info names the frame's class from it."""
+
+
+class _Owner:
+    def info(self):
+        return collect.frame_info(sys._getframe())
+
+
+def _not_a_method(self):
+    return collect.frame_info(sys._getframe())
+
+
+def test_the_sampler_reads_a_frame_from_its_code_never_from_its_locals():
+    # Before: the thread sampler called pyinstrument's get_frame_info on the task thread's frames, which reads
+    # their locals (PyFrame_GetLocals, for `self`): not safe on another running thread's frame in Python 3.11, and
+    # a worker sampling an --optimize task while Numba compiled in it died of a segmentation fault there.
+    assert collect._Sampler(0.005)._get_frame_info is collect.frame_info
+    plain = _not_a_method(_Spy())
+    assert plain.startswith("_not_a_method\x00") and "\x01c" not in plain, plain  # no class read from a local
+    method = _Owner().info()
+    assert "\x01c_Owner" in method and method.startswith("info\x00"), method  # the class the code is defined in
+    assert "\x01l" in method

@@ -424,15 +424,17 @@ def _compile(fn: Callable, pos: tuple, sig: _Signature) -> None:
             sig.dispatcher = ck.compile_for(fn, types)
             sig.arity = len(types)
             sig.types = types
-            from eugo_lab.jit.exact import frozen_globals, read, with_casts
+            from eugo_lab.jit.exact import ResultTypeVaries, frozen_globals, read, with_casts
 
             sig.frozen = frozen_globals(sig.dispatcher, types, fn)
             # Exact by construction: only code whose meaning is CPython's for every input of these types is kept.
             reasons, casts = read(sig.dispatcher, types, pos)
             why = ck.reasons_line(reasons)
             # Numba boxes a NumPy scalar result (np.float32) as a Python number: cast back to the plain call's type.
-            sig.dispatcher = with_casts(sig.dispatcher, casts)
-            if why:
+            sig.dispatcher = with_casts(sig.dispatcher, casts, fn)
+            if isinstance(casts, ResultTypeVaries):  # a result of another type on some paths: said as such
+                sig.error = ("result-type", str(casts))
+            elif why:
                 sig.error = ("not-proven", why)
     except ImportError:
         sig.error = ("numba-missing", "")

@@ -222,13 +222,17 @@ class Optimized:
 
 
 def _signature_of(v: Any) -> Any:
-    """What Numba specializes on for one argument: an array's dtype, dimensions and layout; else the type."""
+    """What Numba specializes on for one argument; for an array, what its Numba type holds.
+
+    Its dtype, dimensions, layout, whether it is read-only (an ``hpc.put`` array on a worker is) and aligned.
+    """
     t = type(v)
     if t is tuple:
         return (t, tuple(_signature_of(x) for x in v))
     dtype = getattr(v, "dtype", None)
     if dtype is not None and hasattr(v, "ndim") and hasattr(v, "flags"):
-        return (t, dtype.str, v.ndim, bool(v.flags.c_contiguous), bool(v.flags.f_contiguous))
+        f = v.flags
+        return (t, dtype.str, v.ndim, bool(f.c_contiguous), bool(f.f_contiguous), bool(f.writeable), bool(f.aligned))
     return t
 
 
@@ -322,9 +326,9 @@ def bit_identical(a: Any, b: Any) -> bool:
     """Same type, dtype and shape and the very same values, to the last bit (NaNs equal); tuples element by element.
 
     Exact, not within a tolerance: an optimization that changed a value's last bit, or the sign of a
-    zero (``-0.0`` against ``0.0``), still changed it. Numbers compare by kind and bits: a Python
-    float and a NumPy float64 holding the same bits are the same result, an int and a float are not
-    (compiled code returns Python numbers where plain code may return NumPy scalars).
+    zero (``-0.0`` against ``0.0``), still changed it. Numbers compare by type and bits: a Python
+    float and a NumPy float64 holding the same bits are different results (``x / 0`` raises
+    ZeroDivisionError on one and gives inf on the other), as are an int and a float.
     """
     import numpy as np
 
@@ -338,7 +342,7 @@ def bit_identical(a: Any, b: Any) -> bool:
         return bool(np.array_equal(a, b))
     ka, kb = _scalar_class(a), _scalar_class(b)
     if ka or kb:
-        if ka != kb:
+        if ka != kb or type(a) is not type(b):
             return False
         if ka == "f":
             return _same_float(float(a), float(b))
@@ -351,6 +355,12 @@ def bit_identical(a: Any, b: Any) -> bool:
         return False
 
 
+def _type_name(x: Any) -> str:
+    """``numpy.float64`` for a NumPy scalar, ``float`` for a Python number (NumPy 2 names its bool ``bool`` too)."""
+    t = type(x)
+    return f"numpy.{t.__name__}" if t.__module__ == "numpy" else t.__name__
+
+
 def difference(a: Any, b: Any) -> str:
     """How a compiled float result ``b`` differs from the plain ``a``, where both are arrays of one shape: ``""`` else.
 
@@ -359,6 +369,9 @@ def difference(a: Any, b: Any) -> str:
     """
     import numpy as np
 
+    if _scalar_class(a) and _scalar_class(b) and type(a) is not type(b):
+        # The same number of another type (np.float64 against float): later arithmetic on it differs.
+        return f"a {_type_name(b)} where plain Python returned a {_type_name(a)}"
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape \
             or a.dtype != b.dtype or a.dtype.kind != "f":
         return ""
@@ -535,6 +548,10 @@ def compile_for(fn: Callable, types: tuple) -> Any:
     # order): what eugo_lab.jit.exact proves the code against.
     dispatcher = numba.njit(fn, boundscheck=True, error_model="python", fastmath=False)
     dispatcher.compile(types)
+    # No other version, ever: called with other types (the trial's writable, contiguous copies of a read-only or
+    # strided argument), Numba would compile one on the spot that nobody proved, checked or timed (a put array's
+    # trial timed that compile as the compiled run and declined "not faster"). Copies convert to these types.
+    dispatcher.disable_compile()
     with _count_lock:  # (not _lock: a trial holds that one while it compiles)
         _compiles += 1
     return dispatcher
@@ -664,12 +681,17 @@ def trial(fn: Callable, args: tuple, kwargs: dict,
             return value, _mark(Verdict("declined", *error, plain_s=plain_s)), None
         # optimize=True asked for the compile: code not proven exact is still kept when its trial matched, and its
         # verdict says so (the automatic JIT never keeps it).
-        from eugo_lab.jit.exact import frozen_globals, read, with_casts
+        from eugo_lab.jit.exact import ResultTypeVaries, frozen_globals, read, with_casts
 
         reasons, casts = read(dispatcher, types, pos)
+        if isinstance(casts, ResultTypeVaries):
+            # Not kept even when asked for: on some paths the compiled result is of another type than plain
+            # Python's (np.float64 against float), whatever this call's trial would see.
+            return value, _mark(Verdict("declined", "result-type", str(casts), plain_s=plain_s,
+                                        compile_s=compile_s)), None
         unproven = reasons_line(reasons)
         # Numba boxes a NumPy scalar result as a Python number: cast back to the plain call's type.
-        dispatcher = with_casts(dispatcher, casts)
+        dispatcher = with_casts(dispatcher, casts, fn)
         # Numba froze the globals it read: a later call whose globals were rebound runs plain (_call_chosen).
         dispatcher.eugo_frozen = frozen_globals(dispatcher, types, fn)
     return value, *_judge(with_copies.against(dispatcher), compile_s, dispatcher, _mark, unproven)

@@ -33,8 +33,11 @@ compiled call runs. What is proven, per value of the function:
   OverflowError on a domain or range error where compiled code returns nan or inf. Array methods
   (``a.sum()``: NumPy sums pairwise, a loop does not) and calls of other compiled functions are not.
 - **Results**: Numba boxes a NumPy scalar it returns as a Python number; the compiled function is
-  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float32`` stays
-  ``np.float32``); a narrow NumPy scalar on some paths and a Python number on others is not proven.
+  wrapped to cast it back to the plain call's type (:class:`CastResult`: ``np.float64`` stays
+  ``np.float64``, ``np.float32`` stays ``np.float32``). A NumPy scalar on some paths and a Python
+  constant on the others (``s = 0.0`` before a loop that adds array elements) is told apart by value
+  (:class:`PathCast`); any other mix is :class:`ResultTypeVaries`, declined even under ``optimize=True``.
+  What type an operation gives is NumPy's own rule, found by doing it (``np.float64 > 0`` is an ``np.bool_``).
 - **Globals**: Numba freezes every global and module attribute it reads when it compiles
   (:func:`frozen_globals`); the automatic JIT checks they are still bound to the same objects before
   each compiled call and compiles anew when one was rebound.
@@ -117,16 +120,56 @@ def read(dispatcher: Any, types: tuple, pos: tuple) -> tuple[list[str], Any]:
     return r.reasons(), getattr(r, "casts", None)
 
 
+class ResultTypeVaries(str):
+    """Why a function's result has no one type a cast could give it (``line N: why``).
+
+    What :func:`read` returns as its casts then. Not proven, and not compiled even under ``optimize=True``: its
+    compiled result is of another type than plain Python's on some paths, whatever a trial on one call saw.
+    """
+
+
+class PathCast:
+    """The cast of a result that is a NumPy scalar on some paths and a Python number (a constant) on others.
+
+    ``s = 0.0; for i in range(n): s += a[i]; return s``: plain Python returns the float ``0.0`` when the loop
+    never ran and an ``np.float64`` once it did; compiled code returns a Python float on both. Every path
+    that leaves ``s`` a Python number leaves it one of ``constants`` (the values it starts as), so a compiled
+    result that is none of them came from a NumPy path: it is cast to ``type``. One that equals a constant
+    could have come from either (a sum that is 0.0): the plain function runs instead (the function writes
+    into none of its arguments, so running it after the compiled call changes nothing else).
+    """
+
+    def __init__(self, type_: type, constants: tuple):
+        self.type = type_
+        self.constants = constants
+
+    def python_made(self, r: Any) -> bool:
+        """Whether ``r`` may be one of the constants a Python-number path returns (same value, same zero sign)."""
+        for c in self.constants:
+            if isinstance(r, float) or isinstance(c, float):
+                rf, cf = float(r), float(c)
+                if (rf != rf and cf != cf) or (rf == cf and math.copysign(1.0, rf) == math.copysign(1.0, cf)):
+                    return True
+            elif r == c:
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"PathCast({self.type.__name__}, {self.constants!r})"
+
+
 class CastResult:
     """A compiled function whose result is cast back to the NumPy scalar types the plain code returns.
 
     Numba boxes an ``np.float32`` (or any NumPy scalar) it returns as a Python number; this gives the
     caller what the plain call gives. Everything else (``overloads``, ``signatures``) is the dispatcher's.
+    ``plain``: the plain function, which a :class:`PathCast` runs where the result's type cannot be told.
     """
 
-    def __init__(self, dispatcher: Any, casts: Any):
+    def __init__(self, dispatcher: Any, casts: Any, plain: Any = None):
         self.dispatcher = dispatcher
         self.casts = casts
+        self.plain = plain
 
     def __call__(self, *args: Any) -> Any:
         """The compiled call, its result cast."""
@@ -134,6 +177,10 @@ class CastResult:
         c = self.casts
         if isinstance(c, tuple):
             return tuple(x if t is None else t(x) for x, t in zip(r, c))
+        if isinstance(c, PathCast):
+            if c.python_made(r):
+                return self.plain(*args)
+            return c.type(r)
         return c(r)
 
     def __getattr__(self, name: str) -> Any:
@@ -146,9 +193,12 @@ def _narrow_dtype(d: str) -> bool:
     return t.kind in "iufc" and (t.itemsize < 8 or t.kind == "u") or t.kind == "c" and t.itemsize < 16
 
 
-def with_casts(dispatcher: Any, casts: Any) -> Any:
-    """``dispatcher``, or a :class:`CastResult` of it where its results need casts (see :func:`read`)."""
-    return CastResult(dispatcher, casts) if casts is not None else dispatcher
+def with_casts(dispatcher: Any, casts: Any, plain: Any) -> Any:
+    """``dispatcher``, or a :class:`CastResult` of it where its results need casts (see :func:`read`).
+
+    ``plain``: the plain function (a :class:`PathCast` runs it where a result's type cannot be told).
+    """
+    return dispatcher if casts is None or isinstance(casts, ResultTypeVaries) else CastResult(dispatcher, casts, plain)
 
 
 class _Reader(Values):
@@ -163,7 +213,9 @@ class _Reader(Values):
         reported = set()
         for st in self.stmts:
             self._check(st, reported)
-        self.casts = self._result_casts()
+        self.varies = ""
+        casts = self._result_casts()
+        self.casts = ResultTypeVaries(self.varies) if self.varies else casts
         return [f"line {line}: {why}" for line, why in sorted(self.out, key=lambda x: x[0])]
 
     def _result_casts(self) -> Any:
@@ -171,10 +223,10 @@ class _Reader(Values):
 
         ``np.float32(s)`` comes back from compiled code as a Python float: the same value, but later
         arithmetic differs (``r * 0.1`` rounds in float64, not float32). None: nothing to cast; a type: the
-        result's; a tuple of types or None: item by item. A narrow NumPy scalar (float32, int32, uint8...) on
-        some paths and a Python number on others is a reason (no one cast gives both). A float64, int64 or
-        bool that is NumPy's on some paths only is left as Numba boxes it: the same value, and Python's float
-        and NumPy's float64 compute alike but for a zero divisor.
+        result's; a tuple of types or None: item by item; a :class:`PathCast`: a NumPy scalar on some paths and
+        a Python constant on the others (an accumulator that starts as ``0.0``). Any other mix of NumPy
+        scalars and Python numbers (or of two dtypes) is a reason: no cast gives each path its type, and
+        ``np.float64(x) / 0`` gives inf where ``x / 0`` raises ZeroDivisionError.
         """
         ir = self.ir
         rets = [st for st in self.stmts if isinstance(st, ir.Return)]
@@ -185,13 +237,18 @@ class _Reader(Values):
             return self._scalar_cast(rets[0], srcs, frozenset().union(*(self.np.get(v, frozenset()) for v in srcs)))
         d = self.defs.get(srcs[0]) or []
         if len(rets) == 1 and len(d) == 1 and isinstance(d[0].value, ir.Expr) and d[0].value.op == "build_tuple":
-            items = tuple(self._scalar_cast(rets[0], [x.name], self.np.get(x.name, frozenset()))
+            items = tuple(self._scalar_cast(rets[0], [x.name], self.np.get(x.name, frozenset()), in_tuple=True)
                           for x in d[0].value.items)
             return items if any(i is not None for i in items) else None
-        if any(x is not None and _narrow_dtype(x) for v in srcs for x in self.np.get(v, ())):
-            self.say(rets[0], "a tuple holding narrow NumPy scalars (float32, int32...), not built where it is "
-                              "returned: compiled code returns Python numbers in it")
+        if any(x is not None for v in srcs for x in self.np.get(v, ())):
+            self._say_varies(rets[0], "a tuple that may hold NumPy scalars, not built where it is returned: "
+                                      "compiled code returns Python numbers in it")
         return None
+
+    def _say_varies(self, st: Any, why: str) -> None:
+        """A result whose type no cast gives on every path: a reason, and the reason :func:`read` returns."""
+        self.say(st, why)
+        self.varies = self.varies or f"line {getattr(st.loc, 'line', 0) or 0}: {why}"
 
     def _returned(self, var: str) -> str:
         """The variable a return statement returns, through the cast Numba puts before it and copies."""
@@ -208,18 +265,60 @@ class _Reader(Values):
                 break
         return var
 
-    def _scalar_cast(self, ret: Any, srcs: list[str], dts: frozenset) -> Any:
+    def _scalar_cast(self, ret: Any, srcs: list[str], dts: frozenset, in_tuple: bool = False) -> Any:
         if not dts or dts == {None} or any(self.kind(v) not in ("int", "bool", "float", "complex") for v in srcs):
             return None
         if len(dts) == 1:
             return np.dtype(next(iter(dts))).type
-        if any(d is not None and _narrow_dtype(d) for d in dts):
-            name = next((_user_name(v) for v in srcs if _user_name(v)), "")
-            self.say(ret, f"{'`' + name + '`' if name else 'the result'} is a "
-                          f"{'/'.join(sorted(str(np.dtype(d)) for d in dts if d is not None))} NumPy scalar on "
-                          "some paths and a Python number (or another dtype) on others: compiled code returns a "
-                          "Python number for all (start it with the type it returns: np.float32(0))")
+        numpy = [d for d in dts if d is not None]
+        if len(numpy) == 1 and not in_tuple:
+            constants = self._python_constants(srcs)
+            if constants is not None:
+                return PathCast(np.dtype(numpy[0]).type, constants)
+        name = next((_user_name(v) for v in srcs if _user_name(v)), "")
+        self._say_varies(ret, f"{'`' + name + '`' if name else 'the result'} is a "
+                      f"{'/'.join(sorted(str(np.dtype(d)) for d in numpy))} NumPy scalar on some paths and a "
+                      f"{'Python number' if None in dts else 'NumPy scalar of another type'} on others: compiled "
+                      "code returns one type for all (start it as the type it returns, np.float64(0.0), or "
+                      "return float(...))")
         return None
+
+    def _python_constants(self, srcs: list[str]) -> tuple | None:
+        """The constants a result is where it is a Python number, when that is all it can be there; else None.
+
+        Walks back from the returned variables through copies and casts to the definitions that compute a
+        value: each must be a NumPy scalar on every path, or a number constant (a :class:`PathCast` tells them
+        apart by value). None too where the function may write into an array (a plain run after the compiled
+        one would write twice).
+        """
+        ir = self.ir
+        for st in self.stmts:
+            if isinstance(st, (ir.SetItem, ir.StaticSetItem)):
+                return None
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "call" and (
+                    st.value.kws or st.value.vararg or isinstance(self.callee(st.value), np.ufunc)
+                    and len(st.value.args) > self.callee(st.value).nin):
+                return None  # an ``out=`` argument writes into an array
+        constants: list = []
+        seen: set[str] = set()
+        todo = list(srcs)
+        while todo:
+            var = todo.pop()
+            if var in seen:
+                continue
+            seen.add(var)
+            for st in self.defs.get(var, []):
+                v = st.value
+                if isinstance(v, ir.Var):
+                    todo.append(v.name)
+                elif isinstance(v, ir.Expr) and v.op == "cast":
+                    todo.append(v.value.name)
+                elif isinstance(v, ir.Const) and isinstance(v.value, (bool, int, float)):
+                    if v.value not in constants or isinstance(v.value, float) and math.isnan(v.value):
+                        constants.append(v.value)
+                elif not self.always_np(st.target.name):
+                    return None
+        return tuple(constants)
 
     def _check(self, st: Any, reported: set[str]) -> None:
         ir = self.ir

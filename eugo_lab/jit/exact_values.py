@@ -34,6 +34,8 @@ _NAMES = {operator.add: "a sum", operator.sub: "a difference", operator.mul: "a 
 _WRAP_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.and_, operator.or_, operator.xor})
 _CMP = frozenset({operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne})
 _DIV = frozenset({operator.truediv, operator.floordiv, operator.mod})
+# A Python number of each Numba kind, to find what an operation on it and a NumPy scalar gives (see _op_np).
+_PY_STAND_IN: dict[str, Any] = {"int": 1, "bool": True, "float": 1.0, "complex": 1 + 0j}
 
 
 def _user_name(var: str) -> str:
@@ -137,12 +139,9 @@ class Values:
             return frozenset({np.dtype(str(dtype)).str}) if dtype is not None and it and \
                 self.kind(it) == "array" else frozenset({None})
         if op in ("binop", "inplace_binop", "unary"):
-            ins = [self.np.get(x.name, frozenset()) for x in v.list_vars()]
-            out = set()
-            for combo in _product(ins):
-                dts = [d for d in combo if d is not None]
-                out.add(np.result_type(*[np.dtype(d) for d in dts]).str if dts else None)
-            return frozenset(out)
+            names = [x.name for x in v.list_vars()]
+            ins = [self.np.get(x, frozenset()) for x in names]
+            return frozenset(self._op_np(_op_fn(v), names, combo) for combo in _product(ins))
         if op == "call":
             fn = self.callee(v)
             if fn in (builtins.abs, builtins.min, builtins.max):
@@ -153,6 +152,32 @@ class Values:
             if isinstance(fn, type) and issubclass(fn, np.generic):
                 return frozenset({np.dtype(fn).str})
         return frozenset({None})
+
+    def _op_np(self, fn: Any, names: list[str], combo: tuple) -> str | None:
+        """The NumPy dtype (or None: a Python number) of ``fn`` applied to operands of those kinds, as NumPy has it.
+
+        Found by doing the operation on a stand-in of each operand (one of its dtype, or a Python number of its
+        Numba kind): NumPy's own rules then give the type, comparisons (``np.float64 > 0`` is an ``np.bool_``),
+        true division of integers (a float64) and Python numbers mixed with NumPy ones (NEP 50) included.
+        """
+        dts = [d for d in combo if d is not None]
+        if not dts:
+            return None
+        stand_ins = []
+        for name, d in zip(names, combo):
+            if d is not None:
+                stand_ins.append(np.dtype(d).type(1))
+            else:
+                stand_ins.append(_PY_STAND_IN.get(self.kind(name)))
+        if fn is not None and None not in stand_ins:
+            try:
+                with np.errstate(all="ignore"):
+                    r = fn(*stand_ins)
+            except Exception:  # noqa: BLE001 - an operation NumPy refuses on these: fall back to promotion
+                r = None
+            if r is not None:
+                return np.asarray(r).dtype.str if isinstance(r, np.generic) else None
+        return np.result_type(*[np.dtype(d) for d in dts]).str
 
     def _tuple_items_np(self, var: str) -> frozenset:
         """What the items of a tuple may be (NumPy dtypes or None), from where it was built or passed in."""

@@ -54,6 +54,11 @@ _EXPLAIN: dict[str, tuple[str, str]] = {
                    "Numba compiled for these argument types), so the automatic JIT does not use it",
                    "use float64 for values that grow (Python's ints never overflow, Numba's 64-bit ones wrap), "
                    "or optimize=True to compile it anyway after a check on its first call"),
+    "result-type": ("its result is a NumPy scalar on some paths and a Python number (or another NumPy type) on "
+                    "others; compiled code returns one type for all, and the two compute differently (np.float64(x) "
+                    "/ 0 is inf, x / 0 raises ZeroDivisionError), so it is not compiled, even with optimize=True",
+                    "return one type on every path: start the variable as the type it will hold (np.float64(0.0)), "
+                    "or return float(...)"),
     "plain-error": ("the plain call raised, so there was nothing to check against", "fix the error first"),
     # -- not tried by the automatic JIT (eugo_lab.jit.auto) --
     "in-c": ("its time is in C code (NumPy) or waiting, not in Python bytecode: a JIT removes the interpreter, "
@@ -104,12 +109,19 @@ _NOT_PROVEN_ADVICE: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
+# What a reason says when the result's type differs by path (eugo_lab.jit.exact.ResultTypeVaries): optimize=True
+# declines those too, so their advice does not offer it.
+_RESULT_TYPE_KEYS = ("NumPy scalar on some paths", "may hold NumPy scalars")
+
+
 def advice_for(code: str, detail: str) -> str:
     """What would help, for a decline ``code`` with its ``detail``: for not-proven code, advice about its reason."""
     helps = explain(code)[1]
     if code != "not-proven":
         return helps
     tail = "or optimize=True to compile it anyway after a check on its first call"
+    if any(k in detail for k in _RESULT_TYPE_KEYS):
+        return explain("result-type")[1]  # optimize=True does not compile those either
     for keys, advice in _NOT_PROVEN_ADVICE:
         if any(k in detail for k in keys):
             return f"{advice}; {tail}"

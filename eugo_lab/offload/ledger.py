@@ -51,16 +51,20 @@ class OpRecord:
     label_predicted: bool = False  # a predictions-only ledger's reason: "cpu (predicted): ..."
 
     def reword_measured(self) -> None:
-        """Quote the row's measured CPU time (its mean per operation) in its precise reason, where one was measured.
+        """Quote the row's measured CPU time (its mean per operation) in its reasons, where one was measured.
 
-        The bucketed reason keeps the model's times: it is the deterministic ``text/plain``, and a
-        measured time would make it differ from one run to the next.
+        Both the precise reason and the bucketed one (the ``text/plain``): every form of the report
+        says the CPU time it measured, "measured", never the model's where a measurement exists. The
+        bucketed one rounds it to 1-2-5 steps, which keeps the text stable between runs.
         """
         timed = self.count - self.unmeasured
         if self.estimate is None or self.measured_where != "cpu" or timed <= 0:
             return
-        words = self.estimate.reason(cpu_measured=self.measured_s / timed)
+        per_op = self.measured_s / timed
+        words = self.estimate.reason(cpu_measured=per_op)
+        bucketed = self.estimate.reason(bucket=True, cpu_measured=per_op)
         self.reason = predicted_words(words) if self.label_predicted else words
+        self.reason_bucketed = predicted_words(bucketed) if self.label_predicted else bucketed
 
     @property
     def is_transfer(self) -> bool:

@@ -273,6 +273,33 @@ def _with_line(info: str, frame: Any) -> str:
     return f"{info}{_LINE_ATTR}{line}" if line else info
 
 
+_CODE_INFO: dict[Any, str] = {}  # code object -> its frame-info prefix (name, file, first line, class)
+
+
+def frame_info(frame: Any) -> str:
+    """Pyinstrument's frame identifier for a frame of another thread, read from its code object only.
+
+    pyinstrument's own ``get_frame_info`` reads the frame's locals (``self`` or ``cls``, for the class
+    name): on Python 3.11, reading another running thread's frame locals (``PyFrame_GetLocals``) is not
+    safe, and a worker sampling a task while Numba compiled in it died of a segmentation fault in it
+    (the task was retried: "failed: 1, retried: 1" in an ``--optimize`` cell). The class is the one the
+    function is defined in (its ``co_qualname``), not the instance's own class.
+    """
+    code = frame.f_code
+    prefix = _CODE_INFO.get(code)
+    if prefix is None:
+        prefix = f"{code.co_name}\x00{code.co_filename}\x00{code.co_firstlineno}"
+        owner, dot, _ = getattr(code, "co_qualname", "").rpartition(".")
+        if dot and not owner.endswith("<locals>"):
+            prefix += f"\x01c{owner.rpartition('<locals>.')[2]}"
+        if "__tracebackhide__" in code.co_varnames:
+            prefix += "\x01h1"
+        if len(_CODE_INFO) < 100_000:  # (a bound: code objects made on the fly must not grow it for ever)
+            _CODE_INFO[code] = prefix
+    line = frame.f_lineno
+    return f"{prefix}{_LINE_ATTR}{line}" if line is not None else prefix
+
+
 class _Sampler:
     """Samples the watched task threads of this process every ``interval`` seconds.
 
@@ -287,16 +314,10 @@ class _Sampler:
         self._wake = threading.Condition(self._lock)
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
-        self._get_frame_info: Callable[[Any], str] | None = None
+        self._get_frame_info: Callable[[Any], str] = frame_info
 
     def watch(self, root: Any) -> _Watch:
         """Start sampling the calling thread below frame ``root``."""
-        # Imported here, on the task's thread, before the sampler thread exists: importing it
-        # there raced the task thread's own import of pyinstrument.session (in dumps) on the
-        # package's import lock, and the sampler missed whole tasks while it waited.
-        from pyinstrument.low_level.stat_profile import get_frame_info
-
-        self._get_frame_info = get_frame_info
         w = _Watch(root)
         with self._lock:
             self._watches[w.thread_id] = w
