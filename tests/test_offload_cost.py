@@ -9,6 +9,8 @@ from eugo_lab.offload import cost, profiles
 from eugo_lab.offload.cost import Operation, break_even, fmt_time, predict, sample_operation
 from eugo_lab.offload.profiles import HostProfile, published
 
+M = "; the CPU side was measured (the detailed report gives its time)"  # a measured CPU time, in the deterministic text
+
 H100 = profiles.published("h100")
 T4 = profiles.published("t4")
 
@@ -161,8 +163,9 @@ def test_the_host_profile_is_sane():
 
     assert {"exp", "sin", "power", "arctan2", "hypot"} <= set(costs) <= SPECIAL
     assert all(c > 0 for c in costs.values()), costs
-    # exp in exp()s, timed on a smaller array than special_rate: the same rate to within the noise
-    assert 0.33 < costs["exp"] < 3, costs
+    # exp in exp()s, timed on a smaller array than special_rate: the same rate to within the noise of two
+    # timings (a busy machine moved it past 3x once); a wrong unit or a missing division is off by 1000x
+    assert 0.1 < costs["exp"] < 10, costs
 
 
 def test_main_memory_is_timed_past_the_last_level_cache(tmp_path):
@@ -189,14 +192,16 @@ def test_a_reason_quotes_the_measured_cpu_time_where_there_is_one():
     assert est.where == "gpu" and "256 ms on CPU" in est.reason()
     measured = est.reason(cpu_measured=0.018)
     assert measured.startswith("gpu: predicted ") and measured.endswith(" vs 18 ms measured on CPU"), measured
-    # The deterministic text says how the measurement compares (its number differs run to run), never the model's.
+    # The deterministic text says the CPU side was measured, never its number nor how it compares (both differ
+    # from run to run, and a tiny operation's time lands on either side of the GPU's), never the model's.
     g = cost.fmt_time(est.gpu_s, bucket=True)
-    assert est.reason(bucket=True, cpu_measured=0.018) == f"gpu: predicted {g}, below the time measured on CPU"
+    assert est.reason(bucket=True, cpu_measured=0.018) == f"gpu: predicted {g}{M}"
+    assert est.reason(bucket=True, cpu_measured=1e-6) == est.reason(bucket=True, cpu_measured=0.018)
     # A measurement that contradicts the placement says so, without the model's CPU time.
     fast = est.reason(cpu_measured=1e-6)
     assert fast == f"gpu: predicted {cost.fmt_time(est.gpu_s)} on GPU, but the CPU measured 1 us: the CPU was " \
                    "likely faster here", fast
-    assert "256" not in fast and "but the CPU measured less than" in est.reason(bucket=True, cpu_measured=1e-6)
+    assert "256" not in fast
 
 
 def test_a_predictions_only_ledger_row_measured_on_the_cpu_quotes_that_time(monkeypatch):
@@ -217,12 +222,10 @@ def test_a_predictions_only_ledger_row_measured_on_the_cpu_quotes_that_time(monk
     assert "256 ms" not in row.reason
     # Before: the text/plain (bucketed) reason kept the model's 256 ms ("vs 200 ms on CPU") where the HTML quoted
     # the measurement. Every form now quotes the measured time, bucketed to 1-2-5 steps, and says "measured".
-    assert row.reason_bucketed in ("gpu: predicted 50 us, below the time measured on CPU",
-                                   "gpu: predicted 50 us on GPU, but the CPU measured less than 50 us: the CPU was "
-                                   "likely faster here"), row.reason_bucketed
+    assert row.reason_bucketed == f"gpu: predicted 50 us{M}", row.reason_bucketed
     from eugo_lab.render.offload import offload_html, offload_text
 
     ledger = cell.last_ledger()
     for text in (offload_text(ledger), offload_text(ledger, precise=True), offload_html(ledger)):
         line = next(ln for ln in text.split("<tr>" if "<tr>" in text else "\n") if "matmul" in ln)
-        assert ("measured on CPU" in line or "the CPU measured" in line) and "200 ms" not in line, line
+        assert ("measured on CPU" in line or "the CPU side was measured" in line) and "200 ms" not in line, line
