@@ -121,6 +121,13 @@ PROFILE_TABLE = {
 }
 
 
+@pytest.mark.parametrize("case", ["mistake-fixed-but-named-another", "mistake-the-wrapper"])
+def test_profile_first_a_wrong_name_is_not_told_the_right_one(case):
+    cell, line, _, _, _ = PROFILE_TABLE[case]
+    v = _profile_first_cell(cell, line)
+    assert not v.passed and "sensor_offset" not in v.to_text(precise=True), v.to_text(precise=True)
+
+
 def _profile_first_cell(cell: str, line: str | None = None):
     return run_exercise("profile-first", cell, setup=PROFILE_SETUP, line=line or "-w 2 --no-live --profile")
 

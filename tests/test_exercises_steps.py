@@ -75,3 +75,12 @@ def test_a_wrong_result_names_the_value_and_the_fix():
     assert said(steps.right_result, False, "total", "the sum over all rows", "cover every row once") == (
         "`total` is not the sum over all rows: cover every row once.")
     steps.right_result(True, "total", "the sum over all rows")
+
+
+def test_values_never_taken_are_called_computed_here_only_when_they_were():
+    here = said(steps.taken, attempt({"score": 20}, {"score": 20}), "score", "total", 20, 0)
+    assert here == ("`total` equals what the 20 score tasks returned, but the cell took only 0 values of theirs "
+                    "with get(), and score ran 20 times here in the notebook: the value was computed here beside "
+                    "the tasks.")
+    assert "notebook" not in said(steps.taken, attempt({"score": 20}, {}), "score", "total", 20, 0)
+    steps.taken(attempt({"score": 20}), "score", "total", 20, 20)

@@ -10,6 +10,7 @@ checker reads it (:func:`eugo_lab.exercises.measure.driver_calls`).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from types import CodeType
 from typing import Any
@@ -29,7 +30,11 @@ def namespace_codes(namespace: dict[str, Any]) -> set[CodeType]:
     A task function imported from a module is watched too, not only the ones the cells define.
     """
     out = set()
-    for value in list(namespace.values()):
+    for name, value in list(namespace.items()):
+        # IPython's and the runtime's own names (_, __eugo_cell_jit__) and bound methods (an object's
+        # machinery) are not the cell's functions
+        if name.startswith("_") or inspect.ismethod(value):
+            continue
         fn = value
         for _ in range(3):  # @hpc.remote over the automatic JIT's wrapper over the function
             inner = getattr(fn, "__wrapped__", None)

@@ -265,6 +265,8 @@ def profile_first(a: Attempt) -> Verdict:
     details = (f"{PROFILE_HOT}: {hot_share:.0%} self in this run",
                *([f"top of the self column: {top.function}, {top.self_share:.0%}"] if top is not None else []))
     if name != PROFILE_HOT:
+        # The hot function's name is the answer: a not yet for another name shows no line that names it.
+        details = ()
         if name in a.trace.functions:
             return a.not_yet(f"`hot` names {name}, the remote function you submitted: its total is all of the "
                              "task's time because it includes every function it calls, but its own lines do almost "
