@@ -39,16 +39,16 @@ NOT_YET = {
                         "all 3000 items went in 1 task, so only 1 worker could get work"),
     "sorted-results": ("results = sorted(hpc.get(hpc.map(score, items)))\n", "results", "in order"),
     "scored-in-the-notebook": ("results = [score_here(x) for x in items]\n", "local",
-                               "no score task ran on a worker: the 3000 items were scored here"),
+                               "no task ran in this cell, so the scores of the 3000 items came from the notebook"),
     # shortcuts: the right list, not what the tasks returned
     "shortcut-decoy-on-a-few-items": ("hpc.get(hpc.map(score, range(40), batch=10))\n"
                                       "results = [score_here(x) for x in items]\n", "not-from-tasks",
                                       "`results` was not computed from the tasks' results: 40 of its 3000 values "
-                                      "are among what the 40 score tasks returned"),
+                                      "are among what the 40 score tasks of this cell returned"),
     "shortcut-decoy-of-another-function": ("noop = hpc.remote(lambda xs: 0)\n"
                                            "hpc.get([noop.remote(None) for _ in range(8)])\n"
                                            "results = [score_here(x) for x in items]\n", "local",
-                                           "no score task ran on a worker (the tasks that ran were 8 "),
+                                           "no score task ran in this cell (only tasks of <lambda>)"),
 }
 
 
@@ -88,3 +88,28 @@ def test_on_one_worker_the_batches_are_counted_for_two():
 def test_reference_on_one_worker_passes():
     v = run_exercise("batching", REFERENCE, setup=SETUP, line="-w 1 --no-live")
     assert v.passed and "on 2 workers" in v.to_text(), v.to_text()
+
+
+# Technique, not name: the items sent as hand-made batches pass, whatever the batch function is called
+# (an attacker who read only the lesson found both rejected with "scored here in the notebook").
+HAND_MADE = {
+    "same-name-taking-a-list": (
+        "@hpc.remote\ndef score(xs):\n    return [sum((x * k) % 7 for k in range(200)) for x in xs]\n"
+        "size = max(10, len(items) // 24)\n"
+        "chunks = [items[i:i + size] for i in range(0, len(items), size)]\n"
+        "results = [s for part in hpc.get([score.remote(c) for c in chunks]) for s in part]\n", "score"),
+    "a-batch-function-calling-the-lessons-score": (
+        "@hpc.remote\ndef score_batch(xs):\n    return [score(x) for x in xs]\n"
+        "size = max(10, len(items) // 24)\n"
+        "chunks = [items[i:i + size] for i in range(0, len(items), size)]\n"
+        "results = [s for part in hpc.get([score_batch.remote(c) for c in chunks]) for s in part]\n", "score_batch"),
+}
+
+
+@pytest.mark.parametrize(("cell", "function"), list(HAND_MADE.values()), ids=list(HAND_MADE))
+def test_hand_made_batches_pass(cell, function):
+    v = run_exercise("batching", cell, setup=SETUP)
+    text = v.to_text()
+    assert v.passed, text
+    assert f"`results` is the 3000 results the {function} tasks returned, in item order" in text, text
+    assert "here in the notebook" not in text

@@ -36,7 +36,7 @@ import random
 from dataclasses import dataclass
 
 from eugo_lab.analysis.findings import BATCHES_PER_WORKER, Code
-from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 3000
@@ -103,18 +103,14 @@ def batching(a: Attempt) -> Verdict:
         got = None
     if got is None or not measure.same_within_tolerance(got, [score_of(x) for x in items]):
         return a.not_yet(f"`results` is not score of each of the {len(items)} items in order.", mistake="results")
-    units = len(measure.dispatch_units(a.trace, FUNCTION))
+    # Technique, not name: score's work sent as hand-made batches (a task of the cell that calls it) counts.
+    fn = steps.task_function(a, FUNCTION)
+    units = len(measure.dispatch_units(a.trace, fn))
     if units == 0:
-        others = {f: k for f, k in a.trace.task_counts().items() if k}
-        ran = (" (the tasks that ran were " + ", ".join(f"{measure.plural(k, f + ' task')}" for f, k in others.items())
-               + ")") if others else ""
-        return a.not_yet(f"no {FUNCTION} task ran on a worker{ran}: the {len(items)} items were scored here in the "
-                         "notebook.",
-                         mistake="local")
-    came = derivation.listed(results, a.trace, FUNCTION, name="results")
-    if not came:
-        return a.not_yet(f"{came.why}: the graded list must be what the tasks returned.", mistake="not-from-tasks")
-    scored = measure.tasks(a.trace, FUNCTION)
+        steps.tasks_ran(a, FUNCTION, f"the scores of the {len(items)} items")
+    came = derivation.returned_by(results, a.trace, fn, name="results")
+    steps.from_tasks(a, came, fn)
+    scored = len(items)  # every item's score is in `results`, and `results` came from these tasks
     per_task = scored / units
     if per_task < MIN_ITEMS_PER_TASK:
         tiny = a.report.finding(Code.TASKS_TOO_SMALL)
@@ -129,8 +125,8 @@ def batching(a: Attempt) -> Verdict:
         return a.not_yet(f"all {scored} items went in {measure.plural(units, 'task')}, so {only}; at least "
                          f"{BATCHES_PER_WORKER} batches per worker ({need} on {on}) keep every worker busy, which "
                          f"means batches of at most {scored // need} items.", mistake="too-few-batches")
-    return a.passed(f"{scored} items in {units} {FUNCTION} tasks: {per_task:.0f} items per task on average (at least "
+    return a.passed(f"{scored} items in {units} {fn} tasks: {per_task:.0f} items per task on average (at least "
                     f"{MIN_ITEMS_PER_TASK}) and {units / w:.1f} batches per worker on {w} workers (at least "
                     f"{BATCHES_PER_WORKER})",
-                    f"`results` is the {scored} results the {FUNCTION} tasks returned, in item order, and equals "
+                    f"`results` is the {scored} results the {fn} tasks returned, in item order, and equals "
                     "the reference")
