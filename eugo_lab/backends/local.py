@@ -30,7 +30,16 @@ from typing import Any
 
 from eugo_lab.backends import local_gpus, local_nested, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
-from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
+from eugo_lab.backends.shm_store import (
+    OOB_BYTES,
+    claim_result,
+    drop_result,
+    make_store_dir,
+    read_object,
+    sweep_results,
+    write_chunks,
+    write_object,
+)
 from eugo_lab.contract import base, outcome
 from eugo_lab.contract.errors import BackendError, NoWorkersError, describe_exit
 from eugo_lab.contract.item_cost import ItemCost, task_seconds
@@ -114,7 +123,7 @@ class LocalBackend(base.Backend):
     name = "local"
     # Larger argument buffers go through shared memory: one copy at .remote(), no pickling
     # through the pipe (a 100 MB array by value took ~0.6 s per task through the pipe).
-    oob_threshold = 1 << 20
+    oob_threshold = OOB_BYTES
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
                  threads_per_worker: int | None = None, memory_limit: int | str | None = None,
@@ -834,6 +843,11 @@ class LocalBackend(base.Backend):
                         del self._item_cost[next(iter(self._item_cost))]
                     cost = self._item_cost[task.fn.fid] = ItemCost()
                 cost.add(task_seconds(stats), task.item_count if task.is_batch else 1)
+            if type(payload) is tuple:  # a result the worker wrote into the store (shm_store.write_result)
+                if task.state == _DONE:  # cancelled meanwhile: nobody will read it
+                    drop_result(payload)
+                else:
+                    payload = claim_result(payload)
             if task.state != _DONE:
                 task.state = _DONE
                 result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)
@@ -933,6 +947,10 @@ class LocalBackend(base.Backend):
         except subprocess.TimeoutExpired:  # pragma: no cover - pipe closed, process stuck
             w.proc.kill()
             code = w.proc.wait()
+        # Results it wrote into the store and never announced (it died between writing one and
+        # sending its name): nobody else knows their names. Every name it sent was read before the EOF.
+        if w.pid:
+            sweep_results(self._store_dir, w.pid)
         inflight = list(w.inflight)
         w.inflight.clear()
         if w.blocked:

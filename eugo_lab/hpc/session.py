@@ -362,7 +362,13 @@ class Runtime:
             if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
                 self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
             if task.probe:  # submitted in the region: what it saw and returned (Recorder.note_attempt)
-                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, result.payload,
+                kept = result.payload
+                if type(kept) is not bytes and stats is not None and stats.facts \
+                        and stats.facts[row.FACT_DIGEST] is not None:
+                    # A result in the pool's shared memory the worker digested already: the trace needs
+                    # only the digest, and holding the result would keep its memory as long as the trace.
+                    kept = None
+                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, kept,
                                           None if stats is None else stats.facts, task.options.gpus,
                                           None if task.items is None else _item_ids(task.items), result.item_errors))
         retry = False
