@@ -33,6 +33,7 @@ from eugo_lab.contract.serialization import StoredValue, dumps_value_oob
 
 _LEN = struct.Struct("<Q")
 _END = 0xFFFFFFFFFFFFFFFF  # length value that marks the last chunk
+ALIGN = 64  # where each chunk starts in a file: a cache line, more than any NumPy dtype needs
 _PREFIX = "eugo-store-"
 #: A result a worker wrote and the pool has not claimed yet: ``res-<worker pid>-<n>`` (the pool
 #: deletes those of a worker that died, see :func:`sweep_results`); claimed ones are ``out-<n>``.
@@ -93,21 +94,37 @@ def _alive(pid: int) -> bool:
 def write_chunks(path: str, chunks: list) -> int:
     """Write byte chunks into a new file at ``path`` (length-prefixed, one copy); return its size.
 
+    Each chunk starts at a multiple of :data:`ALIGN` bytes, so an array rebuilt over the mapping
+    is aligned as NumPy's own allocations are: an unaligned one is slower to compute on, and
+    NumPy sums it in another order (buffered), which changes the last bits of a float sum.
+
     Plain ``write`` calls, not a copy into a fresh ``mmap``: the kernel fills tmpfs pages
     directly, where an ``mmap`` copy takes a page fault per 4 KiB page (measured: 47 ms
     against 95 ms for 100 MB).
     """
     views = [memoryview(c).cast("B") for c in chunks]
-    total = sum(_LEN.size + v.nbytes for v in views) + _LEN.size
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    total = 0
     try:
         for v in views:
             _write_all(fd, _LEN.pack(v.nbytes))
+            total += _LEN.size
+            pad = _padding(total)
+            if pad:
+                _write_all(fd, bytes(pad))
+                total += pad
             _write_all(fd, v)
+            total += v.nbytes
         _write_all(fd, _LEN.pack(_END))
+        total += _LEN.size
     finally:
         os.close(fd)
     return total
+
+
+def _padding(offset: int) -> int:
+    """Bytes from ``offset`` to the next multiple of :data:`ALIGN`."""
+    return -offset % ALIGN
 
 
 def _write_all(fd: int, data: Any) -> None:
@@ -134,6 +151,7 @@ def read_chunks(path: str, private: bool = False) -> list[memoryview]:
         off += _LEN.size
         if n == _END:
             break
+        off += _padding(off)
         chunks.append(view[off : off + n])
         off += n
     # The mapping stays alive as long as any view (or array built over one) does.
@@ -275,5 +293,6 @@ def _read_copy(path: str) -> list[memoryview]:
         off += _LEN.size
         if n == _END:
             return chunks
+        off += _padding(off)
         chunks.append(view[off : off + n])
         off += n
