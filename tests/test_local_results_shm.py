@@ -317,3 +317,47 @@ def test_shutdown_removes_results_still_held():
     assert not os.path.exists(store)
     del fut  # its owner's late release finds nothing to delete, and says nothing
     gc.collect()
+
+
+# -- large arguments by value: one shared copy for the pending tasks sent the same array ------------------
+@hpc.remote
+def wait_then_sum(a, gate: str) -> float:
+    """Sum the argument once ``gate`` exists (keeps the calls pending together); writes into its own copy."""
+    while not os.path.exists(gate):
+        time.sleep(0.01)
+    total = float(a[1:].sum())
+    a[1:] = -1.0  # copy-on-write: the other tasks and the caller never see it
+    return total
+
+
+def test_one_array_by_value_to_several_tasks_is_copied_once(pool, tmp_path):
+    backend = session.current().backend
+    gate = str(tmp_path / "go")
+    # 64 MB: each later call compares it for several ms, so every call keeps its driver span (> SPAN_MIN_S).
+    arr = np.random.default_rng(3).random(8 * MB)
+    want = float(arr[1:].sum())
+    with hpc.trace() as trace:
+        futures = [wait_then_sum.remote(arr, gate) for _ in range(6)]
+        assert backend._arguments.pending() == 1  # six pending tasks, one copy in the store
+        arr[5] = 1e6  # changed after those calls: the next call gets the new bytes, in a copy of its own
+        changed = wait_then_sum.remote(arr, gate)
+        assert backend._arguments.pending() == 2
+        open(gate, "w").close()
+        got = hpc.get(futures + [changed])
+    assert got[:6] == [want] * 6 and got[6] == float(arr[1:].sum()) != want
+    assert arr[1] != -1.0
+    # Each task was still sent the array by value (what the trace and the findings count) ...
+    df = trace.to_dataframe().sort_values("task_id")
+    assert (df["bytes_in"] >= arr.nbytes).all()
+    # ... while the driver's spans count what it copied: the array twice, the other calls a small pickle.
+    spans = trace.driver_spans
+    copied = sorted(int(b) for k, b in zip(spans["kind"], spans["bytes"]) if k == 0)
+    assert [b >= arr.nbytes for b in copied].count(True) == 2
+    assert all(b < 10_000 for b in copied[:-2])
+    from eugo_lab import analysis
+
+    finding = analysis.analyze(trace).finding("repeated-argument")
+    assert finding is not None and finding.evidence["copies"] == 2
+    assert "copied it into shared memory twice" in finding.verdict and "hpc.put" in finding.advice
+    assert backend._arguments.pending() == 0
+    assert [n for n in os.listdir(_store()) if n.startswith("args-")] == []

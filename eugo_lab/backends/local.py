@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import local_gpus, local_nested, local_process, local_template
+from eugo_lab.backends import local_args, local_gpus, local_nested, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.shm_store import (
     OOB_BYTES,
@@ -37,7 +37,6 @@ from eugo_lab.backends.shm_store import (
     make_store_dir,
     read_object,
     sweep_results,
-    write_chunks,
     write_object,
 )
 from eugo_lab.contract import base, outcome
@@ -193,6 +192,7 @@ class LocalBackend(base.Backend):
         # spawning while it shuts down, must not take the template hpc.init() started for this one.
         self._prestarted = local_template.take_prestarted()
         self._store_dir = make_store_dir()
+        self._arguments = local_args.SharedArguments(self._store_dir)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
@@ -409,18 +409,20 @@ class LocalBackend(base.Backend):
         ref._release = release
         return ref
 
-    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> str:
-        """Copy a task's large argument buffers into one shared-memory file; workers map it."""
-        path = os.path.join(self._store_dir, f"args-{task_id}")
-        write_chunks(path, buffers)
-        return path
+    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> tuple:
+        """Copy a task's large argument buffers into shared memory, once for tasks sent the same array.
 
-    def release_staged(self, staged: str) -> None:
-        """Delete the file (workers that mapped it keep their mapping)."""
-        try:
-            os.unlink(staged)
-        except OSError:
-            pass
+        Workers map each copy privately (copy-on-write); see :mod:`~eugo_lab.backends.local_args`.
+        """
+        return self._arguments.stage(task_id, buffers)
+
+    def copied_bytes(self, staged: tuple) -> int:
+        """The bytes :meth:`stage_buffers` copied for this task (0 for a buffer it shared with another task)."""
+        return self._arguments.copied(staged)
+
+    def release_staged(self, staged: tuple) -> None:
+        """The task is final: delete the copies no pending task uses (workers that mapped one keep it)."""
+        self._arguments.release(staged)
 
     def get_object(self, ref: ObjectRef) -> Any:
         """Read the stored object back (zero-copy for its large buffers)."""

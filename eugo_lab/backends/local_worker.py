@@ -206,7 +206,9 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         if staged is not None:
             from eugo_lab.backends.shm_store import read_chunks
 
-            buffers = read_chunks(staged, private=True)
+            # One file per buffer (tasks sent the same array share its file): each mapped privately,
+            # so a task that writes into its argument changes only its own.
+            buffers = [chunk for path, _ in staged for chunk in read_chunks(path, private=True)]
         # A task may start on top of one waiting for its children (local_nested): the one below
         # is running again when this one returns.
         below = cancels.running
