@@ -215,6 +215,9 @@ def dumps_value_oob(value: Any, threshold: int) -> tuple[bytes, list[memoryview]
     also rebuilds a C-ordered copy) at memory speed; large ``bytes`` and ``bytearray`` leave the pickle too
     (pickle keeps them in band) and come back as themselves. Subclasses keep their own pickling.
     """
+    t = type(value)
+    if t in _SIMPLE_TYPES and t is not bytes:  # a number or a string: no buffer, and the hot path of tiny tasks
+        return pickle.dumps(value, PROTOCOL), []
     value = _contiguous(value, threshold)
     buffers: list[memoryview] = []
 
