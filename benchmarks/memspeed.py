@@ -90,7 +90,9 @@ def engine_block(name: str, sizes: dict) -> dict[str, float]:
         del big
         gc.collect()
 
-        arr = np.random.default_rng(0).random(sizes["arg_mb"] * MB // 8)
+        # Whole numbers as float64: their sums are exact in any order, so every engine's answer must be the
+        # same bits whatever the alignment of the array it rebuilt (NumPy sums unaligned arrays in another order).
+        arr = np.random.default_rng(0).integers(0, 1000, sizes["arg_mb"] * MB // 8).astype(np.float64)
         want = tasks.touch_pages(arr)
         t0 = time.perf_counter()
         got = _by_value(engine, arr, sizes["arg_tasks"])
@@ -100,7 +102,7 @@ def engine_block(name: str, sizes: dict) -> dict[str, float]:
         gc.collect()
 
         if name in HAS_PUT:
-            arr = np.random.default_rng(1).random(sizes["put_mb"] * MB // 8)
+            arr = np.random.default_rng(1).integers(0, 1000, sizes["put_mb"] * MB // 8).astype(np.float64)
             want = tasks.touch_pages(arr)
             t0 = time.perf_counter()
             got = engine.via_put(tasks.touch_pages, arr, sizes["put_tasks"])

@@ -246,6 +246,13 @@ def test_a_released_future_frees_its_result_without_a_get(pool):
     assert _wait_store_empty() == []
 
 
+def test_a_large_released_result_is_freed_by_the_background_deleter(pool):
+    fut = big_array.remote(shm_store.UNLINK_LATER_BYTES // MB)  # deleted off the caller's thread
+    assert hpc.get(fut)[-1] == 0.0
+    del fut
+    assert _wait_store_empty() == []
+
+
 def test_a_result_that_arrives_after_its_cancel_is_freed(pool, tmp_path):
     marker = tmp_path / "cancelled"
     fut = stubborn_big.remote(str(marker))

@@ -26,6 +26,7 @@ import mmap
 import os
 import pickle
 import struct
+import threading
 import weakref
 from typing import Any
 
@@ -241,6 +242,35 @@ def _unlink(path: str) -> None:
         pass
 
 
+# Deleting a large tmpfs file frees its pages there and then: ~0.6 s for 1 GiB on this VM, which
+# the thread that dropped the last reference (a get() returning) would wait for. Files of at least
+# UNLINK_LATER_BYTES are deleted by one background thread instead; smaller ones at once (a thread
+# hand-off costs more than their unlink).
+UNLINK_LATER_BYTES = 64 << 20
+_unlink_queue: Any = None
+_unlink_lock = threading.Lock()
+
+
+def _unlink_soon(path: str, nbytes: int) -> None:
+    """Delete ``path`` now, or on the background deleter when it is large (see UNLINK_LATER_BYTES)."""
+    global _unlink_queue
+    if nbytes < UNLINK_LATER_BYTES:
+        _unlink(path)
+        return
+    with _unlink_lock:
+        if _unlink_queue is None:
+            import queue
+
+            _unlink_queue = queue.SimpleQueue()
+            threading.Thread(target=_deleter, args=(_unlink_queue,), name="eugo-shm-unlink", daemon=True).start()
+    _unlink_queue.put(path)
+
+
+def _deleter(q: Any) -> None:
+    while True:
+        _unlink(q.get())
+
+
 class SharedResult(StoredValue):
     """A result in a file of the store: decoded over a copy-on-write mapping, deleted with its owner.
 
@@ -255,7 +285,7 @@ class SharedResult(StoredValue):
     def __init__(self, path: str, nbytes: int, owner: bool = False):
         self.path = path
         self.nbytes = nbytes
-        self._finalizer = weakref.finalize(self, _unlink, path) if owner else None
+        self._finalizer = weakref.finalize(self, _unlink_soon, path, nbytes) if owner else None
 
     def __reduce__(self) -> tuple:
         return SharedResult, (self.path, self.nbytes)  # not the owner: the receiver never deletes it
