@@ -184,8 +184,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     def store(value: Any) -> tuple[Any, int]:
         # Large results go into the store (shared memory) and only their name through the pipe: the
         # worker goes on to its next task at once instead of waiting for the driver to read them.
-        from eugo_lab.backends.shm_store import OOB_BYTES, write_result
-
+        # (write_result and OOB_BYTES are imported once, after the hello: see below.)
         return write_result(store_dir, value, OOB_BYTES)
 
     def run_task(msg: tuple) -> None:
@@ -258,6 +257,9 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     from eugo_lab.threadguard.variables import apply_once
 
     apply_once()
+    # What store() writes results with; imported after the hello, like the thread guard (a worker's
+    # start-up is on the pool's critical path), and once, not per task (an import statement costs ~1 us).
+    from eugo_lab.backends.shm_store import OOB_BYTES, write_result
     while True:
         msg = nested.next_message()
         if msg is None:
