@@ -322,6 +322,8 @@ def test_shutdown_removes_results_still_held():
     assert len(os.listdir(store)) == 1
     hpc.shutdown()
     assert not os.path.exists(store)
+    with pytest.raises(hpc.BackendError, match="freed when its runtime shut down"):
+        hpc.get(fut)
     del fut  # its owner's late release finds nothing to delete, and says nothing
     gc.collect()
 

@@ -297,6 +297,13 @@ class SharedResult(StoredValue):
         """The value over a private (copy-on-write) mapping of the file: writable, no copy made."""
         try:
             chunks = read_chunks(self.path, private=True)
+        except FileNotFoundError:
+            from eugo_lab.contract.errors import BackendError
+
+            raise BackendError(
+                f"this task's result ({self.nbytes} bytes) was kept in the local pool's shared memory, which was "
+                "freed when its runtime shut down (hpc.shutdown(), or hpc.init() starting another). Get large "
+                "results before shutting the runtime down, or run the task again.") from None
         except OSError as exc:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
