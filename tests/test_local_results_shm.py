@@ -370,3 +370,15 @@ def test_one_array_by_value_to_several_tasks_is_copied_once(pool, tmp_path):
     assert "copied it into shared memory twice" in finding.verdict and "hpc.put" in finding.advice
     assert backend._arguments.pending() == 0
     assert [n for n in os.listdir(_store()) if n.startswith("args-")] == []
+
+
+def test_results_held_by_the_notebook_hold_no_open_files(pool):
+    # Python's mmap keeps a descriptor per mapping: 1,000 results held would reach a kernel's usual limit.
+    hpc.get([big_array.remote(0) for _ in range(4)])  # the pool is whole (a worker replaced earlier has its pipes)
+    before = len(os.listdir("/proc/self/fd"))
+    held = hpc.get([big_array.remote(2, float(i)) for i in range(60)])
+    assert [a[0] for a in held] == [float(i) for i in range(60)]
+    opened = len(os.listdir("/proc/self/fd")) - before
+    assert opened < 20, f"{opened} files opened for 60 results held"
+    del held
+    assert _wait_store_empty() == []

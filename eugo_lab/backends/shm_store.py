@@ -20,6 +20,7 @@ is left in memory after a crash.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import itertools
 import mmap
@@ -142,9 +143,11 @@ def read_chunks(path: str, private: bool = False) -> list[memoryview]:
     them); ``private=True`` maps copy-on-write, so a task may modify its own arguments
     without affecting anybody else and without paying for a copy it does not need.
     """
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY if private else mmap.ACCESS_READ)
-    view = memoryview(mm)
+    if private:
+        view = _map_private(path)
+    else:
+        with open(path, "rb") as f:
+            view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     chunks = []
     off = 0
     while True:
@@ -157,6 +160,33 @@ def read_chunks(path: str, private: bool = False) -> list[memoryview]:
         off += n
     # The mapping stays alive as long as any view (or array built over one) does.
     return chunks
+
+
+# A private mapping made with the C library's mmap: Python's mmap object keeps a duplicate of the file's
+# descriptor for as long as it lives, so each result a notebook holds (an array over its mapping) would hold
+# one open file, and a thousand of them would exhaust a kernel's usual limit of 1024 for every other library
+# in the process. This one closes the file at once; the pages are unmapped when the last view goes.
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _map_private(path: str) -> memoryview:
+    """The file at ``path`` mapped copy-on-write (writable, private), holding no file descriptor."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        addr = _libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd, 0)
+        if addr is None or addr == _MAP_FAILED:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mmap of {path}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+    region = (ctypes.c_char * size).from_address(addr)
+    weakref.finalize(region, _libc.munmap, addr, size)
+    return memoryview(region).cast("B")
 
 
 def write_object(obj: Any, path: str) -> int:
