@@ -73,9 +73,10 @@ test: deps bytecode system-deps lint labext
 	if [ -f .pytest-running ]; then echo; echo "pytest ended (exit $$rc) without its summary; the last test phases:"; cat .pytest-running; fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-# The benchmarks, the what-if predictions against the fixed code's wall time, then the automatic JIT's differential test against CPython with 500 inputs a function (CI runs 16).
+# The benchmarks (engines, then large results and arguments: benchmarks/memspeed.py), the what-if predictions against the fixed code's wall time, then the automatic JIT's differential test against CPython with 500 inputs a function (CI runs 16).
 bench: deps bytecode
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.memspeed
 	$(PY) -m benchmarks.whatif --rounds 5
 	EUGO_JIT_DIFFERENTIAL_EXAMPLES=500 $(PY) -m pytest -q -p no:cacheprovider --timeout 3600 tests/test_jit_differential.py
 

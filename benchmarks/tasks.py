@@ -81,3 +81,16 @@ def calibrate_spin(seconds: float) -> int:
         if took > 0.05:
             return max(1, int(n * seconds / took))
         n *= 4
+
+
+def filled(spec):
+    """A result of ``spec = (nbytes, i)``: ``nbytes`` of float64, every value ``i`` (large-result scenarios)."""
+    import numpy as np
+
+    nbytes, i = spec
+    return np.full(nbytes // 8, float(i))
+
+
+def touch_pages(a):
+    """Read one value per 4 KiB page of a large array argument (every page is mapped or copied in)."""
+    return float(a[::512].sum())

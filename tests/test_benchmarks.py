@@ -43,3 +43,19 @@ def test_quick_benchmark_runs_and_writes_results():
         assert {"target", "measured", "limit", "ratio", "pass"} <= set(t)
     assert any(t["target"] == "%%eugo display over hpc.trace, 500 tasks" for t in doc["targets"])
     assert not doc["leaks"], doc["leaks"]
+
+
+def test_memspeed_targets_compare_engines_of_one_run():
+    from benchmarks.memspeed import summarize
+
+    sizes = dict(results=16, result_mb=16, big_mb=1024, arg_mb=64, arg_tasks=10, put_mb=100, put_tasks=8)
+    raw = {"results": {"eugo_lab": [1.0, 1.2, 0.9], "ray": [1.1, 1.3, 1.2], "dask": [2.0, 2.1, 1.9]},
+           "big result": {"eugo_lab": [3.0, 3.1, 2.8], "ray": [2.9, 2.9, 2.9]},
+           "by value": {"eugo_lab": [1.4, 1.5, 1.3], "joblib": [1.0, 1.0, 1.0]},
+           "put": {"eugo_lab": [0.2, 0.2, 0.2], "ray": [0.1, 0.1, 0.1]}}
+    table, verdicts = summarize(raw, sizes)
+    assert "| 16 results of 16 MB | ray | 1.200 s (1.100-1.300) | 1.20x |" in table
+    assert verdicts[0].startswith("PASS 16 results of 16 MB") and "best peer ray" in verdicts[0]
+    assert verdicts[1].startswith("MISS one result of 1024 MB no slower than Ray")  # 3.0 s vs 2.9 s (medians)
+    assert verdicts[2].startswith("PASS 64 MB array by value to 10 tasks within 1.5x of joblib")
+    assert verdicts[3].startswith("INFO put of 100 MB") and "(2.00x)" in verdicts[3]

@@ -69,6 +69,11 @@ MEMORY_GRACE_SECONDS = 1.0
 # backend turns it into a typed ``outcome.Outcome`` (``outcome.from_worker``).
 Ran = tuple[int, bytes, Any, "TaskStats | None"]
 
+#: How an engine sends a task's result, given the value: ``(payload, bytes)``, the payload being the
+#: pickle itself or what the engine's driver side turns into a ``StoredValue`` (the local pool writes
+#: large results into shared memory: ``shm_store.write_result``), and the bytes the result weighs.
+Store = Callable[[Any], tuple[Any, int]]
+
 # A group of tiny map items is timed as one: its items run back to back and its end is read
 # once, so reading the clock costs at most ~1/GROUP_CLOCKS of the items' own time. A clock
 # read costs 25-110 ns (110 on this project's VMs), as much as a whole tiny item: timing
@@ -194,20 +199,25 @@ def _probing(load_token: Callable[[Any], Any] | None) -> tuple[Callable[[Any], A
     return noting, refs
 
 
-def _facts(value: Any, payload: bytes, blas: int, refs: list[int], batch: bool,
-           imported: tuple[float, int], pickling_cpu: float) -> tuple:
+def _facts(value: Any, payload: Any, blas: int, refs: list[int], batch: bool,
+           imported: tuple[float, int], pickling_cpu: float, nbytes: int | None = None) -> tuple:
     """``TaskStats.facts`` of a traced attempt (see ``contract.row.FACT_DIGEST`` .. ``FACT_PICKLING_CPU``).
 
     The result's digest when its payload is large, threads, refs, device, the modules imported for it
     with the seconds that took (``imported``, from :mod:`.import_clock`), and the CPU seconds of its
     unpickling and pickling (their wall time, on a worker whose threads share the interpreter, also
-    holds waits for the GIL: ``analysis.gil``).
+    holds waits for the GIL: ``analysis.gil``). ``nbytes``: the result's size when ``payload`` is not
+    its whole pickle (a result stored in shared memory: then the digest pickles again where it must).
     """
     found = None
+    if nbytes is None:
+        nbytes = len(payload)
+    if type(payload) is not bytes:
+        payload = None
     # A batch whose items pickle small on average (scalars among them) is digested on the driver,
     # item by item when they are scalars, from the payload it keeps: that costs the worker nothing
     # per item, and the payload kept is at most SMALL_ITEM_BYTES an item.
-    if len(payload) >= DIGEST_ON_WORKER_BYTES and not (batch and len(payload) <= SMALL_ITEM_BYTES * len(value)):
+    if nbytes >= DIGEST_ON_WORKER_BYTES and not (batch and nbytes <= SMALL_ITEM_BYTES * len(value)):
         from eugo_lab.contract.digest import digest
 
         try:
@@ -477,11 +487,13 @@ def execute(
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
     probe: bool = False,
+    store: Store | None = None,
 ) -> Ran:
     """Run ``fn`` on pickled arguments; return ``(status, payload, traceback, stats)``.
 
     ``payload`` is the pickled result when ``status == OK``, else the pickled exception.
     ``buffers`` are the out-of-band buffers of large arguments (see ``dumps_args``).
+    ``store``: how the engine sends a result (see :data:`Store`); ``None``: pickled in band.
     ``cpu_clock`` is ``process_time`` where a process runs one task at a time (the local
     pool: this counts BLAS threads too) and ``thread_time`` on multi-threaded workers.
     ``probe`` (a task of a traced region): also report what the task saw (``TaskStats.facts``).
@@ -535,9 +547,13 @@ def execute(
         _tiny_bodies.add(function)
     else:
         _tiny_bodies.discard(function)
+    out_bytes = -1
     if status == OK:
         try:
-            payload = dumps_value(value)
+            if store is None:
+                payload = dumps_value(value)
+            else:
+                payload, out_bytes = store(value)
             tb = None
         except Exception as exc:  # noqa: BLE001 - the worker must survive a bad result
             err = SerializationError(
@@ -548,21 +564,23 @@ def execute(
             status, payload, tb = ERROR, _pickle_exception(err), _format_tb(err)
     else:
         payload = _pickle_exception(value)
+    if out_bytes < 0 or status != OK:
+        out_bytes = len(payload)
     p3 = time.perf_counter()
     body_start = start_wall + (p1 - p0)  # the body starts once the arguments are unpickled
     bytes_in = _bytes_in(args_bytes, buffers)
     facts = _facts(value, payload if status == OK else b"", blas, refs, False, imported,
-                   (c0 - c_in) + (cpu_clock() - c2)) if probe else None
+                   (c0 - c_in) + (cpu_clock() - c2), out_bytes if status == OK else 0) if probe else None
     # The tail: the same numbers packed as the trace row's worker half, so the driver's I/O
     # thread does not pack them per task.
     if profile is not None:  # no packed tail: the recorder takes its slow path, which keeps the profile
         return status, payload, tb, TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in,
-                                              len(payload), _phase_offsets(phases, p1), None, None, profile, runq,
+                                              out_bytes, _phase_offsets(phases, p1), None, None, profile, runq,
                                               facts)
-    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, len(payload),
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, bytes_in, out_bytes,
                       _phase_offsets(phases, p1), None,
                       pack_tail(body_start, body_start + (p2 - p1), cpu, p1 - p0, p3 - p2, runq, bytes_in,
-                                len(payload)), None, runq, facts)
+                                out_bytes), None, runq, facts)
     return status, payload, tb, stats
 
 
@@ -574,6 +592,7 @@ def execute_batch(
     cpu_clock: Callable[[], float] = time.process_time,
     buffers: Any = None,
     probe: bool = False,
+    store: Store | None = None,
 ) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -650,8 +669,9 @@ def execute_batch(
     c2 = cpu_clock()
     cpu = c2 - c0 + (_children_cpu() - k0)
     runq = run_queue.since(q0)
+    dump = dumps_value if store is None else store
     try:
-        payload = dumps_value(results)
+        payload = dump(results)
     except Exception:  # noqa: BLE001 - find the item(s) at fault, keep the rest
         good = []
         for i, value in enumerate(results):
@@ -666,10 +686,12 @@ def execute_batch(
                 )
                 errors = errors or {}
                 errors[i] = (_pickle_exception(err), _format_tb(err))
-        payload = dumps_value(good)
+        payload = dump(good)
+    payload, out_bytes = payload if store is not None else (payload, len(payload))
     p3 = time.perf_counter()
-    facts = _facts(results, payload, blas, refs, True, imported, (c0 - c_in) + (cpu_clock() - c2)) if probe else None
-    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), len(payload),
+    facts = _facts(results, payload, blas, refs, True, imported, (c0 - c_in) + (cpu_clock() - c2),
+                   out_bytes) if probe else None
+    stats = TaskStats(start_wall, p2 - p1, cpu, p1 - p0, p3 - p2, _bytes_in(args_bytes, buffers), out_bytes,
                       _phase_offsets(phases, p1), ItemEnds(counts.tobytes(), ends.tobytes()), None, profile, runq,
                       facts)
     return OK, payload, errors, stats

@@ -28,9 +28,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import local_gpus, local_nested, local_process, local_template
+from eugo_lab.backends import local_args, local_gpus, local_nested, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
-from eugo_lab.backends.shm_store import make_store_dir, read_object, write_chunks, write_object
+from eugo_lab.backends.shm_store import (
+    OOB_BYTES,
+    claim_result,
+    drop_result,
+    make_store_dir,
+    read_object,
+    sweep_results,
+    write_object,
+)
 from eugo_lab.contract import base, outcome
 from eugo_lab.contract.errors import BackendError, NoWorkersError, describe_exit
 from eugo_lab.contract.item_cost import ItemCost, task_seconds
@@ -114,7 +122,7 @@ class LocalBackend(base.Backend):
     name = "local"
     # Larger argument buffers go through shared memory: one copy at .remote(), no pickling
     # through the pipe (a 100 MB array by value took ~0.6 s per task through the pipe).
-    oob_threshold = 1 << 20
+    oob_threshold = OOB_BYTES
 
     def __init__(self, workers: int | None = None, env: dict[str, str] | None = None,
                  threads_per_worker: int | None = None, memory_limit: int | str | None = None,
@@ -184,6 +192,7 @@ class LocalBackend(base.Backend):
         # spawning while it shuts down, must not take the template hpc.init() started for this one.
         self._prestarted = local_template.take_prestarted()
         self._store_dir = make_store_dir()
+        self._arguments = local_args.SharedArguments(self._store_dir)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
@@ -400,18 +409,20 @@ class LocalBackend(base.Backend):
         ref._release = release
         return ref
 
-    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> str:
-        """Copy a task's large argument buffers into one shared-memory file; workers map it."""
-        path = os.path.join(self._store_dir, f"args-{task_id}")
-        write_chunks(path, buffers)
-        return path
+    def stage_buffers(self, task_id: int, buffers: list[memoryview]) -> tuple:
+        """Copy a task's large argument buffers into shared memory, once for tasks sent the same array.
 
-    def release_staged(self, staged: str) -> None:
-        """Delete the file (workers that mapped it keep their mapping)."""
-        try:
-            os.unlink(staged)
-        except OSError:
-            pass
+        Workers map each copy privately (copy-on-write); see :mod:`~eugo_lab.backends.local_args`.
+        """
+        return self._arguments.stage(task_id, buffers)
+
+    def copied_bytes(self, staged: tuple) -> int:
+        """The bytes :meth:`stage_buffers` copied for this task (0 for a buffer it shared with another task)."""
+        return self._arguments.copied(staged)
+
+    def release_staged(self, staged: tuple) -> None:
+        """The task is final: delete the copies no pending task uses (workers that mapped one keep it)."""
+        self._arguments.release(staged)
 
     def get_object(self, ref: ObjectRef) -> Any:
         """Read the stored object back (zero-copy for its large buffers)."""
@@ -834,6 +845,11 @@ class LocalBackend(base.Backend):
                         del self._item_cost[next(iter(self._item_cost))]
                     cost = self._item_cost[task.fn.fid] = ItemCost()
                 cost.add(task_seconds(stats), task.item_count if task.is_batch else 1)
+            if type(payload) is tuple:  # a result the worker wrote into the store (shm_store.write_result)
+                if task.state == _DONE:  # cancelled meanwhile: nobody will read it
+                    drop_result(payload)
+                else:
+                    payload = claim_result(payload)
             if task.state != _DONE:
                 task.state = _DONE
                 result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)
@@ -933,6 +949,10 @@ class LocalBackend(base.Backend):
         except subprocess.TimeoutExpired:  # pragma: no cover - pipe closed, process stuck
             w.proc.kill()
             code = w.proc.wait()
+        # Results it wrote into the store and never announced (it died between writing one and
+        # sending its name): nobody else knows their names. Every name it sent was read before the EOF.
+        if w.pid:
+            sweep_results(self._store_dir, w.pid)
         inflight = list(w.inflight)
         w.inflight.clear()
         if w.blocked:

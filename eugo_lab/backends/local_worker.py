@@ -133,6 +133,20 @@ def loaded_functions() -> int:
     return len(_functions)
 
 
+def _widen_pipe(fd: int) -> None:
+    """Grow the result pipe to 1 MiB (Linux's default ceiling for a user), from the default 64 KiB.
+
+    A result smaller than shared memory's threshold (``shm_store.OOB_BYTES``) then fits the pipe
+    whole: the worker's write returns at once and it starts its next task while the driver reads.
+    """
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (OSError, ImportError):  # not Linux, or a lower limit (/proc/sys/fs/pipe-max-size): keep the default
+        pass
+
+
 def main() -> None:
     """Serve tasks until the driver closes the task pipe or disappears (argv: see the module docstring)."""
     task_fd, result_fd, lifeline_fd, parent_pid = (int(a) for a in sys.argv[1:5])
@@ -151,6 +165,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     from eugo_lab.contract.serialization import loads_value
 
     reader = local_nested.FrameReader(task_fd)
+    _widen_pipe(result_fd)
     wfile = os.fdopen(result_fd, "wb", buffering=1 << 16)
     objects = _Objects()
     functions = _functions
@@ -165,6 +180,12 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
             # The pool closed our result pipe (shutdown, or the driver died): nobody is left
             # to read this result, and a traceback on the notebook's stderr would only alarm.
             os._exit(0)
+
+    def store(value: Any) -> tuple[Any, int]:
+        # Large results go into the store (shared memory) and only their name through the pipe: the
+        # worker goes on to its next task at once instead of waiting for the driver to read them.
+        # (write_result and OOB_BYTES are imported once, after the hello: see below.)
+        return write_result(store_dir, value, OOB_BYTES)
 
     def run_task(msg: tuple) -> None:
         _, key, fid, args_bytes, deps, batch, staged, probe = msg
@@ -184,14 +205,17 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         if staged is not None:
             from eugo_lab.backends.shm_store import read_chunks
 
-            buffers = read_chunks(staged, private=True)
+            # One file per buffer (tasks sent the same array share its file): each mapped privately,
+            # so a task that writes into its argument changes only its own.
+            buffers = [chunk for path, _ in staged for chunk in read_chunks(path, private=True)]
         # A task may start on top of one waiting for its children (local_nested): the one below
         # is running again when this one returns.
         below = cancels.running
         frame = nested.push(key)
         cancels.running = key
         try:
-            status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe)
+            status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe,
+                                                 store=store)
         except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
             status, payload, detail, stats = 1, b"", None, None
         finally:
@@ -233,6 +257,9 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
     from eugo_lab.threadguard.variables import apply_once
 
     apply_once()
+    # What store() writes results with; imported after the hello, like the thread guard (a worker's
+    # start-up is on the pool's critical path), and once, not per task (an import statement costs ~1 us).
+    from eugo_lab.backends.shm_store import OOB_BYTES, write_result
     while True:
         msg = nested.next_message()
         if msg is None:

@@ -140,6 +140,10 @@ class Backend(ABC):
         """
         raise NotImplementedError(f"backend {self.name!r} does not stage buffers")
 
+    def copied_bytes(self, staged: Any) -> int | None:
+        """The bytes :meth:`stage_buffers` copied for this handle; ``None``: all of the buffers (no sharing)."""
+        return None
+
     def release_staged(self, staged: Any) -> None:  # noqa: B027 - optional hook, default: nothing to free
         """Free what :meth:`stage_buffers` made, once the task is final (no retry will follow)."""
 

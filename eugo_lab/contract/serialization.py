@@ -204,8 +204,98 @@ def dumps_value(value: Any) -> bytes:
         return _cloud_dumps(value)
 
 
-def loads_value(data: bytes) -> Any:
-    """Inverse of :func:`dumps_value`."""
+def dumps_value_oob(value: Any, threshold: int) -> tuple[bytes, list[memoryview]]:
+    """Pickle a result with its buffers of ``threshold`` bytes or more left out of band (protocol 5).
+
+    Returns the pickle and the large buffers, as views of ``value``'s own memory (no copy): what
+    an engine that moves results through shared memory writes out. With no buffer that large, the
+    pickle is exactly :func:`dumps_value`'s. A large NumPy array that is not contiguous (a slice
+    with a step, a transpose of a C array) would be pickled in band, as a copy of its data made by
+    ``tobytes()``: it is made contiguous first, which gives the same array back (the in-band route
+    also rebuilds a C-ordered copy) at memory speed; large ``bytes`` and ``bytearray`` leave the pickle too
+    (pickle keeps them in band) and come back as themselves. Subclasses keep their own pickling.
+    """
+    t = type(value)
+    if t in _SIMPLE_TYPES and t is not bytes:  # a number or a string: no buffer, and the hot path of tiny tasks
+        return pickle.dumps(value, PROTOCOL), []
+    value = _contiguous(value, threshold)
+    buffers: list[memoryview] = []
+
+    def callback(pb: pickle.PickleBuffer) -> bool:
+        view = pb.raw()
+        if view.nbytes < threshold:
+            return True  # small: inside the pickle
+        buffers.append(view)
+        return False
+
+    try:
+        data = pickle.dumps(value, PROTOCOL, buffer_callback=callback)
+    except Exception:  # noqa: BLE001 - whatever plain pickle refuses (lambdas, local classes) cloudpickle may take
+        buffers.clear()
+        data = _cloud_dumps(value, buffer_callback=callback)
+    return data, buffers
+
+
+class _LargeBytes:
+    """A large ``bytes``/``bytearray`` result, pickled as a buffer out of band (pickle keeps both in band)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | bytearray):
+        self.data = data
+
+    def __reduce__(self) -> tuple:
+        return _bytes_from, (pickle.PickleBuffer(self.data), type(self.data) is bytearray)
+
+
+def _bytes_from(buffer: Any, mutable: bool = False) -> bytes | bytearray:
+    """The ``bytes`` (or ``bytearray``) of a :class:`_LargeBytes` again: one copy, out of the shared mapping."""
+    return bytearray(buffer) if mutable else bytes(buffer)
+
+
+def _contiguous(value: Any, threshold: int) -> Any:
+    """``value`` ready for out-of-band pickling when it is large ``bytes`` or a non-contiguous array.
+
+    A plain NumPy array that is neither C- nor F-contiguous becomes a C-ordered copy; ``bytes``
+    and ``bytearray`` are wrapped so their data leaves the pickle (they come back as themselves).
+    """
+    import sys
+
+    if type(value) is bytes or type(value) is bytearray:
+        return _LargeBytes(value) if len(value) >= threshold else value
+    np = sys.modules.get("numpy")
+    if np is None or type(value) is not np.ndarray or value.nbytes < threshold or value.dtype.hasobject:
+        return value
+    flags = value.flags
+    if flags.c_contiguous or flags.f_contiguous:
+        return value
+    return np.ascontiguousarray(value)
+
+
+class StoredValue:
+    """A task's result kept outside the driver's heap (the local pool's shared memory).
+
+    ``Outcome.payload`` and a future's payload are the pickled result (``bytes``) or one of
+    these: :func:`loads_value` decodes either, and the engine's subclass frees its storage when
+    the last reference to it goes. ``nbytes``: the bytes it holds (pickle plus buffers).
+    """
+
+    __slots__ = ()
+    nbytes: int
+
+    def load(self) -> Any:
+        """The value (a new object on each call, like unpickling bytes again)."""
+        raise NotImplementedError
+
+    def inline(self) -> bytes:
+        """The value pickled in band: for a route that can only carry bytes."""
+        return dumps_value(self.load())
+
+
+def loads_value(data: bytes | StoredValue) -> Any:
+    """Inverse of :func:`dumps_value` (a :class:`StoredValue` decodes itself)."""
+    if isinstance(data, StoredValue):
+        return data.load()
     return pickle.loads(data)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
 from eugo_lab.contract.refs import ObjectRef
-from eugo_lab.contract.serialization import dumps_value, loads_value
+from eugo_lab.contract.serialization import StoredValue, dumps_value, loads_value
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc.future import STATE_FAILED, STATE_FINISHED, STATE_PENDING, Future
 
@@ -116,7 +116,10 @@ class NestedServer:
 
     def _deliver(self, worker: int, f: Future) -> None:
         if f._state == STATE_FINISHED:
-            msg = ("res", f.task_id, STATE_FINISHED, f._result_payload(), None)
+            payload = f._result_payload()
+            if isinstance(payload, StoredValue):  # a large result in the pool's store: sent in band, as bytes,
+                payload = payload.inline()  # since the driver's future may let the stored copy go before it is read
+            msg = ("res", f.task_id, STATE_FINISHED, payload, None)
         else:
             msg = ("res", f.task_id, f._state, None, _pack_error(f._error or errors.cancelled(f.function, f.task_id)))
         self.backend.tell(worker, msg)

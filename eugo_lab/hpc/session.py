@@ -243,7 +243,8 @@ class Runtime:
         self.tasks_submitted += 1
         self._start(task, tokens)
         if traced:  # the driver lane: how long pickling and handing the task on took
-            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
+            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers,
+                                           self._copied(task))
         return fut
 
     def submit_pickled(self, tid: int, fn: FunctionRecord, args_bytes: bytes, tokens: list, options: TaskOptions,
@@ -264,6 +265,10 @@ class Runtime:
             self.recorder.record_parent(tid, parent)
         self._start(task, tokens)
         return fut
+
+    def _copied(self, task: Pending) -> int | None:
+        """The bytes of ``task``'s large argument buffers the engine copied (None: all of them, or none had any)."""
+        return self.backend.copied_bytes(task.staged) if task.staged is not None else None
 
     def _record_large_argument(self, tid: int, args: tuple, kwargs: dict, args_bytes: bytes, buffers: list) -> None:
         """Tell the trace which large argument task ``tid`` was sent (see :mod:`eugo_lab.hpc.arg_identity`)."""
@@ -303,7 +308,8 @@ class Runtime:
         self._tasks[tid] = task
         self._start(task, tokens)
         if traced:
-            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers)
+            self.recorder.driver.submitted(began, pickled, time.time(), tid, args_bytes, buffers,
+                                           self._copied(task))
         return task
 
     def _start(self, task: Pending, tokens: list) -> None:
@@ -362,7 +368,13 @@ class Runtime:
             if result.gpu >= 0:  # a gpus= task on a worker with a device: which one it held
                 self._record_safely(recorder.record_gpu, task.task_id, task.attempt, result.gpu, worker=worker)
             if task.probe:  # submitted in the region: what it saw and returned (Recorder.note_attempt)
-                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, result.payload,
+                kept = result.payload
+                if type(kept) is not bytes and stats is not None and stats.facts \
+                        and stats.facts[row.FACT_DIGEST] is not None:
+                    # A result in the pool's shared memory the worker digested already: the trace needs
+                    # only the digest, and holding the result would keep its memory as long as the trace.
+                    kept = None
+                recorder.attempts.append((task.task_id, task.attempt, name, status == base.OK, kept,
                                           None if stats is None else stats.facts, task.options.gpus,
                                           None if task.items is None else _item_ids(task.items), result.item_errors))
         retry = False

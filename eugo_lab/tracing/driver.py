@@ -87,11 +87,13 @@ class DriverLog:
         self.short_count = 0
 
     def submitted(self, started: float, pickled: float, ended: float, task: int, args: bytes,
-                  buffers: list | None = None) -> None:
+                  buffers: list | None = None, copied: int | None = None) -> None:
         """One submission: ``started`` before pickling, ``pickled`` after it, ``ended`` when it was handed on.
 
         ``args`` and ``buffers``: the task's pickled arguments and out-of-band buffers (their size is
-        counted only for a span long enough to keep: the tiny ones are the hot path).
+        counted only for a span long enough to keep: the tiny ones are the hot path). ``copied``: the
+        bytes of ``buffers`` the engine really copied, when it shared some with an earlier task (the
+        local pool's large arguments by value): the span's bytes are what the driver serialized.
         """
         with self._lock:
             if ended - started < SPAN_MIN_S:
@@ -99,7 +101,8 @@ class DriverLog:
                 self.short_submitting += ended - pickled
                 self.short_count += 1
                 return
-            self._keep(started, pickled, ended, task, len(args) + (sum(b.nbytes for b in buffers) if buffers else 0))
+            self._keep(started, pickled, ended, task,
+                       len(args) + (copied if copied is not None else sum(b.nbytes for b in buffers) if buffers else 0))
 
     def spent(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
         """One submission timed outside the runtime (an engine's own ``.remote()``), with its arguments' bytes.

@@ -9,7 +9,6 @@ somebody reads them. Graders compare a learner's value with ``trace.results(fn)`
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, NamedTuple
 
 from eugo_lab.contract.digest import Digest, digest, scalars_only
@@ -24,6 +23,7 @@ from eugo_lab.contract.row import (
     FACT_REFS,
     REF_COLUMNS,
 )
+from eugo_lab.contract.serialization import loads_value
 
 #: How many captured objects a :class:`FunctionShipped` names (the largest).
 CAPTURED_NAMED = 5
@@ -126,15 +126,18 @@ def digest_results(raw: list[RawResult]) -> tuple[Result, ...]:
             continue
         if payload is None:
             continue
+        # A result kept in the pool's shared memory (a StoredValue) decodes itself; its digest pickles
+        # the value again where it needs a pickle (the one it has holds only the small part).
+        inband = payload if type(payload) is bytes else None
         if item_ids is None:
-            out.append(Result(task_id, function, digest(pickle.loads(payload), payload)))
+            out.append(Result(task_id, function, digest(loads_value(payload), inband)))
             continue
-        values = pickle.loads(payload)
+        values = loads_value(payload)
         if scalars_only(values):
             out.extend(Result(int(tid), function, digest(v)) for i, (tid, v) in enumerate(zip(item_ids, values))
                        if i not in failed)
         else:
-            out.append(Result(task_id, function, digest(values, payload), len(values)))
+            out.append(Result(task_id, function, digest(values, inband), len(values)))
     out.sort(key=lambda r: r.task_id)
     return tuple(out)
 

@@ -93,8 +93,17 @@ def serialization(ctx: Context) -> list[Finding]:
         verdict = f"{name}() was sent a {fmt_bytes(size, '.3g')} argument {n} times ({fmt_bytes(total, '.3g')} in all)."
         advice = (f"Store it once with ref = hpc.put(data) and pass ref to {name}.remote(ref, ...): workers read "
                   "it without re-sending.")
+        copies = _driver_copies(ctx, idx, size)
+        if copies is not None and copies < n:
+            # The local pool shares a large array sent by value to several pending tasks (backends.local_args):
+            # say what happened, and what put still does better.
+            verdict += (f" The local pool copied it into shared memory {_times(copies)} and gave the other tasks "
+                        f"{'that copy' if copies == 1 else 'those copies'} (each its own to change, copy-on-write), "
+                        "after comparing the array's bytes with the stored copy on every later call.")
+            advice += " put makes the sharing explicit: no comparison per call, and it works on every engine."
         finding = Finding(Code.REPEATED_ARGUMENT, "Serialization", WARNING, verdict, advice,
-                          {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total)})
+                          {"function": name, "bytes": int(size), "count": n, "total_bytes": int(total),
+                           **({"copies": copies} if copies is not None else {})})
         pickling = _pickling(ctx, idx, size)
         fixed = whatif.sent_once(ctx.replay, idx, pickling, u.deser[idx], keep=min(ctx.workers, len(idx)),
                                  put=_put_cost(ctx, idx, pickling),
@@ -128,6 +137,29 @@ def bytes_pickling(ctx: Context, pickling: np.ndarray) -> np.ndarray:
     small = nbytes <= BARE_TASK_BYTES
     bare = float(np.median(pickling[small])) if small.any() else 0.0
     return np.minimum(np.clip(pickling - bare, 0.0, None), nbytes * PICKLING_MAX_S_PER_BYTE)
+
+
+def _driver_copies(ctx: Context, idx: np.ndarray, size: float) -> int | None:
+    """How many copies of a ``size``-byte argument the driver made for the units ``idx`` (None: not known).
+
+    From the driver's serializing spans, whose bytes are what it really copied (an engine that shares
+    one copy between tasks counts it once). Known only when every one of those calls has its span
+    (calls under ``tracing.driver.SPAN_MIN_S`` are summed without their bytes, and a trace saved
+    before the spans has none).
+    """
+    spans = ctx.trace.driver_spans
+    if not len(spans["kind"]) or size <= 0:
+        return None
+    tasks = np.unique(ctx.units.task_id[idx])
+    kind, task, nbytes = (np.asarray(spans[c]) for c in ("kind", "task", "bytes"))
+    mine = (kind == 0) & np.isin(task, tasks)
+    if len(np.unique(task[mine])) < len(tasks):
+        return None
+    return int(round(float(nbytes[mine].sum()) / size))
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def _argument_groups(ctx: Context, idx: np.ndarray) -> dict[int, tuple]:
