@@ -108,7 +108,8 @@ CELLS = [
     ("mistake-wrong-seed", "result = hpc.get(estimate_pi.remote(7))\n", False, f"which is not what {CALL} returns",
      "wrong-seed"),
     ("shortcut-decoy-other-seed", "hpc.get(estimate_pi.remote(1))\nresult = estimate_pi(p.seed, p.darts)\n", False,
-     "`result` was not returned by any of the 1 estimate_pi tasks of this cell: the right value was computed here",
+     "`result` was not returned by any of the 1 estimate_pi tasks of this cell: estimate_pi ran 1 time here in the "
+     "notebook beside the tasks",
      "decoy"),
     ("shortcut-task-never-taken", "estimate_pi.remote(p.seed, p.darts)\nresult = estimate_pi(p.seed, p.darts)\n", False,
      "but the cell never took a task's value: no get() or result() asked for a future", "not-taken"),
@@ -129,3 +130,11 @@ def test_evidence_follows_the_number_of_tasks():
     assert v.passed, v.to_text()
     assert "estimate_pi ran as 2 tasks on" in v.to_text()
     assert "the value one of the 2 tasks returned, taken with get() (2 values taken in this cell)" in v.to_text()
+
+
+def test_a_wrapper_task_that_calls_estimate_pi_passes():
+    # An attacker who read only the lesson was told this ran "right here in the notebook": it ran in a task.
+    v = run_exercise("first-task", "@hpc.remote\ndef pi_task(s, d):\n    return estimate_pi(s, d)\n"
+                                   "result = hpc.get(pi_task.remote(p.seed, p.darts))\n", setup=SETUP)
+    assert v.passed, v.to_text()
+    assert "(inside pi_task, which calls it)" in v.to_text() and "here in the notebook" not in v.to_text()

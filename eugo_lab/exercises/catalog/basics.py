@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eugo_lab import hpc
-from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 FUNCTION = "estimate_pi"
@@ -117,7 +117,9 @@ def first_task(a: Attempt) -> Verdict:
     call = f"{FUNCTION}({p.seed}, {p.darts})"
     fn = _function(a)
     result = a.require("result")
-    ran = measure.tasks(a.trace, FUNCTION)
+    # Technique, not name: a task of the cell that calls estimate_pi (a wrapper task) does its work.
+    doer = steps.task_function(a, FUNCTION)
+    ran = measure.tasks(a.trace, doer)
     if _is_pending_value(result):
         # Whether or not its task finished before the cell ended, the learner kept the receipt, not the value.
         return a.not_yet(f"`result` holds a future ({result!r}), not its value: .remote started the task on a "
@@ -125,27 +127,29 @@ def first_task(a: Attempt) -> Verdict:
                          mistake="future")
     expected = fn(p.seed, p.darts)  # the plain call, here: the reference the task's value must equal
     if not ran:
-        if measure.same_within_tolerance(result, expected):
+        if not measure.same_within_tolerance(result, expected):
+            return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
+                             f"{call} returns.", mistake="local")
+        if steps.ran_here(a, FUNCTION) or not any(a.trace.task_counts().values()):
             return a.not_yet(f"the value is right, but no task ran on a worker: `{call}` is a plain "
                              "call, so it ran right here in the notebook.", mistake="local")
-        return a.not_yet(f"no {FUNCTION} task ran on a worker in this cell, and `result` is not what "
-                         f"{call} returns.", mistake="local")
+        steps.tasks_ran(a, FUNCTION, "`result`")
     if not measure.same_within_tolerance(result, expected):
         # Never the expected value: a `not yet` that states the answer lets it be typed in.
         return a.not_yet(f"`result` is {result!r}, which is not what {call} returns: a task ran, with another "
                          "seed or number of darts, or another value kept.", mistake="wrong-seed")
-    came = derivation.one_of(result, a.trace, FUNCTION, name="result")
-    if not came:
-        return a.not_yet(f"{came.why}: the right value was computed here in the notebook, while the "
-                         f"{measure.plural(ran, 'task')} computed something else.", mistake="decoy")
+    came = derivation.one_of(result, a.trace, doer, name="result")
+    steps.from_tasks(a, came, FUNCTION, mistake="decoy")
     taken = measure.values_taken(a.trace)
     if not taken:
         return a.not_yet(f"`result` equals what the {FUNCTION} task returned, but the cell never took a task's "
                          "value: no get() or result() asked for a future in this cell, so `result` was computed "
                          "here in the notebook beside the task.", mistake="not-taken")
-    workers = measure.workers_used(a.trace, FUNCTION)
+    workers = measure.workers_used(a.trace, doer)
     which = "the value that task returned" if ran == 1 else f"the value one of the {ran} tasks returned"
-    return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')} on {measure.plural(workers, 'worker')}",
+    inside = "" if doer == FUNCTION else f" (inside {doer}, which calls it)"
+    return a.passed(f"{FUNCTION} ran as {measure.plural(ran, 'task')}{inside} on "
+                    f"{measure.plural(workers, 'worker')}",
                     f"`result` is {result!r}, {which}, taken with get() "
                     f"({measure.plural(taken, 'value')} taken in this cell); the same value as the plain call "
                     f"{call}")
