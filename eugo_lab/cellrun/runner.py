@@ -119,7 +119,7 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     native = engine_of(cell, opts) if native_api else None  # a cell in Dask's or Ray's own API, on their engine
     compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
     if native is not None:
-        return run_native_cell(shell, compiled, opts, native, after)
+        return run_native_cell(shell, compiled, opts, native, after, cell=cell)
     gpu, gpu_note = offload_cell.default_mode(opts.gpu)  # --gpu not given: auto where a GPU is, else off
     if gpu_note:
         opts = dataclasses.replace(opts, extra_meta={**opts.extra_meta, "gpu_note": gpu_note})

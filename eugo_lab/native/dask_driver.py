@@ -71,6 +71,14 @@ class DriverCalls:
     #: key -> keys of the tasks whose returned values it was passed (a dependency through the driver).
     driver_deps: dict[str, list[str]] = field(default_factory=dict)
     _values: DriverValues = field(default_factory=DriverValues)
+    #: Calls that sent work to (or scattered on) a client other than the recorded one: their tasks are not in the
+    #: recording (a comparison run reads it to tell that the cell reached the notebook's own cluster anyway).
+    other_client_calls: int = 0
+    _client: Any = None
+
+    def _note_client(self, client: Any) -> None:
+        if client is not self._client:
+            self.other_client_calls += 1
 
     # -- notes ------------------------------------------------------------------------------------
     def _identity(self, obj: Any) -> int:
@@ -175,10 +183,12 @@ class DriverCalls:
     def install(self, client: Any) -> None:
         """Wrap Dask's submitting and blocking calls, and listen to ``client``'s results, until :meth:`uninstall`."""
         notes = self
+        self._client = client
         self._listen(client)
 
         def submit(orig: Any) -> Any:
             def wrapper(client: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 fut = orig(client, func, *args, **kwargs)
                 notes.calls.append(t)
@@ -192,6 +202,7 @@ class DriverCalls:
 
         def map_(orig: Any) -> Any:
             def wrapper(client: Any, func: Any, *iterables: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 # Lists in, so each task's own items can be sized; client.map makes lists of them itself.
                 seqs = [list(it) if not isinstance(it, (list, tuple, range)) and _plain_iterable(it) else it
@@ -209,6 +220,7 @@ class DriverCalls:
 
         def collection(orig: Any) -> Any:  # compute, persist: the futures (or collections of them) they return
             def wrapper(client: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 out = orig(client, *args, **kwargs)
                 notes.calls.append(t)
@@ -219,12 +231,14 @@ class DriverCalls:
 
         def get(orig: Any) -> Any:  # dask.compute on a distributed client: submits the graph, then gathers
             def wrapper(client: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 notes.calls.append(time.time())
                 return orig(client, *args, **kwargs)
             return wrapper
 
         def scatter(orig: Any) -> Any:
             def wrapper(client: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 out = orig(client, data, *args, **kwargs)
                 notes.scatters.append((t, int(sizeof(data))))
@@ -291,6 +305,7 @@ class DriverCalls:
         self._handlers.clear()
         self._hears_results = False
         self._keep.clear()
+        self._client = None
 
     def submit_time(self, key: str, start: float, default: float) -> float:
         """When ``key`` was submitted: its future's call, else the last submission call before it ran.

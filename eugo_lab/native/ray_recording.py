@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES, OK, TaskStats
+from eugo_lab.native.errors import NotComparable
 from eugo_lab.tracing.recorder import Recorder
 from eugo_lab.tracing.trace import Trace
 
@@ -86,6 +87,24 @@ class RayDriverCalls:
     _keep: list[Any] = field(default_factory=list)
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
+    #: The most CPUs a task may ask for (a re-run held to that many, :mod:`eugo_lab.native.baseline`); None: any.
+    cpu_cap: float | None = None
+
+    def _check_cpus(self, fn: Any, options: dict[str, Any]) -> None:
+        """Refuse a task the capped re-run cannot hold to its CPUs (it would wait forever, or run uncounted)."""
+        if self.cpu_cap is None:
+            return
+        asked = options.get("num_cpus")
+        asked = 1.0 if asked is None else float(asked)
+        name = getattr(fn, "_function_name", "").rsplit(".", 1)[-1] or "a task"
+        cap = f"{self.cpu_cap:g} CPU{'s' if self.cpu_cap != 1 else ''}"
+        if asked < 1 or asked != int(asked):
+            raise NotComparable(f"{name} asks for {asked:g} CPUs: tasks that ask for less than one whole CPU run "
+                                f"several to a CPU, so a run held to {cap} would not be one task per CPU. Drop "
+                                "num_cpus (or give a whole number) to compare, or run without --compare/--scaling")
+        if asked > self.cpu_cap:
+            raise NotComparable(f"{name} asks for {asked:g} CPUs, more than the {cap} of this comparison run, so it "
+                                "could never start; ask --scaling for counts of at least that many")
 
     def _got(self, refs: list[Any], when: float) -> None:
         for ref in refs:
@@ -102,6 +121,7 @@ class RayDriverCalls:
 
         def remote(orig: Any) -> Any:
             def wrapper(fn: Any, args: Any = None, kwargs: Any = None, *rest: Any, **options: Any) -> Any:
+                notes._check_cpus(fn, options)
                 t = time.time()
                 out = orig(fn, args, kwargs, *rest, **options)
                 refs = out if isinstance(out, list) else [out]
@@ -194,11 +214,18 @@ def _spans(events: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str
 
 
 class RayRecording:
-    """Record the Ray tasks a cell submits: :meth:`start` before the cell, :meth:`stop` after."""
+    """Record the Ray tasks a cell submits: :meth:`start` before the cell, :meth:`stop` after.
 
-    def __init__(self) -> None:
-        self.driver = RayDriverCalls()
+    ``slots``: the CPUs the cell was held to (a comparison run, :mod:`eugo_lab.native.baseline`):
+    the trace's workers, and each task is drawn in the first of that many lanes free when it
+    started (Ray may run them on more worker processes than it lets run at once). ``cpu_cap``:
+    tasks asking for more CPUs, or for part of one, are refused at submission.
+    """
+
+    def __init__(self, slots: int | None = None, cpu_cap: float | None = None) -> None:
+        self.driver = RayDriverCalls(cpu_cap=cpu_cap)
         self.recorder = Recorder()
+        self.slots = slots
         self._mark: Any = None
 
     def start(self) -> RayRecording:
@@ -220,7 +247,7 @@ class RayRecording:
             spans = _spans(ray.timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
             if all("task:execute" in spans.get(t, {}) for t in wanted) or time.monotonic() > deadline:
                 break
-        slots = int(ray.cluster_resources().get("CPU", 0)) or 1
+        slots = self.slots or int(ray.cluster_resources().get("CPU", 0)) or 1
         trace = self._write(spans, slots, meta or {})
         trace.meta["region_end"] = end  # collecting the events is not the cell's time
         trace.meta.pop("driver_short", None)  # the driver's pickling at .remote() is not timed here (see Dask's)
@@ -236,10 +263,12 @@ class RayRecording:
         ids = {tid: i for i, (tid, _) in enumerate(ran)}
         ends = {tid: s["task:execute"][1] for tid, s in ran}
         missing = len(drv.submitted) - len(ran)
-        for tid, s in ran:
-            lane = lanes.get(s["worker"])
+        packed = _pack([s["task:execute"] for _, s in ran], self.slots) if self.slots else None
+        for k, (tid, s) in enumerate(ran):
+            slot = s["worker"] if packed is None else packed[k]
+            lane = lanes.get(slot)
             if lane is None:
-                lane = lanes[s["worker"]] = len(lanes)
+                lane = lanes[slot] = len(lanes)
                 rec.worker_seen(lane, host if s["node"] in (local_ip, "127.0.0.1") else s["node"], 0)
             start, stop = s["task:execute"]
             deser = s.get("task:deserialize_arguments", (start, start))
@@ -269,6 +298,23 @@ class RayRecording:
                 "workers": slots, "cores": os.cpu_count() if local else 0,
                 "not_recorded": not_recorded, **meta}
         return rec.close_region(self._mark, full)
+
+
+def _pack(spans: list[tuple[float, float]], slots: int) -> list[int]:
+    """A lane of ``slots`` for each ``(start, end)``: the first free at its start, else the one free soonest.
+
+    A run held to ``slots`` CPUs never has more tasks running at once; Ray's stamps of one task's
+    end and the next one's start on the freed CPU can overlap by a hair, hence "free soonest".
+    """
+    ends = [float("-inf")] * slots
+    out = [0] * len(spans)
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        start, end = spans[i]
+        free = [k for k in range(slots) if ends[k] <= start]
+        k = free[0] if free else min(range(slots), key=lambda k: ends[k])
+        ends[k] = end
+        out[i] = k
+    return out
 
 
 def _local_ip() -> str:
