@@ -51,9 +51,10 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, exercise_id: str
         if verdict.checker_error is None and not verdict.reference:  # neither is the learner's attempt
             save(verdict)
 
-    # Every exercise grades what eugo_lab.hpc ran: a cell that called an engine's own API is not recorded
-    # from that engine, so its verdict says the runtime ran nothing (none of them is written in Dask's or Ray's API).
-    return run_cell(shell, cell, opts, after=check, native_api=False)
+    # An exercise grades what eugo_lab.hpc ran unless it is written in Dask's or Ray's own API (ex.native_api):
+    # otherwise a cell that called an engine's own API is not recorded from it, and its verdict says the runtime
+    # ran nothing.
+    return run_cell(shell, cell, opts, after=check, native_api=ex.native_api)
 
 
 def save(verdict: base.Verdict) -> None:

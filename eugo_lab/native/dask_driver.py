@@ -29,6 +29,9 @@ from dask.sizeof import sizeof
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
 from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
+#: Results of at most this many bytes (``dask.sizeof``) are kept by the driver for the trace's result digests:
+#: enough for the numbers and short lists a grader compares, while a large array result is not held a second time.
+RESULT_KEEP_BYTES = 64 * 1024
 # Frames in these folders are not the notebook's line: a wait is attributed to the first frame outside them.
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (
     sys.modules["eugo_lab"], distributed, sys.modules["dask"]))
@@ -75,6 +78,12 @@ class DriverCalls:
     #: recording (a comparison run reads it to tell that the cell reached the notebook's own cluster anyway).
     other_client_calls: int = 0
     _client: Any = None
+    #: key -> the value the driver received for it (values of up to RESULT_KEEP_BYTES: what a grader compares).
+    results: dict[str, Any] = field(default_factory=dict)
+    #: key of scattered data -> the number of the scatter call that made it.
+    scattered: dict[str, int] = field(default_factory=dict)
+    #: id(function) -> [function, name, tasks submitted with it]: what the driver pickled with each task.
+    functions: dict[int, list[Any]] = field(default_factory=dict)
 
     def _note_client(self, client: Any) -> None:
         if client is not self._client:
@@ -102,18 +111,33 @@ class DriverCalls:
         if largest >= ARG_KEY_MIN_BYTES:
             self.arg_key[key] = self._identity(big)
 
+    def _keep_result(self, key: str, value: Any) -> None:
+        """Keep a small value the driver received as ``key``'s result (the first one: a task's result is one value)."""
+        if key not in self.results and int(sizeof(value)) <= RESULT_KEEP_BYTES:
+            self.results[key] = value
+
     def _returned(self, owner: Any, args: tuple, out: Any) -> None:
         """Note the values a ``result()``/``gather`` handed to the notebook, by the keys they came from."""
         try:
             if isinstance(owner, distributed.Future):
+                self._keep_result(str(owner.key), out)
                 self._values.note(self, out, str(owner.key), stored=lambda: stored_name(user_frame(_SKIP_DIRS)))
             elif args and isinstance(args[0], (list, tuple)) and isinstance(out, (list, tuple)) \
-                    and len(args[0]) == len(out) and len(out) <= MAX_FUTURES_NOTED:
+                    and len(args[0]) == len(out):
                 for f, v in zip(args[0], out):
                     if isinstance(f, distributed.Future):
-                        self._values.note(self, v, str(f.key))
+                        self._keep_result(str(f.key), v)
+                        if len(out) <= MAX_FUTURES_NOTED:
+                            self._values.note(self, v, str(f.key))
         except Exception:  # noqa: BLE001 - a tracing aid: a value that misbehaves is simply not noted
             pass
+
+    def _note_function(self, func: Any, tasks: int) -> None:
+        """Count ``tasks`` submitted with ``func``: Dask pickles the function into each task it sends."""
+        entry = self.functions.get(id(func))
+        if entry is None:
+            entry = self.functions[id(func)] = [func, getattr(func, "__name__", type(func).__name__), 0]
+        entry[2] += tasks
 
     def _passed(self, key: str, args: tuple, kwargs: dict) -> None:
         """Record the tasks whose returned values the submission of ``key`` was passed."""
@@ -193,6 +217,7 @@ class DriverCalls:
                 fut = orig(client, func, *args, **kwargs)
                 notes.calls.append(t)
                 if isinstance(fut, distributed.Future):
+                    notes._note_function(func, 1)
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
                     notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])
@@ -210,6 +235,7 @@ class DriverCalls:
                 futs = orig(client, func, *seqs, **kwargs)
                 notes.calls.append(t)
                 if isinstance(futs, list):
+                    notes._note_function(func, len(futs))
                     shared = [v for k, v in kwargs.items() if k not in _MAP_OPTIONS]
                     for i, fut in enumerate(futs):
                         items = [s[i] for s in seqs if isinstance(s, (list, tuple, range)) and i < len(s)]
@@ -241,6 +267,8 @@ class DriverCalls:
                 notes._note_client(client)
                 t = time.time()
                 out = orig(client, data, *args, **kwargs)
+                for fut in dclient.futures_of(out):  # (an asynchronous client's coroutine holds none yet)
+                    notes.scattered.setdefault(str(fut.key), len(notes.scatters))
                 notes.scatters.append((t, int(sizeof(data))))
                 return out
             return wrapper
@@ -280,6 +308,8 @@ class DriverCalls:
                     notes._got([fut], end)
                 elif isinstance(fut, tuple) and fut and isinstance(fut[0], distributed.Future):  # with_results=True
                     notes._got([fut[0]], end)
+                    if len(fut) == 2:
+                        notes._keep_result(str(fut[0].key), fut[1])
                 return fut
             return wrapper
 
@@ -306,6 +336,7 @@ class DriverCalls:
         self._hears_results = False
         self._keep.clear()
         self._client = None
+        # (results, scattered and functions stay: the recording writes them into the trace after this)
 
     def submit_time(self, key: str, start: float, default: float) -> float:
         """When ``key`` was submitted: its future's call, else the last submission call before it ran.

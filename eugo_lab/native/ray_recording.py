@@ -8,6 +8,11 @@ submit tasks (``RemoteFunction._remote``: every ``f.remote()`` and ``f.options(.
 and the driver's ``ray.get``/``ray.wait``/``ray.put``, then reads ``ray.timeline()`` for the
 tasks it saw submitted and writes both through a fresh Recorder into the same Trace as any cell.
 
+The driver's side also gives the values ``ray.get`` returned for the cell's tasks (small ones:
+``Trace.results``), which tasks were passed a ``ray.put`` reference as a top-level argument (Ray
+resolves those on the worker; ``meta["refs_read"]``: ``[task, put]``) and every ``ray.wait``'s
+refs given, ``num_returns`` asked and refs returned ready (``meta["wait_calls"]``).
+
 Ray sends profile events about once a second, so collecting them adds a second or two after
 the cell. What Ray does not report is said in ``trace.meta["not_recorded"]``.
 """
@@ -35,6 +40,9 @@ NOT_RECORDED = (
     "transfers between workers: Ray does not expose which object moved where, or when",
     "whether a task failed: Ray's timeline does not say, so every task that ran is drawn as finished",
 )
+#: Results of at most this many bytes are kept by the driver for the trace's result digests (numbers, short
+#: lists: what a grader compares), so a large array result is not held a second time.
+RESULT_KEEP_BYTES = 64 * 1024
 # How long to wait for the workers' profile events of every task the cell submitted (they come ~1 s apart).
 COLLECT_TIMEOUT_S = 8.0
 
@@ -87,6 +95,14 @@ class RayDriverCalls:
     _keep: list[Any] = field(default_factory=list)
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
+    #: task id -> the value ``ray.get`` handed the notebook for it (values of up to RESULT_KEEP_BYTES).
+    results: dict[str, Any] = field(default_factory=dict)
+    #: ``ray.put`` ObjectRef (hex) -> the number of the put that made it.
+    put_refs: dict[str, int] = field(default_factory=dict)
+    #: task id -> the puts passed to it as top-level arguments (Ray resolves those on the worker).
+    reads: dict[str, list[int]] = field(default_factory=dict)
+    #: Every ``ray.wait``: (refs given, num_returns asked, refs returned ready).
+    wait_calls: list[tuple[int, int, int]] = field(default_factory=list)
     #: The most CPUs a task may ask for (a re-run held to that many, :mod:`eugo_lab.native.baseline`); None: any.
     cpu_cap: float | None = None
 
@@ -105,6 +121,13 @@ class RayDriverCalls:
         if asked > self.cpu_cap:
             raise NotComparable(f"{name} asks for {asked:g} CPUs, more than the {cap} of this comparison run, so it "
                                 "could never start; ask --scaling for counts of at least that many")
+
+    def _keep(self, refs: list[Any], values: list[Any]) -> None:
+        """Keep the small values ``ray.get`` returned for the cell's tasks (the first value of each task)."""
+        for ref, value in zip(refs, values):
+            tid = ref.task_id().hex() if hasattr(ref, "task_id") else None
+            if tid in self.submitted and tid not in self.results and _size(value) <= RESULT_KEEP_BYTES:
+                self.results[tid] = value
 
     def _got(self, refs: list[Any], when: float) -> None:
         for ref in refs:
@@ -138,6 +161,10 @@ class RayDriverCalls:
                         notes._keep.append(big[1])
                         notes.arg_key[tid] = n
                     notes.deps[tid] = [v.task_id().hex() for v in values if isinstance(v, ray.ObjectRef)]
+                    reads = [notes.put_refs[v.hex()] for v in values
+                             if isinstance(v, ray.ObjectRef) and v.hex() in notes.put_refs]
+                    if reads:
+                        notes.reads[tid] = reads
                 return out
             return wrapper
 
@@ -156,6 +183,11 @@ class RayDriverCalls:
                     notes.blocks.append((kind, start, end, len(refs) if many else 1, source))
                 done = out[0] if kind == "wait" else (list(refs) if many else [refs])
                 notes._got([r for r in done if isinstance(r, ray.ObjectRef)], end)
+                if kind == "wait":
+                    asked = kwargs.get("num_returns", args[0] if args else 1)
+                    notes.wait_calls.append((len(refs) if many else 1, int(asked), len(out[0])))
+                else:
+                    notes._keep(done, out if many else [out])
                 return out
             return wrapper
 
@@ -163,6 +195,8 @@ class RayDriverCalls:
             def wrapper(value: Any, *args: Any, **kwargs: Any) -> Any:
                 t = time.time()
                 out = orig(value, *args, **kwargs)
+                if isinstance(out, ray.ObjectRef):
+                    notes.put_refs.setdefault(out.hex(), len(notes.puts))
                 notes.puts.append((t, _size(value)))
                 return out
             return wrapper
@@ -285,6 +319,13 @@ class RayRecording:
                 rec.record_deps(ids[tid], deps)
             if tid in drv.arg_key:
                 rec.record_arg(ids[tid], drv.arg_key[tid])
+        for tid, value in drv.results.items():  # what ray.get handed the notebook: Trace.results digests it
+            if tid in ids:
+                try:
+                    payload = pickle.dumps(value, protocol=5)
+                except Exception:  # noqa: BLE001 - a value plain pickle refuses gets no digest
+                    continue
+                rec.attempts.append((ids[tid], 1, drv.names.get(tid, "task"), True, payload, None, None, None, None))
         for i, (when, nbytes) in enumerate(drv.puts):
             rec.record_put(i, nbytes, when)
         for kind, start, end, n, source in sorted(drv.blocks, key=lambda b: b[1]):
@@ -296,7 +337,9 @@ class RayRecording:
         local = all(h == host for h, _ in rec.workers.values())
         full = {"backend": "ray", "api": "ray", "driver_deps_recorded": False,  # values through ray.get: not yet
                 "workers": slots, "cores": os.cpu_count() if local else 0,
-                "not_recorded": not_recorded, **meta}
+                "not_recorded": not_recorded,
+                "refs_read": sorted([ids[t], p] for t, ps in drv.reads.items() if t in ids for p in set(ps)),
+                "wait_calls": [list(w) for w in drv.wait_calls], **meta}
         return rec.close_region(self._mark, full)
 
 
