@@ -56,7 +56,7 @@ def check(body: str):
 
 def test_registered_as_a_native_exercise_of_its_lesson():
     ex = catalog.get("dask-scatter")
-    assert ex.lesson == "01-distributed-python/09-moving-to-a-dask-cluster.ipynb" and ex.native_api
+    assert ex.lesson == "01-distributed-python/11-the-engines-own-api.ipynb" and ex.native_api
     assert not catalog.get("dask-cluster").native_api  # the hpc exercises stay graded on the runtime's run
 
 

@@ -78,7 +78,7 @@ PASS = {
 
 def test_registered_as_a_native_exercise_of_its_lesson():
     ex = catalog.get("ray-wait")
-    assert ex.lesson == "01-distributed-python/10-moving-to-ray.ipynb" and ex.native_api
+    assert ex.lesson == "01-distributed-python/11-the-engines-own-api.ipynb" and ex.native_api
     assert not catalog.get("ray-backend").native_api
 
 

@@ -1,4 +1,4 @@
-"""Exercise ``dask-scatter`` (Course 1, lesson 9): scatter a large array once, in Dask's own API.
+"""Exercise ``dask-scatter`` (Course 1, lesson 11): scatter a large array once, in Dask's own API.
 
 The cell is written with ``distributed.Client`` itself (no ``eugo_lab.hpc``); ``%%eugo`` records
 it from Dask's own records (:mod:`eugo_lab.native`): the bytes each task's arguments came to
@@ -107,7 +107,7 @@ def _dask_run(a: Attempt) -> None:
                      mistake="in-process")
 
 
-@exercise("dask-scatter", lesson="01-distributed-python/09-moving-to-a-dask-cluster.ipynb",
+@exercise("dask-scatter", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
           title="Scatter a large array once, in Dask's own API", hints=HINTS, native_api=True)
 def dask_scatter(a: Attempt) -> Verdict:
     """Grade scattering: the right counts, from six tasks that all read one scattered copy of the array."""

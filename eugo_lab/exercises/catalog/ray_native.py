@@ -1,4 +1,4 @@
-"""Exercise ``ray-wait`` (Course 1, lesson 10): take results as they finish with ``ray.wait``, in Ray's own API.
+"""Exercise ``ray-wait`` (Course 1, lesson 11): take results as they finish with ``ray.wait``, in Ray's own API.
 
 The cell is written with Ray itself (``@ray.remote``, ``.remote()``, ``ray.wait``, ``ray.get``; no
 ``eugo_lab.hpc``); ``%%eugo`` records it from Ray's own records and the driver's calls
@@ -121,7 +121,7 @@ def _taken_as_they_finish(a: Attempt, n: int) -> None:
                      "refs that were not ready yet.", mistake="wait-then-get-all")
 
 
-@exercise("ray-wait", lesson="01-distributed-python/10-moving-to-ray.ipynb",
+@exercise("ray-wait", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
           title="Take results as they finish with ray.wait", hints=HINTS, native_api=True)
 def ray_wait(a: Attempt) -> Verdict:
     """Grade taking results as they finish: every tile's value, from six tasks, taken through partial ray.waits."""
