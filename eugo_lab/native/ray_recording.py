@@ -122,7 +122,7 @@ class RayDriverCalls:
             raise NotComparable(f"{name} asks for {asked:g} CPUs, more than the {cap} of this comparison run, so it "
                                 "could never start; ask --scaling for counts of at least that many")
 
-    def _keep(self, refs: list[Any], values: list[Any]) -> None:
+    def _keep_results(self, refs: list[Any], values: list[Any]) -> None:
         """Keep the small values ``ray.get`` returned for the cell's tasks (the first value of each task)."""
         for ref, value in zip(refs, values):
             tid = ref.task_id().hex() if hasattr(ref, "task_id") else None
@@ -187,7 +187,7 @@ class RayDriverCalls:
                     asked = kwargs.get("num_returns", args[0] if args else 1)
                     notes.wait_calls.append((len(refs) if many else 1, int(asked), len(out[0])))
                 else:
-                    notes._keep(done, out if many else [out])
+                    notes._keep_results(done, out if many else [out])
                 return out
             return wrapper
 
