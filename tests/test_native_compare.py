@@ -165,3 +165,9 @@ def test_an_error_in_the_comparison_run_is_the_cells_error(ip, client, capsys):
     assert ip.user_ns["t"].n_workers == 1  # the summary is of the run that failed: the comparison's
     assert ip.user_ns["client"] is client
     capsys.readouterr()
+
+
+def test_a_cluster_made_beside_ipython_syntax_is_found_on_its_notebook_line():
+    # line 1 is the %%eugo line; %time and !cmd are made Python first, so the cell still parses
+    assert native_compare.cluster_made_in("%time x = 1\n!echo hi\nown = Client(LocalCluster())\n") == ("Client", 4)
+    assert native_compare.cluster_made_in("out = client.gather(client.map(f, range(3)))\n") is None

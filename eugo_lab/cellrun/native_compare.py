@@ -34,6 +34,16 @@ _DASK_MAKERS = ("Client",)
 _DASK_MAKER_SUFFIX = "Cluster"
 
 
+def _parse(cell: str) -> ast.Module | None:
+    """The cell's syntax tree, IPython's syntax (``%magic``, ``!cmd``) made Python first; None if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return ast.parse(TransformerManager().transform_cell(cell))
+    except SyntaxError:  # compile_cell reports the error itself, with the cell's line numbers
+        return None
+
+
 def _call_name(node: ast.Call) -> str:
     """``LocalCluster`` for ``LocalCluster(...)``/``distributed.LocalCluster(...)``; ``ray.init`` for Ray's."""
     f = node.func
@@ -49,9 +59,8 @@ def cluster_made_in(cell: str) -> tuple[str, int] | None:
 
     Lines count as the notebook shows them (line 1 is the ``%%eugo`` line).
     """
-    try:
-        tree = ast.parse(cell)
-    except SyntaxError:  # IPython syntax (%magics): compile_cell reports real errors later
+    tree = _parse(cell)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -89,9 +98,8 @@ def counts(opts: CellOptions, slots: int) -> list[int]:
 
 def _read_names(cell: str, ns: dict[str, Any]) -> dict[str, None]:
     """Names the cell reads, and the globals read by the notebook's functions it names (one level), in order."""
-    try:
-        tree = ast.parse(cell)
-    except SyntaxError:
+    tree = _parse(cell)
+    if tree is None:
         return {}
     names = dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     for name in list(names):
