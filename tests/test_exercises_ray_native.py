@@ -35,7 +35,7 @@ def _events(spans: list[tuple[str, str, float, float]]) -> list[dict]:
     return out
 
 
-def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None) -> Attempt:
+def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None, interleave=True) -> Attempt:
     """The attempt of a cell whose six render tasks returned ``returned`` (the tiles' values unless given)."""
     monkeypatch.setattr(ray_recording, "_local_ip", lambda: "127.0.0.1")
     values = returned if returned is not None else expected_values()
@@ -50,7 +50,10 @@ def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None) -> Attempt:
         start = T0 + 0.01 + (0.1 * (tile - 1) if tile else 0.0)
         spans.append((tid, "a" if tile == 0 else "b", start, start + (0.8 if tile == 0 else 0.099)))
     d.wait_calls = list(waits)
-    for i, (kind, n) in enumerate([*(("wait", g) for g, _, _ in waits), *gets]):
+    calls = [("wait", g) for g, _, _ in waits]
+    if interleave:  # a get of the ready refs after each wait that returned some, as a wait loop does
+        calls = [c for (g, _, r) in waits for c in [("wait", g), *([("get", r)] if r else [])]]
+    for i, (kind, n) in enumerate([*calls, *gets]):
         d.blocks.append((kind, T0 + 0.02 + i * 0.1, T0 + 0.05 + i * 0.1, n, "/tmp/ipykernel_1/3.py:9"))
     trace = rec._write(ray_recording._spans(_events(spans), set(d.submitted)), 2, {})
     trace.meta.update(region_start=T0, region_end=T0 + 1.0)
@@ -96,6 +99,8 @@ NOT_YET = {
     "wait-for-all": (dict(waits=[(6, 6, 6)]), "wait-for-all", "called ray.wait on 6 refs asking for 6 of them"),
     "one-then-wait-for-the-rest": (dict(waits=[(6, 1, 1), (5, 5, 5)]), "wait-for-all",
                                    "called ray.wait on 5 refs asking for 5 of them"),
+    "all-waits-then-one-get": (dict(waits=ONE_BY_ONE, gets=[("get", 6)], interleave=False), "wait-then-get-all",
+                               "but took their values only after the last wait"),
     "one-wait-then-get-the-rest": (dict(waits=[(6, 1, 1)], gets=[("get", 5)]), "wait-then-get-all",
                                    "reported 1 of the 6 tiles ready between them"),
 }

@@ -25,8 +25,9 @@ Reference solution: ``while refs: ready, refs = ray.wait(refs); shown.append(ray
 Criteria, each from the recording: the tasks ran through Ray's own API; ``shown`` holds the six
 tiles' values computed here (in any order: the order they finish in is Ray's); six ``render``
 tasks ran; ``shown`` holds what those tasks returned to the notebook; the results were taken
-through ``ray.wait``, no call but the last of several asking for all the refs it was given, and
-those waits reported every tile ready between them.
+through ``ray.wait``, no call but the last of several asking for all the refs it was given, the
+values taken with ``ray.get`` between the waits (not all after the last one), and those waits
+reported every tile ready between them.
 """
 
 from __future__ import annotations
@@ -117,8 +118,13 @@ def _taken_as_they_finish(a: Attempt, n: int) -> None:
     ready = sum(r for _, _, r in waits)
     if ready < n:
         raise NotYet(f"the cell's {measure.plural(len(waits), 'ray.wait')} reported {ready} of the {n} tiles ready "
-                     "between them: the others were taken without waiting for them one by one, with ray.get on "
-                     "refs that were not ready yet.", mistake="wait-then-get-all")
+                     "between them: the others were taken with ray.get on refs no wait had reported ready, so "
+                     "the cell waited for all of them at once.", mistake="wait-then-get-all")
+    order = [kind for kind, _, _ in measure.waits(a.trace)]  # the driver's calls, in the order it made them
+    if "get" in order and order.index("get") > len(order) - 1 - order[::-1].index("wait"):
+        raise NotYet(f"the cell waited for the tiles with {measure.plural(len(waits), 'ray.wait')}, but took their "
+                     "values only after the last wait, with ray.get: no tile's value was taken as it finished.",
+                     mistake="wait-then-get-all")
 
 
 @exercise("ray-wait", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
