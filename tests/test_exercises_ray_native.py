@@ -156,6 +156,7 @@ def live_ray():
     from eugo_lab.backends.ray import _single_node_mode
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")  # a busy machine's metrics agent is slow
     with _single_node_mode():
         ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
                  logging_level="ERROR", log_to_driver=False)
