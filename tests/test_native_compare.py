@@ -171,3 +171,5 @@ def test_a_cluster_made_beside_ipython_syntax_is_found_on_its_notebook_line():
     # line 1 is the %%eugo line; %time and !cmd are made Python first, so the cell still parses
     assert native_compare.cluster_made_in("%time x = 1\n!echo hi\nown = Client(LocalCluster())\n") == ("Client", 4)
     assert native_compare.cluster_made_in("out = client.gather(client.map(f, range(3)))\n") is None
+    assert native_compare.cluster_made_in("import httpx\nc = httpx.Client()\n") is None  # no Dask module
+    assert native_compare.cluster_made_in("import dask.distributed\nc = dask.distributed.Client()\n") == ("Client", 3)

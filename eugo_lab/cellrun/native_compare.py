@@ -29,9 +29,13 @@ from typing import Any
 
 from eugo_lab.cellrun.options import CellOptions
 
-# Calls that make a cluster of their own: Dask's Client and any *Cluster class, Ray's init.
-_DASK_MAKERS = ("Client",)
-_DASK_MAKER_SUFFIX = "Cluster"
+# Calls that make a cluster of their own: Dask's Client and its cluster classes (distributed's and the
+# deployment packages'), Ray's init. A dotted call counts only on a Dask module (httpx.Client is no cluster).
+_DASK_MAKERS = frozenset({"Client", "LocalCluster", "SpecCluster", "SSHCluster", "SLURMCluster", "PBSCluster",
+                          "SGECluster", "LSFCluster", "HTCondorCluster", "OARCluster", "MoabCluster", "KubeCluster",
+                          "GatewayCluster", "EC2Cluster", "ECSCluster", "FargateCluster", "YarnCluster"})
+_DASK_MODULES = frozenset({"distributed", "dask", "dask_jobqueue", "dask_kubernetes", "dask_gateway",
+                           "dask_cloudprovider", "dask_yarn"})
 
 
 def _parse(cell: str) -> ast.Module | None:
@@ -48,9 +52,12 @@ def _call_name(node: ast.Call) -> str:
     """``LocalCluster`` for ``LocalCluster(...)``/``distributed.LocalCluster(...)``; ``ray.init`` for Ray's."""
     f = node.func
     if isinstance(f, ast.Attribute):
-        if isinstance(f.value, ast.Name) and f.value.id == "ray":
+        base = f.value
+        while isinstance(base, ast.Attribute):  # dask.distributed.Client: the module it starts from
+            base = base.value
+        if isinstance(base, ast.Name) and base.id == "ray":
             return f"ray.{f.attr}"
-        return f.attr
+        return f.attr if isinstance(base, ast.Name) and base.id in _DASK_MODULES else ""
     return f.id if isinstance(f, ast.Name) else ""
 
 
@@ -65,7 +72,7 @@ def cluster_made_in(cell: str) -> tuple[str, int] | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _call_name(node)
-            if name in _DASK_MAKERS or name.endswith(_DASK_MAKER_SUFFIX) or name == "ray.init":
+            if name in _DASK_MAKERS or name == "ray.init":
                 return name, node.lineno + 1
     return None
 
