@@ -64,10 +64,10 @@ HINTS = {
                   "task the future scatter returns instead of the array itself.", _SOLUTION),
     "not-native": Hint("Write the cell with Dask's own client: client.scatter for the array, client.submit for "
                        "each task, client.gather for the results (no hpc in this cell).", _SOLUTION),
-    "no-client": Hint("Run the cell above the exercise first: it makes `client`, a Dask client on the lesson's "
+    "no-client": Hint("Run the lesson's first code cell: it makes `client`, a Dask client on the lesson's "
                       "cluster. Then submit each above call with client.submit.", "client = Client(cluster)\n"
                       + _SOLUTION),
-    "in-process": Hint("Use a client of the lesson's cluster of worker processes (the cell above the exercise), "
+    "in-process": Hint("Use a client of the lesson's cluster of worker processes (its first code cell), "
                        "so the tasks' arguments are really sent.", "client = Client(cluster)\n" + _SOLUTION),
     "results": Hint("`counts` must hold what the six above tasks return, one per limit, in the order of `limits`.",
                     _SOLUTION),
@@ -98,7 +98,7 @@ def _dask_run(a: Attempt) -> None:
             raise NotYet(f"your cell's {measure.plural(n, 'task')} ran through eugo_lab.hpc, not Dask's own API: this "
                          "exercise is about Dask's client (scatter, submit, gather), so write the cell without hpc.",
                          mistake="not-native")
-        raise NotYet("no Dask task was recorded: the cell needs the Dask client made in the cell above the exercise "
+        raise NotYet("no Dask task was recorded: the cell needs the Dask client made in the lesson's first code cell "
                      "(`client`), and each above call submitted with it.", mistake="no-client")
     if trace.meta.get("in_process"):
         raise NotYet("your client's workers run inside this notebook's process (a cluster without worker processes): "
@@ -141,7 +141,7 @@ def dask_scatter(a: Attempt) -> Verdict:
         names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
         return a.not_yet(f"the above function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')} and Dask sent it "
                          f"{measure.plural(fn.sends, 'time')}, with every task: it carried the array{names}, a global "
-                         "it reads, so no task read a scattered copy.", mistake="captured")
+                         "it reads, so the array went with every task anyway.", mistake="captured")
     scatters = len(a.trace.puts["ref"])
     if scatters == 0:
         return a.not_yet("the cell never called scatter: the tasks made or found their data some other way, so no "
