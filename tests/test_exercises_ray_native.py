@@ -171,4 +171,4 @@ def test_live_ray(live_ray, row):
     if mistake is None:
         passed_with(verdict, "`shown` holds the 6 values the tasks returned")
     else:
-        not_yet_for(verdict, mistake, "the cell never called ray.wait")
+        not_yet_for(verdict, mistake, "The cell never called ray.wait")
