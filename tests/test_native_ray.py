@@ -225,7 +225,7 @@ def test_compare_reruns_on_one_of_rays_cpus_and_measures_the_speedup(live_ray, c
     assert [r.workers for r in summary.runs] == [1, 2] and len(base) == len(main) == 4
     assert set(base.tasks["worker"]) == {0}  # held to one CPU: one task at a time, one lane
     assert math.isclose(summary.report.measured_speedup, base.wall_time / main.wall_time)
-    assert "measured against 1 worker" in capsys.readouterr().out
+    assert "runs at workers: 1, 2" in capsys.readouterr().out
     assert live_ray.user_ns["out"] == list(range(4))
     assert _groups_left() == []  # the CPUs set aside for the comparison were handed back
 
