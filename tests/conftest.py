@@ -10,7 +10,8 @@ from eugo_lab import hpc
 
 
 def _pooled_by_ray(pid: int, before: set[int]) -> bool:
-    """A worker process of a Ray that was running before the test (a module's fixture): Ray sizes its own pool.
+    """A worker of a Ray that was running before the test (a module's fixture; its raylet among the worker's
+    ancestors): Ray sizes its own pool.
 
     Ray starts a worker when it sees fit (a placement group, a task blocked in ``ray.get``) and keeps it
     for later tasks; it ends when that Ray does, at the fixture's ``ray.shutdown()``.
@@ -18,7 +19,7 @@ def _pooled_by_ray(pid: int, before: set[int]) -> bool:
     try:
         proc = psutil.Process(pid)
         title = " ".join(proc.cmdline()) or proc.name()  # Ray retitles its workers "ray::IDLE", "ray::f"
-        return proc.ppid() in before and title.startswith("ray::")
+        return title.startswith("ray::") and any(p.pid in before for p in proc.parents())
     except psutil.Error:
         return False
 
