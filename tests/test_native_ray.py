@@ -254,3 +254,42 @@ def test_a_live_ray_cell_of_sleeping_tasks_gets_no_verdict_on_cpu_it_never_measu
     codes = {f.code for f in analyze(trace).findings}
     assert not codes & {Code.IO_BOUND, Code.COMPUTE_BOUND, Code.BLOCKING, Code.TASKS_TOO_SMALL}
     assert any("CPU time" in s for s in trace.meta["not_recorded"])
+
+
+def test_a_run_held_to_fewer_cpus_is_drawn_in_that_many_lanes():
+    # Ray ran 3 tasks one after another on 3 worker processes, held to 1 CPU: one lane; a hair of overlap
+    # between one task's recorded end and the next one's start stays in the same lane.
+    assert ray_recording._pack([(0.0, 1.0), (0.9999, 2.0), (2.0, 3.0)], 1) == [0, 0, 0]
+    assert ray_recording._pack([(0.0, 1.0), (0.5, 2.0), (1.0, 3.0)], 2) == [0, 1, 0]
+
+
+def _groups_left() -> list[str]:
+    """Placement groups (the comparison's set-aside CPUs) not removed."""
+    from ray.util import placement_group_table
+
+    return [g for g, info in placement_group_table().items() if info.get("state") != "REMOVED"]
+
+
+def test_compare_reruns_on_one_of_rays_cpus_and_measures_the_speedup(live_ray, capsys):
+    from eugo_lab.cellrun.report import of_trace
+
+    live_ray.run_cell_magic("eugo", "--compare --save t", "out = ray.get([nap.remote(i) for i in range(4)])\n")
+    summary = of_trace(live_ray.user_ns["t"])
+    base, main = (r.trace for r in summary.runs)
+    assert [r.workers for r in summary.runs] == [1, 2] and len(base) == len(main) == 4
+    assert set(base.tasks["worker"]) == {0}  # held to one CPU: one task at a time, one lane
+    assert math.isclose(summary.report.measured_speedup, base.wall_time / main.wall_time)
+    assert "runs at workers: 1, 2" in capsys.readouterr().out
+    assert live_ray.user_ns["out"] == list(range(4))
+    assert _groups_left() == []  # the CPUs set aside for the comparison were handed back
+
+
+def test_comparisons_ray_cannot_hold_to_its_cpus_are_refused(live_ray):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="your Ray has 2 CPUs, so the cell cannot be run on 4"):
+        live_ray.run_cell_magic("eugo", "--scaling 1,4", "out = ray.get([nap.remote(i) for i in range(2)])\n")
+    with pytest.raises(UsageError, match="nap asks for 0.5 CPUs"):
+        live_ray.run_cell_magic("eugo", "--compare",
+                                "out = ray.get([nap.options(num_cpus=0.5).remote(i) for i in range(2)])\n")
+    assert _groups_left() == []

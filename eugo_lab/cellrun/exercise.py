@@ -88,10 +88,10 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
         # The names the message points at: those that held the problem before the cell or after its first run.
         return problems.checked_again(first, second, problems.holding({**before, **kept}, ex.id), error)
 
-    # Every exercise grades what eugo_lab.hpc ran: a cell that called an engine's own API is not recorded
-    # from that engine, so its verdict says the runtime ran nothing (none of them is written in Dask's or Ray's API).
-    # The main run records which of the cell's functions ran here in the notebook (a checker reads it as data).
-    return run_cell(shell, cell, opts, after=check, native_api=False, watch=True)
+    # An exercise grades what eugo_lab.hpc ran unless it is written in Dask's or Ray's own API (ex.native_api):
+    # otherwise a cell that called an engine's own API is not recorded from it, and its verdict says the runtime
+    # ran nothing. The main run records which of the cell's functions ran here in the notebook (a checker reads it).
+    return run_cell(shell, cell, opts, after=check, native_api=ex.native_api, watch=True)
 
 
 def save(verdict: base.Verdict) -> None:

@@ -7,9 +7,11 @@ never touches the ``hpc`` runtime. When such an engine is running and the cell d
 the summary, timeline and findings are then built from that trace exactly as for an ``hpc``
 cell (:func:`eugo_lab.cellrun.runner.run_cell`).
 
-Options that would change how the cell runs (``-w``, ``--compare``, ``--scaling``, ``--profile``,
-``--optimize``, ``--gpu on``) are refused for such a cell, with what to do instead: the cluster is
-the notebook's, sized where it was created.
+``--compare`` and ``--scaling`` run the cell again on copies of the engine with fewer (or more)
+task slots before the main run on the notebook's own cluster, so the speedups are measured
+(:mod:`eugo_lab.cellrun.native_compare` says what can be copied and refuses the rest). Options that
+would change how the main run goes (``-w``, ``--profile``, ``--optimize``, ``--gpu on``) are refused
+for such a cell, with what to do instead: the cluster is the notebook's, sized where it was created.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.cellrun import report
+from eugo_lab.cellrun import native_compare, report
 from eugo_lab.cellrun.execute import CompiledCell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
@@ -53,6 +55,9 @@ def engine_of(cell: str, opts: CellOptions) -> Any | None:
     """
     if opts.address is not None or _USES_HPC.search(cell):
         return None
+    own = native_compare.refuse_own_cluster(cell, opts)
+    if own is not None:
+        _refuse(own)
     from eugo_lab.native.ray_recording import RayRecording, ray_running
 
     wants_ray = opts.backend == "ray" or (opts.backend is None and bool(_NAMES_RAY.search(cell)))
@@ -75,13 +80,12 @@ def engine_of(cell: str, opts: CellOptions) -> Any | None:
 
 def _check_options(opts: CellOptions, engine: str, sized: str) -> None:
     """Refuse the options that would change how a cell on the notebook's own cluster runs."""
-    asked = [name for name, on in (("-w/--workers", opts.workers is not None), ("--compare", opts.compare),
-                                   ("--scaling", bool(opts.scaling)), ("--profile", opts.profile),
+    asked = [name for name, on in (("-w/--workers", opts.workers is not None), ("--profile", opts.profile),
                                    ("--optimize", opts.optimize), ("--gpu on", opts.gpu == "on")) if on]
     if asked:
         _refuse(f"%%eugo: {', '.join(asked)} cannot be used on a cell that runs on your own {engine} cluster: the "
                 f"cluster and its tasks are yours, so %%eugo records them as they are. Size the cluster where you "
-                f"create it (e.g. {sized}); the options that apply are --save, --export "
+                f"create it (e.g. {sized}); the options that apply are --compare, --scaling, --save, --export "
                 "and --no-live.")
 
 
@@ -114,19 +118,12 @@ class _Poller:
         self._thread.join()
 
 
-def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any,
-                    after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None) -> Any:
-    """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value.
-
-    A Dask cell gets the live view (its rows filed by a poller as the workers log them); a Ray
-    cell only the summary: Ray's profile events arrive a second or more after each task.
-    """
+def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any, live: bool,
+                 out_mode: str) -> tuple[Any, BaseException | None, Any, bool]:
+    """Run the cell once under ``recording`` (live view if asked); returns (value, error, trace, timeline_shown)."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
-    from eugo_lab.hpc import api as hpc_api
-
-    out_mode = display.mode(shell)
     view = feed = poller = None
-    if opts.live and out_mode in ("lab", "kernel") and hasattr(recording, "with_live_view"):
+    if live and out_mode in ("lab", "kernel") and hasattr(recording, "with_live_view"):
         # Built before the recording starts: importing Bokeh takes a second that is not the cell's.
         from eugo_lab.render import live as live_view
 
@@ -156,14 +153,83 @@ def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recor
     trace = recording.stop(meta=opts.meta())
     if feed is not None:  # the last rows come from the Trace, as for an hpc cell
         feed.finish(trace, error=None if error is None else type(error).__name__)
+    return value, error, trace, view is not None and view.timeline_shown
+
+
+def _compare(shell: Any, cell: str, compiled: CompiledCell, opts: CellOptions, recording: Any,
+             out_mode: str) -> tuple[list[report.Run], Any, BaseException | None]:
+    """``--compare``/``--scaling``: the comparison runs on copies of the engine; returns (runs, value, error).
+
+    A run that could not be true (:class:`~eugo_lab.native.baseline.NotComparable`, raised before it
+    or by a submission the copy cannot hold) is refused as IPython's ``UsageError``.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    from eugo_lab.native.baseline import NotComparable
+
+    flag = "--compare" if opts.compare else "--scaling"
+    try:
+        p = native_compare.plan(cell, opts, recording, shell.user_ns)
+    except NotComparable as exc:
+        _refuse(f"%%eugo {flag}: {exc}")
+    runs: list[report.Run] = []
+    value: Any = None
+    error: BaseException | None = None
+    for n in p.others:
+        if out_mode != "text":
+            display.publish(f"%%eugo: running on {p.where(n)} for comparison")
+        try:
+            with native_compare.sized(p, n, shell.user_ns) as rec:
+                value, error, trace, _ = _record_once(shell, compiled, opts, rec, live=False, out_mode=out_mode)
+        except NotComparable as exc:
+            _refuse(f"%%eugo {flag}: {exc}")
+        if isinstance(error, NotComparable):  # a submission the copy could not hold to its slots
+            _refuse(f"%%eugo {flag}: {error}")
+        others = getattr(getattr(rec, "driver", None), "other_client_calls", 0)
+        if others:
+            _refuse(f"%%eugo {flag}: while it ran on {p.where(n)}, the cell still sent {others} call"
+                    f"{'s' if others != 1 else ''} to another Dask client (one it reaches through an object or a "
+                    "closure, not a notebook variable), so that run was not measured alone and the main run was not "
+                    "started. Use your client through a notebook variable (client.submit) or get_client() in the "
+                    "cell.")
+        runs.append(report.Run(int(trace.n_workers), trace))
+        if error is not None:
+            break
+    return runs, value, error
+
+
+def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any,
+                    after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
+                    cell: str = "") -> Any:
+    """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value.
+
+    A Dask cell gets the live view (its rows filed by a poller as the workers log them); a Ray
+    cell only the summary: Ray's profile events arrive a second or more after each task. With
+    ``--compare``/``--scaling`` (``cell``: its source, read for what a re-run cannot redirect) the
+    comparison runs come first, on copies of the engine, and the main run last, as for an hpc cell.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    from eugo_lab.hpc import api as hpc_api
+
+    out_mode = display.mode(shell)
+    runs: list[report.Run] = []
+    value: Any = None
+    error: BaseException | None = None
+    shown = False
+    if opts.compare or opts.scaling:
+        runs, value, error = _compare(shell, cell, compiled, opts, recording, out_mode)
+    if error is None:
+        value, error, trace, shown = _record_once(shell, compiled, opts, recording, live=opts.live,
+                                                  out_mode=out_mode)
+        runs.append(report.Run(int(trace.n_workers), trace))
+    trace = runs[-1].trace
     hpc_api.set_last_trace(trace)  # %eugo trace and hpc.last_trace() read the cell's trace, whoever recorded it
     if opts.save:
         shell.user_ns[opts.save] = trace
     if opts.export:
         trace.to_chrome_trace(opts.export)
-    summary = report.summarize([report.Run(int(trace.n_workers), trace)], error=error, options=opts.meta(),
-                               live_timeline_shown=view is not None and view.timeline_shown,
+    summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
                                saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
+    report.remember(summary)  # %eugo trace shows this summary again, the measured speedup with it
     if out_mode == "text":
         print(summary.to_text(precise=True))
     else:

@@ -187,7 +187,7 @@ def _run_cell(shell: Any, cell: str, opts: CellOptions,
     compiled = compile_cell(shell, cell, None if native is not None else optimizer.transform)
     cellrecord.contribute(SOURCE, compiled.source)
     if native is not None:
-        return run_native_cell(shell, compiled, opts, native, after)
+        return run_native_cell(shell, compiled, opts, native, after, cell=cell)
     opts = _with_gpu_mode(opts)
     out_mode = display.mode(shell)
     rt = session.current(start=False)

@@ -303,6 +303,9 @@ class Exercise:
     title: str
     check: Checker
     hints: Mapping[str, Hint] = field(default_factory=dict)
+    #: The cell is written in Dask's or Ray's own API and graded on its recording from that engine's records
+    #: (eugo_lab.native); False: only what eugo_lab.hpc ran is recorded.
+    native_api: bool = False
 
     def hint(self, mistake: str | None) -> Hint:
         """The tiers that answer ``mistake`` (its own, else the ``DEFAULT`` ones)."""
@@ -336,13 +339,15 @@ def _hints(id: str, spec: HintsSpec) -> dict[str, Hint]:
     return out
 
 
-def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec) -> Callable[[Checker], Exercise]:
+def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec,
+             native_api: bool = False) -> Callable[[Checker], Exercise]:
     """Register ``check(attempt) -> Verdict`` as the exercise ``id`` of ``lesson``, with its hint tiers.
 
     ``lesson`` is the notebook's path under ``courses/``
     (``01-distributed-python/02-fan-out-without-blocking.ipynb``); ``title`` a few words;
     ``hints``: ``Hint(words, code)`` (or the pair) for every mistake, or ``{mistake key: Hint}``
-    with a ``DEFAULT`` entry where the exercise's mistakes need different help.
+    with a ``DEFAULT`` entry where the exercise's mistakes need different help. ``native_api``: the
+    cell is written in Dask's or Ray's own API, recorded from the engine's own records.
     """
     if not id or id != id.strip().lower() or " " in id:
         raise ValueError(f"an exercise id is lower-case words joined by '-', got {id!r}")
@@ -353,7 +358,7 @@ def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec) -> Callable[
         if old is not None and old.check.__qualname__ != fn.__qualname__:
             by = f"{old.check.__module__}.{old.check.__qualname__}"
             raise ValueError(f"exercise {id!r} is already registered (by {by})")
-        ex = Exercise(id=id, lesson=lesson, title=title, check=fn, hints=tiers)
+        ex = Exercise(id=id, lesson=lesson, title=title, check=fn, hints=tiers, native_api=native_api)
         _REGISTRY[id] = ex
         return ex
 

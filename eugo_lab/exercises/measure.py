@@ -262,3 +262,13 @@ def submitted_together(trace: Any, function: str) -> int:
     waits = np.sort(np.asarray(trace.blocks["start"], dtype=float))
     gap = np.searchsorted(waits, submits, side="right")  # how many waits began before each submit
     return int(np.bincount(gap).max())
+
+
+def tasks_reading_stored(trace: Any, function: str) -> dict[int, int]:
+    """``{task id: stored object}`` for ``function``'s tasks that read one on their worker, from an engine's records.
+
+    A cell in Dask's or Ray's own API (:mod:`eugo_lab.native`): ``meta["refs_read"]`` pairs a task with
+    the ``client.scatter``/``ray.put`` it was passed (the number of that call, as in ``trace.puts``).
+    """
+    mine = set(np.asarray(trace.tasks["task_id"])[trace.first_attempts(function)].tolist())
+    return {int(t): int(p) for t, p in trace.meta.get("refs_read", ()) if int(t) in mine}

@@ -29,6 +29,9 @@ from dask.sizeof import sizeof
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
 from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
+#: Results of at most this many bytes (``dask.sizeof``) are kept by the driver for the trace's result digests:
+#: enough for the numbers and short lists a grader compares, while a large array result is not held a second time.
+RESULT_KEEP_BYTES = 64 * 1024
 # Frames in these folders are not the notebook's line: a wait is attributed to the first frame outside them.
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (
     sys.modules["eugo_lab"], distributed, sys.modules["dask"]))
@@ -74,6 +77,20 @@ class DriverCalls:
     #: key -> keys of the tasks whose returned values it was passed (a dependency through the driver).
     driver_deps: dict[str, list[str]] = field(default_factory=dict)
     _values: DriverValues = field(default_factory=DriverValues)
+    #: Calls that sent work to (or scattered on) a client other than the recorded one: their tasks are not in the
+    #: recording (a comparison run reads it to tell that the cell reached the notebook's own cluster anyway).
+    other_client_calls: int = 0
+    _client: Any = None
+    #: key -> the value the driver received for it (values of up to RESULT_KEEP_BYTES: what a grader compares).
+    results: dict[str, Any] = field(default_factory=dict)
+    #: key of scattered data -> the number of the scatter call that made it.
+    scattered: dict[str, int] = field(default_factory=dict)
+    #: id(function) -> [function, name, tasks submitted with it]: what the driver pickled with each task.
+    functions: dict[int, list[Any]] = field(default_factory=dict)
+
+    def _note_client(self, client: Any) -> None:
+        if client is not self._client:
+            self.other_client_calls += 1
 
     # -- notes ------------------------------------------------------------------------------------
     def _identity(self, obj: Any) -> int:
@@ -97,18 +114,33 @@ class DriverCalls:
         if largest >= ARG_KEY_MIN_BYTES:
             self.arg_key[key] = self._identity(big)
 
+    def _keep_result(self, key: str, value: Any) -> None:
+        """Keep a small value the driver received as ``key``'s result (the first one: a task's result is one value)."""
+        if key not in self.results and int(sizeof(value)) <= RESULT_KEEP_BYTES:
+            self.results[key] = value
+
     def _returned(self, owner: Any, args: tuple, out: Any) -> None:
         """Note the values a ``result()``/``gather`` handed to the notebook, by the keys they came from."""
         try:
             if isinstance(owner, distributed.Future):
+                self._keep_result(str(owner.key), out)
                 self._values.note(self, out, str(owner.key), stored=lambda: stored_name(user_frame(_SKIP_DIRS)))
             elif args and isinstance(args[0], (list, tuple)) and isinstance(out, (list, tuple)) \
-                    and len(args[0]) == len(out) and len(out) <= MAX_FUTURES_NOTED:
+                    and len(args[0]) == len(out):
                 for f, v in zip(args[0], out):
                     if isinstance(f, distributed.Future):
-                        self._values.note(self, v, str(f.key))
+                        self._keep_result(str(f.key), v)
+                        if len(out) <= MAX_FUTURES_NOTED:
+                            self._values.note(self, v, str(f.key))
         except Exception:  # noqa: BLE001 - a tracing aid: a value that misbehaves is simply not noted
             pass
+
+    def _note_function(self, func: Any, tasks: int) -> None:
+        """Count ``tasks`` submitted with ``func``: Dask pickles the function into each task it sends."""
+        entry = self.functions.get(id(func))
+        if entry is None:
+            entry = self.functions[id(func)] = [func, getattr(func, "__name__", type(func).__name__), 0]
+        entry[2] += tasks
 
     def _passed(self, key: str, args: tuple, kwargs: dict) -> None:
         """Record the tasks whose returned values the submission of ``key`` was passed."""
@@ -178,16 +210,19 @@ class DriverCalls:
     def install(self, client: Any) -> None:
         """Wrap Dask's submitting and blocking calls, and listen to ``client``'s results, until :meth:`uninstall`."""
         notes = self
+        self._client = client
         self._listen(client)
 
         def submit(orig: Any) -> Any:
             def wrapper(client: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 fut = orig(client, func, *args, **kwargs)
                 t_end = time.time()  # before our own notes below: their time is not Dask's
                 notes.calls.append(t)
                 if isinstance(fut, distributed.Future):
                     notes.submit_spans.append((t, t_end, str(fut.key)))
+                    notes._note_function(func, 1)
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
                     notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])
@@ -197,6 +232,7 @@ class DriverCalls:
 
         def map_(orig: Any) -> Any:
             def wrapper(client: Any, func: Any, *iterables: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 # Lists in, so each task's own items can be sized; client.map makes lists of them itself.
                 seqs = [list(it) if not isinstance(it, (list, tuple, range)) and _plain_iterable(it) else it
@@ -204,6 +240,7 @@ class DriverCalls:
                 futs = orig(client, func, *seqs, **kwargs)
                 notes.calls.append(t)
                 if isinstance(futs, list):
+                    notes._note_function(func, len(futs))
                     shared = [v for k, v in kwargs.items() if k not in _MAP_OPTIONS]
                     for i, fut in enumerate(futs):
                         items = [s[i] for s in seqs if isinstance(s, (list, tuple, range)) and i < len(s)]
@@ -214,6 +251,7 @@ class DriverCalls:
 
         def collection(orig: Any) -> Any:  # compute, persist: the futures (or collections of them) they return
             def wrapper(client: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 out = orig(client, *args, **kwargs)
                 notes.calls.append(t)
@@ -224,14 +262,18 @@ class DriverCalls:
 
         def get(orig: Any) -> Any:  # dask.compute on a distributed client: submits the graph, then gathers
             def wrapper(client: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 notes.calls.append(time.time())
                 return orig(client, *args, **kwargs)
             return wrapper
 
         def scatter(orig: Any) -> Any:
             def wrapper(client: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+                notes._note_client(client)
                 t = time.time()
                 out = orig(client, data, *args, **kwargs)
+                for fut in dclient.futures_of(out):  # (an asynchronous client's coroutine holds none yet)
+                    notes.scattered.setdefault(str(fut.key), len(notes.scatters))
                 notes.scatters.append((t, int(sizeof(data))))
                 return out
             return wrapper
@@ -271,6 +313,8 @@ class DriverCalls:
                     notes._got([fut], end)
                 elif isinstance(fut, tuple) and fut and isinstance(fut[0], distributed.Future):  # with_results=True
                     notes._got([fut[0]], end)
+                    if len(fut) == 2:
+                        notes._keep_result(str(fut[0].key), fut[1])
                 return fut
             return wrapper
 
@@ -296,6 +340,8 @@ class DriverCalls:
         self._handlers.clear()
         self._hears_results = False
         self._keep.clear()
+        self._client = None
+        # (results, scattered and functions stay: the recording writes them into the trace after this)
 
     def submit_time(self, key: str, start: float, default: float) -> float:
         """When ``key`` was submitted: its future's call, else the last submission call before it ran.

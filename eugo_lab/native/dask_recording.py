@@ -16,20 +16,28 @@ the one every analysis reads:
 - the data dependencies between tasks, the large arguments (the same object, the same key),
   each ``scatter`` as a stored object, and every wait of the driver with the notebook's line;
 - transfers between workers in ``meta["transfers"]`` (``task``, ``source`` and ``target`` lanes,
-  ``bytes``, ``start``, ``end``).
+  ``bytes``, ``start``, ``end``);
+- the results the driver received (small ones: ``Trace.results``), which tasks read a scattered
+  copy on their worker (``meta["refs_read"]``: ``[task, scatter]``, from the worker's record of the
+  task's dependencies), what each function weighed as pickled into every task
+  (``Trace.functions_shipped``), and whether the workers share the notebook's process
+  (``meta["in_process"]``: then nothing is pickled or sent).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import pickle
 import threading
 import time
 from typing import Any
 
 from eugo_lab.contract.row import ERROR, OK, TaskStats
+from eugo_lab.contract.serialization import captured_sizes
 from eugo_lab.native.dask_driver import DriverCalls
 from eugo_lab.native.dask_worker import PLUGIN_NAME, TaskLog, take_log
+from eugo_lab.tracing.provenance import FunctionShipped
 from eugo_lab.tracing.recorder import Recorder
 from eugo_lab.tracing.trace import Trace
 
@@ -247,6 +255,8 @@ class DaskRecording:
             rec.record_put(i, nbytes, when)
         for kind, start, end, futures, source in sorted(drv.blocks, key=lambda b: b[1]):
             rec.record_block(kind, start, end, futures, source)
+        in_process = any(str(r.get("address", "")).startswith("inproc://") for r, _ in rows)
+        refs_read = self._provenance(rows)
         hosts = {h for h, _ in rec.workers.values()}
         local = bool(hosts) and hosts <= {_hostname()}
         # Functions with a task that had no future of its own: a collection's graph made it (chunks, partitions).
@@ -259,8 +269,50 @@ class DaskRecording:
                 "serializing_timed": False,
                 "threads_per_worker": max(self._nthreads, default=1),
                 "cores": os.cpu_count() if local else 0, "transfers": transfers,
-                "not_recorded": list(NOT_RECORDED), **meta}
-        return rec.close_region(self._mark, full)
+                "not_recorded": list(NOT_RECORDED), "in_process": in_process, "refs_read": refs_read, **meta}
+        trace = rec.close_region(self._mark, full)
+        if not in_process:  # an in-process worker takes the function object itself: nothing is pickled
+            trace.functions_shipped = _shipped(drv.functions.values())
+        return trace
+
+    def _provenance(self, rows: list[tuple[dict[str, Any], int]]) -> list[list[int]]:
+        """File the results the driver received as the tasks' results; return ``[task, scatter]`` reads.
+
+        Results: what each task's future handed the notebook (``Trace.results`` digests them), a
+        value Dask's worker computed, never one the notebook made. Reads: a task whose worker
+        record lists a scattered key among its dependencies read that scattered copy on its worker.
+        """
+        drv, rec = self.driver, self.recorder
+        for key, value in drv.results.items():
+            tid = self._ids.get(key)
+            if tid is None:
+                continue
+            try:
+                payload = pickle.dumps(value, protocol=5)
+            except Exception:  # noqa: BLE001 - a value plain pickle refuses gets no digest
+                continue
+            rec.attempts.append((tid, 1, _key_name(key), True, payload, None, None, None, None))
+        reads: set[tuple[int, int]] = set()
+        for r, _ in rows:
+            for d in r["deps"]:
+                if d in drv.scattered:
+                    reads.add((self._ids[r["key"]], drv.scattered[d]))
+        return [list(x) for x in sorted(reads)]
+
+
+def _shipped(functions: Any) -> tuple[FunctionShipped, ...]:
+    """What each submitted function weighed as Dask pickles it into every task: its payload, its captures, sends."""
+    import cloudpickle
+
+    out = []
+    for fn, name, sends in functions:
+        try:
+            payload = len(cloudpickle.dumps(fn, protocol=5))
+        except Exception:  # noqa: BLE001 - Dask's submit failed the same way; nothing was sent
+            continue
+        captured = captured_sizes(fn, payload)
+        out.append(FunctionShipped(name, payload, sum(n for _, n in captured), captured[:3], sends))
+    return tuple(out)
 
 
 def _unregister(client: Any) -> None:

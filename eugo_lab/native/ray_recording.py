@@ -8,6 +8,11 @@ submit tasks (``RemoteFunction._remote``: every ``f.remote()`` and ``f.options(.
 and the driver's ``ray.get``/``ray.wait``/``ray.put``, then reads ``ray.timeline()`` for the
 tasks it saw submitted and writes both through a fresh Recorder into the same Trace as any cell.
 
+The driver's side also gives the values ``ray.get`` returned for the cell's tasks (small ones:
+``Trace.results``), which tasks were passed a ``ray.put`` reference as a top-level argument (Ray
+resolves those on the worker; ``meta["refs_read"]``: ``[task, put]``) and every ``ray.wait``'s
+refs given, ``num_returns`` asked and refs returned ready (``meta["wait_calls"]``).
+
 Ray sends profile events about once a second, so collecting them adds a second or two after
 the cell. What Ray does not report is said in ``trace.meta["not_recorded"]``.
 """
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES, OK, TaskStats
+from eugo_lab.native.errors import NotComparable
 from eugo_lab.tracing.recorder import Recorder
 from eugo_lab.tracing.trace import Trace
 
@@ -38,6 +44,9 @@ NOT_RECORDED = (
 # during .remote() itself (Ray's ``max_direct_call_object_size``): a .remote() with arguments that large spent
 # its time serializing and storing them, one with smaller ones mostly handing the task on.
 RAY_INLINE_MAX_BYTES = 100 * 1024
+#: Results of at most this many bytes are kept by the driver for the trace's result digests (numbers, short
+#: lists: what a grader compares), so a large array result is not held a second time.
+RESULT_KEEP_BYTES = 64 * 1024
 # How long to wait for the workers' profile events of every task the cell submitted (they come ~1 s apart).
 COLLECT_TIMEOUT_S = 8.0
 
@@ -100,6 +109,39 @@ class RayDriverCalls:
     _keep: list[Any] = field(default_factory=list)
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
+    #: task id -> the value ``ray.get`` handed the notebook for it (values of up to RESULT_KEEP_BYTES).
+    results: dict[str, Any] = field(default_factory=dict)
+    #: ``ray.put`` ObjectRef (hex) -> the number of the put that made it.
+    put_refs: dict[str, int] = field(default_factory=dict)
+    #: task id -> the puts passed to it as top-level arguments (Ray resolves those on the worker).
+    reads: dict[str, list[int]] = field(default_factory=dict)
+    #: Every ``ray.wait``: (refs given, num_returns asked, refs returned ready).
+    wait_calls: list[tuple[int, int, int]] = field(default_factory=list)
+    #: The most CPUs a task may ask for (a re-run held to that many, :mod:`eugo_lab.native.baseline`); None: any.
+    cpu_cap: float | None = None
+
+    def _check_cpus(self, fn: Any, options: dict[str, Any]) -> None:
+        """Refuse a task the capped re-run cannot hold to its CPUs (it would wait forever, or run uncounted)."""
+        if self.cpu_cap is None:
+            return
+        asked = options.get("num_cpus")
+        asked = 1.0 if asked is None else float(asked)
+        name = getattr(fn, "_function_name", "").rsplit(".", 1)[-1] or "a task"
+        cap = f"{self.cpu_cap:g} CPU{'s' if self.cpu_cap != 1 else ''}"
+        if asked < 1 or asked != int(asked):
+            raise NotComparable(f"{name} asks for {asked:g} CPUs: tasks that ask for less than one whole CPU run "
+                                f"several to a CPU, so a run held to {cap} would not be one task per CPU. Drop "
+                                "num_cpus (or give a whole number) to compare, or run without --compare/--scaling")
+        if asked > self.cpu_cap:
+            raise NotComparable(f"{name} asks for {asked:g} CPUs, more than the {cap} of this comparison run, so it "
+                                "could never start; ask --scaling for counts of at least that many")
+
+    def _keep_results(self, refs: list[Any], values: list[Any]) -> None:
+        """Keep the small values ``ray.get`` returned for the cell's tasks (the first value of each task)."""
+        for ref, value in zip(refs, values):
+            tid = ref.task_id().hex() if hasattr(ref, "task_id") else None
+            if tid in self.submitted and tid not in self.results and _size(value) <= RESULT_KEEP_BYTES:
+                self.results[tid] = value
 
     def _got(self, refs: list[Any], when: float) -> None:
         for ref in refs:
@@ -116,6 +158,7 @@ class RayDriverCalls:
 
         def remote(orig: Any) -> Any:
             def wrapper(fn: Any, args: Any = None, kwargs: Any = None, *rest: Any, **options: Any) -> Any:
+                notes._check_cpus(fn, options)
                 t = time.time()
                 out = orig(fn, args, kwargs, *rest, **options)
                 t_end = time.time()
@@ -137,6 +180,10 @@ class RayDriverCalls:
                     notes.deps[tid] = [v.task_id().hex() for v in values if isinstance(v, ray.ObjectRef)]
                     # Sizing the arguments above is ours: the call's span is Ray's own time in it.
                     notes.calls.setdefault(tid, (t, t_end))
+                    reads = [notes.put_refs[v.hex()] for v in values
+                             if isinstance(v, ray.ObjectRef) and v.hex() in notes.put_refs]
+                    if reads:
+                        notes.reads[tid] = reads
                 return out
             return wrapper
 
@@ -155,6 +202,11 @@ class RayDriverCalls:
                     notes.blocks.append((kind, start, end, len(refs) if many else 1, source))
                 done = out[0] if kind == "wait" else (list(refs) if many else [refs])
                 notes._got([r for r in done if isinstance(r, ray.ObjectRef)], end)
+                if kind == "wait":
+                    asked = kwargs.get("num_returns", args[0] if args else 1)
+                    notes.wait_calls.append((len(refs) if many else 1, int(asked), len(out[0])))
+                else:
+                    notes._keep_results(done, out if many else [out])
                 return out
             return wrapper
 
@@ -162,6 +214,8 @@ class RayDriverCalls:
             def wrapper(value: Any, *args: Any, **kwargs: Any) -> Any:
                 t = time.time()
                 out = orig(value, *args, **kwargs)
+                if isinstance(out, ray.ObjectRef):
+                    notes.put_refs.setdefault(out.hex(), len(notes.puts))
                 notes.puts.append((t, _size(value)))
                 return out
             return wrapper
@@ -213,11 +267,18 @@ def _spans(events: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str
 
 
 class RayRecording:
-    """Record the Ray tasks a cell submits: :meth:`start` before the cell, :meth:`stop` after."""
+    """Record the Ray tasks a cell submits: :meth:`start` before the cell, :meth:`stop` after.
 
-    def __init__(self) -> None:
-        self.driver = RayDriverCalls()
+    ``slots``: the CPUs the cell was held to (a comparison run, :mod:`eugo_lab.native.baseline`):
+    the trace's workers, and each task is drawn in the first of that many lanes free when it
+    started (Ray may run them on more worker processes than it lets run at once). ``cpu_cap``:
+    tasks asking for more CPUs, or for part of one, are refused at submission.
+    """
+
+    def __init__(self, slots: int | None = None, cpu_cap: float | None = None) -> None:
+        self.driver = RayDriverCalls(cpu_cap=cpu_cap)
         self.recorder = Recorder()
+        self.slots = slots
         self._mark: Any = None
 
     def start(self) -> RayRecording:
@@ -239,7 +300,7 @@ class RayRecording:
             spans = _spans(ray.timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
             if all("task:execute" in spans.get(t, {}) for t in wanted) or time.monotonic() > deadline:
                 break
-        slots = int(ray.cluster_resources().get("CPU", 0)) or 1
+        slots = self.slots or int(ray.cluster_resources().get("CPU", 0)) or 1
         trace = self._write(spans, slots, meta or {})
         trace.meta["region_end"] = end  # collecting the events is not the cell's time
         return trace
@@ -254,10 +315,12 @@ class RayRecording:
         ids = {tid: i for i, (tid, _) in enumerate(ran)}
         ends = {tid: s["task:execute"][1] for tid, s in ran}
         missing = len(drv.submitted) - len(ran)
-        for tid, s in ran:
-            lane = lanes.get(s["worker"])
+        packed = _pack([s["task:execute"] for _, s in ran], self.slots) if self.slots else None
+        for k, (tid, s) in enumerate(ran):
+            slot = s["worker"] if packed is None else packed[k]
+            lane = lanes.get(slot)
             if lane is None:
-                lane = lanes[s["worker"]] = len(lanes)
+                lane = lanes[slot] = len(lanes)
                 rec.worker_seen(lane, host if s["node"] in (local_ip, "127.0.0.1") else s["node"], 0)
             start, stop = s["task:execute"]
             deser = s.get("task:deserialize_arguments", (start, start))
@@ -280,6 +343,13 @@ class RayRecording:
             nbytes = drv.bytes_in.get(tid, 0)
             pickled = end if nbytes > RAY_INLINE_MAX_BYTES else start
             rec.driver.spent(start, pickled, end, ids.get(tid, -1), nbytes)
+        for tid, value in drv.results.items():  # what ray.get handed the notebook: Trace.results digests it
+            if tid in ids:
+                try:
+                    payload = pickle.dumps(value, protocol=5)
+                except Exception:  # noqa: BLE001 - a value plain pickle refuses gets no digest
+                    continue
+                rec.attempts.append((ids[tid], 1, drv.names.get(tid, "task"), True, payload, None, None, None, None))
         for i, (when, nbytes) in enumerate(drv.puts):
             rec.record_put(i, nbytes, when)
         for kind, start, end, n, source in sorted(drv.blocks, key=lambda b: b[1]):
@@ -295,8 +365,27 @@ class RayRecording:
         full = {"backend": "ray", "api": "ray", "driver_deps_recorded": False,  # values through ray.get: not yet
                 "engine_functions": own,
                 "workers": slots, "cores": os.cpu_count() if local else 0,
-                "not_recorded": not_recorded, **meta}
+                "not_recorded": not_recorded,
+                "refs_read": sorted([ids[t], p] for t, ps in drv.reads.items() if t in ids for p in set(ps)),
+                "wait_calls": [list(w) for w in drv.wait_calls], **meta}
         return rec.close_region(self._mark, full)
+
+
+def _pack(spans: list[tuple[float, float]], slots: int) -> list[int]:
+    """A lane of ``slots`` for each ``(start, end)``: the first free at its start, else the one free soonest.
+
+    A run held to ``slots`` CPUs never has more tasks running at once; Ray's stamps of one task's
+    end and the next one's start on the freed CPU can overlap by a hair, hence "free soonest".
+    """
+    ends = [float("-inf")] * slots
+    out = [0] * len(spans)
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        start, end = spans[i]
+        free = [k for k in range(slots) if ends[k] <= start]
+        k = free[0] if free else min(range(slots), key=lambda k: ends[k])
+        ends[k] = end
+        out[i] = k
+    return out
 
 
 def _local_ip() -> str:

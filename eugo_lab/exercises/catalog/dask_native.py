@@ -1,0 +1,162 @@
+"""Exercise ``dask-scatter`` (Course 1, lesson 11): scatter a large array once, in Dask's own API.
+
+The cell is written with ``distributed.Client`` itself (no ``eugo_lab.hpc``); ``%%eugo`` records
+it from Dask's own records (:mod:`eugo_lab.native`): the bytes each task's arguments came to
+(``dask.sizeof``, as the driver sent them), what each function weighed as Dask pickles it into
+every task, each ``client.scatter``, which tasks' workers list a scattered key among their
+dependencies, and the values the driver received for each task.
+
+Starter cell (graded ``not yet``: the 16 MB array is pickled and sent with every task)::
+
+    %%eugo --exercise dask-scatter
+    import numpy as np
+
+    readings = np.random.default_rng(7).normal(20.0, 5.0, 2_000_000)  # 16 MB
+
+    def above(data, limit):
+        return int((data > limit).sum())
+
+    limits = [10, 15, 20, 25, 30, 35]
+    counts = client.gather([client.submit(above, readings, limit) for limit in limits])
+
+Reference solution: ``readings_f = client.scatter(readings, broadcast=True)`` and the same
+submissions with ``readings_f`` in place of ``readings``.
+
+Criteria, each from the recording: the tasks ran through Dask's own API on worker processes
+(in-process workers are sent nothing, so there would be nothing to measure); ``counts`` equals
+the counts computed here from the exercise's own array and limits; six ``above`` tasks ran;
+``counts`` holds what those tasks returned to the notebook; their arguments came to under
+``MAX_SHIPPED_SHARE`` of the array; the function carried no copy of it; exactly one scatter;
+every ``above`` task read the scattered copy on its worker.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+from eugo_lab.units import fmt_bytes
+
+SEED = 7
+SIZE = 2_000_000
+LIMITS = (10, 15, 20, 25, 30, 35)
+FUNCTION = "above"
+# A scattered future is a few hundred bytes; one copy of the array in the arguments is 100%: 10% is far from both.
+MAX_SHIPPED_SHARE = 0.1
+
+
+def reference_data() -> np.ndarray:
+    """The exercise's array, made here the same way the cell makes it."""
+    return np.random.default_rng(SEED).normal(20.0, 5.0, SIZE)
+
+
+def expected_counts() -> list[int]:
+    """How many readings exceed each limit, in the order of the limits."""
+    data = reference_data()
+    return [int((data > limit).sum()) for limit in LIMITS]
+
+
+_SOLUTION = ("readings_f = client.scatter(readings, broadcast=True)  # one copy on the cluster\n"
+             "counts = client.gather([client.submit(above, readings_f, limit) for limit in limits])")
+HINTS = {
+    DEFAULT: Hint("Send the array to the cluster once with the client's scatter, before submitting, and give every "
+                  "task the future scatter returns instead of the array itself.", _SOLUTION),
+    "not-native": Hint("Write the cell with Dask's own client: client.scatter for the array, client.submit for "
+                       "each task, client.gather for the results (no hpc in this cell).", _SOLUTION),
+    "no-client": Hint("Run the lesson's first code cell: it makes `client`, a Dask client on the lesson's "
+                      "cluster. Then submit each above call with client.submit.", "client = Client(cluster)\n"
+                      + _SOLUTION),
+    "in-process": Hint("Use a client of the lesson's cluster of worker processes (its first code cell), "
+                       "so the tasks' arguments are really sent.", "client = Client(cluster)\n" + _SOLUTION),
+    "results": Hint("`counts` must hold what the six above tasks return, one per limit, in the order of `limits`.",
+                    _SOLUTION),
+    "local": Hint("Submit each of the six above calls to the cluster with client.submit (or client.map).",
+                  _SOLUTION),
+    "decoy": Hint("Let `counts` be what the above tasks returned (client.gather of their futures), not counts "
+                  "computed here in the notebook.", _SOLUTION),
+    "by-value": Hint("Scatter the array once and pass the future scatter returns to every task; that future is a "
+                     "few hundred bytes, the array 16 MB.", _SOLUTION),
+    "captured": Hint("Pass the array to the function as an argument (the scattered future) instead of reading a "
+                     "global: Dask pickles a function with what it reads into every task it sends.", _SOLUTION),
+    "no-scatter": Hint("Make the array once in the notebook, scatter it to the cluster, and pass the future to "
+                       "every task.", _SOLUTION),
+    "scatter-per-task": Hint("Call scatter once, before the loop, and pass the same future to every task.",
+                             _SOLUTION),
+    "scatter-unused": Hint("Pass the future scatter returned to every task as its argument, so each task reads the "
+                           "scattered copy on its worker.", _SOLUTION),
+}
+
+
+def _dask_run(a: Attempt) -> None:
+    """Raise ``NotYet`` unless the cell's tasks were recorded from Dask's own API on worker processes."""
+    trace = a.trace
+    api = trace.meta.get("api")
+    if api != "dask":
+        n = measure.tasks(trace)
+        if n:
+            raise NotYet(f"your cell's {measure.plural(n, 'task')} ran through eugo_lab.hpc, not Dask's own API: this "
+                         "exercise is about Dask's client (scatter, submit, gather), so write the cell without hpc.",
+                         mistake="not-native")
+        raise NotYet("no Dask task was recorded: the cell needs the Dask client made in the lesson's first code cell "
+                     "(`client`), and each above call submitted with it.", mistake="no-client")
+    if trace.meta.get("in_process"):
+        raise NotYet("your client's workers run inside this notebook's process (a cluster without worker processes): "
+                     "Dask hands them the notebook's objects without pickling or sending anything, so this exercise "
+                     "cannot see what each task carried. Use a client of the lesson's cluster of worker processes.",
+                     mistake="in-process")
+
+
+@exercise("dask-scatter", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
+          title="Scatter a large array once, in Dask's own API", hints=HINTS, native_api=True)
+def dask_scatter(a: Attempt) -> Verdict:
+    """Grade scattering: the right counts, from six tasks that all read one scattered copy of the array."""
+    _dask_run(a)
+    counts = a.require("counts")
+    expected = expected_counts()
+    n_limits = len(LIMITS)
+    try:
+        right = [int(c) for c in counts] == expected
+    except (TypeError, ValueError):
+        right = False
+    if not right:
+        return a.not_yet(f"`counts` is not the {n_limits} counts of readings above each limit, in the order of "
+                         "`limits`.", mistake="results")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n < n_limits:
+        return a.not_yet(f"only {n} of the {n_limits} above calls ran as Dask tasks.", mistake="local")
+    came = derivation.listed(list(counts), a.trace, FUNCTION, name="counts", ordered=False)
+    if not came:
+        return a.not_yet(f"{came.why}: the right counts were computed here in the notebook, while the tasks "
+                         "computed something else.", mistake="decoy")
+    data_bytes = SIZE * 8
+    size = fmt_bytes(data_bytes, ".3g")
+    shipped = measure.bytes_in(a.trace, FUNCTION)
+    if shipped > MAX_SHIPPED_SHARE * data_bytes:
+        return a.not_yet(f"the {n} above tasks were sent {fmt_bytes(shipped, '.3g')} of arguments in all, about "
+                         f"{fmt_bytes(shipped / n, '.3g')} each: the {size} array went by value with every task.",
+                         mistake="by-value")
+    fn = measure.carried(a.trace, FUNCTION)
+    if fn is not None and fn.captured_bytes > MAX_SHIPPED_SHARE * data_bytes:
+        names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
+        return a.not_yet(f"the above function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')} and Dask sent it "
+                         f"{measure.plural(fn.sends, 'time')}, with every task: it carried the array{names}, a global "
+                         "it reads, so the array went with every task anyway.", mistake="captured")
+    scatters = len(a.trace.puts["ref"])
+    if scatters == 0:
+        return a.not_yet("the cell never called scatter: the tasks made or found their data some other way, so no "
+                         f"copy of the {size} array was sent to the cluster once and shared.", mistake="no-scatter")
+    if scatters > 1:
+        return a.not_yet(f"the cell called scatter {scatters} times: each call sends another copy of the {size} "
+                         "array.", mistake="scatter-per-task")
+    reading = len(measure.tasks_reading_stored(a.trace, FUNCTION))
+    if reading < n:
+        return a.not_yet(f"the cell scattered the array, but {reading} of the {n} above tasks read the scattered "
+                         "copy on their workers: the future scatter returned did not reach "
+                         f"{'them' if not reading else 'the others'} as an argument.", mistake="scatter-unused")
+    return a.passed(f"all {n} above tasks read the one scattered copy of the array on their workers "
+                    "(1 client.scatter)",
+                    f"their arguments came to under {MAX_SHIPPED_SHARE:.0%} of the array's {size}, and the function "
+                    "carried no copy of it",
+                    f"`counts` is the {n_limits} values those tasks returned, in the order of the limits",
+                    details=(f"{fmt_bytes(shipped, '.3g')} of arguments shipped",))

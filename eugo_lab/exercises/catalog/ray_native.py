@@ -1,0 +1,156 @@
+"""Exercise ``ray-wait`` (Course 1, lesson 11): take results as they finish with ``ray.wait``, in Ray's own API.
+
+The cell is written with Ray itself (``@ray.remote``, ``.remote()``, ``ray.wait``, ``ray.get``; no
+``eugo_lab.hpc``); ``%%eugo`` records it from Ray's own records and the driver's calls
+(:mod:`eugo_lab.native.ray_recording`): the tasks Ray ran, every ``ray.get`` and ``ray.wait``
+(each wait's refs given, ``num_returns`` asked and refs returned ready), and the values
+``ray.get`` handed the notebook for each task.
+
+Starter cell (graded ``not yet``: a ``ray.get`` per tile, in submission order, waits for the slow
+first tile while the others sit finished)::
+
+    %%eugo --exercise ray-wait
+    @ray.remote
+    def render(tile):
+        time.sleep(0.8 if tile == 0 else 0.1)  # tile 0 is the slow one
+        return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
+
+    refs = [render.remote(tile) for tile in range(6)]
+    shown = []
+    for ref in refs:
+        shown.append(ray.get(ref))
+
+Reference solution: ``while refs: ready, refs = ray.wait(refs); shown.append(ray.get(ready[0]))``.
+
+Criteria, each from the recording: the tasks ran through Ray's own API; ``shown`` holds the six
+tiles' values computed here (in any order: the order they finish in is Ray's); six ``render``
+tasks ran; ``shown`` holds what those tasks returned to the notebook; the results were taken
+through ``ray.wait``, no call but the last of several asking for all the refs it was given, the
+values taken with ``ray.get`` between the waits (not all after the last one), and those waits
+reported every tile ready between them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+
+TILES = 6
+FUNCTION = "render"
+
+
+def tile_value(tile: int) -> int:
+    """What ``render(tile)`` returns: the sum of the tile's made-up pixel values."""
+    return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
+
+
+def expected_values() -> list[int]:
+    """Every tile's value, in tile order."""
+    return [tile_value(t) for t in range(TILES)]
+
+
+_SOLUTION = ("refs = [render.remote(tile) for tile in range(6)]\n"
+             "shown = []\n"
+             "while refs:\n"
+             "    ready, refs = ray.wait(refs)  # returns as soon as one tile is done\n"
+             "    shown.append(ray.get(ready[0]))")
+HINTS = {
+    DEFAULT: Hint("Submit every tile first; then, while some are left, ask ray.wait for the next one that is "
+                  "done, take its value with ray.get and keep waiting for the rest.", _SOLUTION),
+    "not-native": Hint("Write the cell with Ray's own API: @ray.remote on the function, .remote() for each tile, "
+                       "ray.wait and ray.get for the results (no hpc in this cell).", _SOLUTION),
+    "no-ray": Hint("Run the lesson's cells above first: they start Ray. Then submit each tile with "
+                   "render.remote(tile).", _SOLUTION),
+    "results": Hint("`shown` must hold the value of every one of the six tiles, each once, as the render tasks "
+                    "return them.", _SOLUTION),
+    "local": Hint("Submit each of the six render calls to Ray with .remote().", _SOLUTION),
+    "decoy": Hint("Let `shown` hold what ray.get returns for the render tasks, not values computed here in the "
+                  "notebook.", _SOLUTION),
+    "get-in-order": Hint("A ray.get on one ref waits for that ref, however long it takes. Ask ray.wait which ref is "
+                         "done first, and take that one.", _SOLUTION),
+    "wait-for-all": Hint("Ask ray.wait for fewer refs than you give it (num_returns is 1 unless you say more), take "
+                         "those, and wait again for the rest.", _SOLUTION),
+    "wait-then-get-all": Hint("Keep waiting until ray.wait has handed you every tile: loop while refs are left, "
+                              "taking each ready one as it comes.", _SOLUTION),
+}
+
+
+def _ray_run(a: Attempt) -> None:
+    """Raise ``NotYet`` unless the cell's tasks were recorded from Ray's own API."""
+    if a.trace.meta.get("api") != "ray":
+        n = measure.tasks(a.trace)
+        if n:
+            raise NotYet(f"your cell's {measure.plural(n, 'task')} ran through eugo_lab.hpc, not Ray's own API: this "
+                         "exercise is about ray.wait, so write the cell with Ray's own calls and without hpc.",
+                         mistake="not-native")
+        raise NotYet("no Ray task was recorded: Ray must be running (the lesson's cells above start it) and each "
+                     "tile submitted to it with .remote().", mistake="no-ray")
+
+
+def _taken_as_they_finish(a: Attempt, n: int) -> None:
+    """Raise ``NotYet`` unless the results came through ``ray.wait`` calls that each asked for part of what they got."""
+    waits = [(int(g), int(k), int(r)) for g, k, r in a.trace.meta.get("wait_calls", ())]
+    gets = [(kind, futures) for kind, futures, _ in measure.waits(a.trace) if kind == "get"]
+    if not waits:
+        singles = sum(1 for _, futures in gets if futures == 1)
+        if singles >= n:
+            raise NotYet(f"the cell took the {n} results with {measure.plural(singles, 'ray.get')} of one ref each, "
+                         "in the order the tiles were submitted: each get waited for its own tile, the slow first "
+                         "one too, while tiles that had finished sat ready. The cell never called ray.wait.",
+                         mistake="get-in-order")
+        raise NotYet(f"the cell took the {n} results with ray.get on many refs at once, which returns only when the "
+                     "slowest of them is done: no tile was taken as it finished. The cell never called ray.wait.",
+                     mistake="get-in-order")
+    # A wait for all of several refs returns only when the slowest is done; the last of a loop that took the
+    # others a few at a time may ask for all that are left, if no more than it asked for each time before
+    # (num_returns=2 with two left), not for all the rest after taking one.
+    batch = max((k for _, k, _ in waits[:-1]), default=0)
+    whole = [(g, k) for i, (g, k, _) in enumerate(waits)
+             if k >= g > 1 and not (0 < i == len(waits) - 1 and g <= batch)]
+    if whole:
+        g, k = whole[0]
+        raise NotYet(f"the cell called ray.wait on {g} refs asking for {k} of them at once: that wait returns only "
+                     "when all of them are done, which is what one ray.get does.", mistake="wait-for-all")
+    ready = sum(r for _, _, r in waits)
+    if ready < n:
+        raise NotYet(f"the cell's {measure.plural(len(waits), 'ray.wait')} reported {ready} of the {n} tiles ready "
+                     "between them: the others were taken with ray.get on refs no wait had reported ready, so "
+                     "the cell waited for all of them at once.", mistake="wait-then-get-all")
+    order = [kind for kind, _, _ in measure.waits(a.trace)]  # the driver's calls, in the order it made them
+    if "get" in order and order.index("get") > len(order) - 1 - order[::-1].index("wait"):
+        raise NotYet(f"the cell waited for the tiles with {measure.plural(len(waits), 'ray.wait')}, but took their "
+                     "values only after the last wait, with ray.get: no tile's value was taken as it finished.",
+                     mistake="wait-then-get-all")
+
+
+@exercise("ray-wait", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
+          title="Take results as they finish with ray.wait", hints=HINTS, native_api=True)
+def ray_wait(a: Attempt) -> Verdict:
+    """Grade taking results as they finish: every tile's value, from six tasks, taken through partial ray.waits."""
+    _ray_run(a)
+    shown = a.require("shown")
+    expected = expected_values()
+    try:
+        mine = Counter(int(v) for v in shown)
+    except (TypeError, ValueError):
+        mine = Counter()
+    if mine != Counter(expected):
+        return a.not_yet(f"`shown` does not hold the values of the {TILES} tiles, each once.", mistake="results")
+    n = measure.tasks(a.trace, FUNCTION)
+    if n < TILES:
+        return a.not_yet(f"only {n} of the {TILES} render calls ran as Ray tasks.", mistake="local")
+    came = derivation.listed(list(shown), a.trace, FUNCTION, name="shown", ordered=False)
+    if not came:
+        return a.not_yet(f"{came.why}: the right values were computed here in the notebook, while the tasks "
+                         "computed something else.", mistake="decoy")
+    _taken_as_they_finish(a, TILES)
+    calls = len(a.trace.meta.get("wait_calls", ()))  # (a wait with a timeout may return none: a detail, not a line)
+    return a.passed(f"the {TILES} render tasks ran on Ray, and the cell took their results through ray.wait, a "
+                    "few at a time as they were done, never all of them in one call",
+                    f"those waits reported all {TILES} tiles ready between them, so each was taken once it was done",
+                    f"`shown` holds the {TILES} values the tasks returned",
+                    details=(f"{measure.plural(calls, 'ray.wait call')}",))
