@@ -70,9 +70,10 @@ def _overlap(trace) -> bool:
 def test_compare_reruns_the_cell_on_a_one_worker_copy_and_measures_the_speedup(ip, client, capsys):
     ip.run_cell_magic("eugo", "--compare --save t", "out = client.gather(client.map(nap, range(6), pure=False))\n")
     text = capsys.readouterr().out
-    from eugo_lab.cellrun.report import of_trace
+    from eugo_lab.cellrun.report import latest
 
-    summary = of_trace(ip.user_ns["t"])
+    summary = latest()
+    assert summary is not None and summary.trace is ip.user_ns["t"]
     base, main = (r.trace for r in summary.runs)
     assert [r.workers for r in summary.runs] == [1, 2]
     assert len(base) == len(main) == 6 and base.n_workers == 1 and main.n_workers == 2
@@ -90,9 +91,10 @@ def test_compare_reruns_the_cell_on_a_one_worker_copy_and_measures_the_speedup(i
 def test_scaling_reaches_the_copy_through_get_client(ip, client, capsys):
     cell = "c = get_client()\nout = c.gather(c.map(nap, range(4), pure=False))\n"
     ip.run_cell_magic("eugo", "--scaling 1,2,3 --save t", cell)
-    from eugo_lab.cellrun.report import of_trace
+    from eugo_lab.cellrun.report import latest
 
-    summary = of_trace(ip.user_ns["t"])
+    summary = latest()
+    assert summary is not None and summary.trace is ip.user_ns["t"]
     assert [r.workers for r in summary.runs] == [1, 3, 2]  # the notebook's own cluster (2) runs last, as main
     assert [len(r.trace) for r in summary.runs] == [4, 4, 4]
     assert summary.runs[1].trace.n_workers == 3
@@ -107,9 +109,11 @@ def test_a_cluster_of_processes_is_copied_as_processes(ip, client, capsys):
     try:
         ip.run_cell_magic("eugo", "--compare --save t",
                           "out = client.gather([client.submit(np.sum, data, pure=False) for _ in range(3)])\n")
-        from eugo_lab.cellrun.report import of_trace
+        from eugo_lab.cellrun.report import latest
 
-        base, main = (r.trace for r in of_trace(ip.user_ns["t"]).runs)
+        summary = latest()
+        assert summary is not None and summary.trace is ip.user_ns["t"]
+        base, main = (r.trace for r in summary.runs)
         # by value to worker processes: the same bytes sent with every task, in both runs
         assert list(base.tasks["bytes_in"]) == list(main.tasks["bytes_in"]) == [data_bytes(ip)] * 3
         assert ip.user_ns["client"] is other

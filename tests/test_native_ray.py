@@ -271,10 +271,11 @@ def _groups_left() -> list[str]:
 
 
 def test_compare_reruns_on_one_of_rays_cpus_and_measures_the_speedup(live_ray, capsys):
-    from eugo_lab.cellrun.report import of_trace
+    from eugo_lab.cellrun.report import latest
 
     live_ray.run_cell_magic("eugo", "--compare --save t", "out = ray.get([nap.remote(i) for i in range(4)])\n")
-    summary = of_trace(live_ray.user_ns["t"])
+    summary = latest()
+    assert summary is not None and summary.trace is live_ray.user_ns["t"]
     base, main = (r.trace for r in summary.runs)
     assert [r.workers for r in summary.runs] == [1, 2] and len(base) == len(main) == 4
     assert set(base.tasks["worker"]) == {0}  # held to one CPU: one task at a time, one lane
