@@ -302,3 +302,19 @@ def test_a_runtime_without_the_automatic_jit_says_so_and_names_optimize_true(ip,
         _asked_is_named(cap, "by hpc.init(optimize=False)")
     finally:
         hpc.shutdown()
+
+
+def test_a_function_run_as_tasks_and_in_the_notebook_has_one_line_and_one_count(ip, kernel_mode):
+    # Before: two lines for sq (its tasks' verdict, then its calls in the notebook's process), counted twice in the
+    # heading ("2 not tried" for one function); a summary read "4 not tried" over the lines of 2 functions.
+    cell = "def sq(x):\n    return x * x\n\nprint(sum(sq(i) for i in range(5)))\nr = hpc.map(sq, range(40))\n"
+    ip.run_cell("from eugo_lab import hpc")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off", cell)
+    rep = hpc.last_optimizations()
+    jit = [o for o in rep.items if o.kind == "jit"]
+    assert [o.target for o in jit] == ["sq"], rep.items
+    assert "; in the notebook: " in jit[0].precise, jit[0].precise
+    section = _section(_summary(cap)["text/plain"])
+    counted = sum(int(n) for n in re.findall(r"(\d+) (?:applied|declined|not tried)", section[0]))
+    assert counted == len(section) - 1 == len(rep.items), section

@@ -229,8 +229,8 @@ class CellOptimizer:
         note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
         report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
                                   threads_note=note)
-        report = opt_report.OptimizationReport(report.items + tuple(self._cell_items(_task_functions(trace))),
-                                               report.mode)
+        report = opt_report.OptimizationReport(
+            tuple(opt_report.with_driver_calls(report.items, self._cell_items(_task_functions(trace)))), report.mode)
         self.report = report
         cellrecord.contribute(opt_report.OPTIMIZATIONS, report)
         return report

@@ -18,6 +18,7 @@ says which a JIT could help; :func:`build` words the profile's evidence next to 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -334,6 +335,35 @@ def _off_report(trace: Any, off: str, requested: Iterable[str]) -> OptimizationR
                               f"automatic JIT off {why}; optimize=True on {names}")
 
 
+def with_driver_calls(items: Sequence[Optimization], cell_items: Sequence[Optimization]) -> list[Optimization]:
+    """``items`` (the tasks' lines) then ``cell_items`` (the notebook's own calls), one line per function.
+
+    A cell's function can run both as tasks and in the notebook's process: each side has its own verdict,
+    and two lines of one function made the heading count it twice. Its cell line is folded into its task
+    line instead, after "in the notebook:"; it counts as applied where either side ran compiled, and as tried
+    where either side was tried.
+    """
+    out = list(items)
+    at = {o.target: i for i, o in enumerate(out) if o.kind == "jit"}
+    for c in cell_items:
+        i = at.get(c.target) if c.kind == "jit" else None
+        if i is None:
+            at[c.target] = len(out)
+            out.append(c)
+            continue
+        o = out[i]
+        tail = c.target + ": "
+
+        def rest(text: str, tail: str = tail) -> str:
+            return text[len(tail):] if text.startswith(tail) else text
+        out[i] = dataclasses.replace(o, precise=f"{o.precise}; in the notebook: {rest(c.precise)}",
+                                     bucketed=f"{o.bucketed}; in the notebook: {rest(c.bucketed)}",
+                                     numbers={**o.numbers, "in_notebook": dict(c.numbers)},
+                                     applied=o.applied or c.applied, tried=o.tried or c.tried,
+                                     reason=o.reason or c.reason, advice=o.advice or c.advice)
+    return out
+
+
 def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: Iterable[Any] = (),
               opted_out: Iterable[str] = (), off: str = "",
               requested: Iterable[str] = ()) -> OptimizationReport | None:
@@ -351,7 +381,7 @@ def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: It
     if trace is not None:
         earlier.remember(trace, items)
     items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
-    items += list(cell_items)
+    items = with_driver_calls(items, cell_items)
     items += [_batch_item(s) for s in coalesced if s.calls]
     return OptimizationReport(tuple(items), "automatic") if items else None
 
