@@ -248,3 +248,73 @@ def test_optimize_compiles_a_task_given_put_references(ip, kernel_mode):
     expected[1:-1] = (a[:-2] + a[1:-1] + a[2:]) / 3.0  # the loop's arithmetic, in the same order
     for r in ip.user_ns["out"]:
         np.testing.assert_array_equal(r, expected)
+
+
+ASKED = '''
+import numpy as np
+from eugo_lab import hpc
+
+@hpc.remote(optimize=True)
+def halved_sum(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * 0.5
+    return s
+
+big = np.arange(200_000, dtype=np.float64)
+'''
+ASKED_CELL = "hpc.get([halved_sum.remote(big) for _ in range(4)])"
+
+
+def _asked_is_named(cap, why: str) -> None:
+    """The summary and hpc.last_optimizations() say the automatic JIT was off ``why`` but halved_sum's own JIT ran."""
+    text = _summary(cap)["text/plain"]
+    in_force = f"automatic JIT off {why}; optimize=True on halved_sum"
+    assert f"optimize: {in_force}" in text and "optimize: automatic\n" not in text, text
+    assert _section(text)[0].startswith(f"Optimizations ({in_force}): "), text
+    rep = hpc.last_optimizations()
+    line = rep.find("runtime").precise
+    assert line.endswith("every function ran as plain Python except halved_sum, declared @hpc.remote(optimize=True), "
+                         "which ran its own JIT as asked"), line
+    assert rep.find("halved_sum", "jit") is not None, rep.items  # its own verdict's line (compiled or not)
+
+
+def test_a_profiled_cell_names_the_functions_that_asked_for_their_own_jit(ip, kernel_mode):
+    # Before: "automatic JIT off while profiling ...: every function ran as plain Python" while the optimize=True
+    # function kept running compiled. The decorator is part of the code as written: it runs as asked, and is named.
+    ip.run_cell(ASKED)
+    with capture_output():
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off", ASKED_CELL)
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off --profile", ASKED_CELL)
+    _asked_is_named(cap, "while profiling")
+
+
+def test_a_runtime_without_the_automatic_jit_says_so_and_names_optimize_true(ip, kernel_mode):
+    # Before: "optimize: automatic" and "Optimizations (automatic)" under hpc.init(optimize=False), and "every
+    # function ran as plain Python" while the optimize=True function ran compiled.
+    ip.run_cell(ASKED)
+    hpc.shutdown()
+    hpc.init("local", workers=2, optimize=False)
+    try:
+        with capture_output() as cap:
+            ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off", ASKED_CELL)
+        _asked_is_named(cap, "by hpc.init(optimize=False)")
+    finally:
+        hpc.shutdown()
+
+
+def test_a_function_run_as_tasks_and_in_the_notebook_has_one_line_and_one_count(ip, kernel_mode):
+    # Before: two lines for sq (its tasks' verdict, then its calls in the notebook's process), counted twice in the
+    # heading ("2 not tried" for one function); a summary read "4 not tried" over the lines of 2 functions.
+    cell = "def sq(x):\n    return x * x\n\nprint(sum(sq(i) for i in range(5)))\nr = hpc.map(sq, range(40))\n"
+    ip.run_cell("from eugo_lab import hpc")
+    with capture_output() as cap:
+        ip.run_cell_magic("eugo", "-w 2 --no-live --gpu off", cell)
+    rep = hpc.last_optimizations()
+    jit = [o for o in rep.items if o.kind == "jit"]
+    assert [o.target for o in jit] == ["sq"], rep.items
+    assert "; in the notebook: " in jit[0].precise, jit[0].precise
+    section = _section(_summary(cap)["text/plain"])
+    counted = sum(int(n) for n in re.findall(r"(\d+) (?:applied|declined|not tried)", section[0]))
+    assert counted == len(section) - 1 == len(rep.items), section

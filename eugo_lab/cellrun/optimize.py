@@ -134,6 +134,7 @@ class CellOptimizer:
         self._before = {s.function: s for s in coalesce.all_stats()}
         record = cellrecord.target()  # the cell's: the runtime notes there what this run submitted and wraps
         record.opted_out.clear()
+        record.opted_in.clear()
         ns = self._ns = getattr(shell, "user_ns", None)
         was_auto = getattr(rt, "auto_optimize", True)
         self._runtime_off = not was_auto
@@ -211,10 +212,11 @@ class CellOptimizer:
             cellrecord.contribute(opt_report.OPTIMIZATIONS, None)  # --no-optimize: the latest cell optimized nothing
             return None
         if not self.explicit:
-            names = set(cellrecord.target().opted_out)
+            record = cellrecord.target()
             off = opt_report.RUNTIME_OFF if self._runtime_off else opt_report.PROFILED_OFF if self.profiled else ""
             self.report = opt_report.automatic(trace, self._cell_items(_task_functions(trace)),
-                                               _delta(self._before, coalesce.all_stats()), names, off)
+                                               _delta(self._before, coalesce.all_stats()), set(record.opted_out), off,
+                                               requested=set(record.opted_in))
             cellrecord.contribute(opt_report.OPTIMIZATIONS, self.report)  # hpc.last_optimizations(): these lines
             return self.report
         if hot is None and getattr(trace, "profiles", ()):
@@ -227,8 +229,8 @@ class CellOptimizer:
         note = "threads backend: one process, its BLAS threads are shared by the cell; nothing to limit"
         report = opt_report.build(trace, guard_plan(rt), _delta(self._before, coalesce.all_stats()), hot=hot,
                                   threads_note=note)
-        report = opt_report.OptimizationReport(report.items + tuple(self._cell_items(_task_functions(trace))),
-                                               report.mode)
+        report = opt_report.OptimizationReport(
+            tuple(opt_report.with_driver_calls(report.items, self._cell_items(_task_functions(trace)))), report.mode)
         self.report = report
         cellrecord.contribute(opt_report.OPTIMIZATIONS, report)
         return report

@@ -93,6 +93,9 @@ class CellRecord:
         self.trace: Any = before.trace if before is not None else None
         self.jit = before.jit if before is not None else "unhooked"  # see JIT_STATES
         self.opted_out: set[str] = set()  # names of optimize=False functions submitted while the record was open
+        # names of optimize=True functions submitted while the record was open (their own JIT runs, also where the
+        # automatic JIT is off: the report names them)
+        self.opted_in: set[str] = set()
         self.generation = 0  # the --optimize/automatic JIT's wrapper generation of the cell's run now going (0: none)
         self._values: dict[str, Any] = dict(before._values) if before is not None else {}
         self._lock = threading.Lock()

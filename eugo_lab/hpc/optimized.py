@@ -168,6 +168,10 @@ def jit_trial(rt: Any, record: FunctionRecord, args: tuple, kwargs: dict, items:
         cellrecord.target().opted_out.add(record.name)
         return record
     if not rt.optimize:
+        fn = record.fn.fn if isinstance(record.fn, Spread) else record.fn
+        if isinstance(fn, Optimized):  # optimize=True: its own trial runs whatever else is off (the report says so)
+            cellrecord.target().opted_in.add(record.name)
+            return record
         # A profile (hpc.profile, %%eugo --profile) measures the code as written: a function compiled
         # halfway through the region would leave its hot lines unsampled and its profile of two programs.
         if not getattr(rt, "auto_optimize", True) or rt.profiling is not None:

@@ -18,6 +18,7 @@ says which a JIT could help; :func:`build` words the profile's evidence next to 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ class OptimizationReport:
 
     items: tuple[Optimization, ...]
     mode: str = "--optimize"  # or "automatic": what the runtime did on its own, without annotation
+    # What was in force where the automatic JIT was off (hpc.init(optimize=False), --profile), naming the functions
+    # declared optimize=True that ran their own JIT all the same; "" where ``mode`` says it. The heading and the
+    # summary's "optimize:" show it instead of the mode.
+    in_force: str = ""
 
     @property
     def applied(self) -> list[Optimization]:
@@ -304,22 +309,79 @@ def unjudged(trace: Any, judged: Iterable[str], opted_out: Iterable[str] = ()) -
     return out
 
 
+def _off_report(trace: Any, off: str, requested: Iterable[str]) -> OptimizationReport:
+    """The report of a run with the automatic JIT off: its one line, and the ``optimize=True`` functions' own.
+
+    A function declared ``@hpc.remote(optimize=True)`` asked for its JIT itself: it ran its own trial (and,
+    compiled, its compiled code) while the automatic JIT was off, so the off line names it as the exception
+    and its verdict (from this trace, or said by the same workers earlier) has its line.
+    """
+    ran = set(getattr(trace, "functions", None) or ()) if trace is not None else set()
+    asked = sorted(n for n in set(requested) if n in ran)
+    why = "by hpc.init(optimize=False)" if off == RUNTIME_OFF else "while profiling"
+    if not asked:
+        return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic",
+                                  f"automatic JIT off {why}")
+    names = ", ".join(asked)
+    line = off.rsplit(": every function", 1)[0] + (
+        f": every function ran as plain Python except {names}, declared @hpc.remote(optimize=True), which ran "
+        f"{'its' if len(asked) == 1 else 'their'} own JIT as asked")
+    items = [Optimization("jit", "runtime", False, line, line, line, tried=False)]
+    own = [jit_item(v, None) for v in verdicts_from_trace(trace) if v.function in asked]
+    earlier.remember(trace, own)
+    said = {o.target for o in own}
+    own += [o for o in (earlier.recall(trace, n) for n in asked if n not in said) if o is not None]
+    return OptimizationReport(tuple(items + own), "automatic",
+                              f"automatic JIT off {why}; optimize=True on {names}")
+
+
+def with_driver_calls(items: Sequence[Optimization], cell_items: Sequence[Optimization]) -> list[Optimization]:
+    """``items`` (the tasks' lines) then ``cell_items`` (the notebook's own calls), one line per function.
+
+    A cell's function can run both as tasks and in the notebook's process: each side has its own verdict,
+    and two lines of one function made the heading count it twice. Its cell line is folded into its task
+    line instead, after "in the notebook:"; it counts as applied where either side ran compiled, and as tried
+    where either side was tried.
+    """
+    out = list(items)
+    at = {o.target: i for i, o in enumerate(out) if o.kind == "jit"}
+    for c in cell_items:
+        i = at.get(c.target) if c.kind == "jit" else None
+        if i is None:
+            at[c.target] = len(out)
+            out.append(c)
+            continue
+        o = out[i]
+        tail = c.target + ": "
+
+        def rest(text: str, tail: str = tail) -> str:
+            return text[len(tail):] if text.startswith(tail) else text
+        out[i] = dataclasses.replace(o, precise=f"{o.precise}; in the notebook: {rest(c.precise)}",
+                                     bucketed=f"{o.bucketed}; in the notebook: {rest(c.bucketed)}",
+                                     numbers={**o.numbers, "in_notebook": dict(c.numbers)},
+                                     applied=o.applied or c.applied, tried=o.tried or c.tried,
+                                     reason=o.reason or c.reason, advice=o.advice or c.advice)
+    return out
+
+
 def automatic(trace: Any, cell_items: Sequence[Optimization] = (), coalesced: Iterable[Any] = (),
-              opted_out: Iterable[str] = (), off: str = "") -> OptimizationReport | None:
+              opted_out: Iterable[str] = (), off: str = "",
+              requested: Iterable[str] = ()) -> OptimizationReport | None:
     """What the runtime did on its own in one cell (no ``--optimize``): one line per function; None: none ran.
 
     ``cell_items``: the lines of the cell's own functions run in the driver; ``opted_out``: names
     declared ``optimize=False``; ``off``: the one line to show when the runtime's JIT is off
-    (``hpc.init(optimize=False)``).
+    (``hpc.init(optimize=False)``, ``--profile``); ``requested``: names declared ``optimize=True``
+    submitted in the run (their own JIT ran even where the automatic one was off).
     """
     if off:
-        return OptimizationReport((Optimization("jit", "runtime", False, off, off, off, tried=False),), "automatic")
+        return _off_report(trace, off, requested)
     verdicts = verdicts_from_trace(trace) if trace is not None else []
     items = [jit_item(v, None) for v in verdicts]
     if trace is not None:
         earlier.remember(trace, items)
     items += unjudged(trace, [v.function for v in verdicts], opted_out) if trace is not None else []
-    items += list(cell_items)
+    items = with_driver_calls(items, cell_items)
     items += [_batch_item(s) for s in coalesced if s.calls]
     return OptimizationReport(tuple(items), "automatic") if items else None
 
@@ -333,7 +395,7 @@ def _of_region(record: cellrecord.CellRecord) -> OptimizationReport | None:
     if record.jit == "unhooked":
         return None
     off = RUNTIME_OFF if record.jit == "off" else ""
-    return automatic(record.trace, (), (), set(record.opted_out), off)
+    return automatic(record.trace, (), (), set(record.opted_out), off, set(record.opted_in))
 
 
 #: The latest cell's or region's report in its cell record (``hpc.last_optimizations()`` reads it): a cell puts

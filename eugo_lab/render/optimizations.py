@@ -22,7 +22,8 @@ _KIND = {"jit": "JIT (Numba)", "batch": "batching", "map": "hpc.map batching", "
 def heading(report: OptimizationReport) -> str:
     """``Optimizations: 2 applied, 1 declined``."""
     skipped = sum(1 for o in report.declined if not getattr(o, "tried", True))
-    return f"Optimizations ({getattr(report, 'mode', '--optimize')}): {len(report.applied)} applied, " \
+    said = getattr(report, "in_force", "") or getattr(report, "mode", "--optimize")
+    return f"Optimizations ({said}): {len(report.applied)} applied, " \
         f"{len(report.declined) - skipped} declined" + (f", {skipped} not tried" if skipped else "")
 
 

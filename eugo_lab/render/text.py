@@ -45,6 +45,8 @@ def summary_text(s: Any, precise: bool = False) -> str:
     opts = s.options
     note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
     jit = "on" if opts.get("optimize") else "off" if opts.get("no_optimize") else "automatic"
+    if jit == "automatic" and getattr(getattr(s, "optimizations", None), "in_force", ""):
+        jit = s.optimizations.in_force  # off for the runtime or while profiling (optimize=True functions named)
     lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {jit}")
     # -- GPU offload: the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
