@@ -78,7 +78,7 @@ bench: deps bytecode
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.memspeed
 	$(PY) -m benchmarks.whatif --rounds 5
-	EUGO_JIT_DIFFERENTIAL_EXAMPLES=500 $(PY) -m pytest -q -p no:cacheprovider --timeout 3600 tests/test_jit_differential.py
+	EUGO_JIT_DIFFERENTIAL_EXAMPLES=500 $(PY) -m pytest -q -p no:cacheprovider --timeout 3600 tests/jit/test_jit_differential.py
 
 bench-quick: deps bytecode
 	$(PY) -m benchmarks.run --quick

@@ -6,7 +6,7 @@ notebooks' exercise cells never read or write a learner's real progress. Each no
 runs starts its kernel with a fresh store of its own, ``<run folder>/notebooks/<notebook path
 under the rootdir, without .ipynb>``, which stays until the run ends: the tests marked
 ``after_notebooks`` run last and read what each notebook's run left there
-(tests/test_solutions_never_count.py).
+(tests/exercises/test_solutions_never_count.py).
 
 A process that ends by ``os._exit`` or a signal prints no summary, and what it wrote to
 stderr during a test stays in pytest's capture. ``make test`` prints this file when pytest

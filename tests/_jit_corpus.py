@@ -1,4 +1,4 @@
-"""Small loop functions where compiled code and CPython could part: the corpus of tests/test_jit_differential.py.
+"""Small loop functions where compiled code and CPython could part: the corpus of tests/jit/test_jit_differential.py.
 
 Each is registered with the kinds of its arguments (see ``KINDS`` in the test): ``f`` a float, ``i``
 a Python int of any size, ``n`` a loop count, ``N`` a loop count up to 70,000 (where sums of cubes

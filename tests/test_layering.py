@@ -506,3 +506,13 @@ def test_every_feature_the_runtime_reaches_by_name_provides_what_it_uses():
         hooks.provider("gpu")
     hooks.preload_worker_modules()
     assert set(hooks.WORKER_PRELOADS) <= set(sys.modules)
+
+
+def test_the_tests_mirror_the_house():
+    # A test lives in the folder of the room it tests (tests/analysis/ for eugo_lab/analysis/...), so the next
+    # engineer finds a room's tests where the room is; only the house-wide checks stay at the top.
+    tests = Path(__file__).resolve().parent
+    rooms = {p.name for p in tests.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")}
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert rooms <= packages | {"courses"}, sorted(rooms - packages - {"courses"})
+    assert sorted(p.name for p in tests.glob("test_*.py")) == ["test_benchmarks.py", "test_layering.py"]

@@ -39,7 +39,7 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 echo "gpu-check: $("$py" -c 'import sys; print(sys.executable, "Python", sys.version.split()[0])')"
 
-timeout 150 "$py" -m pytest -q -p no:cacheprovider -o addopts="" -rs tests/test_offload_gpu.py tests/test_offload_kernels.py \
+timeout 150 "$py" -m pytest -q -p no:cacheprovider -o addopts="" -rs tests/offload/test_offload_gpu.py tests/offload/test_offload_kernels.py \
     || fail "GPU tests failed (or took over 150 s)"
 mkdir -p benchmarks/results
 timeout 100 "$py" -m benchmarks.gpu_crossover --budget 75 > benchmarks/results/gpu_crossover.md

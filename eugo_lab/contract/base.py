@@ -10,7 +10,7 @@ class is, whether it runs on this machine only, which addresses it takes, whethe
 are threads of this process, the options it takes. The registry of engines (``hpc.init``),
 the ``%%eugo`` options and help, address routing, the timeline's bandwidth and the thread
 guard all read it from :func:`engines`. A new engine is one module: its ``Backend``
-subclass and one :func:`register_engine` call (see ``tests/test_engine_descriptor.py``).
+subclass and one :func:`register_engine` call (see ``tests/backends/test_engine_descriptor.py``).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ and then:
   stay the slowest, the durations are inputs too (``as-completed``'s ``p.ms``), so the hidden
   case can be shorter and still hold;
 - its hints have a :data:`CARRY_OVER` entry (what to take from ``p`` instead of typing it);
-- its rows in ``tests/test_exercise_variants.py`` (the hidden seed fixed by patching
+- its rows in ``tests/exercises/test_exercise_variants.py`` (the hidden seed fixed by patching
   :func:`draw_seed`): the reference passes both cases, a typed answer does not carry over and
   its message holds nothing of the hidden case, an honest solution unlike the reference passes;
 - the lesson's exercise, starter and reference cells take the inputs with

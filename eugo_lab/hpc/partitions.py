@@ -10,7 +10,7 @@ Each partition travels by value, as the argument of its one task. ``hpc.put`` pa
 when many tasks share one object; here every partition is read by exactly one task, so a
 put would add a store and a reference without saving a copy. By value, the large column
 buffers already go through shared memory on the local pool, and the trace counts them: the
-tasks' ``bytes_in`` add up to about the frame's own size (``tests/test_map_partitions.py``).
+tasks' ``bytes_in`` add up to about the frame's own size (``tests/hpc/test_map_partitions.py``).
 Measured on the 2-core VM, 8 partitions of a 64 MB numeric frame, medians of 5 alternated
 runs: by value 131 ms, one put per partition 160 ms (and the trace then shows 576 bytes in).
 """

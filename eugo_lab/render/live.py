@@ -195,7 +195,7 @@ def _timeline_figure(n_lanes: int) -> tuple[Any, dict[str, Any]]:
         r.nonselection_glyph = None
         r.muted_glyph = None
     # Tooltip values are inserted as text by BokehJS (no "{safe}" format): a function named
-    # "<img src=x onerror=...>" shows as those characters (tests/test_browser.py checks it).
+    # "<img src=x onerror=...>" shows as those characters (tests/server/test_browser.py checks it).
     p.add_tools(HoverTool(renderers=[tasks, floor, hatched], tooltips=[
         ("function", "@function"), ("tasks", "@tasks"), ("duration", "@duration"), ("phases", "@phases"),
         ("bytes", "@bytes"), ("status", "@status"), ("gpu", "@gpu")]))

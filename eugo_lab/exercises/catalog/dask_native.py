@@ -63,7 +63,7 @@ HINTS = {
     DEFAULT: Hint("Send the array to the cluster once with the client's scatter, before submitting, and give every "
                   "task the future scatter returns instead of the array itself.", _SOLUTION),
     "not-native": Hint("Write the cell with Dask's own client: client.scatter for the array, client.submit for "
-                       "each task, client.gather for the results (no hpc in this cell).", _SOLUTION),
+                       "each task, client.gather for the results, instead of eugo_lab's calls.", _SOLUTION),
     "no-client": Hint("Run the lesson's first code cell: it makes `client`, a Dask client on the lesson's "
                       "cluster. Then submit each above call with client.submit.", "client = Client(cluster)\n"
                       + _SOLUTION),
@@ -96,7 +96,8 @@ def _dask_run(a: Attempt) -> None:
         n = measure.tasks(trace)
         if n:
             raise NotYet(f"your cell's {measure.plural(n, 'task')} ran through eugo_lab.hpc, not Dask's own API: this "
-                         "exercise is about Dask's client (scatter, submit, gather), so write the cell without hpc.",
+                         "exercise is about Dask's client (scatter, submit, gather), so write the cell with that "
+                         "client instead of eugo_lab's calls.",
                          mistake="not-native")
         raise NotYet("no Dask task was recorded: the cell needs the Dask client made in the lesson's first code cell "
                      "(`client`), and each above call submitted with it.", mistake="no-client")

@@ -61,13 +61,14 @@ _SOLUTION = ("refs = [render.remote(tile) for tile in range(6)]\n"
 HINTS = {
     DEFAULT: Hint("Submit every tile first; then, while some are left, ask ray.wait for the next one that is "
                   "done, take its value with ray.get and keep waiting for the rest.", _SOLUTION),
-    "not-native": Hint("Write the cell with Ray's own API: @ray.remote on the function, .remote() for each tile, "
-                       "ray.wait and ray.get for the results (no hpc in this cell).", _SOLUTION),
-    "no-ray": Hint("Run the lesson's cells above first: they start Ray. Then submit each tile with "
-                   "render.remote(tile).", _SOLUTION),
+    "not-native": Hint("Write the cell with Ray's own API: make the function a Ray remote function, submit each "
+                       "tile to Ray, and take the results with ray.wait and ray.get instead of eugo_lab's calls.",
+                       _SOLUTION),
+    "no-ray": Hint("Run the lesson's cells above first: they start Ray. Then submit each tile to Ray as a task of "
+                   "the render function.", _SOLUTION),
     "results": Hint("`shown` must hold the value of every one of the six tiles, each once, as the render tasks "
                     "return them.", _SOLUTION),
-    "local": Hint("Submit each of the six render calls to Ray with .remote().", _SOLUTION),
+    "local": Hint("Submit each of the six render calls to Ray as a task instead of calling it here.", _SOLUTION),
     "decoy": Hint("Let `shown` hold what ray.get returns for the render tasks, not values computed here in the "
                   "notebook.", _SOLUTION),
     "get-in-order": Hint("A ray.get on one ref waits for that ref, however long it takes. Ask ray.wait which ref is "
@@ -85,10 +86,10 @@ def _ray_run(a: Attempt) -> None:
         n = measure.tasks(a.trace)
         if n:
             raise NotYet(f"your cell's {measure.plural(n, 'task')} ran through eugo_lab.hpc, not Ray's own API: this "
-                         "exercise is about ray.wait, so write the cell with Ray's own calls and without hpc.",
+                         "exercise is about ray.wait, so write the cell with Ray's own calls instead of eugo_lab's.",
                          mistake="not-native")
         raise NotYet("no Ray task was recorded: Ray must be running (the lesson's cells above start it) and each "
-                     "tile submitted to it with .remote().", mistake="no-ray")
+                     "tile submitted to it as a Ray task.", mistake="no-ray")
 
 
 def _taken_as_they_finish(a: Attempt, n: int) -> None:

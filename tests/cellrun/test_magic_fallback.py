@@ -1,7 +1,7 @@
 """``%%eugo`` without the ``lab`` extra (ipywidgets, Bokeh, jupyter_bokeh): static report and a one-line hint.
 
 The packages are hidden with ``sys.modules[name] = None`` (an import then raises
-``ImportError``, as when they are not installed). tests/test_fresh_install.py does the
+``ImportError``, as when they are not installed). tests/courses/test_fresh_install.py does the
 same in a real kernel of a fresh ``pip install eugo-lab``.
 """
 

@@ -150,7 +150,7 @@ print("SURVIVED", flush=True)
 
 
 def test_watchdog_kills_the_worker_of_a_task_that_ignores_the_stop_after_telling_the_engine():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), *sys.path]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(__file__)), *sys.path]))
     t = time.monotonic()
     out = subprocess.run([sys.executable, "-c", STUBBORN], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == -signal.SIGKILL, out.stderr

@@ -26,7 +26,7 @@ from eugo_lab.settings import BOKEH_URL_ENV, IDLE_WARNING_ENV, PROGRESS_DIR_ENV,
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COURSES = REPO / "courses"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+ (the project supports 3.10, where it is missing)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _installed_extras() -> set[str]:

@@ -26,7 +26,7 @@ from eugo_lab.settings import PROGRESS_DIR_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.after_notebooks]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COURSES = REPO / "courses"
 # Lessons live in a course folder (01-distributed-python/...); the checklists and index have no exercise.
 LESSONS = sorted(p for p in COURSES.glob("[0-9]*/*.ipynb") if ".ipynb_checkpoints" not in p.parts)

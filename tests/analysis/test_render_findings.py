@@ -10,7 +10,7 @@ from eugo_lab.analysis.findings import Finding
 from eugo_lab.analysis.report import Report
 from eugo_lab.render import html, text
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data"))
 from make_golden import partial_blocking
 
 EVIL = "<img src=x onerror=alert(1)>"

@@ -15,7 +15,7 @@ import pytest
 
 from eugo_lab import glossary
 
-COURSES = Path(__file__).resolve().parent.parent / "courses"
+COURSES = Path(__file__).resolve().parents[2] / "courses"
 NOTEBOOKS = sorted(p for p in COURSES.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 # Lessons live in a course folder (01-distributed-python/...); checklists have no exercise.
 LESSONS = [p for p in NOTEBOOKS if p.parent != COURSES and p.parent.name[:1].isdigit()]

@@ -19,7 +19,7 @@ from eugo_lab.analysis.findings import COST_REGISTRY, REGISTRY, Code
 from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.exercises.catalog import straggler
 
-PKG = Path(__file__).resolve().parents[1] / "eugo_lab"
+PKG = Path(__file__).resolve().parents[2] / "eugo_lab"
 DETECTORS = REGISTRY + COST_REGISTRY
 
 

@@ -28,13 +28,14 @@ from eugo_lab.analysis.findings import REGISTRY, Code
 from eugo_lab.checklists import store
 from eugo_lab.checklists.catalog.tuning import CODES
 from eugo_lab.checklists.model import ChecklistError
+from eugo_lab.contract import cellrecord
 from eugo_lab.hardware.gpus import Detection, detect_gpus
 from eugo_lab.offload import cell
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data"))
 from make_golden import partial_blocking
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @hpc.remote
@@ -75,7 +76,7 @@ def progress_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def gpu_shell(monkeypatch):
     """The test shell with the magics loaded, text display, and no ``--gpu`` cell run yet in this test."""
-    monkeypatch.setattr(cell, "_last", [None])
+    cellrecord.contribute(cell.LEDGER, None)  # the latest record holds no --gpu cell's ledger
     monkeypatch.setenv("EUGO_LAB_DISPLAY", "text")
     return shell()
 

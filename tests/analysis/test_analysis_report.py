@@ -13,7 +13,7 @@ from eugo_lab.analysis import analyze, simulate
 from eugo_lab.tracing.trace import Trace
 from eugo_lab.units import fmt_seconds, fmt_source
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLDEN = ["golden_mixed", "golden_real_map", "golden_real_blocking", "golden_partial_blocking"]
 
 

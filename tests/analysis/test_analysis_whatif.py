@@ -16,7 +16,7 @@ from trace_builder import TraceBuilder
 from eugo_lab.analysis import analyze, whatif
 from eugo_lab.analysis.simulate import replay, replay_of
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data"))
 from make_golden import partial_blocking
 
 approx = pytest.approx

@@ -1,6 +1,6 @@
 """The lessons read in course order: a term of the vocabulary is defined before a lesson leans on it.
 
-``tests/test_courses.py`` checks each notebook on its own (links resolve, every "Predict" prompt has a
+``tests/courses/test_courses.py`` checks each notebook on its own (links resolve, every "Predict" prompt has a
 guess cell, a lesson stays short). This file reads the lessons the way a learner does, one after another
 from ``00-start-here``, and checks what only that order shows:
 
@@ -25,7 +25,7 @@ import pytest
 
 from eugo_lab import glossary
 
-COURSES = Path(__file__).resolve().parent.parent / "courses"
+COURSES = Path(__file__).resolve().parents[2] / "courses"
 START = COURSES / "00-start-here.ipynb"
 #: The lessons in the order a learner takes them: the tour, then each course folder's lessons by number.
 ORDER = [START] + sorted(p for p in COURSES.glob("[0-9][0-9]-*/*.ipynb") if ".ipynb_checkpoints" not in p.parts)

@@ -2,7 +2,7 @@
 
 The pool really starts one worker per named device with ``CUDA_VISIBLE_DEVICES`` set to it
 (no device stands behind it here, so the tasks read the environment rather than use CUDA;
-``tests/test_offload_gpu.py`` checks the same on a real GPU). Everything else is the real pool:
+``tests/offload/test_offload_gpu.py`` checks the same on a real GPU). Everything else is the real pool:
 scheduling, the trace's ``gpu`` column, the errors.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from benchmarks import gpu_crossover as gx
 from eugo_lab.hardware.gpus import detect_gpus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_predict_only_prints_a_markdown_table():

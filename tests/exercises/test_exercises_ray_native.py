@@ -1,7 +1,7 @@
 """The ``ray-wait`` exercise: take results as they finish with ``ray.wait``, in Ray's own API.
 
 The table grades traces written by :class:`~eugo_lab.native.ray_recording.RayRecording` from the
-exact shape of Ray's profile events and the driver's notes (as in ``tests/test_native_ray.py``), so
+exact shape of Ray's profile events and the driver's notes (as in ``tests/native/test_native_ray.py``), so
 each row is exact and needs no running Ray; a live local Ray then runs the starter, the reference
 and an honest variant through ``%%eugo --exercise``.
 """

@@ -17,7 +17,7 @@ import pytest
 from _processes import wait_gone
 from jupyter_client.manager import KernelManager
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SETUP = """
 %load_ext eugo_lab

@@ -210,7 +210,7 @@ def test_the_trace_holds_what_dask_reported(ip, client, capsys):
 
 
 def test_options_that_would_change_the_cluster_are_refused(ip, client):
-    for line in ("-w 4", "--profile", "--optimize"):  # --compare/--scaling: tests/test_native_compare.py
+    for line in ("-w 4", "--profile", "--optimize"):  # --compare/--scaling: tests/native/test_native_compare.py
         with pytest.raises(UsageError, match="your own Dask cluster"):
             ip.run_cell_magic("eugo", line, "client.gather(client.map(inc, range(3)))\n")
 
