@@ -35,9 +35,14 @@ def free_port() -> int:
 
 
 def worker_env(**extra: str) -> dict[str, str]:
-    """The environment of cluster processes: they import this checkout's eugo_lab and the tests."""
+    """The environment of cluster processes: they import this checkout's eugo_lab and the tests.
+
+    The tests' modules sit in one folder per room (tests/backends/, tests/hpc/...): a task defined in
+    one is sent by reference, so every room is on the workers' path.
+    """
     env = dict(os.environ)
-    paths = [str(REPO), str(TESTS)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    rooms = sorted(str(p) for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    paths = [str(REPO), str(TESTS), *rooms] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(extra)
     return env
