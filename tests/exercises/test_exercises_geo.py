@@ -7,6 +7,8 @@ right value while the taught technique was not what produced it (``not yet``, na
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("rasterio")
@@ -500,9 +502,14 @@ def test_a_seven_terabytes_not_yet_never_states_the_plan(cell):
     reads = sum(r.reads for r in ns["results"]) / len(ns["results"])
     running = warm.wall_time - WARM_STARTUP
     need = max(1, math.ceil(job.tasks * reads / running / GETS_PER_PREFIX))
+    given = round(job.deadline - WARM_STARTUP)  # the question's own arithmetic, stated to every learner
     for text in (v.to_text(), v.to_text(precise=True)):
+        # The learner's own typed values are echoed back ("yours: ..."): they are not the checker's answer
+        # even where they coincide with it.
+        text = re.sub(r"yours: [^;]*", "yours: ...", text)
         assert not _says(text, warm.workers), f"the plan's {warm.workers} workers in\n{text}"
-        assert f"{need} prefixes" not in text and f"{running:.0f} s" not in text, text
+        assert f"{need} prefixes" not in text, text
+        assert round(running) == given or f"{running:.0f} s" not in text, text
         assert f"{job.tasks * reads / running:,.0f}" not in text, text  # the requests a second: the answer x 5,500
 
 
