@@ -116,7 +116,10 @@ def test_without_a_gpu_predicted_times_are_labelled_and_moves_are_not_measured()
     ledger = cell.last_ledger()
     assert ledger.predictions_only
     small = [r for r in ledger.rows if r.op == "add"][0]
-    assert small.reason.startswith("cpu (predicted): too small: ")
+    # The precise reason compares the CPU's measured time with the model's GPU time, which for 3 elements lands
+    # on either side run to run ("... but the CPU measured 23 us: the GPU was likely faster here"); both label
+    # the placement as predicted. The deterministic text does not compare.
+    assert small.reason.startswith(("cpu (predicted): too small: ", "cpu: predicted ")), small.reason
     assert small.reason_bucketed.startswith("cpu (predicted): too small: ")
     moves = [r for r in ledger.rows if r.is_transfer]
     assert moves and all(r.measured_text == "not measured" for r in moves)
