@@ -417,7 +417,9 @@ def test_driver_lane_axis_and_dark_theme_in_chromium(tmp_path):
         kinds = {s["kind"] for s in segs}
         assert {"serializing", "own work", "blocked"} <= kinds, kinds
         ser = sum(s["right"] - s["left"] for s in segs if s["kind"] == "serializing")
-        assert ser > 0.05 and "32 MB" in next(s["label"] for s in segs if s["kind"] == "serializing")
+        # How long serializing took is the machine's speed (and the local pool now shares a large array sent
+        # by value): the segment is drawn and names what was serialized.
+        assert ser > 0 and "32 MB" in next(s["label"] for s in segs if s["kind"] == "serializing")
         # The driver's 0.2 s after the results is drawn, not cut off.
         assert segs[-1]["kind"] == "own work" and segs[-1]["right"] - segs[-1]["left"] >= 0.19
         assert "of this cell ran in the driver" in got["summary"]
