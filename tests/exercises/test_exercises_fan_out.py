@@ -98,7 +98,7 @@ CELLS = [
     ("shortcut-decoy-tasks", "hpc.get([slow_square.remote(p.xs[0]) for x in p.xs])\n"
      "results = [x * x for x in p.xs]\n", False,
      "`results` was not computed from the tasks' results: 1 of its 12 values are among what the 12 slow_square "
-     "tasks returned: the right list was computed here", "decoy"),
+     "tasks returned: the graded value must be what this cell's tasks returned", "decoy"),
     ("shortcut-never-taken", SUBMIT + "results = [x * x for x in p.xs]\n", False,
      "but the cell took only 0 values of theirs with get()", "not-taken"),
 ]

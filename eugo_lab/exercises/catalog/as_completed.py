@@ -51,7 +51,7 @@ import random
 from dataclasses import dataclass
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_source as display_source
 
@@ -137,8 +137,7 @@ def as_completed(a: Attempt) -> Verdict:
                          "notebook.", mistake="local")
     came = derivation.mapped(handled, a.trace, FUNCTION, lambda r: r + 1, name="handled", how="handle()")
     if not came:
-        return a.not_yet(f"{came.why}: the right answers were computed here in the notebook, while the tasks "
-                         "computed something else.", mistake="decoy")
+        steps.from_tasks(a, came, FUNCTION, mistake="decoy")
     taken = measure.values_taken(a.trace)
     if not taken:
         return a.not_yet(f"`handled` holds the right answers, but the cell never took a {FUNCTION} task's value "

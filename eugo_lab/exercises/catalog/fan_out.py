@@ -40,7 +40,7 @@ import random
 from dataclasses import dataclass
 
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 N = 12
@@ -111,8 +111,7 @@ def fan_out(a: Attempt) -> Verdict:
                          "in the notebook.", mistake="local")
     came = derivation.listed(results, a.trace, FUNCTION, name="results", ordered=True)
     if not came:
-        return a.not_yet(f"{came.why}: the right list was computed here in the notebook, while the tasks computed "
-                         "something else.", mistake="decoy")
+        steps.from_tasks(a, came, FUNCTION, mistake="decoy")
     taken = measure.values_taken(a.trace)
     if taken < n_calls:
         return a.not_yet(f"`results` equals what the {n_calls} {FUNCTION} tasks returned, but the cell took only "

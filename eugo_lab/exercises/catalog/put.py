@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
-from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
@@ -106,8 +106,7 @@ def put(a: Attempt) -> Verdict:
         return a.not_yet(f"only {n} of the {N_TASKS} chunk_sum calls ran as tasks.", mistake="local")
     came = derivation.combined(total, a.trace, FUNCTION, sum, name="total", how="summed")
     if not came:
-        return a.not_yet(f"{came.why}: the right total was computed here in the notebook, while the tasks "
-                         "computed something else.", mistake="decoy")
+        steps.from_tasks(a, came, FUNCTION, mistake="decoy")
     size = fmt_bytes(data.nbytes, ".3g")
     shipped = measure.bytes_in(a.trace, FUNCTION)
     if shipped > MAX_SHIPPED_SHARE * data.nbytes:

@@ -36,7 +36,7 @@ from collections import Counter
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 TILES = 6
@@ -146,8 +146,7 @@ def ray_wait(a: Attempt) -> Verdict:
         return a.not_yet(f"only {n} of the {TILES} render calls ran as Ray tasks.", mistake="local")
     came = derivation.listed(list(shown), a.trace, FUNCTION, name="shown", ordered=False)
     if not came:
-        return a.not_yet(f"{came.why}: the right values were computed here in the notebook, while the tasks "
-                         "computed something else.", mistake="decoy")
+        steps.from_tasks(a, came, FUNCTION, mistake="decoy")
     _taken_as_they_finish(a, TILES)
     calls = len(a.trace.meta.get("wait_calls", ()))  # (a wait with a timeout may return none: a detail, not a line)
     return a.passed(f"the {TILES} render tasks ran on Ray, and the cell took their results through ray.wait, a "
