@@ -115,7 +115,7 @@ def test_shortcuts_are_named(monkeypatch, row):
 
 def test_values_computed_in_the_notebook_beside_decoy_tasks(monkeypatch):
     attempt = _attempt(monkeypatch, IN_FINISH_ORDER, ONE_BY_ONE, returned=[7] * 6)
-    not_yet_for(_grade(attempt), "decoy", "the right values were computed here in the notebook")
+    not_yet_for(_grade(attempt), "decoy", "the graded value must be what this cell's tasks returned")
 
 
 def test_a_tile_missing(monkeypatch):
