@@ -56,6 +56,12 @@ _KV_NAMESPACE = "eugo"  # Ray internal-KV namespace of memory-limit verdicts (se
 # Set once this process's Ray connection has lost its cluster: Ray cannot detach from a dead
 # cluster (ray.shutdown() blocks), so no new connection can be made until the process restarts.
 _dead_cluster: str | None = None
+# Ray ends this whole process ("the core worker has already been shutdown ... The process will
+# exit") when a thread of ours calls it while or after ray.shutdown() runs, and ray.is_initialized()
+# still says True for a moment after the core worker is gone. Our threads' Ray calls (a force-cancel
+# timer, the reporter's memory verdict) and our ray.shutdown() therefore take turns on this lock, and
+# a thread checks that Ray is up inside it.
+_RAY_CALLS = threading.Lock()
 # Errors that mean "the process or node holding the task went away": the runtime may retry.
 _CRASHES: tuple[type[BaseException], ...] = tuple(
     getattr(rex, n) for n in ("WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError",
@@ -252,6 +258,7 @@ class RayBackend(base.Backend):
         self._cpu_cache: tuple[frozenset, str] | None = None  # (node ids, what their CPUs are)
         self._stopped = False
         self._lock = threading.Lock()
+        self._timers: set[threading.Timer] = set()  # force-cancel timers not fired yet (see cancel)
         self._watch: GcsWatch | None = None
         self._lost: str | None = None  # why the cluster is considered gone (see _on_gcs_lost)
 
@@ -386,6 +393,7 @@ class RayBackend(base.Backend):
             self._stopped = True
         if self._watch is not None:
             self._watch.stop()
+        self._stop_timers()
         rep = self._reporter
         if self._lost is not None:
             # ray.cancel and ray.shutdown would block until Ray ends the process: only let go.
@@ -403,7 +411,8 @@ class RayBackend(base.Backend):
                     except Exception:  # noqa: BLE001 - Ray may be going away already
                         pass
         if self._owned:
-            ray.shutdown()
+            with _RAY_CALLS:
+                ray.shutdown()
         if self._lifeline is not None:
             self._lifeline.close()  # the watcher reaps whatever ray.shutdown() left behind
             self._lifeline = None
@@ -483,10 +492,13 @@ class RayBackend(base.Backend):
         try:
             from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get
 
-            raw = _internal_kv_get(kv_key, namespace=_KV_NAMESPACE)
-            if raw is None:
-                return None
-            _internal_kv_del(kv_key, namespace=_KV_NAMESPACE)
+            with _RAY_CALLS:
+                if not ray.is_initialized():
+                    return None
+                raw = _internal_kv_get(kv_key, namespace=_KV_NAMESPACE)
+                if raw is None:
+                    return None
+                _internal_kv_del(kv_key, namespace=_KV_NAMESPACE)
             verdict = json.loads(raw)
         except Exception:  # noqa: BLE001 - GCS unreachable, a Ray without internal KV: an ordinary crash
             return None
@@ -535,17 +547,31 @@ class RayBackend(base.Backend):
             return
         timer = threading.Timer(self.cancel_grace, self._force_cancel, (oref,))
         timer.daemon = True
+        with self._lock:
+            self._timers.add(timer)
         timer.start()
 
     def _force_cancel(self, oref: Any) -> None:
-        if self._stopped or not ray.is_initialized():
-            return
-        try:
-            ready, _ = ray.wait([oref], timeout=0)
-            if not ready:
-                ray.cancel(oref, force=True)
-        except Exception:  # noqa: BLE001 - finished, or Ray is shutting down
-            pass
+        with self._lock:
+            self._timers.discard(threading.current_thread())  # type: ignore[arg-type]
+        with _RAY_CALLS:
+            if self._stopped or not ray.is_initialized():
+                return
+            try:
+                ready, _ = ray.wait([oref], timeout=0)
+                if not ready:
+                    ray.cancel(oref, force=True)
+            except Exception:  # noqa: BLE001 - finished, or Ray is shutting down
+                pass
+
+    def _stop_timers(self) -> None:
+        """Call off the force-cancel timers still waiting; their tasks' references are let go here, now."""
+        with self._lock:
+            timers, self._timers = list(self._timers), set()
+        for timer in timers:
+            timer.cancel()
+            timer.join(1.0)
+            timer.args = ()
 
     # -- objects --------------------------------------------------------------------------------
     def put(self, obj: Any) -> ObjectRef:

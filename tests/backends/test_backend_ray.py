@@ -68,7 +68,8 @@ def test_local_ray_end_to_end(tmp_path):
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     # num_gpus=1: one GPU declared (Ray takes the count as given; none stands behind it here)
-    info = hpc.init(backend="ray", workers=2, num_gpus=1)
+    # cancel_grace: the force-cancel timer of the cancel below is still waiting at shutdown, however busy the machine
+    info = hpc.init(backend="ray", workers=2, num_gpus=1, cancel_grace=600)
     assert ray.is_initialized()
     assert info.backend == "ray" and info.workers == 2 and info.cores == 2 and info.gpus == 1
     assert info.dashboard is None and "backend=ray" in repr(info)
@@ -132,8 +133,12 @@ def test_local_ray_end_to_end(tmp_path):
     assert time.monotonic() - t0 < seconds / 4
     assert hpc.get(square.remote(6), timeout=60) == 36
 
-    # shutdown stops every process this backend started
+    # shutdown stops every process this backend started, and first calls off the force-cancel timer
+    # still waiting: Ray ends the whole process when a thread calls it during or after ray.shutdown()
+    timers = list(session.current().backend._timers)
+    assert timers and all(t.is_alive() for t in timers)
     hpc.shutdown()
+    assert not any(t.is_alive() for t in timers) and all(t.args == () for t in timers)
     assert not ray.is_initialized()
     assert wait_gone(started, timeout=15) == set()
 
