@@ -33,6 +33,7 @@ class GcsWatch:
         self._probe_seconds = probe_seconds
         self._lost_after = lost_after
         self._stop = threading.Event()
+        self.failing = False  # the last probe was refused or timed out (ray.nodes() and the like would block)
         self._thread = threading.Thread(target=self._run, name="eugo-ray-gcs-watch", daemon=True)
         self._thread.start()
 
@@ -43,10 +44,17 @@ class GcsWatch:
             return False
         return True
 
+    def answers_now(self) -> bool:
+        """Probe once, now (a TCP handshake): whether the GCS answers; also updates :attr:`failing`."""
+        answered = self._answers()
+        self.failing = not answered
+        return answered
+
     def _run(self) -> None:
         failures = 0
         while not self._stop.wait(self._probe_seconds):
-            failures = 0 if self._answers() else failures + 1
+            answered = self.answers_now()
+            failures = 0 if answered else failures + 1
             if failures >= self._lost_after and not self._stop.is_set():
                 self._on_lost()
                 return

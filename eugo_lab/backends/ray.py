@@ -425,6 +425,11 @@ class RayBackend(base.Backend):
         now = time.monotonic()
         if not fresh and cached is not None and now - cached[0] < _INFO_MAX_AGE:
             return cached[1]
+        if cached is not None and self._watch is not None and not self._watch.answers_now():
+            # The GCS stopped answering: ray.nodes() would block (on the reporter thread, when a crashed
+            # task is resubmitted) until Ray ends the process. Keep the last view; the watch declares
+            # the cluster lost and fails the tasks with a message that says so.
+            return cached[1]
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self._nodes_cache = (now, nodes)
         return nodes
