@@ -38,8 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.backends import import_clock
+from eugo_lab.contract import async_exc, run_queue
 from eugo_lab.contract import phases as _phase
-from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import MemoryLimitExceeded, SerializationError, TaskError
 from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash
@@ -370,14 +370,15 @@ class _MemoryWatchdog:
     def unwatch(self, w: _Watch) -> None:
         """Stop watching; idempotent, and safe against the exception landing inside it.
 
-        Under the lock no new exception can be raised in the thread, and a pending one that
-        was not delivered yet is withdrawn. One delivered while this runs propagates to the
-        caller, which calls ``unwatch`` again.
+        Called on the task's own thread. Once ``w`` is out of the set no new exception can be
+        raised in the thread; one raised already and not delivered yet lands here and is caught
+        (:func:`eugo_lab.contract.async_exc.absorb`: never withdrawn, see there). One delivered on
+        the way out propagates to the caller, which calls ``unwatch`` again.
         """
         with self._lock:
             self._watches.discard(w)
-            if w.verdict is not None:
-                _set_async_exc(w.thread_id, None)
+        if w.verdict is not None:
+            async_exc.absorb(MemoryLimitExceeded)
 
     def _loop(self) -> None:
         while True:
@@ -397,7 +398,7 @@ class _MemoryWatchdog:
                         if rss - w.baseline > w.limit:
                             w.verdict = Crash.memory(rss - w.baseline, w.limit, w.baseline)
                             w.deadline = now + MEMORY_GRACE_SECONDS
-                            _set_async_exc(w.thread_id, MemoryLimitExceeded)
+                            async_exc.raise_in_thread(w.thread_id, MemoryLimitExceeded)
                     elif now >= w.deadline:
                         doomed = w
             if doomed is not None:
@@ -421,12 +422,6 @@ def _call_quietly(fn: Callable, *args: Any) -> None:
         fn(*args)
     except Exception:  # noqa: BLE001 - best effort: the process is about to be killed anyway
         pass
-
-
-def _set_async_exc(thread_id: int, exc_type: type[BaseException] | None) -> None:
-    """Raise ``exc_type`` in thread ``thread_id`` at its next bytecode (``None``: withdraw a pending one)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               ctypes.py_object(exc_type) if exc_type is not None else None)
 
 
 _watchdog: _MemoryWatchdog | None = None

@@ -37,6 +37,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.contract import async_exc
+
 #: Seconds between samples the thread sampler asks for. A thread running Python bytecode
 #: hands the GIL over only at its switch interval (``sys.getswitchinterval()``, 5 ms), so
 #: such code is sampled every ~10 ms; code that released the GIL every 5 ms. Measured
@@ -160,6 +162,7 @@ def start(wrapper: Profiled) -> Recording | None:
         if wrapper.sampler == "pyinstrument":
             from pyinstrument import Profiler
 
+            async_exc.clear_stuck_signal()  # a profile function can spin forever at a function's entry (3.11)
             rec._profiler = Profiler(interval=wrapper.interval, async_mode="disabled")
             rec._profiler.start(caller_frame=root, target_description=rec._name.split("\x00", 1)[0])
         else:

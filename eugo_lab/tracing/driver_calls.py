@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from types import CodeType, FrameType
 from typing import Any
 
+from eugo_lab.contract import async_exc
 from eugo_lab.contract.phases import in_task
 
 #: The key of the record in a trace's ``meta``: ``{function name: calls in the driver}``.
@@ -176,6 +177,7 @@ class DriverCalls:
             mon.set_events(_TOOL_ID, mon.events.PY_START)
             self._monitoring = True
             return self
+        async_exc.clear_stuck_signal()  # else a profile function can spin forever at a function's entry (3.11)
         self._saved = (sys.getprofile(), threading.getprofile() if hasattr(threading, "getprofile") else None)
         threading.setprofile(self._new_thread)  # threads the cell starts
         sys.setprofile(self._hook())  # this thread

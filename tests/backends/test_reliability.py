@@ -17,6 +17,7 @@ import time
 
 import psutil
 import pytest
+from _clusters import worker_env
 from _memory import grow_forever
 from _processes import wait_gone
 from _waiting import pool_pids, wait_for_file, wait_for_pool
@@ -132,6 +133,29 @@ print(out[0], _worker._watchdog is None, "psutil" in sys.modules,
 def test_a_task_without_a_limit_starts_no_watchdog():
     out = subprocess.run([sys.executable, "-c", UNLIMITED], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["0", "True", "False", "False"], out.stderr
+
+
+# After the watchdog stopped a task, a profile function (the driver's record of a graded cell, pyinstrument)
+# must still let functions run: a withdrawn exception left CPython 3.11 marking one pending for good, and
+# every function entry under sys.setprofile then spun on that mark forever.
+AFTER_A_STOP = """
+import sys
+from _memory import grow_forever
+from eugo_lab.backends import _worker
+from eugo_lab.contract.serialization import dumps_args
+args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
+status = _worker.run_limited(_worker.execute, 150_000_000, None, grow_forever, "g", args, None)[0]
+def called():
+    return "ran"
+sys.setprofile(lambda frame, event, arg: None)
+print(status == _worker.CRASHED, called(), flush=True)
+"""
+
+
+def test_a_profile_function_still_runs_functions_after_the_watchdog_stopped_a_task():
+    out = subprocess.run([sys.executable, "-c", AFTER_A_STOP], capture_output=True, text=True, timeout=120,
+                         env=worker_env())
+    assert out.stdout.split() == ["True", "ran"], out.stderr[-2000:]
 
 
 STUBBORN = """

@@ -12,6 +12,7 @@ import sys
 import threading
 
 import pytest
+from _clusters import worker_env
 from _exercise_cells import run_exercise
 
 from eugo_lab.contract import phases
@@ -187,3 +188,32 @@ def test_an_unwatched_trace_knows_nothing():
     with hpc.trace() as t:
         pass
     assert measure.driver_calls(t.trace, "score") is None
+
+
+# Someone else's withdrawn asynchronous exception (PyThreadState_SetAsyncExc(id, NULL), as timeout helpers
+# do) leaves CPython 3.11 marking one pending with no thread to take it; under the hook's sys.setprofile
+# every function entry then spins on that mark forever. The hook clears the mark first.
+STUCK_MARK = """
+import ctypes, threading
+from eugo_lab.tracing.driver_calls import DriverCalls
+parked = threading.Event()
+t = threading.Thread(target=parked.wait, daemon=True)
+t.start()
+ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(KeyError))
+ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), None)  # withdrawn: the mark stays
+def work():
+    return 7
+with DriverCalls([__file__], [work.__code__]) as calls:
+    value = work()
+print(value, calls.calls, flush=True)
+"""
+
+
+def test_a_mark_of_a_withdrawn_async_exception_does_not_hang_the_hook(tmp_path):
+    import subprocess
+
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK_MARK)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env=worker_env())
+    assert out.stdout.split(None, 1) == ["7", "{'work': 1}\n"], out.stderr[-2000:]
