@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from _jit_corpus import digits, int64_sum, int_start_float_sum, largest_or_given  # loops the differential test runs
 
 from eugo_lab.jit import checked as jit
 from eugo_lab.jit import exact
@@ -37,13 +38,6 @@ def count_above(a, x):
         if a[i] > x:
             c += 1
     return c
-
-
-def int64_sum(b):
-    s = 0
-    for i in range(b.shape[0]):
-        s += b[i]
-    return s
 
 
 def int32_typed_sum(c):
@@ -87,13 +81,6 @@ def mean(a):
     return s / a.shape[0]
 
 
-def starts_as_int(a):
-    s = 0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s
-
-
 def flat_rows(m):
     n, k = m.shape
     flat = m.ravel()
@@ -126,7 +113,7 @@ def test_exact_code_is_proven(fn, args):
     (roots, (np.ones(3),), "math.sqrt raises ValueError for a negative number"),
     (half_powers, (np.ones(3),), "`**` on floats"),
     (mean, (np.ones(3),), "NumPy gives inf, nan or 0 for a zero divisor"),
-    (starts_as_int, (np.ones(3),), "`s` holds an int here and a float elsewhere"),
+    (int_start_float_sum, (np.ones(3),), "`s` holds an int here and a float elsewhere"),
 ])
 def test_code_that_may_part_from_python_is_not_proven(fn, args, said):
     why = _reasons(fn, *args)
@@ -205,21 +192,12 @@ def test_a_global_array_and_a_mixed_max_are_not_proven():
     assert "max() of an int and a float" in _reasons(bigger, 3, 2.5)[0]
 
 
-def digit_count(i):
-    c = 0
-    v = abs(i)
-    while v > 0:
-        v //= 10
-        c += 1
-    return c
-
-
 def test_abs_of_a_64_bit_int_is_not_proven_and_a_small_one_is():
     # Before: the analysis itself failed on this loop ("could not be analysed"); abs(-2**63) is 2**63 in Python
     # and wraps to -2**63 in int64, where this loop returns 0 instead of 19.
-    (why,) = _reasons(digit_count, -2 ** 63)
-    assert why.startswith(_line(digit_count, 2)) and "`v` is a Python int that can outgrow 64 bits" in why
-    assert _reasons(digit_count, 12345) == []
+    (why,) = _reasons(digits, -2 ** 63)
+    assert why.startswith(_line(digits, 3)) and "`v` is a Python int that can outgrow 64 bits" in why
+    assert _reasons(digits, 12345) == []
 
 
 def sum_from_zero(a):
@@ -227,14 +205,6 @@ def sum_from_zero(a):
     for i in range(a.shape[0]):
         s += a[i]
     return s
-
-
-def largest_or(a, x):
-    m = x
-    for i in range(a.shape[0]):
-        if a[i] > m:
-            m = a[i]
-    return m
 
 
 def _compiled(fn, *args):
@@ -257,7 +227,7 @@ def test_a_result_that_is_numpys_on_some_paths_comes_back_with_plain_pythons_typ
 
 
 def test_a_result_of_another_type_on_some_paths_is_not_compiled_even_when_asked_for(monkeypatch):
-    reasons, casts, _ = _compiled(largest_or, np.ones(2), 0.5)
+    reasons, casts, _ = _compiled(largest_or_given, np.ones(2), 0.5)
     assert isinstance(casts, exact.ResultTypeVaries) and "`m` is a float64 NumPy scalar on some paths" in casts
     assert reasons and reasons[0] == casts
     # optimize=True keeps unproven code whose trial matched, but not this: a trial where plain returns x (a Python
@@ -265,7 +235,7 @@ def test_a_result_of_another_type_on_some_paths_is_not_compiled_even_when_asked_
     monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
     monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
     jit.reset()
-    w = jit.Optimized(largest_or, "exact-result-type")
+    w = jit.Optimized(largest_or_given, "exact-result-type")
     assert w(np.zeros(3), 5.0) == 5.0
     verdict = jit._verdicts["exact-result-type"][0]
     assert not verdict.compiled and verdict.code == "result-type", verdict
