@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from _jit_corpus import digits, int64_sum, int_start_float_sum, largest_or_given  # loops the differential test runs
+from _jit_corpus import int64_compared_with_float as count_above  # here over a float array
 
 from eugo_lab.jit import checked as jit
 from eugo_lab.jit import exact
@@ -30,14 +31,6 @@ def cubes(n):
     for i in range(n):
         s += i * i * i
     return s
-
-
-def count_above(a, x):
-    c = 0
-    for i in range(a.shape[0]):
-        if a[i] > x:
-            c += 1
-    return c
 
 
 def int32_typed_sum(c):
