@@ -36,6 +36,17 @@ def _need_call(s: Subject) -> str:
     return s.call_failed()
 
 
+def _sent(what: str, size: int, advice: str, small: str) -> tuple[bool, str]:
+    """The verdict on data sent with each call: under ``BIG_BYTES`` it passes, saying ``small``; else ``advice``.
+
+    ``what`` starts the sentence ("the result is"), the size in bytes follows it.
+    """
+    head = f"{what} {fmt_bytes(size, '.3g')}"
+    if size >= BIG_BYTES:
+        return False, f"{head}: {advice}"
+    return True, f"{head}: {small}"
+
+
 def task_size(s: Subject) -> tuple[bool | None, str]:
     """One call against the runtime's round trip of an empty task."""
     missing = _need_call(s)
@@ -67,10 +78,8 @@ def argument_size(s: Subject) -> tuple[bool | None, str]:
     except SerializationError as exc:
         return False, f"the arguments cannot be sent to a worker: {exc}"
     size = len(data) + sum(b.nbytes for b in buffers)
-    if size >= BIG_BYTES:
-        return False, (f"arguments are {fmt_bytes(size, '.3g')}: use put (ref = hpc.put(data) once, then pass ref to "
-                       "every call) or let each task load its own data")
-    return True, f"arguments are {fmt_bytes(size, '.3g')}: small enough to pass by value"
+    return _sent("arguments are", size, "use put (ref = hpc.put(data) once, then pass ref to every call) or let each "
+                 "task load its own data", "small enough to pass by value")
 
 
 def result_size(s: Subject) -> tuple[bool | None, str]:
@@ -84,10 +93,8 @@ def result_size(s: Subject) -> tuple[bool | None, str]:
         size = len(dumps_value(s.call.result))  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled is the finding itself
         return False, f"the result cannot be sent back from a worker ({type(exc).__name__}: {exc})"
-    if size >= BIG_BYTES:
-        return False, (f"the result is {fmt_bytes(size, '.3g')}: return a summary, or write it to storage in the task "
-                       "and return the path")
-    return True, f"the result is {fmt_bytes(size, '.3g')}: cheap to send back"
+    return _sent("the result is", size, "return a summary, or write it to storage in the task and return the path",
+                 "cheap to send back")
 
 
 def bound(s: Subject) -> tuple[bool | None, str]:
