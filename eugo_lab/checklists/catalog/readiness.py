@@ -16,7 +16,7 @@ from eugo_lab.analysis.findings import (
 )
 from eugo_lab.analysis.report import fmt_pct
 from eugo_lab.checklists.model import Checklist, Item, register
-from eugo_lab.checklists.subject import Subject
+from eugo_lab.checklists.subject import Call, Subject
 from eugo_lab.contract.row import OK
 from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -30,10 +30,15 @@ WORTH_RATIO = 10.0
 BIG_BYTES = REPEAT_MIN_BYTES
 
 
-def _need_call(s: Subject) -> str:
+def _timed_call(s: Subject) -> tuple[Call | None, str]:
+    """The subject's timed local call; or None and why an item that reads it is not measured."""
     if s.fn is None:
-        return "not measured: give fn= (and args=) to time one call"
-    return s.call_failed()
+        return None, "not measured: give fn= (and args=) to time one call"
+    missing = s.call_failed()
+    if missing:
+        return None, missing
+    assert s.call is not None
+    return s.call, ""
 
 
 def _sent(what: str, size: int, advice: str, small: str) -> tuple[bool, str]:
@@ -49,11 +54,9 @@ def _sent(what: str, size: int, advice: str, small: str) -> tuple[bool, str]:
 
 def task_size(s: Subject) -> tuple[bool | None, str]:
     """One call against the runtime's round trip of an empty task."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
-    call = s.call
-    assert call is not None
     trip, engine = s.overhead
     head = f"one call of {s.call_text} takes {fmt_s(call.seconds)} against {fmt_s(trip)} of scheduling overhead"
     ratio = call.seconds / trip if trip > 0 else float("inf")
@@ -84,13 +87,13 @@ def argument_size(s: Subject) -> tuple[bool | None, str]:
 
 def result_size(s: Subject) -> tuple[bool | None, str]:
     """The result of the local call, serialized as a worker would send it back."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
     from eugo_lab.contract.serialization import dumps_value
 
     try:
-        size = len(dumps_value(s.call.result))  # type: ignore[union-attr]
+        size = len(dumps_value(call.result))
     except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled is the finding itself
         return False, f"the result cannot be sent back from a worker ({type(exc).__name__}: {exc})"
     return _sent("the result is", size, "return a summary, or write it to storage in the task and return the path",
@@ -99,11 +102,9 @@ def result_size(s: Subject) -> tuple[bool | None, str]:
 
 def bound(s: Subject) -> tuple[bool | None, str]:
     """CPU time over the time the local call could run (waiting for a core other programs held left out)."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
-    call = s.call
-    assert call is not None
     if call.seconds <= 0:
         return None, "not measured: the call was too short to tell"
     if call.seconds < BOUND_MIN_ITEM_S:
