@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from multiprocessing import resource_tracker
 
 import psutil
 import pytest
@@ -62,6 +63,16 @@ def ip():
     shell = start_ipython() or get_ipython()  # None when another test module started it already
     shell.run_line_magic("load_ext", "eugo_lab")
     return shell
+
+
+@pytest.fixture(scope="module")
+def resource_tracker_running() -> None:
+    """multiprocessing's resource tracker, started before a module's clusters are.
+
+    A cluster of worker processes (LocalCluster's spawned workers) starts this per-interpreter helper
+    once; it lives as long as the test process and is no leak of one test.
+    """
+    resource_tracker.ensure_running()
 
 
 @pytest.fixture

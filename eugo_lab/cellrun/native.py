@@ -221,19 +221,9 @@ def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recor
         value, error, trace, shown = _record_once(shell, compiled, opts, recording, live=opts.live,
                                                   out_mode=out_mode)
         runs.append(report.Run(int(trace.n_workers), trace))
-    trace = runs[-1].trace
-    hpc_api.set_last_trace(trace)  # %eugo trace and hpc.last_trace() read the cell's trace, whoever recorded it
-    if opts.save:
-        shell.user_ns[opts.save] = trace
-    if opts.export:
-        trace.to_chrome_trace(opts.export)
-    summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
-                               saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
-    report.remember(summary)  # %eugo trace shows this summary again, the measured speedup with it
-    if out_mode == "text":
-        print(summary.to_text(precise=True))
-    else:
-        display.show(summary)
+    hpc_api.set_last_trace(runs[-1].trace)  # %eugo trace and hpc.last_trace() read it, whoever recorded it
+    summary = report.summarize_cell(runs, error=error, opts=opts, shown=shown, namespace=shell.user_ns)
+    report.show(summary, out_mode)
     if after is not None:
         after(summary, error, out_mode)
     if error is not None:

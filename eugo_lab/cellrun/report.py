@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import cellrecord
 from eugo_lab.hpc.unwaited import future_names
+from eugo_lab.render import display
 from eugo_lab.render.html import summary_html
 from eugo_lab.render.text import summary_text
 from eugo_lab.renderable import Rendered
 
 if TYPE_CHECKING:
     from eugo_lab.analysis.report import Report
+    from eugo_lab.cellrun.options import CellOptions
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,31 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
         unwaited_names=future_names(namespace, main.meta), driver=driver_time(main),
     )
+
+
+def summarize_cell(runs: list[Run], *, error: BaseException | None, opts: CellOptions, shown: bool,
+                   namespace: dict[str, Any]) -> CellSummary:
+    """The summary of a ``%%eugo`` cell run with ``opts``, after keeping its main run's trace as asked.
+
+    ``--save NAME`` puts the trace in ``namespace`` (the notebook's variables) and ``--export FILE``
+    writes it as a Chrome trace; ``shown``: the live timeline was shown.
+    """
+    trace = runs[-1].trace
+    if opts.save:
+        namespace[opts.save] = trace
+    if opts.export:
+        trace.to_chrome_trace(opts.export)
+    return summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown, saved_as=opts.save,
+                     exported_to=opts.export, namespace=namespace)
+
+
+def show(summary: CellSummary, out_mode: str) -> None:
+    """Remember ``summary`` as the latest cell's and show it: as text for ``out_mode`` "text", else rich."""
+    remember(summary)  # %eugo trace shows this summary again, not a re-analysis of the main run alone
+    if out_mode == "text":
+        print(summary.to_text(precise=True))
+    else:
+        display.show(summary)
 
 
 # The latest cell's summary, in its cell record: ``%eugo trace`` shows it again rather than re-analysing its trace

@@ -211,20 +211,11 @@ def _run_cell(shell: Any, cell: str, opts: CellOptions,
         if error is not None:
             break
     main_trace = runs[-1].trace
-    if opts.save:
-        shell.user_ns[opts.save] = main_trace
-    if opts.export:
-        main_trace.to_chrome_trace(opts.export)
-    summary = report.summarize(runs, error=error, options=opts.meta(), live_timeline_shown=shown,
-                               saved_as=opts.save, exported_to=opts.export, namespace=shell.user_ns)
+    summary = report.summarize_cell(runs, error=error, opts=opts, shown=shown, namespace=shell.user_ns)
     summary.offload = offload_cell.last_ledger()  # --gpu: the per-operation report's section (None: off, no ops)
     # what the runtime did for you: --optimize, or on its own (also hpc.last_optimizations()); None: nothing ran
     summary.optimizations = optimizer.finish(session.current(start=False), main_trace)
-    report.remember(summary)  # %eugo trace shows this summary again, not a re-analysis of the main run alone
-    if out_mode == "text":
-        print(summary.to_text(precise=True))
-    else:
-        display.show(summary)
+    report.show(summary, out_mode)
     if opts.profile:  # -- %%eugo --profile: the merged profile of the main run, after the summary
         profile_display.show(main_trace, text_only=out_mode == "text")
     if after is not None:

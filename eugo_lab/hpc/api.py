@@ -16,7 +16,7 @@ from eugo_lab.hpc import future as _future
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
-from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future, collect
+from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future, collect, rebuild
 from eugo_lab.hpc.mapping import MapResult
 from eugo_lab.hpc.remote_function import RemoteFunction
 from eugo_lab.tracing import returned
@@ -100,18 +100,15 @@ def _values_of(futs: list[Future]) -> list:
 
 
 def _rebuild(obj: Any, rt: Any) -> Any:
-    t = type(obj)
-    if t is Future:
-        return obj._value()
-    if t is ObjectRef:
-        return rt.backend.get_object(obj)
-    if t is MapResult:
-        return obj._job.values()
-    if t in (list, tuple, set, frozenset):
-        return t(_rebuild(x, rt) for x in obj)
-    if t is dict:
-        return {k: _rebuild(v, rt) for k, v in obj.items()}
-    return obj
+    def value(leaf: Any) -> Any:
+        t = type(leaf)
+        if t is Future:
+            return leaf._value()
+        if t is ObjectRef:
+            return rt.backend.get_object(leaf)
+        return leaf._job.values()  # a MapResult
+
+    return rebuild(obj, (Future, ObjectRef, MapResult), value)
 
 
 def _cancel_pending(futs: Iterable[Any]) -> None:

@@ -349,6 +349,22 @@ def collect(obj: Any, out: list, leaves: tuple[type, ...]) -> None:
             collect(x, out, leaves)
 
 
+def rebuild(obj: Any, leaves: tuple[type, ...], value: Callable[[Any], Any]) -> Any:
+    """``obj`` with each object of an exact type in ``leaves`` replaced by ``value(it)``.
+
+    The containers :func:`collect` walks (lists, tuples, sets, dicts) are rebuilt as the same type;
+    anything else is kept as it is.
+    """
+    t = type(obj)
+    if t in leaves:
+        return value(obj)
+    if t in (list, tuple, set, frozenset):
+        return t(rebuild(x, leaves, value) for x in obj)
+    if t is dict:
+        return {k: rebuild(v, leaves, value) for k, v in obj.items()}
+    return obj
+
+
 def wake(woken: list) -> None:
     """Set the events and run the callbacks that :func:`settle` collected."""
     for f, event, callbacks in woken:

@@ -29,7 +29,7 @@ from eugo_lab.contract import errors
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.serialization import dumps_args, dumps_value, loads_value
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
-from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FINISHED, STATE_PENDING, Future, argument_token, collect
+from eugo_lab.hpc.future import STATE_CANCELLED, STATE_FINISHED, STATE_PENDING, Future, argument_token, collect, rebuild
 
 if TYPE_CHECKING:
     from eugo_lab.backends.local_nested import NestedClient
@@ -279,16 +279,8 @@ def _collect(obj: Any, out: list) -> None:
 
 
 def _rebuild(obj: Any, rt: WorkerRuntime) -> Any:
-    t = type(obj)
-    if t is Future:
-        return obj._value()
-    if t is ObjectRef:
-        return rt.backend.get_object(obj)
-    if t in (list, tuple, set, frozenset):
-        return t(_rebuild(x, rt) for x in obj)
-    if t is dict:
-        return {k: _rebuild(v, rt) for k, v in obj.items()}
-    return obj
+    return rebuild(obj, (Future, ObjectRef),
+                   lambda leaf: leaf._value() if type(leaf) is Future else rt.backend.get_object(leaf))
 
 
 def _check_timeout(timeout: Any, call: str) -> None:

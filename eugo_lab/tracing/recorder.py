@@ -561,11 +561,19 @@ class Recorder:
         with self._lock:
             self.refused.append(Refused(task_id, function, dict(request), when))
 
+    def _add_edges(self, table: str, task_id: int, on: list[int]) -> None:
+        """Append the edges ``task_id`` -> each of ``on`` to the dependency table named ``table``.
+
+        ``deps`` or ``driver_deps``: looked up under the lock, as a reset replaces the table.
+        """
+        with self._lock:
+            edges = getattr(self, table)
+            edges["task"].extend([task_id] * len(on))
+            edges["on"].extend(on)
+
     def record_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed the futures of the tasks ``on``."""
-        with self._lock:
-            self.deps["task"].extend([task_id] * len(on))
-            self.deps["on"].extend(on)
+        self._add_edges("deps", task_id, on)
 
     def record_parent(self, task_id: int, parent: int) -> None:
         """Remember that task ``task_id`` was submitted from inside the running task ``parent``."""
@@ -574,9 +582,7 @@ class Recorder:
             self.parents["parent"].append(parent)
     def record_driver_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed values that get()/result() returned for the tasks ``on``."""
-        with self._lock:
-            self.driver_deps["task"].extend([task_id] * len(on))
-            self.driver_deps["on"].extend(on)
+        self._add_edges("driver_deps", task_id, on)
 
     def record_arg(self, task_id: int, key: int) -> None:
         """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""

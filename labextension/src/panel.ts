@@ -71,12 +71,8 @@ export class EugoPanel extends Widget {
 
   private _renderCourses(): void {
     const { model, open } = this._options;
-    clear(this._courses);
     clear(this._checklists);
-    this._courses.appendChild(el('h3', 'eugo-Section-title', 'Courses'));
-    if (model.coursesError !== null) {
-      this._courses.appendChild(el('p', 'eugo-Error', `Courses unavailable: ${model.coursesError}`));
-    }
+    startSection(this._courses, 'Courses', 'Courses', model.coursesError);
     const data = model.courses;
     if (data === null) {
       if (model.coursesError === null) {
@@ -244,11 +240,7 @@ export class EugoPanel extends Widget {
 
   private _renderCluster(): void {
     const { model } = this._options;
-    clear(this._cluster);
-    this._cluster.appendChild(el('h3', 'eugo-Section-title', 'Your cluster'));
-    if (model.statusError !== null) {
-      this._cluster.appendChild(el('p', 'eugo-Error', `Status unavailable: ${model.statusError}`));
-    }
+    startSection(this._cluster, 'Your cluster', 'Status', model.statusError);
     const status = model.status;
     if (status === null) {
       return;
@@ -323,4 +315,13 @@ function progressBar(done: number, total: number, title: string): HTMLElement {
   bar.appendChild(fill);
   bar.title = title;
   return bar;
+}
+
+/** Empty `section` and head it with `title`; when its data failed to load, say so: "`what` unavailable: `error`". */
+function startSection(section: HTMLElement, title: string, what: string, error: string | null): void {
+  clear(section);
+  section.appendChild(el('h3', 'eugo-Section-title', title));
+  if (error !== null) {
+    section.appendChild(el('p', 'eugo-Error', `${what} unavailable: ${error}`));
+  }
 }

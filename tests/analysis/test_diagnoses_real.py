@@ -7,18 +7,10 @@ whose firing depends on timing are checked only for what they must never say.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from eugo_lab import hpc
 from eugo_lab.analysis import analyze
 from eugo_lab.analysis.timeline import units
-
-
-@pytest.fixture
-def pool2():
-    hpc.init(backend="local", workers=2)
-    yield hpc
-    hpc.shutdown()
 
 
 def load_table(i):
@@ -30,7 +22,7 @@ def load_table(i):
     return len(pandas.DataFrame({"a": [i]}))
 
 
-def test_a_new_worker_importing_pandas_is_warm_up_not_a_straggler(pool2):
+def test_a_new_worker_importing_pandas_is_warm_up_not_a_straggler(local2):
     task = hpc.remote(load_table, optimize=False)
     with hpc.trace() as t:
         assert sum(hpc.get([task.remote(i) for i in range(8)])) == 8
@@ -48,7 +40,7 @@ def block(i):
     return np.full(1_000_000, float(i))  # 8 MB back per task
 
 
-def test_large_results_are_their_own_finding_and_never_batching_advice(pool2):
+def test_large_results_are_their_own_finding_and_never_batching_advice(local2):
     task = hpc.remote(block, optimize=False)
     with hpc.trace() as t:
         hpc.get([task.remote(i) for i in range(12)])
@@ -67,7 +59,7 @@ def score(data, k):
     return float(data[k])
 
 
-def test_a_large_argument_by_value_gets_one_piece_of_advice(pool2):
+def test_a_large_argument_by_value_gets_one_piece_of_advice(local2):
     data = np.random.default_rng(0).random(2_000_000)  # 16 MB sent with every task
     task = hpc.remote(score, optimize=False)
     with hpc.trace() as t:
@@ -85,7 +77,7 @@ def tiny(x):
     return x + 1
 
 
-def test_overhead_per_task_never_exceeds_what_the_wall_clock_allows(pool2):
+def test_overhead_per_task_never_exceeds_what_the_wall_clock_allows(local2):
     task = hpc.remote(tiny, optimize=False)
     with hpc.trace() as t:
         hpc.get([task.remote(i) for i in range(300)])
@@ -126,7 +118,7 @@ def plus_one(x):
     return x + 1
 
 
-def test_tiny_arguments_never_get_send_less_advice(pool2):
+def test_tiny_arguments_never_get_send_less_advice(local2):
     """2,000 tasks of an int: their (un)pickling is most of the workers' time, but it is each task's framing,
     not its 40 bytes; sending less data cannot shorten it (the Serialization finding advised it)."""
     task = hpc.remote(plus_one, optimize=False)
@@ -144,7 +136,7 @@ def matmul(n):
     return float((a @ a).sum())
 
 
-def test_a_task_that_is_one_numpy_call_is_never_told_to_vectorize(pool2):
+def test_a_task_that_is_one_numpy_call_is_never_told_to_vectorize(local2):
     """Its time is in C code (BLAS), as the automatic JIT samples it: the compute-bound advice said "vectorize
     with NumPy" from the verdict alone."""
     task = hpc.remote(matmul)  # the automatic JIT watches it and says where its time was

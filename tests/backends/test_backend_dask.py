@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import time
-from multiprocessing import resource_tracker
 
 import numpy as np
 import psutil
@@ -25,12 +24,7 @@ from eugo_lab import hpc
 from eugo_lab.backends.dask import parse_idle_timeout
 from eugo_lab.hpc import session
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker():
-    # LocalCluster's spawned workers start multiprocessing's per-interpreter resource
-    # tracker once; it lives as long as this process and is no leak of one test.
-    resource_tracker.ensure_running()
+pytestmark = pytest.mark.usefixtures("resource_tracker_running")  # Dask clusters start it
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from eugo_lab import backends, hpc
@@ -14,13 +12,6 @@ from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.hpc import session
 
 CELL = "from eugo_lab import hpc\nhpc.get(hpc.map(abs, range(-4, 4)))"
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
 
 
 @pytest.mark.parametrize("line", ["-w 2 --no-live", "--compare -w 2 --no-live", "--scaling 1,2 --no-live"])

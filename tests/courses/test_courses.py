@@ -7,11 +7,11 @@ carry no bulky or run-specific output, and that every link between notebooks lea
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
+from _notebooks import cell_source, read_notebook
 
 from eugo_lab import glossary
 
@@ -27,18 +27,9 @@ EXERCISE = re.compile(r"^%%eugo\b[^\n]*--exercise[ =]([\w-]+)", re.M)
 SOLUTION = re.compile(r"^%%eugo\b[^\n]* --solution\b", re.M)
 
 
-def _nb(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def _checked(cell: dict) -> bool:
     """nbval compares this cell's output (the comment marker, or the cell tag)."""
-    return "NBVAL_CHECK_OUTPUT" in _source(cell) or "nbval-check-output" in cell.get("metadata", {}).get("tags", [])
+    return "NBVAL_CHECK_OUTPUT" in cell_source(cell) or "nbval-check-output" in cell.get("metadata", {}).get("tags", [])
 
 
 def _name(path: Path) -> str:
@@ -52,7 +43,7 @@ def test_there_are_lessons():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_notebook_is_small_and_saved_clean(path: Path):
     assert path.stat().st_size < MAX_BYTES, f"{_name(path)} is {path.stat().st_size:,} bytes; clear its outputs"
-    for i, cell in enumerate(_nb(path)["cells"]):
+    for i, cell in enumerate(read_notebook(path)["cells"]):
         if cell["cell_type"] != "code" or not cell.get("outputs"):
             continue
         # Saved outputs exist only where nbval compares them, and only as deterministic text.
@@ -67,8 +58,9 @@ def test_notebook_is_small_and_saved_clean(path: Path):
 def test_lesson_has_an_exercise_with_a_hidden_reference(path: Path):
     from eugo_lab.exercises import catalog
 
-    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
-    checked = [(i, EXERCISE.search(_source(c)).group(1)) for i, c in enumerate(cells) if EXERCISE.search(_source(c))]
+    cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
+    checked = [(i, EXERCISE.search(cell_source(c)).group(1)) for i, c in enumerate(cells)
+               if EXERCISE.search(cell_source(c))]
     assert checked, f"{_name(path)} has no %%eugo --exercise cell"
     for exercise_id in {eid for _, eid in checked}:
         ex = catalog.get(exercise_id)  # an unknown id raises, naming the close ones
@@ -80,9 +72,9 @@ def test_lesson_has_an_exercise_with_a_hidden_reference(path: Path):
         assert starters and min(starters) < min(hidden), f"{_name(path)}: {exercise_id} needs a starter cell first"
         # the reference runs as one: graded and shown, never saved as the learner's attempt
         for i in hidden:
-            assert SOLUTION.search(_source(cells[i])), f"{_name(path)} cell {i}: the reference needs --solution"
+            assert SOLUTION.search(cell_source(cells[i])), f"{_name(path)} cell {i}: the reference needs --solution"
         for i in starters:
-            assert not SOLUTION.search(_source(cells[i])), f"{_name(path)} cell {i}: a starter is no --solution"
+            assert not SOLUTION.search(cell_source(cells[i])), f"{_name(path)} cell {i}: a starter is no --solution"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=_name)
@@ -90,9 +82,9 @@ def test_nbval_checks_every_exercise_verdict(path: Path):
     # The starter must be graded "not yet" and the reference "passed" (as the reference, which does not count)
     # every time nbval runs the lesson:
     # the collapsed cell after each exercise cell prints the verdict's first line, and nbval compares it.
-    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
     for i, cell in enumerate(cells):
-        m = EXERCISE.search(_source(cell))
+        m = EXERCISE.search(cell_source(cell))
         if not m:
             continue
         tags = cell.get("metadata", {}).get("tags", [])
@@ -114,10 +106,10 @@ def test_nbval_checks_every_exercise_verdict(path: Path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_links_between_notebooks_resolve(path: Path):
     anchors = {t.replace(" ", "-") for t in glossary.terms()}
-    for cell in _nb(path)["cells"]:
+    for cell in read_notebook(path)["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        for target, anchor in LINK.findall(_source(cell)):
+        for target, anchor in LINK.findall(cell_source(cell)):
             dest = (path.parent / target).resolve()
             assert dest.is_file(), f"{_name(path)} links to {target}, which does not exist"
             if dest.name == "vocabulary.ipynb" and anchor:
@@ -138,7 +130,8 @@ def _mentions(entry: glossary.Entry, text: str) -> int:
 
 
 def test_a_glossary_pointer_names_a_lesson_that_uses_the_term_and_every_used_term_has_one():
-    texts = {p.relative_to(COURSES).as_posix(): "\n".join(_source(c) for c in _nb(p)["cells"]) for p in LESSONS}
+    texts = {p.relative_to(COURSES).as_posix(): "\n".join(cell_source(c) for c in read_notebook(p)["cells"])
+             for p in LESSONS}
     wrong, missing = [], []
     for term in glossary.terms():
         entry = glossary.lookup(term)
@@ -154,28 +147,30 @@ def test_a_glossary_pointer_names_a_lesson_that_uses_the_term_and_every_used_ter
 def test_a_markdown_line_that_introduces_something_is_followed_by_it(path: Path):
     # A sentence ending in a colon promises what comes next: a visible code cell, not another
     # paragraph, a hidden check or the end of the notebook.
-    cells = _nb(path)["cells"]
+    cells = read_notebook(path)["cells"]
     for i, cell in enumerate(cells):
-        if cell["cell_type"] != "markdown" or not _source(cell).rstrip().endswith(":"):
+        if cell["cell_type"] != "markdown" or not cell_source(cell).rstrip().endswith(":"):
             continue
         nxt = cells[i + 1] if i + 1 < len(cells) else None
         hidden = nxt is not None and nxt.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
         assert nxt is not None and nxt["cell_type"] == "code" and not hidden, \
-            f"{_name(path)} cell {i} ends with a colon but introduces nothing: {_source(cell)[-80:]!r}"
+            f"{_name(path)} cell {i} ends with a colon but introduces nothing: {cell_source(cell)[-80:]!r}"
 
 
 def test_vocabulary_has_every_term_with_its_entry():
-    cells = _nb(COURSES / "vocabulary.ipynb")["cells"]
-    headings = {_source(c)[3:].strip() for c in cells if c["cell_type"] == "markdown" and _source(c).startswith("## ")}
+    cells = read_notebook(COURSES / "vocabulary.ipynb")["cells"]
+    headings = {cell_source(c)[3:].strip() for c in cells
+                if c["cell_type"] == "markdown" and cell_source(c).startswith("## ")}
     missing = [t for t in glossary.terms() if t not in headings]
     assert not missing, f"vocabulary.ipynb lacks sections for {missing}"
-    shown = {m.group(1).strip() for c in cells for m in [re.search(r"^%eugo glossary (.+)$", _source(c), re.M)] if m}
+    shown = {m.group(1).strip() for c in cells
+             for m in [re.search(r"^%eugo glossary (.+)$", cell_source(c), re.M)] if m}
     assert set(glossary.terms()) <= shown
 
 
 def test_index_links_every_lesson_and_the_vocabulary():
     index = COURSES / "index.ipynb"
-    text = "\n".join(_source(c) for c in _nb(index)["cells"] if c["cell_type"] == "markdown")
+    text = "\n".join(cell_source(c) for c in read_notebook(index)["cells"] if c["cell_type"] == "markdown")
     linked = {(COURSES / t).resolve() for t, _ in LINK.findall(text)}
     for path in NOTEBOOKS:
         if path != index:
@@ -185,10 +180,10 @@ def test_index_links_every_lesson_and_the_vocabulary():
 def test_index_tables_give_every_lesson_a_row_of_its_own():
     """A table row that lost its line break renders two lessons as one row and hides the second."""
     index = COURSES / "index.ipynb"
-    for cell in _nb(index)["cells"]:
+    for cell in read_notebook(index)["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        rows = [line for line in _source(cell).splitlines() if line.startswith("| ") and ".ipynb)" in line]
+        rows = [line for line in cell_source(cell).splitlines() if line.startswith("| ") and ".ipynb)" in line]
         for row in rows:
             lessons = [t for t, _ in LINK.findall(row) if t.endswith(".ipynb")]
             assert len(lessons) == 1, f"index.ipynb: one table row holds {len(lessons)} lessons: {row[:160]}"
@@ -216,10 +211,10 @@ def test_every_eugo_magic_line_is_valid(path: Path):
 
     from eugo_lab.magics import SUBCOMMANDS, EugoMagics
 
-    for i, cell in enumerate(_nb(path)["cells"]):
+    for i, cell in enumerate(read_notebook(path)["cells"]):
         if cell["cell_type"] != "code":
             continue
-        for line in _source(cell).splitlines():
+        for line in cell_source(cell).splitlines():
             if line.startswith("%%eugo"):
                 try:
                     parse_argstring(EugoMagics.eugo, line[len("%%eugo"):])
@@ -242,7 +237,7 @@ COMPARE = re.compile(r"compare_guess\(\s*\"(?P<name>[^\"]+)\"")
 
 def is_prompt(cell: dict) -> bool:
     """A markdown cell that asks the learner to predict before a measurement."""
-    src = _source(cell)
+    src = cell_source(cell)
     return cell["cell_type"] == "markdown" and bool(PREDICT.search(src)) and "will be able to" not in src.lower()
 
 
@@ -260,17 +255,17 @@ def test_the_prompt_rule_sees_prompts_and_only_prompts():
 def test_every_predict_prompt_has_a_guess_cell_and_its_measurement_prints_the_comparison(path: Path):
     from eugo_lab import guesses
 
-    cells = _nb(path)["cells"]
+    cells = read_notebook(path)["cells"]
     for i, cell in enumerate(cells):
         if not is_prompt(cell):
             continue
         # the first code cell after the prompt (after the notebook's %load_ext setup cell) records the guess
-        after = [c for c in cells[i + 1:] if c["cell_type"] == "code" and "%load_ext eugo_lab" not in _source(c)]
-        m = GUESS.search(_source(after[0])) if after else None
+        after = [c for c in cells[i + 1:] if c["cell_type"] == "code" and "%load_ext eugo_lab" not in cell_source(c)]
+        m = GUESS.search(cell_source(after[0])) if after else None
         assert m, (f"{_name(path)} cell {i} asks to predict, but the next code cell records no guess: insert a "
                    "cell with `%eugo guess NAME VALUE` right after it")
         guesses.parse(m.group("name"), m.group("value"))  # the placeholder is a valid value: nbval runs the cell
-        compared = [c for c in after[1:] if any(n == m.group("name") for n in COMPARE.findall(_source(c)))]
+        compared = [c for c in after[1:] if any(n == m.group("name") for n in COMPARE.findall(cell_source(c)))]
         assert compared, f"{_name(path)} cell {i}: no cell after the guess prints compare_guess({m.group('name')!r})"
         assert not compared[0].get("outputs"), f"{_name(path)}: the comparison's output is the learner's, not saved"
 
@@ -311,31 +306,31 @@ def _tokens_changed(before: str, after: str) -> int:
 
 def _exercise_pairs(path: Path) -> list[tuple[str, int, str, str]]:
     """``(exercise id, starter's code-cell index, starter source, reference source)`` for each reference."""
-    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
     pairs = []
     for i, cell in enumerate(cells):
-        m = EXERCISE.search(_source(cell))
+        m = EXERCISE.search(cell_source(cell))
         if not m or "solution" not in cell.get("metadata", {}).get("tags", []):
             continue
-        starter = max(j for j in range(i) if m.group(1) in _source(cells[j]) and
+        starter = max(j for j in range(i) if m.group(1) in cell_source(cells[j]) and
                       "starter" in cells[j].get("metadata", {}).get("tags", []))
-        pairs.append((m.group(1), starter, _source(cells[starter]), _source(cell)))
+        pairs.append((m.group(1), starter, cell_source(cells[starter]), cell_source(cell)))
     return pairs
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=_name)
 def test_a_lesson_is_short_enough_to_carry_one_idea(path: Path):
-    n = len(_nb(path)["cells"])
+    n = len(read_notebook(path)["cells"])
     assert n <= MAX_LESSON_CELLS, f"{_name(path)} has {n} cells (at most {MAX_LESSON_CELLS}): split it or trim it"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=_name)
 def test_no_line_the_reference_adds_appears_earlier_in_its_lesson(path: Path):
     # The exercise applies the idea to a case the lesson did not show: copying a cell above is no answer.
-    cells = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
     for exercise_id, starter, start_src, ref_src in _exercise_pairs(path):
         given = set(_code_lines(start_src))
-        earlier = {line for c in cells[:starter] for line in _code_lines(_source(c))}
+        earlier = {line for c in cells[:starter] for line in _code_lines(cell_source(c))}
         copied = [line for line in _code_lines(ref_src)
                   if line not in given and line in earlier and len(line) > SCAFFOLD_CHARS]
         assert not copied, f"{_name(path)}: {exercise_id}'s reference adds lines an earlier cell shows: {copied}"
@@ -364,8 +359,8 @@ def test_every_printed_claim_is_checked_where_it_is_printed(path: Path):
     # A lesson printed "all four results the same as plain Python's: True" from a comparison of the four
     # results with each other: a claim is computed into a name and asserted in the same cell, or the
     # cell's output is compared by nbval.
-    for i, cell in enumerate(_nb(path)["cells"]):
-        src = _source(cell)
+    for i, cell in enumerate(read_notebook(path)["cells"]):
+        src = cell_source(cell)
         if cell["cell_type"] != "code" or _checked(cell):
             continue
         for m in CLAIM.finditer(src):

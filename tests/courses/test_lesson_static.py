@@ -17,11 +17,11 @@ next lesson teaches ("Next: ... how batching fixes it"): none of them counts.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
+from _notebooks import cell_source, read_notebook
 
 from eugo_lab import glossary
 
@@ -33,15 +33,6 @@ VOCABULARY_LINK = re.compile(r"\[([^\]]*)\]\((?:\.\./)*vocabulary\.ipynb#((?:[^(
 OTHER_LINK = re.compile(r"\[[^\]]*\]\((?!https?:)[^)\s]+?\.ipynb(?:#[^)\s]*)?\)")
 URL = re.compile(r"\]\([^)\s]+\)")
 DEFINED = "\x00{}\x00"
-
-
-def _nb(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
 
 
 def _name(path: Path) -> str:
@@ -91,9 +82,9 @@ def first_undefined_use(term: str, texts: list[tuple[str, str]]) -> str | None:
 def _course_prose() -> list[tuple[str, str]]:
     out = []
     for path in ORDER:
-        for i, cell in enumerate(_nb(path)["cells"]):
+        for i, cell in enumerate(read_notebook(path)["cells"]):
             if cell["cell_type"] == "markdown":
-                out.append((f"{_name(path)} cell {i}", prose(_source(cell))))
+                out.append((f"{_name(path)} cell {i}", prose(cell_source(cell))))
     return out
 
 
@@ -131,6 +122,6 @@ def test_a_term_is_defined_where_a_lesson_first_uses_it(term: str):
 def test_a_glossary_pointer_leads_to_a_lesson_that_uses_the_term(term: str):
     lesson = glossary.lookup(term).lesson
     path = COURSES / lesson
-    text = "\n".join(_source(c) for c in _nb(path)["cells"])
+    text = "\n".join(cell_source(c) for c in read_notebook(path)["cells"])
     assert term_pattern(term).search(text), (
         f"the glossary sends {term!r} to {lesson}, which never names it: point it at the lesson that shows it")

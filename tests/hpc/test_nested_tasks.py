@@ -273,15 +273,19 @@ def test_shutdown_leaves_no_process_behind():
         hpc.get(running)
 
 
-def test_a_parent_waiting_on_children_is_not_called_io_bound():
-    # Synthetic: a parent spends 0.9 s of its 1 s body waiting on two children that compute.
+def _parent_waiting_on_two_children() -> Trace:
+    """Synthetic: a parent spends 0.9 s of its 1 s body waiting on two children that compute, one on each worker."""
     b = TraceBuilder(workers=2)
     parent = b.task("parent", worker=0, start=0.0, end=1.0, cpu=0.05)
     b.phase(parent, CHILD_WAIT_PHASE, 0.05, 0.95, 0.0)
     for tid, w in ((2, 0), (3, 1)):
         b.task("child", worker=w, start=0.1, end=0.9, task_id=tid)
         b.child(tid, 1)
-    t = b.build()
+    return b.build()
+
+
+def test_a_parent_waiting_on_children_is_not_called_io_bound():
+    t = _parent_waiting_on_two_children()
     assert t.parent.tolist() == [-1, 1, 1]
     report = analyze(t)
     codes = {f.code for f in report.findings}
@@ -358,13 +362,7 @@ def _live_speedup(t: Trace) -> float:
 def test_the_live_speedup_of_a_nested_run_is_the_summarys():
     """A parent waiting on its children is not work done twice: the live bar summed whole bodies (parents
     and the children inside their waits), 7.9x live against 0.2x in the summary."""
-    b = TraceBuilder(workers=2)
-    parent = b.task("parent", worker=0, start=0.0, end=1.0, cpu=0.05)
-    b.phase(parent, CHILD_WAIT_PHASE, 0.05, 0.95, 0.0)
-    for tid, w in ((2, 0), (3, 1)):
-        b.task("child", worker=w, start=0.1, end=0.9, task_id=tid)
-        b.child(tid, 1)
-    t = b.build()
+    t = _parent_waiting_on_two_children()
     assert math.isclose(_live_speedup(t), analyze(t).estimated_speedup, rel_tol=1e-9)
     assert math.isclose(_live_speedup(t), 1.7, rel_tol=1e-9)
 

@@ -6,6 +6,19 @@ import math
 
 import numpy as np
 import pytest
+from _jit_corpus import (  # loops the differential test runs
+    cube_sum,
+    digits,
+    float_mean,
+    float_sum,
+    int32_accumulate_into,
+    int32_sum_typed,
+    int64_sum,
+    int_float_max,
+    int_start_float_sum,
+    largest_or_given,
+)
+from _jit_corpus import int64_compared_with_float as count_above  # here over a float array
 
 from eugo_lab.jit import checked as jit
 from eugo_lab.jit import exact
@@ -22,41 +35,6 @@ def _reasons(fn, *args):
 
 def _line(fn, offset):
     return f"line {fn.__code__.co_firstlineno + offset}:"
-
-
-def cubes(n):
-    s = 0
-    for i in range(n):
-        s += i * i * i
-    return s
-
-
-def count_above(a, x):
-    c = 0
-    for i in range(a.shape[0]):
-        if a[i] > x:
-            c += 1
-    return c
-
-
-def int64_sum(b):
-    s = 0
-    for i in range(b.shape[0]):
-        s += b[i]
-    return s
-
-
-def int32_typed_sum(c):
-    s = np.int32(0)
-    for i in range(c.shape[0]):
-        s += c[i]
-    return s
-
-
-def int32_into(c, out):
-    for i in range(c.shape[0]):
-        out[0] += c[i]
-    return out
 
 
 def roots(a):
@@ -80,20 +58,6 @@ def half_powers(a):
     return s
 
 
-def mean(a):
-    s = 0.0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s / a.shape[0]
-
-
-def starts_as_int(a):
-    s = 0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s
-
-
 def flat_rows(m):
     n, k = m.shape
     flat = m.ravel()
@@ -105,15 +69,15 @@ def flat_rows(m):
 
 
 def test_a_python_int_accumulator_is_not_proven_and_the_reason_names_its_line():
-    (why,) = _reasons(cubes, 10)
-    assert why.startswith(_line(cubes, 3)) and "`s` is a Python int that can outgrow 64 bits" in why, why
+    (why,) = _reasons(cube_sum, 10)
+    assert why.startswith(_line(cube_sum, 4)) and "`s` is a Python int that can outgrow 64 bits" in why, why
     assert why.endswith("Numba's int64 would wrap")
 
 
 @pytest.mark.parametrize("fn,args", [
     (count_above, (np.ones(3), 0.5)),  # a counter that adds a constant
     (int64_sum, (np.ones(3, np.int64),)),  # NumPy int64 wraps as compiled code does
-    (int32_into, (np.ones(3, np.int32), np.zeros(1, np.int32))),  # int32 arithmetic stored back as int32
+    (int32_accumulate_into, (np.ones(3, np.int32), np.zeros(1, np.int32))),  # int32 arithmetic stored back as int32
     (np_roots, (np.ones(3),)),  # correctly rounded, nan for a negative in both
     (flat_rows, (np.ones((2, 3)),)),  # index arithmetic
 ])
@@ -122,11 +86,11 @@ def test_exact_code_is_proven(fn, args):
 
 
 @pytest.mark.parametrize("fn,args,said", [
-    (int32_typed_sum, (np.ones(3, np.int32),), "int32 values: NumPy keeps int32"),
+    (int32_sum_typed, (np.ones(3, np.int32),), "int32 values: NumPy keeps int32"),
     (roots, (np.ones(3),), "math.sqrt raises ValueError for a negative number"),
     (half_powers, (np.ones(3),), "`**` on floats"),
-    (mean, (np.ones(3),), "NumPy gives inf, nan or 0 for a zero divisor"),
-    (starts_as_int, (np.ones(3),), "`s` holds an int here and a float elsewhere"),
+    (float_mean, (np.ones(3),), "NumPy gives inf, nan or 0 for a zero divisor"),
+    (int_start_float_sum, (np.ones(3),), "`s` holds an int here and a float elsewhere"),
 ])
 def test_code_that_may_part_from_python_is_not_proven(fn, args, said):
     why = _reasons(fn, *args)
@@ -196,45 +160,17 @@ def reads_global(a):
     return s
 
 
-def bigger(n, x):
-    return max(n, x)
-
-
 def test_a_global_array_and_a_mixed_max_are_not_proven():
     assert "global array `W` is frozen" in _reasons(reads_global, np.ones(3))[0]
-    assert "max() of an int and a float" in _reasons(bigger, 3, 2.5)[0]
-
-
-def digit_count(i):
-    c = 0
-    v = abs(i)
-    while v > 0:
-        v //= 10
-        c += 1
-    return c
+    assert "max() of an int and a float" in _reasons(int_float_max, 3, 2.5)[0]
 
 
 def test_abs_of_a_64_bit_int_is_not_proven_and_a_small_one_is():
     # Before: the analysis itself failed on this loop ("could not be analysed"); abs(-2**63) is 2**63 in Python
     # and wraps to -2**63 in int64, where this loop returns 0 instead of 19.
-    (why,) = _reasons(digit_count, -2 ** 63)
-    assert why.startswith(_line(digit_count, 2)) and "`v` is a Python int that can outgrow 64 bits" in why
-    assert _reasons(digit_count, 12345) == []
-
-
-def sum_from_zero(a):
-    s = 0.0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s
-
-
-def largest_or(a, x):
-    m = x
-    for i in range(a.shape[0]):
-        if a[i] > m:
-            m = a[i]
-    return m
+    (why,) = _reasons(digits, -2 ** 63)
+    assert why.startswith(_line(digits, 3)) and "`v` is a Python int that can outgrow 64 bits" in why
+    assert _reasons(digits, 12345) == []
 
 
 def _compiled(fn, *args):
@@ -248,16 +184,16 @@ def _compiled(fn, *args):
 def test_a_result_that_is_numpys_on_some_paths_comes_back_with_plain_pythons_type_on_each():
     # Before: compiled code returned a Python float for all, where plain Python returns np.float64 once the loop
     # ran (and 0.0 / 0 raises where np.float64(0.0) / 0 gives nan).
-    reasons, casts, f = _compiled(sum_from_zero, np.ones(2))
+    reasons, casts, f = _compiled(float_sum, np.ones(2))
     assert reasons == [] and isinstance(casts, exact.PathCast), casts
     for a in (np.ones(3), np.array([]), np.array([0.0]), np.array([-0.0]), np.array([1.0, -1.0]),
               np.array([math.nan])):
-        plain, got = sum_from_zero(a), f(a)
+        plain, got = float_sum(a), f(a)
         assert type(got) is type(plain) and jit.bit_identical(got, plain), (a, plain, got)
 
 
 def test_a_result_of_another_type_on_some_paths_is_not_compiled_even_when_asked_for(monkeypatch):
-    reasons, casts, _ = _compiled(largest_or, np.ones(2), 0.5)
+    reasons, casts, _ = _compiled(largest_or_given, np.ones(2), 0.5)
     assert isinstance(casts, exact.ResultTypeVaries) and "`m` is a float64 NumPy scalar on some paths" in casts
     assert reasons and reasons[0] == casts
     # optimize=True keeps unproven code whose trial matched, but not this: a trial where plain returns x (a Python
@@ -265,7 +201,7 @@ def test_a_result_of_another_type_on_some_paths_is_not_compiled_even_when_asked_
     monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
     monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
     jit.reset()
-    w = jit.Optimized(largest_or, "exact-result-type")
+    w = jit.Optimized(largest_or_given, "exact-result-type")
     assert w(np.zeros(3), 5.0) == 5.0
     verdict = jit._verdicts["exact-result-type"][0]
     assert not verdict.compiled and verdict.code == "result-type", verdict
@@ -281,11 +217,11 @@ def test_optimize_true_casts_a_numpy_result_back_on_later_calls(monkeypatch):
     monkeypatch.setattr(jit, "MIN_PLAIN_SECONDS", 0.0)
     monkeypatch.setattr(jit, "MIN_GAIN", 0.0)
     jit.reset()
-    w = jit.Optimized(sum_from_zero, "exact-cast-later")
+    w = jit.Optimized(float_sum, "exact-cast-later")
     w(np.ones(4))
     assert jit._verdicts["exact-cast-later"][0].compiled
     for a in (np.ones(4) * 0.5, np.zeros(4), np.array([1.0, -1.0, 0.0, 0.0])):
-        got, plain = w(a), sum_from_zero(a)
+        got, plain = w(a), float_sum(a)
         assert type(got) is type(plain) and jit.bit_identical(got, plain)
     jit.reset()
 

@@ -8,12 +8,9 @@ the recorded wall times), never a speed threshold.
 from __future__ import annotations
 
 import math
-from multiprocessing import resource_tracker
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 from eugo_lab import hpc
 from eugo_lab.cellrun import native_compare
@@ -34,16 +31,7 @@ data = np.ones(50_000)
 """
 
 
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker():
-    resource_tracker.ensure_running()  # started once by a cluster of worker processes, lives with this process
+pytestmark = pytest.mark.usefixtures("resource_tracker_running")  # Dask clusters start it
 
 
 @pytest.fixture(scope="module")

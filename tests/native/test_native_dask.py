@@ -8,12 +8,9 @@ The cluster is in-process (``processes=False``), two single-threaded workers.
 from __future__ import annotations
 
 import contextlib
-from multiprocessing import resource_tracker
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 from eugo_lab import hpc
 from eugo_lab.analysis import analyze
@@ -69,18 +66,7 @@ CASES = [
 MISTAKES = {c[3] for c in CASES}
 
 
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or get_ipython()  # None when another test module started it already
-    shell.run_line_magic("load_ext", "eugo_lab")
-    return shell
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker():
-    # A cluster of worker processes starts multiprocessing's per-interpreter resource tracker once;
-    # it lives as long as this process and is no leak of one test.
-    resource_tracker.ensure_running()
+pytestmark = pytest.mark.usefixtures("resource_tracker_running")  # Dask clusters start it
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import test_optimize_magic as _magic
+from _stencil import stencil_source
 from IPython.utils.capture import capture_output
 
 from eugo_lab.jit import auto
@@ -75,13 +76,7 @@ def test_no_optimize_leaves_the_cell_functions_alone(ip, kernel_mode):
 FIVE_CALLS = '''
 import numpy as np
 
-def blur(a):
-    out = np.empty_like(a)
-    out[0] = a[0]
-    out[-1] = a[-1]
-    for i in range(1, a.shape[0] - 1):
-        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0
-    return out
+''' + stencil_source("blur") + '''
 
 data = np.random.default_rng(0).random(400_000)
 results = [blur(data) for _ in range(5)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _stencil import stencil_source
 from IPython.utils.capture import capture_output
 
 from eugo_lab import hpc
@@ -15,13 +16,7 @@ import numpy as np
 from eugo_lab import hpc
 
 @hpc.remote
-def smooth(a):
-    out = np.empty_like(a)
-    out[0] = a[0]
-    out[-1] = a[-1]
-    for i in range(1, a.shape[0] - 1):
-        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0
-    return out
+''' + stencil_source("smooth") + '''
 
 class Tag:
     def __init__(self, v):

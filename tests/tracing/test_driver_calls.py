@@ -158,26 +158,27 @@ def score(x):
 """
 
 
+def _driver_calls_of_graded_cell(cell: str, line: str, *functions: str) -> dict[str, int]:
+    """Run ``cell`` as the batching exercise; the calls of each of ``functions`` its trace saw in the notebook."""
+    run_exercise("batching", cell, SETUP, line=line)
+    trace = api.last_trace()
+    return {fn: measure.driver_calls(trace, fn) for fn in functions}
+
+
 @pytest.mark.parametrize("line", ["-w 2 --no-live", "-b threads -w 2 --no-live"])
 def test_a_graded_cell_records_where_its_functions_ran(line):
     # The graded value scored in a loop in the notebook, a decoy task of the right name beside it.
     shortcut = ("decoy = score.remote(0)\n"
                 "def by_hand(xs):\n    return [score(x) for x in xs]\n"
                 "results = by_hand(range(40))\nhpc.get(decoy)\n")
-    run_exercise("batching", shortcut, SETUP, line=line)
-    trace = api.last_trace()
-    assert measure.driver_calls(trace, "score") == 40
-    assert measure.driver_calls(trace, "by_hand") == 1
+    assert _driver_calls_of_graded_cell(shortcut, line, "score", "by_hand") == {"score": 40, "by_hand": 1}
     # Honest: its own function around hpc.map, and hand-made batches; every call of score ran in a task.
     honest = ("def score_all(xs):\n    return list(hpc.map(score, xs, batch=10))\n"
               "def batch(xs):\n    return [score(x) for x in xs]\n"
               "firsts = score_all(range(40))\n"
               "chunks = [list(range(i, i + 10)) for i in range(0, 40, 10)]\n"
               "rest = hpc.get([hpc.remote(batch).remote(c) for c in chunks])\n")
-    run_exercise("batching", honest, SETUP, line=line)
-    trace = api.last_trace()
-    assert measure.driver_calls(trace, "score") == 0
-    assert measure.driver_calls(trace, "score_all") == 1
+    assert _driver_calls_of_graded_cell(honest, line, "score", "score_all") == {"score": 0, "score_all": 1}
     assert sys.getprofile() is None
 
 

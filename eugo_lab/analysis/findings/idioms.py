@@ -31,14 +31,49 @@ def _more_workers(f: Finding) -> str:
     return m.group(1) if m else "twice the cores'"
 
 
-def _dask_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+def _blocking(f: Finding, advice: str, fix: str, waited: str) -> tuple[str, str, str]:
+    """The wait-inside-the-loop finding in an engine's words.
+
+    ``{shown}`` in ``advice`` and ``fix`` is the wait's place; the verdict's "called get() on each task"
+    becomes ``waited``.
+    """
     shown = display_source(f.evidence["source"])
-    return (f"Submit all tasks first, then wait once: futures = client.map(fn, items) (or a list of client.submit "
-            f"calls) and results = client.gather(futures) after the loop, instead of the .result() at {shown} "
-            "inside it; to use each result as soon as it is ready, loop over as_completed(futures).",
-            f"move the wait at {shown} out of the loop (client.gather once)",
-            # Dask's futures have no get(): the wait was a .result() or a one-future gather
-            f.verdict.replace("called get() on each task", "waited for each task"))
+    return (advice.format(shown=shown), fix.format(shown=shown),
+            f.verdict.replace("called get() on each task", waited))
+
+
+def _repeated(f: Finding, advice: str, how: str) -> tuple[str, str]:
+    """The repeated-argument finding in an engine's words.
+
+    ``{name}`` in ``advice`` is the function; ``how`` is the engine's call that sends the argument once.
+    """
+    name = f.evidence["function"]
+    size = fmt_bytes(f.evidence["bytes"], ".3g")
+    return advice.format(name=name), f"send {name}()'s {size} argument once with {how}"
+
+
+def _fan_out(f: Finding, call: str, instead: str, at_end: str, what: str, advice: str) -> tuple[str, str] | None:
+    """The fan-out finding in an engine's words (None for its forms that name no API).
+
+    A chain through the driver gets :func:`_through_driver`'s advice (``{fn}`` in ``call`` and ``instead`` is
+    the function); the rest gets ``advice``.
+    """
+    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
+        return None
+    if "through_driver" in f.evidence:
+        fn = f.evidence["function"]
+        return _through_driver(f, call.format(fn=fn), instead.format(fn=fn), at_end, what)
+    return advice, f.fix
+
+
+def _dask_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
+    return _blocking(f, "Submit all tasks first, then wait once: futures = client.map(fn, items) (or a list of "
+                     "client.submit calls) and results = client.gather(futures) after the loop, instead of the "
+                     ".result() at {shown} inside it; to use each result as soon as it is ready, loop over "
+                     "as_completed(futures).",
+                     "move the wait at {shown} out of the loop (client.gather once)",
+                     # Dask's futures have no get(): the wait was a .result() or a one-future gather
+                     "waited for each task")
 
 
 def _dask_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
@@ -61,12 +96,9 @@ def _dask_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _dask_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
-    name = f.evidence["function"]
-    size = fmt_bytes(f.evidence["bytes"], ".3g")
-    return (f"Send it once: data_future = client.scatter(data, broadcast=True) and pass data_future to "
-            f"client.submit({name}, data_future, ...): each worker receives it once instead of with every task "
-            "(scatter a list as [data], or it scatters each element).",
-            f"send {name}()'s {size} argument once with client.scatter")
+    return _repeated(f, "Send it once: data_future = client.scatter(data, broadcast=True) and pass data_future to "
+                     "client.submit({name}, data_future, ...): each worker receives it once instead of with every "
+                     "task (scatter a list as [data], or it scatters each element).", "client.scatter")
 
 
 def _dask_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
@@ -126,23 +158,16 @@ def _through_driver(f: Finding, call: str, instead: str, at_end: str, what: str)
 
 
 def _dask_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
-        return None
-    if "through_driver" in f.evidence:
-        fn = f.evidence["function"]
-        return _through_driver(f, f"client.submit({fn}, fut)", f"client.submit({fn}, fut.result())",
-                               "one .result()", "future")
-    return ("Fan out: submit independent steps together (pass futures to client.submit instead of calling "
-            ".result() between them) and split each step into several tasks.", f.fix)
+    return _fan_out(f, "client.submit({fn}, fut)", "client.submit({fn}, fut.result())", "one .result()", "future",
+                    "Fan out: submit independent steps together (pass futures to client.submit instead of calling "
+                    ".result() between them) and split each step into several tasks.")
 
 
 def _ray_blocking(f: Finding, meta: dict[str, Any]) -> tuple[str, str, str]:
-    shown = display_source(f.evidence["source"])
-    return (f"Submit all tasks first, then call ray.get once: refs = [fn.remote(x) for x in items] and "
-            f"results = ray.get(refs) after the loop, instead of the ray.get at {shown} inside it; to use each "
-            "result as soon as it is ready, loop with done, refs = ray.wait(refs, num_returns=1).",
-            f"move the ray.get at {shown} out of the loop",
-            f.verdict.replace("called get() on each task", "called ray.get on each task"))
+    return _blocking(f, "Submit all tasks first, then call ray.get once: refs = [fn.remote(x) for x in items] and "
+                     "results = ray.get(refs) after the loop, instead of the ray.get at {shown} inside it; to use "
+                     "each result as soon as it is ready, loop with done, refs = ray.wait(refs, num_returns=1).",
+                     "move the ray.get at {shown} out of the loop", "called ray.get on each task")
 
 
 def _ray_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
@@ -157,12 +182,10 @@ def _ray_too_small(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _ray_repeated(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
-    name = f.evidence["function"]
-    size = fmt_bytes(f.evidence["bytes"], ".3g")
-    return (f"Store it once: ref = ray.put(data) before the loop and {name}.remote(ref, ...) in it; Ray stores an "
-            "argument passed by value again at every .remote() (over 100 KiB it is put in the object store each "
-            "time), and a ref passed instead is read by the workers from the store.",
-            f"send {name}()'s {size} argument once with ray.put")
+    return _repeated(f, "Store it once: ref = ray.put(data) before the loop and {name}.remote(ref, ...) in it; Ray "
+                     "stores an argument passed by value again at every .remote() (over 100 KiB it is put in the "
+                     "object store each time), and a ref passed instead is read by the workers from the store.",
+                     "ray.put")
 
 
 def _ray_serialization(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
@@ -184,13 +207,9 @@ def _ray_slow_submission(f: Finding, meta: dict[str, Any]) -> tuple[str, str, st
 
 
 def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
-    if f.term != "Fan-out" or "passed_futures" in f.evidence:  # (that advice names no API)
-        return None
-    if "through_driver" in f.evidence:
-        fn = f.evidence["function"]
-        return _through_driver(f, f"{fn}.remote(ref)", f"{fn}.remote(ray.get(ref))", "one ray.get", "ObjectRef")
-    return ("Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling ray.get "
-            "between them) and split each step into several tasks.", f.fix)
+    return _fan_out(f, "{fn}.remote(ref)", "{fn}.remote(ray.get(ref))", "one ray.get", "ObjectRef",
+                    "Fan out: submit independent steps together (pass ObjectRefs to .remote() instead of calling "
+                    "ray.get between them) and split each step into several tasks.")
 
 
 #: engine (``trace.meta["api"]``) -> finding code -> its wording in that engine's API.

@@ -16,7 +16,7 @@ from eugo_lab.analysis.findings import (
 )
 from eugo_lab.analysis.report import fmt_pct
 from eugo_lab.checklists.model import Checklist, Item, register
-from eugo_lab.checklists.subject import Subject
+from eugo_lab.checklists.subject import Call, Subject
 from eugo_lab.contract.row import OK
 from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_seconds as fmt_s
@@ -30,19 +30,33 @@ WORTH_RATIO = 10.0
 BIG_BYTES = REPEAT_MIN_BYTES
 
 
-def _need_call(s: Subject) -> str:
+def _timed_call(s: Subject) -> tuple[Call | None, str]:
+    """The subject's timed local call; or None and why an item that reads it is not measured."""
     if s.fn is None:
-        return "not measured: give fn= (and args=) to time one call"
-    return s.call_failed()
+        return None, "not measured: give fn= (and args=) to time one call"
+    missing = s.call_failed()
+    if missing:
+        return None, missing
+    assert s.call is not None
+    return s.call, ""
+
+
+def _sent(what: str, size: int, advice: str, small: str) -> tuple[bool, str]:
+    """The verdict on data sent with each call: under ``BIG_BYTES`` it passes, saying ``small``; else ``advice``.
+
+    ``what`` starts the sentence ("the result is"), the size in bytes follows it.
+    """
+    head = f"{what} {fmt_bytes(size, '.3g')}"
+    if size >= BIG_BYTES:
+        return False, f"{head}: {advice}"
+    return True, f"{head}: {small}"
 
 
 def task_size(s: Subject) -> tuple[bool | None, str]:
     """One call against the runtime's round trip of an empty task."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
-    call = s.call
-    assert call is not None
     trip, engine = s.overhead
     head = f"one call of {s.call_text} takes {fmt_s(call.seconds)} against {fmt_s(trip)} of scheduling overhead"
     ratio = call.seconds / trip if trip > 0 else float("inf")
@@ -67,36 +81,30 @@ def argument_size(s: Subject) -> tuple[bool | None, str]:
     except SerializationError as exc:
         return False, f"the arguments cannot be sent to a worker: {exc}"
     size = len(data) + sum(b.nbytes for b in buffers)
-    if size >= BIG_BYTES:
-        return False, (f"arguments are {fmt_bytes(size, '.3g')}: use put (ref = hpc.put(data) once, then pass ref to "
-                       "every call) or let each task load its own data")
-    return True, f"arguments are {fmt_bytes(size, '.3g')}: small enough to pass by value"
+    return _sent("arguments are", size, "use put (ref = hpc.put(data) once, then pass ref to every call) or let each "
+                 "task load its own data", "small enough to pass by value")
 
 
 def result_size(s: Subject) -> tuple[bool | None, str]:
     """The result of the local call, serialized as a worker would send it back."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
     from eugo_lab.contract.serialization import dumps_value
 
     try:
-        size = len(dumps_value(s.call.result))  # type: ignore[union-attr]
+        size = len(dumps_value(call.result))
     except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled is the finding itself
         return False, f"the result cannot be sent back from a worker ({type(exc).__name__}: {exc})"
-    if size >= BIG_BYTES:
-        return False, (f"the result is {fmt_bytes(size, '.3g')}: return a summary, or write it to storage in the task "
-                       "and return the path")
-    return True, f"the result is {fmt_bytes(size, '.3g')}: cheap to send back"
+    return _sent("the result is", size, "return a summary, or write it to storage in the task and return the path",
+                 "cheap to send back")
 
 
 def bound(s: Subject) -> tuple[bool | None, str]:
     """CPU time over the time the local call could run (waiting for a core other programs held left out)."""
-    missing = _need_call(s)
-    if missing:
+    call, missing = _timed_call(s)
+    if call is None:
         return None, missing
-    call = s.call
-    assert call is not None
     if call.seconds <= 0:
         return None, "not measured: the call was too short to tell"
     if call.seconds < BOUND_MIN_ITEM_S:
