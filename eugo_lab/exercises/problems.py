@@ -259,6 +259,22 @@ def serving(exercise_id: str, hidden: Problem) -> Iterator[None]:
         _serving.pop(exercise_id, None)
 
 
+# Per (exercise, mistake): what a ``not yet`` on the hidden case says happened there, where the mistake is not
+# a typed value (see :func:`explained_on_hidden`).
+_ON_HIDDEN: dict[tuple[str, str], str] = {}
+
+
+def explained_on_hidden(exercise_id: str, mistake: str, words: str) -> None:
+    """Declare what the hidden case's ``not yet`` says when its run got ``mistake``: ``there {words}``.
+
+    For a mistake a cell can get on the hidden case with every input taken from ``p`` (an order that
+    matched the lesson's case by chance), where "a value is written into the cell" would be false.
+    ``words`` must hold nothing of the hidden case (no input, no answer, no count of it); the verdict
+    then names ``mistake``, so its hints answer it.
+    """
+    _ON_HIDDEN[(exercise_id, mistake)] = words
+
+
 def checked_again(first: Verdict, second: Verdict, names: list[str], error: BaseException | None = None) -> Verdict:
     """The verdict of a cell that passed on the lesson's inputs, after its run on the hidden case (``second``).
 
@@ -266,12 +282,19 @@ def checked_again(first: Verdict, second: Verdict, names: list[str], error: Base
 
     Passed there too: ``first`` with :data:`SECOND_CASE` added. Not: ``not yet`` with mistake
     :data:`CARRY_OVER`, in words that hold nothing of the hidden case (not its inputs, not its
-    answer, not the message its run got). A checker bug on the hidden case stays that bug.
+    answer, not the message its run got), or, for a mistake the exercise explained with
+    :func:`explained_on_hidden`, its words and that mistake. A checker bug on the hidden case stays that bug.
     """
     if second.checker_error is not None:
         return replace(second, reference=first.reference)
     if second.passed:
         return replace(first, lines=(*first.lines, SECOND_CASE))
+    said = _ON_HIDDEN.get((first.exercise_id, second.mistake or "")) if error is None else None
+    if said is not None:
+        return Verdict(first.exercise_id, False, (
+            "your cell met the criteria on the lesson's inputs, but not on a second case the checker made with "
+            f"other inputs of the same kind (it ran your cell again on them, out of sight): there {said}.",
+            HINT_POINTER.format(id=first.exercise_id)), reference=first.reference, mistake=second.mistake)
     where = f" (`{'`, `'.join(names)}`)" if names else ""
     # The error's type only: its message may hold a value of the hidden case.
     there = f"there it stopped with {type(error).__name__}" if error is not None else "there it did not meet them"
