@@ -225,9 +225,10 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
     Reads the runtime's record only: when each task's result reached the driver (``received``), and
     each wait with the task it was on (the blocks' ``task``). A wait counts when its task was still
     running as the wait began; another task counts when it finished before the one waited on (by more
-    than a tie, :data:`TIE_FRACTION` of the median gap between finishes) and the driver had not taken
-    it when the wait began. Taking results in the order they finish never gives one, on any machine:
-    the driver then only waits on a task when every earlier-finished one is taken. None: no such wait.
+    than a tie, :data:`TIE_FRACTION` of the median gap between finishes) and before the wait ended (a
+    wait with a timeout may end first), and the driver had not taken it when the wait began. Taking
+    results in the order they finish never gives one, on any machine: the driver then only waits on a
+    task when every earlier-finished one is taken. None: no such wait.
     """
     t = trace.tasks
     first = trace.first_attempts(function)
@@ -246,13 +247,13 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
     kinds = trace.block_kinds
     for i in np.argsort(np.asarray(b["start"]), kind="stable").tolist():
         kind, x = kinds[int(b["kind"][i])], int(b["task"][i])
-        start = float(b["start"][i])
+        start, end = float(b["start"][i]), float(b["end"][i])
         if kind not in WAITING_ON_ONE or int(b["futures"][i]) != 1 or x not in received:
             continue
         if received[x] - start <= tie:  # it had finished (or as good as) when the driver turned to it
             continue
         sat = sorted(numbers[y] for y, r in received.items()
-                     if y != x and r < received[x] - tie and taken.get(y, np.inf) > start)
+                     if y != x and r < min(received[x] - tie, end) and taken.get(y, np.inf) > start)
         if sat:
             longest = max(body.values(), key=lambda d: d if np.isfinite(d) else -1.0)
             return HeldUp(numbers[x], kind, display_source(trace.sources[int(b["source"][i])]), tuple(sat),

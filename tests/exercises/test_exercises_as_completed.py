@@ -174,6 +174,11 @@ def test_held_up_is_none_in_completion_order_for_ties_and_for_results_already_ta
     many = _four([("wait", 0.01, 0.1, -1), ("get", 0.1, 0.1, 2), ("wait", 0.11, 0.2, -1), ("get", 0.2, 0.2, 3),
                   ("wait", 0.21, 0.3, -1), ("get", 0.3, 0.3, 4), ("wait", 0.31, 0.4, -1), ("get", 0.4, 0.4, 1)])
     assert measure.held_up(many, "measure") is None
+    # A wait on 1 that timed out before any other finished held nothing back; the loop then took them as they came.
+    timed_out = _four([("wait", 0.01, 0.05, 1), ("as_completed", 0.05, 0.1, 2), ("get", 0.1, 0.1, 2),
+                       ("as_completed", 0.12, 0.2, 3), ("get", 0.2, 0.2, 3), ("as_completed", 0.22, 0.3, 4),
+                       ("get", 0.3, 0.3, 4), ("as_completed", 0.32, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(timed_out, "measure") is None
     # Within a tie (a fraction of the typical gap between finishes), which finished first is the machine's timing.
     from trace_builder import TraceBuilder
 
