@@ -19,7 +19,9 @@ gives each student a randomised variant and nbgrader keeps hidden tests:
    checker grades that run against its own copy of the variant. Passed there too: the verdict says so
    (:data:`SECOND_CASE`). Not passed: ``not yet`` (:data:`CARRY_OVER`), saying the cell met the
    criteria on the lesson's inputs but not on a second case of the same kind, without the
-   variant's inputs or answer.
+   variant's inputs or answer; or, for a mistake the exercise declared with
+   :func:`explained_on_hidden` (one a cell makes with every input taken from ``p``, such as an
+   order that matched the lesson's case by chance), its own words and that mistake.
 
 How an exercise declares its problem and variant (in its catalog module)::
 
