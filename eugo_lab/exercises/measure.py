@@ -262,14 +262,14 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
 
 
 def spans(numbers: tuple[int, ...] | list[int]) -> str:
-    """``2-5, 7 and 9``: sorted numbers with runs written as ranges."""
+    """``2-5, 7, 8 and 10``: sorted numbers, runs of three or more written as ranges."""
     runs: list[list[int]] = []
     for n in sorted(numbers):
         if runs and n == runs[-1][1] + 1:
             runs[-1][1] = n
         else:
             runs.append([n, n])
-    said = [f"{a}" if a == b else f"{a}-{b}" if b > a + 1 else f"{a}, {b}" for a, b in runs]
+    said = [s for a, b in runs for s in ((f"{a}-{b}",) if b > a + 1 else dict.fromkeys((f"{a}", f"{b}")))]
     return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
 
 

@@ -110,6 +110,15 @@ class Problem:
         """The lesson's case (``hidden`` False) or a small hidden variant, drawn from ``rng``."""
         raise NotImplementedError(f"{cls.__name__} must define make(rng, hidden)")
 
+    def held_result(self) -> tuple[str, int, float] | None:
+        """``(function, n, seconds)``: the hidden case's run hands call ``n`` (from 0) of ``function`` back late.
+
+        Kept by the checker, never a field (not shown, not an input): a subclass's ``make`` sets it on
+        a hidden case with :func:`hold_result` so that no reading of the inputs tells which task
+        finishes last. None (the default): the run is left as it is.
+        """
+        return getattr(self, "_held", None)
+
     def fields(self) -> list[tuple[str, str]]:
         """``(name, value as text)`` for each field, in declaration order."""
         return [(f.name, _show(getattr(self, f.name))) for f in dataclasses.fields(self)]
@@ -152,6 +161,18 @@ def frozen_array(a: np.ndarray) -> np.ndarray:
 
 
 P = TypeVar("P", bound=type[Problem])
+P2 = TypeVar("P2", bound=Problem)
+
+
+def hold_result(problem: P2, function: str, n: int, seconds: float) -> P2:
+    """``problem``, whose run (a hidden case's) gets call ``n`` of ``function``'s result ``seconds`` late.
+
+    See :meth:`Problem.held_result`; the cell runner applies it (``eugo_lab.hpc.session.holding_result``).
+    """
+    object.__setattr__(problem, "_held", (function, int(n), float(seconds)))
+    return problem
+
+
 _DECLARED: dict[str, type[Problem]] = {}
 _handed: dict[str, Problem] = {}  # the lesson's case, made once per kernel: every call hands out the same object
 _serving: dict[str, Problem] = {}  # the hidden case, while the second run goes

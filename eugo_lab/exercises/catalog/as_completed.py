@@ -2,8 +2,9 @@
 
 The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.ms``, how many
 milliseconds each measurement takes (in the lesson 10 of them, the first 400 ms and the
-others 25-45 ms); a passing cell is run again on a hidden case of 6 (one of them, at a place
-drawn from the seed, 160-200 ms, the others 12-24 ms).
+others 25-45 ms); a passing cell is run again on a hidden case of 6 (each 12-24 ms; the checker
+hands one of them, at a place drawn from the seed and not the longest, back 160-200 ms late, so
+``p.ms`` does not tell which finishes last).
 
 Starter cell (graded ``not yet``: the loop waits in submission order, on the slow first task)::
 
@@ -44,12 +45,13 @@ when each result arrived, :func:`eugo_lab.exercises.measure.held_up`), so the re
 in the order the tasks finished (ties within a fraction of the gaps between finishes); the driver
 took a result by itself (a get() of one future) before the last one arrived (so not one
 ``hpc.get`` of all of them first, with or without an ``as_completed`` loop that takes nothing).
-The hidden case's slow measurement is at a place drawn from the seed: an order fitted to the
-lesson's (its slow one is first) fails there, with words of its own that hold nothing of the
-case (:func:`eugo_lab.exercises.problems.explained_on_hidden`). On 1 worker tasks finish in
-submission order, so the run cannot show the difference: there the check needs the
-results taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so. Then the
-same on the hidden case.
+The hidden case's slow measurement is at a place drawn from the seed and slow by the checker's
+hold, not its input: an order fitted to the lesson's (its slow one is first) or to ``p.ms``
+fails there, with words of its own that hold nothing of the case
+(:func:`eugo_lab.exercises.problems.explained_on_hidden`). On 1 worker tasks finish in
+submission order, so the run cannot show the difference: there the check needs the results
+taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so. Then the same on
+the hidden case.
 """
 
 from __future__ import annotations
@@ -66,10 +68,10 @@ N = 10
 # The slow first measurement of the lesson's case, and the others: on 2 workers the 9 short ones
 # (at most 45 ms each) are all done long before it, so handling them in completion order shows.
 SLOW_MS, SHORT_MS = 400, range(25, 46)
-# The hidden case, sized to cost at most about half the lesson's: 6 measurements, the slow one
-# 160-200 ms (at a place drawn from the seed), 5 short ones of 12-24 ms (at most 120 ms on one worker:
-# still done before the slow one when it is first). Other values than the lesson's, so a typed answer
-# cannot match.
+# The hidden case, sized to cost at most about half the lesson's: 6 short measurements of 12-24 ms, one of
+# them (at a place drawn from the seed, never the longest input) handed back 160-200 ms late by the checker
+# (the others take at most 120 ms together on one worker: still done before it). Other values than the lesson's, so
+# a typed answer cannot match.
 HIDDEN_N, HIDDEN_SLOW_MS, HIDDEN_SHORT_MS = 6, range(160, 201), range(12, 25)
 FUNCTION = "measure"
 # What the driver's calls are named in the trace when they take results as they finish.
@@ -92,16 +94,20 @@ class AsCompletedProblem(problems.Problem):
 
     @classmethod
     def make(cls, rng: random.Random, hidden: bool) -> AsCompletedProblem:
-        """The lesson's case: the slow one first; hidden: fewer, shorter, the slow one at a place drawn from the seed.
+        """The lesson's case: the slow one first; hidden: fewer, all short, one made slow where the cell cannot see.
 
-        Anywhere in the list, so no fixed order (the list's, reversed, the slow one first) matches the
-        order the tasks finish in on every hidden case: only taking them as they finish does.
+        The hidden case's slow measurement is at a place drawn from the seed, and slow because the
+        checker hands its result back late (:func:`~eugo_lab.exercises.problems.hold_result`), not
+        because of its input: no fixed order (the list's, reversed, sorted by ``p.ms``) matches the
+        order the tasks finish in there; only taking them as they finish does.
         """
         if not hidden:
             return cls((SLOW_MS, *rng.sample(SHORT_MS, N - 1)))
-        short = rng.sample(HIDDEN_SHORT_MS, HIDDEN_N - 1)
-        short.insert(rng.randrange(HIDDEN_N), rng.choice(HIDDEN_SLOW_MS))
-        return cls(tuple(short))
+        ms = rng.sample(HIDDEN_SHORT_MS, HIDDEN_N)
+        # The slow one is made slow by the checker, not by its input: its result comes back late. Not the
+        # longest input, so neither the list's order nor an order by p.ms puts it where it finishes.
+        slow = rng.choice([i for i in range(HIDDEN_N) if ms[i] != max(ms)])
+        return problems.hold_result(cls(tuple(ms)), FUNCTION, slow, rng.choice(HIDDEN_SLOW_MS) / 1000)
 
 
 _SOLUTION = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
