@@ -51,7 +51,9 @@ and then:
 - a field holding an array is made read-only (:func:`frozen_array`) and its dataclass takes
   ``eq=False`` (an array has no single truth value); where a criterion needs a slow task to
   stay the slowest, the durations are inputs too (``as-completed``'s ``p.ms``), so the hidden
-  case can be shorter and still hold;
+  case can be shorter and still hold; where the inputs must not tell which task finishes last, the
+  hidden case makes one slow by a result handed back late instead (:func:`hold_result`, the
+  checker's own, never a field: ``as-completed``);
 - its hints have a :data:`CARRY_OVER` entry (what to take from ``p`` instead of typing it);
 - its rows in ``tests/exercises/test_exercise_variants.py`` (the hidden seed fixed by patching
   :func:`draw_seed`): the reference passes both cases, a typed answer does not carry over and
