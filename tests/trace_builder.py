@@ -19,7 +19,7 @@ class TraceBuilder:
         self.meta = {"backend": backend, "workers": workers, "cores": cores, "threads_per_worker": 1}
         self.tasks: dict[str, list] = {c: [] for c in TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS}
         self.phases: dict[str, list] = {"row": [], "name": [], "start": [], "end": [], "cpu": [], "runq": []}
-        self.blocks: dict[str, list] = {"kind": [], "start": [], "end": [], "futures": [], "source": []}
+        self.blocks: dict[str, list] = {"kind": [], "start": [], "end": [], "futures": [], "source": [], "task": []}
         self.functions: list[str] = []
         self.phase_names: list[str] = []
         self.sources: list[str] = []
@@ -105,7 +105,8 @@ class TraceBuilder:
             self.facts[c].append(v)
 
     def block(self, start: float, end: float, futures: int = 1, kind: str = "get",
-              source: str = "/home/student/loop.py:7") -> None:
+              source: str = "/home/student/loop.py:7", task: int = -1) -> None:
+        self.blocks["task"].append(task)
         self.blocks["kind"].append(self._code(self.block_kinds, kind))
         self.blocks["start"].append(T0 + start)
         self.blocks["end"].append(T0 + end)

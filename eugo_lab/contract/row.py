@@ -32,7 +32,10 @@ TASK_INT_COLUMNS = ("task_id", "attempt", "function", "worker", "status", "batch
 TASK_FLOAT_COLUMNS = ("submit", "ready", "start", "end", "received", "cpu", "deser", "ser", "runq")
 TASK_COLUMNS = TASK_INT_COLUMNS + TASK_FLOAT_COLUMNS
 PHASE_COLUMNS = ("row", "name", "start", "end", "cpu", "runq")
-BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source")
+# One row per driver wait. ``task``: the task of the one future the call waited on or took (a get()/
+# result()/await of one future, a wait() on one, the future an as_completed() loop yielded, a done()
+# polled until it said True); -1 for a call on several futures, and in a trace saved before the column.
+BLOCK_COLUMNS = ("kind", "start", "end", "futures", "source", "task")
 # One row per data dependency: task ``task`` was passed the future of task ``on``.
 DEP_COLUMNS = ("task", "on")
 # One row per task submitted from inside another task's body: task ``task`` was submitted by the

@@ -6,6 +6,7 @@ criteria can be tested on built traces as well as on real runs. Nothing here rea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -168,6 +169,108 @@ def taken_singly_before(trace: Any, moment: float) -> int:
     return int(sum(1 for k, n, e in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist(),
                                         np.asarray(b["end"]).tolist())
                    if kinds[k] in TAKING and n == 1 and e < moment))
+
+
+#: The driver calls that wait on one future in particular: a get()/result()/await of it, an ``hpc.wait``
+#: on it alone, a loop of ``done()`` on it (recorded as a ``done`` wait). ``as_completed`` and a wait on
+#: several futures wake at whichever finishes first, so they never hold a finished result back.
+WAITING_ON_ONE = ("get", "await", "wait", "done")
+#: Two finishes closer than this fraction of the typical (median) gap between consecutive finishes of
+#: the run's tasks are a tie: which came first is the machine's timing, not the order the loop chose.
+TIE_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class HeldUp:
+    """The driver waited on one task while results of others sat finished and not yet taken.
+
+    Tasks are named by their number in submission order (1 = the first submitted), as the learner
+    counts the list they made.
+    """
+
+    waited_on: int  # the task the driver waited on
+    kind: str  # how it waited: a kind of :data:`WAITING_ON_ONE`
+    source: str  # where (``cell line N``)
+    finished: tuple[int, ...]  # the tasks that had finished before it and were not taken yet
+    slowest: bool  # the task waited on ran the longest of them all
+
+
+def submission_numbers(trace: Any, function: str) -> dict[int, int]:
+    """``{task id: its number in submission order, from 1}`` for ``function``'s tasks (first attempts)."""
+    t = trace.tasks
+    first = trace.first_attempts(function)
+    ids = np.asarray(t["task_id"])[first]
+    order = np.lexsort((ids, np.asarray(t["submit"])[first]))
+    return {int(ids[i]): n + 1 for n, i in enumerate(order.tolist())}
+
+
+def first_taken(trace: Any) -> dict[int, float]:
+    """``{task id: when the driver first took its value by itself}`` (the end of the recorded call).
+
+    By a get()/result()/await of that one future, or an ``as_completed`` loop that waited for it and yielded it.
+    """
+    b = trace.blocks
+    kinds = trace.block_kinds
+    out: dict[int, float] = {}
+    for k, e, task in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["end"]).tolist(),
+                          np.asarray(b["task"]).tolist()):
+        if task >= 0 and kinds[k] in (*TAKING, "as_completed"):
+            out[task] = min(out.get(task, e), e)
+    return out
+
+
+def held_up(trace: Any, function: str) -> HeldUp | None:
+    """The first wait of the driver on one of ``function``'s tasks while another had finished before it, untaken.
+
+    Reads the runtime's record only: when each task's result reached the driver (``received``), and
+    each wait with the task it was on (the blocks' ``task``). A wait counts when its task was still
+    running as the wait began; another task counts when it finished before the one waited on (by more
+    than a tie, :data:`TIE_FRACTION` of the median gap between finishes) and before the wait ended (a
+    wait with a timeout may end first), and the driver had not taken it when the wait began. Taking
+    results in the order they finish never gives one, on any machine: the driver then only waits on a
+    task when every earlier-finished one is taken. None: no such wait.
+    """
+    t = trace.tasks
+    first = trace.first_attempts(function)
+    ids = np.asarray(t["task_id"])[first].tolist()
+    received = dict(zip(ids, np.asarray(t["received"])[first].tolist()))
+    received = {k: v for k, v in received.items() if np.isfinite(v)}
+    if len(received) < 2:
+        return None
+    gaps = np.diff(np.sort(np.fromiter(received.values(), float)))
+    gaps = gaps[gaps > 0]
+    tie = TIE_FRACTION * float(np.median(gaps)) if len(gaps) else 0.0
+    body = dict(zip(ids, (np.asarray(t["end"])[first] - np.asarray(t["start"])[first]).tolist()))
+    numbers = submission_numbers(trace, function)
+    taken = first_taken(trace)
+    b = trace.blocks
+    kinds = trace.block_kinds
+    for i in np.argsort(np.asarray(b["start"]), kind="stable").tolist():
+        kind, x = kinds[int(b["kind"][i])], int(b["task"][i])
+        start, end = float(b["start"][i]), float(b["end"][i])
+        if kind not in WAITING_ON_ONE or int(b["futures"][i]) != 1 or x not in received:
+            continue
+        if received[x] - start <= tie:  # it had finished (or as good as) when the driver turned to it
+            continue
+        sat = sorted(numbers[y] for y, r in received.items()
+                     if y != x and r < min(received[x] - tie, end) and taken.get(y, np.inf) > start)
+        if sat:
+            longest = max(body.values(), key=lambda d: d if np.isfinite(d) else -1.0)
+            return HeldUp(numbers[x], kind, display_source(trace.sources[int(b["source"][i])]), tuple(sat),
+                          bool(np.isfinite(body[x]) and body[x] >= longest))
+    return None
+
+
+def spans(numbers: tuple[int, ...] | list[int]) -> str:
+    """``2-5, 7, 8 and 10``: sorted numbers, runs of three or more written as ranges."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    said = [s for a, b in runs for s in ((f"{a}-{b}",) if b > a + 1 else dict.fromkeys((f"{a}", f"{b}")))]
+    return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
 
 
 def last_received(trace: Any, function: str | None = None) -> float:

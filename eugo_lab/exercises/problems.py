@@ -19,7 +19,9 @@ gives each student a randomised variant and nbgrader keeps hidden tests:
    checker grades that run against its own copy of the variant. Passed there too: the verdict says so
    (:data:`SECOND_CASE`). Not passed: ``not yet`` (:data:`CARRY_OVER`), saying the cell met the
    criteria on the lesson's inputs but not on a second case of the same kind, without the
-   variant's inputs or answer.
+   variant's inputs or answer; or, for a mistake the exercise declared with
+   :func:`explained_on_hidden` (one a cell makes with every input taken from ``p``, such as an
+   order that matched the lesson's case by chance), its own words and that mistake.
 
 How an exercise declares its problem and variant (in its catalog module)::
 
@@ -49,7 +51,9 @@ and then:
 - a field holding an array is made read-only (:func:`frozen_array`) and its dataclass takes
   ``eq=False`` (an array has no single truth value); where a criterion needs a slow task to
   stay the slowest, the durations are inputs too (``as-completed``'s ``p.ms``), so the hidden
-  case can be shorter and still hold;
+  case can be shorter and still hold; where the inputs must not tell which task finishes last, the
+  hidden case makes one slow by a result handed back late instead (:func:`hold_result`, the
+  checker's own, never a field: ``as-completed``);
 - its hints have a :data:`CARRY_OVER` entry (what to take from ``p`` instead of typing it);
 - its rows in ``tests/exercises/test_exercise_variants.py`` (the hidden seed fixed by patching
   :func:`draw_seed`): the reference passes both cases, a typed answer does not carry over and
@@ -108,6 +112,15 @@ class Problem:
         """The lesson's case (``hidden`` False) or a small hidden variant, drawn from ``rng``."""
         raise NotImplementedError(f"{cls.__name__} must define make(rng, hidden)")
 
+    def held_result(self) -> tuple[str, int, float] | None:
+        """``(function, n, seconds)``: the hidden case's run hands call ``n`` (from 0) of ``function`` back late.
+
+        Kept by the checker, never a field (not shown, not an input): a subclass's ``make`` sets it on
+        a hidden case with :func:`hold_result` so that no reading of the inputs tells which task
+        finishes last. None (the default): the run is left as it is.
+        """
+        return getattr(self, "_held", None)
+
     def fields(self) -> list[tuple[str, str]]:
         """``(name, value as text)`` for each field, in declaration order."""
         return [(f.name, _show(getattr(self, f.name))) for f in dataclasses.fields(self)]
@@ -150,6 +163,18 @@ def frozen_array(a: np.ndarray) -> np.ndarray:
 
 
 P = TypeVar("P", bound=type[Problem])
+P2 = TypeVar("P2", bound=Problem)
+
+
+def hold_result(problem: P2, function: str, n: int, seconds: float) -> P2:
+    """``problem``, whose run (a hidden case's) gets call ``n`` of ``function``'s result ``seconds`` late.
+
+    See :meth:`Problem.held_result`; the cell runner applies it (``eugo_lab.hpc.session.holding_result``).
+    """
+    object.__setattr__(problem, "_held", (function, int(n), float(seconds)))
+    return problem
+
+
 _DECLARED: dict[str, type[Problem]] = {}
 _handed: dict[str, Problem] = {}  # the lesson's case, made once per kernel: every call hands out the same object
 _serving: dict[str, Problem] = {}  # the hidden case, while the second run goes
@@ -259,6 +284,22 @@ def serving(exercise_id: str, hidden: Problem) -> Iterator[None]:
         _serving.pop(exercise_id, None)
 
 
+# Per (exercise, mistake): what a ``not yet`` on the hidden case says happened there, where the mistake is not
+# a typed value (see :func:`explained_on_hidden`).
+_ON_HIDDEN: dict[tuple[str, str], str] = {}
+
+
+def explained_on_hidden(exercise_id: str, mistake: str, words: str) -> None:
+    """Declare what the hidden case's ``not yet`` says when its run got ``mistake``: ``there {words}``.
+
+    For a mistake a cell can get on the hidden case with every input taken from ``p`` (an order that
+    matched the lesson's case by chance), where "a value is written into the cell" would be false.
+    ``words`` must hold nothing of the hidden case (no input, no answer, no count of it); the verdict
+    then names ``mistake``, so its hints answer it.
+    """
+    _ON_HIDDEN[(exercise_id, mistake)] = words
+
+
 def checked_again(first: Verdict, second: Verdict, names: list[str], error: BaseException | None = None) -> Verdict:
     """The verdict of a cell that passed on the lesson's inputs, after its run on the hidden case (``second``).
 
@@ -266,12 +307,19 @@ def checked_again(first: Verdict, second: Verdict, names: list[str], error: Base
 
     Passed there too: ``first`` with :data:`SECOND_CASE` added. Not: ``not yet`` with mistake
     :data:`CARRY_OVER`, in words that hold nothing of the hidden case (not its inputs, not its
-    answer, not the message its run got). A checker bug on the hidden case stays that bug.
+    answer, not the message its run got), or, for a mistake the exercise explained with
+    :func:`explained_on_hidden`, its words and that mistake. A checker bug on the hidden case stays that bug.
     """
     if second.checker_error is not None:
         return replace(second, reference=first.reference)
     if second.passed:
         return replace(first, lines=(*first.lines, SECOND_CASE))
+    said = _ON_HIDDEN.get((first.exercise_id, second.mistake or "")) if error is None else None
+    if said is not None:
+        return Verdict(first.exercise_id, False, (
+            "your cell met the criteria on the lesson's inputs, but not on a second case the checker made with "
+            f"other inputs of the same kind (it ran your cell again on them, out of sight): there {said}.",
+            HINT_POINTER.format(id=first.exercise_id)), reference=first.reference, mistake=second.mistake)
     where = f" (`{'`, `'.join(names)}`)" if names else ""
     # The error's type only: its message may hold a value of the hidden case.
     there = f"there it stopped with {type(error).__name__}" if error is not None else "there it did not meet them"

@@ -168,8 +168,9 @@ def get(obj: Any, timeout: float | None = None) -> Any:
         _cancel_pending(found)
         raise
     finally:
-        if futs or maps:
-            _record_block(rt, "get", start, len(futs) + sum(len(m) for m in maps))
+        if futs or maps:  # a get() of one future names its task: the order results were taken in
+            _record_block(rt, "get", start, len(futs) + sum(len(m) for m in maps),
+                          futs[0].task_id if len(futs) == 1 and not maps else -1)
     out = _values_of(obj) if flat else _rebuild(obj, rt)
     if rt is not None and rt.recorder.active:
         _note_returned(rt, obj, out)
@@ -254,7 +255,7 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
         _cancel_pending(futs)
         raise
     finally:
-        _record_block(rt, "wait", start, len(futs))
+        _record_block(rt, "wait", start, len(futs), futs[0].task_id if len(futs) == 1 else -1)
         # A wait that returns early leaves its callback on the futures still running: take it
         # off, or a polling loop (wait(pending, timeout=0.1) over and over) piles them up.
         for f in futs:
@@ -303,6 +304,7 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
         for _ in range(len(futs)):
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             start = time.time()
+            fut = None  # the future this wait yields (the block names its task): none if it timed out
             try:
                 fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
             except queue.Empty:
@@ -312,7 +314,7 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
                 raise
             finally:
                 if time.time() - start > 1e-4:  # only calls that actually waited are blocking spans
-                    _record_block(rt, "as_completed", start, 1)
+                    _record_block(rt, "as_completed", start, 1, fut.task_id if fut is not None else -1)
             yield fut
     finally:
         # A loop that breaks early, or a timeout, leaves futures still running: take our

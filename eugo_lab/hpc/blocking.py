@@ -39,15 +39,53 @@ def caller_source() -> str:
     return f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
-def record_block(rt: Runtime | None, kind: str, start: float, n: int) -> None:
-    """Record that the driver waited from ``start`` until now on ``n`` futures, if a trace is open."""
+#: A loop of ``done()`` calls on one future that lasted at least this long is a wait (as_completed's
+#: threshold: a shorter one found the future done, or nearly, and held nothing up).
+POLL_MIN_S = 1e-4
+
+# The future a loop of done() calls is on: its task, when done() first said pending, and the recording
+# (its epoch) it belongs to. Any other call that waits or takes ends the streak: the driver turned away.
+_poll: list[Any] = [-1, 0.0, None]
+
+
+def record_block(rt: Runtime | None, kind: str, start: float, n: int, task: int = -1) -> None:
+    """Record that the driver waited from ``start`` until now on ``n`` futures, if a trace is open.
+
+    ``task``: the task of the one future the call waited on or took (-1: several).
+    """
     if rt is not None and rt.recorder.active:
-        rt.recorder.record_block(kind, start, time.time(), n, caller_source())
+        _poll[0] = -1
+        rt.recorder.record_block(kind, start, time.time(), n, caller_source(), task)
 
 
-def record_wait(kind: str, start: float, n: int) -> None:
+def record_wait(kind: str, start: float, n: int, task: int = -1) -> None:
     """:func:`record_block` on the active runtime (what a future's ``result()`` and ``await`` record)."""
-    record_block(active_runtime(), kind, start, n)
+    record_block(active_runtime(), kind, start, n, task)
+
+
+def polled(task: int, finished: bool) -> None:
+    """A ``done()`` on task ``task``'s future said ``finished``; record a loop that polled it until it was done.
+
+    ``while not f.done(): ...`` blocks the driver on that one future as ``get(f)`` would, without a
+    call that waits: the calls in a row on one future, from the first that said pending to the one
+    that said done, are recorded as a ``done`` wait on it (at least :data:`POLL_MIN_S`). A loop that
+    polls several futures in turn waits on none of them in particular: each call on another future
+    starts over, so it records nothing. Costs a few comparisons per call (and one clock read when the
+    future changes); nothing more when no trace is open.
+    """
+    rt = active_runtime()
+    if rt is None or not rt.recorder.active:
+        return
+    epoch = rt.recorder.epoch
+    if not finished:
+        if _poll[0] != task or _poll[2] is not epoch:
+            _poll[0], _poll[1], _poll[2] = task, time.time(), epoch
+        return
+    if _poll[0] == task and _poll[2] is epoch:
+        since = _poll[1]
+        _poll[0] = -1
+        if time.time() - since >= POLL_MIN_S:
+            record_block(rt, "done", since, 1, task)
 
 
 def check_timeout(timeout: Any, call: str) -> None:

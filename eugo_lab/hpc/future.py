@@ -16,6 +16,7 @@ from typing import Any
 from eugo_lab.contract.errors import GetTimeoutError, cancelled
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.contract.serialization import dumps_value, loads_value
+from eugo_lab.hpc import blocking as _blocking
 from eugo_lab.tracing.driver_calls import unwatched
 
 # A future's state. Not the trace row's status codes (eugo_lab.contract.row: those describe
@@ -94,8 +95,14 @@ class Future:
         return _STATE_NAMES[self._state]
 
     def done(self) -> bool:
-        """True once the task finished, failed or was cancelled."""
-        return self._state != STATE_PENDING
+        """True once the task finished, failed or was cancelled.
+
+        While a trace records, a loop that calls it on this future until it says True is recorded as
+        a wait on it (:func:`eugo_lab.hpc.blocking.polled`): the driver was held by this one task.
+        """
+        finished = self._state != STATE_PENDING
+        _blocking.polled(self.task_id, finished)
+        return finished
 
     def cancelled(self) -> bool:
         """True if the task was cancelled before it produced a result."""
@@ -201,7 +208,7 @@ class Future:
 
         check_timeout(timeout, "result()")
         if self._state != STATE_PENDING:
-            record_wait("get", time.time(), 1)
+            record_wait("get", time.time(), 1, self.task_id)
             return self._noted(self._value())
         start = time.time()
         try:
@@ -213,7 +220,7 @@ class Future:
             self.cancel()
             raise
         finally:
-            record_wait("get", start, 1)
+            record_wait("get", start, 1, self.task_id)
         return self._noted(self._value())
 
     def _noted(self, value: Any) -> Any:
@@ -237,7 +244,7 @@ class Future:
         try:
             finished = self._wait(timeout)
         finally:
-            record_wait("get", start, 1)
+            record_wait("get", start, 1, self.task_id)
         if not finished:
             raise GetTimeoutError(f"task {self.function}() did not finish within {timeout} s")
         if self._state == STATE_FINISHED:
@@ -276,7 +283,7 @@ class Future:
             except BaseException:  # the awaiting task was cancelled: stop watching this future
                 self._remove_done_callback(wake)
                 raise
-            _record_await(start)
+            _record_await(start, self.task_id)
         return self._value()
 
     def cancel(self) -> bool:
@@ -374,11 +381,11 @@ def wake(woken: list) -> None:
             _run_callback(cb, f)
 
 
-def _record_await(start: float) -> None:
-    """The span an ``await`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
+def _record_await(start: float, task: int) -> None:
+    """The span an ``await`` on task ``task`` waited, as a driver block of kind ``await`` (like ``get``'s)."""
     from eugo_lab.hpc.blocking import record_wait
 
-    record_wait("await", start, 1)
+    record_wait("await", start, 1, task)
 
 
 def _release(waiter: Any) -> None:

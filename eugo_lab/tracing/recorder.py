@@ -210,7 +210,7 @@ class Recorder:
         self.phases = {"row": array("q"), "name": array("q"), "start": array("d"), "end": array("d"), "cpu": array("d"),
                        "runq": array("d")}
         self.blocks = {"kind": array("q"), "start": array("d"), "end": array("d"), "futures": array("q"),
-                       "source": array("q")}
+                       "source": array("q"), "task": array("q")}
         self.deps = {"task": array("q"), "on": array("q")}
         self.parents = {c: array("q") for c in PARENT_COLUMNS}  # tasks submitted by a running task
         self.driver_deps = {c: array("q") for c in DRIVER_DEP_COLUMNS}  # passed a value get() returned
@@ -590,9 +590,13 @@ class Recorder:
             self.arg_keys["task"].append(task_id)
             self.arg_keys["key"].append(key)
 
-    def record_block(self, kind: str, start: float, end: float, futures: int, source: str) -> None:
-        """Append one span during which the driver waited in ``get()``/``wait()``."""
+    def record_block(self, kind: str, start: float, end: float, futures: int, source: str, task: int = -1) -> None:
+        """Append one span during which the driver waited in ``get()``/``wait()``.
+
+        ``task``: the task of the one future the call waited on or took (-1: several, or not known).
+        """
         with self._lock:
+            self.blocks["task"].append(task)
             self.blocks["kind"].append(self.block_kinds.code(kind))
             self.blocks["start"].append(start)
             self.blocks["end"].append(end)

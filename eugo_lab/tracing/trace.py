@@ -93,6 +93,13 @@ def _column(table: dict[str, Any], c: str, dtype: str, n: int, fix: Any = None) 
     return _frozen(table[c] if fix is None else fix(table[c]), dtype)
 
 
+def _blocks(table: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The driver-wait columns; ``task``, added after the others, reads as -1 (not known) where absent."""
+    n = len(table["kind"])
+    return {c: _frozen(table[c] if c in table else np.full(n, -1),
+                       "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
+
+
 # Building a lazy trace's columns happens once; the lock keeps two readers from doing it twice.
 _BUILD_LOCK = threading.Lock()
 
@@ -183,7 +190,7 @@ class Trace(JsonFile):
             tables["gpus"] = {c: _frozen(gpus[c], "int64") for c in GPU_COLUMNS}
         n = len(phases["row"])
         p = {c: _column(phases, c, "int64" if c in ("row", "name") else "float64", n) for c in PHASE_COLUMNS}
-        b = {c: _frozen(blocks[c], "float64" if c in ("start", "end") else "int64") for c in BLOCK_COLUMNS}
+        b = _blocks(blocks)
         return cls(tasks=t, phases=p, blocks=b, deps=d, arg_keys=a, **tables)
 
     @property
@@ -463,7 +470,10 @@ class Trace(JsonFile):
         })
 
     def blocks_dataframe(self) -> pd.DataFrame:
-        """One row per blocking ``get()``/``wait()``: ``kind``, ``start``, ``end``, ``futures``, ``source``."""
+        """One row per blocking ``get()``/``wait()``: ``kind``, ``start``, ``end``, ``futures``, ``source``, ``task``.
+
+        ``task``: the task of the one future the call waited on or took (-1: several).
+        """
         import pandas as pd
 
         b = self.blocks
@@ -473,6 +483,7 @@ class Trace(JsonFile):
             "end": b["end"] - self.t0,
             "futures": b["futures"],
             "source": [self.sources[s] for s in b["source"]],
+            "task": b["task"],
         })
 
     # -- persistence -------------------------------------------------------------------------
@@ -533,8 +544,7 @@ class Trace(JsonFile):
         n = len(d["phases"]["row"])
         phases = {c: _column(d["phases"], c, "int64" if c in ("row", "name") else "float64", n, nan)
                   for c in PHASE_COLUMNS}
-        blocks = {c: _frozen(nan(d["blocks"][c]), "float64" if c in ("start", "end") else "int64")
-                  for c in BLOCK_COLUMNS}
+        blocks = _blocks({c: nan(v) for c, v in d["blocks"].items()})
         # "deps" arrived within schema 1; a trace saved before it has none (and no "deps_recorded").
         deps = {c: _frozen(d.get("deps", {}).get(c, []), "int64") for c in DEP_COLUMNS}
         arg_keys = {c: _frozen(d.get("arg_keys", {}).get(c, []), "int64") for c in ARG_COLUMNS}  # also within schema 1

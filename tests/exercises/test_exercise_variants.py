@@ -191,6 +191,32 @@ def test_as_completed_honest_wait_loop_passes():
     passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
 
 
+def test_as_completed_honest_result_and_helper_pass():
+    cell = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
+            "for f in hpc.as_completed(futures):\n    handled.append(handle(f.result()))\n")
+    passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
+    cell = ("def as_they_finish(fs):\n    out = []\n    for f in hpc.as_completed(fs):\n"
+            "        out.append(handle(hpc.get(f)))\n    return out\n\n"
+            "handled = as_they_finish([measure.remote(ms) for ms in p.ms])\n")
+    passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
+
+
+def test_as_completed_order_fitted_to_the_lessons_slow_first_measurement_does_not_pass():
+    """Taking the first future last matches the lesson's finish order (its slow one is first), not the hidden one's."""
+    h = hidden("as-completed")
+    assert h.held_result()[1] != 0  # this seed makes another than the first slow
+    cell = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
+            "for f in futures[1:] + futures[:1]:\n    handled.append(handle(hpc.get(f)))\n")
+    v = run_exercise("as-completed", cell, setup=MEASURE)
+    text = v.to_text()
+    # On the lesson's case it usually passes (the pool may also queue a short one behind the slow one there:
+    # then the lesson's own run names the wait); on the hidden case the loop waits on the slow one.
+    assert not v.passed and v.mistake == "held-up", text
+    assert "your loop waited for" in text and "a value is written into the cell" not in text, text
+    assert code_in(text) == [], text
+    never_shown(text, *h.ms, *(m + 1 for m in h.ms))
+
+
 # -- put --------------------------------------------------------------------------------------------------------
 CHUNKS = """
 from eugo_lab import exercises, hpc
@@ -383,3 +409,39 @@ def test_a_checker_bug_on_the_hidden_case_stays_that_bug():
     bug = Verdict("fan-out", False, ("the checker for this exercise failed",), checker_error="KeyError: 3")
     assert problems.checked_again(first, bug, ["p"]) == bug
     assert problems.checked_again(first.as_reference(), bug, ["p"]).reference
+
+
+def test_as_completed_order_by_the_inputs_does_not_pass_where_every_task_starts_at_once():
+    """Sorted by p.ms on as many workers as tasks matches the lesson's finish order; the hidden slow one is not the
+    longest input, so there the loop waits on it while the others sit finished."""
+    h = hidden("as-completed")
+    function, n, _ = h.held_result()
+    assert function == "measure" and sorted(h.ms).index(h.ms[n]) < len(h.ms) - 1
+    cell = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
+            "for ms, f in sorted(zip(p.ms, futures)):\n    handled.append(handle(hpc.get(f)))\n")
+    v = run_exercise("as-completed", cell, setup=MEASURE, line="-w 10 --no-live")
+    text = v.to_text()
+    # The lesson's run may already show it (two finishes a few ms apart can land in either order); either way
+    # the verdict names the wait, and nothing of the hidden case.
+    assert not v.passed and v.mistake == "held-up", text
+    assert "your loop waited for" in text and code_in(text) == [], text
+    never_shown(text, *h.ms, *(m + 1 for m in h.ms))
+
+
+def test_a_mistake_explained_on_the_hidden_case_is_named_there_not_blamed_on_a_typed_value():
+    """as-completed's held-up on the hidden case: its own words and hints, nothing of the case, no typed value."""
+    from eugo_lab.exercises.base import Verdict
+    from eugo_lab.exercises.catalog import as_completed  # noqa: F401 - declares its words for the hidden case
+
+    first = Verdict("as-completed", True, ("evidence",))
+    second = Verdict("as-completed", False, ("your loop waited for measurement 2 (the slowest) ...",),
+                     mistake="held-up")
+    v = problems.checked_again(first, second, ["p"])
+    text = v.to_text()
+    assert not v.passed and v.mistake == "held-up", text
+    assert ("there your loop waited for one measurement while others had already finished and were not taken yet: "
+            "the order it took the results in matched the order they finished in on the lesson's inputs") in text
+    assert "measurement 2" not in text and "a value is written into the cell" not in text, text
+    # Any other mistake there is still the typed-value case.
+    other = Verdict("as-completed", False, ("`handled` does not hold ...",), mistake="results")
+    assert problems.checked_again(first, other, ["p"]).mistake == problems.CARRY_OVER

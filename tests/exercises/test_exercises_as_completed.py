@@ -100,9 +100,114 @@ CELLS = [
      "the measure tasks returned", "decoy"),
     ("shortcut-never-taken", SUBMIT + "handled = [handle(ms) for ms in p.ms]\n", False,
      "but the cell never took a measure task's value with get()", "not-taken"),
+    # Orders of the learner's own choosing, not the order the tasks finish in: the runtime's record of
+    # which future each wait was on, and when each result arrived, shows a finished result left waiting.
+    ("shortcut-wait-each-in-order", SUBMIT + "for f in futures:\n    hpc.wait([f])\n"
+     "    handled.append(handle(hpc.get(f)))\n", False,
+     "your loop waited for measurement 1 (the slowest), with a wait() on it alone at cell line 5, while "
+     "measurement", "held-up"),
+    ("shortcut-poll-done-in-order", SUBMIT + "for f in futures:\n    while not f.done():\n        pass\n"
+     "    handled.append(handle(hpc.get(f)))\n", False,
+     "your loop waited for measurement 1 (the slowest), calling done() on it until it said True at cell line 5, "
+     "while measurement", "held-up"),
+    ("shortcut-reversed", SUBMIT + "for f in reversed(futures):\n    handled.append(handle(hpc.get(f)))\n", False,
+     "taking its value with get() or result() at cell line 5, while measurement", "held-up"),
+    # Sorting by the inputs uses the known durations, not completion: on 2 workers the short ones finish in
+    # the order they were submitted, which is not the order of their durations.
+    ("shortcut-sorted-by-duration", SUBMIT + "for ms, f in sorted(zip(p.ms, futures)):\n"
+     "    handled.append(handle(hpc.get(f)))\n", False,
+     "not the order the tasks finished in, so finished results waited unhandled behind a running one", "held-up"),
+    ("honest-as-completed-result", SUBMIT + "for f in hpc.as_completed(futures):\n"
+     "    handled.append(handle(f.result()))\n", True, "results taken in completion order by hpc.as_completed",
+     None),
+    ("honest-helper", "def handle_as_they_finish(fs):\n    out = []\n    for f in hpc.as_completed(fs):\n"
+     "        out.append(handle(hpc.get(f)))\n    return out\n\n"
+     "handled = handle_as_they_finish([measure.remote(ms) for ms in p.ms])\n", True,
+     "results taken in completion order by hpc.as_completed", None),
 ]
 
 
 @pytest.mark.parametrize("cell,passes,says,mistake", [c[1:] for c in CELLS], ids=[c[0] for c in CELLS])
 def test_cells(cell, passes, says, mistake):
     check_cell("as-completed", cell, passes, says, mistake, setup=SETUP)
+
+
+# -- the recorded order, on built traces: what measure.held_up reads ------------------------------------------
+def _four(waits):
+    """Four measure tasks submitted at 0 (task 1 slow, received at 0.4; 2-4 at 0.1, 0.2, 0.3), and ``waits``:
+    ``(kind, start, end, task)`` blocks of the driver."""
+    from trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    for tid, end in ((1, 0.4), (2, 0.1), (3, 0.2), (4, 0.3)):
+        b.task("measure", start=0.0, end=end, submit=0.0, received=end, task_id=tid, worker=0 if tid == 1 else 1)
+    for kind, start, end, task in waits:
+        b.block(start, end, kind=kind, task=task, source="/tmp/cell.py:4")
+    return b.build()
+
+
+def test_held_up_names_the_wait_on_a_running_task_while_earlier_finished_ones_sat():
+    from eugo_lab.exercises import measure
+
+    in_order = _four([("get", 0.01, 0.4, 1), ("get", 0.41, 0.41, 2), ("get", 0.42, 0.42, 3), ("get", 0.43, 0.43, 4)])
+    held = measure.held_up(in_order, "measure")
+    assert held == measure.HeldUp(waited_on=1, kind="get", source="cell.py:4", finished=(2, 3, 4), slowest=True)
+    polled = _four([("done", 0.01, 0.4, 1), ("get", 0.41, 0.41, 1), ("get", 0.42, 0.42, 2)])
+    assert measure.held_up(polled, "measure").kind == "done"
+    # Reversed: waits on 4 (finished at 0.3) while 2 and 3 had finished; 1 was still running then.
+    backwards = _four([("get", 0.01, 0.3, 4), ("get", 0.31, 0.31, 3), ("get", 0.32, 0.32, 2), ("get", 0.33, 0.4, 1)])
+    held = measure.held_up(backwards, "measure")
+    assert (held.waited_on, held.finished, held.slowest) == (4, (2, 3), False)
+
+
+def test_held_up_is_none_in_completion_order_for_ties_and_for_results_already_taken():
+    from eugo_lab.exercises import measure
+
+    as_finished = _four([("as_completed", 0.01, 0.1, 2), ("get", 0.1, 0.1, 2), ("as_completed", 0.12, 0.2, 3),
+                         ("get", 0.2, 0.2, 3), ("as_completed", 0.22, 0.3, 4), ("get", 0.3, 0.3, 4),
+                         ("as_completed", 0.32, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(as_finished, "measure") is None
+    # Each taken before the next wait began, the last waited on by a get(): nothing sat finished meanwhile.
+    taken_first = _four([("get", 0.01, 0.1, 2), ("get", 0.11, 0.2, 3), ("get", 0.21, 0.3, 4), ("get", 0.31, 0.4, 1)])
+    assert measure.held_up(taken_first, "measure") is None
+    # A wait on several futures (hpc.wait of the pending ones) waits on none in particular.
+    many = _four([("wait", 0.01, 0.1, -1), ("get", 0.1, 0.1, 2), ("wait", 0.11, 0.2, -1), ("get", 0.2, 0.2, 3),
+                  ("wait", 0.21, 0.3, -1), ("get", 0.3, 0.3, 4), ("wait", 0.31, 0.4, -1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(many, "measure") is None
+    # A wait on 1 that timed out before any other finished held nothing back; the loop then took them as they came.
+    timed_out = _four([("wait", 0.01, 0.05, 1), ("as_completed", 0.05, 0.1, 2), ("get", 0.1, 0.1, 2),
+                       ("as_completed", 0.12, 0.2, 3), ("get", 0.2, 0.2, 3), ("as_completed", 0.22, 0.3, 4),
+                       ("get", 0.3, 0.3, 4), ("as_completed", 0.32, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(timed_out, "measure") is None
+    # Within a tie (a fraction of the typical gap between finishes), which finished first is the machine's timing.
+    from trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    for tid, end in ((1, 0.100), (2, 0.101), (3, 0.2), (4, 0.3)):
+        b.task("measure", start=0.0, end=end, submit=0.0, received=end, task_id=tid)
+    for start, end, task in ((0.01, 0.101, 2), (0.102, 0.102, 1), (0.11, 0.2, 3), (0.21, 0.3, 4)):
+        b.block(start, end, task=task)
+    assert measure.held_up(b.build(), "measure") is None
+
+
+def test_spans_writes_runs_as_ranges():
+    from eugo_lab.exercises import measure
+
+    assert measure.spans((2, 3, 4, 5, 6, 7, 8, 9, 10)) == "2-10"
+    assert measure.spans([9, 2, 4, 5, 6]) == "2, 4-6 and 9"
+    assert measure.spans((3, 4)) == "3 and 4"
+    assert measure.spans((7,)) == "7" and measure.spans((1, 3, 4, 6)) == "1, 3, 4 and 6"
+
+
+def test_the_hidden_case_makes_a_measurement_slow_where_neither_its_place_nor_p_ms_tell():
+    from eugo_lab.exercises.catalog import as_completed
+
+    cases = [problems.make("as-completed", seed, hidden=True) for seed in range(1, 80)]
+    held = [p.held_result() for p in cases]
+    assert {h[1] for h in held} == set(range(as_completed.HIDDEN_N)), held  # any place
+    for p, (function, n, seconds) in zip(cases, held):
+        assert function == "measure" and round(seconds * 1000) in as_completed.HIDDEN_SLOW_MS
+        assert len(p.ms) == as_completed.HIDDEN_N and set(p.ms) <= set(as_completed.HIDDEN_SHORT_MS)
+        assert p.ms[n] != max(p.ms)  # never the longest input: sorting by p.ms does not put it last
+        assert "_held" not in p.to_text() and "held" not in dict(p.fields())  # not an input the cell sees
+    assert problems.lesson_case("as-completed").held_result() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -301,3 +302,66 @@ def test_every_way_of_waiting_for_a_future_is_a_recorded_wait(local2):
     assert kinds == ["get", "get", "get"], kinds
     spans = [e - s for s, e in zip(t.blocks["start"], t.blocks["end"])]
     assert all(span > 0 for span in spans), spans
+
+
+def test_each_wait_names_the_one_future_it_was_on(local2, tmp_path):
+    """get()/result()/a wait() on one future/as_completed/a done() loop record the task they waited on or took."""
+
+    @hpc.remote
+    def nap(ms):
+        time.sleep(ms / 1000)
+        return ms
+
+    @hpc.remote
+    def until(path):
+        while not os.path.exists(path):
+            time.sleep(0.001)
+        return path
+
+    go = str(tmp_path / "go")
+    with hpc.trace() as t:
+        a, b, c = nap.remote(60), nap.remote(60), nap.remote(60)
+        hpc.get(a)
+        b.result()
+        hpc.wait([c])
+        d = until.remote(go)
+        assert not d.done()  # it waits for the file: the loop below starts on a pending future
+        open(go, "w").close()
+        while not d.done():  # the driver held by d alone: a wait on it
+            pass
+        many = [nap.remote(30), nap.remote(60)]
+        hpc.wait(many, num_returns=2)  # several futures: no one task
+        yielded = [f.task_id for f in hpc.as_completed([nap.remote(40)])]
+    rows = [(t.block_kinds[k], int(task)) for k, task in zip(t.blocks["kind"], t.blocks["task"])]
+    assert rows[:4] == [("get", a.task_id), ("get", b.task_id), ("wait", c.task_id), ("done", d.task_id)], rows
+    assert ("wait", -1) in rows and ("as_completed", yielded[0]) in rows, rows
+    assert t.blocks_dataframe()["task"].tolist() == [task for _, task in rows]
+
+
+def test_done_calls_on_futures_in_turn_record_no_wait(local2):
+    """A loop that polls several futures in turn waits on none of them in particular: nothing is recorded for it."""
+
+    @hpc.remote
+    def nap(ms):
+        time.sleep(ms / 1000)
+        return ms
+
+    with hpc.trace() as t:
+        pending = [nap.remote(40), nap.remote(40)]
+        polls = 0
+        while not all(f.done() for f in pending) and polls < 10_000_000:
+            polls += 1
+    kinds = [t.block_kinds[k] for k in t.blocks["kind"]]
+    # all() stops at the first pending future, so the second is asked only once the first is done: on one
+    # future in a row, then the other, each recorded at most once, never one wait per call.
+    assert kinds.count("done") <= 2 and len(kinds) == kinds.count("done"), kinds
+
+
+def test_a_trace_saved_before_blocks_named_their_task_reads_minus_one():
+    rec = Recorder()
+    mark = rec.open_region()
+    rec.record_block("get", 1.0, 1.1, 1, "cell:3", task=7)
+    doc = rec.close_region(mark, {"workers": 1}).to_dict()
+    assert Trace.from_dict(doc).blocks["task"].tolist() == [7]
+    del doc["blocks"]["task"]
+    assert Trace.from_dict(doc).blocks["task"].tolist() == [-1]

@@ -2,8 +2,9 @@
 
 The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.ms``, how many
 milliseconds each measurement takes (in the lesson 10 of them, the first 400 ms and the
-others 25-45 ms); a passing cell is run again on a hidden case of 6 (one of the first two
-160-200 ms, the others 12-24 ms).
+others 25-45 ms); a passing cell is run again on a hidden case of 6 (each 12-24 ms; the checker
+hands one of them, at a place drawn from the seed and not the longest, back 160-200 ms late, so
+``p.ms`` does not tell which finishes last).
 
 Starter cell (graded ``not yet``: the loop waits in submission order, on the slow first task)::
 
@@ -37,12 +38,20 @@ Reference solution (same first lines, then)::
 Criteria, on the inputs the run was handed: ``handled`` holds ``ms + 1`` for each ms in
 ``p.ms`` (any order); one ``measure`` task ran per input; ``handled`` holds ``handle(r)``
 (``r + 1``) of each value those tasks returned (their traced digests) and the cell took their
-values with get(); no Submission order finding; the driver took a result by itself (a get()
-of one future) before the last one arrived (so not one ``hpc.get`` of all of them first, with
-or without an ``as_completed`` loop that takes nothing). On 1 worker tasks finish in
-submission order, so the run cannot show the difference: there the check needs the
-results taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so. Then the
-same on the hidden case.
+values with get(); no Submission order finding; the driver never waited on one task while
+another had finished before it and was not taken yet (the runtime records each wait with the one
+future it was on: a get()/result(), an ``hpc.wait`` on it alone, a loop of ``done()`` on it; and
+when each result arrived, :func:`eugo_lab.exercises.measure.held_up`), so the results were taken
+in the order the tasks finished (ties within a fraction of the gaps between finishes); the driver
+took a result by itself (a get() of one future) before the last one arrived (so not one
+``hpc.get`` of all of them first, with or without an ``as_completed`` loop that takes nothing).
+The hidden case's slow measurement is at a place drawn from the seed and slow by the checker's
+hold, not its input: an order fitted to the lesson's (its slow one is first) or to ``p.ms``
+fails there, with words of its own that hold nothing of the case
+(:func:`eugo_lab.exercises.problems.explained_on_hidden`). On 1 worker tasks finish in
+submission order, so the run cannot show the difference: there the check needs the results
+taken in completion order (``hpc.as_completed`` or ``hpc.wait``) and says so. Then the same on
+the hidden case.
 """
 
 from __future__ import annotations
@@ -59,13 +68,17 @@ N = 10
 # The slow first measurement of the lesson's case, and the others: on 2 workers the 9 short ones
 # (at most 45 ms each) are all done long before it, so handling them in completion order shows.
 SLOW_MS, SHORT_MS = 400, range(25, 46)
-# The hidden case, sized to cost at most about half the lesson's: 6 measurements, the slow one
-# 160-200 ms (first or second), 5 short ones of 12-24 ms (at most 120 ms on one worker: still
-# done before the slow one). Other values than the lesson's, so a typed answer cannot match.
+# The hidden case, sized to cost at most about half the lesson's: 6 short measurements of 12-24 ms, one of
+# them (at a place drawn from the seed, never the longest input) handed back 160-200 ms late by the checker
+# (the others take at most 120 ms together on one worker: still done before it). Other values than the lesson's, so
+# a typed answer cannot match.
 HIDDEN_N, HIDDEN_SLOW_MS, HIDDEN_SHORT_MS = 6, range(160, 201), range(12, 25)
 FUNCTION = "measure"
 # What the driver's calls are named in the trace when they take results as they finish.
 COMPLETION_ORDER = ("as_completed", "wait")
+# How the driver waited on one task, as the runtime recorded it (measure.WAITING_ON_ONE).
+WAITED_BY = {"get": "taking its value with get() or result()", "await": "awaiting it",
+             "wait": "with a wait() on it alone", "done": "calling done() on it until it said True"}
 # How each completion-order call is named in the passing line.
 TAKEN_BY = {"as_completed": "hpc.as_completed", "wait": "hpc.wait"}
 
@@ -81,12 +94,20 @@ class AsCompletedProblem(problems.Problem):
 
     @classmethod
     def make(cls, rng: random.Random, hidden: bool) -> AsCompletedProblem:
-        """The lesson's case: the slow one first; hidden: fewer, shorter, the slow one first or second."""
+        """The lesson's case: the slow one first; hidden: fewer, all short, one made slow where the cell cannot see.
+
+        The hidden case's slow measurement is at a place drawn from the seed, and slow because the
+        checker hands its result back late (:func:`~eugo_lab.exercises.problems.hold_result`), not
+        because of its input: no fixed order (the list's, reversed, sorted by ``p.ms``) matches the
+        order the tasks finish in there; only taking them as they finish does.
+        """
         if not hidden:
             return cls((SLOW_MS, *rng.sample(SHORT_MS, N - 1)))
-        short = rng.sample(HIDDEN_SHORT_MS, HIDDEN_N - 1)
-        short.insert(rng.randrange(2), rng.choice(HIDDEN_SLOW_MS))
-        return cls(tuple(short))
+        ms = rng.sample(HIDDEN_SHORT_MS, HIDDEN_N)
+        # The slow one is made slow by the checker, not by its input: its result comes back late. Not the
+        # longest input, so neither the list's order nor an order by p.ms puts it where it finishes.
+        slow = rng.choice([i for i in range(HIDDEN_N) if ms[i] != max(ms)])
+        return problems.hold_result(cls(tuple(ms)), FUNCTION, slow, rng.choice(HIDDEN_SLOW_MS) / 1000)
 
 
 _SOLUTION = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
@@ -107,6 +128,10 @@ HINTS = {
     "submission-order": Hint("Loop over the futures in completion order instead of list order: as_completed "
                              "yields each future as its task finishes, so a fast result is handled while the slow "
                              "first task still runs.", _SOLUTION),
+    "held-up": Hint("Take the results in the order their tasks finish, not in an order you pick (the list's, "
+                    "reversed, or by how long you expect each to take): as_completed yields each future as soon "
+                    "as its task is done, and waiting for one while others are already finished leaves them "
+                    "unhandled.", _SOLUTION),
     "all-at-once": Hint("Do not wait for all results with one get() before handling any: take them one at a time "
                         "as they finish, with as_completed, and handle each in the loop.", _SOLUTION),
     problems.CARRY_OVER: Hint("Submit one measurement for each input in p.ms, the exercise's inputs, instead of "
@@ -114,6 +139,15 @@ HINTS = {
                               "returns, not with numbers typed in.",
                               "p = exercises.problem(\"as-completed\")\n" + _SOLUTION),
 }
+
+
+# An order of the cell's own that matched the lesson's case (its slow measurement is the first) fails where
+# the slow one is elsewhere: say that, not "a value is written into the cell" (nothing of the case named).
+problems.explained_on_hidden(
+    "as-completed", "held-up",
+    "your loop waited for one measurement while others had already finished and were not taken yet: the order "
+    "it took the results in matched the order they finished in on the lesson's inputs, where the slow "
+    "measurement is the first, but not on these")
 
 
 @exercise("as-completed", lesson="01-distributed-python/03-futures-as-arguments-and-as-completed.ipynb",
@@ -149,6 +183,15 @@ def as_completed(a: Attempt) -> Verdict:
         return a.not_yet(f"your loop called get() at {where} in submission order: it waited for the slow first "
                          "task while later results were already done, and handled them only after it (the "
                          "Submission order finding).", mistake="submission-order")
+    held = measure.held_up(a.trace, FUNCTION)
+    if held is not None:
+        n_sat = len(held.finished)
+        return a.not_yet(f"your loop waited for measurement {held.waited_on}"
+                         f"{' (the slowest)' if held.slowest else ''}, {WAITED_BY[held.kind]} at {held.source}, "
+                         f"while measurement{'s' if n_sat > 1 else ''} {measure.spans(held.finished)} had already "
+                         f"finished and {'were' if n_sat > 1 else 'was'} not taken yet: it took the results in an "
+                         "order of its own, not the order the tasks finished in, so finished results waited "
+                         "unhandled behind a running one.", mistake="held-up")
     last = measure.last_received(a.trace, FUNCTION)
     early = measure.taken_singly_before(a.trace, last)
     if not early:
