@@ -82,6 +82,16 @@ Store = Callable[[Any], tuple[Any, int]]
 GROUP_CLOCKS = 50
 MAX_GROUP = 1024
 
+#: ``execute_batch``'s report after each group: ``(lo, hi, results, errors, next_size, body_start, end)``:
+#: items ``lo..hi-1`` just finished (``results[lo:hi]``, the errors among them in ``errors``, which may
+#: be ``None``), ``end`` seconds after the body started (``body_start``, wall clock), and the next group
+#: runs items ``hi..hi+next_size-1``. The local pool sends it to the driver (``local_worker``), which
+#: keeps the finished items when the worker dies in a later group.
+Progress = Callable[[int, int, list, "dict | None", int, float, float], None]
+# A reported group lasts at least this many reports' time (measured on each), so reporting costs
+# the items at most ~1/PROGRESS_CALLS of their time.
+PROGRESS_CALLS = 50
+
 # A body shorter than this makes its function's next task skip the run-queue reads (see the
 # module docstring): 200 us is 100x the reads' cost and a fifth of the shortest body the
 # analysis gives an I/O- or compute-bound verdict.
@@ -479,6 +489,32 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     return CRASHED, b"", w.verdict, stats
 
 
+def _begin(function: str, probe: bool, load_token: Callable[[Any], Any] | None
+           ) -> tuple[Callable[[Any], Any] | None, list[int], int]:
+    """The set-up ``execute`` and ``execute_batch`` share: ``(load_token, refs, blas threads)``.
+
+    A traced attempt (``probe``) notes the stored references it resolves and the BLAS threads in
+    effect, and from here to the body's end its imports count as its warm-up (:mod:`.import_clock`);
+    an untraced one only drops what the import clock held for ``function``.
+    """
+    if not probe:
+        import_clock.drop(function)
+        return load_token, [], -1
+    load_token, refs = _probing(load_token)
+    blas = _blas_threads(function)
+    import_clock.begin(function)
+    return load_token, refs, blas
+
+
+def _unpicklable(function: str, value: Any, exc: BaseException, item: int | None = None) -> SerializationError:
+    """The error of a result that could not be pickled (``item``: its index in a batch), with the fix."""
+    which = "" if item is None else f" for item {item}"
+    return SerializationError(
+        f"the value returned by {function}(){which} could not be pickled: a {type(value).__qualname__} ({exc}). "
+        "Return plain data (numbers, arrays, dicts) or save the object to a file and return its path."
+    )
+
+
 def execute(
     fn: Callable,
     function: str,
@@ -509,13 +545,7 @@ def execute(
     phases = _phase.begin_task()
     q0 = None
     k0 = _NAN  # children's CPU at the body's start (not read for a tiny body: see RUNQ_MIN_BODY_S)
-    if probe:
-        load_token, refs = _probing(load_token)
-        blas = _blas_threads(function)
-        # From here to the body's end the task's own code runs: its imports are its warm-up.
-        import_clock.begin(function)
-    else:
-        import_clock.drop(function)
+    load_token, refs, blas = _begin(function, probe, load_token)
     args: tuple = ()
     kwargs: dict = {}
     try:
@@ -556,11 +586,7 @@ def execute(
                 payload, out_bytes = store(value)
             tb = None
         except Exception as exc:  # noqa: BLE001 - the worker must survive a bad result
-            err = SerializationError(
-                f"the value returned by {function}() could not be pickled: a "
-                f"{type(value).__qualname__} ({exc}). Return plain data (numbers, arrays, "
-                "dicts) or save the object to a file and return its path."
-            )
+            err = _unpicklable(function, value, exc)
             status, payload, tb = ERROR, _pickle_exception(err), _format_tb(err)
     else:
         payload = _pickle_exception(value)
@@ -593,6 +619,8 @@ def execute_batch(
     buffers: Any = None,
     probe: bool = False,
     store: Store | None = None,
+    progress: Progress | None = None,
+    alone: bool = False,
 ) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -602,16 +630,17 @@ def execute_batch(
     body's start, so the trace can show every item as its own task. Items run in groups
     through ``map`` (C, no bytecode per item) with one clock read per group; a group grows
     while its items stay tiny next to a clock read and falls back to one item when one is slow.
+
+    ``progress`` (see :data:`Progress`): called after every group but the last, so that the
+    driver knows, should this process die, which items finished (with their results) and which
+    group was running. Groups then also grow only while they are short next to a call of it
+    (``PROGRESS_CALLS``), so reporting costs the items at most ~2%. ``alone``: every item is a
+    group of its own (the items of a group a worker died in: the next death names its item).
     """
     start_wall = time.time()
     p0 = time.perf_counter()
     c_in = cpu_clock()
-    if probe:
-        load_token, refs = _probing(load_token)
-        blas = _blas_threads(function)
-        import_clock.begin(function)  # the items' imports are the batch's warm-up (see execute)
-    else:
-        import_clock.drop(function)
+    load_token, refs, blas = _begin(function, probe, load_token)
     (items,), _ = loads_args(args_bytes, load_token, buffers)
     q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
     k0 = _children_cpu()
@@ -631,6 +660,11 @@ def execute_batch(
     rest = iter(items)
     n, done, size, last = len(items), 0, 1, 0.0
     group_s = GROUP_CLOCKS * _clock_cost_s  # a group should last about this long
+    clock_group_s = group_s
+    max_group = 1 if alone else MAX_GROUP
+    # With `progress`: the items from `reported` to `promised` run before the next report (the driver was
+    # told, so that it knows which items were running should this process die).
+    reported, promised = 0, 1
     # hpc.phase spans of the items (a JIT trial announces its verdict as phases): one list per batch
     phases = _phase.begin_task()
     # The automatic JIT's wrapper says, once a group, whether the plain function will do (jit.auto.AutoJit.eugo_settled;
@@ -638,9 +672,11 @@ def execute_batch(
     settled = getattr(fn, "eugo_settled", None)
     try:
         while done < n:
+            # Items that mark phases run one a group: each end is then measured, and the trace puts
+            # each span on its own item. A group never runs past the next report.
+            take = 1 if phases else min(size, n - done, promised - done if progress is not None else n)
             try:
-                results.extend(map(settled() if settled is not None else fn,
-                                   itertools.islice(rest, min(size, n - done))))
+                results.extend(map(settled() if settled is not None else fn, itertools.islice(rest, take)))
             except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
                 if recording is not None:
                     recording.stop()
@@ -658,9 +694,15 @@ def execute_batch(
             done += got
             took, last = t - last, t
             # Grow (doubling, so one slow item cannot hide in a large group) while the group was
-            # short; back to single items as soon as one took long. Items that mark phases run one
-            # a group: each end is then measured, and the trace puts each span on its own item.
-            size = 1 if phases else min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+            # short; back to single items as soon as one took long.
+            size = min(max_group, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+            if progress is not None and promised <= done < n:
+                progress(reported, done, results, errors, size, start_wall + (p1 - p0), t)
+                reported, promised = done, done + size
+                # The report's time is the items' overhead: a group lasts PROGRESS_CALLS reports at least.
+                # Its own time is left out of the next group's (`last`), so the group's size stays the items'.
+                last = perf() - p1
+                group_s = max(clock_group_s, PROGRESS_CALLS * (last - t))
     finally:
         _phase.end_task()
         imported = import_clock.end() if probe else (0.0, 0)
@@ -680,10 +722,7 @@ def execute_batch(
                 good.append(value)
             except Exception as exc:  # noqa: BLE001
                 good.append(None)
-                err = SerializationError(
-                    f"the value returned by {function}() for item {i} could not be pickled: "
-                    f"a {type(value).__qualname__} ({exc})."
-                )
+                err = _unpicklable(function, value, exc, i)
                 errors = errors or {}
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dump(good)

@@ -44,6 +44,13 @@ class BatchResult:
         self._values: list | None = None
         self._decode_lock = threading.Lock()
 
+    @classmethod
+    def of(cls, values: list) -> BatchResult:
+        """A result whose values are already decoded (the items a crashed batch finished: see ``Runtime``)."""
+        result = cls(b"")
+        result._values = values
+        return result
+
     def values(self) -> list:
         """The decoded list of item results (decoded on first use)."""
         if self._values is None:

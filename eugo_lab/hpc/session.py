@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import math
 import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.contract import base, errors, outcome, row, serialization
+from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
@@ -284,10 +287,11 @@ class Runtime:
             self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
-                     on_done: Any = None, attempt: int = 1) -> Pending:
+                     on_done: Any = None, attempt: int = 1, alone: bool = False) -> Pending:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``.
 
         ``attempt`` > 1: the batch re-sends items of an earlier batch that raised (their next attempt).
+        ``alone``: each item runs as a group of its own on the worker (``contract.task.Task.alone``).
         """
         self._check_open()
         for wrap in _wrap_chain:
@@ -300,6 +304,7 @@ class Runtime:
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
         task.attempt = attempt
+        task.alone = alone
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
@@ -361,6 +366,9 @@ class Runtime:
             elif status == base.OK and task.items is None:
                 self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
                                     task.batch_id, task.submit_time, ready, received, stats, worker=worker)
+            elif result.progress is not None and task.items is not None:  # a batch its worker died in, item by item
+                self._record_safely(self._record_crashed_batch, task, result.progress, worker, name, ready, received,
+                                    worker=worker)
             elif not (status == base.CANCELLED and all(f._state == STATE_CANCELLED for f in self._futures_of(task))):
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
@@ -396,6 +404,8 @@ class Runtime:
             retry = self._may_retry(task, exc)
             if not retry:
                 self._complete_error(task, exc)
+        elif status == base.CRASHED and result.progress is not None and task.items is not None:
+            self._batch_crashed(task, result.progress, result.crash or Crash(outcome.DIED), name, worker)
         elif status == base.CRASHED:
             crash = result.crash or Crash(outcome.DIED)
             retry = crash.retryable and task.attempt <= task.options.retries
@@ -417,6 +427,75 @@ class Runtime:
             self._hand_to_backend(task)
         elif map_cb is not None:
             map_cb(task, stats)
+
+    def _batch_crashed(self, task: Pending, progress: outcome.BatchProgress, crash: Crash, name: str,
+                       worker: int) -> None:
+        """An ``hpc.map`` batch lost its worker: each item ends as if it had been a task of its own.
+
+        The items that finished keep their results (or errors) and never run again. The item that was
+        running crashed: it gets another attempt if the crash is retryable (a death, not a memory stop)
+        and it has attempts left, else it fails with the crash's error, naming it. The items that never
+        started go again without using a retry. When the running group held several tiny items, which one
+        crashed is not known: they go again each as a group of its own, without using a retry either.
+        """
+        b = task.items
+        n = len(b)
+        values: list = [None] * n
+        failed: dict[int, BaseException] = {}
+        resend: list[int] = []
+        for lo, hi, payload, errs in progress.parts:
+            if payload is None:  # its results did not travel ahead (too large, unpicklable): they run again
+                resend.extend(range(lo, hi))
+                continue
+            values[lo:hi] = loads_value(payload)
+            for i, (exc_bytes, tb) in (errs or {}).items():
+                failed[i] = self._rebuild(exc_bytes, tb, name, task, worker)
+        retry = [i for i, exc in failed.items() if self._may_retry(task, exc)]
+        lo, hi = progress.running
+        alone: list[int] = []
+        if hi - lo == 1:
+            if crash.retryable and task.attempt <= task.options.retries:
+                retry.append(lo)
+            else:
+                failed[lo] = errors.crash_error(name, b.item_id(lo), task.attempt, crash, item=b.position(lo))
+        else:
+            alone = list(range(lo, hi))
+        resend.extend(range(hi, n))
+        self._release(task)
+        self._tasks.pop(task.task_id, None)
+        self.tasks_finished += 1
+        b.finish(BatchResult.of(values), failed, retry, task.attempt + 1, resend, alone)
+
+    def _record_crashed_batch(self, task: Pending, progress: outcome.BatchProgress, worker: int, name: str,
+                              ready: float, received: float) -> None:
+        """The trace of a batch its worker died in: a row per item that finished, one for the item that crashed.
+
+        The items that never started (or whose results were lost) get their rows when they run again. A group
+        of several tiny items that was running gets one crashed row under the batch's id: which of its items
+        crashed is not known.
+        """
+        b = task.items
+        ids: list[int] = []
+        status: list[int] = []
+        counts, ends = array("q"), array("d")
+        for (lo, hi, payload, errs), end in zip(progress.parts, progress.ends):
+            if payload is None:
+                continue
+            ids += [b.item_id(i) for i in range(lo, hi)]
+            status += [row.ERROR if errs and i in errs else row.OK for i in range(lo, hi)]
+            counts.append(hi - lo)
+            ends.append(end)
+        record = self.recorder.record_task
+        if ids:
+            body = ends[-1]
+            stats = TaskStats(progress.body_start, body, math.nan, 0.0, 0.0, 0, 0, None,
+                              ItemEnds(counts.tobytes(), ends.tobytes()), None, None, math.nan, None)
+            record(task.task_id, task.attempt, name, worker, row.OK, task.batch_id, task.submit_time, ready, received,
+                   stats, ids, status)
+        lo, hi = progress.running
+        crashed_id = b.item_id(lo) if hi - lo == 1 else task.task_id
+        record(crashed_id, task.attempt, name, worker, row.CRASHED, task.batch_id, task.submit_time, ready,
+               received, None)
 
     @staticmethod
     def _may_retry(task: Pending, exc: BaseException) -> bool:
