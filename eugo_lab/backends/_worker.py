@@ -470,13 +470,31 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     over ``limit``: the :class:`~eugo_lab.contract.outcome.Crash` (kind memory, ``used`` =
     growth, ``limit``, ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``,
     never retried. ``on_kill`` receives the same crash as a dict (``Crash.to_dict``).
+
+    A batch (``execute_batch``) is limited item by item, as if each were its own task: an item
+    stopped at the limit fails alone (its error is its crash, see ``execute_batch``), its memory
+    goes back and the items after it run under a fresh watch. Only an item that does not stop
+    when asked (its process is killed) loses the whole batch.
     """
     dog = memory_watchdog()
     w = dog.watch(limit, on_kill)
+
+    def item_stopped() -> Crash | None:
+        # An item of a batch was stopped and its frames are gone: its verdict, and a fresh watch (from the
+        # worker's size now) for the items after it; None: no verdict, the exception was not the watchdog's.
+        nonlocal w
+        verdict = w.verdict
+        if verdict is None:
+            return None
+        dog.unwatch(w)
+        _release_memory()
+        w = dog.watch(limit, on_kill)
+        return verdict
+
     outcome = None
     try:
         try:
-            outcome = run(*args)
+            outcome = run(*args, on_memory_stop=item_stopped) if run is execute_batch else run(*args)
         finally:
             dog.unwatch(w)
     except MemoryLimitExceeded:  # landed outside the body (our own bookkeeping): same verdict
@@ -621,6 +639,7 @@ def execute_batch(
     store: Store | None = None,
     progress: Progress | None = None,
     alone: bool = False,
+    on_memory_stop: Callable[[], Crash | None] | None = None,
 ) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -636,6 +655,9 @@ def execute_batch(
     group was running. Groups then also grow only while they are short next to a call of it
     (``PROGRESS_CALLS``), so reporting costs the items at most ~2%. ``alone``: every item is a
     group of its own (the items of a group a worker died in: the next death names its item).
+    ``on_memory_stop`` (``run_limited``): an item stopped at its memory limit fails alone, its
+    ``errors`` entry ``(b"", crash)`` holding the :class:`~eugo_lab.contract.outcome.Crash` this
+    returns in place of a traceback (``None``: the stop is not an item's, and ends the batch).
     """
     start_wall = time.time()
     p0 = time.perf_counter()
@@ -677,10 +699,16 @@ def execute_batch(
             take = 1 if phases else min(size, n - done, promised - done if progress is not None else n)
             try:
                 results.extend(map(settled() if settled is not None else fn, itertools.islice(rest, take)))
-            except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
-                if recording is not None:
-                    recording.stop()
-                raise
+            except MemoryLimitExceeded:  # this item went over its limit: it fails alone (run_limited)
+                verdict = on_memory_stop() if on_memory_stop is not None else None
+                if verdict is None:  # no item's verdict: the whole batch stops (run_limited reports it)
+                    if recording is not None:
+                        recording.stop()
+                    raise
+                if errors is None:
+                    errors = {}
+                errors[len(results)] = (b"", verdict)
+                results.append(None)
             except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
                 exc = _read_only_write(exc, function, (items[len(results)],), {})
                 if errors is None:

@@ -83,7 +83,8 @@ class Outcome(NamedTuple):
     stats: TaskStats | None = None
     worker: int = -1  # the worker's index (-1: none, e.g. cancelled while queued)
     traceback: Any = None  # ERROR: (frames, exception line) from the worker
-    item_errors: dict[int, tuple[bytes, Any]] | None = None  # OK batch: item index -> (exception, traceback)
+    # OK batch: item index -> (pickled exception, traceback), or (b"", Crash) for an item stopped at its memory limit
+    item_errors: dict[int, tuple[bytes, Any]] | None = None
     crash: Crash | None = None  # CRASHED
     reason: str | None = None  # CANCELLED
     gpu: int = -1  # the GPU the attempt held (a gpus= task on a worker with a device), -1: none

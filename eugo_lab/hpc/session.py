@@ -102,11 +102,12 @@ _runtime_listeners: list[Callable[[], None]] = []
 def _retries(task: Pending, exc: BaseException) -> bool:
     """Whether a task that raised ``exc`` is run again (while attempts are left): its type is in ``retry_exceptions``.
 
-    A function the worker cannot load would fail the same way again, whatever the option says.
+    A function the worker cannot load would fail the same way again, whatever the option says, and so
+    would a map item stopped at its memory limit (a ``WorkerMemoryError``, never retried).
     """
     rex = task.options.retry_exceptions
     matches = rex is True or (isinstance(rex, tuple) and bool(rex) and isinstance(exc, rex))
-    return matches and not isinstance(exc, errors.FunctionLoadError)
+    return matches and not isinstance(exc, (errors.FunctionLoadError, errors.WorkerMemoryError))
 
 
 def add_wrapper(wrap: Wrapper, order: int) -> None:
@@ -393,7 +394,7 @@ class Runtime:
             if task.items is None:
                 task.future._complete(STATE_FINISHED, payload=result.payload)
             else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
-                failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
+                failed = {i: self._item_error(task, i, exc_bytes, tb, name, worker)
                           for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
                 # Each item that raised is retried on its own, as a .remote() call would be; the items that
                 # succeeded keep their results and never run again.
@@ -449,7 +450,7 @@ class Runtime:
                 continue
             values[lo:hi] = loads_value(payload)
             for i, (exc_bytes, tb) in (errs or {}).items():
-                failed[i] = self._rebuild(exc_bytes, tb, name, task, worker)
+                failed[i] = self._item_error(task, i, exc_bytes, tb, name, worker)
         retry = [i for i, exc in failed.items() if self._may_retry(task, exc)]
         lo, hi = progress.running
         alone: list[int] = []
@@ -465,6 +466,13 @@ class Runtime:
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1
         b.finish(BatchResult.of(values), failed, retry, task.attempt + 1, resend, alone)
+
+    def _item_error(self, task: Pending, i: int, exc_bytes: bytes, tb: Any, name: str, worker: int) -> BaseException:
+        """The error of item ``i`` of batch ``task``: what it raised, or its crash (stopped at its memory limit)."""
+        if type(tb) is Crash:  # (b"", crash): see outcome.Outcome.item_errors
+            b = task.items
+            return errors.crash_error(name, b.item_id(i), task.attempt, tb, item=b.position(i))
+        return self._rebuild(exc_bytes, tb, name, task, worker)
 
     def _record_crashed_batch(self, task: Pending, progress: outcome.BatchProgress, worker: int, name: str,
                               ready: float, received: float) -> None:
@@ -482,7 +490,8 @@ class Runtime:
             if payload is None:
                 continue
             ids += [b.item_id(i) for i in range(lo, hi)]
-            status += [row.ERROR if errs and i in errs else row.OK for i in range(lo, hi)]
+            status += [row.OK if not errs or i not in errs else row.CRASHED if type(errs[i][1]) is Crash else row.ERROR
+                       for i in range(lo, hi)]
             counts.append(hi - lo)
             ends.append(end)
         record = self.recorder.record_task
@@ -515,8 +524,9 @@ class Runtime:
     def _record(self, task: Pending, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
                 received: float, item_errors: dict | None) -> None:
         item_status = None
-        if item_errors:
-            item_status = [row.ERROR if i in item_errors else row.OK for i in range(len(task.items))]
+        if item_errors:  # an item stopped at its memory limit carries its Crash: a crashed attempt
+            item_status = [row.OK if i not in item_errors else row.CRASHED if type(item_errors[i][1]) is Crash
+                           else row.ERROR for i in range(len(task.items))]
         self.recorder.record_task(
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
             stats, _item_ids(task.items) if task.items is not None else None, item_status,
