@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import itertools
+import math
 import os
 import signal
 import sys
@@ -91,6 +92,9 @@ Progress = Callable[[int, int, list, "dict | None", int, float, float], None]
 # A reported group lasts at least this many reports' time (measured on each), so reporting costs
 # the items at most ~1/PROGRESS_CALLS of their time.
 PROGRESS_CALLS = 50
+# ...but never longer than this: a report costs ~5-20 us, so groups rarely reach it. A group grows only
+# while it lasts less, so items of 2 ms and more, whatever the machine's speed, run one a group.
+PROGRESS_GROUP_MAX_S = 0.002
 
 # A body shorter than this makes its function's next task skip the run-queue reads (see the
 # module docstring): 200 us is 100x the reads' cost and a fifth of the shortest body the
@@ -687,6 +691,7 @@ def execute_batch(
     # With `progress`: the items from `reported` to `promised` run before the next report (the driver was
     # told, so that it knows which items were running should this process die).
     reported, promised = 0, 1
+    cheapest = math.inf  # the cheapest report so far, in seconds
     # hpc.phase spans of the items (a JIT trial announces its verdict as phases): one list per batch
     phases = _phase.begin_task()
     # The automatic JIT's wrapper says, once a group, whether the plain function will do (jit.auto.AutoJit.eugo_settled;
@@ -729,8 +734,12 @@ def execute_batch(
                 reported, promised = done, done + size
                 # The report's time is the items' overhead: a group lasts PROGRESS_CALLS reports at least.
                 # Its own time is left out of the next group's (`last`), so the group's size stays the items'.
+                # The cheapest report seen is its cost (one preempted report must not group slow items),
+                # and groups grow only while under PROGRESS_GROUP_MAX_S however reports cost: items that long
+                # run one a group, so a death among them is always pinned on its item.
                 last = perf() - p1
-                group_s = max(clock_group_s, PROGRESS_CALLS * (last - t))
+                cheapest = min(cheapest, last - t)
+                group_s = max(clock_group_s, min(PROGRESS_CALLS * cheapest, PROGRESS_GROUP_MAX_S))
     finally:
         _phase.end_task()
         imported = import_clock.end() if probe else (0.0, 0)

@@ -367,9 +367,10 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
       item that was running crashed: it is retried while its ``retries`` last, else it fails
       with ``hpc.WorkerCrashedError`` naming it; an item stopped at its ``memory=`` limit fails
       alone with ``hpc.WorkerMemoryError`` (never retried). The items not started yet run
-      without using a retry. One exception: items of a few microseconds each run in groups;
-      when the worker dies inside such a group, which item crashed is not known, so the group's
-      items run again one by one (those of them that had finished run twice), without using a retry.
+      without using a retry. One exception: short items (under about 2 ms each) may run in groups
+      of up to a couple of milliseconds; when the worker dies inside such a group, which item
+      crashed is not known, so the group's items run again one by one (those of them that had
+      finished run twice), without using a retry.
     - Dask and Ray: a batch is one engine task. An item stopped at its ``memory=`` limit fails
       alone, the rest of its batch runs on; but a worker process that dies (killed, a crash, or
       an item that ignored its memory stop and was killed) loses the whole batch: its items run

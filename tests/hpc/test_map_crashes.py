@@ -20,9 +20,12 @@ N = 8
 CRASHER = 3
 
 
-def _dies_once(arg: tuple[str, int, int]) -> int:
-    """Item ``crasher`` ends its worker process on its first run; every run leaves a line in the item's file."""
-    folder, i, crasher = arg
+def _dies_once(arg: tuple[str, int, int, int]) -> int:
+    """Item ``crasher`` ends its worker process on its first run, item ``raiser`` raises on its first run.
+
+    Every run leaves a line in the item's file.
+    """
+    folder, i, crasher, raiser = arg
     path = os.path.join(folder, str(i))
     with open(path, "a") as fh:
         fh.write("x\n")
@@ -30,6 +33,8 @@ def _dies_once(arg: tuple[str, int, int]) -> int:
         runs = len(fh.readlines())
     if i == crasher and runs == 1:
         os._exit(1)
+    if i == raiser and runs == 1:
+        raise ConnectionError(f"item {i}: transient")
     time.sleep(0.02)  # each item is a group of its own on the worker (groups grow only for microsecond items)
     return i * i
 
@@ -69,7 +74,7 @@ def test_a_worker_dying_in_a_batch_reruns_only_the_item_that_killed_it(local2, t
     folder = str(tmp_path)
     dies = hpc.remote(_dies_once).options(retries=1)
     with hpc.trace() as t:
-        result = hpc.map(dies, [(folder, i, CRASHER) for i in range(N)], batch=N)
+        result = hpc.map(dies, [(folder, i, CRASHER, -1) for i in range(N)], batch=N)
         assert hpc.get(result, timeout=120) == [i * i for i in range(N)]
     assert [f.status for f in result] == ["finished"] * N
     # The items before it finished and kept their results; the ones after it had not started: once each.
@@ -83,10 +88,18 @@ def test_a_worker_dying_in_a_batch_reruns_only_the_item_that_killed_it(local2, t
     assert list(ok.loc[ok["task_id"] == result[CRASHER].task_id, "attempt"]) == [2]
 
 
+def test_an_item_that_raised_before_the_death_keeps_its_own_retry(local2, tmp_path):
+    folder = str(tmp_path)
+    dies = hpc.remote(_dies_once).options(retries=1, retry_exceptions=(ConnectionError,))
+    result = hpc.map(dies, [(folder, i, CRASHER, CRASHER - 2) for i in range(N)], batch=N)
+    assert hpc.get(result, timeout=120) == [i * i for i in range(N)]
+    assert _runs(folder) == {i: 2 if i in (CRASHER - 2, CRASHER) else 1 for i in range(N)}
+
+
 def test_without_retries_only_the_item_that_killed_its_worker_fails(local2, tmp_path):
     folder = str(tmp_path)
     dies = hpc.remote(_dies_once).options(retries=0)
-    result = hpc.map(dies, [(folder, i, CRASHER) for i in range(N)], batch=N)
+    result = hpc.map(dies, [(folder, i, CRASHER, -1) for i in range(N)], batch=N)
     hpc.wait(result, num_returns=N, timeout=120)
     assert [f.status for f in result] == ["finished"] * CRASHER + ["error"] + ["finished"] * (N - CRASHER - 1)
     for i, f in enumerate(result):
