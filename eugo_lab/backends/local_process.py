@@ -64,7 +64,7 @@ class Worker:
         # eugo_lab.backends.local_nested.
         self.blocked: list[tuple[int, bool, frozenset[int]]] = []
         # hpc.map batches running here that reported finished groups, by task id: the groups (lo, hi,
-        # results, errors), their ends and the body's start, and the next group's size (see LocalBackend._part).
+        # results, errors), their ends and the body's start, and the next group's size (LocalBackend._handle).
         self.progress: dict[int, list] = {}
 
     def close_pipes(self) -> None:

@@ -204,10 +204,10 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
             cancels.ids.discard(key)
             send(("done", key, 1, b"", None, None))
             return
-        run = execute if not batch else execute_batch
+        run = execute_batch if batch else execute
         extra: dict = {}
         if batch:
-            # The driver learns each group's end as it happens (local.LocalBackend._part): a worker that
+            # The driver learns each group's end as it happens (a "part": local.LocalBackend._handle): a worker that
             # dies within the batch costs only the group it was running, never the items that finished.
             def progress(lo: int, hi: int, results: list, errors: dict | None, next_size: int, begun: float,
                          end: float) -> None:

@@ -367,7 +367,9 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
       item that was running crashed: it is retried while its ``retries`` last, else it fails
       with ``hpc.WorkerCrashedError`` naming it; an item stopped at its ``memory=`` limit fails
       alone with ``hpc.WorkerMemoryError`` (never retried). The items not started yet run
-      without using a retry. One exception: short items (under about 2 ms each) may run in groups
+      without using a retry. Two exceptions: items whose results are large (over 64 KiB for
+      the items of a group) send them only when their batch ends, so if the worker dies before,
+      they run again (without using a retry); and short items (under about 2 ms each) may run in groups
       of up to a couple of milliseconds; when the worker dies inside such a group, which item
       crashed is not known, so the group's items run again one by one (those of them that had
       finished run twice), without using a retry.

@@ -448,7 +448,12 @@ class Runtime:
             if payload is None:  # its results did not travel ahead (too large, unpicklable): they run again
                 resend.extend(range(lo, hi))
                 continue
-            values[lo:hi] = loads_value(payload)
+            try:
+                values[lo:hi] = loads_value(payload)
+            except Exception as exc:  # noqa: BLE001 - a type the driver lacks: those items fail, the others go on
+                for i in range(lo, hi):
+                    failed[i] = errors.HpcError(f"item {b.position(i)} of hpc.map({name}, ...) finished, but its "
+                                                f"result could not be rebuilt here: {exc}")
             for i, (exc_bytes, tb) in (errs or {}).items():
                 failed[i] = self._item_error(task, i, exc_bytes, tb, name, worker)
         retry = [i for i, exc in failed.items() if self._may_retry(task, exc)]
