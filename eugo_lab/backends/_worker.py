@@ -55,7 +55,7 @@ from eugo_lab.contract.row import (
     pack_tail,
 )
 from eugo_lab.contract.serialization import PROTOCOL, dumps_value, loads_args
-from eugo_lab.profile.collect import Profiled
+from eugo_lab.profile.collect import Profiled, not_task_code
 from eugo_lab.profile.collect import start as _profile_start
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
@@ -511,6 +511,14 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     return CRASHED, b"", w.verdict, stats
 
 
+def _report(progress: Progress, *args: Any) -> None:
+    """``progress(*args)`` in a frame of its own, which a profile of the batch leaves out (see below)."""
+    progress(*args)
+
+
+not_task_code(_report.__code__)
+
+
 def _begin(function: str, probe: bool, load_token: Callable[[Any], Any] | None
            ) -> tuple[Callable[[Any], Any] | None, list[int], int]:
     """The set-up ``execute`` and ``execute_batch`` share: ``(load_token, refs, blas threads)``.
@@ -526,6 +534,22 @@ def _begin(function: str, probe: bool, load_token: Callable[[Any], Any] | None
     blas = _blas_threads(function)
     import_clock.begin(function)
     return load_token, refs, blas
+
+
+def _body_ended(cpu_clock: Callable[[], float], c0: float, k0: float, q0: int | None
+                ) -> tuple[float, float, float, float]:
+    """The end of a body (or a batch's items) that ``execute`` and ``execute_batch`` share.
+
+    Returns ``(perf_counter, cpu_clock, CPU seconds, run-queue seconds)``: the CPU counts the
+    children the body started and waited for when their CPU was read at the start (``k0`` not
+    NaN), the run-queue wait is NaN when it was not read then (``q0`` None: a tiny body).
+    """
+    p2 = time.perf_counter()
+    c2 = cpu_clock()
+    cpu = c2 - c0
+    if k0 == k0:  # not NaN: read at the start
+        cpu += _children_cpu() - k0
+    return p2, c2, cpu, run_queue.since(q0)
 
 
 def _unpicklable(function: str, value: Any, exc: BaseException, item: int | None = None) -> SerializationError:
@@ -589,12 +613,7 @@ def execute(
         if recording is not None:
             profile = recording.stop()
     imported = import_clock.end() if probe else (0.0, 0)
-    p2 = time.perf_counter()
-    c2 = cpu_clock()
-    cpu = c2 - c0
-    if k0 == k0:  # not NaN: read at the start
-        cpu += _children_cpu() - k0
-    runq = _NAN if q0 is None else run_queue.since(q0)
+    p2, c2, cpu, runq = _body_ended(cpu_clock, c0, k0, q0)
     if p2 - p1 < RUNQ_MIN_BODY_S:
         _tiny_bodies.add(function)
     else:
@@ -730,7 +749,7 @@ def execute_batch(
             # short; back to single items as soon as one took long.
             size = min(max_group, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
             if progress is not None and promised <= done < n:
-                progress(reported, done, results, errors, size, start_wall + (p1 - p0), t)
+                _report(progress, reported, done, results, errors, size, start_wall + (p1 - p0), t)
                 reported, promised = done, done + size
                 # The report's time is the items' overhead: a group lasts PROGRESS_CALLS reports at least.
                 # Its own time is left out of the next group's (`last`), so the group's size stays the items'.
@@ -744,10 +763,7 @@ def execute_batch(
         _phase.end_task()
         imported = import_clock.end() if probe else (0.0, 0)
     profile = recording.stop() if recording is not None else None
-    p2 = time.perf_counter()
-    c2 = cpu_clock()
-    cpu = c2 - c0 + (_children_cpu() - k0)
-    runq = run_queue.since(q0)
+    p2, c2, cpu, runq = _body_ended(cpu_clock, c0, k0, q0)
     dump = dumps_value if store is None else store
     try:
         payload = dump(results)
