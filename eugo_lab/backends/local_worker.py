@@ -166,7 +166,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
 
     from eugo_lab.backends import local_nested
     from eugo_lab.backends._worker import execute, execute_batch
-    from eugo_lab.contract.serialization import dumps_value, loads_value
+    from eugo_lab.contract.serialization import dumps_value_oob, loads_value
 
     reader = local_nested.FrameReader(task_fd)
     _widen_pipe(result_fd)
@@ -212,10 +212,12 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
             def progress(lo: int, hi: int, results: list, errors: dict | None, next_size: int, begun: float,
                          end: float) -> None:
                 try:
-                    part: bytes | None = dumps_value(results[lo:hi])
+                    # Large array buffers are left out of the pickle, not copied: they mean a part too large.
+                    part: bytes | None
+                    part, large = dumps_value_oob(results[lo:hi], PART_BYTES)
                 except Exception:  # noqa: BLE001 - the final result names the item at fault; these count as not run
-                    part = None
-                if part is not None and len(part) > PART_BYTES:
+                    part, large = None, None
+                if large or (part is not None and len(part) > PART_BYTES):
                     part = None  # large results travel once, with the batch's end: see PART_BYTES
                 failed = {i: e for i, e in errors.items() if lo <= i < hi} if errors else None
                 send(("part", key, lo, hi, part, failed, next_size, begun, end))

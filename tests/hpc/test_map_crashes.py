@@ -39,6 +39,13 @@ def _dies_once(arg: tuple[str, int, int, int]) -> int:
     return i * i
 
 
+def _large_dies_once(arg: tuple[str, int, int]) -> bytes:
+    """Like :func:`_dies_once`, returning 100 kB: more than a finished group sends ahead of its batch's end."""
+    folder, i, crasher = arg
+    _dies_once((folder, i, crasher, -1))
+    return bytes([i]) * 100_000
+
+
 def _grows_if_chosen(arg: tuple[str, int, int]) -> int:
     """Item ``hog`` grows until its memory limit stops it; the others leave a line in their file and return."""
     folder, i, hog = arg
@@ -111,6 +118,20 @@ def test_without_retries_only_the_item_that_killed_its_worker_fails(local2, tmp_
     with pytest.raises(hpc.WorkerCrashedError):  # the whole map's values: its one failed item's error
         hpc.get(result)
     assert _runs(folder) == {i: 1 for i in range(N)}
+
+
+def test_items_with_large_results_that_finished_before_the_death_run_again(local2, tmp_path):
+    # As hpc.map's docstring says: large results travel only with their batch's end, so the items
+    # before the crash lost theirs with the worker and run again, without using a retry.
+    folder = str(tmp_path)
+    dies = hpc.remote(_large_dies_once).options(retries=0)
+    result = hpc.map(dies, [(folder, i, CRASHER) for i in range(N)], batch=N)
+    hpc.wait(result, num_returns=N, timeout=120)
+    with pytest.raises(hpc.WorkerCrashedError, match=rf"item {CRASHER} of hpc.map"):
+        hpc.get(result[CRASHER])
+    assert [hpc.get(f) for i, f in enumerate(result) if i != CRASHER] == \
+        [bytes([i]) * 100_000 for i in range(N) if i != CRASHER]
+    assert _runs(folder) == {i: 2 if i < CRASHER else 1 for i in range(N)}
 
 
 def test_an_item_over_its_memory_limit_fails_alone(local2, tmp_path):
