@@ -417,6 +417,10 @@ class FutureBatch:
     def __repr__(self) -> str:
         return f"<hpc.FutureBatch of {len(self.futures)} calls>"
 
+    def item_id(self, i: int) -> int:
+        """The task id of the ``i``-th call (its future's)."""
+        return self.futures[i].task_id
+
     def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
                attempt: int = 2) -> None:
         """Settle every item: the failed ones with their error, the others from ``result``.

@@ -144,6 +144,9 @@ class _Batch:
 
     __slots__ = ("job", "lo", "hi", "positions", "size", "task", "state", "result", "error", "n_cancelled",
                  "reported", "attempt", "alone")
+    # When its worker dies, the runtime ends each item on its own (Runtime._batch_crashed): finish() takes
+    # the items to send again. (Coalesced .remote() calls, hpc.future.FutureBatch, are retried as a batch.)
+    per_item_crashes = True
 
     def __init__(self, job: MapJob, lo: int, hi: int, positions: list[int] | None, attempt: int = 1,
                  alone: bool = False):

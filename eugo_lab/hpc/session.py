@@ -110,6 +110,15 @@ def _retries(task: Pending, exc: BaseException) -> bool:
     return matches and not isinstance(exc, (errors.FunctionLoadError, errors.WorkerMemoryError))
 
 
+def _per_item_crash(task: Pending, result: Outcome) -> bool:
+    """Whether ``task`` is a batch whose worker died and whose items end one by one (see ``Runtime._batch_crashed``).
+
+    The engine must have said how far the batch got (the local pool does), and the batch's items must take
+    it (``hpc.map``'s; coalesced ``.remote()`` calls are retried as a batch, as any task).
+    """
+    return result.progress is not None and getattr(task.items, "per_item_crashes", False)
+
+
 def add_wrapper(wrap: Wrapper, order: int) -> None:
     """Have every call's function record pass through ``wrap`` (lower ``order`` first); registering twice is one."""
     global _wrap_chain
@@ -367,7 +376,7 @@ class Runtime:
             elif status == base.OK and task.items is None:
                 self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
                                     task.batch_id, task.submit_time, ready, received, stats, worker=worker)
-            elif result.progress is not None and task.items is not None:  # a batch its worker died in, item by item
+            elif _per_item_crash(task, result):  # a batch its worker died in, item by item
                 self._record_safely(self._record_crashed_batch, task, result.progress, worker, name, ready, received,
                                     worker=worker)
             elif not (status == base.CANCELLED and all(f._state == STATE_CANCELLED for f in self._futures_of(task))):
@@ -405,7 +414,7 @@ class Runtime:
             retry = self._may_retry(task, exc)
             if not retry:
                 self._complete_error(task, exc)
-        elif status == base.CRASHED and result.progress is not None and task.items is not None:
+        elif status == base.CRASHED and _per_item_crash(task, result):
             self._batch_crashed(task, result.progress, result.crash or Crash(outcome.DIED), name, worker)
         elif status == base.CRASHED:
             crash = result.crash or Crash(outcome.DIED)
@@ -476,7 +485,8 @@ class Runtime:
         """The error of item ``i`` of batch ``task``: what it raised, or its crash (stopped at its memory limit)."""
         if type(tb) is Crash:  # (b"", crash): see outcome.Outcome.item_errors
             b = task.items
-            return errors.crash_error(name, b.item_id(i), task.attempt, tb, item=b.position(i))
+            item = b.position(i) if hasattr(b, "position") else None  # an hpc.map item is named by its position
+            return errors.crash_error(name, b.item_id(i), task.attempt, tb, item=item)
         return self._rebuild(exc_bytes, tb, name, task, worker)
 
     def _record_crashed_batch(self, task: Pending, progress: outcome.BatchProgress, worker: int, name: str,
