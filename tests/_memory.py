@@ -16,6 +16,14 @@ def grow_forever(step_mb: int = 20) -> None:
         time.sleep(0.01)
 
 
+def square_or_grow(arg: tuple[int, int]) -> int:
+    """An ``hpc.map`` item ``(i, hog)``: item ``hog`` grows like :func:`grow_forever`, the others return ``i * i``."""
+    i, hog = arg
+    if i == hog:
+        grow_forever()
+    return i * i
+
+
 def grow_ignoring_stops(step_mb: int = 10) -> None:
     """Like :func:`grow_forever`, but swallow every exception raised to stop it (even BaseException)."""
     chunks = []

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import itertools
+import math
 import os
 import signal
 import sys
@@ -54,7 +55,7 @@ from eugo_lab.contract.row import (
     pack_tail,
 )
 from eugo_lab.contract.serialization import PROTOCOL, dumps_value, loads_args
-from eugo_lab.profile.collect import Profiled
+from eugo_lab.profile.collect import Profiled, not_task_code
 from eugo_lab.profile.collect import start as _profile_start
 
 # How often the watchdog reads the worker's resident memory while a limited task runs: a
@@ -81,6 +82,19 @@ Store = Callable[[Any], tuple[Any, int]]
 # than GROUP_CLOCKS clock reads are still timed one by one.
 GROUP_CLOCKS = 50
 MAX_GROUP = 1024
+
+#: ``execute_batch``'s report after each group: ``(lo, hi, results, errors, next_size, body_start, end)``:
+#: items ``lo..hi-1`` just finished (``results[lo:hi]``, the errors among them in ``errors``, which may
+#: be ``None``), ``end`` seconds after the body started (``body_start``, wall clock), and the next group
+#: runs items ``hi..hi+next_size-1``. The local pool sends it to the driver (``local_worker``), which
+#: keeps the finished items when the worker dies in a later group.
+Progress = Callable[[int, int, list, "dict | None", int, float, float], None]
+# A reported group lasts at least this many reports' time (measured on each), so reporting costs
+# the items at most ~1/PROGRESS_CALLS of their time.
+PROGRESS_CALLS = 50
+# ...but never longer than this: a report costs ~5-20 us, so groups rarely reach it. A group grows only
+# while it lasts less, so items of 2 ms and more, whatever the machine's speed, run one a group.
+PROGRESS_GROUP_MAX_S = 0.002
 
 # A body shorter than this makes its function's next task skip the run-queue reads (see the
 # module docstring): 200 us is 100x the reads' cost and a fifth of the shortest body the
@@ -455,13 +469,31 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     over ``limit``: the :class:`~eugo_lab.contract.outcome.Crash` (kind memory, ``used`` =
     growth, ``limit``, ``baseline``) is what the driver turns into ``hpc.WorkerMemoryError``,
     never retried. ``on_kill`` receives the same crash as a dict (``Crash.to_dict``).
+
+    A batch (``execute_batch``) is limited item by item, as if each were its own task: an item
+    stopped at the limit fails alone (its error is its crash, see ``execute_batch``), its memory
+    goes back and the items after it run under a fresh watch. Only an item that does not stop
+    when asked (its process is killed) loses the whole batch.
     """
     dog = memory_watchdog()
     w = dog.watch(limit, on_kill)
+
+    def item_stopped() -> Crash | None:
+        # An item of a batch was stopped and its frames are gone: its verdict, and a fresh watch (from the
+        # worker's size now) for the items after it; None: no verdict, the exception was not the watchdog's.
+        nonlocal w
+        verdict = w.verdict
+        if verdict is None:
+            return None
+        dog.unwatch(w)
+        _release_memory()
+        w = dog.watch(limit, on_kill)
+        return verdict
+
     outcome = None
     try:
         try:
-            outcome = run(*args)
+            outcome = run(*args, on_memory_stop=item_stopped) if run is execute_batch else run(*args)
         finally:
             dog.unwatch(w)
     except MemoryLimitExceeded:  # landed outside the body (our own bookkeeping): same verdict
@@ -472,6 +504,56 @@ def run_limited(run: Callable[..., Ran], limit: int, on_kill: Callable[[dict], N
     del outcome
     _release_memory()
     return CRASHED, b"", w.verdict, stats
+
+
+def _report(progress: Progress, *args: Any) -> None:
+    """``progress(*args)`` in a frame of its own, which a profile of the batch leaves out (see below)."""
+    progress(*args)
+
+
+not_task_code(_report.__code__)
+
+
+def _begin(function: str, probe: bool, load_token: Callable[[Any], Any] | None
+           ) -> tuple[Callable[[Any], Any] | None, list[int], int]:
+    """The set-up ``execute`` and ``execute_batch`` share: ``(load_token, refs, blas threads)``.
+
+    A traced attempt (``probe``) notes the stored references it resolves and the BLAS threads in
+    effect, and from here to the body's end its imports count as its warm-up (:mod:`.import_clock`);
+    an untraced one only drops what the import clock held for ``function``.
+    """
+    if not probe:
+        import_clock.drop(function)
+        return load_token, [], -1
+    load_token, refs = _probing(load_token)
+    blas = _blas_threads(function)
+    import_clock.begin(function)
+    return load_token, refs, blas
+
+
+def _body_ended(cpu_clock: Callable[[], float], c0: float, k0: float, q0: int | None
+                ) -> tuple[float, float, float, float]:
+    """The end of a body (or a batch's items) that ``execute`` and ``execute_batch`` share.
+
+    Returns ``(perf_counter, cpu_clock, CPU seconds, run-queue seconds)``: the CPU counts the
+    children the body started and waited for when their CPU was read at the start (``k0`` not
+    NaN), the run-queue wait is NaN when it was not read then (``q0`` None: a tiny body).
+    """
+    p2 = time.perf_counter()
+    c2 = cpu_clock()
+    cpu = c2 - c0
+    if k0 == k0:  # not NaN: read at the start
+        cpu += _children_cpu() - k0
+    return p2, c2, cpu, run_queue.since(q0)
+
+
+def _unpicklable(function: str, value: Any, exc: BaseException, item: int | None = None) -> SerializationError:
+    """The error of a result that could not be pickled (``item``: its index in a batch), with the fix."""
+    which = "" if item is None else f" for item {item}"
+    return SerializationError(
+        f"the value returned by {function}(){which} could not be pickled: a {type(value).__qualname__} ({exc}). "
+        "Return plain data (numbers, arrays, dicts) or save the object to a file and return its path."
+    )
 
 
 def execute(
@@ -504,13 +586,7 @@ def execute(
     phases = _phase.begin_task()
     q0 = None
     k0 = _NAN  # children's CPU at the body's start (not read for a tiny body: see RUNQ_MIN_BODY_S)
-    if probe:
-        load_token, refs = _probing(load_token)
-        blas = _blas_threads(function)
-        # From here to the body's end the task's own code runs: its imports are its warm-up.
-        import_clock.begin(function)
-    else:
-        import_clock.drop(function)
+    load_token, refs, blas = _begin(function, probe, load_token)
     args: tuple = ()
     kwargs: dict = {}
     try:
@@ -532,12 +608,7 @@ def execute(
         if recording is not None:
             profile = recording.stop()
     imported = import_clock.end() if probe else (0.0, 0)
-    p2 = time.perf_counter()
-    c2 = cpu_clock()
-    cpu = c2 - c0
-    if k0 == k0:  # not NaN: read at the start
-        cpu += _children_cpu() - k0
-    runq = _NAN if q0 is None else run_queue.since(q0)
+    p2, c2, cpu, runq = _body_ended(cpu_clock, c0, k0, q0)
     if p2 - p1 < RUNQ_MIN_BODY_S:
         _tiny_bodies.add(function)
     else:
@@ -551,11 +622,7 @@ def execute(
                 payload, out_bytes = store(value)
             tb = None
         except Exception as exc:  # noqa: BLE001 - the worker must survive a bad result
-            err = SerializationError(
-                f"the value returned by {function}() could not be pickled: a "
-                f"{type(value).__qualname__} ({exc}). Return plain data (numbers, arrays, "
-                "dicts) or save the object to a file and return its path."
-            )
+            err = _unpicklable(function, value, exc)
             status, payload, tb = ERROR, _pickle_exception(err), _format_tb(err)
     else:
         payload = _pickle_exception(value)
@@ -588,6 +655,9 @@ def execute_batch(
     buffers: Any = None,
     probe: bool = False,
     store: Store | None = None,
+    progress: Progress | None = None,
+    alone: bool = False,
+    on_memory_stop: Callable[[], Crash | None] | None = None,
 ) -> Ran:
     """Run ``fn(item)`` for every item of a pickled batch (``hpc.map``).
 
@@ -597,16 +667,20 @@ def execute_batch(
     body's start, so the trace can show every item as its own task. Items run in groups
     through ``map`` (C, no bytecode per item) with one clock read per group; a group grows
     while its items stay tiny next to a clock read and falls back to one item when one is slow.
+
+    ``progress`` (see :data:`Progress`): called after every group but the last, so that the
+    driver knows, should this process die, which items finished (with their results) and which
+    group was running. Groups then also grow only while they are short next to a call of it
+    (``PROGRESS_CALLS``), so reporting costs the items at most ~2%. ``alone``: every item is a
+    group of its own (the items of a group a worker died in: the next death names its item).
+    ``on_memory_stop`` (``run_limited``): an item stopped at its memory limit fails alone, its
+    ``errors`` entry ``(b"", crash)`` holding the :class:`~eugo_lab.contract.outcome.Crash` this
+    returns in place of a traceback (``None``: the stop is not an item's, and ends the batch).
     """
     start_wall = time.time()
     p0 = time.perf_counter()
     c_in = cpu_clock()
-    if probe:
-        load_token, refs = _probing(load_token)
-        blas = _blas_threads(function)
-        import_clock.begin(function)  # the items' imports are the batch's warm-up (see execute)
-    else:
-        import_clock.drop(function)
+    load_token, refs, blas = _begin(function, probe, load_token)
     (items,), _ = loads_args(args_bytes, load_token, buffers)
     q0 = run_queue.waited_ns()  # once per batch: its items share the wait like their CPU time
     k0 = _children_cpu()
@@ -626,6 +700,12 @@ def execute_batch(
     rest = iter(items)
     n, done, size, last = len(items), 0, 1, 0.0
     group_s = GROUP_CLOCKS * _clock_cost_s  # a group should last about this long
+    clock_group_s = group_s
+    max_group = 1 if alone else MAX_GROUP
+    # With `progress`: the items from `reported` to `promised` run before the next report (the driver was
+    # told, so that it knows which items were running should this process die).
+    reported, promised = 0, 1
+    cheapest = math.inf  # the cheapest report so far, in seconds
     # hpc.phase spans of the items (a JIT trial announces its verdict as phases): one list per batch
     phases = _phase.begin_task()
     # The automatic JIT's wrapper says, once a group, whether the plain function will do (jit.auto.AutoJit.eugo_settled;
@@ -633,13 +713,21 @@ def execute_batch(
     settled = getattr(fn, "eugo_settled", None)
     try:
         while done < n:
+            # Items that mark phases run one a group: each end is then measured, and the trace puts
+            # each span on its own item. A group never runs past the next report.
+            take = 1 if phases else min(size, n - done, promised - done if progress is not None else n)
             try:
-                results.extend(map(settled() if settled is not None else fn,
-                                   itertools.islice(rest, min(size, n - done))))
-            except MemoryLimitExceeded:  # stops the whole batch, not just this item (run_limited reports it)
-                if recording is not None:
-                    recording.stop()
-                raise
+                results.extend(map(settled() if settled is not None else fn, itertools.islice(rest, take)))
+            except MemoryLimitExceeded:  # this item went over its limit: it fails alone (run_limited)
+                verdict = on_memory_stop() if on_memory_stop is not None else None
+                if verdict is None:  # no item's verdict: the whole batch stops (run_limited reports it)
+                    if recording is not None:
+                        recording.stop()
+                    raise
+                if errors is None:
+                    errors = {}
+                errors[len(results)] = (b"", verdict)
+                results.append(None)
             except BaseException as exc:  # noqa: BLE001 - per item, reported; the group ends at this item
                 exc = _read_only_write(exc, function, (items[len(results)],), {})
                 if errors is None:
@@ -653,17 +741,24 @@ def execute_batch(
             done += got
             took, last = t - last, t
             # Grow (doubling, so one slow item cannot hide in a large group) while the group was
-            # short; back to single items as soon as one took long. Items that mark phases run one
-            # a group: each end is then measured, and the trace puts each span on its own item.
-            size = 1 if phases else min(MAX_GROUP, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+            # short; back to single items as soon as one took long.
+            size = min(max_group, 2 * size) if took < group_s else 1 if took > 4 * group_s else size
+            if progress is not None and promised <= done < n:
+                _report(progress, reported, done, results, errors, size, start_wall + (p1 - p0), t)
+                reported, promised = done, done + size
+                # The report's time is the items' overhead: a group lasts PROGRESS_CALLS reports at least.
+                # Its own time is left out of the next group's (`last`), so the group's size stays the items'.
+                # The cheapest report seen is its cost (one preempted report must not group slow items),
+                # and groups grow only while under PROGRESS_GROUP_MAX_S however reports cost: items that long
+                # run one a group, so a death among them is always pinned on its item.
+                last = perf() - p1
+                cheapest = min(cheapest, last - t)
+                group_s = max(clock_group_s, min(PROGRESS_CALLS * cheapest, PROGRESS_GROUP_MAX_S))
     finally:
         _phase.end_task()
         imported = import_clock.end() if probe else (0.0, 0)
     profile = recording.stop() if recording is not None else None
-    p2 = time.perf_counter()
-    c2 = cpu_clock()
-    cpu = c2 - c0 + (_children_cpu() - k0)
-    runq = run_queue.since(q0)
+    p2, c2, cpu, runq = _body_ended(cpu_clock, c0, k0, q0)
     dump = dumps_value if store is None else store
     try:
         payload = dump(results)
@@ -675,10 +770,7 @@ def execute_batch(
                 good.append(value)
             except Exception as exc:  # noqa: BLE001
                 good.append(None)
-                err = SerializationError(
-                    f"the value returned by {function}() for item {i} could not be pickled: "
-                    f"a {type(value).__qualname__} ({exc})."
-                )
+                err = _unpicklable(function, value, exc, i)
                 errors = errors or {}
                 errors[i] = (_pickle_exception(err), _format_tb(err))
         payload = dump(good)

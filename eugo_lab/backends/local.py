@@ -768,8 +768,9 @@ class LocalBackend(base.Backend):
                 # The worker reads its pipe in order: a task of the evicted function already sent runs
                 # before the worker forgets it, and a later one gets the function sent again.
                 w.outbuf += self._frame(("forget", known.popitem(last=False)[0]))
-        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload, task.is_batch,
-                                 task.staged, task.probe))
+        # A batch's flag says how its items run: 2, each alone (a group of its own; see Task.alone).
+        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload,
+                                 2 if task.alone else task.is_batch, task.staged, task.probe))
         task.state = _SENT
         task.backend_data = w
         w.inflight.append(task)
@@ -835,6 +836,8 @@ class LocalBackend(base.Backend):
                 w.inflight.remove(task)
             if self._children:
                 self._children.pop(key, None)
+            if w.progress:
+                w.progress.pop(key, None)
             if self._held:
                 self._release(task)
             stats = TaskStats.from_wire(raw_stats)
@@ -856,6 +859,14 @@ class LocalBackend(base.Backend):
                 if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
                     result = result._replace(gpu=w.gpu)
                 self._report(task, result)
+        elif kind == "part":  # a group of a batch's items finished (local_worker: execute_batch's progress)
+            _, key, lo, hi, part, failed, next_size, begun, end = msg
+            got = w.progress.get(key)
+            if got is None:
+                got = w.progress[key] = [[], [], begun, 1]
+            got[0].append((lo, hi, part, failed))
+            got[1].append(end)
+            got[3] = next_size
         elif kind == "block":  # its top task waits in get() on tasks it submitted (local_nested)
             w.blocked.append((msg[1], msg[2], frozenset(msg[3])))
         elif kind == "unblock":
@@ -977,7 +988,14 @@ class LocalBackend(base.Backend):
             if running.state != _DONE:
                 running.state = _DONE
                 crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
-                self._report(running, Outcome.crashed(crash, w.index))
+                lost = Outcome.crashed(crash, w.index)
+                if running.is_batch:  # which of its items finished, and which group was running: see BatchProgress
+                    parts, ends, begun, size = w.progress.get(running.task_id) or ((), (), 0.0, 1)
+                    done = parts[-1][1] if parts else 0
+                    lost = lost._replace(progress=outcome.BatchProgress(
+                        tuple(parts), (done, min(done + size, running.item_count)), begun, tuple(ends)))
+                self._report(running, lost)
+        w.progress.clear()
         if w.held_by is not None:  # a worker held for a cpus=N task died idle: its replacement is free
             held = self._held.get(w.held_by.task_id, [])
             if w in held:

@@ -34,7 +34,7 @@ class Worker:
 
     __slots__ = ("index", "proc", "forked", "task_w", "result_r", "lifeline_w", "cancel_w", "outbuf", "inbuf",
                  "inflight", "known_fns", "pid", "host", "started", "dead", "kill_reason", "ps", "greeted",
-                 "cancel_target", "cancel_deadline", "gpu", "held_by", "blocked")
+                 "cancel_target", "cancel_deadline", "gpu", "held_by", "blocked", "progress")
 
     def __init__(self, index: int):
         self.index = index
@@ -63,6 +63,9 @@ class Worker:
         # (task id, whether the worker takes their children meanwhile, the ids it waits for): see
         # eugo_lab.backends.local_nested.
         self.blocked: list[tuple[int, bool, frozenset[int]]] = []
+        # hpc.map batches running here that reported finished groups, by task id: the groups (lo, hi,
+        # results, errors), their ends and the body's start, and the next group's size (LocalBackend._handle).
+        self.progress: dict[int, list] = {}
 
     def close_pipes(self) -> None:
         """Close this worker's pipe ends once; they read -1 afterwards.

@@ -34,6 +34,10 @@ from eugo_lab.contract.errors import TaskCancelled
 
 _LEN = struct.Struct("<Q")
 _ID = struct.Struct("<q")
+# Results of a finished group of an hpc.map batch are sent ahead (so a later death in the batch
+# does not lose them) only up to this size: a larger part would cross the pipe twice, ahead and
+# with the batch's end. Without them, the driver counts those items as not run if the worker dies.
+PART_BYTES = 1 << 16
 
 
 def _die_with_parent(lifeline_fd: int, parent_pid: int | None, store_dir: str) -> None:
@@ -162,7 +166,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
 
     from eugo_lab.backends import local_nested
     from eugo_lab.backends._worker import execute, execute_batch
-    from eugo_lab.contract.serialization import loads_value
+    from eugo_lab.contract.serialization import dumps_value_oob, loads_value
 
     reader = local_nested.FrameReader(task_fd)
     _widen_pipe(result_fd)
@@ -201,6 +205,24 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
             send(("done", key, 1, b"", None, None))
             return
         run = execute_batch if batch else execute
+        extra: dict = {}
+        if batch:
+            # The driver learns each group's end as it happens (a "part": local.LocalBackend._handle): a worker that
+            # dies within the batch costs only the group it was running, never the items that finished.
+            def progress(lo: int, hi: int, results: list, errors: dict | None, next_size: int, begun: float,
+                         end: float) -> None:
+                try:
+                    # Large array buffers are left out of the pickle, not copied: they mean a part too large.
+                    part: bytes | None
+                    part, large = dumps_value_oob(results[lo:hi], PART_BYTES)
+                except Exception:  # noqa: BLE001 - the final result names the item at fault; these count as not run
+                    part, large = None, None
+                if large or (part is not None and len(part) > PART_BYTES):
+                    part = None  # large results travel once, with the batch's end: see PART_BYTES
+                failed = {i: e for i, e in errors.items() if lo <= i < hi} if errors else None
+                send(("part", key, lo, hi, part, failed, next_size, begun, end))
+
+            extra = {"progress": progress, "alone": batch == 2}
         buffers = None
         if staged is not None:
             from eugo_lab.backends.shm_store import read_chunks
@@ -215,7 +237,7 @@ def serve(task_fd: int, result_fd: int, lifeline_fd: int, cancel_fd: int, store_
         cancels.running = key
         try:
             status, payload, detail, stats = run(fn, name, args_bytes, load_token, buffers=buffers, probe=probe,
-                                                 store=store)
+                                                 store=store, **extra)
         except TaskCancelled:  # landed outside the task body (unpickling, pickling the result)
             status, payload, detail, stats = 1, b"", None, None
         finally:

@@ -188,12 +188,16 @@ def describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def crash_error(function: str, task_id: int, attempts: int, crash: Crash) -> HpcError:
-    """The error ``get()`` raises for a task whose last attempt lost its worker, by what happened."""
+def crash_error(function: str, task_id: int, attempts: int, crash: Crash, item: int | None = None) -> HpcError:
+    """The error ``get()`` raises for a task whose last attempt lost its worker, by what happened.
+
+    ``item``: the task is that item (its position in the input) of an ``hpc.map``, and is named so.
+    """
     from eugo_lab.contract import outcome
     from eugo_lab.units import fmt_bytes
 
-    task = f"task {function}() (task {task_id})"
+    task = f"task {function}() (task {task_id})" if item is None else \
+        f"item {item} of hpc.map({function}, ...) (task {task_id})"
     if crash.kind == outcome.MEMORY:
         limit = crash.limit
         killed = ""

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from eugo_lab.contract.row import CANCELLED, CRASHED, ERROR, OK, TaskStats
 
-__all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "Crash", "Outcome", "from_worker"]
+__all__ = ["OK", "ERROR", "CRASHED", "CANCELLED", "BatchProgress", "Crash", "Outcome", "from_worker"]
 
 # Crash kinds.
 DIED = "died"  # the worker process exited while holding the task: retried
@@ -57,6 +57,24 @@ class Crash(NamedTuple):
         return cls(MEMORY, exit_code=exit_code, used=used, limit=limit, baseline=baseline)
 
 
+class BatchProgress(NamedTuple):
+    """How far an ``hpc.map`` batch got before its worker was lost (the local pool reports it with CRASHED).
+
+    ``parts``: the groups of items that finished, in order, each ``(lo, hi, payload, errors)``:
+    items ``lo..hi-1``, their pickled list of results (``None``: too large or unpicklable to send
+    ahead; those items count as not run) and the errors among them (item index -> ``(pickled
+    exception, traceback)``, or ``None``). ``running``: ``(lo, hi)``, the group of items that was
+    running when the worker died: one item is the one that crashed; several tiny items cannot be
+    told apart. The items from ``running[1]`` on never started. ``body_start`` and ``ends``: the
+    wall-clock start of the batch's body and each part's end, seconds after it (for the trace).
+    """
+
+    parts: tuple[tuple[int, int, bytes | None, dict | None], ...]
+    running: tuple[int, int]
+    body_start: float = 0.0
+    ends: tuple[float, ...] = ()
+
+
 class Outcome(NamedTuple):
     """The end of one task attempt, as a backend reports it."""
 
@@ -65,10 +83,12 @@ class Outcome(NamedTuple):
     stats: TaskStats | None = None
     worker: int = -1  # the worker's index (-1: none, e.g. cancelled while queued)
     traceback: Any = None  # ERROR: (frames, exception line) from the worker
-    item_errors: dict[int, tuple[bytes, Any]] | None = None  # OK batch: item index -> (exception, traceback)
+    # OK batch: item index -> (pickled exception, traceback), or (b"", Crash) for an item stopped at its memory limit
+    item_errors: dict[int, tuple[bytes, Any]] | None = None
     crash: Crash | None = None  # CRASHED
     reason: str | None = None  # CANCELLED
     gpu: int = -1  # the GPU the attempt held (a gpus= task on a worker with a device), -1: none
+    progress: BatchProgress | None = None  # CRASHED batch: which items finished before (the local pool)
 
     @classmethod
     def crashed(cls, crash: Crash, worker: int = -1, stats: TaskStats | None = None) -> Outcome:

@@ -139,6 +139,7 @@ class Task:
         "staged",
         "probe",
         "parent",
+        "alone",
     )
 
     def __init__(self, task_id: int, fn: FunctionRecord, args: bytes, options: TaskOptions, label: str, *,
@@ -164,6 +165,9 @@ class Task:
         # The task whose body submitted this one (a task that submits tasks), -1 for one the driver
         # submitted: the local pool lets a parent waiting on its children run them on its own stack.
         self.parent = -1
+        # A batch whose every item runs as a group of its own on the worker: the items of a group a worker
+        # died in, sent again so that a second death names its item (see hpc.mapping._Batch.finish).
+        self.alone = False
 
     def __repr__(self) -> str:
         return f"<Task {self.fn.name} {self.task_id} attempt {self.attempt}>"

@@ -357,6 +357,29 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
     ``batch=1`` sends one task per item, ``batch=N`` fixed batches of N. An item's future is
     made only when the result is indexed or iterated; ``hpc.get(result)`` returns the list
     of values without making any.
+
+    Each item is its own task for ``retries``, ``retry_exceptions`` and ``memory=``, however it
+    was batched: an item that raises fails (or is retried) alone, and the items that finished
+    keep their results and never run again. When a worker dies while running a batch:
+
+    - local pool (the default): the worker reports each finished item as it goes, so only the
+      item that was running crashed: it is retried while its ``retries`` last, else it fails
+      with ``hpc.WorkerCrashedError`` naming it; an item stopped at its ``memory=`` limit fails
+      alone with ``hpc.WorkerMemoryError`` (never retried). The items not started yet run
+      without using a retry. Two exceptions: items whose results are large (over 64 KiB for
+      the items of a group) send them only when their batch ends, so if the worker dies before,
+      they run again (without using a retry); and short items (under about 2 ms each) may run in groups
+      of up to a couple of milliseconds; when the worker dies inside such a group, which item
+      crashed is not known, so the group's items run again one by one (those of them that had
+      finished run twice), without using a retry.
+    - Dask and Ray: a batch is one engine task. An item stopped at its ``memory=`` limit fails
+      alone, the rest of its batch runs on; but a worker process that dies (killed, a crash, or
+      an item that ignored its memory stop and was killed) loses the whole batch: its items run
+      again together while ``retries`` last (those that had finished run again too), and then
+      fail together. Use ``batch=1`` where an item may kill its worker and must not take its
+      batch with it.
+    - threads: a crash ends the whole process, and ``memory=`` is refused; an item's exception
+      is handled per item as everywhere.
     """
     from eugo_lab.hpc.mapping import map_items
     from eugo_lab.hpc.plain_records import record_for

@@ -45,6 +45,13 @@ class BatchResult:
         self._values: list | None = None
         self._decode_lock = threading.Lock()
 
+    @classmethod
+    def of(cls, values: list) -> BatchResult:
+        """A result whose values are already decoded (the items a crashed batch finished: see ``Runtime``)."""
+        result = cls(b"")
+        result._values = values
+        return result
+
     def values(self) -> list:
         """The decoded list of item results (decoded on first use)."""
         if self._values is None:
@@ -432,6 +439,10 @@ class FutureBatch:
 
     def __repr__(self) -> str:
         return f"<hpc.FutureBatch of {len(self.futures)} calls>"
+
+    def item_id(self, i: int) -> int:
+        """The task id of the ``i``-th call (its future's)."""
+        return self.futures[i].task_id
 
     def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
                attempt: int = 2) -> None:

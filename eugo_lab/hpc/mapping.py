@@ -143,9 +143,13 @@ class _Batch:
     """
 
     __slots__ = ("job", "lo", "hi", "positions", "size", "task", "state", "result", "error", "n_cancelled",
-                 "reported", "attempt")
+                 "reported", "attempt", "alone")
+    # When its worker dies, the runtime ends each item on its own (Runtime._batch_crashed): finish() takes
+    # the items to send again. (Coalesced .remote() calls, hpc.future.FutureBatch, are retried as a batch.)
+    per_item_crashes = True
 
-    def __init__(self, job: MapJob, lo: int, hi: int, positions: list[int] | None, attempt: int = 1):
+    def __init__(self, job: MapJob, lo: int, hi: int, positions: list[int] | None, attempt: int = 1,
+                 alone: bool = False):
         self.job = job
         self.lo = lo
         self.hi = hi
@@ -158,11 +162,16 @@ class _Batch:
         self.n_cancelled = 0  # items of this batch cancelled one by one while it ran
         self.reported = False  # its task came back to MapJob._batch_done
         self.attempt = attempt  # > 1: it re-sends items of earlier batches that raised (MapJob.rebatched)
+        self.alone = alone  # each item runs as a group of its own on the worker (contract.task.Task.alone)
 
     # -- positions ----------------------------------------------------------------------------
     def position(self, i: int) -> int:
         """Item position (in the map's input) of this batch's ``i``-th item."""
         return self.lo + i if self.positions is None else self.positions[i]
+
+    def item_id(self, i: int) -> int:
+        """The task id of this batch's ``i``-th item (what its future and the trace's item row carry)."""
+        return self.job.first_id + self.position(i)
 
     def index(self, p: int) -> int:
         """Index in this batch of item position ``p`` (a position it holds)."""
@@ -196,31 +205,38 @@ class _Batch:
 
     # -- completion (the runtime's I/O thread) -------------------------------------------------
     def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
-               attempt: int = 2) -> None:
-        """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that raised.
+               attempt: int = 2, resend: Sequence[int] = (), alone: Sequence[int] = ()) -> None:
+        """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that failed.
 
-        The items in ``retry`` (indices of ``failed`` whose error ``retry_exceptions`` names, with attempts
-        left) go again, alone, as attempt ``attempt``: the items that succeeded are never run again.
+        The items in ``retry`` (indices of items that raised an error ``retry_exceptions`` names, or
+        that crashed their worker, with attempts left) go again, as attempt ``attempt``: the items that
+        succeeded are never run again. ``resend`` (items that never ran: the batch's worker died before
+        them) and ``alone`` (the group of tiny items running when it died, each then run as a group of its
+        own so that a second death names its item) go again as this batch's attempt: no retry is used.
         """
         job = self.job
-        again: _Batch | None = None
+        again: list[_Batch] = []
         with job.lock:
             if self.state != STATE_PENDING:
                 return  # cancelled meanwhile: its items stay cancelled, as a single task's future would
             self.state = STATE_FINISHED
             self.result = result
             outcomes = job.outcomes
-            redo = {self.position(i) for i in retry} - outcomes.keys() if retry else set()
+            carried = 0
+            for indices, at, one_by_one in ((retry, attempt, False), (resend, self.attempt, False),
+                                            (alone, self.attempt, True)):
+                positions = {self.position(i) for i in indices} - outcomes.keys() if indices else None
+                if positions:  # (items cancelled meanwhile stay cancelled)
+                    again.append(job._retry_batch(sorted(positions), at, one_by_one))
+                    carried += len(positions)
             for i, exc in failed.items():
                 p = self.position(i)
-                if p not in outcomes and p not in redo:
+                if p not in outcomes and job._batch_of(p) is self:
                     outcomes[p] = (STATE_FAILED, exc)
-            if redo:
-                again = job._retry_batch(sorted(redo), attempt)
-            woken = job._closed(self, carried=len(redo))
+            woken = job._closed(self, carried=carried)
         wake(woken)
-        if again is not None:
-            job._submit(again, [job.items[p] for p in again.positions])  # type: ignore[union-attr]
+        for b in again:
+            job._submit(b, [job.items[p] for p in b.positions])  # type: ignore[union-attr]
         job._maybe_finished()
 
     # -- the Future methods the runtime's failure paths call (see Runtime._futures_of) ---------
@@ -332,9 +348,12 @@ class MapJob:
                 return b
         return self.batches[bisect_right(self.starts, p) - 1]
 
-    def _retry_batch(self, positions: list[int], attempt: int) -> _Batch:
-        """A batch that re-sends the items at ``positions`` (sorted) as attempt ``attempt``; the lock is held."""
-        b = _Batch(self, positions[0], positions[-1] + 1, positions, attempt)
+    def _retry_batch(self, positions: list[int], attempt: int, alone: bool = False) -> _Batch:
+        """A batch that re-sends the items at ``positions`` (sorted) as attempt ``attempt``; the lock is held.
+
+        ``alone``: its items run one a group on the worker (see :attr:`_Batch.alone`).
+        """
+        b = _Batch(self, positions[0], positions[-1] + 1, positions, attempt, alone)
         for p in positions:
             self.rebatched[p] = b
         self.open.add(b)
@@ -555,7 +574,7 @@ class MapJob:
         """Send batch ``b``; False if the runtime refused it (then nothing more is sent)."""
         try:
             b.task = self.runtime.submit_batch(self.fn, items, b, self.options, on_done=self._batch_done,
-                                               attempt=b.attempt)
+                                               attempt=b.attempt, alone=b.alone)
         except errors.SerializationError as exc:
             return self._fail_unpicklable(b, exc)
         except errors.HpcError as exc:

@@ -9,14 +9,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import math
 import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from eugo_lab.contract import base, errors, outcome, row, serialization
+from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.serialization import dumps_args, loads_value
@@ -100,11 +103,21 @@ _runtime_listeners: list[Callable[[], None]] = []
 def _retries(task: Pending, exc: BaseException) -> bool:
     """Whether a task that raised ``exc`` is run again (while attempts are left): its type is in ``retry_exceptions``.
 
-    A function the worker cannot load would fail the same way again, whatever the option says.
+    A function the worker cannot load would fail the same way again, whatever the option says, and so
+    would a map item stopped at its memory limit (a ``WorkerMemoryError``, never retried).
     """
     rex = task.options.retry_exceptions
     matches = rex is True or (isinstance(rex, tuple) and bool(rex) and isinstance(exc, rex))
-    return matches and not isinstance(exc, errors.FunctionLoadError)
+    return matches and not isinstance(exc, (errors.FunctionLoadError, errors.WorkerMemoryError))
+
+
+def _per_item_crash(task: Pending, result: Outcome) -> bool:
+    """Whether ``task`` is a batch whose worker died and whose items end one by one (see ``Runtime._batch_crashed``).
+
+    The engine must have said how far the batch got (the local pool does), and the batch's items must take
+    it (``hpc.map``'s; coalesced ``.remote()`` calls are retried as a batch, as any task).
+    """
+    return result.progress is not None and getattr(task.items, "per_item_crashes", False)
 
 
 def add_wrapper(wrap: Wrapper, order: int) -> None:
@@ -298,10 +311,11 @@ class Runtime:
             self.recorder.record_arg(tid, key)
 
     def submit_batch(self, fn: FunctionRecord, items: list, futures: Any, options: TaskOptions,
-                     on_done: Any = None, attempt: int = 1) -> Pending:
+                     on_done: Any = None, attempt: int = 1, alone: bool = False) -> Pending:
         """Submit one ``hpc.map`` batch; ``futures`` (a ``mapping._Batch``) receives the results of ``fn(item)``.
 
         ``attempt`` > 1: the batch re-sends items of an earlier batch that raised (their next attempt).
+        ``alone``: each item runs as a group of its own on the worker (``contract.task.Task.alone``).
         """
         self._check_open()
         for wrap in _wrap_chain:
@@ -314,6 +328,7 @@ class Runtime:
         task = Pending(tid, fn, args_bytes, tokens, options, None, items=futures, submit_time=time.time(),
                        batch_id=tid)
         task.attempt = attempt
+        task.alone = alone
         task.probe = self.recorder.in_region
         if buffers:
             task.staged = self.backend.stage_buffers(tid, buffers)
@@ -382,6 +397,9 @@ class Runtime:
             elif status == base.OK and task.items is None:
                 self._record_safely(recorder.record_attempt, task.task_id, task.attempt, name, worker, status,
                                     task.batch_id, task.submit_time, ready, received, stats, worker=worker)
+            elif _per_item_crash(task, result):  # a batch its worker died in, item by item
+                self._record_safely(self._record_crashed_batch, task, result.progress, worker, name, ready, received,
+                                    worker=worker)
             elif not (status == base.CANCELLED and all(f._state == STATE_CANCELLED for f in self._futures_of(task))):
                 # (cancellations the runtime made itself were recorded when they were made)
                 self._record_safely(self._record, task, status, stats, worker, name, ready, received,
@@ -406,7 +424,7 @@ class Runtime:
             if task.items is None:
                 task.future._complete(STATE_FINISHED, payload=result.payload)
             else:  # an hpc.map batch (mapping._Batch) settles all its items at once, no future per item
-                failed = {i: self._rebuild(exc_bytes, tb, name, task, worker)
+                failed = {i: self._item_error(task, i, exc_bytes, tb, name, worker)
                           for i, (exc_bytes, tb) in (result.item_errors or {}).items()}
                 # Each item that raised is retried on its own, as a .remote() call would be; the items that
                 # succeeded keep their results and never run again.
@@ -417,6 +435,8 @@ class Runtime:
             retry = self._may_retry(task, exc)
             if not retry:
                 self._complete_error(task, exc)
+        elif status == base.CRASHED and _per_item_crash(task, result):
+            self._batch_crashed(task, result.progress, result.crash or Crash(outcome.DIED), name, worker)
         elif status == base.CRASHED:
             crash = result.crash or Crash(outcome.DIED)
             retry = crash.retryable and task.attempt <= task.options.retries
@@ -439,6 +459,89 @@ class Runtime:
         elif map_cb is not None:
             map_cb(task, stats)
 
+    def _batch_crashed(self, task: Pending, progress: outcome.BatchProgress, crash: Crash, name: str,
+                       worker: int) -> None:
+        """An ``hpc.map`` batch lost its worker: each item ends as if it had been a task of its own.
+
+        The items that finished keep their results (or errors) and never run again. The item that was
+        running crashed: it gets another attempt if the crash is retryable (a death, not a memory stop)
+        and it has attempts left, else it fails with the crash's error, naming it. The items that never
+        started go again without using a retry. When the running group held several tiny items, which one
+        crashed is not known: they go again each as a group of its own, without using a retry either.
+        """
+        b = task.items
+        n = len(b)
+        values: list = [None] * n
+        failed: dict[int, BaseException] = {}
+        resend: list[int] = []
+        for lo, hi, payload, errs in progress.parts:
+            if payload is None:  # its results did not travel ahead (too large, unpicklable): they run again
+                resend.extend(range(lo, hi))
+                continue
+            try:
+                values[lo:hi] = loads_value(payload)
+            except Exception as exc:  # noqa: BLE001 - a type the driver lacks: those items fail, the others go on
+                for i in range(lo, hi):
+                    failed[i] = errors.HpcError(f"item {b.position(i)} of hpc.map({name}, ...) finished, but its "
+                                                f"result could not be rebuilt here: {exc}")
+            for i, (exc_bytes, tb) in (errs or {}).items():
+                failed[i] = self._item_error(task, i, exc_bytes, tb, name, worker)
+        retry = [i for i, exc in failed.items() if self._may_retry(task, exc)]
+        lo, hi = progress.running
+        alone: list[int] = []
+        if hi - lo == 1:
+            if crash.retryable and task.attempt <= task.options.retries:
+                retry.append(lo)
+            else:
+                failed[lo] = errors.crash_error(name, b.item_id(lo), task.attempt, crash, item=b.position(lo))
+        else:
+            alone = list(range(lo, hi))
+        resend.extend(range(hi, n))
+        self._release(task)
+        self._tasks.pop(task.task_id, None)
+        self.tasks_finished += 1
+        b.finish(BatchResult.of(values), failed, retry, task.attempt + 1, resend, alone)
+
+    def _item_error(self, task: Pending, i: int, exc_bytes: bytes, tb: Any, name: str, worker: int) -> BaseException:
+        """The error of item ``i`` of batch ``task``: what it raised, or its crash (stopped at its memory limit)."""
+        if type(tb) is Crash:  # (b"", crash): see outcome.Outcome.item_errors
+            b = task.items
+            item = b.position(i) if hasattr(b, "position") else None  # an hpc.map item is named by its position
+            return errors.crash_error(name, b.item_id(i), task.attempt, tb, item=item)
+        return self._rebuild(exc_bytes, tb, name, task, worker)
+
+    def _record_crashed_batch(self, task: Pending, progress: outcome.BatchProgress, worker: int, name: str,
+                              ready: float, received: float) -> None:
+        """The trace of a batch its worker died in: a row per item that finished, one for the item that crashed.
+
+        The items that never started (or whose results were lost) get their rows when they run again. A group
+        of several tiny items that was running gets one crashed row under the batch's id: which of its items
+        crashed is not known.
+        """
+        b = task.items
+        ids: list[int] = []
+        status: list[int] = []
+        counts, ends = array("q"), array("d")
+        for (lo, hi, payload, errs), end in zip(progress.parts, progress.ends):
+            if payload is None:
+                continue
+            ids += [b.item_id(i) for i in range(lo, hi)]
+            status += [row.OK if not errs or i not in errs else row.CRASHED if type(errs[i][1]) is Crash else row.ERROR
+                       for i in range(lo, hi)]
+            counts.append(hi - lo)
+            ends.append(end)
+        record = self.recorder.record_task
+        if ids:
+            body = ends[-1]
+            stats = TaskStats(progress.body_start, body, math.nan, 0.0, 0.0, 0, 0, None,
+                              ItemEnds(counts.tobytes(), ends.tobytes()), None, None, math.nan, None)
+            record(task.task_id, task.attempt, name, worker, row.OK, task.batch_id, task.submit_time, ready, received,
+                   stats, ids, status)
+        lo, hi = progress.running
+        crashed_id = b.item_id(lo) if hi - lo == 1 else task.task_id
+        record(crashed_id, task.attempt, name, worker, row.CRASHED, task.batch_id, task.submit_time, ready,
+               received, None)
+
     @staticmethod
     def _may_retry(task: Pending, exc: BaseException) -> bool:
         """True if ``task`` (or one of its batch's items) that raised ``exc`` gets another attempt."""
@@ -457,8 +560,9 @@ class Runtime:
     def _record(self, task: Pending, status: int, stats: TaskStats | None, worker: int, name: str, ready: float,
                 received: float, item_errors: dict | None) -> None:
         item_status = None
-        if item_errors:
-            item_status = [row.ERROR if i in item_errors else row.OK for i in range(len(task.items))]
+        if item_errors:  # an item stopped at its memory limit carries its Crash: a crashed attempt
+            item_status = [row.OK if i not in item_errors else row.CRASHED if type(item_errors[i][1]) is Crash
+                           else row.ERROR for i in range(len(task.items))]
         self.recorder.record_task(
             task.task_id, task.attempt, name, worker, status, task.batch_id, task.submit_time, ready, received,
             stats, _item_ids(task.items) if task.items is not None else None, item_status,

@@ -459,7 +459,16 @@ def _kernel_state(native_id: int) -> bytes | None:
 
 
 # Frames of our own right below the task's root: samples taken there belong to no task code.
-_OWN_CODE = frozenset((start.__code__, Recording.stop.__code__))
+_OWN_CODE = {start.__code__, Recording.stop.__code__}
+
+
+def not_task_code(code: Any) -> None:
+    """Samples taken in a frame of ``code`` right below a task's root belong to no task code (the thread sampler).
+
+    For the worker's own calls between a batch's items (``backends._worker``'s progress reports): their
+    pipe writes release the GIL, which is when the sampler thread gets to look, so they would top the profile.
+    """
+    _OWN_CODE.add(code)
 
 _samplers: dict[float, _Sampler] = {}
 _samplers_lock = threading.Lock()

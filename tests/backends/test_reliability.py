@@ -25,7 +25,7 @@ from tasks import spin, whoami
 
 from eugo_lab import hpc
 from eugo_lab.backends import _worker, local_process
-from eugo_lab.contract.serialization import dumps_args
+from eugo_lab.contract.serialization import dumps_args, loads_value
 
 grow = hpc.remote(name="grow")(grow_forever)  # grows without bound until something stops it
 
@@ -105,13 +105,21 @@ def test_watchdog_stops_a_growing_task_inside_its_thread_and_frees_the_memory():
     assert stats is not None and stats.body > 0  # the attempt keeps its timing for the trace
     assert _rss() - before < 100_000_000  # its memory went back (gc + malloc_trim)
 
-    # an hpc.map batch stops at the item that grows, not just that item
+    # an hpc.map batch stops the item that grows, alone: the items after it run, each within its limit
+    ran = []
+
     def item(x):
+        ran.append(x)
         return grow_forever() if x == 2 else x
 
-    status, _, verdict, _ = _worker.run_limited(_worker.execute_batch, 150_000_000, None, item, "item",
-                                                _args([1, 2, 3]), None)
-    assert status == _worker.CRASHED and verdict.limit == 150_000_000
+    status, payload, item_errors, _ = _worker.run_limited(_worker.execute_batch, 150_000_000, None, item, "item",
+                                                          _args([1, 2, 3, 4]), None)
+    assert status == _worker.OK and ran == [1, 2, 3, 4]
+    assert loads_value(payload) == [1, None, 3, 4]
+    assert list(item_errors) == [1]
+    stopped = item_errors[1][1]
+    assert stopped.kind == "memory" and stopped.limit == 150_000_000 and stopped.exit_code is None
+    assert _rss() - before < 100_000_000  # the stopped item's memory went back before the next one ran
     # a task within its limit is untouched, and the thread takes no stray exception afterwards
     status, payload, _, _ = _worker.run_limited(_worker.execute, 200_000_000, None, len, "len", _args("abc"), None)
     assert status == _worker.OK
@@ -162,7 +170,7 @@ STUBBORN = """
 import sys, time
 from _memory import grow_ignoring_stops
 from eugo_lab.backends import _worker
-from eugo_lab.contract.serialization import dumps_args
+from eugo_lab.contract.serialization import dumps_args, loads_value
 args = dumps_args((), {}, function="g", token_of=lambda o: None, oob_threshold=None)[0]
 t = time.monotonic()
 def tell_driver(verdict):
