@@ -103,13 +103,14 @@ def test_status_endpoint_reports_each_kernels_runtime(tmp_path):
             "nap = hpc.remote(time.sleep)\nhpc.get([nap.remote(0.01) for _ in range(3)])")
         doc = _eugo_of(lab, used)
         assert doc["state"] == "running" and doc["backend"] == "local" and doc["workers"] == 2
-        run("futures = [nap.remote(3) for _ in range(5)]")  # the kernel is idle, its tasks are not
-        deadline = time.monotonic() + 10
-        while (_eugo_of(lab, used) or {}).get("submitted") != 8 and time.monotonic() < deadline:
+        # the kernel is idle, its tasks are not: 5 tasks of 60 s on 2 workers, long enough that none ends
+        # before the status shows them, however busy the machine (the shutdown below cancels them)
+        run("futures = [nap.remote(60) for _ in range(5)]")
+        deadline = time.monotonic() + 50
+        while (_eugo_of(lab, used) or {}).get("running") != 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         busy = _eugo_of(lab, used)
-        # 5 tasks of 3 s on 2 workers: 2 running, 3 queued at first (1 once the first two ended)
-        assert busy["submitted"] == 8 and busy["running"] == 2 and busy["queued"] in (1, 3)
+        assert busy["submitted"] == 8 and busy["running"] == 2 and busy["queued"] == 3, busy
         run("hpc.shutdown()")
         assert _eugo_of(lab, used)["state"] == "none"
         assert _eugo_of(lab, unused) is None  # a kernel that never used eugo_lab
