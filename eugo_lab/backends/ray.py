@@ -218,6 +218,24 @@ def _single_node_mode() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = old_const
 
 
+def _end_new_processes(me: Any, before: set[int]) -> None:
+    """SIGKILL the children of ``me`` not in ``before``, with their descendants (after a failed ``ray.init``)."""
+    import psutil
+
+    with contextlib.suppress(Exception):
+        ray.shutdown()
+    doomed = []
+    for child in me.children():
+        if child.pid in before:
+            continue
+        with contextlib.suppress(psutil.Error):
+            doomed.extend([child, *child.children(recursive=True)])
+    for proc in doomed:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(doomed, timeout=10)
+
+
 class RayBackend(base.Backend):
     """Tasks run as Ray tasks."""
 
@@ -375,8 +393,14 @@ class RayBackend(base.Backend):
 
         me = psutil.Process()
         before = {p.pid for p in me.children()}
-        with _single_node_mode():
-            ctx = ray.init(**opts)
+        try:
+            with _single_node_mode():
+                ctx = ray.init(**opts)
+        except BaseException:
+            # A start that failed half way (a node that timed out on a busy machine) leaves the GCS,
+            # monitors and agents it started running: end them, so a failed start leaves nothing behind.
+            _end_new_processes(me, before)
+            raise
         started = [p.pid for p in me.children() if p.pid not in before]
         try:
             self._lifeline = Lifeline(started)

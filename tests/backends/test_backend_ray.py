@@ -271,3 +271,23 @@ def test_a_cluster_that_dies_fails_its_tasks_clearly_before_ray_ends_the_process
         proc.kill()
         proc.wait()
 
+
+
+def test_a_local_start_that_fails_half_way_leaves_no_process_behind(monkeypatch):
+    # On a busy machine the raylet can time out after the GCS and monitors started: the same failure here,
+    # made certain by failing the driver's connection, the last step of ray.init.
+    import ray._private.worker as ray_worker
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the node timed out during startup (made to fail here)")
+
+    monkeypatch.setattr(ray_worker, "connect", refuse)
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    # (a machine busy enough may time the real start out first: the same failure, and the same cleanup)
+    with pytest.raises(hpc.BackendError, match="could not start or reach a local Ray instance: .*timed out during "
+                                               "startup"):
+        hpc.init(backend="ray", workers=1)
+    left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], [p.cmdline()[:3] for p in left]
