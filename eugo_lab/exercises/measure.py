@@ -15,6 +15,7 @@ from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
 from eugo_lab.tracing.driver_calls import META_KEY as DRIVER_CALLS
+from eugo_lab.tracing.recorder import LABELS_KEY
 from eugo_lab.units import fmt_source as display_source
 from eugo_lab.units import plural  # noqa: F401 - the catalog counts through measure.plural
 
@@ -22,6 +23,15 @@ from eugo_lab.units import plural  # noqa: F401 - the catalog counts through mea
 def engine(trace: Any) -> str:
     """The engine the traced tasks ran on (``local``, ``threads``, ``dask``, ``ray``), as the trace records it."""
     return str(trace.meta.get("backend", "local"))
+
+
+def runs_function(trace: Any, name: str, function: str) -> bool:
+    """The tasks the trace names ``name`` ran ``function``: its own name, or a name given it with ``options(name=)``.
+
+    A trace names tasks by their label; the runtime records which function each other label stood
+    for (:data:`~eugo_lab.tracing.recorder.LABELS_KEY`), so a renamed task is still its function's.
+    """
+    return name == function or (trace.meta.get(LABELS_KEY) or {}).get(name) == function
 
 
 def driver_calls(trace: Any, function: str) -> int | None:
