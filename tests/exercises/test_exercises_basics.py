@@ -117,8 +117,8 @@ CELLS = [
      "notebook beside the tasks",
      "decoy"),
     ("shortcut-task-never-taken", "estimate_pi.remote(p.seed, p.darts)\nresult = estimate_pi(p.seed, p.darts)\n", False,
-     "but the cell never took a task's value: no get() or result() asked for a future in this cell; estimate_pi ran "
-     "1 time here in the notebook beside the task, so `result` was computed there", "not-taken"),
+     "but the cell never took a task's value: no get() or result() asked for a future in this cell, and estimate_pi "
+     "ran 1 time here in the notebook beside the task: `result` was computed there", "not-taken"),
     # a map's futures are not told ".remote started the task": no .remote ran
     ("mistake-map-futures", "result = hpc.map(estimate_pi, [p.seed])\n", False,
      "`result` holds the 1 future of a map, not its value: the map started the task on a worker", "future"),
@@ -252,6 +252,16 @@ def test_an_echo_task_is_named_and_the_plain_call_counted():
     not_yet_for(run_exercise("first-task", cell, setup=SETUP), "local",
                 "the value is right, but no estimate_pi task ran on a worker (only tasks of echo): estimate_pi ran 1 "
                 "time as a plain call, so it ran right here in the notebook.")
+
+
+def test_a_task_never_taken_beside_no_plain_call_is_not_said_to_be_computed_here():
+    # The darts thrown inline, not by estimate_pi: it never ran in the notebook, so that is not claimed.
+    cell = ("fut = estimate_pi.remote(p.seed, p.darts)\nrng = random.Random(p.seed)\n"
+            "inside = sum(rng.random() ** 2 + rng.random() ** 2 <= 1.0 for _ in range(p.darts))\n"
+            "result = 4 * inside / p.darts\nhpc.wait([fut])\n")
+    text = not_yet_for(run_exercise("first-task", cell, setup=SETUP), "not-taken",
+                       "no get() or result() asked for a future in this cell, so `result` was not taken from the task.")
+    assert "here in the notebook" not in text
 
 
 def test_a_value_left_by_an_earlier_cell_is_not_called_a_plain_call():

@@ -200,10 +200,10 @@ def first_task(a: Attempt) -> Verdict:
     if not taken:
         # Where `result` came from instead is said only as far as the record shows it (estimate_pi's plain calls).
         here = steps.ran_here(a, FUNCTION)
-        instead = f"{here} beside the task, so `result` was computed there" if here else \
-            "so `result` was not taken from the task"
+        instead = f", and {here} beside the task: `result` was computed there" if here else \
+            ", so `result` was not taken from the task"
         return a.not_yet(f"`result` equals what the {FUNCTION} task returned, but the cell never took a task's "
-                         f"value: no get() or result() asked for a future in this cell; {instead}.",
+                         f"value: no get() or result() asked for a future in this cell{instead}.",
                          mistake="not-taken")
     workers = measure.workers_used(a.trace, doer)
     which = "the value that task returned" if ran == 1 else f"the value one of the {ran} tasks returned"
@@ -263,14 +263,17 @@ def _wrong_value(a: Attempt, fn: Any, p: FirstTaskProblem, result: Any, call: st
     """``not yet`` for a ``result`` other than the lesson's estimate for ``p``: which part of the work differed.
 
     The cell's function on ``p``'s inputs (a plain call, here) tells a function that is not the
-    lesson's from a task given other inputs. On the hidden case, a ``result`` equal to the lesson's
+    lesson's from a task given other inputs: past that check, the cell's function is the lesson's on
+    ``p``, which the hidden case's words for ``wrong-seed`` say. On the hidden case, a ``result`` equal to the lesson's
     case's answer is that answer kept (:data:`~eugo_lab.exercises.problems.CARRY_OVER`).
     """
     try:
         mine = fn(p.seed, p.darts)
-    except Exception:  # noqa: BLE001 - the learner's function: no value of its own to name, so none is claimed
-        mine = None
-    if mine is not None and not measure.same_within_tolerance(mine, lesson_estimate_pi(p.seed, p.darts)):
+    except Exception as exc:  # noqa: BLE001 - the learner's function: its error is the verdict
+        raise NotYet(f"your {FUNCTION} is not the lesson's: called by the checker for seed {p.seed} with "
+                     f"{p.darts:,} darts, it raised {type(exc).__name__}, where the lesson's {FUNCTION} returns an "
+                     "estimate, so its tasks do not do the lesson's work.", mistake=NOT_LESSONS) from None
+    if not measure.same_within_tolerance(mine, lesson_estimate_pi(p.seed, p.darts)):
         raise NotYet(f"your {FUNCTION} returns {mine!r} for seed {p.seed} with {p.darts:,} darts, which is not what "
                      f"the lesson's {FUNCTION} returns for them (the checker ran both), so its tasks do not do the "
                      "lesson's work.", mistake=NOT_LESSONS)
