@@ -99,6 +99,17 @@ def waits(trace: Any) -> list[tuple[str, int, str]]:
             for i in order.tolist()]
 
 
+def tasks_in_process(trace: Any, function: str, host: str, pid: int) -> int:
+    """How many of ``function``'s tasks (first attempts) ran on a worker that is the process ``pid`` on ``host``.
+
+    From the trace's record of which process each worker is (``trace.workers``): the notebook's own
+    ``(host, pid)`` finds the tasks whose body ran in a thread of the notebook (the threads engine).
+    A worker the trace has no record of counts as another process.
+    """
+    workers = np.asarray(trace.tasks["worker"])[trace.first_attempts(function)].tolist()
+    return sum(1 for w in workers if tuple(trace.workers.get(int(w), ())) == (host, pid))
+
+
 def workers_used(trace: Any, function: str | None = None) -> int:
     """How many distinct workers ran tasks (of ``function``)."""
     u = dispatch_units(trace, function)

@@ -236,8 +236,8 @@ def test_the_threads_engine_is_refused_by_name_and_the_hint_runs_on_processes():
     ref = "result = hpc.get(estimate_pi.remote(p.seed, p.darts))\n"
     try:
         v = run_exercise("first-task", ref, setup=SETUP, line="-w 2 --no-live -b threads")
-        not_yet_for(v, "threads", "1 estimate_pi task ran on the threads engine, whose workers are threads inside "
-                                  "this notebook's own process")
+        not_yet_for(v, "threads", "1 estimate_pi task ran in this notebook's own process, on the threads engine, "
+                                  "whose workers are threads of it, so the work never left the notebook's process")
         assert "-b local" in hint_code(v) and "threads engine" in hint_words(v)
     finally:  # the hint's fix, which also gives the next test the local engine back
         again = run_exercise("first-task", ref, setup=SETUP, line="-w 2 --no-live -b local")

@@ -115,6 +115,27 @@ def test_a_task_renamed_with_options_keeps_the_function_it_ran(local2):
     assert later.trace.meta[LABELS_KEY] == {}
 
 
+def test_tasks_run_in_the_notebooks_process_are_told_by_their_workers_pid(local2):
+    import socket
+
+    from eugo_lab.exercises import measure
+
+    me = (socket.gethostname(), os.getpid())
+    with hpc.trace() as pool:
+        hpc.get([square.remote(i) for i in range(3)])
+    assert measure.tasks_in_process(pool.trace, "square", *me) == 0  # worker processes
+    hpc.shutdown()
+    hpc.init(backend="threads", workers=2)
+    try:
+        with hpc.trace() as threads:
+            hpc.get([square.remote(i) for i in range(3)])
+        assert measure.tasks_in_process(threads.trace, "square", *me) == 3  # threads of this process
+        assert measure.tasks_in_process(threads.trace, "square", me[0], me[1] + 1) == 0
+    finally:
+        hpc.shutdown()
+        hpc.init(backend="local", workers=2)  # what the fixture shuts down
+
+
 def test_a_decoy_is_told_from_an_honest_run_by_the_trace_alone(local2, cell):
     data = list(range(1000))
     chunks = [data[i:i + 100] for i in range(0, 1000, 100)]

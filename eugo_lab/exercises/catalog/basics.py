@@ -38,7 +38,9 @@ Nothing here needs parallelism, so the verdict is the same on one worker as on m
 
 from __future__ import annotations
 
+import os
 import random
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +58,6 @@ HIDDEN_DARTS = (20_000, 40_000, 60_000)
 # inputs (a function returning a value kept for them is told apart), and darts unlike any case's or a round
 # thousand a shortcut would pick (one that ignores n is told apart too); a plain call of it costs about a millisecond.
 PROBE = (7, 2_345)
-# The engine whose workers are threads of the notebook's own process (see first_task's docstring).
-THREADS = "threads"
 # The mistake of a cell whose estimate_pi does not compute the lesson's estimate.
 NOT_LESSONS = "not-lessons-function"
 
@@ -161,8 +161,9 @@ def first_task(a: Attempt) -> Verdict:
     Engines: the lesson's point is a task on a worker *process*, separate from the notebook (its
     timeline shows two worker processes and the driver). The threads engine runs a task's body in a
     thread of the notebook's own process, so a future and get() alone would pass a cell whose work
-    never left the notebook: a run on it is ``not yet``, naming the engine and what to use instead.
-    Every other engine (the local pool, Dask, Ray) runs tasks in worker processes and counts.
+    never left the notebook: a task whose worker is the notebook's process (the trace records each
+    worker's host and pid) is ``not yet``, naming the engine and what to use instead. The local pool,
+    Dask and Ray run tasks in worker processes, and count.
     """
     p = problems.given(a)
     call = f"{FUNCTION}({p.seed}, {p.darts})"
@@ -186,12 +187,12 @@ def first_task(a: Attempt) -> Verdict:
     ran = measure.tasks(a.trace, doer)
     if not ran:
         _no_task(a, result, expected, call)
-    engine = measure.engine(a.trace)
-    if engine == THREADS:
-        return a.not_yet(f"{measure.plural(ran, doer + ' task')} ran on the {engine} engine, whose workers are "
-                         "threads inside this notebook's own process, so the work never left the notebook's process: "
-                         "the exercise asks for a task on a worker process, separate from the notebook, as in the "
-                         "lesson's timeline.", mistake="threads")
+    inside_notebook = measure.tasks_in_process(a.trace, doer, socket.gethostname(), os.getpid())
+    if inside_notebook:  # the grader runs in the notebook's kernel: its process is the notebook's
+        return a.not_yet(f"{measure.plural(inside_notebook, doer + ' task')} ran in this notebook's own process, "
+                         f"on the {measure.engine(a.trace)} engine, whose workers are threads of it, so the work "
+                         "never left the notebook's process: the exercise asks for a task on a worker process, "
+                         "separate from the notebook, as in the lesson's timeline.", mistake="threads")
     if not measure.same_within_tolerance(result, expected):
         _wrong_value(a, fn, p, result, call)
     came = derivation.one_of(result, a.trace, doer, name="result")
