@@ -15,6 +15,7 @@ from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.timeline import Units, units
 from eugo_lab.analysis.timeline import measure as union_length
 from eugo_lab.tracing.driver_calls import META_KEY as DRIVER_CALLS
+from eugo_lab.tracing.recorder import LABELS_KEY
 from eugo_lab.units import fmt_source as display_source
 from eugo_lab.units import plural  # noqa: F401 - the catalog counts through measure.plural
 
@@ -22,6 +23,15 @@ from eugo_lab.units import plural  # noqa: F401 - the catalog counts through mea
 def engine(trace: Any) -> str:
     """The engine the traced tasks ran on (``local``, ``threads``, ``dask``, ``ray``), as the trace records it."""
     return str(trace.meta.get("backend", "local"))
+
+
+def runs_function(trace: Any, name: str, function: str) -> bool:
+    """The tasks the trace names ``name`` ran ``function``: its own name, or a name given it with ``options(name=)``.
+
+    A trace names tasks by their label; the runtime records which function each other label stood
+    for (:data:`~eugo_lab.tracing.recorder.LABELS_KEY`), so a renamed task is still its function's.
+    """
+    return name == function or (trace.meta.get(LABELS_KEY) or {}).get(name) == function
 
 
 def driver_calls(trace: Any, function: str) -> int | None:
@@ -87,6 +97,17 @@ def waits(trace: Any) -> list[tuple[str, int, str]]:
     kinds = trace.block_kinds
     return [(kinds[int(b["kind"][i])], int(b["futures"][i]), display_source(trace.sources[int(b["source"][i])]))
             for i in order.tolist()]
+
+
+def tasks_in_process(trace: Any, function: str, host: str, pid: int) -> int:
+    """How many of ``function``'s tasks (first attempts) ran on a worker that is the process ``pid`` on ``host``.
+
+    From the trace's record of which process each worker is (``trace.workers``): the notebook's own
+    ``(host, pid)`` finds the tasks whose body ran in a thread of the notebook (the threads engine).
+    A worker the trace has no record of counts as another process.
+    """
+    workers = np.asarray(trace.tasks["worker"])[trace.first_attempts(function)].tolist()
+    return sum(1 for w in workers if tuple(trace.workers.get(int(w), ())) == (host, pid))
 
 
 def workers_used(trace: Any, function: str | None = None) -> int:

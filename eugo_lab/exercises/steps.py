@@ -50,8 +50,8 @@ def function_named(namespace: dict[str, Any], function: str) -> Any:
 
 
 def does_work_of(a: Attempt, function: str, step: str) -> bool:
-    """``function`` is the lesson's ``step`` or calls it (its code, a helper's, or what its pickle carried)."""
-    if function == step:
+    """``function`` is the lesson's ``step`` (or it, renamed) or calls it (its code, a helper's, its pickle's)."""
+    if measure.runs_function(a.trace, function, step):  # itself, or itself renamed with options(name=)
         return True
     if any(name == step for f in a.trace.functions_shipped if f.function == function for name, _ in f.captured):
         return True

@@ -289,6 +289,9 @@ class MapJob:
         self.options = options
         self.batch = batch
         self.name = options.name or fn.name
+        recorder = getattr(runtime, "recorder", None)
+        if options.name and options.name != fn.name and recorder is not None and recorder.active:
+            recorder.note_label(options.name, fn.name)  # renamed: the trace keeps which function it runs
         # One block of consecutive task ids: item p is task first_id + p (no id list per item).
         self.first_id = runtime.new_id_block(self.n) if self.n else 0
         self.lock = threading.Lock()

@@ -232,6 +232,8 @@ class Runtime:
         """
         self._check_open()
         name = options.name or fn.name
+        if options.name and options.name != fn.name and self.recorder.active:  # the trace keeps what a label runs
+            self.recorder.note_label(name, fn.name)
         for wrap in _wrap_chain:
             fn = wrap(self, fn, args, kwargs, None)
         fn.payload  # noqa: B018 - pickle the function now so a bad capture raises at .remote()

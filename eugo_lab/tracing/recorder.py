@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 # Fast-path rows buffered before they are joined into the row store (~8 MB of bytes).
 FLUSH_ROWS = 65536
+#: The key in a trace's ``meta`` of ``{task name: the function's own name}`` for the tasks submitted under another
+#: name (``f.options(name="...")``): a trace names a task by its label, and a checker asks which function it ran.
+LABELS_KEY = "task_labels"
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,7 @@ class Recorder:
         # (Trace.facts, Trace.results): a region pays nothing more per task.
         self.attempts: list[tuple] = getattr(self, "attempts", [])
         self.attempts.clear()
+        self.labels: dict[str, str] = {}  # LABELS_KEY: a task name given with .options(name=) -> its function
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
@@ -355,7 +359,7 @@ class Recorder:
                 # engine's own API) says so in its meta.
                 meta={"driver_deps_recorded": True, **meta, "region_start": start, "region_end": end,
                       "deps_recorded": True,
-                      "provenance_recorded": True, "driver_short": driver_short},
+                      "provenance_recorded": True, "driver_short": driver_short, LABELS_KEY: dict(self.labels)},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
             self._regions -= 1
@@ -580,6 +584,10 @@ class Recorder:
         with self._lock:
             self.parents["task"].append(task_id)
             self.parents["parent"].append(parent)
+    def note_label(self, label: str, function: str) -> None:
+        """Remember that tasks named ``label`` run ``function`` (a remote function given another name with options)."""
+        self.labels[label] = function  # one dict store under the GIL: no lock needed
+
     def record_driver_deps(self, task_id: int, on: list[int]) -> None:
         """Remember that task ``task_id`` was passed values that get()/result() returned for the tasks ``on``."""
         self._add_edges("driver_deps", task_id, on)

@@ -93,23 +93,71 @@ def test_first_task_reference_passes_on_both_cases():
                               setup=PI))
 
 
+def first_task_not_on_hidden(v, mistake: str, said: str) -> str:
+    """Check first-task's ``not yet`` of the hidden case: what its checker found there, in words; returns the text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == "exercise first-task: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           f"of the same kind (it ran your cell again on them, out of sight): there {said}" in text, text
+    assert v.mistake == mistake, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p.seed" in hint_words(v) and "exercises.problem(" in hint_code(v) or mistake != problems.CARRY_OVER
+    return text
+
+
+LESSON_ANSWER_KEPT = ("`result` held the lesson's answer again, not the estimate for the inputs handed out there, so "
+                      "your answer did not carry over")
+
+
 def test_first_task_typed_answer_does_not_carry_over():
     p, h = lesson("first-task"), hidden("first-task")
     typed = _pi(p.seed, p.darts)
     v = run_exercise("first-task", f"hpc.get(estimate_pi.remote(p.seed, p.darts))\nresult = {typed!r}\n", setup=PI)
-    never_shown(carried_over(v), h.seed, h.darts, _pi(h.seed, h.darts))
+    never_shown(first_task_not_on_hidden(v, problems.CARRY_OVER, LESSON_ANSWER_KEPT), h.seed, h.darts,
+                _pi(h.seed, h.darts))
     # the inputs typed in instead of the answer: the same
     v = run_exercise("first-task", f"result = hpc.get(estimate_pi.remote({p.seed}, {p.darts}))\n", setup=PI)
-    never_shown(carried_over(v), h.seed, h.darts)
-    # the function's own default darts instead of p.darts
+    never_shown(first_task_not_on_hidden(v, problems.CARRY_OVER, LESSON_ANSWER_KEPT), h.seed, h.darts)
+    # the function's own default darts instead of p.darts: not the lesson's answer there, nor the hidden one's
     v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(p.seed))\n", setup=PI.replace(
         "n=1_500_000", f"n={p.darts}"))
-    carried_over(v)
+    text = first_task_not_on_hidden(v, "wrong-seed", "`result` was not what the lesson's estimate_pi returns for the "
+                                                     "seed and darts `p` handed out there, although the cell's "
+                                                     "estimate_pi returns the lesson's estimate for them")
+    never_shown(text, h.seed, h.darts)
+    assert "written into the cell instead of" not in text
+
+
+def test_first_task_inputs_left_by_an_earlier_cell_are_not_called_typed_in():
+    # Nothing is typed into this cell: its seed and darts come from an earlier one. Such a cell was told "a value is
+    # written into the cell"; now it is told what the checker found there, the lesson's answer kept.
+    p, h = lesson("first-task"), hidden("first-task")
+    v = run_exercise("first-task", "result = hpc.get(estimate_pi.remote(seed, darts))\n",
+                     setup=PI + f"seed, darts = {p.seed}, {p.darts}\n")
+    text = first_task_not_on_hidden(v, problems.CARRY_OVER, LESSON_ANSWER_KEPT)
+    assert "a value is written into the cell" not in text
+    never_shown(text, h.seed, h.darts, _pi(h.seed, h.darts))
 
 
 def test_first_task_honest_variant_passes():
     cell = "seed, darts = p.seed, p.darts\njob = estimate_pi.remote(seed=seed, n=darts)\nhpc.wait([job])\n" \
            "result = job.result()\n"
+    passed_twice(run_exercise("first-task", cell, setup=PI))
+
+
+# Honest cells an attacker who read only the lesson wrote: each passes on both cases.
+FIRST_TASK_HONEST = [
+    ("renamed-task", "fut = estimate_pi.options(name='pi_task').remote(p.seed, p.darts)\n"
+                     "done, pending = hpc.wait([fut])\nresult = hpc.get(done[0])\n"),
+    ("wrapper-task", "@hpc.remote\ndef pi_job(seed, darts):\n    return estimate_pi(seed, darts)\n"
+                     "result = hpc.get(pi_job.remote(p.seed, p.darts))\n"),
+    ("dict-of-futures", "result = hpc.get({'pi': estimate_pi.remote(seed=p.seed, n=p.darts)})['pi']\n"),
+    ("retries-option", "result = hpc.get(estimate_pi.options(retries=1).remote(p.seed, p.darts))\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in FIRST_TASK_HONEST], ids=[i for i, _ in FIRST_TASK_HONEST])
+def test_first_task_honest_cells_pass_on_both_cases(cell):
     passed_twice(run_exercise("first-task", cell, setup=PI))
 
 

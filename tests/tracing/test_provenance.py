@@ -93,6 +93,49 @@ def test_results_digest_each_task_and_each_scalar_item_of_a_map(local2):
     assert again.results() == t.trace.results() and again.results()[0].digest.value == 0
 
 
+def test_a_task_renamed_with_options_keeps_the_function_it_ran(local2):
+    from eugo_lab.exercises import measure
+    from eugo_lab.tracing.recorder import LABELS_KEY
+
+    with hpc.trace() as t:
+        one = hpc.get(square.options(name="sq_task").remote(3))
+        many = hpc.get(hpc.map(square.options(name="sq_map"), range(5)))
+        plain = hpc.get(square.remote(4))
+    assert (one, many, plain) == (9, [0, 1, 4, 9, 16], 16)
+    # The trace names tasks by their label; its meta says which function each label ran.
+    assert t.trace.task_counts()["sq_task"] == 1 and t.trace.task_counts()["square"] == 1
+    assert t.trace.meta[LABELS_KEY] == {"sq_task": "square", "sq_map": "square"}
+    assert measure.runs_function(t.trace, "sq_task", "square") and measure.runs_function(t.trace, "sq_map", "square")
+    assert measure.runs_function(t.trace, "square", "square")
+    assert not measure.runs_function(t.trace, "sq_task", "cube")
+    assert not measure.runs_function(t.trace, "cube", "square")
+    assert Trace.from_dict(t.trace.to_dict()).meta[LABELS_KEY] == {"sq_task": "square", "sq_map": "square"}
+    with hpc.trace() as later:  # a new recording starts with no labels
+        hpc.get(square.remote(2))
+    assert later.trace.meta[LABELS_KEY] == {}
+
+
+def test_tasks_run_in_the_notebooks_process_are_told_by_their_workers_pid(local2):
+    import socket
+
+    from eugo_lab.exercises import measure
+
+    me = (socket.gethostname(), os.getpid())
+    with hpc.trace() as pool:
+        hpc.get([square.remote(i) for i in range(3)])
+    assert measure.tasks_in_process(pool.trace, "square", *me) == 0  # worker processes
+    hpc.shutdown()
+    hpc.init(backend="threads", workers=2)
+    try:
+        with hpc.trace() as threads:
+            hpc.get([square.remote(i) for i in range(3)])
+        assert measure.tasks_in_process(threads.trace, "square", *me) == 3  # threads of this process
+        assert measure.tasks_in_process(threads.trace, "square", me[0], me[1] + 1) == 0
+    finally:
+        hpc.shutdown()
+        hpc.init(backend="local", workers=2)  # what the fixture shuts down
+
+
 def test_a_decoy_is_told_from_an_honest_run_by_the_trace_alone(local2, cell):
     data = list(range(1000))
     chunks = [data[i:i + 100] for i in range(0, 1000, 100)]
