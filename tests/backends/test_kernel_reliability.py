@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from _processes import wait_gone
+from _waiting import wait_for_file
 from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,11 +104,14 @@ def _pids(text: str) -> set[int]:
     return {int(p) for p in line.split()[1:]}
 
 
-def test_interrupt_during_a_cell_cancels_its_tasks_and_the_next_cell_works(kernel):
+def test_interrupt_during_a_cell_cancels_its_tasks_and_the_next_cell_works(kernel, tmp_path):
     seconds = 30  # each task; a cell (or a next cell) that waited for its tasks would take ~28 s more
     old = _pids(kernel.run(SETUP))
-    msg_id = kernel.submit(f"%%eugo -w 2\nhpc.get([slow.remote(i, {seconds}) for i in range(8)])")
-    time.sleep(2.0)  # both workers are inside a 30 s task now
+    marker = tmp_path / "submitted"  # written once the cell submitted its tasks (not a fixed delay: a busy machine)
+    msg_id = kernel.submit(f"%%eugo -w 2\nfs = [slow.remote(i, {seconds}) for i in range(8)]\n"
+                           f"open({str(marker)!r}, 'w').close()\nhpc.get(fs)")
+    wait_for_file(marker)
+    time.sleep(1.0)  # both workers are inside a 30 s task now
     t = time.monotonic()
     kernel.km.interrupt_kernel()  # SIGINT to the kernel's process group, as JupyterLab sends it
     content, text = kernel.collect(msg_id, timeout=seconds)
@@ -123,10 +127,14 @@ def test_interrupt_during_a_cell_cancels_its_tasks_and_the_next_cell_works(kerne
     assert _pids(out) == old  # stopped inside their workers: no process had to be replaced
 
 
-def test_interrupt_stops_tasks_the_cell_never_waited_on(kernel):
+def test_interrupt_stops_tasks_the_cell_never_waited_on(kernel, tmp_path):
     kernel.run(SETUP)
-    msg_id = kernel.submit("%%eugo -w 2 --no-live\nfs = [slow.remote(i) for i in range(6)]\ntime.sleep(30)")
-    time.sleep(1.5)
+    # The interrupt comes once the cell has submitted its tasks (a file it writes says so): on a busy
+    # machine a fixed delay could interrupt the kernel before the cell even started.
+    marker = tmp_path / "submitted"
+    msg_id = kernel.submit(f"%%eugo -w 2 --no-live\nfs = [slow.remote(i) for i in range(6)]\n"
+                           f"open({str(marker)!r}, 'w').close()\ntime.sleep(30)")
+    wait_for_file(marker)
     kernel.km.interrupt_kernel()
     content, text = kernel.collect(msg_id, timeout=30)
     assert content["ename"] == "KeyboardInterrupt"
