@@ -20,7 +20,6 @@ import os
 import pickle
 import selectors
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -30,6 +29,8 @@ from typing import Any
 
 from eugo_lab.backends import local_args, local_gpus, local_nested, local_process, local_template
 from eugo_lab.backends.local_process import Worker, usable_cores
+from eugo_lab.backends.local_wire import LEN as _LEN
+from eugo_lab.backends.local_wire import TASK_ID as _ID
 from eugo_lab.backends.shm_store import (
     OOB_BYTES,
     claim_result,
@@ -46,9 +47,6 @@ from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.task import Task
-
-_LEN = struct.Struct("<Q")
-_ID = struct.Struct("<q")  # a task id on a worker's cancel pipe
 
 # How much work a worker may hold beyond the task it runs. Prefetching hides the round
 # trip for tiny tasks; for long tasks it would strand work on a busy worker at the tail,

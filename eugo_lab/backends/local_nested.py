@@ -47,18 +47,16 @@ import math
 import os
 import pickle
 import select
-import struct
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.backends.local_wire import LEN as _LEN
 from eugo_lab.contract import phases as _phase
 from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import TaskCancelled
 from eugo_lab.contract.phases import CHILD_WAIT_PHASE
-
-_LEN = struct.Struct("<Q")
 
 #: Waiting tasks one worker's stack holds while it still takes their children (see the module docstring).
 MAX_HELP_DEPTH = 64
