@@ -18,7 +18,7 @@ for their own reasons live beside it:
 - ``local_io``: framing, non-blocking writes and reading whole frames (``local_wire``: the layouts);
 - ``local_watchdog``: cancelling a running task, memory limits, the kills past their grace;
 - ``local_recovery``: what a worker's death does to the tasks it held;
-- ``local_process``, ``local_template``: starting workers, spawned or forked by the template.
+- ``local_spawn``: starting workers, forked by the template (``local_template``) or spawned (``local_process``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from eugo_lab.backends import (
     local_args,
     local_gpus,
     local_io,
-    local_process,
     local_recovery,
     local_template,
     local_watchdog,
@@ -53,6 +52,7 @@ from eugo_lab.backends.local_placement import (  # noqa: F401 - the prefetch bou
 )
 from eugo_lab.backends.local_process import Worker, usable_cores
 from eugo_lab.backends.local_recovery import MAX_FAILED_STARTS_PER_WORKER
+from eugo_lab.backends.local_spawn import MAX_TEMPLATE_STARTS, USE_TEMPLATE, Spawner  # noqa: F401 - as before
 from eugo_lab.backends.local_watchdog import CANCEL_GRACE_SECONDS, MEMORY_POLL_SECONDS  # noqa: F401 - as before
 from eugo_lab.backends.shm_store import (
     OOB_BYTES,
@@ -73,13 +73,6 @@ from eugo_lab.contract.task import Task
 # estimates the pool keeps: a session that maps a new lambda every call stays flat. 256 covers every
 # function a notebook uses at once many times over; a function's pickle is typically a few KiB.
 WORKER_FUNCTIONS = 256
-# Workers are forked from a pre-imported template process (local_zygote): ~1 ms a worker
-# instead of ~20 ms of CPU for a fresh interpreter, at start-up and after a crash. A template
-# that dies is replaced on the next worker start, at most this many times per pool; past that,
-# or when one cannot start, workers are spawned as fresh interpreters (the pool stays usable).
-MAX_TEMPLATE_STARTS = 3
-USE_TEMPLATE = local_template.USE_TEMPLATE
-_SPAWN_WORKER = local_process.spawn_worker
 
 def _total_memory() -> int:
     """Physical memory of this machine in bytes (what psutil reports as total, without importing psutil)."""
@@ -172,17 +165,15 @@ class LocalBackend(base.Backend):
         self._all_greeted = threading.Event()
         self._start_error: BaseException | None = None
         self._lock = threading.Lock()
-        self._template: local_template.Template | None = None
-        self._template_starts = 0
-        self._prestarted: local_template.Template | None = None
+        # Starts the workers (forked by a template process, or spawned), on the I/O thread only.
+        self._spawner = Spawner(self._sel, self.devices, self.n_gpu, self._gpu_envs, self.threads_per_worker,
+                                self.extra_env, self._threads_explicit)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start the I/O thread, which spawns the workers (so they die with it, never earlier)."""
-        # Taken here, on the thread that started the runtime: an older pool's I/O thread, still
-        # spawning while it shuts down, must not take the template hpc.init() started for this one.
-        self._prestarted = local_template.take_prestarted()
-        self._store_dir = make_store_dir()
+        self._spawner.take_prestarted()
+        self._store_dir = self._spawner.store_dir = make_store_dir()
         self._arguments = local_args.SharedArguments(self._store_dir)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -205,97 +196,9 @@ class LocalBackend(base.Backend):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
                 return  # tasks will report what is wrong; init() must not hang
 
-    def _spawn(self, index: int) -> Worker:
-        return self._spawn_many([index])[0]
-
-    def _spawn_many(self, indices: list[int]) -> list[Worker]:
-        """Start these workers: forked by the template when one fits, else as fresh interpreters."""
-        return self._finish_spawn(*self._ask_spawn(indices))
-
-    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], list[dict[str, str]], list[Worker | None]]:
-        """Ask the template for these workers (if one fits) without waiting for it; see _finish_spawn."""
-        env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
-        envs = [env] * len(indices)
-        if self._gpu_envs is not None:
-            # CUDA reads CUDA_VISIBLE_DEVICES once, when a library first initialises it in the
-            # process (cuInit). A worker forked by the template sets its environment before it
-            # serves (local_zygote._fork) and the template never initialises CUDA, so a forked
-            # GPU worker sees only its device, as a spawned one does; the variable is not one
-            # read at process start (_startup_env), so GPU and CPU workers fork from one template.
-            envs = [{**env, **self._gpu_envs[i]} for i in indices]
-        template = self._template_for(env)
-        asked: list[Worker | None] = [None] * len(indices)
-        if template is not None:
-            asked = local_process.ask_workers(template, indices, self._store_dir, envs)
-        return indices, envs, asked
-
-    def _finish_spawn(self, indices: list[int], envs: list[dict[str, str]],
-                      asked: list[Worker | None]) -> list[Worker]:
-        """The workers asked for: those the template forked, the others spawned now."""
-        template = self._template
-        found = asked
-        if template is not None and any(w is not None for w in asked):
-            found = local_process.answered(template, asked)
-            if not template.alive:
-                self._drop_template()
-        workers = [w or local_process.spawn_worker(i, self._store_dir, env)
-                   for i, w, env in zip(indices, found, envs)]
-        for w in workers:
-            if w.index < self.n_gpu:
-                w.gpu = self.devices.indices[w.index]
-            self._sel.register(w.result_r, selectors.EVENT_READ, w)
-        return workers
-
-    def _template_for(self, env: dict[str, str]) -> local_template.Template | None:
-        """The template to fork a worker with this environment from (started if need be), or None to spawn."""
-        pre, self._prestarted = self._prestarted, None  # one this pool does not use is closed, not leaked
-        t = self._template
-        if not USE_TEMPLATE or local_process._WORKER_CMD != local_process.DEFAULT_WORKER_CMD \
-                or local_process.spawn_worker is not _SPAWN_WORKER:
-            t = None  # a replaced worker command or spawner (tests) is not what the template runs
-        elif t is not None and t.alive:
-            # A forked worker keeps the template's variables read at process start (PYTHON*, LD_*):
-            # one that should start with others (sys.path changed since, say) is spawned.
-            t = t if t.fits(env) else None
-        else:
-            if t is not None:
-                self._drop_template()
-            t = None
-            if self._template_starts < MAX_TEMPLATE_STARTS:
-                self._template_starts += 1
-                if pre is not None and pre.fits(env):  # else started for another environment (init(env=...))
-                    t, pre = pre, None
-                else:
-                    try:
-                        t = local_template.Template(env)
-                    except OSError:
-                        t = None
-                if t is not None:
-                    self._template = t
-                    self._sel.register(t.fileno(), selectors.EVENT_READ, t)
-        if pre is not None:
-            pre.close()
-        return t
-
-    def _drop_template(self) -> None:
-        t, self._template = self._template, None
-        if t is None:
-            return
-        try:
-            self._sel.unregister(t.fileno())
-        except (KeyError, ValueError):
-            pass
-        t.close()
-
-    def _on_template(self, t: local_template.Template) -> None:
-        t.poll()  # exit reports of workers; EOF: the template died
-        if not t.alive and t is self._template:
-            self._drop_template()
-
     def template_pid(self) -> int | None:
         """Process id of the live template process, if workers are forked from one (tests and diagnostics)."""
-        t = self._template
-        return t.pid if t is not None and t.alive else None
+        return self._spawner.template_pid()
 
     def shutdown(self) -> None:
         """Stop every worker (at once, also mid-task) and the I/O thread; idempotent."""
@@ -464,13 +367,11 @@ class LocalBackend(base.Backend):
     # -- the I/O thread -----------------------------------------------------------------
     def _run(self) -> None:
         try:
-            asked = self._ask_spawn(list(range(self.n_workers)))
+            asked = self._spawner.ask(list(range(self.n_workers)))
             if not any(w is not None for w in asked[2]):  # no template: spawn now, errors go to start()
-                self._workers = self._finish_spawn(*asked)
+                self._workers = self._spawner.finish(*asked)
         except BaseException as exc:  # noqa: BLE001 - reported to start()
-            self._drop_template()
-            if self._prestarted is not None:
-                self._prestarted.close()
+            self._spawner.close()
             self._start_error = exc
             self._ready.set()
             return
@@ -479,7 +380,7 @@ class LocalBackend(base.Backend):
         self._ready.set()
         if not self._workers:
             try:
-                self._workers = self._finish_spawn(*asked)
+                self._workers = self._spawner.finish(*asked)
             except Exception as exc:  # noqa: BLE001 - no workers: tasks fail, init() does not hang
                 self._no_workers = f"could not start local worker processes: {exc}"
         try:
@@ -490,7 +391,7 @@ class LocalBackend(base.Backend):
                     if w is None:
                         continue
                     if isinstance(w, local_template.Template):
-                        self._on_template(w)
+                        self._spawner.on_template(w)
                         continue
                     if mask & selectors.EVENT_READ:
                         self._read(w)
@@ -695,7 +596,7 @@ class LocalBackend(base.Backend):
         if self._failed_starts >= MAX_FAILED_STARTS_PER_WORKER * self.n_workers:
             self._give_up(code)
             return
-        self._workers[w.index] = self._spawn(w.index)
+        self._workers[w.index] = self._spawner.spawn(w.index)
 
     def _give_up(self, code: int | None) -> None:
         """Workers keep dying before they start: fail what is queued instead of hanging."""
@@ -724,10 +625,7 @@ class LocalBackend(base.Backend):
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
-        self._drop_template()  # after the workers: it reports their exits until they are gone
-        if self._prestarted is not None:  # the I/O thread failed before it started any worker
-            self._prestarted.close()
-            self._prestarted = None
+        self._spawner.close()  # after the workers: the template reports their exits until they are gone
         # Tasks still queued or running: their futures must not wait forever.
         for kind, item in list(self._incoming):
             if kind == "task":
