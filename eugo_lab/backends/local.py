@@ -10,86 +10,69 @@ One I/O thread owns every pipe. It reads results from all workers with one ``sel
 writes tasks without blocking (a 100 MB argument never stalls the other workers), and
 dispatches queued tasks to the least-loaded worker. Submitting only appends to a deque
 and, when the I/O thread is not already awake, writes one byte to wake it.
+
+This module is the engine's public face and the I/O thread's loop; the parts that change
+for their own reasons live beside it:
+
+- ``local_placement``: the queues and which worker (or GPU) gets the next task;
+- ``local_io``: framing, non-blocking writes and reading whole frames (``local_wire``: the layouts);
+- ``local_watchdog``: cancelling a running task, memory limits, the kills past their grace;
+- ``local_recovery``: what a worker's death does to the tasks it held;
+- ``local_spawn``: starting workers, forked by the template (``local_template``) or spawned (``local_process``).
 """
 
 from __future__ import annotations
 
 import collections
-import math
 import os
-import pickle
 import selectors
-import signal
-import struct
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from eugo_lab.backends import local_args, local_gpus, local_nested, local_process, local_template
+from eugo_lab.backends import (
+    local_args,
+    local_gpus,
+    local_io,
+    local_recovery,
+    local_template,
+    local_watchdog,
+)
+from eugo_lab.backends.local_placement import (  # noqa: F401 - the prefetch bounds: importable from here as before
+    DEFAULT_PREFETCH,
+    DONE,
+    MAX_PREFETCH,
+    PREFETCH_SECONDS,
+    QUEUED,
+    SENT,
+    Placement,
+    slots,
+)
 from eugo_lab.backends.local_process import Worker, usable_cores
+from eugo_lab.backends.local_recovery import MAX_FAILED_STARTS_PER_WORKER
+from eugo_lab.backends.local_spawn import MAX_TEMPLATE_STARTS, USE_TEMPLATE, Spawner  # noqa: F401 - as before
+from eugo_lab.backends.local_watchdog import CANCEL_GRACE_SECONDS, MEMORY_POLL_SECONDS  # noqa: F401 - as before
 from eugo_lab.backends.shm_store import (
     OOB_BYTES,
     claim_result,
     drop_result,
     make_store_dir,
     read_object,
-    sweep_results,
     write_object,
 )
 from eugo_lab.contract import base, outcome
-from eugo_lab.contract.errors import BackendError, NoWorkersError, describe_exit
-from eugo_lab.contract.item_cost import ItemCost, task_seconds
+from eugo_lab.contract.errors import BackendError, NoWorkersError
 from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.row import TaskStats
 from eugo_lab.contract.task import Task
 
-_LEN = struct.Struct("<Q")
-_ID = struct.Struct("<q")  # a task id on a worker's cancel pipe
-
-# How much work a worker may hold beyond the task it runs. Prefetching hides the round
-# trip for tiny tasks; for long tasks it would strand work on a busy worker at the tail,
-# so we prefetch only about PREFETCH_SECONDS of measured work, at most MAX_PREFETCH tasks.
-PREFETCH_SECONDS = 0.002
-MAX_PREFETCH = 32
-# Unknown functions get one task prefetched until their first result tells us more.
-DEFAULT_PREFETCH = 1
 # Functions a worker keeps loaded (least recently used evicted, re-sent when needed) and per-function cost
 # estimates the pool keeps: a session that maps a new lambda every call stays flat. 256 covers every
 # function a notebook uses at once many times over; a function's pickle is typically a few KiB.
 WORKER_FUNCTIONS = 256
-# How long a cancelled running task may take to stop (after TaskCancelled is raised in it)
-# before its worker is killed; the default of hpc.init(cancel_grace=...).
-CANCEL_GRACE_SECONDS = 1.0
-# How often the resident memory of workers running memory-limited tasks is read.
-MEMORY_POLL_SECONDS = 0.05
-# Workers that die before saying hello, in a row, before the pool gives up: a broken
-# environment (missing package, bad PYTHONPATH) must fail tasks, not respawn forever.
-MAX_FAILED_STARTS_PER_WORKER = 3
-# Workers are forked from a pre-imported template process (local_zygote): ~1 ms a worker
-# instead of ~20 ms of CPU for a fresh interpreter, at start-up and after a crash. A template
-# that dies is replaced on the next worker start, at most this many times per pool; past that,
-# or when one cannot start, workers are spawned as fresh interpreters (the pool stays usable).
-MAX_TEMPLATE_STARTS = 3
-USE_TEMPLATE = local_template.USE_TEMPLATE
-_SPAWN_WORKER = local_process.spawn_worker
-
-_QUEUED, _SENT, _DONE = 0, 1, 2
-
-
-def _slots(task: Task) -> int:
-    """Worker processes a task holds while it runs: ``cpus=`` rounded up, at least one."""
-    cpus = task.options.cpus
-    return 1 if cpus <= 1 else math.ceil(cpus)
-
-
-def _fits_stack(task: Task) -> bool:
-    """A task a worker may run on top of a waiting one: it needs no GPU and no more than that one worker."""
-    return not task.options.gpus and _slots(task) == 1
-
 
 def _total_memory() -> int:
     """Physical memory of this machine in bytes (what psutil reports as total, without importing psutil)."""
@@ -157,8 +140,14 @@ class LocalBackend(base.Backend):
         self._threads_explicit = threads_per_worker is not None  # the user's choice wins over thread variables
         self.extra_env = dict(env or {})
         self._workers: list[Worker] = []
-        self._queue: collections.deque[Task] = collections.deque()
-        self._gpu_queue: collections.deque[Task] = collections.deque()  # gpus= tasks, for GPU workers only
+        # What waits and which worker gets it (the I/O thread's alone); the names below are its
+        # containers, kept on the pool for shutdown, crash recovery, tests and diagnostics.
+        self._placement = Placement(self._send, gpu_pool=bool(self.n_gpu))
+        self._queue = self._placement.queue
+        self._gpu_queue = self._placement.gpu_queue
+        self._item_cost = self._placement.item_cost
+        self._held = self._placement.held
+        self._children = self._placement.children
         self._incoming: collections.deque[tuple[str, Any]] = collections.deque()
         self._wake_pending = False
         self._wake_r = self._wake_w = -1  # the I/O thread's wake-up pipe, -1 while closed
@@ -166,12 +155,7 @@ class LocalBackend(base.Backend):
         self._stopping = False
         self._stopped = threading.Event()
         self._sel = selectors.DefaultSelector()
-        self._item_cost: dict[int, ItemCost] = {}  # by function id: sizes what a worker may prefetch
         self._on_done: dict[int, base.DoneCallback] = {}
-        self._held: dict[int, list[Worker]] = {}  # by task id: the idle workers a cpus=N task holds
-        # Tasks submitted from inside a task, queued, by the id of that parent: a parent waiting on
-        # them runs them on its own worker (local_nested). Entries go when the parent ends.
-        self._children: dict[int, collections.deque[Task]] = {}
         #: Called on the I/O thread with (worker index, message) for each request of a task that submits
         #: tasks (``("nest", op, ...)``); the runtime sets it (eugo_lab.hpc.nested), and answers with :meth:`tell`.
         self.nested_handler: Callable[[int, tuple], None] | None = None
@@ -181,17 +165,15 @@ class LocalBackend(base.Backend):
         self._all_greeted = threading.Event()
         self._start_error: BaseException | None = None
         self._lock = threading.Lock()
-        self._template: local_template.Template | None = None
-        self._template_starts = 0
-        self._prestarted: local_template.Template | None = None
+        # Starts the workers (forked by a template process, or spawned), on the I/O thread only.
+        self._spawner = Spawner(self._sel, self.devices, self.n_gpu, self._gpu_envs, self.threads_per_worker,
+                                self.extra_env, self._threads_explicit)
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Start the I/O thread, which spawns the workers (so they die with it, never earlier)."""
-        # Taken here, on the thread that started the runtime: an older pool's I/O thread, still
-        # spawning while it shuts down, must not take the template hpc.init() started for this one.
-        self._prestarted = local_template.take_prestarted()
-        self._store_dir = make_store_dir()
+        self._spawner.take_prestarted()
+        self._store_dir = self._spawner.store_dir = make_store_dir()
         self._arguments = local_args.SharedArguments(self._store_dir)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -214,97 +196,9 @@ class LocalBackend(base.Backend):
             if self._no_workers or self._stopping or time.monotonic() > deadline:
                 return  # tasks will report what is wrong; init() must not hang
 
-    def _spawn(self, index: int) -> Worker:
-        return self._spawn_many([index])[0]
-
-    def _spawn_many(self, indices: list[int]) -> list[Worker]:
-        """Start these workers: forked by the template when one fits, else as fresh interpreters."""
-        return self._finish_spawn(*self._ask_spawn(indices))
-
-    def _ask_spawn(self, indices: list[int]) -> tuple[list[int], list[dict[str, str]], list[Worker | None]]:
-        """Ask the template for these workers (if one fits) without waiting for it; see _finish_spawn."""
-        env = local_process.worker_env(self.threads_per_worker, self.extra_env, self._threads_explicit)
-        envs = [env] * len(indices)
-        if self._gpu_envs is not None:
-            # CUDA reads CUDA_VISIBLE_DEVICES once, when a library first initialises it in the
-            # process (cuInit). A worker forked by the template sets its environment before it
-            # serves (local_zygote._fork) and the template never initialises CUDA, so a forked
-            # GPU worker sees only its device, as a spawned one does; the variable is not one
-            # read at process start (_startup_env), so GPU and CPU workers fork from one template.
-            envs = [{**env, **self._gpu_envs[i]} for i in indices]
-        template = self._template_for(env)
-        asked: list[Worker | None] = [None] * len(indices)
-        if template is not None:
-            asked = local_process.ask_workers(template, indices, self._store_dir, envs)
-        return indices, envs, asked
-
-    def _finish_spawn(self, indices: list[int], envs: list[dict[str, str]],
-                      asked: list[Worker | None]) -> list[Worker]:
-        """The workers asked for: those the template forked, the others spawned now."""
-        template = self._template
-        found = asked
-        if template is not None and any(w is not None for w in asked):
-            found = local_process.answered(template, asked)
-            if not template.alive:
-                self._drop_template()
-        workers = [w or local_process.spawn_worker(i, self._store_dir, env)
-                   for i, w, env in zip(indices, found, envs)]
-        for w in workers:
-            if w.index < self.n_gpu:
-                w.gpu = self.devices.indices[w.index]
-            self._sel.register(w.result_r, selectors.EVENT_READ, w)
-        return workers
-
-    def _template_for(self, env: dict[str, str]) -> local_template.Template | None:
-        """The template to fork a worker with this environment from (started if need be), or None to spawn."""
-        pre, self._prestarted = self._prestarted, None  # one this pool does not use is closed, not leaked
-        t = self._template
-        if not USE_TEMPLATE or local_process._WORKER_CMD != local_process.DEFAULT_WORKER_CMD \
-                or local_process.spawn_worker is not _SPAWN_WORKER:
-            t = None  # a replaced worker command or spawner (tests) is not what the template runs
-        elif t is not None and t.alive:
-            # A forked worker keeps the template's variables read at process start (PYTHON*, LD_*):
-            # one that should start with others (sys.path changed since, say) is spawned.
-            t = t if t.fits(env) else None
-        else:
-            if t is not None:
-                self._drop_template()
-            t = None
-            if self._template_starts < MAX_TEMPLATE_STARTS:
-                self._template_starts += 1
-                if pre is not None and pre.fits(env):  # else started for another environment (init(env=...))
-                    t, pre = pre, None
-                else:
-                    try:
-                        t = local_template.Template(env)
-                    except OSError:
-                        t = None
-                if t is not None:
-                    self._template = t
-                    self._sel.register(t.fileno(), selectors.EVENT_READ, t)
-        if pre is not None:
-            pre.close()
-        return t
-
-    def _drop_template(self) -> None:
-        t, self._template = self._template, None
-        if t is None:
-            return
-        try:
-            self._sel.unregister(t.fileno())
-        except (KeyError, ValueError):
-            pass
-        t.close()
-
-    def _on_template(self, t: local_template.Template) -> None:
-        t.poll()  # exit reports of workers; EOF: the template died
-        if not t.alive and t is self._template:
-            self._drop_template()
-
     def template_pid(self) -> int | None:
         """Process id of the live template process, if workers are forked from one (tests and diagnostics)."""
-        t = self._template
-        return t.pid if t is not None and t.alive else None
+        return self._spawner.template_pid()
 
     def shutdown(self) -> None:
         """Stop every worker (at once, also mid-task) and the I/O thread; idempotent."""
@@ -362,7 +256,7 @@ class LocalBackend(base.Backend):
             raise request_error(task, f"each GPU worker of this local pool holds one device (it has {self.n_gpu}: "
                                 f"{self.devices.describe()})", "split the work into gpus=1 tasks (or run it on a "
                                 "Dask or Ray cluster whose workers hold several GPUs)", ("gpus",))
-        if _slots(task) > self.n_workers:
+        if slots(task) > self.n_workers:
             raise request_error(task, f"this local pool has {self.n_workers} worker processes (a task holds "
                                 "cpus= of them while it runs)", f"ask for at most cpus={self.n_workers}, or run it "
                                 "on a Dask or Ray cluster with larger workers "
@@ -473,13 +367,11 @@ class LocalBackend(base.Backend):
     # -- the I/O thread -----------------------------------------------------------------
     def _run(self) -> None:
         try:
-            asked = self._ask_spawn(list(range(self.n_workers)))
+            asked = self._spawner.ask(list(range(self.n_workers)))
             if not any(w is not None for w in asked[2]):  # no template: spawn now, errors go to start()
-                self._workers = self._finish_spawn(*asked)
+                self._workers = self._spawner.finish(*asked)
         except BaseException as exc:  # noqa: BLE001 - reported to start()
-            self._drop_template()
-            if self._prestarted is not None:
-                self._prestarted.close()
+            self._spawner.close()
             self._start_error = exc
             self._ready.set()
             return
@@ -488,17 +380,18 @@ class LocalBackend(base.Backend):
         self._ready.set()
         if not self._workers:
             try:
-                self._workers = self._finish_spawn(*asked)
+                self._workers = self._spawner.finish(*asked)
             except Exception as exc:  # noqa: BLE001 - no workers: tasks fail, init() does not hang
                 self._no_workers = f"could not start local worker processes: {exc}"
         try:
             while True:
-                for key, mask in self._sel.select(self._select_timeout()):
+                timeout = local_watchdog.poll_interval(self._workers, self._stopping, self.memory_limit)
+                for key, mask in self._sel.select(timeout):
                     w = key.data
                     if w is None:
                         continue
                     if isinstance(w, local_template.Template):
-                        self._on_template(w)
+                        self._spawner.on_template(w)
                         continue
                     if mask & selectors.EVENT_READ:
                         self._read(w)
@@ -506,10 +399,10 @@ class LocalBackend(base.Backend):
                         self._flush(w)
                 if self._drain_incoming():
                     break
-                self._check_memory()
-                self._check_cancels()
+                local_watchdog.kill_over_memory(self._workers, self.memory_limit)
+                local_watchdog.kill_overdue_cancels(self._workers)
                 if any(w.blocked for w in self._workers):
-                    self._help()
+                    self._placement.help(self._workers)
                 self._dispatch()
         except BaseException:  # pragma: no cover - a bug here must not hang callers
             import logging
@@ -533,20 +426,11 @@ class LocalBackend(base.Backend):
         while incoming:
             kind, item = incoming.popleft()
             if kind == "task":
-                item.state = _QUEUED
-                if self.n_gpu and item.options.gpus:
-                    self._gpu_queue.append(item)
-                else:
-                    self._queue.append(item)
-                if item.parent >= 0:
-                    kids = self._children.get(item.parent)
-                    if kids is None:
-                        kids = self._children[item.parent] = collections.deque()
-                    kids.append(item)
+                self._placement.enqueue(item)
             elif kind == "cancel":
                 self._cancel(item)
             elif kind == "drop":
-                data = self._frame(("drop", item))
+                data = local_io.frame(("drop", item))
                 for w in self._workers:
                     if not w.dead:
                         w.outbuf += data
@@ -555,7 +439,7 @@ class LocalBackend(base.Backend):
                 index, msg = item
                 w = self._workers[index] if 0 <= index < len(self._workers) else None
                 if w is not None and not w.dead:
-                    w.outbuf += self._frame(msg)
+                    w.outbuf += local_io.frame(msg)
                     self._flush(w)
             elif kind == "stop":
                 stop = True
@@ -563,50 +447,7 @@ class LocalBackend(base.Backend):
             self._stopping = True
         return stop
 
-    def _limit_of(self, task: Task) -> int | None:
-        return task.options.memory or self.memory_limit
-
-    def _select_timeout(self) -> float:
-        if self._stopping or any(w.cancel_target is not None for w in self._workers):
-            return 0.05
-        # Poll memory often while a limited task runs: a task allocating 1 GB/s overshoots
-        # its limit by at most ~MEMORY_POLL_SECONDS worth of growth before it is stopped.
-        for w in self._workers:
-            if w.inflight and not w.dead and self._limit_of(w.inflight[0]):
-                return MEMORY_POLL_SECONDS
-        return 1.0
-
-    def _check_memory(self) -> None:
-        """Stop a worker whose resident memory passed its running task's limit."""
-        for w in self._workers:
-            if w.dead or not w.inflight or w.kill_reason is not None:
-                continue
-            limit = self._limit_of(w.inflight[0])
-            if not limit:
-                continue
-            import psutil  # only pools running memory-limited tasks pay for importing it (~6 ms)
-
-            try:
-                if w.ps is None:
-                    w.ps = psutil.Process(w.pid)
-                rss = w.ps.memory_info().rss
-            except psutil.Error:
-                continue
-            if rss > limit:
-                w.kill_reason = Crash.memory(rss, limit, exit_code=-int(signal.SIGKILL))
-                try:
-                    os.kill(w.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-
-    def _capacity(self, task: Task) -> int:
-        cost = self._item_cost.get(task.fn.fid)
-        if cost is None:
-            return 1 + DEFAULT_PREFETCH
-        return 1 + min(MAX_PREFETCH, cost.items_in(PREFETCH_SECONDS))
-
     def _dispatch(self) -> None:
-        queue = self._queue
         # Only workers that said hello get tasks: a task handed to one still starting (or to one
         # that never will) would wait for it while another worker sits idle. Until the first
         # hello, tasks stay queued; workers that keep failing to start fail them (_give_up).
@@ -614,251 +455,40 @@ class LocalBackend(base.Backend):
         if not live:
             if self._no_workers and all(w.dead for w in self._workers):
                 lost = Outcome.crashed(Crash(outcome.NO_WORKERS, message=self._no_workers))
-                for q in (self._gpu_queue, queue):
+                for q in (self._gpu_queue, self._queue):
                     while q:
                         t = q.popleft()
-                        if t.state == _QUEUED:
-                            t.state = _DONE
+                        if t.state == QUEUED:
+                            t.state = DONE
                             self._report(t, lost)
             return
-        if self.n_gpu:
-            self._dispatch_gpu(live)
-        else:
-            self._fill(queue, live)
-
-    def _fill(self, queue: collections.deque[Task], workers: list[Worker], spare: list[Worker] | None = None) -> None:
-        """Hand ``queue``'s tasks, in order, to the least-loaded of ``workers`` while one has room.
-
-        ``spare``: the workers a ``cpus=N`` task may hold besides the one it runs on (default: ``workers``).
-        """
-        while queue:
-            task = queue[0]
-            if task.state != _QUEUED:  # cancelled while queued, or taken by a waiting parent (_help)
-                queue.popleft()
-                continue
-            if task.options.cpus > 1 and _slots(task) > 1:
-                if not self._send_wide(task, workers, spare or workers):
-                    return
-                queue.popleft()
-                workers = [w for w in workers if w.held_by is None]
-                continue
-            w = min(workers, key=lambda w: len(w.inflight))
-            if len(w.inflight) >= self._capacity(task):
-                return
-            queue.popleft()
-            self._send(w, task)
-
-    def _send_wide(self, task: Task, first: list[Worker], spare: list[Worker]) -> bool:
-        """Send a ``cpus=N`` task to an idle worker of ``first`` and hold ``N - 1`` other idle ones of ``spare``.
-
-        False (nothing sent) while fewer are idle: the task waits at the head of its queue.
-        CPU workers are held before GPU workers, which stay free for GPU tasks.
-        """
-        main = next((w for w in first if not w.inflight), None)
-        if main is None:
-            return False
-        others = sorted((w for w in spare if w is not main and not w.inflight and w.held_by is None),
-                        key=lambda w: w.gpu >= 0)[: _slots(task) - 1]
-        if len(others) < _slots(task) - 1:
-            return False
-        for w in others:
-            w.held_by = task
-        self._held[task.task_id] = others
-        self._send(main, task)
-        return True
-
-    def _release(self, task: Task) -> None:
-        """The workers a ``cpus=N`` task held go back to the pool (it ended, or its worker died)."""
-        for w in self._held.pop(task.task_id, ()):
-            w.held_by = None
-
-    def _help(self) -> None:
-        """Give each worker whose top task waits on tasks it submitted, and that runs nothing else, a task to run.
-
-        One task at a time, in this order: the oldest queued child it waits for (what its get()
-        reads first), a task that a worker whose stack is full waits for (that worker cannot take
-        it itself), its newest other child, then, on a shallow stack only, the oldest task in the
-        queue (the largest piece of a recursion, which keeps the worker busy while its own children
-        run elsewhere). See local_nested for why that never deadlocks and keeps stacks shallow.
-        """
-        queue = self._queue
-        stranded: set[int] = set()  # what the top tasks of full stacks wait for
-        for w in self._workers:
-            if w.blocked and w.blocked[-1][1] == local_nested.HELP_NONE and not w.dead:
-                stranded |= w.blocked[-1][2]
-        for w in self._workers:
-            blocked = w.blocked
-            if not blocked or w.dead or len(w.inflight) != len(blocked):
-                continue
-            key, helping, waiting = blocked[-1]
-            if helping == local_nested.HELP_NONE:
-                continue
-            kids = self._children.get(key)
-            pick = None
-            if kids:
-                while kids and kids[0].state != _QUEUED:  # taken by another worker, or cancelled
-                    kids.popleft()
-                pick = next((t for t in kids if t.task_id in waiting and t.state == _QUEUED and _fits_stack(t)),
-                            None)
-            if pick is None and stranded:
-                pick = next((t for t in queue if t.task_id in stranded and t.state == _QUEUED and _fits_stack(t)),
-                            None)
-            if pick is None and kids:
-                pick = next((t for t in reversed(kids) if t.state == _QUEUED and _fits_stack(t)), None)
-            if pick is None and helping == local_nested.HELP_ANY:
-                while queue and queue[0].state != _QUEUED:
-                    queue.popleft()
-                pick = next((t for t in queue if t.state == _QUEUED and _fits_stack(t)), None)
-            if pick is not None:
-                self._send(w, pick)
-
-    def _dispatch_gpu(self, live: list[Worker]) -> None:
-        """Dispatch in a pool with GPU workers: GPU tasks to GPU workers, the rest to CPU workers first.
-
-        A CPU task goes to an idle CPU worker, else to an idle GPU worker (when no GPU task
-        waits), else is prefetched by a CPU worker: an idle worker beats a prefetch slot. A GPU
-        worker holds one CPU task at most (no prefetch), so a GPU task that comes next waits for
-        at most that one.
-        """
-        gpu_live = [w for w in live if w.gpu >= 0]
-        cpu_live = [w for w in live if w.gpu < 0]
-        if gpu_live:
-            self._fill(self._gpu_queue, gpu_live, live)
-            gpu_live = [w for w in gpu_live if w.held_by is None]
-            cpu_live = [w for w in cpu_live if w.held_by is None]
-        queue = self._queue
-        while queue:
-            task = queue[0]
-            if task.state != _QUEUED:
-                queue.popleft()
-                continue
-            if task.options.cpus > 1 and _slots(task) > 1:
-                ok = cpu_live + ([g for g in gpu_live if not g.inflight] if not self._gpu_queue else [])
-                if not self._send_wide(task, ok, ok):
-                    return
-                queue.popleft()
-                gpu_live = [w for w in gpu_live if w.held_by is None]
-                cpu_live = [w for w in cpu_live if w.held_by is None]
-                continue
-            w = min(cpu_live, key=lambda w: len(w.inflight)) if cpu_live else None
-            if w is None or w.inflight:
-                idle = [g for g in gpu_live if not g.inflight] if not self._gpu_queue else []
-                if idle:
-                    w = idle[0]
-                elif w is None or len(w.inflight) >= self._capacity(task):
-                    return
-            queue.popleft()
-            self._send(w, task)
-
-    @staticmethod
-    def _frame(msg: tuple) -> bytes:
-        data = pickle.dumps(msg, 5)
-        return _LEN.pack(len(data)) + data
+        self._placement.dispatch(live)
 
     def _send(self, w: Worker, task: Task) -> None:
-        fn = task.fn
-        known = w.known_fns
-        if fn.fid in known:
-            known.move_to_end(fn.fid)
-        else:
-            w.outbuf += self._frame(("fn", fn.fid, fn.name, fn.payload))
-            known[fn.fid] = None
-            fn.sends += 1
-            if len(known) > WORKER_FUNCTIONS:
-                # The worker reads its pipe in order: a task of the evicted function already sent runs
-                # before the worker forgets it, and a later one gets the function sent again.
-                w.outbuf += self._frame(("forget", known.popitem(last=False)[0]))
-        # A batch's flag says how its items run: 2, each alone (a group of its own; see Task.alone).
-        w.outbuf += self._frame(("run", task.task_id, fn.fid, task.args, task.deps_payload,
-                                 2 if task.alone else task.is_batch, task.staged, task.probe))
-        task.state = _SENT
+        """Write ``task`` to worker ``w`` (and its function, if ``w`` lacks it); ``w`` holds it from now on."""
+        local_io.queue_task(w, task, WORKER_FUNCTIONS)
+        task.state = SENT
         task.backend_data = w
         w.inflight.append(task)
         self._flush(w)
 
     def _flush(self, w: Worker) -> None:
-        buf = w.outbuf
-        if buf:
-            try:
-                n = os.write(w.task_w, buf)
-                del buf[:n]
-            except BlockingIOError:
-                pass
-            except OSError:  # the worker is gone; its death is handled on read EOF
-                buf.clear()
-        self._watch_write(w, bool(buf))
-
-    def _watch_write(self, w: Worker, want: bool) -> None:
-        try:
-            registered = self._sel.get_key(w.task_w)
-        except (KeyError, ValueError):
-            registered = None
-        if want and registered is None:
-            self._sel.register(w.task_w, selectors.EVENT_WRITE, w)
-        elif not want and registered is not None:
-            self._sel.unregister(w.task_w)
+        local_io.flush(self._sel, w)
 
     def _read(self, w: Worker) -> None:
         if w.dead:
             return
-        try:
-            data = os.read(w.result_r, 1 << 20)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
+        messages = local_io.read_messages(w)
+        if messages is None:
             self._worker_died(w)
             return
-        buf = w.inbuf
-        buf += data
-        off = 0
-        size = _LEN.size
-        while len(buf) - off >= size:
-            (n,) = _LEN.unpack_from(buf, off)
-            if len(buf) - off - size < n:
-                break
-            msg = pickle.loads(memoryview(buf)[off + size : off + size + n])
-            off += size + n
+        for msg in messages:
             self._handle(w, msg)
-        del buf[:off]
 
     def _handle(self, w: Worker, msg: tuple) -> None:
         kind = msg[0]
         if kind == "done":
-            _, key, status, payload, detail, raw_stats = msg
-            task = w.inflight.popleft()
-            if task.task_id != key:  # a task that ran on top of one waiting for its children (local_nested)
-                w.inflight.appendleft(task)
-                task = next((t for t in w.inflight if t.task_id == key), None)
-                if task is None:  # pragma: no cover - protocol invariant
-                    raise RuntimeError(f"worker {w.index} answered task {key}, which it was not sent")
-                w.inflight.remove(task)
-            if self._children:
-                self._children.pop(key, None)
-            if w.progress:
-                w.progress.pop(key, None)
-            if self._held:
-                self._release(task)
-            stats = TaskStats.from_wire(raw_stats)
-            if stats is not None:  # None: a cancelled task the worker skipped or stopped
-                cost = self._item_cost.get(task.fn.fid)
-                if cost is None:
-                    if len(self._item_cost) >= WORKER_FUNCTIONS:  # the oldest function's estimate goes first
-                        del self._item_cost[next(iter(self._item_cost))]
-                    cost = self._item_cost[task.fn.fid] = ItemCost()
-                cost.add(task_seconds(stats), task.item_count if task.is_batch else 1)
-            if type(payload) is tuple:  # a result the worker wrote into the store (shm_store.write_result)
-                if task.state == _DONE:  # cancelled meanwhile: nobody will read it
-                    drop_result(payload)
-                else:
-                    payload = claim_result(payload)
-            if task.state != _DONE:
-                task.state = _DONE
-                result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)
-                if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
-                    result = result._replace(gpu=w.gpu)
-                self._report(task, result)
+            self._done(w, msg)
         elif kind == "part":  # a group of a batch's items finished (local_worker: execute_batch's progress)
             _, key, lo, hi, part, failed, next_size, begun, end = msg
             got = w.progress.get(key)
@@ -881,6 +511,37 @@ class LocalBackend(base.Backend):
             if all(x.greeted or x.dead for x in self._workers):
                 self._all_greeted.set()
 
+    def _done(self, w: Worker, msg: tuple) -> None:
+        """A task ``w`` held ended: learn its cost, free what it held and report its outcome (unless cancelled)."""
+        _, key, status, payload, detail, raw_stats = msg
+        task = w.inflight.popleft()
+        if task.task_id != key:  # a task that ran on top of one waiting for its children (local_nested)
+            w.inflight.appendleft(task)
+            task = next((t for t in w.inflight if t.task_id == key), None)
+            if task is None:  # pragma: no cover - protocol invariant
+                raise RuntimeError(f"worker {w.index} answered task {key}, which it was not sent")
+            w.inflight.remove(task)
+        self._placement.ended(key)
+        if w.progress:
+            w.progress.pop(key, None)
+        if self._held:
+            self._placement.release(task)
+        stats = TaskStats.from_wire(raw_stats)
+        if stats is not None:  # None: a cancelled task the worker skipped or stopped
+            # One bound for both: the pool forgets a function's estimate as workers forget the function.
+            self._placement.record_cost(task, stats, WORKER_FUNCTIONS)
+        if type(payload) is tuple:  # a result the worker wrote into the store (shm_store.write_result)
+            if task.state == DONE:  # cancelled meanwhile: nobody will read it
+                drop_result(payload)
+            else:
+                payload = claim_result(payload)
+        if task.state != DONE:
+            task.state = DONE
+            result = outcome.from_worker(status, payload, detail, stats, w.index, task.is_batch)
+            if w.gpu >= 0 and task.options.gpus:  # the device it held, for the trace (a CPU task: none)
+                result = result._replace(gpu=w.gpu)
+            self._report(task, result)
+
     def _nested(self, w: Worker, msg: tuple) -> None:
         """A request of a task that submits tasks: to the runtime's handler, which answers through :meth:`tell`."""
         handler = self.nested_handler
@@ -893,7 +554,7 @@ class LocalBackend(base.Backend):
 
             logging.getLogger("eugo_lab").exception("a request from a task on worker %s failed", w.index)
             if msg[1] in ("ids", "put"):  # the task waits for an answer: give it the error
-                w.outbuf += self._frame(("reply", msg[2], BackendError(f"the driver could not answer: {exc}")))
+                w.outbuf += local_io.frame(("reply", msg[2], BackendError(f"the driver could not answer: {exc}")))
                 self._flush(w)
 
     def _report(self, task: Task, result: Outcome) -> None:
@@ -907,45 +568,17 @@ class LocalBackend(base.Backend):
                 logging.getLogger("eugo_lab").exception("completing task %s failed", task.task_id)
 
     def _cancel(self, task: Task) -> None:
-        if task.state == _DONE:
+        if task.state == DONE:
             return
-        if task.state == _SENT:
+        if task.state == SENT:
             w: Worker = task.backend_data
             if not w.dead:
-                # Tell the worker which task to drop (it skips a prefetched one, and a running
-                # one gets TaskCancelled raised inside it), then wake it with SIGUSR1. A task
-                # that does not stop within cancel_grace seconds (C code holding the GIL, a
-                # task that swallows the exception) loses its worker: see _check_cancels.
-                try:
-                    os.write(w.cancel_w, _ID.pack(task.task_id))
-                    os.kill(w.pid, signal.SIGUSR1)
-                except (OSError, ProcessLookupError):
-                    pass
-                if w.inflight and w.inflight[0] is task:
-                    w.cancel_target = task
-                    w.cancel_deadline = time.monotonic() + self.cancel_grace
+                local_watchdog.ask_to_stop(w, task, self.cancel_grace)
                 if any(b[0] == task.task_id for b in w.blocked):  # it waits on children: turn its wait now
-                    w.outbuf += self._frame(("wake",))
+                    w.outbuf += local_io.frame(("wake",))
                     self._flush(w)
-        task.state = _DONE
+        task.state = DONE
         self._report(task, Outcome.cancelled())
-
-    def _check_cancels(self) -> None:
-        """Kill workers whose cancelled task is still running after the grace period."""
-        now = time.monotonic()
-        for w in self._workers:
-            target = w.cancel_target
-            if target is None or w.dead:
-                continue
-            if not w.inflight or w.inflight[0] is not target:
-                w.cancel_target = None  # it stopped in time
-            elif now >= w.cancel_deadline:
-                w.cancel_target = None
-                w.kill_reason = "cancel"
-                try:
-                    os.kill(w.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def _worker_died(self, w: Worker) -> None:
         w.dead = True
@@ -954,53 +587,8 @@ class LocalBackend(base.Backend):
                 self._sel.unregister(fd)
             except (KeyError, ValueError):
                 pass
-        w.close_pipes()
-        try:
-            code = w.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - pipe closed, process stuck
-            w.proc.kill()
-            code = w.proc.wait()
-        # Results it wrote into the store and never announced (it died between writing one and
-        # sending its name): nobody else knows their names. Every name it sent was read before the EOF.
-        if w.pid:
-            sweep_results(self._store_dir, w.pid)
-        inflight = list(w.inflight)
-        w.inflight.clear()
-        if w.blocked:
-            # Tasks were waiting on its stack, each on top of another: which of the others had
-            # started is not known here, so all of them count as crashed (a crash is retried).
-            w.blocked.clear()
-            crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
-            for t in inflight:
-                self._release(t)
-                if t.state != _DONE:
-                    t.state = _DONE
-                    self._report(t, Outcome.crashed(crash, w.index))
-            inflight = []
-        if inflight:
-            running, rest = inflight[0], inflight[1:]
-            self._release(running)
-            # Prefetched tasks never started: back to the head of the queue, in order.
-            for t in reversed(rest):
-                if t.state != _DONE:
-                    t.state = _QUEUED
-                    (self._gpu_queue if self.n_gpu and t.options.gpus else self._queue).appendleft(t)
-            if running.state != _DONE:
-                running.state = _DONE
-                crash = w.kill_reason if isinstance(w.kill_reason, Crash) else Crash(outcome.DIED, exit_code=code)
-                lost = Outcome.crashed(crash, w.index)
-                if running.is_batch:  # which of its items finished, and which group was running: see BatchProgress
-                    parts, ends, begun, size = w.progress.get(running.task_id) or ((), (), 0.0, 1)
-                    done = parts[-1][1] if parts else 0
-                    lost = lost._replace(progress=outcome.BatchProgress(
-                        tuple(parts), (done, min(done + size, running.item_count)), begun, tuple(ends)))
-                self._report(running, lost)
-        w.progress.clear()
-        if w.held_by is not None:  # a worker held for a cpus=N task died idle: its replacement is free
-            held = self._held.get(w.held_by.task_id, [])
-            if w in held:
-                held.remove(w)
-            w.held_by = None
+        code = local_recovery.reap(w, self._store_dir)
+        local_recovery.settle(w, code, self._placement, self._report)
         if self._stopping:
             return
         if not w.greeted:
@@ -1008,27 +596,21 @@ class LocalBackend(base.Backend):
         if self._failed_starts >= MAX_FAILED_STARTS_PER_WORKER * self.n_workers:
             self._give_up(code)
             return
-        self._workers[w.index] = self._spawn(w.index)
+        self._workers[w.index] = self._spawner.spawn(w.index)
 
     def _give_up(self, code: int | None) -> None:
         """Workers keep dying before they start: fail what is queued instead of hanging."""
-        self._no_workers = (
-            f"the local pool has no workers: {self._failed_starts} worker processes in a row exited with "
-            f"{describe_exit(code)} before they could start. Check that eugo_lab and the packages your "
-            f"tasks import are installed for {sys.executable}, then call hpc.init() to start a new pool."
-        )
+        self._no_workers = local_recovery.no_workers_message(self._failed_starts, code)
         # _dispatch fails whatever is queued, now and later (retries of the crashed tasks too).
 
     def _fail_all(self, reason: str) -> None:
-        pending = list(self._gpu_queue) + list(self._queue)
-        self._gpu_queue.clear()
-        self._queue.clear()
+        pending = self._placement.take_all()
         for w in self._workers:
             pending.extend(w.inflight)
             w.inflight.clear()
         for t in pending:
-            if t.state != _DONE:
-                t.state = _DONE
+            if t.state != DONE:
+                t.state = DONE
                 self._report(t, Outcome.cancelled(reason))
 
     def _teardown(self) -> None:
@@ -1043,10 +625,7 @@ class LocalBackend(base.Backend):
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
-        self._drop_template()  # after the workers: it reports their exits until they are gone
-        if self._prestarted is not None:  # the I/O thread failed before it started any worker
-            self._prestarted.close()
-            self._prestarted = None
+        self._spawner.close()  # after the workers: the template reports their exits until they are gone
         # Tasks still queued or running: their futures must not wait forever.
         for kind, item in list(self._incoming):
             if kind == "task":

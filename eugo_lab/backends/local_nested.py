@@ -10,7 +10,7 @@ Work-helping. A task blocked in ``get()`` on its children does not idle its proc
 driver (``("block", task, helping, ids it waits for)``), and while it waits it runs what the driver
 sends it, on its own stack, until what it waits for is done (``("unblock", task)``). The driver
 sends a blocked worker one task at a time, once the worker has nothing else left to run (see
-``LocalBackend._help``): a queued child it waits for, else another child of the task waiting on top,
+``local_placement.Placement.help``): a queued child it waits for, else another child of the task waiting on top,
 else, while the stack is at most ``MAX_ANY_DEPTH`` tasks deep, the oldest queued task.
 
 Why that never deadlocks, at any depth of recursion, with the process count fixed: a task waits
@@ -47,25 +47,23 @@ import math
 import os
 import pickle
 import select
-import struct
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from eugo_lab.backends.local_wire import LEN as _LEN
 from eugo_lab.contract import phases as _phase
 from eugo_lab.contract import run_queue
 from eugo_lab.contract.errors import TaskCancelled
 from eugo_lab.contract.phases import CHILD_WAIT_PHASE
-
-_LEN = struct.Struct("<Q")
 
 #: Waiting tasks one worker's stack holds while it still takes their children (see the module docstring).
 MAX_HELP_DEPTH = 64
 #: ...and while it also takes any queued task, not only children of the task waiting on top: deeper
 #: stacks that take any task grow with the number of tasks started, not with the recursion's depth.
 MAX_ANY_DEPTH = 2
-# What a blocked worker tells the driver it takes (see LocalBackend._help).
+# What a blocked worker tells the driver it takes (see local_placement.Placement.help).
 HELP_NONE, HELP_CHILDREN, HELP_ANY = 0, 1, 2
 # Python frames a level of helping costs, with room for the task bodies' own: the recursion
 # limit a worker that nests runs under.

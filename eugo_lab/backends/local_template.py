@@ -11,14 +11,15 @@ from __future__ import annotations
 import _socket
 import os
 import select
-import struct
 import sys
 import time
 
+# local_zygote's wire format (see its docstring)
+from eugo_lab.backends.local_wire import TEMPLATE_FDS
+from eugo_lab.backends.local_wire import TEMPLATE_MSG as _MSG
+
 _TEMPLATE_CMD = "from eugo_lab.backends.local_zygote import main; main()"
 _STARTUP_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "GLIBC_", "LC_", "LANG")
-# The wire format of local_zygote (see its docstring).
-_MSG = struct.Struct("<1sii")
 # How long a fork request may wait for its answer: the template's first answer waits for it to
 # boot (~20 ms of CPU, far more on a loaded machine); one stuck longer is replaced by spawning.
 TEMPLATE_ANSWER_SECONDS = 20.0
@@ -98,7 +99,7 @@ class Template:
 
         msg = pickle.dumps((index, store_dir, env, os.getcwd()))
         try:
-            self.sock.sendmsg([msg], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("<4i", *fds))])
+            self.sock.sendmsg([msg], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, TEMPLATE_FDS.pack(*fds))])
             return True
         except OSError:  # the template died (EPIPE), or its socket is full of unread requests
             self._died()

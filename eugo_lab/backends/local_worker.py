@@ -10,7 +10,7 @@ Why each safeguard is here:
 - A thread blocks on the *lifeline* pipe, whose other end only the driver holds: when the
   driver dies, even by SIGKILL, the read returns EOF and the worker exits at once, also
   while a task is running. ``PR_SET_PDEATHSIG`` backs this up for tasks that hold the GIL.
-- Frames are ``<8-byte little-endian length><pickle>``, read through a buffered file, so
+- Frames are ``<8-byte little-endian length><pickle>`` (``local_wire``), read through a buffered file, so
   several small tasks arrive per system call.
 - Start-up is on the pool's critical path (``hpc.init()`` waits for every hello), so this
   module and what it imports before the hello stay small: nothing heavier than the task
@@ -23,17 +23,16 @@ import ctypes
 import os
 import pickle
 import signal
-import struct
 import sys
 import threading
 import time
 from typing import Any
 
 from eugo_lab.backends import import_clock
+from eugo_lab.backends.local_wire import LEN as _LEN
+from eugo_lab.backends.local_wire import TASK_ID as _ID
 from eugo_lab.contract.errors import TaskCancelled
 
-_LEN = struct.Struct("<Q")
-_ID = struct.Struct("<q")
 # Results of a finished group of an hpc.map batch are sent ahead (so a later death in the batch
 # does not lose them) only up to this size: a larger part would cross the pipe twice, ahead and
 # with the batch's end. Without them, the driver counts those items as not run if the worker dies.

@@ -11,7 +11,7 @@ Protocol on the Unix socket (``SOCK_SEQPACKET``: one message per request or repo
   ends (task, result, lifeline, cancel) as ``SCM_RIGHTS``. The child takes ``env`` as its
   environment and ``cwd`` as its directory; the driver forks only workers whose variables read
   at process start (``PYTHON*``, ``LD_*``...) are the template's, and spawns the others;
-- template -> driver: ``_MSG`` ``(b"F", index, pid)`` once the worker is forked, and
+- template -> driver: ``local_wire.TEMPLATE_MSG`` ``(b"F", index, pid)`` once the worker is forked, and
   ``(b"X", pid, exit code)`` when a worker it forked exits (negative: killed by that signal,
   as ``subprocess`` reports it), since only the template, its parent, can read that status.
 
@@ -42,6 +42,8 @@ import sys
 from typing import Any
 
 from eugo_lab.backends import _worker, local_worker  # noqa: F401 - pre-imported for the workers it forks
+from eugo_lab.backends.local_wire import TEMPLATE_FDS as _FDS
+from eugo_lab.backends.local_wire import TEMPLATE_MSG as _MSG
 from eugo_lab.contract import serialization  # noqa: F401 - what a worker imports before its hello
 from eugo_lab.contract.hooks import preload_worker_modules
 
@@ -50,8 +52,6 @@ from eugo_lab.contract.hooks import preload_worker_modules
 preload_worker_modules()
 
 _REQUEST_BYTES = 1 << 16  # more than any request: a store path, six variables and a directory
-_MSG = struct.Struct("<1sii")
-_FDS = struct.Struct("<4i")
 _MAX_FD = 1 << 20  # above any descriptor (close_range: one system call however large)
 
 

@@ -61,10 +61,10 @@ def _replaced(index: int, old_pid: int, timeout: float = 20.0) -> int:
 
 @pytest.mark.parametrize("start", ["forked", "spawned"])
 def test_each_gpu_worker_sees_only_its_device_and_cpu_workers_see_none(start, monkeypatch):
-    from eugo_lab.backends import local
+    from eugo_lab.backends import local_spawn
 
     if start == "spawned":  # fresh interpreters, as when no template can start: the same environment
-        monkeypatch.setattr(local, "USE_TEMPLATE", False)
+        monkeypatch.setattr(local_spawn, "USE_TEMPLATE", False)
     info = hpc.init(workers=3, gpus=[0, 1])
     assert info.workers == 3 and info.gpus == 2 and info.gpu_workers == {0: 0, 1: 1}
     assert "gpu_workers=[worker 0: GPU 0, worker 1: GPU 1]" in repr(info)

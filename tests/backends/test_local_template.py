@@ -22,7 +22,7 @@ from _waiting import pool_pids, wait_for_pool
 from tasks import whoami
 
 from eugo_lab import hpc
-from eugo_lab.backends import local
+from eugo_lab.backends import local, local_spawn
 from eugo_lab.hpc import session
 
 
@@ -95,7 +95,7 @@ def test_a_killed_template_is_replaced_then_the_pool_falls_back_to_spawning(loca
     first = _backend().template_pid()
     pids = wait_for_pool(2)
     templates = [first]
-    for _ in range(local.MAX_TEMPLATE_STARTS):
+    for _ in range(local_spawn.MAX_TEMPLATE_STARTS):
         os.kill(templates[-1], signal.SIGKILL)
         assert not wait_gone({templates[-1]}, timeout=5)
         # The workers it forked keep serving (they do not die with it)...
@@ -105,7 +105,7 @@ def test_a_killed_template_is_replaced_then_the_pool_falls_back_to_spawning(loca
         with pytest.raises(hpc.WorkerCrashedError, match="signal 9|unknown exit status"):
             hpc.get(exits_with.options(retries=0).remote(-signal.SIGKILL), timeout=30)
         pids = wait_for_pool(2, other_than=pids)
-        if len(templates) < local.MAX_TEMPLATE_STARTS:
+        if len(templates) < local_spawn.MAX_TEMPLATE_STARTS:
             templates.append(_wait_template(other_than=templates[-1]))
     # Past MAX_TEMPLATE_STARTS templates, replacements are fresh interpreters, children of the driver.
     assert _backend().template_pid() is None
@@ -226,7 +226,7 @@ def test_a_failed_init_leaves_no_template_behind():
 
 
 def test_without_the_template_workers_are_spawned(monkeypatch):
-    monkeypatch.setattr(local, "USE_TEMPLATE", False)
+    monkeypatch.setattr(local_spawn, "USE_TEMPLATE", False)
     hpc.init(workers=2)
     assert _backend().template_pid() is None
     assert {_parent(p) for p in wait_for_pool(2)} == {os.getpid()}
