@@ -180,14 +180,14 @@ def test_a_wait_made_by_a_library_is_not_given_as_a_line_of_the_cell():
 # -- the recorded order, on built traces: what measure.held_up reads ------------------------------------------
 def _four(waits):
     """Four measure tasks submitted at 0 (task 1 slow, received at 0.4; 2-4 at 0.1, 0.2, 0.3), and ``waits``:
-    ``(kind, start, end, task)`` blocks of the driver."""
+    ``(kind, start, end, task[, futures])`` blocks of the driver."""
     from trace_builder import TraceBuilder
 
     b = TraceBuilder()
     for tid, end in ((1, 0.4), (2, 0.1), (3, 0.2), (4, 0.3)):
         b.task("measure", start=0.0, end=end, submit=0.0, received=end, task_id=tid, worker=0 if tid == 1 else 1)
-    for kind, start, end, task in waits:
-        b.block(start, end, kind=kind, task=task, source="/tmp/cell.py:4")
+    for kind, start, end, task, *futures in waits:  # a 5th element: how many futures the call was on
+        b.block(start, end, kind=kind, task=task, source="/tmp/cell.py:4", futures=futures[0] if futures else 1)
     return b.build()
 
 
@@ -256,3 +256,62 @@ def test_the_hidden_case_makes_a_measurement_slow_where_neither_its_place_nor_p_
         assert p.ms[n] != max(p.ms)  # never the longest input: sorting by p.ms does not put it last
         assert "_held" not in p.to_text() and "held" not in dict(p.fields())  # not an input the cell sees
     assert problems.lesson_case("as-completed").held_result() is None
+
+
+def test_a_get_of_several_done_futures_covers_the_ones_finished_by_its_end():
+    """hpc.wait then hpc.get(done): the get() names no task, but it took its count of futures finished by then."""
+    from eugo_lab.exercises import measure
+
+    # 2 and 3 finish, one get() of 2 futures takes them, then 4, then the loop's last wait is on 1 alone.
+    waited = _four([("wait", 0.01, 0.2, -1, 4), ("get", 0.2, 0.2, -1, 2), ("wait", 0.21, 0.3, -1, 2),
+                    ("get", 0.3, 0.3, 4), ("wait", 0.31, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(waited, "measure") is None
+    # Without that get() of 2, the same last wait on 1 is held up behind 2 and 3.
+    untaken = _four([("wait", 0.01, 0.2, -1, 4), ("wait", 0.21, 0.3, -1, 2), ("get", 0.3, 0.3, 4),
+                     ("wait", 0.31, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    assert measure.held_up(untaken, "measure").finished == (2, 3)
+    # A get() of 2 futures covers 2 at most, and only ones finished by its end: 3 and 4 still sat untaken.
+    short = _four([("get", 0.1, 0.1, -1, 2), ("get", 0.35, 0.4, 1)])
+    assert measure.held_up(short, "measure").finished == (3, 4)
+    assert measure.uncovered([2, 3, 4], {2: 0.1, 3: 0.2, 4: 0.3}, [(0.25, 5)], 0.0) == [4]
+    assert measure.uncovered([2, 3, 4], {2: 0.1, 3: 0.2, 4: 0.3}, [(0.35, 2)], 0.0) == [4]
+
+
+def _submitted(tasks, waits):
+    """``measure`` tasks ``(task id, submit, batch)`` (start/end after submit) and driver ``(kind, start, task)``."""
+    from trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    for tid, submit, batch in tasks:
+        b.task("measure", start=submit + 0.01, end=submit + 0.05, submit=submit, task_id=tid, batch=batch)
+    for kind, start, task in waits:
+        b.block(start, start + 0.05, kind=kind, task=task, source="/tmp/cell.py:6")
+    return b.build()
+
+
+def test_a_wait_between_submissions_is_read_from_the_driver_s_calls():
+    from eugo_lab.exercises import measure
+
+    # get() right after each .remote(): the first wait began after 1 of 3 submissions.
+    serial = _submitted([(1, 0.0, -1), (2, 0.1, -1), (3, 0.2, -1)], [("get", 0.01, 1), ("get", 0.11, 2)])
+    assert measure.wait_between_submissions(serial, "measure") == measure.WaitBetween(
+        kind="get", futures=1, source="cell.py:6", task=1, submitted=1, total=3)
+    # All submitted, then the waits: none between.
+    fanned = _submitted([(1, 0.0, -1), (2, 0.001, -1), (3, 0.002, -1)], [("get", 0.01, 1), ("get", 0.06, 2)])
+    assert measure.wait_between_submissions(fanned, "measure") is None
+    # hpc.map: items 1-4 (consecutive ids, batch tasks 5-8) sent 2 at a time while the driver waits in one get():
+    # the driver made one call, so its items count as submitted at the first send.
+    mapped = _submitted([(1, 0.0, 5), (2, 0.0, 6), (3, 0.06, 7), (4, 0.07, 8)], [("get", 0.001, -1)])
+    assert measure.driver_submits(mapped, "measure") == dict.fromkeys((1, 2, 3, 4), 1000.0)  # T0 + 0
+    assert measure.wait_between_submissions(mapped, "measure") is None
+    # Two maps with a get() between them: the second's ids start after the first's batch ids, so it is a call
+    # of its own, made after that wait.
+    two = _submitted([(1, 0.0, 3), (2, 0.0, 4), (5, 0.2, 7), (6, 0.2, 8)], [("get", 0.001, -1)])
+    assert measure.wait_between_submissions(two, "measure").submitted == 2
+
+
+def test_where_keeps_a_library_s_line_apart_from_the_cell_s():
+    from eugo_lab.exercises import measure
+
+    assert measure.where("cell line 5") == " at cell line 5"
+    assert measure.where("thread.py:58") == " in code outside the cell (thread.py:58)"

@@ -32,7 +32,8 @@ Criteria, on the inputs the run was handed (``n = len(p.xs)``): ``results`` equa
 and the cell took all n values with get(); no Blocking finding; the driver submitted every
 task before its first blocking wait (:func:`eugo_lab.exercises.measure.wait_between_submissions`:
 an ``hpc.map`` counts as submitted when called, whatever window its runtime sends at a time); the
-replay on 2 workers (on this run's workers when it had more) predicts at least ``MIN_REPLAYED_SPEEDUP``. Then the same on the hidden case.
+replay on 2 workers (on this run's workers when it had more) predicts at least
+``MIN_REPLAYED_SPEEDUP``. Then the same on the hidden case.
 """
 
 from __future__ import annotations
