@@ -57,8 +57,8 @@ def test_getting_all_before_handling():
     assert not v.passed
     assert "took no measure result by itself (a get() or result() of one future) before the last of the 10 tasks " \
            "finished" in text, text
-    assert "none of their results could be handled while the slow one still ran. Its first take was get() of 10 " \
-           "futures at cell line 3." in text, text
+    assert "none of their results reached the notebook to be handled while the slow one still ran. Its first " \
+           "take was get() of 10 futures at cell line 3." in text, text
 
 
 def test_one_worker_needs_completion_order_and_says_why():
@@ -96,8 +96,9 @@ CELLS = [
     ("shortcut-empty-as-completed-loop", SUBMIT + "for f in hpc.as_completed(futures):\n    pass\n"
      "handled = [handle(r) for r in hpc.get(futures)]\n", False,
      "the cell took no measure result by itself (a get() or result() of one future) before the last of the 10 "
-     "tasks finished, so none of their results could be handled while the slow one still ran. Its first take "
-     "was get() of 10 futures at cell line 6. Its as_completed loop took no value itself.", "all-at-once"),
+     "tasks finished, so none of their results reached the notebook to be handled while the slow one still ran. "
+     "Its first take was get() of 10 futures at cell line 6. Its as_completed loop took no value itself.",
+     "all-at-once"),
     # Serial cells: a wait before every task was submitted, so the tasks never ran side by side. The order
     # of the waits alone would pass (nothing finished sat behind a running one), so the record of the
     # submissions and waits decides.
@@ -113,8 +114,13 @@ CELLS = [
     ("shortcut-slow-one-held-back", "small = [measure.remote(ms) for ms in p.ms[1:]]\nhandled = []\n"
      "for f in hpc.as_completed(small):\n    handled.append(handle(hpc.get(f)))\n"
      "handled.append(handle(hpc.get(measure.remote(p.ms[0]))))\n", False,
-     "when it had submitted only 9 of the 10 measure tasks, and submitted the other 1 after that wait",
+     "the cell waited (as_completed() that yielded measurement ",
      "submit-first"),
+    ("shortcut-slow-one-held-back-count", "small = [measure.remote(ms) for ms in p.ms[1:]]\nhandled = []\n"
+     "for f in hpc.as_completed(small):\n    handled.append(handle(hpc.get(f)))\n"
+     "handled.append(handle(hpc.get(measure.remote(p.ms[0]))))\n", False,
+     "at cell line 4) when it had submitted only 9 of the 10 measure tasks, and submitted the other 1 after that "
+     "wait", "submit-first"),
     ("shortcut-serial-slow-one-last", "handled = []\nslow = max(range(len(p.ms)), key=lambda i: p.ms[i])\n"
      "for i, ms in enumerate(p.ms):\n    if i != slow:\n        handled.append(handle(hpc.get(measure.remote(ms))))\n"
      "handled.append(handle(hpc.get(measure.remote(p.ms[slow]))))\n", False,

@@ -160,8 +160,9 @@ problems.explained_on_hidden(
 
 def waited_before_submitting(w: measure.WaitBetween) -> str:
     """The ``not yet`` for a wait between submissions, from the record: which call, where, after how many."""
-    on = (f"on measurement {w.task}" if w.task else
-          f"on {measure.plural(w.futures, 'future')}")
+    # An as_completed() wait is on none in particular: the record names the future it yielded.
+    on = (f"that yielded measurement {w.task}" if w.task and w.kind == "as_completed" else
+          f"on measurement {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
     return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only "
             f"{w.submitted} of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after "
             "that wait: those never ran beside the ones before it, so there was nothing to take as it finished.")
@@ -179,8 +180,8 @@ def all_at_once(trace: Any, n_calls: int) -> str:
     loop = (" Its as_completed loop took no value itself." if "as_completed" in {w[0] for w in measure.waits(trace)}
             and not any(w[1] == 1 for w in takes) else "")
     return (f"the cell took no {FUNCTION} result by itself (a get() or result() of one future) before the last of "
-            f"the {n_calls} tasks finished, so none of their results could be handled while the slow one still "
-            f"ran.{first}{loop}")
+            f"the {n_calls} tasks finished, so none of their results reached the notebook to be handled while the "
+            f"slow one still ran.{first}{loop}")
 
 
 # Other mistakes a cell with every input taken from p can meet only on the hidden case (its slow measurement is
@@ -191,8 +192,8 @@ problems.explained_on_hidden(
     "had not finished while later ones were already done")
 problems.explained_on_hidden(
     "as-completed", "all-at-once",
-    "the cell took no result by itself before the last task finished, so none could be handled while the slow "
-    "one still ran")
+    "the cell took no result by itself before the last task finished, so none reached the notebook to be handled "
+    "while the slow one still ran")
 
 
 @exercise("as-completed", lesson="01-distributed-python/03-futures-as-arguments-and-as-completed.ipynb",

@@ -97,7 +97,9 @@ HINTS = {
 
 def waited_between(w: measure.WaitBetween) -> str:
     """The ``not yet`` for a wait between two submissions, from the record: which call, where, after how many."""
-    on = f"on task {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}"
+    # An as_completed() wait is on none in particular: the record names the future it yielded.
+    on = (f"that yielded task {w.task}" if w.task and w.kind == "as_completed" else
+          f"on task {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
     return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only {w.submitted} "
             f"of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after that wait, "
             "so they were never all in flight together.")
