@@ -171,6 +171,19 @@ def taken_singly_before(trace: Any, moment: float) -> int:
                    if kinds[k] in TAKING and n == 1 and e < moment))
 
 
+def values_taken_before(trace: Any, moment: float) -> int:
+    """How many futures' values get()/result()/await calls took that returned before ``moment`` (a trace time).
+
+    Whatever the count of each call: a call on every task cannot return before the last result, so any
+    take that did took some results while others still ran (``hpc.get(done)`` after ``hpc.wait`` counts).
+    """
+    b = trace.blocks
+    kinds = trace.block_kinds
+    return int(sum(n for k, n, e in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist(),
+                                        np.asarray(b["end"]).tolist())
+                   if kinds[k] in TAKING and e < moment))
+
+
 #: The driver calls that wait on one future in particular: a get()/result()/await of it, an ``hpc.wait``
 #: on it alone, a loop of ``done()`` on it (recorded as a ``done`` wait). ``as_completed`` and a wait on
 #: several futures wake at whichever finishes first, so they never hold a finished result back.

@@ -55,7 +55,7 @@ def test_getting_all_before_handling():
                                      "handled = [handle(r) for r in hpc.get(futures)]\n", setup=SETUP)
     text = v.to_text()
     assert not v.passed
-    assert "took no measure result by itself (a get() or result() of one future) before the last of the 10 tasks " \
+    assert "took no measure task's value (with get(), result() or await) before the last of the 10 tasks " \
            "finished" in text, text
     assert "none of their results reached the notebook to be handled while the slow one still ran. Its first " \
            "take was get() of 10 futures at cell line 3." in text, text
@@ -95,7 +95,7 @@ CELLS = [
      "handled = [handle(hpc.get(f)) for f in futures[:5]]\n", False, "does not hold handle's answer", "results"),
     ("shortcut-empty-as-completed-loop", SUBMIT + "for f in hpc.as_completed(futures):\n    pass\n"
      "handled = [handle(r) for r in hpc.get(futures)]\n", False,
-     "the cell took no measure result by itself (a get() or result() of one future) before the last of the 10 "
+     "the cell took no measure task's value (with get(), result() or await) before the last of the 10 "
      "tasks finished, so none of their results reached the notebook to be handled while the slow one still ran. "
      "Its first take was get() of 10 futures at cell line 6. Its as_completed loop took no value itself.",
      "all-at-once"),
@@ -321,3 +321,16 @@ def test_where_keeps_a_library_s_line_apart_from_the_cell_s():
 
     assert measure.where("cell line 5") == " at cell line 5"
     assert measure.where("thread.py:58") == " in code outside the cell (thread.py:58)"
+
+
+def test_values_taken_before_the_last_result_count_a_get_of_the_done_list():
+    """hpc.get(done) of 2 finished futures before the last result came took results while one still ran."""
+    from eugo_lab.exercises import measure
+
+    waited = _four([("wait", 0.01, 0.2, -1, 4), ("get", 0.2, 0.2, -1, 2), ("wait", 0.21, 0.3, -1, 2),
+                    ("get", 0.3, 0.3, -1, 1), ("wait", 0.31, 0.4, 1), ("get", 0.4, 0.4, 1)])
+    last = measure.last_received(waited, "measure")
+    assert measure.values_taken_before(waited, last) == 3 and measure.taken_singly_before(waited, last) == 1
+    # One get() of all four returns with the last result, never before it.
+    at_once = _four([("get", 0.01, 0.4, -1, 4)])
+    assert measure.values_taken_before(at_once, measure.last_received(at_once, "measure")) == 0

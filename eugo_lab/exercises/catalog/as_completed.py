@@ -46,7 +46,8 @@ another had finished before it and was not taken yet (the runtime records each w
 future it was on: a get()/result(), an ``hpc.wait`` on it alone, a loop of ``done()`` on it; and
 when each result arrived, :func:`eugo_lab.exercises.measure.held_up`), so the results were taken
 in the order the tasks finished (ties within a fraction of the gaps between finishes); the driver
-took a result by itself (a get() of one future) before the last one arrived (so not one
+took some values (a get() of one future, or of the ones ``hpc.wait`` said were done) before the last one
+arrived (so not one
 ``hpc.get`` of all of them first, with or without an ``as_completed`` loop that takes nothing).
 The hidden case's slow measurement is at a place drawn from the seed and slow by the checker's
 hold, not its input: an order fitted to the lesson's (its slow one is first) or to ``p.ms``
@@ -169,9 +170,9 @@ def waited_before_submitting(w: measure.WaitBetween) -> str:
 
 
 def all_at_once(trace: Any, n_calls: int) -> str:
-    """The ``not yet`` for no result taken by itself before the last one came: the first take, from the record.
+    """The ``not yet`` for no value taken before the last result came: the first take, from the record.
 
-    Says what was checked (no get()/result() of one future returned before the last result arrived) and
+    Says what was checked (no get()/result()/await returned before the last result arrived) and
     which call took the values first; nothing about when the cell computed `handled`, which is not recorded.
     """
     takes = [w for w in measure.waits(trace) if w[0] in measure.TAKING]
@@ -179,7 +180,7 @@ def all_at_once(trace: Any, n_calls: int) -> str:
              f"{measure.where(takes[0][2])}." if takes else "")
     loop = (" Its as_completed loop took no value itself." if "as_completed" in {w[0] for w in measure.waits(trace)}
             and not any(w[1] == 1 for w in takes) else "")
-    return (f"the cell took no {FUNCTION} result by itself (a get() or result() of one future) before the last of "
+    return (f"the cell took no {FUNCTION} task's value (with get(), result() or await) before the last of "
             f"the {n_calls} tasks finished, so none of their results reached the notebook to be handled while the "
             f"slow one still ran.{first}{loop}")
 
@@ -192,7 +193,7 @@ problems.explained_on_hidden(
     "had not finished while later ones were already done")
 problems.explained_on_hidden(
     "as-completed", "all-at-once",
-    "the cell took no result by itself before the last task finished, so none reached the notebook to be handled "
+    "the cell took no task's value before the last task finished, so none reached the notebook to be handled "
     "while the slow one still ran")
 
 
@@ -251,7 +252,8 @@ def as_completed(a: Attempt) -> Verdict:
                          "order of its own, not the order the tasks finished in, so finished results waited "
                          "unhandled behind a running one.", mistake="held-up")
     last = measure.last_received(a.trace, FUNCTION)
-    early = measure.taken_singly_before(a.trace, last)
+    # Any take that returned before the last result counts, one future or the list hpc.wait said was done.
+    early = measure.values_taken_before(a.trace, last)
     if not early:
         return a.not_yet(all_at_once(a.trace, n_calls), mistake="all-at-once")
     kinds = {w[0] for w in measure.waits(a.trace)}
@@ -266,8 +268,10 @@ def as_completed(a: Attempt) -> Verdict:
     note = " (1 worker: checked by the way results were taken)" if one_worker else ""
     return a.passed(f"all {len(handled)} answers in `handled` are handle() of the {n} values the {FUNCTION} tasks "
                     f"returned",
-                    f"the first result was taken by itself before the last task finished{note}",
+                    (f"the first result was taken by itself before the last task finished{note}"
+                     if measure.taken_singly_before(a.trace, last) else
+                     f"results were taken before the last task finished{note}"),
                     f"results taken {how}; no Submission order finding",
-                    details=(f"{early} results taken one at a time before the last task finished",
+                    details=(f"{measure.plural(early, 'result')} taken before the last task finished",
                              f"{len(measure.waits(a.trace))} waits by the driver",
                              f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run"))
