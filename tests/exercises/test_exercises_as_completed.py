@@ -105,12 +105,12 @@ CELLS = [
     ("shortcut-get-after-each-remote", "handled = []\nfor ms in p.ms:\n"
      "    handled.append(handle(hpc.get(measure.remote(ms))))\n", False,
      "the cell waited (get() on measurement 1 at cell line 4) when it had submitted only 1 of the 10 measure "
-     "tasks, and submitted the other 9 after that wait", "submit-first"),
+     "tasks, and submitted the other 9 after that wait began", "submit-first"),
     ("shortcut-slow-one-alone-first", "handled = []\nfirst = measure.remote(p.ms[0])\n"
      "handled.append(handle(hpc.get(first)))\n"
      "for f in hpc.as_completed([measure.remote(ms) for ms in p.ms[1:]]):\n    handled.append(handle(hpc.get(f)))\n",
      False, "the cell waited (get() on measurement 1 at cell line 4) when it had submitted only 1 of the 10 "
-     "measure tasks, and submitted the other 9 after that wait", "submit-first"),
+     "measure tasks, and submitted the other 9 after that wait began", "submit-first"),
     ("shortcut-slow-one-held-back", "small = [measure.remote(ms) for ms in p.ms[1:]]\nhandled = []\n"
      "for f in hpc.as_completed(small):\n    handled.append(handle(hpc.get(f)))\n"
      "handled.append(handle(hpc.get(measure.remote(p.ms[0]))))\n", False,
@@ -120,12 +120,12 @@ CELLS = [
      "for f in hpc.as_completed(small):\n    handled.append(handle(hpc.get(f)))\n"
      "handled.append(handle(hpc.get(measure.remote(p.ms[0]))))\n", False,
      "at cell line 4) when it had submitted only 9 of the 10 measure tasks, and submitted the other 1 after that "
-     "wait", "submit-first"),
+     "wait began", "submit-first"),
     ("shortcut-serial-slow-one-last", "handled = []\nslow = max(range(len(p.ms)), key=lambda i: p.ms[i])\n"
      "for i, ms in enumerate(p.ms):\n    if i != slow:\n        handled.append(handle(hpc.get(measure.remote(ms))))\n"
      "handled.append(handle(hpc.get(measure.remote(p.ms[slow]))))\n", False,
      "the cell waited (get() on measurement 1 at cell line 6) when it had submitted only 1 of the 10 measure "
-     "tasks, and submitted the other 9 after that wait", "submit-first"),
+     "tasks, and submitted the other 9 after that wait began", "submit-first"),
     ("shortcut-other-task", "@hpc.remote\ndef quick(ms):\n    return ms\n\n"
      "futures = [quick.remote(ms) for ms in p.ms]\nhandled = []\nfor f in futures:\n"
      "    handled.append(handle(hpc.get(f)))\n", False,

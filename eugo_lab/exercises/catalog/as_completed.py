@@ -166,7 +166,8 @@ def waited_before_submitting(w: measure.WaitBetween) -> str:
           f"on measurement {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
     return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only "
             f"{w.submitted} of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after "
-            "that wait: those never ran beside the ones before it, so there was nothing to take as it finished.")
+            "that wait began: submit them all before waiting on any, so they run side by side and each can be taken "
+            "as it finishes.")
 
 
 def all_at_once(trace: Any, n_calls: int) -> str:

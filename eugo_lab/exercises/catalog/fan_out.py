@@ -95,14 +95,19 @@ HINTS = {
 }
 
 
-def waited_between(w: measure.WaitBetween) -> str:
-    """The ``not yet`` for a wait between two submissions, from the record: which call, where, after how many."""
+def waited_between(w: measure.WaitBetween, in_flight: int) -> str:
+    """The ``not yet`` for a wait between two submissions, from the record: which call, where, after how many.
+
+    ``in_flight``: the most tasks out at once (:func:`~eugo_lab.exercises.measure.max_in_flight`); "never all in
+    flight together" is said only when it was fewer than all (threads that each submit and wait can have them all).
+    """
     # An as_completed() wait is on none in particular: the record names the future it yielded.
     on = (f"that yielded task {w.task}" if w.task and w.kind == "as_completed" else
           f"on task {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
     return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only {w.submitted} "
-            f"of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after that wait, "
-            "so they were never all in flight together.")
+            f"of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after that wait "
+            "began" + (", so they were never all in flight together." if in_flight < w.total else
+                       ": every submission should come before the first wait."))
 
 
 @exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once",
@@ -135,7 +140,7 @@ def fan_out(a: Attempt) -> Verdict:
     # What the driver did, not how many tasks were out at once: hpc.map paces its sends itself.
     between = measure.wait_between_submissions(a.trace, FUNCTION)
     if between is not None:
-        return a.not_yet(waited_between(between), mistake="waited-between")
+        return a.not_yet(waited_between(between, measure.max_in_flight(a.trace)), mistake="waited-between")
     in_flight = measure.max_in_flight(a.trace)
     w = max(a.workers, 2)
     replayed = a.replayed_speedup(w)
