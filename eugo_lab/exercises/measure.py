@@ -192,6 +192,19 @@ def taken_singly_before(trace: Any, moment: float) -> int:
                    if kinds[k] in TAKING and n == 1 and e < moment))
 
 
+def values_taken_before(trace: Any, moment: float) -> int:
+    """How many futures' values get()/result()/await calls took that returned before ``moment`` (a trace time).
+
+    Whatever the count of each call: a call on every task cannot return before the last result, so any
+    take that did took some results while others still ran (``hpc.get(done)`` after ``hpc.wait`` counts).
+    """
+    b = trace.blocks
+    kinds = trace.block_kinds
+    return int(sum(n for k, n, e in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["futures"]).tolist(),
+                                        np.asarray(b["end"]).tolist())
+                   if kinds[k] in TAKING and e < moment))
+
+
 #: The driver calls that wait on one future in particular: a get()/result()/await of it, an ``hpc.wait``
 #: on it alone, a loop of ``done()`` on it (recorded as a ``done`` wait). ``as_completed`` and a wait on
 #: several futures wake at whichever finishes first, so they never hold a finished result back.
@@ -247,7 +260,9 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
     each wait with the task it was on (the blocks' ``task``). A wait counts when its task was still
     running as the wait began; another task counts when it finished before the one waited on (by more
     than a tie, :data:`TIE_FRACTION` of the median gap between finishes) and before the wait ended (a
-    wait with a timeout may end first), and the driver had not taken it when the wait began. Taking
+    wait with a timeout may end first), and the driver had not taken it when the wait began: by a take
+    of that one future, or possibly by a call that took several at once before (:func:`uncovered`: a
+    ``hpc.wait`` loop that then gets the list of done futures never waits on one of them). Taking
     results in the order they finish never gives one, on any machine: the driver then only waits on a
     task when every earlier-finished one is taken. None: no such wait.
     """
@@ -266,6 +281,7 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
     taken = first_taken(trace)
     b = trace.blocks
     kinds = trace.block_kinds
+    many = taken_together(trace)
     for i in np.argsort(np.asarray(b["start"]), kind="stable").tolist():
         kind, x = kinds[int(b["kind"][i])], int(b["task"][i])
         start, end = float(b["start"][i]), float(b["end"][i])
@@ -273,13 +289,43 @@ def held_up(trace: Any, function: str) -> HeldUp | None:
             continue
         if received[x] - start <= tie:  # it had finished (or as good as) when the driver turned to it
             continue
-        sat = sorted(numbers[y] for y, r in received.items()
-                     if y != x and r < min(received[x] - tie, end) and taken.get(y, np.inf) > start)
+        sat = [y for y, r in received.items()
+               if y != x and r < min(received[x] - tie, end) and taken.get(y, np.inf) > start]
+        sat = sorted(numbers[y] for y in uncovered(sat, received, [m for m in many if m[0] <= start], tie))
         if sat:
             longest = max(body.values(), key=lambda d: d if np.isfinite(d) else -1.0)
             return HeldUp(numbers[x], kind, display_source(trace.sources[int(b["source"][i])]), tuple(sat),
                           bool(np.isfinite(body[x]) and body[x] >= longest))
     return None
+
+
+def taken_together(trace: Any) -> list[tuple[float, int]]:
+    """``(end, futures)`` of each get()/result()/await that took several futures in one call, by end.
+
+    The record names the task of a call on one future only; a call on several (``hpc.get(done)`` after
+    ``hpc.wait``) took that many values, of futures finished by the time it returned.
+    """
+    b = trace.blocks
+    kinds = trace.block_kinds
+    out = [(float(e), int(n)) for k, e, n in zip(np.asarray(b["kind"]).tolist(), np.asarray(b["end"]).tolist(),
+                                                  np.asarray(b["futures"]).tolist())
+           if kinds[k] in TAKING and n > 1]
+    return sorted(out)
+
+
+def uncovered(tasks: list[int], received: dict[int, float], takes: list[tuple[float, int]], tie: float) -> list[int]:
+    """The ``tasks`` (finished, with no take of their own recorded) that no call on several futures can have taken.
+
+    ``takes``: ``(end, futures)`` of such calls (:func:`taken_together`). A call took at most its count of
+    futures, each finished by the time it returned (within ``tie``); which ones is not recorded, so the
+    benefit of the doubt goes to the cell: the earliest-finished tasks are matched to the earliest calls, which
+    covers as many as any assignment can (a task finished by one call's end is finished by every later one's).
+    """
+    left = sorted(tasks, key=lambda y: received[y])
+    for end, n in sorted(takes):
+        can = [y for y in left if received[y] <= end + tie][:n]
+        left = [y for y in left if y not in can]
+    return left
 
 
 def spans(numbers: tuple[int, ...] | list[int]) -> str:
@@ -396,3 +442,92 @@ def tasks_reading_stored(trace: Any, function: str) -> dict[int, int]:
     """
     mine = set(np.asarray(trace.tasks["task_id"])[trace.first_attempts(function)].tolist())
     return {int(t): int(p) for t, p in trace.meta.get("refs_read", ()) if int(t) in mine}
+
+
+def driver_submits(trace: Any, function: str) -> dict[int, float]:
+    """``{task id: when the driver's own call submitted it}`` for ``function``'s tasks (first attempts).
+
+    A plain ``.remote()`` is sent as the driver calls it: its ``submit`` time. The items of an ``hpc.map``
+    (and ``.remote()`` calls the runtime coalesced into batches) are sent by the runtime, a window at a
+    time as results come back, long after the one call that made them: the driver's moment for each is the
+    earliest send of its run of consecutive task ids (the ids one call took at once; a batch's own id,
+    taken later, always breaks the run between two calls).
+    """
+    t = trace.tasks
+    first = trace.first_attempts(function)
+    ids = np.asarray(t["task_id"])[first]
+    submit = np.asarray(t["submit"], dtype=float)[first]
+    batched = np.asarray(t["batch"])[first] >= 0
+    order = np.argsort(ids, kind="stable")
+    out: dict[int, float] = {}
+    run: list[int] = []  # positions (in ``order``) of the current run of batched items
+
+    def close() -> None:
+        if run:
+            moment = float(np.nanmin(submit[run])) if np.isfinite(submit[run]).any() else float("nan")
+            out.update({int(ids[k]): moment for k in run})
+            run.clear()
+
+    for k in order.tolist():
+        if batched[k] and run and ids[k] == ids[run[-1]] + 1:
+            run.append(k)
+            continue
+        close()
+        if batched[k]:
+            run.append(k)
+        else:
+            out[int(ids[k])] = float(submit[k])
+    close()
+    return out
+
+
+@dataclass(frozen=True)
+class WaitBetween:
+    """A blocking wait of the driver that began after it had submitted some of a function's tasks, not all."""
+
+    kind: str  # the call that waited (``get``, ``wait``, ``as_completed``, ``await``, ``done``)
+    futures: int  # how many futures it was on
+    source: str  # where (``cell line N``)
+    task: int  # the one task it was on, by its number in submission order; 0: several, or another function's
+    submitted: int  # tasks of the function the driver had submitted when it began
+    total: int  # tasks of the function in all
+
+
+def wait_between_submissions(trace: Any, function: str) -> WaitBetween | None:
+    """The driver's first blocking wait between its first and its last submission of ``function``'s tasks.
+
+    Both are the driver's own calls (:func:`driver_submits`: an ``hpc.map`` counts as submitted when it
+    was called, however its runtime paced the sends), so this is an order, not a duration: a cell that
+    submits everything before it waits never has one, on any machine; one that takes a result (or waits
+    for one) before submitting the rest always does. None: no such wait.
+    """
+    moments = driver_submits(trace, function)
+    at = np.sort(np.fromiter((m for m in moments.values() if np.isfinite(m)), float))
+    if len(at) < 2:
+        return None
+    b = trace.blocks
+    starts = np.asarray(b["start"], dtype=float)
+    inside = np.flatnonzero((starts > at[0]) & (starts < at[-1]))
+    if not len(inside):
+        return None
+    i = int(inside[np.argmin(starts[inside])])
+    numbers = submission_numbers(trace, function)
+    task = int(b["task"][i])
+    return WaitBetween(trace.block_kinds[int(b["kind"][i])], int(b["futures"][i]),
+                       display_source(trace.sources[int(b["source"][i])]),
+                       numbers.get(task, 0) if int(b["futures"][i]) == 1 else 0,
+                       int(np.searchsorted(at, starts[i], side="left")), len(at))
+
+
+def in_cell(source: str) -> bool:
+    """The displayed source (:func:`eugo_lab.units.fmt_source`) is a line of the graded cell, not a library file."""
+    return source.startswith("cell line ")
+
+
+def where(source: str) -> str:
+    """`` at cell line 5`` for a line of the cell; else `` in code outside the cell (thread.py:58)``.
+
+    A wait made by a library the cell called (a thread pool calling get(), say) is recorded at the
+    library's line: saying "at thread.py:58" as if it were the learner's would send them looking for it.
+    """
+    return f" at {source}" if in_cell(source) else f" in code outside the cell ({source})"

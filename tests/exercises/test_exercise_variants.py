@@ -191,6 +191,15 @@ def test_fan_out_typed_answer_does_not_carry_over():
     carried_over(v)
 
 
+@pytest.mark.parametrize("batch", ["", ", batch=1"], ids=["auto", "batch-1"])
+def test_fan_out_hpc_map_passes_on_both_cases(batch):
+    """One hpc.map call submits every item; how many its runtime sends at a time is not the cell waiting."""
+    text = passed_twice(run_exercise("fan-out", f"results = hpc.get(hpc.map(slow_square, p.xs{batch}))\n",
+                                     setup=SQUARE))
+    assert "the cell submitted all 12 slow_square tasks before it first waited" in text or \
+           "all 12 slow_square tasks were submitted before the first of them came back" in text, text
+
+
 def test_fan_out_honest_helper_passes():
     cell = ("def square_all(fn, values):\n    pending = [fn.remote(v) for v in values]\n    return hpc.get(pending)\n\n"
             "results = square_all(slow_square, p.xs)\n")
@@ -239,6 +248,34 @@ def test_as_completed_honest_wait_loop_passes():
     passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
 
 
+@pytest.mark.parametrize("loop", [
+    "    done, pending = hpc.wait(pending, num_returns=1)\n    handled.extend(handle(v) for v in hpc.get(done))\n",
+    "    done, pending = hpc.wait(pending)\n    for v in hpc.get(done):\n        handled.append(handle(v))\n",
+], ids=["extend", "for"])
+def test_as_completed_wait_loop_that_gets_the_done_list_passes(loop):
+    """hpc.wait, then one get() of the futures it said were done: that get() waits on nothing, on either case.
+
+    On the hidden case two measurements can finish together, so a wait returns both and the get() takes
+    them in one call; the loop's last wait is then on the one future left, and must not be read as
+    waiting on it while those two sat untaken.
+    """
+    cell = "pending = [measure.remote(ms) for ms in p.ms]\nhandled = []\nwhile pending:\n" + loop
+    passed_twice(run_exercise("as-completed", cell, setup=MEASURE))
+
+
+def test_as_completed_submission_order_on_the_hidden_case_is_named_not_blamed_on_a_typed_value():
+    """A measure with no sleep taken in submission order may pass the lesson's case; the hidden one holds a result
+    back, and the verdict says what the loop did there, not that a value was typed in."""
+    cell = ("@hpc.remote\ndef measure(ms):\n    return ms\n\nfutures = [measure.remote(ms) for ms in p.ms]\n"
+            "handled = []\nfor f in futures:\n    handled.append(handle(hpc.get(f)))\n")
+    v = run_exercise("as-completed", cell, setup=MEASURE)
+    text = v.to_text()
+    h = hidden("as-completed")
+    assert not v.passed and v.mistake in ("held-up", "submission-order"), text
+    assert "a value is written into the cell" not in text and code_in("\n".join(v.lines[:-1])) == [], text
+    never_shown(text, *h.ms, *(m + 1 for m in h.ms))
+
+
 def test_as_completed_honest_result_and_helper_pass():
     cell = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
             "for f in hpc.as_completed(futures):\n    handled.append(handle(f.result()))\n")
@@ -260,7 +297,7 @@ def test_as_completed_order_fitted_to_the_lessons_slow_first_measurement_does_no
     # On the lesson's case it usually passes (the pool may also queue a short one behind the slow one there:
     # then the lesson's own run names the wait); on the hidden case the loop waits on the slow one.
     assert not v.passed and v.mistake == "held-up", text
-    assert "your loop waited for" in text and "a value is written into the cell" not in text, text
+    assert "the cell waited for" in text and "a value is written into the cell" not in text, text
     assert code_in(text) == [], text
     never_shown(text, *h.ms, *(m + 1 for m in h.ms))
 
@@ -472,7 +509,7 @@ def test_as_completed_order_by_the_inputs_does_not_pass_where_every_task_starts_
     # The lesson's run may already show it (two finishes a few ms apart can land in either order); either way
     # the verdict names the wait, and nothing of the hidden case.
     assert not v.passed and v.mistake == "held-up", text
-    assert "your loop waited for" in text and code_in(text) == [], text
+    assert "the cell waited for" in text and code_in(text) == [], text
     never_shown(text, *h.ms, *(m + 1 for m in h.ms))
 
 
@@ -487,7 +524,7 @@ def test_a_mistake_explained_on_the_hidden_case_is_named_there_not_blamed_on_a_t
     v = problems.checked_again(first, second, ["p"])
     text = v.to_text()
     assert not v.passed and v.mistake == "held-up", text
-    assert ("there your loop waited for one measurement while others had already finished and were not taken yet: "
+    assert ("there the cell waited for one measurement while others had already finished and were not taken yet: "
             "the order it took the results in matched the order they finished in on the lesson's inputs") in text
     assert "measurement 2" not in text and "a value is written into the cell" not in text, text
     # Any other mistake there is still the typed-value case.

@@ -51,7 +51,7 @@ def test_local_loop_without_remote():
     v = run_exercise("fan-out", cell("results = [slow_square(x) for x in p.xs]\n"))
     assert not v.passed
     assert "no slow_square task ran on a worker" in v.to_text()
-    assert "right here in the notebook" in v.to_text() and code_in(v.to_text()) == []
+    assert "slow_square ran 12 times here in the notebook" in v.to_text() and code_in(v.to_text()) == []
 
 
 def test_wrong_results_and_missing_variable():
@@ -101,6 +101,30 @@ CELLS = [
      "tasks returned: the graded value must be what this cell's tasks returned", "decoy"),
     ("shortcut-never-taken", SUBMIT + "results = [x * x for x in p.xs]\n", False,
      "but the cell took only 0 values of theirs with get()", "not-taken"),
+    # A wait between submissions, read from the driver's own calls: no Blocking finding (more than one task
+    # was out each time), yet the tasks after the wait were not in flight with those before it.
+    ("shortcut-two-at-a-time", "results = []\nfor i in range(0, len(p.xs), 2):\n"
+     "    results += hpc.get([slow_square.remote(x) for x in p.xs[i:i + 2]])\n", False,
+     "the cell waited (get() on 2 futures at cell line 12) when it had submitted only 2 of the 12 slow_square "
+     "tasks, and submitted the other 10 after that wait began, so they were never all in flight together.",
+     "waited-between"),
+    ("shortcut-one-ahead", "nxt = slow_square.remote(p.xs[0])\nresults = []\nfor i in range(len(p.xs)):\n"
+     "    cur = nxt\n    if i + 1 < len(p.xs):\n        nxt = slow_square.remote(p.xs[i + 1])\n"
+     "    results.append(hpc.get(cur))\n", False,
+     "the cell waited (get() on task 1 at cell line 16) when it had submitted only 2 of the 12 slow_square tasks",
+     "waited-between"),
+    # hpc.map: one call submits every item, whatever window its runtime sends at a time.
+    ("honest-map", "results = hpc.get(hpc.map(slow_square, p.xs))\n", True,
+     "`results` is the 12 values the tasks returned, in submission order, taken with 1 get() call", None),
+    ("honest-map-batch-1", "results = hpc.get(hpc.map(slow_square, p.xs, batch=1))\n", True,
+     "taken with 1 get() call", None),
+    # Other functions' tasks: the verdict names them, and does not say a loop ran slow_square in the notebook.
+    ("shortcut-one-task-for-all", "@hpc.remote\ndef all_squares(xs):\n    time.sleep(0.05 * len(xs))\n"
+     "    return [x * x for x in xs]\n\nresults = hpc.get(all_squares.remote(list(p.xs)))\n", False,
+     "no slow_square task ran in this cell (only tasks of all_squares)", "local"),
+    ("shortcut-decoy-function", "@hpc.remote\ndef decoy(x):\n    time.sleep(0.05)\n    return 0\n\n"
+     "hpc.get([decoy.remote(x) for x in p.xs])\nresults = [x * x for x in p.xs]\n", False,
+     "no slow_square task ran in this cell (only tasks of decoy)", "local"),
 ]
 
 
@@ -114,3 +138,18 @@ def test_the_replay_line_names_the_run_s_workers():
     v = run_exercise("fan-out", cell(SUBMIT + "results = hpc.get(futures)\n"), line="-w 3 --no-live")
     assert v.passed, v.to_text()
     assert "the replay on 3 workers predicts" in v.to_text() and "on 2 workers" not in v.to_text()
+
+
+def test_a_get_per_task_in_notebook_threads_waits_between_submissions():
+    """Each thread submits one task and waits on it: the first wait began before the last submission.
+
+    How many were in flight at once depends on how the threads were scheduled, so the verdict says "never all in
+    flight together" only when the record shows it (else what to do instead); the wait itself it always names.
+    """
+    body = ("import concurrent.futures as cf\nwith cf.ThreadPoolExecutor(len(p.xs)) as ex:\n"
+            "    results = list(ex.map(lambda x: hpc.get(slow_square.remote(x)), p.xs))\n")
+    v = run_exercise("fan-out", cell(body))
+    text = v.to_text()
+    assert not v.passed and v.mistake == "waited-between", text
+    assert "when it had submitted only " in text and "after that wait began" in text, text
+    assert text.count("never all in flight together") + text.count("should come before the first wait") == 1, text

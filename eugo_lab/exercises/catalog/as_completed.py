@@ -36,14 +36,18 @@ Reference solution (same first lines, then)::
         handled.append(handle(hpc.get(f)))
 
 Criteria, on the inputs the run was handed: ``handled`` holds ``ms + 1`` for each ms in
-``p.ms`` (any order); one ``measure`` task ran per input; ``handled`` holds ``handle(r)``
-(``r + 1``) of each value those tasks returned (their traced digests) and the cell took their
+``p.ms`` (any order); one ``measure`` task ran per input; every task was submitted before the
+driver's first blocking wait (:func:`eugo_lab.exercises.measure.wait_between_submissions`: a cell
+that takes one result, or holds the slow one back, and submits the rest after never runs them side
+by side) and no Blocking finding; ``handled`` holds ``handle(r)`` (``r + 1``) of each value those
+tasks returned (their traced digests) and the cell took their
 values with get(); no Submission order finding; the driver never waited on one task while
 another had finished before it and was not taken yet (the runtime records each wait with the one
 future it was on: a get()/result(), an ``hpc.wait`` on it alone, a loop of ``done()`` on it; and
 when each result arrived, :func:`eugo_lab.exercises.measure.held_up`), so the results were taken
 in the order the tasks finished (ties within a fraction of the gaps between finishes); the driver
-took a result by itself (a get() of one future) before the last one arrived (so not one
+took some values (a get() of one future, or of the ones ``hpc.wait`` said were done) before the last one
+arrived (so not one
 ``hpc.get`` of all of them first, with or without an ``as_completed`` loop that takes nothing).
 The hidden case's slow measurement is at a place drawn from the seed and slow by the checker's
 hold, not its input: an order fitted to the lesson's (its slow one is first) or to ``p.ms``
@@ -58,6 +62,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from eugo_lab.analysis.findings import Code
 from eugo_lab.exercises import derivation, measure, problems, steps
@@ -132,6 +137,10 @@ HINTS = {
                     "reversed, or by how long you expect each to take): as_completed yields each future as soon "
                     "as its task is done, and waiting for one while others are already finished leaves them "
                     "unhandled.", _SOLUTION),
+    "submit-first": Hint("Submit every measurement before you wait for any of them: make all the .remote calls "
+                         "first and keep the futures in a list, then take the results as they finish, so the "
+                         "tasks run side by side and a short one is handled while the slow one still runs.",
+                         _SOLUTION),
     "all-at-once": Hint("Do not wait for all results with one get() before handling any: take them one at a time "
                         "as they finish, with as_completed, and handle each in the loop.", _SOLUTION),
     problems.CARRY_OVER: Hint("Submit one measurement for each input in p.ms, the exercise's inputs, instead of "
@@ -145,9 +154,48 @@ HINTS = {
 # the slow one is elsewhere: say that, not "a value is written into the cell" (nothing of the case named).
 problems.explained_on_hidden(
     "as-completed", "held-up",
-    "your loop waited for one measurement while others had already finished and were not taken yet: the order "
+    "the cell waited for one measurement while others had already finished and were not taken yet: the order "
     "it took the results in matched the order they finished in on the lesson's inputs, where the slow "
     "measurement is the first, but not on these")
+
+
+def waited_before_submitting(w: measure.WaitBetween) -> str:
+    """The ``not yet`` for a wait between submissions, from the record: which call, where, after how many."""
+    # An as_completed() wait is on none in particular: the record names the future it yielded.
+    on = (f"that yielded measurement {w.task}" if w.task and w.kind == "as_completed" else
+          f"on measurement {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
+    return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only "
+            f"{w.submitted} of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after "
+            "that wait began: submit them all before waiting on any, so they run side by side and each can be taken "
+            "as it finishes.")
+
+
+def all_at_once(trace: Any, n_calls: int) -> str:
+    """The ``not yet`` for no value taken before the last result came: the first take, from the record.
+
+    Says what was checked (no get()/result()/await returned before the last result arrived) and
+    which call took the values first; nothing about when the cell computed `handled`, which is not recorded.
+    """
+    takes = [w for w in measure.waits(trace) if w[0] in measure.TAKING]
+    first = (f" Its first take was {takes[0][0]}() of {measure.plural(takes[0][1], 'future')}"
+             f"{measure.where(takes[0][2])}." if takes else "")
+    loop = (" Its as_completed loop took no value itself." if "as_completed" in {w[0] for w in measure.waits(trace)}
+            and not any(w[1] == 1 for w in takes) else "")
+    return (f"the cell took no {FUNCTION} task's value (with get(), result() or await) before the last of "
+            f"the {n_calls} tasks finished, so none of their results reached the notebook to be handled while the "
+            f"slow one still ran.{first}{loop}")
+
+
+# Other mistakes a cell with every input taken from p can meet only on the hidden case (its slow measurement is
+# elsewhere): say what happened there, in words that hold nothing of the case.
+problems.explained_on_hidden(
+    "as-completed", "submission-order",
+    "the cell called get() on one future after another in submission order and waited for a measurement that "
+    "had not finished while later ones were already done")
+problems.explained_on_hidden(
+    "as-completed", "all-at-once",
+    "the cell took no task's value before the last task finished, so none reached the notebook to be handled "
+    "while the slow one still ran")
 
 
 @exercise("as-completed", lesson="01-distributed-python/03-futures-as-arguments-and-as-completed.ipynb",
@@ -165,10 +213,9 @@ def as_completed(a: Attempt) -> Verdict:
     if got is None or not measure.same_within_tolerance(got, expected):
         return a.not_yet(f"`handled` does not hold handle's answer for each of the {n_calls} results (measure's "
                          "value plus 1, one for each input in p.ms, in any order).", mistake="results")
-    n = measure.tasks(a.trace, FUNCTION)
-    if n < n_calls:
-        return a.not_yet(f"only {n} of the {n_calls} calls ran as {FUNCTION} tasks; the others ran here in the "
-                         "notebook.", mistake="local")
+    # What ran in the notebook is said only from the runtime's record of it (steps.tasks_ran).
+    n = steps.tasks_ran(a, FUNCTION, "`handled`")
+    steps.every_call_a_task(a, FUNCTION, n, n_calls)
     came = derivation.mapped(handled, a.trace, FUNCTION, lambda r: r + 1, name="handled", how="handle()")
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
@@ -177,31 +224,39 @@ def as_completed(a: Attempt) -> Verdict:
         return a.not_yet(f"`handled` holds the right answers, but the cell never took a {FUNCTION} task's value "
                          "with get(), so they were computed here in the notebook beside the tasks.",
                          mistake="not-taken")
+    between = measure.wait_between_submissions(a.trace, FUNCTION)
+    if between is not None:
+        return a.not_yet(waited_before_submitting(between), mistake="submit-first")
+    blocked = measure.blocking_loop(a.report)
+    if blocked is not None:
+        where, k = blocked
+        return a.not_yet(f"the cell called get(){measure.where(where)} right after submitting each task, so {k} "
+                         "tasks ran one at a time: the analysis raised the Blocking finding.", mistake="submit-first")
     order = a.report.finding(Code.SUBMISSION_ORDER)
     if order is not None:
-        where = display_source(order.evidence["source"])
-        return a.not_yet(f"your loop called get() at {where} in submission order: it waited for the slow first "
-                         "task while later results were already done, and handled them only after it (the "
+        where = measure.where(display_source(order.evidence["source"]))
+        number = measure.submission_numbers(a.trace, FUNCTION).get(int(order.evidence["task_id"]))
+        which = f"measurement {number}" if number else "an early measurement"
+        done = int(order.evidence["done_meanwhile"])
+        return a.not_yet(f"the cell called get(){where} on one future after another in submission order: it waited "
+                         f"for {which} while {measure.plural(done, 'later result')} "
+                         f"{'was' if done == 1 else 'were'} already done, and handled them only after it (the "
                          "Submission order finding).", mistake="submission-order")
     held = measure.held_up(a.trace, FUNCTION)
     if held is not None:
         n_sat = len(held.finished)
-        return a.not_yet(f"your loop waited for measurement {held.waited_on}"
-                         f"{' (the slowest)' if held.slowest else ''}, {WAITED_BY[held.kind]} at {held.source}, "
+        return a.not_yet(f"the cell waited for measurement {held.waited_on}"
+                         f"{' (the slowest)' if held.slowest else ''}, {WAITED_BY[held.kind]}"
+                         f"{measure.where(held.source)}, "
                          f"while measurement{'s' if n_sat > 1 else ''} {measure.spans(held.finished)} had already "
                          f"finished and {'were' if n_sat > 1 else 'was'} not taken yet: it took the results in an "
                          "order of its own, not the order the tasks finished in, so finished results waited "
                          "unhandled behind a running one.", mistake="held-up")
     last = measure.last_received(a.trace, FUNCTION)
-    early = measure.taken_singly_before(a.trace, last)
+    # Any take that returned before the last result counts, one future or the list hpc.wait said was done.
+    early = measure.values_taken_before(a.trace, last)
     if not early:
-        many = [w for w in measure.waits(a.trace) if w[0] in measure.TAKING and w[1] > 1]
-        at = f" ({many[0][0]}() of {many[0][1]} futures at {many[0][2]})" if many else ""
-        loop = (" The as_completed loop took no value itself." if "as_completed" in
-                {w[0] for w in measure.waits(a.trace)} else "")
-        return a.not_yet(f"the cell took no result by itself before the last task finished: it waited for all "
-                         f"{n_calls} results at once{at} and only then handled them, so nothing was handled while the "
-                         f"slow task ran.{loop}", mistake="all-at-once")
+        return a.not_yet(all_at_once(a.trace, n_calls), mistake="all-at-once")
     kinds = {w[0] for w in measure.waits(a.trace)}
     one_worker = a.workers < 2
     if one_worker and not kinds & set(COMPLETION_ORDER):
@@ -214,8 +269,10 @@ def as_completed(a: Attempt) -> Verdict:
     note = " (1 worker: checked by the way results were taken)" if one_worker else ""
     return a.passed(f"all {len(handled)} answers in `handled` are handle() of the {n} values the {FUNCTION} tasks "
                     f"returned",
-                    f"the first result was taken by itself before the last task finished{note}",
+                    (f"the first result was taken by itself before the last task finished{note}"
+                     if measure.taken_singly_before(a.trace, last) else
+                     f"results were taken before the last task finished{note}"),
                     f"results taken {how}; no Submission order finding",
-                    details=(f"{early} results taken one at a time before the last task finished",
+                    details=(f"{measure.plural(early, 'result')} taken before the last task finished",
                              f"{len(measure.waits(a.trace))} waits by the driver",
                              f"{a.workers} worker{'s' if a.workers != 1 else ''} in this run"))

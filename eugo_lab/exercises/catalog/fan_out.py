@@ -29,9 +29,11 @@ Reference solution (same magic; the cell's ``slow_square`` may also come from an
 Criteria, on the inputs the run was handed (``n = len(p.xs)``): ``results`` equals
 ``[x * x for x in p.xs]`` computed here; all n calls ran as ``slow_square`` tasks;
 ``results`` holds what those tasks returned, in submission order (their traced digests),
-and the cell took all n values with get(); no Blocking finding; every task was submitted
-before the first result came back; the replay on 2 workers (on this run's workers when it
-had more) predicts at least ``MIN_REPLAYED_SPEEDUP``. Then the same on the hidden case.
+and the cell took all n values with get(); no Blocking finding; the driver submitted every
+task before its first blocking wait (:func:`eugo_lab.exercises.measure.wait_between_submissions`:
+an ``hpc.map`` counts as submitted when called, whatever window its runtime sends at a time); the
+replay on 2 workers (on this run's workers when it had more) predicts at least
+``MIN_REPLAYED_SPEEDUP``. Then the same on the hidden case.
 """
 
 from __future__ import annotations
@@ -83,12 +85,29 @@ HINTS = {
                   "and returns a future at once; get() turns the futures into values.", _SOLUTION),
     "blocking-loop": Hint("Take get() out of the loop: let the loop only submit (a list of futures), and call "
                           "get() once, on the whole list, after it.", _SOLUTION),
+    "waited-between": Hint("Make every submission before the first get() or wait(): submit all the calls and "
+                           "keep the futures in a list, then wait once for the whole list.", _SOLUTION),
     "driver-paced": Hint("Make the loop do nothing but submit: move any other work out of it, before the "
                          "submissions or after the one get().", _SOLUTION),
     problems.CARRY_OVER: Hint("Take the numbers from p.xs, the exercise's inputs, instead of writing numbers or "
                               "squares into the cell, and keep in `results` the list get() returns.",
                               "p = exercises.problem(\"fan-out\")\n" + _SOLUTION),
 }
+
+
+def waited_between(w: measure.WaitBetween, in_flight: int) -> str:
+    """The ``not yet`` for a wait between two submissions, from the record: which call, where, after how many.
+
+    ``in_flight``: the most tasks out at once (:func:`~eugo_lab.exercises.measure.max_in_flight`); "never all in
+    flight together" is said only when it was fewer than all (threads that each submit and wait can have them all).
+    """
+    # An as_completed() wait is on none in particular: the record names the future it yielded.
+    on = (f"that yielded task {w.task}" if w.task and w.kind == "as_completed" else
+          f"on task {w.task}" if w.task else f"on {measure.plural(w.futures, 'future')}")
+    return (f"the cell waited ({w.kind}() {on}{measure.where(w.source)}) when it had submitted only {w.submitted} "
+            f"of the {w.total} {FUNCTION} tasks, and submitted the other {w.total - w.submitted} after that wait "
+            "began" + (", so they were never all in flight together." if in_flight < w.total else
+                       ": every submission should come before the first wait."))
 
 
 @exercise("fan-out", lesson="01-distributed-python/02-fan-out-without-blocking.ipynb", title="Submit all, get once",
@@ -102,13 +121,9 @@ def fan_out(a: Attempt) -> Verdict:
     if not measure.same_within_tolerance(results, expected):
         return a.not_yet(f"`results` is not the {n_calls} squares of the exercise's inputs in order: "
                          "slow_square's value of each number in p.xs.", mistake="results")
-    n = measure.tasks(a.trace, FUNCTION)
-    if n == 0:
-        return a.not_yet(f"no {FUNCTION} task ran on a worker: the loop called the function right here in the "
-                         "notebook, one call after another, so nothing ran in parallel.", mistake="local")
-    if n < n_calls:
-        return a.not_yet(f"only {measure.plural(n, 'call')} of {n_calls} ran as {FUNCTION} tasks; the others ran here "
-                         "in the notebook.", mistake="local")
+    # What ran in the notebook is said only from the runtime's record of it (steps.tasks_ran).
+    n = steps.tasks_ran(a, FUNCTION, "`results`")
+    steps.every_call_a_task(a, FUNCTION, n, n_calls)
     came = derivation.listed(results, a.trace, FUNCTION, name="results", ordered=True)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
@@ -120,12 +135,13 @@ def fan_out(a: Attempt) -> Verdict:
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked
-        return a.not_yet(f"your loop called get() at {where} after each task, so {k} tasks ran one at a time: "
-                         "the analysis raised the Blocking finding.", mistake="blocking-loop")
+        return a.not_yet(f"your loop called get(){measure.where(where)} after each task, so {k} tasks ran one at a "
+                         "time: the analysis raised the Blocking finding.", mistake="blocking-loop")
+    # What the driver did, not how many tasks were out at once: hpc.map paces its sends itself.
+    between = measure.wait_between_submissions(a.trace, FUNCTION)
+    if between is not None:
+        return a.not_yet(waited_between(between, measure.max_in_flight(a.trace)), mistake="waited-between")
     in_flight = measure.max_in_flight(a.trace)
-    if in_flight < n_calls:
-        return a.not_yet(f"at most {in_flight} of the {n_calls} tasks were in flight together: something waited "
-                         "between submissions.", mistake="blocking-loop")
     w = max(a.workers, 2)
     replayed = a.replayed_speedup(w)
     on = f"on {w} workers" + (" (this run had 1 worker, so the check uses the replay)" if a.workers < 2 else "")
@@ -134,7 +150,11 @@ def fan_out(a: Attempt) -> Verdict:
                          f"under {fmt_x(MIN_REPLAYED_SPEEDUP)}: the driver's own work between tasks set the pace.",
                          mistake="driver-paced")
     gets = sum(1 for kind, _, _ in measure.waits(a.trace) if kind in measure.TAKING)
-    return a.passed(f"all {in_flight} {FUNCTION} tasks were submitted before the first of them came back",
+    # "Before the first came back" is true of plain .remote() calls; hpc.map sends a window at a time.
+    submitted = (f"all {n} {FUNCTION} tasks were submitted before the first of them came back" if in_flight >= n
+                 else f"the cell submitted all {n} {FUNCTION} tasks before it first waited (the runtime sent them "
+                      f"to the workers at most {in_flight} at a time)")
+    return a.passed(submitted,
                     f"`results` is the {n} values the tasks returned, in submission order, taken with "
                     f"{measure.plural(gets, 'get() call')}",
                     f"no Blocking finding; the replay {on} predicts over {fmt_x(MIN_REPLAYED_SPEEDUP)}",
