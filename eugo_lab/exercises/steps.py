@@ -9,7 +9,9 @@ with its mistake key when the run fails the step, and returns quietly otherwise:
 - :func:`tasks_ran` - no task of the taught function ran (``local``);
 - :func:`every_call_a_task` - some of the calls that should be tasks did not run as tasks (``local``);
 - :func:`from_tasks` - the value is not what the tasks returned: a decoy beside it (``not-from-tasks``);
-- :func:`taken` - the tasks' values were never taken with get() (``not-taken``).
+- :func:`taken` - the tasks' values were never taken with get() (``not-taken``);
+- :func:`fetched` - the value equals the tasks' results but is not the very objects get() or
+  result() handed over: the notebook made it again (the mistake the exercise names).
 
 A sentence that says work was done "here in the notebook" is said only when the runtime's
 record shows the function ran in the notebook's process (:func:`eugo_lab.exercises.measure.driver_calls`),
@@ -25,6 +27,7 @@ from typing import Any
 
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet
+from eugo_lab.tracing.returned import identifiable
 
 
 def driver_calls(a: Attempt, function: str) -> int:
@@ -158,3 +161,64 @@ def taken(a: Attempt, function: str, name: str, tasks: int, got: int | None = No
     if here:
         raise NotYet(f"{head}, and {here}: the value was computed here beside the tasks.", mistake=mistake)
     raise NotYet(f"{head}, so the value did not come from their results.", mistake=mistake)
+
+
+def _items(value: Any) -> list[Any] | None:
+    """The objects of a graded value to check one by one: a list's or tuple's items, a dict's values, else itself.
+
+    None for a value whose items are not objects of their own (an array: its numbers are made on reading).
+    """
+    t = type(value)
+    if t is list or t is tuple:
+        return list(value)
+    if t is dict:
+        return list(value.values())
+    if hasattr(value, "__array__") or hasattr(value, "iloc"):
+        return None
+    return [value]
+
+
+def fetched(a: Attempt, value: Any, function: str, name: str, mistake: str = "decoy") -> None:
+    """``not yet`` when ``value`` (or each item) is not an object get()/result() handed over from ``function``'s tasks.
+
+    Identity, not equality: a cell that takes the tasks' values and then computes the graded value
+    again in the notebook (inline, in a helper of another name, with NumPy) holds equal values that
+    are other objects. Checked on the runtime's record of the run (:class:`~eugo_lab.tracing.returned.Handed`):
+    items that identity cannot tell apart (small ints, ``None``: CPython shares them) are not checked,
+    and nothing is said when the run has no record, or when it forgot values over its cap and an item
+    was not found (it may have been among those). A value a task of another function returned is
+    named as such. Call it after the value was found equal to the tasks' results.
+    """
+    handed = getattr(a.trace, "handed", None)
+    objs = _items(value)
+    if handed is None or objs is None:
+        return
+    checked = [o for o in objs if identifiable(o)]
+    if not checked:
+        return
+    functions = {r.task_id: r.function for r in a.trace.results()}
+    made: list[Any] = []
+    elsewhere: dict[str, int] = {}
+    for o in checked:
+        task = handed.task_of(o)
+        if task is None:
+            made.append(o)
+        elif functions.get(task, function) != function:  # a task id the trace does not name: a batch's item
+            elsewhere[functions[task]] = elsewhere.get(functions[task], 0) + 1
+    here = ran_here(a, function)
+    also = f"; {here}" if here else ""
+    one = len(objs) == 1 and type(value) not in (list, tuple, dict)
+    if made and not handed.dropped:
+        if one:
+            raise NotYet(f"`{name}` holds the right value, but it is not the value get() or result() handed over "
+                         f"from the {function} task: it is an equal value made again in the notebook{also}, so "
+                         f"`{name}` is not what the task returned. Keep the value get() returns.", mistake=mistake)
+        raise NotYet(f"`{name}` holds the right values, but {len(made)} of the {len(checked)} items checked are not "
+                     f"values a get() or result() of this cell handed over from the {function} tasks: they are "
+                     f"equal values made again in the notebook{also}, so `{name}` is not what the tasks returned. "
+                     "Keep the values get() returns.", mistake=mistake)
+    if elsewhere:
+        said = " and ".join(f"{n} of its items {'is' if n == 1 else 'are'} what {fn} tasks returned"
+                            for fn, n in sorted(elsewhere.items()))
+        raise NotYet(f"`{name}` holds the right values, but {said}, not {function} tasks, so `{name}` is not what "
+                     f"the {function} tasks returned.", mistake=mistake)

@@ -186,10 +186,13 @@ def _note_returned(rt: Any, obj: Any, out: Any) -> None:
     t = type(obj)
     if t is Future:
         returned.note_returned(rt, [out], [obj.task_id], single=True)
-    elif (t is list or t is tuple) and len(obj) <= returned.MAX_FUTURES_NOTED:
+    elif (t is list or t is tuple) and set(builtins.map(type, obj)) <= _FUTURE_ONLY:
+        # The common case, every item a future: the futures stand for their ids (read only when a grader asks).
+        returned.note_returned(rt, out, obj)
+    elif t is list or t is tuple:
         pairs = [(v, f.task_id) for f, v in zip(obj, out) if type(f) is Future]
         returned.note_returned(rt, [v for v, _ in pairs], [i for _, i in pairs])
-    elif t is dict and len(obj) <= returned.MAX_FUTURES_NOTED:
+    elif t is dict:
         pairs = [(out[k], f.task_id) for k, f in obj.items() if type(f) is Future]
         returned.note_returned(rt, [v for v, _ in pairs], [i for _, i in pairs])
 
@@ -216,7 +219,10 @@ def _get_map(result: MapResult, timeout: float | None, rt: Any, start: float) ->
     finally:
         if job.n:
             _record_block(rt, "get", start, job.n)
-    return job.values()
+    out = job.values()
+    if rt is not None and rt.recorder.active:  # item p is task first_id + p (one block of ids)
+        returned.note_returned(rt, out, range(job.first_id, job.first_id + job.n))
+    return out
 
 
 @unwatched
@@ -443,6 +449,7 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         self._extra_meta = dict(meta or {})
         self._settle = float(settle)
         self._mark: Any = None
+        self._mark_epoch: Any = None
         self._rt: Any = None
         self._record: Any = None  # the cell record this region opened (None: it records into the cell's)
 
@@ -456,6 +463,9 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
     def __enter__(self) -> trace:
         self._rt = session.current()
         self._mark = self._rt.recorder.open_region()
+        self._mark_epoch = self._rt.recorder.epoch  # the recording this region's get()s are noted under
+        if self._rt.recorder.regions_open == 1:  # outermost: the objects handed before it are not its own
+            self._rt.driver_values.fresh_handed(self._mark_epoch)
         # Outside a %%eugo cell the region is the latest run: it gets a record of its own (see cellrecord).
         self._record = cellrecord.begin_region()
         return self
@@ -488,6 +498,8 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so
             meta["gpus_detected"] = False
         self.trace = rt.recorder.close_region(self._mark, meta)
+        # What the region's get()s handed the driver, by identity: live objects, for graders (never saved).
+        self.trace.handed = rt.driver_values.handed(self._mark_epoch)
         set_last_trace(self.trace)
 
     def __getattr__(self, name: str) -> Any:

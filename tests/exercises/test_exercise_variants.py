@@ -96,9 +96,11 @@ def test_first_task_reference_passes_on_both_cases():
 def test_first_task_typed_answer_does_not_carry_over():
     p, h = lesson("first-task"), hidden("first-task")
     typed = _pi(p.seed, p.darts)
+    # The answer typed in beside a task is not even the lesson's pass: it is not the object get() handed over.
     v = run_exercise("first-task", f"hpc.get(estimate_pi.remote(p.seed, p.darts))\nresult = {typed!r}\n", setup=PI)
-    never_shown(carried_over(v), h.seed, h.darts, _pi(h.seed, h.darts))
-    # the inputs typed in instead of the answer: the same
+    assert not v.passed and "it is not the value get() or result() handed over" in v.to_text(), v.to_text()
+    never_shown(v.to_text(), h.seed, h.darts, _pi(h.seed, h.darts))
+    # the inputs typed in instead of the answer: the lesson's case passes, the hidden one does not
     v = run_exercise("first-task", f"result = hpc.get(estimate_pi.remote({p.seed}, {p.darts}))\n", setup=PI)
     never_shown(carried_over(v), h.seed, h.darts)
     # the function's own default darts instead of p.darts
@@ -135,10 +137,12 @@ def test_fan_out_reference_passes_on_both_cases():
 
 def test_fan_out_typed_answer_does_not_carry_over():
     p, h = lesson("fan-out"), hidden("fan-out")
+    # The squares typed in beside the tasks fail on the lesson's case: they are not the objects get() handed over.
     v = run_exercise("fan-out", f"hpc.get([slow_square.remote(x) for x in p.xs])\nresults = {[x * x for x in p.xs]}\n",
                      setup=SQUARE)
+    assert not v.passed and "12 of the 12 items checked are not values a get()" in v.to_text(), v.to_text()
     answer = [x * x for x in h.xs]
-    never_shown(carried_over(v), answer, h.xs, *answer, len(h.xs))
+    never_shown(v.to_text(), answer, h.xs, *answer, len(h.xs))
     v = run_exercise("fan-out", f"results = hpc.get([slow_square.remote(x) for x in {list(p.xs)}])\n", setup=SQUARE)
     carried_over(v)
 

@@ -27,8 +27,10 @@ is a value, not a future; at least one ``estimate_pi`` task ran on a worker and 
 ``result`` equals the plain call ``estimate_pi(p.seed, p.darts)``, made here by the checker
 with its own copy of the inputs; ``result`` is what one of this cell's ``estimate_pi`` tasks
 returned (its traced digest), and the cell took a task's value with ``get()`` (so a plain call
-beside a decoy task does not count). Then the same on the hidden case. Nothing here needs
-parallelism, so the verdict is the same on one worker as on many.
+beside a decoy task does not count); ``result`` is the very object get() or result() handed over
+(:func:`~eugo_lab.exercises.steps.fetched`: an equal float computed again in the notebook is another
+object). Then the same on the hidden case. Nothing here needs parallelism, so the verdict is the
+same on one worker as on many.
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ def first_task(a: Attempt) -> Verdict:
         return a.not_yet(f"`result` equals what the {FUNCTION} task returned, but the cell never took a task's "
                          "value: no get() or result() asked for a future in this cell, so `result` was computed "
                          "here in the notebook beside the task.", mistake="not-taken")
+    steps.fetched(a, result, doer, "result", mistake="decoy")
     workers = measure.workers_used(a.trace, doer)
     which = "the value that task returned" if ran == 1 else f"the value one of the {ran} tasks returned"
     inside = "" if doer == FUNCTION else f" (inside {doer}, which calls it)"
