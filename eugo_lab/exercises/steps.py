@@ -11,7 +11,9 @@ with its mistake key when the run fails the step, and returns quietly otherwise:
 - :func:`from_tasks` - the value is not what the tasks returned: a decoy beside it (``not-from-tasks``);
 - :func:`taken` - the tasks' values were never taken with get() (``not-taken``);
 - :func:`fetched` - the value equals the tasks' results but is not the very objects get() or
-  result() handed over: the notebook made it again (the mistake the exercise names).
+  result() handed over: the notebook made it again (the mistake the exercise names);
+- :func:`stepped_from_fetched` - the same for a value the notebook's own step makes from each result
+  (``handle(r)``): each item is what a call of the step returned, given an object get() handed over.
 
 A sentence that says work was done "here in the notebook" is said only when the runtime's
 record shows the function ran in the notebook's process (:func:`eugo_lab.exercises.measure.driver_calls`),
@@ -27,6 +29,7 @@ from typing import Any
 
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet
+from eugo_lab.tracing.driver_calls import VALUES_KEY
 from eugo_lab.tracing.returned import identifiable
 
 
@@ -222,3 +225,47 @@ def fetched(a: Attempt, value: Any, function: str, name: str, mistake: str = "de
                             for fn, n in sorted(elsewhere.items()))
         raise NotYet(f"`{name}` holds the right values, but {said}, not {function} tasks, so `{name}` is not what "
                      f"the {function} tasks returned.", mistake=mistake)
+
+
+def stepped_from_fetched(a: Attempt, value: Any, function: str, step: str, name: str, mistake: str = "decoy") -> None:
+    """``not yet`` unless each item of ``value`` is what a call of ``step`` returned for a value the tasks handed over.
+
+    For an exercise whose graded value the notebook computes from each result with its own step
+    (``handled.append(handle(r))``): each item must be the object a call of ``step`` in the
+    driver returned (kept by value while the cell ran: the exercise names ``step`` in its
+    ``values_of``), and that call must have been given an object a get() or result() of the cell
+    handed over from ``function``'s tasks (:class:`~eugo_lab.tracing.returned.Handed`). Items
+    identity cannot tell apart are not checked; a run without either record, or one that forgot
+    values over its caps, is told nothing it did not check.
+    """
+    handed = getattr(a.trace, "handed", None)
+    record = a.trace.live.get(VALUES_KEY)
+    objs = _items(value)
+    if handed is None or record is None or objs is None:
+        return
+    checked = [o for o in objs if identifiable(o)]
+    if not checked:
+        return
+    returned = {id(ret): (ret, args) for args, ret in record["calls"].get(step, [])}
+    functions = {r.task_id: r.function for r in a.trace.results()}
+    not_returned: list[Any] = []
+    fed_otherwise: list[Any] = []
+    for o in checked:
+        hit = returned.get(id(o))
+        if hit is None or hit[0] is not o:
+            not_returned.append(o)
+            continue
+        tasks = [handed.task_of(arg) for arg in hit[1]]
+        if not any(t is not None and functions.get(t, function) == function for t in tasks):
+            fed_otherwise.append(o)
+    n = len(checked)
+    if not_returned and not record["dropped"]:
+        raise NotYet(f"`{name}` holds the right answers, but {len(not_returned)} of the {n} items checked are not "
+                     f"values {step} returned in this cell: the notebook made them another way, not by {step} from "
+                     f"the values get() handed over from the {function} tasks. Keep what {step} returns for each "
+                     "value get() gives you.", mistake=mistake)
+    if fed_otherwise and not handed.dropped:
+        raise NotYet(f"`{name}` holds what {step} returned, but {len(fed_otherwise)} of the {n} calls behind it were "
+                     f"given other values than the objects a get() or result() of this cell handed over from the "
+                     f"{function} tasks: {step} must handle the values the tasks returned.",
+                     mistake=mistake)

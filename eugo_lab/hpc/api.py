@@ -447,6 +447,7 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
             raise ValueError(f"hpc.trace(settle=...) takes seconds to wait, 0 or more; got {settle!r}")
         self.trace: Trace | None = None
         self._extra_meta = dict(meta or {})
+        self._live: dict[str, Any] = {}
         self._settle = float(settle)
         self._mark: Any = None
         self._mark_epoch: Any = None
@@ -459,6 +460,13 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         ``%%eugo --exercise`` records there which of the cell's functions ran in the notebook's process.
         """
         self._extra_meta[str(key)] = value
+
+    def keep(self, key: str, value: Any) -> None:
+        """Give the trace the live fact ``value`` under ``key`` when the block ends (``trace.live``, never saved).
+
+        ``%%eugo --exercise`` keeps there the calls of the notebook's own step it grades by value.
+        """
+        self._live[str(key)] = value
 
     def __enter__(self) -> trace:
         self._rt = session.current()
@@ -500,6 +508,7 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         self.trace = rt.recorder.close_region(self._mark, meta)
         # What the region's get()s handed the driver, by identity: live objects, for graders (never saved).
         self.trace.handed = rt.driver_values.handed(self._mark_epoch)
+        self.trace.live.update(self._live)
         set_last_trace(self.trace)
 
     def __getattr__(self, name: str) -> Any:

@@ -138,3 +138,58 @@ def test_every_score_is_an_object_of_its_own():
     catalog.get("fan-out")
     for case in (problems.lesson_case("fan-out"), problems.make("fan-out", SEED, hidden=True)):
         assert all(identifiable(x * x) for x in case.xs)
+
+
+MEASURE = """
+import time
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("as-completed")
+
+@hpc.remote
+def measure(ms):
+    time.sleep(ms / 1000)
+    return ms
+
+def handle(r):
+    time.sleep(0.02)
+    return r + 1
+"""
+SUBMIT = "futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
+
+
+def test_as_completed_handle_fed_the_inputs_instead_of_the_results_is_not_yet():
+    body = SUBMIT + "for f in hpc.as_completed(futures):\n    hpc.get(f)\nhandled = [handle(ms) for ms in p.ms]\n"
+    not_yet_for(run_exercise("as-completed", body, setup=MEASURE), "decoy",
+                "`handled` holds what handle returned, but 10 of the 10 calls behind it were given other values than "
+                "the objects a get() or result() of this cell handed over from the measure tasks")
+
+
+@pytest.mark.parametrize("body", [
+    SUBMIT + "for f in hpc.as_completed(futures):\n    handle(hpc.get(f))\nhandled = [ms + 1 for ms in p.ms]\n",
+    SUBMIT + "for f in hpc.as_completed(futures):\n    handled.append(hpc.get(f) + 1)\n",  # handle left out
+])
+def test_as_completed_answers_not_made_by_handle_are_not_yet(body):
+    not_yet_for(run_exercise("as-completed", body, setup=MEASURE), "decoy",
+                "`handled` holds the right answers, but 10 of the 10 items checked are not values handle returned "
+                "in this cell")
+
+
+@pytest.mark.parametrize("body", [
+    SUBMIT + "for f in hpc.as_completed(futures):\n    r = f.result()\n    handled.append(handle(r))\n"
+             "handled = sorted(handled)\n",  # any order is allowed
+    SUBMIT + "by_future = {}\nfor f in hpc.as_completed(futures):\n    by_future[f] = handle(hpc.get(f))\n"
+             "handled = list(by_future.values())\n",
+])
+def test_as_completed_honest_ways_to_keep_handle_s_answers_pass(body):
+    check_cell("as-completed", body, True, "handle() of the 10 values the measure tasks returned", None,
+               setup=MEASURE)
+
+
+def test_every_measurement_is_an_object_of_its_own():
+    from eugo_lab.exercises import catalog
+    from eugo_lab.tracing.returned import identifiable
+
+    catalog.get("as-completed")
+    for case in (problems.lesson_case("as-completed"), problems.make("as-completed", SEED, hidden=True)):
+        assert all(identifiable(m) and identifiable(m + 1) for m in case.ms)
