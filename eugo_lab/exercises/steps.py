@@ -214,11 +214,13 @@ def fetched(a: Attempt, value: Any, function: str, name: str, mistake: str = "de
     if made and not handed.dropped:
         if one:
             raise NotYet(f"`{name}` holds the right value, but it is not the value get() or result() handed over "
-                         f"from the {function} task: it is an equal value made again in the notebook{also}, so "
+                         f"from the {function} task: it is an equal value the notebook made itself (computed again, or "
+                         f"kept from before){also}, so "
                          f"`{name}` is not what the task returned. Keep the value get() returns.", mistake=mistake)
         raise NotYet(f"`{name}` holds the right values, but {len(made)} of the {len(checked)} items checked are not "
                      f"values a get() or result() of this cell handed over from the {function} tasks: they are "
-                     f"equal values made again in the notebook{also}, so `{name}` is not what the tasks returned. "
+                     f"equal values the notebook made itself (computed again, or kept from before){also}, so `{name}` "
+                     "is not what the tasks returned. "
                      "Keep the values get() returns.", mistake=mistake)
     if elsewhere:
         said = " and ".join(f"{n} of its items {'is' if n == 1 else 'are'} what {fn} tasks returned"

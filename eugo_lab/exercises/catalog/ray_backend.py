@@ -164,11 +164,11 @@ def ray_backend(a: Attempt) -> Verdict:
         return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
                          "compute.", mistake="results")
     steps.from_tasks(a, derivation.listed(peaks, a.trace, SECOND, name="peaks"), SECOND)
-    steps.fetched(a, peaks, SECOND, "peaks", mistake="not-from-tasks")
     earlier = _earlier_name(peaks, a.before)
     if earlier is not None:
         return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
                          f"{SECOND} tasks returned.", mistake="earlier-cell")
+    steps.fetched(a, peaks, SECOND, "peaks", mistake="not-from-tasks")
     early = waits_before_last_submit(a.trace, SECOND)
     if early:
         kind, k, where = early[0]
