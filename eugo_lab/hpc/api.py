@@ -173,20 +173,21 @@ def get(obj: Any, timeout: float | None = None) -> Any:
                           futs[0].task_id if len(futs) == 1 and not maps else -1)
     out = _values_of(obj) if flat else _rebuild(obj, rt)
     if rt is not None and rt.recorder.active:
-        _note_returned(rt, obj, out)
+        _note_returned(rt, obj, out, flat)
     return out
 
 
-def _note_returned(rt: Any, obj: Any, out: Any) -> None:
+def _note_returned(rt: Any, obj: Any, out: Any, flat: bool = False) -> None:
     """Tell the runtime which task each value this get() returned came from (see :mod:`eugo_lab.tracing.returned`).
 
     A future, or a list/tuple/dict of them (one level: the shapes a loop passes on); other shapes
-    are not followed, so a dependency through them is simply not recorded.
+    are not followed, so a dependency through them is simply not recorded. ``flat``: get() found ``obj``
+    a list of futures only already.
     """
     t = type(obj)
     if t is Future:
         returned.note_returned(rt, [out], [obj.task_id], single=True)
-    elif (t is list or t is tuple) and set(builtins.map(type, obj)) <= _FUTURE_ONLY:
+    elif flat or ((t is list or t is tuple) and set(builtins.map(type, obj)) <= _FUTURE_ONLY):
         # The common case, every item a future: the futures stand for their ids (read only when a grader asks).
         returned.note_returned(rt, out, obj)
     elif t is list or t is tuple:
