@@ -86,9 +86,9 @@ class Handed:
     value computed later (CPython's free lists hand the same memory back at once). So the record keeps
     each object alive, or a weak reference to it (an array, most objects of a class: a big result the
     notebook dropped is not kept), up to ``MAX_HANDED_WEIGHT``; :attr:`dropped` counts the values
-    forgotten beyond it. A get() is noted in two copies of references (its futures and its values,
-    tuples: the notebook may change the lists afterwards); task ids are read from the futures only
-    when a grader asks (:meth:`task_of`), so the get() itself pays a copy and nothing per value.
+    forgotten beyond it. A get() is noted as copies of references (its futures and its values: the
+    notebook may change its lists afterwards); task ids are read from the futures only when a grader
+    asks (:meth:`task_of`), so a get() of numbers pays two copies and a scan of their types.
     """
 
     def __init__(self) -> None:
@@ -132,8 +132,9 @@ class Handed:
                     task = t if type(t) is int else t.task_id
                     obj = _alive(v)
                     # A task that returns a batch (a list, tuple or dict of results): its items are its results
-                    # too, as the notebook takes them apart; the container, held, keeps them alive.
-                    if type(v) in _CONTAINERS and len(obj) <= MAX_ELEMENTS:
+                    # too, as the notebook takes them apart; the container, held, keeps them alive. Every item:
+                    # the index is built when a grader asks, and the weight cap bounds what is held.
+                    if type(v) in _CONTAINERS:
                         for item in (obj.values() if type(obj) is dict else obj):
                             index.setdefault(id(item), (item, task))
                     index[id(obj)] = (v, task)

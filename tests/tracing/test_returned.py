@@ -64,6 +64,9 @@ def test_a_batch_s_items_count_as_its_task_s_results():
     d = {"a": 2.5, "b": 3.5}
     h.note([d], [4])
     assert h.task_of(d["b"]) == 4
+    long = [0.5 + i for i in range(returned.MAX_ELEMENTS + 500)]  # a big batch: every item, not the first ones only
+    h.note([long], [5])
+    assert h.task_of(long[-1]) == 5
 
 
 def test_weakly_referenced_results_are_not_kept_alive():
