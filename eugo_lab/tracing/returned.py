@@ -54,13 +54,13 @@ MAX_FUTURES_NOTED = 64
 MAX_ELEMENTS = 1024
 
 _SMALL_INT = range(-5, 257)  # CPython's cached ints
-# The handed objects a region keeps for graders, in weight units (a value: 1; a list, tuple, dict, set,
-# str or bytes: 1 + its length), oldest get() dropped first: a course cell takes a few thousand
-# values, and a loop of a million get()s must not keep a million results alive.
-MAX_HANDED_WEIGHT = 1 << 20
+# The bytes of results a region keeps alive for graders (held objects: a number 32; a container its own
+# size and its items' one level in, an array's data counted), oldest get() dropped first: a course cell
+# takes a few thousand numbers, and a loop of get()s of large results must not keep them all alive.
+MAX_HANDED_BYTES = 64 << 20
+_NUMBER_BYTES = 32  # a float or a small int object, and its slot in the copy
 # Results held as they are (they cannot be referenced weakly, and are small): the fast path of a big get().
 _SMALL_TYPES = frozenset({float, int, complex, bool, type(None)})
-_SIZED_TYPES = frozenset({list, tuple, dict, set, frozenset, str, bytes, bytearray})
 _CONTAINERS = frozenset({list, tuple, dict})  # a batch's results, one level in
 
 
@@ -85,8 +85,8 @@ class Handed:
     Identity is only evidence while the object lives: a freed object's id can be reused by an equal
     value computed later (CPython's free lists hand the same memory back at once). So the record keeps
     each object alive, or a weak reference to it (an array, most objects of a class: a big result the
-    notebook dropped is not kept), up to ``MAX_HANDED_WEIGHT``; :attr:`dropped` counts the values
-    forgotten beyond it. A get() is noted as copies of references (its futures and its values: the
+    notebook dropped is not kept), up to ``MAX_HANDED_BYTES`` kept alive; :attr:`dropped` counts the
+    values forgotten beyond it. A get() is noted as copies of references (its futures and its values: the
     notebook may change its lists afterwards); task ids are read from the futures only when a grader
     asks (:meth:`task_of`), so a get() of numbers pays two copies and a scan of their types.
     """
@@ -113,16 +113,17 @@ class Handed:
             return
         if set(map(type, values)) <= _SMALL_TYPES:  # numbers: held as they are, a C-speed copy
             kept: Sequence[Any] = tuple(values)
-            weight = n
+            weight = n * _NUMBER_BYTES
         else:
             kept, weight = _keep(values)
         self._gets.append((kept, task_ids if type(task_ids) is range else tuple(task_ids), weight))
         self._weight += weight
         self._index = None
-        while self._weight > MAX_HANDED_WEIGHT and len(self._gets) > 1:
+        while self._weight > MAX_HANDED_BYTES and self._gets:  # the latest get() too, when it alone is over
             old, _, w = self._gets.popleft()
             self._weight -= w
             self.dropped += len(old)
+            self._index = None
 
     def _built(self) -> dict[int, tuple[Any, int]]:
         if self._index is None:
@@ -169,24 +170,39 @@ def _alive(v: Any) -> Any:
     return v() if type(v) is _Weak else v
 
 
+def _size(v: Any) -> int:
+    """About the bytes ``v`` keeps alive by itself: an array's data, else its own size (never raises)."""
+    nbytes = getattr(v, "nbytes", None)
+    if type(nbytes) is int:
+        return nbytes
+    try:
+        return sys.getsizeof(v)
+    except Exception:  # noqa: BLE001 - an object whose __sizeof__ fails still counts
+        return _NUMBER_BYTES
+
+
 def _keep(values: Sequence[Any]) -> tuple[list[Any], int]:
-    """Each value held, or weakly referenced where it can be (a result the notebook drops is not kept); the weight."""
+    """Each value held, or weakly referenced where it can be (a result the notebook drops is not kept); the bytes kept.
+
+    A held container counts its items one level in (a task's ``(array, meta)`` keeps its array alive).
+    """
     kept: list[Any] = []
     weight = 0
     for v in values:
         t = type(v)
         if t in _SMALL_TYPES:
             kept.append(v)
-            weight += 1
-        elif t in _SIZED_TYPES:
+            weight += _NUMBER_BYTES
+            continue
+        try:
+            kept.append(_Weak(v))
+            weight += _NUMBER_BYTES  # a weak reference keeps nothing alive
+            continue
+        except TypeError:
             kept.append(v)
-            weight += 1 + len(v)
-        else:
-            try:
-                kept.append(_Weak(v))
-            except TypeError:
-                kept.append(v)
-            weight += 1
+        weight += _size(v)
+        if t in _CONTAINERS:
+            weight += sum(_size(item) for item in (v.values() if t is dict else v))
     return kept, weight
 
 

@@ -79,17 +79,20 @@ def test_weakly_referenced_results_are_not_kept_alive():
     assert h.task_of(Box()) is None  # its id may be reused: the record knows its object is gone
 
 
-def test_the_record_is_bounded_oldest_get_dropped_first(monkeypatch):
-    monkeypatch.setattr(returned, "MAX_HANDED_WEIGHT", 10)
+def test_the_bytes_kept_alive_are_bounded_oldest_get_dropped_first(monkeypatch):
+    monkeypatch.setattr(returned, "MAX_HANDED_BYTES", 10 * returned._NUMBER_BYTES)
     h = Handed()
     first = [0.5 + i for i in range(6)]
     second = [100.5 + i for i in range(6)]
     h.note(first, range(6))
     h.note(second, range(6, 12))
     assert h.dropped == 6 and h.task_of(first[0]) is None and h.task_of(second[0]) == 6
-    big = [float(i) for i in range(10)]
-    h.note([big], [20])  # a list result weighs 1 + its length
-    assert h.task_of(big) == 20 and h.dropped == 12
+    held = (np.zeros(1000), "meta")  # a tuple cannot be referenced weakly: held, its array counted
+    h.note([held], [20])
+    assert h.task_of(held) is None and h.dropped == 13  # alone over the cap: nothing is kept
+    box = Box()
+    h.note([box], [21])  # a weak reference keeps nothing alive
+    assert h.task_of(box) == 21 and h.dropped == 13
 
 
 def test_the_runtime_notes_every_get_and_result_of_a_region(local2):
