@@ -507,8 +507,11 @@ class trace(Region):  # noqa: N801 - used as ``with hpc.trace() as t``
         if info.gpus and not info.gpus_detected:  # GPUs named with no device behind them: every display says so
             meta["gpus_detected"] = False
         self.trace = rt.recorder.close_region(self._mark, meta)
-        # What the region's get()s handed the driver, by identity: live objects, for graders (never saved).
-        self.trace.handed = rt.driver_values.handed(self._mark_epoch)
+        # What the region's get()s handed the driver, by identity: live objects, for graders (never saved). Not
+        # after hpc.init inside the block: the values went to two runtimes, and asking the new one with the old
+        # recording's epoch would reset its record; a grader then says nothing rather than half.
+        if rt is self._rt:
+            self.trace.handed = rt.driver_values.handed(self._mark_epoch)
         self.trace.live.update(self._live)
         set_last_trace(self.trace)
 
