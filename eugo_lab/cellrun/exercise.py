@@ -95,7 +95,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
     # An exercise grades what eugo_lab.hpc ran unless it is written in Dask's or Ray's own API (ex.native_api):
     # otherwise a cell that called an engine's own API is not recorded from it, and its verdict says the runtime
     # ran nothing. The main run records which of the cell's functions ran here in the notebook (a checker reads it).
-    return run_cell(shell, cell, opts, after=check, native_api=ex.native_api, watch=True)
+    return run_cell(shell, cell, opts, after=check, native_api=ex.native_api, watch=True, values_of=ex.values_of)
 
 
 def save(verdict: base.Verdict) -> None:

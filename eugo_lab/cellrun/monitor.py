@@ -16,7 +16,7 @@ from types import CodeType
 from typing import Any
 
 from eugo_lab.jit.auto import AutoJit
-from eugo_lab.tracing.driver_calls import META_KEY, DriverCalls
+from eugo_lab.tracing.driver_calls import META_KEY, VALUES_KEY, DriverCalls
 
 
 def cell_files(shell: Any) -> set[str]:
@@ -48,14 +48,19 @@ def namespace_codes(namespace: dict[str, Any]) -> set[CodeType]:
 
 
 @contextlib.contextmanager
-def watching(shell: Any, region: Any) -> Iterator[DriverCalls]:
+def watching(shell: Any, region: Any, values_of: tuple[str, ...] = ()) -> Iterator[DriverCalls]:
     """Count the cell's functions' calls in the driver while the block runs; note them on ``region`` after it.
 
+    ``values_of``: the functions whose calls are also kept by value (given objects, returned object),
+    handed to the trace as a live fact (``trace.live``, :data:`~eugo_lab.tracing.driver_calls.VALUES_KEY`).
     The hook is removed when the block ends, whatever ended it (an error, an Interrupt).
     """
-    calls = DriverCalls(cell_files(shell), namespace_codes(shell.user_ns), wrappers=(AutoJit.__call__.__code__,))
+    calls = DriverCalls(cell_files(shell), namespace_codes(shell.user_ns), wrappers=(AutoJit.__call__.__code__,),
+                        values_of=values_of)
     try:
         with calls:
             yield calls
     finally:
         region.note(META_KEY, calls.calls)
+        if values_of:
+            region.keep(VALUES_KEY, {"calls": calls.values, "dropped": calls.values_dropped})

@@ -67,10 +67,11 @@ def ensure_runtime(opts: CellOptions, workers: int | None) -> Any:
 def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: int | None, live: bool,
               out_mode: str, profile: bool = False,
               optimizer: CellOptimizer | None = None,
-              watch: bool = False) -> tuple[Any, BaseException | None, Any, bool]:
+              watch: bool = False, values_of: tuple[str, ...] = ()) -> tuple[Any, BaseException | None, Any, bool]:
     """Run the body once, traced (its tasks profiled if ``profile``); returns (value, error, trace, timeline_shown).
 
-    ``watch``: record which of the cell's functions ran in the notebook's process (:mod:`eugo_lab.cellrun.monitor`).
+    ``watch``: record which of the cell's functions ran in the notebook's process (:mod:`eugo_lab.cellrun.monitor`);
+    ``values_of``: with it, the functions whose calls there are kept by value too.
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     rt = ensure_runtime(opts, workers)
@@ -95,7 +96,7 @@ def _run_once(shell: Any, compiled: CompiledCell, opts: CellOptions, workers: in
         try:
             # --optimize: the runtime wraps the cell's functions in the JIT trial while the body runs
             with optimizer.running(rt, shell) if optimizer is not None else contextlib.nullcontext(), \
-                    monitor.watching(shell, region) if watch else contextlib.nullcontext():
+                    monitor.watching(shell, region, values_of) if watch else contextlib.nullcontext():
                 value = offload_cell.run(shell, opts.gpu, execute, shell, compiled)  # --gpu off: just execute()
         except BaseException as exc:  # noqa: BLE001 - re-raised by run_cell after the partial summary
             error = exc
@@ -155,7 +156,7 @@ def run_quietly(shell: Any, cell: str, opts: CellOptions) -> tuple[BaseException
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,
              after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
-             native_api: bool = True, watch: bool = False) -> Any:
+             native_api: bool = True, watch: bool = False, values_of: tuple[str, ...] = ()) -> Any:
     """Run ``cell`` under ``%%eugo`` with validated ``opts``; returns the cell's final value.
 
     ``after(summary, error, out_mode)``: called with the cell's summary (the main run's trace
@@ -164,21 +165,22 @@ def run_cell(shell: Any, cell: str, opts: CellOptions,
     Dask's or Ray's own API is recorded from that engine; False records only the runtime's tasks
     (the course's exercises grade ``eugo_lab.hpc`` runs: a learner who called Ray directly is told
     the runtime ran nothing, not that the work ran in the notebook). ``watch``: the main run records which
-    of the cell's functions ran in the notebook's process, in its trace's ``meta`` (``--exercise``).
+    of the cell's functions ran in the notebook's process, in its trace's ``meta`` (``--exercise``), and keeps
+    the calls of the functions named in ``values_of`` by value, in its trace's ``live`` facts.
 
     The cell's record is open while it runs, ``after`` included (a grader puts its verdict there).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     record = cellrecord.begin_cell()
     try:
-        return _run_cell(shell, cell, opts, after, native_api, watch)
+        return _run_cell(shell, cell, opts, after, native_api, watch, values_of)
     finally:
         cellrecord.end(record)
 
 
 def _run_cell(shell: Any, cell: str, opts: CellOptions,
               after: Callable[[report.CellSummary, BaseException | None, str], None] | None,
-              native_api: bool, watch: bool) -> Any:
+              native_api: bool, watch: bool, values_of: tuple[str, ...] = ()) -> Any:
     """:func:`run_cell`'s work, in the cell's open record."""
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
     # The runtime's optimizations: automatic (the cell's own functions too) unless --no-optimize; --optimize: eager
@@ -206,7 +208,7 @@ def _run_cell(shell: Any, cell: str, opts: CellOptions,
             display.publish(f"%%eugo: running on {n} worker{'s' if n != 1 else ''} for comparison")
         value, error, trace, shown = _run_once(shell, compiled, opts, n, live=main and opts.live, out_mode=out_mode,
                                                profile=main and (opts.profile or opts.optimize), optimizer=optimizer,
-                                               watch=main and watch)
+                                               watch=main and watch, values_of=values_of)
         runs.append(report.Run(int(trace.n_workers), trace))
         if error is not None:
             break

@@ -306,6 +306,9 @@ class Exercise:
     #: The cell is written in Dask's or Ray's own API and graded on its recording from that engine's records
     #: (eugo_lab.native); False: only what eugo_lab.hpc ran is recorded.
     native_api: bool = False
+    #: The notebook's own functions whose calls in the driver the checker reads by value (what each was
+    #: given and returned: ``handle(r)`` fed the very objects get() handed over), kept while the cell runs.
+    values_of: tuple[str, ...] = ()
 
     def hint(self, mistake: str | None) -> Hint:
         """The tiers that answer ``mistake`` (its own, else the ``DEFAULT`` ones)."""
@@ -340,14 +343,15 @@ def _hints(id: str, spec: HintsSpec) -> dict[str, Hint]:
 
 
 def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec,
-             native_api: bool = False) -> Callable[[Checker], Exercise]:
+             native_api: bool = False, values_of: tuple[str, ...] = ()) -> Callable[[Checker], Exercise]:
     """Register ``check(attempt) -> Verdict`` as the exercise ``id`` of ``lesson``, with its hint tiers.
 
     ``lesson`` is the notebook's path under ``courses/``
     (``01-distributed-python/02-fan-out-without-blocking.ipynb``); ``title`` a few words;
     ``hints``: ``Hint(words, code)`` (or the pair) for every mistake, or ``{mistake key: Hint}``
     with a ``DEFAULT`` entry where the exercise's mistakes need different help. ``native_api``: the
-    cell is written in Dask's or Ray's own API, recorded from the engine's own records.
+    cell is written in Dask's or Ray's own API, recorded from the engine's own records. ``values_of``: the
+    notebook's functions whose driver calls the checker reads by value (:attr:`Exercise.values_of`).
     """
     if not id or id != id.strip().lower() or " " in id:
         raise ValueError(f"an exercise id is lower-case words joined by '-', got {id!r}")
@@ -358,7 +362,8 @@ def exercise(id: str, *, lesson: str, title: str, hints: HintsSpec,
         if old is not None and old.check.__qualname__ != fn.__qualname__:
             by = f"{old.check.__module__}.{old.check.__qualname__}"
             raise ValueError(f"exercise {id!r} is already registered (by {by})")
-        ex = Exercise(id=id, lesson=lesson, title=title, check=fn, hints=tiers, native_api=native_api)
+        ex = Exercise(id=id, lesson=lesson, title=title, check=fn, hints=tiers, native_api=native_api,
+                      values_of=tuple(values_of))
         _REGISTRY[id] = ex
         return ex
 

@@ -35,7 +35,7 @@ How an exercise declares its problem and variant (in its catalog module)::
         @classmethod
         def make(cls, rng: random.Random, hidden: bool) -> FanOutProblem:
             n = rng.choice((4, 6)) if hidden else 12      # the hidden case is SMALL: a pass costs at most ~1.5x
-            return cls(tuple(rng.sample(range(40, 100) if hidden else range(2, 40), n)))
+            return cls(tuple(rng.sample(range(40, 100) if hidden else range(17, 40), n)))
 
 and then:
 
@@ -54,6 +54,10 @@ and then:
   case can be shorter and still hold; where the inputs must not tell which task finishes last, the
   hidden case makes one slow by a result handed back late instead (:func:`hold_result`, the
   checker's own, never a field: ``as-completed``);
+- where the checker grades values fetched from tasks (:func:`eugo_lab.exercises.steps.fetched`), the
+  inputs make every result an object of its own: a float, an int outside -5..256, a container, never
+  a value CPython shares between all code (a small int, ``None``), so identity tells the values get()
+  handed over from equal ones the notebook computed again (``fan-out``: squares of 17 and up);
 - its hints have a :data:`CARRY_OVER` entry (what to take from ``p`` instead of typing it);
 - its rows in ``tests/exercises/test_exercise_variants.py`` (the hidden seed fixed by patching
   :func:`draw_seed`): the reference passes both cases, a typed answer does not carry over and

@@ -9,7 +9,11 @@ with its mistake key when the run fails the step, and returns quietly otherwise:
 - :func:`tasks_ran` - no task of the taught function ran (``local``);
 - :func:`every_call_a_task` - some of the calls that should be tasks did not run as tasks (``local``);
 - :func:`from_tasks` - the value is not what the tasks returned: a decoy beside it (``not-from-tasks``);
-- :func:`taken` - the tasks' values were never taken with get() (``not-taken``).
+- :func:`taken` - the tasks' values were never taken with get() (``not-taken``);
+- :func:`fetched` - the value equals the tasks' results but is not the very objects get() or
+  result() handed over: the notebook made it again (the mistake the exercise names);
+- :func:`stepped_from_fetched` - the same for a value the notebook's own step makes from each result
+  (``handle(r)``): each item is what a call of the step returned, given an object get() handed over.
 
 A sentence that says work was done "here in the notebook" is said only when the runtime's
 record shows the function ran in the notebook's process (:func:`eugo_lab.exercises.measure.driver_calls`),
@@ -25,6 +29,8 @@ from typing import Any
 
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet
+from eugo_lab.tracing.driver_calls import VALUES_KEY
+from eugo_lab.tracing.returned import identifiable
 
 
 def driver_calls(a: Attempt, function: str) -> int:
@@ -158,3 +164,110 @@ def taken(a: Attempt, function: str, name: str, tasks: int, got: int | None = No
     if here:
         raise NotYet(f"{head}, and {here}: the value was computed here beside the tasks.", mistake=mistake)
     raise NotYet(f"{head}, so the value did not come from their results.", mistake=mistake)
+
+
+def _items(value: Any) -> list[Any] | None:
+    """The objects of a graded value to check one by one: a list's or tuple's items, a dict's values, else itself.
+
+    None for a value whose items are not objects of their own (an array: its numbers are made on reading).
+    """
+    t = type(value)
+    if t is list or t is tuple:
+        return list(value)
+    if t is dict:
+        return list(value.values())
+    if hasattr(value, "__array__") or hasattr(value, "iloc"):
+        return None
+    return [value]
+
+
+def fetched(a: Attempt, value: Any, function: str, name: str, mistake: str = "decoy") -> None:
+    """``not yet`` when ``value`` (or each item) is not an object get()/result() handed over from ``function``'s tasks.
+
+    Identity, not equality: a cell that takes the tasks' values and then computes the graded value
+    again in the notebook (inline, in a helper of another name, with NumPy) holds equal values that
+    are other objects. Checked on the runtime's record of the run (:class:`~eugo_lab.tracing.returned.Handed`):
+    items that identity cannot tell apart (small ints, ``None``: CPython shares them) are not checked,
+    and nothing is said when the run has no record, or when it forgot values over its cap and an item
+    was not found (it may have been among those). A value a task of another function returned is
+    named as such. Call it after the value was found equal to the tasks' results.
+    """
+    handed = getattr(a.trace, "handed", None)
+    objs = _items(value)
+    if handed is None or objs is None:
+        return
+    checked = [o for o in objs if identifiable(o)]
+    if not checked:
+        return
+    functions = {r.task_id: r.function for r in a.trace.results()}
+    made: list[Any] = []
+    elsewhere: dict[str, int] = {}
+    for o in checked:
+        task = handed.task_of(o)
+        if task is None:
+            made.append(o)
+        elif functions.get(task, function) != function:  # a task id the trace does not name: a batch's item
+            elsewhere[functions[task]] = elsewhere.get(functions[task], 0) + 1
+    here = ran_here(a, function)
+    also = f"; {here}" if here else ""
+    one = len(objs) == 1 and type(value) not in (list, tuple, dict)
+    if made and not handed.dropped:
+        if one:
+            raise NotYet(f"`{name}` holds the right value, but it is not the value get() or result() handed over "
+                         f"from the {function} task: it is an equal value the notebook made itself (computed again, or "
+                         f"kept from before){also}, so "
+                         f"`{name}` is not what the task returned. Keep the value get() returns.", mistake=mistake)
+        raise NotYet(f"`{name}` holds the right values, but {len(made)} of the {len(checked)} items checked are not "
+                     f"values a get() or result() of this cell handed over from the {function} tasks: they are "
+                     f"equal values the notebook made itself (computed again, or kept from before){also}, so `{name}` "
+                     "is not what the tasks returned. "
+                     "Keep the values get() returns.", mistake=mistake)
+    if elsewhere:
+        said = " and ".join(f"{n} of its items {'is' if n == 1 else 'are'} what {fn} tasks returned"
+                            for fn, n in sorted(elsewhere.items()))
+        raise NotYet(f"`{name}` holds the right values, but {said}, not {function} tasks, so `{name}` is not what "
+                     f"the {function} tasks returned.", mistake=mistake)
+
+
+def stepped_from_fetched(a: Attempt, value: Any, function: str, step: str, name: str, mistake: str = "decoy") -> None:
+    """``not yet`` unless each item of ``value`` is what a call of ``step`` returned for a value the tasks handed over.
+
+    For an exercise whose graded value the notebook computes from each result with its own step
+    (``handled.append(handle(r))``): each item must be the object a call of ``step`` in the
+    driver returned (kept by value while the cell ran: the exercise names ``step`` in its
+    ``values_of``), and that call must have been given an object a get() or result() of the cell
+    handed over from ``function``'s tasks (:class:`~eugo_lab.tracing.returned.Handed`). Items
+    identity cannot tell apart are not checked; a run without either record, or one that forgot
+    values over its caps, is told nothing it did not check.
+    """
+    handed = getattr(a.trace, "handed", None)
+    record = a.trace.live.get(VALUES_KEY)
+    objs = _items(value)
+    if handed is None or record is None or objs is None:
+        return
+    checked = [o for o in objs if identifiable(o)]
+    if not checked:
+        return
+    returned = {id(ret): (ret, args) for args, ret in record["calls"].get(step, [])}
+    functions = {r.task_id: r.function for r in a.trace.results()}
+    not_returned: list[Any] = []
+    fed_otherwise: list[Any] = []
+    for o in checked:
+        hit = returned.get(id(o))
+        if hit is None or hit[0] is not o:
+            not_returned.append(o)
+            continue
+        tasks = [handed.task_of(arg) for arg in hit[1]]
+        if not any(t is not None and functions.get(t, function) == function for t in tasks):
+            fed_otherwise.append(o)
+    n = len(checked)
+    if not_returned and not record["dropped"]:
+        raise NotYet(f"`{name}` holds the right answers, but {len(not_returned)} of the {n} items checked are not "
+                     f"values {step} returned in this cell: the notebook made them another way, not by {step} from "
+                     f"the values get() handed over from the {function} tasks. Keep what {step} returns for each "
+                     "value get() gives you.", mistake=mistake)
+    if fed_otherwise and not handed.dropped:
+        raise NotYet(f"`{name}` holds what {step} returned, but {len(fed_otherwise)} of the {n} calls behind it were "
+                     f"given other values than the objects a get() or result() of this cell handed over from the "
+                     f"{function} tasks: {step} must handle the values the tasks returned.",
+                     mistake=mistake)

@@ -18,6 +18,12 @@ style, with ``__wrapped__``) and may run it without running its Python code (a J
 version): a call through one counts for the wrapped function, and the function's count is the
 larger of its code's starts and its calls through the wrapper, so a call is counted once.
 
+``values_of``: names of functions whose calls in the driver are kept by value as well: the objects
+each call was given (its parameters as the call began) and the object it returned, up to
+``MAX_CALLS_KEPT`` calls per function (:attr:`DriverCalls.values`). A grader asks there whether the
+notebook's own step (``handle(r)``) was given the very objects a get() handed over and returned the
+value it keeps (:mod:`eugo_lab.tracing.returned`).
+
 The hook is installed by :meth:`DriverCalls.__enter__` and always removed by ``__exit__``, also
 when the cell raises or is interrupted; the profile function a thread had before is given back.
 """
@@ -37,6 +43,11 @@ from eugo_lab.contract.phases import in_task
 
 #: The key of the record in a trace's ``meta``: ``{function name: calls in the driver}``.
 META_KEY = "driver_calls"
+#: The key of the calls kept by value in a trace's ``live`` facts (never saved): :attr:`DriverCalls.values`.
+VALUES_KEY = "driver_call_values"
+#: Calls kept by value per function: a cell's step runs once per result, tens or thousands of times;
+#: the objects stay alive with the record, so a loop of a million calls keeps only the first ones.
+MAX_CALLS_KEPT = 8192
 
 # Code objects that are not a function of the cell: its module body and 3.11's comprehension frames.
 _NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
@@ -90,8 +101,15 @@ class DriverCalls:
     """
 
     def __init__(self, files: Iterable[str], codes: Iterable[CodeType] = (),
-                 wrappers: Iterable[CodeType] = ()) -> None:
+                 wrappers: Iterable[CodeType] = (), values_of: Iterable[str] = ()) -> None:
         self._files = frozenset(files)
+        self._values_of = frozenset(values_of)
+        # code -> whether its calls are kept by value (decided at its first call, by its name)
+        self._keeps: dict[CodeType, bool] = {}
+        self._kept: dict[str, list[tuple[tuple[Any, ...], Any]]] = {}
+        #: Calls of ``values_of`` functions not kept (over ``MAX_CALLS_KEPT``).
+        self.values_dropped = 0
+        self._open_calls = threading.local()  # each thread's calls begun and not returned: (code, arguments)
         self._wrappers = frozenset(wrappers)
         self._extra = frozenset(codes) | self._wrappers  # the codes watched whatever their file
         # One pair of counters per thread: the hook's count needs no lock, and threads never lose a count.
@@ -101,6 +119,34 @@ class DriverCalls:
         self._saved: tuple[Any, Any] | None = None
         self._monitoring = False
         self._active = False  # threads the cell started keep the hook until their next event after the block
+
+    def _keeps_values(self, code: CodeType) -> bool:
+        keep = self._keeps.get(code)
+        if keep is None:
+            keep = self._keeps[code] = function_name(code) in self._values_of
+        return keep
+
+    def _began(self, code: CodeType, frame: FrameType) -> None:
+        """A call of a function kept by value began: note its parameters' objects (before its body rebinds any)."""
+        stack = getattr(self._open_calls, "stack", None)
+        if stack is None:
+            stack = self._open_calls.stack = []
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        f_locals = frame.f_locals
+        stack.append((code, tuple(f_locals.get(n) for n in names)))
+
+    def _returned(self, code: CodeType, value: Any) -> None:
+        """The call of ``code`` begun last on this thread returned ``value``: keep the pair."""
+        stack = getattr(self._open_calls, "stack", None)
+        if not stack or stack[-1][0] is not code:
+            return  # began before the record did (or in a task): not the cell's call
+        _, args = stack.pop()
+        with self._lock:
+            kept = self._kept.setdefault(function_name(code), [])
+            if len(kept) < MAX_CALLS_KEPT:
+                kept.append((args, value))
+            else:
+                self.values_dropped += 1
 
     def _watched(self, code: CodeType) -> bool:
         return (code in self._extra or code.co_filename in self._files) and code.co_name not in _NOT_FUNCTIONS
@@ -133,19 +179,29 @@ class DriverCalls:
         counts_plain = self._plain_counts
         counts_plain.append(plain)
 
+        keeping = bool(self._values_of)
+        keeps = self._keeps_values
+
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             if event == "call":
                 code = frame.f_code
                 if code.co_filename in files or code in extra:
                     if not self._active:  # a thread the cell started, still running after the block: leave it
                         sys.setprofile(None)
-                    elif code in plain:
+                        return
+                    if code in plain:
                         if not in_task():
                             plain[code] += 1
                     elif code in wrappers or code.co_name in _NOT_FUNCTIONS:
                         start(code, frame, counts, wrapped)
                     elif not in_task():
                         plain[code] = 1
+                    if keeping and keeps(code) and not in_task():
+                        self._began(code, frame)
+            elif keeping and event == "return":
+                code = frame.f_code
+                if (code.co_filename in files or code in extra) and keeps(code) and self._active:
+                    self._returned(code, arg)
 
         return hook
 
@@ -164,6 +220,14 @@ class DriverCalls:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         with self._lock:  # one hook for every thread here: the pair is shared
             self._start(code, sys._getframe(1) if code in self._wrappers else None, *self._threads[0])
+        if self._values_of and self._keeps_values(code) and not in_task():
+            self._began(code, sys._getframe(1))
+        return None
+
+    def _py_return(self, code: CodeType, offset: int, value: Any) -> Any:
+        if not (self._watched(code) and self._keeps_values(code)):
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        self._returned(code, value)
         return None
 
     def __enter__(self) -> DriverCalls:
@@ -174,7 +238,11 @@ class DriverCalls:
             self._counters()
             mon.use_tool_id(_TOOL_ID, "eugo_lab driver calls")
             mon.register_callback(_TOOL_ID, mon.events.PY_START, self._py_start)
-            mon.set_events(_TOOL_ID, mon.events.PY_START)
+            events = mon.events.PY_START
+            if self._values_of:
+                mon.register_callback(_TOOL_ID, mon.events.PY_RETURN, self._py_return)
+                events |= mon.events.PY_RETURN
+            mon.set_events(_TOOL_ID, events)
             self._monitoring = True
             return self
         async_exc.clear_stuck_signal()  # else a profile function can spin forever at a function's entry (3.11)
@@ -190,6 +258,7 @@ class DriverCalls:
             mon = sys.monitoring  # type: ignore[attr-defined]
             mon.set_events(_TOOL_ID, 0)
             mon.register_callback(_TOOL_ID, mon.events.PY_START, None)
+            mon.register_callback(_TOOL_ID, mon.events.PY_RETURN, None)
             mon.free_tool_id(_TOOL_ID)
             mon.restart_events()  # the code objects switched off come back for the next tool
             self._monitoring = False
@@ -217,3 +286,14 @@ class DriverCalls:
         for code in set(counts) | set(wrapped):
             out[function_name(code)] += max(counts[code], wrapped[code])
         return dict(sorted(out.items()))
+
+    @property
+    def values(self) -> dict[str, list[tuple[tuple[Any, ...], Any]]]:
+        """``{function name: [(the objects its parameters held as the call began, the object it returned)]}``.
+
+        Only the ``values_of`` functions' calls in the driver, in the order they returned, the first
+        ``MAX_CALLS_KEPT`` of each (:attr:`values_dropped` counts the others). A call that raised
+        returned None here.
+        """
+        with self._lock:
+            return {name: list(calls) for name, calls in self._kept.items()}

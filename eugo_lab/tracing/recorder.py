@@ -301,6 +301,11 @@ class Recorder:
         self.in_region = self._regions > 0
 
     # -- regions ---------------------------------------------------------------------------
+    @property
+    def regions_open(self) -> int:
+        """How many regions are open now (regions nest: an inner one records into the outer one's tables too)."""
+        return self._regions
+
     def open_region(self) -> tuple[Any, ...]:
         """Start a region; returns the offsets a later :meth:`close_region` slices from.
 

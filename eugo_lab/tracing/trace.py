@@ -146,6 +146,13 @@ class Trace(JsonFile):
         self.block_kinds = tuple(block_kinds)
         self.workers = dict(workers)
         self.meta = dict(meta)
+        #: The objects the region's get()/result() calls handed the driver, by identity
+        #: (:class:`~eugo_lab.tracing.returned.Handed`): live, set by the runtime's region as it closes, never
+        #: saved; None for a trace read back, built by hand or recorded from an engine's own API.
+        self.handed: Any = None
+        #: Other live facts of the run for graders, by key (the calls of a notebook step kept by value,
+        #: :data:`~eugo_lab.tracing.driver_calls.VALUES_KEY`): never saved, empty for a trace read back.
+        self.live: dict[str, Any] = {}
         #: Profiled task attempts (``hpc.profile``): read with ``eugo_lab.profile.Profile.from_trace``.
         self.profiles = tuple(profiles)
         # -- provenance: recorded for tasks submitted inside the region (see eugo_lab.tracing.provenance)

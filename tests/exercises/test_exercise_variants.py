@@ -112,10 +112,11 @@ LESSON_ANSWER_KEPT = ("`result` held the lesson's answer again, not the estimate
 def test_first_task_typed_answer_does_not_carry_over():
     p, h = lesson("first-task"), hidden("first-task")
     typed = _pi(p.seed, p.darts)
+    # The answer typed in beside a task is not even the lesson's pass: it is not the object get() handed over.
     v = run_exercise("first-task", f"hpc.get(estimate_pi.remote(p.seed, p.darts))\nresult = {typed!r}\n", setup=PI)
-    never_shown(first_task_not_on_hidden(v, problems.CARRY_OVER, LESSON_ANSWER_KEPT), h.seed, h.darts,
-                _pi(h.seed, h.darts))
-    # the inputs typed in instead of the answer: the same
+    assert not v.passed and "it is not the value get() or result() handed over" in v.to_text(), v.to_text()
+    never_shown(v.to_text(), h.seed, h.darts, _pi(h.seed, h.darts))
+    # the inputs typed in instead of the answer: the lesson's case passes, the hidden one does not
     v = run_exercise("first-task", f"result = hpc.get(estimate_pi.remote({p.seed}, {p.darts}))\n", setup=PI)
     never_shown(first_task_not_on_hidden(v, problems.CARRY_OVER, LESSON_ANSWER_KEPT), h.seed, h.darts)
     # the function's own default darts instead of p.darts: not the lesson's answer there, nor the hidden one's
@@ -183,10 +184,12 @@ def test_fan_out_reference_passes_on_both_cases():
 
 def test_fan_out_typed_answer_does_not_carry_over():
     p, h = lesson("fan-out"), hidden("fan-out")
+    # The squares typed in beside the tasks fail on the lesson's case: they are not the objects get() handed over.
     v = run_exercise("fan-out", f"hpc.get([slow_square.remote(x) for x in p.xs])\nresults = {[x * x for x in p.xs]}\n",
                      setup=SQUARE)
+    assert not v.passed and "12 of the 12 items checked are not values a get()" in v.to_text(), v.to_text()
     answer = [x * x for x in h.xs]
-    never_shown(carried_over(v), answer, h.xs, *answer, len(h.xs))
+    never_shown(v.to_text(), answer, h.xs, *answer, len(h.xs))
     v = run_exercise("fan-out", f"results = hpc.get([slow_square.remote(x) for x in {list(p.xs)}])\n", setup=SQUARE)
     carried_over(v)
 
@@ -234,11 +237,13 @@ def test_as_completed_typed_inputs_do_not_carry_over():
     p, h = lesson("as-completed"), hidden("as-completed")
     v = run_exercise("as-completed", AS_COMPLETED.replace("p.ms", repr(list(p.ms))), setup=MEASURE)
     never_shown(carried_over(v), *h.ms, *(m + 1 for m in h.ms))
+    # The answers typed in beside the loop fail on the lesson's case: they are not what handle returned.
     typed = sorted(m + 1 for m in p.ms)
     v = run_exercise("as-completed", "futures = [measure.remote(ms) for ms in p.ms]\n"
                                      "for f in hpc.as_completed(futures):\n    handle(hpc.get(f))\n"
                                      f"handled = {typed}\n", setup=MEASURE)
-    carried_over(v)
+    assert not v.passed and "10 of the 10 items checked are not values handle returned" in v.to_text(), v.to_text()
+    never_shown(v.to_text(), *h.ms, *(m + 1 for m in h.ms))
 
 
 def test_as_completed_honest_wait_loop_passes():

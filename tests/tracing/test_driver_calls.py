@@ -46,6 +46,30 @@ def test_counts_the_cells_functions_and_what_they_call():
     assert calls.calls == {"helper": 1, "score": 8}
 
 
+def test_calls_kept_by_value_hold_the_objects_given_and_returned():
+    ns: dict = {}
+    exec(compile("def handle(r):\n    r = r + 1  # rebinds its parameter: the object it was given is kept\n"
+                 "    return r\n\ndef other(x):\n    return handle(x)\n", CELL_FILE, "exec"), ns)
+    given = [float(i) + 0.5 for i in range(3)]
+    with DriverCalls({CELL_FILE}, values_of=("handle",)) as calls:
+        out = [ns["other"](g) for g in given]
+    kept = calls.values
+    assert set(kept) == {"handle"} and calls.calls == {"handle": 3, "other": 3}
+    assert [args[0] is g for (args, _), g in zip(kept["handle"], given)] == [True] * 3
+    assert [ret is o for (_, ret), o in zip(kept["handle"], out)] == [True] * 3
+    assert calls.values_dropped == 0
+
+
+def test_calls_kept_by_value_are_capped(monkeypatch):
+    from eugo_lab.tracing import driver_calls
+
+    monkeypatch.setattr(driver_calls, "MAX_CALLS_KEPT", 2)
+    ns = cell_functions()
+    with DriverCalls({CELL_FILE}, values_of=("score",)) as calls:
+        ns["helper"](range(5))
+    assert len(calls.values["score"]) == 2 and calls.values_dropped == 3 and calls.calls["score"] == 5
+
+
 def test_a_task_body_on_a_thread_of_this_process_does_not_count():
     ns = cell_functions()
 

@@ -1,8 +1,8 @@
 """Exercise ``as-completed`` (Course 1, lesson 3): handle each result as soon as it finishes.
 
 The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.ms``, how many
-milliseconds each measurement takes (in the lesson 10 of them, the first 400 ms and the
-others 25-45 ms); a passing cell is run again on a hidden case of 6 (each 12-24 ms; the checker
+milliseconds each measurement takes (in the lesson 10 of them, the first 400.5 ms and the
+others 25.5-45.5 ms); a passing cell is run again on a hidden case of 6 (each 12.5-24.5 ms; the checker
 hands one of them, at a place drawn from the seed and not the longest, back 160-200 ms late, so
 ``p.ms`` does not tell which finishes last).
 
@@ -41,7 +41,10 @@ driver's first blocking wait (:func:`eugo_lab.exercises.measure.wait_between_sub
 that takes one result, or holds the slow one back, and submits the rest after never runs them side
 by side) and no Blocking finding; ``handled`` holds ``handle(r)`` (``r + 1``) of each value those
 tasks returned (their traced digests) and the cell took their
-values with get(); no Submission order finding; the driver never waited on one task while
+values with get(); each item of ``handled`` is the object a call of ``handle`` in the notebook
+returned, and that call was given the very object get() or result() handed over from a ``measure``
+task (:func:`~eugo_lab.exercises.steps.stepped_from_fetched`; every ``p.ms`` is a float, so identity
+tells it from an equal value computed again); no Submission order finding; the driver never waited on one task while
 another had finished before it and was not taken yet (the runtime records each wait with the one
 future it was on: a get()/result(), an ``hpc.wait`` on it alone, a loop of ``done()`` on it; and
 when each result arrived, :func:`eugo_lab.exercises.measure.held_up`), so the results were taken
@@ -72,12 +75,14 @@ from eugo_lab.units import fmt_source as display_source
 N = 10
 # The slow first measurement of the lesson's case, and the others: on 2 workers the 9 short ones
 # (at most 45 ms each) are all done long before it, so handling them in completion order shows.
-SLOW_MS, SHORT_MS = 400, range(25, 46)
-# The hidden case, sized to cost at most about half the lesson's: 6 short measurements of 12-24 ms, one of
+# Each half a millisecond past a whole one: a float, so each value measure returns (and handle's r + 1) is an
+# object of its own, which identity tells from an equal value the notebook computes again (steps.fetched).
+SLOW_MS, SHORT_MS = 400.5, tuple(m + 0.5 for m in range(25, 46))
+# The hidden case, sized to cost at most about half the lesson's: 6 short measurements of 12.5-24.5 ms, one of
 # them (at a place drawn from the seed, never the longest input) handed back 160-200 ms late by the checker
-# (the others take at most 120 ms together on one worker: still done before it). Other values than the lesson's, so
+# (the others take at most 123 ms together on one worker: still done before it). Other values than the lesson's, so
 # a typed answer cannot match.
-HIDDEN_N, HIDDEN_SLOW_MS, HIDDEN_SHORT_MS = 6, range(160, 201), range(12, 25)
+HIDDEN_N, HIDDEN_SLOW_MS, HIDDEN_SHORT_MS = 6, range(160, 201), tuple(m + 0.5 for m in range(12, 25))
 FUNCTION = "measure"
 # What the driver's calls are named in the trace when they take results as they finish.
 COMPLETION_ORDER = ("as_completed", "wait")
@@ -95,7 +100,7 @@ TAKEN_BY = {"as_completed": "hpc.as_completed", "wait": "hpc.wait"}
 class AsCompletedProblem(problems.Problem):
     """How many milliseconds each measurement takes: one slow among short ones, all distinct."""
 
-    ms: tuple[int, ...]
+    ms: tuple[float, ...]
 
     @classmethod
     def make(cls, rng: random.Random, hidden: bool) -> AsCompletedProblem:
@@ -199,7 +204,7 @@ problems.explained_on_hidden(
 
 
 @exercise("as-completed", lesson="01-distributed-python/03-futures-as-arguments-and-as-completed.ipynb",
-          title="Process results as they finish", hints=HINTS)
+          title="Process results as they finish", hints=HINTS, values_of=("handle",))
 def as_completed(a: Attempt) -> Verdict:
     """Grade a results loop: every result handled, taken in completion order, the first before the last arrived."""
     ms = problems.given(a).ms
@@ -232,6 +237,8 @@ def as_completed(a: Attempt) -> Verdict:
         where, k = blocked
         return a.not_yet(f"the cell called get(){measure.where(where)} right after submitting each task, so {k} "
                          "tasks ran one at a time: the analysis raised the Blocking finding.", mistake="submit-first")
+    # handle(r) runs in the notebook by design: what is checked is that it was fed the values get() handed over.
+    steps.stepped_from_fetched(a, handled, FUNCTION, "handle", "handled", mistake="decoy")
     order = a.report.finding(Code.SUBMISSION_ORDER)
     if order is not None:
         where = measure.where(display_source(order.evidence["source"]))

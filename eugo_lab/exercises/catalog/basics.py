@@ -31,7 +31,9 @@ succeeded (a task counts by the function it ran, also renamed with ``options(nam
 wrapper task), on an engine whose workers are processes (not the threads engine); ``result``
 equals the checker's own ``lesson_estimate_pi(p.seed, p.darts)``; ``result`` is what one of this
 cell's ``estimate_pi`` tasks returned (its traced digest), and the cell took a task's value with
-``get()`` (so a plain call beside a decoy task does not count). Then the same on the hidden case,
+``get()`` (so a plain call beside a decoy task does not count); ``result`` is the very object get() or
+result() handed over (:func:`~eugo_lab.exercises.steps.fetched`: an equal float computed again in the
+notebook is another object). Then the same on the hidden case,
 whose ``not yet`` says what the checker found there (:func:`problems.explained_on_hidden`).
 Nothing here needs parallelism, so the verdict is the same on one worker as on many.
 """
@@ -206,6 +208,7 @@ def first_task(a: Attempt) -> Verdict:
         return a.not_yet(f"`result` equals what the {FUNCTION} task returned, but the cell never took a task's "
                          f"value: no get() or result() asked for a future in this cell{instead}.",
                          mistake="not-taken")
+    steps.fetched(a, result, doer, "result", mistake="decoy")
     workers = measure.workers_used(a.trace, doer)
     which = "the value that task returned" if ran == 1 else f"the value one of the {ran} tasks returned"
     if doer == FUNCTION:

@@ -23,9 +23,10 @@ Reference solution (same first lines, then)::
 Criteria, on the inputs the run was handed: ``results`` equals ``score(x)`` for x in
 ``p.items``, computed here, in order; ``score`` tasks ran, and ``results`` is what they
 returned, in item order (:func:`~eugo_lab.exercises.derivation.listed`: a list scored in the
-notebook beside a decoy call fails); at least ``MIN_ITEMS_PER_TASK`` score items per dispatched
-``score`` task on average (tasks and ``hpc.map`` batches counted from the trace, other
-functions' not); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2 workers when
+notebook beside a decoy call fails), each score the very object get() handed over (an item of a
+batch's list counts: :func:`~eugo_lab.exercises.steps.fetched`); at least ``MIN_ITEMS_PER_TASK``
+score items per dispatched ``score`` task on average (tasks and ``hpc.map`` batches counted from
+the trace, other functions' not); at least ``BATCHES_PER_WORKER`` batches per worker, counted for 2 workers when
 the run had 1 (so the cell also spreads on more). Then the same on the hidden case: a batch
 size written into the cell that leaves too few batches for its smaller input fails there.
 """
@@ -54,15 +55,20 @@ MIN_ITEMS_PER_TASK = 10
 @problems.declare("batching")
 @dataclass(frozen=True, repr=False)
 class BatchingProblem(problems.Problem):
-    """The numbers to score: 3,000 in the lesson, 1,200-1,500 in the hidden case."""
+    """The numbers to score: 3,000 in the lesson, 1,200-1,500 in the hidden case, none a multiple of 7.
+
+    A multiple of 7 scores 0; any other number about 600 (``(x * k) % 7`` runs through every residue),
+    never one of the ints CPython shares, so the grader can tell the very scores get() handed over
+    from equal ones computed in the notebook (:func:`~eugo_lab.exercises.steps.fetched`).
+    """
 
     items: tuple[int, ...]
 
     @classmethod
     def make(cls, rng: random.Random, hidden: bool) -> BatchingProblem:
-        """Numbers under a million, drawn from ``rng``; the hidden case's count differs from the lesson's."""
+        """Numbers under a million, none a multiple of 7, from ``rng``; the hidden case's count differs."""
         n = rng.choice(HIDDEN_SIZES) if hidden else N
-        return cls(tuple(rng.randrange(1_000_000) for _ in range(n)))
+        return cls(tuple(7 * rng.randrange(142_857) + rng.randrange(1, 7) for _ in range(n)))
 
 
 def score_of(x: int) -> int:
@@ -110,6 +116,7 @@ def batching(a: Attempt) -> Verdict:
         steps.tasks_ran(a, FUNCTION, f"the scores of the {len(items)} items")
     came = derivation.returned_by(results, a.trace, fn, name="results")
     steps.from_tasks(a, came, fn)
+    steps.fetched(a, results, fn, "results", mistake="not-from-tasks")
     scored = len(items)  # every item's score is in `results`, and `results` came from these tasks
     per_task = scored / units
     if per_task < MIN_ITEMS_PER_TASK:

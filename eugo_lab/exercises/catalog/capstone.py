@@ -239,6 +239,7 @@ def _gains_source(a: Attempt, gains: Any) -> derivation.Sources:
         found = derivation.returned_by(list(gains), a.trace, name="gains")
     if not found:
         _not_from_tasks(a, "gains", gains, found.why)
+    steps.fetched(a, gains, found.function, "gains", mistake="decoy")  # a NumPy array's numbers are not checked
     if not steps.does_work_of(a, found.function, GAIN):
         raise NotYet(f"`gains` holds what the {measure.plural(len(found.tasks), found.function + ' task')} "
                      f"returned, but {found.function} never calls gain: {_made_outside(a, GAIN, 'the gains')}.",

@@ -155,6 +155,7 @@ def dask_cluster(a: Attempt) -> Verdict:
         return a.not_yet(f"only {measure.plural(n, 'mean')} of {N} ran as {FUNCTION} tasks.", mistake="local")
     came = derivation.listed(result, a.trace, FUNCTION, name="result")
     steps.from_tasks(a, came, FUNCTION)
+    steps.fetched(a, result, FUNCTION, "result", mistake="not-from-tasks")
     table = reference_gains().nbytes
     size = fmt_bytes(table, ".3g")
     limit = MAX_SHIPPED_SHARE * table

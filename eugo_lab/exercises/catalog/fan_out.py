@@ -29,7 +29,8 @@ Reference solution (same magic; the cell's ``slow_square`` may also come from an
 Criteria, on the inputs the run was handed (``n = len(p.xs)``): ``results`` equals
 ``[x * x for x in p.xs]`` computed here; all n calls ran as ``slow_square`` tasks;
 ``results`` holds what those tasks returned, in submission order (their traced digests),
-and the cell took all n values with get(); no Blocking finding; the driver submitted every
+and the cell took all n values with get(); its items are the very objects get() or result()
+handed over (:func:`~eugo_lab.exercises.steps.fetched`); no Blocking finding; the driver submitted every
 task before its first blocking wait (:func:`eugo_lab.exercises.measure.wait_between_submissions`:
 an ``hpc.map`` counts as submitted when called, whatever window its runtime sends at a time); the
 replay on 2 workers (on this run's workers when it had more) predicts at least
@@ -59,7 +60,11 @@ MIN_REPLAYED_SPEEDUP = 1.3
 @problems.declare("fan-out")
 @dataclass(frozen=True, repr=False)
 class FanOutProblem(problems.Problem):
-    """The numbers to square: 12 distinct ones from 2-39 in the lesson, 4 or 6 from 40-99 in the hidden case."""
+    """The numbers to square: 12 distinct ones from 17-39 in the lesson, 4 or 6 from 40-99 in the hidden case.
+
+    Every square is over 256, so it is never one of the ints CPython shares: the grader can tell the
+    very values get() handed over from equal ones computed in the notebook (:func:`~eugo_lab.exercises.steps.fetched`).
+    """
 
     xs: tuple[int, ...]
 
@@ -68,7 +73,7 @@ class FanOutProblem(problems.Problem):
         """Distinct numbers (so every square differs), from ranges that never meet: a typed list cannot match."""
         if hidden:
             return cls(tuple(rng.sample(range(40, 100), rng.choice(HIDDEN_SIZES))))
-        return cls(tuple(rng.sample(range(2, 40), N)))
+        return cls(tuple(rng.sample(range(17, 40), N)))
 
 
 _SOLUTION = "futures = [slow_square.remote(x) for x in p.xs]\nresults = hpc.get(futures)"
@@ -132,6 +137,7 @@ def fan_out(a: Attempt) -> Verdict:
         return a.not_yet(f"`results` equals what the {n_calls} {FUNCTION} tasks returned, but the cell took only "
                          f"{measure.plural(taken, 'value')} of theirs with get(), so the list was computed here in "
                          "the notebook beside the tasks.", mistake="not-taken")
+    steps.fetched(a, results, FUNCTION, "results", mistake="decoy")
     blocked = measure.blocking_loop(a.report)
     if blocked is not None:
         where, k = blocked

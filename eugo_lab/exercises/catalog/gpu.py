@@ -541,6 +541,7 @@ def gpu_request(a: Attempt) -> Verdict:
         return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
     steps.every_call_a_task(a, FUNCTION, len(a.trace.results(FUNCTION)), N_TILES, " on the cluster")
     steps.from_tasks(a, derivation.listed(list(results), a.trace, FUNCTION, name="results"), FUNCTION)
+    steps.fetched(a, results, FUNCTION, "results", mistake="not-from-tasks")
     first = a.trace.first_attempts(FUNCTION)
     assigned = np.asarray(a.trace.gpu)[first]
     refused = [r for r in a.trace.refused if r.function == FUNCTION and r.request.get("GPU", 0) > 0]

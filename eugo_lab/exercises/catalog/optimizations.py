@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from eugo_lab.contract import cellrecord
-from eugo_lab.exercises import derivation, measure
+from eugo_lab.exercises import derivation, measure, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.jit import auto
 from eugo_lab.jit import verdicts as jit
@@ -147,6 +147,7 @@ def _from_tasks(a: Attempt, value: Any, function: str, name: str) -> None:
     if not d:
         raise NotYet(f"{d.why}: this exercise grades what the {function} tasks of this cell returned, so `{name}` "
                      "must be the list their futures gave back.", mistake="not-from-tasks")
+    steps.fetched(a, value, function, name, mistake="not-from-tasks")
 
 
 def _from_tasks_hint(line: str) -> Hint:

@@ -168,6 +168,7 @@ def ray_backend(a: Attempt) -> Verdict:
     if earlier is not None:
         return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
                          f"{SECOND} tasks returned.", mistake="earlier-cell")
+    steps.fetched(a, peaks, SECOND, "peaks", mistake="not-from-tasks")
     early = waits_before_last_submit(a.trace, SECOND)
     if early:
         kind, k, where = early[0]
