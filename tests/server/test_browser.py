@@ -228,7 +228,9 @@ def test_tooltips_and_user_text_escaped_in_chromium(tmp_path):
         page.screenshot(path=str(OUT / "browser-tooltip-task.png"))
         rows = tip["rows"]
         assert rows["function"] == EVIL, rows  # the characters, not an image
-        assert re.fullmatch(r"2\d\d(\.\d)? ms", rows["duration"]), rows  # 250 ms of sleeps (loaded VM: 2xx)
+        # 250 ms of sleeps: at least that, however busy the machine (which only adds to it)
+        m = re.fullmatch(r"(\d+(?:\.\d)?) (ms|s)", rows["duration"])
+        assert m and float(m[1]) * (1000 if m[2] == "s" else 1) >= 200, rows
         assert re.fullmatch(r"read \d+\.\d ms", rows["phases"]), rows
         assert re.fullmatch(r"in \d+ B, out 1\.0 kB", rows["bytes"]), rows
         assert rows["status"] == "ok" and tip["imgs"] == 0
