@@ -17,6 +17,23 @@ from IPython.testing.globalipapp import start_ipython
 from eugo_lab import exercises
 from eugo_lab.exercises.base import Verdict
 
+#: The as-completed lesson's setup cell (its measure task and the driver's handle), as a learner has it.
+AS_COMPLETED_SETUP = """
+import time
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("as-completed")
+
+@hpc.remote
+def measure(ms):
+    time.sleep(ms / 1000)
+    return ms
+
+def handle(r):
+    time.sleep(0.02)
+    return r + 1
+"""
+
 
 def shell():
     """The test IPython shell with the magics loaded."""

@@ -11,7 +11,7 @@ fixed here (``problems.draw_seed``) so the test knows what must not be shown.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
+from _exercise_cells import AS_COMPLETED_SETUP, code_in, hint_code, hint_words, run_exercise, shell
 
 from eugo_lab import hpc
 from eugo_lab.exercises import catalog, problems
@@ -210,21 +210,7 @@ def test_fan_out_honest_helper_passes():
 
 
 # -- as-completed -----------------------------------------------------------------------------------------------
-MEASURE = """
-import time
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("as-completed")
-
-@hpc.remote
-def measure(ms):
-    time.sleep(ms / 1000)
-    return ms
-
-def handle(r):
-    time.sleep(0.02)
-    return r + 1
-"""
+MEASURE = AS_COMPLETED_SETUP
 AS_COMPLETED = ("futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
                 "for f in hpc.as_completed(futures):\n    handled.append(handle(hpc.get(f)))\n")
 

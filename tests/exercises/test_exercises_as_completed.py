@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import check_cell, code_in, hint_code, run_exercise
+from _exercise_cells import AS_COMPLETED_SETUP, check_cell, code_in, hint_code, run_exercise
 
 from eugo_lab.exercises import problems
 
-SETUP = """
-import time
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("as-completed")
-
-@hpc.remote
-def measure(ms):
-    time.sleep(ms / 1000)
-    return ms
-
-def handle(r):
-    time.sleep(0.02)
-    return r + 1
-"""
+SETUP = AS_COMPLETED_SETUP
 
 
 def test_reference_passes():

@@ -9,7 +9,7 @@ Honest cells that keep the fetched objects in another shape pass.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import check_cell, not_yet_for, run_exercise
+from _exercise_cells import AS_COMPLETED_SETUP, check_cell, not_yet_for, run_exercise
 
 from eugo_lab.exercises import problems
 
@@ -140,21 +140,7 @@ def test_every_score_is_an_object_of_its_own():
         assert all(identifiable(x * x) for x in case.xs)
 
 
-MEASURE = """
-import time
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("as-completed")
-
-@hpc.remote
-def measure(ms):
-    time.sleep(ms / 1000)
-    return ms
-
-def handle(r):
-    time.sleep(0.02)
-    return r + 1
-"""
+MEASURE = AS_COMPLETED_SETUP
 SUBMIT = "futures = [measure.remote(ms) for ms in p.ms]\nhandled = []\n"
 
 
