@@ -52,6 +52,28 @@ def tasks(trace: Any, function: str | None = None) -> int:
     return int(np.count_nonzero(trace.first_attempts(function)))
 
 
+def short_of(trace: Any, function: str, seconds: list[float]) -> tuple[int, float, float]:
+    """Tasks of ``function`` that ran for less time than each call is known to need; ``(count, shortest run, need)``.
+
+    ``seconds``: the least time each call takes, one per call (a task that sleeps its input). Both
+    sides sorted, the k-th shortest finished first attempt must last at least the k-th smallest
+    need: a sleep never returns early, so this holds on any machine, however busy (load only adds
+    time). ``shortest run``/``need``: the first pair that falls short (0 when none does). A count that
+    differs from ``len(seconds)`` is left to the checks that count tasks: ``(0, 0, 0)``.
+    """
+    t = trace.tasks
+    sel = trace.first_attempts(function) & (np.asarray(t["status"]) == 0)
+    runs = np.sort(np.asarray(t["end"])[sel] - np.asarray(t["start"])[sel])
+    needs = np.sort(np.asarray(seconds, dtype=float))
+    if len(runs) != len(needs) or not len(runs):
+        return 0, 0.0, 0.0
+    short = runs < needs * 0.95 - 0.001  # clock granularity, never the machine's speed
+    if not short.any():
+        return 0, 0.0, 0.0
+    k = int(np.argmax(short))
+    return int(short.sum()), float(runs[k]), float(needs[k])
+
+
 def dispatch_units(trace: Any, function: str | None = None) -> Units:
     """The trace's dispatch units (a task, or an ``hpc.map`` batch), all or those of ``function``."""
     u = units(trace)

@@ -70,6 +70,7 @@ from typing import Any
 from eugo_lab.analysis.findings import Code
 from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+from eugo_lab.units import fmt_seconds
 from eugo_lab.units import fmt_source as display_source
 
 N = 10
@@ -146,6 +147,9 @@ HINTS = {
                          "first and keep the futures in a list, then take the results as they finish, so the "
                          "tasks run side by side and a short one is handled while the slow one still runs.",
                          _SOLUTION),
+    "not-the-work": Hint("Keep the lesson's measure: it sleeps `ms` milliseconds, the measurement's own time. The "
+                         "exercise is about results that arrive at different times; a measure that returns at once "
+                         "has nothing to take in any order.", _SOLUTION),
     "all-at-once": Hint("Do not wait for all results with one get() before handling any: take them one at a time "
                         "as they finish, with as_completed, and handle each in the loop.", _SOLUTION),
     problems.CARRY_OVER: Hint("Submit one measurement for each input in p.ms, the exercise's inputs, instead of "
@@ -224,6 +228,16 @@ def as_completed(a: Attempt) -> Verdict:
     came = derivation.mapped(handled, a.trace, FUNCTION, lambda r: r + 1, name="handled", how="handle()")
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
+    # The work is the measurement: each task takes its ms (a sleep), whatever the cell's measure looks like.
+    # After the value checks: the tasks returned p.ms (a decoy's wrong inputs are named by those checks).
+    short, run, need = measure.short_of(a.trace, FUNCTION, [m / 1000 for m in ms])
+    if short:
+        took, takes = fmt_seconds(run), fmt_seconds(need)
+        return a.not_yet(f"{measure.plural(short, f'{FUNCTION} task')} finished in less time than the measurements "
+                         f"in p.ms take (the tasks' run times and p.ms sorted side by side: one took {took} where "
+                         f"the measurement takes {takes}): the cell's {FUNCTION} does not take each measurement's "
+                         "ms, so the tasks do not finish at different times as the lesson's do.",
+                         mistake="not-the-work")
     taken = measure.values_taken(a.trace)
     if not taken:
         return a.not_yet(f"`handled` holds the right answers, but the cell never took a {FUNCTION} task's value "
