@@ -176,7 +176,13 @@ class Publisher:
                 import logging
 
                 logging.getLogger("eugo_lab").warning("stopping the runtime on request failed", exc_info=True)
-            self.publish(force=False)
+            try:
+                self.publish(force=False)
+            except Exception:  # one failed reading (counters read while tasks change) must not
+                # end the thread: the panel would show this kernel's status frozen for the rest of its life
+                import logging
+
+                logging.getLogger("eugo_lab").debug("publishing the runtime's status failed", exc_info=True)
 
 
 _publisher: Publisher | None = None
