@@ -34,6 +34,17 @@ def handle(r):
     return r + 1
 """
 
+#: The batching lesson's setup cell (its score task), as a learner has it.
+BATCHING_SETUP = """
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("batching")
+
+@hpc.remote
+def score(x):
+    return sum((x * k) % 7 for k in range(200))
+"""
+
 
 def shell():
     """The test IPython shell with the magics loaded."""

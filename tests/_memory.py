@@ -52,3 +52,19 @@ def stop_two_growing_tasks(hpc) -> tuple[BaseException, list]:  # the eugo_lab.h
     with pytest.raises(hpc.WorkerMemoryError, match="over the 300.00 MB memory limit"):
         hpc.get(g, timeout=60)
     return info.value, [f, g]
+
+
+def check_a_map_item_over_its_limit_fails_alone(hpc) -> None:  # the eugo_lab.hpc module
+    """An ``hpc.map`` batch of 6 under a 200 MB limit whose item 2 grows: only that item fails, never retried."""
+    import re
+
+    hog = 2
+    result = hpc.map(hpc.remote(square_or_grow).options(memory="200MB"), [(i, hog) for i in range(6)], batch=6)
+    hpc.wait(result, num_returns=6, timeout=120)
+    try:
+        hpc.get(result[hog])
+    except hpc.WorkerMemoryError as exc:
+        assert re.search(rf"item {hog} of hpc.map\(square_or_grow, ...\).*not retried", str(exc), re.S), str(exc)
+    else:
+        raise AssertionError(f"item {hog} went over its memory limit and did not fail")
+    assert [hpc.get(f) for i, f in enumerate(result) if i != hog] == [i * i for i in range(6) if i != hog]

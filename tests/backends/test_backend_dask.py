@@ -16,7 +16,7 @@ import numpy as np
 import psutil
 import pytest
 from _clusters import BIN, DaskCLICluster, dask_cli_cluster, free_port, worker_env
-from _memory import grow_ignoring_stops, square_or_grow, stop_two_growing_tasks
+from _memory import check_a_map_item_over_its_limit_fails_alone, grow_ignoring_stops, stop_two_growing_tasks
 from _processes import listening, wait_gone
 from tasks import pid_of, square, total
 
@@ -258,12 +258,7 @@ def test_memory_limit_stops_the_task_inside_its_worker_and_never_retries_it():
 
 def test_a_map_item_over_its_memory_limit_fails_alone():
     hpc.init(backend="dask", workers=1, dashboard=False)
-    hog = 2
-    result = hpc.map(hpc.remote(square_or_grow).options(memory="200MB"), [(i, hog) for i in range(6)], batch=6)
-    hpc.wait(result, num_returns=6, timeout=120)
-    with pytest.raises(hpc.WorkerMemoryError, match=rf"item {hog} of hpc.map\(square_or_grow, ...\).*not retried"):
-        hpc.get(result[hog])
-    assert [hpc.get(f) for i, f in enumerate(result) if i != hog] == [i * i for i in range(6) if i != hog]
+    check_a_map_item_over_its_limit_fails_alone(hpc)
 
 
 def test_memory_limit_kills_the_worker_of_a_task_that_ignores_the_stop():

@@ -19,7 +19,7 @@ import numpy as np
 import psutil
 import pytest
 from _clusters import REPO, worker_env
-from _memory import grow_ignoring_stops, square_or_grow, stop_two_growing_tasks
+from _memory import check_a_map_item_over_its_limit_fails_alone, grow_ignoring_stops, stop_two_growing_tasks
 from _processes import listening, wait_gone
 from _waiting import wait_for_file
 from tasks import pid_met, square, total
@@ -198,12 +198,7 @@ def test_memory_limits_on_ray_stop_the_task_or_kill_its_worker_and_never_retry()
         assert list(df[df["task_id"] == fut.task_id]["status"]) == ["crashed"]  # one attempt each, no retry
     assert hpc.get([square.remote(i) for i in range(6)], timeout=60) == [i * i for i in range(6)]
     # an hpc.map item over its limit fails alone: the rest of its batch runs on
-    hog = 2
-    result = hpc.map(hpc.remote(square_or_grow).options(memory="200MB"), [(i, hog) for i in range(6)], batch=6)
-    hpc.wait(result, num_returns=6, timeout=120)
-    with pytest.raises(hpc.WorkerMemoryError, match=rf"item {hog} of hpc.map\(square_or_grow, ...\).*not retried"):
-        hpc.get(result[hog])
-    assert [hpc.get(f) for i, f in enumerate(result) if i != hog] == [i * i for i in range(6) if i != hog]
+    check_a_map_item_over_its_limit_fails_alone(hpc)
 
 
 # In a process of its own: Ray ends a driver whose cluster died about a minute later (exit 1),

@@ -11,7 +11,7 @@ fixed here (``problems.draw_seed``) so the test knows what must not be shown.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import AS_COMPLETED_SETUP, code_in, hint_code, hint_words, run_exercise, shell
+from _exercise_cells import AS_COMPLETED_SETUP, BATCHING_SETUP, code_in, hint_code, hint_words, run_exercise, shell
 
 from eugo_lab import hpc
 from eugo_lab.exercises import catalog, problems
@@ -329,15 +329,7 @@ def test_put_honest_keyword_loop_passes():
 
 
 # -- batching ---------------------------------------------------------------------------------------------------
-SCORE = """
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("batching")
-
-@hpc.remote
-def score(x):
-    return sum((x * k) % 7 for k in range(200))
-"""
+SCORE = BATCHING_SETUP
 
 
 def test_batching_reference_passes_on_both_cases():

@@ -9,7 +9,7 @@ Honest cells that keep the fetched objects in another shape pass.
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import AS_COMPLETED_SETUP, check_cell, not_yet_for, run_exercise
+from _exercise_cells import AS_COMPLETED_SETUP, BATCHING_SETUP, check_cell, not_yet_for, run_exercise
 
 from eugo_lab.exercises import problems
 
@@ -100,15 +100,7 @@ def test_fan_out_honest_ways_to_keep_the_values_pass(body):
     check_cell("fan-out", body, True, "the tasks returned, in submission order", None, setup=SQUARE)
 
 
-SCORE = """
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("batching")
-
-@hpc.remote
-def score(x):
-    return sum((x * k) % 7 for k in range(200))
-"""
+SCORE = BATCHING_SETUP
 
 
 def test_batching_scores_computed_again_are_not_yet():
