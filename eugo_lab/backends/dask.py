@@ -570,7 +570,7 @@ class DaskBackend(base.Backend):
             )
         except Exception as exc:
             raise BackendError(f"dask backend: could not submit {name}(): {exc}") from exc
-        fn.sends += 1  # the payload is an argument of every Dask task: it travels with each one
+        fn.count_send()  # the payload is an argument of every Dask task: it travels with each one
         reporter.register(task, on_done, dfut)
         asyncio.run_coroutine_threadsafe(self._watch(dfut, task, attempt, key if limit else None),
                                          client.loop.asyncio_loop)

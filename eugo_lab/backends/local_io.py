@@ -36,7 +36,7 @@ def queue_task(w: Worker, task: Task, keep_functions: int) -> None:
     else:
         w.outbuf += frame(("fn", fn.fid, fn.name, fn.payload))
         known[fn.fid] = None
-        fn.sends += 1
+        fn.count_send()
         if len(known) > keep_functions:
             # The worker reads its pipe in order: a task of the evicted function already sent runs
             # before the worker forgets it, and a later one gets the function sent again.

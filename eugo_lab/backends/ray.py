@@ -495,7 +495,7 @@ class RayBackend(base.Backend):
             raise BackendError(f"ray backend: could not submit {name}(): {exc}") from exc
         # The payload is an argument of every Ray task: inlined in the task's spec when small, a new
         # object in the store with each call when large; either way it travels with each task.
-        fn.sends += 1
+        fn.count_send()
         rep = self._reporter
         assert rep is not None
         rep.register(task, on_done, oref)

@@ -19,6 +19,9 @@ _function_ids = itertools.count(1)
 # Every function record alive in this process: a traced region reads their send counts when it
 # opens and closes (Recorder.open_region), which tells it what the region shipped.
 _live: weakref.WeakSet[FunctionRecord] = weakref.WeakSet()
+# Records sent while a traced region is open, held until the last region closes: a region must still
+# see what it shipped when the user dropped the function (and its futures) before the region ended.
+_sent_while_traced: dict[int, FunctionRecord] | None = None
 
 
 class FunctionRecord:
@@ -53,6 +56,13 @@ class FunctionRecord:
             self.captured = captured_sizes(self.fn, len(self._payload))
         return self._payload
 
+    def count_send(self) -> None:
+        """Note one trip of the payload to a worker (each engine calls this where it sends it)."""
+        self.sends += 1
+        kept = _sent_while_traced
+        if kept is not None:
+            kept[self.fid] = self
+
     @property
     def captured_bytes(self) -> int:
         """Bytes of the function's pickle that its captured globals and closure cells account for."""
@@ -60,8 +70,20 @@ class FunctionRecord:
 
 
 def live_records() -> list[FunctionRecord]:
-    """The function records alive in this process (a traced region compares their ``sends``)."""
-    return list(_live)
+    """The function records a traced region compares the ``sends`` of: those alive, and those sent while it was open."""
+    records = {rec.fid: rec for rec in list(_live)}
+    records.update(_sent_while_traced or {})
+    return list(records.values())
+
+
+def keep_sent_records(keep: bool) -> None:
+    """Hold every record sent from now on alive (``True``: a region opened) or let them go (``False``)."""
+    global _sent_while_traced
+    if keep:
+        if _sent_while_traced is None:
+            _sent_while_traced = {}
+    else:
+        _sent_while_traced = None
 
 
 @dataclass(frozen=True)

@@ -312,6 +312,7 @@ class Recorder:
         The last element holds the provenance tables' offsets and each live function record's
         send count (what the region then shipped is the difference at its close).
         """
+        _task.keep_sent_records(True)
         sends = {rec.fid: (rec, rec.sends) for rec in _task.live_records()}
         with self._lock:
             if self._regions == 0 and not self._subscribers:
@@ -368,6 +369,8 @@ class Recorder:
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
             self._regions -= 1
+            if self._regions == 0:
+                _task.keep_sent_records(False)
             self._update_active()
             if not self.active:
                 self._reset()
