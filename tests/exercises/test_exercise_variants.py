@@ -397,7 +397,20 @@ def test_the_reference_solution_goes_through_the_same_path():
     assert v.to_text().startswith("Reference solution for fan-out: not yet — this run does not count"), v.to_text()
 
 
-@pytest.mark.parametrize("exercise_id", ["first-task", "fan-out", "as-completed", "put", "batching"])
+# The exercises whose cell still defines its own inputs (no hidden case yet): this list only shrinks.
+OWN_INPUTS = {"capstone", "dask-cluster", "dask-scatter", "phases", "io-overlap", "sizing", "seven-terabytes",
+              "windowed-read", "gpu-break-even", "gpu-transfer", "gpu-request", "grid-stride", "idle-cluster",
+              "profile-first", "vectorize", "jit", "threads", "runtime-report", "partition-pandas", "partitions",
+              "ray-backend", "ray-wait", "straggler"}
+
+
+def test_every_exercise_but_the_listed_declares_its_problem():
+    without = {i for i in catalog.ids() if problems.declared(i) is None}
+    assert without == OWN_INPUTS, f"declared now (drop from OWN_INPUTS): {sorted(OWN_INPUTS - without)}; " \
+                                  f"new without a problem: {sorted(without - OWN_INPUTS)}"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(set(catalog.ids()) - OWN_INPUTS))
 def test_each_problem_is_declared_with_its_hint_and_a_hidden_case_of_other_inputs(exercise_id):
     ex = catalog.get(exercise_id)
     assert problems.declared(exercise_id) is not None
