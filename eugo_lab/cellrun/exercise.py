@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from eugo_lab import exercises, progress
@@ -80,7 +81,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
         try:
             held = hidden.held_result()  # the checker's own secret of the hidden case, if it keeps one
             with problems.serving(ex.id, hidden), (
-                    session.holding_result(*held) if held is not None else contextlib.nullcontext()):
+                    _holding_result(*held) if held is not None else contextlib.nullcontext()):
                 error, trace = run_quietly(shell, cell, opts)
             seen = dict(ns)
         finally:
@@ -104,3 +105,23 @@ def save(verdict: base.Verdict) -> None:
         progress.record_exercise(verdict.exercise_id, verdict.passed, verdict.evidence(), mistake=verdict.mistake)
     except (OSError, progress.ProgressError) as exc:
         warnings.warn(f"eugo: your result was not saved to {progress.progress_path()}: {exc}", stacklevel=2)
+
+
+@contextlib.contextmanager
+def _holding_result(function: str, nth: int, seconds: float) -> Iterator[None]:
+    """While the block runs, call ``nth`` (from 0) of ``function`` submitted hands its result back ``seconds`` late.
+
+    A hidden case's secret (:meth:`eugo_lab.exercises.problems.Problem.held_result`): that task runs as the
+    cell wrote it, and its result reaches the notebook as if it had run that much longer, so a loop that
+    orders results by its own reading of the inputs cannot match the order they finish in.
+    """
+    left = [nth]
+
+    def observe(runtime: session.Runtime, tid: int, name: str) -> None:
+        if name == function:
+            if left[0] == 0:
+                runtime.hand_back_late(tid, seconds)
+            left[0] -= 1
+
+    with session.observing_submissions(observe):
+        yield

@@ -173,7 +173,8 @@ P2 = TypeVar("P2", bound=Problem)
 def hold_result(problem: P2, function: str, n: int, seconds: float) -> P2:
     """``problem``, whose run (a hidden case's) gets call ``n`` of ``function``'s result ``seconds`` late.
 
-    See :meth:`Problem.held_result`; the cell runner applies it (``eugo_lab.hpc.session.holding_result``).
+    See :meth:`Problem.held_result`; the cell runner applies it (``eugo_lab.cellrun.exercise``, through
+    ``eugo_lab.hpc.session.observing_submissions``).
     """
     object.__setattr__(problem, "_held", (function, int(n), float(seconds)))
     return problem

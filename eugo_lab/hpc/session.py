@@ -154,7 +154,7 @@ class Runtime:
         self.stopped_by: str | None = None  # why it ended: "shutdown" (by hand, hpc.init or the kernel)
         self._ids = itertools.count(1)
         self._tasks: dict[int, Pending] = {}
-        # Results the notebook gets late, by task id (seconds): see :func:`holding_result`.
+        # Results the notebook gets late, by task id (seconds): see :meth:`hand_back_late`.
         self._held: dict[int, float] = {}
         self._closed = False
         self.started_at = time.time()
@@ -251,8 +251,8 @@ class Runtime:
             self._record_large_argument(tid, args, kwargs, args_bytes, buffers)
         fut = Future(tid, name, self._cancel_future)
         task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
-        if _hold is not None and _hold[0] == name:
-            self._count_toward_hold(tid)
+        for observe in _submit_observers:
+            observe(self, tid, name)
         task.on_batch_done = on_done
         task.probe = self.recorder.in_region
         if buffers:
@@ -267,14 +267,14 @@ class Runtime:
                                            self._copied(task))
         return fut
 
-    def _count_toward_hold(self, tid: int) -> None:
-        """One more call of the held function: the one :func:`holding_result` named gets its result late."""
-        hold = _hold
-        if hold is None:
-            return
-        if hold[1] == 0:
-            self._held[tid] = hold[2]
-        hold[1] -= 1
+    def hand_back_late(self, tid: int, seconds: float) -> None:
+        """Have task ``tid``'s result reach the notebook ``seconds`` after it arrives, as if it ran that much longer.
+
+        Its future completes, and the trace records it received, that much later; the task itself
+        runs as written. An exercise's hidden case uses it (``eugo_lab.cellrun.exercise``) so that
+        which task finishes last is the checker's secret, not something the inputs reveal.
+        """
+        self._held[tid] = seconds
 
     def submit_pickled(self, tid: int, fn: FunctionRecord, args_bytes: bytes, tokens: list, options: TaskOptions,
                        name: str, parent: int) -> Future:
@@ -375,7 +375,7 @@ class Runtime:
 
     # -- completion (backend threads) ------------------------------------------------------
     def _on_done(self, task: Pending, result: Outcome) -> None:
-        if self._held:  # empty but for a checker's hidden case (holding_result)
+        if self._held:  # empty but for a checker's hidden case (hand_back_late)
             late = self._held.pop(task.task_id, None)
             if late is not None:  # handed to the notebook, and recorded as received, that much later
                 timer = threading.Timer(late, self._on_done, (task, result))
@@ -672,26 +672,25 @@ class Runtime:
                 hook(self)
 
 
-# The checker's hold on one result (:func:`holding_result`): [function, calls of it before the held one, seconds].
-_hold: list[Any] | None = None
+# Called with ``(runtime, task id, name)`` for every ``.remote()`` call submitted (see :func:`observing_submissions`).
+_submit_observers: tuple[Callable[[Runtime, int, str], None], ...] = ()
 
 
 @contextlib.contextmanager
-def holding_result(function: str, nth: int, seconds: float) -> Iterator[None]:
-    """While the block runs, call ``nth`` (from 0) of ``function`` submitted hands its result back ``seconds`` late.
+def observing_submissions(observe: Callable[[Runtime, int, str], None]) -> Iterator[None]:
+    """While the block runs, call ``observe(runtime, task_id, name)`` as each ``.remote()`` call is submitted.
 
-    For an exercise's hidden case (:mod:`eugo_lab.cellrun.exercise`): that task runs as the cell
-    wrote it, and its result reaches the notebook (its future completes, the trace records it
-    received) as if it had run that much longer. So which task finishes last is the checker's
-    secret, not something the inputs reveal: a loop that orders results by its own reading of the
-    inputs cannot match it, one that takes them as they finish does.
+    It runs on the submitting thread, before the task is handed to the engine: an observer may mark the
+    task (:meth:`Runtime.hand_back_late`). With none installed, submission pays one empty loop.
     """
-    global _hold
-    _hold = [function, nth, seconds]
+    global _submit_observers
+    with _current_lock:
+        _submit_observers = (*_submit_observers, observe)
     try:
         yield
     finally:
-        _hold = None
+        with _current_lock:
+            _submit_observers = tuple(o for o in _submit_observers if o is not observe)
 
 
 _current: Runtime | None = None
