@@ -13,7 +13,11 @@ through the same ``execute`` code as the local pool. Retries stay in the eugo ru
 tasks are submitted with ``retries=0``, and an embedded cluster's scheduler gives up on a
 task after its first worker death (``allowed-failures=0``), which we report as CRASHED so
 the runtime retries it (a scheduler we merely connect to keeps its own setting and may
-re-run the task itself first; a ``KilledWorker`` still ends as CRASHED here).
+re-run the task itself first; a ``KilledWorker`` still ends as CRASHED here). Dask blames a
+worker's death on every task the worker held, not only the one it was running: a task queued
+behind one that kills its worker ends CRASHED too, and its retry counts. (Ray starts a task's
+process only to run it, so there the crash is the culprit's alone.) An ``hpc.map`` batch that
+crashed goes again item by item (``Runtime._batch_crashed``: Dask cannot say how far it got).
 
 Memory limits (``@hpc.remote(memory=...)``, ``hpc.init(backend="dask", memory_limit=...)``,
 a default for every task) are enforced on the worker by the shared watchdog (see

@@ -67,12 +67,15 @@ class BatchProgress(NamedTuple):
     running when the worker died: one item is the one that crashed; several tiny items cannot be
     told apart. The items from ``running[1]`` on never started. ``body_start`` and ``ends``: the
     wall-clock start of the batch's body and each part's end, seconds after it (for the trace).
+    ``reported``: False where the engine could not say how far the batch got (Dask, Ray): the runtime
+    then takes every item as running (no part finished) and sends each again as a batch of its own.
     """
 
     parts: tuple[tuple[int, int, bytes | None, dict | None], ...]
     running: tuple[int, int]
     body_start: float = 0.0
     ends: tuple[float, ...] = ()
+    reported: bool = True
 
 
 class Outcome(NamedTuple):

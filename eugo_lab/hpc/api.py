@@ -380,11 +380,12 @@ def map(fn: RemoteFunction | Any, iterable: Iterable, batch: int | str = "auto")
       crashed is not known, so the group's items run again one by one (those of them that had
       finished run twice), without using a retry.
     - Dask and Ray: a batch is one engine task. An item stopped at its ``memory=`` limit fails
-      alone, the rest of its batch runs on; but a worker process that dies (killed, a crash, or
-      an item that ignored its memory stop and was killed) loses the whole batch: its items run
-      again together while ``retries`` last (those that had finished run again too), and then
-      fail together. Use ``batch=1`` where an item may kill its worker and must not take its
-      batch with it.
+      alone, the rest of its batch runs on. A worker process that dies (killed, a crash, or an
+      item that ignored its memory stop and was killed) loses the whole batch, and the engine
+      cannot say how far it got: every item of it runs again as a task of its own, without using
+      a retry (those that had finished run twice), so a second death names its item, which is
+      then retried while its ``retries`` last and fails alone. On Dask a death is also blamed on
+      a task queued behind the one that died on the same worker, which then uses a retry.
     - threads: a crash ends the whole process, and ``memory=`` is refused; an item's exception
       is handled per item as everywhere.
     """

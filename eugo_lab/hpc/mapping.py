@@ -205,7 +205,8 @@ class _Batch:
 
     # -- completion (the runtime's I/O thread) -------------------------------------------------
     def finish(self, result: BatchResult, failed: dict[int, BaseException], retry: Sequence[int] = (),
-               attempt: int = 2, resend: Sequence[int] = (), alone: Sequence[int] = ()) -> None:
+               attempt: int = 2, resend: Sequence[int] = (), alone: Sequence[int] = (),
+               split: Sequence[int] = ()) -> None:
         """The batch's task came back: ``result`` holds every item's value, ``failed`` the items that failed.
 
         The items in ``retry`` (indices of items that raised an error ``retry_exceptions`` names, or
@@ -213,6 +214,8 @@ class _Batch:
         succeeded are never run again. ``resend`` (items that never ran: the batch's worker died before
         them) and ``alone`` (the group of tiny items running when it died, each then run as a group of its
         own so that a second death names its item) go again as this batch's attempt: no retry is used.
+        ``split``: items that go again as this batch's attempt, each as a batch of its own (an engine that
+        cannot say how far a batch got before its worker died: a second death names its item).
         """
         job = self.job
         again: list[_Batch] = []
@@ -229,6 +232,9 @@ class _Batch:
                 if positions:  # (items cancelled meanwhile stay cancelled)
                     again.append(job._retry_batch(sorted(positions), at, one_by_one))
                     carried += len(positions)
+            for p in sorted({self.position(i) for i in split} - outcomes.keys()):
+                again.append(job._retry_batch([p], self.attempt))
+                carried += 1
             for i, exc in failed.items():
                 p = self.position(i)
                 if p not in outcomes and job._batch_of(p) is self:

@@ -114,10 +114,21 @@ def _retries(task: Pending, exc: BaseException) -> bool:
 def _per_item_crash(task: Pending, result: Outcome) -> bool:
     """Whether ``task`` is a batch whose worker died and whose items end one by one (see ``Runtime._batch_crashed``).
 
-    The engine must have said how far the batch got (the local pool does), and the batch's items must take
-    it (``hpc.map``'s; coalesced ``.remote()`` calls are retried as a batch, as any task).
+    The batch's items must take it (``hpc.map``'s; coalesced ``.remote()`` calls are retried as a batch, as
+    any task); :func:`_with_progress` gives it a progress where the engine reported none.
     """
     return result.progress is not None and getattr(task.items, "per_item_crashes", False)
+
+
+def _with_progress(task: Pending, result: Outcome) -> Outcome:
+    """``result``, with a progress where an ``hpc.map`` batch crashed on an engine that reports none (Dask, Ray).
+
+    No item is known to have finished: every one counts as running, so the batch's items go again each as a
+    batch of its own (``Runtime._batch_crashed``), and a second death names the item that causes it.
+    """
+    if result.status == base.CRASHED and result.progress is None and getattr(task.items, "per_item_crashes", False):
+        return result._replace(progress=outcome.BatchProgress((), (0, len(task.items)), reported=False))
+    return result
 
 
 def add_wrapper(wrap: Wrapper, order: int) -> None:
@@ -375,6 +386,8 @@ class Runtime:
 
     # -- completion (backend threads) ------------------------------------------------------
     def _on_done(self, task: Pending, result: Outcome) -> None:
+        if result.status == base.CRASHED:
+            result = _with_progress(task, result)
         if self._held:  # empty but for a checker's hidden case (hand_back_late)
             late = self._held.pop(task.task_id, None)
             if late is not None:  # handed to the notebook, and recorded as received, that much later
@@ -469,7 +482,10 @@ class Runtime:
         running crashed: it gets another attempt if the crash is retryable (a death, not a memory stop)
         and it has attempts left, else it fails with the crash's error, naming it. The items that never
         started go again without using a retry. When the running group held several tiny items, which one
-        crashed is not known: they go again each as a group of its own, without using a retry either.
+        crashed is not known: they go again each as a group of its own, without using a retry either (each
+        as a batch of its own on an engine that reports no groups, Dask and Ray: there every item of the
+        batch counts as running, and items that finished before the death run again, their results lost
+        with the worker).
         """
         b = task.items
         n = len(b)
@@ -491,18 +507,21 @@ class Runtime:
         retry = [i for i, exc in failed.items() if self._may_retry(task, exc)]
         lo, hi = progress.running
         alone: list[int] = []
+        split: list[int] = []
         if hi - lo == 1:
             if crash.retryable and task.attempt <= task.options.retries:
                 retry.append(lo)
             else:
                 failed[lo] = errors.crash_error(name, b.item_id(lo), task.attempt, crash, item=b.position(lo))
-        else:
+        elif progress.reported:
             alone = list(range(lo, hi))
+        else:  # the engine cannot report groups within a batch: one batch each
+            split = list(range(lo, hi))
         resend.extend(range(hi, n))
         self._release(task)
         self._tasks.pop(task.task_id, None)
         self.tasks_finished += 1
-        b.finish(BatchResult.of(values), failed, retry, task.attempt + 1, resend, alone)
+        b.finish(BatchResult.of(values), failed, retry, task.attempt + 1, resend, alone, split)
 
     def _item_error(self, task: Pending, i: int, exc_bytes: bytes, tb: Any, name: str, worker: int) -> BaseException:
         """The error of item ``i`` of batch ``task``: what it raised, or its crash (stopped at its memory limit)."""

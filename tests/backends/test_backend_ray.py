@@ -19,6 +19,7 @@ import numpy as np
 import psutil
 import pytest
 from _clusters import REPO, worker_env
+from _crashes import check_a_worker_death_in_a_map_batch_costs_only_its_item
 from _memory import check_a_map_item_over_its_limit_fails_alone, grow_ignoring_stops, stop_two_growing_tasks
 from _processes import listening, wait_gone
 from _waiting import wait_for_file
@@ -121,6 +122,10 @@ def test_local_ray_end_to_end(tmp_path):
     df = t.to_dataframe()
     assert list(df.sort_values("attempt")["status"]) == ["crashed", "ok"]
     assert len(pid_file.read_text().split()) == 2
+
+    # a worker's death in an hpc.map batch costs its item alone: Ray cannot say how far the batch got
+    (tmp_path / "map").mkdir()
+    check_a_worker_death_in_a_map_batch_costs_only_its_item(hpc, str(tmp_path / "map"))
 
     # cancelling a running task: reported at once, the worker survives the gentle cancel
     seconds = 30  # a cancel that waited for the running task would take the rest of this

@@ -31,11 +31,13 @@ def _dies_once(arg: tuple[str, int, int, int]) -> int:
         fh.write("x\n")
     with open(path) as fh:
         runs = len(fh.readlines())
+    # Every item lasts 20 ms, the one that raises too: each is then a group of its own on the worker (groups
+    # grow only after items shorter than 2 ms, and a fast raise let the next two items share one).
+    time.sleep(0.02)
     if i == crasher and runs == 1:
         os._exit(1)
     if i == raiser and runs == 1:
         raise ConnectionError(f"item {i}: transient")
-    time.sleep(0.02)  # each item is a group of its own on the worker (groups grow only for microsecond items)
     return i * i
 
 
