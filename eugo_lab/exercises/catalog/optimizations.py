@@ -19,10 +19,14 @@ the starter's numbers; ``hot`` names ``sensor_offset``; the tasks still call it;
 of this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
 
 ``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
-per element) each run 3 times; the learner rewrites ``bill`` with whole-array operations
-(a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria: ``bills`` equal the
-reference; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the loop
-version's time in Python bytecode (the merged profile); ``bill`` is at least
+per element) each run 3 times on ``p.kwh``, the homes' use handed out by the checker (300,000
+homes in the lesson, 120,000-150,000 others in the hidden case); the learner rewrites ``bill`` with
+whole-array operations (a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria:
+``bills`` are what the ``bill`` tasks returned, each the tariff's bills of the checker's copy of
+``p.kwh``; the baseline is the checker's too: ``bill_loop`` is the starter's loop (its
+instructions) and ``loop_bills`` is what every one of its tasks returned, those bills; ``bill``
+carries no array with it; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
+loop version's time in Python bytecode (the merged profile); ``bill`` is at least
 ``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
@@ -46,13 +50,16 @@ run's report fails.
 
 from __future__ import annotations
 
+import dis
 import os
+import random
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from eugo_lab.contract import cellrecord
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.jit import auto
 from eugo_lab.jit import verdicts as jit
@@ -305,6 +312,10 @@ def profile_first(a: Attempt) -> Verdict:
 
 VEC_N = 300_000
 VEC_SEED = 5
+# The hidden case: 40-50% of the lesson's homes, so a passing cell costs at most ~1.5x. The speedup is a ratio
+# of per-element work on both sides (the loop's bytecode against NumPy's C loop and the array's pickling), so it
+# holds at these sizes as at 300,000.
+VEC_HIDDEN_SIZES = range(120_000, 150_001)
 VEC_LOOP, VEC_FN = "bill_loop", "bill"
 VEC_CALLS = 3
 # The tariff: the first VEC_STEP kWh of a day at VEC_LOW a kWh, the rest at VEC_HIGH.
@@ -317,11 +328,35 @@ MIN_VECTOR_SPEEDUP = 4.0
 # The loop's tasks spend nearly all their time in bytecode; a whole-array version almost none: a fifth
 # of the loop's is far from both.
 MIN_PROFILE_DROP = 5.0
+# The baseline the speedup is measured against is the checker's: bill_loop must be this loop, run on p.kwh (a
+# loop made slower, or given a longer array, would make any bill look fast).
+VEC_LOOP_SOURCE = ("def bill_loop(kwh):\n    out = np.empty_like(kwh)\n    for i in range(len(kwh)):\n"
+                   "        if kwh[i] <= 10.0:\n            out[i] = kwh[i] * 0.20\n        else:\n"
+                   "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out\n")
+# A bill function that carries this share of the homes' array with it (a global or closure it reads) ships an
+# answer, not a computation: a few names and numbers are far below it.
+MAX_CARRIED_SHARE = 0.1
+
+
+@problems.declare("vectorize")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class VectorizeProblem(problems.Problem):
+    """Each home's use in a day, in kWh, read-only: 300,000 homes in the lesson, 120,000-150,000 in the hidden case."""
+
+    kwh: np.ndarray
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> VectorizeProblem:
+        """Gamma(2, 6) draws (a mean of 12 kWh, about half the homes past the 10 kWh step) from a seeded generator."""
+        if not hidden:  # the lesson's own array, the one its prose and verdicts describe
+            return cls(problems.frozen_array(np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)))
+        size = rng.choice(VEC_HIDDEN_SIZES)
+        return cls(problems.frozen_array(np.random.default_rng(rng.randrange(2**32)).gamma(2.0, 6.0, size)))
 
 
 def vector_inputs() -> np.ndarray:
-    """The exercise's ``kwh``, made as the cell makes it: a day's use of each of 300,000 homes."""
-    return np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)
+    """The lesson's ``p.kwh``: a day's use of each of its 300,000 homes."""
+    return problems.lesson_case("vectorize").kwh
 
 
 def vector_reference(kwh: np.ndarray) -> np.ndarray:
@@ -329,49 +364,118 @@ def vector_reference(kwh: np.ndarray) -> np.ndarray:
     return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
 
 
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+
+
+def _instructions(code: Any) -> list[tuple[str, Any]]:
+    """``code``'s instructions as (operation, argument value), nested code included.
+
+    Line numbers, comments and the docstring are not instructions, so a loop laid out or documented
+    otherwise reads the same.
+    """
+    out: list[tuple[str, Any]] = []
+    for ins in dis.get_instructions(code):
+        if hasattr(ins.argval, "co_code"):
+            out.extend(_instructions(ins.argval))
+        elif ins.opcode in _JUMPS:  # a target's offset moves with the cache entries below, not with the code
+            out.append((ins.opname, None))
+        else:
+            # Python 3.11 loads a method of a name imported in the same compiled cell with LOAD_ATTR, and of any
+            # other with LOAD_METHOD: the same call, whichever cell imported NumPy.
+            out.append((_SAME_OP.get(ins.opname, ins.opname), ins.argval))
+    return out
+
+
+def _starter_loop() -> list[tuple[str, Any]]:
+    """The instructions of the starter's bill_loop, compiled here from its text."""
+    module = compile(VEC_LOOP_SOURCE, "<bill_loop>", "exec")  # compiled, never run: its one constant is the code
+    return _instructions(next(c for c in module.co_consts if hasattr(c, "co_code")))
+
+
+def _is_starter_loop(fn: Any) -> bool:
+    """``fn`` (a remote function or a plain one) runs the starter's bill_loop, whatever its docstring and layout."""
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    return code is not None and _instructions(code) == _starter_loop()
+
+
 _BILL = ("@hpc.remote\ndef bill(kwh):\n"
          "    \"\"\"Both formulas on the whole array; np.where keeps, element by element, the one that applies.\"\"\"\n"
          "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)")
+_VEC_RUN = ("loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])")
+_BILL_LOOP = ("@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n    for i in range(len(kwh)):\n"
+              "        if kwh[i] <= 10.0:\n            out[i] = kwh[i] * 0.20\n        else:\n"
+              "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out")
 VECTOR_HINTS = {
     DEFAULT: Hint("Write bill without a loop over the homes: compute both formulas on the whole array, then let "
                   "NumPy pick, element by element, the one the condition selects (np.where takes the condition "
                   "as an array of booleans).", _BILL),
     "no-profile": _option_hint("vectorize", "--profile", "is sampled"),
     "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (bill_loop's and bill's) and get "
-                  "their results.", "loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])\n"
-                  "bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+                  "their results.", _VEC_RUN),
     "result": Hint("bill must return the same array as bill_loop: 0.20 a kWh up to 10 kWh, and past that 2.0 plus "
                    "0.35 for each kWh over 10, chosen per home by the condition kwh <= 10.", _BILL),
-    "loop-profile": Hint("Leave bill_loop as the starter has it, and run the cell again: the check compares "
-                         "your bill against it.", "@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n"
-                         "    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n"
-                         "            out[i] = kwh[i] * 0.20\n        else:\n"
-                         "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out"),
+    "loop-profile": Hint("Leave bill_loop as the starter has it, give it p.kwh, and run the cell again: the check "
+                         "compares your bill against it.", _BILL_LOOP + "\n\n" + _VEC_RUN),
     "still-looping": Hint("Remove the for loop and its if from bill: a comparison on the whole array gives the "
                           "condition for every home at once, and np.where chooses between two whole-array results.",
                           _BILL),
     "per-element": Hint("Avoid np.vectorize, map() and list comprehensions: they still call Python once per "
                         "element. Use a comparison on the whole array and np.where.", _BILL),
-    "not-from-tasks": _from_tasks_hint("bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+    "carried": Hint("Let bill compute the bills from the array it is given, with whole-array operations, instead of "
+                    "returning an array made outside it (a global or closure is shipped with the function).", _BILL),
+    "not-from-tasks": _from_tasks_hint(_VEC_RUN),
     "compiled": Hint("Keep --no-optimize on the exercise cell's first line, so both functions run as plain Python "
                      "and the comparison measures your whole-array version, not the compiler's work.",
                      "%%eugo --exercise vectorize --profile --no-optimize"),
+    problems.CARRY_OVER: Hint("Give both functions p.kwh, the exercise's inputs, instead of an array made or typed in "
+                              "the cell, and let bill compute from the array it is given.",
+                              'p = exercises.problem("vectorize")\n' + _VEC_RUN),
 }
+
+
+def _every_bill(value: Any, want: np.ndarray) -> bool:
+    """``value`` is a non-empty list of arrays, each equal to ``want`` (within float tolerance)."""
+    return (isinstance(value, (list, tuple)) and bool(value)
+            and all(measure.same_within_tolerance(v, want) for v in value))
 
 
 @exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Vectorize a loop with a branch",
           hints=VECTOR_HINTS)
 def vectorize(a: Attempt) -> Verdict:
-    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run."""
+    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run.
+
+    The homes' use and the bills they should get are the checker's (``problems.given(a).kwh``), and so
+    is the baseline: ``bill_loop`` must be the starter's loop, run on that array (``loop_bills``), so a
+    loop made slower or given more work cannot make ``bill`` look fast.
+    """
+    homes = problems.given(a).kwh
+    want = vector_reference(homes)
     results = a.require("bills")
-    first = results[0] if isinstance(results, (list, tuple)) and results else results
-    if not measure.same_within_tolerance(first, vector_reference(vector_inputs())):
+    if not _every_bill(results, want):
         return a.not_yet("`bills` is not each home's bill under the tariff (0.20 a kWh up to 10 kWh, 0.35 past "
-                         "that): your bill does not return the same array as bill_loop.", mistake="result")
+                         f"that) for the {homes.size:,} homes of p.kwh: your bill does not return the same array as "
+                         "bill_loop.", mistake="result")
     how = f"both lines that submit {VEC_CALLS} tasks each (bill_loop's and bill's) must stay."
     _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
     _need_tasks(a, VEC_FN, VEC_CALLS, how)
     _from_tasks(a, results, VEC_FN, "bills")
+    # The baseline: the starter's loop, on the checker's array, every one of its tasks (a longer array in an extra
+    # task would move the median the speedup is read from).
+    if not _is_starter_loop(a.namespace.get(VEC_LOOP)):
+        return a.not_yet(f"{VEC_LOOP} is not the starter's loop any more, and the check measures your {VEC_FN} "
+                         "against that loop.", mistake="loop-profile")
+    loop_bills = a.require("loop_bills")
+    if not derivation.listed(loop_bills, a.trace, VEC_LOOP) or not _every_bill(loop_bills, want):
+        return a.not_yet(f"`loop_bills` is not what the {VEC_LOOP} tasks returned for the {homes.size:,} homes of "
+                         f"p.kwh: the check measures your {VEC_FN} against the loop run on the same homes, by every "
+                         f"{VEC_LOOP} task of the cell.", mistake="loop-profile")
+    carried = measure.carried(a.trace, VEC_FN)
+    if carried is not None and carried.captured_bytes >= MAX_CARRIED_SHARE * homes.nbytes:
+        return a.not_yet(f"{VEC_FN} carried {carried.captured_bytes:,} bytes of globals or closure with it to the "
+                         "workers: it returns an array made outside it instead of computing the bills from the "
+                         "array it is given.", mistake="carried")
     # With the automatic JIT on, a loop in bill is compiled and looks as fast as NumPy: the
     # comparison would grade the compiler's work, not the learner's rewrite.
     compiled = _compiled_functions(a, VEC_LOOP, VEC_FN)
@@ -379,9 +483,9 @@ def vectorize(a: Attempt) -> Verdict:
         return a.not_yet(f"the optimizer compiled {' and '.join(compiled)} in this run, so the comparison would "
                          "measure compiled loops, not whole-array operations: the cell ran without the "
                          "--no-optimize option.", mistake="compiled")
-    p = _profile(a, "compare")
-    loop_py = _python_seconds(p, VEC_LOOP) / VEC_CALLS
-    mine_py = _python_seconds(p, VEC_FN) / VEC_CALLS
+    prof = _profile(a, "compare")
+    loop_py = _python_seconds(prof, VEC_LOOP) / VEC_CALLS
+    mine_py = _python_seconds(prof, VEC_FN) / VEC_CALLS
     speedup = _ratio(a, VEC_LOOP, VEC_FN, cpu=True)
     details = (f"Python bytecode per call: {loop_py * 1e3:.1f} ms in {VEC_LOOP}, {mine_py * 1e3:.1f} ms in {VEC_FN}",
                f"{speedup:.0f}x faster by task CPU time")
@@ -397,7 +501,8 @@ def vectorize(a: Attempt) -> Verdict:
                          details=details)
     n_fn, n_loop = measure.tasks(a.trace, VEC_FN), measure.tasks(a.trace, VEC_LOOP)
     return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `bills` holds the "
-                    f"{measure.plural(n_fn, 'array')} its tasks returned",
+                    f"{measure.plural(n_fn, 'array')} its tasks returned, the bills of the {homes.size:,} homes of "
+                    "p.kwh",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
                     f"{speedup:.0f}x faster than the loop, at least the {MIN_VECTOR_SPEEDUP:.0f}x the check asks "
                     f"(median task CPU time of {measure.plural(n_fn, f'{VEC_FN} task')} against {n_loop} of "

@@ -1,0 +1,207 @@
+"""Course 3's exercises own their problem, and a passing cell is run again on a hidden case (``exercises.problems``).
+
+Through the real ``%%eugo --exercise`` magic, per exercise: the lesson's reference passes on both
+cases; a cell that types in the lesson's inputs passes the lesson's case but not the hidden one,
+with the "did not carry over" message and nothing of the hidden case in it; honest solutions
+unlike the reference pass both; a baseline the checker did not hand out (a loop made slower, run
+on more data) is not what the speedup is measured against; the mistakes the exercise names are
+still named. The hidden case's seed is fixed here (``problems.draw_seed``) so the test knows what
+must not be shown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise
+
+from eugo_lab import hpc
+from eugo_lab.exercises import catalog, problems
+
+SEED = 12_345  # the hidden case's seed in these tests
+
+
+@pytest.fixture(autouse=True)
+def hidden_seed(monkeypatch):
+    """The hidden case of every run here is made from ``SEED``."""
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers():
+    yield
+    hpc.shutdown()
+
+
+def lesson(exercise_id: str):
+    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
+    return problems.lesson_case(exercise_id)
+
+
+def hidden(exercise_id: str):
+    catalog.get(exercise_id)
+    return problems.make(exercise_id, SEED, hidden=True)
+
+
+def carried_over(v) -> str:
+    """Check a ``not yet`` of the hidden case; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           "of the same kind" in text, text
+    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
+    assert v.mistake == problems.CARRY_OVER
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p." in hint_words(v)
+    assert "exercises.problem(" in hint_code(v)
+    return text
+
+
+def passed_twice(v) -> str:
+    text = v.to_text()
+    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
+    return text
+
+
+def not_yet(v, mistake: str, says: str) -> str:
+    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
+    text = v.to_text()
+    assert not v.passed and v.mistake == mistake, text
+    assert says in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert hint_words(v) and hint_code(v)
+    return text
+
+
+def never_shown(text: str, *values) -> None:
+    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
+    for value in values:
+        assert str(value) not in text, (value, text)
+
+
+# -- vectorize --------------------------------------------------------------------------------------------------
+VEC_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("vectorize")
+
+@hpc.remote
+def bill_loop(kwh):
+    """The loop version: leave it as it is, the check times your bill against it in the same run."""
+    out = np.empty_like(kwh)
+    for i in range(len(kwh)):
+        if kwh[i] <= 10.0:
+            out[i] = kwh[i] * 0.20
+        else:
+            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35
+    return out
+
+'''
+WHERE = ("@hpc.remote\ndef bill(kwh):\n"
+         "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n\n")
+VEC_RUN = ("loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+           "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+VEC_LINE = "-w 2 --no-live --profile --no-optimize"
+
+
+def _vectorize(cell: str, setup: str = ""):
+    return run_exercise("vectorize", cell, setup=setup, line=VEC_LINE)
+
+
+def _vec_hidden_values() -> tuple:
+    h = hidden("vectorize")
+    return h.kwh.size, f"{h.kwh.size:,}"
+
+
+def test_vectorize_reference_passes_on_both_cases():
+    text = passed_twice(_vectorize(VEC_HEAD + WHERE + VEC_RUN))
+    assert "the bills of the 300,000 homes of p.kwh" in text, text
+    never_shown(text, *_vec_hidden_values())
+
+
+def test_vectorize_the_hidden_case_is_smaller_and_other_homes():
+    p, h = lesson("vectorize"), hidden("vectorize")
+    assert 0.4 * p.kwh.size <= h.kwh.size <= 0.5 * p.kwh.size
+    assert not p.kwh.flags.writeable and not h.kwh.flags.writeable
+    # the lesson's array is the one its prose and earlier verdicts describe
+    assert (p.kwh == np.random.default_rng(5).gamma(2.0, 6.0, 300_000)).all()
+
+
+def test_vectorize_typed_inputs_do_not_carry_over():
+    cell = (VEC_HEAD + WHERE + "kwh = np.random.default_rng(5).gamma(2.0, 6.0, 300_000)\n"
+            + VEC_RUN.replace("p.kwh", "kwh"))
+    never_shown(carried_over(_vectorize(cell)), *_vec_hidden_values())
+
+
+def test_vectorize_an_answer_carried_by_the_function_is_named():
+    # The loop's answer made in the cell and returned by bill: the right bills, fast, with nothing computed.
+    cell = (VEC_HEAD + "loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\nanswer = loop_bills[0]\n\n"
+            "@hpc.remote\ndef bill(kwh):\n    return answer\n\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+    not_yet(_vectorize(cell), "carried", "it returns an array made outside it")
+
+
+@pytest.mark.parametrize("loop", [
+    # the starter's loop run twice over: a per-element bill looks 2x faster against it
+    ("    for _ in range(2):\n        out = np.empty_like(kwh)\n        for i in range(len(kwh)):\n"
+     "            if kwh[i] <= 10.0:\n                out[i] = kwh[i] * 0.20\n            else:\n"
+     "                out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out\n"),
+    # a slower loop: every element's bill worked out through a Python function call
+    ("    def one(k):\n        return k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35\n"
+     "    return np.array([one(float(k)) for k in kwh])\n"),
+], ids=["loop-twice", "call-per-element"])
+def test_vectorize_a_slowed_baseline_is_not_measured_against(loop):
+    head = VEC_HEAD.split("@hpc.remote")[0] + "@hpc.remote\ndef bill_loop(kwh):\n" + loop + "\n"
+    per_element = ("@hpc.remote\ndef bill(kwh):\n"
+                   "    f = np.vectorize(lambda k: k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35)\n"
+                   "    return f(kwh)\n\n")
+    not_yet(_vectorize(head + per_element + VEC_RUN), "loop-profile", "bill_loop is not the starter's loop any more")
+
+
+def test_vectorize_a_baseline_run_on_more_homes_is_not_measured_against():
+    # Three loop tasks on the homes, three more on eight copies of them: the median loop task is a slow one.
+    cell = (VEC_HEAD + WHERE + "loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+            "hpc.get([bill_loop.remote(np.tile(p.kwh, 8)) for _ in range(3)])\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+    not_yet(_vectorize(cell), "loop-profile", "`loop_bills` is not what the bill_loop tasks returned for the 300,000")
+
+
+# Honest cells unlike the reference: each passes on both cases.
+VEC_HONEST = [
+    ("minimum-maximum-helper-named-futures",
+     "def tariff(use, step=10.0):\n    return np.minimum(use, step) * 0.20 + np.maximum(use - step, 0.0) * 0.35\n\n"
+     "@hpc.remote\ndef bill(kwh):\n    return tariff(kwh)\n\n"
+     "pending = [bill_loop.remote(p.kwh) for _ in range(3)]\nloop_bills = hpc.get(pending)\n"
+     "waiting = [bill.remote(p.kwh) for _ in range(3)]\nbills = hpc.get(waiting)\n"),
+    ("boolean-mask-on-a-copy",
+     "@hpc.remote\ndef bill(kwh):\n    out = kwh * 0.20\n    high = kwh > 10.0\n"
+     "    out[high] = 2.0 + (kwh[high] - 10.0) * 0.35\n    return out\n\n" + VEC_RUN),
+    ("clip-and-keywords",
+     "@hpc.remote\ndef bill(kwh):\n"
+     "    return 0.20 * np.clip(kwh, None, 10.0) + 0.35 * np.clip(kwh - 10.0, 0.0, None)\n\n"
+     "homes = p.kwh\nloop_bills = hpc.get([bill_loop.remote(kwh=homes) for _ in range(3)])\n"
+     "bills = hpc.get([bill.remote(kwh=homes) for _ in range(3)])\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in VEC_HONEST], ids=[i for i, _ in VEC_HONEST])
+def test_vectorize_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_vectorize(VEC_HEAD + cell))
+
+
+def test_vectorize_inputs_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `kwh = p.kwh` in an earlier cell: the very array handed out, so the hidden run gets its own.
+    setup = VEC_HEAD + "kwh = p.kwh\n"
+    passed_twice(_vectorize(WHERE + VEC_RUN.replace("p.kwh", "kwh"), setup=setup))
+
+
+@pytest.mark.parametrize(("bill", "mistake", "says"), [
+    ("    f = np.vectorize(lambda k: k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35)\n    return f(kwh)\n",
+     "still-looping", "running Python bytecode for every element"),
+    ("    return np.where(kwh > 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n", "result",
+     "for the 300,000 homes of p.kwh: your bill does not return the same array as bill_loop"),
+], ids=["np-vectorize", "condition-reversed"])
+def test_vectorize_named_mistakes_are_still_named(bill, mistake, says):
+    not_yet(_vectorize(VEC_HEAD + "@hpc.remote\ndef bill(kwh):\n" + bill + "\n" + VEC_RUN), mistake, says)
