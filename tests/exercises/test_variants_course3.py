@@ -205,3 +205,105 @@ def test_vectorize_inputs_bound_in_an_earlier_cell_pass_on_both_cases():
 ], ids=["np-vectorize", "condition-reversed"])
 def test_vectorize_named_mistakes_are_still_named(bill, mistake, says):
     not_yet(_vectorize(VEC_HEAD + "@hpc.remote\ndef bill(kwh):\n" + bill + "\n" + VEC_RUN), mistake, says)
+
+
+# -- jit --------------------------------------------------------------------------------------------------------
+JIT_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("jit")
+
+'''
+COUNT_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
+              "    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n    return counts\n\n")
+JIT_RUN = "values = p.values\nhists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])\n"
+JIT_LINE = "-w 2 --no-live --optimize"
+
+
+def _jit(cell: str, setup: str = ""):
+    return run_exercise("jit", cell, setup=setup, line=JIT_LINE)
+
+
+def _jit_hidden_values() -> tuple:
+    h = hidden("jit")
+    counts = np.bincount((h.values * h.bins).astype(np.int64), minlength=h.bins)
+    return h.values.size, f"{h.values.size:,}", f"{h.bins} bins", *counts[:3].tolist()
+
+
+def test_jit_reference_passes_on_both_cases():
+    never_shown(passed_twice(_jit(JIT_HEAD + COUNT_LOOP + JIT_RUN)), *_jit_hidden_values())
+
+
+def test_jit_the_hidden_case_has_other_values_and_bins():
+    p, h = lesson("jit"), hidden("jit")
+    assert (p.values.size, p.bins) == (300_000, 20) and h.bins != p.bins
+    assert 0.4 * p.values.size <= h.values.size <= 0.5 * p.values.size
+    # the lesson's values are the ones its prose and earlier verdicts describe
+    assert (p.values == np.random.default_rng(4).random(300_000)).all()
+
+
+@pytest.mark.parametrize("run", [
+    "values = p.values\nhists = hpc.get([histogram.remote(values, 20) for _ in range(6)])\n",
+    "values = np.random.default_rng(4).random(300_000)\nhists = hpc.get([histogram.remote(values, p.bins) "
+    "for _ in range(6)])\n",
+], ids=["bins-typed", "values-made-in-the-cell"])
+def test_jit_typed_inputs_do_not_carry_over(run):
+    never_shown(carried_over(_jit(JIT_HEAD + COUNT_LOOP + run)), *_jit_hidden_values())
+
+
+@pytest.mark.parametrize("body", [
+    # the counts made by NumPy beside a loop whose work is dropped
+    ("    for i in range(len(values)):\n        b = int(values[i] * bins)\n"
+     "    return np.bincount((values * bins).astype(np.int64), minlength=bins)\n"),
+    # the lesson's counts typed in beside a loop that sums into nothing returned
+    ("    total = 0.0\n    for i in range(len(values)):\n        total += values[i]\n"
+     "    return np.array(COUNTS, dtype=np.int64)\n"),
+], ids=["bincount-beside-the-loop", "typed-counts-beside-the-loop"])
+def test_jit_a_loop_the_compiler_can_drop_as_dead_code_does_not_pass(body):
+    p = lesson("jit")
+    counts = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins).tolist()
+    cell = (JIT_HEAD + f"COUNTS = {counts}\n\n@hpc.remote\ndef histogram(values, bins):\n" + body + "\n" + JIT_RUN)
+    text = not_yet(_jit(cell), "dead-loop", "histogram's loop changes nothing that the function returns")
+    never_shown(text, *_jit_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+JIT_HONEST = [
+    ("while-loop-over-the-values",
+     "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n    i = 0\n"
+     "    while i < values.shape[0]:\n        k = int(values[i] * bins)\n        counts[k] = counts[k] + 1\n"
+     "        i += 1\n    return counts\n\n"
+     "futures = [histogram.remote(p.values, bins=p.bins) for _ in range(6)]\nhists = hpc.get(futures)\n"),
+    ("for-each-value-and-a-result-name",
+     "@hpc.remote\ndef histogram(values, bins):\n    out = np.zeros(bins, dtype=np.int64)\n"
+     "    for v in values:\n        out[int(v * bins)] += 1\n    result = out\n    return result\n\n"
+     "hists = [hpc.get(histogram.remote(p.values, p.bins)) for _ in range(6)]\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in JIT_HONEST], ids=[i for i, _ in JIT_HONEST])
+def test_jit_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_jit(JIT_HEAD + cell))
+
+
+def test_jit_values_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `data = p.values` in an earlier cell: the very array handed out, so the hidden run gets its own.
+    cell = COUNT_LOOP + "hists = hpc.get([histogram.remote(data, p.bins) for _ in range(6)])\n"
+    passed_twice(_jit(cell, setup=JIT_HEAD + "data = p.values\n"))
+
+
+DICT_COUNTS = ("@hpc.remote\ndef histogram(values, bins):\n    counts = {}\n    for i in range(len(values)):\n"
+               "        b = int(values[i] * bins)\n        counts[b] = counts.get(b, 0) + 1\n"
+               "    return np.array([counts.get(b, 0) for b in range(bins)], dtype=np.int64)\n\n")
+
+
+@pytest.mark.parametrize(("loop", "values", "mistake", "says"), [
+    (DICT_COUNTS, "p.values.tolist()", "lists", "it was called with Python lists"),
+    (DICT_COUNTS, "p.values", "objects", "This reason is in the loop's own code"),
+    ("@hpc.remote\ndef histogram(values, bins):\n    return np.bincount((values * bins).astype(np.int64), "
+     "minlength=bins)\n\n", "p.values", "numpy-instead", "histogram has no loop left"),
+], ids=["the-starter-a-list", "a-dict-in-the-loop", "numpy-instead"])
+def test_jit_named_mistakes_are_still_named(loop, values, mistake, says):
+    run = f"values = {values}\nhists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])\n"
+    not_yet(_jit(JIT_HEAD + loop + run), mistake, says)

@@ -30,9 +30,14 @@ loop version's time in Python bytecode (the merged profile); ``bill`` is at leas
 ``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
-starter passes a Python list. Criteria: ``--optimize`` was on; ``hists`` equal the reference;
-the workers' verdict for ``histogram`` is *compiled* (the result check passed) and the report's
-before/after numbers show it at least ``MIN_JIT_SPEEDUP`` times faster.
+starter passes ``p.values`` as a Python list (the checker hands out 300,000 floats and 20 bins in
+the lesson; 120,000-150,000 other floats and another number of bins in the hidden case).
+Criteria: ``--optimize`` was on; ``hists`` are what the tasks returned, each the counts of the
+checker's copy of ``p.values`` in ``p.bins`` bins; ``histogram`` keeps a loop, and what it returns is
+made from what its loop changes (read from its source: a loop whose work is dropped is dead code a
+compiler deletes, and its before/after numbers would time no loop); the workers' verdict for
+``histogram`` is *compiled* (the result check passed) and the report's before/after numbers show it
+at least ``MIN_JIT_SPEEDUP`` times faster.
 
 ``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
 in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the workers' readings
@@ -50,9 +55,12 @@ run's report fails.
 
 from __future__ import annotations
 
+import ast
 import dis
+import inspect
 import os
 import random
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -515,58 +523,166 @@ def vectorize(a: Attempt) -> Verdict:
 JIT_N = 300_000
 JIT_SEED = 4
 JIT_BINS = 20
+# The hidden case: 40-50% of the lesson's values, so a passing cell costs at most ~1.5x (its plain loop still
+# takes tens of milliseconds a call, far from the optimizer's "too short to compile"), and another number of bins,
+# so counts or a bin count written into the cell do not fit it.
+JIT_HIDDEN_SIZES = range(120_000, 150_001)
+JIT_HIDDEN_BINS = (12, 16, 24, 25, 32)
 JIT_FN = "histogram"
 # A compiled loop over 300,000 values runs 100x+ faster than the plain one here; 10x is the course's bar.
 MIN_JIT_SPEEDUP = 10.0
 
 
-def jit_reference() -> np.ndarray:
-    """The counts every ``histogram`` task should return."""
-    values = np.random.default_rng(JIT_SEED).random(JIT_N)
-    return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
+@problems.declare("jit")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class JitProblem(problems.Problem):
+    """The values to count (read-only floats in [0, 1): 300,000 in the lesson) and how many equal bins (20 there)."""
+
+    values: np.ndarray
+    bins: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> JitProblem:
+        """Uniform draws from a seeded NumPy generator; in the hidden case fewer, and another number of bins."""
+        if not hidden:  # the lesson's own values, the ones its prose and verdicts describe
+            return cls(problems.frozen_array(np.random.default_rng(JIT_SEED).random(JIT_N)), JIT_BINS)
+        size, bins = rng.choice(JIT_HIDDEN_SIZES), rng.choice(JIT_HIDDEN_BINS)
+        return cls(problems.frozen_array(np.random.default_rng(rng.randrange(2**32)).random(size)), bins)
+
+
+def jit_reference(values: np.ndarray | None = None, bins: int = JIT_BINS) -> np.ndarray:
+    """The counts every ``histogram`` task should return for ``values`` (the lesson's when None) in ``bins`` bins."""
+    if values is None:
+        values = problems.lesson_case("jit").values
+    return np.bincount((values * bins).astype(np.int64), minlength=bins)
+
+
+def _written_in_loops(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str] | None:
+    """The local names the ``for`` and ``while`` loops of ``func`` change (None: it has no such loop).
+
+    A name assigned in a loop, the container of an item or attribute assigned there, the object of a method
+    called there (``counts.append``), and a local (not a parameter) handed to a call there (a helper that fills it).
+    """
+    loops = [n for n in ast.walk(func) if isinstance(n, (ast.For, ast.While))]
+    if not loops:
+        return None
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    written: set[str] = set()
+    for loop in loops:
+        for node in (n for stmt in (*loop.body, *loop.orelse) for n in ast.walk(stmt)):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    written |= _base_names(target)
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute):
+                    written |= _base_names(node.func.value)
+                written |= {a.id for a in node.args if isinstance(a, ast.Name) and a.id not in params}
+    return written
+
+
+def _base_names(target: ast.expr) -> set[str]:
+    """The names an assignment to ``target`` changes: ``x``, ``x[i]``, ``x.n``, ``a, b``."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _base_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_base_names(e) for e in target.elts))
+    return set()
+
+
+def _returned_from(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names what ``func`` returns is made from, followed back through the assignments of ``func``."""
+    names = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value is not None
+             for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+    assigns = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and n.value is not None]
+    grew = True
+    while grew:
+        grew = False
+        for node in assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if set().union(*(_base_names(t) for t in targets)) & names:
+                more = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - names
+                if more:
+                    names |= more
+                    grew = True
+    return names
+
+
+def loop_feeds_result(fn: Any) -> bool | None:
+    """Whether what ``fn`` returns is made from something its loops change; None where its source cannot be read.
+
+    A loop whose work the function never returns (its result dropped, the answer made some other way) is
+    dead code: a compiler deletes it, and the before/after numbers then time no loop at all. Read from
+    ``fn``'s source (``@hpc.remote``: the wrapped function's); nothing is called. None also when it has no
+    ``for`` or ``while`` loop (recursion, a comprehension): the other checks judge those.
+    """
+    f = getattr(fn, "__wrapped__", fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    written = _written_in_loops(func) if func is not None else None
+    if func is None or written is None:
+        return None
+    return bool(written & _returned_from(func))
 
 
 _HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
               "not a dict\n    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
               "    return counts")
-_HIST_VALUES = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
-                "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_VALUES = ('p = exercises.problem("jit")\n'
+                "values = p.values   # a NumPy array, as handed out: what Numba compiles for\n"
+                "hists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])")
 _HIST_SOLUTION = _HIST_LOOP + "\n\n" + _HIST_VALUES
 JIT_HINTS = {
     DEFAULT: Hint("Fix what the report names, then run again and read it again: Numba stops at the first thing it "
                   "cannot compile, so the second reason shows only once the first is gone. A compiler needs a NumPy "
                   "array in, and numbers inside the loop.", _HIST_SOLUTION),
     "no-optimize": _option_hint("jit", "--optimize", "tries to compile the loop"),
-    "result": Hint("Keep what each task counts: the values in each of the 20 bins, as an array, and `hists` the "
-                   "list the tasks returned.", _HIST_SOLUTION),
+    "result": Hint("Keep what each task counts: the values of p.values in each of the p.bins bins, as an array, and "
+                   "`hists` the list the tasks returned.", _HIST_SOLUTION),
     "no-verdict": Hint("Submit histogram as tasks in this cell, so the optimizer tries it on the workers.",
                        _HIST_VALUES),
-    "lists": Hint("Pass histogram a NumPy array, not a Python list: make `values` with NumPy's random generator "
-                  "(or convert the list with NumPy's asarray). Then read the report again: it may name a second "
+    "lists": Hint("Pass histogram a NumPy array, not a Python list: give it p.values as it is handed out (or "
+                  "convert the list with NumPy's asarray). Then read the report again: it may name a second "
                   "reason.", _HIST_VALUES),
     "objects": Hint("The loop counts in a dict, a Python object Numba does not compile: count in a NumPy array of "
                     "integers, one slot per bin, and return that array.", _HIST_LOOP),
     "numpy-instead": Hint("This exercise is about the loop: keep the for loop, and give it a NumPy array and "
                           "numbers inside, instead of replacing it by NumPy calls.", _HIST_SOLUTION),
+    "dead-loop": Hint("Let the loop do the counting: fill the array the function returns inside the loop, one value "
+                      "at a time, instead of making the counts some other way beside it.", _HIST_LOOP),
     "declined": Hint("Keep the loop plain (arrays and numbers, a type that does not change, no Python objects "
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
     "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
+    problems.CARRY_OVER: Hint("Give histogram p.values and p.bins, the exercise's inputs, instead of values made or "
+                              "a number of bins typed in the cell, and let it count what it is given.", _HIST_VALUES),
 }
 
 
 @exercise("jit", lesson=COURSE + "03-jit-compiling-loops.ipynb", title="Write a loop the optimizer can compile",
           hints=JIT_HINTS)
 def jit_exercise(a: Attempt) -> Verdict:
-    """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster."""
+    """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster.
+
+    The values and the number of bins are the checker's (``problems.given(a)``), and so are the counts
+    ``hists`` must hold; the loop must do the work the function returns, so a compiler cannot drop it as
+    dead code and leave the before/after numbers timing no loop.
+    """
     _optimized(a)
+    p = problems.given(a)
     hists = a.require("hists")
-    ref = jit_reference()
+    ref = jit_reference(p.values, p.bins)
     if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_within_tolerance(np.asarray(h), ref)
                                                                     for h in hists):
         return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
-                         f"values in each of the {JIT_BINS} bins; it holds something else.", mistake="result")
+                         f"the {p.values.size:,} values of p.values in each of the {p.bins} bins; it holds something "
+                         "else.", mistake="result")
     _from_tasks(a, hists, JIT_FN, "hists")
     fn = a.namespace.get(JIT_FN)
     if callable(fn) and not auto.has_loop(fn):
@@ -574,6 +690,10 @@ def jit_exercise(a: Attempt) -> Verdict:
         # runs about as fast as NumPy's own, and a verdict on a 1.5x line would be a verdict on the clock.
         return a.not_yet(f"{JIT_FN} has no loop left: your version does its work in NumPy's C code, and this "
                          "exercise is about the loop.", mistake="numpy-instead")
+    if callable(fn) and loop_feeds_result(fn) is False:
+        return a.not_yet(f"{JIT_FN}'s loop changes nothing that the function returns: its counts are made beside "
+                         "the loop, so a compiler drops the loop as dead code and the report's before/after numbers "
+                         "time no loop at all.", mistake="dead-loop")
     verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == JIT_FN), None)
     if verdict is None:
         return a.not_yet(f"the run has no verdict for {JIT_FN}: no {JIT_FN} task ran in this cell, so the "
