@@ -27,7 +27,9 @@ def _workers():
 PROFILE_SETUP = '''
 import random
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("profile-first")   # the exercise's inputs, handed out by the checker
 
 def load_readings(seed):
     """One station's day: 240,000 temperature readings, 10,000 an hour, drawn by NumPy in C."""
@@ -51,7 +53,7 @@ def station_report(seed):
     values = load_readings(seed)
     return float(np.sort(values)[120_000]), hourly_means(values, seed)
 '''
-PROFILE_RUN = "reports = hpc.get([station_report.remote(s) for s in range(6)])\n"
+PROFILE_RUN = "reports = hpc.get([station_report.remote(s) for s in p.stations])\n"
 # The fix the profile asks for: the offset once a task, not once an hour
 HOISTED = '''
 def hourly_means(values, seed):
@@ -73,7 +75,7 @@ def hourly_means(values, seed):
     return [float(m) for m in values.reshape(24, -1).mean(axis=1)]
 '''
 OFFSET_FROM_THE_NOTEBOOK = '''
-offsets = {s: sensor_offset(s) for s in range(6)}
+offsets = {s: sensor_offset(s) for s in p.stations}
 
 def hourly_means(values, offset):
     return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]
@@ -83,13 +85,13 @@ def station_report(seed, offset):
     values = load_readings(seed)
     return float(np.sort(values)[120_000]), hourly_means(values, offset)
 
-reports = hpc.get([station_report.remote(s, offsets[s]) for s in range(6)])
+reports = hpc.get([station_report.remote(s, offsets[s]) for s in p.stations])
 '''
 PROBE = ("@hpc.remote\ndef probe(seed):\n    return hourly_means(load_readings(seed), seed)\n\n"
-         "reports = hpc.get([probe.remote(s) for s in range(6)])\n")
+         "reports = hpc.get([probe.remote(s) for s in p.stations])\n")
 DRIVER_REPORTS = ("hpc.get([station_report.remote(0)])\n"
-                  "reports = [station_report(s) for s in range(6)]   # computed here, in the notebook\n")
-HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in range(6)}\n"
+                  "reports = [station_report(s) for s in p.stations]   # computed here, in the notebook\n")
+HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in p.stations}\n"
                   "reports = hpc.get(list(futures.values()))\n")
 PROFILE_TABLE = {
     # id: (cell, %%eugo line (None: profiled), passed, mistake, what the verdict must say)
@@ -117,8 +119,10 @@ PROFILE_TABLE = {
                                        "not-from-tasks", "`reports` was not computed from the tasks' results"),
     "honest-offset-in-the-task-a-dict-of-futures-and-the-function": (
         IN_THE_TASK + HONEST_PROFILE + "hot = sensor_offset\n", None, True, None, "`hot` = sensor_offset"),
-    "fact-four-stations": (HOISTED + PROFILE_RUN.replace("range(6)", "range(4)") + 'hot = "sensor_offset"\n', None,
-                           True, None, "profile of 4 tasks on 2 workers"),
+    # The stations are the checker's: a report of 4 of its 6 is not the starter's reports.
+    "mistake-four-of-the-stations": (HOISTED + PROFILE_RUN.replace("p.stations", "p.stations[:4]")
+                                     + 'hot = "sensor_offset"\n', None, False, "result",
+                                     "`reports` holds 4 results and p.stations hands out 6 stations"),
 }
 
 

@@ -307,3 +307,127 @@ DICT_COUNTS = ("@hpc.remote\ndef histogram(values, bins):\n    counts = {}\n    
 def test_jit_named_mistakes_are_still_named(loop, values, mistake, says):
     run = f"values = {values}\nhists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])\n"
     not_yet(_jit(JIT_HEAD + loop + run), mistake, says)
+
+
+# -- profile-first ----------------------------------------------------------------------------------------------
+STATION_HEAD = '''
+import random
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("profile-first")
+
+def load_readings(seed):
+    return np.random.default_rng(seed).normal(20.0, 5.0, 240_000)
+
+def sensor_offset(seed):
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(30_000):
+        total += rng.random()
+    return 10.0 * (total / 30_000 - 0.5)
+
+'''
+STARTER_MEANS = '''def hourly_means(values, seed):
+    means = values.reshape(24, -1).mean(axis=1)
+    return [float(m) - sensor_offset(seed) for m in means]
+
+'''
+HOISTED_MEANS = '''def hourly_means(values, seed):
+    means = values.reshape(24, -1).mean(axis=1)
+    offset = sensor_offset(seed)
+    return [float(m) - offset for m in means]
+
+'''
+STATION_TASK = '''@hpc.remote
+def station_report(seed):
+    values = load_readings(seed)
+    return float(np.sort(values)[120_000]), hourly_means(values, seed)
+
+'''
+STATION_RUN = 'reports = hpc.get([station_report.remote(s) for s in p.stations])\nhot = "sensor_offset"\n'
+PROFILE_LINE = "-w 2 --no-live --profile"
+
+
+def _profile_first(cell: str, setup: str = ""):
+    return run_exercise("profile-first", cell, setup=setup, line=PROFILE_LINE)
+
+
+def _station_hidden_values() -> tuple:
+    from eugo_lab.exercises.catalog.optimizations import profile_reference
+
+    h = hidden("profile-first")
+    medians = [f"{profile_reference(s)[0]:.3g}" for s in h.stations]
+    return (*h.stations, *medians)
+
+
+def test_profile_first_reference_passes_on_both_cases():
+    text = passed_twice(_profile_first(STATION_HEAD + HOISTED_MEANS + STATION_TASK + STATION_RUN))
+    assert "the same medians and hourly means as the starter's for the 6 stations of p.stations" in text, text
+    never_shown(text, *_station_hidden_values())
+
+
+def test_profile_first_the_hidden_case_has_other_stations():
+    p, h = lesson("profile-first"), hidden("profile-first")
+    assert p.stations == tuple(range(6))  # the stations the lesson's prose describes
+    assert len(h.stations) == 3 and not set(h.stations) & set(p.stations)
+
+
+def test_profile_first_typed_stations_do_not_carry_over():
+    cell = STATION_HEAD + HOISTED_MEANS + STATION_TASK + STATION_RUN.replace("p.stations", "range(6)")
+    never_shown(carried_over(_profile_first(cell)), *_station_hidden_values())
+
+
+def test_profile_first_typed_offsets_do_not_carry_over():
+    # The slow function's answers typed in for the lesson's stations: it still runs in every task, cheaply.
+    from eugo_lab.exercises.catalog.optimizations import profile_reference
+
+    p = lesson("profile-first")
+    means = {s: profile_reference(s)[1][0] for s in p.stations}
+    raw = {s: float(np.random.default_rng(s).normal(20.0, 5.0, 240_000).reshape(24, -1).mean(axis=1)[0])
+           for s in p.stations}
+    offsets = {s: raw[s] - means[s] for s in p.stations}
+    cell = (STATION_HEAD + f"OFFSETS = {offsets!r}\n\ndef sensor_offset(seed):\n    return OFFSETS[seed]\n\n"
+            + STARTER_MEANS + STATION_TASK + STATION_RUN)
+    text = carried_over(_profile_first(cell))
+    assert "there it stopped with KeyError" in text, text
+    never_shown(text, *_station_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+PROFILE_HONEST = [
+    ("offset-once-in-the-task-a-dict-of-futures-and-the-function",
+     "def hourly_means(values, offset):\n"
+     "    return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]\n\n"
+     "@hpc.remote\ndef station_report(seed):\n    values, offset = load_readings(seed), sensor_offset(seed)\n"
+     "    return float(np.sort(values)[120_000]), hourly_means(values, offset)\n\n"
+     "futures = {s: station_report.remote(s) for s in p.stations}\nreports = hpc.get(list(futures.values()))\n"
+     "hot = sensor_offset\n"),
+    ("hoisted-keywords-and-a-loop",
+     HOISTED_MEANS + STATION_TASK
+     + "pending = []\nfor station in p.stations:\n    pending.append(station_report.remote(seed=station))\n"
+       "reports = hpc.get(pending)\nhot = 'sensor_offset()'\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in PROFILE_HONEST], ids=[i for i, _ in PROFILE_HONEST])
+def test_profile_first_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_profile_first(STATION_HEAD + cell))
+
+
+def test_profile_first_stations_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `stations = p.stations` in an earlier cell: the very tuple handed out, so the hidden run gets its own.
+    setup = STATION_HEAD + "stations = p.stations\n"
+    passed_twice(_profile_first(HOISTED_MEANS + STATION_TASK + STATION_RUN.replace("p.stations", "stations"),
+                                setup=setup))
+
+
+@pytest.mark.parametrize(("means", "hot", "mistake", "says"), [
+    (STARTER_MEANS, "sensor_offset", "still-hot", "sensor_offset is still where the time goes"),
+    (HOISTED_MEANS, "load_readings", "not-hot", "`hot` names load_readings, which is not the function at the top"),
+    ("def hourly_means(values, seed):\n    return [float(m) for m in values.reshape(24, -1).mean(axis=1)]\n\n",
+     "sensor_offset", "result", "returned something else than the starter's for the 6 stations of p.stations"),
+], ids=["named-not-fixed", "fixed-named-another", "offset-dropped"])
+def test_profile_first_named_mistakes_are_still_named(means, hot, mistake, says):
+    run = STATION_RUN.replace('"sensor_offset"', repr(hot))
+    not_yet(_profile_first(STATION_HEAD + means + STATION_TASK + run), mistake, says)

@@ -14,9 +14,12 @@ answer computed in the notebook beside a decoy task is ``not yet``.
 sorts them for the median, and corrects 24 hourly means by ``sensor_offset(seed)``, a
 30,000-step Python loop that the starter calls once an hour, so it tops the self column. The
 learner acts on that: calls it once a task (or keeps its answer), results unchanged, and names
-it in ``hot``. Criteria: the run was profiled; ``reports`` is what this cell's tasks returned,
-the starter's numbers; ``hot`` names ``sensor_offset``; the tasks still call it; its self share
-of this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
+it in ``hot``. The stations are the checker's: ``p.stations`` (seeds 0 to 5 in the lesson, 3
+others in the hidden case, so offsets or seeds typed into the cell do not carry over). Criteria:
+the run was profiled; ``reports`` is what this cell's tasks returned, the starter's numbers for
+each station of the checker's copy of ``p.stations``, in order (computed here, never read from the
+learner's functions); ``hot`` names ``sensor_offset``; the tasks still call it; its self share of
+this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
 
 ``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
 per element) each run 3 times on ``p.kwh``, the homes' use handed out by the checker (300,000
@@ -192,6 +195,24 @@ PROFILE_HOURS, PROFILE_N, PROFILE_OFFSET_DRAWS = 24, 240_000, 30_000
 # 10-25%. A third sits far from both, and a share is a ratio of samples of the same run, so a slow
 # or busy machine moves both sides alike.
 MAX_HOT_SHARE = 1 / 3
+# The hidden case: 3 other stations (half the lesson's 6, so a passing cell costs at most ~1.5x), still a
+# task for each of 2 workers with samples to spare: a hoisted sensor_offset's share stays far under a third.
+PROFILE_STATIONS, PROFILE_HIDDEN_STATIONS = 6, 3
+
+
+@problems.declare("profile-first")
+@dataclass(frozen=True, repr=False)
+class ProfileProblem(problems.Problem):
+    """The stations to report on, by seed: 0 to 5 in the lesson, 3 others in the hidden case."""
+
+    stations: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> ProfileProblem:
+        """The lesson's seeds 0..5 (the ones its prose describes), or 3 distinct seeds from 100 up from ``rng``."""
+        if not hidden:
+            return cls(tuple(range(PROFILE_STATIONS)))
+        return cls(tuple(rng.sample(range(100, 10_000), PROFILE_HIDDEN_STATIONS)))
 
 
 def profile_reference(seed: int) -> tuple[float, list[float]]:
@@ -208,6 +229,7 @@ def profile_reference(seed: int) -> tuple[float, list[float]]:
     return float(np.sort(values)[PROFILE_N // 2]), [float(m) - offset for m in means]
 
 
+_REPORTS = "reports = hpc.get([station_report.remote(s) for s in p.stations])"
 _HOISTED = ("def hourly_means(values, seed):\n    means = values.reshape(24, -1).mean(axis=1)\n"
             "    offset = sensor_offset(seed)   # the same for every hour: once a task is enough\n"
             "    return [float(m) - offset for m in means]\n\n"
@@ -219,7 +241,7 @@ PROFILE_HINTS = {
     "no-profile": _option_hint("profile-first", "--profile", "is sampled"),
     "not-a-name": Hint("Give `hot` the name of the function you made cheaper, as a string.", 'hot = "sensor_offset"'),
     "no-tasks": Hint("Submit the station_report tasks in this cell, so their samples are in its profile.",
-                     "reports = hpc.get([station_report.remote(s) for s in range(6)])"),
+                     _REPORTS),
     "caller": Hint("A remote function's total includes every function it calls: look for the function called "
                    "from it whose own lines take the time, the top of the self column.", _HOISTED),
     "library": Hint("Name a function of your cell, not library code: the top row of the self column that is not "
@@ -231,9 +253,13 @@ PROFILE_HINTS = {
                       _HOISTED),
     "offset-elsewhere": Hint("Let each task work out its own offset by calling sensor_offset, once, instead of "
                              "handing it a number made in the notebook.", _HOISTED),
-    "result": Hint("Keep what each task returns: the median and the 24 hourly means, each corrected by the same "
-                   "offset. Change how often the offset is worked out, not how.", _HOISTED),
-    "not-from-tasks": _from_tasks_hint("reports = hpc.get([station_report.remote(s) for s in range(6)])"),
+    "result": Hint("Keep what each task returns, one task for each station of p.stations, in order: the median "
+                   "and the 24 hourly means, each corrected by the same offset. Change how often the offset is worked "
+                   "out, not how.", _HOISTED + "\n\n" + _REPORTS),
+    "not-from-tasks": _from_tasks_hint(_REPORTS),
+    problems.CARRY_OVER: Hint("Report on the stations of p.stations, the exercise's inputs, instead of seeds or "
+                              "offsets written into the cell, and let each task work out its own offset.",
+                              'p = exercises.problem("profile-first")\n' + _REPORTS),
 }
 
 
@@ -251,9 +277,11 @@ def profile_first(a: Attempt) -> Verdict:
     """Grade acting on a profile: the starter's hot function made cheap, results unchanged, as this run's profile shows.
 
     The graded fact is a share of this run's samples (a ratio within one run, the same on a slow
-    machine), never a time; ``reports`` must be what this cell's ``station_report`` tasks returned.
+    machine), never a time; ``reports`` must be what this cell's ``station_report`` tasks returned, the
+    starter's numbers for the checker's stations (``problems.given(a).stations``).
     """
-    p = _profile(a, "read")
+    stations = problems.given(a).stations
+    prof = _profile(a, "read")
     hot = a.require("hot")
     reports = a.require("reports")
     name = _function_name(hot)
@@ -268,12 +296,17 @@ def profile_first(a: Attempt) -> Verdict:
         return a.not_yet(f"no {PROFILE_FN} task ran in this cell (the profile is of {ran}), so it does not "
                          "measure the station report the exercise asks about.", mistake="no-tasks")
     _from_tasks(a, reports, PROFILE_FN, "reports")
-    expected = [profile_reference(s) for s in range(len(reports))]
+    expected = [profile_reference(s) for s in stations]
+    if len(reports) != len(expected):
+        return a.not_yet(f"`reports` holds {measure.plural(len(reports), 'result')} and p.stations hands out "
+                         f"{measure.plural(len(expected), 'station')}: one {PROFILE_FN} task for each, in order.",
+                         mistake="result")
     got = [(r[0], list(r[1])) if isinstance(r, (list, tuple)) and len(r) == 2 else r for r in reports]
     if not measure.same_within_tolerance(got, expected):
-        return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's: each should be the "
-                         "day's median and its 24 hourly means, corrected by the station's offset.", mistake="result")
-    rows = p.hot_functions(None)
+        return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's for the "
+                         f"{measure.plural(len(expected), 'station')} of p.stations: each should be the day's median "
+                         "and its 24 hourly means, corrected by the station's offset.", mistake="result")
+    rows = prof.hot_functions(None)
     share = {h.function: h for h in rows}
     mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
     top = max(mine, key=lambda h: (h.self_share, h.total_share)) if mine else None
@@ -306,14 +339,15 @@ def profile_first(a: Attempt) -> Verdict:
                          mistake="offset-elsewhere", details=details)
     if hot_share > MAX_HOT_SHARE:
         return a.not_yet(f"{PROFILE_HOT} is still where the time goes: its own lines take {hot_share:.0%} of the "
-                         f"sampled time of {measure.plural(p.tasks, 'task')}, so the tasks still do its work as "
+                         f"sampled time of {measure.plural(prof.tasks, 'task')}, so the tasks still do its work as "
                          "often as before.", mistake="still-hot", details=details)
     now = f"; the top of the self column is now {top.function}" if top is not None and top.function != name else ""
-    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(p.tasks, 'task')} on "
-                    f"{measure.plural(p.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled time, "
-                    f"under {MAX_HOT_SHARE:.0%}{now}",
+    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(prof.tasks, 'task')} on "
+                    f"{measure.plural(prof.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled "
+                    f"time, under {MAX_HOT_SHARE:.0%}{now}",
                     f"`reports` holds the {measure.plural(n, 'result')} the {PROFILE_FN} tasks returned, the same "
-                    "medians and hourly means as the starter's", details=details)
+                    f"medians and hourly means as the starter's for the {measure.plural(len(stations), 'station')} "
+                    "of p.stations", details=details)
 
 
 # -- lesson 2: vectorization -------------------------------------------------------------------------
