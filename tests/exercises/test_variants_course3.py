@@ -268,6 +268,16 @@ def test_jit_a_loop_the_compiler_can_drop_as_dead_code_does_not_pass(body):
     never_shown(text, *_jit_hidden_values())
 
 
+def test_jit_typed_counts_the_loop_keeps_do_not_carry_over():
+    # The lesson's counts typed in and returned through the loop (so it is no dead code): they fit only its values.
+    p = lesson("jit")
+    counts = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins).tolist()
+    cell = (JIT_HEAD + f"COUNTS = np.array({counts}, dtype=np.int64)\n\n@hpc.remote\ndef histogram(values, bins):\n"
+            "    counts = COUNTS.copy()\n    for i in range(len(values)):\n"
+            "        counts[0] += int(values[i] * bins) * 0\n    return counts\n\n" + JIT_RUN)
+    never_shown(carried_over(_jit(cell)), *_jit_hidden_values())
+
+
 # Honest cells unlike the reference: each passes on both cases.
 JIT_HONEST = [
     ("while-loop-over-the-values",
