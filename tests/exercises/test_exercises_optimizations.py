@@ -8,6 +8,7 @@ import pytest
 from _exercise_cells import hint_code, hint_words, run_exercise
 
 from eugo_lab import hpc
+from eugo_lab.exercises import problems
 
 
 def _expect(v, passed: bool, says: str) -> None:
@@ -26,7 +27,9 @@ def _workers():
 PROFILE_SETUP = '''
 import random
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("profile-first")   # the exercise's inputs, handed out by the checker
 
 def load_readings(seed):
     """One station's day: 240,000 temperature readings, 10,000 an hour, drawn by NumPy in C."""
@@ -50,7 +53,7 @@ def station_report(seed):
     values = load_readings(seed)
     return float(np.sort(values)[120_000]), hourly_means(values, seed)
 '''
-PROFILE_RUN = "reports = hpc.get([station_report.remote(s) for s in range(6)])\n"
+PROFILE_RUN = "reports = hpc.get([station_report.remote(s) for s in p.stations])\n"
 # The fix the profile asks for: the offset once a task, not once an hour
 HOISTED = '''
 def hourly_means(values, seed):
@@ -72,7 +75,7 @@ def hourly_means(values, seed):
     return [float(m) for m in values.reshape(24, -1).mean(axis=1)]
 '''
 OFFSET_FROM_THE_NOTEBOOK = '''
-offsets = {s: sensor_offset(s) for s in range(6)}
+offsets = {s: sensor_offset(s) for s in p.stations}
 
 def hourly_means(values, offset):
     return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]
@@ -82,13 +85,13 @@ def station_report(seed, offset):
     values = load_readings(seed)
     return float(np.sort(values)[120_000]), hourly_means(values, offset)
 
-reports = hpc.get([station_report.remote(s, offsets[s]) for s in range(6)])
+reports = hpc.get([station_report.remote(s, offsets[s]) for s in p.stations])
 '''
 PROBE = ("@hpc.remote\ndef probe(seed):\n    return hourly_means(load_readings(seed), seed)\n\n"
-         "reports = hpc.get([probe.remote(s) for s in range(6)])\n")
+         "reports = hpc.get([probe.remote(s) for s in p.stations])\n")
 DRIVER_REPORTS = ("hpc.get([station_report.remote(0)])\n"
-                  "reports = [station_report(s) for s in range(6)]   # computed here, in the notebook\n")
-HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in range(6)}\n"
+                  "reports = [station_report(s) for s in p.stations]   # computed here, in the notebook\n")
+HONEST_PROFILE = ("futures = {s: station_report.remote(s) for s in p.stations}\n"
                   "reports = hpc.get(list(futures.values()))\n")
 PROFILE_TABLE = {
     # id: (cell, %%eugo line (None: profiled), passed, mistake, what the verdict must say)
@@ -116,8 +119,10 @@ PROFILE_TABLE = {
                                        "not-from-tasks", "`reports` was not computed from the tasks' results"),
     "honest-offset-in-the-task-a-dict-of-futures-and-the-function": (
         IN_THE_TASK + HONEST_PROFILE + "hot = sensor_offset\n", None, True, None, "`hot` = sensor_offset"),
-    "fact-four-stations": (HOISTED + PROFILE_RUN.replace("range(6)", "range(4)") + 'hot = "sensor_offset"\n', None,
-                           True, None, "profile of 4 tasks on 2 workers"),
+    # The stations are the checker's: a report of 4 of its 6 is not the starter's reports.
+    "mistake-four-of-the-stations": (HOISTED + PROFILE_RUN.replace("p.stations", "p.stations[:4]")
+                                     + 'hot = "sensor_offset"\n', None, False, "result",
+                                     "`reports` holds 4 results and p.stations hands out 6 stations"),
 }
 
 
@@ -152,7 +157,7 @@ def test_profile_first_the_starter_puts_the_hot_function_at_the_top_of_the_self_
 # -- vectorize -------------------------------------------------------------------------------------------
 VEC_SETUP = '''
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 
 @hpc.remote
 def bill_loop(kwh):
@@ -164,7 +169,7 @@ def bill_loop(kwh):
             out[i] = 2.0 + (kwh[i] - 10.0) * 0.35
     return out
 
-kwh = np.random.default_rng(5).gamma(2.0, 6.0, 300_000)
+kwh = exercises.problem("vectorize").kwh   # the exercise's inputs, handed out by the checker
 '''
 VEC_RUN = '''
 loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])
@@ -253,7 +258,9 @@ def test_vectorize_a_loop_the_automatic_jit_compiled_is_not_vectorized(monkeypat
 # -- jit --------------------------------------------------------------------------------------------------
 JIT_CELL = '''
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("jit")   # the exercise's inputs, handed out by the checker
 
 @hpc.remote
 def histogram(values, bins):
@@ -272,10 +279,10 @@ LOOP = '''    counts = np.zeros(bins, dtype=np.int64)
     for i in range(len(values)):
         counts[int(values[i] * bins)] += 1
     return counts'''
-ARRAY = "np.random.default_rng(4).random(300_000)"
+ARRAY = "p.values"
 
 
-JIT_RUN = "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])"
+JIT_RUN = "hists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])"
 
 
 def _jit(body: str = LOOP, values: str = ARRAY, line: str = "-w 2 --no-live --optimize", run: str = JIT_RUN):
@@ -316,9 +323,9 @@ JIT_TABLE = {
         {"values": ARRAY + ".tolist()",
          "body": "    counts = [0] * bins\n    for i in range(len(values)):\n"
                  "        counts[int(values[i] * bins)] += 1\n    return np.array(counts)",
-         "run": "data = np.asarray(values)\nwaiting = [histogram.remote(data, 20) for _ in range(6)]\n"
+         "run": "data = np.asarray(values)\nwaiting = [histogram.remote(data, p.bins) for _ in range(6)]\n"
                 "hists = hpc.get(waiting)"}, True, None, "`hists` holds the 6 counts the histogram tasks returned"),
-    "fact-four-tasks": ({"run": "hists = hpc.get([histogram.remote(values, 20) for _ in range(4)])"}, True, None,
+    "fact-four-tasks": ({"run": "hists = hpc.get([histogram.remote(values, p.bins) for _ in range(4)])"}, True, None,
                         "`hists` holds the 4 counts the histogram tasks returned"),
 }
 
@@ -339,13 +346,14 @@ def test_jit_reference_passes():
     assert v.to_text() == ("exercise jit: passed\n"
                            "  histogram compiled on 2 workers; the trial checked that its result is unchanged\n"
                            "  `hists` holds the 6 counts the histogram tasks returned\n"
-                           "  the report's before/after numbers show it at least 10x faster")
+                           "  the report's before/after numbers show it at least 10x faster\n"
+                           "  " + problems.SECOND_CASE)
 
 
 def test_jit_a_list_is_declined_and_the_hint_names_the_second_reason():
     v = _jit(body=DICT_LOOP, values=ARRAY + ".tolist()")
     assert not v.passed
-    assert "NumPy's asarray" in hint_words(v) and "second reason" in hint_words(v) and "random(300_000)" in hint_code(v)
+    assert "NumPy's asarray" in hint_words(v) and "second reason" in hint_words(v) and "p.values" in hint_code(v)
 
 
 def test_jit_a_python_object_in_the_loop_is_declined():

@@ -14,21 +14,33 @@ answer computed in the notebook beside a decoy task is ``not yet``.
 sorts them for the median, and corrects 24 hourly means by ``sensor_offset(seed)``, a
 30,000-step Python loop that the starter calls once an hour, so it tops the self column. The
 learner acts on that: calls it once a task (or keeps its answer), results unchanged, and names
-it in ``hot``. Criteria: the run was profiled; ``reports`` is what this cell's tasks returned,
-the starter's numbers; ``hot`` names ``sensor_offset``; the tasks still call it; its self share
-of this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
+it in ``hot``. The stations are the checker's: ``p.stations`` (seeds 0 to 5 in the lesson, 3
+others in the hidden case, so offsets or seeds typed into the cell do not carry over). Criteria:
+the run was profiled; ``reports`` is what this cell's tasks returned, the starter's numbers for
+each station of the checker's copy of ``p.stations``, in order (computed here, never read from the
+learner's functions); ``hot`` names ``sensor_offset``; the tasks still call it; its self share of
+this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
 
 ``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
-per element) each run 3 times; the learner rewrites ``bill`` with whole-array operations
-(a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria: ``bills`` equal the
-reference; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the loop
-version's time in Python bytecode (the merged profile); ``bill`` is at least
+per element) each run 3 times on ``p.kwh``, the homes' use handed out by the checker (300,000
+homes in the lesson, 120,000-150,000 others in the hidden case); the learner rewrites ``bill`` with
+whole-array operations (a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria:
+``bills`` are what the ``bill`` tasks returned, each the tariff's bills of the checker's copy of
+``p.kwh``; the baseline is the checker's too: ``bill_loop`` is the starter's loop (its
+instructions) and ``loop_bills`` is what every one of its tasks returned, those bills; ``bill``
+carries no array with it; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
+loop version's time in Python bytecode (the merged profile); ``bill`` is at least
 ``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
-starter passes a Python list. Criteria: ``--optimize`` was on; ``hists`` equal the reference;
-the workers' verdict for ``histogram`` is *compiled* (the result check passed) and the report's
-before/after numbers show it at least ``MIN_JIT_SPEEDUP`` times faster.
+starter passes ``p.values`` as a Python list (the checker hands out 300,000 floats and 20 bins in
+the lesson; 120,000-150,000 other floats and another number of bins in the hidden case).
+Criteria: ``--optimize`` was on; ``hists`` are what the tasks returned, each the counts of the
+checker's copy of ``p.values`` in ``p.bins`` bins; ``histogram`` keeps a loop, and what it returns is
+made from what its loop changes (read from its source: a loop whose work is dropped is dead code a
+compiler deletes, and its before/after numbers would time no loop); the workers' verdict for
+``histogram`` is *compiled* (the result check passed) and the report's before/after numbers show it
+at least ``MIN_JIT_SPEEDUP`` times faster.
 
 ``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
 in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the workers' readings
@@ -46,13 +58,19 @@ run's report fails.
 
 from __future__ import annotations
 
+import ast
+import dis
+import inspect
 import os
+import random
+import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from eugo_lab.contract import cellrecord
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.jit import auto
 from eugo_lab.jit import verdicts as jit
@@ -177,6 +195,24 @@ PROFILE_HOURS, PROFILE_N, PROFILE_OFFSET_DRAWS = 24, 240_000, 30_000
 # 10-25%. A third sits far from both, and a share is a ratio of samples of the same run, so a slow
 # or busy machine moves both sides alike.
 MAX_HOT_SHARE = 1 / 3
+# The hidden case: 3 other stations (half the lesson's 6, so a passing cell costs at most ~1.5x), still a
+# task for each of 2 workers with samples to spare: a hoisted sensor_offset's share stays far under a third.
+PROFILE_STATIONS, PROFILE_HIDDEN_STATIONS = 6, 3
+
+
+@problems.declare("profile-first")
+@dataclass(frozen=True, repr=False)
+class ProfileProblem(problems.Problem):
+    """The stations to report on, by seed: 0 to 5 in the lesson, 3 others in the hidden case."""
+
+    stations: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> ProfileProblem:
+        """The lesson's seeds 0..5 (the ones its prose describes), or 3 distinct seeds from 100 up from ``rng``."""
+        if not hidden:
+            return cls(tuple(range(PROFILE_STATIONS)))
+        return cls(tuple(rng.sample(range(100, 10_000), PROFILE_HIDDEN_STATIONS)))
 
 
 def profile_reference(seed: int) -> tuple[float, list[float]]:
@@ -193,6 +229,7 @@ def profile_reference(seed: int) -> tuple[float, list[float]]:
     return float(np.sort(values)[PROFILE_N // 2]), [float(m) - offset for m in means]
 
 
+_REPORTS = "reports = hpc.get([station_report.remote(s) for s in p.stations])"
 _HOISTED = ("def hourly_means(values, seed):\n    means = values.reshape(24, -1).mean(axis=1)\n"
             "    offset = sensor_offset(seed)   # the same for every hour: once a task is enough\n"
             "    return [float(m) - offset for m in means]\n\n"
@@ -204,7 +241,7 @@ PROFILE_HINTS = {
     "no-profile": _option_hint("profile-first", "--profile", "is sampled"),
     "not-a-name": Hint("Give `hot` the name of the function you made cheaper, as a string.", 'hot = "sensor_offset"'),
     "no-tasks": Hint("Submit the station_report tasks in this cell, so their samples are in its profile.",
-                     "reports = hpc.get([station_report.remote(s) for s in range(6)])"),
+                     _REPORTS),
     "caller": Hint("A remote function's total includes every function it calls: look for the function called "
                    "from it whose own lines take the time, the top of the self column.", _HOISTED),
     "library": Hint("Name a function of your cell, not library code: the top row of the self column that is not "
@@ -216,9 +253,13 @@ PROFILE_HINTS = {
                       _HOISTED),
     "offset-elsewhere": Hint("Let each task work out its own offset by calling sensor_offset, once, instead of "
                              "handing it a number made in the notebook.", _HOISTED),
-    "result": Hint("Keep what each task returns: the median and the 24 hourly means, each corrected by the same "
-                   "offset. Change how often the offset is worked out, not how.", _HOISTED),
-    "not-from-tasks": _from_tasks_hint("reports = hpc.get([station_report.remote(s) for s in range(6)])"),
+    "result": Hint("Keep what each task returns, one task for each station of p.stations, in order: the median "
+                   "and the 24 hourly means, each corrected by the same offset. Change how often the offset is worked "
+                   "out, not how.", _HOISTED + "\n\n" + _REPORTS),
+    "not-from-tasks": _from_tasks_hint(_REPORTS),
+    problems.CARRY_OVER: Hint("Report on the stations of p.stations, the exercise's inputs, instead of seeds or "
+                              "offsets written into the cell, and let each task work out its own offset.",
+                              'p = exercises.problem("profile-first")\n' + _REPORTS),
 }
 
 
@@ -236,9 +277,11 @@ def profile_first(a: Attempt) -> Verdict:
     """Grade acting on a profile: the starter's hot function made cheap, results unchanged, as this run's profile shows.
 
     The graded fact is a share of this run's samples (a ratio within one run, the same on a slow
-    machine), never a time; ``reports`` must be what this cell's ``station_report`` tasks returned.
+    machine), never a time; ``reports`` must be what this cell's ``station_report`` tasks returned, the
+    starter's numbers for the checker's stations (``problems.given(a).stations``).
     """
-    p = _profile(a, "read")
+    stations = problems.given(a).stations
+    prof = _profile(a, "read")
     hot = a.require("hot")
     reports = a.require("reports")
     name = _function_name(hot)
@@ -253,12 +296,17 @@ def profile_first(a: Attempt) -> Verdict:
         return a.not_yet(f"no {PROFILE_FN} task ran in this cell (the profile is of {ran}), so it does not "
                          "measure the station report the exercise asks about.", mistake="no-tasks")
     _from_tasks(a, reports, PROFILE_FN, "reports")
-    expected = [profile_reference(s) for s in range(len(reports))]
+    expected = [profile_reference(s) for s in stations]
+    if len(reports) != len(expected):
+        return a.not_yet(f"`reports` holds {measure.plural(len(reports), 'result')} and p.stations hands out "
+                         f"{measure.plural(len(expected), 'station')}: one {PROFILE_FN} task for each, in order.",
+                         mistake="result")
     got = [(r[0], list(r[1])) if isinstance(r, (list, tuple)) and len(r) == 2 else r for r in reports]
     if not measure.same_within_tolerance(got, expected):
-        return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's: each should be the "
-                         "day's median and its 24 hourly means, corrected by the station's offset.", mistake="result")
-    rows = p.hot_functions(None)
+        return a.not_yet(f"the {PROFILE_FN} tasks returned something else than the starter's for the "
+                         f"{measure.plural(len(expected), 'station')} of p.stations: each should be the day's median "
+                         "and its 24 hourly means, corrected by the station's offset.", mistake="result")
+    rows = prof.hot_functions(None)
     share = {h.function: h for h in rows}
     mine = [h for h in rows if h.where == "app" and not h.function.startswith("<")]
     top = max(mine, key=lambda h: (h.self_share, h.total_share)) if mine else None
@@ -291,20 +339,25 @@ def profile_first(a: Attempt) -> Verdict:
                          mistake="offset-elsewhere", details=details)
     if hot_share > MAX_HOT_SHARE:
         return a.not_yet(f"{PROFILE_HOT} is still where the time goes: its own lines take {hot_share:.0%} of the "
-                         f"sampled time of {measure.plural(p.tasks, 'task')}, so the tasks still do its work as "
+                         f"sampled time of {measure.plural(prof.tasks, 'task')}, so the tasks still do its work as "
                          "often as before.", mistake="still-hot", details=details)
     now = f"; the top of the self column is now {top.function}" if top is not None and top.function != name else ""
-    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(p.tasks, 'task')} on "
-                    f"{measure.plural(p.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled time, "
-                    f"under {MAX_HOT_SHARE:.0%}{now}",
+    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(prof.tasks, 'task')} on "
+                    f"{measure.plural(prof.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled "
+                    f"time, under {MAX_HOT_SHARE:.0%}{now}",
                     f"`reports` holds the {measure.plural(n, 'result')} the {PROFILE_FN} tasks returned, the same "
-                    "medians and hourly means as the starter's", details=details)
+                    f"medians and hourly means as the starter's for the {measure.plural(len(stations), 'station')} "
+                    "of p.stations", details=details)
 
 
 # -- lesson 2: vectorization -------------------------------------------------------------------------
 
 VEC_N = 300_000
 VEC_SEED = 5
+# The hidden case: 40-50% of the lesson's homes, so a passing cell costs at most ~1.5x. The speedup is a ratio
+# of per-element work on both sides (the loop's bytecode against NumPy's C loop and the array's pickling), so it
+# holds at these sizes as at 300,000.
+VEC_HIDDEN_SIZES = range(120_000, 150_001)
 VEC_LOOP, VEC_FN = "bill_loop", "bill"
 VEC_CALLS = 3
 # The tariff: the first VEC_STEP kWh of a day at VEC_LOW a kWh, the rest at VEC_HIGH.
@@ -317,11 +370,35 @@ MIN_VECTOR_SPEEDUP = 4.0
 # The loop's tasks spend nearly all their time in bytecode; a whole-array version almost none: a fifth
 # of the loop's is far from both.
 MIN_PROFILE_DROP = 5.0
+# The baseline the speedup is measured against is the checker's: bill_loop must be this loop, run on p.kwh (a
+# loop made slower, or given a longer array, would make any bill look fast).
+VEC_LOOP_SOURCE = ("def bill_loop(kwh):\n    out = np.empty_like(kwh)\n    for i in range(len(kwh)):\n"
+                   "        if kwh[i] <= 10.0:\n            out[i] = kwh[i] * 0.20\n        else:\n"
+                   "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out\n")
+# A bill function that carries this share of the homes' array with it (a global or closure it reads) ships an
+# answer, not a computation: a few names and numbers are far below it.
+MAX_CARRIED_SHARE = 0.1
+
+
+@problems.declare("vectorize")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class VectorizeProblem(problems.Problem):
+    """Each home's use in a day, in kWh, read-only: 300,000 homes in the lesson, 120,000-150,000 in the hidden case."""
+
+    kwh: np.ndarray
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> VectorizeProblem:
+        """Gamma(2, 6) draws (a mean of 12 kWh, about half the homes past the 10 kWh step) from a seeded generator."""
+        if not hidden:  # the lesson's own array, the one its prose and verdicts describe
+            return cls(problems.frozen_array(np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)))
+        size = rng.choice(VEC_HIDDEN_SIZES)
+        return cls(problems.frozen_array(np.random.default_rng(rng.randrange(2**32)).gamma(2.0, 6.0, size)))
 
 
 def vector_inputs() -> np.ndarray:
-    """The exercise's ``kwh``, made as the cell makes it: a day's use of each of 300,000 homes."""
-    return np.random.default_rng(VEC_SEED).gamma(2.0, 6.0, VEC_N)
+    """The lesson's ``p.kwh``: a day's use of each of its 300,000 homes."""
+    return problems.lesson_case("vectorize").kwh
 
 
 def vector_reference(kwh: np.ndarray) -> np.ndarray:
@@ -329,49 +406,118 @@ def vector_reference(kwh: np.ndarray) -> np.ndarray:
     return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
 
 
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+
+
+def _instructions(code: Any) -> list[tuple[str, Any]]:
+    """``code``'s instructions as (operation, argument value), nested code included.
+
+    Line numbers, comments and the docstring are not instructions, so a loop laid out or documented
+    otherwise reads the same.
+    """
+    out: list[tuple[str, Any]] = []
+    for ins in dis.get_instructions(code):
+        if hasattr(ins.argval, "co_code"):
+            out.extend(_instructions(ins.argval))
+        elif ins.opcode in _JUMPS:  # a target's offset moves with the cache entries below, not with the code
+            out.append((ins.opname, None))
+        else:
+            # Python 3.11 loads a method of a name imported in the same compiled cell with LOAD_ATTR, and of any
+            # other with LOAD_METHOD: the same call, whichever cell imported NumPy.
+            out.append((_SAME_OP.get(ins.opname, ins.opname), ins.argval))
+    return out
+
+
+def _starter_loop() -> list[tuple[str, Any]]:
+    """The instructions of the starter's bill_loop, compiled here from its text."""
+    module = compile(VEC_LOOP_SOURCE, "<bill_loop>", "exec")  # compiled, never run: its one constant is the code
+    return _instructions(next(c for c in module.co_consts if hasattr(c, "co_code")))
+
+
+def _is_starter_loop(fn: Any) -> bool:
+    """``fn`` (a remote function or a plain one) runs the starter's bill_loop, whatever its docstring and layout."""
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    return code is not None and _instructions(code) == _starter_loop()
+
+
 _BILL = ("@hpc.remote\ndef bill(kwh):\n"
          "    \"\"\"Both formulas on the whole array; np.where keeps, element by element, the one that applies.\"\"\"\n"
          "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)")
+_VEC_RUN = ("loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])")
+_BILL_LOOP = ("@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n    for i in range(len(kwh)):\n"
+              "        if kwh[i] <= 10.0:\n            out[i] = kwh[i] * 0.20\n        else:\n"
+              "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out")
 VECTOR_HINTS = {
     DEFAULT: Hint("Write bill without a loop over the homes: compute both formulas on the whole array, then let "
                   "NumPy pick, element by element, the one the condition selects (np.where takes the condition "
                   "as an array of booleans).", _BILL),
     "no-profile": _option_hint("vectorize", "--profile", "is sampled"),
     "tasks": Hint("Keep both lines of the starter that submit 3 tasks each (bill_loop's and bill's) and get "
-                  "their results.", "loop_bills = hpc.get([bill_loop.remote(kwh) for _ in range(3)])\n"
-                  "bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+                  "their results.", _VEC_RUN),
     "result": Hint("bill must return the same array as bill_loop: 0.20 a kWh up to 10 kWh, and past that 2.0 plus "
                    "0.35 for each kWh over 10, chosen per home by the condition kwh <= 10.", _BILL),
-    "loop-profile": Hint("Leave bill_loop as the starter has it, and run the cell again: the check compares "
-                         "your bill against it.", "@hpc.remote\ndef bill_loop(kwh):\n    out = np.empty_like(kwh)\n"
-                         "    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n"
-                         "            out[i] = kwh[i] * 0.20\n        else:\n"
-                         "            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out"),
+    "loop-profile": Hint("Leave bill_loop as the starter has it, give it p.kwh, and run the cell again: the check "
+                         "compares your bill against it.", _BILL_LOOP + "\n\n" + _VEC_RUN),
     "still-looping": Hint("Remove the for loop and its if from bill: a comparison on the whole array gives the "
                           "condition for every home at once, and np.where chooses between two whole-array results.",
                           _BILL),
     "per-element": Hint("Avoid np.vectorize, map() and list comprehensions: they still call Python once per "
                         "element. Use a comparison on the whole array and np.where.", _BILL),
-    "not-from-tasks": _from_tasks_hint("bills = hpc.get([bill.remote(kwh) for _ in range(3)])"),
+    "carried": Hint("Let bill compute the bills from the array it is given, with whole-array operations, instead of "
+                    "returning an array made outside it (a global or closure is shipped with the function).", _BILL),
+    "not-from-tasks": _from_tasks_hint(_VEC_RUN),
     "compiled": Hint("Keep --no-optimize on the exercise cell's first line, so both functions run as plain Python "
                      "and the comparison measures your whole-array version, not the compiler's work.",
                      "%%eugo --exercise vectorize --profile --no-optimize"),
+    problems.CARRY_OVER: Hint("Give both functions p.kwh, the exercise's inputs, instead of an array made or typed in "
+                              "the cell, and let bill compute from the array it is given.",
+                              'p = exercises.problem("vectorize")\n' + _VEC_RUN),
 }
+
+
+def _every_bill(value: Any, want: np.ndarray) -> bool:
+    """``value`` is a non-empty list of arrays, each equal to ``want`` (within float tolerance)."""
+    return (isinstance(value, (list, tuple)) and bool(value)
+            and all(measure.same_within_tolerance(v, want) for v in value))
 
 
 @exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Vectorize a loop with a branch",
           hints=VECTOR_HINTS)
 def vectorize(a: Attempt) -> Verdict:
-    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run."""
+    """Grade vectorizing a branch: same bills, the profile's Python time gone, a large speedup in the same run.
+
+    The homes' use and the bills they should get are the checker's (``problems.given(a).kwh``), and so
+    is the baseline: ``bill_loop`` must be the starter's loop, run on that array (``loop_bills``), so a
+    loop made slower or given more work cannot make ``bill`` look fast.
+    """
+    homes = problems.given(a).kwh
+    want = vector_reference(homes)
     results = a.require("bills")
-    first = results[0] if isinstance(results, (list, tuple)) and results else results
-    if not measure.same_within_tolerance(first, vector_reference(vector_inputs())):
+    if not _every_bill(results, want):
         return a.not_yet("`bills` is not each home's bill under the tariff (0.20 a kWh up to 10 kWh, 0.35 past "
-                         "that): your bill does not return the same array as bill_loop.", mistake="result")
+                         f"that) for the {homes.size:,} homes of p.kwh: your bill does not return the same array as "
+                         "bill_loop.", mistake="result")
     how = f"both lines that submit {VEC_CALLS} tasks each (bill_loop's and bill's) must stay."
     _need_tasks(a, VEC_LOOP, VEC_CALLS, how)
     _need_tasks(a, VEC_FN, VEC_CALLS, how)
     _from_tasks(a, results, VEC_FN, "bills")
+    # The baseline: the starter's loop, on the checker's array, every one of its tasks (a longer array in an extra
+    # task would move the median the speedup is read from).
+    if not _is_starter_loop(a.namespace.get(VEC_LOOP)):
+        return a.not_yet(f"{VEC_LOOP} is not the starter's loop any more, and the check measures your {VEC_FN} "
+                         "against that loop.", mistake="loop-profile")
+    loop_bills = a.require("loop_bills")
+    if not derivation.listed(loop_bills, a.trace, VEC_LOOP) or not _every_bill(loop_bills, want):
+        return a.not_yet(f"`loop_bills` is not what the {VEC_LOOP} tasks returned for the {homes.size:,} homes of "
+                         f"p.kwh: the check measures your {VEC_FN} against the loop run on the same homes, by every "
+                         f"{VEC_LOOP} task of the cell.", mistake="loop-profile")
+    carried = measure.carried(a.trace, VEC_FN)
+    if carried is not None and carried.captured_bytes >= MAX_CARRIED_SHARE * homes.nbytes:
+        return a.not_yet(f"{VEC_FN} carried {carried.captured_bytes:,} bytes of globals or closure with it to the "
+                         "workers: it returns an array made outside it instead of computing the bills from the "
+                         "array it is given.", mistake="carried")
     # With the automatic JIT on, a loop in bill is compiled and looks as fast as NumPy: the
     # comparison would grade the compiler's work, not the learner's rewrite.
     compiled = _compiled_functions(a, VEC_LOOP, VEC_FN)
@@ -379,9 +525,9 @@ def vectorize(a: Attempt) -> Verdict:
         return a.not_yet(f"the optimizer compiled {' and '.join(compiled)} in this run, so the comparison would "
                          "measure compiled loops, not whole-array operations: the cell ran without the "
                          "--no-optimize option.", mistake="compiled")
-    p = _profile(a, "compare")
-    loop_py = _python_seconds(p, VEC_LOOP) / VEC_CALLS
-    mine_py = _python_seconds(p, VEC_FN) / VEC_CALLS
+    prof = _profile(a, "compare")
+    loop_py = _python_seconds(prof, VEC_LOOP) / VEC_CALLS
+    mine_py = _python_seconds(prof, VEC_FN) / VEC_CALLS
     speedup = _ratio(a, VEC_LOOP, VEC_FN, cpu=True)
     details = (f"Python bytecode per call: {loop_py * 1e3:.1f} ms in {VEC_LOOP}, {mine_py * 1e3:.1f} ms in {VEC_FN}",
                f"{speedup:.0f}x faster by task CPU time")
@@ -397,7 +543,8 @@ def vectorize(a: Attempt) -> Verdict:
                          details=details)
     n_fn, n_loop = measure.tasks(a.trace, VEC_FN), measure.tasks(a.trace, VEC_LOOP)
     return a.passed(f"{VEC_FN} returns the same array as {VEC_LOOP}: `bills` holds the "
-                    f"{measure.plural(n_fn, 'array')} its tasks returned",
+                    f"{measure.plural(n_fn, 'array')} its tasks returned, the bills of the {homes.size:,} homes of "
+                    "p.kwh",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
                     f"{speedup:.0f}x faster than the loop, at least the {MIN_VECTOR_SPEEDUP:.0f}x the check asks "
                     f"(median task CPU time of {measure.plural(n_fn, f'{VEC_FN} task')} against {n_loop} of "
@@ -410,58 +557,166 @@ def vectorize(a: Attempt) -> Verdict:
 JIT_N = 300_000
 JIT_SEED = 4
 JIT_BINS = 20
+# The hidden case: 40-50% of the lesson's values, so a passing cell costs at most ~1.5x (its plain loop still
+# takes tens of milliseconds a call, far from the optimizer's "too short to compile"), and another number of bins,
+# so counts or a bin count written into the cell do not fit it.
+JIT_HIDDEN_SIZES = range(120_000, 150_001)
+JIT_HIDDEN_BINS = (12, 16, 24, 25, 32)
 JIT_FN = "histogram"
 # A compiled loop over 300,000 values runs 100x+ faster than the plain one here; 10x is the course's bar.
 MIN_JIT_SPEEDUP = 10.0
 
 
-def jit_reference() -> np.ndarray:
-    """The counts every ``histogram`` task should return."""
-    values = np.random.default_rng(JIT_SEED).random(JIT_N)
-    return np.bincount((values * JIT_BINS).astype(np.int64), minlength=JIT_BINS)
+@problems.declare("jit")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class JitProblem(problems.Problem):
+    """The values to count (read-only floats in [0, 1): 300,000 in the lesson) and how many equal bins (20 there)."""
+
+    values: np.ndarray
+    bins: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> JitProblem:
+        """Uniform draws from a seeded NumPy generator; in the hidden case fewer, and another number of bins."""
+        if not hidden:  # the lesson's own values, the ones its prose and verdicts describe
+            return cls(problems.frozen_array(np.random.default_rng(JIT_SEED).random(JIT_N)), JIT_BINS)
+        size, bins = rng.choice(JIT_HIDDEN_SIZES), rng.choice(JIT_HIDDEN_BINS)
+        return cls(problems.frozen_array(np.random.default_rng(rng.randrange(2**32)).random(size)), bins)
+
+
+def jit_reference(values: np.ndarray | None = None, bins: int = JIT_BINS) -> np.ndarray:
+    """The counts every ``histogram`` task should return for ``values`` (the lesson's when None) in ``bins`` bins."""
+    if values is None:
+        values = problems.lesson_case("jit").values
+    return np.bincount((values * bins).astype(np.int64), minlength=bins)
+
+
+def _written_in_loops(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str] | None:
+    """The local names the ``for`` and ``while`` loops of ``func`` change (None: it has no such loop).
+
+    A name assigned in a loop, the container of an item or attribute assigned there, the object of a method
+    called there (``counts.append``), and a local (not a parameter) handed to a call there (a helper that fills it).
+    """
+    loops = [n for n in ast.walk(func) if isinstance(n, (ast.For, ast.While))]
+    if not loops:
+        return None
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    written: set[str] = set()
+    for loop in loops:
+        for node in (n for stmt in (*loop.body, *loop.orelse) for n in ast.walk(stmt)):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    written |= _base_names(target)
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute):
+                    written |= _base_names(node.func.value)
+                written |= {a.id for a in node.args if isinstance(a, ast.Name) and a.id not in params}
+    return written
+
+
+def _base_names(target: ast.expr) -> set[str]:
+    """The names an assignment to ``target`` changes: ``x``, ``x[i]``, ``x.n``, ``a, b``."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _base_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_base_names(e) for e in target.elts))
+    return set()
+
+
+def _returned_from(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names what ``func`` returns is made from, followed back through the assignments of ``func``."""
+    names = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value is not None
+             for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+    assigns = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and n.value is not None]
+    grew = True
+    while grew:
+        grew = False
+        for node in assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if set().union(*(_base_names(t) for t in targets)) & names:
+                more = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - names
+                if more:
+                    names |= more
+                    grew = True
+    return names
+
+
+def loop_feeds_result(fn: Any) -> bool | None:
+    """Whether what ``fn`` returns is made from something its loops change; None where its source cannot be read.
+
+    A loop whose work the function never returns (its result dropped, the answer made some other way) is
+    dead code: a compiler deletes it, and the before/after numbers then time no loop at all. Read from
+    ``fn``'s source (``@hpc.remote``: the wrapped function's); nothing is called. None also when it has no
+    ``for`` or ``while`` loop (recursion, a comprehension): the other checks judge those.
+    """
+    f = getattr(fn, "__wrapped__", fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    written = _written_in_loops(func) if func is not None else None
+    if func is None or written is None:
+        return None
+    return bool(written & _returned_from(func))
 
 
 _HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
               "not a dict\n    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n"
               "    return counts")
-_HIST_VALUES = ("values = np.random.default_rng(4).random(300_000)   # a NumPy array: what Numba compiles for\n"
-                "hists = hpc.get([histogram.remote(values, 20) for _ in range(6)])")
+_HIST_VALUES = ('p = exercises.problem("jit")\n'
+                "values = p.values   # a NumPy array, as handed out: what Numba compiles for\n"
+                "hists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])")
 _HIST_SOLUTION = _HIST_LOOP + "\n\n" + _HIST_VALUES
 JIT_HINTS = {
     DEFAULT: Hint("Fix what the report names, then run again and read it again: Numba stops at the first thing it "
                   "cannot compile, so the second reason shows only once the first is gone. A compiler needs a NumPy "
                   "array in, and numbers inside the loop.", _HIST_SOLUTION),
     "no-optimize": _option_hint("jit", "--optimize", "tries to compile the loop"),
-    "result": Hint("Keep what each task counts: the values in each of the 20 bins, as an array, and `hists` the "
-                   "list the tasks returned.", _HIST_SOLUTION),
+    "result": Hint("Keep what each task counts: the values of p.values in each of the p.bins bins, as an array, and "
+                   "`hists` the list the tasks returned.", _HIST_SOLUTION),
     "no-verdict": Hint("Submit histogram as tasks in this cell, so the optimizer tries it on the workers.",
                        _HIST_VALUES),
-    "lists": Hint("Pass histogram a NumPy array, not a Python list: make `values` with NumPy's random generator "
-                  "(or convert the list with NumPy's asarray). Then read the report again: it may name a second "
+    "lists": Hint("Pass histogram a NumPy array, not a Python list: give it p.values as it is handed out (or "
+                  "convert the list with NumPy's asarray). Then read the report again: it may name a second "
                   "reason.", _HIST_VALUES),
     "objects": Hint("The loop counts in a dict, a Python object Numba does not compile: count in a NumPy array of "
                     "integers, one slot per bin, and return that array.", _HIST_LOOP),
     "numpy-instead": Hint("This exercise is about the loop: keep the for loop, and give it a NumPy array and "
                           "numbers inside, instead of replacing it by NumPy calls.", _HIST_SOLUTION),
+    "dead-loop": Hint("Let the loop do the counting: fill the array the function returns inside the loop, one value "
+                      "at a time, instead of making the counts some other way beside it.", _HIST_LOOP),
     "declined": Hint("Keep the loop plain (arrays and numbers, a type that does not change, no Python objects "
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
     "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
+    problems.CARRY_OVER: Hint("Give histogram p.values and p.bins, the exercise's inputs, instead of values made or "
+                              "a number of bins typed in the cell, and let it count what it is given.", _HIST_VALUES),
 }
 
 
 @exercise("jit", lesson=COURSE + "03-jit-compiling-loops.ipynb", title="Write a loop the optimizer can compile",
           hints=JIT_HINTS)
 def jit_exercise(a: Attempt) -> Verdict:
-    """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster."""
+    """Grade JIT-friendly code: compiled, its result checked by the trial, at least 10x faster.
+
+    The values and the number of bins are the checker's (``problems.given(a)``), and so are the counts
+    ``hists`` must hold; the loop must do the work the function returns, so a compiler cannot drop it as
+    dead code and leave the before/after numbers timing no loop.
+    """
     _optimized(a)
+    p = problems.given(a)
     hists = a.require("hists")
-    ref = jit_reference()
+    ref = jit_reference(p.values, p.bins)
     if not isinstance(hists, (list, tuple)) or not hists or not all(measure.same_within_tolerance(np.asarray(h), ref)
                                                                     for h in hists):
         return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
-                         f"values in each of the {JIT_BINS} bins; it holds something else.", mistake="result")
+                         f"the {p.values.size:,} values of p.values in each of the {p.bins} bins; it holds something "
+                         "else.", mistake="result")
     _from_tasks(a, hists, JIT_FN, "hists")
     fn = a.namespace.get(JIT_FN)
     if callable(fn) and not auto.has_loop(fn):
@@ -469,6 +724,10 @@ def jit_exercise(a: Attempt) -> Verdict:
         # runs about as fast as NumPy's own, and a verdict on a 1.5x line would be a verdict on the clock.
         return a.not_yet(f"{JIT_FN} has no loop left: your version does its work in NumPy's C code, and this "
                          "exercise is about the loop.", mistake="numpy-instead")
+    if callable(fn) and loop_feeds_result(fn) is False:
+        return a.not_yet(f"{JIT_FN}'s loop changes nothing that the function returns: its counts are made beside "
+                         "the loop, so a compiler drops the loop as dead code and the report's before/after numbers "
+                         "time no loop at all.", mistake="dead-loop")
     verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == JIT_FN), None)
     if verdict is None:
         return a.not_yet(f"the run has no verdict for {JIT_FN}: no {JIT_FN} task ran in this cell, so the "

@@ -1,0 +1,443 @@
+"""Course 3's exercises own their problem, and a passing cell is run again on a hidden case (``exercises.problems``).
+
+Through the real ``%%eugo --exercise`` magic, per exercise: the lesson's reference passes on both
+cases; a cell that types in the lesson's inputs passes the lesson's case but not the hidden one,
+with the "did not carry over" message and nothing of the hidden case in it; honest solutions
+unlike the reference pass both; a baseline the checker did not hand out (a loop made slower, run
+on more data) is not what the speedup is measured against; the mistakes the exercise names are
+still named. The hidden case's seed is fixed here (``problems.draw_seed``) so the test knows what
+must not be shown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise
+
+from eugo_lab import hpc
+from eugo_lab.exercises import catalog, problems
+
+SEED = 12_345  # the hidden case's seed in these tests
+
+
+@pytest.fixture(autouse=True)
+def hidden_seed(monkeypatch):
+    """The hidden case of every run here is made from ``SEED``."""
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers():
+    yield
+    hpc.shutdown()
+
+
+def lesson(exercise_id: str):
+    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
+    return problems.lesson_case(exercise_id)
+
+
+def hidden(exercise_id: str):
+    catalog.get(exercise_id)
+    return problems.make(exercise_id, SEED, hidden=True)
+
+
+def carried_over(v) -> str:
+    """Check a ``not yet`` of the hidden case; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           "of the same kind" in text, text
+    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
+    assert v.mistake == problems.CARRY_OVER
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p." in hint_words(v)
+    assert "exercises.problem(" in hint_code(v)
+    return text
+
+
+def passed_twice(v) -> str:
+    text = v.to_text()
+    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
+    return text
+
+
+def not_yet(v, mistake: str, says: str) -> str:
+    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
+    text = v.to_text()
+    assert not v.passed and v.mistake == mistake, text
+    assert says in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert hint_words(v) and hint_code(v)
+    return text
+
+
+def never_shown(text: str, *values) -> None:
+    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
+    for value in values:
+        assert str(value) not in text, (value, text)
+
+
+# -- vectorize --------------------------------------------------------------------------------------------------
+VEC_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("vectorize")
+
+@hpc.remote
+def bill_loop(kwh):
+    """The loop version: leave it as it is, the check times your bill against it in the same run."""
+    out = np.empty_like(kwh)
+    for i in range(len(kwh)):
+        if kwh[i] <= 10.0:
+            out[i] = kwh[i] * 0.20
+        else:
+            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35
+    return out
+
+'''
+WHERE = ("@hpc.remote\ndef bill(kwh):\n"
+         "    return np.where(kwh <= 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n\n")
+VEC_RUN = ("loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+           "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+VEC_LINE = "-w 2 --no-live --profile --no-optimize"
+
+
+def _vectorize(cell: str, setup: str = ""):
+    return run_exercise("vectorize", cell, setup=setup, line=VEC_LINE)
+
+
+def _vec_hidden_values() -> tuple:
+    h = hidden("vectorize")
+    return h.kwh.size, f"{h.kwh.size:,}"
+
+
+def test_vectorize_reference_passes_on_both_cases():
+    text = passed_twice(_vectorize(VEC_HEAD + WHERE + VEC_RUN))
+    assert "the bills of the 300,000 homes of p.kwh" in text, text
+    never_shown(text, *_vec_hidden_values())
+
+
+def test_vectorize_the_hidden_case_is_smaller_and_other_homes():
+    p, h = lesson("vectorize"), hidden("vectorize")
+    assert 0.4 * p.kwh.size <= h.kwh.size <= 0.5 * p.kwh.size
+    assert not p.kwh.flags.writeable and not h.kwh.flags.writeable
+    # the lesson's array is the one its prose and earlier verdicts describe
+    assert (p.kwh == np.random.default_rng(5).gamma(2.0, 6.0, 300_000)).all()
+
+
+def test_vectorize_typed_inputs_do_not_carry_over():
+    cell = (VEC_HEAD + WHERE + "kwh = np.random.default_rng(5).gamma(2.0, 6.0, 300_000)\n"
+            + VEC_RUN.replace("p.kwh", "kwh"))
+    never_shown(carried_over(_vectorize(cell)), *_vec_hidden_values())
+
+
+def test_vectorize_an_answer_carried_by_the_function_is_named():
+    # The loop's answer made in the cell and returned by bill: the right bills, fast, with nothing computed.
+    cell = (VEC_HEAD + "loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\nanswer = loop_bills[0]\n\n"
+            "@hpc.remote\ndef bill(kwh):\n    return answer\n\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+    not_yet(_vectorize(cell), "carried", "it returns an array made outside it")
+
+
+@pytest.mark.parametrize("loop", [
+    # the starter's loop run twice over: a per-element bill looks 2x faster against it
+    ("    for _ in range(2):\n        out = np.empty_like(kwh)\n        for i in range(len(kwh)):\n"
+     "            if kwh[i] <= 10.0:\n                out[i] = kwh[i] * 0.20\n            else:\n"
+     "                out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out\n"),
+    # a slower loop: every element's bill worked out through a Python function call
+    ("    def one(k):\n        return k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35\n"
+     "    return np.array([one(float(k)) for k in kwh])\n"),
+], ids=["loop-twice", "call-per-element"])
+def test_vectorize_a_slowed_baseline_is_not_measured_against(loop):
+    head = VEC_HEAD.split("@hpc.remote")[0] + "@hpc.remote\ndef bill_loop(kwh):\n" + loop + "\n"
+    per_element = ("@hpc.remote\ndef bill(kwh):\n"
+                   "    f = np.vectorize(lambda k: k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35)\n"
+                   "    return f(kwh)\n\n")
+    not_yet(_vectorize(head + per_element + VEC_RUN), "loop-profile", "bill_loop is not the starter's loop any more")
+
+
+def test_vectorize_a_baseline_run_on_more_homes_is_not_measured_against():
+    # Three loop tasks on the homes, three more on eight copies of them: the median loop task is a slow one.
+    cell = (VEC_HEAD + WHERE + "loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+            "hpc.get([bill_loop.remote(np.tile(p.kwh, 8)) for _ in range(3)])\n"
+            "bills = hpc.get([bill.remote(p.kwh) for _ in range(3)])\n")
+    not_yet(_vectorize(cell), "loop-profile", "`loop_bills` is not what the bill_loop tasks returned for the 300,000")
+
+
+# Honest cells unlike the reference: each passes on both cases.
+VEC_HONEST = [
+    ("minimum-maximum-helper-named-futures",
+     "def tariff(use, step=10.0):\n    return np.minimum(use, step) * 0.20 + np.maximum(use - step, 0.0) * 0.35\n\n"
+     "@hpc.remote\ndef bill(kwh):\n    return tariff(kwh)\n\n"
+     "pending = [bill_loop.remote(p.kwh) for _ in range(3)]\nloop_bills = hpc.get(pending)\n"
+     "waiting = [bill.remote(p.kwh) for _ in range(3)]\nbills = hpc.get(waiting)\n"),
+    ("boolean-mask-on-a-copy",
+     "@hpc.remote\ndef bill(kwh):\n    out = kwh * 0.20\n    high = kwh > 10.0\n"
+     "    out[high] = 2.0 + (kwh[high] - 10.0) * 0.35\n    return out\n\n" + VEC_RUN),
+    ("clip-and-keywords",
+     "@hpc.remote\ndef bill(kwh):\n"
+     "    return 0.20 * np.clip(kwh, None, 10.0) + 0.35 * np.clip(kwh - 10.0, 0.0, None)\n\n"
+     "homes = p.kwh\nloop_bills = hpc.get([bill_loop.remote(kwh=homes) for _ in range(3)])\n"
+     "bills = hpc.get([bill.remote(kwh=homes) for _ in range(3)])\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in VEC_HONEST], ids=[i for i, _ in VEC_HONEST])
+def test_vectorize_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_vectorize(VEC_HEAD + cell))
+
+
+def test_vectorize_inputs_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `kwh = p.kwh` in an earlier cell: the very array handed out, so the hidden run gets its own.
+    setup = VEC_HEAD + "kwh = p.kwh\n"
+    passed_twice(_vectorize(WHERE + VEC_RUN.replace("p.kwh", "kwh"), setup=setup))
+
+
+@pytest.mark.parametrize(("bill", "mistake", "says"), [
+    ("    f = np.vectorize(lambda k: k * 0.20 if k <= 10.0 else 2.0 + (k - 10.0) * 0.35)\n    return f(kwh)\n",
+     "still-looping", "running Python bytecode for every element"),
+    ("    return np.where(kwh > 10.0, kwh * 0.20, 2.0 + (kwh - 10.0) * 0.35)\n", "result",
+     "for the 300,000 homes of p.kwh: your bill does not return the same array as bill_loop"),
+], ids=["np-vectorize", "condition-reversed"])
+def test_vectorize_named_mistakes_are_still_named(bill, mistake, says):
+    not_yet(_vectorize(VEC_HEAD + "@hpc.remote\ndef bill(kwh):\n" + bill + "\n" + VEC_RUN), mistake, says)
+
+
+# -- jit --------------------------------------------------------------------------------------------------------
+JIT_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("jit")
+
+'''
+COUNT_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
+              "    for i in range(len(values)):\n        counts[int(values[i] * bins)] += 1\n    return counts\n\n")
+JIT_RUN = "values = p.values\nhists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])\n"
+JIT_LINE = "-w 2 --no-live --optimize"
+
+
+def _jit(cell: str, setup: str = ""):
+    return run_exercise("jit", cell, setup=setup, line=JIT_LINE)
+
+
+def _jit_hidden_values() -> tuple:
+    h = hidden("jit")
+    counts = np.bincount((h.values * h.bins).astype(np.int64), minlength=h.bins)
+    return h.values.size, f"{h.values.size:,}", f"{h.bins} bins", *counts[:3].tolist()
+
+
+def test_jit_reference_passes_on_both_cases():
+    never_shown(passed_twice(_jit(JIT_HEAD + COUNT_LOOP + JIT_RUN)), *_jit_hidden_values())
+
+
+def test_jit_the_hidden_case_has_other_values_and_bins():
+    p, h = lesson("jit"), hidden("jit")
+    assert (p.values.size, p.bins) == (300_000, 20) and h.bins != p.bins
+    assert 0.4 * p.values.size <= h.values.size <= 0.5 * p.values.size
+    # the lesson's values are the ones its prose and earlier verdicts describe
+    assert (p.values == np.random.default_rng(4).random(300_000)).all()
+
+
+@pytest.mark.parametrize("run", [
+    "values = p.values\nhists = hpc.get([histogram.remote(values, 20) for _ in range(6)])\n",
+    "values = np.random.default_rng(4).random(300_000)\nhists = hpc.get([histogram.remote(values, p.bins) "
+    "for _ in range(6)])\n",
+], ids=["bins-typed", "values-made-in-the-cell"])
+def test_jit_typed_inputs_do_not_carry_over(run):
+    never_shown(carried_over(_jit(JIT_HEAD + COUNT_LOOP + run)), *_jit_hidden_values())
+
+
+@pytest.mark.parametrize("body", [
+    # the counts made by NumPy beside a loop whose work is dropped
+    ("    for i in range(len(values)):\n        b = int(values[i] * bins)\n"
+     "    return np.bincount((values * bins).astype(np.int64), minlength=bins)\n"),
+    # the lesson's counts typed in beside a loop that sums into nothing returned
+    ("    total = 0.0\n    for i in range(len(values)):\n        total += values[i]\n"
+     "    return np.array(COUNTS, dtype=np.int64)\n"),
+], ids=["bincount-beside-the-loop", "typed-counts-beside-the-loop"])
+def test_jit_a_loop_the_compiler_can_drop_as_dead_code_does_not_pass(body):
+    p = lesson("jit")
+    counts = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins).tolist()
+    cell = (JIT_HEAD + f"COUNTS = {counts}\n\n@hpc.remote\ndef histogram(values, bins):\n" + body + "\n" + JIT_RUN)
+    text = not_yet(_jit(cell), "dead-loop", "histogram's loop changes nothing that the function returns")
+    never_shown(text, *_jit_hidden_values())
+
+
+def test_jit_typed_counts_the_loop_keeps_do_not_carry_over():
+    # The lesson's counts typed in and returned through the loop (so it is no dead code): they fit only its values.
+    p = lesson("jit")
+    counts = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins).tolist()
+    cell = (JIT_HEAD + f"COUNTS = np.array({counts}, dtype=np.int64)\n\n@hpc.remote\ndef histogram(values, bins):\n"
+            "    counts = COUNTS.copy()\n    for i in range(len(values)):\n"
+            "        counts[0] += int(values[i] * bins) * 0\n    return counts\n\n" + JIT_RUN)
+    never_shown(carried_over(_jit(cell)), *_jit_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+JIT_HONEST = [
+    ("while-loop-over-the-values",
+     "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n    i = 0\n"
+     "    while i < values.shape[0]:\n        k = int(values[i] * bins)\n        counts[k] = counts[k] + 1\n"
+     "        i += 1\n    return counts\n\n"
+     "futures = [histogram.remote(p.values, bins=p.bins) for _ in range(6)]\nhists = hpc.get(futures)\n"),
+    ("for-each-value-and-a-result-name",
+     "@hpc.remote\ndef histogram(values, bins):\n    out = np.zeros(bins, dtype=np.int64)\n"
+     "    for v in values:\n        out[int(v * bins)] += 1\n    result = out\n    return result\n\n"
+     "hists = [hpc.get(histogram.remote(p.values, p.bins)) for _ in range(6)]\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in JIT_HONEST], ids=[i for i, _ in JIT_HONEST])
+def test_jit_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_jit(JIT_HEAD + cell))
+
+
+def test_jit_values_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `data = p.values` in an earlier cell: the very array handed out, so the hidden run gets its own.
+    cell = COUNT_LOOP + "hists = hpc.get([histogram.remote(data, p.bins) for _ in range(6)])\n"
+    passed_twice(_jit(cell, setup=JIT_HEAD + "data = p.values\n"))
+
+
+DICT_COUNTS = ("@hpc.remote\ndef histogram(values, bins):\n    counts = {}\n    for i in range(len(values)):\n"
+               "        b = int(values[i] * bins)\n        counts[b] = counts.get(b, 0) + 1\n"
+               "    return np.array([counts.get(b, 0) for b in range(bins)], dtype=np.int64)\n\n")
+
+
+@pytest.mark.parametrize(("loop", "values", "mistake", "says"), [
+    (DICT_COUNTS, "p.values.tolist()", "lists", "it was called with Python lists"),
+    (DICT_COUNTS, "p.values", "objects", "This reason is in the loop's own code"),
+    ("@hpc.remote\ndef histogram(values, bins):\n    return np.bincount((values * bins).astype(np.int64), "
+     "minlength=bins)\n\n", "p.values", "numpy-instead", "histogram has no loop left"),
+], ids=["the-starter-a-list", "a-dict-in-the-loop", "numpy-instead"])
+def test_jit_named_mistakes_are_still_named(loop, values, mistake, says):
+    run = f"values = {values}\nhists = hpc.get([histogram.remote(values, p.bins) for _ in range(6)])\n"
+    not_yet(_jit(JIT_HEAD + loop + run), mistake, says)
+
+
+# -- profile-first ----------------------------------------------------------------------------------------------
+STATION_HEAD = '''
+import random
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("profile-first")
+
+def load_readings(seed):
+    return np.random.default_rng(seed).normal(20.0, 5.0, 240_000)
+
+def sensor_offset(seed):
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(30_000):
+        total += rng.random()
+    return 10.0 * (total / 30_000 - 0.5)
+
+'''
+STARTER_MEANS = '''def hourly_means(values, seed):
+    means = values.reshape(24, -1).mean(axis=1)
+    return [float(m) - sensor_offset(seed) for m in means]
+
+'''
+HOISTED_MEANS = '''def hourly_means(values, seed):
+    means = values.reshape(24, -1).mean(axis=1)
+    offset = sensor_offset(seed)
+    return [float(m) - offset for m in means]
+
+'''
+STATION_TASK = '''@hpc.remote
+def station_report(seed):
+    values = load_readings(seed)
+    return float(np.sort(values)[120_000]), hourly_means(values, seed)
+
+'''
+STATION_RUN = 'reports = hpc.get([station_report.remote(s) for s in p.stations])\nhot = "sensor_offset"\n'
+PROFILE_LINE = "-w 2 --no-live --profile"
+
+
+def _profile_first(cell: str, setup: str = ""):
+    return run_exercise("profile-first", cell, setup=setup, line=PROFILE_LINE)
+
+
+def _station_hidden_values() -> tuple:
+    from eugo_lab.exercises.catalog.optimizations import profile_reference
+
+    h = hidden("profile-first")
+    medians = [f"{profile_reference(s)[0]:.3g}" for s in h.stations]
+    return (*h.stations, *medians)
+
+
+def test_profile_first_reference_passes_on_both_cases():
+    text = passed_twice(_profile_first(STATION_HEAD + HOISTED_MEANS + STATION_TASK + STATION_RUN))
+    assert "the same medians and hourly means as the starter's for the 6 stations of p.stations" in text, text
+    never_shown(text, *_station_hidden_values())
+
+
+def test_profile_first_the_hidden_case_has_other_stations():
+    p, h = lesson("profile-first"), hidden("profile-first")
+    assert p.stations == tuple(range(6))  # the stations the lesson's prose describes
+    assert len(h.stations) == 3 and not set(h.stations) & set(p.stations)
+
+
+def test_profile_first_typed_stations_do_not_carry_over():
+    cell = STATION_HEAD + HOISTED_MEANS + STATION_TASK + STATION_RUN.replace("p.stations", "range(6)")
+    never_shown(carried_over(_profile_first(cell)), *_station_hidden_values())
+
+
+def test_profile_first_typed_offsets_do_not_carry_over():
+    # The slow function's answers typed in for the lesson's stations: it still runs in every task, cheaply.
+    from eugo_lab.exercises.catalog.optimizations import profile_reference
+
+    p = lesson("profile-first")
+    means = {s: profile_reference(s)[1][0] for s in p.stations}
+    raw = {s: float(np.random.default_rng(s).normal(20.0, 5.0, 240_000).reshape(24, -1).mean(axis=1)[0])
+           for s in p.stations}
+    offsets = {s: raw[s] - means[s] for s in p.stations}
+    cell = (STATION_HEAD + f"OFFSETS = {offsets!r}\n\ndef sensor_offset(seed):\n    return OFFSETS[seed]\n\n"
+            + STARTER_MEANS + STATION_TASK + STATION_RUN)
+    text = carried_over(_profile_first(cell))
+    assert "there it stopped with KeyError" in text, text
+    never_shown(text, *_station_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+PROFILE_HONEST = [
+    ("offset-once-in-the-task-a-dict-of-futures-and-the-function",
+     "def hourly_means(values, offset):\n"
+     "    return [float(m) - offset for m in values.reshape(24, -1).mean(axis=1)]\n\n"
+     "@hpc.remote\ndef station_report(seed):\n    values, offset = load_readings(seed), sensor_offset(seed)\n"
+     "    return float(np.sort(values)[120_000]), hourly_means(values, offset)\n\n"
+     "futures = {s: station_report.remote(s) for s in p.stations}\nreports = hpc.get(list(futures.values()))\n"
+     "hot = sensor_offset\n"),
+    ("hoisted-keywords-and-a-loop",
+     HOISTED_MEANS + STATION_TASK
+     + "pending = []\nfor station in p.stations:\n    pending.append(station_report.remote(seed=station))\n"
+       "reports = hpc.get(pending)\nhot = 'sensor_offset()'\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in PROFILE_HONEST], ids=[i for i, _ in PROFILE_HONEST])
+def test_profile_first_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_profile_first(STATION_HEAD + cell))
+
+
+def test_profile_first_stations_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `stations = p.stations` in an earlier cell: the very tuple handed out, so the hidden run gets its own.
+    setup = STATION_HEAD + "stations = p.stations\n"
+    passed_twice(_profile_first(HOISTED_MEANS + STATION_TASK + STATION_RUN.replace("p.stations", "stations"),
+                                setup=setup))
+
+
+@pytest.mark.parametrize(("means", "hot", "mistake", "says"), [
+    (STARTER_MEANS, "sensor_offset", "still-hot", "sensor_offset is still where the time goes"),
+    (HOISTED_MEANS, "load_readings", "not-hot", "`hot` names load_readings, which is not the function at the top"),
+    ("def hourly_means(values, seed):\n    return [float(m) for m in values.reshape(24, -1).mean(axis=1)]\n\n",
+     "sensor_offset", "result", "returned something else than the starter's for the 6 stations of p.stations"),
+], ids=["named-not-fixed", "fixed-named-another", "offset-dropped"])
+def test_profile_first_named_mistakes_are_still_named(means, hot, mistake, says):
+    run = STATION_RUN.replace('"sensor_offset"', repr(hot))
+    not_yet(_profile_first(STATION_HEAD + means + STATION_TASK + run), mistake, says)
