@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eugo_lab.contract import async_exc
+from eugo_lab.profile import callees
 
 #: Seconds between samples the thread sampler asks for. A thread running Python bytecode
 #: hands the GIL over only at its switch interval (``sys.getswitchinterval()``, 5 ms), so
@@ -222,7 +223,8 @@ def loads(data: bytes) -> Any:
 class _Watch:
     """One task thread being sampled: where its body starts, when it was last sampled, its stacks."""
 
-    __slots__ = ("thread_id", "native_id", "clock", "cpu", "root", "last", "records", "misses", "samples")
+    __slots__ = ("thread_id", "native_id", "clock", "cpu", "root", "last", "records", "misses", "samples", "sites",
+                 "bytecode_waits", "switch")
 
     def __init__(self, root: Any):
         self.misses = 0  # samples in a row that found the thread outside the body
@@ -237,6 +239,31 @@ class _Watch:
         self.root = root
         self.last = time.perf_counter()
         self.records: dict[tuple[str, ...], float] = {}
+        # Samples found just back from a call of machine code that may have held the GIL, by stack: [seconds,
+        # the sampler's waits]. Settled when the watch ends (:meth:`settled_records`), by those waits.
+        self.sites: dict[tuple[str, ...], list] = {}
+        # The sampler's waits at samples of bytecode (a loop's back jump, a function's start): the baseline.
+        self.bytecode_waits: list[float] = []
+        self.switch = sys.getswitchinterval()  # the interpreter's switch interval while it was watched
+
+    def settled_records(self) -> dict[tuple[str, ...], float]:
+        """The stacks recorded, with each call site of machine code charged as native or as bytecode.
+
+        Bytecode hands the GIL over within the switch interval of the sampler asking for it; machine code
+        that holds it (a Numba-compiled kernel, ``sorted`` of a long list) hands it over only when the call
+        returns, so the sampler's wait there is up to the rest of the call. A short C call inside a bytecode
+        loop (``abs(x)``) waits as bytecode does. Each wait also holds the time the OS kept the sampler off
+        a core, so a site is settled by the median of its waits against the median at bytecode samples of
+        the same task (the same machine, as busy): longer by :data:`_HELD_OUT_S`, its time was native.
+        Machine-code calls much shorter than that stay the caller's bytecode.
+        """
+        records = self.records
+        base = _median(self.bytecode_waits) if len(self.bytecode_waits) >= 3 else self.switch
+        for key, (seconds, waits) in self.sites.items():
+            settled = key + (NATIVE,) if _median(waits) > base + _HELD_OUT_S else key
+            records[settled] = records.get(settled, 0.0) + seconds
+        self.sites = {}
+        return records
 
 
 _LINE_ATTR = "\x01l"  # pyinstrument's frame-info attribute for the line executing
@@ -316,6 +343,7 @@ class _Sampler:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._watches: dict[int, _Watch] = {}
+        self._switch_before: float | None = None  # the process's switch interval while tasks are watched
         self._thread: threading.Thread | None = None
         self._get_frame_info: Callable[[Any], str] = frame_info
 
@@ -323,7 +351,11 @@ class _Sampler:
         """Start sampling the calling thread below frame ``root``."""
         w = _Watch(root)
         with self._lock:
+            if not self._watches:  # the first task watched: bytecode hands the GIL over sooner (see _SWITCH_S)
+                self._switch_before = sys.getswitchinterval()
+                sys.setswitchinterval(min(_SWITCH_S, self._switch_before))
             self._watches[w.thread_id] = w
+            w.switch = sys.getswitchinterval()
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="eugo-profile-sampler", daemon=True)
                 self._thread.start()
@@ -334,8 +366,11 @@ class _Sampler:
         """Stop sampling; the stacks recorded (under the lock: no sample is half-written)."""
         with self._lock:
             self._watches.pop(w.thread_id, None)
+            if not self._watches and self._switch_before is not None:
+                sys.setswitchinterval(self._switch_before)
+                self._switch_before = None
             w.root = None
-            return w.records
+            return w.settled_records()
 
     def _loop(self) -> None:
         global _YIELD_OPS
@@ -382,10 +417,22 @@ class _Sampler:
                     if top.f_code in _OWN_CODE:  # the recording starting or stopping, not the task's time
                         continue
                     stack.reverse()
-                    if _in_native(w, f_leaf, now - w.last, gil_free):
+                    native = _in_native(w, f_leaf, now - w.last, gil_free)
+                    if native is True:
                         stack.append(NATIVE)
                     key = tuple(stack)
-                    w.records[key] = w.records.get(key, 0.0) + (now - w.last)
+                    waited = now - asked - self.interval
+                    if native is _AFTER_MACHINE_CODE:
+                        site = w.sites.get(key)
+                        if site is None:
+                            site = w.sites[key] = [0.0, []]
+                        site[0] += now - w.last
+                        if len(site[1]) < _WAITS_KEPT:
+                            site[1].append(waited)
+                    else:
+                        if native is _BYTECODE and len(w.bytecode_waits) < _WAITS_KEPT:
+                            w.bytecode_waits.append(waited)
+                        w.records[key] = w.records.get(key, 0.0) + (now - w.last)
                     w.last = now
                     w.misses = 0
                     w.samples += 1
@@ -415,7 +462,26 @@ def _yield_ops() -> frozenset[int]:
                                                   "JUMP_ABSOLUTE") if name in dis.opmap)
 
 
-def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
+# What _in_native answers for a sample just back from a call of machine code (native or not: the site's
+# waits settle it, _Watch.settled_records), and for one at an instruction where only bytecode hands over.
+_AFTER_MACHINE_CODE = "after machine code"
+_BYTECODE = ""  # false, as "not native" is
+# The interpreter's switch interval while a task is watched (the default is 5 ms): a thread running bytecode
+# hands the GIL to the sampler this soon, which makes a sample land closer to when it was due, and makes a
+# wait for machine code (which hands it over only when its call returns) stand out from a wait for bytecode.
+# Only the sampler asks for the GIL every interval, so the task pays about one hand-over per sample as before.
+_SWITCH_S = 0.001
+# A call site whose median wait for the GIL is this much longer than at bytecode was machine code holding it.
+_HELD_OUT_S = 0.002
+_WAITS_KEPT = 256  # waits kept per site and for the baseline: enough for a median
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool | str:
     """Whether the watched thread sits in C code called from Python, or waits in a call (sleep, I/O, a lock).
 
     The sampler holds the GIL while it looks, so the thread is either waiting for the GIL or in C
@@ -431,7 +497,10 @@ def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
     - at a call: inside the callee, or just back from it and handing the GIL over. Its CPU clock
       and the kernel's state tell a call that waits (asleep without using CPU: native) from one
       that ran, and for one that ran, ``gil_free`` (the sampler got the GIL before the interpreter's
-      switch interval forced a hand-over) says the callee had let go of it.
+      switch interval forced a hand-over) says the callee had let go of it. A callee that is machine
+      code (:func:`eugo_lab.profile.callees.callee_kind`) may have kept the GIL while it ran: the
+      answer is then :data:`_AFTER_MACHINE_CODE`, settled per call site by how long the sampler
+      waited (:meth:`_Watch.settled_records`).
 
     pyinstrument's own sampler (``sampler="pyinstrument"``) names C functions exactly.
     """
@@ -440,11 +509,17 @@ def _in_native(w: _Watch, leaf: Any, wall: float, gil_free: bool) -> bool:
     lasti = leaf.f_lasti
     op = leaf.f_code.co_code[lasti] if lasti >= 0 else -1
     if op in _YIELD_OPS:
-        return False
+        return _BYTECODE
     if _HANDOVER_AT_CALLS_ONLY and op >= 0 and op not in _CALL_OPS:
         return True
     if w.clock is None or used > 0.1 * wall:
-        return gil_free
+        if gil_free:
+            return True
+        # Just back from machine code that kept the GIL (a Numba-compiled function, ``sorted``): native if it
+        # ran long, which the site's waits for the GIL settle (_Watch.settled_records; eugo_lab.profile.callees).
+        if _HANDOVER_AT_CALLS_ONLY and callees.callee_kind(leaf, lasti) == callees.NATIVE:
+            return _AFTER_MACHINE_CODE
+        return False
     state = _kernel_state(w.native_id)
     return gil_free if state is None else state != b"R"
 
