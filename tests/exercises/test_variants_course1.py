@@ -1,0 +1,197 @@
+"""The hidden second case of Course 1's lessons 06-08 (``straggler``, ``partitions``, ``partition-pandas``).
+
+The same checks as ``test_exercise_variants.py`` makes of the exercises converted before these, kept in a
+file of their own: through the real ``%%eugo --exercise`` magic, the reference passes on the lesson's inputs
+and on the hidden case; a cell that types the lesson's inputs (or its answer) in passes the lesson's case but
+not the hidden one, with nothing of the hidden case in what it is told; honest solutions unlike the reference
+pass both; the mistakes the exercise names are still named. The hidden case's seed is fixed here
+(``problems.draw_seed``), so a test knows what must not be shown.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise
+
+from eugo_lab.exercises import catalog, problems
+from eugo_lab.exercises.catalog.straggler import reference_total
+
+SEED = 12_345  # the hidden case's seed in these tests
+
+
+@pytest.fixture(autouse=True)
+def hidden_seed(monkeypatch):
+    """The hidden case of every run here is made from ``SEED``."""
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
+
+
+# The helpers below are test_exercise_variants.py's (importing that module would collect its tests again).
+def lesson(exercise_id: str):
+    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
+    return problems.lesson_case(exercise_id)
+
+
+def hidden(exercise_id: str):
+    catalog.get(exercise_id)
+    return problems.make(exercise_id, SEED, hidden=True)
+
+
+def carried_over(v) -> str:
+    """Check a ``not yet`` of the hidden case: the typed-value words, no code, the CARRY_OVER hint; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           "of the same kind" in text, text
+    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
+    assert v.mistake == problems.CARRY_OVER
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p." in hint_words(v)
+    assert "exercises.problem(" in hint_code(v)
+    return text
+
+
+def explained_there(v, mistake: str, said: str) -> str:
+    """Check a ``not yet`` of the hidden case that names ``mistake`` in the exercise's own words; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           f"of the same kind (it ran your cell again on them, out of sight): there {said}" in text, text
+    assert v.mistake == mistake, text
+    assert "a value is written into the cell" not in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    return text
+
+
+def passed_twice(v) -> str:
+    """Check a pass on the lesson's case that says the hidden case was checked too; returns its text."""
+    text = v.to_text()
+    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
+    return text
+
+
+def never_shown(text: str, *values) -> None:
+    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
+    for value in values:
+        assert str(value) not in text, (value, text)
+
+
+def shown_forms(n: int) -> tuple[str, ...]:
+    """How a number of the hidden case could appear in a verdict: as Python writes it, with commas, to 3 digits."""
+    return str(n), f"{n:,}", f"{int(float(f'{n:.3g}')):,}"
+
+
+# -- straggler ---------------------------------------------------------------------------------------------------
+WORK = """
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("straggler")
+
+@hpc.remote(optimize=False)
+def work(start, stop):
+    return sum(i * i % 7 for i in range(start, stop))
+"""
+# The lesson's reference cell, after its first lines.
+STRAGGLER = ("size = min(e - s for s, e in p.ranges)   # an ordinary range's size\n"
+             "pieces = [(a, min(a + size, e)) for s, e in p.ranges for a in range(s, e, size)]\n"
+             "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n")
+
+
+def straggler_hidden_values() -> list:
+    """What of the hidden case a verdict must never show: its ranges, sizes, total and piece counts."""
+    h = hidden("straggler")
+    sizes = sorted({e - s for s, e in h.ranges})
+    total = sum(reference_total(e, s) for s, e in h.ranges)
+    bounds = [b for r in h.ranges for b in r if b]
+    return [*(f for n in (*sizes, *bounds, total) for f in shown_forms(n)), h.ranges]
+
+
+def test_straggler_lesson_case_is_the_lesson_s_ranges():
+    # The notebook's prose and verdicts are about these: seven ranges of 200,000, then one twenty times that.
+    assert lesson("straggler").ranges == (*((i * 200_000, (i + 1) * 200_000) for i in range(7)), (1_400_000, 5_400_000))
+    h = hidden("straggler")
+    sizes = [e - s for s, e in h.ranges]
+    # The hidden giant is elsewhere than last, still the only straggler; its ranges follow one another.
+    assert sizes.index(max(sizes)) < len(sizes) - 1 and sorted(sizes)[-2] * 3 < max(sizes)
+    assert all(a[1] == b[0] for a, b in zip(h.ranges, h.ranges[1:]))
+    assert sum(sizes) <= 0.55 * 5_400_000  # small: a pass costs at most about 1.5x the lesson's run
+
+
+def test_straggler_reference_passes_on_both_cases():
+    text = passed_twice(run_exercise("straggler", STRAGGLER, setup=WORK))
+    assert "27 work tasks; their results show each covered about 200,000 numbers" in text, text
+
+
+def test_straggler_typed_ranges_do_not_carry_over():
+    # The ranges the starter used to type in, split as the reference does: the lesson's total, not the hidden one's.
+    cell = ("ranges = [(i * 200_000, (i + 1) * 200_000) for i in range(7)] + [(1_400_000, 5_400_000)]\n"
+            "pieces = [(a, min(a + 200_000, e)) for s, e in ranges for a in range(s, e, 200_000)]\n"
+            "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n")
+    never_shown(carried_over(run_exercise("straggler", cell, setup=WORK)), *straggler_hidden_values())
+
+
+def test_straggler_typed_total_does_not_carry_over():
+    # The lesson's total typed in beside the reference's tasks: equal to what they returned on the lesson's case,
+    # not on the hidden one.
+    cell = STRAGGLER.replace("total = sum(", "sum(") + f"total = {reference_total(5_400_000)}\n"
+    never_shown(carried_over(run_exercise("straggler", cell, setup=WORK)), *straggler_hidden_values())
+
+
+GIANT_THERE = "the pieces were not even: one task covered several times the numbers of the median task"
+
+
+def test_straggler_split_of_only_the_last_range_is_named_on_the_hidden_case():
+    """Only the lesson's giant (the last range) cut: even pieces there, the hidden giant (never last) left whole."""
+    cell = ("*ordinary, (s, e) = p.ranges\nsize = ordinary[0][1] - ordinary[0][0]\n"
+            "pieces = list(ordinary) + [(a, min(a + size, e)) for a in range(s, e, size)]\n"
+            "total = sum(hpc.get([work.remote(a, b) for a, b in pieces]))\n")
+    text = explained_there(run_exercise("straggler", cell, setup=WORK), "giant", GIANT_THERE)
+    assert "where the oversized range is the last one, but not these" in text, text
+    never_shown(text, *straggler_hidden_values())
+
+
+STRAGGLER_HONEST = [
+    # half an ordinary range per piece, the size from the median, keyword arguments, futures kept first
+    ("half-median-pieces", "import statistics\nstep = int(statistics.median(b - a for a, b in p.ranges)) // 2\n"
+                           "futs = [work.remote(start=x, stop=min(x + step, b)) for a, b in p.ranges\n"
+                           "        for x in range(a, b, step)]\ntotal = sum(hpc.get(futs))\n"),
+    # only the ranges over twice the shortest cut, each into as many equal parts as it holds ordinary ranges,
+    # by a helper function of its own
+    ("split-the-big-ones", "def parts(a, b, k):\n    edges = [a + (b - a) * j // k for j in range(k + 1)]\n"
+                           "    return list(zip(edges, edges[1:]))\n\n"
+                           "short = min(b - a for a, b in p.ranges)\n"
+                           "jobs = [q for a, b in p.ranges for q in (parts(a, b, round((b - a) / short))\n"
+                           "        if b - a > 2 * short else [(a, b)])]\n"
+                           "total = 0\nfor v in hpc.get([work.remote(*q) for q in jobs]):\n    total += v\n"),
+    # the lesson's ordinary size written in, as lesson 06's own fix did (PIECE = a normal day): at most twice an
+    # ordinary range of the hidden case, so still even there
+    ("lesson-piece-size", "PIECE = 200_000\n"
+                          "pieces = [(a, min(a + PIECE, e)) for s, e in p.ranges for a in range(s, e, PIECE)]\n"
+                          "futures = [work.remote(s, e) for s, e in pieces]\ntotal = sum(hpc.get(futures))\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in STRAGGLER_HONEST], ids=[i for i, _ in STRAGGLER_HONEST])
+def test_straggler_honest_cells_pass_on_both_cases(cell):
+    passed_twice(run_exercise("straggler", cell, setup=WORK))
+
+
+def test_straggler_ranges_taken_in_an_earlier_cell_get_the_hidden_case_s():
+    # `ranges = p.ranges` in an earlier cell: the very tuple of the handed-out problem, so the hidden run gets its own.
+    passed_twice(run_exercise("straggler", STRAGGLER.replace("p.ranges", "ranges"), setup=WORK + "ranges = p.ranges\n"))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "message"), [
+    ("total = sum(hpc.get([work.remote(s, e) for s, e in p.ranges]))\n", "giant",
+     "one work task covered about 4,000,000 numbers, 20x the median task's 200,000"),
+    ("total = sum(hpc.get([work.remote(s, e) for s, e in p.ranges[:-1]]))\n", "results",
+     "`total` is not the sum over all of `p.ranges`"),
+    ("pieces = [(a, min(a + 5_000, e)) for s, e in p.ranges for a in range(s, e, 5_000)]\n"
+     "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n", "too-small", "1080 tasks"),
+    ("size = min(e - s for s, e in p.ranges)\n"
+     "pieces = [(a, min(a + size, e)) for s, e in p.ranges for a in range(s, e, size)]\n"
+     "total = sum(hpc.get(work.remote(s, e)) for s, e in pieces)\n", "serial",
+     "the cell waited after each work task it submitted"),
+], ids=["starter", "misses-a-range", "crumbs", "waits-for-each"])
+def test_straggler_mistakes_are_still_named_with_the_lesson_s_counts(cell, mistake, message):
+    not_yet_for(run_exercise("straggler", cell, setup=WORK), mistake, message)
