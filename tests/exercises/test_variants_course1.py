@@ -14,6 +14,7 @@ import pytest
 from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise
 
 from eugo_lab.exercises import catalog, problems
+from eugo_lab.exercises.catalog import partitions as partitions_exercise
 from eugo_lab.exercises.catalog.straggler import reference_total
 
 SEED = 12_345  # the hidden case's seed in these tests
@@ -195,3 +196,87 @@ def test_straggler_ranges_taken_in_an_earlier_cell_get_the_hidden_case_s():
 ], ids=["starter", "misses-a-range", "crumbs", "waits-for-each"])
 def test_straggler_mistakes_are_still_named_with_the_lesson_s_counts(cell, mistake, message):
     not_yet_for(run_exercise("straggler", cell, setup=WORK), mistake, message)
+
+
+# -- partitions --------------------------------------------------------------------------------------------------
+LOAD = """
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("partitions")
+
+@hpc.remote(optimize=False)
+def load(start, stop):
+    return sum(k * k % 7 for n in range(start, stop) for k in range(n))
+"""
+# The lesson's reference cell, after its first lines.
+PARTITIONS = ("N = p.rows\nworkers = hpc.cluster().workers\n"
+              "cuts = [N * i // (8 * workers) for i in range(8 * workers + 1)]  # eight ranges per worker\n"
+              "pieces = sorted(zip(cuts, cuts[1:]), reverse=True)  # the costly last rows first\n"
+              "total = sum(hpc.get([load.remote(a, b) for a, b in pieces]))\n")
+
+
+def partitions_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its row count and its total."""
+    h = hidden("partitions")
+    return [*shown_forms(h.rows), *shown_forms(partitions_exercise.reference_total(h.rows))]
+
+
+def test_partitions_lesson_case_is_the_lesson_s_rows():
+    assert lesson("partitions").rows == 4_000  # the notebook says 4,000 rows, and its verdicts count them
+    rows = {problems.make("partitions", seed, hidden=True).rows for seed in range(1, 60)}
+    # Other counts every time, and small: the steps grow as the square of the rows.
+    assert 4_000 not in rows and max(rows) ** 2 <= 0.5 * 4_000 ** 2 and len(rows) > 20
+
+
+def test_partitions_reference_passes_on_both_cases():
+    text = passed_twice(run_exercise("partitions", PARTITIONS, setup=LOAD))
+    assert "16 load tasks, 8.0 per worker on 2 workers" in text and "over all 4,000 rows" in text, text
+
+
+@pytest.mark.parametrize("typed", [
+    PARTITIONS.replace("N = p.rows", "N = 4_000"),
+    # the lesson's cuts written out: 16 ranges of 250 rows
+    "cuts = " + repr([250 * i for i in range(17)]) + "\n" + PARTITIONS.split("\n", 3)[3],
+    # the reference's tasks, and the lesson's total written in beside them
+    PARTITIONS.replace("total = sum(", "sum(") + f"total = {partitions_exercise.reference_total(4_000)}\n",
+    # pieces of 600 rows in row order: enough for the lesson's 4,000 rows (95% busy), not for fewer
+    "futures = [load.remote(a, min(a + 600, p.rows)) for a in range(0, p.rows, 600)]\ntotal = sum(hpc.get(futures))\n",
+], ids=["typed-rows", "typed-cuts", "typed-total", "piece-size-for-the-lesson-s-rows"])
+def test_partitions_typed_inputs_do_not_carry_over(typed):
+    never_shown(carried_over(run_exercise("partitions", typed, setup=LOAD)), *partitions_hidden_values())
+
+
+PARTITIONS_HONEST = [
+    # cuts of equal work (the steps up to row n grow as n squared), two per worker, other names
+    ("equal-work-cuts", "k = 2 * hpc.cluster().workers\n"
+                        "edges = [round(p.rows * (j / k) ** 0.5) for j in range(k + 1)]\n"
+                        "futs = [load.remote(lo, hi) for lo, hi in zip(edges, edges[1:])]\n"
+                        "total = sum(hpc.get(futs))\n"),
+    # a twentieth of the rows per piece, the last (costly) rows submitted first, added up in a loop
+    ("costly-first-loop", "step = max(1, p.rows // 20)\nstarts = list(range(0, p.rows, step))[::-1]\n"
+                          "futures = {a: load.remote(a, min(a + step, p.rows)) for a in starts}\n"
+                          "total = 0\nfor value in hpc.get(list(futures.values())):\n    total += value\n"),
+    # a helper function of its own that cuts any row count into k ranges per worker, in row order
+    ("helper-in-row-order", "def split(rows, per_worker):\n    k = per_worker * hpc.cluster().workers\n"
+                            "    cuts = [rows * i // k for i in range(k + 1)]\n    return list(zip(cuts, cuts[1:]))\n\n"
+                            "total = sum(hpc.get([load.remote(*r) for r in split(p.rows, 6)]))\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in PARTITIONS_HONEST], ids=[i for i, _ in PARTITIONS_HONEST])
+def test_partitions_honest_cells_pass_on_both_cases(cell):
+    passed_twice(run_exercise("partitions", cell, setup=LOAD))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "message"), [
+    ("N = p.rows\nworkers = hpc.cluster().workers\ncuts = [N * i // workers for i in range(workers + 1)]\n"
+     "total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))\n", "uneven",
+     "keep them busy 67% of the run, under 85%: the largest piece holds 75% of the work"),
+    ("cuts = [p.rows * i // 400 for i in range(401)]\n"
+     "total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))\n", "too-small",
+     "400 tasks for 4,000 rows: so many pieces"),
+    ("total = sum(hpc.get([load.remote(a, a + 250) for a in range(0, p.rows - 250, 250)]))\n", "results",
+     "`total` is not the sum over all 4,000 rows"),
+], ids=["starter", "crumbs", "misses-the-last-rows"])
+def test_partitions_mistakes_are_still_named_with_the_lesson_s_counts(cell, mistake, message):
+    not_yet_for(run_exercise("partitions", cell, setup=LOAD), mistake, message)
