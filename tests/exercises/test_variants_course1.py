@@ -10,14 +10,18 @@ pass both; the mistakes the exercise names are still named. The hidden case's se
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise
+from _notebooks import cell_source, read_notebook
 
 from eugo_lab.exercises import catalog, problems
 from eugo_lab.exercises.catalog import partitions as partitions_exercise
 from eugo_lab.exercises.catalog.straggler import reference_total
 
 SEED = 12_345  # the hidden case's seed in these tests
+COURSES = Path(__file__).resolve().parents[2] / "courses"
 
 
 @pytest.fixture(autouse=True)
@@ -280,3 +284,118 @@ def test_partitions_honest_cells_pass_on_both_cases(cell):
 ], ids=["starter", "crumbs", "misses-the-last-rows"])
 def test_partitions_mistakes_are_still_named_with_the_lesson_s_counts(cell, mistake, message):
     not_yet_for(run_exercise("partitions", cell, setup=LOAD), mistake, message)
+
+
+# -- partition-pandas --------------------------------------------------------------------------------------------
+LESSON_08 = COURSES / "01-distributed-python" / "08-parallel-pandas-in-practice.ipynb"
+# The exercise cell's setting: the lesson's pandas and workers, p, and the lesson's own `readings` (a frame of its
+# own, the same rows: the lesson's first cell read them back from Parquet).
+READINGS = """
+import pandas as pd
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("partition-pandas")
+readings = p.readings.copy()
+
+hpc.init(workers=2)
+hpc.map_partitions(len, p.readings.iloc[:4_000], partitions=8)  # each worker imports pandas before the check
+"""
+SITE_PARTS = '''
+def site_power(frame):
+    ok = frame[~frame["status"].str.startswith("err")]
+    volts_amps = ok["payload"].str.extract(r"v=(?P<volts>[\\d.]+);a=(?P<amps>[\\d.]+)").astype(float)
+    kw = volts_amps["volts"] * volts_amps["amps"] / 1000
+    site = ok["meter"].str.split("/").str[0].rename("site")
+    return kw.groupby(site).agg(["sum", "count"])
+
+
+def mean_power(parts):
+    added = pd.concat(parts).groupby(level=0).sum()
+    return (added["sum"] / added["count"]).rename("mean_kw")
+
+
+'''
+# The lesson's reference cell, after its first lines.
+PANDAS = SITE_PARTS + "result = hpc.map_partitions(site_power, p.readings, combine=mean_power)\n"
+
+
+def pandas_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its row and site counts and its sites' names."""
+    from eugo_lab.exercises.catalog.pandas import site_means
+
+    h = hidden("partition-pandas").readings
+    means = site_means(h)
+    return [*shown_forms(len(h)), *map(str, means.index), f"{len(means)} sites", *(f"{v:.6g}" for v in means)]
+
+
+def test_partition_pandas_lesson_case_is_the_lesson_s_readings():
+    # The readings the lesson's first cell makes, run from the notebook itself: the exercise asks "the same readings".
+    source = cell_source(read_notebook(LESSON_08)["cells"][1])
+    making = source[source.index("rng = np.random.default_rng"):source.index("raw.to_parquet")]
+    ns: dict = {}
+    exec("import numpy as np\nimport pandas as pd\n" + making, ns)  # the lesson's own code, as its first cell runs it
+    assert lesson("partition-pandas").readings.equals(ns["raw"])
+    h = hidden("partition-pandas").readings
+    lesson_sites = set(ns["raw"]["meter"].str.split("/").str[0])
+    # Other sites, fewer rows (a pass costs at most about 1.4x), and still 10,000 rows a partition for 12 of them.
+    assert not set(h["meter"].str.split("/").str[0]) & lesson_sites
+    assert 12 * 10_000 <= len(h) <= 0.4 * len(ns["raw"])
+
+
+def test_partition_pandas_reference_passes_on_both_cases():
+    text = passed_twice(run_exercise("partition-pandas", PANDAS, setup=READINGS))
+    assert "result equals the mean power per site computed by pandas in the notebook: 20 sites" in text, text
+    assert "the 8 tasks returned site_power of 8 partitions (by rows) holding every row of `p.readings` once" in text
+
+
+@pytest.mark.parametrize("typed", [
+    # the lesson's own readings in place of p.readings: the same rows in the lesson's case, not in the hidden one
+    PANDAS.replace("p.readings", "readings"),
+    # the lesson's sites written into the combine
+    PANDAS.replace('.rename("mean_kw")', '.rename("mean_kw").reindex([f"site-{s:02d}" for s in range(20)])'),
+    # the lesson's answer written in beside honest tasks (the combine runs in the notebook, so only its value tells)
+    SITE_PARTS + "hpc.map_partitions(site_power, p.readings, combine=mean_power)\n"
+                 "result = pd.Series({typed}, name='mean_kw').rename_axis('site')\n",
+], ids=["lesson-readings", "typed-sites", "typed-answer"])
+def test_partition_pandas_typed_inputs_do_not_carry_over(typed):
+    from eugo_lab.exercises.catalog.pandas import site_means
+
+    cell = typed.replace("{typed}", repr(site_means(lesson("partition-pandas").readings).to_dict()))
+    never_shown(carried_over(run_exercise("partition-pandas", cell, setup=READINGS)), *pandas_hidden_values())
+
+
+PANDAS_HONEST = [
+    # whole meters per partition, each returning its sites' partial sums and counts, added up as the reference does
+    ("by-meter-sums-and-counts", SITE_PARTS + 'result = hpc.map_partitions(site_power, p.readings, by="meter", '
+                                              "combine=mean_power)\n"),
+    # a partition count from the data, a combine that adds the partials pairwise with Series.add
+    ("count-from-the-rows", SITE_PARTS.replace('agg(["sum", "count"])', 'agg(total="sum", n="count")')
+     + "import functools\n\n"
+       "def add_up(parts):\n"
+       "    both = functools.reduce(lambda x, y: x.add(y, fill_value=0), parts)\n"
+       "    return both['total'] / both['n']\n\n"
+       "k = max(2, len(p.readings) // 50_000)\n"
+       "result = hpc.map_partitions(site_power, p.readings, partitions=k, combine=add_up)\n"),
+    # every site's rows in one partition: a site column added first, the mean is then exact, the results stack
+    ("by-site-stacked", SITE_PARTS + 'def site_mean(frame):\n    kw, n = site_power(frame).T.values\n'
+                        '    return pd.Series(kw / n, index=site_power(frame).index, name="mean_kw")\n\n'
+                        'with_site = p.readings.assign(site=p.readings["meter"].str.split("/").str[0])\n'
+                        'result = hpc.map_partitions(site_mean, with_site, by="site")\n'),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in PANDAS_HONEST], ids=[i for i, _ in PANDAS_HONEST])
+def test_partition_pandas_honest_cells_pass_on_both_cases(cell):
+    passed_twice(run_exercise("partition-pandas", cell, setup=READINGS))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "message"), [
+    (SITE_PARTS + "result = hpc.map_partitions(site_power, p.readings, partitions=1, combine=mean_power)\n",
+     "no-partitions", "sent the whole DataFrame (400,000 rows) to one task"),
+    (SITE_PARTS + "result = hpc.map_partitions(site_power, p.readings)\n", "result",
+     "`result` has 160 rows for 20 sites"),
+    (SITE_PARTS + "result = hpc.map_partitions(site_power, p.readings, partitions=200, combine=mean_power)\n",
+     "tiny", "your run made 200 tasks of about 2,000 rows each"),
+], ids=["one-task", "stacked", "tiny"])
+def test_partition_pandas_mistakes_are_still_named_with_the_lesson_s_counts(cell, mistake, message):
+    not_yet_for(run_exercise("partition-pandas", cell, setup=READINGS), mistake, message)
