@@ -103,7 +103,7 @@ STRAGGLER = ("size = min(e - s for s, e in p.ranges)   # an ordinary range's siz
 
 
 def straggler_hidden_values() -> list:
-    """What of the hidden case a verdict must never show: its ranges, sizes, total and piece counts."""
+    """What of the hidden case a verdict must never show: its ranges, their bounds and sizes, and its total."""
     h = hidden("straggler")
     sizes = sorted({e - s for s, e in h.ranges})
     total = sum(reference_total(e, s) for s, e in h.ranges)
