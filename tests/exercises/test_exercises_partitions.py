@@ -13,18 +13,22 @@ from _exercise_cells import not_yet_for, passed_with, run_exercise
 from eugo_lab.exercises import catalog
 from eugo_lab.exercises.catalog.partitions import MIN_BUSY, reference_total
 
-# The lesson's function on half its rows (about 2 million steps), on the 2 workers of -w 2.
+# The lesson's function and inputs (p.rows: 4,000 rows, about 8 million steps), on the 2 workers of -w 2. Every
+# cell takes N from p itself (ROWS_LINE): an int of an earlier cell is not rebound for the hidden case's run
+# (tests/exercises/test_variants_course1.py), where a passing cell runs again.
 SETUP = """
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("partitions")
 
 @hpc.remote(optimize=False)
 def load(start, stop):
     return sum(k * k % 7 for n in range(start, stop) for k in range(n))
 
-N = 2_000
 workers = 2
 """
-TOTAL = reference_total(2_000)
+ROWS_LINE = "N = p.rows\n"
+TOTAL = reference_total(4_000)
 STARTER = ("cuts = [N * i // workers for i in range(workers + 1)]\n"
            "total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))\n")
 REFERENCE = ("cuts = [N * i // (8 * workers) for i in range(8 * workers + 1)]\n"
@@ -63,10 +67,10 @@ NOT_YET = {
     "four-in-row-order": (ranges_in_order(4), "uneven", "your 4 pieces, handed out in the order submitted to 2 "
                           "workers, keep them busy 80% of the run"),
     "one-task": ("total = hpc.get(load.remote(0, N))\n", "uneven", "keeps them busy 50% of the run"),
-    "crumbs": (ranges_in_order(400), "too-small", "400 tasks for 2,000 rows: so many pieces"),
+    "crumbs": (ranges_in_order(400), "too-small", "400 tasks for 4,000 rows: so many pieces"),
     "misses-the-last-rows": ("cuts = [N * i // 16 for i in range(16)]\n"
                              "total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))\n",
-                             "results", "`total` is not the sum over all 2,000 rows"),
+                             "results", "`total` is not the sum over all 4,000 rows"),
     "waits-for-each-piece": ("cuts = [N * i // 16 for i in range(17)]\n"
                              "total = sum(hpc.get(load.remote(a, b)) for a, b in zip(cuts, cuts[1:]))\n",
                              "serial", "the cell waited after each of the 16 load tasks it submitted"),
@@ -83,50 +87,51 @@ NOT_YET = {
                                           f"total = {TOTAL}\n", "not-from-tasks",
                                           "`total` was not computed from the tasks' results: the 16 load tasks "
                                           "returned values that summed give"),
-    "shortcut-half-in-the-notebook": ("done = hpc.get([load.remote(0, 1_000), load.remote(1_000, 1_500)])\n"
-                                      "total = sum(done) + sum(k * k % 7 for n in range(1_500, N) for k in range(n))\n",
+    "shortcut-half-in-the-notebook": ("done = hpc.get([load.remote(0, 2_000), load.remote(2_000, 3_000)])\n"
+                                      "total = sum(done) + sum(k * k % 7 for n in range(3_000, N) for k in range(n))\n",
                                       "not-from-tasks", "the 2 load tasks returned values that summed give"),
     "shortcut-copied-from-an-earlier-cell": ("hpc.get([load.remote(0, 10), load.remote(10, 20)])\ntotal = earlier\n",
                                              "not-from-tasks", "the 2 load tasks returned values that summed give"),
 }
 # An earlier cell that computed the total honestly, for the row that copies it.
-EARLIER = "earlier = sum(hpc.get([load.remote(a, a + 250) for a in range(0, N, 250)]))\n"
+EARLIER = "earlier = sum(hpc.get([load.remote(a, a + 250) for a in range(0, p.rows, 250)]))\n"
 
 
 @pytest.mark.parametrize(("cell", "evidence"), list(PASS.values()), ids=list(PASS))
 def test_passes(cell, evidence):
-    text = passed_with(run_exercise("partitions", cell, setup=SETUP), evidence)
+    text = passed_with(run_exercise("partitions", ROWS_LINE + cell, setup=SETUP), evidence)
     assert "`total` is the sum of the" in text and " ms" not in text and " s " not in text
     assert "notebook" not in text
 
 
 def test_the_typed_total_beside_decoys_is_not_said_to_be_computed_here():
     # Nothing of the cell's ran in the notebook: the verdict must not claim it did.
-    v = run_exercise("partitions", NOT_YET["shortcut-typed-total-beside-decoy"][0], setup=SETUP)
+    v = run_exercise("partitions", ROWS_LINE + NOT_YET["shortcut-typed-total-beside-decoy"][0], setup=SETUP)
     assert "here in the notebook" not in v.to_text(precise=True), v.to_text()
 
 
 @pytest.mark.parametrize(("cell", "mistake", "message"), list(NOT_YET.values()), ids=list(NOT_YET))
 def test_not_yet(cell, mistake, message):
     setup = SETUP + (EARLIER if "earlier" in cell else "")
-    not_yet_for(run_exercise("partitions", cell, setup=setup), mistake, message)
+    not_yet_for(run_exercise("partitions", ROWS_LINE + cell, setup=setup), mistake, message)
 
 
 def test_the_evidence_follows_the_pieces():
     # Another count, other numbers in the same sentences: computed from the trace, not fixed.
-    text = run_exercise("partitions", REFERENCE.replace("8 * workers", "3 * workers"), setup=SETUP).to_text()
+    text = run_exercise("partitions", ROWS_LINE + REFERENCE.replace("8 * workers", "3 * workers"),
+                        setup=SETUP).to_text()
     assert "6 load tasks, 3.0 per worker on 2 workers" in text, text
     assert "16 load tasks" not in text
 
 
 def test_the_starter_on_one_worker_is_counted_for_two():
-    v = run_exercise("partitions", STARTER.replace("workers", "1"), setup=SETUP, line="-w 1 --no-live")
+    v = run_exercise("partitions", ROWS_LINE + STARTER.replace("workers", "1"), setup=SETUP, line="-w 1 --no-live")
     assert not v.passed and v.mistake == "uneven", v.to_text()
     assert "(this run had 1 worker, so the check counts 2)" in v.to_text()
 
 
 def test_the_reference_on_one_worker_passes_counted_for_two():
-    v = run_exercise("partitions", REFERENCE, setup=SETUP, line="-w 1 --no-live")
+    v = run_exercise("partitions", ROWS_LINE + REFERENCE, setup=SETUP, line="-w 1 --no-live")
     assert v.passed and "(this run had 1 worker, so the check counts 2)" in v.to_text(), v.to_text()
 
 

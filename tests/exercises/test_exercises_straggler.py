@@ -13,15 +13,18 @@ from _exercise_cells import not_yet_for, passed_with, run_exercise
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.catalog.straggler import reference_total
 
-# The lesson's sizes (its notebook scales the ranges to 200,000 numbers): 27 ordinary pieces in all.
+# The lesson's inputs, handed out by the checker (p.ranges: 7 ranges of 200,000 numbers and one of 4,000,000):
+# 27 ordinary pieces in all. A passing cell is run again on a hidden case (tests/exercises/test_variants_course1.py).
 SETUP = """
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("straggler")
 
 @hpc.remote(optimize=False)
 def work(start, stop):
     return sum(i * i % 7 for i in range(start, stop))
 
-ranges = [(i * 200_000, (i + 1) * 200_000) for i in range(7)] + [(1_400_000, 5_400_000)]
+ranges = p.ranges
 """
 TOTAL = reference_total(5_400_000)
 REFERENCE = ("pieces = [(a, min(a + 200_000, e)) for s, e in ranges for a in range(s, e, 200_000)]\n"
@@ -42,7 +45,7 @@ PASS = {
     "honest-hand-made-batches": ("@hpc.remote(optimize=False)\ndef batch(bits):\n"
                                  "    return sum(work(s, e) for s, e in bits)\n"
                                  "ps = [(a, min(a + 100_000, e)) for s, e in ranges for a in range(s, e, 100_000)]\n"
-                                 "total = sum(hpc.get([batch.remote(ps[i:i + 2]) for i in range(0, 54, 2)]))\n",
+                                 "total = sum(hpc.get([batch.remote(ps[i:i + 2]) for i in range(0, len(ps), 2)]))\n",
                                  "27 batch tasks; their results show each covered about 200,000 numbers"),
 }
 NOT_YET = {
@@ -52,7 +55,7 @@ NOT_YET = {
                "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n", "too-small",
                "1080 tasks: the pieces are so small"),
     "misses-a-range": ("total = sum(hpc.get([work.remote(s, e) for s, e in ranges[:-1]]))\n", "results",
-                       "`total` is not the sum over all of `ranges`"),
+                       "`total` is not the sum over all of `p.ranges`"),
     "waits-for-each-piece": ("pieces = [(a, min(a + 200_000, e)) for s, e in ranges for a in range(s, e, 200_000)]\n"
                              "total = sum(hpc.get(work.remote(s, e)) for s, e in pieces)\n", "serial",
                              "the cell waited after each work task it submitted"),
@@ -90,10 +93,10 @@ def test_not_yet(cell, mistake, message):
 
 def test_the_evidence_follows_the_pieces():
     # The same check with other piece sizes states other numbers: the sentences are computed, not fixed.
-    cell = ("pieces = [(a, min(a + 300_000, e)) for s, e in ranges for a in range(s, e, 300_000)]\n"
+    cell = ("pieces = [(a, min(a + 150_000, e)) for s, e in ranges for a in range(s, e, 150_000)]\n"
             "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))\n")
     text = run_exercise("straggler", cell, setup=SETUP).to_text()
-    assert "21 work tasks; their results show each covered about 100,000 to 300,000 numbers" in text, text
+    assert "41 work tasks; their results show each covered about 50,000 to 150,000 numbers" in text, text
     assert "27 work tasks" not in text
 
 
@@ -109,13 +112,6 @@ def test_packed_speedup_counts_work_not_time():
     assert measure.packed_speedup([], 2) == 0.0
     with pytest.raises(ValueError, match="at least 1 worker"):
         measure.packed_speedup([1], 0)
-
-
-def test_full_size_reference_passes():
-    v = run_exercise("straggler", REFERENCE.replace("200_000", "1_000_000"),
-                     setup=SETUP.replace("200_000", "1_000_000").replace("1_400_000", "7_000_000")
-                     .replace("5_400_000", "27_000_000"))
-    assert v.passed, v.to_text()
 
 
 def test_giant_range_on_one_worker_is_still_not_yet():

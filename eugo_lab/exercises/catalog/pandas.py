@@ -1,12 +1,19 @@
 r"""Exercise ``partition-pandas`` (Course 1, lesson 8): a mean per site, combined across row partitions.
 
-The lesson defines ``readings`` (a DataFrame of meter readings, meters named
+The lesson makes ``readings`` (a DataFrame of meter readings, meters named
 ``site-NN/meter-M``) and shows ``map_partitions`` with ``by=`` and with a ``combine=`` of sums
 and maxima. The exercise asks for a statistic that does not add up: the mean power per site.
-Starter cell (graded ``not yet``: the whole DataFrame goes to one task, so one worker does
-everything)::
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.readings``, in the
+lesson the very readings its first cell makes (400,000 of 60 meters at 20 sites, from the same
+NumPy seed); a passing cell is run again on a hidden case of 120,000-160,000 other readings from
+12-18 other sites of 2-4 meters each. Starter cell (graded ``not yet``: the whole DataFrame goes
+to one task, so one worker does everything)::
 
     %%eugo --exercise partition-pandas
+    from eugo_lab import exercises
+
+    p = exercises.problem("partition-pandas")   # this exercise's inputs: p.readings, the same readings as above
+
     def site_power(frame):
         ok = frame[~frame["status"].str.startswith("err")]
         volts_amps = ok["payload"].str.extract(r"v=(?P<volts>[\d.]+);a=(?P<amps>[\d.]+)").astype(float)
@@ -15,7 +22,7 @@ everything)::
         return kw.groupby(site).mean().rename("mean_kw")
 
 
-    result = hpc.map_partitions(site_power, readings, partitions=1)
+    result = hpc.map_partitions(site_power, p.readings, partitions=1)
 
 Reference solution: each partition returns its partial sums and counts per site, and a
 ``combine=`` adds them site by site before dividing (a mean of the partitions' means is wrong
@@ -31,12 +38,13 @@ when partitions hold different numbers of a site's readings)::
         return (added["sum"] / added["count"]).rename("mean_kw")
 
 
-    result = hpc.map_partitions(site_power, readings, combine=mean_power)
+    result = hpc.map_partitions(site_power, p.readings, combine=mean_power)
 
 Partitioning a frame that has a ``site`` column by it (``by="site"``), so that every site's
 rows are in one partition, passes too.
 
-Criteria, in the order checked: ``result`` equals the mean power per site of ``readings``,
+Criteria, on the readings the run was handed, in the order checked: ``result`` equals the mean
+power per site of ``p.readings`` (the checker's own copy, never a ``readings`` of the notebook),
 computed here in the notebook by :func:`site_means` (the same labels once each, the same
 values; rows compared after sorting by label; a Series or a one-column DataFrame); the work
 ran as more than one task; no task was too small to pay its fixed cost (more tasks than
@@ -47,8 +55,12 @@ their input bytes, packed on 2 workers (this run's workers when it had more) in 
 order, keep them busy for at least ``MIN_REPLAYED_SPEEDUP``; and ``result`` came from the
 tasks' results: it is their results joined in task order (the default combine), or the tasks
 returned exactly the cell's partition function applied to the partitions ``map_partitions``
-makes of ``readings`` (by rows, by meter, or by site), every row once. Every criterion is a
-count, bytes or a digest: the verdict is the same on a busy machine.
+makes of ``p.readings`` (by rows, by meter, or by site), every row once. Every criterion is a
+count, bytes or a digest: the verdict is the same on a busy machine. Then the same on the hidden
+case: the lesson's own ``readings`` in place of ``p.readings``, or site names or a
+partition count fitted to the lesson's readings, do not carry over (the hidden case's rows
+still make at least 10,000 rows a partition for up to 12 partitions, so a count that suits
+both passes both).
 
 What a custom ``combine=`` does with the partial results runs in the notebook and is not
 traced: a combine that ignores them and recomputes the answer cannot be told apart by its
@@ -57,17 +69,21 @@ value, which is the right answer either way.
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure
-from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
+from eugo_lab.exercises import derivation, measure, problems
+from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 from eugo_lab.hpc.partitions import MIN_PARTITION_ROWS, auto_partitions, split
+from eugo_lab.units import fmt_bytes
 
-DATA, RESULT = "readings", "result"
+# The input as the verdict names it (the problem's field), and the name the cell keeps its answer in.
+DATA, RESULT = "p.readings", "result"
 #: What the exercise asks for, named as the verdict names it.
 WANTED = "the mean power per site"
 # A partition holding more than 1.5x its fair share of the input: with 2 partitions, a 75/25
@@ -81,6 +97,63 @@ MIN_REPLAYED_SPEEDUP = 1.3
 # The keys map_partitions(by=...) may have grouped the readings by, tried when the partial
 # results were combined by a custom combine (the trace keeps the partials, not the combine).
 KEYS = ("meter", "site")
+# The lesson's readings: its first cell's NumPy seed, row count and meters (3 at each of 20 sites).
+LESSON_NUMPY_SEED, LESSON_ROWS, LESSON_SITES, LESSON_METERS_PER_SITE = 7, 400_000, range(20), 3
+# The hidden case: 30-40% of the lesson's rows, so a pass costs about 1.4x, and still at least 10,000 rows a
+# partition for up to 12 partitions (a count that suits both cases passes both; "auto" makes 8 on 2 workers);
+# other sites (numbers 20-99, never the lesson's 00-19) with another number of meters each, so neither the
+# lesson's answer nor its site names carry over.
+HIDDEN_ROWS = range(120_000, 160_001, 1_000)
+HIDDEN_SITES, HIDDEN_SITE_NUMBERS, HIDDEN_METERS_PER_SITE = range(12, 19), range(20, 100), (2, 3, 4)
+
+
+def make_readings(seed: int, rows: int, sites: list[int], meters_per_site: int) -> Any:
+    """Meter readings as the lesson's first cell makes them: a month of them, a text payload each.
+
+    The same draws from the same NumPy generator in the same order, so the lesson's seed, rows and
+    meters give the very readings that cell makes (before its Parquet round trip, which keeps them).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = rows
+    meters = [f"site-{s:02d}/meter-{m}" for s in sites for m in range(meters_per_site)]
+    volts, amps = rng.normal(230, 4, n).round(1), rng.gamma(2.0, 3.0, n).round(2)
+    return pd.DataFrame({
+        "time": pd.Timestamp("2026-11-01") + pd.to_timedelta(np.sort(rng.integers(0, 30 * 86_400, n)), unit="s"),
+        "meter": pd.Categorical(rng.choice(meters, n)),
+        # Python floats print as the cell's NumPy floats do (the same shortest digits), twice as fast.
+        "payload": [f"v={v};a={a}" for v, a in zip(volts.tolist(), amps.tolist())],
+        "status": rng.choice(["ok"] * 5 + ["warn:drift", "err:timeout"], n),
+    })
+
+
+@problems.declare("partition-pandas")
+@dataclass(frozen=True, repr=False, eq=False)  # a DataFrame field: compared by identity, never element by element
+class PartitionPandasProblem(problems.Problem):
+    """The readings to summarise: the lesson's 400,000 in the lesson, 120,000-160,000 of other sites when hidden.
+
+    A DataFrame cannot be made read-only as an array can: a cell that changes ``p.readings`` in
+    place changes only its own copy, since the checker grades against a copy of its own.
+    """
+
+    readings: Any  # a pandas DataFrame (pandas is imported only where it is used)
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> PartitionPandasProblem:
+        """The lesson's readings; hidden: a NumPy seed, row count, sites and meters per site drawn from ``rng``."""
+        if not hidden:
+            return cls(make_readings(LESSON_NUMPY_SEED, LESSON_ROWS, list(LESSON_SITES), LESSON_METERS_PER_SITE))
+        seed, rows = rng.randrange(2**32), rng.choice(HIDDEN_ROWS)
+        sites = sorted(rng.sample(HIDDEN_SITE_NUMBERS, rng.choice(HIDDEN_SITES)))
+        return cls(make_readings(seed, rows, sites, rng.choice(HIDDEN_METERS_PER_SITE)))
+
+    def fields(self) -> list[tuple[str, str]]:
+        """``readings`` summarised (rows, meters, columns, size): a DataFrame's own repr is long."""
+        r = self.readings
+        size = fmt_bytes(int(r.memory_usage(index=True, deep=True).sum()), ".3g")
+        return [("readings", f"DataFrame of {len(r):,} rows from {r['meter'].nunique()} meters "
+                             f"(columns {', '.join(map(str, r.columns))}; {size})")]
 
 
 def site_means(readings: Any) -> Any:
@@ -106,7 +179,7 @@ def mean_power(parts):
     return (added["sum"] / added["count"]).rename("mean_kw")  # then divide: the mean of every reading
 
 
-result = hpc.map_partitions(site_power, readings, combine=mean_power)"""
+result = hpc.map_partitions(site_power, p.readings, combine=mean_power)"""
 HINTS = {
     DEFAULT: Hint("Split the readings into several partitions, let each partition return what adds up across "
                   "partitions (each site's sum of power and number of readings), and combine them: add the sums "
@@ -126,6 +199,11 @@ HINTS = {
                            "or tasks that compute something else, do not count.", _SOLUTION),
     "serial": Hint("Submit every partition before waiting for any: map_partitions does, and returns the "
                    "combined result once all are done.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Give map_partitions p.readings, the exercise's inputs (not the lesson's `readings`), "
+                              "and let the combine work out the sites from the partial results and the partition "
+                              "count from the data (or leave it to map_partitions), instead of writing site names, "
+                              "counts or answers into the cell.",
+                              "p = exercises.problem(\"partition-pandas\")\n" + _SOLUTION),
 }
 
 
@@ -206,12 +284,7 @@ def compare(result: Any, expected: Any, wanted: str = "summarize(readings)") -> 
           title="A mean per site, combined across partitions", hints=HINTS)
 def partition_pandas(a: Attempt) -> Verdict:
     """Grade a partitioned pandas run: the mean per site pandas gives, from several balanced tasks."""
-    import pandas as pd
-
-    readings = a.namespace.get(DATA)  # from the lesson's first cell
-    if not isinstance(readings, pd.DataFrame):
-        raise NotYet(f"this notebook has no `{DATA}` (a DataFrame) from the lesson's first cell (the kernel may "
-                     "have restarted): run that cell again, then this one.")
+    readings = problems.given(a).readings  # the checker's own copy of the readings the run was handed
     result = a.require(RESULT)
     expected = site_means(readings)  # the analysis on one machine: the answer
     wrong = compare(result, expected, WANTED)

@@ -1,18 +1,23 @@
 """Exercise ``partitions`` (Course 1, lesson 7): cut work of uneven cost so that no worker idles.
 
 Row ``n`` of the work takes ``n`` steps, so equal ranges of rows hold unequal work: the last
-range of the starter's one-per-worker split holds most of it. Starter cell (graded ``not yet``:
-on 2 workers the second range holds three quarters of the work, so the first worker idles half
-the run)::
+range of the starter's one-per-worker split holds most of it. The inputs come from the checker
+(:mod:`eugo_lab.exercises.problems`): ``p.rows``, how many rows to add up (rows ``0..p.rows-1``),
+4,000 in the lesson; a passing cell is run again on a hidden case of 2,000-2,800 rows (at most
+half the lesson's steps: the work grows as the square of the rows). Starter cell (graded ``not
+yet``: on 2 workers the second range holds three quarters of the work, so the first worker idles
+half the run)::
 
     %%eugo --exercise partitions
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
+
+    p = exercises.problem("partitions")   # this exercise's inputs: p.rows, how many rows to add up
 
     @hpc.remote(optimize=False)
     def load(start, stop):
         return sum(k * k % 7 for n in range(start, stop) for k in range(n))
 
-    N = 4_000
+    N = p.rows
     workers = hpc.cluster().workers
     cuts = [N * i // workers for i in range(workers + 1)]
     total = sum(hpc.get([load.remote(a, b) for a, b in zip(cuts, cuts[1:])]))
@@ -26,9 +31,10 @@ Reference solution (same first lines, then)::
 Ranges cut so they hold equal work (boundaries at ``N * sqrt(i / k)``) pass too, as do
 enough equal ranges in row order.
 
-Criteria, in the order checked, each a count or a value (never a duration, so a busy machine
-gives the verdict an idle one does): ``total`` equals the sum over rows ``0..N-1``, computed here
-(``N`` from the cell, else ``ROWS``); ``load`` tasks ran; ``total`` is the sum of what those
+Criteria, on the rows the run was handed, in the order checked, each a count or a value (never a
+duration, so a busy machine gives the verdict an idle one does): ``total`` equals the sum over
+rows ``0..p.rows-1``, computed here (from the checker's own copy, never an ``N`` of the
+notebook); ``load`` tasks ran; ``total`` is the sum of what those
 tasks returned (:func:`~eugo_lab.exercises.derivation.combined`); at most
 ``max(MAX_TASKS, MAX_PER_WORKER * workers)`` tasks; at least 2 of them submitted with no
 wait between them; and the pieces, handed out in the order submitted to 2 workers (this run's
@@ -38,6 +44,10 @@ over the worker count). Each piece's work is read off its own result: ``k * k % 
 through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers, so row ``n``'s ``n`` steps return about
 ``2n`` and a piece returns about twice the steps it took, whatever the machine's speed (the
 replay needs only the pieces' relative sizes, so the results are its weights as they are).
+Then the same on the hidden case: a row count, cut or total written into the cell does not
+carry over, while every split that spreads the work (several ranges per worker, the costly
+ones first, or cuts of equal work) passes there too (the shares of the work are the same
+at any row count).
 
 The Long tail and Straggler findings weigh measured times, so the verdict reports them as
 measured details only.
@@ -45,13 +55,21 @@ measured details only.
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from eugo_lab.analysis.findings import Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 FUNCTION = "load"
 ROWS = 4_000
+# The hidden case's rows: their steps grow as the square of the rows, so 2,800 rows hold at most half the
+# lesson's (a pass costs at most ~1.5x), and 2,000 still take each piece well over the round trip. Where each
+# range's share of the work lies does not depend on the count, so a split that spreads the lesson's rows spreads
+# these too.
+HIDDEN_ROWS = range(2_000, 2_801)
 # The share of the run the workers must be busy, replayed by work. On 2 workers one equal range
 # each gives 67% (1/4 and 3/4 of the work), four in row order 80%, eight in row order 89%, and
 # any split submitted costly rows first or cut to equal work about 100%: 85% asks for several
@@ -69,10 +87,17 @@ def reference_total(rows: int = ROWS) -> int:
     return sum((k * k % 7) * (rows - 1 - k) for k in range(rows))
 
 
-def _rows(a: Attempt) -> int:
-    """The cell's ``N`` (the rows it covers), else :data:`ROWS`."""
-    n = a.namespace.get("N")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else ROWS
+@problems.declare("partitions")
+@dataclass(frozen=True, repr=False)
+class PartitionsProblem(problems.Problem):
+    """How many rows to add up, rows ``0..rows-1``: 4,000 in the lesson, 2,000-2,800 in the hidden case."""
+
+    rows: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> PartitionsProblem:
+        """The lesson's 4,000 rows; hidden: a count drawn from ``rng``, never the lesson's."""
+        return cls(rng.choice(HIDDEN_ROWS) if hidden else ROWS)
 
 
 _SOLUTION = ("cuts = [N * i // (8 * workers) for i in range(8 * workers + 1)]  # eight ranges per worker\n"
@@ -94,6 +119,10 @@ HINTS = {
                    "than there are workers (several each) and submit the costly ones first, or place the cuts so "
                    "every range holds the same number of steps.", _SOLUTION),
     "serial": submit_all_first("range", _SOLUTION),
+    problems.CARRY_OVER: Hint("Take the number of rows from p.rows, the exercise's inputs, and compute the cuts "
+                              "from it and the worker count, instead of writing a row count, cuts or a total into "
+                              "the cell; keep in `total` the sum of what get() returns.",
+                              "p = exercises.problem(\"partitions\")\nN = p.rows\n" + _SOLUTION),
 }
 
 
@@ -102,7 +131,7 @@ HINTS = {
 def partitions(a: Attempt) -> Verdict:
     """Grade partitioning by work: the right total, from pieces that keep every worker busy to the end."""
     total = a.require("total")
-    rows = _rows(a)
+    rows = problems.given(a).rows
     steps.right_result(measure.same_within_tolerance(total, reference_total(rows)), "total",
                        f"the sum over all {rows:,} rows", "the ranges must cover every row exactly once (each starts "
                        "where the previous one stopped, the last stops at the end)")

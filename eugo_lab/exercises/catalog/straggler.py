@@ -1,33 +1,46 @@
 """Exercise ``straggler`` (Course 1, lesson 6): split the oversized input so no task dominates.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.ranges``, the
+``(start, stop)`` ranges of numbers to add up. In the lesson seven ordinary ranges of 200,000
+numbers and, last, a giant one twenty times their size; a passing cell is run again on a hidden
+case of 5 or 6 ordinary ranges of 100,000-140,000 numbers from another start, with a giant range
+10-14 times their size somewhere before the last.
+
 Starter cell (graded ``not yet``: the last range is 20 times the others and ends alone)::
 
     %%eugo --exercise straggler
-    from eugo_lab import hpc
+    from eugo_lab import exercises, hpc
 
-    @hpc.remote
+    p = exercises.problem("straggler")   # this exercise's inputs: p.ranges, the (start, stop) ranges to add up
+
+    @hpc.remote(optimize=False)
     def work(start, stop):
         return sum(i * i % 7 for i in range(start, stop))
 
-    ranges = [(i * 1_000_000, (i + 1) * 1_000_000) for i in range(7)] + [(7_000_000, 27_000_000)]
-    total = sum(hpc.get([work.remote(s, e) for s, e in ranges]))
+    total = sum(hpc.get([work.remote(s, e) for s, e in p.ranges]))
 
 Reference solution (same first lines, then)::
 
-    pieces = [(a, min(a + 1_000_000, e)) for s, e in ranges for a in range(s, e, 1_000_000)]
+    size = min(e - s for s, e in p.ranges)   # an ordinary range's size
+    pieces = [(a, min(a + size, e)) for s, e in p.ranges for a in range(s, e, size)]
     total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))
 
-Criteria, in the order checked, every one a count or a value (never a duration, so a busy
-machine gives the same verdict as an idle one): ``total`` equals the sum over every range of
-``ranges`` computed here (the ranges above when the cell has none); ``work`` tasks ran; ``total``
-is the sum of what those tasks returned (:func:`~eugo_lab.exercises.derivation.combined`), so
-a total computed in the notebook beside a decoy call fails; at most ``MAX_TASKS`` tasks (pieces
-too small cost more to schedule than to run); no task covered over ``STRAGGLER_RATIO`` times the
-numbers of the median task, sizes read off the tasks' own results (``work`` returns about
-``PER_NUMBER`` per number it covers); at least 2 tasks were submitted with no wait between them
-(a loop that waits for each piece runs them one at a time); and the pieces, packed on 2 workers (this run's
-workers when it had more) in the order they were submitted, keep them busy for at least
-``MIN_REPLAYED_SPEEDUP`` (:func:`~eugo_lab.exercises.measure.packed_speedup`).
+Criteria, on the ranges the run was handed, in the order checked, every one a count or a value
+(never a duration, so a busy machine gives the same verdict as an idle one): ``total`` equals
+the sum over every range of ``p.ranges`` computed here (the checker's own copy, never a
+``ranges`` of the notebook); ``work`` tasks ran; ``total`` is the sum of what those tasks
+returned (:func:`~eugo_lab.exercises.derivation.combined`), so a total computed in the notebook
+beside a decoy call fails; at most ``MAX_TASKS`` tasks (pieces too small cost more to schedule
+than to run); no task covered over ``STRAGGLER_RATIO`` times the numbers of the median task,
+sizes read off the tasks' own results (``work`` returns about ``PER_NUMBER`` per number it
+covers); at least 2 tasks were submitted with no wait between them (a loop that waits for each
+piece runs them one at a time); and the pieces, packed on 2 workers (this run's workers when it
+had more) in the order they were submitted, keep them busy for at least ``MIN_REPLAYED_SPEEDUP``
+(:func:`~eugo_lab.exercises.measure.packed_speedup`). Then the same on the hidden case: a cell
+that splits only the last range (the lesson's giant), or cuts pieces of a size written in that
+is far from an ordinary range's there, leaves uneven pieces, and is told so in words that hold
+nothing of that case
+(:func:`~eugo_lab.exercises.problems.explained_on_hidden`).
 
 The Straggler, Long tail and Partition findings measure time, so they are reported in the
 verdict's measured details, never used as its criteria: under heavy load a preempted piece of
@@ -36,20 +49,33 @@ an even split can run several times its siblings' time.
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 import numpy as np
 
 from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
-END = 27_000_000
-PIECE = 1_000_000  # the ordinary range: the giant one is 20 of them
+# The lesson's case: 7 ordinary ranges of 200,000 numbers from 0, then the giant one, 20 of them.
+PIECE, N_ORDINARY, GIANT_FACTOR = 200_000, 7, 20
+END = (N_ORDINARY + GIANT_FACTOR) * PIECE
+# The hidden case: 5 or 6 ordinary ranges of 100,000-140,000 numbers and a giant 10-14 times their size, at
+# most 2.8 million numbers against the lesson's 5.4 million, so a passing cell costs about 1.5x. Split into
+# ordinary pieces that is still 15 or more equal tasks (packed at 1.88x or more on 2 workers), and the
+# giant left whole is still over STRAGGLER_RATIO times the median: every honest split passes there (pieces of
+# the lesson's 200,000 too: at most twice an ordinary range), and leaving the giant whole fails there as in the
+# lesson. The giant is never last (the lesson's giant is) and the ranges start elsewhere than 0, so neither
+# typed ranges nor a split of only the last one carries over.
+HIDDEN_PIECES = (100_000, 120_000, 140_000)
+HIDDEN_N_ORDINARY = (5, 6)
+HIDDEN_GIANT_FACTORS = range(10, 15)
+HIDDEN_STARTS = range(1_000, 5_000_001, 1_000)
 FUNCTION = "work"
-# A range of 1,000,000 numbers takes ~10-50 ms here (this VM's speed drifts): long enough that a
-# worker's cold start (tens of ms on its first task) stays under 3x the median, so a correct split
-# never reads as a straggler. 27 such pieces cover the input; 200 tasks of 135,000 numbers are still
-# worth sending, far below that the round trip (0.1-0.5 ms) is a large share of every task.
+# 27 pieces of the lesson's case cover its input; 200 tasks of 27,000 numbers are still worth sending, far
+# below that the round trip (0.1-0.5 ms) is a large share of every task.
 MAX_TASKS = 200
 # 27 equal pieces pack on 2 workers at 27/14 = 1.93x, three equal pieces at 1.5x; the giant
 # range left whole packs at 27/23 = 1.17x.
@@ -57,6 +83,31 @@ MIN_REPLAYED_SPEEDUP = 1.5
 # i * i % 7 runs through 0, 1, 4, 2, 2, 4, 1 (sum 14) every 7 numbers: a work task returns 2 per
 # number it covers, within 4 either way, so its result tells how many numbers it was given.
 PER_NUMBER = 2
+
+
+@problems.declare("straggler")
+@dataclass(frozen=True, repr=False)
+class StragglerProblem(problems.Problem):
+    """The ``(start, stop)`` ranges to add up, one after another: ordinary ones of one size and a giant one."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> StragglerProblem:
+        """The lesson's 7 ordinary ranges from 0 and the giant last; hidden: fewer, smaller, the giant elsewhere."""
+        if not hidden:
+            start, sizes = 0, [PIECE] * N_ORDINARY + [GIANT_FACTOR * PIECE]
+        else:
+            piece, n = rng.choice(HIDDEN_PIECES), rng.choice(HIDDEN_N_ORDINARY)
+            sizes = [piece] * n
+            # At a place before the last ordinary range: a cell that splits only the last range leaves it whole.
+            sizes.insert(rng.randrange(n), rng.choice(HIDDEN_GIANT_FACTORS) * piece)
+            start = rng.choice(HIDDEN_STARTS)
+        ranges = []
+        for size in sizes:
+            ranges.append((start, start + size))
+            start += size
+        return cls(tuple(ranges))
 
 
 def reference_total(end: int = END, start: int = 0) -> int:
@@ -70,23 +121,8 @@ def reference_total(end: int = END, start: int = 0) -> int:
     return upto(end) - upto(start)
 
 
-def _ranges(a: Attempt) -> list[tuple[int, int]]:
-    """The lesson's ``ranges`` (from this cell or an earlier one), else the ones in this module's docstring.
-
-    A lesson may scale the sizes (the criteria are ratios and counts); the total is then checked
-    against its own ranges, and the advice names its ordinary range size.
-    """
-    given = a.namespace.get("ranges")
-    try:
-        pairs = [(int(s), int(e)) for s, e in given]  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        pairs = []
-    if pairs and all(0 <= s < e for s, e in pairs):
-        return pairs
-    return [(i * PIECE, (i + 1) * PIECE) for i in range(7)] + [(7 * PIECE, END)]
-
-
-_SOLUTION = ("pieces = [(a, min(a + 1_000_000, e)) for s, e in ranges for a in range(s, e, 1_000_000)]\n"
+_SOLUTION = ("size = min(e - s for s, e in p.ranges)   # an ordinary range's size\n"
+             "pieces = [(a, min(a + size, e)) for s, e in p.ranges for a in range(s, e, size)]\n"
              "total = sum(hpc.get([work.remote(s, e) for s, e in pieces]))")
 HINTS = {
     DEFAULT: Hint("Cut every range into pieces the size of an ordinary range, so the giant one becomes many "
@@ -101,7 +137,21 @@ HINTS = {
     "not-from-tasks": Hint("Add up what the work tasks returned: `total` is the sum of the results that get() "
                            "gives back for the pieces, not a number computed here in the notebook.", _SOLUTION),
     "serial": submit_all_first("piece", _SOLUTION),
+    problems.CARRY_OVER: Hint("Take the ranges from p.ranges, the exercise's inputs, and cut every one of them "
+                              "(not only the last) into pieces of an ordinary range's size computed from them, "
+                              "instead of writing ranges or a total into the cell; keep in `total` the sum of what "
+                              "get() returns.", "p = exercises.problem(\"straggler\")\n" + _SOLUTION),
 }
+
+# A cell that takes its ranges from p but splits only the lesson's giant (the last range), or cuts pieces of a
+# size fitted to the lesson's ranges, leaves uneven pieces on the hidden case: say that, not "a value is written
+# into the cell" (nothing of the case named).
+problems.explained_on_hidden(
+    "straggler", "giant",
+    "the pieces were not even: one task covered several times the numbers of the median task, or the pieces were "
+    "too few to share among the workers. The way the cell cut the ranges (which of them it split, or a piece "
+    "size written into the cell) fitted the lesson's inputs, where the oversized range is the last one, but "
+    "not these")
 
 
 @exercise("straggler", lesson="01-distributed-python/06-stragglers.ipynb",
@@ -109,11 +159,11 @@ HINTS = {
 def straggler(a: Attempt) -> Verdict:
     """Grade partitioning: the right total from pieces of similar size, neither one giant nor thousands of crumbs."""
     total = a.require("total")
-    ranges = _ranges(a)
+    ranges = problems.given(a).ranges
     piece = int(np.median([e - s for s, e in ranges]))
     steps.right_result(measure.same_within_tolerance(total, sum(reference_total(e, s) for s, e in ranges)), "total",
-                       "the sum over all of `ranges`", "the pieces must cover every range exactly once (each piece "
-                       "starts where the previous one stopped)")
+                       "the sum over all of `p.ranges`", "the pieces must cover every range exactly once (each "
+                       "piece starts where the previous one stopped)")
     fn = steps.task_function(a, FUNCTION)  # work's tasks, or the cell's own batches of work calls
     n = steps.tasks_ran(a, fn, "the total")
     steps.from_tasks(a, derivation.combined(total, a.trace, fn, sum, name="total", how="summed"), FUNCTION)
@@ -152,7 +202,7 @@ def straggler(a: Attempt) -> Verdict:
                     f"{together} tasks were submitted with no wait between them; handed out in the order submitted "
                     f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
                     f"{fmt_x(MIN_REPLAYED_SPEEDUP)})",
-                    f"`total` is the sum of the {n} tasks' results and equals the sum over `ranges`",
+                    f"`total` is the sum of the {n} tasks' results and equals the sum over `p.ranges`",
                     details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
 
 
