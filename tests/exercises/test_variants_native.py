@@ -1,0 +1,214 @@
+"""The native-engine exercises own their problem, and a passing cell is run again on a hidden case.
+
+``dask-scatter`` (Dask's own client), through the real
+``%%eugo --exercise`` magic on a real engine: the reference passes and says it was checked on a
+second case; a cell that types in the lesson's answer or inputs does not carry over, and its
+message holds nothing of the hidden case; honest solutions unlike the reference pass; the
+mistakes the exercise names are still named. The second run is recorded from the engine by a
+recording of its own (``run_quietly(native_api=True)``): it sees its own tasks, none of the
+first run's. The hidden case's seed is fixed here (``problems.draw_seed``).
+"""
+
+from __future__ import annotations
+
+from multiprocessing import resource_tracker
+from typing import Any
+
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise, shell
+
+from eugo_lab import hpc
+from eugo_lab.cellrun import exercise as exercise_cell
+from eugo_lab.exercises import catalog, measure, problems
+
+SEED = 12_345  # the hidden case's seed in these tests
+
+
+@pytest.fixture(autouse=True)
+def hidden_seed(monkeypatch):
+    """The hidden case of every run here is made from ``SEED``."""
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
+
+
+@pytest.fixture
+def second_runs(monkeypatch) -> list[tuple[BaseException | None, Any]]:
+    """``(error, trace)`` of every hidden run the magic makes while the test runs (the runner's own, passed on)."""
+    seen: list[tuple[BaseException | None, Any]] = []
+    real = exercise_cell.run_quietly
+
+    def keep(*args: Any, **kwargs: Any) -> tuple[BaseException | None, Any]:
+        out = real(*args, **kwargs)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(exercise_cell, "run_quietly", keep)
+    return seen
+
+
+def lesson(exercise_id: str):
+    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
+    return problems.lesson_case(exercise_id)
+
+
+def hidden(exercise_id: str):
+    catalog.get(exercise_id)
+    return problems.make(exercise_id, SEED, hidden=True)
+
+
+def carried_over(v) -> str:
+    """Check a ``not yet`` of the hidden case; returns its text."""
+    text = v.to_text()
+    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
+    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
+           "of the same kind" in text, text
+    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
+    assert v.mistake == problems.CARRY_OVER
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert "p." in hint_words(v)
+    assert "exercises.problem(" in hint_code(v)
+    return text
+
+
+def passed_twice(v) -> str:
+    text = v.to_text()
+    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
+    return text
+
+
+def never_shown(text: str, *values) -> None:
+    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
+    for value in values:
+        assert str(value) not in text, (value, text)
+
+
+# -- dask-scatter -----------------------------------------------------------------------------------------------
+distributed = pytest.importorskip("distributed")
+
+DASK_SETUP = """from distributed import as_completed, get_client
+import numpy as np
+from eugo_lab import exercises
+
+client = get_client()
+"""
+# The lesson's cell as it starts (p handed out, the function), before its submissions.
+ABOVE = """p = exercises.problem("dask-scatter")
+
+def above(data, limit):
+    return int((data > limit).sum())
+
+"""
+SCATTER = ABOVE + ("readings_f = client.scatter(p.readings, broadcast=True)\n"
+                   "counts = client.gather([client.submit(above, readings_f, limit) for limit in p.limits])\n")
+
+
+def dask_check(body: str):
+    return run_exercise("dask-scatter", body, setup=DASK_SETUP, line="--no-live")  # the notebook's own cluster
+
+
+def dask_hidden_values(h) -> list:
+    """What of the hidden case a learner could recognise: its counts, limits and size."""
+    counts = [int((h.readings > limit).sum()) for limit in h.limits]
+    return [*counts, list(h.limits), str(h.limits), h.readings.size, f"{h.readings.size:,}"]
+
+
+@pytest.fixture(scope="class")
+def dask_client():
+    """A LocalCluster of 2 worker processes on loopback and its client, as the lesson's first cell makes them.
+
+    Class-scoped: closed before the Ray tests start, so the two engines never share the machine's cores.
+    """
+    resource_tracker.ensure_running()  # started once by a cluster of worker processes, lives with this process
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)  # the notebook's default client
+    yield c
+    c.close()
+    cluster.close()
+    hpc.shutdown()
+
+
+@pytest.mark.usefixtures("dask_client")
+class TestDaskScatter:
+    """dask-scatter on the notebook's own Dask cluster."""
+
+    def test_reference_passes_on_both_cases_each_run_recorded_alone(self, second_runs):
+        p, h = lesson("dask-scatter"), hidden("dask-scatter")
+        assert len(h.limits) != len(p.limits) and h.readings.size < p.readings.size
+        text = passed_twice(dask_check(SCATTER))
+        assert "all 6 above tasks read the one scattered copy of the array on their workers" in text
+        # The hidden run's recording holds its own tasks and scatter, none of the first run's.
+        [(error, trace)] = second_runs
+        assert error is None
+        assert measure.tasks(trace, "above") == len(h.limits)
+        assert len(trace.puts["ref"]) == 1
+        first = hpc.last_trace()  # still the first run's
+        assert measure.tasks(first, "above") == len(p.limits)
+        # Its one scatter sent the hidden case's array (a few MB), not the lesson's 16 MB again.
+        assert int(trace.puts["bytes"][0]) == pytest.approx(h.readings.nbytes, rel=0.01)
+        assert int(first.puts["bytes"][0]) == pytest.approx(p.readings.nbytes, rel=0.01)
+        # Afterwards the namespace is the first run's: the lesson's counts, its scattered future.
+        ns = shell().user_ns
+        assert ns["p"] is problems.problem("dask-scatter")
+        assert ns["counts"] == [int((p.readings > limit).sum()) for limit in p.limits]
+        assert ns["readings_f"].result().size == p.readings.size
+
+    def test_typed_counts_do_not_carry_over(self):
+        p, h = lesson("dask-scatter"), hidden("dask-scatter")
+        typed = [int((p.readings > limit).sum()) for limit in p.limits]
+        cell = ABOVE + ("readings_f = client.scatter(p.readings)\n"
+                        "client.gather([client.submit(above, readings_f, limit) for limit in p.limits])\n"
+                        f"counts = {typed}\n")
+        never_shown(carried_over(dask_check(cell)), *dask_hidden_values(h))
+
+    def test_the_lesson_s_own_array_and_limits_do_not_carry_over(self):
+        h = hidden("dask-scatter")
+        cell = ABOVE + ("readings = np.random.default_rng(7).normal(20.0, 5.0, 2_000_000)\n"
+                        "limits = [10, 15, 20, 25, 30, 35]\n"
+                        "readings_f = client.scatter(readings, broadcast=True)\n"
+                        "counts = client.gather([client.submit(above, readings_f, limit) for limit in limits])\n")
+        never_shown(carried_over(dask_check(cell)), *dask_hidden_values(h))
+
+    HONEST = {
+        # a list scattered, the future by keyword, results taken as they finish and put back in order
+        "list-scatter-as-completed": ABOVE + (
+            "[stored] = client.scatter([p.readings])\n"
+            "futs = {client.submit(above, limit=limit, data=stored): i for i, limit in enumerate(p.limits)}\n"
+            "counts = [None] * len(p.limits)\n"
+            "for fut in as_completed(futs):\n"
+            "    counts[futs[fut]] = fut.result()\n"),
+        # client.map with the future repeated, the inputs taken into names of the cell's own first
+        "map-own-names": ABOVE + (
+            "data, cutoffs = p.readings, list(p.limits)\n"
+            "shared = client.scatter(data)\n"
+            "counts = client.gather(client.map(above, [shared] * len(cutoffs), cutoffs))\n"),
+    }
+
+    @pytest.mark.parametrize("cell", list(HONEST.values()), ids=list(HONEST))
+    def test_honest_cells_unlike_the_reference_pass_on_both_cases(self, cell):
+        passed_twice(dask_check(cell))
+
+    NOT_YET = {
+        "starter-by-value": (ABOVE + "counts = client.gather([client.submit(above, p.readings, limit) "
+                                     "for limit in p.limits])\n",
+                             "by-value", "the 16 MB array went by value with every task"),
+        # p read as a global by the function: Dask pickles p, its array with it, into every task
+        "p-read-as-a-global": ('p = exercises.problem("dask-scatter")\n\n'
+                               "def above(limit):\n    return int((p.readings > limit).sum())\n\n"
+                               "counts = client.gather([client.submit(above, limit) for limit in p.limits])\n",
+                               "captured", "it carried the array (`p`"),
+        "scatter-per-task": (ABOVE + "counts = client.gather([client.submit(above, client.scatter(p.readings), "
+                                     "limit) for limit in p.limits])\n",
+                             "scatter-per-task", "the cell called scatter 6 times"),
+        "counts-in-another-order": (SCATTER + "counts = counts[::-1]\n", "results",
+                                    "`counts` is not the 6 counts of readings above each limit, in the order of "
+                                    "p.limits"),
+    }
+
+    @pytest.mark.parametrize("row", list(NOT_YET.values()), ids=list(NOT_YET))
+    def test_mistakes_are_still_named_on_the_lesson_s_case(self, row, second_runs):
+        body, mistake, message = row
+        text = not_yet_for(dask_check(body), mistake, message)
+        never_shown(text, *dask_hidden_values(hidden("dask-scatter")))
+        assert second_runs == []  # a cell that did not pass the lesson's case is not run again
+
