@@ -1,6 +1,6 @@
 """The native-engine exercises own their problem, and a passing cell is run again on a hidden case.
 
-``dask-scatter`` (Dask's own client), through the real
+``dask-scatter`` (Dask's own client) and ``ray-wait`` (Ray's own API), through the real
 ``%%eugo --exercise`` magic on a real engine: the reference passes and says it was checked on a
 second case; a cell that types in the lesson's answer or inputs does not carry over, and its
 message holds nothing of the hidden case; honest solutions unlike the reference pass; the
@@ -212,3 +212,125 @@ class TestDaskScatter:
         never_shown(text, *dask_hidden_values(hidden("dask-scatter")))
         assert second_runs == []  # a cell that did not pass the lesson's case is not run again
 
+
+# -- ray-wait ---------------------------------------------------------------------------------------------------
+RAY_SETUP = """import time
+import numpy as np
+import ray
+from eugo_lab import exercises
+"""
+# The lesson's cell as it starts (p handed out, the task, every tile submitted), before the results are taken.
+RENDER = """p = exercises.problem("ray-wait")
+
+@ray.remote
+def render(tile, ms):
+    time.sleep(ms / 1000)
+    return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
+
+"""
+SUBMIT = "refs = [render.remote(tile, ms) for tile, ms in zip(p.tiles, p.ms)]\nshown = []\n"
+WAIT_LOOP = SUBMIT + "while refs:\n    ready, refs = ray.wait(refs)\n    shown.append(ray.get(ready[0]))\n"
+
+
+def ray_check(body: str):
+    return run_exercise("ray-wait", body, setup=RAY_SETUP, line="--no-live")
+
+
+def ray_hidden_values(h) -> list:
+    """What of the hidden case a learner could recognise: its tiles, their values and times, how many."""
+    from eugo_lab.exercises.catalog.ray_native import expected_values
+
+    return [*expected_values(h), list(h.tiles), str(h.tiles), str(h.ms), f"{len(h.tiles)} tiles",
+            f"{len(h.tiles)} render"]
+
+
+@pytest.fixture(scope="class")
+def live_ray():
+    """A local Ray of 2 CPUs on loopback, started the way the runtime's Ray engine starts one."""
+    import os
+
+    ray = pytest.importorskip("ray")
+    from eugo_lab.backends.ray import _single_node_mode
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")  # a busy machine's metrics agent is slow
+    with _single_node_mode():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
+                 logging_level="ERROR", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.usefixtures("live_ray")
+class TestRayWait:
+    """ray-wait on a live local Ray, through the magic."""
+
+    def test_reference_passes_on_both_cases_each_run_recorded_alone(self, second_runs):
+        p, h = lesson("ray-wait"), hidden("ray-wait")
+        assert len(h.tiles) < len(p.tiles) and set(h.tiles).isdisjoint(p.tiles)
+        text = passed_twice(ray_check(RENDER + WAIT_LOOP))
+        assert "`shown` holds the 6 values the tasks returned" in text
+        # The hidden run's recording holds its own tasks and waits, none of the first run's.
+        [(error, trace)] = second_runs
+        assert error is None
+        assert measure.tasks(trace, "render") == len(h.tiles)
+        assert sum(int(r) for _, _, r in trace.meta["wait_calls"]) == len(h.tiles)
+        first = hpc.last_trace()  # still the first run's
+        assert measure.tasks(first, "render") == len(p.tiles)
+        assert len(first.meta["wait_calls"]) == len(p.tiles)
+        ns = shell().user_ns  # afterwards the namespace is the first run's
+        assert ns["p"] is problems.problem("ray-wait")
+        from eugo_lab.exercises.catalog.ray_native import expected_values
+
+        assert sorted(ns["shown"]) == sorted(expected_values(p))
+
+    def test_a_typed_count_of_tiles_does_not_carry_over(self):
+        h = hidden("ray-wait")
+        cell = RENDER + SUBMIT + ("for _ in range(6):\n    ready, refs = ray.wait(refs)\n"
+                                  "    shown.append(ray.get(ready[0]))\n")
+        text = carried_over(ray_check(cell))
+        never_shown(text, *ray_hidden_values(h))
+
+    def test_the_lesson_s_tiles_typed_in_do_not_carry_over(self):
+        h = hidden("ray-wait")
+        cell = RENDER + ("refs = [render.remote(tile, 800 if tile == 0 else 100) for tile in range(6)]\nshown = []\n"
+                         "while refs:\n    ready, refs = ray.wait(refs)\n    shown.append(ray.get(ready[0]))\n")
+        never_shown(carried_over(ray_check(cell)), *ray_hidden_values(h))
+
+    HONEST = {
+        # num_returns=1 by name, values taken with ray.get of the ready list, a dict back to the tile
+        "num-returns-one-by-tile": RENDER + (
+            "tile_of = {render.remote(t, ms): t for t, ms in zip(p.tiles, p.ms)}\n"
+            "pending = list(tile_of)\nshown = []\n"
+            "while pending:\n"
+            "    done, pending = ray.wait(pending, num_returns=1)\n"
+            "    shown.extend(ray.get(done))\n"),
+        # polling with a timeout: a wait may come back with nothing ready, and the loop asks again
+        "timeout-loop": RENDER + SUBMIT + (
+            "while refs:\n"
+            "    ready, refs = ray.wait(refs, num_returns=1, timeout=0.05)\n"
+            "    for ref in ready:\n"
+            "        shown.append(ray.get(ref))\n"),
+    }
+
+    @pytest.mark.parametrize("cell", list(HONEST.values()), ids=list(HONEST))
+    def test_honest_cells_unlike_the_reference_pass_on_both_cases(self, cell):
+        passed_twice(ray_check(cell))
+
+    NOT_YET = {
+        "starter-get-in-order": (SUBMIT + "for ref in refs:\n    shown.append(ray.get(ref))\n", "get-in-order",
+                                 "in the order the tiles were submitted"),
+        "wait-for-all": (SUBMIT + "ready, refs = ray.wait(refs, num_returns=len(refs))\n"
+                                  "shown.extend(ray.get(ready))\n", "wait-for-all",
+                         "called ray.wait on 6 refs asking for 6 of them"),
+        "one-wait-then-get-the-rest": (SUBMIT + "ready, refs = ray.wait(refs)\n"
+                                                "shown.extend(ray.get(ready) + ray.get(refs))\n",
+                                       "wait-then-get-all", "reported 1 of the 6 tiles ready between them"),
+    }
+
+    @pytest.mark.parametrize("row", list(NOT_YET.values()), ids=list(NOT_YET))
+    def test_mistakes_are_still_named_on_the_lesson_s_case(self, row, second_runs):
+        body, mistake, message = row
+        text = not_yet_for(ray_check(RENDER + body), mistake, message)
+        never_shown(text, *ray_hidden_values(hidden("ray-wait")))
+        assert second_runs == []  # a cell that did not pass the lesson's case is not run again
