@@ -398,7 +398,7 @@ def test_the_reference_solution_goes_through_the_same_path():
 
 
 # The exercises whose cell still defines its own inputs (no hidden case yet): this list only shrinks.
-OWN_INPUTS = {"capstone", "dask-cluster", "phases", "io-overlap", "sizing", "seven-terabytes",
+OWN_INPUTS = {"capstone", "phases", "io-overlap", "sizing", "seven-terabytes",
               "windowed-read", "gpu-break-even", "gpu-transfer", "gpu-request", "grid-stride", "idle-cluster",
               "profile-first", "vectorize", "jit", "threads", "runtime-report", "partition-pandas", "partitions",
               "ray-backend", "straggler"}

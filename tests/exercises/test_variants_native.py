@@ -1,12 +1,13 @@
-"""The native-engine exercises own their problem, and a passing cell is run again on a hidden case.
+"""The engine exercises own their problem, and a passing cell is run again on a hidden case.
 
-``dask-scatter`` (Dask's own client) and ``ray-wait`` (Ray's own API), through the real
-``%%eugo --exercise`` magic on a real engine: the reference passes and says it was checked on a
-second case; a cell that types in the lesson's answer or inputs does not carry over, and its
-message holds nothing of the hidden case; honest solutions unlike the reference pass; the
-mistakes the exercise names are still named. The second run is recorded from the engine by a
-recording of its own (``run_quietly(native_api=True)``): it sees its own tasks, none of the
-first run's. The hidden case's seed is fixed here (``problems.draw_seed``).
+``dask-scatter`` (Dask's own client), ``ray-wait`` (Ray's own API) and ``dask-cluster`` (``hpc``
+connected to a Dask cluster), through the real ``%%eugo --exercise`` magic on a real engine: the
+reference passes and says it was checked on a second case; a cell that types in the lesson's
+answer or inputs does not carry over, and its message holds nothing of the hidden case; honest
+solutions unlike the reference pass; the mistakes the exercise names are still named. The second
+run of a cell in an engine's own API is recorded from the engine by a recording of its own
+(``run_quietly(native_api=True)``): it sees its own tasks, none of the first run's. The hidden
+case's seed is fixed here (``problems.draw_seed``).
 """
 
 from __future__ import annotations
@@ -333,4 +334,109 @@ class TestRayWait:
         body, mistake, message = row
         text = not_yet_for(ray_check(RENDER + body), mistake, message)
         never_shown(text, *ray_hidden_values(hidden("ray-wait")))
+        assert second_runs == []  # a cell that did not pass the lesson's case is not run again
+
+
+# -- dask-cluster -----------------------------------------------------------------------------------------------
+# The lesson's `cluster` (its scheduler's address is what the check compares) and p, as the lesson's cells have them.
+CLUSTER_SETUP = """import types
+import numpy as np
+from eugo_lab import exercises, hpc
+
+cluster = types.SimpleNamespace(scheduler_address={address!r})
+p = exercises.problem("dask-cluster")
+"""
+TAKES_TABLE = """
+@hpc.remote
+def channel_mean(gains, seed):
+    picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)
+    return float(gains[picks].mean())
+
+"""
+STORED = ("gains_ref = hpc.put(p.gains)\n" + TAKES_TABLE
+          + "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in p.seeds])\n")
+
+
+def cluster_check(address: str, body: str):
+    hpc.init(backend="dask", address=address)  # the lesson's connecting cell; the test's teardown shuts it down
+    return run_exercise("dask-cluster", body, setup=CLUSTER_SETUP.format(address=address), line="--no-live")
+
+
+def cluster_hidden_values(h) -> list:
+    """What of the hidden case a learner could recognise: its means, seeds and table size."""
+    from eugo_lab.exercises.catalog.clusters import reference_result
+
+    means = reference_result(h)
+    return [*means, *(f"{m:.6g}" for m in means), list(h.seeds), h.gains.size, f"{h.gains.size:,}"]
+
+
+@pytest.fixture(scope="class")
+def scheduler():
+    """A ``dask scheduler`` and two ``dask worker`` processes on loopback (the tests' own helper); its address."""
+    from _clusters import dask_cli_cluster
+
+    with dask_cli_cluster(n_workers=2) as c:
+        try:
+            yield c.address
+        finally:
+            hpc.shutdown()
+
+
+class TestDaskCluster:
+    """dask-cluster (an hpc exercise) on a Dask cluster the runtime connects to, as lesson 09 does."""
+
+    def test_reference_passes_on_both_cases_each_run_traced_alone(self, scheduler, second_runs):
+        p, h = lesson("dask-cluster"), hidden("dask-cluster")
+        assert len(h.seeds) < len(p.seeds) and h.gains.size < p.gains.size
+        text = passed_twice(cluster_check(scheduler, STORED))
+        assert "the 12 channel_mean tasks ran on the Dask cluster in `cluster`" in text
+        [(error, trace)] = second_runs
+        assert error is None
+        assert measure.tasks(trace, "channel_mean") == len(h.seeds)
+        assert len(trace.puts["ref"]) == 1
+        assert measure.tasks(hpc.last_trace(), "channel_mean") == len(p.seeds)  # still the first run's
+
+    def test_the_lesson_s_own_table_and_seeds_do_not_carry_over(self, scheduler):
+        h = hidden("dask-cluster")
+        cell = ("table = np.random.default_rng(1).normal(1.0, 0.01, 1_000_000)\ngains_ref = hpc.put(table)\n"
+                + TAKES_TABLE + "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in range(12)])\n")
+        never_shown(carried_over(cluster_check(scheduler, cell)), *cluster_hidden_values(h))
+
+    def test_typed_seeds_do_not_carry_over(self, scheduler):
+        h = hidden("dask-cluster")
+        cell = STORED.replace("for seed in p.seeds", f"for seed in {list(lesson('dask-cluster').seeds)}")
+        never_shown(carried_over(cluster_check(scheduler, cell)), *cluster_hidden_values(h))
+
+    HONEST = {
+        # a helper that submits and gathers, the table by keyword
+        "helper-keyword": TAKES_TABLE + (
+            "def all_means(ref, seeds):\n"
+            "    return hpc.get([channel_mean.remote(seed=s, gains=ref) for s in seeds])\n\n"
+            "result = all_means(hpc.put(p.gains), p.seeds)\n"),
+        # the table bound to a name of the cell's own first, the futures built in a loop
+        "own-names-loop": "table = p.gains\nshared = hpc.put(table)\n" + TAKES_TABLE + (
+            "futures = []\nfor s in p.seeds:\n    futures.append(channel_mean.remote(shared, s))\n"
+            "result = [f.result() for f in futures]\n"),
+    }
+
+    @pytest.mark.parametrize("cell", list(HONEST.values()), ids=list(HONEST))
+    def test_honest_cells_unlike_the_reference_pass_on_both_cases(self, scheduler, cell):
+        passed_twice(cluster_check(scheduler, cell))
+
+    NOT_YET = {
+        "starter-table-in-the-function": (
+            "gains = p.gains\n\n@hpc.remote\ndef channel_mean(seed):\n"
+            "    picks = np.random.default_rng(seed).integers(0, len(gains), 1_000)\n"
+            "    return float(gains[picks].mean())\n\n"
+            "result = hpc.get([channel_mean.remote(seed) for seed in p.seeds])\n",
+            "captured", "it carried the 8 MB table of gains (`gains`), a global it reads"),
+        "table-by-value": (TAKES_TABLE + "result = hpc.get([channel_mean.remote(p.gains, s) for s in p.seeds])\n",
+                           "by-value", "the 8 MB table went by value with every task"),
+    }
+
+    @pytest.mark.parametrize("row", list(NOT_YET.values()), ids=list(NOT_YET))
+    def test_mistakes_are_still_named_on_the_lesson_s_case(self, scheduler, row, second_runs):
+        body, mistake, message = row
+        text = not_yet_for(cluster_check(scheduler, body), mistake, message)
+        never_shown(text, *cluster_hidden_values(hidden("dask-cluster")))
         assert second_runs == []  # a cell that did not pass the lesson's case is not run again
