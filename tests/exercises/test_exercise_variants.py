@@ -401,7 +401,7 @@ def test_the_reference_solution_goes_through_the_same_path():
 OWN_INPUTS = {"capstone", "phases", "io-overlap", "sizing", "seven-terabytes",
               "windowed-read", "gpu-break-even", "gpu-transfer", "gpu-request", "grid-stride", "idle-cluster",
               "profile-first", "vectorize", "jit", "threads", "runtime-report", "partition-pandas", "partitions",
-              "ray-backend", "straggler"}
+              "straggler"}
 
 
 def test_every_exercise_but_the_listed_declares_its_problem():

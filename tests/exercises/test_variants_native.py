@@ -1,13 +1,13 @@
 """The engine exercises own their problem, and a passing cell is run again on a hidden case.
 
-``dask-scatter`` (Dask's own client), ``ray-wait`` (Ray's own API) and ``dask-cluster`` (``hpc``
-connected to a Dask cluster), through the real ``%%eugo --exercise`` magic on a real engine: the
-reference passes and says it was checked on a second case; a cell that types in the lesson's
-answer or inputs does not carry over, and its message holds nothing of the hidden case; honest
-solutions unlike the reference pass; the mistakes the exercise names are still named. The second
-run of a cell in an engine's own API is recorded from the engine by a recording of its own
-(``run_quietly(native_api=True)``): it sees its own tasks, none of the first run's. The hidden
-case's seed is fixed here (``problems.draw_seed``).
+``dask-scatter`` (Dask's own client), ``ray-wait`` (Ray's own API), ``dask-cluster`` (``hpc``
+connected to a Dask cluster) and ``ray-backend`` (``hpc`` on Ray), through the real
+``%%eugo --exercise`` magic on a real engine: the reference passes and says it was checked on a
+second case; a cell that types in the lesson's answer or inputs does not carry over, and its
+message holds nothing of the hidden case; honest solutions unlike the reference pass; the
+mistakes the exercise names are still named. The second run of a cell in an engine's own API is
+recorded from the engine by a recording of its own (``run_quietly(native_api=True)``): it sees its
+own tasks, none of the first run's. The hidden case's seed is fixed here (``problems.draw_seed``).
 """
 
 from __future__ import annotations
@@ -440,3 +440,92 @@ class TestDaskCluster:
         text = not_yet_for(cluster_check(scheduler, body), mistake, message)
         never_shown(text, *cluster_hidden_values(hidden("dask-cluster")))
         assert second_runs == []  # a cell that did not pass the lesson's case is not run again
+
+
+# -- ray-backend ------------------------------------------------------------------------------------------------
+PIPELINE = '''import random
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("ray-backend")
+
+@hpc.remote
+def load(day):
+    rng = random.Random(day)
+    return [rng.gauss(20.0, 5.0) for _ in range(50_000)]
+
+@hpc.remote
+def daily_peak(readings):
+    return max(readings)
+'''
+CHAINED = "days = [load.remote(day) for day in p.days]\npeaks = hpc.get([daily_peak.remote(d) for d in days])\n"
+# Honest cells unlike the reference: a helper that chains the steps, and the days taken in a loop by index.
+RAY_BACKEND_HONEST = {
+    "helper": ("def pipeline(days):\n    return [daily_peak.remote(load.remote(d)) for d in days]\n\n"
+               "peaks = hpc.get(pipeline(p.days))\n"),
+    "index-loop": ("tops = []\nfor i in range(len(p.days)):\n"
+                   "    tops.append(daily_peak.remote(load.remote(p.days[i])))\n"
+                   "peaks = [t.result() for t in tops]\n"),
+}
+
+
+def ray_backend_hidden_values(h) -> list:
+    """What of the hidden case a learner could recognise: its days and their peaks."""
+    from eugo_lab.exercises.catalog.ray_backend import expected_peaks
+
+    peaks = expected_peaks(h.days)
+    return [list(h.days), str(h.days), *peaks, *(f"{v:.6g}" for v in peaks)]
+
+
+def test_ray_backend_on_one_ray_instance(second_runs):
+    """ray-backend (an hpc exercise) on the Ray the runtime starts, as lesson 10 does: every row on one start.
+
+    Ray takes seconds to start (tens on a busy machine) and every test ends with the runtime shut down, so the
+    rows share this test and each failure is reported with its row's name.
+    """
+    p, h = lesson("ray-backend"), hidden("ray-backend")
+    assert len(h.days) < len(p.days) and set(h.days).isdisjoint(p.days)
+    secret = ray_backend_hidden_values(h)
+    # The lesson's own start, with a small object store as the other live Ray tests here: quicker to set up.
+    hpc.init(backend="ray", workers=2, log_to_driver=False, object_store_memory=80 * 2**20)
+    wrong: list[str] = []
+
+    def check(body: str):
+        return run_exercise("ray-backend", body, setup=PIPELINE, line="--no-live")
+
+    def row(name: str, run) -> None:
+        try:
+            run()
+        except AssertionError as exc:  # keep going: one Ray start serves every row, and all are reported
+            wrong.append(f"{name}: {exc}")
+
+    def reference() -> None:
+        second_runs.clear()
+        text = passed_twice(check(CHAINED))
+        assert "`peaks` is the 6 values the daily_peak tasks returned, in day order" in text
+        [(error, trace)] = second_runs
+        assert error is None
+        assert measure.tasks(trace, "load") == measure.tasks(trace, "daily_peak") == len(h.days)
+        assert measure.tasks(hpc.last_trace(), "daily_peak") == len(p.days)  # still the first run's
+
+    row("reference", reference)
+    row("typed-days", lambda: never_shown(carried_over(check(CHAINED.replace("p.days", repr(list(p.days))))),
+                                          *secret))
+    row("range-of-the-lesson-s-count", lambda: never_shown(carried_over(check(CHAINED.replace(
+        "p.days", "range(6)"))), *secret))
+    for name, body in RAY_BACKEND_HONEST.items():
+        row(name, lambda body=body: passed_twice(check(body)))
+
+    def starter() -> None:
+        second_runs.clear()
+        text = not_yet_for(check("readings = [hpc.get(load.remote(day)) for day in p.days]\n"
+                                 "peaks = hpc.get([daily_peak.remote(r) for r in readings])\n"),
+                           "driver-between-steps", "your cell waited in the notebook between the steps")
+        never_shown(text, *secret)
+        assert second_runs == []  # a cell that did not pass the lesson's case is not run again
+
+    row("starter", starter)
+    row("values-not-futures", lambda: never_shown(not_yet_for(check(
+        "days = [load.remote(day) for day in p.days]\n"
+        "peaks = hpc.get([daily_peak.remote(load(day)) for day in p.days])\n"),
+        "values-not-futures", "only 0 of the 6 daily_peak tasks were passed a load future"), *secret))
+    assert not wrong, "\n\n".join(wrong)
