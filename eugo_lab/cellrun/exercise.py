@@ -82,7 +82,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
             held = hidden.held_result()  # the checker's own secret of the hidden case, if it keeps one
             with problems.serving(ex.id, hidden), (
                     _holding_result(*held) if held is not None else contextlib.nullcontext()):
-                error, trace = run_quietly(shell, cell, opts)
+                error, trace = run_quietly(shell, cell, opts, native_api=ex.native_api)
             seen = dict(ns)
         finally:
             ns.clear()

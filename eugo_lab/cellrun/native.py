@@ -197,6 +197,19 @@ def _compare(shell: Any, cell: str, compiled: CompiledCell, opts: CellOptions, r
     return runs, value, error
 
 
+def record_quietly(shell: Any, compiled: CompiledCell, opts: CellOptions,
+                   recording: Any) -> tuple[BaseException | None, Any]:
+    """Run the compiled cell once on the notebook's own engine under ``recording``, showing nothing; ``(error, trace)``.
+
+    The hidden second case of an exercise written in the engine's own API
+    (:func:`eugo_lab.cellrun.runner.run_quietly`): no live view, no summary, and ``hpc.last_trace()``
+    stays the main run's. The recording is a fresh one, so the trace holds this run's tasks only.
+    """
+    __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    _, error, trace, _ = _record_once(shell, compiled, opts, recording, live=False, out_mode="text")
+    return error, trace
+
+
 def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any,
                     after: Callable[[report.CellSummary, BaseException | None, str], None] | None = None,
                     cell: str = "") -> Any:

@@ -34,7 +34,7 @@ from eugo_lab.cellrun.carry import restart_options
 from eugo_lab.cellrun.execute import CompiledCell, compile_cell, execute
 from eugo_lab.cellrun.live import LiveFeed
 from eugo_lab.cellrun.live_state import LiveState
-from eugo_lab.cellrun.native import engine_of, run_native_cell
+from eugo_lab.cellrun.native import engine_of, record_quietly, run_native_cell
 from eugo_lab.cellrun.optimize import CellOptimizer  # --optimize
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.status import unfinished_items
@@ -134,15 +134,24 @@ def _with_gpu_mode(opts: CellOptions) -> CellOptions:
     return opts
 
 
-def run_quietly(shell: Any, cell: str, opts: CellOptions) -> tuple[BaseException | None, Any]:
+def run_quietly(shell: Any, cell: str, opts: CellOptions,
+                native_api: bool = False) -> tuple[BaseException | None, Any]:
     """Run ``cell`` once more on the running runtime, traced as its own run, showing nothing; ``(error, trace)``.
 
     The same path as the cell's main run (its optimizations, ``--gpu`` mode, workers), without
     the live view, the summary or anything the cell prints (the second, hidden case of an
     exercise, :mod:`eugo_lab.cellrun.exercise`). ``hpc.last_trace()`` stays the main run's.
-    The caller owns the namespace the cell runs in.
+    The caller owns the namespace the cell runs in. ``native_api``: as for :func:`run_cell`, a cell
+    written in Dask's or Ray's own API is run on that engine and recorded from it, by a recording
+    of its own (the main run's comparison runs, ``--compare``/``--scaling``, are not made again).
     """
     __tracebackhide__ = True  # IPython hides this frame in tracebacks
+    native = engine_of(cell, opts) if native_api else None
+    if native is not None:
+        compiled = compile_cell(shell, cell, None)
+        with cellrecord.aside(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            return record_quietly(shell, compiled, opts, native)
     optimizer = CellOptimizer(opts)  # a fresh one: the main run's report is built and kept already
     compiled = compile_cell(shell, cell, optimizer.transform)
     opts = _with_gpu_mode(opts)

@@ -7,16 +7,18 @@ from _clusters import dask_cli_cluster
 from _exercise_cells import not_yet_for, passed_with, run_exercise, tier_code
 
 from eugo_lab import hpc
-from eugo_lab.exercises import catalog
+from eugo_lab.exercises import catalog, problems
 from eugo_lab.exercises.catalog.clusters import reference_result
 
-# The lesson's table, made here as the lesson's starter cell makes it, and the lesson's `cluster`.
+# The lesson's inputs, handed out by the checker (the 8 MB table, the seeds), and the lesson's `cluster`. `gains` is
+# bound in this earlier cell: the hidden second run gets the hidden case's table under that name.
 SETUP = """
 import types
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 
-gains = np.random.default_rng(1).normal(1.0, 0.01, 1_000_000)  # 8 MB
+p = exercises.problem("dask-cluster")
+gains = p.gains  # 8 MB
 cluster = types.SimpleNamespace(scheduler_address={address!r})
 """
 # The task as the starter writes it: it reads the table as a global.
@@ -45,7 +47,7 @@ def channel_mean(seed):
 """
 STARTER = GLOBAL + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n"
 REFERENCE = ("gains_ref = hpc.put(gains)\n" + ARGUMENT
-             + "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in range(12)])\n")
+             + "result = hpc.get([channel_mean.remote(gains_ref, seed) for seed in p.seeds])\n")
 LINE = "--no-live"  # no -w: the connected runtime is reused as it is (a -w would start another cluster)
 # The means computed here in the notebook, as a learner in a hurry would.
 IN_THE_NOTEBOOK = "[float(gains[np.random.default_rng(s).integers(0, len(gains), 1_000)].mean()) for s in range(12)]"
@@ -85,8 +87,8 @@ PASS = {
                                 "def channel_mean(seed, table):\n"
                                 "    picks = np.random.default_rng(seed).integers(0, len(table), 1_000)\n"
                                 "    return float(table[picks].mean())\n\n"
-                                "futs = {s: channel_mean.remote(s, table=stored) for s in range(12)}\n"
-                                "result = hpc.get([futs[s] for s in range(12)])\n"),
+                                "futs = {s: channel_mean.remote(s, table=stored) for s in p.seeds}\n"
+                                "result = hpc.get([futs[s] for s in p.seeds])\n"),
 }
 
 
@@ -98,6 +100,7 @@ def test_passes(two_workers, body):
     assert "(1 hpc.put)" in text and "each under 10% of the table's 8 MB" in text
     assert "`result` is the 12 values those tasks returned, in seed order" in text
     assert "127.0.0.1" not in text and "tcp://" not in text  # deterministic lines: no address
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text  # and on the hidden case
 
 
 NOT_YET = {

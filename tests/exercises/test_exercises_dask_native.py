@@ -13,19 +13,19 @@ import pytest
 from _exercise_cells import not_yet_for, passed_with, run_exercise
 
 from eugo_lab import hpc
-from eugo_lab.exercises import catalog
+from eugo_lab.exercises import catalog, problems
 from eugo_lab.exercises.catalog.dask_native import expected_counts
 
 distributed = pytest.importorskip("distributed")
 
+# The inputs come from the checker (p: 16 MB of readings and six limits); a passing cell is run again on a hidden case.
 ARRAY = """import numpy as np
 
-readings = np.random.default_rng(7).normal(20.0, 5.0, 2_000_000)  # 16 MB
+p = exercises.problem("dask-scatter")
+readings, limits = p.readings, list(p.limits)
 
 def above(data, limit):
     return int((data > limit).sum())
-
-limits = [10, 15, 20, 25, 30, 35]
 """
 STARTER = ARRAY + "counts = client.gather([client.submit(above, readings, limit) for limit in limits])\n"
 REFERENCE = ARRAY + ("readings_f = client.scatter(readings, broadcast=True)\n"
@@ -51,7 +51,7 @@ def client():
 
 def check(body: str):
     return run_exercise("dask-scatter", body, setup="from distributed import Client, as_completed, get_client\n"
-                        "client = get_client()\n", line=LINE)
+                        "from eugo_lab import exercises\nclient = get_client()\n", line=LINE)
 
 
 def test_registered_as_a_native_exercise_of_its_lesson():
@@ -64,7 +64,8 @@ PASS = {
     "reference": REFERENCE,
     # client.map over the limits, the scattered future repeated; no broadcast
     "map-without-broadcast": ARRAY + ("readings_f = client.scatter(readings)\n"
-                                      "counts = client.gather(client.map(above, [readings_f] * 6, limits))\n"),
+                                      "counts = client.gather(client.map(above, [readings_f] * len(limits), "
+                                      "limits))\n"),
     # results taken as they finish, put back in the order of the limits
     "as-completed": ARRAY + ("readings_f = client.scatter(readings)\n"
                              "futs = {client.submit(above, readings_f, limit): i for i, limit in enumerate(limits)}\n"
@@ -85,8 +86,10 @@ def test_passes(client, body):
     if "count_above" in body:  # the helper's name is the tasks' function
         body = body.replace("def above(", "def _above(").replace("return above(", "return _above(")
         body = body.replace("def count_above(", "def above(").replace("count_above, ", "above, ")
-    text = passed_with(check(body), "all 6 above tasks read the one scattered copy of the array on their workers "
+    verdict = check(body)
+    text = passed_with(verdict, "all 6 above tasks read the one scattered copy of the array on their workers "
                        "(1 client.scatter)")
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text  # and on the hidden case
     assert "`counts` is the 6 values those tasks returned, in the order of the limits" in text
 
 
@@ -140,7 +143,7 @@ def test_in_process_workers_cannot_be_graded(client):
     inproc = distributed.Client(cluster)  # the newest client is the default
     try:
         verdict = run_exercise("dask-scatter", REFERENCE, setup="from distributed import get_client\n"
-                               "client = get_client()\n", line=LINE)
+                               "from eugo_lab import exercises\nclient = get_client()\n", line=LINE)
         not_yet_for(verdict, "in-process", "a cluster without worker processes")
     finally:
         inproc.close()

@@ -12,15 +12,18 @@ import pytest
 from _exercise_cells import code_in, hint_code, hint_words, run_exercise
 
 from eugo_lab import hpc
-from eugo_lab.exercises import catalog
+from eugo_lab.exercises import catalog, problems
 from eugo_lab.exercises.catalog.ray_backend import chained, expected_peaks
 
 pytest.importorskip("ray")
 
-# The starter's two functions, as the lesson's exercise cell defines them.
+# The starter's two functions, as the lesson's exercise cell defines them, and its inputs (p.days, handed out by the
+# checker: a passing cell is run again on a hidden case of other days).
 FUNCTIONS = '''
 import random
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("ray-backend")
 
 @hpc.remote
 def load(day):
@@ -31,9 +34,9 @@ def load(day):
 def daily_peak(readings):
     return max(readings)
 '''
-STARTER = ("readings = [hpc.get(load.remote(day)) for day in range(6)]\n"
+STARTER = ("readings = [hpc.get(load.remote(day)) for day in p.days]\n"
            "peaks = hpc.get([daily_peak.remote(r) for r in readings])\n")
-REFERENCE = "days = [load.remote(day) for day in range(6)]\npeaks = hpc.get([daily_peak.remote(d) for d in days])\n"
+REFERENCE = "days = [load.remote(day) for day in p.days]\npeaks = hpc.get([daily_peak.remote(d) for d in days])\n"
 LINE = "--no-live"  # no -w: the cell runs on the runtime the test connected (a -w would start the local pool)
 
 
@@ -61,12 +64,12 @@ def test_registered_with_its_lesson():
 # Honest variants that differ from the reference: the chain written as one call inside another, in a
 # loop, and a dictionary of futures by day.
 TABLE_PASS = {
-    "nested-calls": "peaks = hpc.get([daily_peak.remote(load.remote(day)) for day in range(6)])\n",
-    "loop": ("pending = []\nfor day in range(6):\n    readings = load.remote(day)\n"
+    "nested-calls": "peaks = hpc.get([daily_peak.remote(load.remote(day)) for day in p.days])\n",
+    "loop": ("pending = []\nfor day in p.days:\n    readings = load.remote(day)\n"
              "    pending.append(daily_peak.remote(readings))\npeaks = hpc.get(pending)\n"),
-    "dict-of-futures": ("by_day = {day: load.remote(day) for day in range(6)}\n"
+    "dict-of-futures": ("by_day = {day: load.remote(day) for day in p.days}\n"
                         "tops = {day: daily_peak.remote(f) for day, f in by_day.items()}\n"
-                        "peaks = [hpc.get(tops[day]) for day in range(6)]\n"),
+                        "peaks = [hpc.get(tops[day]) for day in p.days]\n"),
 }
 
 
@@ -118,6 +121,7 @@ def _reference() -> None:
     assert "the 6 load and 6 daily_peak tasks ran through the runtime on the Ray engine" in text
     assert "each of the 6 daily_peak tasks was passed its load future" in text
     assert "`peaks` is the 6 values the daily_peak tasks returned, in day order" in text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text  # and on the hidden case
     trace = hpc.last_trace()
     assert trace.meta["backend"] == "ray" and chained(trace, "daily_peak", "load") == 6
 
@@ -125,18 +129,18 @@ def _reference() -> None:
 def _starter_counts_its_waits() -> None:
     v = check(STARTER)
     assert "6 waits like it in all" in v.to_text(), v.to_text()
-    assert "days = [load.remote(day) for day in range(6)]" in hint_code(v)
+    assert "days = [load.remote(day) for day in p.days]" in hint_code(v)
 
 
 def test_the_table_of_cells_on_one_ray_instance():
     hpc.init(backend="ray", workers=2, log_to_driver=False)  # the lesson's own start
-    problems: list[str] = []
+    wrong: list[str] = []
 
     def row(name: str, run) -> None:
         try:
             run()
         except AssertionError as exc:  # keep going: one Ray start serves every row, and all are reported
-            problems.append(f"{name}: {exc}")
+            wrong.append(f"{name}: {exc}")
 
     row("reference", _reference)
     for name, body in TABLE_PASS.items():
@@ -148,7 +152,7 @@ def test_the_table_of_cells_on_one_ray_instance():
         row(name, lambda body=body, setup=setup, mistake=mistake, message=message:
             not_yet(check(body, setup), mistake, message))
     row("starter-counts-its-waits", _starter_counts_its_waits)
-    assert not problems, "\n\n".join(problems)
+    assert not wrong, "\n\n".join(wrong)
 
 
 def test_on_the_local_pool_names_the_engine():

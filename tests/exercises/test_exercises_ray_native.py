@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from _exercise_cells import not_yet_for, passed_with, run_exercise
 
-from eugo_lab.exercises import catalog
+from eugo_lab.exercises import catalog, problems
 from eugo_lab.exercises.base import Attempt
 from eugo_lab.exercises.catalog.ray_native import expected_values
 from eugo_lab.native import ray_recording
@@ -130,13 +130,17 @@ def test_a_cell_through_hpc(monkeypatch):
 
 
 # -- a live local Ray, through the magic ------------------------------------------------------------------
+# The inputs come from the checker (p.tiles, and p.ms: tile 0 is the slow one); a passing cell is run again on a
+# hidden case.
 RENDER = """
+p = exercises.problem("ray-wait")
+
 @ray.remote
-def render(tile):
-    time.sleep(0.8 if tile == 0 else 0.1)  # tile 0 is the slow one
+def render(tile, ms):
+    time.sleep(ms / 1000)
     return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
 
-refs = [render.remote(tile) for tile in range(6)]
+refs = [render.remote(tile, ms) for tile, ms in zip(p.tiles, p.ms)]
 shown = []
 """
 LIVE = {
@@ -167,8 +171,10 @@ def live_ray():
 @pytest.mark.parametrize("row", list(LIVE.values()), ids=list(LIVE))
 def test_live_ray(live_ray, row):
     body, mistake = row
-    verdict = run_exercise("ray-wait", body, setup="import time\nimport numpy as np\nimport ray\n", line="--no-live")
+    verdict = run_exercise("ray-wait", body, setup="import time\nimport numpy as np\nimport ray\n"
+                           "from eugo_lab import exercises\n", line="--no-live")
     if mistake is None:
-        passed_with(verdict, "`shown` holds the 6 values the tasks returned")
+        text = passed_with(verdict, "`shown` holds the 6 values the tasks returned")
+        assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text  # and on the hidden case
     else:
         not_yet_for(verdict, mistake, "The cell never called ray.wait")

@@ -6,59 +6,97 @@ it from Dask's own records (:mod:`eugo_lab.native`): the bytes each task's argum
 every task, each ``client.scatter``, which tasks' workers list a scattered key among their
 dependencies, and the values the driver received for each task.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.readings``, a read-only
+array of 2,000,000 float64 sensor readings (16 MB) in the lesson, and ``p.limits``, the six limits
+10-35; a passing cell is run again, on the same Dask client, on a hidden case: 250,000-500,000
+readings (2-4 MB) of another mean and spread, and 4-5 other limits.
+
 Starter cell (graded ``not yet``: the 16 MB array is pickled and sent with every task)::
 
     %%eugo --exercise dask-scatter
-    import numpy as np
-
-    readings = np.random.default_rng(7).normal(20.0, 5.0, 2_000_000)  # 16 MB
+    p = exercises.problem("dask-scatter")  # this exercise's inputs: p.readings (16 MB) and p.limits
 
     def above(data, limit):
         return int((data > limit).sum())
 
-    limits = [10, 15, 20, 25, 30, 35]
-    counts = client.gather([client.submit(above, readings, limit) for limit in limits])
+    counts = client.gather([client.submit(above, p.readings, limit) for limit in p.limits])
 
-Reference solution: ``readings_f = client.scatter(readings, broadcast=True)`` and the same
-submissions with ``readings_f`` in place of ``readings``.
+(``exercises`` is imported in the lesson's first code cell: a cell that names ``eugo_lab`` is taken
+for an ``hpc`` cell and not recorded from Dask.)
 
-Criteria, each from the recording: the tasks ran through Dask's own API on worker processes
-(in-process workers are sent nothing, so there would be nothing to measure); ``counts`` equals
-the counts computed here from the exercise's own array and limits; six ``above`` tasks ran;
-``counts`` holds what those tasks returned to the notebook; their arguments came to under
-``MAX_SHIPPED_SHARE`` of the array; the function carried no copy of it; exactly one scatter;
-every ``above`` task read the scattered copy on its worker.
+Reference solution: ``readings_f = client.scatter(p.readings, broadcast=True)`` and the same
+submissions with ``readings_f`` in place of ``p.readings``.
+
+Criteria, each from the recording, on the inputs the run was handed: the tasks ran through Dask's
+own API on worker processes (in-process workers are sent nothing, so there would be nothing to
+measure); ``counts`` equals the counts computed here from the checker's own copy of the readings
+and limits; one ``above`` task ran per limit; ``counts`` holds what those tasks returned to the
+notebook; their arguments came to under ``MAX_SHIPPED_SHARE`` of the array; the function carried
+no copy of it; exactly one scatter; every ``above`` task read the scattered copy on its worker.
+Then the same on the hidden case.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
+# The lesson's readings: the array its cell made before the checker handed it out (seed 7, mean 20, spread 5).
 SEED = 7
 SIZE = 2_000_000
+MEAN, SPREAD = 20.0, 5.0
 LIMITS = (10, 15, 20, 25, 30, 35)
+# The hidden case: 2-4 MB, still thousands of times a scattered future's size (so sending it by value, or
+# carrying it in the function, fails there as in the lesson), and quick to make, scatter and count; fewer
+# limits (each a task), so the second run costs less than the first.
+HIDDEN_SIZES = range(250_000, 500_001)
+HIDDEN_MEANS = range(12, 29)
+HIDDEN_SPREADS = (3.0, 4.0, 6.0, 7.0)
+HIDDEN_N_LIMITS = (4, 5)
 FUNCTION = "above"
 # A scattered future is a few hundred bytes; one copy of the array in the arguments is 100%: 10% is far from both.
 MAX_SHIPPED_SHARE = 0.1
 
 
-def reference_data() -> np.ndarray:
-    """The exercise's array, made here the same way the cell makes it."""
-    return np.random.default_rng(SEED).normal(20.0, 5.0, SIZE)
+@problems.declare("dask-scatter")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class DaskScatterProblem(problems.Problem):
+    """The sensor readings the tasks count (read-only) and the limits, one task each."""
+
+    readings: np.ndarray
+    limits: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> DaskScatterProblem:
+        """The lesson's readings and six limits; hidden: fewer readings of another mean and spread, other limits.
+
+        The hidden limits are distinct whole numbers within two spreads of the mean, in rising order, so every
+        count is a different number of readings (none 0, none all of them) and a typed count cannot match.
+        """
+        if not hidden:
+            return cls(problems.frozen_array(np.random.default_rng(SEED).normal(MEAN, SPREAD, SIZE)), LIMITS)
+        mean, spread = rng.choice(HIDDEN_MEANS), rng.choice(HIDDEN_SPREADS)
+        size = rng.choice(HIDDEN_SIZES)
+        readings = np.random.default_rng(rng.randrange(2**32)).normal(mean, spread, size)
+        span = range(int(mean - 2 * spread), int(mean + 2 * spread) + 1)
+        limits = tuple(sorted(rng.sample(span, rng.choice(HIDDEN_N_LIMITS))))
+        return cls(problems.frozen_array(readings), limits)
 
 
-def expected_counts() -> list[int]:
-    """How many readings exceed each limit, in the order of the limits."""
-    data = reference_data()
-    return [int((data > limit).sum()) for limit in LIMITS]
+def expected_counts(p: DaskScatterProblem | None = None) -> list[int]:
+    """How many readings exceed each limit, in the order of the limits (of ``p``; the lesson's case by default)."""
+    p = p if p is not None else problems.lesson_case("dask-scatter")
+    return [int((p.readings > limit).sum()) for limit in p.limits]
 
 
-_SOLUTION = ("readings_f = client.scatter(readings, broadcast=True)  # one copy on the cluster\n"
-             "counts = client.gather([client.submit(above, readings_f, limit) for limit in limits])")
+_SOLUTION = ("readings_f = client.scatter(p.readings, broadcast=True)  # one copy on the cluster\n"
+             "counts = client.gather([client.submit(above, readings_f, limit) for limit in p.limits])")
 HINTS = {
     DEFAULT: Hint("Send the array to the cluster once with the client's scatter, before submitting, and give every "
                   "task the future scatter returns instead of the array itself.", _SOLUTION),
@@ -69,22 +107,25 @@ HINTS = {
                       + _SOLUTION),
     "in-process": Hint("Use a client of the lesson's cluster of worker processes (its first code cell), "
                        "so the tasks' arguments are really sent.", "client = Client(cluster)\n" + _SOLUTION),
-    "results": Hint("`counts` must hold what the six above tasks return, one per limit, in the order of `limits`.",
+    "results": Hint("`counts` must hold what the above tasks return, one per limit in p.limits, in that order.",
                     _SOLUTION),
-    "local": Hint("Submit each of the six above calls to the cluster with client.submit (or client.map).",
-                  _SOLUTION),
+    "local": Hint("Submit each above call, one per limit in p.limits, to the cluster with client.submit (or "
+                  "client.map).", _SOLUTION),
     "decoy": Hint("Let `counts` be what the above tasks returned (client.gather of their futures), not counts "
                   "computed here in the notebook.", _SOLUTION),
     "by-value": Hint("Scatter the array once and pass the future scatter returns to every task; that future is a "
                      "few hundred bytes, the array 16 MB.", _SOLUTION),
     "captured": Hint("Pass the array to the function as an argument (the scattered future) instead of reading a "
                      "global: Dask pickles a function with what it reads into every task it sends.", _SOLUTION),
-    "no-scatter": Hint("Make the array once in the notebook, scatter it to the cluster, and pass the future to "
-                       "every task.", _SOLUTION),
+    "no-scatter": Hint("Scatter the exercise's array, p.readings, to the cluster once and pass the future to "
+                       "every task, instead of making the data inside the tasks.", _SOLUTION),
     "scatter-per-task": Hint("Call scatter once, before the loop, and pass the same future to every task.",
                              _SOLUTION),
     "scatter-unused": Hint("Pass the future scatter returned to every task as its argument, so each task reads the "
                            "scattered copy on its worker.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Scatter p.readings, the exercise's array, and submit one task for each limit in "
+                              "p.limits, instead of an array of your own, limits or counts written into the cell.",
+                              "p = exercises.problem(\"dask-scatter\")\n" + _SOLUTION),
 }
 
 
@@ -111,25 +152,26 @@ def _dask_run(a: Attempt) -> None:
 @exercise("dask-scatter", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
           title="Scatter a large array once, in Dask's own API", hints=HINTS, native_api=True)
 def dask_scatter(a: Attempt) -> Verdict:
-    """Grade scattering: the right counts, from six tasks that all read one scattered copy of the array."""
+    """Grade scattering: the right counts, from one task per limit, all reading one scattered copy of the array."""
     _dask_run(a)
     counts = a.require("counts")
-    expected = expected_counts()
-    n_limits = len(LIMITS)
+    p = problems.given(a)  # the checker's own copy of the inputs the run was handed
+    expected = expected_counts(p)
+    n_limits = len(p.limits)
     try:
         right = [int(c) for c in counts] == expected
     except (TypeError, ValueError):
         right = False
     if not right:
         return a.not_yet(f"`counts` is not the {n_limits} counts of readings above each limit, in the order of "
-                         "`limits`.", mistake="results")
+                         "p.limits.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
     if n < n_limits:
         return a.not_yet(f"only {n} of the {n_limits} above calls ran as Dask tasks.", mistake="local")
     came = derivation.listed(list(counts), a.trace, FUNCTION, name="counts", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
-    data_bytes = SIZE * 8
+    data_bytes = p.readings.nbytes
     size = fmt_bytes(data_bytes, ".3g")
     shipped = measure.bytes_in(a.trace, FUNCTION)
     if shipped > MAX_SHIPPED_SHARE * data_bytes:

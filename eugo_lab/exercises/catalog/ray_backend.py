@@ -3,10 +3,18 @@
 The lesson connects the runtime to a local Ray instance with
 ``hpc.init(backend="ray", workers=2, log_to_driver=False)``.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.days``, the days to
+load (0-5 in the lesson); a passing cell is run again, on the same Ray, on a hidden case of 3-4
+other days (6-365), so other peaks.
+
 Starter cell (graded ``not yet``: it runs on Ray, but brings every day's readings back into
 the notebook with get() before the second step starts)::
 
     %%eugo --exercise ray-backend
+    from eugo_lab import exercises
+
+    p = exercises.problem("ray-backend")  # this exercise's inputs: p.days, the days to load
+
     @hpc.remote
     def load(day):
         rng = random.Random(day)
@@ -16,43 +24,64 @@ the notebook with get() before the second step starts)::
     def daily_peak(readings):
         return max(readings)
 
-    readings = [hpc.get(load.remote(day)) for day in range(6)]
+    readings = [hpc.get(load.remote(day)) for day in p.days]
     peaks = hpc.get([daily_peak.remote(r) for r in readings])
 
 Reference solution (same functions, then)::
 
-    days = [load.remote(day) for day in range(6)]
+    days = [load.remote(day) for day in p.days]
     peaks = hpc.get([daily_peak.remote(d) for d in days])
 
-Criteria, all read off the trace and the namespace, none off the clock: the cell's tasks ran
-through the runtime (a cell that calls Ray's own API runs nothing the trace sees), on the Ray
-engine (not the local pool); six ``load`` and six ``daily_peak`` tasks ran; ``peaks`` holds the
-six days' peaks in day order, is what the ``daily_peak`` tasks of this cell returned
-(:func:`~eugo_lab.exercises.derivation.listed`) and is no object an earlier cell left; the
+Criteria, all read off the trace and the namespace, none off the clock, on the inputs the run was
+handed: the cell's tasks ran through the runtime (a cell that calls Ray's own API runs nothing the
+trace sees), on the Ray engine (not the local pool); one ``load`` and one ``daily_peak`` task ran
+per day; ``peaks`` holds the days' peaks in the order of ``p.days``, is what the ``daily_peak``
+tasks of this cell returned (:func:`~eugo_lab.exercises.derivation.listed`) and is no object an
+earlier cell left; the
 driver made no blocking call (get, wait, result) before it had submitted every ``daily_peak``
 task, so nothing came back to the notebook between the steps; and every ``daily_peak`` task
 was passed a ``load`` future (the dependency edges the runtime recorded), so the runtime, not
-the notebook, handed each day's readings on.
+the notebook, handed each day's readings on. Then the same on the hidden case.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
 
 DAYS = 6
 #: Readings per day in the starter's ``load``; the lesson's cell uses the same number.
 READINGS = 50_000
+# The hidden case: fewer days (each two tasks), other ones, so other peaks; a second run costs about half the first.
+HIDDEN_N = (3, 4)
+HIDDEN_DAYS = range(6, 366)
 FIRST, SECOND = "load", "daily_peak"
 CONNECT = "hpc.init(backend=\"ray\", workers=2, log_to_driver=False)"
-_SOLUTION = ("days = [load.remote(day) for day in range(6)]\n"
+_SOLUTION = ("days = [load.remote(day) for day in p.days]\n"
              "peaks = hpc.get([daily_peak.remote(d) for d in days])")
+
+
+@problems.declare("ray-backend")
+@dataclass(frozen=True, repr=False)
+class RayBackendProblem(problems.Problem):
+    """The days whose readings the pipeline loads and whose peaks it finds."""
+
+    days: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> RayBackendProblem:
+        """The lesson's days 0-5; hidden: 3-4 other days, in an order drawn from ``rng``."""
+        if not hidden:
+            return cls(tuple(range(DAYS)))
+        return cls(tuple(rng.sample(HIDDEN_DAYS, rng.choice(HIDDEN_N))))
 HINTS = {
     DEFAULT: Hint("Keep the load futures and pass each one straight to daily_peak; call get() once, on the peaks, "
                   "at the end.", _SOLUTION),
@@ -61,9 +90,9 @@ HINTS = {
     "ray-direct": Hint("Write the pipeline with the runtime's own decorator and calls, as the starter does: they "
                        "run on the Ray engine the runtime is connected to, and they are traced; Ray's own calls go "
                        "around the runtime.", _SOLUTION),
-    "local": Hint(f"Run each of the {DAYS} days as a load task and each peak as a daily_peak task, with .remote.",
+    "local": Hint("Run each day in p.days as a load task and each peak as a daily_peak task, with .remote.",
                   _SOLUTION),
-    "results": Hint(f"`peaks` must hold the {DAYS} days' peaks in day order, from the starter's load and "
+    "results": Hint("`peaks` must hold the peaks of the days in p.days, in that order, from the starter's load and "
                     "daily_peak functions unchanged.", _SOLUTION),
     "not-from-tasks": Hint("Make `peaks` what get() returns for the daily_peak futures of this cell, not a list "
                            "computed or typed in the notebook.", _SOLUTION),
@@ -74,13 +103,18 @@ HINTS = {
                                  _SOLUTION),
     "values-not-futures": Hint("Give daily_peak the future that load.remote returned, not readings computed in "
                                "the notebook.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Load each day in p.days, the exercise's inputs, instead of days or peaks written "
+                              "into the cell.", "p = exercises.problem(\"ray-backend\")\n" + _SOLUTION),
 }
 
 
-def expected_peaks(days: int = DAYS, readings: int = READINGS) -> list[float]:
-    """What the starter's functions compute: the highest of ``readings`` made-up readings of each day."""
+def expected_peaks(days: Sequence[int] | None = None, readings: int = READINGS) -> list[float]:
+    """What the starter's functions compute: the highest of ``readings`` made-up readings of each day, in order.
+
+    ``days``: the lesson's (0-5) unless given.
+    """
     out = []
-    for day in range(days):
+    for day in (days if days is not None else range(DAYS)):
         rng = random.Random(day)
         out.append(max(rng.gauss(20.0, 5.0) for _ in range(readings)))
     return out
@@ -145,6 +179,8 @@ def _earlier_name(value: Any, before: dict[str, Any]) -> str | None:
 def ray_backend(a: Attempt) -> Verdict:
     """Grade a pipeline on Ray: traced tasks on the Ray engine, the second step fed the first step's futures."""
     peaks = a.require("peaks")
+    days = problems.given(a).days  # the checker's own copy of the inputs the run was handed
+    n_days = len(days)
     n_first, n_second = measure.tasks(a.trace, FIRST), measure.tasks(a.trace, SECOND)
     if measure.tasks(a.trace) == 0:
         own = made_by_ray(a.namespace, a.assigned)
@@ -155,14 +191,15 @@ def ray_backend(a: Attempt) -> Verdict:
         steps.tasks_ran(a, SECOND, "the peaks")
     a.require_engine("ray", measure.tasks(a.trace), ", not on Ray: the runtime was not connected to Ray when the "
                      "cell ran.")
-    if n_first < DAYS or n_second < DAYS:
+    if n_first < n_days or n_second < n_days:
         here = steps.functions_here(a, (FIRST, SECOND))
-        return a.not_yet(f"{n_first} of the {DAYS} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks"
+        return a.not_yet(f"{n_first} of the {n_days} days ran as {FIRST} tasks and {n_second} as {SECOND} tasks"
                          + (f"; {here}." if here else ": every day is a task of each step."),
                          mistake="local")
-    if not measure.same_within_tolerance(list(peaks) if isinstance(peaks, (list, tuple)) else peaks, expected_peaks()):
-        return a.not_yet(f"`peaks` is not the {DAYS} days' peaks in day order that the starter's functions "
-                         "compute.", mistake="results")
+    if not measure.same_within_tolerance(list(peaks) if isinstance(peaks, (list, tuple)) else peaks,
+                                         expected_peaks(days)):
+        return a.not_yet(f"`peaks` is not the {n_days} days' peaks in day order (the order of p.days) that the "
+                         "starter's functions compute.", mistake="results")
     steps.from_tasks(a, derivation.listed(peaks, a.trace, SECOND, name="peaks"), SECOND)
     earlier = _earlier_name(peaks, a.before)
     if earlier is not None:
@@ -190,7 +227,7 @@ def ray_backend(a: Attempt) -> Verdict:
                     f"each of the {n_second} {SECOND} tasks was passed its {FIRST} future, and the notebook made "
                     "no wait until every task was submitted, so your code never held the readings between the "
                     "steps",
-                    f"`peaks` is the {DAYS} values the {SECOND} tasks returned, in day order",
+                    f"`peaks` is the {n_days} values the {SECOND} tasks returned, in day order",
                     details=(f"{used} workers used of {a.workers}",
                              f"{linked} dependencies recorded from {SECOND} to {FIRST} tasks"))
 

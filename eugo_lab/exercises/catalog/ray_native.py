@@ -6,54 +6,101 @@ The cell is written with Ray itself (``@ray.remote``, ``.remote()``, ``ray.wait`
 (each wait's refs given, ``num_returns`` asked and refs returned ready), and the values
 ``ray.get`` handed the notebook for each task.
 
+The inputs come from the checker (:mod:`eugo_lab.exercises.problems`): ``p.tiles``, the tiles to
+render (0-5 in the lesson), and ``p.ms``, how many milliseconds each takes (tile 0 800, the others
+100); a passing cell is run again on a hidden case of 4-5 other tiles (6-99), one of them, at a place
+drawn from the seed and never the first, slow (300-400 ms) and the others 40-60 ms. The slow tile
+is an input, not a result the checker hands back late (:func:`~eugo_lab.exercises.problems.hold_result`):
+that hold lives in eugo_lab's own runtime, which a cell in Ray's own API never goes through (Ray's
+core worker completes its refs), and this exercise counts calls, not finishing order, so an input
+duration keeps the lesson's story (one slow tile among quick ones) true on the hidden case too.
+
 Starter cell (graded ``not yet``: a ``ray.get`` per tile, in submission order, waits for the slow
 first tile while the others sit finished)::
 
     %%eugo --exercise ray-wait
+    p = exercises.problem("ray-wait")  # this exercise's inputs: p.tiles and p.ms, how long each takes
+
     @ray.remote
-    def render(tile):
-        time.sleep(0.8 if tile == 0 else 0.1)  # tile 0 is the slow one
+    def render(tile, ms):
+        time.sleep(ms / 1000)
         return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
 
-    refs = [render.remote(tile) for tile in range(6)]
+    refs = [render.remote(tile, ms) for tile, ms in zip(p.tiles, p.ms)]
     shown = []
     for ref in refs:
         shown.append(ray.get(ref))
 
+(``exercises`` is imported in the lesson's first code cell: a cell that names ``eugo_lab`` is taken
+for an ``hpc`` cell and not recorded from Ray.)
+
 Reference solution: ``while refs: ready, refs = ray.wait(refs); shown.append(ray.get(ready[0]))``.
 
-Criteria, each from the recording: the tasks ran through Ray's own API; ``shown`` holds the six
-tiles' values computed here (in any order: the order they finish in is Ray's); six ``render``
-tasks ran; ``shown`` holds what those tasks returned to the notebook; the results were taken
-through ``ray.wait``, no call but the last of several asking for all the refs it was given, the
-values taken with ``ray.get`` between the waits (not all after the last one), and those waits
-reported every tile ready between them.
+Criteria, each from the recording, on the inputs the run was handed: the tasks ran through Ray's
+own API; ``shown`` holds the values of the tiles in ``p.tiles`` computed here (in any order: the
+order they finish in is Ray's); one ``render`` task ran per tile; ``shown`` holds what those tasks
+returned to the notebook; the results were taken through ``ray.wait``, no call but the last of
+several asking for all the refs it was given, the values taken with ``ray.get`` between the waits
+(not all after the last one), and those waits reported every tile ready between them. Then the
+same on the hidden case.
 """
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
-TILES = 6
+# The lesson's tiles, and how long each takes to render: tile 0 is the slow one.
+TILES = tuple(range(6))
+MS = (800, 100, 100, 100, 100, 100)
+# The hidden case, sized to cost about half the lesson's: fewer tiles, other ids (so other values), one slow
+# among quick ones, as in the lesson, but not the first (an order fitted to the lesson's would not match it).
+# The quick ones take at most 4 x 60 ms one after another on one CPU: still done before the slow one on two.
+HIDDEN_N = (4, 5)
+HIDDEN_TILES = range(6, 100)
+HIDDEN_SLOW_MS = range(300, 401, 10)
+HIDDEN_QUICK_MS = range(40, 61, 10)
 FUNCTION = "render"
 
 
+@problems.declare("ray-wait")
+@dataclass(frozen=True, repr=False)
+class RayWaitProblem(problems.Problem):
+    """The tiles to render and how many milliseconds each takes (one slow among quick ones)."""
+
+    tiles: tuple[int, ...]
+    ms: tuple[int, ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> RayWaitProblem:
+        """The lesson's six tiles, tile 0 slow; hidden: 4-5 other tiles, a slow one at a place drawn, not the first."""
+        if not hidden:
+            return cls(TILES, MS)
+        n = rng.choice(HIDDEN_N)
+        tiles = tuple(rng.sample(HIDDEN_TILES, n))
+        slow = rng.randrange(1, n)
+        ms = tuple(rng.choice(HIDDEN_SLOW_MS) if i == slow else rng.choice(HIDDEN_QUICK_MS) for i in range(n))
+        return cls(tiles, ms)
+
+
 def tile_value(tile: int) -> int:
-    """What ``render(tile)`` returns: the sum of the tile's made-up pixel values."""
+    """What ``render(tile, ms)`` returns: the sum of the tile's made-up pixel values."""
     return int(np.random.default_rng(tile).integers(0, 256, 10_000).sum())
 
 
-def expected_values() -> list[int]:
-    """Every tile's value, in tile order."""
-    return [tile_value(t) for t in range(TILES)]
+def expected_values(p: RayWaitProblem | None = None) -> list[int]:
+    """Every tile's value, in the order of ``p.tiles`` (the lesson's case by default)."""
+    p = p if p is not None else problems.lesson_case("ray-wait")
+    return [tile_value(t) for t in p.tiles]
 
 
-_SOLUTION = ("refs = [render.remote(tile) for tile in range(6)]\n"
+_SOLUTION = ("refs = [render.remote(tile, ms) for tile, ms in zip(p.tiles, p.ms)]\n"
              "shown = []\n"
              "while refs:\n"
              "    ready, refs = ray.wait(refs)  # returns as soon as one tile is done\n"
@@ -66,9 +113,10 @@ HINTS = {
                        _SOLUTION),
     "no-ray": Hint("Run the lesson's cells above first: they start Ray. Then submit each tile to Ray as a task of "
                    "the render function.", _SOLUTION),
-    "results": Hint("`shown` must hold the value of every one of the six tiles, each once, as the render tasks "
-                    "return them.", _SOLUTION),
-    "local": Hint("Submit each of the six render calls to Ray as a task instead of calling it here.", _SOLUTION),
+    "results": Hint("`shown` must hold the value of every tile in p.tiles, each once, as the render tasks return "
+                    "them.", _SOLUTION),
+    "local": Hint("Submit each render call, one per tile in p.tiles, to Ray as a task instead of calling it here.",
+                  _SOLUTION),
     "decoy": Hint("Let `shown` hold what ray.get returns for the render tasks, not values computed here in the "
                   "notebook.", _SOLUTION),
     "get-in-order": Hint("A ray.get on one ref waits for that ref, however long it takes. Ask ray.wait which ref is "
@@ -77,6 +125,9 @@ HINTS = {
                          "those, and wait again for the rest.", _SOLUTION),
     "wait-then-get-all": Hint("Keep waiting until ray.wait has handed you every tile: loop while refs are left, "
                               "taking each ready one as it comes.", _SOLUTION),
+    problems.CARRY_OVER: Hint("Submit one render task for each tile in p.tiles, with its time from p.ms, and loop "
+                              "while refs are left, instead of tiles, a count of them or values written into the "
+                              "cell.", "p = exercises.problem(\"ray-wait\")\n" + _SOLUTION),
 }
 
 
@@ -131,26 +182,29 @@ def _taken_as_they_finish(a: Attempt, n: int) -> None:
 @exercise("ray-wait", lesson="01-distributed-python/11-the-engines-own-api.ipynb",
           title="Take results as they finish with ray.wait", hints=HINTS, native_api=True)
 def ray_wait(a: Attempt) -> Verdict:
-    """Grade taking results as they finish: every tile's value, from six tasks, taken through partial ray.waits."""
+    """Grade taking results as they finish: every tile's value, one task each, taken through partial ray.waits."""
     _ray_run(a)
     shown = a.require("shown")
-    expected = expected_values()
+    p = problems.given(a)  # the checker's own copy of the inputs the run was handed
+    expected = expected_values(p)
+    n_tiles = len(p.tiles)
     try:
         mine = Counter(int(v) for v in shown)
     except (TypeError, ValueError):
         mine = Counter()
     if mine != Counter(expected):
-        return a.not_yet(f"`shown` does not hold the values of the {TILES} tiles, each once.", mistake="results")
+        return a.not_yet(f"`shown` does not hold the values of the {n_tiles} tiles, each once.", mistake="results")
     n = measure.tasks(a.trace, FUNCTION)
-    if n < TILES:
-        return a.not_yet(f"only {n} of the {TILES} render calls ran as Ray tasks.", mistake="local")
+    if n < n_tiles:
+        return a.not_yet(f"only {n} of the {n_tiles} render calls ran as Ray tasks.", mistake="local")
     came = derivation.listed(list(shown), a.trace, FUNCTION, name="shown", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
-    _taken_as_they_finish(a, TILES)
+    _taken_as_they_finish(a, n_tiles)
     calls = len(a.trace.meta.get("wait_calls", ()))  # (a wait with a timeout may return none: a detail, not a line)
-    return a.passed(f"the {TILES} render tasks ran on Ray, and the cell took their results through ray.wait, a "
+    return a.passed(f"the {n_tiles} render tasks ran on Ray, and the cell took their results through ray.wait, a "
                     "few at a time as they were done, never all of them in one call",
-                    f"those waits reported all {TILES} tiles ready between them, so each was taken once it was done",
-                    f"`shown` holds the {TILES} values the tasks returned",
+                    f"those waits reported all {n_tiles} tiles ready between them, so each was taken once it was "
+                    "done",
+                    f"`shown` holds the {n_tiles} values the tasks returned",
                     details=(f"{measure.plural(calls, 'ray.wait call')}",))
