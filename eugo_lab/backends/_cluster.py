@@ -61,6 +61,18 @@ def _load_function(fn_key: tuple[str, int], payload: bytes) -> Callable:
 
 _threads_unguarded = True
 
+#: The cluster engine whose task wrapper runs tasks in this process (``"ray"``, ``"dask"``), else ``None``. Set
+#: by the wrapper itself (``ray._ray_task_body``, ``dask._dask_task``) before the body runs, so that a
+#: ``.remote()`` inside the body finds the engine it runs on (``eugo_lab.hpc.engine_nested``) instead of
+#: starting a private local pool in the worker.
+engine_worker: str | None = None
+
+
+def mark_engine_worker(engine: str) -> None:
+    """Record that this process runs tasks of ``engine`` (called by the engine's task wrapper)."""
+    global engine_worker
+    engine_worker = engine
+
 
 def _guard_threads() -> None:
     global _threads_unguarded

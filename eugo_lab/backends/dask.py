@@ -96,6 +96,7 @@ def _memory_kill_hook() -> Any:
 def _dask_task(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, deps: dict | None, is_batch: bool,
                probe: bool, limit: int | None, ref_ids: tuple, *ref_values: Any) -> tuple:
     """The Dask task: run the body via ``execute``; return its outcome and who ran it."""
+    _cluster.mark_engine_worker("dask")  # a .remote() in the body submits to this scheduler (hpc.engine_nested)
     on_kill = _memory_kill_hook() if limit else None
     status, payload, extra, stats = _cluster.run_task(fn_key, fn_payload, name, args, deps, is_batch, ref_ids,
                                                       ref_values, time.thread_time, limit, on_kill, probe)
@@ -307,6 +308,26 @@ class DaskBackend(base.Backend):
         self._this_stop: IdleStop | None = None  # the stop that ended the current (stopped) cluster, once recorded
         self._idle_thread: threading.Thread | None = None
         self._idle_wake = threading.Event()
+        self._borrowed = False  # the client is a worker's own (in_task): never closed here
+
+    @classmethod
+    def in_task(cls) -> DaskBackend:
+        """The engine as a task running on a Dask worker sees it: the worker's own client, borrowed.
+
+        Its tasks go to the scheduler the worker belongs to (the driver's). The client is the
+        worker's (``distributed.get_client()``): this backend never closes it, and its
+        ``shutdown`` cancels only its own tasks.
+        """
+        try:
+            worker = distributed.get_worker()
+        except ValueError as exc:
+            raise BackendError("dask backend: a task asked for the Dask engine of its worker, but this thread "
+                               "is not running a task of a Dask worker") from exc
+        be = cls(address=worker.scheduler.address)
+        be.client = distributed.get_client()
+        be._borrowed = True
+        be._reporter = _cluster.Reporter("eugo-dask-task-report")
+        return be
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -409,7 +430,7 @@ class DaskBackend(base.Backend):
     def _close_quietly(self) -> None:
         client, local, procs = self.client, self._local, self._procs
         self.client = self._local = self._procs = None
-        if client is not None:
+        if client is not None and not self._borrowed:
             try:
                 client.close(timeout=5)
             except Exception:  # noqa: BLE001 - closing what already failed

@@ -130,6 +130,7 @@ def _ray_task_body(fn_key: tuple, fn_payload: bytes, name: str, args: bytes, dep
     """The Ray task: run the body via ``execute``; return its outcome and who ran it."""
     # A Ray worker process runs one task at a time, so process CPU time is the task's
     # (BLAS threads included), as on the local pool, and a memory limit measures this task alone.
+    _cluster.mark_engine_worker("ray")  # a .remote() in the body submits to this cluster (hpc.engine_nested)
     on_kill = _memory_kill_hook(kv_key) if limit else None
     try:
         with _cancels_raise_task_cancelled():
@@ -279,6 +280,20 @@ class RayBackend(base.Backend):
         self._timers: set[threading.Timer] = set()  # force-cancel timers not fired yet (see cancel)
         self._watch: GcsWatch | None = None
         self._lost: str | None = None  # why the cluster is considered gone (see _on_gcs_lost)
+
+    @classmethod
+    def in_task(cls) -> RayBackend:
+        """The engine as a task running on a Ray worker sees it: this worker's own Ray connection, borrowed.
+
+        Its tasks go to the cluster the driver uses. It never starts or stops Ray (``_owned`` is False: its
+        ``shutdown`` cancels only its own tasks) and watches no GCS (the driver's engine does that).
+        """
+        if not ray.is_initialized():
+            raise BackendError("ray backend: a task asked for the Ray engine of its worker, but Ray is not "
+                               "initialised in this process (is it a Ray worker?)")
+        be = cls()
+        be._reporter = _cluster.Reporter("eugo-ray-task-report")
+        return be
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:

@@ -95,6 +95,14 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
                            "runtime (its .remote(), get, wait, put and map go there), and a pool of its own would "
                            "compete with the pool for the same cores. Call hpc.init() on the driver, before the "
                            "tasks start.")
+    engines = _sys.modules.get("eugo_lab.backends._cluster")  # (not `cluster`: that is init's argument)
+    if engines is not None and engines.engine_worker is not None:
+        from eugo_lab.contract.errors import BackendError
+
+        raise BackendError(f"hpc.init() was called inside a task on the {engines.engine_worker} engine: a task "
+                           "there uses the cluster it runs on (its .remote(), get, wait, put and map go there), and "
+                           "a runtime of its own would start a private pool inside the worker. Call hpc.init() on "
+                           "the driver, before the tasks start.")
     options = {**options, "address": address, "cluster": cluster}
     if backend in (None, "local") and address is None and cluster is None:
         import os

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import cellrecord, errors
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
+from eugo_lab.hpc import blocking as _blocking
 from eugo_lab.hpc import future as _future
 from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
@@ -151,6 +152,9 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             futs = [f for f in found if type(f) is Future]
             maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
+        if _blocking.engine_wait is not None and futs:  # inside a task on Dask or Ray: one wait for all
+            pending = [f for f in futs if f._state == STATE_PENDING]
+            _blocking.engine_wait(pending, len(pending), timeout)  # the loop below reports a timeout
         for f in futs:
             if f._state != STATE_PENDING:
                 continue
@@ -256,8 +260,10 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
     for f in futs:
         f.add_done_callback(on_done)
     try:
+        if _blocking.engine_wait is not None:  # inside a task on Dask or Ray: its slot is lent out meanwhile
+            _blocking.engine_wait(futs, num_returns, timeout)
         with cond:
-            cond.wait_for(lambda: count[0] >= num_returns, timeout)
+            cond.wait_for(lambda: count[0] >= num_returns, 0 if _blocking.engine_wait is not None else timeout)
     except KeyboardInterrupt:
         _cancel_pending(futs)
         raise
@@ -313,6 +319,9 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
             start = time.time()
             fut = None  # the future this wait yields (the block names its task): none if it timed out
             try:
+                if _blocking.engine_wait is not None and q.empty():  # inside a task on Dask or Ray
+                    _blocking.engine_wait([f for f in futs if f._state == STATE_PENDING], 1, remaining)
+                    remaining = 0.0 if remaining is not None else None
                 fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
             except queue.Empty:
                 raise errors.GetTimeoutError(f"as_completed() timed out after {timeout} s") from None

@@ -28,6 +28,11 @@ def _no_runtime() -> Runtime | None:
 #: imported, so a future records its waits without importing the session, which imports the futures.
 active_runtime: Callable[[], Runtime | None] = _no_runtime
 
+#: Inside a task on a Dask or Ray worker (``eugo_lab.hpc.engine_nested``): how the task waits on futures,
+#: ``(futures, how many, timeout) -> done in time``, giving its engine slot back meanwhile (a task blocked on
+#: an event would hold its slot, and a recursion deeper than the slots would deadlock). ``None`` elsewhere.
+engine_wait: Callable[[list[Any], int, float | None], bool] | None = None
+
 
 def caller_source() -> str:
     """``file:line`` of the user's code that called into ``hpc`` (the first frame outside eugo_lab)."""

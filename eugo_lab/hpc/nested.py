@@ -14,6 +14,22 @@ and ``hpc.map`` reach the driver's runtime through the worker's pipes
 Inside a task ``hpc.map`` submits one task per item and returns the list of their futures
 (``hpc.get`` of it gives the values): batching and the automatic JIT are the driver's, applied to
 the calls the driver makes.
+
+What each engine does with a task that submits tasks:
+
+- local pool (this module): the children go to the driver's runtime through the worker's pipes and
+  are traced there with their parent; a parent waiting on them runs queued work on its own stack,
+  so the pool never grows past its workers.
+- Dask and Ray (:mod:`eugo_lab.hpc.engine_nested`): the worker's runtime submits the children to the
+  same cluster, on the worker's own connection (the Dask worker's client, the Ray worker's
+  ``ray.init``), never to a private pool. A parent waiting on them gives its slot back: on Dask it
+  leaves the worker's thread pool while it waits (``distributed.secede``/``rejoin``: a thread more,
+  never a process); on Ray it waits in ``ray.wait``, and Ray starts a worker process for each task
+  that waits while others need to run (seconds each: deep recursion is slow on Ray). The children
+  are not in the driver's trace (only the tasks the driver submitted are).
+- threads: a task runs in the driver's process, so its ``.remote()`` goes to the driver's own
+  runtime; but a parent waiting on its children holds its thread, so a recursion deeper than the
+  threads waits forever (``fib(3)`` on two threads): use the local pool, Dask or Ray for it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ def prestart_default_pool() -> None:
     """Boot the default pool's worker template now if the next runtime of this process will be that pool.
 
     Only in a driver with no runtime yet and no cluster named by ``EUGO_ADDRESS``; never in one
-    of the pool's own workers (a task that imports a module which looks up ``hpc.get``). A
+    of the pool's own workers (a task that imports a module which looks up ``hpc.get``), nor in a
+    Dask or Ray worker, whose tasks use the cluster they run on (``eugo_lab.hpc.engine_nested``). A
     template no pool takes is closed when a runtime on another engine starts.
     """
     import os
@@ -20,8 +21,10 @@ def prestart_default_pool() -> None:
     from eugo_lab.settings import ADDRESS_ENV
 
     running = sys.modules.get("eugo_lab.hpc.session")
+    cluster = sys.modules.get("eugo_lab.backends._cluster")
     if (running is not None and running._current is not None) or os.environ.get(ADDRESS_ENV) \
-            or "eugo_lab.backends.local_worker" in sys.modules:
+            or "eugo_lab.backends.local_worker" in sys.modules \
+            or (cluster is not None and cluster.engine_worker is not None):
         return
     from eugo_lab.backends.local_template import prestart_template
 

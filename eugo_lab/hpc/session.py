@@ -800,6 +800,11 @@ def current(start: bool = True) -> Runtime | None:
         nested = worker_runtime()
         if nested is not None:
             return nested  # type: ignore[return-value]
+    cluster = sys.modules.get("eugo_lab.backends._cluster")
+    if cluster is not None and cluster.engine_worker is not None:  # inside a Dask or Ray task: that cluster
+        from eugo_lab.hpc.engine_nested import task_runtime
+
+        return task_runtime()
     if not start:
         return None
     with _current_lock:
