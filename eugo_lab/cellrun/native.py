@@ -36,6 +36,39 @@ log = logging.getLogger("eugo_lab")
 _USES_HPC = re.compile(r"\b(?:hpc|eugo_lab)\b")
 
 
+def uses_hpc(cell: str) -> bool:
+    """Whether the cell uses ``eugo_lab.hpc``: names ``hpc`` or imports it (``from eugo_lab import exercises``: no).
+
+    Read from the cell's code (IPython syntax turned into Python first), so a comment or a string that
+    mentions it does not count; a cell that cannot be parsed falls back to the words themselves.
+    """
+    import ast
+
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        tree = ast.parse(TransformerManager().transform_cell(cell))
+    except (SyntaxError, ValueError, ImportError):
+        return bool(_USES_HPC.search(cell))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "hpc":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "hpc" and isinstance(node.value, ast.Name) \
+                and node.value.id == "eugo_lab":
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module is not None and (
+                node.module.startswith("eugo_lab.hpc") or
+                (node.module == "eugo_lab" and any(a.name == "hpc" for a in node.names))):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.startswith("eugo_lab.hpc") for a in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[-1], ast.Constant) \
+                and isinstance(node.args[-1].value, str) and uses_hpc(node.args[-1].value):
+            return True  # %time hpc.get(x): the magic's own code
+    return False
+
+
 def _refuse(message: str) -> None:
     from IPython.core.error import UsageError
 
@@ -53,7 +86,7 @@ def engine_of(cell: str, opts: CellOptions) -> Any | None:
     ``-b`` decides, else a cell that names ``ray`` is Ray's. Refuses (IPython's ``UsageError``)
     ``-b ray`` on a cell that has no running Ray to record.
     """
-    if opts.address is not None or _USES_HPC.search(cell):
+    if opts.address is not None or uses_hpc(cell):
         return None
     own = native_compare.refuse_own_cluster(cell, opts)
     if own is not None:

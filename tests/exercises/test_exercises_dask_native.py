@@ -72,6 +72,8 @@ PASS = {
                              "counts = [0] * len(limits)\n"
                              "for fut in as_completed(futs):\n"
                              "    counts[futs[fut]] = fut.result()\n"),
+    # the checker's import written in the cell itself: still a cell in Dask's API (it names no hpc)
+    "import-in-the-cell": "from eugo_lab import exercises\n" + REFERENCE,
     # a list scattered, the future by keyword, each result() after all were submitted, a helper doing the work
     "list-keyword-helper": ARRAY + ("def count_above(limit, data):\n"
                                     "    return above(data, limit)\n\n"
