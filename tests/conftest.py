@@ -81,3 +81,13 @@ def local2():
     hpc.init(backend="local", workers=2)
     yield hpc
     hpc.shutdown()
+
+
+@pytest.fixture
+def hidden_seed(monkeypatch):
+    """Every exercise's hidden case made during the test comes from ``_variants.SEED`` (``problems.draw_seed``)."""
+    from _variants import SEED
+
+    from eugo_lab.exercises import problems
+
+    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
