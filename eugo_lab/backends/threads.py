@@ -21,12 +21,14 @@ from typing import Any
 import psutil
 
 from eugo_lab.backends._worker import execute, execute_batch
-from eugo_lab.contract import base, outcome
+from eugo_lab.contract import base, outcome, waits
 from eugo_lab.contract.outcome import Outcome
 from eugo_lab.contract.refs import ObjectRef, describe_type
 from eugo_lab.contract.serialization import loads_value
 from eugo_lab.contract.task import TASK_STATE_NEW, Task
 
+# How often a task thread waiting on children that run on other threads looks again.
+_HELP_POLL_S = 0.002
 # A task's state here: new (queued in the executor) or ended (ran, or cancelled: on_done was called once).
 _ENDED = 1
 
@@ -51,6 +53,9 @@ class ThreadBackend(base.Backend):
         self._counter = 0
         self._lock = threading.Lock()
         self._stopped = False
+        # Tasks handed to the pool and not started yet, by task id: [task, its pool future, on_done]. A task
+        # thread waiting on its children runs those of them still here itself (see _help_wait).
+        self._queued: dict[int, list] = {}
 
     def start(self) -> None:
         """Create the thread pool."""
@@ -61,6 +66,29 @@ class ThreadBackend(base.Backend):
         with self._lock:
             self._index.value = self._counter
             self._counter += 1
+        waits.local.wait = self._help_wait  # a task here that waits on futures runs its queued children itself
+
+    def _help_wait(self, futures: list[Any], n: int, timeout: float | None) -> bool:
+        """Wait on a task thread until ``n`` of ``futures`` are done, running those still queued here meanwhile.
+
+        A task blocked on its children would hold this thread: with every thread a parent waiting, no child
+        could start. So the waiting thread takes each child that has not started yet out of the queue and
+        runs it on its own stack (a child that waits in turn does the same), and only sleeps while the ones
+        left run on other threads. Only the waited-for tasks are taken, so the stack holds the task's own
+        descendants and nothing else. True if ``n`` finished in time.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while sum(1 for f in futures if f.done()) < n:
+            for f in futures:
+                entry = None if f.done() else self._queued.pop(f.task_id, None)
+                if entry is not None and entry[1] is not None and entry[1].cancel():
+                    self._run(entry[0], entry[2])
+                    break
+            else:  # none of them queued here: they run on other threads
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                time.sleep(_HELP_POLL_S)
+        return True
 
     def submit(self, task: Task, on_done: base.DoneCallback) -> None:
         """Run the task on a pool thread."""
@@ -74,9 +102,15 @@ class ThreadBackend(base.Backend):
 
             refuse_options(task, "threads", self.n_workers)
         task.state = TASK_STATE_NEW
-        task.backend_data = (self._pool.submit(self._run, task, on_done), on_done)
+        entry: list = [task, None, on_done]
+        self._queued[task.task_id] = entry  # before the pool may start it: _run takes it out
+        entry[1] = self._pool.submit(self._run, task, on_done)
+        task.backend_data = (entry[1], on_done)
 
     def _run(self, task: Task, on_done: base.DoneCallback) -> None:
+        queued = self._queued.get(task.task_id)
+        if queued is not None and queued[0] is task:
+            del self._queued[task.task_id]
         if task.state == _ENDED:  # cancelled while queued
             return
         deps = task.deps_payload
@@ -100,6 +134,7 @@ class ThreadBackend(base.Backend):
             return
         task.state = _ENDED
         fut, on_done = task.backend_data
+        self._queued.pop(task.task_id, None)
         fut.cancel()
         on_done(task, Outcome.cancelled())
 

@@ -152,9 +152,10 @@ def get(obj: Any, timeout: float | None = None) -> Any:
             futs = [f for f in found if type(f) is Future]
             maps = [m for m in found if type(m) is MapResult]
         deadline = None if timeout is None else time.monotonic() + timeout
-        if _blocking.engine_wait is not None and futs:  # inside a task on Dask or Ray: one wait for all
+        waiter = _blocking.waiter()
+        if waiter is not None and futs:  # inside a task on Dask, Ray or the threads engine: one wait for all
             pending = [f for f in futs if f._state == STATE_PENDING]
-            _blocking.engine_wait(pending, len(pending), timeout)  # the loop below reports a timeout
+            waiter(pending, len(pending), timeout)  # the loop below reports a timeout
         for f in futs:
             if f._state != STATE_PENDING:
                 continue
@@ -260,10 +261,11 @@ def wait(futures: Iterable[Future], num_returns: int = 1, timeout: float | None 
     for f in futs:
         f.add_done_callback(on_done)
     try:
-        if _blocking.engine_wait is not None:  # inside a task on Dask or Ray: its slot is lent out meanwhile
-            _blocking.engine_wait(futs, num_returns, timeout)
+        waiter = _blocking.waiter()
+        if waiter is not None:  # inside a task on Dask, Ray or the threads engine: its slot is lent out meanwhile
+            waiter(futs, num_returns, timeout)
         with cond:
-            cond.wait_for(lambda: count[0] >= num_returns, 0 if _blocking.engine_wait is not None else timeout)
+            cond.wait_for(lambda: count[0] >= num_returns, 0 if waiter is not None else timeout)
     except KeyboardInterrupt:
         _cancel_pending(futs)
         raise
@@ -319,8 +321,9 @@ def as_completed(futures: Iterable[Future], timeout: float | None = None) -> Ite
             start = time.time()
             fut = None  # the future this wait yields (the block names its task): none if it timed out
             try:
-                if _blocking.engine_wait is not None and q.empty():  # inside a task on Dask or Ray
-                    _blocking.engine_wait([f for f in futs if f._state == STATE_PENDING], 1, remaining)
+                waiter = _blocking.waiter()
+                if waiter is not None and q.empty():  # inside a task on Dask, Ray or the threads engine
+                    waiter([f for f in futs if f._state == STATE_PENDING], 1, remaining)
                     remaining = 0.0 if remaining is not None else None
                 fut = q.get_nowait() if not q.empty() else q.get(timeout=remaining)
             except queue.Empty:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from eugo_lab.contract import waits as _waits
+
 if TYPE_CHECKING:
     from eugo_lab.hpc.session import Runtime
 
@@ -32,6 +34,14 @@ active_runtime: Callable[[], Runtime | None] = _no_runtime
 #: ``(futures, how many, timeout) -> done in time``, giving its engine slot back meanwhile (a task blocked on
 #: an event would hold its slot, and a recursion deeper than the slots would deadlock). ``None`` elsewhere.
 engine_wait: Callable[[list[Any], int, float | None], bool] | None = None
+
+
+def waiter() -> Callable[[list[Any], int, float | None], bool] | None:
+    """How this thread waits on futures if not by blocking, else ``None``.
+
+    A Dask or Ray task's wait (:data:`engine_wait`), or a threads-engine task thread's (``eugo_lab.contract.waits``).
+    """
+    return engine_wait or getattr(_waits.local, "wait", None)
 
 
 def caller_source() -> str:

@@ -176,8 +176,9 @@ class Future:
             return True
         if _nested_wait is not None:
             return _nested_wait([self], 1, timeout)
-        if _blocking.engine_wait is not None:  # inside a task on Dask or Ray: its slot is lent out meanwhile
-            return _blocking.engine_wait([self], 1, timeout)
+        waiter = _blocking.waiter()
+        if waiter is not None:  # inside a task on Dask, Ray or the threads engine: its slot is lent out meanwhile
+            return waiter([self], 1, timeout)
         with _lock:
             if self._state != STATE_PENDING:
                 return True

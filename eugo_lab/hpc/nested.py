@@ -28,8 +28,9 @@ What each engine does with a task that submits tasks:
   that waits while others need to run (seconds each: deep recursion is slow on Ray). The children
   are not in the driver's trace (only the tasks the driver submitted are).
 - threads: a task runs in the driver's process, so its ``.remote()`` goes to the driver's own
-  runtime; but a parent waiting on its children holds its thread, so a recursion deeper than the
-  threads waits forever (``fib(3)`` on two threads): use the local pool, Dask or Ray for it.
+  runtime; a parent waiting on its children runs those not started yet on its own thread
+  (``ThreadBackend._help_wait``, reached through ``eugo_lab.contract.waits``), so the pool never
+  grows and a recursion deeper than the threads finishes (``fib(12)`` on two threads).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tasks that submit tasks on Dask and Ray: the children go to the cluster the parent runs on.
+"""Tasks that submit tasks on Dask, Ray and the threads engine: the children go to where the parent runs.
 
 Inside a task on either engine ``.remote()``, ``get``, ``wait``, ``put`` and ``map`` reach the
 driver's cluster (eugo_lab.hpc.engine_nested), never a private local pool started inside the
@@ -133,3 +133,17 @@ def test_a_task_outside_an_engine_worker_sees_no_engine():
 
     assert engine_nested.engine_of_this_worker() is None
     assert engine_nested.task_runtime() is None
+
+
+def test_threads_engine_parents_run_their_queued_children_instead_of_holding_every_thread():
+    # 2 threads, fib(12): 376 tasks waiting on children at one point or another. Each waiting thread runs its
+    # own queued children on its stack, so no thread is ever added and the recursion cannot deadlock.
+    hpc.init(backend="threads", workers=2)
+    try:
+        hpc.get([square.remote(i) for i in range(4)])  # the runtime's own threads and the pool's first are up
+        threads_before = threading.active_count()
+        assert hpc.get(fib.remote(12), timeout=120) == 144
+        assert hpc.get(fan_out.remote(6), timeout=120) == ([i * i for i in range(6)], [15, 16, 17])
+        assert threading.active_count() <= threads_before + 1  # at most the pool's second thread, on demand
+    finally:
+        hpc.shutdown()
