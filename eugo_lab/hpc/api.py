@@ -13,8 +13,12 @@ from eugo_lab.contract import cellrecord, errors
 from eugo_lab.contract.hooks import provider
 from eugo_lab.contract.refs import ObjectRef
 from eugo_lab.hpc import blocking as _blocking
+from eugo_lab.hpc import (
+    engine_nested,  # noqa: F401 - registers the runtime of tasks on Dask and Ray workers
+    session,
+    unwaited,
+)
 from eugo_lab.hpc import future as _future
-from eugo_lab.hpc import session, unwaited
 from eugo_lab.hpc.blocking import check_timeout as _check_timeout
 from eugo_lab.hpc.blocking import record_block as _record_block
 from eugo_lab.hpc.future import STATE_FINISHED, STATE_PENDING, Future, collect, rebuild

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
-from eugo_lab.hpc import blocking
+from eugo_lab.hpc import blocking, session
 from eugo_lab.hpc.future import STATE_PENDING, Future
 from eugo_lab.hpc.session import Runtime
 
@@ -178,3 +178,6 @@ def _dask_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
                 f._remove_done_callback(on_done)
         if seceded:
             distributed.rejoin()
+
+
+session.add_task_runtime(task_runtime)  # session.current() in a task on Dask or Ray: that cluster's runtime

@@ -30,7 +30,10 @@ def _session() -> Any:
             _session_module = nested
             return nested
         prestart_default_pool()
-        from eugo_lab.hpc import session
+        from eugo_lab.hpc import (
+            engine_nested,  # noqa: F401 - a task on Dask or Ray: session finds that cluster
+            session,
+        )
 
         _session_module = session
     return _session_module

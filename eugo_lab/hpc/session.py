@@ -788,6 +788,17 @@ def stop_runtime() -> None:
         rt.shutdown()
 
 
+# How a task running on an engine's worker finds the runtime of that engine (eugo_lab.hpc.engine_nested registers
+# its own when imported): each returns it, or None outside such a task. Asked before a runtime is started.
+_task_runtimes: list[Callable[[], Runtime | None]] = []
+
+
+def add_task_runtime(find: Callable[[], Runtime | None]) -> None:
+    """Have :func:`current` ask ``find()`` for the runtime of the task this process runs, first (once per ``find``)."""
+    if find not in _task_runtimes:
+        _task_runtimes.append(find)
+
+
 def current(start: bool = True) -> Runtime | None:
     """The active runtime; start the embedded default (or ``EUGO_ADDRESS``) if ``start``."""
     rt = _current
@@ -800,11 +811,10 @@ def current(start: bool = True) -> Runtime | None:
         nested = worker_runtime()
         if nested is not None:
             return nested  # type: ignore[return-value]
-    cluster = sys.modules.get("eugo_lab.backends._cluster")
-    if cluster is not None and cluster.engine_worker is not None:  # inside a Dask or Ray task: that cluster
-        from eugo_lab.hpc.engine_nested import task_runtime
-
-        return task_runtime()
+    for find in _task_runtimes:  # inside a task on Dask or Ray: that cluster (eugo_lab.hpc.engine_nested)
+        found = find()
+        if found is not None:
+            return found
     if not start:
         return None
     with _current_lock:
