@@ -16,10 +16,11 @@ there); on Dask it leaves the worker's thread pool (``distributed.secede``) and 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.contract import errors
@@ -99,8 +100,9 @@ def _done_enough(futures: list[Future], n: int) -> bool:
     return sum(1 for f in futures if f._state != STATE_PENDING) >= n
 
 
-def _notify_on_done(futures: list[Future]) -> tuple[threading.Event, Any]:
-    """An event set whenever one of ``futures`` completes, and the callback to take off them afterwards."""
+@contextlib.contextmanager
+def _notified(futures: list[Future]) -> Iterator[threading.Event]:
+    """An event set whenever one of ``futures`` completes, while the block runs (the callbacks come off after)."""
     event = threading.Event()
 
     def on_done(_: Future) -> None:
@@ -108,7 +110,12 @@ def _notify_on_done(futures: list[Future]) -> tuple[threading.Event, Any]:
 
     for f in futures:
         f.add_done_callback(on_done)
-    return event, on_done
+    try:
+        yield event
+    finally:
+        for f in futures:
+            if f._state == STATE_PENDING:
+                f._remove_done_callback(on_done)
 
 
 def _ray_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
@@ -124,9 +131,8 @@ def _ray_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
     assert rt is not None
     rep = rt.backend._reporter  # type: ignore[attr-defined]
     deadline = None if timeout is None else time.monotonic() + timeout
-    event, on_done = _notify_on_done(futures)
     delivered: set = set()  # references Ray says are ready: their futures complete on the reporter thread
-    try:
+    with _notified(futures) as event:
         while not _done_enough(futures, n):
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -140,10 +146,6 @@ def _ray_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
                 event.wait(min(step, _SETTLE_S))
                 event.clear()
         return True
-    finally:
-        for f in futures:
-            if f._state == STATE_PENDING:
-                f._remove_done_callback(on_done)
 
 
 def _dask_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
@@ -157,7 +159,6 @@ def _dask_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
 
     if _done_enough(futures, n):
         return True
-    event, on_done = _notify_on_done(futures)
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         distributed.secede()
@@ -165,17 +166,15 @@ def _dask_wait(futures: list[Future], n: int, timeout: float | None) -> bool:
     except (KeyError, ValueError, AttributeError):  # a thread the body started itself: not a worker task thread
         seceded = False
     try:
-        while not _done_enough(futures, n):
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            event.wait(left)
-            event.clear()
-        return True
+        with _notified(futures) as event:
+            while not _done_enough(futures, n):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                event.wait(left)
+                event.clear()
+            return True
     finally:
-        for f in futures:
-            if f._state == STATE_PENDING:
-                f._remove_done_callback(on_done)
         if seceded:
             distributed.rejoin()
 

@@ -12,6 +12,7 @@ import os
 import time
 
 import pytest
+from _crashes import runs
 from _memory import grow_forever
 
 from eugo_lab import hpc
@@ -70,14 +71,6 @@ def _tiny_dies_once(arg: tuple[str, int, int]) -> int:
     return i * i
 
 
-def _runs(folder: str) -> dict[int, int]:
-    out = {}
-    for name in os.listdir(folder):
-        if name.isdigit():
-            with open(os.path.join(folder, name)) as fh:
-                out[int(name)] = len(fh.readlines())
-    return out
-
 
 def test_a_worker_dying_in_a_batch_reruns_only_the_item_that_killed_it(local2, tmp_path):
     folder = str(tmp_path)
@@ -87,7 +80,7 @@ def test_a_worker_dying_in_a_batch_reruns_only_the_item_that_killed_it(local2, t
         assert hpc.get(result, timeout=120) == [i * i for i in range(N)]
     assert [f.status for f in result] == ["finished"] * N
     # The items before it finished and kept their results; the ones after it had not started: once each.
-    assert _runs(folder) == {i: 2 if i == CRASHER else 1 for i in range(N)}
+    assert runs(folder) == {i: 2 if i == CRASHER else 1 for i in range(N)}
     df = t.to_dataframe()
     crashed = df[df["status"] == "crashed"]
     assert list(crashed["task_id"]) == [result[CRASHER].task_id]
@@ -102,7 +95,7 @@ def test_an_item_that_raised_before_the_death_keeps_its_own_retry(local2, tmp_pa
     dies = hpc.remote(_dies_once).options(retries=1, retry_exceptions=(ConnectionError,))
     result = hpc.map(dies, [(folder, i, CRASHER, CRASHER - 2) for i in range(N)], batch=N)
     assert hpc.get(result, timeout=120) == [i * i for i in range(N)]
-    assert _runs(folder) == {i: 2 if i in (CRASHER - 2, CRASHER) else 1 for i in range(N)}
+    assert runs(folder) == {i: 2 if i in (CRASHER - 2, CRASHER) else 1 for i in range(N)}
 
 
 def test_without_retries_only_the_item_that_killed_its_worker_fails(local2, tmp_path):
@@ -119,7 +112,7 @@ def test_without_retries_only_the_item_that_killed_its_worker_fails(local2, tmp_
     assert f"task {result[CRASHER].task_id}" in str(info.value)
     with pytest.raises(hpc.WorkerCrashedError):  # the whole map's values: its one failed item's error
         hpc.get(result)
-    assert _runs(folder) == {i: 1 for i in range(N)}
+    assert runs(folder) == {i: 1 for i in range(N)}
 
 
 def test_items_with_large_results_that_finished_before_the_death_run_again(local2, tmp_path):
@@ -133,7 +126,7 @@ def test_items_with_large_results_that_finished_before_the_death_run_again(local
         hpc.get(result[CRASHER])
     assert [hpc.get(f) for i, f in enumerate(result) if i != CRASHER] == \
         [bytes([i]) * 100_000 for i in range(N) if i != CRASHER]
-    assert _runs(folder) == {i: 2 if i < CRASHER else 1 for i in range(N)}
+    assert runs(folder) == {i: 2 if i < CRASHER else 1 for i in range(N)}
 
 
 def test_an_item_over_its_memory_limit_fails_alone(local2, tmp_path):
@@ -146,7 +139,7 @@ def test_an_item_over_its_memory_limit_fails_alone(local2, tmp_path):
         hpc.get(result[hog])
     assert [hpc.get(f) for i, f in enumerate(result) if i != hog] == [i * i for i in range(N) if i != hog]
     # Never retried (it would grow the same way again), and no other item ran twice.
-    assert _runs(folder) == {i: 1 for i in range(N)}
+    assert runs(folder) == {i: 1 for i in range(N)}
 
 
 def test_a_worker_dying_among_tiny_items_still_gives_every_result(local2, tmp_path):
