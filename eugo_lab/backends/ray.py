@@ -219,6 +219,11 @@ def _single_node_mode() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = old_const
 
 
+# How often a local Ray start that timed out is tried (Ray's own wait for its node is a fixed 30 s).
+_START_TRIES = 2
+_NODE_TIMED_OUT = "timed out during startup"  # in the error ray.init raises when its node did not register
+
+
 def _end_new_processes(me: Any, before: set[int]) -> None:
     """SIGKILL the children of ``me`` not in ``before``, with their descendants (after a failed ``ray.init``)."""
     import psutil
@@ -408,14 +413,22 @@ class RayBackend(base.Backend):
 
         me = psutil.Process()
         before = {p.pid for p in me.children()}
-        try:
-            with _single_node_mode():
-                ctx = ray.init(**opts)
-        except BaseException:
-            # A start that failed half way (a node that timed out on a busy machine) leaves the GCS,
-            # monitors and agents it started running: end them, so a failed start leaves nothing behind.
-            _end_new_processes(me, before)
-            raise
+        for attempt in range(1, _START_TRIES + 1):
+            try:
+                with _single_node_mode():
+                    ctx = ray.init(**opts)
+                break
+            except BaseException as exc:
+                # A start that failed half way (a node that timed out on a busy machine) leaves the GCS,
+                # monitors and agents it started running: end them, so a failed start leaves nothing behind.
+                _end_new_processes(me, before)
+                if attempt == _START_TRIES or not isinstance(exc, Exception) or _NODE_TIMED_OUT not in str(exc):
+                    raise
+                # Ray gives its node a fixed 30 s to register, however busy the machine: once more, from scratch.
+                log.warning("eugo_lab: the local Ray node did not start within Ray's 30 s on this busy machine; "
+                            "starting it again (attempt %d of %d)", attempt + 1, _START_TRIES)
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
         started = [p.pid for p in me.children() if p.pid not in before]
         try:
             self._lifeline = Lifeline(started)

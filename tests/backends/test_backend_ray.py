@@ -278,7 +278,10 @@ def test_a_local_start_that_fails_half_way_leaves_no_process_behind(monkeypatch)
     # made certain by failing the driver's connection, the last step of ray.init.
     import ray._private.worker as ray_worker
 
+    tries = []
+
     def refuse(*args, **kwargs):
+        tries.append(1)
         raise RuntimeError("the node timed out during startup (made to fail here)")
 
     monkeypatch.setattr(ray_worker, "connect", refuse)
@@ -288,6 +291,7 @@ def test_a_local_start_that_fails_half_way_leaves_no_process_behind(monkeypatch)
     with pytest.raises(hpc.BackendError, match="could not start or reach a local Ray instance: .*timed out during "
                                                "startup"):
         hpc.init(backend="ray", workers=1)
+    assert len(tries) == 2  # a node that timed out is started once more before the start gives up
     left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
             and p.status() != psutil.STATUS_ZOMBIE]
     assert left == [], [p.cmdline()[:3] for p in left]
