@@ -37,10 +37,11 @@ _USES_HPC = re.compile(r"\b(?:hpc|eugo_lab)\b")
 
 
 def uses_hpc(cell: str) -> bool:
-    """Whether the cell uses ``eugo_lab.hpc``: names ``hpc`` or imports it (``from eugo_lab import exercises``: no).
+    """Whether the cell uses ``eugo_lab``'s runtime: it names ``hpc`` or any part of ``eugo_lab`` but its exercises.
 
     Read from the cell's code (IPython syntax turned into Python first), so a comment or a string that
-    mentions it does not count; a cell that cannot be parsed falls back to the words themselves.
+    mentions it does not count, and ``from eugo_lab import exercises`` (what a Dask or Ray exercise cell
+    takes its inputs with) does not either; a cell that cannot be parsed falls back to the words themselves.
     """
     import ast
 
@@ -50,17 +51,21 @@ def uses_hpc(cell: str) -> bool:
         tree = ast.parse(TransformerManager().transform_cell(cell))
     except (SyntaxError, ValueError, ImportError):
         return bool(_USES_HPC.search(cell))
+
+    def runtime_module(name: str) -> bool:
+        return (name == "eugo_lab" or name.startswith("eugo_lab.")) and not name.startswith("eugo_lab.exercises")
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == "hpc":
             return True
-        if isinstance(node, ast.Attribute) and node.attr == "hpc" and isinstance(node.value, ast.Name) \
-                and node.value.id == "eugo_lab":
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "eugo_lab" \
+                and node.attr != "exercises":
             return True
         if isinstance(node, ast.ImportFrom) and node.module is not None and (
-                node.module.startswith("eugo_lab.hpc") or
-                (node.module == "eugo_lab" and any(a.name == "hpc" for a in node.names))):
+                (node.module == "eugo_lab" and any(a.name != "exercises" for a in node.names))
+                or (node.module != "eugo_lab" and runtime_module(node.module))):
             return True
-        if isinstance(node, ast.Import) and any(a.name.startswith("eugo_lab.hpc") for a in node.names):
+        if isinstance(node, ast.Import) and any(runtime_module(a.name) for a in node.names if a.name != "eugo_lab"):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
                 "run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[-1], ast.Constant) \
