@@ -6,6 +6,8 @@ with its mistake key when the run fails the step, and returns quietly otherwise:
 - :func:`right_result` - the graded value is not the right one (mistake ``results``);
 - :func:`task_function` - which traced function does the taught function's work (itself, or a
   function of the cell whose tasks call it: a hand-made batch, a wrapper task);
+- :func:`lesson_function` - the tasks ran a function of the lesson's name whose code is not the lesson's
+  (``changed``): the lesson's function must do the work unchanged;
 - :func:`tasks_ran` - no task of the taught function ran (``local``);
 - :func:`every_call_a_task` - some of the calls that should be tasks did not run as tasks (``local``);
 - :func:`from_tasks` - the value is not what the tasks returned: a decoy beside it (``not-from-tasks``);
@@ -25,12 +27,115 @@ run without that record (a trace not watched) is never told so either.
 
 from __future__ import annotations
 
+import dis
+import inspect
 from typing import Any
 
 from eugo_lab.exercises import measure
 from eugo_lab.exercises.base import Attempt, NotYet
 from eugo_lab.tracing.driver_calls import VALUES_KEY
+from eugo_lab.tracing.recorder import LABELS_KEY
 from eugo_lab.tracing.returned import identifiable
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+
+
+def instructions(code: Any) -> list[tuple[str, Any]]:
+    """``code``'s instructions as (operation, argument value), nested code included.
+
+    Line numbers, comments and the docstring are not instructions, so a function laid out or
+    documented otherwise reads the same.
+    """
+    out: list[tuple[str, Any]] = []
+    for ins in dis.get_instructions(code):
+        if hasattr(ins.argval, "co_code"):
+            out.extend(instructions(ins.argval))
+        elif ins.opcode in _JUMPS:  # a target's offset moves with the cache entries below, not with the code
+            out.append((ins.opname, None))
+        else:
+            # Python 3.11 loads a method of a name imported in the same compiled cell with LOAD_ATTR, and of any
+            # other with LOAD_METHOD: the same call, whichever cell imported NumPy.
+            out.append((_SAME_OP.get(ins.opname, ins.opname), ins.argval))
+    return out
+
+
+def _code_of(fn: Any) -> Any:
+    """The code object of ``fn``: a plain function, or one wrapped by ``hpc.remote`` (``__wrapped__``)."""
+    return getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+
+
+def source_code(source: str) -> Any:
+    """The code of the one function defined in ``source`` (decorators included in the text are fine), never run."""
+    module = compile(source, "<lesson>", "exec")
+    return next(c for c in module.co_consts if hasattr(c, "co_code"))
+
+
+def same_code(fn: Any, source: str) -> bool:
+    """``fn`` (a remote function or a plain one) runs the function ``source`` defines, whatever its layout.
+
+    Compared by compiled instructions and arguments, never by name: a function of the same name that computes
+    something else, or takes another argument, is not the same.
+    """
+    code, want = _code_of(fn), source_code(source)
+    return (code is not None and code.co_varnames[:code.co_argcount] == want.co_varnames[:want.co_argcount]
+            and instructions(code) == instructions(want))
+
+
+def _arguments(fn: Any) -> str:
+    """``fn``'s parameter names in words (``start, stop and value``), for a verdict that holds no code."""
+    try:
+        names = list(inspect.signature(getattr(fn, "__wrapped__", fn)).parameters)
+    except (TypeError, ValueError):
+        return "other arguments"
+    if not names:
+        return "no arguments"
+    return "the arguments " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
+
+
+def _calls(a: Attempt, task: str, ran: str, function: str) -> bool:
+    """The ``task`` tasks' function ``ran`` (the notebook's of that name) calls ``function``: in its code or pickle."""
+    if any(name == function for f in a.trace.functions_shipped if f.function in (task, ran) for name, _ in f.captured):
+        return True
+    doer = function_named(a.namespace, ran)
+    return doer is not None and function in measure.code_references(doer, {function}, a.namespace)
+
+
+def lesson_function(a: Attempt, task: str, function: str, source: str, mistake: str = "changed") -> None:
+    """Raise ``not yet`` unless the ``task`` tasks did their work with the lesson's ``function`` (``source``) unchanged.
+
+    The function checked is the one the tasks ran: the name the trace gives them, through the
+    renames it records (``options(name=)``); when that is the cell's own function (a batch of
+    ``function`` calls) or the tasks were named after ``function`` but ran another, the
+    notebook's ``function`` itself, which that function must call. Identity by code, not by name:
+    a ``work`` that returns values computed in the notebook is not the lesson's ``work``.
+    """
+    ran = (a.trace.meta.get(LABELS_KEY) or {}).get(task, task)  # the function the tasks really ran
+    if ran != function and not _calls(a, task, ran, function):
+        raise NotYet(f"`{function}` is not what the tasks ran: the {task} tasks ran {ran}, which neither is the "
+                     f"lesson's {function} nor calls it; the check needs the lesson's {function} to do the work.",
+                     mistake=mistake)
+    fn = a.namespace.get(function)
+    if fn is None or not callable(fn):
+        fn = function_named(a.namespace, function)
+    if fn is None:
+        raise NotYet(f"`{function}` is not defined in the notebook, so the check cannot tell that the tasks ran the "
+                     f"lesson's {function}.", mistake=mistake)
+    if same_code(fn, source):
+        return
+    want, got = _arguments(source_code_function(source)), _arguments(fn)
+    how = (f"it takes {got} where the lesson's takes {want}" if got != want else
+           "its code computes something other than the lesson's")
+    raise NotYet(f"`{function}` is not the lesson's function: {how}. The check grades how the lesson's {function} "
+                 "was split into tasks, so it must stay as the lesson wrote it and do the work in the tasks, not "
+                 "return values computed here in the notebook.", mistake=mistake)
+
+
+def source_code_function(source: str) -> Any:
+    """A function made from the code of ``source``'s function (for its signature only: never called)."""
+    import types
+
+    return types.FunctionType(source_code(source), {})
 
 
 def driver_calls(a: Attempt, function: str) -> int:

@@ -21,6 +21,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eugo_lab.hpc import session
@@ -184,6 +185,21 @@ def _failed_partition(futures: list, sizes: list[int]) -> str:
     return "hpc.map_partitions: a partition's task failed"
 
 
+@dataclass(frozen=True)
+class PartitionsRun:
+    """One ``map_partitions`` call as a traced region keeps it (``Trace.partition_runs``), for a checker.
+
+    ``function``: the name its tasks ran under; ``rows``: the rows of the frame it was given; ``results``:
+    the partial results as get() returned them, in partition order; ``combine``: the combine it applied
+    to them (the default one when none was given).
+    """
+
+    function: str
+    rows: int
+    results: tuple[Any, ...]
+    combine: Callable[[list], Any]
+
+
 def map_partitions(f: Callable[[Any], Any] | RemoteFunction, df: pd.DataFrame | pd.Series,
                    partitions: int | str = "auto", combine: Callable[[list], Any] | None = None, *,
                    by: Any = None) -> Any:
@@ -228,7 +244,11 @@ def map_partitions(f: Callable[[Any], Any] | RemoteFunction, df: pd.DataFrame | 
             if fut._state == STATE_PENDING:
                 fut.cancel()
         raise
-    return (combine or _combine_default)(results)
+    combine = combine or _combine_default
+    recorder = getattr(session.current(start=False), "recorder", None)
+    if recorder is not None and getattr(recorder, "in_region", False):
+        recorder.note_partitions(PartitionsRun(rf.function_name, len(df), tuple(results), combine))
+    return combine(results)
 
 
 __all__ = ["map_partitions", "plan", "split", "auto_partitions"]

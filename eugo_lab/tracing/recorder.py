@@ -231,6 +231,8 @@ class Recorder:
         self.attempts: list[tuple] = getattr(self, "attempts", [])
         self.attempts.clear()
         self.labels: dict[str, str] = {}  # LABELS_KEY: a task name given with .options(name=) -> its function
+        # hpc.map_partitions calls of the region (PartitionsRun): live objects, kept beside the trace, never in its meta
+        self.partition_runs: list[Any] = []
         self.functions = _Strings()
         self.phase_names = _Strings()
         self.sources = _Strings()
@@ -368,6 +370,7 @@ class Recorder:
                       "provenance_recorded": True, "driver_short": driver_short, LABELS_KEY: dict(self.labels)},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
+            trace.partition_runs = tuple(self.partition_runs)
             self._regions -= 1
             if self._regions == 0:
                 _task.keep_sent_records(False)
@@ -592,6 +595,10 @@ class Recorder:
         with self._lock:
             self.parents["task"].append(task_id)
             self.parents["parent"].append(parent)
+    def note_partitions(self, run: Any) -> None:
+        """Remember one ``hpc.map_partitions`` call (a :class:`~eugo_lab.hpc.partitions.PartitionsRun`)."""
+        self.partition_runs.append(run)  # one list append under the GIL: no lock needed
+
     def note_label(self, label: str, function: str) -> None:
         """Remember that tasks named ``label`` run ``function`` (a remote function given another name with options)."""
         self.labels[label] = function  # one dict store under the GIL: no lock needed

@@ -107,6 +107,10 @@ _BUILD_LOCK = threading.Lock()
 class Trace(JsonFile):
     """What happened in a traced region: every task attempt, its phases, and driver waits."""
 
+    #: The region's ``hpc.map_partitions`` calls (:class:`~eugo_lab.hpc.partitions.PartitionsRun`), in call order:
+    #: live objects a checker reads in the notebook's process, never saved with the trace.
+    partition_runs: tuple[Any, ...] = ()
+
     def __init__(self, *, tasks: dict[str, np.ndarray] | TaskRows, phases: dict[str, np.ndarray],
                  blocks: dict[str, np.ndarray], functions: list[str], phase_names: list[str], sources: list[str],
                  block_kinds: list[str], workers: dict[int, tuple[str, int]], meta: dict[str, Any],

@@ -83,6 +83,10 @@ PASS = {
                               "result = hpc.map_partitions(means_and_counts, p.readings, partitions=6, "
                               "combine=weighted)\n",
                               "the 6 tasks returned means_and_counts of 6 partitions (by rows)"),
+    # the partial results taken back as a list, combined here by the cell's own function after map_partitions
+    "honest-combined-after": (PARTS + "parts = hpc.map_partitions(site_parts, p.readings, combine=list)\n"
+                              "result = mean_power(parts)\n",
+                              "the 8 tasks returned site_parts of 8 partitions (by rows) holding every row"),
 }
 NOT_YET = {
     "starter-one-task": (STARTER, "no-partitions", "sent the whole DataFrame (400,000 rows) to one task"),
@@ -115,7 +119,36 @@ NOT_YET = {
     "shortcut-tasks-read-the-global": ("def whole(part):\n    return site_power(p.readings)\n"
                                        "result = hpc.map_partitions(whole, p.readings, partitions=4,\n"
                                        "                            combine=lambda parts: parts[0])\n",
-                                       "not-from-tasks", "the 4 whole tasks returned values that are neither"),
+                                       "not-from-tasks", "each of the 4 whole tasks returned the same value, "
+                                       "`result` itself, so every task returned the whole answer"),
+    # the same with an answer computed here in the notebook, under the lesson's name and as a lambda
+    "shortcut-site-power-returns-the-notebook-s-answer": (
+        "answer = site_power(p.readings)\n\ndef site_power(frame):\n    return answer\n\n"
+        "result = hpc.map_partitions(site_power, p.readings, partitions=8, combine=lambda parts: parts[0])\n",
+        "not-from-tasks", "each of the 8 site_power tasks returned the same value, `result` itself"),
+    "shortcut-lambda-returns-the-notebook-s-answer": (
+        "answer = site_power(p.readings)\n"
+        "result = hpc.map_partitions(lambda f: answer, p.readings, partitions=8, combine=lambda parts: parts[0])\n",
+        "not-from-tasks", "each of the 8 <lambda> tasks returned the same value, `result` itself"),
+    # one task's own result kept, the others dropped: the first partition's means (wrong values, so first the
+    # result check) are not the answer; here the tasks return the answer only from the first partition
+    "shortcut-combine-keeps-one-task-s-result": (
+        PARTS + "answer = site_power(p.readings)\n\ndef first_or_parts(frame):\n"
+        "    return answer if frame.index[0] == 0 else site_parts(frame)\n\n"
+        "result = hpc.map_partitions(first_or_parts, p.readings, partitions=8, combine=lambda parts: parts[0])\n",
+        "not-from-tasks", "`result` is the first first_or_parts task's own result alone (partition 1 of 8): the "
+        "combine kept one partial result and dropped the other 7"),
+    # real partial results, thrown away by a combine that returns an answer computed here
+    "shortcut-combine-ignores-the-parts": (
+        "answer = site_power(p.readings)\n"
+        "result = hpc.map_partitions(site_power, p.readings, partitions=8, combine=lambda parts: answer)\n",
+        "not-from-tasks", "the combine (<lambda>), applied here again to what the 8 site_power tasks returned, "
+        "gives `result`, and gives it too with any one of the 8 partial results left out, so it does not use them"),
+    # sums and counts added once each, but of every tenth reading only: the partitions missed readings
+    "sample-of-the-rows": (PARTS + "result = hpc.map_partitions(site_parts, p.readings.iloc[::10], partitions=8, "
+                           "combine=mean_power)\n", "rows",
+                           "the partitions map_partitions made held 40,000 rows in all, and `p.readings` has "
+                           "400,000 rows, so the tasks worked on other rows than every reading once"),
     "shortcut-copied-from-an-earlier-cell": ("hpc.map_partitions(site_power, p.readings.iloc[:30_000],\n"
                                              "                   partitions=3)\nresult = earlier\n", "not-from-tasks",
                                              "the 3 site_power tasks returned values that are neither"),

@@ -92,6 +92,16 @@ NOT_YET = {
                                       "not-from-tasks", "the 2 load tasks returned values that summed give"),
     "shortcut-copied-from-an-earlier-cell": ("hpc.get([load.remote(0, 10), load.remote(10, 20)])\ntotal = earlier\n",
                                              "not-from-tasks", "the 2 load tasks returned values that summed give"),
+    # shortcut by name: a `load` that returns sums computed here in the notebook, cut to equal work; its results
+    # would read as even pieces while the workers computed nothing
+    "shortcut-load-redefined-returns-notebook-values": (
+        "import math\n\n@hpc.remote(optimize=False)\ndef load(start, stop, value=None):\n"
+        "    \"\"\"Returns the value computed in the notebook.\"\"\"\n    return value\n\n"
+        "cuts = [round(N * math.sqrt(i / 8)) for i in range(9)]\nspans = list(zip(cuts, cuts[1:]))\n"
+        "vals = [sum(k * k % 7 for n in range(a, b) for k in range(n)) for a, b in spans]\n"
+        "total = sum(hpc.get([load.remote(a, b, v) for (a, b), v in zip(spans, vals)]))\n", "changed",
+        "`load` is not the lesson's function: it takes the arguments start, stop and value where the lesson's "
+        "takes the arguments start and stop"),
 }
 # An earlier cell that computed the total honestly, for the row that copies it.
 EARLIER = "earlier = sum(hpc.get([load.remote(a, a + 250) for a in range(0, p.rows, 250)]))\n"
@@ -133,6 +143,14 @@ def test_the_starter_on_one_worker_is_counted_for_two():
 def test_the_reference_on_one_worker_passes_counted_for_two():
     v = run_exercise("partitions", ROWS_LINE + REFERENCE, setup=SETUP, line="-w 1 --no-live")
     assert v.passed and "(this run had 1 worker, so the check counts 2)" in v.to_text(), v.to_text()
+
+
+def test_the_busy_share_says_it_is_replayed_and_the_measured_one_is_apart():
+    # The criterion's share is replayed from the pieces' results; the measured share (time) is a detail, named so.
+    v = run_exercise("partitions", ROWS_LINE + REFERENCE, setup=SETUP)
+    text = passed_with(v, "replayed by the work each piece's result shows")
+    assert "the pieces would keep the workers busy 100% of a run" in text, text
+    assert any(d.startswith("measured: workers computing ") for d in v.details), v.details
 
 
 def test_reference_total_is_the_sum():

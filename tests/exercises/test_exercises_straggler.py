@@ -77,6 +77,33 @@ NOT_YET = {
                                       "total = sum(done) + sum(sum(i * i % 7 for i in range(s, e))\n"
                                       "                        for s, e in pieces[20:])\n",
                                       "not-from-tasks", "the 20 work tasks returned values that summed give"),
+    # shortcuts by name: a `work` that returns sums computed here in the notebook (the tasks only pass them back),
+    # so the sizes read off its results are the notebook's, not the tasks' work
+    "shortcut-work-redefined-returns-notebook-values": (
+        "@hpc.remote(optimize=False)\ndef work(start, stop, value=None):\n    return value\n\n"
+        "size = min(e - s for s, e in ranges)\n"
+        "jobs = [(a, min(a + size, e)) for s, e in ranges for a in range(s, e, size)]\n"
+        "vals = [sum(i * i % 7 for i in range(a, b)) for a, b in jobs]\n"
+        "total = sum(hpc.get([work.remote(a, b, v) for (a, b), v in zip(jobs, vals)]))\n", "changed",
+        "`work` is not the lesson's function: it takes the arguments start, stop and value where the lesson's "
+        "takes the arguments start and stop"),
+    # the same arguments, another body that returns what the lesson's would: still not the lesson's work
+    "shortcut-work-redefined-same-signature": (
+        "import functools\n\n@hpc.remote(optimize=False)\ndef work(start, stop):\n"
+        "    return sum(i * i % 7 for i in range(start, stop)) if stop - start < 10 else NOTEBOOK[(start, stop)]\n\n"
+        "size = min(e - s for s, e in ranges)\n"
+        "jobs = [(a, min(a + size, e)) for s, e in ranges for a in range(s, e, size)]\n"
+        "NOTEBOOK = {(a, b): sum(i * i % 7 for i in range(a, b)) for a, b in jobs}\n"
+        "total = sum(hpc.get([work.remote(a, b) for a, b in jobs]))\n",
+        "changed", "`work` is not the lesson's function: its code computes something other than the lesson's"),
+    # another function under the lesson's name (options(name="work")): the tasks ran `fake`, whatever their label
+    "shortcut-other-function-labelled-work": (
+        "@hpc.remote(optimize=False)\ndef fake(start, stop, value=None):\n    return value\n\n"
+        "size = min(e - s for s, e in ranges)\n"
+        "jobs = [(a, min(a + size, e)) for s, e in ranges for a in range(s, e, size)]\n"
+        "total = sum(hpc.get([fake.options(name='work').remote(a, b, sum(i * i % 7 for i in range(a, b)))\n"
+        "                     for a, b in jobs]))\n", "changed",
+        "`work` is not what the tasks ran: the work tasks ran fake"),
 }
 
 
@@ -98,6 +125,15 @@ def test_the_evidence_follows_the_pieces():
     text = run_exercise("straggler", cell, setup=SETUP).to_text()
     assert "41 work tasks; their results show each covered about 50,000 to 150,000 numbers" in text, text
     assert "27 work tasks" not in text
+
+
+def test_the_lesson_s_work_laid_out_otherwise_passes():
+    # The same code with a docstring and a comment: compared by instructions, not by its text.
+    setup = SETUP.replace("def work(start, stop):\n", "def work(start, stop):\n    \"\"\"The lesson's work.\"\"\"\n"
+                                                      "    # add up i * i % 7 over the range\n")
+    assert setup != SETUP
+    passed_with(run_exercise("straggler", REFERENCE, setup=setup),
+                "27 work tasks; their results show each covered about 200,000 numbers")
 
 
 def test_reference_total_is_the_sum():

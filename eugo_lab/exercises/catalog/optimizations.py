@@ -59,7 +59,6 @@ run's report fails.
 from __future__ import annotations
 
 import ast
-import dis
 import inspect
 import os
 import random
@@ -406,39 +405,15 @@ def vector_reference(kwh: np.ndarray) -> np.ndarray:
     return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
 
 
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
-_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
-
-
-def _instructions(code: Any) -> list[tuple[str, Any]]:
-    """``code``'s instructions as (operation, argument value), nested code included.
-
-    Line numbers, comments and the docstring are not instructions, so a loop laid out or documented
-    otherwise reads the same.
-    """
-    out: list[tuple[str, Any]] = []
-    for ins in dis.get_instructions(code):
-        if hasattr(ins.argval, "co_code"):
-            out.extend(_instructions(ins.argval))
-        elif ins.opcode in _JUMPS:  # a target's offset moves with the cache entries below, not with the code
-            out.append((ins.opname, None))
-        else:
-            # Python 3.11 loads a method of a name imported in the same compiled cell with LOAD_ATTR, and of any
-            # other with LOAD_METHOD: the same call, whichever cell imported NumPy.
-            out.append((_SAME_OP.get(ins.opname, ins.opname), ins.argval))
-    return out
-
-
 def _starter_loop() -> list[tuple[str, Any]]:
     """The instructions of the starter's bill_loop, compiled here from its text."""
-    module = compile(VEC_LOOP_SOURCE, "<bill_loop>", "exec")  # compiled, never run: its one constant is the code
-    return _instructions(next(c for c in module.co_consts if hasattr(c, "co_code")))
+    return steps.instructions(steps.source_code(VEC_LOOP_SOURCE))  # compiled, never run
 
 
 def _is_starter_loop(fn: Any) -> bool:
     """``fn`` (a remote function or a plain one) runs the starter's bill_loop, whatever its docstring and layout."""
     code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
-    return code is not None and _instructions(code) == _starter_loop()
+    return code is not None and steps.instructions(code) == _starter_loop()
 
 
 _BILL = ("@hpc.remote\ndef bill(kwh):\n"

@@ -62,9 +62,16 @@ partition count fitted to the lesson's readings, do not carry over (the hidden c
 still make at least 10,000 rows a partition for up to 12 partitions, so a count that suits
 both passes both).
 
-What a custom ``combine=`` does with the partial results runs in the notebook and is not
-traced: a combine that ignores them and recomputes the answer cannot be told apart by its
-value, which is the right answer either way.
+When ``result`` is wrong and the cell's ``map_partitions`` call was given other rows than
+``p.readings`` has (a sample, a slice), the verdict says so: the partitions missed readings,
+whatever the combine did. Before ``result`` is traced to the tasks, the checker reads the
+``map_partitions`` call off the trace (``Trace.partition_runs``: the partial results as get()
+returned them and the combine the cell gave): ``result`` must not be what every task returned
+(each returned the whole answer), nor one task's result alone (the others dropped), and, where
+the combine applied again here to those partial results gives ``result``, it must give
+something else with any one of them left out (a combine that ignores its parts returns an
+answer made elsewhere). A cell that combines the partial results itself after
+``map_partitions`` (``combine=list``, then its own function) is left to the criteria above.
 """
 
 from __future__ import annotations
@@ -188,6 +195,8 @@ HINTS = {
                    "they hold different numbers of a site's readings. Have each partition return every site's sum "
                    "and count instead, and give map_partitions a combine that adds those up site by site and "
                    "divides at the end.", _SOLUTION),
+    "rows": Hint("Give map_partitions the whole of p.readings, every row (no sample, no slice): its partitions "
+                 "then hold every reading once, and the combined means are over all of them.", _SOLUTION),
     "no-partitions": Hint("Let map_partitions cut the readings into several partitions (leave the count to it) and "
                           "combine the partial results, so more than one worker has work.", _SOLUTION),
     "tiny": Hint("Use fewer, larger partitions: let map_partitions choose (automatic partitions give a few per "
@@ -289,6 +298,12 @@ def partition_pandas(a: Attempt) -> Verdict:
     expected = site_means(readings)  # the analysis on one machine: the answer
     wrong = compare(result, expected, WANTED)
     if wrong is not None:
+        run = _run_of(a.trace, _main_function(a.trace))
+        if run is not None and run.rows != len(readings):  # what the partitions held, before how they were combined
+            return a.not_yet(f"`result` is not {WANTED} of `{DATA}`: the partitions map_partitions made held "
+                             f"{_rows_word(run.rows)} in all, and `{DATA}` has {_rows_word(len(readings))}, so the "
+                             "tasks worked on other rows than every reading once and each site's mean misses "
+                             "readings (however the partial results were combined).", mistake="rows")
         return a.not_yet(wrong, mistake="result")
     rows = len(readings)
     n = measure.tasks(a.trace)
@@ -332,6 +347,10 @@ def partition_pandas(a: Attempt) -> Verdict:
                          f"{fmt_x(packed)} one worker's work by their input bytes, under "
                          f"{fmt_x(MIN_REPLAYED_SPEEDUP)}: the tasks cannot keep the workers busy.", mistake="dominant",
                          details=details)
+    run = _run_of(a.trace, fn)
+    faulty = _combine_fault(result, run, fn) if run is not None else None
+    if faulty is not None:
+        return a.not_yet(faulty, mistake="not-from-tasks", details=details)
     source = _derived(result, a.trace, fn, readings, _functions_named(a.namespace, fn))
     if source is None:
         carried = " (the Captured object finding: the task function carried a large object of the notebook)" \
@@ -346,6 +365,74 @@ def partition_pandas(a: Attempt) -> Verdict:
                     "them, "
                     f"and packed {on} by their bytes they keep them busy for {fmt_x(packed)} one worker's work",
                     details=details)
+
+
+def _run_of(trace: Any, fn: str) -> Any:
+    """The cell's last ``hpc.map_partitions`` call whose tasks ran ``fn`` (a ``PartitionsRun``), or None."""
+    runs = [r for r in getattr(trace, "partition_runs", ()) if r.function == fn]
+    return runs[-1] if runs else None
+
+
+def _same(value: Any, result: Any) -> bool:
+    """``value`` is ``result``, or holds the same labels and values (a Series or DataFrame, compared as graded)."""
+    if value is result:
+        return True
+    try:
+        return compare(value, result) is None
+    except Exception:  # noqa: BLE001 - a value pandas cannot compare is not the same
+        return False
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def _ordinal(i: int) -> str:
+    return _ORDINALS[i] if i < len(_ORDINALS) else f"{i + 1}th"
+
+
+def _combine_fault(result: Any, run: Any, fn: str) -> str | None:
+    """Why ``result`` did not come from combining the partial results ``run`` records; None when it did or can't tell.
+
+    Read off the very results get() returned and the combine the cell gave map_partitions (the
+    checker applies that combine again, here): a task that returned ``result`` itself did no
+    partial work; ``result`` that is one task's result dropped the others; a combine that gives
+    ``result`` again from the tasks' results but also with any one of them left out did not use
+    them. A combine that does not give ``result`` again (the cell combined the results itself
+    after map_partitions) is left to the later checks.
+    """
+    parts = list(run.results)
+    n = len(parts)
+    if n < 2:
+        return None
+    equal = [i for i, part in enumerate(parts) if _same(part, result)]
+    if len(equal) == n:
+        return (f"`result` was not computed from partial results: each of the {n} {fn} tasks returned the same "
+                "value, `result` itself, so every task returned the whole answer instead of its own partition's "
+                f"part of it, and the answer was made elsewhere than in the partitions of `{DATA}`.")
+    if equal:
+        i = equal[0]
+        what = "is" if any(parts[j] is result for j in equal) else "equals"
+        return (f"`result` {what} the {_ordinal(i)} {fn} task's own result alone (partition {i + 1} of {n}): the "
+                f"combine kept one partial result and dropped the other {n - 1}, so `result` is not made from "
+                "every partition's part.")
+
+    def combined(values: list[Any]) -> Any:
+        try:
+            return run.combine(values)
+        except Exception as exc:  # noqa: BLE001 - a combine that fails on other parts gives no answer there
+            return exc
+
+    if not _same(combined(list(parts)), result):
+        return None
+    kept = [i for i in range(n) if _same(combined(parts[:i] + parts[i + 1:]), result)]
+    if not kept:
+        return None
+    name = getattr(run.combine, "__name__", "the combine")
+    which = (f"with any one of the {n} partial results left out" if len(kept) == n else
+             f"with the partial result of partition {kept[0] + 1} of {n} left out")
+    return (f"`result` was not computed from the tasks' results: the combine ({name}), applied here again to "
+            f"what the {n} {fn} tasks returned, gives `result`, and gives it too {which}, so it does not use "
+            "them: the answer it returns was made elsewhere, not combined from the partitions.")
 
 
 def _main_function(trace: Any) -> str:

@@ -34,8 +34,9 @@ enough equal ranges in row order.
 Criteria, on the rows the run was handed, in the order checked, each a count or a value (never a
 duration, so a busy machine gives the verdict an idle one does): ``total`` equals the sum over
 rows ``0..p.rows-1``, computed here (from the checker's own copy, never an ``N`` of the
-notebook); ``load`` tasks ran; ``total`` is the sum of what those
-tasks returned (:func:`~eugo_lab.exercises.derivation.combined`); at most
+notebook); ``load`` tasks ran; the ``load`` they ran is the lesson's, unchanged (compared by
+its compiled instructions, not its name: :func:`~eugo_lab.exercises.steps.lesson_function`);
+``total`` is the sum of what those tasks returned (:func:`~eugo_lab.exercises.derivation.combined`); at most
 ``max(MAX_TASKS, MAX_PER_WORKER * workers)`` tasks; at least 2 of them submitted with no
 wait between them; and the pieces, handed out in the order submitted to 2 workers (this run's
 workers when it had more), each to the least-loaded one as the pool's queue does, keep the
@@ -64,6 +65,9 @@ from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise, submit_all_first
 
 FUNCTION = "load"
+# The lesson's load, as its starter cell defines it: the tasks must run it unchanged (compared by code, not name),
+# since each piece's work is read off what it returns.
+LOAD_SOURCE = "def load(start, stop):\n    return sum(k * k % 7 for n in range(start, stop) for k in range(n))\n"
 ROWS = 4_000
 # The hidden case's rows: their steps grow as the square of the rows, so 2,800 rows hold at most half the
 # lesson's (a pass costs at most ~1.5x), and 2,000 still take each piece well over the round trip. Where each
@@ -119,6 +123,8 @@ HINTS = {
                    "than there are workers (several each) and submit the costly ones first, or place the cuts so "
                    "every range holds the same number of steps.", _SOLUTION),
     "serial": submit_all_first("range", _SOLUTION),
+    "changed": Hint("Keep the lesson's load function as it is (`def load(start, stop)`): change only how the rows "
+                    "are cut into ranges, and let the load tasks do the adding.", _SOLUTION),
     problems.CARRY_OVER: Hint("Take the number of rows from p.rows, the exercise's inputs, and compute the cuts "
                               "from it and the worker count, instead of writing a row count, cuts or a total into "
                               "the cell; keep in `total` the sum of what get() returns.",
@@ -137,13 +143,14 @@ def partitions(a: Attempt) -> Verdict:
                        "where the previous one stopped, the last stops at the end)")
     fn = steps.task_function(a, FUNCTION)  # load's tasks, or the cell's own batches of load calls
     n = steps.tasks_ran(a, fn, "the total")
+    steps.lesson_function(a, fn, FUNCTION, LOAD_SOURCE)  # each piece's work is read off what load returns
     steps.from_tasks(a, derivation.combined(total, a.trace, fn, sum, name="total", how="summed"), FUNCTION)
     w = max(a.workers, 2)
     on = f"{w} workers" + (" (this run had 1 worker, so the check counts 2)" if a.workers < 2 else "")
     limit = max(MAX_TASKS, MAX_PER_WORKER * w)
     tail = [name for code, name in TIMED.items() if a.report.finding(code) is not None]
     details = (f"timing findings: {', '.join(tail) if tail else 'none'}",
-               f"workers computing {a.report.efficiency:.0%} of the measured run")
+               f"measured: workers computing {a.report.efficiency:.0%} of the run's time")
     if n > limit:
         return a.not_yet(f"{n:,} tasks for {rows:,} rows: so many pieces that each carries little work beside its "
                          f"fixed trip to a worker; up to {limit} pieces on {on} each stays worth sending.",
@@ -164,9 +171,10 @@ def partitions(a: Attempt) -> Verdict:
                          "idle at the end.", mistake="uneven", details=details)
     return a.passed(f"{n} {fn} tasks, {n / w:.1f} per worker on {on}; the largest holds {biggest:.0%} of the "
                     "work (read from what each task returned)",
-                    f"{together} tasks were submitted with no wait between them; handed out in the order submitted, "
-                    f"the pieces keep the workers busy {busy:.0%} of the run (at least {MIN_BUSY:.0%}), "
-                    f"{fmt_x(measure.packed_speedup(work, w))} one worker's work",
+                    f"{together} tasks were submitted with no wait between them; replayed by the work each piece's "
+                    f"result shows, handed out in the order submitted, the pieces would keep the workers busy "
+                    f"{busy:.0%} of a run (at least {MIN_BUSY:.0%}), {fmt_x(measure.packed_speedup(work, w))} one "
+                    "worker's work (the measured share, which a busy machine lowers, is in the details)",
                     f"`total` is the sum of the {n} tasks' results and equals the sum over all {rows:,} rows",
                     details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
 

@@ -28,7 +28,9 @@ Reference solution (same first lines, then)::
 Criteria, on the ranges the run was handed, in the order checked, every one a count or a value
 (never a duration, so a busy machine gives the same verdict as an idle one): ``total`` equals
 the sum over every range of ``p.ranges`` computed here (the checker's own copy, never a
-``ranges`` of the notebook); ``work`` tasks ran; ``total`` is the sum of what those tasks
+``ranges`` of the notebook); ``work`` tasks ran; the ``work`` they ran is the lesson's,
+unchanged (compared by its compiled instructions, not its name:
+:func:`~eugo_lab.exercises.steps.lesson_function`); ``total`` is the sum of what those tasks
 returned (:func:`~eugo_lab.exercises.derivation.combined`), so a total computed in the notebook
 beside a decoy call fails; at most ``MAX_TASKS`` tasks (pieces too small cost more to schedule
 than to run); no task covered over ``STRAGGLER_RATIO`` times the numbers of the median task,
@@ -74,6 +76,9 @@ HIDDEN_N_ORDINARY = (5, 6)
 HIDDEN_GIANT_FACTORS = range(10, 15)
 HIDDEN_STARTS = range(1_000, 5_000_001, 1_000)
 FUNCTION = "work"
+# The lesson's work, as its starter cell defines it: the tasks must run it unchanged (compared by code, not name),
+# since the sizes below are read off what it returns.
+WORK_SOURCE = "def work(start, stop):\n    return sum(i * i % 7 for i in range(start, stop))\n"
 # 27 pieces of the lesson's case cover its input; 200 tasks of 27,000 numbers are still worth sending, far
 # below that the round trip (0.1-0.5 ms) is a large share of every task.
 MAX_TASKS = 200
@@ -137,6 +142,8 @@ HINTS = {
     "not-from-tasks": Hint("Add up what the work tasks returned: `total` is the sum of the results that get() "
                            "gives back for the pieces, not a number computed here in the notebook.", _SOLUTION),
     "serial": submit_all_first("piece", _SOLUTION),
+    "changed": Hint("Keep the lesson's work function as it is (`def work(start, stop)` adding up i * i % 7): change "
+                    "only how the ranges are cut into pieces, and let the work tasks do the adding.", _SOLUTION),
     problems.CARRY_OVER: Hint("Take the ranges from p.ranges, the exercise's inputs, and cut every one of them "
                               "(not only the last) into pieces of an ordinary range's size computed from them, "
                               "instead of writing ranges or a total into the cell; keep in `total` the sum of what "
@@ -166,6 +173,7 @@ def straggler(a: Attempt) -> Verdict:
                        "piece starts where the previous one stopped)")
     fn = steps.task_function(a, FUNCTION)  # work's tasks, or the cell's own batches of work calls
     n = steps.tasks_ran(a, fn, "the total")
+    steps.lesson_function(a, fn, FUNCTION, WORK_SOURCE)  # what the tasks' results say of their sizes needs it
     steps.from_tasks(a, derivation.combined(total, a.trace, fn, sum, name="total", how="summed"), FUNCTION)
     tiny = a.report.finding(Code.TASKS_TOO_SMALL)
     found = (f"Scheduling overhead finding: {'yes' if tiny is not None else 'no'}",)
@@ -199,9 +207,9 @@ def straggler(a: Attempt) -> Verdict:
     each = f"about {low:,}" if low == high else f"about {low:,} to {high:,}"
     return a.passed(f"{n} {fn} tasks; their results show each covered {each} numbers, "
                     f"the largest {fmt_x(ratio)} the median (at most {STRAGGLER_RATIO:g}x)",
-                    f"{together} tasks were submitted with no wait between them; handed out in the order submitted "
-                    f"{on}, the pieces keep them busy for {fmt_x(packed)} one worker's work (at least "
-                    f"{fmt_x(MIN_REPLAYED_SPEEDUP)})",
+                    f"{together} tasks were submitted with no wait between them; replayed by the numbers their "
+                    f"results show, handed out in the order submitted {on}, the pieces would keep them busy for "
+                    f"{fmt_x(packed)} one worker's work (at least {fmt_x(MIN_REPLAYED_SPEEDUP)})",
                     f"`total` is the sum of the {n} tasks' results and equals the sum over `p.ranges`",
                     details=(*details, f"replayed speedup by measured time {fmt_x(a.replayed_speedup(w))}"))
 
