@@ -329,6 +329,13 @@ JIT_ATTACKS = {
         "    counts = np.bincount((values * bins).astype(np.int64), minlength=bins)\n"
         "    for i in range(len(values)):\n        counts[0] += 0\n    return counts\n\n",
         "dead-loop", "with its loops taken out, and it returned the same counts"),
+    # a redundant inner loop the compiler deletes: the plain version does 20 times the work, the speedup inflated
+    "a-redundant-inner-loop": (
+        "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
+        "    for i in range(len(values)):\n        b = int(values[i] * bins)\n        for _ in range(20):\n"
+        "            b = int(values[i] * bins)\n        counts[b] += 1\n    return counts\n\n",
+        "redundant-loop", "changes nothing that the function returns: the checker ran histogram on values of its own "
+        "without that loop, and it returned the same counts"),
 }
 
 

@@ -839,37 +839,61 @@ def jit_own_values(seed: int) -> tuple[np.ndarray, int]:
     return values[rng.permutation(values.size)], JIT_OWN_BINS
 
 
-class _NoLoops(ast.NodeTransformer):
-    """Every ``for`` and ``while`` statement of a function replaced by ``pass`` (nested functions' too)."""
-
-    def _taken_out(self, node: ast.AST) -> ast.AST:
-        return ast.copy_location(ast.Pass(), node)
-
-    def visit_For(self, node: ast.For) -> ast.AST:
-        return self._taken_out(node)
-
-    def visit_AsyncFor(self, node: ast.AsyncFor) -> ast.AST:
-        return self._taken_out(node)
-
-    def visit_While(self, node: ast.While) -> ast.AST:
-        return self._taken_out(node)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: The name of the list the counting variant of a function adds 1 to, per loop, each time the loop's body runs.
+_RUNS = "_eugo_loop_runs"
 
 
-def without_loops(fn: Any) -> Any:
-    """The plain function of ``fn`` made again from its source with its loops taken out; None where it cannot be.
+class _Loops(ast.NodeTransformer):
+    """A function's loops (numbered as :func:`ast.walk` meets them) taken out, or counted.
 
-    Its globals are a copy of the function's (nothing of the cell's namespace changes); a function that reads a
-    closure's variables, or whose source cannot be read, gives None.
+    ``out``: the numbers of the loops replaced by ``pass`` (None: every one); ``count``: instead, each loop's
+    body starts by adding 1 to its slot of :data:`_RUNS`.
+    """
+
+    def __init__(self, out: set[int] | None = None, count: bool = False):
+        self.out, self.count = out, count
+
+    def _loop(self, node: ast.AST) -> ast.AST:
+        k = getattr(node, "_eugo_loop", -1)
+        if not self.count and (self.out is None or k in self.out):
+            return ast.copy_location(ast.Pass(), node)
+        self.generic_visit(node)
+        if self.count:
+            bump = ast.parse(f"{_RUNS}[{k}] += 1").body[0]
+            node.body.insert(0, ast.copy_location(bump, node))  # type: ignore[attr-defined]
+        return node
+
+    visit_For = visit_AsyncFor = visit_While = _loop  # noqa: N815 - ast.NodeTransformer's naming
+
+
+def _numbered_loops(fn: Any) -> tuple[Any, list[ast.AST]] | None:
+    """``(function tree, its loops)``, each loop numbered in the tree; None where the source cannot be read."""
+    func = _function_tree(fn)
+    if func is None:
+        return None
+    loops = [n for n in ast.walk(func) if isinstance(n, _LOOPS)]
+    for k, loop in enumerate(loops):
+        loop._eugo_loop = k  # type: ignore[attr-defined]
+    return func, loops
+
+
+def _remade(fn: Any, out: set[int] | None = None, count: bool = False, runs: list[int] | None = None) -> Any:
+    """The plain function of ``fn`` made again from its source through :class:`_Loops`; None where it cannot be.
+
+    Its globals are a copy of the function's (nothing of the cell's namespace changes), with ``runs`` as
+    :data:`_RUNS`; a function that reads a closure's variables, or whose source cannot be read, gives None.
     """
     f = steps.plain_function(fn)
-    func = _function_tree(fn)
-    if func is None or getattr(f, "__closure__", None) or not hasattr(f, "__globals__"):
+    numbered = _numbered_loops(fn)
+    if numbered is None or getattr(f, "__closure__", None) or not hasattr(f, "__globals__"):
         return None
+    func = numbered[0]
     func.decorator_list = []
-    module = ast.fix_missing_locations(ast.Module(body=[_NoLoops().visit(func)], type_ignores=[]))
-    scope = dict(f.__globals__)
+    module = ast.fix_missing_locations(ast.Module(body=[_Loops(out, count).visit(func)], type_ignores=[]))
+    scope = {**f.__globals__, _RUNS: runs if runs is not None else []}
     try:
-        exec(compile(module, "<eugo: without its loops>", "exec"), scope)  # the learner's own definition
+        exec(compile(module, "<eugo: its loops changed>", "exec"), scope)  # the learner's own definition
     except Exception:  # noqa: BLE001 - a definition that needs what its loop made: the loop matters
         return None
     made = scope.get(func.name)
@@ -878,12 +902,51 @@ def without_loops(fn: Any) -> Any:
     return made if callable(made) else None
 
 
+def without_loops(fn: Any) -> Any:
+    """The plain function of ``fn`` made again from its source with its loops taken out; None where it cannot be."""
+    return _remade(fn)
+
+
+def _redundant_loop(fn: Any, args: tuple, want: Any) -> int | None:
+    """The line (the cell's, as the code numbers it) of a loop of ``fn`` that ran and changes nothing it returns.
+
+    Each loop is taken out in turn and the function called on ``args`` (the checker's): a loop whose body ran
+    and without which the result is still ``want`` is work a compiler deletes, so the before/after numbers
+    would time work that never needed doing. A loop that may raise or assert (a check of the input) is not
+    taken out: it is not free to delete.
+    """
+    numbered = _numbered_loops(fn)
+    if numbered is None or len(numbered[1]) < 2:  # one loop: the check with every loop taken out covers it
+        return None
+    _, loops = numbered
+    runs = [0] * len(loops)
+    def fresh() -> tuple:  # a copy of each array for every call: a call may change its arguments in place
+        return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in args)
+
+    counting = _remade(fn, count=True, runs=runs)
+    if counting is None or steps.called_on_own_input(counting, *fresh())[1] is not None:
+        return None
+    for k, loop in enumerate(loops):
+        if not runs[k] or any(isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(loop)):
+            continue
+        bare = _remade(fn, out={k})
+        if bare is None:
+            continue
+        got, error = steps.called_on_own_input(bare, *fresh())
+        if error is None and measure.same_within_tolerance(np.asarray(got) if got is not None else got, want):
+            # the source read starts at the function's first line (its decorator's): the code's own numbering
+            first = getattr(getattr(steps.plain_function(fn), "__code__", None), "co_firstlineno", 1)
+            return first + loop.lineno - 1  # type: ignore[attr-defined]
+    return None
+
+
 def _counts_own_values(a: Attempt, fn: Any, name: str) -> None:
     """``not yet`` unless the plain ``fn`` counts values of the checker's own, and its loop does that counting.
 
-    Both called here: the function on the checker's values and bins (an answer made in the notebook fits only
+    All called here: the function on the checker's values and bins (an answer made in the notebook fits only
     p.values), then the same function with its loops taken out (a loop that changes nothing, beside counts
-    made some other way, gives the same counts without it: dead code a compiler deletes).
+    made some other way, gives the same counts without it: dead code a compiler deletes), then without each
+    loop that ran in turn (a redundant inner loop: work the compiler deletes, which would inflate the speedup).
     """
     if not callable(fn):
         return
@@ -904,6 +967,12 @@ def _counts_own_values(a: Attempt, fn: Any, name: str) -> None:
                      "of its own with its loops taken out, and it returned the same counts, so they are made beside "
                      "the loop; a compiler drops such a loop as dead code and the report's before/after numbers "
                      "time no loop at all.", mistake="dead-loop")
+    line = _redundant_loop(fn, (values.copy(), bins), want)
+    if line is not None:
+        raise NotYet(f"one of {name}'s loops (the one at line {line} of its cell) changes nothing that the function "
+                     f"returns: the checker ran {name} on values of its own without that loop, and it returned the "
+                     "same counts. A compiler deletes such a loop, so the report's before/after numbers would time "
+                     "work that never needed doing.", mistake="redundant-loop")
 
 
 _HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
@@ -935,6 +1004,9 @@ JIT_HINTS = {
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
+    "redundant-loop": Hint("Take out the loop that changes nothing the function returns, so that the plain version "
+                           "and the compiled one do the same work: one pass over the values, one count each.",
+                           _HIST_LOOP),
     "not-computed": Hint("Let histogram count the values it is given, in its loop: the checker calls it on values of "
                          "its own too, so counts made in the notebook do not fit them.", _HIST_SOLUTION),
     "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
