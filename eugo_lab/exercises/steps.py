@@ -376,3 +376,31 @@ def stepped_from_fetched(a: Attempt, value: Any, function: str, step: str, name:
                      f"given other values than the objects a get() or result() of this cell handed over from the "
                      f"{function} tasks: {step} must handle the values the tasks returned.",
                      mistake=mistake)
+
+
+# -- the checker's own inputs -----------------------------------------------------------------------------------
+
+
+def plain_function(fn: Any) -> Any:
+    """The plain Python function under ``fn`` (an ``@hpc.remote`` function's wrapped one), else ``fn``."""
+    return getattr(fn, "__wrapped__", fn)
+
+
+def called_on_own_input(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
+    """``(what the plain function under fn returned, None)`` or ``(None, what it raised)``, called here, now.
+
+    The "own the input" step: a result judged only on inputs the learner chose (the exercise's, which a
+    cell can answer from the notebook and hand back through a function that computes nothing) says
+    nothing about the function. The checker calls the plain function itself, in the kernel, on inputs of
+    its own that the cell never saw, and compares with its own reference. The arguments are the
+    checker's (pass copies: the call may change them in place); what the call prints is swallowed, so the
+    verdict stays the only output.
+    """
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            return plain_function(fn)(*args, **kwargs), None
+        except Exception as e:  # noqa: BLE001 - the learner's function: what it raised is the verdict's
+            return None, e

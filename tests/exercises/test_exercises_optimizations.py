@@ -542,3 +542,51 @@ def test_runtime_report_the_tasks_must_run():
     v = _report(cell=cell)
     assert not v.passed and v.mistake == "no-tasks", v.to_text(precise=True)
     assert "no line for busiest_hour" in v.to_text()
+
+
+# -- the checker's own inputs: pure helpers -------------------------------------------------------------------
+def test_a_ratio_under_one_reads_slower_never_0x():
+    from eugo_lab.exercises.catalog.optimizations import _times_faster
+
+    assert _times_faster(12.4) == "12x faster" and _times_faster(1.4) == "1.4x faster"
+    assert _times_faster(0.3) == "3.3x slower" and _times_faster(0.0).endswith("x slower")
+
+
+HIST_SOURCES = '''
+import numpy as np
+
+def redundant(values, bins):
+    counts = np.zeros(bins, dtype=np.int64)
+    for i in range(len(values)):
+        b = int(values[i] * bins)
+        for _ in range(20):
+            b = int(values[i] * bins)
+        counts[b] += 1
+    return counts
+
+def guarded(values, bins):
+    for v in values:
+        if not 0.0 <= v < 1.0:
+            raise ValueError(v)
+    counts = np.zeros(bins, dtype=np.int64)
+    for v in values:
+        b = int(v * bins)
+        while b >= bins:
+            b -= 1
+        counts[b] += 1
+    return counts
+'''
+
+
+def test_a_redundant_loop_is_found_and_a_guard_or_a_check_of_the_input_is_not(tmp_path, monkeypatch):
+    from eugo_lab.exercises.catalog import optimizations as opt
+
+    (tmp_path / "hist_sources.py").write_text(HIST_SOURCES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import hist_sources
+
+    values, bins = opt.jit_own_values(1)
+    want = opt.jit_reference(values, bins)
+    assert opt._redundant_loop(hist_sources.redundant, (values, bins), want) == 8  # the inner loop's line in the file
+    assert opt._redundant_loop(hist_sources.guarded, (values, bins), want) is None
+    assert opt.without_loops(hist_sources.redundant)(values, bins).sum() == 0

@@ -168,6 +168,41 @@ def test_vectorize_a_baseline_run_on_more_homes_is_not_measured_against():
     not_yet(_vectorize(cell), "loop-profile", "`loop_bills` is not what the bill_loop tasks returned for the 300,000")
 
 
+# Shortcuts a fresh pair of eyes found (having read only the lessons): each is `not yet`, naming what happened.
+VEC_ATTACKS = {
+    # the loop run in the notebook and saved; bill only loads the file
+    "bills-saved-to-a-file": (
+        "np.save({path!r}, bill_loop(p.kwh))\n\n@hpc.remote\ndef bill(kwh):\n    return np.load({path!r})\n\n"
+        + VEC_RUN, "not-computed", "bill does not compute the bills from the array it is given: the checker called "
+        "it on 1,004 homes of its own (not p.kwh) and it returned 300,000 values"),
+    # the bills made in the notebook and passed in instead of p.kwh; bill returns its argument
+    "bills-passed-in-as-the-argument": (
+        "pre = bill_loop(p.kwh)\n\n@hpc.remote\ndef bill(kwh):\n    return kwh.copy()\n\n"
+        "loop_bills = hpc.get([bill_loop.remote(p.kwh) for _ in range(3)])\n"
+        "bills = hpc.get([bill.remote(pre) for _ in range(3)])\n", "not-computed",
+        "it returned something else than their bills"),
+}
+
+
+@pytest.mark.parametrize("case", list(VEC_ATTACKS))
+def test_vectorize_shortcuts_are_not_yet(case, tmp_path):
+    cell, mistake, says = VEC_ATTACKS[case]
+    text = not_yet(_vectorize(VEC_HEAD + cell.replace("{path!r}", repr(str(tmp_path / "bills.npy")))), mistake, says)
+    assert "same array as bill_loop" not in text, text
+    never_shown(text, *_vec_hidden_values())
+
+
+def test_vectorize_a_loop_compiled_by_hand_is_not_vectorized():
+    # The loop compiled with numba.njit: right bills, no NumPy whole-array code; the profile is the compiler's work.
+    cell = ("import numba\n\n@numba.njit(cache=False)\ndef _bill_compiled(kwh):\n    out = np.empty_like(kwh)\n"
+            "    for i in range(len(kwh)):\n        if kwh[i] <= 10.0:\n            out[i] = kwh[i] * 0.20\n"
+            "        else:\n            out[i] = 2.0 + (kwh[i] - 10.0) * 0.35\n    return out\n\n"
+            "@hpc.remote\ndef bill(kwh):\n    return _bill_compiled(kwh)\n\n" + VEC_RUN)
+    text = not_yet(_vectorize(VEC_HEAD + cell), "hand-compiled",
+                   "bill computes the bills with a loop compiled by hand (_bill_compiled: Numba)")
+    assert "0x" not in text and "`for` loop is still there" not in text, text
+
+
 # Honest cells unlike the reference: each passes on both cases.
 VEC_HONEST = [
     ("minimum-maximum-helper-named-futures",
@@ -268,14 +303,48 @@ def test_jit_a_loop_the_compiler_can_drop_as_dead_code_does_not_pass(body):
     never_shown(text, *_jit_hidden_values())
 
 
-def test_jit_typed_counts_the_loop_keeps_do_not_carry_over():
-    # The lesson's counts typed in and returned through the loop (so it is no dead code): they fit only its values.
+def test_jit_typed_counts_the_loop_keeps_are_not_the_function_s_work():
+    # The lesson's counts typed in and returned through the loop (so it reads as no dead code): they fit only its
+    # values, and the checker calls histogram on values of its own.
     p = lesson("jit")
     counts = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins).tolist()
     cell = (JIT_HEAD + f"COUNTS = np.array({counts}, dtype=np.int64)\n\n@hpc.remote\ndef histogram(values, bins):\n"
             "    counts = COUNTS.copy()\n    for i in range(len(values)):\n"
             "        counts[0] += int(values[i] * bins) * 0\n    return counts\n\n" + JIT_RUN)
-    never_shown(carried_over(_jit(cell)), *_jit_hidden_values())
+    text = not_yet(_jit(cell), "not-computed", "histogram does not count the values it is given")
+    never_shown(text, *_jit_hidden_values())
+
+
+# Shortcuts a fresh pair of eyes found (having read only the lessons): each is `not yet`, naming what happened.
+JIT_ATTACKS = {
+    # counts made in the notebook, handed to the tasks as a global; the loop adds 0
+    "counts-precomputed-in-the-notebook": (
+        "PRE = np.bincount((p.values * p.bins).astype(np.int64), minlength=p.bins)\n\n"
+        "@hpc.remote\ndef histogram(values, bins):\n    counts = PRE.copy()\n    for i in range(len(values)):\n"
+        "        counts[int(values[i] * bins)] += 0\n    return counts\n\n",
+        "not-computed", "the checker called histogram(values, bins) on 2,000 values and 7 bins of its own"),
+    # np.bincount makes the counts; the loop touches the result and changes nothing
+    "bincount-and-a-loop-that-adds-zero": (
+        "@hpc.remote\ndef histogram(values, bins):\n"
+        "    counts = np.bincount((values * bins).astype(np.int64), minlength=bins)\n"
+        "    for i in range(len(values)):\n        counts[0] += 0\n    return counts\n\n",
+        "dead-loop", "with its loops taken out, and it returned the same counts"),
+    # a redundant inner loop the compiler deletes: the plain version does 20 times the work, the speedup inflated
+    "a-redundant-inner-loop": (
+        "@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)\n"
+        "    for i in range(len(values)):\n        b = int(values[i] * bins)\n        for _ in range(20):\n"
+        "            b = int(values[i] * bins)\n        counts[b] += 1\n    return counts\n\n",
+        "redundant-loop", "changes nothing that the function returns: the checker ran histogram on values of its own "
+        "without that loop, and it returned the same counts"),
+}
+
+
+@pytest.mark.parametrize("case", list(JIT_ATTACKS))
+def test_jit_shortcuts_are_not_yet(case):
+    cell, mistake, says = JIT_ATTACKS[case]
+    text = not_yet(_jit(JIT_HEAD + cell + "hists = hpc.get([histogram.remote(p.values, p.bins) for _ in range(6)])\n"),
+                   mistake, says)
+    never_shown(text, *_jit_hidden_values())
 
 
 # Honest cells unlike the reference: each passes on both cases.
@@ -289,6 +358,13 @@ JIT_HONEST = [
      "@hpc.remote\ndef histogram(values, bins):\n    out = np.zeros(bins, dtype=np.int64)\n"
      "    for v in values:\n        out[int(v * bins)] += 1\n    result = out\n    return result\n\n"
      "hists = [hpc.get(histogram.remote(p.values, p.bins)) for _ in range(6)]\n"),
+    # the counting loop under another name, with a while loop and a guard for the top edge: graded as the function
+    # whose tasks' results became `hists`
+    ("another-name-a-while-loop-and-a-guard",
+     "@hpc.remote\ndef count_bins(xs, nbins):\n    out = np.zeros(nbins, np.int64)\n    i = 0\n    n = xs.shape[0]\n"
+     "    while i < n:\n        b = int(xs[i] * nbins)\n        if b >= nbins:\n            b = nbins - 1\n"
+     "        out[b] += 1\n        i += 1\n    return out\n\n"
+     "data = np.asarray(p.values)\nhists = hpc.get([count_bins.remote(data, p.bins) for _ in range(6)])\n"),
 ]
 
 
@@ -388,8 +464,9 @@ def test_profile_first_typed_stations_do_not_carry_over():
     never_shown(carried_over(_profile_first(cell)), *_station_hidden_values())
 
 
-def test_profile_first_typed_offsets_do_not_carry_over():
-    # The slow function's answers typed in for the lesson's stations: it still runs in every task, cheaply.
+def test_profile_first_typed_offsets_are_not_the_tasks_work():
+    # The slow function's answers typed in for the lesson's stations: it still runs in every task, cheaply, and the
+    # checker calls station_report on a station of its own.
     from eugo_lab.exercises.catalog.optimizations import profile_reference
 
     p = lesson("profile-first")
@@ -399,8 +476,20 @@ def test_profile_first_typed_offsets_do_not_carry_over():
     offsets = {s: raw[s] - means[s] for s in p.stations}
     cell = (STATION_HEAD + f"OFFSETS = {offsets!r}\n\ndef sensor_offset(seed):\n    return OFFSETS[seed]\n\n"
             + STARTER_MEANS + STATION_TASK + STATION_RUN)
-    text = carried_over(_profile_first(cell))
-    assert "there it stopped with KeyError" in text, text
+    text = not_yet(_profile_first(cell), "offset-elsewhere",
+                   "the checker called station_report on a station of its own (not one of p.stations) and it raised "
+                   "KeyError")
+    never_shown(text, *_station_hidden_values())
+
+
+def test_profile_first_a_share_diluted_by_other_work_is_not_a_fix():
+    # The hot function still called once an hour, beside a heavy function of no use that brings its share under a
+    # third: the checker counts the calls on a station of its own.
+    padded = ("def padding():\n    x = 0\n    for i in range(3_000_000):\n        x += i % 3\n    return x\n\n"
+              "@hpc.remote\ndef station_report(seed):\n    values = load_readings(seed)\n    padding()\n"
+              "    return float(np.sort(values)[120_000]), hourly_means(values, seed)\n\n")
+    text = not_yet(_profile_first(STATION_HEAD + STARTER_MEANS + padded + STATION_RUN), "still-hot",
+                   "one station_report call runs it 24 times, as the starter does once an hour")
     never_shown(text, *_station_hidden_values())
 
 

@@ -18,27 +18,39 @@ it in ``hot``. The stations are the checker's: ``p.stations`` (seeds 0 to 5 in t
 others in the hidden case, so offsets or seeds typed into the cell do not carry over). Criteria:
 the run was profiled; ``reports`` is what this cell's tasks returned, the starter's numbers for
 each station of the checker's copy of ``p.stations``, in order (computed here, never read from the
-learner's functions); ``hot`` names ``sensor_offset``; the tasks still call it; its self share of
-this run's samples is under :data:`MAX_HOT_SHARE` (a ratio within one run, not a time).
+learner's functions); ``hot`` names ``sensor_offset``; the tasks still call it; and, owning the
+input, the checker calls the plain ``station_report`` itself on a station of its own: it must return
+the starter's numbers for it and run ``sensor_offset`` at most :data:`MAX_HOT_CALLS` times (the starter:
+24). A share of the samples is a ratio the cell can dilute (a heavy function of no use beside the hot one
+brings its share down, the hot function unchanged) and it moves with a busy machine's sampling; a count
+does neither, so the share is evidence, and graded (under :data:`MAX_HOT_SHARE`) only where there is no
+``station_report`` to call.
 
 ``vectorize`` (lesson 2): ``bill_loop`` and ``bill`` (a two-step tariff: a loop with an ``if``
 per element) each run 3 times on ``p.kwh``, the homes' use handed out by the checker (300,000
 homes in the lesson, 120,000-150,000 others in the hidden case); the learner rewrites ``bill`` with
 whole-array operations (a comparison and ``np.where``, or ``minimum``/``maximum``). Criteria:
 ``bills`` are what the ``bill`` tasks returned, each the tariff's bills of the checker's copy of
-``p.kwh``; the baseline is the checker's too: ``bill_loop`` is the starter's loop (its
-instructions) and ``loop_bills`` is what every one of its tasks returned, those bills; ``bill``
-carries no array with it; per call, ``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the
-loop version's time in Python bytecode (the merged profile); ``bill`` is at least
-``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median task CPU seconds, same run).
+``p.kwh``; the plain ``bill``, called by the checker on homes of its own (never seen by the cell, the
+tariff's step among them), returns their bills (an answer made in the notebook, saved to a file or passed
+in instead of ``p.kwh``, fits only ``p.kwh``); ``bill`` is not a loop compiled by hand (Numba); the
+baseline is the checker's too: ``bill_loop`` is the starter's loop (its instructions) and ``loop_bills``
+is what every one of its tasks returned, those bills; ``bill`` carries no array with it; per call,
+``bill``'s tasks spend at most ``1/MIN_PROFILE_DROP`` of the loop version's time in Python bytecode
+(the merged profile); ``bill`` is at least ``MIN_VECTOR_SPEEDUP`` times faster than ``bill_loop`` (median
+task CPU seconds, same run).
 
 ``jit`` (lesson 3): ``histogram(values, bins)`` is a loop the optimizer can compile, but the
 starter passes ``p.values`` as a Python list (the checker hands out 300,000 floats and 20 bins in
 the lesson; 120,000-150,000 other floats and another number of bins in the hidden case).
+The function graded is the one whose tasks returned ``hists``, whatever its name.
 Criteria: ``--optimize`` was on; ``hists`` are what the tasks returned, each the counts of the
 checker's copy of ``p.values`` in ``p.bins`` bins; ``histogram`` keeps a loop, and what it returns is
 made from what its loop changes (read from its source: a loop whose work is dropped is dead code a
-compiler deletes, and its before/after numbers would time no loop); the workers' verdict for
+compiler deletes, and its before/after numbers would time no loop); owning the input, the plain function,
+called by the checker on values and bins of its own, returns their counts (counts made in the notebook fit
+only ``p.values``), and the same function made again with its loops taken out does not (a loop that
+changes nothing beside counts made some other way); the workers' verdict for
 ``histogram`` is *compiled* (the result check passed) and the report's before/after numbers show it
 at least ``MIN_JIT_SPEEDUP`` times faster.
 
@@ -228,6 +240,39 @@ def profile_reference(seed: int) -> tuple[float, list[float]]:
     return float(np.sort(values)[PROFILE_N // 2]), [float(m) - offset for m in means]
 
 
+# A share is a ratio the cell can dilute (more work of its own beside the hot function brings the share down, the
+# hot function unchanged), so the checker also counts, on a station of its own, how often one station_report
+# call runs sensor_offset: the starter 24 times (once an hour), a fix once. A count is the same on a busy
+# machine and under any sampling interval. A third of the starter's sits far from both.
+MAX_HOT_CALLS = PROFILE_HOURS // 3
+# The checker's own stations are drawn from here, outside the lesson's and the hidden case's seeds.
+PROFILE_OWN_STATIONS = range(10_000, 20_000)
+
+
+def _offset_calls(fn: Any, seed: int) -> tuple[int, Any, BaseException | None]:
+    """``(calls of sensor_offset, result, error)`` of the plain ``fn`` called here on station ``seed``.
+
+    The calls are counted by the name of the code that runs (a Python function named sensor_offset,
+    whichever name refers to it), with a trace function that sees only calls: no line is traced.
+    """
+    import sys
+
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call" and frame.f_code.co_name == PROFILE_HOT:
+            calls += 1
+
+    before = sys.gettrace()
+    sys.settrace(count)
+    try:
+        got, error = steps.called_on_own_input(fn, seed)
+    finally:
+        sys.settrace(before)
+    return calls, got, error
+
+
 _REPORTS = "reports = hpc.get([station_report.remote(s) for s in p.stations])"
 _HOISTED = ("def hourly_means(values, seed):\n    means = values.reshape(24, -1).mean(axis=1)\n"
             "    offset = sensor_offset(seed)   # the same for every hour: once a task is enough\n"
@@ -336,14 +381,42 @@ def profile_first(a: Attempt) -> Verdict:
         return a.not_yet(f"the {PROFILE_FN} tasks no longer call {PROFILE_HOT}: their offset comes from somewhere "
                          "else, so this run's profile does not measure the work it stands for.",
                          mistake="offset-elsewhere", details=details)
-    if hot_share > MAX_HOT_SHARE:
+    task_fn = a.namespace.get(PROFILE_FN)
+    calls: int | None = None
+    if callable(task_fn):
+        # Own the input, and a baseline the cell cannot dilute: one station_report call on a station of the
+        # checker's own, here, its sensor_offset calls counted against the starter's once an hour.
+        seed = random.Random(problems.draw_seed()).choice(PROFILE_OWN_STATIONS)
+        calls, got, error = _offset_calls(task_fn, seed)
+        if error is not None:
+            return a.not_yet(f"the checker called {PROFILE_FN} on a station of its own (not one of p.stations) and "
+                             f"it raised {type(error).__name__}: each task must work out its offset from the station "
+                             f"it is given, with {PROFILE_HOT}.", mistake="offset-elsewhere", details=details)
+        ref = profile_reference(seed)
+        got = (got[0], list(got[1])) if isinstance(got, (list, tuple)) and len(got) == 2 else got
+        if not measure.same_within_tolerance(got, ref):
+            return a.not_yet(f"the checker called {PROFILE_FN} on a station of its own (not one of p.stations) and "
+                             "it returned something else than the starter's numbers for that station: each should "
+                             "be the day's median and its 24 hourly means, corrected by the station's offset.",
+                             mistake="result", details=details)
+        if calls > MAX_HOT_CALLS:
+            lead = ("is still where the time goes" if hot_share > MAX_HOT_SHARE
+                    else "still does its work as often as before")
+            return a.not_yet(f"{PROFILE_HOT} {lead}: one {PROFILE_FN} call runs it {measure.plural(calls, 'time')}, "
+                             f"as the starter does once an hour (the checker called {PROFILE_FN} on a station of its "
+                             f"own and counted); in this run its own lines take {hot_share:.0%} of the sampled time, "
+                             "and other work beside it does not change how often it runs.", mistake="still-hot",
+                             details=details)
+    elif hot_share > MAX_HOT_SHARE:  # nothing to call: the share of this run's samples is all there is
         return a.not_yet(f"{PROFILE_HOT} is still where the time goes: its own lines take {hot_share:.0%} of the "
                          f"sampled time of {measure.plural(prof.tasks, 'task')}, so the tasks still do its work as "
                          "often as before.", mistake="still-hot", details=details)
     now = f"; the top of the self column is now {top.function}" if top is not None and top.function != name else ""
-    return a.passed(f"`hot` = {name}: in this run's merged profile of {measure.plural(prof.tasks, 'task')} on "
-                    f"{measure.plural(prof.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled "
-                    f"time, under {MAX_HOT_SHARE:.0%}{now}",
+    counted = (f"one {PROFILE_FN} call now runs it {measure.plural(calls, 'time')}, the starter {PROFILE_HOURS} "
+               f"(the checker called {PROFILE_FN} on a station of its own and counted); " if calls is not None else "")
+    return a.passed(f"`hot` = {name}: {counted}in this run's merged profile of {measure.plural(prof.tasks, 'task')} "
+                    f"on {measure.plural(prof.workers, 'worker')} its own lines take {hot_share:.0%} of the sampled "
+                    f"time{now}",
                     f"`reports` holds the {measure.plural(n, 'result')} the {PROFILE_FN} tasks returned, the same "
                     f"medians and hourly means as the starter's for the {measure.plural(len(stations), 'station')} "
                     "of p.stations", details=details)
@@ -405,6 +478,35 @@ def vector_reference(kwh: np.ndarray) -> np.ndarray:
     return np.where(kwh <= VEC_STEP, kwh * VEC_LOW, VEC_STEP * VEC_LOW + (kwh - VEC_STEP) * VEC_HIGH)
 
 
+# The checker's own homes, which the cell never sees: a short draw of the same kind, plus the values around the
+# tariff's step, where a bill that does not apply the tariff per home shows it.
+VEC_OWN_HOMES = 997
+VEC_OWN_EDGES = (0.0, 0.5, VEC_STEP - 1e-6, VEC_STEP, VEC_STEP + 1e-6, 10.5, 123.4)
+
+
+def vector_own_homes(seed: int) -> np.ndarray:
+    """Homes of the checker's own (a draw from ``seed`` and the tariff's edges): what it calls ``bill`` on itself."""
+    rng = np.random.default_rng(seed)
+    homes = np.concatenate([rng.gamma(2.0, 6.0, VEC_OWN_HOMES), np.asarray(VEC_OWN_EDGES)])
+    return homes[rng.permutation(homes.size)]
+
+
+def _hand_compiled(fn: Any, namespace: dict[str, Any]) -> list[str]:
+    """The compiled-by-hand callables (Numba's ``njit``, ``jit``, ``vectorize``) ``fn`` is or calls, by name.
+
+    Read from code and the namespace: ``fn`` itself wrapped by a JIT, or a name its code (or a helper's)
+    refers to whose value is a JIT dispatcher or the ``numba`` module.
+    """
+    def jitted(v: Any) -> bool:
+        module = v.__name__ if inspect.ismodule(v) else getattr(type(v), "__module__", "") or ""
+        return module.split(".")[0] == "numba"
+
+    f = steps.plain_function(fn)
+    own = [getattr(f, "__name__", VEC_FN)] if jitted(f) else []
+    names = {n for n, v in namespace.items() if jitted(v)}
+    return own + sorted(measure.code_references(fn, names, namespace))
+
+
 def _starter_loop() -> list[tuple[str, Any]]:
     """The instructions of the starter's bill_loop, compiled here from its text."""
     return steps.instructions(steps.source_code(VEC_LOOP_SOURCE))  # compiled, never run
@@ -442,6 +544,11 @@ VECTOR_HINTS = {
                         "element. Use a comparison on the whole array and np.where.", _BILL),
     "carried": Hint("Let bill compute the bills from the array it is given, with whole-array operations, instead of "
                     "returning an array made outside it (a global or closure is shipped with the function).", _BILL),
+    "not-computed": Hint("Let bill work out each home's bill from the array it is given, with whole-array operations: "
+                         "the checker calls it on homes of its own too, so an answer made in the notebook (a file, a "
+                         "global, bills passed in instead of p.kwh) does not fit them.", _BILL + "\n\n" + _VEC_RUN),
+    "hand-compiled": Hint("Leave compilers out of this exercise (the next lesson's technique): write bill with NumPy's "
+                          "whole-array operations, a comparison on the whole array and np.where.", _BILL),
     "not-from-tasks": _from_tasks_hint(_VEC_RUN),
     "compiled": Hint("Keep --no-optimize on the exercise cell's first line, so both functions run as plain Python "
                      "and the comparison measures your whole-array version, not the compiler's work.",
@@ -456,6 +563,40 @@ def _every_bill(value: Any, want: np.ndarray) -> bool:
     """``value`` is a non-empty list of arrays, each equal to ``want`` (within float tolerance)."""
     return (isinstance(value, (list, tuple)) and bool(value)
             and all(measure.same_within_tolerance(v, want) for v in value))
+
+
+def _times_faster(ratio: float) -> str:
+    """``12x faster``, ``1.4x faster`` or ``3.1x slower``: never a ``0x``."""
+    if ratio >= 1.95:
+        return f"{ratio:.0f}x faster"
+    if ratio >= 1.0:
+        return f"{ratio:.1f}x faster"
+    return f"{1 / max(ratio, 1e-9):.1f}x slower"
+
+
+def _has_loop_statement(fn: Any) -> bool:
+    """Whether the source of ``fn`` (its plain function's) has a ``for`` or ``while`` statement."""
+    func = _function_tree(fn)
+    return func is not None and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(func))
+
+
+def _computes_bills(a: Attempt, fn: Any) -> None:
+    """``not yet`` unless the plain ``bill`` gives the tariff's bills of homes of the checker's own (called here)."""
+    if not callable(fn):
+        return
+    homes = vector_own_homes(problems.draw_seed())
+    got, error = steps.called_on_own_input(fn, homes.copy())
+    if error is None and measure.same_within_tolerance(got, vector_reference(homes)):
+        return
+    if error is not None:
+        said = f"it raised {type(error).__name__}"
+    elif isinstance(got, np.ndarray) and got.shape != homes.shape:
+        said = f"it returned {got.size:,} values"
+    else:
+        said = "it returned something else than their bills"
+    raise NotYet(f"{VEC_FN} does not compute the bills from the array it is given: the checker called it on "
+                 f"{homes.size:,} homes of its own (not p.kwh) and {said}, so the right bills of p.kwh came "
+                 "from somewhere else than its work.", mistake="not-computed")
 
 
 @exercise("vectorize", lesson=COURSE + "02-vectorization.ipynb", title="Vectorize a loop with a branch",
@@ -493,6 +634,15 @@ def vectorize(a: Attempt) -> Verdict:
         return a.not_yet(f"{VEC_FN} carried {carried.captured_bytes:,} bytes of globals or closure with it to the "
                          "workers: it returns an array made outside it instead of computing the bills from the "
                          "array it is given.", mistake="carried")
+    # Own the input: the bills above are judged on p.kwh, which the cell also had; a bill that hands back an answer
+    # made in the notebook (a file, bills passed in instead of p.kwh) fits only that array.
+    _computes_bills(a, a.namespace.get(VEC_FN))
+    hand = _hand_compiled(a.namespace.get(VEC_FN), a.namespace)
+    if hand:
+        return a.not_yet(f"{VEC_FN} computes the bills with a loop compiled by hand ({', '.join(hand)}: Numba), not "
+                         f"with NumPy's whole-array operations, and this exercise is about those: the profile of its "
+                         "tasks shows the compiled loop and the compiler's own work, not vectorized code.",
+                         mistake="hand-compiled")
     # With the automatic JIT on, a loop in bill is compiled and looks as fast as NumPy: the
     # comparison would grade the compiler's work, not the learner's rewrite.
     compiled = _compiled_functions(a, VEC_LOOP, VEC_FN)
@@ -505,13 +655,16 @@ def vectorize(a: Attempt) -> Verdict:
     mine_py = _python_seconds(prof, VEC_FN) / VEC_CALLS
     speedup = _ratio(a, VEC_LOOP, VEC_FN, cpu=True)
     details = (f"Python bytecode per call: {loop_py * 1e3:.1f} ms in {VEC_LOOP}, {mine_py * 1e3:.1f} ms in {VEC_FN}",
-               f"{speedup:.0f}x faster by task CPU time")
+               f"{_times_faster(speedup)} by task CPU time")
     if loop_py <= 0:
         return a.not_yet(f"the profile caught no Python time in {VEC_LOOP}, so there is nothing to compare with: "
                          "bill_loop is not the starter's loop any more.", mistake="loop-profile", details=details)
     if mine_py * MIN_PROFILE_DROP > loop_py:
+        # Why, read from bill's code: a `for` or `while` in it, or a Python function run per element (np.vectorize)
+        why = ("the `for` loop is still there" if _has_loop_statement(a.namespace.get(VEC_FN))
+               else "a Python function still runs once per element")
         return a.not_yet(f"the profile still shows {VEC_FN}'s tasks running Python bytecode for every element, as "
-                         "the loop does: the `for` loop is still there.", mistake="still-looping", details=details)
+                         f"the loop does: {why}.", mistake="still-looping", details=details)
     if speedup < MIN_VECTOR_SPEEDUP:
         return a.not_yet(f"{VEC_FN} gives the right result but is under {MIN_VECTOR_SPEEDUP:.0f}x faster than the "
                          "loop in this run: it still makes a call per element.", mistake="per-element",
@@ -521,7 +674,7 @@ def vectorize(a: Attempt) -> Verdict:
                     f"{measure.plural(n_fn, 'array')} its tasks returned, the bills of the {homes.size:,} homes of "
                     "p.kwh",
                     f"the profile shows its Python bytecode time under 1/{MIN_PROFILE_DROP:.0f} of the loop's",
-                    f"{speedup:.0f}x faster than the loop, at least the {MIN_VECTOR_SPEEDUP:.0f}x the check asks "
+                    f"{_times_faster(speedup)} than the loop, at least the {MIN_VECTOR_SPEEDUP:.0f}x the check asks "
                     f"(median task CPU time of {measure.plural(n_fn, f'{VEC_FN} task')} against {n_loop} of "
                     f"{VEC_LOOP}, same run)",
                     details=details)
@@ -619,6 +772,15 @@ def _returned_from(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
+def _function_tree(fn: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The syntax tree of ``fn``'s plain function, read from its source (None: no source)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(steps.plain_function(fn))))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+
+
 def loop_feeds_result(fn: Any) -> bool | None:
     """Whether what ``fn`` returns is made from something its loops change; None where its source cannot be read.
 
@@ -637,6 +799,155 @@ def loop_feeds_result(fn: Any) -> bool | None:
     if func is None or written is None:
         return None
     return bool(written & _returned_from(func))
+
+
+# The checker's own values, which the cell never sees: a short draw, the edges of [0, 1), and a number of bins no
+# case hands out.
+JIT_OWN_VALUES, JIT_OWN_BINS = 1_996, 7
+JIT_OWN_EDGES = (0.0, 1 / JIT_OWN_BINS, 0.5, 0.999_999)
+
+
+def jit_own_values(seed: int) -> tuple[np.ndarray, int]:
+    """Values and bins of the checker's own: what it calls ``histogram`` on itself."""
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([rng.random(JIT_OWN_VALUES), np.asarray(JIT_OWN_EDGES)])
+    return values[rng.permutation(values.size)], JIT_OWN_BINS
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: The name of the list the counting variant of a function adds 1 to, per loop, each time the loop's body runs.
+_RUNS = "_eugo_loop_runs"
+
+
+class _Loops(ast.NodeTransformer):
+    """A function's loops (numbered as :func:`ast.walk` meets them) taken out, or counted.
+
+    ``out``: the numbers of the loops replaced by ``pass`` (None: every one); ``count``: instead, each loop's
+    body starts by adding 1 to its slot of :data:`_RUNS`.
+    """
+
+    def __init__(self, out: set[int] | None = None, count: bool = False):
+        self.out, self.count = out, count
+
+    def _loop(self, node: ast.AST) -> ast.AST:
+        k = getattr(node, "_eugo_loop", -1)
+        if not self.count and (self.out is None or k in self.out):
+            return ast.copy_location(ast.Pass(), node)
+        self.generic_visit(node)
+        if self.count:
+            bump = ast.parse(f"{_RUNS}[{k}] += 1").body[0]
+            node.body.insert(0, ast.copy_location(bump, node))  # type: ignore[attr-defined]
+        return node
+
+    visit_For = visit_AsyncFor = visit_While = _loop  # noqa: N815 - ast.NodeTransformer's naming
+
+
+def _numbered_loops(fn: Any) -> tuple[Any, list[ast.AST]] | None:
+    """``(function tree, its loops)``, each loop numbered in the tree; None where the source cannot be read."""
+    func = _function_tree(fn)
+    if func is None:
+        return None
+    loops = [n for n in ast.walk(func) if isinstance(n, _LOOPS)]
+    for k, loop in enumerate(loops):
+        loop._eugo_loop = k  # type: ignore[attr-defined]
+    return func, loops
+
+
+def _remade(fn: Any, out: set[int] | None = None, count: bool = False, runs: list[int] | None = None) -> Any:
+    """The plain function of ``fn`` made again from its source through :class:`_Loops`; None where it cannot be.
+
+    Its globals are a copy of the function's (nothing of the cell's namespace changes), with ``runs`` as
+    :data:`_RUNS`; a function that reads a closure's variables, or whose source cannot be read, gives None.
+    """
+    f = steps.plain_function(fn)
+    numbered = _numbered_loops(fn)
+    if numbered is None or getattr(f, "__closure__", None) or not hasattr(f, "__globals__"):
+        return None
+    func = numbered[0]
+    func.decorator_list = []
+    module = ast.fix_missing_locations(ast.Module(body=[_Loops(out, count).visit(func)], type_ignores=[]))
+    scope = {**f.__globals__, _RUNS: runs if runs is not None else []}
+    try:
+        exec(compile(module, "<eugo: its loops changed>", "exec"), scope)  # the learner's own definition
+    except Exception:  # noqa: BLE001 - a definition that needs what its loop made: the loop matters
+        return None
+    made = scope.get(func.name)
+    if callable(made) and f.__defaults__:
+        made.__defaults__ = f.__defaults__
+    return made if callable(made) else None
+
+
+def without_loops(fn: Any) -> Any:
+    """The plain function of ``fn`` made again from its source with its loops taken out; None where it cannot be."""
+    return _remade(fn)
+
+
+def _redundant_loop(fn: Any, args: tuple, want: Any) -> int | None:
+    """The line (the cell's, as the code numbers it) of a loop of ``fn`` that ran and changes nothing it returns.
+
+    Each loop is taken out in turn and the function called on ``args`` (the checker's): a loop whose body ran
+    and without which the result is still ``want`` is work a compiler deletes, so the before/after numbers
+    would time work that never needed doing. A loop that may raise or assert (a check of the input) is not
+    taken out: it is not free to delete.
+    """
+    numbered = _numbered_loops(fn)
+    if numbered is None or len(numbered[1]) < 2:  # one loop: the check with every loop taken out covers it
+        return None
+    _, loops = numbered
+    runs = [0] * len(loops)
+    def fresh() -> tuple:  # a copy of each array for every call: a call may change its arguments in place
+        return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in args)
+
+    counting = _remade(fn, count=True, runs=runs)
+    if counting is None or steps.called_on_own_input(counting, *fresh())[1] is not None:
+        return None
+    for k, loop in enumerate(loops):
+        if not runs[k] or any(isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(loop)):
+            continue
+        bare = _remade(fn, out={k})
+        if bare is None:
+            continue
+        got, error = steps.called_on_own_input(bare, *fresh())
+        if error is None and measure.same_within_tolerance(np.asarray(got) if got is not None else got, want):
+            # the source read starts at the function's first line (its decorator's): the code's own numbering
+            first = getattr(getattr(steps.plain_function(fn), "__code__", None), "co_firstlineno", 1)
+            return first + loop.lineno - 1  # type: ignore[attr-defined]
+    return None
+
+
+def _counts_own_values(a: Attempt, fn: Any, name: str) -> None:
+    """``not yet`` unless the plain ``fn`` counts values of the checker's own, and its loop does that counting.
+
+    All called here: the function on the checker's values and bins (an answer made in the notebook fits only
+    p.values), then the same function with its loops taken out (a loop that changes nothing, beside counts
+    made some other way, gives the same counts without it: dead code a compiler deletes), then without each
+    loop that ran in turn (a redundant inner loop: work the compiler deletes, which would inflate the speedup).
+    """
+    if not callable(fn):
+        return
+    values, bins = jit_own_values(problems.draw_seed())
+    want = jit_reference(values, bins)
+    got, error = steps.called_on_own_input(fn, values.copy(), bins)
+    if error is not None or not measure.same_within_tolerance(np.asarray(got) if got is not None else got, want):
+        said = f"it raised {type(error).__name__}" if error is not None else "it returned other counts"
+        raise NotYet(f"{name} does not count the values it is given: the checker called {name}(values, bins) on "
+                     f"{values.size:,} values and {bins} bins of its own (not p.values) and {said}, so the right "
+                     "counts of p.values came from somewhere else than its loop.", mistake="not-computed")
+    bare = without_loops(fn)
+    if bare is None:
+        return
+    same, error = steps.called_on_own_input(bare, values.copy(), bins)
+    if error is None and measure.same_within_tolerance(np.asarray(same) if same is not None else same, want):
+        raise NotYet(f"{name}'s loop changes nothing that the function returns: the checker ran {name} on values "
+                     "of its own with its loops taken out, and it returned the same counts, so they are made beside "
+                     "the loop; a compiler drops such a loop as dead code and the report's before/after numbers "
+                     "time no loop at all.", mistake="dead-loop")
+    line = _redundant_loop(fn, (values.copy(), bins), want)
+    if line is not None:
+        raise NotYet(f"one of {name}'s loops (the one at line {line} of its cell) changes nothing that the function "
+                     f"returns: the checker ran {name} on values of its own without that loop, and it returned the "
+                     "same counts. A compiler deletes such a loop, so the report's before/after numbers would time "
+                     "work that never needed doing.", mistake="redundant-loop")
 
 
 _HIST_LOOP = ("@hpc.remote\ndef histogram(values, bins):\n    counts = np.zeros(bins, dtype=np.int64)   # numbers, "
@@ -668,6 +979,11 @@ JIT_HINTS = {
                      "inside) and pass it a NumPy array.", _HIST_SOLUTION),
     "slow": Hint("Keep the work inside the loop over the array: what runs outside it is not compiled.",
                  _HIST_SOLUTION),
+    "redundant-loop": Hint("Take out the loop that changes nothing the function returns, so that the plain version "
+                           "and the compiled one do the same work: one pass over the values, one count each.",
+                           _HIST_LOOP),
+    "not-computed": Hint("Let histogram count the values it is given, in its loop: the checker calls it on values of "
+                         "its own too, so counts made in the notebook do not fit them.", _HIST_SOLUTION),
     "not-from-tasks": _from_tasks_hint(_HIST_VALUES),
     problems.CARRY_OVER: Hint("Give histogram p.values and p.bins, the exercise's inputs, instead of values made or "
                               "a number of bins typed in the cell, and let it count what it is given.", _HIST_VALUES),
@@ -692,20 +1008,25 @@ def jit_exercise(a: Attempt) -> Verdict:
         return a.not_yet("`hists` should be the list of counts the histogram tasks returned, each the number of "
                          f"the {p.values.size:,} values of p.values in each of the {p.bins} bins; it holds something "
                          "else.", mistake="result")
-    _from_tasks(a, hists, JIT_FN, "hists")
-    fn = a.namespace.get(JIT_FN)
+    # The function graded is the one whose tasks returned `hists`, whatever its name (the lesson's is histogram).
+    came = derivation.returned_by(hists, a.trace, name="hists")
+    name = came.function if came else JIT_FN
+    _from_tasks(a, hists, name, "hists")
+    fn = steps.function_named(a.namespace, name)
+    fn = fn if fn is not None else a.namespace.get(name)
     if callable(fn) and not auto.has_loop(fn):
         # Read from its code, not from how fast the trial found it: NumPy's bincount compiled by Numba
         # runs about as fast as NumPy's own, and a verdict on a 1.5x line would be a verdict on the clock.
-        return a.not_yet(f"{JIT_FN} has no loop left: your version does its work in NumPy's C code, and this "
+        return a.not_yet(f"{name} has no loop left: your version does its work in NumPy's C code, and this "
                          "exercise is about the loop.", mistake="numpy-instead")
     if callable(fn) and loop_feeds_result(fn) is False:
-        return a.not_yet(f"{JIT_FN}'s loop changes nothing that the function returns: its counts are made beside "
+        return a.not_yet(f"{name}'s loop changes nothing that the function returns: its counts are made beside "
                          "the loop, so a compiler drops the loop as dead code and the report's before/after numbers "
                          "time no loop at all.", mistake="dead-loop")
-    verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == JIT_FN), None)
+    _counts_own_values(a, fn, name)
+    verdict = next((v for v in jit.verdicts_from_trace(a.trace) if v.function == name), None)
     if verdict is None:
-        return a.not_yet(f"the run has no verdict for {JIT_FN}: no {JIT_FN} task ran in this cell, so the "
+        return a.not_yet(f"the run has no verdict for {name}: no {name} task ran in this cell, so the "
                          "optimizer never tried it.", mistake="no-verdict")
     if verdict.status != jit.VERDICT_COMPILED:
         if verdict.code in ("too-short", "not-faster"):
@@ -721,14 +1042,14 @@ def jit_exercise(a: Attempt) -> Verdict:
         return a.not_yet(_jit_declined_line(verdict), mistake=mistake)
     speedup = verdict.speedup or 0.0
     details = (f"plain {verdict.plain_s or 0:.4f} s, compiled {verdict.after_s or 0:.6f} s a call, "
-               f"{speedup:.0f}x",)
+               f"{_times_faster(speedup)}",)
     if speedup < MIN_JIT_SPEEDUP:
-        return a.not_yet(f"{JIT_FN} compiled and its result checked, but the report's before/after numbers show it "
+        return a.not_yet(f"{name} compiled and its result checked, but the report's before/after numbers show it "
                          f"under {MIN_JIT_SPEEDUP:.0f}x faster: most of its time is not in the loop.",
                          mistake="slow", details=details)
-    return a.passed(f"{JIT_FN} compiled on {measure.plural(verdict.workers, 'worker')}; the trial checked that its "
+    return a.passed(f"{name} compiled on {measure.plural(verdict.workers, 'worker')}; the trial checked that its "
                     "result is unchanged",
-                    f"`hists` holds the {measure.plural(measure.tasks(a.trace, JIT_FN), 'count')} the {JIT_FN} tasks "
+                    f"`hists` holds the {measure.plural(measure.tasks(a.trace, name), 'count')} the {name} tasks "
                     "returned",
                     f"the report's before/after numbers show it at least {MIN_JIT_SPEEDUP:.0f}x faster",
                     details=details)
