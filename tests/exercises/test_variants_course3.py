@@ -14,54 +14,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _exercise_cells import code_in, hint_code, hint_words, run_exercise
+from _variants import carried_over, hidden, lesson, never_shown, passed_twice
 
 from eugo_lab import hpc
-from eugo_lab.exercises import catalog, problems
 
-SEED = 12_345  # the hidden case's seed in these tests
+pytestmark = pytest.mark.usefixtures("hidden_seed")  # every hidden case here is made from _variants.SEED
 
-
-@pytest.fixture(autouse=True)
-def hidden_seed(monkeypatch):
-    """The hidden case of every run here is made from ``SEED``."""
-    monkeypatch.setattr(problems, "draw_seed", lambda: SEED)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _workers():
     yield
     hpc.shutdown()
-
-
-def lesson(exercise_id: str):
-    catalog.get(exercise_id)  # loads the catalog, so the problem is declared
-    return problems.lesson_case(exercise_id)
-
-
-def hidden(exercise_id: str):
-    catalog.get(exercise_id)
-    return problems.make(exercise_id, SEED, hidden=True)
-
-
-def carried_over(v) -> str:
-    """Check a ``not yet`` of the hidden case; returns its text."""
-    text = v.to_text()
-    assert text.splitlines()[0] == f"exercise {v.exercise_id}: not yet", text
-    assert "met the criteria on the lesson's inputs, but not on a second case the checker made with other inputs " \
-           "of the same kind" in text, text
-    assert "so your answer did not carry over" in text and "a value is written into the cell" in text, text
-    assert v.mistake == problems.CARRY_OVER
-    assert code_in("\n".join(v.lines[:-1])) == [], text
-    assert "p." in hint_words(v)
-    assert "exercises.problem(" in hint_code(v)
-    return text
-
-
-def passed_twice(v) -> str:
-    text = v.to_text()
-    assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text
-    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text
-    return text
 
 
 def not_yet(v, mistake: str, says: str) -> str:
@@ -72,12 +36,6 @@ def not_yet(v, mistake: str, says: str) -> str:
     assert code_in("\n".join(v.lines[:-1])) == [], text
     assert hint_words(v) and hint_code(v)
     return text
-
-
-def never_shown(text: str, *values) -> None:
-    """None of ``values`` (the hidden case's inputs and answer, as the learner would see them) is in ``text``."""
-    for value in values:
-        assert str(value) not in text, (value, text)
 
 
 # -- vectorize --------------------------------------------------------------------------------------------------
