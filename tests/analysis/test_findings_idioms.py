@@ -68,3 +68,19 @@ def test_a_chain_through_the_driver_keeps_its_story_in_each_engines_words():
     assert "Fan out" not in d.advice and "client.submit(step, fut)" in d.advice and "round trip" in d.advice
     (r,) = in_engine_words([CHAIN], "ray")
     assert "Fan out" not in r.advice and "step.remote(ray.get(ref))" in r.advice
+
+
+CAPTURED = Finding(Code.CAPTURED_OBJECT, "Serialization", "warning",
+                   "above() carries the global 'readings' (16 MB) inside its pickled code: ...",
+                   "Store it once with ref = hpc.put(readings) and pass ref to above.remote(ref, ...), ...",
+                   {"function": "above", "variable": "readings", "bytes": 16_000_000},
+                   fix="pass above()'s captured 'readings' once with hpc.put")
+
+
+def test_a_captured_global_is_sent_once_in_each_engines_own_call():
+    (dask,) = in_engine_words([CAPTURED], "dask")
+    assert "data_future = client.scatter(readings, broadcast=True)" in dask.advice
+    assert "client.submit(above, data_future, ...)" in dask.advice and "hpc" not in dask.advice + dask.fix
+    (ray,) = in_engine_words([CAPTURED], "ray")
+    assert "ref = ray.put(readings)" in ray.advice and "above.remote(ref, ...)" in ray.advice
+    assert "hpc" not in ray.advice + ray.fix and ray.verdict == CAPTURED.verdict

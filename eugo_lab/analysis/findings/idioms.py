@@ -212,6 +212,25 @@ def _ray_fan_out(f: Finding, meta: dict[str, Any]) -> tuple[str, str] | None:
                     "ray.get between them) and split each step into several tasks.")
 
 
+def _captured(f: Finding, store: str, call: str, ref: str) -> tuple[str, str]:
+    """The captured-object finding in an engine's words: ``store`` holds the object once, ``call`` passes it."""
+    name, fn = f.evidence["variable"], f.evidence["function"]
+    what = "data" if name.startswith("bound argument") else name
+    return (f"Store it once with {ref} = {store.format(what=what)} and pass {ref} as an argument "
+            f"({call.format(fn=fn, ref=ref)}), reading the argument instead of the "
+            f"{'bound object' if what == 'data' else 'global'}: the workers then keep one copy instead of "
+            "receiving it with every task.",
+            f"pass {fn}()'s captured {name!r} once with {store.format(what=what)}")
+
+
+def _dask_captured(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    return _captured(f, "client.scatter({what}, broadcast=True)", "client.submit({fn}, {ref}, ...)", "data_future")
+
+
+def _ray_captured(f: Finding, meta: dict[str, Any]) -> tuple[str, str]:
+    return _captured(f, "ray.put({what})", "{fn}.remote({ref}, ...)", "ref")
+
+
 #: engine (``trace.meta["api"]``) -> finding code -> its wording in that engine's API.
 ADVICE: dict[str, dict[str, Wording]] = {
     "dask": {
@@ -223,6 +242,7 @@ ADVICE: dict[str, dict[str, Wording]] = {
         Code.SUBMISSION_ORDER: _dask_order,
         Code.SLOW_SUBMISSION: _dask_slow_submission,
         Code.CRITICAL_PATH: _dask_fan_out,
+        Code.CAPTURED_OBJECT: _dask_captured,
     },
     # Ray reports no CPU time per task: no I/O- or compute-bound finding arises from a Ray cell.
     "ray": {
@@ -233,6 +253,7 @@ ADVICE: dict[str, dict[str, Wording]] = {
         Code.SUBMISSION_ORDER: _ray_order,
         Code.SLOW_SUBMISSION: _ray_slow_submission,
         Code.CRITICAL_PATH: _ray_fan_out,
+        Code.CAPTURED_OBJECT: _ray_captured,
     },
 }
 
