@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import sys as _sys
 
-from eugo_lab.hpc.prestart import in_pool_worker
+from eugo_lab.hpc.prestart import engine_worker, in_pool_worker
 
 # typing.TYPE_CHECKING without importing typing (~5 ms with the re, enum and collections it
 # imports): hpc.init() starts the worker template first, and everything before that delays it.
@@ -95,11 +95,11 @@ def init(backend: str | None = None, workers: int | None = None, *, address: str
                            "runtime (its .remote(), get, wait, put and map go there), and a pool of its own would "
                            "compete with the pool for the same cores. Call hpc.init() on the driver, before the "
                            "tasks start.")
-    engines = _sys.modules.get("eugo_lab.backends._cluster")  # (not `cluster`: that is init's argument)
-    if engines is not None and engines.engine_worker is not None:
+    engine = engine_worker()
+    if engine is not None:
         from eugo_lab.contract.errors import BackendError
 
-        raise BackendError(f"hpc.init() was called inside a task on the {engines.engine_worker} engine: a task "
+        raise BackendError(f"hpc.init() was called inside a task on the {engine} engine: a task "
                            "there uses the cluster it runs on (its .remote(), get, wait, put and map go there), and "
                            "a runtime of its own would start a private pool inside the worker. Call hpc.init() on "
                            "the driver, before the tasks start.")

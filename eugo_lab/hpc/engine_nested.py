@@ -17,7 +17,6 @@ there); on Dask it leaves the worker's thread pool (``distributed.secede``) and 
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from eugo_lab.contract import errors
 from eugo_lab.hpc import blocking, session
 from eugo_lab.hpc.future import STATE_PENDING, Future
+from eugo_lab.hpc.prestart import engine_worker
 from eugo_lab.hpc.session import Runtime
 
 if TYPE_CHECKING:
@@ -63,10 +63,8 @@ _runtime: EngineTaskRuntime | None = None
 _lock = threading.Lock()
 
 
-def engine_of_this_worker() -> str | None:
-    """``"ray"`` or ``"dask"`` in a process whose engine's task wrapper runs tasks, else ``None``."""
-    cluster = sys.modules.get("eugo_lab.backends._cluster")
-    return None if cluster is None else cluster.engine_worker
+#: ``"ray"`` or ``"dask"`` in a process whose engine's task wrapper runs tasks, else ``None``.
+engine_of_this_worker = engine_worker
 
 
 def task_runtime() -> EngineTaskRuntime | None:

@@ -21,10 +21,8 @@ def prestart_default_pool() -> None:
     from eugo_lab.settings import ADDRESS_ENV
 
     running = sys.modules.get("eugo_lab.hpc.session")
-    cluster = sys.modules.get("eugo_lab.backends._cluster")
     if (running is not None and running._current is not None) or os.environ.get(ADDRESS_ENV) \
-            or "eugo_lab.backends.local_worker" in sys.modules \
-            or (cluster is not None and cluster.engine_worker is not None):
+            or "eugo_lab.backends.local_worker" in sys.modules or engine_worker() is not None:
         return
     from eugo_lab.backends.local_template import prestart_template
 
@@ -37,3 +35,11 @@ def in_pool_worker() -> bool:
 
     connection = sys.modules.get("eugo_lab.backends.local_nested")
     return connection is not None and connection.client is not None
+
+
+def engine_worker() -> str | None:
+    """``"ray"`` or ``"dask"`` in a process whose engine's task wrapper runs tasks (``_cluster.engine_worker``)."""
+    import sys
+
+    cluster = sys.modules.get("eugo_lab.backends._cluster")
+    return None if cluster is None else cluster.engine_worker
