@@ -61,6 +61,15 @@ class CellSummary(Rendered):
     unwaited_names: list[str] = field(default_factory=list)  # the cell's variables holding their futures
     # -- the driver's time (eugo_lab.analysis.breakdown.DriverTime): leads the summary when it was most of the cell
     driver: Any = None
+    # -- a cell recorded from Dask's or Ray's own events: what that engine does not report, said instead of guessed
+    not_recorded: list[str] = field(default_factory=list)  # trace.meta["not_recorded"], one sentence each
+    failures_reported: bool = True  # False: the engine does not say whether a task failed (Ray's timeline)
+
+    def not_recorded_words(self) -> str | None:
+        """``not recorded by ray: CPU time per task; ...`` (the part of each sentence before its colon), or None."""
+        if not self.not_recorded:
+            return None
+        return f"not recorded by {self.backend}: " + "; ".join(s.split(":")[0] for s in self.not_recorded)
 
     def unwaited_text(self, precise: bool) -> str | None:
         """What to say about tasks the cell never waited on (None: it waited for all).
@@ -143,6 +152,8 @@ def summarize(runs: list[Run], *, error: BaseException | None, options: dict[str
         gpus_detected=main.meta.get("gpus_detected", True) is not False,
         unwaited=int(main.meta.get("unwaited_tasks", 0) or 0), still_running=sum(running.values()),
         unwaited_names=future_names(namespace, main.meta), driver=driver_time(main),
+        not_recorded=[str(x) for x in main.meta.get("not_recorded") or ()],
+        failures_reported=not main.meta.get("failures_unreported", False),
     )
 
 

@@ -19,6 +19,7 @@ the cell. What Ray does not report is said in ``trace.meta["not_recorded"]``.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -234,6 +235,22 @@ class RayDriverCalls:
         self._keep.clear()
 
 
+def _timeline() -> list[dict[str, Any]]:
+    """``ray.timeline()`` without the notice Ray logs on each call about where it will read events from.
+
+    The notice is about Eugo's own call, not the learner's code, so it must not reach the cell's output.
+    """
+    import ray
+
+    state_log = logging.getLogger("ray._private.state")
+    level = state_log.level
+    state_log.setLevel(logging.ERROR)
+    try:
+        return ray.timeline()
+    finally:
+        state_log.setLevel(level)
+
+
 def _spans(events: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, Any]]:
     """Per task id in ``wanted``: its worker (``tid``) and its ``task:*`` spans in seconds, from ``ray.timeline()``.
 
@@ -297,7 +314,7 @@ class RayRecording:
         spans: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + COLLECT_TIMEOUT_S
         while wanted:
-            spans = _spans(ray.timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
+            spans = _spans(_timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
             if all("task:execute" in spans.get(t, {}) for t in wanted) or time.monotonic() > deadline:
                 break
         slots = self.slots or int(ray.cluster_resources().get("CPU", 0)) or 1
@@ -365,7 +382,7 @@ class RayRecording:
         full = {"backend": "ray", "api": "ray", "driver_deps_recorded": False,  # values through ray.get: not yet
                 "engine_functions": own,
                 "workers": slots, "cores": os.cpu_count() if local else 0,
-                "not_recorded": not_recorded,
+                "not_recorded": not_recorded, "failures_unreported": True,  # (NOT_RECORDED's last sentence)
                 "refs_read": sorted([ids[t], p] for t, ps in drv.reads.items() if t in ids for p in set(ps)),
                 "wait_calls": [list(w) for w in drv.wait_calls], **meta}
         return rec.close_region(self._mark, full)

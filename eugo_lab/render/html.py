@@ -234,7 +234,12 @@ def summary_html(s: Any) -> str:
     rows = [("wall time", fmt_seconds(r.wall_time)), (f"{work} (serial estimate)", fmt_seconds(r.serial_time)),
             *([("driver", escape(driver_words(driver)))] if driver is not None else []), *speed,
             ("functions", ", ".join(f"{n} &times;{c}" for n, c in ((escape(k), v) for k, v in s.functions.items()))),
-            ("failed / retried", f"{s.failed} / {s.retried}")]
+            ("failed / retried", f"{s.failed} / {s.retried}" if getattr(s, "failures_reported", True)
+             else f"not reported by {escape(s.backend)}")]
+    unrecorded = s.not_recorded_words() if hasattr(s, "not_recorded_words") else None
+    if unrecorded:
+        label, _, what = unrecorded.partition(": ")
+        rows.append((escape(label), escape(what)))
     if getattr(s, "gpu_tasks", None):
         from eugo_lab.render.text import gpu_words
 

@@ -35,8 +35,13 @@ def summary_text(s: Any, precise: bool = False) -> str:
     if s.functions:
         lines.append("  functions: " + ", ".join(f"{name} x{n}" for name, n in s.functions.items()))
     cancelled = f", cancelled: {s.cancelled}" if s.cancelled else ""
-    if not only_arrays:
+    if not only_arrays and not getattr(s, "failures_reported", True):
+        lines.append(f"  failed / retried: not reported by {s.backend}, blocking waits: {s.blocks}")
+    elif not only_arrays:
         lines.append(f"  failed: {s.failed}, retried: {s.retried}{cancelled}, blocking waits: {s.blocks}")
+    unrecorded = s.not_recorded_words() if hasattr(s, "not_recorded_words") else None
+    if unrecorded:
+        lines.append(f"  {unrecorded}")
     if getattr(s, "gpu_tasks", None):
         lines.append(f"  gpu tasks: {gpu_words(s.gpu_tasks, precise, getattr(s, 'gpus_detected', True))}")
     unwaited = s.unwaited_text(precise) if hasattr(s, "unwaited_text") else None

@@ -219,6 +219,9 @@ def test_a_notebook_shows_the_summary_with_its_timeline_and_a_deterministic_text
     plain = found[0]["text/plain"]
     assert "dask" in plain and "4 tasks" in plain, plain
     assert "inproc://" not in plain and "tcp://" not in plain  # no addresses in the deterministic text
+    # what Dask does not report is said (its first words), and the failures it does report are counted
+    assert "  not recorded by dask: (un)pickling time per task; " in plain and "failed: 0, retried: 0" in plain
+    assert "not recorded by dask</td>" in found[0]["text/html"]
 
 
 def test_a_dask_cell_is_drawn_live_each_task_once(ip, client, monkeypatch):

@@ -86,6 +86,25 @@ def test_ray_get_in_a_loop_is_blocking_in_rays_words(fake_ray):
     assert Code.IO_BOUND not in found and Code.COMPUTE_BOUND not in found  # no CPU time: no verdict on it
 
 
+def test_the_summary_says_what_ray_does_not_report_instead_of_a_zero(fake_ray):
+    """Ray's timeline carries no CPU time, result size, transfer or failure: the summary names them, and its
+    failed / retried row says "not reported" rather than a count of 0 it never measured."""
+    from eugo_lab.cellrun.report import Run, summarize
+
+    rec = _recording()
+    d = rec.driver
+    for i in range(2):
+        d.submitted[f"t{i}"], d.names[f"t{i}"], d.bytes_in[f"t{i}"], d.deps[f"t{i}"] = T0, "nap", 30, []
+    trace = _write(rec, _events([("t0", "a", T0 + 0.01, T0 + 0.05), ("t1", "b", T0 + 0.01, T0 + 0.05)]), T0 + 0.1)
+    s = summarize([Run(2, trace)], error=None, options={})
+    text, page = s.to_text(), s.to_html()
+    line = ("not recorded by ray: CPU time per task; result sizes (bytes out); transfers between workers; "
+            "whether a task failed")
+    assert f"  {line}" in text.splitlines(), text
+    assert "failed / retried: not reported by ray" in text and "failed: 0" not in text
+    assert "not recorded by ray</td>" in page and "not reported by ray</td>" in page
+
+
 def test_a_large_array_by_value_is_a_repeated_argument_with_ray_put(fake_ray):
     rec = _recording()
     d = rec.driver
@@ -254,6 +273,9 @@ def test_a_live_ray_cell_of_sleeping_tasks_gets_no_verdict_on_cpu_it_never_measu
     codes = {f.code for f in analyze(trace).findings}
     assert not codes & {Code.IO_BOUND, Code.COMPUTE_BOUND, Code.BLOCKING, Code.TASKS_TOO_SMALL}
     assert any("CPU time" in s for s in trace.meta["not_recorded"])
+    from eugo_lab.cellrun.report import latest
+
+    assert "not recorded by ray: CPU time per task" in latest().to_text()
 
 
 def test_a_run_held_to_fewer_cpus_is_drawn_in_that_many_lanes():
@@ -294,3 +316,36 @@ def test_comparisons_ray_cannot_hold_to_its_cpus_are_refused(live_ray):
         live_ray.run_cell_magic("eugo", "--compare",
                                 "out = ray.get([nap.options(num_cpus=0.5).remote(i) for i in range(2)])\n")
     assert _groups_left() == []
+
+
+def test_rays_notice_about_its_timeline_never_reaches_the_cells_output(monkeypatch):
+    """Ray logs a notice on each ``ray.timeline()`` call; the call is Eugo's own, so the learner must not see it."""
+    import logging
+
+    state_log = logging.getLogger("ray._private.state")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    def timeline(*a, **k):
+        state_log.warning("In the near future, ray.timeline() will read task profiling events from the dashboard")
+        return []
+
+    monkeypatch.setattr(ray, "timeline", timeline)
+    handler = Keep()
+    state_log.addHandler(handler)
+    level, disabled = state_log.level, state_log.disabled
+    state_log.setLevel(logging.INFO)  # as a notebook's logging set-up may leave it (a Ray start can change it)
+    state_log.disabled = False
+    try:
+        assert ray_recording._timeline() == []
+        assert seen == []
+        assert state_log.level == logging.INFO  # the notebook's own level is given back
+        timeline()  # the same notice, logged outside the recording's call, still goes through
+        assert len(seen) == 1
+    finally:
+        state_log.removeHandler(handler)
+        state_log.setLevel(level)
+        state_log.disabled = disabled
