@@ -156,6 +156,15 @@ class _Poller:
         self._thread.join()
 
 
+_said_no_live = False  # the engine's reason for drawing no live view is said once per kernel
+
+
+def _say_no_live(words: str) -> None:
+    global _said_no_live
+    _said_no_live = True
+    display.publish(words, html.hint_html(words))
+
+
 def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any, live: bool,
                  out_mode: str) -> tuple[Any, BaseException | None, Any, bool]:
     """Run the cell once under ``recording`` (live view if asked); returns (value, error, trace, timeline_shown)."""
@@ -172,6 +181,8 @@ def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recordin
             lanes = recording.with_live_view()
             bokeh_url = display.bokeh_root_url() if choice.timeline else None
             view = live_view.LiveView(lanes, time.time(), bokeh_url=bokeh_url).show()
+    elif live and out_mode in ("lab", "kernel") and getattr(recording, "NO_LIVE_VIEW", None) and not _said_no_live:
+        _say_no_live(recording.NO_LIVE_VIEW)
     recording.start()
     if view is not None:
         view.t0 = t0 = time.time()
@@ -254,7 +265,8 @@ def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recor
     """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value.
 
     A Dask cell gets the live view (its rows filed by a poller as the workers log them); a Ray
-    cell only the summary: Ray's profile events arrive a second or more after each task. With
+    cell only the summary (saying why, once per kernel): Ray's profile events arrive a second or
+    more after each task. With
     ``--compare``/``--scaling`` (``cell``: its source, read for what a re-run cannot redirect) the
     comparison runs come first, on copies of the engine, and the main run last, as for an hpc cell.
     """

@@ -292,6 +292,10 @@ class RayRecording:
     tasks asking for more CPUs, or for part of one, are refused at submission.
     """
 
+    #: Said once per kernel in place of a live view: Ray's task events arrive in batches after the tasks ran.
+    NO_LIVE_VIEW = ("Ray sends its tasks' events about once a second, after they ran: a Ray cell's timeline is "
+                    "drawn when the cell ends.")
+
     def __init__(self, slots: int | None = None, cpu_cap: float | None = None) -> None:
         self.driver = RayDriverCalls(cpu_cap=cpu_cap)
         self.recorder = Recorder()

@@ -349,3 +349,18 @@ def test_rays_notice_about_its_timeline_never_reaches_the_cells_output(monkeypat
         state_log.removeHandler(handler)
         state_log.setLevel(level)
         state_log.disabled = disabled
+
+
+def test_a_ray_cell_says_once_per_kernel_why_it_has_no_live_view(live_ray, monkeypatch):
+    from IPython.utils.capture import capture_output
+
+    from eugo_lab.cellrun import native
+
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
+    monkeypatch.setattr(native, "_said_no_live", False)
+    said = []
+    for _ in range(2):
+        with capture_output() as cap:
+            live_ray.run_cell_magic("eugo", "", "out = ray.get([nap.remote(i) for i in range(2)])\n")
+        said.append([o.data["text/plain"] for o in cap.outputs if "eugo-hint" in o.data.get("text/html", "")])
+    assert said == [[RayRecording.NO_LIVE_VIEW], []]
