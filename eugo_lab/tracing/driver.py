@@ -96,13 +96,9 @@ class DriverLog:
         local pool's large arguments by value): the span's bytes are what the driver serialized.
         """
         with self._lock:
-            if ended - started < SPAN_MIN_S:
-                self.short_serializing += pickled - started
-                self.short_submitting += ended - pickled
-                self.short_count += 1
-                return
-            self._keep(started, pickled, ended, task,
-                       len(args) + (copied if copied is not None else sum(b.nbytes for b in buffers) if buffers else 0))
+            if not self._counted_short(started, pickled, ended):
+                self._keep(started, pickled, ended, task, len(args) + (
+                    copied if copied is not None else sum(b.nbytes for b in buffers) if buffers else 0))
 
     def spent(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
         """One submission timed outside the runtime (an engine's own ``.remote()``), with its arguments' bytes.
@@ -111,12 +107,17 @@ class DriverLog:
         the short submissions' totals.
         """
         with self._lock:
-            if ended - started < SPAN_MIN_S:
-                self.short_serializing += pickled - started
-                self.short_submitting += ended - pickled
-                self.short_count += 1
-                return
-            self._keep(started, pickled, ended, task, nbytes)
+            if not self._counted_short(started, pickled, ended):
+                self._keep(started, pickled, ended, task, nbytes)
+
+    def _counted_short(self, started: float, pickled: float, ended: float) -> bool:
+        """Add a submission shorter than a span worth keeping to the totals (under the lock); True if it was."""
+        if ended - started >= SPAN_MIN_S:
+            return False
+        self.short_serializing += pickled - started
+        self.short_submitting += ended - pickled
+        self.short_count += 1
+        return True
 
     def _keep(self, started: float, pickled: float, ended: float, task: int, nbytes: int) -> None:
         """The two spans of one submission (the caller holds the lock)."""

@@ -592,9 +592,7 @@ class Recorder:
 
     def record_parent(self, task_id: int, parent: int) -> None:
         """Remember that task ``task_id`` was submitted from inside the running task ``parent``."""
-        with self._lock:
-            self.parents["task"].append(task_id)
-            self.parents["parent"].append(parent)
+        self._add_pair("parents", "parent", task_id, parent)
     def note_partitions(self, run: Any) -> None:
         """Remember one ``hpc.map_partitions`` call (a :class:`~eugo_lab.hpc.partitions.PartitionsRun`)."""
         self.partition_runs.append(run)  # one list append under the GIL: no lock needed
@@ -609,9 +607,17 @@ class Recorder:
 
     def record_arg(self, task_id: int, key: int) -> None:
         """Remember that task ``task_id`` was sent the large argument named ``key`` (``hpc.arg_identity``)."""
+        self._add_pair("arg_keys", "key", task_id, key)
+
+    def _add_pair(self, table: str, column: str, task_id: int, value: int) -> None:
+        """Append ``(task_id, value)`` to the two-column table named ``table``.
+
+        The table is looked up under the lock, as a reset replaces it.
+        """
         with self._lock:
-            self.arg_keys["task"].append(task_id)
-            self.arg_keys["key"].append(key)
+            rows = getattr(self, table)
+            rows["task"].append(task_id)
+            rows[column].append(value)
 
     def record_block(self, kind: str, start: float, end: float, futures: int, source: str, task: int = -1) -> None:
         """Append one span during which the driver waited in ``get()``/``wait()``.
