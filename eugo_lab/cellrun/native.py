@@ -128,7 +128,10 @@ def _check_options(opts: CellOptions, engine: str, sized: str) -> None:
 
 
 class _Poller:
-    """Takes the workers' logs about twice a second while the cell runs, so the live view sees tasks end."""
+    """Asks the engine for its tasks' records about twice a second while the cell runs, so the live view sees tasks end.
+
+    Dask: the workers' logs. Ray: its profile events, each read taking a second of its own.
+    """
 
     # One client.run round trip per poll: twice a second is smooth enough to watch and costs the cluster nothing
     # next to its tasks (the view itself redraws ~10 times a second from what was filed).
@@ -148,21 +151,12 @@ class _Poller:
             try:
                 self._recording.poll()
             except Exception:  # the view stops updating; the cell and its trace do not
-                log.exception("the live view could not read the Dask workers' logs; the cell keeps running")
+                log.exception("the live view could not read the engine's records of its tasks; the cell keeps running")
                 return
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-
-
-_said_no_live = False  # the engine's reason for drawing no live view is said once per kernel
-
-
-def _say_no_live(words: str) -> None:
-    global _said_no_live
-    _said_no_live = True
-    display.publish(words, html.hint_html(words))
 
 
 def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recording: Any, live: bool,
@@ -181,8 +175,6 @@ def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recordin
             lanes = recording.with_live_view()
             bokeh_url = display.bokeh_root_url() if choice.timeline else None
             view = live_view.LiveView(lanes, time.time(), bokeh_url=bokeh_url).show()
-    elif live and out_mode in ("lab", "kernel") and getattr(recording, "NO_LIVE_VIEW", None) and not _said_no_live:
-        _say_no_live(recording.NO_LIVE_VIEW)
     recording.start()
     if view is not None:
         view.t0 = t0 = time.time()
@@ -264,9 +256,8 @@ def run_native_cell(shell: Any, compiled: CompiledCell, opts: CellOptions, recor
                     cell: str = "") -> Any:
     """Run the compiled cell on the notebook's own engine under ``recording``; show its summary; return its value.
 
-    A Dask cell gets the live view (its rows filed by a poller as the workers log them); a Ray
-    cell only the summary (saying why, once per kernel): Ray's profile events arrive a second or
-    more after each task. With
+    The live view's rows are filed by a poller as the engine reports its tasks: Dask's workers'
+    logs twice a second, Ray's profile events (which arrive about a second after each task). With
     ``--compare``/``--scaling`` (``cell``: its source, read for what a re-run cannot redirect) the
     comparison runs come first, on copies of the engine, and the main run last, as for an hpc cell.
     """

@@ -292,21 +292,74 @@ class RayRecording:
     tasks asking for more CPUs, or for part of one, are refused at submission.
     """
 
-    #: Said once per kernel in place of a live view: Ray's task events arrive in batches after the tasks ran.
-    NO_LIVE_VIEW = ("Ray sends its tasks' events about once a second, after they ran: a Ray cell's timeline is "
-                    "drawn when the cell ends.")
-
     def __init__(self, slots: int | None = None, cpu_cap: float | None = None) -> None:
         self.driver = RayDriverCalls(cpu_cap=cpu_cap)
         self.recorder = Recorder()
         self.slots = slots
         self._mark: Any = None
+        #: Rows as the live view reads them, filed by :meth:`poll` as Ray's events arrive; None: no view.
+        self.live: Recorder | None = None
+        self._live_mark: Any = None
+        self._lanes = 0  # the view's lanes: the CPUs Ray offers (a task may come on another worker process)
+        self._lock = threading.Lock()  # poll() from the poller's thread, stop() from the cell's
+        self._filed: dict[str, int] = {}  # task id -> its row's id, in the order the view got the rows
+        self._worker_lanes: dict[str, int] = {}  # Ray worker -> lane, in the order their tasks were filed
+        self._filed_ends: dict[str, float] = {}  # task id -> when its body ended, for the filed tasks
+
+    def with_live_view(self) -> int:
+        """Also file rows for a live view as Ray's events arrive (call before :meth:`start`); returns its lanes.
+
+        Ray sends a task's events about a second after it ran, so the view runs that much behind the
+        workers; the rows it drew are the first rows of the Trace, in the same order and lanes.
+        """
+        import ray
+
+        self.live = Recorder()
+        self._lanes = self.slots or int(ray.cluster_resources().get("CPU", 0)) or 1
+        return self._lanes
+
+    @property
+    def workers(self) -> int:
+        """The live view's task slots (Ray's CPUs)."""
+        return max(self._lanes, 1)
+
+    def unfinished(self) -> int:
+        """Tasks the cell submitted whose events have not arrived yet (the live view's pending count)."""
+        return max(len(self.driver.submitted) - len(self._filed), 0)
 
     def start(self) -> RayRecording:
         """Wrap the driver's Ray calls."""
         self._mark = self.recorder.open_region()
+        if self.live is not None:
+            self._live_mark = self.live.open_region()
+            for lane in range(self._lanes):
+                self.live.worker_seen(lane, "", 0)
         self.driver.install()
         return self
+
+    def poll(self) -> None:
+        """File into :attr:`live` the cell's tasks whose events Ray has sent since the last poll."""
+        if self.live is None:
+            return
+        drv = self.driver
+        wanted = set(drv.submitted) - set(self._filed)  # (copies taken under the GIL: the cell adds to them)
+        if not wanted:
+            return
+        spans = _spans(_timeline(), wanted)  # (sleeps 1 s itself for the events in flight)
+        new = sorted(((tid, sp) for tid, sp in spans.items() if "task:execute" in sp),
+                     key=lambda x: (drv.submitted[x[0]], x[1]["task:execute"][0]))
+        host, local_ip = socket.gethostname(), _local_ip()
+        with self._lock:
+            self._filed_ends.update((tid, sp["task:execute"][1]) for tid, sp in new)
+            for tid, sp in new:
+                if tid in self._filed:
+                    continue
+                self._filed[tid] = len(self._filed)
+                lane = self._worker_lanes.get(sp["worker"])
+                if lane is None:
+                    lane = self._worker_lanes[sp["worker"]] = len(self._worker_lanes)
+                    self.live.worker_seen(lane, host if sp["node"] in (local_ip, "127.0.0.1") else sp["node"], 0)
+                self._record_row(self.live, tid, sp, lane, self._filed, self._filed_ends)
 
     def stop(self, meta: dict[str, Any] | None = None) -> Trace:
         """Unwrap the driver, read the workers' profile events for the cell's tasks, and return the Trace."""
@@ -314,6 +367,8 @@ class RayRecording:
 
         end = time.time()
         self.driver.uninstall()
+        if self.live is not None:
+            self.live.close_region(self._live_mark, {})
         wanted = set(self.driver.submitted)
         spans: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + COLLECT_TIMEOUT_S
@@ -332,7 +387,10 @@ class RayRecording:
         local_ip = _local_ip()
         lanes: dict[str, int] = {}
         ran = [(tid, s) for tid, s in spans.items() if "task:execute" in s]
-        ran.sort(key=lambda x: (drv.submitted[x[0]], x[1]["task:execute"][0]))
+        # In submission order; with a live view, the rows it drew first, as it drew them (its last update
+        # draws the Trace's rows after those), with its lanes: a lane per Ray worker in the order first seen.
+        filed = self._filed
+        ran.sort(key=lambda x: (filed.get(x[0], len(filed)), drv.submitted[x[0]], x[1]["task:execute"][0]))
         ids = {tid: i for i, (tid, _) in enumerate(ran)}
         ends = {tid: s["task:execute"][1] for tid, s in ran}
         missing = len(drv.submitted) - len(ran)
@@ -343,21 +401,7 @@ class RayRecording:
             if lane is None:
                 lane = lanes[slot] = len(lanes)
                 rec.worker_seen(lane, host if s["node"] in (local_ip, "127.0.0.1") else s["node"], 0)
-            start, stop = s["task:execute"]
-            deser = s.get("task:deserialize_arguments", (start, start))
-            ser = s.get("task:store_outputs", (stop, stop))
-            submit = drv.submitted[tid]
-            ready = max([submit, *(ends[d] for d in drv.deps.get(tid, ()) if d in ends)])
-            received = max(drv.received.get(tid, ser[1]), ser[1])
-            stats = TaskStats(start_wall=deser[0], body=stop - start, cpu=math.nan,
-                              deser=max(start - deser[0], 0.0), ser=max(ser[1] - ser[0], 0.0),
-                              bytes_in=drv.bytes_in.get(tid, 0), bytes_out=0, phases=None, item_ends=None, tail=None)
-            rec.record_task(ids[tid], 1, drv.names.get(tid, "task"), lane, OK, -1, submit, ready, received, stats)
-            deps = sorted({ids[d] for d in drv.deps.get(tid, ()) if d in ids})
-            if deps:
-                rec.record_deps(ids[tid], deps)
-            if tid in drv.arg_key:
-                rec.record_arg(ids[tid], drv.arg_key[tid])
+            self._record_row(rec, tid, s, lane, ids, ends)
         for tid, (start, end) in sorted(drv.calls.items(), key=lambda kv: kv[1]):
             # Ray serializes the arguments and puts a large one into the object store inside .remote():
             # that time is serializing (the driver's breakdown shows it as such), the rest handing the task on.
@@ -390,6 +434,27 @@ class RayRecording:
                 "refs_read": sorted([ids[t], p] for t, ps in drv.reads.items() if t in ids for p in set(ps)),
                 "wait_calls": [list(w) for w in drv.wait_calls], **meta}
         return rec.close_region(self._mark, full)
+
+
+    def _record_row(self, rec: Recorder, tid: str, s: dict[str, Any], lane: int, ids: dict[str, int],
+                    ends: dict[str, float]) -> None:
+        """Task ``tid``'s row (its spans ``s``) into ``rec`` as row ``ids[tid]``, with its dependencies in ``ids``."""
+        drv = self.driver
+        start, stop = s["task:execute"]
+        deser = s.get("task:deserialize_arguments", (start, start))
+        ser = s.get("task:store_outputs", (stop, stop))
+        submit = drv.submitted[tid]
+        ready = max([submit, *(ends[d] for d in drv.deps.get(tid, ()) if d in ends)])
+        received = max(drv.received.get(tid, ser[1]), ser[1])
+        stats = TaskStats(start_wall=deser[0], body=stop - start, cpu=math.nan,
+                          deser=max(start - deser[0], 0.0), ser=max(ser[1] - ser[0], 0.0),
+                          bytes_in=drv.bytes_in.get(tid, 0), bytes_out=0, phases=None, item_ends=None, tail=None)
+        rec.record_task(ids[tid], 1, drv.names.get(tid, "task"), lane, OK, -1, submit, ready, received, stats)
+        deps = sorted({ids[d] for d in drv.deps.get(tid, ()) if d in ids})
+        if deps:
+            rec.record_deps(ids[tid], deps)
+        if tid in drv.arg_key:
+            rec.record_arg(ids[tid], drv.arg_key[tid])
 
 
 def _pack(spans: list[tuple[float, float]], slots: int) -> list[int]:

@@ -351,16 +351,57 @@ def test_rays_notice_about_its_timeline_never_reaches_the_cells_output(monkeypat
         state_log.disabled = disabled
 
 
-def test_a_ray_cell_says_once_per_kernel_why_it_has_no_live_view(live_ray, monkeypatch):
+
+def test_the_live_rows_are_the_traces_first_rows_in_the_order_and_lanes_the_view_drew(fake_ray):
+    """Ray's events arrive out of submission order; the view's rows and the Trace's agree row for row."""
+    rec = RayRecording()
+    assert rec.with_live_view() == 2  # the CPUs Ray offers (fake_ray: 2)
+    rec._mark, rec._live_mark = rec.recorder.open_region(), rec.live.open_region()
+    d = rec.driver
+    for i in range(4):
+        d.submitted[f"t{i}"], d.names[f"t{i}"], d.bytes_in[f"t{i}"], d.deps[f"t{i}"] = T0 + i * 0.001, "nap", 30, []
+    d.deps["t3"] = ["t2"]
+    runs = {"t0": ("a", T0 + 0.01, T0 + 0.05), "t1": ("b", T0 + 0.01, T0 + 0.2),
+            "t2": ("b", T0 + 0.21, T0 + 0.25), "t3": ("a", T0 + 0.26, T0 + 0.3)}
+    fake_ray["events"] = _events([("t2", *runs["t2"]), ("t0", *runs["t0"])])  # t1 still running at the first poll
+    rec.poll()
+    assert rec.unfinished() == 2
+    fake_ray["events"] = _events([(t, *runs[t]) for t in ("t0", "t1", "t2", "t3")])
+    rec.poll()
+    rec.poll()  # nothing new: each task filed once
+    assert rec.unfinished() == 0
+    live = rec.live.close_region(rec._live_mark, {})
+    trace = _write(rec, fake_ray["events"], T0 + 0.4)
+    drawn = list(zip(live.tasks["task_id"].tolist(), live.tasks["worker"].tolist(), live.tasks["start"].tolist()))
+    assert [t for t, _, _ in drawn] == [0, 1, 2, 3]
+    assert drawn == list(zip(trace.tasks["task_id"].tolist(), trace.tasks["worker"].tolist(),
+                             trace.tasks["start"].tolist()))
+    starts = [round(x - T0, 3) for _, _, x in drawn]
+    assert starts == [0.01, 0.21, 0.01, 0.26]  # t0 and t2 as the first poll filed them, then t1, t3
+    assert list(zip(trace.deps["task"].tolist(), trace.deps["on"].tolist())) == [(3, 1)]  # t3 waited on t2
+
+
+def test_a_live_ray_cell_is_drawn_live_each_task_once(live_ray, monkeypatch):
     from IPython.utils.capture import capture_output
 
-    from eugo_lab.cellrun import native
+    from eugo_lab.render import live
 
-    monkeypatch.setenv("EUGO_LAB_DISPLAY", "kernel")
-    monkeypatch.setattr(native, "_said_no_live", False)
-    said = []
-    for _ in range(2):
-        with capture_output() as cap:
-            live_ray.run_cell_magic("eugo", "", "out = ray.get([nap.remote(i) for i in range(2)])\n")
-        said.append([o.data["text/plain"] for o in cap.outputs if "eugo-hint" in o.data.get("text/html", "")])
-    assert said == [[RayRecording.NO_LIVE_VIEW], []]
+    monkeypatch.setenv("EUGO_LAB_DISPLAY", "lab")  # the Bokeh timeline built and streamed, no browser
+    monkeypatch.setenv("EUGO_LAB_BOKEH_URL", "/eugo/bokeh/")
+    snaps, views, original = [], [], live.LiveView.update
+
+    def update(self, chunk, snapshot):
+        views.append(self)
+        snaps.append(snapshot)
+        original(self, chunk, snapshot)
+
+    monkeypatch.setattr(live.LiveView, "update", update)
+    n = 6
+    with capture_output():  # the cell outlasts its tasks by 3 s: Ray's events reach a poll while it runs
+        live_ray.run_cell_magic("eugo", "--save t", f"out = ray.get([nap.remote(i) for i in range({n})])\n"
+                                "time.sleep(3)\n")
+    assert any(not s.finished and s.done for s in snaps), [(s.done, s.running, s.pending) for s in snaps]
+    last = snaps[-1]
+    assert last.finished and last.done == n
+    assert sum(views[-1].sources["tasks"].data["tasks"]) == n  # each task drawn once, live or at the end
+    assert len(live_ray.user_ns["t"]) == n
