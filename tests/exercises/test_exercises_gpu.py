@@ -216,24 +216,28 @@ def test_the_recorder_keeps_the_cells_calls_and_not_the_checks():
 
 
 # -- gpu-transfer ---------------------------------------------------------------------------------------
+#: The lesson's earlier cell: the readings the checker hands out, bound to names of their own.
 TRANSFER_SETUP = """
 import numpy as np
-signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)
-gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)
+from eugo_lab import exercises
+p = exercises.problem("gpu-transfer")
+signal, gain = p.signal, p.gain
 """
 NEWTON = """
 import numpy as np
+from eugo_lab import exercises
+p = exercises.problem("gpu-transfer")
 {prelude}w = np.log1p({src})
 for step in range(20):
     w = w * (1 + np.log({src}) - np.log(w)) / (1 + w)
 {check}"""
 
 
-def transfer(prelude: str = "", src: str = "signal * gain", check: str = "") -> str:
+def transfer(prelude: str = "", src: str = "p.signal * p.gain", check: str = "") -> str:
     return NEWTON.format(prelude=prelude, src=src, check=check)
 
 
-REFERENCE = transfer("target = np.asarray(signal) * gain\n", "target")
+REFERENCE = transfer("target = np.asarray(p.signal) * p.gain\n", "target")
 GPU_AUTO = "--gpu auto --no-live -w 1"
 
 
@@ -270,12 +274,12 @@ TRANSFER_CASES = [
     ("starter-recopies-the-product", transfer(), TRANSFER_SETUP, False,
      "`log` copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
     # the lesson's fix applied to signal alone: gain, a plain array, is copied again by every product in the loop
-    ("signal-handed-over-gain-not", transfer("s = np.asarray(signal)\n", "s * gain"), TRANSFER_SETUP, False,
+    ("signal-handed-over-gain-not", transfer("s = np.asarray(p.signal)\n", "s * p.gain"), TRANSFER_SETUP, False,
      "copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
     ("convergence-check-on-the-cpu", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
      "        pass\n", TRANSFER_SETUP, False, "`allclose` ran on the CPU 20 times", "dragged"),
     ("too-few-steps", REFERENCE.replace("range(20)", "range(2)"), TRANSFER_SETUP, False,
-     "does not solve w * exp(w) = signal * gain", "result"),
+     "does not solve w * exp(w) = p.signal * p.gain, for the 2,000,000 readings of p.signal", "result"),
     # shortcuts: the earlier cell's answer itself, a view of it, a plain copy of it, each beside a decoy loop
     ("shortcut-earlier-answer", DECOY + "w = w0\n", EARLIER_ANSWER, False,
      "`w` is the array `w0` that an earlier cell computed", "copied"),
@@ -308,7 +312,7 @@ def test_transfer_cases(host, cell, setup, passed, says, mistake):
 
 def test_transfer_hints_answer_what_happened(host):
     v = run_exercise("gpu-transfer", transfer(), TRANSFER_SETUP, line=GPU_AUTO)
-    assert "np.asarray(signal) * gain" in hint_code(v)
+    assert "np.asarray(p.signal) * p.gain" in hint_code(v)
     v = run_exercise("gpu-transfer", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
                      "        pass\n", TRANSFER_SETUP, line=GPU_AUTO)
     assert "float(np.max(np.abs(w * np.exp(w) - target)))" in hint_code(v)

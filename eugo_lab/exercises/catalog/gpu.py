@@ -26,24 +26,26 @@ answers for one call only), with the copy priced at that size; the model runs th
 GPU at ``size`` and not at ``size // 2`` already (the smallest within a factor of two). On a GPU
 the profile is the one calibrated on it, and the chain's measured times at ``size`` are shown.
 
-``gpu-transfer`` (lesson 2). Setup: ``signal`` (2 M float64 in ``[1, 100)``) and ``gain`` (in
-``[0.5, 2)``), made in an earlier cell. Starter (``not yet``: ``signal * gain`` is a product of
-two plain arrays, made again on the host at every step, and every ``np.log`` of it copies it to
-the device again)::
+``gpu-transfer`` (lesson 2). The checker hands out ``p.signal`` (float64 in ``[1, 100)``: 2 M in
+the lesson, the 16 MB ``signal`` its earlier cells use; 1-1.5 M others in the hidden case) and
+``p.gain`` (in ``[0.5, 2)``, as many), read-only host arrays. Starter (``not yet``: ``p.signal *
+p.gain`` is a product of two plain arrays, made again on the host at every step, and every
+``np.log`` of it copies it to the device again)::
 
     %%eugo --exercise gpu-transfer --gpu auto -w 1
-    w = np.log1p(signal * gain)
+    p = exercises.problem("gpu-transfer")
+    w = np.log1p(p.signal * p.gain)
     for step in range(STEPS):
-        w = w * (1 + np.log(signal * gain) - np.log(w)) / (1 + w)   # Newton's step for w * exp(w) = signal * gain
+        w = w * (1 + np.log(p.signal * p.gain) - np.log(w)) / (1 + w)   # Newton's step for w * exp(w) = t
 
-Reference: ``target = np.asarray(signal) * gain`` once, then ``target`` in the loop. Criteria:
-``w * exp(w)`` equals ``signal * gain``; ``w`` is what this cell's placed operations produced
+Reference: ``target = np.asarray(p.signal) * p.gain`` once, then ``target`` in the loop. Criteria:
+``w * exp(w)`` equals the checker's own ``p.signal * p.gain``; ``w`` is what this cell's placed operations produced
 (its digest is the one the ledger kept for the name, :attr:`Ledger.left`: an earlier cell's
 array, or a plain copy of one, never went through the proxy) at the end of a chain of at least
 ``STEPS`` placed operations (:attr:`Ledger.chains`: ``np.copy`` of an earlier answer is a chain of
 one); every operation the loop repeats
 ran (without a GPU: is predicted to run) on the device; the ledger's bytes moved per operation
-are under ``MAX_MOVED_SHARE`` of ``signal``'s size. The loop has a logarithm per step, so offload
+are under ``MAX_MOVED_SHARE`` of ``p.signal``'s size. The loop has a logarithm per step, so offload
 pays even on a host whose memory is fast (a loop of adds and divides alone may rightly stay on
 such a host's CPU, and then the check says so instead of crediting data that never left the host).
 
@@ -82,14 +84,16 @@ that, every element of ``out`` is ``x * x``.
 
 from __future__ import annotations
 
+import random
 import re
 import types
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import measure, steps
+from eugo_lab.exercises import measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 
@@ -293,8 +297,33 @@ STEPS = 20
 MAX_MOVED_SHARE = 0.1
 #: The result the exercise asks for, by name.
 RESULT = "w"
-#: The host arrays an earlier cell makes; the equation's right-hand side is their product.
-INPUTS = ("signal", "gain")
+#: The lesson's readings: 2 million of them, the 16 MB ``signal`` its prose and earlier cells describe.
+TRANSFER_N = 2_000_000
+# The hidden case: half to three quarters of the lesson's readings (a pass costs less than the lesson's run), still
+# far above the size where the model keeps a logarithm on the CPU on a slow host or a fast one.
+TRANSFER_HIDDEN_SIZES = range(1_000_000, 1_500_001)
+
+
+@problems.declare("gpu-transfer")
+@dataclass(frozen=True, repr=False, eq=False)  # array fields: compared by identity, never element by element
+class TransferProblem(problems.Problem):
+    """The readings ``signal`` (in [1, 100)) and a calibration factor per reading ``gain`` (in [0.5, 2)): read-only.
+
+    The equation's right-hand side is their product. The lesson's are 2 million of each, from NumPy's
+    generators seeded 7 and 8 (the arrays its earlier cells run on); the hidden case's are fewer and others.
+    """
+
+    signal: np.ndarray
+    gain: np.ndarray
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> TransferProblem:
+        """The lesson's seeded readings, or (hidden) fewer readings from seeds drawn from ``rng``."""
+        n = rng.choice(TRANSFER_HIDDEN_SIZES) if hidden else TRANSFER_N
+        seeds = (rng.randrange(2**32), rng.randrange(2**32)) if hidden else (7, 8)
+        signal = np.random.default_rng(seeds[0]).uniform(1.0, 100.0, n)
+        gain = np.random.default_rng(seeds[1]).uniform(0.5, 2.0, n)
+        return cls(problems.frozen_array(signal), problems.frozen_array(gain))
 
 
 def _ledger_or_not_yet() -> Any:
@@ -314,8 +343,8 @@ def _transfer_advice(ledger: Any, nbytes: int) -> tuple[str, str]:
     if recopied:
         r = max(recopied, key=lambda r: r.h2d_bytes)
         return (f"`{r.op}` copied {fmt_bytes(r.h2d_bytes // r.count)} to the GPU on each of its {r.count} calls: "
-                "one of its operands is a host array the proxy does not track (signal, gain, or their product made "
-                "by plain NumPy), and the proxy cannot keep a device copy of memory it does not track, so every "
+                "one of its operands is a host array the proxy does not track (p.signal, p.gain, or their product "
+                "made by plain NumPy), and the proxy cannot keep a device copy of memory it does not track, so every "
                 "operation that reads it copies it again.", "recopied")
     dragged = [r for r in heavy if r.where == "cpu" and r.d2h_bytes + r.h2d_bytes >= nbytes / 2]
     if dragged:
@@ -343,22 +372,20 @@ def _kept_on_cpu(ledger: Any, cpu_rows: list) -> tuple[str, str]:
             f"{ledger.device}, so there is no offload to keep here.", "cpu-wins")
 
 
-_TRANSFER_SOLUTION = ("target = np.asarray(signal) * gain   # handed over once: the product is made on the device\n"
+_TRANSFER_SOLUTION = ('p = exercises.problem("gpu-transfer")\n'
+                      "target = np.asarray(p.signal) * p.gain   # handed over once: the product is made on the device\n"
                       "w = np.log1p(target)\nfor step in range(20):\n"
                       "    w = w * (1 + np.log(target) - np.log(w)) / (1 + w)")
 TRANSFER_HINTS = {
-    DEFAULT: Hint("Make the product of signal and gain once, at the top of the cell, as an array the GPU proxy "
+    DEFAULT: Hint("Make the product of p.signal and p.gain once, at the top of the cell, as an array the GPU proxy "
                   "tracks, and use it in the loop: the proxy keeps one device copy of what it tracks, so every step "
                   "reuses it.", _TRANSFER_SOLUTION),
     "no-ledger": Hint("Run the exercise cell with GPU placement on (the --gpu auto option on the cell's first "
                       "line), so every NumPy operation is placed and its bytes counted.",
                       "%%eugo --exercise gpu-transfer --gpu auto -w 1\n" + _TRANSFER_SOLUTION),
-    "no-signal": Hint("Run the cell above the exercise that makes `signal` and `gain`, then the exercise cell again.",
-                      "signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)\n"
-                      "gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)"),
     "result": Hint("Keep Newton's step as the starter has it, for all 20 steps, starting from the log of one "
-                   "plus the product of signal and gain.", _TRANSFER_SOLUTION),
-    "recopied": Hint("Form the product of signal and gain once, before the loop, with one of them brought in "
+                   "plus the product of p.signal and p.gain.", _TRANSFER_SOLUTION),
+    "recopied": Hint("Form the product of p.signal and p.gain once, before the loop, with one of them brought in "
                      "through NumPy's asarray (the proxy then tracks it and the product), and read that product in "
                      "the loop: a product of two plain arrays is made again, on the host, at every step.",
                      _TRANSFER_SOLUTION),
@@ -369,7 +396,7 @@ TRANSFER_HINTS = {
                     "converting to a float or a list, mid-loop, copies the array back each time.",
                     _TRANSFER_SOLUTION),
     "moved": Hint("Keep every array of the loop on the device and bring back only what you need after it; "
-                  "start by handing signal to the proxy once.", _TRANSFER_SOLUTION),
+                  "start by handing p.signal to the proxy once.", _TRANSFER_SOLUTION),
     "no-loop": Hint("Keep the 20 Newton steps in a loop in this cell, so the same operations repeat on the "
                     "device copies.", _TRANSFER_SOLUTION),
     "copied": Hint("Compute the answer in the exercise cell itself: the Newton loop on the array you handed to "
@@ -377,6 +404,9 @@ TRANSFER_HINTS = {
     "cpu-wins": Hint("Nothing to change in the placement: on this host the model keeps these operations on the "
                      "CPU, rightly. Check that the cell is the loop of the starter with the product handed over once.",
                      _TRANSFER_SOLUTION),
+    problems.CARRY_OVER: Hint("Take the readings from p, the exercise's inputs: solve for p.signal * p.gain as "
+                              "handed out, instead of arrays made or loaded in the cell, and let the loop run on "
+                              "them.", _TRANSFER_SOLUTION),
 }
 
 
@@ -392,18 +422,15 @@ def gpu_transfer(a: Attempt) -> Verdict:
     from eugo_lab.contract.digest import digest
 
     ledger = _ledger_or_not_yet()
-    given = [np.asarray(a.namespace.get(name)) for name in INPUTS]
-    missing = [name for name, v in zip(INPUTS, given) if v.ndim != 1 or v.size == 0]
-    if missing or given[0].shape != given[1].shape:
-        return a.not_yet(f"`{'` and `'.join(missing or INPUTS)}` missing: the cell that makes signal and gain "
-                         "(above this exercise) has not run in this kernel.", mistake="no-signal")
-    signal, gain = given
-    target = signal * gain
+    p = problems.given(a)  # the checker's own copy of the readings: nothing is read from the learner's namespace
+    signal = p.signal
+    target = p.signal * p.gain
     value = a.require(RESULT)
     w = np.asarray(value, dtype=float)
     if w.shape != target.shape or not measure.same_within_tolerance(w * np.exp(w), target):
-        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = signal * gain after the cell's steps: Newton's "
-                         f"{STEPS} steps from the starter converge to it.", mistake="result")
+        return a.not_yet(f"`{RESULT}` does not solve w * exp(w) = p.signal * p.gain, for the {signal.size:,} readings "
+                         f"of p.signal, after the cell's steps: Newton's {STEPS} steps from the starter converge to "
+                         "it.", mistake="result")
     copied = measure.left_by_earlier_cell(value, a.before, skip=(RESULT,))
     if copied is not None:
         return a.not_yet(f"`{RESULT}` is the array `{copied}` that an earlier cell computed, not the result of "
@@ -428,7 +455,7 @@ def gpu_transfer(a: Attempt) -> Verdict:
     details = (f"{fmt_bytes(ledger.moved)} moved over {n_ops} operations, {fmt_bytes(per_op)} each ({kind})",)
     if per_op >= limit:
         why, mistake = _transfer_advice(ledger, signal.nbytes)
-        return a.not_yet(f"{fmt_bytes(per_op)} moved per operation, more than {MAX_MOVED_SHARE:.0%} of signal's "
+        return a.not_yet(f"{fmt_bytes(per_op)} moved per operation, more than {MAX_MOVED_SHARE:.0%} of p.signal's "
                          f"{fmt_bytes(signal.nbytes)}.", why, mistake=mistake, details=details)
     loop = [r for r in ledger.ops if r.count > 1]
     cpu_rows = [r for r in loop if r.where != "gpu"]
@@ -440,10 +467,11 @@ def gpu_transfer(a: Attempt) -> Verdict:
         return a.not_yet(why, mistake=mistake, details=details)
     ran = "would run on" if ledger.predictions_only else "ran on"
     where = "a prediction for a named GPU profile: no GPU here" if ledger.predictions_only else "measured on the GPU"
-    return a.passed(f"{RESULT} solves w * exp(w) = signal * gain, and it is the array this cell's placed operations "
-                    f"produced (its digest is the one the report kept), at the end of a chain of {chain} of them",
+    return a.passed(f"{RESULT} solves w * exp(w) = p.signal * p.gain, and it is the array this cell's placed "
+                    f"operations produced (its digest is the one the report kept), at the end of a chain of {chain} "
+                    "of them",
                     f"all {sum(r.count for r in loop)} operations of the loop {ran} {ledger.device} and bytes moved "
-                    f"per operation stayed under {MAX_MOVED_SHARE:.0%} of signal's {fmt_bytes(signal.nbytes)}: "
+                    f"per operation stayed under {MAX_MOVED_SHARE:.0%} of p.signal's {fmt_bytes(signal.nbytes)}: "
                     f"the data stayed on the device ({where})", details=details)
 
 

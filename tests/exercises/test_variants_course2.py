@@ -1,0 +1,149 @@
+"""Course 2's exercises own their problem, and a passing cell is run again on a hidden case (``exercises.problems``).
+
+Through the real ``%%eugo --exercise`` magic, per exercise: the lesson's reference passes on both
+cases; a cell that types in the lesson's inputs (or its answer) passes the lesson's case but not the
+hidden one, with the "did not carry over" message and nothing of the hidden case in it; honest
+solutions unlike the reference pass both; the mistakes the exercise names are still named. The
+hidden case's seed is fixed here (``problems.draw_seed``) so a test knows what must not be shown.
+
+They run without a GPU, as the course's checks do here: the transfer on the ledger's predicted
+placements and bytes (for a fixed slow and fast host), the kernel on Numba's CUDA simulator, the GPU
+request refused by a pool without GPU workers, the break-even on the published prediction profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
+from _notebooks import cell_source, read_notebook
+from _variants import carried_over, hidden, lesson, never_shown, passed_twice
+
+from eugo_lab import hpc
+from eugo_lab.contract.digest import digest
+from eugo_lab.offload import kernels
+from eugo_lab.offload.cell import last_ledger
+
+kernels.cuda()  # before anything imports numba.cuda: the simulator where there is no GPU
+
+pytestmark = pytest.mark.usefixtures("hidden_seed")  # every hidden case here is made from _variants.SEED
+
+COURSE = Path(__file__).resolve().parents[2] / "courses" / "02-gpu-acceleration"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers():
+    yield
+    hpc.shutdown()
+
+
+def not_yet(v, mistake: str, says: str) -> str:
+    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
+    text = v.to_text()
+    assert not v.passed and v.mistake == mistake, text
+    assert says in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert hint_words(v) and hint_code(v)
+    return text
+
+
+def notebook_cell(lesson_file: str, tag: str) -> str:
+    """The body of the lesson's exercise cell tagged ``tag`` (``starter``, ``solution``), its magic line left out."""
+    cells = read_notebook(COURSE / lesson_file)["cells"]
+    [cell] = [c for c in cells if tag in c.get("metadata", {}).get("tags", [])]
+    return cell_source(cell).split("\n", 1)[1]
+
+
+# -- gpu-transfer -----------------------------------------------------------------------------------------------
+TRANSFER_LESSON = "02-automatic-gpu-offloading.ipynb"
+GPU_AUTO = "--gpu auto --no-live -w 1"
+#: The lesson's earlier cells: numpy, the exercises module, and the readings bound to names of their own.
+TRANSFER_SETUP = ("import numpy as np\nfrom eugo_lab import exercises\np = exercises.problem(\"gpu-transfer\")\n"
+                  "signal, gain = p.signal, p.gain\n")
+TAKE = 'p = exercises.problem("gpu-transfer")\n'
+NEWTON = ("{head}w = np.log1p({t})\nfor step in range(20):\n"
+          "    w = w * (1 + np.log({t}) - np.log(w)) / (1 + w)\n")
+
+
+@pytest.fixture(params=[12e9, 100e9], ids=["slow-host", "fast-host"])
+def transfer_host(request, monkeypatch):
+    """A host whose memory moves 12 or 100 GB/s: the model's placements, hence the verdict, must not depend on it."""
+    from eugo_lab.offload import profiles
+    from tests._offload import HOST
+
+    fake = dataclasses.replace(HOST, mem_bw=request.param)
+    monkeypatch.setattr(profiles, "host_profile", lambda: fake)
+    return fake
+
+
+def _transfer(cell: str, setup: str = TRANSFER_SETUP):
+    return run_exercise("gpu-transfer", cell, setup=setup, line=GPU_AUTO)
+
+
+def _transfer_hidden_values() -> tuple:
+    h = hidden("gpu-transfer")
+    return h.signal.size, f"{h.signal.size:,}", f"{h.signal.nbytes / 1e6:.1f} MB"
+
+
+def test_transfer_the_lesson_s_readings_are_its_earlier_cells_and_the_hidden_ones_fewer_and_others():
+    p, h = lesson("gpu-transfer"), hidden("gpu-transfer")
+    # the 16 MB signal and the gain the lesson's prose, guess and smoothing cells describe
+    assert (p.signal == np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)).all()
+    assert (p.gain == np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)).all()
+    assert 1_000_000 <= h.signal.size <= 1_500_000 and h.gain.size == h.signal.size
+    assert h.signal.min() >= 1.0 and h.signal.max() < 100.0 and 0.5 <= h.gain.min() and h.gain.max() < 2.0
+    assert not h.signal.flags.writeable and not p.gain.flags.writeable  # a cell cannot change the checker's copy
+
+
+def test_transfer_the_lesson_s_reference_passes_on_both_cases(transfer_host):
+    text = passed_twice(_transfer(notebook_cell(TRANSFER_LESSON, "solution")))
+    assert "bytes moved per operation stayed under 10% of p.signal's 16.0 MB" in text, text
+    never_shown(text, *_transfer_hidden_values())
+    # the hidden run was graded on its own ledger; the learner's last_ledger() is still the cell's own run
+    ledger, w = last_ledger(), shell().user_ns["w"]
+    assert w.size == 2_000_000 and ledger.left["w"] == digest(w)
+
+
+#: The readings made by NumPy's generators, as the lesson's earlier cell once made them, not taken from ``p``.
+OWN_READINGS = ("signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)\n"
+                "gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)\n")
+
+
+@pytest.mark.parametrize(("cell", "setup"), [
+    (TAKE + OWN_READINGS + NEWTON.format(head="target = np.asarray(signal) * gain\n", t="target"), TRANSFER_SETUP),
+    (NEWTON.format(head="target = np.asarray(signal) * gain\n", t="target"),
+     "import numpy as np\nfrom eugo_lab import exercises\n" + OWN_READINGS),
+], ids=["readings-made-in-the-cell", "readings-made-by-an-earlier-cell"])
+def test_transfer_readings_not_taken_from_p_do_not_carry_over(cell, setup, transfer_host):
+    text = carried_over(_transfer(cell, setup))
+    never_shown(text, *_transfer_hidden_values())
+
+
+#: Honest cells unlike the reference: each passes on both cases.
+TRANSFER_HONEST = [
+    # the names an earlier cell bound to the handed-out arrays (the hidden run gets the hidden case's)
+    ("signal-and-gain-of-the-earlier-cell", NEWTON.format(head="target = np.asarray(signal) * gain\n", t="target")),
+    # the product made on the host once and handed over whole, other names, the answer handed over at the end
+    ("product-handed-over-whole", TAKE + "t = np.asarray(p.signal * p.gain)\nguess = np.log1p(t)\n"
+     "for k in range(20):\n    guess = guess * (1 + np.log(t) - np.log(guess)) / (1 + guess)\nw = guess\n"),
+    # both arrays handed over, the product made on the device, a while loop
+    ("both-handed-over-while-loop", TAKE + "s, g = np.asarray(p.signal), np.asarray(p.gain)\nt = s * g\n"
+     "w = np.log1p(t)\nk = 0\nwhile k < 25:\n    w = w * (1 + np.log(t) - np.log(w)) / (1 + w)\n    k += 1\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in TRANSFER_HONEST], ids=[i for i, _ in TRANSFER_HONEST])
+def test_transfer_honest_cells_pass_on_both_cases(cell, transfer_host):
+    passed_twice(_transfer(cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (notebook_cell(TRANSFER_LESSON, "starter"), "recopied", "`log` copied 16.0 MB to the GPU on each of its 20 calls"),
+    (TAKE + NEWTON.format(head="target = np.asarray(p.signal) * p.gain\n", t="target").replace("20", "2"),
+     "result", "does not solve w * exp(w) = p.signal * p.gain, for the 2,000,000 readings of p.signal"),
+], ids=["the-starter", "too-few-steps"])
+def test_transfer_named_mistakes_are_still_named(cell, mistake, says, transfer_host):
+    not_yet(_transfer(cell), mistake, says)
