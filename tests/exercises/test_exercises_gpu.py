@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from eugo_lab import hpc
+from eugo_lab.exercises import problems
 from eugo_lab.offload import kernels
 from tests._exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
 
@@ -589,12 +590,21 @@ def test_grid_stride_evidence_follows_what_the_threads_did(monkeypatch):
     monkeypatch.setattr(gpu, "CHECK_N", 256)
     v = run_exercise("grid-stride", KERNEL.format(body=GRID_STRIDE), line="--no-live")
     assert v.passed and "all 64 threads did 4 elements, each stepping by the grid's 64 threads" in v.to_text()
-    # as many elements as threads: one each, no step taken, so no grid-stride loop is claimed (the starter too)
+    # as many elements as threads: one each, no step taken, so no grid-stride loop is claimed (the starter too);
+    # the hidden case, more elements than its threads, then finds the starter out
+    from eugo_lab.cellrun import exercise as exercise_cell
+
+    firsts = []
+    real = exercise_cell.problems.checked_again
+    monkeypatch.setattr(exercise_cell.problems, "checked_again", lambda first, *rest: firsts.append(first) or
+                        real(first, *rest))
     monkeypatch.setattr(gpu, "CHECK_N", 64)
     starter = "    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]"
     v = run_exercise("grid-stride", KERNEL.format(body=starter), line="--no-live")
-    assert v.passed and "all 64 threads did 1 element" in v.to_text()
-    assert "(grid-stride loop)" not in v.to_text() and "stepping" not in v.to_text()
+    [first] = firsts
+    assert first.passed and "all 64 threads did 1 element" in first.to_text()
+    assert "(grid-stride loop)" not in first.to_text() and "stepping" not in first.to_text()
+    assert not v.passed and v.mistake == problems.CARRY_OVER, v.to_text()
 
 
 def test_break_even_measured_line_times_both_sides_on_a_device():

@@ -147,3 +147,94 @@ def test_transfer_honest_cells_pass_on_both_cases(cell, transfer_host):
 ], ids=["the-starter", "too-few-steps"])
 def test_transfer_named_mistakes_are_still_named(cell, mistake, says, transfer_host):
     not_yet(_transfer(cell), mistake, says)
+
+
+# -- grid-stride ------------------------------------------------------------------------------------------------
+STRIDE_LESSON = "04-a-first-cuda-kernel.ipynb"
+#: The lesson's first cell: numpy, the exercises module, Numba's CUDA (the simulator here).
+STRIDE_SETUP = "import numpy as np\nfrom eugo_lab import exercises\nfrom eugo_lab.offload import kernels\n" \
+               "cuda = kernels.cuda()\n"
+STRIDE_TAKE = 'p = exercises.problem("grid-stride")\n\n'
+STRIDE_LAUNCH = ("\nx = cuda.to_device(p.x)\nout = cuda.to_device(np.full(p.x.size, np.nan, dtype=np.float32))\n"
+                 "square_kernel[p.blocks, p.threads](x, out)\n")
+
+
+def _stride(cell: str):
+    return run_exercise("grid-stride", cell, setup=STRIDE_SETUP, line="--no-live")
+
+
+def _kernel(body: str) -> str:
+    return STRIDE_TAKE + "@cuda.jit\ndef square_kernel(x, out):\n" + body + "\n" + STRIDE_LAUNCH
+
+
+def _stride_hidden_values() -> tuple:
+    h = hidden("grid-stride")
+    return (f"{h.x.size} elements", f"{h.blocks} blocks x {h.threads} threads", f"{h.blocks * h.threads} threads)",
+            f"{h.x[0]:g}")
+
+
+def test_stride_the_lesson_s_launch_and_a_hidden_one_on_another_grid():
+    p, h = lesson("grid-stride"), hidden("grid-stride")
+    assert (p.blocks, p.threads) == (2, 32)
+    assert p.x.dtype == np.float32 and (p.x == np.random.default_rng(20_240).uniform(0.5, 4.0, 300)
+                                        .astype(np.float32)).all()
+    grid = h.blocks * h.threads
+    assert grid < 64 and 2 * grid < h.x.size < 300 and h.x.size % grid  # every thread loops, some once more
+    assert not p.x.flags.writeable and not h.x.flags.writeable
+
+
+def test_stride_the_lesson_s_reference_passes_on_both_cases():
+    text = passed_twice(_stride(notebook_cell(STRIDE_LESSON, "solution")))
+    assert ("launched on 2 blocks x 32 threads (p.blocks x p.threads, 64 threads) over the 300 elements of p.x, the "
+            "kernel squared every one of them") in text, text
+    never_shown(text, *_stride_hidden_values())
+
+
+@pytest.mark.parametrize("body", [
+    # the lesson's length and grid written into the loop
+    "    for i in range(cuda.grid(1), 300, 64):\n        out[i] = x[i] * x[i]",
+    # the length read from x, the lesson's grid size written in
+    "    for i in range(cuda.grid(1), x.shape[0], 64):\n        out[i] = x[i] * x[i]",
+], ids=["length-and-stride-typed", "stride-typed"])
+def test_stride_a_kernel_written_for_the_lesson_s_launch_does_not_carry_over(body):
+    text = carried_over(_stride(_kernel(body)))
+    never_shown(text, *_stride_hidden_values())
+
+
+#: Honest kernels unlike the reference: each passes on both cases.
+STRIDE_HONEST = [
+    ("while-loop-from-block-and-thread",
+     "    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x\n    while i < len(x):\n"
+     "        out[i] = x[i] ** 2\n        i += cuda.blockDim.x * cuda.gridDim.x"),
+    ("stride-named-and-size",
+     "    start, stride = cuda.grid(1), cuda.gridsize(1)\n    for i in range(start, out.size, stride):\n"
+     "        v = x[i]\n        out[i] = v * v"),
+]
+
+
+@pytest.mark.parametrize("body", [b for _, b in STRIDE_HONEST], ids=[i for i, _ in STRIDE_HONEST])
+def test_stride_honest_kernels_pass_on_both_cases(body):
+    passed_twice(_stride(_kernel(body)))
+
+
+def test_stride_a_cell_that_launches_its_own_demo_passes_on_both_cases():
+    # the check launches the kernel itself: the cell's own launch (another grid, other values) is the cell's business
+    cell = ("@cuda.jit\ndef square_kernel(x, out):\n"
+            "    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):\n        out[i] = x[i] * x[i]\n\n"
+            "demo = cuda.to_device(np.full(10, np.nan, dtype=np.float32))\n"
+            "square_kernel[1, 4](cuda.to_device(np.arange(10, dtype=np.float32)), demo)\n")
+    passed_twice(_stride(cell))
+
+
+@pytest.mark.parametrize(("body", "mistake", "says"), [
+    ("    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]", "one-per-thread",
+     "the kernel wrote only the first 64: each thread handled one element"),
+    ("    for i in range(cuda.threadIdx.x, x.shape[0], cuda.gridsize(1)):\n        out[i] = x[i] * x[i]",
+     "block-index", "never written: 32-63, 96-127, 160-191, 224-255, ..."),
+], ids=["the-starter", "block-index"])
+def test_stride_named_mistakes_are_still_named(body, mistake, says):
+    not_yet(_stride(_kernel(body)), mistake, says)
+
+
+def test_stride_the_starter_of_the_lesson_is_the_one_per_thread_mistake():
+    not_yet(_stride(notebook_cell(STRIDE_LESSON, "starter")), "one-per-thread", "wrote only the first 64")

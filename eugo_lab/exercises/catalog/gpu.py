@@ -68,9 +68,13 @@ tile, as tasks, holding no GPU and never refused one; with GPU workers, every ``
 task held a GPU (trace's gpu column); without, its request was made and refused
 (``ResourceRequestError``) and the cell went on with CPU tasks.
 
-``grid-stride`` (lesson 4). Starter (``not yet``: one element per thread)::
+``grid-stride`` (lesson 4). The checker hands out the launch: ``p.x`` (float32 values to square:
+300 in the lesson, fewer in the hidden case) on ``p.blocks`` x ``p.threads`` threads (2 x 32 in the
+lesson; another grid of fewer threads in the hidden case). Starter (``not yet``: one element per
+thread; the cell launches it on ``p``'s grid and counts what was written)::
 
     %%eugo --exercise grid-stride
+    p = exercises.problem("grid-stride")
     @cuda.jit
     def square_kernel(x, out):
         i = cuda.grid(1)
@@ -78,8 +82,9 @@ task held a GPU (trace's gpu column); without, its request was made and refused
             out[i] = x[i] * x[i]
 
 Reference: ``for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):``. Criteria: launched
-by the check on a grid of ``CHECK_BLOCKS`` x ``CHECK_THREADS`` threads over more elements than
-that, every element of ``out`` is ``x * x``.
+by the check on its own copy of ``p.x``, on ``p.blocks`` x ``p.threads`` threads (fewer than the
+elements), every element of ``out`` is ``x * x``, and followed thread by thread, each element was
+written once, by its own thread (element ``i`` by thread ``i`` mod the grid's size).
 """
 
 from __future__ import annotations
@@ -619,11 +624,44 @@ def gpu_request(a: Attempt) -> Verdict:
 # -- grid-stride ------------------------------------------------------------------------------------------
 CHECK_BLOCKS = 2
 CHECK_THREADS = 32
-#: More elements than the check's grid has threads (64), and not a multiple of it.
+#: More elements than the lesson's grid has threads (64), and not a multiple of it.
 CHECK_N = 300
 #: The check's input is random (from this seed), so no formula of the index gives its squares: only
 #: squaring ``x`` itself writes the right ``out``.
 CHECK_SEED = 20_240
+#: The hidden case's grids (blocks, threads per block): none of 64 threads, none larger (the simulator runs a
+#: Python thread per GPU thread, and the check follows every thread again), so a stride or a length written
+#: into the kernel for the lesson's launch does not fit them.
+STRIDE_HIDDEN_GRIDS = ((1, 32), (2, 16), (3, 16), (5, 8), (2, 24))
+#: The hidden case's values: fewer than the lesson's 300, more than twice its grid's threads and not a multiple of them.
+STRIDE_HIDDEN_MAX_N = 299
+
+
+@problems.declare("grid-stride")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class StrideProblem(problems.Problem):
+    """The launch: ``x`` (read-only float32 values in [0.5, 4) to square) on ``blocks`` x ``threads`` threads.
+
+    The lesson's: 300 values on 2 x 32 threads. The hidden case: fewer values on another, smaller grid,
+    always more than twice as many values as threads and not a multiple of them, so every thread loops.
+    """
+
+    x: np.ndarray
+    blocks: int
+    threads: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> StrideProblem:
+        """The lesson's seeded launch, or (hidden) another grid and other values drawn from ``rng``."""
+        if not hidden:
+            blocks, threads, n, seed = CHECK_BLOCKS, CHECK_THREADS, CHECK_N, CHECK_SEED
+        else:
+            blocks, threads = rng.choice(STRIDE_HIDDEN_GRIDS)
+            grid = blocks * threads
+            n = rng.choice([k for k in range(2 * grid + 1, STRIDE_HIDDEN_MAX_N + 1) if k % grid])
+            seed = rng.randrange(2**32)
+        x = np.random.default_rng(seed).uniform(0.5, 4.0, n).astype(np.float32)
+        return cls(problems.frozen_array(x), blocks, threads)
 
 
 def _missing(written: np.ndarray) -> str:
@@ -801,6 +839,12 @@ STRIDE_HINTS = {
     "unfollowable": Hint("Write the kernel with only the thread's index in the grid and the grid's size (no "
                          "shared memory, atomics or barriers): a grid-stride loop needs nothing else.",
                          _STRIDE_SOLUTION),
+    problems.CARRY_OVER: Hint("Let the kernel read what it is launched on: the array's length from x and the grid's "
+                              "size from cuda.gridsize, instead of numbers written for the lesson's launch of p.x on "
+                              "p.blocks x p.threads.",
+                              'p = exercises.problem("grid-stride")\n\n' + _STRIDE_SOLUTION
+                              + "\n\nsquare_kernel[p.blocks, p.threads](cuda.to_device(p.x), "
+                              "cuda.to_device(np.full(p.x.size, np.nan, dtype=np.float32)))"),
 }
 
 
@@ -820,21 +864,24 @@ def grid_stride(a: Attempt) -> Verdict:
     if not hasattr(kernel, "__getitem__") or not callable(kernel) or not callable(getattr(kernel, "py_func", None)):
         return a.not_yet("`square_kernel` is not a CUDA kernel: it cannot be launched on a grid.",
                          mistake="not-a-kernel")
+    p = problems.given(a)  # the checker's own launch: its values and grid, never the cell's
+    blocks, threads, n = p.blocks, p.threads, p.x.size
     cuda = kernels.cuda()
-    t = kernels.check_grid(CHECK_BLOCKS, CHECK_THREADS)
-    grid = CHECK_BLOCKS * CHECK_THREADS
-    launch = f"launched on {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads ({grid} threads) over {CHECK_N} elements"
-    x = np.random.default_rng(CHECK_SEED).uniform(0.5, 4.0, CHECK_N).astype(np.float32)
-    dx, dout = cuda.to_device(x), cuda.to_device(np.full(CHECK_N, np.nan, dtype=np.float32))
+    t = kernels.check_grid(blocks, threads)
+    grid = blocks * threads
+    launch = (f"launched on {blocks} blocks x {threads} threads (p.blocks x p.threads, {grid} threads) over the {n} "
+              "elements of p.x")
+    x = np.array(p.x)  # the check's own writable copy
+    dx, dout = cuda.to_device(x), cuda.to_device(np.full(n, np.nan, dtype=np.float32))
     try:
-        kernel[CHECK_BLOCKS, CHECK_THREADS](dx, dout)
+        kernel[blocks, threads](dx, dout)
         cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the learner's kernel failed: say how, as a not yet
         return a.not_yet(f"{launch}, the kernel stopped with {_kernel_error(exc)}.", mistake="out-of-range")
     got = dout.copy_to_host()
     written = ~np.isnan(got)
     where = "the GPU" if t.kind == "gpu" else "the Numba CUDA simulator (no GPU here)"
-    how = f"ran on {where}: {CHECK_BLOCKS} blocks x {CHECK_THREADS} threads = {grid} threads over {CHECK_N} elements"
+    how = f"ran on {where}: {blocks} blocks x {threads} threads = {grid} threads over {n} elements"
     if not written.all():
         if written[:grid].all() and not written[grid:].any():
             return a.not_yet(f"{launch}, the kernel wrote only the first {grid}: each thread handled one element, "
@@ -849,14 +896,14 @@ def grid_stride(a: Attempt) -> Verdict:
                          f"square of the input's {x[bad]:g}, {x[bad] * x[bad]:g}.", mistake="wrong-value",
                          details=(how,))
     try:
-        followed, writers = follow_threads(kernel, x, CHECK_BLOCKS, CHECK_THREADS)
+        followed, writers = follow_threads(kernel, x, blocks, threads)
     except _Unfollowable as exc:
         return a.not_yet(f"every element came out right, but the check could not follow the kernel thread by "
                          f"thread to see which thread did which element: it uses {exc}, which needs threads "
                          "running together.", mistake="unfollowable", details=(how,))
     except _ThreadFailed as exc:  # a GPU does not check bounds; the thread-by-thread run does
         name, _, said = str(exc).partition(": ")
-        return a.not_yet(f"run thread by thread over {CHECK_N} elements, the kernel stopped with {name} in "
+        return a.not_yet(f"run thread by thread over {n} elements, the kernel stopped with {name} in "
                          f"thread {exc.thread} of block {exc.block}: {said}.", mistake="out-of-range",
                          details=(how,))
     if not np.array_equal(np.isnan(followed), np.isnan(got)) or not np.allclose(followed, got, equal_nan=True):
@@ -866,7 +913,7 @@ def grid_stride(a: Attempt) -> Verdict:
     repeated = [i for i, w in enumerate(writers) if len(w) > 1]
     if repeated:
         e = repeated[0]
-        return a.not_yet(f"every element came out right, but {len(repeated)} of the {CHECK_N} elements were "
+        return a.not_yet(f"every element came out right, but {len(repeated)} of the {n} elements were "
                          f"written more than once: element {e} by {measure.plural(len(writers[e]), 'thread')} "
                          f"(threads {_runs(sorted(set(writers[e])))}). The threads did each other's work instead of "
                          "each taking its own elements.", mistake="repeated", details=(how,))
