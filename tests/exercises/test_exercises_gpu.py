@@ -360,17 +360,19 @@ def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
 # -- gpu-request ----------------------------------------------------------------------------------------
 TILE_FN = """
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("gpu-request")
 
 @hpc.remote{load}
-def load_tile(i):
-    return np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000
+def load_tile(i, size):
+    return np.arange(i * size, (i + 1) * size, dtype=np.float64) / size
 
 @hpc.remote{request}
 def tile_energy(tile):
     return float(np.sum(tile * tile))
 
-tiles = [load_tile.remote(i) for i in range(4)]
+tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]
 """
 REQUEST_REFERENCE = TILE_FN.format(load="", request="(gpus=1)") + """
 try:
@@ -378,7 +380,8 @@ try:
 except hpc.ResourceRequestError:
     results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
 """
-LOCAL_TILES = "[float(np.sum((np.arange(i * 200_000, (i + 1) * 200_000) / 200_000) ** 2)) for i in range(4)]"
+LOCAL_TILES = ("[float(np.sum((np.arange(i * p.tile_size, (i + 1) * p.tile_size) / p.tile_size) ** 2)) "
+               "for i in range(p.n_tiles)]")
 PLAIN = TILE_FN.format(load="", request="")
 #: (id, cell, passed, what the verdict must say, mistake), run on a pool without GPU workers.
 REQUEST_CASES = [
@@ -399,7 +402,8 @@ results = energies
     ("uncaught-refusal", TILE_FN.format(load="", request="(gpus=1)") + "results = hpc.get([tile_energy.remote(t) "
      "for t in tiles])\n", False, "stopped with ResourceRequestError", None),
     ("no-fallback", REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
-                                              "[]"), False, "does not hold the 4 energies", "results"),
+                                              "[]"), False,
+     "does not hold the energies of the 4 tiles of p (p.n_tiles, 200,000 numbers each)", "results"),
     ("fallback-in-the-notebook", REQUEST_REFERENCE.replace(
         "hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])", LOCAL_TILES), False,
      "only 0 of the 4 tile_energy calls ran as tasks on the cluster", "local"),
@@ -408,17 +412,17 @@ results = energies
 try:
     results = hpc.get([tile_energy.remote(t) for t in tiles])
 except hpc.ResourceRequestError:
-    tiles = [load_tile.options(gpus=0).remote(i) for i in range(4)]
+    tiles = [load_tile.options(gpus=0).remote(i, p.tile_size) for i in range(p.n_tiles)]
     results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
 """, False, "4 load_tile requests for a GPU were refused: the loading step asked for a GPU too", "over-asked"),
     # the fallback starts over: it loads every tile a second time
     ("fallback-reloads", REQUEST_REFERENCE.replace(
         "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
-        "    again = [load_tile.remote(i) for i in range(4)]\n"
+        "    again = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]\n"
         "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in again])"), False,
      "load_tile ran 8 times for 4 tiles: the fallback loaded the tiles again", "reloaded"),
     ("tiles-made-in-the-notebook", REQUEST_REFERENCE.replace(
-        "tiles = [load_tile.remote(i) for i in range(4)]",
+        "tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]",
         "tiles = [np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000 for i in range(4)]"), False,
      "only 0 of the 4 load_tile calls ran as tasks on the cluster", "local"),
     # shortcut: a throwaway function makes the refused request; tile_energy itself never asks for a GPU
@@ -459,8 +463,8 @@ def no_gpu(monkeypatch):
 @pytest.mark.parametrize("cell, passed, says, mistake", [c[1:] for c in REQUEST_CASES],
                          ids=[c[0] for c in REQUEST_CASES])
 def test_request_cases_without_gpu_workers(no_gpu, cell, passed, says, mistake):
-    v = run_exercise("gpu-request", cell, setup="earlier = " + LOCAL_TILES.replace("np.", "__import__('numpy').")
-                     + "\n")
+    v = run_exercise("gpu-request", cell, setup='from eugo_lab import exercises\np = exercises.problem("gpu-request")\n'
+                     "earlier = " + LOCAL_TILES.replace("np.", "__import__('numpy').") + "\n")
     assert v.passed is passed, v.to_text()
     assert says in v.to_text(), v.to_text()
     assert v.mistake == mistake

@@ -238,3 +238,102 @@ def test_stride_named_mistakes_are_still_named(body, mistake, says):
 
 def test_stride_the_starter_of_the_lesson_is_the_one_per_thread_mistake():
     not_yet(_stride(notebook_cell(STRIDE_LESSON, "starter")), "one-per-thread", "wrote only the first 64")
+
+
+# -- gpu-request ------------------------------------------------------------------------------------------------
+REQUEST_LESSON = "03-per-call-resource-requests.ipynb"
+REQUEST_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("gpu-request")
+
+@hpc.remote
+def load_tile(i, size):
+    return np.arange(i * size, (i + 1) * size, dtype=np.float64) / size
+
+@hpc.remote({request})
+def tile_energy(tile):
+    return float(np.sum(tile * tile))
+
+'''
+FALLBACK = ("try:\n    results = hpc.get([tile_energy.remote(t) for t in tiles])\n"
+            "except hpc.ResourceRequestError:\n"
+            "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])\n")
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """A pool without GPU workers: every GPU request is refused, and the cell's fallback runs."""
+    monkeypatch.delenv("EUGO_LAB_GPU_DEVICES", raising=False)
+    hpc.shutdown()  # the next cell starts a pool that looks for GPUs again
+
+
+def _request(cell: str):
+    return run_exercise("gpu-request", cell, setup="from eugo_lab import hpc\n")  # the lesson's first cell
+
+
+def _request_hidden_values() -> tuple:
+    from eugo_lab.exercises.catalog.gpu import tile_energy
+
+    h = hidden("gpu-request")
+    return (f"{h.n_tiles} tile_energy", f"{h.n_tiles} load_tile", f"{h.tile_size:,}", h.tile_size,
+            tile_energy(0, h.tile_size), f"{tile_energy(1, h.tile_size):g}")
+
+
+def test_request_the_lesson_s_four_tiles_and_a_hidden_count_of_smaller_ones():
+    p, h = lesson("gpu-request"), hidden("gpu-request")
+    assert (p.n_tiles, p.tile_size) == (4, 200_000)
+    assert h.n_tiles in (3, 5) and 50_000 <= h.tile_size <= 150_000
+    assert h.n_tiles * h.tile_size < p.n_tiles * p.tile_size  # fewer numbers to load and square
+
+
+def test_request_the_lesson_s_reference_passes_on_both_cases(no_gpu):
+    text = passed_twice(_request(notebook_cell(REQUEST_LESSON, "solution")))
+    assert "4 tile_energy requests for 1 GPU were refused with ResourceRequestError" in text, text
+    never_shown(text, *_request_hidden_values())
+
+
+@pytest.mark.parametrize("tiles", [
+    "tiles = [load_tile.remote(i, p.tile_size) for i in range(4)]\n",
+    "tiles = [load_tile.remote(i, 200_000) for i in range(p.n_tiles)]\n",
+], ids=["count-typed", "size-typed"])
+def test_request_a_typed_tile_count_or_size_does_not_carry_over(tiles, no_gpu):
+    text = carried_over(_request(REQUEST_HEAD.format(request="gpus=1") + tiles + FALLBACK))
+    never_shown(text, *_request_hidden_values())
+
+
+#: Honest cells unlike the reference: each passes on both cases.
+REQUEST_HONEST = [
+    # the request per call with options(), the superclass caught, the size as a keyword
+    ("options-per-call-and-the-superclass",
+     REQUEST_HEAD.format(request="") + "tiles = [load_tile.remote(k, size=p.tile_size) for k in range(p.n_tiles)]\n"
+     "try:\n    results = hpc.get([tile_energy.options(gpus=1).remote(t) for t in tiles])\n"
+     "except hpc.NoWorkersError:\n    results = hpc.get([tile_energy.remote(t) for t in tiles])\n"),
+    # the tile's bounds worked out in the notebook and passed to the loader, one get per future
+    ("bounds-passed-and-a-get-per-future",
+     "import numpy as np\nfrom eugo_lab import exercises, hpc\n\np = exercises.problem('gpu-request')\n\n"
+     "@hpc.remote\ndef load_tile(start, stop, scale):\n    return np.arange(start, stop, dtype=np.float64) / scale\n\n"
+     "@hpc.remote(gpus=1)\ndef tile_energy(tile):\n    return float(np.dot(tile, tile))\n\n"
+     "n, size = p.n_tiles, p.tile_size\ntiles = [load_tile.remote(i * size, (i + 1) * size, size) for i in range(n)]\n"
+     "try:\n    futures = [tile_energy.remote(t) for t in tiles]\n    results = hpc.get(futures)\n"
+     "except hpc.ResourceRequestError:\n    futures = [tile_energy.options(gpus=0).remote(t) for t in tiles]\n"
+     "    results = [hpc.get(f) for f in futures]\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in REQUEST_HONEST], ids=[i for i, _ in REQUEST_HONEST])
+def test_request_honest_cells_pass_on_both_cases(cell, no_gpu):
+    passed_twice(_request(cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (notebook_cell(REQUEST_LESSON, "starter"), "no-gpu-asked", "no tile_energy task of this cell asked for a GPU"),
+    (REQUEST_HEAD.format(request="gpus=1") + "tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]\n"
+     + FALLBACK.replace("    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])\n",
+                        "    again = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]\n"
+                        "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in again])\n"),
+     "reloaded", "load_tile ran 8 times for 4 tiles: the fallback loaded the tiles again"),
+], ids=["the-starter", "fallback-reloads"])
+def test_request_named_mistakes_are_still_named(cell, mistake, says, no_gpu):
+    not_yet(_request(cell), mistake, says)

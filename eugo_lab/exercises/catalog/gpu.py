@@ -49,24 +49,26 @@ are under ``MAX_MOVED_SHARE`` of ``p.signal``'s size. The loop has a logarithm p
 pays even on a host whose memory is fast (a loop of adds and divides alone may rightly stay on
 such a host's CPU, and then the check says so instead of crediting data that never left the host).
 
-``gpu-request`` (lesson 3). Two steps per tile: ``load_tile(i)`` (CPU work) and
-``tile_energy(tile)`` on its future (the step that wants a GPU). Starter (``not yet``: no task
-asks for a GPU)::
+``gpu-request`` (lesson 3). The checker hands out ``p.n_tiles`` tiles of ``p.tile_size`` numbers
+(4 of 200,000 in the lesson; 3 or 5 smaller ones in the hidden case). Two steps per tile:
+``load_tile(i, size)`` (CPU work) and ``tile_energy(tile)`` on its future (the step that wants a
+GPU). Starter (``not yet``: no task asks for a GPU)::
 
     %%eugo --exercise gpu-request -w 2
+    p = exercises.problem("gpu-request")
     @hpc.remote
-    def load_tile(i): ...
+    def load_tile(i, size): ...
     @hpc.remote
     def tile_energy(tile): ...
-    tiles = [load_tile.remote(i) for i in range(N_TILES)]
+    tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]
     results = hpc.get([tile_energy.remote(t) for t in tiles])
 
 Reference: ``@hpc.remote(gpus=1)`` on ``tile_energy`` only, and ``except hpc.ResourceRequestError:``
 the energies again on ``tile_energy.options(gpus=0)``, on the tiles already loaded. Criteria:
-``results`` right and returned by ``N_TILES`` ``tile_energy`` tasks; ``load_tile`` ran once per
-tile, as tasks, holding no GPU and never refused one; with GPU workers, every ``tile_energy``
-task held a GPU (trace's gpu column); without, its request was made and refused
-(``ResourceRequestError``) and the cell went on with CPU tasks.
+``results`` the energies of the checker's own tiles, returned by ``p.n_tiles`` ``tile_energy``
+tasks; ``load_tile`` ran once per tile, as tasks, holding no GPU and never refused one; with GPU
+workers, every ``tile_energy`` task held a GPU (trace's gpu column); without, its request was
+made and refused (``ResourceRequestError``) and the cell went on with CPU tasks.
 
 ``grid-stride`` (lesson 4). The checker hands out the launch: ``p.x`` (float32 values to square:
 300 in the lesson, fewer in the hidden case) on ``p.blocks`` x ``p.threads`` threads (2 x 32 in the
@@ -481,26 +483,49 @@ def gpu_transfer(a: Attempt) -> Verdict:
 
 
 # -- gpu-request ------------------------------------------------------------------------------------------
+#: The lesson's tiles: four of 200,000 numbers each.
 N_TILES = 4
 TILE = 200_000
+# The hidden case: another number of tiles, of fewer numbers each (at most 750,000 numbers in all, against the
+# lesson's 800,000), so a tile count or size written into the cell does not fit it.
+REQUEST_HIDDEN_TILES = (3, 5)
+REQUEST_HIDDEN_SIZES = range(50_000, 150_001)
 #: The task that needs a GPU, and the one before it that does not (it reads a tile: CPU and disk work).
 FUNCTION = "tile_energy"
 LOADER = "load_tile"
 
 
-def load_tile(i: int) -> np.ndarray:
-    """What the exercise's loading task returns for tile ``i``: its values."""
-    return np.arange(i * TILE, (i + 1) * TILE, dtype=np.float64) / TILE
+@problems.declare("gpu-request")
+@dataclass(frozen=True, repr=False)
+class RequestProblem(problems.Problem):
+    """How many tiles to load (``n_tiles``: 4 in the lesson) and the numbers in each (``tile_size``: 200,000)."""
+
+    n_tiles: int
+    tile_size: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> RequestProblem:
+        """The lesson's four tiles of 200,000, or (hidden) another count of smaller tiles drawn from ``rng``."""
+        if not hidden:
+            return cls(N_TILES, TILE)
+        return cls(rng.choice(REQUEST_HIDDEN_TILES), rng.choice(REQUEST_HIDDEN_SIZES))
 
 
-def tile_energy(i: int) -> float:
-    """What the exercise's GPU task returns for tile ``i``: the sum of squares of its values."""
-    v = load_tile(i)
+def load_tile(i: int, size: int = TILE) -> np.ndarray:
+    """What the exercise's loading task returns for tile ``i`` of ``size`` numbers: its values."""
+    return np.arange(i * size, (i + 1) * size, dtype=np.float64) / size
+
+
+def tile_energy(i: int, size: int = TILE) -> float:
+    """What the exercise's GPU task returns for tile ``i`` of ``size`` numbers: the sum of squares of its values."""
+    v = load_tile(i, size)
     return float(np.sum(v * v))
 
 
-_REQUEST_SOLUTION = ("@hpc.remote\ndef load_tile(i):\n    ...\n\n@hpc.remote(gpus=1)   # only the energy needs the "
-                     "device\ndef tile_energy(tile):\n    ...\n\ntiles = [load_tile.remote(i) for i in range(4)]\n"
+_REQUEST_SOLUTION = ('p = exercises.problem("gpu-request")\n\n'
+                     "@hpc.remote\ndef load_tile(i, size):\n    ...\n\n@hpc.remote(gpus=1)   # only the energy needs "
+                     "the device\ndef tile_energy(tile):\n    ...\n\n"
+                     "tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]\n"
                      "try:\n    results = hpc.get([tile_energy.remote(t) for t in tiles])\n"
                      "except hpc.ResourceRequestError:   # no GPU worker: the same energies on CPU workers\n"
                      "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])")
@@ -509,10 +534,10 @@ REQUEST_HINTS = {
                   "as it is. Where no worker has a GPU the energies are refused with a resource-request error: "
                   "catch it and submit the energies again, with the request set to no GPU, on the tiles already "
                   "loaded.", _REQUEST_SOLUTION),
-    "results": Hint("`results` must be the 4 energies in tile order, whichever workers ran them: when the GPU "
-                    "request is refused, submit the 4 energy calls again without the request and get them all.",
-                    _REQUEST_SOLUTION),
-    "local": Hint("Run every step as tasks: the 4 loads and the 4 energies, the fallback too (with the energy "
+    "results": Hint("`results` must be the energies of the p.n_tiles tiles in tile order, whichever workers ran "
+                    "them: when the GPU request is refused, submit the energy calls again without the request and "
+                    "get them all.", _REQUEST_SOLUTION),
+    "local": Hint("Run every step as tasks: a load and an energy per tile, the fallback too (with the energy "
                   "function's options set to no GPU), not as plain calls in the notebook.", _REQUEST_SOLUTION),
     "no-gpu-asked": Hint("Ask for a GPU per call of the energy task: one GPU in the remote decorator of "
                          "tile_energy.", _REQUEST_SOLUTION),
@@ -527,6 +552,9 @@ REQUEST_HINTS = {
     "reloaded": Hint("In the fallback, submit only the energies again, on the futures of the tiles you loaded "
                      "before the refusal: the loads were never refused, so they need not run again.",
                      _REQUEST_SOLUTION),
+    problems.CARRY_OVER: Hint("Load the tiles p hands out, the exercise's inputs: p.n_tiles of them, each of "
+                              "p.tile_size numbers passed to load_tile as an argument, instead of a count or a size "
+                              "written in the cell.", _REQUEST_SOLUTION),
 }
 
 
@@ -535,7 +563,7 @@ def _devices(held: dict[int, int]) -> str:
     return ", ".join(f"GPU {d} ({measure.plural(n, 'task')})" for d, n in sorted(held.items()))
 
 
-def _loads(a: Attempt) -> Verdict | None:
+def _loads(a: Attempt, n_tiles: int) -> Verdict | None:
     """``not yet`` when the loading tasks asked for a GPU, did not run as tasks, or ran again; else None."""
     asked = [r for r in a.trace.refused if r.function == LOADER and r.request.get("GPU", 0) > 0]
     held = int((np.asarray(a.trace.gpu)[a.trace.first_attempts(LOADER)] >= 0).sum())
@@ -546,9 +574,9 @@ def _loads(a: Attempt) -> Verdict | None:
                          f"worker the loads would queue for it behind the {FUNCTION} tasks while the other worker "
                          "sits idle.", mistake="over-asked")
     loads = len(a.trace.results(LOADER))
-    steps.every_call_a_task(a, LOADER, loads, N_TILES, " on the cluster")
-    if loads > N_TILES:
-        return a.not_yet(f"{LOADER} ran {loads} times for {N_TILES} tiles: the fallback loaded the tiles again, "
+    steps.every_call_a_task(a, LOADER, loads, n_tiles, " on the cluster")
+    if loads > n_tiles:
+        return a.not_yet(f"{LOADER} ran {loads} times for {n_tiles} tiles: the fallback loaded the tiles again, "
                          f"although only the {FUNCTION} requests were refused and the tiles were loaded already.",
                          mistake="reloaded")
     return None
@@ -568,25 +596,28 @@ def gpu_request(a: Attempt) -> Verdict:
     """
     from eugo_lab.exercises import derivation
 
+    p = problems.given(a)  # the checker's own copy of the tiles: their count and size
+    n = p.n_tiles
     results = a.require("results")
-    expected = [tile_energy(i) for i in range(N_TILES)]
+    expected = [tile_energy(i, p.tile_size) for i in range(n)]
     if not measure.same_within_tolerance(list(results) if isinstance(results, (list, tuple)) else results, expected):
-        return a.not_yet(f"`results` does not hold the {N_TILES} energies, in tile order.", mistake="results")
-    steps.every_call_a_task(a, FUNCTION, len(a.trace.results(FUNCTION)), N_TILES, " on the cluster")
+        return a.not_yet(f"`results` does not hold the energies of the {n} tiles of p (p.n_tiles, "
+                         f"{p.tile_size:,} numbers each), in tile order.", mistake="results")
+    steps.every_call_a_task(a, FUNCTION, len(a.trace.results(FUNCTION)), n, " on the cluster")
     steps.from_tasks(a, derivation.listed(list(results), a.trace, FUNCTION, name="results"), FUNCTION)
     steps.fetched(a, results, FUNCTION, "results", mistake="not-from-tasks")
     first = a.trace.first_attempts(FUNCTION)
     assigned = np.asarray(a.trace.gpu)[first]
     refused = [r for r in a.trace.refused if r.function == FUNCTION and r.request.get("GPU", 0) > 0]
     others = sorted({r.function for r in a.trace.refused if r.function not in (FUNCTION, LOADER)})
-    loads = f"the {N_TILES} {LOADER} tasks ran once each, holding no GPU"
+    loads = f"the {n} {LOADER} tasks ran once each, holding no GPU"
     if a.trace.meta.get("gpu_workers"):
         without = int((assigned < 0).sum())
         if without:
             return a.not_yet(f"{without} of the {len(assigned)} {FUNCTION} tasks ran on workers without a GPU, "
                              "although this cluster has GPU workers: those calls asked for no GPU.",
                              mistake="no-gpu-asked")
-        wrong = _loads(a)
+        wrong = _loads(a, n)
         if wrong is not None:
             return wrong
         scheduled = dict(zip(*(v.tolist() for v in np.unique(assigned, return_counts=True))))
@@ -604,13 +635,13 @@ def gpu_request(a: Attempt) -> Verdict:
         if others:
             return a.not_yet(f"a GPU request was refused, but it was made by {', '.join(others)}, not by "
                              f"{FUNCTION}: the {FUNCTION} tasks never asked for a GPU.", mistake="other-function")
-        wrong = _loads(a)
+        wrong = _loads(a, n)
         if wrong is not None and wrong.mistake == "over-asked":
             return wrong
         return a.not_yet(f"no {FUNCTION} task of this cell asked for a GPU: this cluster has no GPU worker, so a "
                          "request would have been refused with a ResourceRequestError, and none was.",
                          mistake="no-gpu-asked")
-    wrong = _loads(a)
+    wrong = _loads(a, n)
     if wrong is not None:
         return wrong
     gpus = sorted({r.request["GPU"] for r in refused})
