@@ -28,6 +28,7 @@ def _stop_workers():
 
 # -- gpu-break-even -------------------------------------------------------------------------------------
 BREAK_EVEN_SETUP = """
+from eugo_lab import exercises
 from eugo_lab.offload import break_even, predict, host_profile
 from eugo_lab.offload.cell import device_profile
 from eugo_lab.offload.cost import sample_operation
@@ -44,23 +45,25 @@ for e in range(10, 31):
         break
 """
 CHAIN_REFERENCE = """
+p = exercises.problem("gpu-break-even")
 size = None
 for e in range(10, {stop}):
     n = 1 << e
     first = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
     then = predict(sample_operation("elementwise", n, work="special", name="power", resident=True), host, gpu)
-    if first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s:
+    if first.gpu_s + (p.calls - 1) * then.gpu_s < p.calls * first.cpu_s:
         size = n
         break
 """
 #: Another correct pricing: one prediction per size, its copy counted once and its launch and kernel four times.
 HONEST_CHAIN = """
+p = exercises.problem("gpu-break-even")
 n, size = 512, None
 while size is None and n < 2 ** 31:
     n *= 2
     est = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
-    gpu_total = est.h2d_s + 4 * (est.launch_s + est.kernel_s)
-    if gpu_total < 4 * est.cpu_s:
+    gpu_total = est.h2d_s + p.calls * (est.launch_s + est.kernel_s)
+    if gpu_total < p.calls * est.cpu_s:
         size = n
 """
 #: (id, cell, setup after BREAK_EVEN_SETUP, passed, what the verdict must say, mistake)

@@ -337,3 +337,118 @@ def test_request_honest_cells_pass_on_both_cases(cell, no_gpu):
 ], ids=["the-starter", "fallback-reloads"])
 def test_request_named_mistakes_are_still_named(cell, mistake, says, no_gpu):
     not_yet(_request(cell), mistake, says)
+
+
+# -- gpu-break-even ---------------------------------------------------------------------------------------------
+BREAK_EVEN_LESSON = "01-host-and-device-memory.ipynb"
+#: The lesson's first cell: the cost model's functions, the host and the device profile.
+BREAK_EVEN_SETUP = ("from eugo_lab import exercises\nfrom eugo_lab.offload import break_even, predict, host_profile\n"
+                    "from eugo_lab.offload.cell import device_profile\n"
+                    "from eugo_lab.offload.cost import sample_operation\n"
+                    "host, gpu = host_profile(), device_profile()\n")
+#: The reference's scan with the chain's length written in (``{k}`` calls), up to 2 ** (``stop`` - 1) elements.
+SCAN = ('p = exercises.problem("gpu-break-even")\nsize = None\nfor e in range(10, {stop}):\n    n = 1 << e\n'
+        '    first = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)\n'
+        '    then = predict(sample_operation("elementwise", n, work="special", name="power", resident=True), '
+        'host, gpu)\n'
+        "    if first.gpu_s + ({k} - 1) * then.gpu_s < {k} * first.cpu_s:\n        size = n\n        break\n")
+
+
+@pytest.fixture
+def fixed_host(monkeypatch):
+    """The cell and the checker price with one host profile of round numbers, not this busy machine's measurements."""
+    import eugo_lab.offload
+    from eugo_lab.offload import profiles
+    from tests._offload import HOST
+
+    monkeypatch.setattr(profiles, "host_profile", lambda: HOST)
+    monkeypatch.setattr(eugo_lab.offload, "host_profile", lambda: HOST, raising=False)  # the lazy name, once read
+    return HOST
+
+
+def _break_even(cell: str):
+    return run_exercise("gpu-break-even", cell, setup=BREAK_EVEN_SETUP, line="--no-live")
+
+
+def _break_even_hidden_values(host) -> tuple:
+    from eugo_lab.exercises.catalog import gpu as ex
+    from eugo_lab.offload.cell import device_profile
+
+    h = hidden("gpu-break-even")
+    answer = ex.chain_break_even(host, device_profile(), h.calls)
+    return (f"{h.calls} calls in a row", f"{h.calls} np.power", f"{answer:,}", f"{1 << (answer - 1).bit_length():,}")
+
+
+def test_break_even_the_lesson_s_four_calls_and_a_hidden_shorter_chain(fixed_host):
+    from eugo_lab.exercises.catalog import gpu as ex
+    from eugo_lab.offload.cell import device_profile
+
+    p, h = lesson("gpu-break-even"), hidden("gpu-break-even")
+    assert p.calls == 4 and h.calls in (1, 2)
+    # on this host the hidden chain's answer is another power of two's: four calls written in do not fit it
+    gpu = device_profile()
+    lesson_scan = 1 << (ex.chain_break_even(fixed_host, gpu, 4) - 1).bit_length()
+    assert not ex.chain_wins(lesson_scan, fixed_host, gpu, h.calls)
+
+
+def test_break_even_the_lesson_s_reference_passes_on_both_cases(fixed_host):
+    text = passed_twice(_break_even(notebook_cell(BREAK_EVEN_LESSON, "solution")))
+    assert "the model runs 4 np.power calls in a row on the GPU from your size on" in text, text
+    assert "16,384 is a size this cell's own predictions priced" in text, text
+    never_shown(text, *_break_even_hidden_values(fixed_host))
+
+
+@pytest.mark.parametrize("cell", [
+    SCAN.format(stop=31, k="4"),  # the lesson's reference as it was: three calls on the device, four on the CPU
+    # one prediction per size, its launch and kernel counted four times
+    ('p = exercises.problem("gpu-break-even")\nsize = None\nfor e in range(10, 31):\n'
+     '    est = predict(sample_operation("elementwise", 1 << e, work="special", name="power"), host, gpu)\n'
+     "    if est.h2d_s + 4 * (est.launch_s + est.kernel_s) < 4 * est.cpu_s:\n        size = 1 << e\n        break\n"),
+], ids=["the-reference-with-four-written-in", "one-prediction-with-four-written-in"])
+def test_break_even_four_calls_written_in_do_not_carry_over(cell, fixed_host):
+    text = carried_over(_break_even(cell))
+    never_shown(text, *_break_even_hidden_values(fixed_host))
+
+
+#: Honest cells unlike the reference: each passes on both cases.
+BREAK_EVEN_HONEST = [
+    # one prediction per size: its copy counted once, its launch and kernel p.calls times
+    ("one-prediction-per-size",
+     'p = exercises.problem("gpu-break-even")\nn, size = 512, None\nwhile size is None and n < 2 ** 31:\n'
+     "    n *= 2\n"
+     '    est = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)\n'
+     "    if est.h2d_s + p.calls * (est.launch_s + est.kernel_s) < p.calls * est.cpu_s:\n        size = n\n"),
+    # the chain priced call by call, summed, and the scan as a list of sizes
+    ("call-by-call-over-a-list-of-sizes",
+     'p = exercises.problem("gpu-break-even")\n'
+     "def chain(n):\n"
+     '    calls = [predict(sample_operation("elementwise", n, work="special", name="power", resident=k > 0), '
+     "host, gpu) for k in range(p.calls)]\n"
+     "    return sum(c.gpu_s for c in calls) < sum(c.cpu_s for c in calls)\n"
+     "wins = [n for n in (2 ** e for e in range(10, 31)) if chain(n)]\nsize = wins[0] if wins else None\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in BREAK_EVEN_HONEST], ids=[i for i, _ in BREAK_EVEN_HONEST])
+def test_break_even_honest_cells_pass_on_both_cases(cell, fixed_host):
+    passed_twice(_break_even(cell))
+
+
+def test_break_even_a_scan_that_stops_short_of_the_hidden_answer_is_told_so(fixed_host):
+    # Every input taken from p, but the loop ends at the lesson's answer; the shorter hidden chain wins later.
+    v = _break_even(SCAN.format(stop=15, k="p.calls"))
+    text = v.to_text()
+    assert not v.passed and v.mistake == "none-found", text
+    assert "there your loop found no size where the calls won on the GPU among the sizes it tried" in text, text
+    assert "a value is written into the cell" not in text, text
+    never_shown(text, *_break_even_hidden_values(fixed_host))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (notebook_cell(BREAK_EVEN_LESSON, "starter"), "every-call-copies",
+     "at your size a single call already pays for its own copy"),
+    (SCAN.format(stop=31, k="p.calls").replace("size = n\n", "size = n // 2\n"), "too-small",
+     "elements the model still runs the 4 calls faster on the CPU"),
+], ids=["the-starter", "one-step-short"])
+def test_break_even_named_mistakes_are_still_named(cell, mistake, says, fixed_host):
+    not_yet(_break_even(cell), mistake, says)

@@ -4,8 +4,9 @@ Every check works on a machine without a GPU (the cost model's predictions for a
 profile, the refused request, Numba's CUDA simulator) and, where there is one, on what the
 GPU did (the calibrated profile, the trace's gpu column, the kernel run on the device).
 
-``gpu-break-even`` (lesson 1). ``np.power`` four times in a row (``CHAIN``), each call on the last
-one's result: only the first copies x and y; the others find their data on the device. Starter
+``gpu-break-even`` (lesson 1). ``np.power`` ``p.calls`` times in a row (the checker hands it out: four,
+``CHAIN``, in the lesson; a shorter chain in the hidden case), each call on the last one's result:
+only the first copies x and y; the others find their data on the device. Starter
 (graded ``not yet``: it finds where *one* call from host memory pays, and that call's copy is
 not shared)::
 
@@ -19,7 +20,7 @@ not shared)::
             break
 
 Reference: at each size, ``first`` priced from host memory and ``then`` with ``resident=True``;
-the size where ``first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s``. Criteria: ``size`` is a size
+the size where ``first.gpu_s + (p.calls - 1) * then.gpu_s < p.calls * first.cpu_s``. Criteria: ``size`` is a size
 this cell's own calls of ``predict()`` priced (the log of :mod:`eugo_lab.offload.predictions`:
 a number typed in, or an earlier cell's answer, is one no call here gave; ``break_even()``
 answers for one call only), with the copy priced at that size; the model runs the chain on the
@@ -114,6 +115,23 @@ COURSE = "02-gpu-acceleration"
 CHAIN = 4
 #: The largest size the checks scan (2**34 elements, as break_even does).
 MAX_LOG2 = 34
+# The hidden case's chains: shorter than the lesson's, so the copy weighs more in each and the model's answer moves
+# up (from one call's break-even at 1, to nearer it at 2); a count of four calls written into the cell prices the
+# wrong chain. Pricing the same calls again costs the cell nothing more (the model answers in microseconds).
+BREAK_EVEN_HIDDEN_CALLS = (1, 2)
+
+
+@problems.declare("gpu-break-even")
+@dataclass(frozen=True, repr=False)
+class BreakEvenProblem(problems.Problem):
+    """How many np.power calls in a row to price (``calls``), each on the result of the one before: 4 in the lesson."""
+
+    calls: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> BreakEvenProblem:
+        """The lesson's four calls, or (hidden) a shorter chain drawn from ``rng``."""
+        return cls(rng.choice(BREAK_EVEN_HIDDEN_CALLS) if hidden else CHAIN)
 
 
 def power_op(n: int, resident: bool = False) -> Any:
@@ -178,25 +196,27 @@ def _measured_line(size: int, device: Any, steps: int = CHAIN) -> str:
 
 
 _BREAK_EVEN_SOLUTION = (
+    'p = exercises.problem("gpu-break-even")\n'
     "size = None\nfor e in range(10, 31):\n    n = 1 << e\n"
     "    first = predict(sample_operation(\"elementwise\", n, work=\"special\", name=\"power\"), host, gpu)\n"
     "    then = predict(sample_operation(\"elementwise\", n, work=\"special\", name=\"power\", resident=True), "
     "host, gpu)\n"
-    "    if first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s:   # one copy and four kernels, against four CPU calls\n"
+    "    # one copy and p.calls kernels, against p.calls CPU calls\n"
+    "    if first.gpu_s + (p.calls - 1) * then.gpu_s < p.calls * first.cpu_s:\n"
     "        size = n\n        break")
 BREAK_EVEN_HINTS = {
-    DEFAULT: Hint("Price the four calls together at each size: the first one on data in host memory (it pays the "
-                  "copy), the other three on data already on the device; keep the first size where the GPU's total "
-                  "is below four CPU calls.", _BREAK_EVEN_SOLUTION),
-    "never": Hint("Ask the model whether the four calls together win on the GPU at your size and at every larger "
+    DEFAULT: Hint("Price the p.calls calls together at each size: the first one on data in host memory (it pays "
+                  "the copy), the others on data already on the device; keep the first size where the GPU's total "
+                  "is below p.calls CPU calls.", _BREAK_EVEN_SOLUTION),
+    "never": Hint("Ask the model whether the p.calls calls together win on the GPU at your size and at every larger "
                   "one the loop tries; keep a size only where they do, and None if they win at none.",
-                  "size = None  # the model never runs the four calls faster on the GPU on this host"),
+                  "size = None  # the model never runs the p.calls calls faster on the GPU on this host"),
     "none-found": Hint("Scan larger sizes, up to about a billion elements (2 to the 30th), and stop at the first "
-                       "one where the four calls together are faster on the GPU.", _BREAK_EVEN_SOLUTION),
-    "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the four "
+                       "one where the p.calls calls together are faster on the GPU.", _BREAK_EVEN_SOLUTION),
+    "not-a-number": Hint("`size` must be a whole number of elements (or None): the n of the loop where the p.calls "
                          "calls first won on the GPU.", _BREAK_EVEN_SOLUTION),
     "typed": Hint("Let the cell find the size: at each size of the loop ask the model for the price of a call, and "
-                  "keep the n where the four calls first win on the GPU, rather than writing the number in.",
+                  "keep the n where the p.calls calls first win on the GPU, rather than writing the number in.",
                   _BREAK_EVEN_SOLUTION),
     "one-call": Hint("break_even() answers for one call at a time. Price the calls yourself with predict() at each "
                      "size, the first from host memory and the others on the device, and add them up.",
@@ -205,13 +225,21 @@ BREAK_EVEN_HINTS = {
                      "the link is in the total; only the calls after it find their data on the device.",
                      _BREAK_EVEN_SOLUTION),
     "every-call-copies": Hint("Only the first call copies x and y. Add the GPU times of one call from host memory "
-                              "and three with the data on the device, and compare the sum with four CPU calls.",
-                              _BREAK_EVEN_SOLUTION),
-    "too-small": Hint("Look at larger sizes and stop at the first one where the GPU's total for the four calls is "
-                      "below the CPU's.", _BREAK_EVEN_SOLUTION),
-    "too-large": Hint("Go from small sizes to large ones and stop at the first where the four calls win on the GPU: "
-                      "yours is past it.", _BREAK_EVEN_SOLUTION),
+                              "and of the others (p.calls less one) with the data on the device, and compare the sum "
+                              "with p.calls CPU calls.", _BREAK_EVEN_SOLUTION),
+    "too-small": Hint("Look at larger sizes and stop at the first one where the GPU's total for the p.calls calls "
+                      "is below the CPU's.", _BREAK_EVEN_SOLUTION),
+    "too-large": Hint("Go from small sizes to large ones and stop at the first where the p.calls calls win on the "
+                      "GPU: yours is past it.", _BREAK_EVEN_SOLUTION),
+    problems.CARRY_OVER: Hint("Price the chain p hands out, the exercise's input: p.calls calls in a row, one copy "
+                              "and p.calls kernels against p.calls CPU calls, instead of a number of calls written "
+                              "in the cell.", _BREAK_EVEN_SOLUTION),
 }
+# An honest scan can stop short of the hidden case's answer (a shorter chain wins later): say so, not "typed in".
+problems.explained_on_hidden(
+    "gpu-break-even", "none-found",
+    "your loop found no size where the calls won on the GPU among the sizes it tried, while the model finds one "
+    "further on: let the loop go on to larger sizes")
 
 
 @exercise("gpu-break-even", lesson=f"{COURSE}/01-host-and-device-memory.ipynb", title="Break-even of four calls",
@@ -226,29 +254,31 @@ def gpu_break_even(a: Attempt) -> Verdict:
     from eugo_lab.offload.cell import choose_device, device_profile
     from eugo_lab.offload.profiles import host_profile
 
+    p = problems.given(a)  # the checker's own copy: how many calls in a row
+    calls = p.calls
     size = a.require("size")
     log = predictions.last_cell() or predictions.PredictionLog()
     host, gpu = host_profile(), device_profile()
-    expected = chain_break_even(host, gpu)
+    expected = chain_break_even(host, gpu, calls)
     single, resident = _one_call(host, gpu, False), _one_call(host, gpu, True)
     if expected is None:  # a host faster than this profile at every size: the right answer is "never"
         if size is None:
-            return a.passed(f"the model never runs {CHAIN} np.power calls in a row faster on {gpu.name}: None is right")
+            return a.passed(f"the model never runs {calls} np.power calls in a row faster on {gpu.name}: None is right")
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
                              mistake="not-a-number")
         # "Never" is this host's answer: the not yet says what the model does at the learner's size, not that.
-        return a.not_yet(f"at {int(size):,} elements the model still runs the {CHAIN} calls faster on the CPU: the "
-                         f"copy and the kernels together cost more there than {CHAIN} NumPy calls.", mistake="never")
+        return a.not_yet(f"at {int(size):,} elements the model still runs the {calls} calls faster on the CPU: the "
+                         f"copy and the kernels together cost more there than {calls} NumPy calls.", mistake="never")
     if size is None:
-        return a.not_yet(f"`size` is None: your loop found no size where the {CHAIN} calls won on the GPU, among the "
+        return a.not_yet(f"`size` is None: your loop found no size where the {calls} calls won on the GPU, among the "
                          "sizes it tried.", mistake="none-found")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         return a.not_yet(f"`size` should be a number of elements (a whole number), got {size!r}.",
                          mistake="not-a-number")
     size = int(size)
     # The model's break-even sizes are the answer: the passing verdict's details only, never a not yet's.
-    words = [f"model: {CHAIN} calls in a row win from {expected:,} elements"]
+    words = [f"model: {calls} calls in a row win from {expected:,} elements"]
     if single is not None:
         words.append(f"one call from host memory from {single:,}")
     if resident is not None:
@@ -264,30 +294,30 @@ def gpu_break_even(a: Attempt) -> Verdict:
     if not priced:
         where = "already on the device" if scanned[0].resident else "in host memory"
         return a.not_yet(f"`size` is what break_even() returned for a single call with x and y {where}: it prices "
-                         f"one operation on its own, while the {CHAIN} calls in a row share one copy of x and y.",
+                         f"one operation on its own, while the {calls} calls in a row share one copy of x and y.",
                          mistake="one-call", details=details)
     if not any(c.copies for c in priced):
         return a.not_yet(f"at {size:,} elements the cell priced np.power only with x and y already on the device: "
                          "the copy of x and y that the first call pays is missing from the price.",
                          mistake="resident", details=details)
-    if not chain_wins(size, host, gpu):
-        return a.not_yet(f"at {size:,} elements the model still runs the {CHAIN} calls faster on the CPU: the copy "
-                         f"and the kernels together cost more there than {CHAIN} NumPy calls.", mistake="too-small",
+    if not chain_wins(size, host, gpu, calls):
+        return a.not_yet(f"at {size:,} elements the model still runs the {calls} calls faster on the CPU: the copy "
+                         f"and the kernels together cost more there than {calls} NumPy calls.", mistake="too-small",
                          details=details)
     if size >= 2 * expected:
         if single is not None and size >= single:
-            return a.not_yet(f"at your size a single call already pays for its own copy: the {CHAIN} calls win on "
+            return a.not_yet(f"at your size a single call already pays for its own copy: the {calls} calls win on "
                              "the GPU at less than half of it, because only the first call copies x and y and the "
                              "others find them on the device.", mistake="every-call-copies", details=details)
-        return a.not_yet(f"the {CHAIN} calls already win on the GPU at half your size: offload starts to pay earlier.",
+        return a.not_yet(f"the {calls} calls already win on the GPU at half your size: offload starts to pay earlier.",
                          mistake="too-large", details=details)
     details = ("; ".join(words),)
     device, _ = choose_device("auto")
     if device is not None:
-        details += (_measured_line(size, device),)
+        details += (_measured_line(size, device, calls),)
     where = "calibrated on this GPU" if gpu.calibrated else "published figures, a prediction"
     n = len(priced)
-    return a.passed(f"the model runs {CHAIN} np.power calls in a row on the GPU from your size on, and not at half "
+    return a.passed(f"the model runs {calls} np.power calls in a row on the GPU from your size on, and not at half "
                     "of it",
                     f"{size:,} is a size this cell's own predictions priced ({measure.plural(n, 'call')} of "
                     "predict() at that size, the copy of x and y priced)",
