@@ -11,6 +11,7 @@ only the first copies x and y; the others find their data on the device. Starter
 not shared)::
 
     %%eugo --exercise gpu-break-even
+    p = exercises.problem("gpu-break-even")
     size = None
     for e in range(10, 31):
         n = 1 << e
