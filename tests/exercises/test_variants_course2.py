@@ -26,6 +26,7 @@ from eugo_lab import hpc
 from eugo_lab.contract.digest import digest
 from eugo_lab.offload import kernels
 from eugo_lab.offload.cell import last_ledger
+from eugo_lab.units import fmt_bytes
 
 kernels.cuda()  # before anything imports numba.cuda: the simulator where there is no GPU
 
@@ -85,7 +86,7 @@ def _transfer(cell: str, setup: str = TRANSFER_SETUP):
 
 def _transfer_hidden_values() -> tuple:
     h = hidden("gpu-transfer")
-    return h.signal.size, f"{h.signal.size:,}", f"{h.signal.nbytes / 1e6:.1f} MB"
+    return h.signal.size, f"{h.signal.size:,}", fmt_bytes(h.signal.nbytes)
 
 
 def test_transfer_the_lesson_s_readings_are_its_earlier_cells_and_the_hidden_ones_fewer_and_others():
