@@ -29,6 +29,7 @@ from typing import Any
 from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import cell_source, run_cell, run_quietly
+from eugo_lab.contract import cellrecord
 from eugo_lab.exercises import base, problems
 from eugo_lab.hpc import session
 from eugo_lab.render import display
@@ -82,14 +83,16 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
             held = hidden.held_result()  # the checker's own secret of the hidden case, if it keeps one
             with problems.serving(ex.id, hidden), (
                     _holding_result(*held) if held is not None else contextlib.nullcontext()):
-                error, trace = run_quietly(shell, cell, opts, native_api=ex.native_api)
+                error, trace, record = run_quietly(shell, cell, opts, native_api=ex.native_api)
             seen = dict(ns)
         finally:
             ns.clear()
             ns.update(kept)
         if isinstance(error, KeyboardInterrupt):
             raise error
-        second = base.grade(ex, attempt(trace, seen, error, start, problems.make(ex.id, seed, hidden=True)))
+        # Graded on its own record: a checker that reads the --gpu ledger or the cell's predictions reads this run's.
+        with cellrecord.reading(record):
+            second = base.grade(ex, attempt(trace, seen, error, start, problems.make(ex.id, seed, hidden=True)))
         # The names the message points at: those that held the problem before the cell or after its first run.
         return problems.checked_again(first, second, problems.holding({**before, **kept}, ex.id), error)
 

@@ -135,12 +135,14 @@ def _with_gpu_mode(opts: CellOptions) -> CellOptions:
 
 
 def run_quietly(shell: Any, cell: str, opts: CellOptions,
-                native_api: bool = False) -> tuple[BaseException | None, Any]:
-    """Run ``cell`` once more on the running runtime, traced as its own run, showing nothing; ``(error, trace)``.
+                native_api: bool = False) -> tuple[BaseException | None, Any, cellrecord.CellRecord]:
+    """Run ``cell`` once more on the running runtime, traced as its own run, showing nothing; ``(error, trace, rec)``.
 
     The same path as the cell's main run (its optimizations, ``--gpu`` mode, workers), without
     the live view, the summary or anything the cell prints (the second, hidden case of an
-    exercise, :mod:`eugo_lab.cellrun.exercise`). ``hpc.last_trace()`` stays the main run's.
+    exercise, :mod:`eugo_lab.cellrun.exercise`). ``hpc.last_trace()`` stays the main run's;
+    ``rec`` is the run's own record, set aside (:func:`cellrecord.aside`): read it with
+    :func:`cellrecord.reading` (the ``--gpu`` ledger and the predictions of this run, not the main run's).
     The caller owns the namespace the cell runs in. ``native_api``: as for :func:`run_cell`, a cell
     written in Dask's or Ray's own API is run on that engine and recorded from it, by a recording
     of its own (the main run's comparison runs, ``--compare``/``--scaling``, are not made again).
@@ -149,19 +151,19 @@ def run_quietly(shell: Any, cell: str, opts: CellOptions,
     native = engine_of(cell, opts) if native_api else None
     if native is not None:
         compiled = compile_cell(shell, cell, None)
-        with cellrecord.aside(), contextlib.redirect_stdout(io.StringIO()), \
+        with cellrecord.aside() as record, contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
-            return record_quietly(shell, compiled, opts, native)
+            return (*record_quietly(shell, compiled, opts, native), record)
     optimizer = CellOptimizer(opts)  # a fresh one: the main run's report is built and kept already
     compiled = compile_cell(shell, cell, optimizer.transform)
     opts = _with_gpu_mode(opts)
     sink = io.StringIO()
     # A record set aside: the run's trace and reports never become what the accessors call the latest.
     # Sampled as the main run is (--profile, --optimize): a checker that reads the profile grades this run's own.
-    with cellrecord.aside(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+    with cellrecord.aside() as record, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         _, error, trace, _ = _run_once(shell, compiled, opts, None, live=False, out_mode="text",
                                        profile=opts.profile or opts.optimize, optimizer=optimizer)
-    return error, trace
+    return error, trace, record
 
 
 def run_cell(shell: Any, cell: str, opts: CellOptions,

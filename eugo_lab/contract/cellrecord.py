@@ -150,6 +150,7 @@ _lock = threading.Lock()
 _numbers = itertools.count(1)
 _open: list[CellRecord] = []  # the records open now, innermost last (a cell; a region outside a cell)
 _latest: CellRecord | None = None
+_reading: list[CellRecord] = []  # records read instead of the latest while a run set aside is graded (innermost last)
 
 
 def _new(kind: str) -> CellRecord:
@@ -227,9 +228,25 @@ def target() -> CellRecord:
         return rec
 
 
+@contextlib.contextmanager
+def reading(record: CellRecord) -> Iterator[CellRecord]:
+    """While the block runs, :func:`read` answers from ``record`` instead of the latest.
+
+    For the grader of a run set aside (:func:`aside`: an exercise's hidden second case): what it
+    reads through the accessors (the ``--gpu`` ledger, the cell's predictions) is that run's own,
+    while nothing is made the latest and the cell's own run stays what every accessor describes
+    once the block ends.
+    """
+    _reading.append(record)
+    try:
+        yield record
+    finally:
+        _reading.remove(record)
+
+
 def read(slot: Slot | str) -> Any:
-    """``slot``'s value in the latest record (None when there is no record yet)."""
-    rec = _latest
+    """``slot``'s value in the latest record (None when there is no record yet), or the one :func:`reading` names."""
+    rec = _reading[-1] if _reading else _latest
     if rec is None:
         _slot(slot)  # a misspelt slot is an error even before the first cell
         return None

@@ -69,8 +69,11 @@ and then:
   with the globals it read then, so it would keep the lesson's inputs in the second run.
 
 What the second run cannot undo: effects outside the namespace (files written, objects
-changed in place that existed before the cell) happen twice, and process-wide records other
-than ``hpc.last_trace()`` (the ``--gpu`` ledger) are the second run's.
+changed in place that existed before the cell) happen twice, and process-wide records kept
+outside the cell record (:mod:`eugo_lab.contract.cellrecord`) are the second run's. What the
+cell record keeps (``hpc.last_trace()``, the ``--gpu`` ledger, the cell's predictions) stays
+the first run's; the second run records into a record set aside, which its grader reads
+(``cellrecord.reading``).
 """
 
 from __future__ import annotations

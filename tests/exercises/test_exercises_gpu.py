@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from eugo_lab import hpc
+from eugo_lab.exercises import problems
 from eugo_lab.offload import kernels
 from tests._exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
 
@@ -27,6 +28,7 @@ def _stop_workers():
 
 # -- gpu-break-even -------------------------------------------------------------------------------------
 BREAK_EVEN_SETUP = """
+from eugo_lab import exercises
 from eugo_lab.offload import break_even, predict, host_profile
 from eugo_lab.offload.cell import device_profile
 from eugo_lab.offload.cost import sample_operation
@@ -43,23 +45,25 @@ for e in range(10, 31):
         break
 """
 CHAIN_REFERENCE = """
+p = exercises.problem("gpu-break-even")
 size = None
 for e in range(10, {stop}):
     n = 1 << e
     first = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
     then = predict(sample_operation("elementwise", n, work="special", name="power", resident=True), host, gpu)
-    if first.gpu_s + 3 * then.gpu_s < 4 * first.cpu_s:
+    if first.gpu_s + (p.calls - 1) * then.gpu_s < p.calls * first.cpu_s:
         size = n
         break
 """
 #: Another correct pricing: one prediction per size, its copy counted once and its launch and kernel four times.
 HONEST_CHAIN = """
+p = exercises.problem("gpu-break-even")
 n, size = 512, None
 while size is None and n < 2 ** 31:
     n *= 2
     est = predict(sample_operation("elementwise", n, work="special", name="power"), host, gpu)
-    gpu_total = est.h2d_s + 4 * (est.launch_s + est.kernel_s)
-    if gpu_total < 4 * est.cpu_s:
+    gpu_total = est.h2d_s + p.calls * (est.launch_s + est.kernel_s)
+    if gpu_total < p.calls * est.cpu_s:
         size = n
 """
 #: (id, cell, setup after BREAK_EVEN_SETUP, passed, what the verdict must say, mistake)
@@ -216,24 +220,28 @@ def test_the_recorder_keeps_the_cells_calls_and_not_the_checks():
 
 
 # -- gpu-transfer ---------------------------------------------------------------------------------------
+#: The lesson's earlier cell: the readings the checker hands out, bound to names of their own.
 TRANSFER_SETUP = """
 import numpy as np
-signal = np.random.default_rng(7).uniform(1.0, 100.0, 2_000_000)
-gain = np.random.default_rng(8).uniform(0.5, 2.0, 2_000_000)
+from eugo_lab import exercises
+p = exercises.problem("gpu-transfer")
+signal, gain = p.signal, p.gain
 """
 NEWTON = """
 import numpy as np
+from eugo_lab import exercises
+p = exercises.problem("gpu-transfer")
 {prelude}w = np.log1p({src})
 for step in range(20):
     w = w * (1 + np.log({src}) - np.log(w)) / (1 + w)
 {check}"""
 
 
-def transfer(prelude: str = "", src: str = "signal * gain", check: str = "") -> str:
+def transfer(prelude: str = "", src: str = "p.signal * p.gain", check: str = "") -> str:
     return NEWTON.format(prelude=prelude, src=src, check=check)
 
 
-REFERENCE = transfer("target = np.asarray(signal) * gain\n", "target")
+REFERENCE = transfer("target = np.asarray(p.signal) * p.gain\n", "target")
 GPU_AUTO = "--gpu auto --no-live -w 1"
 
 
@@ -270,12 +278,12 @@ TRANSFER_CASES = [
     ("starter-recopies-the-product", transfer(), TRANSFER_SETUP, False,
      "`log` copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
     # the lesson's fix applied to signal alone: gain, a plain array, is copied again by every product in the loop
-    ("signal-handed-over-gain-not", transfer("s = np.asarray(signal)\n", "s * gain"), TRANSFER_SETUP, False,
+    ("signal-handed-over-gain-not", transfer("s = np.asarray(p.signal)\n", "s * p.gain"), TRANSFER_SETUP, False,
      "copied 16.0 MB to the GPU on each of its 20 calls", "recopied"),
     ("convergence-check-on-the-cpu", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
      "        pass\n", TRANSFER_SETUP, False, "`allclose` ran on the CPU 20 times", "dragged"),
     ("too-few-steps", REFERENCE.replace("range(20)", "range(2)"), TRANSFER_SETUP, False,
-     "does not solve w * exp(w) = signal * gain", "result"),
+     "does not solve w * exp(w) = p.signal * p.gain, for the 2,000,000 readings of p.signal", "result"),
     # shortcuts: the earlier cell's answer itself, a view of it, a plain copy of it, each beside a decoy loop
     ("shortcut-earlier-answer", DECOY + "w = w0\n", EARLIER_ANSWER, False,
      "`w` is the array `w0` that an earlier cell computed", "copied"),
@@ -308,7 +316,7 @@ def test_transfer_cases(host, cell, setup, passed, says, mistake):
 
 def test_transfer_hints_answer_what_happened(host):
     v = run_exercise("gpu-transfer", transfer(), TRANSFER_SETUP, line=GPU_AUTO)
-    assert "np.asarray(signal) * gain" in hint_code(v)
+    assert "np.asarray(p.signal) * p.gain" in hint_code(v)
     v = run_exercise("gpu-transfer", REFERENCE.rstrip("\n") + "\n    if np.allclose(w * np.exp(w), target):\n"
                      "        pass\n", TRANSFER_SETUP, line=GPU_AUTO)
     assert "float(np.max(np.abs(w * np.exp(w) - target)))" in hint_code(v)
@@ -355,17 +363,19 @@ def test_setitem_on_a_value_the_model_keeps_on_the_device_moves_nothing_back():
 # -- gpu-request ----------------------------------------------------------------------------------------
 TILE_FN = """
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("gpu-request")
 
 @hpc.remote{load}
-def load_tile(i):
-    return np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000
+def load_tile(i, size):
+    return np.arange(i * size, (i + 1) * size, dtype=np.float64) / size
 
 @hpc.remote{request}
 def tile_energy(tile):
     return float(np.sum(tile * tile))
 
-tiles = [load_tile.remote(i) for i in range(4)]
+tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]
 """
 REQUEST_REFERENCE = TILE_FN.format(load="", request="(gpus=1)") + """
 try:
@@ -373,7 +383,8 @@ try:
 except hpc.ResourceRequestError:
     results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
 """
-LOCAL_TILES = "[float(np.sum((np.arange(i * 200_000, (i + 1) * 200_000) / 200_000) ** 2)) for i in range(4)]"
+LOCAL_TILES = ("[float(np.sum((np.arange(i * p.tile_size, (i + 1) * p.tile_size) / p.tile_size) ** 2)) "
+               "for i in range(p.n_tiles)]")
 PLAIN = TILE_FN.format(load="", request="")
 #: (id, cell, passed, what the verdict must say, mistake), run on a pool without GPU workers.
 REQUEST_CASES = [
@@ -394,7 +405,8 @@ results = energies
     ("uncaught-refusal", TILE_FN.format(load="", request="(gpus=1)") + "results = hpc.get([tile_energy.remote(t) "
      "for t in tiles])\n", False, "stopped with ResourceRequestError", None),
     ("no-fallback", REQUEST_REFERENCE.replace("hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
-                                              "[]"), False, "does not hold the 4 energies", "results"),
+                                              "[]"), False,
+     "does not hold the energies of the 4 tiles of p (p.n_tiles, 200,000 numbers each)", "results"),
     ("fallback-in-the-notebook", REQUEST_REFERENCE.replace(
         "hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])", LOCAL_TILES), False,
      "only 0 of the 4 tile_energy calls ran as tasks on the cluster", "local"),
@@ -403,17 +415,17 @@ results = energies
 try:
     results = hpc.get([tile_energy.remote(t) for t in tiles])
 except hpc.ResourceRequestError:
-    tiles = [load_tile.options(gpus=0).remote(i) for i in range(4)]
+    tiles = [load_tile.options(gpus=0).remote(i, p.tile_size) for i in range(p.n_tiles)]
     results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])
 """, False, "4 load_tile requests for a GPU were refused: the loading step asked for a GPU too", "over-asked"),
     # the fallback starts over: it loads every tile a second time
     ("fallback-reloads", REQUEST_REFERENCE.replace(
         "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in tiles])",
-        "    again = [load_tile.remote(i) for i in range(4)]\n"
+        "    again = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]\n"
         "    results = hpc.get([tile_energy.options(gpus=0).remote(t) for t in again])"), False,
      "load_tile ran 8 times for 4 tiles: the fallback loaded the tiles again", "reloaded"),
     ("tiles-made-in-the-notebook", REQUEST_REFERENCE.replace(
-        "tiles = [load_tile.remote(i) for i in range(4)]",
+        "tiles = [load_tile.remote(i, p.tile_size) for i in range(p.n_tiles)]",
         "tiles = [np.arange(i * 200_000, (i + 1) * 200_000, dtype=np.float64) / 200_000 for i in range(4)]"), False,
      "only 0 of the 4 load_tile calls ran as tasks on the cluster", "local"),
     # shortcut: a throwaway function makes the refused request; tile_energy itself never asks for a GPU
@@ -454,8 +466,8 @@ def no_gpu(monkeypatch):
 @pytest.mark.parametrize("cell, passed, says, mistake", [c[1:] for c in REQUEST_CASES],
                          ids=[c[0] for c in REQUEST_CASES])
 def test_request_cases_without_gpu_workers(no_gpu, cell, passed, says, mistake):
-    v = run_exercise("gpu-request", cell, setup="earlier = " + LOCAL_TILES.replace("np.", "__import__('numpy').")
-                     + "\n")
+    v = run_exercise("gpu-request", cell, setup='from eugo_lab import exercises\np = exercises.problem("gpu-request")\n'
+                     "earlier = " + LOCAL_TILES.replace("np.", "__import__('numpy').") + "\n")
     assert v.passed is passed, v.to_text()
     assert says in v.to_text(), v.to_text()
     assert v.mistake == mistake
@@ -585,12 +597,21 @@ def test_grid_stride_evidence_follows_what_the_threads_did(monkeypatch):
     monkeypatch.setattr(gpu, "CHECK_N", 256)
     v = run_exercise("grid-stride", KERNEL.format(body=GRID_STRIDE), line="--no-live")
     assert v.passed and "all 64 threads did 4 elements, each stepping by the grid's 64 threads" in v.to_text()
-    # as many elements as threads: one each, no step taken, so no grid-stride loop is claimed (the starter too)
+    # as many elements as threads: one each, no step taken, so no grid-stride loop is claimed (the starter too);
+    # the hidden case, more elements than its threads, then finds the starter out
+    from eugo_lab.cellrun import exercise as exercise_cell
+
+    firsts = []
+    real = exercise_cell.problems.checked_again
+    monkeypatch.setattr(exercise_cell.problems, "checked_again", lambda first, *rest: firsts.append(first) or
+                        real(first, *rest))
     monkeypatch.setattr(gpu, "CHECK_N", 64)
     starter = "    i = cuda.grid(1)\n    if i < x.shape[0]:\n        out[i] = x[i] * x[i]"
     v = run_exercise("grid-stride", KERNEL.format(body=starter), line="--no-live")
-    assert v.passed and "all 64 threads did 1 element" in v.to_text()
-    assert "(grid-stride loop)" not in v.to_text() and "stepping" not in v.to_text()
+    [first] = firsts
+    assert first.passed and "all 64 threads did 1 element" in first.to_text()
+    assert "(grid-stride loop)" not in first.to_text() and "stepping" not in first.to_text()
+    assert not v.passed and v.mistake == problems.CARRY_OVER, v.to_text()
 
 
 def test_break_even_measured_line_times_both_sides_on_a_device():

@@ -61,6 +61,20 @@ def test_a_new_record_carries_values_and_a_new_trace_empties_what_described_the_
     assert first.get(about) == "report of a"  # the earlier record is unchanged
 
 
+def test_a_run_set_aside_is_read_only_inside_reading_and_the_cells_own_stays_the_latest(fresh):
+    # An exercise's hidden second case: it records aside, inside the cell, and its grader reads its own values.
+    ledger = cellrecord.register(cellrecord.Slot("ledger", "what the run placed"))
+    cell = cellrecord.begin_cell()
+    cell.put(ledger, "the cell's own run")
+    with cellrecord.aside() as second:
+        cellrecord.contribute(ledger, "the hidden run")  # goes to the open record: the one set aside
+    assert cellrecord.read(ledger) == "the cell's own run" and cellrecord.latest() is cell
+    with cellrecord.reading(second):
+        assert cellrecord.read(ledger) == "the hidden run"
+    assert cellrecord.read(ledger) == "the cell's own run"  # the block ended: every accessor reads the cell again
+    cellrecord.end(cell)
+    assert cellrecord.latest() is cell
+
 def test_a_derived_slot_is_built_once_from_the_record_and_only_for_a_trace(fresh):
     built = []
     slot = cellrecord.register(cellrecord.Slot("derived", "built on first read", follows_trace=True,
