@@ -515,4 +515,5 @@ def test_the_tests_mirror_the_house():
     rooms = {p.name for p in tests.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")}
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert rooms <= packages | {"courses"}, sorted(rooms - packages - {"courses"})
-    assert sorted(p.name for p in tests.glob("test_*.py")) == ["test_benchmarks.py", "test_layering.py"]
+    house_wide = ["test_benchmarks.py", "test_contributing.py", "test_layering.py"]
+    assert sorted(p.name for p in tests.glob("test_*.py")) == house_wide

@@ -29,7 +29,7 @@ from typing import Any
 from eugo_lab import exercises, progress
 from eugo_lab.cellrun.options import CellOptions
 from eugo_lab.cellrun.runner import cell_source, run_cell, run_quietly
-from eugo_lab.contract import cellrecord
+from eugo_lab.contract import cellrecord, given
 from eugo_lab.exercises import base, problems
 from eugo_lab.hpc import session
 from eugo_lab.render import display
@@ -44,12 +44,12 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
     before = dict(shell.user_ns)  # references, not ids: an id can be reused once its object is freed
 
     def attempt(trace: Any, namespace: dict[str, Any], error: BaseException | None, ran_on: dict[str, Any],
-                problem: Any, analysed: Any = None) -> base.Attempt:
+                problem: Any, sent: given.Given, analysed: Any = None) -> base.Attempt:
         # The cell's own puts and refused requests, from its trace (never a count kept by the process).
         return base.Attempt(ex.id, trace, namespace, error,
                             puts=len(trace.puts["ref"]) if trace is not None else 0,
                             refused=len(trace.refused) if trace is not None else 0, before=ran_on,
-                            assigned=assigned, analysed=analysed, problem=problem)
+                            assigned=assigned, analysed=analysed, problem=problem, given=sent)
 
     assigned: frozenset[str] = frozenset()
 
@@ -57,7 +57,7 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
         nonlocal assigned
         assigned = base.bound_names(cell_source())  # the cell as it was compiled: IPython syntax made Python once
         own = problems.lesson_case(ex.id) if problems.declared(ex.id) else None  # the checker's copy
-        verdict = base.grade(ex, attempt(summary.trace, shell.user_ns, error, before, own, summary.report))
+        verdict = base.grade(ex, attempt(summary.trace, shell.user_ns, error, before, own, sent, summary.report))
         if verdict.passed and own is not None:
             verdict = second_case(verdict)
         if solution:
@@ -83,7 +83,8 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
             held = hidden.held_result()  # the checker's own secret of the hidden case, if it keeps one
             with problems.serving(ex.id, hidden), (
                     _holding_result(*held) if held is not None else contextlib.nullcontext()):
-                error, trace, record = run_quietly(shell, cell, opts, native_api=ex.native_api)
+                with given.collecting() as sent_hidden:
+                    error, trace, record = run_quietly(shell, cell, opts, native_api=ex.native_api)
             seen = dict(ns)
         finally:
             ns.clear()
@@ -92,14 +93,18 @@ def run_exercise_cell(shell: Any, cell: str, opts: CellOptions, ex: base.Exercis
             raise error
         # Graded on its own record: a checker that reads the --gpu ledger or the cell's predictions reads this run's.
         with cellrecord.reading(record):
-            second = base.grade(ex, attempt(trace, seen, error, start, problems.make(ex.id, seed, hidden=True)))
+            second = base.grade(ex, attempt(trace, seen, error, start, problems.make(ex.id, seed, hidden=True),
+                                            sent_hidden))
         # The names the message points at: those that held the problem before the cell or after its first run.
         return problems.checked_again(first, second, problems.holding({**before, **kept}, ex.id), error)
 
     # An exercise grades what eugo_lab.hpc ran unless it is written in Dask's or Ray's own API (ex.native_api):
     # otherwise a cell that called an engine's own API is not recorded from it, and its verdict says the runtime
     # ran nothing. The main run records which of the cell's functions ran here in the notebook (a checker reads it).
-    return run_cell(shell, cell, opts, after=check, native_api=ex.native_api, watch=True, values_of=ex.values_of)
+    # What the cell's submissions send by value is noted while it runs (a task that hands back a number it was sent).
+    with given.collecting() as sent:
+        return run_cell(shell, cell, opts, after=check, native_api=ex.native_api, watch=True,
+                        values_of=ex.values_of)
 
 
 def save(verdict: base.Verdict) -> None:

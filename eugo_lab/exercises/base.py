@@ -200,6 +200,7 @@ class Attempt:
     ``--compare`` baseline included); else :attr:`report` analyses the trace on first use.
     ``problem``: the checker's own copy of the inputs this run was handed, for an exercise that
     declares them (:mod:`eugo_lab.exercises.problems`): the lesson's case, or the hidden one.
+    ``given``: what the run's submissions sent by value (:func:`eugo_lab.exercises.steps.not_handed_in`).
     """
 
     exercise_id: str
@@ -212,6 +213,8 @@ class Attempt:
     assigned: frozenset[str] = frozenset()
     analysed: Any = field(default=None, repr=False)
     problem: Any = field(default=None, repr=False)
+    #: The numbers each function's tasks were sent by value in this run (:class:`eugo_lab.contract.given.Given`).
+    given: Any = field(default=None, repr=False)
 
     @property
     def workers(self) -> int:

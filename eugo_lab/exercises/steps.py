@@ -253,6 +253,29 @@ def from_tasks(a: Attempt, came: Any, function: str, mistake: str = "not-from-ta
     raise NotYet(f"{came.why}: the graded value must be what this cell's tasks returned.", mistake=mistake)
 
 
+def not_handed_in(a: Attempt, function: str, mistake: str = "given") -> None:
+    """``not yet`` when ``function``'s tasks returned numbers the notebook had sent them as arguments.
+
+    A cell that works the answer out here and passes it to tasks that only hand it back (``return
+    answer``, a dict of answers looked up by the task) gets values that do come from the tasks'
+    results. The runtime notes the numbers every submission sends by value
+    (:mod:`eugo_lab.contract.given`); a third of the tasks or more returning one of them is that
+    shortcut (a task's own work lands on a number it was sent only by rare chance). For exercises
+    whose tasks compute a number that is none of their inputs (a mean, a count, a peak of data read
+    through a future or a store).
+    """
+    sent = a.given
+    if sent is None or a.trace is None:
+        return
+    results = a.trace.results(function)
+    k = sent.returned_given(function, results)
+    if k and 3 * k >= len(results):
+        raise NotYet(f"{k} of the {len(results)} {function} tasks returned a number the notebook had sent them as an "
+                     "argument: those values were worked out here in the notebook, and the tasks only handed them "
+                     f"back. Send each {function} task only its inputs and let it compute its value.",
+                     mistake=mistake)
+
+
 def taken(a: Attempt, function: str, name: str, tasks: int, got: int | None = None,
           mistake: str = "not-taken") -> None:
     """``not yet`` when the cell took fewer than ``tasks`` values with get() (``got``: counted by the checker).

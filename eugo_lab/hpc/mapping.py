@@ -31,7 +31,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from eugo_lab.contract import errors
+from eugo_lab.contract import errors, given
 from eugo_lab.contract.item_cost import ItemCost, task_seconds
 from eugo_lab.contract.task import FunctionRecord, TaskOptions
 from eugo_lab.hpc.future import (
@@ -572,10 +572,12 @@ class MapJob:
                 self.sent_items += b.size
             if positions is None:
                 items: Any = self.items[lo:hi]
+                given.note(self.fn.name, items)  # each item one argument, or a tuple of them (on while grading)
                 if self.plain or (self.plain is None and set(map(type, items)) <= _PLAIN):
                     items = _Packed(items)
             else:
                 items = [self.items[p] for p in positions]
+                given.note(self.fn.name, items)
             if not self._submit(b, items):
                 return
 

@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from eugo_lab.contract import base, errors, outcome, row, serialization
+from eugo_lab.contract import base, errors, given, outcome, row, serialization
 from eugo_lab.contract.item_ends import ItemEnds
 from eugo_lab.contract.outcome import Crash, Outcome
 from eugo_lab.contract.row import TaskStats
@@ -264,6 +264,7 @@ class Runtime:
         task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         for observe in _submit_observers:
             observe(self, tid, name)
+        given.note(name, (*args, *kwargs.values()))
         task.on_batch_done = on_done
         task.probe = self.recorder.in_region
         if buffers:

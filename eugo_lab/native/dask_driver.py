@@ -26,6 +26,7 @@ import distributed
 import distributed.client as dclient
 from dask.sizeof import sizeof
 
+from eugo_lab.contract import given
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
 from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
@@ -53,6 +54,11 @@ def _count_futures(obj: Any) -> int:
         return 1
     return len(dclient.futures_of(obj))  # anything else it does not walk counts none
 
+
+
+def _function_name(func: Any) -> str:
+    """The name a task of ``func`` goes by (its key's prefix, for a plain function)."""
+    return getattr(func, "__name__", type(func).__name__)
 
 @dataclass
 class DriverCalls:
@@ -139,7 +145,7 @@ class DriverCalls:
         """Count ``tasks`` submitted with ``func``: Dask pickles the function into each task it sends."""
         entry = self.functions.get(id(func))
         if entry is None:
-            entry = self.functions[id(func)] = [func, getattr(func, "__name__", type(func).__name__), 0]
+            entry = self.functions[id(func)] = [func, _function_name(func), 0]
         entry[2] += tasks
 
     def _passed(self, key: str, args: tuple, kwargs: dict) -> None:
@@ -226,6 +232,7 @@ class DriverCalls:
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
                     notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])
+                    given.note(_function_name(func), (*args, *task_kwargs.values()))
                     notes._watch([fut], t)
                 return fut
             return wrapper
@@ -245,6 +252,7 @@ class DriverCalls:
                     for i, fut in enumerate(futs):
                         items = [s[i] for s in seqs if isinstance(s, (list, tuple, range)) and i < len(s)]
                         notes._note_args(str(fut.key), [*items, *shared])
+                        given.note(_function_name(func), (*items, *shared))
                     notes._watch(futs, t)
                 return futs
             return wrapper

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from eugo_lab.contract import given
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES, OK, TaskStats
 from eugo_lab.native.errors import NotComparable
 from eugo_lab.tracing.recorder import Recorder
@@ -171,6 +172,7 @@ class RayDriverCalls:
                     notes.names[tid] = qualified.rsplit(".", 1)[-1] or "task"
                     notes.engine[tid] = is_engine_function(qualified)
                     values = [*(args or ()), *(kwargs or {}).values()]
+                    given.note(notes.names[tid], values)
                     sizes = [(_size(v), v) for v in values]
                     notes.bytes_in[tid] = sum(s for s, _ in sizes)
                     big = max(sizes, key=lambda sv: sv[0], default=(0, None))

@@ -139,6 +139,19 @@ NOT_YET = {
                                              + "hpc.get([channel_mean.remote(gains_ref, 1) for _ in range(12)])\n"
                                              + "result = list(earlier)\n", "not-from-tasks",
                                              "`result` was not computed from the tasks' results"),
+    # the means worked out here and handed to tasks that only return them (by argument, or from a dict of answers)
+    "shortcut-answer-passed-in": ("gains_ref = hpc.put(gains)\n"
+                                  "@hpc.remote\ndef channel_mean(g, seed, answer):\n    return answer\n\n"
+                                  f"answers = {IN_THE_NOTEBOOK.replace('range(12)', 'p.seeds')}\n"
+                                  "result = hpc.get([channel_mean.remote(gains_ref, s, m)\n"
+                                  "                  for s, m in zip(p.seeds, answers)])\n",
+                                  "given", "12 of the 12 channel_mean tasks returned a number the notebook had sent "
+                                  "them"),
+    "shortcut-answers-looked-up": ("gains_ref = hpc.put(gains)\n"
+                                   "@hpc.remote\ndef channel_mean(g, seed, lookup):\n    return lookup[seed]\n\n"
+                                   f"answers = dict(zip(p.seeds, {IN_THE_NOTEBOOK.replace('range(12)', 'p.seeds')}))\n"
+                                   "result = hpc.get([channel_mean.remote(gains_ref, s, answers) for s in p.seeds])\n",
+                                   "given", "only handed them back"),
 }
 # An earlier cell that computed the means honestly, for the row that copies them.
 EARLIER = ("earlier_ref = hpc.put(gains)\n" + ARGUMENT.replace("channel_mean", "earlier_mean")

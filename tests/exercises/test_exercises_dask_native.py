@@ -127,6 +127,12 @@ NOT_YET = {
                           "half = client.gather([client.submit(above, readings_f, limit) for limit in limits[:3]])\n"
                           "counts = half + [int((readings > limit).sum()) for limit in limits[3:]]\n",
                           "local", "only 3 of the 6 above calls ran as Dask tasks"),
+    "answers-passed-in": (ARRAY + "readings_f = client.scatter(readings, broadcast=True)\n"
+                          "def above(data, limit, answer):\n    return answer\n\n"
+                          "counts = client.gather([client.submit(above, readings_f, limit,\n"
+                          "                                       int((readings > limit).sum()))\n"
+                          "                        for limit in limits])\n",
+                          "given", "6 of the 6 above tasks returned a number the notebook had sent them"),
     "through-hpc": ("from eugo_lab import hpc\n" + ARRAY
                     + "counts = hpc.get([hpc.remote(above).remote(readings, limit) for limit in limits])\n",
                     "not-native", "ran through eugo_lab.hpc, not Dask's own API"),

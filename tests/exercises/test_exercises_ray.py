@@ -107,6 +107,10 @@ TABLE_NOT_YET = {
         "days = [load.remote(day) for day in range(6)]\n"
         "peaks = hpc.get([daily_peak.remote(load(day)) for day in range(6)])\n", "", "values-not-futures",
         "only 0 of the 6 daily_peak tasks were passed a load future"),
+    "peaks-passed-in": (
+        "@hpc.remote\ndef daily_peak(readings, answer):\n    return answer\n\n"
+        "peaks = hpc.get([daily_peak.remote(load.remote(day), max(load(day))) for day in p.days])\n", "", "given",
+        "6 of the 6 daily_peak tasks returned a number the notebook had sent them"),
     "too-few-days": ("peaks = hpc.get([daily_peak.remote(load.remote(day)) for day in range(3)])\n", "", "local",
                      "3 of the 6 days ran as load tasks"),
 }

@@ -118,6 +118,23 @@ def test_values_computed_in_the_notebook_beside_decoy_tasks(monkeypatch):
     not_yet_for(_grade(attempt), "decoy", "the graded value must be what this cell's tasks returned")
 
 
+def test_values_worked_out_here_and_handed_in_to_render(monkeypatch):
+    """Each render task was sent its tile's value and returned it: the tasks did not compute what `shown` holds."""
+    from eugo_lab.contract.given import Given
+
+    attempt = _attempt(monkeypatch, IN_FINISH_ORDER, ONE_BY_ONE)
+    sent = Given()
+    for tile, value in enumerate(expected_values()):
+        sent.add("render", [tile, 100, value])
+    attempt.given = sent
+    not_yet_for(_grade(attempt), "given", "6 of the 6 render tasks returned a number the notebook had sent them")
+    honest = Given()
+    for tile in range(6):
+        honest.add("render", [tile, 800 if tile == 0 else 100])  # the tile and its time only
+    attempt.given = honest
+    assert _grade(attempt).passed
+
+
 def test_a_tile_missing(monkeypatch):
     not_yet_for(_grade(_attempt(monkeypatch, IN_FINISH_ORDER[:5], ONE_BY_ONE)), "results",
                 "`shown` does not hold the values of the 6 tiles, each once")

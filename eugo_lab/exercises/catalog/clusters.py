@@ -134,6 +134,8 @@ HINTS = {
                    "having every task make or load a table of its own.", _SOLUTION),
     "ref-unused": Hint("Pass the reference put returned to every task as its argument, so each task reads the "
                        "stored copy on its worker.", _SOLUTION),
+    "given": Hint("Let each channel_mean task compute its mean from the stored table and its seed: pass it only the "
+                  "table's reference and the seed, never a mean worked out here in the notebook.", _SOLUTION),
     problems.CARRY_OVER: Hint("Store p.gains, the exercise's table, with put and submit one task for each seed in "
                               "p.seeds, instead of a table of your own, seeds or means written into the cell.",
                               "p = exercises.problem(\"dask-cluster\")\n" + _SOLUTION),
@@ -191,6 +193,7 @@ def dask_cluster(a: Attempt) -> Verdict:
     came = derivation.listed(result, a.trace, FUNCTION, name="result")
     steps.from_tasks(a, came, FUNCTION)
     steps.fetched(a, result, FUNCTION, "result", mistake="not-from-tasks")
+    steps.not_handed_in(a, FUNCTION)
     table = p.gains.nbytes
     size = fmt_bytes(table, ".3g")
     limit = MAX_SHIPPED_SHARE * table

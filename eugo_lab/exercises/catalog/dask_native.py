@@ -111,6 +111,8 @@ HINTS = {
                     _SOLUTION),
     "local": Hint("Submit each above call, one per limit in p.limits, to the cluster with client.submit (or "
                   "client.map).", _SOLUTION),
+    "given": Hint("Let each above task count the readings over its limit in the scattered array: pass it only the "
+                  "array's future and the limit, never a count worked out here in the notebook.", _SOLUTION),
     "decoy": Hint("Let `counts` be what the above tasks returned (client.gather of their futures), not counts "
                   "computed here in the notebook.", _SOLUTION),
     "by-value": Hint("Scatter the array once and pass the future scatter returns to every task; that future is a "
@@ -171,6 +173,7 @@ def dask_scatter(a: Attempt) -> Verdict:
     came = derivation.listed(list(counts), a.trace, FUNCTION, name="counts", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
+    steps.not_handed_in(a, FUNCTION)
     data_bytes = p.readings.nbytes
     size = fmt_bytes(data_bytes, ".3g")
     shipped = measure.bytes_in(a.trace, FUNCTION)

@@ -94,6 +94,8 @@ HINTS = {
                   _SOLUTION),
     "results": Hint("`peaks` must hold the peaks of the days in p.days, in that order, from the starter's load and "
                     "daily_peak functions unchanged.", _SOLUTION),
+    "given": Hint("Let each daily_peak task find the peak in the readings its load future brings: pass it only that "
+                  "future, never a peak worked out here in the notebook.", _SOLUTION),
     "not-from-tasks": Hint("Make `peaks` what get() returns for the daily_peak futures of this cell, not a list "
                            "computed or typed in the notebook.", _SOLUTION),
     "earlier-cell": Hint("Compute `peaks` in this cell, from this cell's daily_peak futures, instead of reusing "
@@ -206,6 +208,7 @@ def ray_backend(a: Attempt) -> Verdict:
         return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
                          f"{SECOND} tasks returned.", mistake="earlier-cell")
     steps.fetched(a, peaks, SECOND, "peaks", mistake="not-from-tasks")
+    steps.not_handed_in(a, SECOND)
     early = waits_before_last_submit(a.trace, SECOND)
     if early:
         kind, k, where = early[0]

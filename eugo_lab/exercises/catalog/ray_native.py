@@ -117,6 +117,8 @@ HINTS = {
                     "them.", _SOLUTION),
     "local": Hint("Submit each render call, one per tile in p.tiles, to Ray as a task instead of calling it here.",
                   _SOLUTION),
+    "given": Hint("Let each render task compute its tile's value: pass it only the tile and how long it takes, never "
+                  "a value worked out here in the notebook.", _SOLUTION),
     "decoy": Hint("Let `shown` hold what ray.get returns for the render tasks, not values computed here in the "
                   "notebook.", _SOLUTION),
     "get-in-order": Hint("A ray.get on one ref waits for that ref, however long it takes. Ask ray.wait which ref is "
@@ -200,6 +202,7 @@ def ray_wait(a: Attempt) -> Verdict:
     came = derivation.listed(list(shown), a.trace, FUNCTION, name="shown", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
+    steps.not_handed_in(a, FUNCTION)
     _taken_as_they_finish(a, n_tiles)
     calls = len(a.trace.meta.get("wait_calls", ()))  # (a wait with a timeout may return none: a detail, not a line)
     return a.passed(f"the {n_tiles} render tasks ran on Ray, and the cell took their results through ray.wait, a "
