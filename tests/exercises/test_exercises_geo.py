@@ -280,10 +280,13 @@ def test_io_overlap_hint_tiers_carry_the_code():
 # -- windowed-read -----------------------------------------------------------------------------------
 PLOTS = BASE + """
 tiles = geotiles.make_tiles(work / "in", n=16)
-plots = {p.name: (256 * (i % 2) + 16 * (i % 8), 256 * (i // 2 % 2) + 8 * i + 4) for i, p in enumerate(tiles.paths)}
 from rasterio.windows import Window
+from eugo_lab import exercises
 """
-PLOT_TASK = """
+# The plots are the checker's (p.plots): each cell takes them from the problem it hands out.
+PLOT_P = 'p = exercises.problem("windowed-read")\n'
+PLOT_SUBMIT = "results = hpc.get([plot_ndvi.remote(tiles.folder / name, col, row) for name, col, row in p.plots])"
+PLOT_TASK = PLOT_P + """
 @hpc.remote
 def plot_ndvi(path, col, row):
     with geotiles.open_tile(path, throttle=store) as src:
@@ -291,8 +294,7 @@ def plot_ndvi(path, col, row):
     {cut}
     return float(((nir - red) / (nir + red)).mean()), src.receipt
 
-results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])
-"""
+""" + PLOT_SUBMIT + "\n"
 CUT = "red, nir = red[row:row + 128, col:col + 128], nir[row:row + 128, col:col + 128]"
 STARTER_WIN = PLOT_TASK.format(read='red, nir = src.read((3, 4)).astype("float32")', cut=CUT)
 REF_WIN = PLOT_TASK.format(read='red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")',
@@ -304,15 +306,14 @@ ALL_BANDS = PLOT_TASK.format(read="_, _, red, nir = src.read(window=Window(col, 
 SWAPPED = PLOT_TASK.format(read='red, nir = src.read((3, 4), window=Window(row, col, 128, 128)).astype("float32")',
                            cut="")
 INTEGER = PLOT_TASK.format(read="red, nir = src.read((3, 4), window=Window(col, row, 128, 128))", cut="")
-BY_HAND = """
+BY_HAND = PLOT_P + """
 @hpc.remote
 def plot_ndvi(path, col, row):
     with rasterio.open(path) as src:
         red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")
     return float(((nir - red) / (nir + red)).mean())
 
-results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])
-"""
+""" + PLOT_SUBMIT + "\n"
 WINDOW_TABLE = [
     row("reference", REF_WIN, True, "`results` is what the 16 plot_ndvi tasks of this cell returned",
         "every task read only its plot: at most 13% of its file, by the bytes GDAL took on the worker",
@@ -328,18 +329,21 @@ WINDOW_TABLE = [
         mistake="wrong-window", setup=PLOTS, line=W8, id="column-and-row-swapped"),
     row("mistake", INTEGER, False, "the value is not the plot's mean NDVI", mistake="wrong-value", setup=PLOTS,
         line=W8, id="unsigned-integer-arithmetic"),
+    row("mistake", REF_WIN.replace(PLOT_SUBMIT, "results = hpc.get([plot_ndvi.remote(tiles.folder / name, col, row) "
+                                    "for name, col, row in p.plots[:10]])"), False,
+        "6 of the 16 plots of p.plots have no result in `results` (the first missing is in tile_02_02.tif)",
+        mistake="results", setup=PLOTS, line=W8, id="ten-of-the-plots"),
     row("mistake", BY_HAND, False, "the tasks returned no receipt of what they read", mistake="no-receipt",
         setup=PLOTS, line=W8, id="plain-rasterio-open"),
     row("shortcut", STARTER_WIN.replace("results = hpc.get(", "hpc.get(") + "results = saved\n", False,
         "0 of its 16 values are among what the 16 plot_ndvi tasks", mistake="not-from-tasks",
-        setup=PLOTS + "saved = [(0.5, geotiles.ReadReceipt(str(p), 2_000_000, 200_000, 20, "
-                      "((*plots[p.name], 128, 128),), ((3, 4),), ((2, 128, 128),))) for p in tiles.paths]\n",
+        setup=PLOTS + PLOT_P + "saved = [(0.5, geotiles.ReadReceipt(str(tiles.folder / name), 2_000_000, 200_000, "
+                      "20, ((col, row, 128, 128),), ((3, 4),), ((2, 128, 128),))) for name, col, row in p.plots]\n",
         line=W8, id="receipts-typed-by-hand-beside-the-tasks"),
-    row("shortcut", "hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])\nresults = saved\n", False,
+    row("shortcut", PLOT_SUBMIT.replace("results = ", "") + "\nresults = saved\n", False,
         "0 of its 16 values are among what the 16 plot_ndvi tasks", mistake="not-from-tasks",
-        setup=PLOTS + REF_WIN.replace("@hpc.remote\n", "").replace("results = hpc.get([plot_ndvi.remote(p, "
-                                                                    "*plots[p.name]) for p in tiles.paths])", "")
-              + "saved = [plot_ndvi(p, *plots[p.name]) for p in tiles.paths]\n"
+        setup=PLOTS + REF_WIN.replace("@hpc.remote\n", "").replace(PLOT_SUBMIT, "")
+              + "saved = [plot_ndvi(tiles.folder / name, col, row) for name, col, row in p.plots]\n"
               + "plot_ndvi = hpc.remote(plot_ndvi)\n",
         line=W8, id="computed-in-the-notebook-decoy-tasks"),
 ]

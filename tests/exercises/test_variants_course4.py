@@ -1,0 +1,180 @@
+"""Course 4's exercises own their problem, and a passing cell is run again on a hidden case (``exercises.problems``).
+
+Through the real ``%%eugo --exercise`` magic on real GeoTIFFs, per exercise: the lesson's reference
+passes on both cases; a cell that types in the lesson's inputs passes the lesson's case but not the
+hidden one, with the "did not carry over" message and nothing of the hidden case in it; honest
+solutions unlike the reference pass both; the mistakes the exercise names are still named. The
+hidden case's seed is fixed here (``problems.draw_seed``) so the test knows what must not be shown.
+Every assertion is on counts, structure and words, never on a duration.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rasterio")
+
+from _exercise_cells import code_in, hint_code, hint_words, run_exercise
+from _variants import carried_over, hidden, lesson, never_shown, passed_twice
+
+from eugo_lab import hpc
+
+pytestmark = pytest.mark.usefixtures("hidden_seed")  # every hidden case here is made from _variants.SEED
+
+BASE = """
+import pathlib, tempfile
+import numpy as np
+import rasterio
+from eugo_lab import exercises, hpc
+from eugo_lab.workloads import geotiles
+from eugo_lab.workloads.storage import Throttle
+work = pathlib.Path(tempfile.mkdtemp())
+out_dir = work / "out"
+out_dir.mkdir()
+store = Throttle(latency=0.03, bandwidth=40e6)
+process = hpc.remote(geotiles.process_tile)
+results = None
+"""
+W8 = "-w 8 --no-live"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers():
+    yield
+    hpc.shutdown()
+
+
+def not_yet(v, mistake: str, says: str) -> str:
+    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
+    text = v.to_text()
+    assert not v.passed and v.mistake == mistake, text
+    assert says in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert hint_words(v) and hint_code(v)
+    return text
+
+
+# -- windowed-read -----------------------------------------------------------------------------------------------
+TILES = BASE + 'tiles = geotiles.make_tiles(work / "in", n=16)\nfrom rasterio.windows import Window\n'
+PLOT_HEAD = 'p = exercises.problem("windowed-read")\n'
+PLOT_TASK = """
+@hpc.remote
+def plot_ndvi(path, col, row):
+    with geotiles.open_tile(path, throttle=store) as src:
+        red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")
+    return float(((nir - red) / (nir + red)).mean()), src.receipt
+
+"""
+PLOT_SUBMIT = "results = hpc.get([plot_ndvi.remote(tiles.folder / name, col, row) for name, col, row in p.plots])\n"
+# The lesson's plots as its first cell used to type them: one in every tile, at offsets of a formula.
+LESSON_PLOTS = ("plots = {q.name: (256 * (i % 2) + 16 * (i % 8), 256 * (i // 2 % 2) + 8 * i + 4) "
+                "for i, q in enumerate(tiles.paths)}\n")
+
+
+def _windowed(cell: str, setup: str = TILES):
+    return run_exercise("windowed-read", cell, setup=setup, line=W8)
+
+
+def _plot_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its plots' offsets and their mean NDVI to 4 decimals."""
+    import rasterio
+    from rasterio.windows import Window
+
+    from eugo_lab.exercises.catalog.geo_windows import PLOT
+    from eugo_lab.workloads import geotiles
+
+    tiles = geotiles.make_tiles(Path(tempfile.mkdtemp()), n=16)  # the same pixels as the setup's tiles
+    out = []
+    for name, col, row in hidden("windowed-read").plots:
+        out += [f"({col}, {row}", f"column {col}, row {row}", f"{name}, {col}"]
+        with rasterio.open(tiles.folder / name) as src:
+            red, nir = src.read((3, 4), window=Window(col, row, PLOT, PLOT)).astype("float64")
+        out.append(f"{float(((nir - red) / (nir + red)).mean()):.4f}")
+    return out
+
+
+def test_windowed_read_the_hidden_case_has_other_plots():
+    from eugo_lab.exercises.catalog.geo_windows import BLOCK, PLOT, tile_name
+
+    p, h = lesson("windowed-read"), hidden("windowed-read")
+    # The plots the lesson's first cell used to make: one in each of the 16 tiles, at the offsets of its formula.
+    assert p.plots == tuple((tile_name(i), 256 * (i % 2) + 16 * (i % 8), 256 * (i // 2 % 2) + 8 * i + 4)
+                            for i in range(16))
+    assert len(h.plots) == 8 and {n for n, _, _ in h.plots} < {n for n, _, _ in p.plots}  # half the tasks
+    assert not set(h.plots) & set(p.plots)
+    for _, col, row in (*p.plots, *h.plots):  # each inside one block: a whole-band read takes 4x the window
+        assert col // BLOCK == (col + PLOT - 1) // BLOCK and row // BLOCK == (row + PLOT - 1) // BLOCK
+
+
+def test_windowed_read_reference_passes_on_both_cases():
+    text = passed_twice(_windowed(PLOT_HEAD + PLOT_TASK + PLOT_SUBMIT))
+    assert "all 16 values are the mean NDVI of their tile's 128 x 128 plot" in text, text
+    never_shown(text, *_plot_hidden_values())
+
+
+def test_windowed_read_typed_plots_do_not_carry_over():
+    # The lesson's plots typed in, one for every tile of `tiles`: 16 results where the hidden case names 8 plots.
+    cell = (PLOT_HEAD + LESSON_PLOTS + PLOT_TASK
+            + "results = hpc.get([plot_ndvi.remote(q, *plots[q.name]) for q in tiles.paths])\n")
+    never_shown(carried_over(_windowed(cell)), *_plot_hidden_values())
+
+
+def test_windowed_read_typed_offsets_for_p_s_tiles_do_not_carry_over():
+    # p's tiles, but each plot's offsets looked up in the lesson's typed formula: the hidden plots are elsewhere.
+    cell = (PLOT_HEAD + LESSON_PLOTS + PLOT_TASK
+            + "results = hpc.get([plot_ndvi.remote(tiles.folder / name, *plots[name]) for name, _, _ in p.plots])\n")
+    never_shown(carried_over(_windowed(cell)), *_plot_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+WINDOWED_HONEST = [
+    ("from-slices-one-band-a-call-float64",
+     "@hpc.remote\ndef plot_ndvi(path, col, row):\n"
+     "    w = Window.from_slices((row, row + 128), (col, col + 128))\n"
+     "    with geotiles.open_tile(path, throttle=store) as src:\n"
+     "        red = src.read(3, window=w).astype('float64')\n        nir = src.read(4, window=w).astype('float64')\n"
+     "    return float(np.mean((nir - red) / (nir + red))), src.receipt\n\n" + PLOT_SUBMIT),
+    ("a-plot-as-one-argument-string-paths-a-loop",
+     "@hpc.remote\ndef mean_ndvi(tile, plot):\n    col, row = plot\n"
+     "    with geotiles.open_tile(tile, throttle=store) as src:\n"
+     "        bands = src.read([3, 4], window=Window(col_off=col, row_off=row, width=128, height=128))\n"
+     "    red, nir = bands.astype(np.float32)\n"
+     "    return float(((nir - red) / (nir + red)).mean()), src.receipt\n\n"
+     "futures = []\nfor name, col, row in reversed(p.plots):\n"
+     "    futures.append(mean_ndvi.remote(f'{tiles.folder}/{name}', (col, row)))\nresults = hpc.get(futures)\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in WINDOWED_HONEST], ids=[i for i, _ in WINDOWED_HONEST])
+def test_windowed_read_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_windowed(PLOT_HEAD + cell))
+
+
+def test_windowed_read_plots_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `plots = p.plots` in an earlier cell: the very tuple handed out, so the hidden run gets its own.
+    setup = TILES + PLOT_HEAD + "plots = p.plots\n"
+    passed_twice(_windowed(PLOT_TASK + PLOT_SUBMIT.replace("p.plots", "plots"), setup=setup))
+
+
+@pytest.mark.parametrize(("read", "mistake", "says"), [
+    ('red, nir = src.read((3, 4)).astype("float32")\n'
+     "    red, nir = red[row:row + 128, col:col + 128], nir[row:row + 128, col:col + 128]",
+     "whole-band", "16 of the 16 tasks read more than 1.5x the bytes of their plot's window"),
+    ('red, nir = src.read((3, 4), window=Window(row, col, 128, 128)).astype("float32")', "wrong-window",
+     "of the 16 tasks read a window that does not hold their tile's plot"),
+], ids=["whole-bands-sliced", "column-and-row-swapped"])
+def test_windowed_read_named_mistakes_are_still_named(read, mistake, says):
+    cell = PLOT_HEAD + PLOT_TASK.replace('red, nir = src.read((3, 4), window=Window(col, row, 128, 128))'
+                                         '.astype("float32")', read) + PLOT_SUBMIT
+    not_yet(_windowed(cell), mistake, says)
+
+
+def test_windowed_read_plots_of_other_tiles_are_named():
+    # Every tile of `tiles` read at p's first plot's offsets: results for tiles p.plots does not name.
+    cell = (PLOT_HEAD + PLOT_TASK
+            + "results = hpc.get([plot_ndvi.remote(q, *p.plots[0][1:]) for q in tiles.paths[:15]]"
+              " + [plot_ndvi.remote(tiles.folder / n, c, r) for n, c, r in p.plots])\n")
+    not_yet(_windowed(cell), "results", "`results` holds 31 results for the 16 plots of p.plots; one task for each")
