@@ -23,7 +23,7 @@ BASE = """
 import dataclasses, math, pathlib, tempfile
 import numpy as np
 import rasterio
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 from eugo_lab.analysis import sizing
 from eugo_lab.workloads import geotiles
 from eugo_lab.workloads.storage import Throttle
@@ -203,19 +203,26 @@ def test_phases_evidence_follows_the_run():
 
 
 # -- io-overlap --------------------------------------------------------------------------------------
-REGIONS = """
+# The regions are the checker's (p.regions): each cell takes its tiles from the problem it hands out.
+IO_P = 'p = exercises.problem("io-overlap")\n'
+REGIONS = IO_P + """
 @hpc.remote
 def region(paths):
     return {body}
 
-parts = hpc.get([region.remote(tiles.paths[i::{k}]) for i in range({k})])
+{submit}
 results = [r for part in parts for r in part]
 """
-LOOP_BODY = '[geotiles.process_tile(p, out_dir, product="ndvi", throttle=store) for p in paths]'
-STARTER_IO = REGIONS.format(body=LOOP_BODY, k=2)
+IO_SUBMIT = "parts = hpc.get([region.remote([tiles.folder / name for name in names]) for names in p.regions])"
+# The regions' tiles split k ways instead of two.
+IO_SPLIT = ("names = [n for r in p.regions for n in r]\n"
+            "parts = hpc.get([region.remote([tiles.folder / n for n in names[i::{k}]]) for i in range({k})])")
+LOOP_BODY = '[geotiles.process_tile(path, out_dir, product="ndvi", throttle=store) for path in paths]'
+STARTER_IO = REGIONS.format(body=LOOP_BODY, submit=IO_SUBMIT)
 REF_IO = REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=4, product="ndvi", throttle=store)',
-                        k=2)
-PER_TILE = f"results = hpc.get([process.remote(p, out_dir, {NDVI}) for p in tiles.paths])"
+                        submit=IO_SUBMIT)
+PER_TILE = IO_P + (f"results = hpc.get([process.remote(tiles.folder / n, out_dir, {NDVI}) "
+                   "for r in p.regions for n in r])")
 # One task that opens read phases inside each other: three "reads in flight" from one waiting task.
 NESTED_READS = """
 @hpc.remote
@@ -236,22 +243,25 @@ IO_TABLE = [
     row("honest", PER_TILE, True, "returned by 16 tasks of this cell", "by the tasks' 'read' phases on the timeline",
         line=W8, id="a-task-per-tile-on-8-workers"),
     row("honest", REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=2, product="ndvi", '
-                                      'throttle=store)', k=4), True, "returned by 4 tasks", line=W8,
-        id="four-regions-two-ahead"),
+                                      'throttle=store)', submit=IO_SPLIT.format(k=4)), True, "returned by 4 tasks",
+        line=W8, id="four-regions-two-ahead"),
     row("mistake", STARTER_IO, False, "never more than 2 reads waited at once",
         "The 16 tiles ran in 2 tasks, each reading its tiles one after another", mistake="no-overlap",
         id="starter"),
     row("mistake", STARTER_IO, False, "The 16 tiles ran in 2 tasks, each reading its tiles one after another: 2 "
         "reads at a time, however many workers", mistake="no-overlap", line=W8, id="regions-on-8-workers"),
     row("mistake", REGIONS.format(body='geotiles.process_tiles(paths, out_dir, prefetch=0, product="ndvi", '
-                                       'throttle=store)', k=2), False, "never more than 2 reads waited at once",
-        mistake="no-overlap", id="process-tiles-without-read-ahead"),
+                                       'throttle=store)', submit=IO_SUBMIT), False,
+        "never more than 2 reads waited at once", mistake="no-overlap", id="process-tiles-without-read-ahead"),
     row("mistake", PER_TILE, False, "Waiting needs no core, and this machine has", mistake="no-overlap",
         id="a-task-per-tile-on-2-workers"),
     row("mistake", REF_IO.replace(", throttle=store", ""), False, "did not go through the lesson's modelled "
         "network storage (its `store`)", mistake="no-store", id="without-the-store"),
     row("mistake", REF_IO.replace('product="ndvi", ', ""), False, "the outputs are not NDVI", mistake="results",
         id="not-ndvi"),
+    row("mistake", REF_IO.replace("for names in p.regions", "for names in p.regions[:1]"), False,
+        "8 of the 16 tiles of p.regions have no result in `results` (the first missing is tile_00_01.tif)",
+        mistake="results", id="one-of-the-regions"),
     row("shortcut", STARTER_IO + NESTED_READS, False, "never more than 2 reads waited at once",
         absent=("passed",), mistake="no-overlap", id="nested-read-phases-beside"),
     row("shortcut", STARTER_IO + "results = [r._replace(read_start=r.read_start - 1) for r in results]\n", False,

@@ -178,3 +178,85 @@ def test_windowed_read_plots_of_other_tiles_are_named():
             + "results = hpc.get([plot_ndvi.remote(q, *p.plots[0][1:]) for q in tiles.paths[:15]]"
               " + [plot_ndvi.remote(tiles.folder / n, c, r) for n, c, r in p.plots])\n")
     not_yet(_windowed(cell), "results", "`results` holds 31 results for the 16 plots of p.plots; one task for each")
+
+
+# -- io-overlap --------------------------------------------------------------------------------------------------
+IO_HEAD = 'p = exercises.problem("io-overlap")\n'
+REGION_TASK = """
+@hpc.remote
+def region(paths):
+    return {body}
+
+"""
+READ_AHEAD = 'geotiles.process_tiles(paths, out_dir, prefetch=4, product="ndvi", throttle=store)'
+ONE_AT_A_TIME = '[geotiles.process_tile(path, out_dir, product="ndvi", throttle=store) for path in paths]'
+IO_SUBMIT = ("parts = hpc.get([region.remote([tiles.folder / name for name in names]) for names in p.regions])\n"
+             "results = [r for part in parts for r in part]\n")
+IO_TILES = BASE + 'tiles = geotiles.make_tiles(work / "in", n=16, seed=2)\n'
+
+
+def _io(cell: str, line: str = "-w 2 --no-live", setup: str = IO_TILES):
+    return run_exercise("io-overlap", cell, setup=setup, line=line)
+
+
+def _io_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: how many tiles it holds, and its regions."""
+    h = hidden("io-overlap")
+    n = sum(len(r) for r in h.regions)
+    return [f"{n} tiles", f"{n} results", f"all {n}", *(str(r) for r in h.regions)]
+
+
+def test_io_overlap_the_hidden_case_has_other_regions():
+    from eugo_lab.exercises.catalog.geo import tile_name
+
+    p, h = lesson("io-overlap"), hidden("io-overlap")
+    # The regions the starter used to slice: tiles.paths[0::2] and tiles.paths[1::2].
+    assert p.regions == tuple(tuple(tile_name(i) for i in range(16)[k::2]) for k in range(2))
+    names = [n for r in h.regions for n in r]
+    assert len(h.regions) == 2 and all(5 <= len(r) <= 6 for r in h.regions)  # two tasks; fewer tiles than 16
+    assert len(set(names)) == len(names) and set(names) < set(p.regions[0] + p.regions[1])
+    assert h.regions != p.regions
+
+
+def test_io_overlap_reference_passes_on_both_cases():
+    text = passed_twice(_io(IO_HEAD + REGION_TASK.format(body=READ_AHEAD) + IO_SUBMIT))
+    assert "all 16 tiles became NDVI Cloud-Optimized GeoTIFFs, returned by 2 tasks of this cell" in text, text
+    never_shown(text, *_io_hidden_values())
+
+
+def test_io_overlap_typed_regions_do_not_carry_over():
+    # The starter's old slices of `tiles.paths`: every tile of the notebook, where the hidden case names fewer.
+    cell = (IO_HEAD + REGION_TASK.format(body=READ_AHEAD)
+            + "parts = hpc.get([region.remote(tiles.paths[i::2]) for i in range(2)])\n"
+              "results = [r for part in parts for r in part]\n")
+    never_shown(carried_over(_io(cell)), *_io_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+IO_HONEST = [
+    ("a-task-per-tile-on-8-workers",
+     "results = hpc.get([process.remote(tiles.folder / n, out_dir, product='ndvi', throttle=store)\n"
+     "                   for names in p.regions for n in names])\n", "-w 8 --no-live"),
+    ("threads-of-its-own-in-each-region",
+     "from concurrent.futures import ThreadPoolExecutor\n\n@hpc.remote\ndef region(paths):\n"
+     "    with ThreadPoolExecutor(max_workers=3) as pool:\n"
+     "        return list(pool.map(lambda q: geotiles.process_tile(q, out_dir, product='ndvi', throttle=store), "
+     "paths))\n\n"
+     "futures = [region.remote([str(tiles.folder / n) for n in names]) for names in p.regions]\n"
+     "results = [r for part in hpc.get(futures) for r in part]\n", "-w 2 --no-live"),
+]
+
+
+@pytest.mark.parametrize(("cell", "line"), [(c, w) for _, c, w in IO_HONEST], ids=[i for i, _, _ in IO_HONEST])
+def test_io_overlap_honest_cells_pass_on_both_cases(cell, line):
+    passed_twice(_io(IO_HEAD + cell, line=line))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (REGION_TASK.format(body=ONE_AT_A_TIME) + IO_SUBMIT, "no-overlap",
+     "The 16 tiles ran in 2 tasks, each reading its tiles one after another"),
+    (REGION_TASK.format(body=READ_AHEAD.replace(", throttle=store", "")) + IO_SUBMIT, "no-store",
+     "did not go through the lesson's modelled network storage"),
+], ids=["starter-one-tile-at-a-time", "without-the-store"])
+def test_io_overlap_named_mistakes_are_still_named(cell, mistake, says):
+    not_yet(_io(IO_HEAD + cell), mistake, says)

@@ -18,21 +18,26 @@ tile ran; every one of them recorded a read, a compute and a write phase; and th
 work (at least ``MIN_COVERED`` of each task's time): a ratio of two spans of the same task, which
 a busy machine stretches alike, unlike a duration.
 
-``io-overlap`` — the tiles come in two regions, one task per region. Starter (graded ``not
+``io-overlap`` — the tiles come in two regions, one task per region. The regions are the
+checker's: ``p.regions``, each a tuple of tile file names (the lesson's 16 tiles, alternately, as
+before; in the hidden case two regions of 5 or 6 other tiles, fewer in all). Starter (graded ``not
 yet``: each task reads its tiles one after another, so two reads wait at a time)::
 
     %%eugo --exercise io-overlap -w 2
+    p = exercises.problem("io-overlap")
+
     @hpc.remote
     def region(paths):
-        return [geotiles.process_tile(p, out_dir, product="ndvi", throttle=store) for p in paths]
+        return [geotiles.process_tile(path, out_dir, product="ndvi", throttle=store) for path in paths]
 
-    parts = hpc.get([region.remote(tiles.paths[i::2]) for i in range(2)])
+    parts = hpc.get([region.remote([tiles.folder / name for name in names]) for names in p.regions])
     results = [r for part in parts for r in part]
 
 reference: ``return geotiles.process_tiles(paths, out_dir, prefetch=4, product="ndvi",
 throttle=store)`` (reads ahead in threads); one task per tile on more workers than cores passes too.
 
-Criteria, counts only: NDVI COGs for every tile, returned by this cell's tasks; the reads went
+Criteria, counts only: NDVI COGs for every tile of the checker's copy of ``p.regions`` and no
+other, returned by this cell's tasks; the reads went
 through the modelled store (the model charged them: a function of their bytes); and at some
 moment at least ``MIN_READS_IN_FLIGHT`` reads waited together, by the read times each worker
 recorded and by the tasks' 'read' phases. Two tasks that each read one tile at a time can never
@@ -42,12 +47,15 @@ show three, however slow or fast the machine: the verdict is the same on one bus
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 
 LESSON_1 = "04-scaling-a-real-workload/01-where-the-time-goes.ipynb"
@@ -65,6 +73,36 @@ MIN_READS_IN_FLIGHT = 3
 # (`pass`) cover a few microseconds of a task of tens of milliseconds. Both spans are of the same
 # task, so a busy core stretches them alike: the ratio holds on one loaded core.
 MIN_COVERED = 0.5
+# The lessons' tiles: make_tiles(n=16) names them tile_ROW_COL.tif on a grid of 4 columns.
+TILES, GRID_COLUMNS = 16, 4
+
+
+def tile_name(i: int) -> str:
+    """The file name make_tiles gives tile ``i`` of the lessons' 16."""
+    r, c = divmod(i, GRID_COLUMNS)
+    return f"tile_{r:02d}_{c:02d}.tif"
+
+
+@problems.declare("io-overlap")
+@dataclass(frozen=True, repr=False)
+class IoOverlapProblem(problems.Problem):
+    """The two regions to process, each a tuple of tile file names (one task per region in the starter)."""
+
+    regions: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> IoOverlapProblem:
+        """The lesson's 16 tiles, alternately in two regions, or two regions of 5 or 6 tiles drawn from ``rng``.
+
+        Two regions in both: two tasks that read one tile at a time keep two reads waiting, under
+        :data:`MIN_READS_IN_FLIGHT`, so the starter's shape fails either case. The hidden case holds
+        10 to 12 tiles (a pass costs less than the lesson's 16), each region more than a read-ahead of 4.
+        """
+        if not hidden:
+            return cls(tuple(tuple(tile_name(i) for i in range(TILES)[k::2]) for k in range(2)))
+        picked = rng.sample(range(TILES), rng.choice((5, 6)) + rng.choice((5, 6)))
+        cut = len(picked) // 2
+        return cls((tuple(tile_name(i) for i in picked[:cut]), tuple(tile_name(i) for i in picked[cut:])))
 _QUICKLOOK = ("@hpc.remote\n"
               "def quicklook(path):\n"
               "    with hpc.phase(\"read\"):\n"
@@ -102,13 +140,15 @@ PHASES_HINTS = {
 _OVERLAP_READ = ("    return geotiles.process_tiles(paths, out_dir, prefetch=4, product=\"ndvi\", "
                  "throttle=store)")
 _OVERLAP_SOLUTION = "@hpc.remote\ndef region(paths):\n" + _OVERLAP_READ
+_REGIONS = "parts = hpc.get([region.remote([tiles.folder / name for name in names]) for names in p.regions])"
 IO_HINTS = {
     DEFAULT: Hint("Let the reads wait together, since waiting needs no core: read ahead in threads inside each "
                   "region's task (process_tiles with prefetch), or give every tile a task of its own on more "
                   "workers than cores.", _OVERLAP_SOLUTION),
     "no-tiles": PHASES_HINTS["no-tiles"],
-    "results": Hint("`results` must be the NDVI outputs for every tile, each a Cloud-Optimized GeoTIFF: ask "
-                    "for the ndvi product of every path.", _OVERLAP_SOLUTION),
+    "results": Hint("`results` must be the NDVI outputs for every tile of p.regions and no other, each a "
+                    "Cloud-Optimized GeoTIFF: ask for the ndvi product of every path of both regions.",
+                    _OVERLAP_SOLUTION + "\n\n\n" + _REGIONS),
     "not-from-tasks": Hint("Keep what the tasks return: `results` is what get() hands back for the tasks "
                            "that made the NDVI tiles in this cell (the regions' lists joined), unchanged.",
                            "results = [r for part in parts for r in part]"),
@@ -118,11 +158,19 @@ IO_HINTS = {
     "no-overlap": Hint("Two tasks that each read one tile at a time keep two reads waiting, however many workers "
                        "you start: read ahead in threads inside each task (process_tiles and its prefetch), or "
                        "split the regions into a task per tile on more workers than cores.", _OVERLAP_SOLUTION),
+    problems.CARRY_OVER: Hint("Take the regions from p.regions, the exercise's inputs (each a tuple of tile file "
+                              "names), instead of tiles or slices of `tiles.paths` written into the cell.",
+                              'p = exercises.problem("io-overlap")\n' + _REGIONS),
 }
 
 
-def tile_results(a: Attempt, product: str | None = None) -> list[Any]:
-    """``results`` as TileResults covering every tile of ``tiles`` (raises NotYet saying what is missing)."""
+def tile_results(a: Attempt, product: str | None = None, names: Sequence[str] | None = None,
+                 given: str = "p.regions") -> list[Any]:
+    """``results`` as TileResults covering every tile of ``tiles`` (raises NotYet saying what is missing).
+
+    ``names``: the tiles' file names the checker handed out (``given`` says where, for the message): then
+    ``results`` must cover those tiles and no other; None: every tile of ``tiles``.
+    """
     from eugo_lab.workloads.geotiles import TileResult, TileSet, cog_info
 
     results = a.require("results")
@@ -135,8 +183,20 @@ def tile_results(a: Attempt, product: str | None = None) -> list[Any]:
     if not isinstance(results, (list, tuple)) or not all(isinstance(r, TileResult) for r in results):
         raise NotYet("`results` is not the list of what process_tile returned for each tile; it holds something "
                      "else.", mistake="results")
+    if names is not None:
+        done_names = [Path(r.source).name for r in results]
+        missing_names = [n for n in names if n not in done_names]
+        if missing_names:
+            raise NotYet(f"{len(missing_names)} of the {measure.plural(len(names), 'tile')} of {given} have no result "
+                         f"in `results` (the first missing is {missing_names[0]}).", mistake="results")
+        if len(done_names) != len(names):
+            others = len(set(done_names) - set(names))
+            said = f", {measure.plural(others, 'result')} of tiles it does not name" if others else ""
+            raise NotYet(f"`results` holds {measure.plural(len(done_names), 'result')} for the "
+                         f"{measure.plural(len(names), 'tile')} of {given}{said}: one for each of its tiles, and no "
+                         "other.", mistake="results")
     done = {str(r.source) for r in results}
-    missing = [p for p in tiles.paths if str(p) not in done]
+    missing = [p for p in tiles.paths if str(p) not in done] if names is None else []
     if missing:
         raise NotYet(f"{len(missing)} of the {len(tiles)} tiles have no result in `results` (the first missing is "
                      f"{missing[0].name}).", mistake="results")
@@ -294,8 +354,11 @@ def reads_in_flight(results: Sequence[Any]) -> int:
 
 @exercise("io-overlap", lesson=LESSON_2, title="Overlap the waiting", hints=IO_HINTS)
 def io_overlap(a: Attempt) -> Verdict:
-    """Grade an I/O-bound pipeline: the reads went through the store, and their waiting overlapped."""
-    results = tile_results(a, product="ndvi")
+    """Grade an I/O-bound pipeline: the reads went through the store, and their waiting overlapped.
+
+    The tiles are the checker's own copy of ``p.regions`` (``problems.given(a)``), never the notebook's.
+    """
+    results = tile_results(a, product="ndvi", names=[n for r in problems.given(a).regions for n in r])
     n = len(results)
     # Every fact below is read off the tasks `results` came from: decoys beside them count for nothing.
     ids = sorted(set(from_tasks(a, results).tasks))

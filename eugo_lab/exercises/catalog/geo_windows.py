@@ -48,7 +48,7 @@ import numpy as np
 
 from eugo_lab.exercises import measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
-from eugo_lab.exercises.catalog.geo import from_tasks
+from eugo_lab.exercises.catalog.geo import TILES, from_tasks, tile_name
 
 LESSON_3 = "04-scaling-a-real-workload/03-reading-less.ipynb"
 PLOT = 128  # the plots' width and height in pixels
@@ -60,16 +60,10 @@ MAX_OVER_WINDOW = 1.5
 # The value must be the plot's mean NDVI to 4 decimals: float32 and float64 arithmetic agree to
 # ~1e-7, while the mean of a neighbouring 128-pixel square differs by ~1e-2 or more.
 VALUE_TOLERANCE = 1e-4
-# The lesson's tiles: make_tiles(n=16) names them tile_ROW_COL.tif on a grid of 4 columns, 512 pixels
-# a side in blocks of 256. The hidden case reads 8 of them (half the lesson's tasks: a pass costs less).
-TILES, GRID_COLUMNS, TILE_SIZE, BLOCK = 16, 4, 512, 256
+# The lesson's 16 tiles (geo.tile_name) are 512 pixels a side in blocks of 256. The hidden case reads 8
+# of them (half the lesson's tasks: a pass costs less).
+TILE_SIZE, BLOCK = 512, 256
 HIDDEN_PLOTS = 8
-
-
-def tile_name(i: int) -> str:
-    """The file name make_tiles gives tile ``i`` of the lesson's 16."""
-    r, c = divmod(i, GRID_COLUMNS)
-    return f"tile_{r:02d}_{c:02d}.tif"
 
 
 @problems.declare("windowed-read")
