@@ -54,68 +54,73 @@ def lines(v):
 
 
 
-QUICKLOOK = """
+# The tiles and the factor are the checker's (p.tiles, p.factor): each cell takes them from the problem.
+PHASES_P = 'p = exercises.problem("phases")\n'
+QUICKLOOK = PHASES_P + """
 @hpc.remote
-def quicklook(path):
+def quicklook(path, factor):
     with rasterio.open(path) as src:
         rgb = src.read((3, 2, 1)).astype("float32")
-        crs, transform = src.crs, src.transform @ src.transform.scale(4)
-    small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
+        crs, transform = src.crs, src.transform @ src.transform.scale(factor)
+    bands, rows, cols = rgb.shape
+    small = rgb.reshape(bands, rows // factor, factor, cols // factor, factor).mean(axis=(2, 4))
     img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
     target = out_dir / f"{pathlib.Path(path).stem}_rgb.tif"
-    with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+    with rasterio.open(target, "w", driver="GTiff", width=cols // factor, height=rows // factor, count=3,
                        dtype="uint8", crs=crs, transform=transform) as dst:
         dst.write(img)
     return str(target)
 """
-SUBMIT = "results = hpc.get([quicklook.remote(p) for p in tiles.paths])\n"
+SUBMIT = "results = hpc.get([quicklook.remote(tiles.folder / name, p.factor) for name in p.tiles])\n"
 STARTER_PHASES = QUICKLOOK + SUBMIT
-REF_PHASES = """
+REF_PHASES = PHASES_P + """
 @hpc.remote
-def quicklook(path):
+def quicklook(path, factor):
     with hpc.phase("read"):
         with rasterio.open(path) as src:
             rgb = src.read((3, 2, 1)).astype("float32")
-            crs, transform = src.crs, src.transform @ src.transform.scale(4)
+            crs, transform = src.crs, src.transform @ src.transform.scale(factor)
     with hpc.phase("compute"):
-        small = rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4))
+        bands, rows, cols = rgb.shape
+        small = rgb.reshape(bands, rows // factor, factor, cols // factor, factor).mean(axis=(2, 4))
         img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
     with hpc.phase("write"):
         target = out_dir / f"{pathlib.Path(path).stem}_rgb.tif"
-        with rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+        with rasterio.open(target, "w", driver="GTiff", width=cols // factor, height=rows // factor, count=3,
                            dtype="uint8", crs=crs, transform=transform) as dst:
             dst.write(img)
     return str(target)
 """ + SUBMIT
 # Other names, the steps split into helpers, the tiles submitted in reverse order: honest.
-OWN_PHASES = """
-def load(path):
+OWN_PHASES = PHASES_P + """
+def load(path, k):
     with rasterio.open(path) as src:
-        return src.read((3, 2, 1)).astype("float32"), src.crs, src.transform @ src.transform.scale(4)
+        return src.read((3, 2, 1)).astype("float32"), src.crs, src.transform @ src.transform.scale(k)
 
 @hpc.remote
-def thumb(path):
+def thumb(path, k):
     with hpc.phase("read"):
-        rgb, crs, transform = load(path)
+        rgb, crs, transform = load(path, k)
     with hpc.phase("compute"):
-        img = np.clip(rgb.reshape(3, 128, 4, 128, 4).mean(axis=(2, 4)) / 12, 0, 255).astype("uint8")
+        n = rgb.shape[1] // k
+        img = np.clip(rgb.reshape(3, n, k, n, k).mean(axis=(2, 4)) / 12, 0, 255).astype("uint8")
     target = out_dir / (pathlib.Path(path).stem + "_thumb.tif")
-    with hpc.phase("write"), rasterio.open(target, "w", driver="GTiff", width=128, height=128, count=3,
+    with hpc.phase("write"), rasterio.open(target, "w", driver="GTiff", width=n, height=n, count=3,
                                            dtype="uint8", crs=crs, transform=transform) as dst:
         dst.write(img)
     return target
-pending = [thumb.remote(q) for q in reversed(tiles.paths)]
+pending = [thumb.remote(tiles.folder / name, k=p.factor) for name in reversed(p.tiles)]
 results = hpc.get(pending)
 """
 # Phases opened and closed around nothing at the top of the task, the work after them.
-EMPTY_PHASES = QUICKLOOK.replace("def quicklook(path):\n", "def quicklook(path):\n"
+EMPTY_PHASES = QUICKLOOK.replace("def quicklook(path, factor):\n", "def quicklook(path, factor):\n"
                                  "    for step in ('read', 'compute', 'write'):\n"
                                  "        with hpc.phase(step):\n            pass\n") + SUBMIT
 ONLY_READ = REF_PHASES.replace('with hpc.phase("compute"):', 'if True:').replace('with hpc.phase("write"):', 'if True:')
 # Phases marked by hand in a task of the learner's own (a decoy: it processes nothing).
 FAKE_PHASES = """
 @hpc.remote
-def fake(p):
+def fake(q):
     with hpc.phase("read"):
         pass
     with hpc.phase("compute"):
@@ -124,12 +129,12 @@ def fake(p):
         pass
 hpc.get([fake.remote(p) for p in tiles.paths])
 """
-LOCAL = QUICKLOOK.replace("@hpc.remote\n", "") + "results = [quicklook(p) for p in tiles.paths]\n"
-LOCAL_REF = (REF_PHASES.replace("@hpc.remote\n", "").replace(SUBMIT, "")
-             + "results = [quicklook(p) for p in tiles.paths]\n")
+LOCAL_RUN = "results = [quicklook(tiles.folder / name, p.factor) for name in p.tiles]\n"
+LOCAL = QUICKLOOK.replace("@hpc.remote\n", "") + LOCAL_RUN
+LOCAL_REF = REF_PHASES.replace("@hpc.remote\n", "").replace(SUBMIT, "") + LOCAL_RUN
 BATCH = REF_PHASES.replace("@hpc.remote\n", "").replace(SUBMIT, "") + (
-    "batch = hpc.remote(lambda paths: [quicklook(p) for p in paths])\n"
-    "results = hpc.get(batch.remote(list(tiles.paths)))\n")
+    "batch = hpc.remote(lambda paths, k: [quicklook(q, k) for q in paths])\n"
+    "results = hpc.get(batch.remote([tiles.folder / name for name in p.tiles], p.factor))\n")
 
 
 def row(kind, cell, passed, *phrases, absent=(), mistake=None, setup=EVEN, line="-w 2 --no-live", id=None):
@@ -173,15 +178,29 @@ PHASES_TABLE = [
         mistake="local", id="in-the-notebook"),
     row("mistake", BATCH, False, "16 tiles ran in 1 task: a task that loops over several tiles keeps them on one "
         "worker", mistake="loop-in-task", id="all-tiles-in-one-task"),
-    row("mistake", REF_PHASES.replace("for p in tiles.paths", "for p in tiles.paths[:10]"), False,
-        "`results` names 10 distinct output files that exist, for 16 tiles", mistake="results", id="missing-tiles"),
+    row("mistake", REF_PHASES.replace("for name in p.tiles", "for name in p.tiles[:10]"), False,
+        "`results` names 10 distinct output files that exist, for the 16 tiles of p.tiles", mistake="results",
+        id="missing-tiles"),
+    # A tile on ground of its own beside the 16 (17 tiles sit on a grid of 5 columns: its 5th is east of them all,
+    # tile_00_04), the others made tiny: its quicklook is of a tile p.tiles does not name.
+    row("mistake", REF_PHASES.replace(SUBMIT, "results = hpc.get([quicklook.remote(q, p.factor) for q in tiles.paths] "
+                                              "+ [quicklook.remote(more.paths[4], p.factor)])\n"),
+        False, "`results` names 1 output file beside the quicklooks of the 16 tiles of p.tiles", mistake="results",
+        setup=EVEN + 'more = geotiles.make_tiles(work / "more", n=17, size=[512 if i == 4 else 16 '
+                     'for i in range(17)])\n',
+        id="one-more-output"),
+    row("mistake", REF_PHASES.replace("quicklook.remote(tiles.folder / name, p.factor)",
+                                      "quicklook.remote(tiles.folder / name, 2)"), False,
+        "the quicklook of tile_00_00.tif holds 3 bands of 256 x 256 pixels: averaging p.factor x p.factor pixels into "
+        "one makes 3 bands (red, green, blue) of 128 x 128", mistake="size", id="another-factor"),
     row("shortcut", EMPTY_PHASES, False, "16 of the 16 quicklook tasks opened their read, compute and write "
         "phases, but the phases hold less than 50% of the task's time", mistake="empty-phases",
         id="phases-around-nothing"),
     row("shortcut", FAKE_PHASES + LOCAL, False,
         "`results` was not computed from the tasks' results: 0 of its 16 values are among what the 16 fake tasks",
         mistake="not-from-tasks", id="local-results-beside-fake-phases"),
-    row("shortcut", REF_PHASES.replace(SUBMIT, "hpc.get([quicklook.remote(p) for p in tiles.paths[:8]])\n")
+    row("shortcut", REF_PHASES.replace(SUBMIT, "hpc.get([quicklook.remote(tiles.folder / name, p.factor) "
+                                               "for name in p.tiles[:8]])\n")
         + "results = saved\n", False, "8 of its 16 values are among what the 8 quicklook tasks of this cell "
         "returned", mistake="not-from-tasks", setup=EVEN + LOCAL.replace("results =", "saved ="),
         id="results-of-an-earlier-cell-beside-decoy-tasks"),
@@ -194,12 +213,12 @@ def test_phases_table(cell, passed, phrases, absent, mistake, setup, line):
 
 
 def test_phases_evidence_follows_the_run():
-    """The passing lines state this run's facts: another tile count, a task beside the tiles."""
+    """The passing lines state this run's facts: a task beside the tiles is counted apart from them."""
     cell = REF_PHASES + "\nhpc.get(hpc.remote(len).remote('extra'))\n"
-    _, text = lines(run_exercise("phases", cell, setup=BASE + 'tiles = geotiles.make_tiles(work / "in", n=9)\n'))
-    assert "`results` is what the 9 quicklook tasks of this cell returned (the cell's 1 other task is not " \
+    _, text = lines(run_exercise("phases", cell, setup=EVEN))
+    assert "`results` is what the 16 quicklook tasks of this cell returned (the cell's 1 other task is not " \
            "counted)" in text, text
-    assert "9 tiles ran as 9 tasks" in text and "16" not in text
+    assert "16 tiles ran as 16 tasks" in text
 
 
 # -- io-overlap --------------------------------------------------------------------------------------

@@ -260,3 +260,117 @@ def test_io_overlap_honest_cells_pass_on_both_cases(cell, line):
 ], ids=["starter-one-tile-at-a-time", "without-the-store"])
 def test_io_overlap_named_mistakes_are_still_named(cell, mistake, says):
     not_yet(_io(IO_HEAD + cell), mistake, says)
+
+
+# -- phases ------------------------------------------------------------------------------------------------------
+PHASES_HEAD = 'p = exercises.problem("phases")\n'
+QUICKLOOK_REF = """
+@hpc.remote
+def quicklook(path, factor):
+    with hpc.phase("read"):
+        with rasterio.open(path) as src:
+            rgb = src.read((3, 2, 1)).astype("float32")
+            crs, transform = src.crs, src.transform @ src.transform.scale(factor)
+    with hpc.phase("compute"):
+        bands, rows, cols = rgb.shape
+        small = rgb.reshape(bands, rows // factor, factor, cols // factor, factor).mean(axis=(2, 4))
+        img = np.clip(small / np.percentile(small, 98) * 255, 0, 255).astype("uint8")
+    with hpc.phase("write"):
+        target = out_dir / f"{pathlib.Path(path).stem}_rgb.tif"
+        with rasterio.open(target, "w", driver="GTiff", width=cols // factor, height=rows // factor, count=3,
+                           dtype="uint8", crs=crs, transform=transform) as dst:
+            dst.write(img)
+    return str(target)
+
+"""
+QUICKLOOK_SUBMIT = "results = hpc.get([quicklook.remote(tiles.folder / name, p.factor) for name in p.tiles])\n"
+# As the lesson's cells do before the exercise: two workers, each of which has loaded GDAL on a tile already (a
+# worker's first task imports it, outside any phase the cell marks).
+PHASES_TILES = BASE + ('tiles = geotiles.make_tiles(work / "in", n=16, seed=1)\n'
+                       "hpc.init(workers=2)\nwarm_up = hpc.get([process.remote(q, out_dir) for q in tiles.paths[:4]])\n")
+
+
+def _phases(cell: str):
+    return run_exercise("phases", cell, setup=PHASES_TILES)
+
+
+def _phases_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its tile count, its factor and the quicklooks' size."""
+    h = hidden("phases")
+    side = 512 // h.factor
+    return [f"{len(h.tiles)} tiles", f"{len(h.tiles)} quicklook", f"{side} x {side}", f"{h.factor} x {h.factor}"]
+
+
+def test_phases_the_hidden_case_has_other_tiles_and_another_factor():
+    from eugo_lab.exercises.catalog.geo import tile_name
+
+    p, h = lesson("phases"), hidden("phases")
+    assert p.tiles == tuple(tile_name(i) for i in range(16)) and p.factor == 4  # the lesson's 4 x 4 into one
+    assert len(h.tiles) == 8 and set(h.tiles) < set(p.tiles)  # half the tasks
+    assert h.factor in (2, 8) and 512 % h.factor == 0
+
+
+def test_phases_reference_passes_on_both_cases():
+    text = passed_twice(_phases(PHASES_HEAD + QUICKLOOK_REF + QUICKLOOK_SUBMIT))
+    assert "16 tiles ran as 16 tasks, each with its read, compute and write phases on the timeline" in text, text
+    never_shown(text, *_phases_hidden_values())
+
+
+@pytest.mark.parametrize("cell", [
+    # The lesson's sizes typed in: 4 x 4 pixels into one, 128-pixel quicklooks, the factor passed as 4.
+    QUICKLOOK_REF.replace("bands, rows, cols = rgb.shape\n        ", "")
+    .replace("rgb.reshape(bands, rows // factor, factor, cols // factor, factor)", "rgb.reshape(3, 128, 4, 128, 4)")
+    .replace("width=cols // factor, height=rows // factor", "width=128, height=128")
+    .replace("scale(factor)", "scale(4)") + QUICKLOOK_SUBMIT.replace("p.factor", "4"),
+    # Every tile of the notebook instead of p.tiles.
+    QUICKLOOK_REF + "results = hpc.get([quicklook.remote(q, p.factor) for q in tiles.paths])\n",
+], ids=["typed-factor-and-sizes", "every-tile-of-the-notebook"])
+def test_phases_typed_inputs_do_not_carry_over(cell):
+    never_shown(carried_over(_phases(PHASES_HEAD + cell)), *_phases_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+PHASES_HONEST = [
+    # rasterio averages while it reads (out_shape with average resampling): the read phase holds the averaging.
+    ("rasterio-averages-on-read-keywords",
+     "from rasterio.enums import Resampling\n\n@hpc.remote\ndef quicklook(path, factor):\n"
+     "    with hpc.phase('read'), rasterio.open(path) as src:\n"
+     "        shape = (3, src.height // factor, src.width // factor)\n"
+     "        small = src.read((3, 2, 1), out_shape=shape, resampling=Resampling.average).astype('float32')\n"
+     "        profile = dict(crs=src.crs, transform=src.transform * src.transform.scale(factor))\n"
+     "    with hpc.phase('compute'):\n"
+     "        img = (255 * np.clip(small / np.percentile(small, 98), 0, 1)).astype(np.uint8)\n"
+     "    with hpc.phase('write'):\n"
+     "        target = str(out_dir / ('ql_' + pathlib.Path(path).name))\n"
+     "        with rasterio.open(target, 'w', driver='GTiff', width=shape[2], height=shape[1], count=3, "
+     "dtype='uint8', **profile) as dst:\n"
+     "            dst.write(img)\n    return target\n\n"
+     "futures = {name: quicklook.remote(path=tiles.folder / name, factor=p.factor) for name in p.tiles}\n"
+     "results = hpc.get(list(futures.values()))\n"),
+    ("helpers-reversed-order",
+     "def load(path, k):\n    with rasterio.open(path) as src:\n"
+     "        return src.read((3, 2, 1)).astype('float32'), src.crs, src.transform @ src.transform.scale(k)\n\n"
+     "@hpc.remote\ndef thumb(path, k):\n    with hpc.phase('read'):\n        rgb, crs, transform = load(path, k)\n"
+     "    with hpc.phase('compute'):\n        n = rgb.shape[1] // k\n"
+     "        img = np.clip(rgb.reshape(3, n, k, n, k).mean(axis=(2, 4)) / 12, 0, 255).astype('uint8')\n"
+     "    target = out_dir / (pathlib.Path(path).stem + '_thumb.tif')\n"
+     "    with hpc.phase('write'), rasterio.open(target, 'w', driver='GTiff', width=n, height=n, count=3, "
+     "dtype='uint8', crs=crs, transform=transform) as dst:\n        dst.write(img)\n    return target\n\n"
+     "results = hpc.get([thumb.remote(tiles.folder / name, p.factor) for name in reversed(p.tiles)])\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in PHASES_HONEST], ids=[i for i, _ in PHASES_HONEST])
+def test_phases_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_phases(PHASES_HEAD + cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (QUICKLOOK_REF.replace('with hpc.phase("read"):', "if True:").replace('with hpc.phase("compute"):', "if True:")
+     .replace('with hpc.phase("write"):', "if True:") + QUICKLOOK_SUBMIT, "no-phases",
+     "16 of the 16 quicklook tasks recorded no 'read' and 'compute' and 'write' phase"),
+    (QUICKLOOK_REF + QUICKLOOK_SUBMIT.replace("p.factor", "8"), "size",
+     "the quicklook of tile_00_00.tif holds 3 bands of 64 x 64 pixels"),
+], ids=["no-step-marked", "another-factor"])
+def test_phases_named_mistakes_are_still_named(cell, mistake, says):
+    not_yet(_phases(PHASES_HEAD + cell), mistake, says)
