@@ -39,6 +39,9 @@ process = hpc.remote(geotiles.process_tile)
 results = None
 """
 W8 = "-w 8 --no-live"
+# As the lessons' first cells do: two workers, each of which has loaded GDAL on a tile already (a worker's
+# first task imports it, outside any phase or measurement the exercise cell makes).
+WARM_UP = "hpc.init(workers=2)\nwarm_up = hpc.get([process.remote(q, out_dir) for q in tiles.paths[:4]])\n"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -284,10 +287,7 @@ def quicklook(path, factor):
 
 """
 QUICKLOOK_SUBMIT = "results = hpc.get([quicklook.remote(tiles.folder / name, p.factor) for name in p.tiles])\n"
-# As the lesson's cells do before the exercise: two workers, each of which has loaded GDAL on a tile already (a
-# worker's first task imports it, outside any phase the cell marks).
-PHASES_TILES = BASE + ('tiles = geotiles.make_tiles(work / "in", n=16, seed=1)\n'
-                       "hpc.init(workers=2)\nwarm_up = hpc.get([process.remote(q, out_dir) for q in tiles.paths[:4]])\n")
+PHASES_TILES = BASE + 'tiles = geotiles.make_tiles(work / "in", n=16, seed=1)\n' + WARM_UP
 
 
 def _phases(cell: str):
@@ -374,3 +374,82 @@ def test_phases_honest_cells_pass_on_both_cases(cell):
 ], ids=["no-step-marked", "another-factor"])
 def test_phases_named_mistakes_are_still_named(cell, mistake, says):
     not_yet(_phases(PHASES_HEAD + cell), mistake, says)
+
+
+# -- sizing ------------------------------------------------------------------------------------------------------
+SIZING_HEAD = 'p = exercises.problem("sizing")\n'
+SIZING_TILES = BASE + ('import math\nfrom eugo_lab.analysis import sizing\n'
+                       "sizes = [1024 if i % 5 == 2 else 512 for i in range(16)]  # 3 scenes of 16 are 4x the pixels\n"
+                       'tiles = geotiles.make_tiles(work / "in", n=16, size=sizes, seed=3)\n') + WARM_UP
+SIZING_SMALL = ("with hpc.trace() as small:\n"
+                "    results = hpc.get([process.remote(tiles.folder / name, out_dir) for name in p.tiles])\n")
+
+
+def _sizing(cell: str):
+    return run_exercise("sizing", SIZING_HEAD + cell, setup=SIZING_TILES)
+
+
+def _sizing_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its job's figures and how many tiles it measures."""
+    job = hidden("sizing").job
+    return [f"{job.tasks:,}", f"whole {job.deadline:g} s", f"{job.startup:g} s start-up",
+            f"first {job.startup:g} s", f"the {len(hidden('sizing').tiles)} process_tile"]
+
+
+def test_sizing_the_hidden_case_measures_half_the_tiles_for_another_job():
+    from eugo_lab.analysis.sizing import Job
+    from eugo_lab.exercises import problems
+    from eugo_lab.exercises.catalog.geo import tile_name
+
+    p = lesson("sizing")
+    assert p.tiles == tuple(tile_name(i) for i in range(16))
+    assert p.job == Job(tasks=20_000, deadline=120, startup=60)  # the job the lesson's prose sizes
+    for seed in range(1, 40):
+        h = problems.make("sizing", seed, hidden=True)
+        assert len(h.tiles) == 8 and set(h.tiles) < set(p.tiles)  # half the small run
+        assert h.job.tasks < p.job.tasks
+        # The work per second left is under half the lesson's: the lesson's count is never within 15% of it.
+        assert h.job.tasks / (h.job.deadline - h.job.startup) < 0.5 * p.job.tasks / (p.job.deadline - p.job.startup)
+
+
+def test_sizing_reference_passes_on_both_cases():
+    text = passed_twice(_sizing(SIZING_SMALL + "workers = sizing.plan(small, p.job).workers\n"))
+    assert "within 15% of the simulator's replay of the 16 process_tile tasks of this cell" in text, text
+    never_shown(text, *_sizing_hidden_values())
+
+
+@pytest.mark.parametrize("cell", [
+    # The lesson's job typed in and planned: the right count for the lesson, not for the hidden job.
+    SIZING_SMALL + "workers = sizing.plan(small, sizing.Job(tasks=20_000, deadline=120, startup=60)).workers\n",
+    # The tiles of the notebook instead of p.tiles, sized for p.job.
+    "with hpc.trace() as small:\n    results = hpc.get([process.remote(q, out_dir) for q in tiles.paths])\n"
+    "workers = sizing.plan(small, p.job).workers\n",
+], ids=["the-lesson-s-job-typed-in", "every-tile-of-the-notebook"])
+def test_sizing_typed_inputs_do_not_carry_over(cell):
+    never_shown(carried_over(_sizing(cell)), *_sizing_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+SIZING_HONEST = [
+    ("the-job-rebuilt-from-its-fields",
+     SIZING_SMALL + "target = sizing.Job(tasks=p.job.tasks, deadline=p.job.deadline, startup=p.job.startup)\n"
+                    "workers = sizing.plan(small, target).workers\n"),
+    ("other-names-reversed-one-spare",
+     "with hpc.trace() as probe:\n"
+     "    measured = hpc.get([process.remote(tiles.folder / q, out_dir) for q in reversed(p.tiles)])\n"
+     "results = measured\nworkers = sizing.plan(probe, p.job).workers + 1\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in SIZING_HONEST], ids=[i for i, _ in SIZING_HONEST])
+def test_sizing_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_sizing(cell))
+
+
+@pytest.mark.parametrize(("answer", "mistake", "says"), [
+    ('math.ceil(p.job.tasks * small.to_dataframe().eval("end - start").median() / p.job.deadline)', "typical",
+     "you scaled one typical tile (the median)"),
+    ("sizing.plan(small, p.job).workers * 3", "too-many", "that many workers meet the deadline, but fewer already do"),
+], ids=["starter-median-tile", "three-times-too-many"])
+def test_sizing_named_mistakes_are_still_named(answer, mistake, says):
+    not_yet(_sizing(SIZING_SMALL + f"workers = {answer}\n"), mistake, says)

@@ -5,24 +5,24 @@ small:``), then answer for a much bigger job. The checker replays the cell's own
 :func:`eugo_lab.analysis.sizing.plan` and compares; the typical shortcuts (scaling one typical
 tile, dividing by the whole deadline, pricing only the task time) are recognised and named.
 
-``sizing`` — the job is :data:`SIZING_JOB`: 20,000 tiles like the lesson's, 2 minutes from
-asking, 1 minute of it cluster start-up. Starter (``not yet``: one typical tile, whole deadline)::
+``sizing`` — the checker hands out the tiles to measure and the job: ``p.tiles`` (file names)
+and ``p.job``. In the lesson, all 16 tiles and :data:`SIZING_JOB`: 20,000 tiles like the lesson's,
+2 minutes from asking, 1 minute of it cluster start-up; in the hidden case 8 of the tiles and
+another job (fewer tasks, another deadline and start-up). Starter (``not yet``: one typical tile,
+whole deadline)::
 
     %%eugo --exercise sizing -w 2
+    p = exercises.problem("sizing")
     with hpc.trace() as small:
-        results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])
+        results = hpc.get([process.remote(tiles.folder / name, out_dir) for name in p.tiles])
     per_tile = small.to_dataframe().eval("end - start").median()
-    workers = math.ceil(job.tasks * per_tile / job.deadline)
+    workers = math.ceil(p.job.tasks * per_tile / p.job.deadline)
 
-reference::
+reference: the same small run, then ``workers = sizing.plan(small, p.job).workers``.
 
-    %%eugo --exercise sizing -w 2
-    with hpc.trace() as small:
-        results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])
-    workers = sizing.plan(small, job).workers
-
-Criteria: ``job`` is the exercise's job; at least ``MIN_MEASURED`` tasks ran; ``workers`` within
-``TOLERANCE`` of the simulator's answer for this cell's trace.
+Criteria, against the checker's own copy of the problem: a result for every tile of ``p.tiles``
+and no other, from this cell's tasks; at least ``MIN_MEASURED`` tasks ran; ``workers`` within
+``TOLERANCE`` of the simulator's answer for ``p.job`` from this cell's trace.
 
 ``seven-terabytes`` — 192,000 files, 7 TB, 3 minutes (:data:`SEVEN_TB`), with one assumption
 changed from the lesson's plan: a pool of warm workers starts in ``WARM_STARTUP`` (20 s), not 60. The
@@ -45,14 +45,16 @@ each prefix under the limit, or one more. Every number is a count or a replay of
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from eugo_lab.analysis.sizing import Job, plan, predict
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
-from eugo_lab.exercises.catalog.geo import from_tasks, tile_results
+from eugo_lab.exercises.catalog.geo import TILES, from_tasks, tile_name, tile_results
 
 LESSON_4 = "04-scaling-a-real-workload/04-sizing-a-cluster-for-your-workload.ipynb"
 LESSON_5 = "04-scaling-a-real-workload/05-seven-terabytes-in-three-minutes.ipynb"
@@ -76,22 +78,47 @@ WARM_STARTUP = 20.0
 # Amazon S3's performance guidelines: at least 5,500 GET/HEAD requests a second per prefix (published).
 GETS_PER_PREFIX = 5_500
 MIN_MEASURED = 8
+# The hidden case of sizing: 8 of the 16 tiles (MIN_MEASURED: half the lesson's small run, so a pass costs
+# about 1.5x), and a job of fewer tasks than the lesson's (the checker's replays cost no more) whose deadline
+# and start-up are never the lesson's. Its tasks per second left after start-up are at most 16,000 / 105, under
+# half the lesson's 20,000 / 60: a count for the lesson's job (typed in, or planned for a job typed in) is
+# far outside TOLERANCE there, while every honest plan of p.job meets it.
+HIDDEN_TILES = MIN_MEASURED
+HIDDEN_TASKS = range(8_000, 16_001, 500)
+HIDDEN_DEADLINES = (150.0, 180.0, 240.0)
+HIDDEN_STARTUPS = (20.0, 30.0, 45.0)
+
+
+@problems.declare("sizing")
+@dataclass(frozen=True, repr=False)
+class SizingProblem(problems.Problem):
+    """The tiles to measure in the small run (file names) and the job to size from it."""
+
+    tiles: tuple[str, ...]
+    job: Job
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> SizingProblem:
+        """The lesson's 16 tiles and :data:`SIZING_JOB`, or 8 of the tiles and another job drawn from ``rng``."""
+        if not hidden:
+            return cls(tuple(tile_name(i) for i in range(TILES)), Job(**SIZING_JOB))
+        names = tuple(tile_name(i) for i in sorted(rng.sample(range(TILES), HIDDEN_TILES)))
+        return cls(names, Job(tasks=rng.choice(HIDDEN_TASKS), deadline=rng.choice(HIDDEN_DEADLINES),
+                              startup=rng.choice(HIDDEN_STARTUPS)))
 _SMALL_RUN = ("with hpc.trace() as small:\n"
+              "    results = hpc.get([process.remote(tiles.folder / name, out_dir) for name in p.tiles])")
+_SIZING_SOLUTION = _SMALL_RUN + "\nworkers = sizing.plan(small, p.job).workers"
+_SEVEN_RUN = ("with hpc.trace() as small:\n"
               "    results = hpc.get([process.remote(p, out_dir) for p in tiles.paths])")
-_SIZING_SOLUTION = _SMALL_RUN + "\nworkers = sizing.plan(small, job).workers"
-_SIZING_JOB = (f"job = sizing.Job(tasks={SIZING_JOB['tasks']}, deadline={SIZING_JOB['deadline']:g}, "
-               f"startup={SIZING_JOB['startup']:g})")
 SIZING_HINTS = {
     DEFAULT: Hint("Size from the whole small run, not from arithmetic on one tile: the sizing planner replays "
                   "every measured tile, its overheads and the start-up, and finds the fewest workers that meet "
                   "the deadline.", _SIZING_SOLUTION),
-    "job": Hint("Run the lesson's cell that states the job (20,000 tiles, 120 s from asking, 60 s of it "
-                "start-up), unchanged, then this cell again.", _SIZING_JOB),
     "small-run": Hint(f"Measure first: run at least {MIN_MEASURED} tiles as tasks inside a traced block named "
                       "`small`, then size from that trace.", _SMALL_RUN),
     "no-tiles": Hint("Run the lesson's cell that makes the tiles, then this cell again.",
                      "tiles = geotiles.make_tiles(...)   # the lesson's cell that makes the tiles"),
-    "results": Hint("Measure every tile of `tiles`, the small ones and the big ones, as tasks, and keep the list "
+    "results": Hint("Measure every tile of p.tiles, the small ones and the big ones, as tasks, and keep the list "
                     "get() returns in `results`: a sample of only some tiles misjudges the mean.", _SMALL_RUN),
     "not-from-tasks": Hint("Keep what the tasks of this cell return in `results`, unchanged: the planner sizes "
                            "from the tasks this cell ran, so the tiles must be measured here.", _SMALL_RUN),
@@ -106,6 +133,9 @@ SIZING_HINTS = {
     "misses": Hint("Take more workers: ask the planner for the fewest that finish in time.", _SIZING_SOLUTION),
     "too-many": Hint("Take fewer workers: the planner finds the fewest that still meet the deadline.",
                      _SIZING_SOLUTION),
+    problems.CARRY_OVER: Hint("Take the tiles and the job from p, the exercise's inputs (p.tiles, p.job), instead "
+                              "of a count, a job or tiles written into the cell, and size from this cell's own run.",
+                              'p = exercises.problem("sizing")\n' + _SIZING_SOLUTION),
 }
 _SEVEN_SOLUTION = ("warm = dataclasses.replace(job, startup=20)\n"
                    "warm_plan = sizing.plan(small, warm)\n"
@@ -120,11 +150,15 @@ SEVEN_HINTS = {
                   _SEVEN_SOLUTION),
     "job": Hint("Keep the lesson's `job` as it was stated (192,000 files in 180 s, 7 TB, a 60 s start-up, the "
                 "price, the scale of a file over the measured tiles) and make the changed one from it.", _SEVEN_JOB),
-    "small-run": SIZING_HINTS["small-run"],
+    "small-run": Hint(f"Measure first: run at least {MIN_MEASURED} tiles as tasks inside a traced block named "
+                      "`small`, then size from that trace.", _SEVEN_RUN),
     "no-tiles": SIZING_HINTS["no-tiles"],
-    "results": SIZING_HINTS["results"],
-    "not-from-tasks": SIZING_HINTS["not-from-tasks"],
-    "only-tiles": SIZING_HINTS["only-tiles"],
+    "results": Hint("Measure every tile of `tiles`, the small ones and the big ones, as tasks, and keep the list "
+                    "get() returns in `results`: a sample of only some tiles misjudges the mean.", _SEVEN_RUN),
+    "not-from-tasks": Hint("Keep what the tasks of this cell return in `results`, unchanged: the planner sizes "
+                           "from the tasks this cell ran, so the tiles must be measured here.", _SEVEN_RUN),
+    "only-tiles": Hint("Run only the tiles in the exercise cell: other tasks beside them are replayed with them "
+                       "and change the answer. Do any other work in another cell.", _SEVEN_RUN),
     "old-startup": Hint("Use the changed assumption: plan the job with its 20 s start-up, which leaves the tasks "
                         "more time, so fewer workers do, and they spread their requests over more seconds.",
                         "warm = dataclasses.replace(job, startup=20)\nwarm_plan = sizing.plan(small, warm)"),
@@ -165,13 +199,15 @@ def _job(a: Attempt) -> Job:
     return job
 
 
-def _measured(a: Attempt) -> tuple[list, str]:
+def _measured(a: Attempt, names: Sequence[str] | None = None) -> tuple[list, str]:
     """``results``, checked to be what this cell's tasks returned for every tile, and the function that ran them.
+
+    ``names``: the tiles' file names the checker handed out (``p.tiles``; None: every tile of ``tiles``).
 
     The planner replays every task of the cell, so a task beside the tiles (a decoy, a warm-up)
     would be sized with them: the cell must run the tiles alone (NotYet otherwise).
     """
-    results = tile_results(a)
+    results = tile_results(a, names=names, given="p.tiles")
     src = from_tasks(a, results)
     ran, tiles = measure.tasks(a.trace), len(set(src.tasks))
     if ran > tiles:
@@ -203,14 +239,14 @@ def _linear(tasks: int, seconds: float, time_left: float) -> int:
 
 @exercise("sizing", lesson=LESSON_4, title="Workers for a deadline, from a small run", hints=SIZING_HINTS)
 def sizing_check(a: Attempt) -> Verdict:
-    """Grade a worker count for :data:`SIZING_JOB` against the simulator's answer for the cell's trace."""
-    job = _job(a)
-    want = SIZING_JOB
-    if (job.tasks, job.deadline, job.startup, job.scale) != (want["tasks"], want["deadline"], want["startup"], 1.0):
-        raise NotYet(f"`job` is not the exercise's job: {want['tasks']:,} tiles, {want['deadline']:g} s from asking, "
-                     f"{want['startup']:g} s of it start-up; yours says {job.tasks:,} tiles, {job.deadline:g} s, "
-                     f"{job.startup:g} s of start-up, scale {job.scale:g}.", mistake="job")
-    measured, function = _measured(a)  # the small run first: an answer from decoys is no answer
+    """Grade a worker count for ``p.job`` against the simulator's answer for the cell's trace.
+
+    The tiles and the job are the checker's own copy of the problem (``problems.given(a)``): nothing of
+    the notebook's `job` is read.
+    """
+    p = problems.given(a)
+    job = p.job
+    measured, function = _measured(a, p.tiles)  # the small run first: an answer from decoys is no answer
     workers = _number(a, "workers", "the worker count for the job", mistake=None)
     body, compute = _bodies(a)
     ref = plan(a.trace, job)
