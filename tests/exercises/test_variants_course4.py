@@ -453,3 +453,101 @@ def test_sizing_honest_cells_pass_on_both_cases(cell):
 ], ids=["starter-median-tile", "three-times-too-many"])
 def test_sizing_named_mistakes_are_still_named(answer, mistake, says):
     not_yet(_sizing(SIZING_SMALL + f"workers = {answer}\n"), mistake, says)
+
+
+# -- seven-terabytes ---------------------------------------------------------------------------------------------
+SEVEN_HEAD = 'p = exercises.problem("seven-terabytes")\n'
+# The lesson's cells before the exercise: the tiles, its 60 s plan's job for the lesson's question.
+SEVEN_TILES = BASE + ('import dataclasses, math\nfrom eugo_lab.analysis import sizing\n'
+                      'tiles = geotiles.make_tiles(work / "in", n=16, seed=4)\n' + WARM_UP
+                      + "FILES, TOTAL, DEADLINE = 192_000, 7e12, 180\nfile_bytes = TOTAL / FILES\n"
+                        "tile_bytes = tiles.total_bytes / len(tiles)\n"
+                        "job = sizing.Job(tasks=FILES, deadline=DEADLINE, startup=60, scale=file_bytes / tile_bytes,\n"
+                        "                 task_bytes=file_bytes, price_per_worker_hour=0.0408)\n")
+SEVEN_SMALL = """with hpc.trace() as small:
+    results = hpc.get([process.remote(tiles.folder / name, out_dir, throttle=store) for name in p.tiles])
+reads_per_file = sum(r.reads for r in results) / len(results)
+"""
+WARM_JOB = ("file_bytes = p.total_bytes / p.files\ntile_bytes = sum(r.file_bytes for r in results) / len(results)\n"
+            "warm = sizing.Job(tasks=p.files, deadline=p.deadline, startup=p.startup, scale=file_bytes / tile_bytes,\n"
+            "                  task_bytes=file_bytes, price_per_worker_hour=0.0408)\n")
+SEVEN_ANSWER = ("warm_plan = sizing.plan(small, warm)\nworkers = warm_plan.workers\n"
+                "prefixes = math.ceil(p.files * reads_per_file / (warm_plan.wall_time - warm.startup) / 5_500)\n")
+
+
+def _seven(cell: str):
+    return run_exercise("seven-terabytes", SEVEN_HEAD + cell, setup=SEVEN_TILES)
+
+
+def _seven_hidden_values() -> list[str]:
+    """What of the hidden case a verdict must never show: its question, its start-up and its tile count."""
+    h = hidden("seven-terabytes")
+    return [f"{h.files:,}", f"{h.total_bytes / 1e12:.2g} TB", f"whole {h.deadline:g} s", f"{h.startup:g} s start-up",
+            f"with {h.startup:g} s", f"the {len(h.tiles)} process_tile"]
+
+
+def test_seven_terabytes_the_hidden_case_asks_a_smaller_question():
+    from eugo_lab.exercises import problems
+    from eugo_lab.exercises.catalog.geo import tile_name
+
+    p = lesson("seven-terabytes")
+    assert (p.files, p.total_bytes, p.deadline, p.startup) == (192_000, 7e12, 180, 20)  # the lesson's prose
+    assert p.tiles == tuple(tile_name(i) for i in range(16))
+    for seed in range(1, 40):
+        h = problems.make("seven-terabytes", seed, hidden=True)
+        assert len(h.tiles) == 8 and set(h.tiles) < set(p.tiles)  # half the small run
+        assert h.files <= 0.75 * p.files and h.total_bytes / h.files < p.total_bytes / p.files  # cheaper replays
+        assert h.startup != p.startup and h.deadline - h.startup >= 150  # another start-up, the plan in reach
+
+
+def test_seven_terabytes_reference_passes_on_both_cases():
+    text = passed_twice(_seven(SEVEN_SMALL + WARM_JOB + SEVEN_ANSWER))
+    assert "workers within 15% of the plan replayed with a 20 s start-up from the 16 process_tile tasks" in text, text
+    never_shown(text, *_seven_hidden_values())
+
+
+@pytest.mark.parametrize("cell", [
+    # The lesson's question and start-up typed in: the lesson's job from the notebook, made warm by a typed 20 s.
+    SEVEN_SMALL + "warm = dataclasses.replace(job, startup=20)\nwarm_plan = sizing.plan(small, warm)\n"
+                  "workers = warm_plan.workers\n"
+                  "prefixes = math.ceil(FILES * reads_per_file / (warm_plan.wall_time - warm.startup) / 5_500)\n",
+    # Every tile of the notebook measured instead of p.tiles.
+    SEVEN_SMALL.replace("tiles.folder / name", "q").replace("for name in p.tiles", "for q in tiles.paths")
+    + WARM_JOB + SEVEN_ANSWER,
+], ids=["the-lesson-s-job-and-20-s-typed-in", "every-tile-of-the-notebook"])
+def test_seven_terabytes_typed_inputs_do_not_carry_over(cell):
+    never_shown(carried_over(_seven(cell)), *_seven_hidden_values())
+
+
+# Honest cells unlike the reference: each passes on both cases.
+SEVEN_HONEST = [
+    ("the-lesson-s-job-replaced-by-p-s-fields",
+     SEVEN_SMALL + "size = p.total_bytes / p.files\n"
+     "warm = dataclasses.replace(job, tasks=p.files, deadline=p.deadline, startup=p.startup, task_bytes=size,\n"
+     "                           scale=size / (sum(r.file_bytes for r in results) / len(results)))\n"
+     "answer = sizing.plan(small, warm)\nrunning = answer.wall_time - p.startup\n"
+     "workers = answer.workers + 1\nprefixes = -(-p.files * reads_per_file // (running * 5_500))\n"),
+    ("own-names-reversed-tiles",
+     "with hpc.trace() as probe:\n"
+     "    measured = hpc.get([process.remote(str(tiles.folder / n), out_dir, throttle=store) for n in p.tiles[::-1]])\n"
+     "results = measured\nmb = p.total_bytes / p.files\n"
+     "mean = sum(r.file_bytes for r in measured) / len(measured)\n"
+     "q = sizing.plan(probe, sizing.Job(p.files, p.deadline, p.startup, scale=mb / mean, task_bytes=mb))\n"
+     "calls = sum(r.reads for r in measured) * p.files / len(measured)\n"
+     "workers, prefixes = q.workers, math.ceil(calls / (q.wall_time - p.startup) / 5_500)\n"),
+]
+
+
+@pytest.mark.parametrize("cell", [c for _, c in SEVEN_HONEST], ids=[i for i, _ in SEVEN_HONEST])
+def test_seven_terabytes_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_seven(cell))
+
+
+@pytest.mark.parametrize(("answer", "mistake", "says"), [
+    ("workers = sizing.plan(small, job).workers\nprefixes = math.ceil(p.files * reads_per_file / p.deadline / 5_500)\n",
+     "old-startup", "is a count for the lesson's 60 s start-up"),
+    (SEVEN_ANSWER.replace("(warm_plan.wall_time - warm.startup)", "p.deadline"), "prefixes-deadline",
+     "prefixes: you spread the read requests over the whole 180 s"),
+], ids=["starter-the-60-s-plan", "requests-over-the-whole-deadline"])
+def test_seven_terabytes_named_mistakes_are_still_named(answer, mistake, says):
+    not_yet(_seven(SEVEN_SMALL + WARM_JOB + answer), mistake, says)
