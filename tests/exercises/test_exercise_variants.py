@@ -355,7 +355,7 @@ def test_the_reference_solution_goes_through_the_same_path():
 
 
 # The exercises whose cell still defines its own inputs (no hidden case yet): this list only shrinks.
-OWN_INPUTS = {"capstone", "phases", "io-overlap", "sizing", "seven-terabytes", "windowed-read", "idle-cluster",
+OWN_INPUTS = {"capstone", "idle-cluster",
               "threads", "runtime-report"}
 
 

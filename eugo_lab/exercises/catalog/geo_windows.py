@@ -1,13 +1,17 @@
 """Exercise of course 4 (Scaling a real workload), lesson 3: ``windowed-read``.
 
-The lesson's setup cell makes ``tiles`` (a TileSet), ``store`` (the Throttle that models object
-storage) and ``plots``: for every tile's file name, the ``(col_off, row_off)`` of a 128 x 128
-field plot inside it. The question: the mean NDVI of every plot, computed in tasks.
+The lesson's setup cell makes ``tiles`` (a TileSet of 16 tiles) and ``store`` (the Throttle that
+models object storage). The field plots are the checker's: ``p.plots`` holds, per plot, the tile's
+file name and the ``(col_off, row_off)`` of a 128 x 128 square inside it (one in each of the 16
+tiles in the lesson; in the hidden case 8 of the tiles, at other offsets). The question: the mean
+NDVI of every plot, computed in tasks.
 
 Starter (graded ``not yet``: each task reads the whole red and nir bands, then cuts the plot out)::
 
     %%eugo --exercise windowed-read -w 8
     from rasterio.windows import Window
+
+    p = exercises.problem("windowed-read")
 
     @hpc.remote
     def plot_ndvi(path, col, row):
@@ -16,13 +20,14 @@ Starter (graded ``not yet``: each task reads the whole red and nir bands, then c
         red, nir = red[row:row + 128, col:col + 128], nir[row:row + 128, col:col + 128]
         return float(((nir - red) / (nir + red)).mean()), src.receipt
 
-    results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])
+    results = hpc.get([plot_ndvi.remote(tiles.folder / name, col, row) for name, col, row in p.plots])
 
 reference: the read asks rasterio for the plot's window,
 ``src.read((3, 4), window=Window(col, row, 128, 128))``.
 
 Criteria, all from what the tasks returned (each item of ``results`` proved to be a task's
-return value by the trace): one ``(value, receipt)`` per tile, where the receipt is the
+return value by the trace), against the checker's own copy of ``p.plots``: one ``(value, receipt)``
+per plot, for its tile and no other, where the receipt is the
 :class:`~eugo_lab.workloads.geotiles.ReadReceipt` that :func:`~eugo_lab.workloads.geotiles.open_tile`
 recorded on the worker as GDAL read; the windows read cover the tile's plot; the value is the
 plot's mean NDVI; and the bytes read are at most ``MAX_OVER_WINDOW`` times what a read of just
@@ -33,15 +38,17 @@ same blocks every time, so the comparison is of byte counts, never of durations)
 from __future__ import annotations
 
 import math
+import random
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eugo_lab.exercises import measure
+from eugo_lab.exercises import measure, problems
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
-from eugo_lab.exercises.catalog.geo import from_tasks
+from eugo_lab.exercises.catalog.geo import TILES, from_tasks, tile_name
 
 LESSON_3 = "04-scaling-a-real-workload/03-reading-less.ipynb"
 PLOT = 128  # the plots' width and height in pixels
@@ -53,26 +60,50 @@ MAX_OVER_WINDOW = 1.5
 # The value must be the plot's mean NDVI to 4 decimals: float32 and float64 arithmetic agree to
 # ~1e-7, while the mean of a neighbouring 128-pixel square differs by ~1e-2 or more.
 VALUE_TOLERANCE = 1e-4
+# The lesson's 16 tiles (geo.tile_name) are 512 pixels a side in blocks of 256. The hidden case reads 8
+# of them (half the lesson's tasks: a pass costs less).
+TILE_SIZE, BLOCK = 512, 256
+HIDDEN_PLOTS = 8
+
+
+@problems.declare("windowed-read")
+@dataclass(frozen=True, repr=False)
+class WindowedReadProblem(problems.Problem):
+    """The field plots to read: per plot, ``(tile file name, col_off, row_off)`` of its 128 x 128 square."""
+
+    plots: tuple[tuple[str, int, int], ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> WindowedReadProblem:
+        """The lesson's plot in each of its 16 tiles, or plots in 8 of them at offsets drawn from ``rng``.
+
+        Every plot lies inside one 256-pixel block of its bands, as the lesson's do: a read of the
+        whole bands then takes 4x the bytes of the plot's window, so reading less is measurable.
+        """
+        if not hidden:
+            return cls(tuple((tile_name(i), 256 * (i % 2) + 16 * (i % 8), 256 * (i // 2 % 2) + 8 * i + 4)
+                             for i in range(TILES)))
+        picked = sorted(rng.sample(range(TILES), HIDDEN_PLOTS))
+        return cls(tuple((tile_name(i), BLOCK * rng.randrange(TILE_SIZE // BLOCK) + rng.randrange(BLOCK - PLOT + 1),
+                          BLOCK * rng.randrange(TILE_SIZE // BLOCK) + rng.randrange(BLOCK - PLOT + 1))
+                         for i in picked))
 
 _READ = 'red, nir = src.read((3, 4), window=Window(col, row, 128, 128)).astype("float32")'
 _SOLUTION = ("with geotiles.open_tile(path, throttle=store) as src:\n    " + _READ + "\n"
              "return float(((nir - red) / (nir + red)).mean()), src.receipt")
+_SUBMIT = "results = hpc.get([plot_ndvi.remote(tiles.folder / name, col, row) for name, col, row in p.plots])"
 HINTS = {
     DEFAULT: Hint("Ask rasterio for the plot alone: pass the read a window at the plot's column and row offsets, "
                   "128 pixels wide and high, instead of reading the whole bands and slicing.", _SOLUTION),
-    "no-tiles": Hint("Run the lesson's first cell (it makes the tiles, the store and the plots), then this cell "
-                     "again.", "tiles = geotiles.make_tiles(...)   # the lesson's first cell"),
-    "no-plots": Hint("Run the lesson's first cell, which defines `plots`: for every tile's file name, the column "
-                     "and row offset of its field plot.", "plots = {p.name: (col, row) for ...}   # the first cell"),
-    "results": Hint("Keep the list get() returns in `results`: one task per tile, each returning the plot's mean "
-                    "NDVI and the receipt of what it read.",
-                    "results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])"),
+    "no-tiles": Hint("Run the lesson's first cell (it makes the 16 tiles and the store), then this cell again.",
+                     "tiles = geotiles.make_tiles(...)   # the lesson's first cell"),
+    "results": Hint("Keep the list get() returns in `results`: one task per plot of p.plots, each reading its "
+                    "plot's tile and returning the plot's mean NDVI and the receipt of what it read.", _SUBMIT),
     "no-receipt": Hint("Open each tile with geotiles.open_tile (rasterio, with every byte counted) and return its "
                        "receipt beside the value, so the check can see what the task read.",
                        "return float(((nir - red) / (nir + red)).mean()), src.receipt"),
     "not-from-tasks": Hint("Keep what the tasks of this cell return in `results`, unchanged: the receipts are "
-                           "what the workers read, and only the tasks can show that.",
-                           "results = hpc.get([plot_ndvi.remote(p, *plots[p.name]) for p in tiles.paths])"),
+                           "what the workers read, and only the tasks can show that.", _SUBMIT),
     "whole-band": Hint("Do not read the whole bands and slice afterwards: give the read itself the plot's window, "
                        "so GDAL fetches only the blocks under it.", _SOLUTION),
     "all-bands": Hint("Keep the window, and ask it for red and nir only (bands 3 and 4): NDVI needs no other.",
@@ -82,6 +113,9 @@ HINTS = {
                          "height: the plot's offsets are (col, row).", _READ),
     "wrong-value": Hint("Compute NDVI per pixel of the plot, (nir - red) / (nir + red), in floating point, and "
                         "return its mean.", "return float(((nir - red) / (nir + red)).mean()), src.receipt"),
+    problems.CARRY_OVER: Hint("Take the plots from p.plots, the exercise's inputs (each plot's tile, column and row), "
+                              "instead of tiles or offsets written into the cell, and pass each task its plot's "
+                              "values as arguments.", 'p = exercises.problem("windowed-read")\n' + _SUBMIT),
 }
 
 
@@ -110,27 +144,25 @@ def _covers(window: tuple[int, int, int, int] | None, col: int, row: int, size: 
     return c <= col and r <= row and min(c + w, width) >= col + PLOT and min(r + h, height) >= row + PLOT
 
 
-def _plots(a: Attempt) -> tuple[Any, dict[str, tuple[int, int]]]:
+def _tiles(a: Attempt) -> Any:
+    """The notebook's TileSet: where the lesson's first cell wrote the tiles (NotYet when it has not run)."""
     from eugo_lab.workloads.geotiles import TileSet
 
     tiles = a.namespace.get("tiles")
-    if not isinstance(tiles, TileSet):
-        raise NotYet("there is no `tiles` in the notebook: the lesson's first cell has not run in this kernel.",
-                     mistake="no-tiles")
-    plots = a.namespace.get("plots")
-    if not isinstance(plots, dict) or any(p.name not in plots for p in tiles.paths):
-        raise NotYet("there is no `plots` naming a field plot for every tile: the lesson's first cell defines it "
-                     "and has not run in this kernel, or `plots` was changed.", mistake="no-plots")
-    return tiles, {p.name: (int(plots[p.name][0]), int(plots[p.name][1])) for p in tiles.paths}
+    if not isinstance(tiles, TileSet) or not all((tiles.folder / name).is_file() for name in
+                                                 {tile_name(i) for i in range(TILES)}):
+        raise NotYet("there is no `tiles` holding the lesson's 16 tiles in the notebook: the lesson's first cell has "
+                     "not run in this kernel.", mistake="no-tiles")
+    return tiles
 
 
-def _pairs(a: Attempt, tiles: Any) -> list[tuple[float, Any]]:
-    """``results`` as (value, ReadReceipt) pairs covering every tile (NotYet naming what it holds otherwise)."""
+def _pairs(a: Attempt, plots: tuple[tuple[str, int, int], ...]) -> list[tuple[float, Any]]:
+    """``results`` as (value, ReadReceipt) pairs, one for each plot's tile (NotYet naming what it holds otherwise)."""
     from eugo_lab.workloads.geotiles import ReadReceipt
 
     results = a.require("results")
     if not isinstance(results, (list, tuple)) or not results:
-        raise NotYet(f"`results` should be the list get() returned, one item per tile; it holds "
+        raise NotYet(f"`results` should be the list get() returned, one item per plot; it holds "
                      f"{type(results).__name__}.", mistake="results")
     pairs = []
     for item in results:
@@ -144,31 +176,43 @@ def _pairs(a: Attempt, tiles: Any) -> list[tuple[float, Any]]:
             raise NotYet(f"each result should be the plot's mean NDVI and the receipt; the first item is "
                          f"{type(value).__name__}.", mistake="results")
         pairs.append((float(value), receipt))
-    seen = {r.path for _, r in pairs}
-    missing = [p for p in tiles.paths if str(p) not in seen]
+    want = [name for name, _, _ in plots]
+    seen = [Path(r.path).name for _, r in pairs]
+    missing = [name for name in want if name not in seen]
     if missing:
-        raise NotYet(f"{len(missing)} of the {len(tiles)} tiles have no result in `results` (the first missing is "
-                     f"{missing[0].name}).", mistake="results")
+        raise NotYet(f"{len(missing)} of the {measure.plural(len(want), 'plot')} of p.plots have no result in "
+                     f"`results` (the first missing is in {missing[0]}).", mistake="results")
+    if len(seen) != len(want):
+        others = sorted(set(seen) - set(want))
+        said = f": {len(others)} of other tiles, which p.plots does not name" if others else ""
+        raise NotYet(f"`results` holds {measure.plural(len(seen), 'result')} for the "
+                     f"{measure.plural(len(want), 'plot')} of p.plots{said}; one task for each plot, and no other.",
+                     mistake="results")
     return pairs
 
 
 @exercise("windowed-read", lesson=LESSON_3, title="Read only the field plot", hints=HINTS)
 def windowed_read(a: Attempt) -> Verdict:
-    """Grade the plots' NDVI: the right values, from tasks whose receipts show they read only each plot's window."""
-    tiles, plots = _plots(a)
-    pairs = _pairs(a, tiles)
+    """Grade the plots' NDVI: the right values, from tasks whose receipts show they read only each plot's window.
+
+    The plots are the checker's own copy of ``p.plots`` (``problems.given(a)``); the truth of each is
+    read here from the lesson's tile of that name, never from the learner's values.
+    """
+    plot_of = {name: (col, row) for name, col, row in problems.given(a).plots}
+    tiles = _tiles(a)
+    pairs = _pairs(a, problems.given(a).plots)
     src = from_tasks(a, list(a.require("results")))
     n = len(pairs)
     rows = []
     for value, receipt in pairs:
-        path = Path(receipt.path)
-        col, row = plots[path.name]
+        path = tiles.folder / Path(receipt.path).name  # the lesson's tile, whatever path the task was given
+        col, row = plot_of[path.name]
         truth, window_bytes = _plot_truth(str(path), col, row, path.stat().st_mtime_ns)
         rows.append((path.name, col, row, value, truth, receipt, window_bytes))
     # Where the tasks read: every fact below is the receipts' (what GDAL took on the worker).
     from eugo_lab.workloads.geotiles import open_tile
 
-    with open_tile(rows[0][5].path) as probe:
+    with open_tile(tiles.folder / rows[0][0]) as probe:
         size = (probe.width, probe.height)
     astray = [r for r in rows if not any(_covers(w, r[1], r[2], size) for w in r[5].windows)]
     if astray:
