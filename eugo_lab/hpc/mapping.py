@@ -26,6 +26,7 @@ import gc
 import math
 import pickle
 import threading
+import time
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
@@ -759,4 +760,6 @@ def map_items(runtime: Any, fn: FunctionRecord, iterable: Iterable, options: Tas
         with _jobs_lock:
             _unfinished_jobs.add(job)
     job.pump()
+    if runtime.recorder.active:  # the trace keeps when the cell asked for every item (batches go out later)
+        runtime.recorder.note_map_call(options.name or fn.name, time.time())
     return MapResult(job)

@@ -53,6 +53,7 @@ FLUSH_ROWS = 65536
 #: The key in a trace's ``meta`` of ``{task name: the function's own name}`` for the tasks submitted under another
 #: name (``f.options(name="...")``): a trace names a task by its label, and a checker asks which function it ran.
 LABELS_KEY = "task_labels"
+MAP_CALLS_KEY = "map_calls"
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,9 @@ class Recorder:
         self.attempts: list[tuple] = getattr(self, "attempts", [])
         self.attempts.clear()
         self.labels: dict[str, str] = {}  # LABELS_KEY: a task name given with .options(name=) -> its function
+        # MAP_CALLS_KEY: (task name, when the hpc.map call returned) for each hpc.map of the region: every item
+        # was asked for then, whenever the map sends its batches (it sizes them from the first ones' times)
+        self.map_calls: list[tuple[str, float]] = []
         # hpc.map_partitions calls of the region (PartitionsRun): live objects, kept beside the trace, never in its meta
         self.partition_runs: list[Any] = []
         self.functions = _Strings()
@@ -367,7 +371,8 @@ class Recorder:
                 # engine's own API) says so in its meta.
                 meta={"driver_deps_recorded": True, **meta, "region_start": start, "region_end": end,
                       "deps_recorded": True,
-                      "provenance_recorded": True, "driver_short": driver_short, LABELS_KEY: dict(self.labels)},
+                      "provenance_recorded": True, "driver_short": driver_short, LABELS_KEY: dict(self.labels),
+                      MAP_CALLS_KEY: [list(c) for c in self.map_calls]},
                 shipped=shipped_since(extra["sends"], _task.live_records()), **provenance,
             )
             trace.partition_runs = tuple(self.partition_runs)
@@ -596,6 +601,10 @@ class Recorder:
     def note_partitions(self, run: Any) -> None:
         """Remember one ``hpc.map_partitions`` call (a :class:`~eugo_lab.hpc.partitions.PartitionsRun`)."""
         self.partition_runs.append(run)  # one list append under the GIL: no lock needed
+
+    def note_map_call(self, name: str, returned: float) -> None:
+        """Remember that an ``hpc.map`` of tasks named ``name`` returned at ``returned``: all its items asked for."""
+        self.map_calls.append((name, returned))  # one list append under the GIL: no lock needed
 
     def note_label(self, label: str, function: str) -> None:
         """Remember that tasks named ``label`` run ``function`` (a remote function given another name with options)."""

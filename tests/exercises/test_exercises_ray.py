@@ -67,6 +67,7 @@ TABLE_PASS = {
     "nested-calls": "peaks = hpc.get([daily_peak.remote(load.remote(day)) for day in p.days])\n",
     "loop": ("pending = []\nfor day in p.days:\n    readings = load.remote(day)\n"
              "    pending.append(daily_peak.remote(readings))\npeaks = hpc.get(pending)\n"),
+    "map-of-a-map": "loads = hpc.map(load, p.days)\npeaks = hpc.get(hpc.map(daily_peak, loads))\n",
     "dict-of-futures": ("by_day = {day: load.remote(day) for day in p.days}\n"
                         "tops = {day: daily_peak.remote(f) for day, f in by_day.items()}\n"
                         "peaks = [hpc.get(tops[day]) for day in p.days]\n"),
@@ -82,6 +83,9 @@ TABLE_NOT_YET = {
         "days = [load.remote(day) for day in range(6)]\nhpc.get(days)\n"
         "peaks = hpc.get([daily_peak.remote(d) for d in days])\n", "", "driver-between-steps",
         "get() of 6 futures at cell line 3"),
+    "map-got-between-the-maps": (
+        "loads = hpc.map(load, p.days)\nhpc.get(loads)\npeaks = hpc.get(hpc.map(daily_peak, loads))\n", "",
+        "driver-between-steps", "get() of 6 futures at cell line 3"),
     "ray-directly": (
         "import ray\n\n@ray.remote\ndef ray_load(day):\n    rng = random.Random(day)\n"
         "    return [rng.gauss(20.0, 5.0) for _ in range(50_000)]\n\n@ray.remote\ndef ray_peak(readings):\n"

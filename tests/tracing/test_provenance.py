@@ -325,3 +325,15 @@ def test_a_frame_and_its_pickled_copy_have_one_digest_and_another_index_does_not
     assert digest(df) == digest(pickle.loads(pickle.dumps(df)))
     assert digest(df["b"]) == digest(pickle.loads(pickle.dumps(df["b"])))
     assert digest(df) != digest(df.set_axis([5, 6, 7]))
+
+
+def test_each_hpc_map_call_is_noted_with_when_it_returned(local2):
+    import time
+
+    before = time.time()
+    with hpc.trace() as t:
+        hpc.get(hpc.map(square, range(30)))
+        hpc.get(hpc.map(square.options(name="sq2"), range(3)))
+    calls = t.trace.meta["map_calls"]
+    assert [name for name, _ in calls] == ["square", "sq2"]
+    assert before <= calls[0][1] <= calls[1][1] <= time.time()

@@ -56,6 +56,7 @@ import numpy as np
 
 from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, Verdict, exercise
+from eugo_lab.tracing.recorder import MAP_CALLS_KEY
 
 DAYS = 6
 #: Readings per day in the starter's ``load``; the lesson's cell uses the same number.
@@ -129,20 +130,35 @@ def _task_ids(trace: Any, function: str) -> set[int]:
 
 
 def chained(trace: Any, step: str, on: str) -> int:
-    """How many ``step`` tasks were passed a future of an ``on`` task (the runtime's recorded dependency edges)."""
-    steps, sources = _task_ids(trace, step), _task_ids(trace, on)
+    """How many ``step`` tasks were passed a future of an ``on`` task (the runtime's recorded dependency edges).
+
+    An ``hpc.map`` item counts when its batch was: ``hpc.map(step, futures)`` sends each batch of futures as
+    one task that depends on them (the edges are the batch's), and its worker receives their values.
+    """
+    sources = _task_ids(trace, on)
     d = trace.deps
-    return len({int(t) for t, o in zip(np.asarray(d["task"]).tolist(), np.asarray(d["on"]).tolist())
-                if t in steps and o in sources})
+    fed = {int(t) for t, o in zip(np.asarray(d["task"]).tolist(), np.asarray(d["on"]).tolist()) if o in sources}
+    first = trace.first_attempts(step)
+    ids = np.asarray(trace.tasks["task_id"])[first].tolist()
+    batches = np.asarray(trace.tasks["batch"])[first].tolist()
+    return sum(1 for t, b in zip(ids, batches) if t in fed or (b >= 0 and b in fed))
 
 
 def waits_before_last_submit(trace: Any, function: str) -> list[tuple[str, int, str]]:
-    """The driver's blocking calls that began before its last submit of ``function``: (kind, futures, where)."""
-    submits = np.asarray(trace.tasks["submit"])[trace.first_attempts(function)]
-    submits = submits[np.isfinite(submits)]
-    if not len(submits):
+    """The driver's blocking calls begun before the cell asked for its last ``function`` task: (kind, futures, where).
+
+    A task is asked for by its ``.remote()`` (its row's submit time), an ``hpc.map`` item by the map's call
+    (``meta["map_calls"]``): the map sends its batches later, sized from the first ones' times, and a get()
+    of its futures that begins meanwhile waits on the runtime's batching, not between the cell's steps.
+    """
+    first = trace.first_attempts(function)
+    single = np.asarray(trace.tasks["batch"])[first] < 0
+    submits = np.asarray(trace.tasks["submit"])[first][single]
+    asked = [*submits[np.isfinite(submits)].tolist(),
+             *(t for name, t in trace.meta.get(MAP_CALLS_KEY, ()) if name == function)]
+    if not asked:
         return []
-    last = float(submits.max())
+    last = float(max(asked))
     b = trace.blocks
     starts = np.asarray(b["start"], dtype=float)
     every = measure.waits(trace)  # in start order
