@@ -369,7 +369,9 @@ THREADS_CELL = '''
 import os
 import numpy as np
 import threadpoolctl
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("threads")
 
 def blas_work():
     a = np.random.default_rng(0).random((200, 200))
@@ -394,8 +396,8 @@ def tuned():
 # The guard's share on this machine for the tests' 2 workers (what the workers must report)
 LIMIT = max(1, len(os.sched_getaffinity(0)) // 2)
 LIMIT_TEXT = f"{LIMIT} BLAS thread" + ("" if LIMIT == 1 else "s")
-THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-               "after = hpc.get([tuned.remote() for _ in range(4)])")
+THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])")
 OVERRIDE = "    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n        return blas_work()"
 THREADS_TABLE = {
     # id: (tuned's body, the lines that submit (None: the starter's), passed, what the verdict says)
@@ -415,7 +417,8 @@ THREADS_TABLE = {
     "honest-a-helper-and-five-tasks": (
         "    return product_threads()",
         "def product_threads():\n    return blas_work()\n\n"
-        "baseline = [oversubscribed.remote() for _ in range(4)]\nguarded = [tuned.remote() for _ in range(5)]\n"
+        "baseline = [oversubscribed.remote() for _ in range(p.calls)]\n"
+        "guarded = [tuned.remote() for _ in range(p.calls + 1)]\n"
         "before, after = hpc.get(baseline), hpc.get(guarded)", True,
         f"the 5 tuned tasks report {LIMIT_TEXT} each"),
 }

@@ -488,3 +488,89 @@ def test_profile_first_stations_bound_in_an_earlier_cell_pass_on_both_cases():
 def test_profile_first_named_mistakes_are_still_named(means, hot, mistake, says):
     run = STATION_RUN.replace('"sensor_offset"', repr(hot))
     not_yet(_profile_first(STATION_HEAD + means + STATION_TASK + run), mistake, says)
+
+
+# -- threads ------------------------------------------------------------------------------------------------------
+THREADS_HEAD = '''
+import os
+import numpy as np
+import threadpoolctl
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("threads")
+
+def blas_work():
+    a = np.random.default_rng(0).random((200, 200))
+    for _ in range(40):
+        a = a @ a
+        a /= np.abs(a).max()
+    return max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+
+@hpc.remote
+def oversubscribed():
+    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):
+        return blas_work()
+
+'''
+GUARDED = "@hpc.remote\ndef tuned():\n    return blas_work()\n\n"
+OVERRIDDEN = ("@hpc.remote\ndef tuned():\n    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n"
+              "        return blas_work()\n\n")
+THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])\n")
+
+
+def _threads(cell: str):
+    return run_exercise("threads", THREADS_HEAD + cell)
+
+
+def _threads_hidden_values() -> tuple:
+    n = hidden("threads").calls
+    return f"the {n} tuned tasks", f"the check needs {n}", f"{n} or more tasks"
+
+
+def test_threads_reference_passes_on_both_cases():
+    text = passed_twice(_threads(GUARDED + THREADS_RUN))
+    assert "the 4 tuned tasks report" in text, text
+    never_shown(text, *_threads_hidden_values())
+
+
+def test_threads_the_hidden_case_asks_for_more_tasks_than_the_lesson():
+    assert lesson("threads").calls == 4  # the count the lesson's prose names
+    assert hidden("threads").calls in (5, 6)
+
+
+def test_threads_a_typed_count_of_tasks_does_not_carry_over():
+    text = carried_over(_threads(GUARDED + THREADS_RUN.replace("range(p.calls)", "range(4)")))
+    never_shown(text, *_threads_hidden_values())
+
+
+THREADS_HONEST = {
+    # a helper that submits and gathers, the baseline's futures kept in a dict
+    "helper-and-a-dict": ("def run_all(fn, n):\n    return hpc.get([fn.remote() for _ in range(n)])\n\n"
+                          "@hpc.remote\ndef tuned():\n    threads = blas_work()\n    return threads\n\n"
+                          "futs = {i: oversubscribed.remote() for i in range(p.calls)}\n"
+                          "before = [futs[i] for i in range(p.calls)]\nbefore = hpc.get(before)\n"
+                          "after = run_all(tuned, p.calls)\n"),
+    # futures gathered in a loop, one at a time, a task more than asked
+    "a-loop-and-a-task-more": (GUARDED + "before, after = [], []\nfor _ in range(p.calls):\n"
+                               "    before.append(hpc.get(oversubscribed.remote()))\n"
+                               "pending = [tuned.remote() for _ in range(p.calls + 1)]\n"
+                               "for f in pending:\n    after.append(hpc.get(f))\n"),
+}
+
+
+@pytest.mark.parametrize("cell", list(THREADS_HONEST.values()), ids=list(THREADS_HONEST))
+def test_threads_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_threads(cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (OVERRIDDEN + THREADS_RUN, "override", "a thread limit inside tuned overrides the guard"),
+    ("@hpc.remote\ndef tuned():\n    blas_work()\n    return 'done'\n\n" + THREADS_RUN, "counts",
+     "the tuned tasks did not return BLAS thread counts"),
+    (GUARDED + THREADS_RUN.replace("tuned.remote() for _ in range(p.calls)", "tuned.remote() for _ in range(2)"),
+     "tasks", "2 tuned tasks ran, the check needs 4"),
+], ids=["override-stays", "no-counts", "too-few-tasks"])
+def test_threads_named_mistakes_are_still_named(cell, mistake, says):
+    text = not_yet(_threads(cell), mistake, says)
+    never_shown(text, *_threads_hidden_values())

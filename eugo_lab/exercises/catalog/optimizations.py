@@ -55,7 +55,9 @@ changes nothing beside counts made some other way); the workers' verdict for
 at least ``MIN_JIT_SPEEDUP`` times faster.
 
 ``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
-in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the workers' readings
+in every worker) and ``tuned`` run the same BLAS work, ``p.calls`` tasks each (the checker hands out
+4 in the lesson, 5 or 6 in the hidden case, so a count typed into the cell does not carry over).
+Criteria: both ran, each at least ``p.calls`` times (the checker's copy); the workers' readings
 (the threads in effect as each task started, and the count each task returned) show ``tuned`` at
 most the guard's cores / workers, and ``tuned`` sets no thread limit of its own. Task times are
 shown as evidence only: how much oversubscription costs depends on the neighbours' load.
@@ -1059,6 +1061,23 @@ def jit_exercise(a: Attempt) -> Verdict:
 
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
+# The hidden case asks for more tasks than the lesson's 4, so a cell that types range(4) falls short there; 6 of each
+# function's tasks are 1.5x the lesson's run (the same BLAS work each), the most a second run may cost.
+THREAD_HIDDEN_CALLS = (5, 6)
+
+
+@problems.declare("threads")
+@dataclass(frozen=True, repr=False)
+class ThreadsProblem(problems.Problem):
+    """How many tasks of each function the cell runs: 4 in the lesson, 5 or 6 in the hidden case."""
+
+    calls: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> ThreadsProblem:
+        """The lesson's 4 tasks a function (the count its prose and verdict name), or 5 or 6 from ``rng``."""
+        return cls(rng.choice(THREAD_HIDDEN_CALLS) if hidden else THREAD_CALLS)
+
 # How much the guard saves depends on the machine's load: oversubscribed BLAS on 2 shared cores ran
 # 5-10x slower than one thread per worker while other programs used the cores, 1.0x in a quiet CI run,
 # and sometimes faster (each worker's two threads use a core the other worker left idle). A verdict on
@@ -1068,23 +1087,24 @@ THREAD_CALLS = 4
 
 _TUNED = ("@hpc.remote\ndef tuned():\n    \"\"\"No override: the worker keeps the guard's cores / workers "
           "threads.\"\"\"\n    return blas_work()")
+_THREAD_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])")
 THREAD_HINTS = {
     DEFAULT: Hint("Take the thread limit out of tuned: with no override inside the task, each worker keeps the "
                   "thread guard's share of the cores.", _TUNED),
-    "tasks": Hint("Keep both lines of the starter that submit 4 tasks each (oversubscribed's and tuned's) and "
-                  "get their thread counts into `before` and `after`.",
-                  "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-                  "after = hpc.get([tuned.remote() for _ in range(4)])"),
+    "tasks": Hint("Keep both lines of the starter that submit p.calls tasks each (oversubscribed's and tuned's) "
+                  "and get their thread counts into `before` and `after`.", _THREAD_RUN),
     "counts": Hint("`before` and `after` must be the lists of thread counts the tasks returned: blas_work returns "
-                   "how many BLAS threads the worker used.", "before = hpc.get([oversubscribed.remote() for _ in "
-                   "range(4)])\nafter = hpc.get([tuned.remote() for _ in range(4)])"),
+                   "how many BLAS threads the worker used.", _THREAD_RUN),
     "override": Hint("Remove the threadpool limit inside tuned: it overrides the guard. Leave the one in "
                      "oversubscribed, the baseline.", _TUNED),
     "guard-off": Hint("Let the guard choose the workers' threads: start the runtime without a threads-per-worker "
                       "option and without OMP_NUM_THREADS set in the notebook, then run the cell again.",
                       "import os\nos.environ.pop(\"OMP_NUM_THREADS\", None)\nhpc.shutdown()\nhpc.init()"),
-    "not-from-tasks": _from_tasks_hint("before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-                                       "after = hpc.get([tuned.remote() for _ in range(4)])"),
+    "not-from-tasks": _from_tasks_hint(_THREAD_RUN),
+    problems.CARRY_OVER: Hint("Submit p.calls tasks of each function, the count the checker hands out, instead of "
+                              "a number of tasks written into the cell.",
+                              "p = exercises.problem(\"threads\")\n" + _THREAD_RUN),
 }
 
 
@@ -1120,9 +1140,10 @@ def threads(a: Attempt) -> Verdict:
     """
     after = a.require("after")
     before = a.require("before")
-    how = f"both lines that submit {THREAD_CALLS} or more tasks each and get their thread counts must stay."
-    _need_tasks(a, THREAD_BASE, THREAD_CALLS, how)
-    _need_tasks(a, THREAD_FN, THREAD_CALLS, how)
+    p = problems.given(a)  # the checker's own copy of the inputs the run was handed
+    how = f"both lines that submit {p.calls} or more tasks each (p.calls) and get their thread counts must stay."
+    _need_tasks(a, THREAD_BASE, p.calls, how)
+    _need_tasks(a, THREAD_FN, p.calls, how)
     base = _task_thread_counts(a, THREAD_BASE, "before")
     body = _task_thread_counts(a, THREAD_FN, "after")
     started = a.trace.blas_threads(THREAD_FN)
