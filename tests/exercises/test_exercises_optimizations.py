@@ -437,7 +437,9 @@ def test_threads(case):
 # -- runtime-report -----------------------------------------------------------------------------------------
 REPORT_CELL = '''
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("runtime-report")
 
 @hpc.remote
 def ewma(a):
@@ -458,10 +460,8 @@ def busiest_hour(hours):
         counts[h] = counts.get(h, 0) + 1
     return max(counts, key=counts.get)
 
-rng = np.random.default_rng(3)
-series, hours = rng.random(200_000), rng.integers(0, 24, 200_000)
-averages = hpc.get([ewma.remote(series) for _ in range(4)])
-peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])
+averages = hpc.get([ewma.remote(p.series) for _ in range(4)])
+peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])
 
 def triage(report):
 {body}
@@ -540,7 +540,7 @@ def test_runtime_report_a_hand_typed_answer_fails_on_the_other_reports():
 
 
 def test_runtime_report_the_tasks_must_run():
-    run = "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"
+    run = "peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])"
     cell = REPORT_CELL.replace("{body}", TRIAGE).replace(run, "peaks = []")
     v = _report(cell=cell)
     assert not v.passed and v.mistake == "no-tasks", v.to_text(precise=True)
