@@ -355,7 +355,7 @@ def test_the_reference_solution_goes_through_the_same_path():
 
 
 # The exercises whose cell still defines its own inputs (no hidden case yet): this list only shrinks.
-OWN_INPUTS = {"capstone", "phases", "io-overlap", "sizing", "seven-terabytes",
+OWN_INPUTS = {"phases", "io-overlap", "sizing", "seven-terabytes",
               "windowed-read", "gpu-break-even", "gpu-transfer", "gpu-request", "grid-stride"}
 
 

@@ -135,3 +135,110 @@ def test_idle_cluster_honest_cells_pass_on_both_cases(cell):
 def test_idle_cluster_named_mistakes_are_still_named(cell, mistake, says):
     text = not_yet(_idle(cell), mistake, says)
     never_shown(text, *_idle_hidden_values())
+
+
+# -- capstone -------------------------------------------------------------------------------------------------------
+# The lesson's setup cell: the inputs from p, bound to names the hidden run gets the hidden case's under.
+CAPSTONE_SETUP = """
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("capstone")
+readings = p.readings
+days = p.days
+
+@hpc.remote
+def gain(sensor):
+    code = sum((sensor * k) % 97 for k in range(1000))
+    return 0.5 + code % 1000 / 1000
+
+@hpc.remote
+def score(readings, gains, start, stop):
+    total = 0.0
+    for i in range(start, stop):
+        total += readings[i] * gains[i % len(gains)]
+    return total
+"""
+CAPSTONE_REFERENCE = """gains = hpc.get(hpc.map(gain, range(p.sensors)))
+stored = hpc.put(readings)
+day = min(stop - start for start, stop in days)
+pieces = [(a, min(a + day, stop)) for start, stop in days for a in range(start, stop, day)]
+futures = [score.remote(stored, gains, a, b) for a, b in pieces]
+total = sum(hpc.get(futures))
+"""
+
+
+def _capstone(cell: str):
+    return run_exercise("capstone", cell, setup=CAPSTONE_SETUP)
+
+
+def _capstone_hidden_values() -> tuple:
+    h = hidden("capstone")
+    day = h.days[0][1] - h.days[0][0]
+    return (f"{h.sensors} sensors", f"{h.sensors} gains", f"{h.readings.size:,}", f"{day:,} readings",
+            f"{len(h.days) - 1} days")
+
+
+def test_capstone_reference_passes_on_both_cases():
+    text = passed_twice(_capstone(CAPSTONE_REFERENCE))
+    assert "20 of the 20 score tasks read the one stored copy of the readings" in text, text
+    never_shown(text, *_capstone_hidden_values())
+
+
+def test_capstone_the_hidden_case_is_smaller_and_its_days_shorter():
+    from eugo_lab.analysis.findings.imbalance import STRAGGLER_RATIO
+
+    p, h = lesson("capstone"), hidden("capstone")
+    assert (p.sensors, p.readings.size, len(p.days)) == (2000, 2_000_000, 12)  # the lesson's prose
+    day = h.days[0][1] - h.days[0][0]
+    assert h.sensors < p.sensors and h.readings.size < p.readings.size / 3
+    assert 100_000 / day > STRAGGLER_RATIO  # a piece of the lesson's ordinary day is a straggler there
+    assert day % h.sensors == 0 and h.days[-1][1] == h.readings.size  # whole rounds of the sensors, every reading
+    assert all(b - a == day for a, b in h.days[:-1]) and h.days[-1][1] - h.days[-1][0] > day  # the backlog, last
+
+
+@pytest.mark.parametrize("typed", [
+    ("range(p.sensors)", "range(2000)"),
+    ("day = min(stop - start for start, stop in days)", "day = 100_000"),
+], ids=["the-lesson-s-sensors", "the-lesson-s-day"])
+def test_capstone_sizes_typed_for_the_lesson_do_not_carry_over(typed):
+    never_shown(carried_over(_capstone(CAPSTONE_REFERENCE.replace(*typed))), *_capstone_hidden_values())
+
+
+CAPSTONE_HONEST = {
+    # batches of 50 sensors, each day cut into equal parts about a median day long, results taken as they finish
+    "equal-parts-of-each-day-and-as-completed": (
+        "gains = hpc.get(hpc.map(gain, range(p.sensors), batch=50))\nref = hpc.put(readings)\n"
+        "usual = int(np.median([b - a for a, b in days]))\nfutures = []\nfor a, b in days:\n"
+        "    cuts = np.linspace(a, b, max(1, round((b - a) / usual)) + 1).astype(int)\n"
+        "    futures += [score.remote(ref, gains, int(x), int(y)) for x, y in zip(cuts[:-1], cuts[1:])]\n"
+        "total = 0.0\nfor f in hpc.as_completed(futures):\n    total += hpc.get(f)\n"),
+    # gains in batches of a tenth of the sensors, by hand; pieces of a fixed share of the readings
+    "batches-by-hand-and-pieces-by-share": (
+        "def gains_of(first, last):\n    return [gain(s) for s in range(first, last)]\n\n"
+        "batch = hpc.remote(gains_of)\nstep = p.sensors // 10\n"
+        "parts = hpc.get([batch.remote(s, min(s + step, p.sensors)) for s in range(0, p.sensors, step)])\n"
+        "gains = [g for part in parts for g in part]\nstored = hpc.put(readings)\n"
+        "n = len(readings)\nsize = n // 20\n"
+        "total = sum(hpc.get([score.remote(stored, gains, a, min(a + size, n)) for a in range(0, n, size)]))\n"),
+}
+
+
+@pytest.mark.parametrize("cell", list(CAPSTONE_HONEST.values()), ids=list(CAPSTONE_HONEST))
+def test_capstone_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_capstone(cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    ("gains = hpc.get([gain.remote(sensor) for sensor in range(p.sensors)])\n\ntotal = 0.0\nfor start, stop in days:\n"
+     "    total += hpc.get(score.remote(readings, gains, start, stop))\n", "blocking",
+     "4 of 4 mistakes remain; %eugo hint answers the first one below."),
+    (CAPSTONE_REFERENCE.replace("range(p.sensors)", "range(p.sensors - 1)"), "results",
+     "`gains` is not the gain of each of the 2000 sensors (p.sensors)"),
+    (CAPSTONE_REFERENCE.replace("for a, b in pieces]", "for a, b in pieces[:-1]]"), "results",
+     "`total` is not the sum of all 2,000,000 readings"),
+    (CAPSTONE_REFERENCE.replace("day = min(", "day = 4 * min("), "straggler", "the straggler:"),
+], ids=["starter", "a-sensor-short", "a-piece-short", "pieces-of-four-days"])
+def test_capstone_named_mistakes_are_still_named(cell, mistake, says):
+    text = not_yet(_capstone(cell), mistake, says)
+    never_shown(text, *_capstone_hidden_values())
