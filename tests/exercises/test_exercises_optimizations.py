@@ -414,13 +414,17 @@ THREADS_TABLE = {
         OVERRIDE, "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
                   "hpc.get([tuned.remote() for _ in range(4)])\nafter = [1, 1, 1, 1]", False,
         "but ran their work with 2, as they report"),
-    "honest-a-helper-and-five-tasks": (
+    "honest-a-helper-and-futures-kept-first": (
         "    return product_threads()",
         "def product_threads():\n    return blas_work()\n\n"
         "baseline = [oversubscribed.remote() for _ in range(p.calls)]\n"
-        "guarded = [tuned.remote() for _ in range(p.calls + 1)]\n"
+        "guarded = [tuned.remote() for _ in range(p.calls)]\n"
         "before, after = hpc.get(baseline), hpc.get(guarded)", True,
-        f"the 5 tuned tasks report {LIMIT_TEXT} each"),
+        f"the 4 tuned tasks report {LIMIT_TEXT} each"),
+    "mistake-a-task-more-than-asked": (
+        "    return blas_work()", THREADS_RUN.replace("tuned.remote() for _ in range(p.calls)",
+                                                  "tuned.remote() for _ in range(5)"),
+        False, "5 tuned tasks ran, the check needs 4 (p.calls)"),
 }
 
 

@@ -525,7 +525,7 @@ def _threads(cell: str):
 
 def _threads_hidden_values() -> tuple:
     n = hidden("threads").calls
-    return f"the {n} tuned tasks", f"the check needs {n}", f"{n} or more tasks"
+    return f"the {n} tuned tasks", f"the check needs {n}"
 
 
 def test_threads_reference_passes_on_both_cases():
@@ -534,9 +534,9 @@ def test_threads_reference_passes_on_both_cases():
     never_shown(text, *_threads_hidden_values())
 
 
-def test_threads_the_hidden_case_asks_for_more_tasks_than_the_lesson():
+def test_threads_the_hidden_case_asks_for_fewer_tasks_than_the_lesson():
     assert lesson("threads").calls == 4  # the count the lesson's prose names
-    assert hidden("threads").calls in (5, 6)
+    assert hidden("threads").calls in (2, 3)
 
 
 def test_threads_a_typed_count_of_tasks_does_not_carry_over():
@@ -551,11 +551,11 @@ THREADS_HONEST = {
                           "futs = {i: oversubscribed.remote() for i in range(p.calls)}\n"
                           "before = [futs[i] for i in range(p.calls)]\nbefore = hpc.get(before)\n"
                           "after = run_all(tuned, p.calls)\n"),
-    # futures gathered in a loop, one at a time, a task more than asked
-    "a-loop-and-a-task-more": (GUARDED + "before, after = [], []\nfor _ in range(p.calls):\n"
-                               "    before.append(hpc.get(oversubscribed.remote()))\n"
-                               "pending = [tuned.remote() for _ in range(p.calls + 1)]\n"
-                               "for f in pending:\n    after.append(hpc.get(f))\n"),
+    # the baseline gathered in a loop, one at a time, the tuned futures kept first and taken one by one
+    "a-loop-and-futures-kept": (GUARDED + "before, after = [], []\nfor _ in range(p.calls):\n"
+                                "    before.append(hpc.get(oversubscribed.remote()))\n"
+                                "pending = [tuned.remote() for _ in range(p.calls)]\n"
+                                "for f in pending:\n    after.append(hpc.get(f))\n"),
 }
 
 
@@ -565,12 +565,14 @@ def test_threads_honest_cells_pass_on_both_cases(cell):
 
 
 @pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (GUARDED + THREADS_RUN.replace("range(p.calls)", "range(5)"), "tasks",
+     "5 oversubscribed tasks ran, the check needs 4 (p.calls)"),
     (OVERRIDDEN + THREADS_RUN, "override", "a thread limit inside tuned overrides the guard"),
     ("@hpc.remote\ndef tuned():\n    blas_work()\n    return 'done'\n\n" + THREADS_RUN, "counts",
      "the tuned tasks did not return BLAS thread counts"),
     (GUARDED + THREADS_RUN.replace("tuned.remote() for _ in range(p.calls)", "tuned.remote() for _ in range(2)"),
-     "tasks", "2 tuned tasks ran, the check needs 4"),
-], ids=["override-stays", "no-counts", "too-few-tasks"])
+     "tasks", "2 tuned tasks ran, the check needs 4 (p.calls)"),
+], ids=["too-many-tasks", "override-stays", "no-counts", "too-few-tasks"])
 def test_threads_named_mistakes_are_still_named(cell, mistake, says):
     text = not_yet(_threads(cell), mistake, says)
     never_shown(text, *_threads_hidden_values())

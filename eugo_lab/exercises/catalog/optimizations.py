@@ -56,8 +56,8 @@ at least ``MIN_JIT_SPEEDUP`` times faster.
 
 ``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
 in every worker) and ``tuned`` run the same BLAS work, ``p.calls`` tasks each (the checker hands out
-4 in the lesson, 5 or 6 in the hidden case, so a count typed into the cell does not carry over).
-Criteria: both ran, each at least ``p.calls`` times (the checker's copy); the workers' readings
+4 in the lesson, 2 or 3 in the hidden case, so a count typed into the cell does not carry over).
+Criteria: both ran, each exactly ``p.calls`` times (the checker's copy); the workers' readings
 (the threads in effect as each task started, and the count each task returned) show ``tuned`` at
 most the guard's cores / workers, and ``tuned`` sets no thread limit of its own. Task times are
 shown as evidence only: how much oversubscription costs depends on the neighbours' load.
@@ -1064,21 +1064,21 @@ def jit_exercise(a: Attempt) -> Verdict:
 
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
-# The hidden case asks for more tasks than the lesson's 4, so a cell that types range(4) falls short there; 6 of each
-# function's tasks are 1.5x the lesson's run (the same BLAS work each), the most a second run may cost.
-THREAD_HIDDEN_CALLS = (5, 6)
+# The hidden case asks for fewer tasks than the lesson's 4 (half or three quarters of its run: the same BLAS work
+# each), and the count is graded exactly, so a cell that types range(4) runs too many there.
+THREAD_HIDDEN_CALLS = (2, 3)
 
 
 @problems.declare("threads")
 @dataclass(frozen=True, repr=False)
 class ThreadsProblem(problems.Problem):
-    """How many tasks of each function the cell runs: 4 in the lesson, 5 or 6 in the hidden case."""
+    """How many tasks of each function the cell runs: 4 in the lesson, 2 or 3 in the hidden case."""
 
     calls: int
 
     @classmethod
     def make(cls, rng: random.Random, hidden: bool) -> ThreadsProblem:
-        """The lesson's 4 tasks a function (the count its prose and verdict name), or 5 or 6 from ``rng``."""
+        """The lesson's 4 tasks a function (the count its prose and verdict name), or 2 or 3 from ``rng``."""
         return cls(rng.choice(THREAD_HIDDEN_CALLS) if hidden else THREAD_CALLS)
 
 # How much the guard saves depends on the machine's load: oversubscribed BLAS on 2 shared cores ran
@@ -1144,9 +1144,11 @@ def threads(a: Attempt) -> Verdict:
     after = a.require("after")
     before = a.require("before")
     p = problems.given(a)  # the checker's own copy of the inputs the run was handed
-    how = f"both lines that submit {p.calls} or more tasks each (p.calls) and get their thread counts must stay."
-    _need_tasks(a, THREAD_BASE, p.calls, how)
-    _need_tasks(a, THREAD_FN, p.calls, how)
+    for function in (THREAD_BASE, THREAD_FN):
+        got = measure.tasks(a.trace, function)
+        if got != p.calls:  # exactly: the same work on both sides, the count the checker handed out
+            raise NotYet(f"{measure.plural(got, f'{function} task')} ran, the check needs {p.calls} (p.calls): both "
+                         "lines that submit p.calls tasks each and get their thread counts must stay.", mistake="tasks")
     base = _task_thread_counts(a, THREAD_BASE, "before")
     body = _task_thread_counts(a, THREAD_FN, "after")
     started = a.trace.blas_threads(THREAD_FN)
