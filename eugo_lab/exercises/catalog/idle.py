@@ -100,7 +100,8 @@ _WAIT = ("while \"idle_stop\" not in hpc.cluster().extra:  # the timer stops the
          "    time.sleep(0.2)\n"
          "stop = hpc.cluster().extra[\"idle_stop\"]")
 _PRICE = "idle_cost = cost(run.trace, PRICE, idle=stop.idle_s).idle_cost"
-_INIT = ("spell = p.target * 3600 / (2 * PRICE)  # the idle seconds the target buys on 2 workers\n"
+_INIT = ("import math\n\n"
+         "spell = p.target * 3600 / (2 * PRICE)  # the idle seconds the target buys on 2 workers\n"
          "timeout = math.floor(max(spell / 1.25, spell - 1))  # the timer looks every quarter, at most every 1 s\n"
          "hpc.init(backend=\"dask\", workers=2, idle_timeout=timeout, dashboard=False)")
 _SOLUTION = f"{_INIT}\n# ... the job, as in the starter ...\n{_WAIT}\n{_PRICE}"
