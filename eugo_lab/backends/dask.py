@@ -339,6 +339,9 @@ class DaskBackend(base.Backend):
         """Start the embedded cluster or connect; raises ``BackendError`` naming the address."""
         self._reporter = _cluster.Reporter("eugo-dask-report")
         self._connect()
+        # The idle spell starts now, not when the reporter was made: starting the workers can take longer than a
+        # short timeout on a loaded machine, and the timer would then close the cluster before its first task.
+        self._reporter.last_activity = time.monotonic()
         if self.idle_timeout is not None:
             self._idle_thread = threading.Thread(target=self._idle_loop, name="eugo-dask-idle", daemon=True)
             self._idle_thread.start()

@@ -14,17 +14,19 @@ from __future__ import annotations
 import pytest
 from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise, tier_code, tier_words
 
+from eugo_lab.exercises import problems
 from eugo_lab.exercises.catalog import capstone
 from eugo_lab.exercises.catalog.capstone import HINTS, reference
 
-# The lesson's setup cell (courses/05-capstone/01-tune-a-pipeline.ipynb).
+# The lesson's setup cell (courses/05-capstone/01-tune-a-pipeline.ipynb): the inputs from p, bound to names the
+# hidden second run gets the hidden case's under.
 SETUP = """
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 
-rng = np.random.default_rng(42)
-readings = rng.uniform(0.5, 1.5, 2_000_000)
-days = [(d * 100_000, (d + 1) * 100_000) for d in range(11)] + [(1_100_000, 2_000_000)]
+p = exercises.problem("capstone")
+readings = p.readings
+days = p.days
 
 @hpc.remote
 def gain(sensor):
@@ -35,13 +37,14 @@ def gain(sensor):
 def score(readings, gains, start, stop):
     total = 0.0
     for i in range(start, stop):
-        total += readings[i] * gains[i % 2000]
+        total += readings[i] * gains[i % len(gains)]
     return total
 """
-PER_SENSOR = "gains = hpc.get([gain.remote(sensor) for sensor in range(2000)])\n"
-MAPPED = "gains = hpc.get(hpc.map(gain, range(2000)))\n"
+PER_SENSOR = "gains = hpc.get([gain.remote(sensor) for sensor in range(p.sensors)])\n"
+MAPPED = "gains = hpc.get(hpc.map(gain, range(p.sensors)))\n"
 STORED = "stored = hpc.put(readings)\n"
-PIECES = "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, 100_000)]\n"
+PIECES = ("day = min(stop - start for start, stop in days)\n"
+          "pieces = [(a, min(a + day, stop)) for start, stop in days for a in range(start, stop, day)]\n")
 STARTER = PER_SENSOR + ("total = 0.0\nfor start, stop in days:\n"
                         "    total += hpc.get(score.remote(readings, gains, start, stop))\n")
 REFERENCE = MAPPED + STORED + PIECES + ("futures = [score.remote(stored, gains, a, b) for a, b in pieces]\n"
@@ -55,15 +58,16 @@ PASS = {
     "honest-batches-by-hand-and-as-completed": (
         "def gains_of(sensors):\n    return [gain(s) for s in sensors]\n\n"
         "batches = hpc.remote(gains_of)\n"
-        "parts = hpc.get([batches.remote(range(s, s + 200)) for s in range(0, 2000, 200)])\n"
+        "parts = hpc.get([batches.remote(range(s, min(s + 200, p.sensors))) for s in range(0, p.sensors, 200)])\n"
         "gains = [g for part in parts for g in part]\n"
         "ref = hpc.put(readings)\n"
-        "futs = [score.remote(ref, gains, a, min(a + 50_000, e)) for s, e in days for a in range(s, e, 50_000)]\n"
+        "half = (days[0][1] - days[0][0]) // 2\n"
+        "futs = [score.remote(ref, gains, a, min(a + half, e)) for s, e in days for a in range(s, e, half)]\n"
         "total = 0.0\nfor f in hpc.as_completed(futs):\n    total += hpc.get(f)\n",
         "2000 gains in 10 gains_of tasks, 200 sensors per task on average"),
     # every task its own slice of the readings instead of a stored copy; fixed map batches
     "honest-slices-instead-of-put": (
-        "gains = hpc.get(hpc.map(gain, range(2000), batch=100))\n" + PIECES
+        "gains = hpc.get(hpc.map(gain, range(p.sensors), batch=100))\n" + PIECES
         + "futures = [score.remote(readings[a:b], gains, 0, b - a) for a, b in pieces]\n"
           "total = sum(hpc.get(futures))\n",
         "each score task received only its own readings: 16"),
@@ -127,7 +131,7 @@ NOT_YET = {
     # wrong results
     "a-day-missing": (REFERENCE.replace("for start, stop in days ", "for start, stop in days[:-1] "), "results",
                       ["`total` is not the sum of all 2,000,000 readings"]),
-    "gains-out-of-order": (REFERENCE.replace("range(2000)))", "reversed(range(2000))))"), "results",
+    "gains-out-of-order": (REFERENCE.replace("range(p.sensors)))", "reversed(range(p.sensors))))"), "results",
                            ["`gains` is not the gain of each of the 2000 sensors"]),
     # shortcuts
     "shortcut-all-in-the-notebook": ("gains = [gain(s) for s in range(2000)]\n"
@@ -167,6 +171,7 @@ def test_passes(cell, evidence):
     assert v.passed and text.startswith("exercise capstone: passed\n  no wait held up the loop: "), text
     assert evidence in text, text
     assert "both equal the reference computed here" in text, text
+    assert text.splitlines()[-1] == "  " + problems.SECOND_CASE, text  # and on the hidden case
 
 
 @pytest.mark.parametrize(("cell", "mistake", "says"), list(NOT_YET.values()), ids=list(NOT_YET))
@@ -215,7 +220,7 @@ def test_on_one_worker_the_pieces_are_packed_for_two():
 
 def test_every_mistake_has_both_tiers_and_the_words_hold_no_code():
     keys = {"results", "local", "copied", "decoy", "not-taken", "blocking", "tiny", "crumbs", "straggler",
-            "by-value", "captured", "put-per-task"}
+            "by-value", "captured", "put-per-task", problems.CARRY_OVER}
     assert keys | {"default"} == set(HINTS)
     for key in keys:
         assert code_in(tier_words("capstone", key)) == [], key
@@ -227,6 +232,10 @@ def test_the_reference_computation_is_the_lessons():
 
     readings, gains, total = reference()
     assert readings.shape == (2_000_000,) and len(gains) == 2000
+    # the lesson's inputs are the ones its setup cell made before the checker handed them out
+    assert np.array_equal(readings, np.random.default_rng(42).uniform(0.5, 1.5, 2_000_000))
+    assert problems.lesson_case("capstone").days == tuple(
+        [(d * 100_000, (d + 1) * 100_000) for d in range(11)] + [(1_100_000, 2_000_000)])
     assert gains[0] == capstone.gain_of(0) == 0.5 and all(0.5 <= g < 1.5 for g in gains)
     # reading i comes from sensor i % 2000, as in the lesson's score()
     by_sensor = np.asarray(gains)[np.arange(2_000_000) % 2000]

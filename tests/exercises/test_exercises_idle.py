@@ -15,13 +15,15 @@ from eugo_lab.exercises import catalog
 from eugo_lab.exercises.catalog.idle import MIN_PAUSE, PRICE, TARGET, WORKERS, longest_spell, priced
 
 SETUP = """
+import math
 import random
 import time
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
 from eugo_lab.analysis import cost
+
+p = exercises.problem("idle-cluster")
 """
 HEAD = """PRICE = 0.096
-TARGET = 0.0003
 hpc.init(backend="dask", workers=2, {timeout}dashboard=False)
 
 
@@ -43,9 +45,15 @@ STARTER = HEAD.format(timeout="") + """time.sleep(3)
 hpc.shutdown()
 idle_cost = cost(run.trace, PRICE, idle=3).idle_cost
 """
-REFERENCE = HEAD.format(timeout="idle_timeout=4, ") + WAIT + PRICED
-# Honest and different: a string timeout, a wait on the workers' count, the cost priced by hand from the record.
-HONEST = HEAD.format(timeout='idle_timeout="3s", ') + """for _ in range(200):
+# The reference's timeout, worked out from the rules p hands out (4 s in the lesson).
+FROM_P = """spell = p.target * 3600 / (2 * 0.096)
+timeout = math.floor(max(spell / 1.25, spell - 1))
+"""
+REFERENCE = FROM_P + HEAD.format(timeout="idle_timeout=timeout, ") + WAIT + PRICED
+# Honest and different: the timeout halfway between the pause and the longest that fits (3.3 s in the lesson), a
+# wait on the workers' count, the cost priced by hand from the record.
+HONEST = FROM_P + HEAD.format(timeout="idle_timeout=(p.min_pause + max(spell / 1.25, spell - 1)) / 2, ") + """\
+for _ in range(200):
     info = hpc.cluster()
     if info.workers == 0 and "idle_stop" in info.extra:
         break
@@ -79,7 +87,7 @@ def test_the_reference_passes():
 
 
 def test_an_honest_variant_passes():
-    row(HONEST, True, "3 s idle timeout", None)
+    row(HONEST, True, "3.3125 s idle timeout", None)
 
 
 def test_the_starter_has_no_timeout():

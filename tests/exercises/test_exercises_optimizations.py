@@ -369,7 +369,9 @@ THREADS_CELL = '''
 import os
 import numpy as np
 import threadpoolctl
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("threads")
 
 def blas_work():
     a = np.random.default_rng(0).random((200, 200))
@@ -394,8 +396,8 @@ def tuned():
 # The guard's share on this machine for the tests' 2 workers (what the workers must report)
 LIMIT = max(1, len(os.sched_getaffinity(0)) // 2)
 LIMIT_TEXT = f"{LIMIT} BLAS thread" + ("" if LIMIT == 1 else "s")
-THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-               "after = hpc.get([tuned.remote() for _ in range(4)])")
+THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])")
 OVERRIDE = "    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n        return blas_work()"
 THREADS_TABLE = {
     # id: (tuned's body, the lines that submit (None: the starter's), passed, what the verdict says)
@@ -412,12 +414,17 @@ THREADS_TABLE = {
         OVERRIDE, "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
                   "hpc.get([tuned.remote() for _ in range(4)])\nafter = [1, 1, 1, 1]", False,
         "but ran their work with 2, as they report"),
-    "honest-a-helper-and-five-tasks": (
+    "honest-a-helper-and-futures-kept-first": (
         "    return product_threads()",
         "def product_threads():\n    return blas_work()\n\n"
-        "baseline = [oversubscribed.remote() for _ in range(4)]\nguarded = [tuned.remote() for _ in range(5)]\n"
+        "baseline = [oversubscribed.remote() for _ in range(p.calls)]\n"
+        "guarded = [tuned.remote() for _ in range(p.calls)]\n"
         "before, after = hpc.get(baseline), hpc.get(guarded)", True,
-        f"the 5 tuned tasks report {LIMIT_TEXT} each"),
+        f"the 4 tuned tasks report {LIMIT_TEXT} each"),
+    "mistake-a-task-more-than-asked": (
+        "    return blas_work()", THREADS_RUN.replace("tuned.remote() for _ in range(p.calls)",
+                                                  "tuned.remote() for _ in range(5)"),
+        False, "5 tuned tasks ran, the check needs 4 (p.calls)"),
 }
 
 
@@ -434,7 +441,9 @@ def test_threads(case):
 # -- runtime-report -----------------------------------------------------------------------------------------
 REPORT_CELL = '''
 import numpy as np
-from eugo_lab import hpc
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("runtime-report")
 
 @hpc.remote
 def ewma(a):
@@ -455,10 +464,8 @@ def busiest_hour(hours):
         counts[h] = counts.get(h, 0) + 1
     return max(counts, key=counts.get)
 
-rng = np.random.default_rng(3)
-series, hours = rng.random(200_000), rng.integers(0, 24, 200_000)
-averages = hpc.get([ewma.remote(series) for _ in range(4)])
-peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])
+averages = hpc.get([ewma.remote(p.series) for _ in range(4)])
+peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])
 
 def triage(report):
 {body}
@@ -537,7 +544,7 @@ def test_runtime_report_a_hand_typed_answer_fails_on_the_other_reports():
 
 
 def test_runtime_report_the_tasks_must_run():
-    run = "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"
+    run = "peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])"
     cell = REPORT_CELL.replace("{body}", TRIAGE).replace(run, "peaks = []")
     v = _report(cell=cell)
     assert not v.passed and v.mistake == "no-tasks", v.to_text(precise=True)

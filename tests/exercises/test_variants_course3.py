@@ -488,3 +488,209 @@ def test_profile_first_stations_bound_in_an_earlier_cell_pass_on_both_cases():
 def test_profile_first_named_mistakes_are_still_named(means, hot, mistake, says):
     run = STATION_RUN.replace('"sensor_offset"', repr(hot))
     not_yet(_profile_first(STATION_HEAD + means + STATION_TASK + run), mistake, says)
+
+
+# -- threads ------------------------------------------------------------------------------------------------------
+THREADS_HEAD = '''
+import os
+import numpy as np
+import threadpoolctl
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("threads")
+
+def blas_work():
+    a = np.random.default_rng(0).random((200, 200))
+    for _ in range(40):
+        a = a @ a
+        a /= np.abs(a).max()
+    return max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+
+@hpc.remote
+def oversubscribed():
+    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):
+        return blas_work()
+
+'''
+GUARDED = "@hpc.remote\ndef tuned():\n    return blas_work()\n\n"
+OVERRIDDEN = ("@hpc.remote\ndef tuned():\n    with threadpoolctl.threadpool_limits(limits=os.cpu_count()):\n"
+              "        return blas_work()\n\n")
+THREADS_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])\n")
+
+
+def _threads(cell: str):
+    return run_exercise("threads", THREADS_HEAD + cell)
+
+
+def _threads_hidden_values() -> tuple:
+    n = hidden("threads").calls
+    return f"the {n} tuned tasks", f"the check needs {n}"
+
+
+def test_threads_reference_passes_on_both_cases():
+    text = passed_twice(_threads(GUARDED + THREADS_RUN))
+    assert "the 4 tuned tasks report" in text, text
+    never_shown(text, *_threads_hidden_values())
+
+
+def test_threads_the_hidden_case_asks_for_fewer_tasks_than_the_lesson():
+    assert lesson("threads").calls == 4  # the count the lesson's prose names
+    assert hidden("threads").calls in (2, 3)
+
+
+def test_threads_a_typed_count_of_tasks_does_not_carry_over():
+    text = carried_over(_threads(GUARDED + THREADS_RUN.replace("range(p.calls)", "range(4)")))
+    never_shown(text, *_threads_hidden_values())
+
+
+THREADS_HONEST = {
+    # a helper that submits and gathers, the baseline's futures kept in a dict
+    "helper-and-a-dict": ("def run_all(fn, n):\n    return hpc.get([fn.remote() for _ in range(n)])\n\n"
+                          "@hpc.remote\ndef tuned():\n    threads = blas_work()\n    return threads\n\n"
+                          "futs = {i: oversubscribed.remote() for i in range(p.calls)}\n"
+                          "before = [futs[i] for i in range(p.calls)]\nbefore = hpc.get(before)\n"
+                          "after = run_all(tuned, p.calls)\n"),
+    # the baseline gathered in a loop, one at a time, the tuned futures kept first and taken one by one
+    "a-loop-and-futures-kept": (GUARDED + "before, after = [], []\nfor _ in range(p.calls):\n"
+                                "    before.append(hpc.get(oversubscribed.remote()))\n"
+                                "pending = [tuned.remote() for _ in range(p.calls)]\n"
+                                "for f in pending:\n    after.append(hpc.get(f))\n"),
+}
+
+
+@pytest.mark.parametrize("cell", list(THREADS_HONEST.values()), ids=list(THREADS_HONEST))
+def test_threads_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_threads(cell))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (GUARDED + THREADS_RUN.replace("range(p.calls)", "range(5)"), "tasks",
+     "5 oversubscribed tasks ran, the check needs 4 (p.calls)"),
+    (OVERRIDDEN + THREADS_RUN, "override", "a thread limit inside tuned overrides the guard"),
+    ("@hpc.remote\ndef tuned():\n    blas_work()\n    return 'done'\n\n" + THREADS_RUN, "counts",
+     "the tuned tasks did not return BLAS thread counts"),
+    (GUARDED + THREADS_RUN.replace("tuned.remote() for _ in range(p.calls)", "tuned.remote() for _ in range(2)"),
+     "tasks", "2 tuned tasks ran, the check needs 4 (p.calls)"),
+], ids=["too-many-tasks", "override-stays", "no-counts", "too-few-tasks"])
+def test_threads_named_mistakes_are_still_named(cell, mistake, says):
+    text = not_yet(_threads(cell), mistake, says)
+    never_shown(text, *_threads_hidden_values())
+
+
+# -- runtime-report -----------------------------------------------------------------------------------------------
+REPORT_HEAD = '''
+import numpy as np
+from eugo_lab import exercises, hpc
+
+p = exercises.problem("runtime-report")
+
+@hpc.remote
+def ewma(a):
+    out = np.empty_like(a)
+    acc = a[0]
+    for i in range(a.shape[0]):
+        acc = 0.95 * acc + 0.05 * a[i]
+        out[i] = acc
+    return out
+
+@hpc.remote
+def busiest_hour(hours):
+    counts = {}
+    for i in range(hours.shape[0]):
+        h = int(hours[i])
+        counts[h] = counts.get(h, 0) + 1
+    return max(counts, key=counts.get)
+
+'''
+REPORT_RUN = ("averages = hpc.get([ewma.remote(p.series) for _ in range(4)])\n"
+              "peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])\n")
+TRIAGE_FN = ("def triage(report):\n    done = [item.target for item in report.applied]\n"
+             "    needs_you = {item.target: item.advice for item in report.declined}\n    return done, needs_you\n")
+REPORT_LINE = "-w 2 --no-live --optimize"
+
+
+def _runtime_report(cell: str, setup: str = ""):
+    return run_exercise("runtime-report", REPORT_HEAD + cell, setup=setup, line=REPORT_LINE)
+
+
+def _report_hidden_values() -> tuple:
+    from eugo_lab.exercises.catalog.optimizations import busiest_hour_of
+
+    h = hidden("runtime-report")
+    n = len(h.series)
+    return f"{n:,}", f"the busiest hour of the {n}", f"hour {busiest_hour_of(h.hours)}"
+
+
+def test_runtime_report_reference_passes_on_both_cases():
+    text = passed_twice(_runtime_report(REPORT_RUN + TRIAGE_FN))
+    assert "triage sorts this run's report" in text, text
+    never_shown(text, *_report_hidden_values())
+
+
+def test_runtime_report_the_hidden_case_has_fewer_values_and_another_busiest_hour():
+    from eugo_lab.exercises.catalog.optimizations import busiest_hour_of
+
+    p, h = lesson("runtime-report"), hidden("runtime-report")
+    rng = np.random.default_rng(3)  # the lesson's cell made its inputs so: its prose and numbers stay true
+    assert np.array_equal(p.series, rng.random(200_000)) and np.array_equal(p.hours, rng.integers(0, 24, 200_000))
+    assert 120_000 <= len(h.series) == len(h.hours) <= 150_000
+    assert busiest_hour_of(h.hours) != busiest_hour_of(p.hours)
+
+
+def test_runtime_report_the_lesson_s_own_arrays_do_not_carry_over():
+    own = ("rng = np.random.default_rng(3)\nseries, hours = rng.random(200_000), rng.integers(0, 24, 200_000)\n"
+           + REPORT_RUN.replace("p.series", "series").replace("p.hours", "hours"))
+    never_shown(carried_over(_runtime_report(own + TRIAGE_FN)), *_report_hidden_values())
+
+
+def test_runtime_report_a_typed_peak_does_not_carry_over():
+    from eugo_lab.exercises.catalog.optimizations import busiest_hour_of
+
+    peak = busiest_hour_of(lesson("runtime-report").hours)
+    typed = REPORT_RUN.replace("busiest_hour.remote(p.hours)", f"busiest_hour.remote(np.full(1000, {peak}))")
+    never_shown(carried_over(_runtime_report(typed + TRIAGE_FN)), *_report_hidden_values())
+
+
+REPORT_HONEST = {
+    # the inputs unpacked first, the futures kept in a dict, triage over report.items
+    "unpacked-a-dict-and-items": (
+        "series, hours = p.series, p.hours\nfuts = {i: ewma.remote(series) for i in range(3)}\n"
+        "averages = hpc.get(list(futs.values()))\npeaks = [hpc.get(busiest_hour.remote(hours))]\n\n"
+        "def triage(report):\n    done = [o.target for o in report.items if o.applied]\n"
+        "    return done, {o.target: o.advice for o in report.items if not o.applied}\n"),
+    # a helper that submits, triage through report.to_dict()
+    "helper-and-to-dict": (
+        "def run(fn, data, n):\n    return hpc.get([fn.remote(data) for _ in range(n)])\n\n"
+        "averages = run(ewma, p.series, 2)\npeaks = run(busiest_hour, p.hours, 2)\n\n"
+        "def triage(report):\n    done, needs_you = [], {}\n    for item in report.to_dict()['items']:\n"
+        "        if item['applied']:\n            done.append(item['target'])\n"
+        "        else:\n            needs_you[item['target']] = item['advice']\n    return done, needs_you\n"),
+}
+
+
+@pytest.mark.parametrize("cell", list(REPORT_HONEST.values()), ids=list(REPORT_HONEST))
+def test_runtime_report_honest_cells_pass_on_both_cases(cell):
+    passed_twice(_runtime_report(cell))
+
+
+def test_runtime_report_inputs_bound_in_an_earlier_cell_pass_on_both_cases():
+    # `series = p.series` in an earlier cell: the very array handed out, so the hidden run gets its own.
+    setup = REPORT_HEAD + "series, hours = p.series, p.hours\n"
+    run = REPORT_RUN.replace("p.series", "series").replace("p.hours", "hours")
+    passed_twice(run_exercise("runtime-report", run + TRIAGE_FN, setup=setup, line=REPORT_LINE))
+
+
+@pytest.mark.parametrize(("cell", "mistake", "says"), [
+    (REPORT_RUN + "def triage(report):\n    return [], {}\n", "wrong-here",
+     "on this run's report triage gives done []"),
+    (REPORT_RUN + "def triage(report):\n    return ['ewma'], {'busiest_hour': 'x'}\n", "wrong-here",
+     "the report lists"),
+    (REPORT_RUN.replace("p.hours", "p.hours[:1000]") + TRIAGE_FN, "results",
+     "the busiest_hour tasks returned something else than the busiest hour of the 200,000 events of p.hours"),
+    (REPORT_RUN + "averages = [np.zeros(3)]\n" + TRIAGE_FN, "results",
+     "`averages` was not computed from the tasks' results"),
+], ids=["starter", "typed-names", "other-hours", "averages-not-from-tasks"])
+def test_runtime_report_named_mistakes_are_still_named(cell, mistake, says):
+    text = not_yet(_runtime_report(cell), mistake, says)
+    never_shown(text, *_report_hidden_values())

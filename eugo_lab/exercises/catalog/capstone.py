@@ -1,15 +1,20 @@
 """Exercise ``capstone`` (Course 5, lesson 1): one pipeline, four mistakes, fixed one by one.
 
-The lesson's setup cell (not graded) makes ``readings`` (2,000,000 float64 readings, 16 MB; reading
-``i`` comes from sensor ``i % 2000``), ``days`` (eleven ranges of 100,000 readings and a backlog day of
-900,000) and the two remote steps, ``gain(sensor)`` (a sensor's calibration gain, about 0.1 ms of
-Python) and ``score(readings, gains, start, stop)`` (the readings of a range times their sensors'
-gains, added up).
+The pipeline's inputs come from the checker (:mod:`eugo_lab.exercises.problems`): the lesson's setup
+cell (not graded) takes ``p = exercises.problem("capstone")`` and binds ``readings = p.readings``
+(2,000,000 float64 readings, 16 MB, seed 42; reading ``i`` comes from sensor ``i % p.sensors``, 2000
+sensors) and ``days = p.days`` (eleven ranges of 100,000 readings and a backlog day of 900,000), and
+defines the two remote steps, ``gain(sensor)`` (a sensor's calibration gain, about 0.1 ms of Python) and
+``score(readings, gains, start, stop)`` (the readings of a range times their sensors' gains, added up).
+A passing cell is run again on a hidden case: 1000, 1250, 1500 or 1600 sensors, 8 to 11 ordinary
+days of 25,000-32,000 readings (whole rounds of the sensors, as in the lesson) and a backlog of 6 to 9
+days' worth, 350,000-640,000 readings in all, so sensors counted for the lesson, or pieces of the
+lesson's 100,000 readings (over 3x an ordinary day there: a straggler), do not carry over.
 
 Starter cell (graded ``not yet``: 4 of 4 mistakes remain)::
 
     %%eugo --exercise capstone
-    gains = hpc.get([gain.remote(sensor) for sensor in range(2000)])
+    gains = hpc.get([gain.remote(sensor) for sensor in range(p.sensors)])
 
     total = 0.0
     for start, stop in days:
@@ -18,15 +23,16 @@ Starter cell (graded ``not yet``: 4 of 4 mistakes remain)::
 Reference solution::
 
     %%eugo --exercise capstone --solution
-    gains = hpc.get(hpc.map(gain, range(2000)))
+    gains = hpc.get(hpc.map(gain, range(p.sensors)))
     stored = hpc.put(readings)
-    pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, 100_000)]
+    day = min(stop - start for start, stop in days)  # an ordinary day's readings
+    pieces = [(a, min(a + day, stop)) for start, stop in days for a in range(start, stop, day)]
     futures = [score.remote(stored, gains, a, b) for a, b in pieces]
     total = sum(hpc.get(futures))
 
 Gates, in the order checked (each a ``not yet`` of its own): ``gains`` equals ``gain(s)`` for
-the 2000 sensors and ``total`` the sum of every reading times its sensor's gain, both computed
-here from the seed; ``gains`` is what tasks of one function returned
+the ``p.sensors`` sensors and ``total`` the sum of every reading times its sensor's gain, both computed
+here from the checker's own copy of ``p``; ``gains`` is what tasks of one function returned
 (:func:`~eugo_lab.exercises.derivation.returned_by`) and that function is ``gain`` or calls it;
 ``total`` is the sum of the scalar results of one other function's tasks
 (:func:`~eugo_lab.exercises.derivation.combined`), and those tasks received the readings (a
@@ -57,6 +63,7 @@ time, so a verdict names them when this run's analysis raised them, and never de
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -66,16 +73,24 @@ import numpy as np
 
 from eugo_lab.analysis.findings import STRAGGLER_RATIO, Code
 from eugo_lab.analysis.report import fmt_x
-from eugo_lab.exercises import derivation, measure, steps
+from eugo_lab.exercises import derivation, measure, problems, steps
 from eugo_lab.exercises.base import DEFAULT, Attempt, Hint, NotYet, Verdict, exercise
 from eugo_lab.units import fmt_bytes
 from eugo_lab.units import fmt_source as display_source
 
 LESSON = "05-capstone/01-tune-a-pipeline.ipynb"
 SEED = 42
-N_READINGS = 2_000_000
 N_SENSORS = 2000
 DAY = 100_000  # an ordinary day's readings; the last day holds nine of them
+ORDINARY_DAYS, BACKLOG_DAYS = 11, 9
+# The hidden case: fewer sensors and readings (a fraction of the lesson's work), and ordinary days under a third of
+# the lesson's 100,000 readings, so pieces of 100,000 typed for the lesson leave one over STRAGGLER_RATIO times the
+# median there, while pieces of the hidden case's own ordinary day stay equal. As in the lesson (100,000 = 50 x
+# 2000), a day holds whole rounds of the sensors, so a day's readings start at sensor 0 (a slice of a day indexed
+# from 0 meets the sensors it came from).
+HIDDEN_SENSORS = (1000, 1250, 1500, 1600)
+HIDDEN_DAY = range(25_000, 32_001)
+HIDDEN_ORDINARY, HIDDEN_BACKLOG = range(8, 12), range(6, 10)
 GAIN, SCORE = "gain", "score"
 # The Blocking finding's own minimum (three tasks in a row, each submitted after the previous
 # one's get() returned): one or two waits among the submissions are a set-up step, not a loop.
@@ -107,26 +122,63 @@ def gain_of(sensor: int) -> float:
     return 0.5 + code % 1000 / 1000
 
 
-@lru_cache(maxsize=1)
-def reference() -> tuple[np.ndarray, tuple[float, ...], float]:
-    """``(readings, gains, total)`` made here the way the lesson makes them (cached: a grader runs often)."""
-    readings = np.random.default_rng(SEED).uniform(0.5, 1.5, N_READINGS)
-    readings.setflags(write=False)
-    gains = tuple(gain_of(s) for s in range(N_SENSORS))
-    total = float(np.dot(readings, np.tile(np.asarray(gains), N_READINGS // N_SENSORS)))
-    return readings, gains, total
+@problems.declare("capstone")
+@dataclass(frozen=True, repr=False, eq=False)  # an array field: compared by identity, never element by element
+class CapstoneProblem(problems.Problem):
+    """The pipeline's inputs: the readings (read-only), how many sensors took them, and the days' ranges."""
+
+    readings: np.ndarray
+    sensors: int
+    days: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> CapstoneProblem:
+        """The lesson's 2,000,000 readings (seed 42), 2000 sensors and twelve days, or a smaller case from ``rng``.
+
+        Either way: ordinary days of one size, then a backlog day holding several days' worth, last.
+        """
+        if hidden:
+            sensors = rng.choice(HIDDEN_SENSORS)
+            day = sensors * rng.choice([m for m in range(1, 100) if sensors * m in HIDDEN_DAY])
+            ordinary, backlog, seed = rng.choice(HIDDEN_ORDINARY), rng.choice(HIDDEN_BACKLOG), rng.randrange(2**32)
+        else:
+            sensors, day, ordinary, backlog, seed = N_SENSORS, DAY, ORDINARY_DAYS, BACKLOG_DAYS, SEED
+        days = tuple((d * day, (d + 1) * day) for d in range(ordinary)) + ((ordinary * day,
+                                                                           (ordinary + backlog) * day),)
+        readings = np.random.default_rng(seed).uniform(0.5, 1.5, (ordinary + backlog) * day)
+        return cls(problems.frozen_array(readings), sensors, days)
 
 
-_SOLUTION = ("gains = hpc.get(hpc.map(gain, range(2000)))\n"
-             "stored = hpc.put(readings)\n"
-             "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, 100_000)]\n"
+@lru_cache(maxsize=4)
+def _gains(sensors: int) -> tuple[float, ...]:
+    """The gain of each of ``sensors`` sensors, in sensor order (cached: a grader runs often)."""
+    return tuple(gain_of(s) for s in range(sensors))
+
+
+def reference(p: CapstoneProblem | None = None) -> tuple[np.ndarray, tuple[float, ...], float]:
+    """``(readings, gains, total)`` of ``p`` (the lesson's case by default), computed here from its inputs."""
+    p = p if p is not None else problems.lesson_case("capstone")
+    gains = _gains(p.sensors)
+    by_reading = np.asarray(gains)[np.arange(p.readings.size) % p.sensors]  # reading i comes from sensor i % sensors
+    return p.readings, gains, float(np.dot(p.readings, by_reading))
+
+
+def ordinary_day(p: CapstoneProblem) -> int:
+    """The readings of an ordinary day of ``p``: its shortest day."""
+    return min(stop - start for start, stop in p.days)
+
+
+_DAY = "day = min(stop - start for start, stop in days)  # an ordinary day's readings\n"
+_PIECES = _DAY + "pieces = [(a, min(a + day, stop)) for start, stop in days for a in range(start, stop, day)]"
+_SOLUTION = ("gains = hpc.get(hpc.map(gain, range(p.sensors)))\n"
+             "stored = hpc.put(readings)\n" + _PIECES + "\n"
              "futures = [score.remote(stored, gains, a, b) for a, b in pieces]\n"
              "total = sum(hpc.get(futures))")
 HINTS = {
     DEFAULT: Hint("Fix one mistake at a time, in the order the verdict lists them, and run the cell after each: "
                   "wait once after submitting, batch the gains, cut the big day, store the readings once.",
                   _SOLUTION),
-    "results": Hint("Keep the two results the pipeline makes: `gains`, the gain of each of the 2000 sensors in "
+    "results": Hint("Keep the two results the pipeline makes: `gains`, the gain of each of the p.sensors sensors in "
                     "sensor order, and `total`, every reading times its sensor's gain, each reading counted once "
                     "(pieces that start where the previous one stopped).", _SOLUTION),
     "local": Hint("Run both steps as tasks: the gains with map (or batches of sensors you submit yourself), the "
@@ -143,17 +195,14 @@ HINTS = {
                      "once after it (or take them as they finish with as_completed).",
                      "futures = [score.remote(stored, gains, a, b) for a, b in pieces]\n"
                      "total = sum(hpc.get(futures))"),
-    "tiny": Hint("Stop sending one task per sensor: give map the gain function and all 2000 sensors and let it "
-                 "group them into batches, or submit a few tasks that each compute the gains of many sensors.",
-                 "gains = hpc.get(hpc.map(gain, range(2000)))"),
-    "crumbs": Hint("Cut the days less finely: pieces of about an ordinary day (100,000 readings) give twenty "
-                   "tasks, each worth its trip.",
-                   "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, "
-                   "100_000)]"),
+    "tiny": Hint("Stop sending one task per sensor: give map the gain function and all p.sensors sensors and let "
+                 "it group them into batches, or submit a few tasks that each compute the gains of many sensors.",
+                 "gains = hpc.get(hpc.map(gain, range(p.sensors)))"),
+    "crumbs": Hint("Cut the days less finely: pieces of about an ordinary day (the shortest of `days`) give one task "
+                   "per ordinary day's worth of readings, each worth its trip.", _PIECES),
     "straggler": Hint("Cut every day, the big one included, into pieces of about an ordinary day's readings, so "
                       "no single task holds up the end of the run.",
-                      "pieces = [(a, min(a + 100_000, stop)) for start, stop in days for a in range(start, stop, "
-                      "100_000)]\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
+                      _PIECES + "\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
     "by-value": Hint("Store the readings once with put before the loop and pass the reference put returns in "
                      "their place: every task then reads the one stored copy instead of receiving its own 16 MB.",
                      "stored = hpc.put(readings)\nfutures = [score.remote(stored, gains, a, b) for a, b in pieces]"),
@@ -163,6 +212,10 @@ HINTS = {
     "put-per-task": Hint("Call put once, before the loop, and pass the same reference to every task.",
                          "stored = hpc.put(readings)\nfutures = [score.remote(stored, gains, a, b) for a, b in "
                          "pieces]"),
+    problems.CARRY_OVER: Hint("Take the sizes from the inputs the checker hands out: the sensors from p.sensors, and "
+                              "the pieces from `days` (an ordinary day is its shortest), instead of the lesson's "
+                              "2000 sensors or 100,000 readings written into the cell.",
+                              "p = exercises.problem(\"capstone\")\n" + _SOLUTION),
 }
 
 
@@ -189,20 +242,21 @@ def capstone(a: Attempt) -> Verdict:
     """Grade the pipeline: right results from this cell's tasks, then each of the four mistakes gone or named."""
     gains = a.require("gains")
     total = a.require("total")
-    readings, want_gains, want_total = reference()
+    p = problems.given(a)  # the checker's own copy of the inputs the run was handed
+    readings, want_gains, want_total = reference(p)
     if not measure.same_within_tolerance(_as_list(gains), list(want_gains)):
-        return a.not_yet(f"`gains` is not the gain of each of the {N_SENSORS} sensors, sensor 0 to "
-                         f"{N_SENSORS - 1} in that order.", mistake="results")
+        return a.not_yet(f"`gains` is not the gain of each of the {p.sensors} sensors (p.sensors), sensor 0 to "
+                         f"{p.sensors - 1} in that order.", mistake="results")
     if not isinstance(total, (int, float, np.number)) or not math.isclose(float(total), want_total, rel_tol=1e-9):
-        return a.not_yet(f"`total` is not the sum of all {N_READINGS:,} readings, each times its sensor's gain: "
+        return a.not_yet(f"`total` is not the sum of all {readings.size:,} readings, each times its sensor's gain: "
                          "every reading must be counted once, in one piece or another.", mistake="results")
     stage1 = _gains_source(a, gains)
-    stage2 = _total_source(a, total, stage1.function)
+    stage2 = _total_source(a, total, stage1.function, readings.nbytes)
     n2 = measure.tasks(a.trace, stage2)
     steps.taken(a, stage2, "total", n2, got=_taken_after(a.trace, stage2))
     judged = {"blocking": _blocking(a, (stage1.function, stage2)),
-              "tiny": _tiny(a, stage1.function, len(_as_list(gains)), stage2, n2),
-              "straggler": _straggler(a, stage2, want_total),
+              "tiny": _tiny(a, stage1.function, len(_as_list(gains)), stage2, n2, p),
+              "straggler": _straggler(a, stage2, want_total, readings.size),
               "data": _data(a, stage2, n2, readings.nbytes)}
     remaining = [j for j in judged.values() if isinstance(j, Remains)]
     if remaining:
@@ -247,8 +301,11 @@ def _gains_source(a: Attempt, gains: Any) -> derivation.Sources:
     return found
 
 
-def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
-    """The function whose tasks' results add up to ``total`` (``score`` first); :class:`NotYet` when none does."""
+def _total_source(a: Attempt, total: Any, gains_function: str, readings: int) -> str:
+    """The function whose tasks' results add up to ``total`` (``score`` first); :class:`NotYet` when none does.
+
+    ``readings``: the bytes of the readings (what "received the readings" is measured against).
+    """
     names = [f for f in a.trace.task_counts() if f != gains_function and a.trace.task_counts()[f]]
     names.sort(key=lambda f: (f != SCORE, f))
     for fn in names:
@@ -263,7 +320,6 @@ def _total_source(a: Attempt, total: Any, gains_function: str) -> str:
                          + (f"; {here}" if here else ": `total` did not come from scoring tasks")
                          + ", so the mistakes of the scoring step are hidden, not fixed.", mistake="local")
         _not_from_tasks(a, "total", total, why)
-    readings = reference()[0].nbytes
     stored = _big_puts(a.trace, readings)
     resolved = measure.tasks_resolving(a.trace, fn, set(stored)) if stored else 0
     shipped = measure.bytes_in(a.trace, fn)
@@ -375,7 +431,8 @@ def _how_taken(trace: Any) -> str:
     return f"with {measure.plural(gets, 'get() call')} in all"
 
 
-def _tiny(a: Attempt, gains_function: str, n_gains: int, score_function: str, n_scores: int) -> Judged:
+def _tiny(a: Attempt, gains_function: str, n_gains: int, score_function: str, n_scores: int,
+          p: CapstoneProblem) -> Judged:
     """Sensors per gains task (tasks and map batches), and whether the days were cut into crumbs."""
     units = len(measure.dispatch_units(a.trace, gains_function))
     per_task = n_gains / max(units, 1)
@@ -390,17 +447,17 @@ def _tiny(a: Attempt, gains_function: str, n_gains: int, score_function: str, n_
                                f"a whole task's scheduling and round trip{finding}.")
     if n_scores > MAX_SCORE_TASKS:
         return Remains("crumbs", f"the tiny tasks: {n_scores} {score_function} tasks, over {MAX_SCORE_TASKS}: "
-                                 f"pieces of {_about(N_READINGS / n_scores):,} readings on average, where an "
-                                 f"ordinary day holds {DAY:,}, so every piece pays a whole task's scheduling and "
-                                 "round trip for a sliver of work.")
+                                 f"pieces of {_about(p.readings.size / n_scores):,} readings on average, where "
+                                 f"an ordinary day holds {ordinary_day(p):,}, so every piece pays a whole task's "
+                                 "scheduling and round trip for a sliver of work.")
     return Fixed(f"{n_gains} gains in {measure.plural(units, gains_function + ' task')}, {per_task:.0f} sensors per "
                  f"task on average (at least {MIN_ITEMS_PER_TASK}), and {n_scores} {score_function} tasks (at most "
                  f"{MAX_SCORE_TASKS})")
 
 
-def _straggler(a: Attempt, function: str, want_total: float) -> Judged:
+def _straggler(a: Attempt, function: str, want_total: float, n_readings: int) -> Judged:
     """The readings each scoring task covered (from its result), the largest against the median, and how they pack."""
-    per_reading = want_total / N_READINGS
+    per_reading = want_total / n_readings
     values = derivation.scalar_values(a.trace, function) or []
     sizes = [float(v) / per_reading for v in values]
     med, largest = float(np.median(sizes)), max(sizes)

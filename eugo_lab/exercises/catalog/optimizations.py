@@ -55,16 +55,21 @@ changes nothing beside counts made some other way); the workers' verdict for
 at least ``MIN_JIT_SPEEDUP`` times faster.
 
 ``threads`` (lesson 4): ``oversubscribed`` (the baseline: ``threadpool_limits(os.cpu_count())``
-in every worker) and ``tuned`` run the same BLAS work. Criteria: both ran; the workers' readings
+in every worker) and ``tuned`` run the same BLAS work, ``p.calls`` tasks each (the checker hands out
+4 in the lesson, 2 or 3 in the hidden case, so a count typed into the cell does not carry over).
+Criteria: both ran, each exactly ``p.calls`` times (the checker's copy); the workers' readings
 (the threads in effect as each task started, and the count each task returned) show ``tuned`` at
 most the guard's cores / workers, and ``tuned`` sets no thread limit of its own. Task times are
 shown as evidence only: how much oversubscription costs depends on the neighbours' load.
 
-``runtime-report`` (lesson 5): the cell runs ``ewma`` (compiled) and ``busiest_hour`` (a dict in
-the loop: declined) with ``--optimize`` and defines ``triage(report)``, which returns the applied
-items' targets and a dict of each declined item's target to its advice. Criteria: ``--optimize``
-was on; the report of this cell has both functions' lines; ``triage`` sorts that report and three
-reports unlike it (built from the same kinds of items), so an answer typed from reading this
+``runtime-report`` (lesson 5): the cell runs ``ewma`` (compiled) on ``p.series`` and ``busiest_hour`` (a
+dict in the loop: declined) on ``p.hours`` with ``--optimize`` and defines ``triage(report)``, which returns
+the applied items' targets and a dict of each declined item's target to its advice. The checker hands out
+the inputs: 200,000 values and hours in the lesson (seed 3, as the cell made them before), 120,000-150,000
+others in the hidden case, whose busiest hour is another. Criteria: ``--optimize`` was on; the report of
+this cell has both functions' lines; ``averages`` and ``peaks`` are what those tasks returned, each the
+EWMA of the checker's copy of ``p.series`` and the busiest hour of ``p.hours``; ``triage`` sorts that report
+and three reports unlike it (built from the same kinds of items), so an answer typed from reading this
 run's report fails.
 """
 
@@ -1059,6 +1064,23 @@ def jit_exercise(a: Attempt) -> Verdict:
 
 THREAD_BASE, THREAD_FN = "oversubscribed", "tuned"
 THREAD_CALLS = 4
+# The hidden case asks for fewer tasks than the lesson's 4 (half or three quarters of its run: the same BLAS work
+# each), and the count is graded exactly, so a cell that types range(4) runs too many there.
+THREAD_HIDDEN_CALLS = (2, 3)
+
+
+@problems.declare("threads")
+@dataclass(frozen=True, repr=False)
+class ThreadsProblem(problems.Problem):
+    """How many tasks of each function the cell runs: 4 in the lesson, 2 or 3 in the hidden case."""
+
+    calls: int
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> ThreadsProblem:
+        """The lesson's 4 tasks a function (the count its prose and verdict name), or 2 or 3 from ``rng``."""
+        return cls(rng.choice(THREAD_HIDDEN_CALLS) if hidden else THREAD_CALLS)
+
 # How much the guard saves depends on the machine's load: oversubscribed BLAS on 2 shared cores ran
 # 5-10x slower than one thread per worker while other programs used the cores, 1.0x in a quiet CI run,
 # and sometimes faster (each worker's two threads use a core the other worker left idle). A verdict on
@@ -1068,23 +1090,24 @@ THREAD_CALLS = 4
 
 _TUNED = ("@hpc.remote\ndef tuned():\n    \"\"\"No override: the worker keeps the guard's cores / workers "
           "threads.\"\"\"\n    return blas_work()")
+_THREAD_RUN = ("before = hpc.get([oversubscribed.remote() for _ in range(p.calls)])\n"
+               "after = hpc.get([tuned.remote() for _ in range(p.calls)])")
 THREAD_HINTS = {
     DEFAULT: Hint("Take the thread limit out of tuned: with no override inside the task, each worker keeps the "
                   "thread guard's share of the cores.", _TUNED),
-    "tasks": Hint("Keep both lines of the starter that submit 4 tasks each (oversubscribed's and tuned's) and "
-                  "get their thread counts into `before` and `after`.",
-                  "before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-                  "after = hpc.get([tuned.remote() for _ in range(4)])"),
+    "tasks": Hint("Keep both lines of the starter that submit p.calls tasks each (oversubscribed's and tuned's) "
+                  "and get their thread counts into `before` and `after`.", _THREAD_RUN),
     "counts": Hint("`before` and `after` must be the lists of thread counts the tasks returned: blas_work returns "
-                   "how many BLAS threads the worker used.", "before = hpc.get([oversubscribed.remote() for _ in "
-                   "range(4)])\nafter = hpc.get([tuned.remote() for _ in range(4)])"),
+                   "how many BLAS threads the worker used.", _THREAD_RUN),
     "override": Hint("Remove the threadpool limit inside tuned: it overrides the guard. Leave the one in "
                      "oversubscribed, the baseline.", _TUNED),
     "guard-off": Hint("Let the guard choose the workers' threads: start the runtime without a threads-per-worker "
                       "option and without OMP_NUM_THREADS set in the notebook, then run the cell again.",
                       "import os\nos.environ.pop(\"OMP_NUM_THREADS\", None)\nhpc.shutdown()\nhpc.init()"),
-    "not-from-tasks": _from_tasks_hint("before = hpc.get([oversubscribed.remote() for _ in range(4)])\n"
-                                       "after = hpc.get([tuned.remote() for _ in range(4)])"),
+    "not-from-tasks": _from_tasks_hint(_THREAD_RUN),
+    problems.CARRY_OVER: Hint("Submit p.calls tasks of each function, the count the checker hands out, instead of "
+                              "a number of tasks written into the cell.",
+                              "p = exercises.problem(\"threads\")\n" + _THREAD_RUN),
 }
 
 
@@ -1120,9 +1143,12 @@ def threads(a: Attempt) -> Verdict:
     """
     after = a.require("after")
     before = a.require("before")
-    how = f"both lines that submit {THREAD_CALLS} or more tasks each and get their thread counts must stay."
-    _need_tasks(a, THREAD_BASE, THREAD_CALLS, how)
-    _need_tasks(a, THREAD_FN, THREAD_CALLS, how)
+    p = problems.given(a)  # the checker's own copy of the inputs the run was handed
+    for function in (THREAD_BASE, THREAD_FN):
+        got = measure.tasks(a.trace, function)
+        if got != p.calls:  # exactly: the same work on both sides, the count the checker handed out
+            raise NotYet(f"{measure.plural(got, f'{function} task')} ran, the check needs {p.calls} (p.calls): both "
+                         "lines that submit p.calls tasks each and get their thread counts must stay.", mistake="tasks")
     base = _task_thread_counts(a, THREAD_BASE, "before")
     body = _task_thread_counts(a, THREAD_FN, "after")
     started = a.trace.blas_threads(THREAD_FN)
@@ -1171,6 +1197,55 @@ def threads(a: Attempt) -> Verdict:
 
 REPORT_LOOP, REPORT_OBJECTS = "ewma", "busiest_hour"
 REPORT_FN = "triage"
+REPORT_N, REPORT_SEED = 200_000, 3
+# The hidden case: fewer values (the compiled ewma's trial and the dict loop cost less), still far more than a
+# loop the optimizer finds too short to compile.
+REPORT_HIDDEN_N = range(120_000, 150_001)
+EWMA_KEEP, EWMA_NEW = 0.95, 0.05  # the starter's weights: the average so far, the new value (as it writes them)
+
+
+@problems.declare("runtime-report")
+@dataclass(frozen=True, repr=False, eq=False)  # array fields: compared by identity, never element by element
+class RuntimeReportProblem(problems.Problem):
+    """The series ``ewma`` averages and the events' hours ``busiest_hour`` counts (both read-only)."""
+
+    series: np.ndarray
+    hours: np.ndarray
+
+    @classmethod
+    def make(cls, rng: random.Random, hidden: bool) -> RuntimeReportProblem:
+        """The lesson's 200,000 values and hours (seed 3, as its cell made them), or fewer others from ``rng``.
+
+        The hidden case's busiest hour is never the lesson's: every 23rd event is moved to another hour, so
+        that hour leads the count by far, and a peak typed from the lesson's run does not carry over.
+        """
+        if not hidden:
+            g = np.random.default_rng(REPORT_SEED)
+            series, hours = g.random(REPORT_N), g.integers(0, 24, REPORT_N)
+            return cls(problems.frozen_array(series), problems.frozen_array(hours))
+        n = rng.choice(REPORT_HIDDEN_N)
+        g = np.random.default_rng(rng.randrange(2**32))
+        series, hours = g.random(n), g.integers(0, 24, n)
+        lesson_peak = busiest_hour_of(problems.lesson_case("runtime-report").hours)
+        hours[::23] = rng.choice([h for h in range(24) if h != lesson_peak])
+        return cls(problems.frozen_array(series), problems.frozen_array(hours))
+
+
+def ewma_of(series: np.ndarray) -> np.ndarray:
+    """What the starter's ``ewma`` returns for ``series``: each value leans on the average before it."""
+    out, acc = [], float(series[0])
+    for x in series.tolist():
+        acc = EWMA_KEEP * acc + EWMA_NEW * x
+        out.append(acc)
+    return np.asarray(out)
+
+
+def busiest_hour_of(hours: np.ndarray) -> int:
+    """What the starter's ``busiest_hour`` returns: the hour counted most, a tie to the hour seen first."""
+    counts = np.bincount(hours, minlength=24)
+    tied = np.flatnonzero(counts == counts.max())
+    first = {int(h): int(np.argmax(hours == h)) for h in tied}
+    return min(first, key=first.get)
 
 
 def triage_reference(report: opt_report.OptimizationReport) -> tuple[list[str], dict[str, str]]:
@@ -1199,6 +1274,27 @@ def _other_reports(real: opt_report.OptimizationReport) -> list[tuple[str, opt_r
             ("one with nothing in it", opt_report.OptimizationReport(()))]
 
 
+def _report_results(a: Attempt, p: RuntimeReportProblem) -> None:
+    """``not yet`` unless ``averages`` and ``peaks`` are what the tasks returned, on the checker's copy of the inputs.
+
+    The report is made of what the tasks did, so they must have done it on the inputs handed out: each average
+    the EWMA of ``p.series``, each peak the busiest hour of ``p.hours`` (computed here, never read from the cell).
+    """
+    for name, function, want, what in (
+            ("averages", REPORT_LOOP, ewma_of(p.series), f"the EWMA of the {len(p.series):,} values of p.series"),
+            ("peaks", REPORT_OBJECTS, busiest_hour_of(p.hours),
+             f"the busiest hour of the {len(p.hours):,} events of p.hours")):
+        got = a.require(name)
+        d = derivation.listed(got, a.trace, function, name=name) if isinstance(got, (list, tuple)) else None
+        if not d:
+            why = d.why if d is not None else f"`{name}` is {type(got).__name__}, not the list get() returns"
+            raise NotYet(f"{why}: the report is made of what the {function} tasks of this cell did, so `{name}` must "
+                         "be the list their futures gave back.", mistake="results")
+        if not got or not all(measure.same_within_tolerance(v, want) for v in got):
+            raise NotYet(f"the {function} tasks returned something else than {what}: the report the exercise asks "
+                         "you to read is of those tasks run on the checker's inputs.", mistake="results")
+
+
 def _same_triage(got: Any, want: tuple[list[str], dict[str, str]]) -> bool:
     """``got`` is ``(done, needs_you)`` as ``want`` has them: the targets in any order, the advice exactly."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
@@ -1214,13 +1310,16 @@ _TRIAGE = ("def triage(report):\n"
            "    done = [item.target for item in report.applied]\n"
            "    needs_you = {item.target: item.advice for item in report.declined}\n"
            "    return done, needs_you")
+_REPORT_RUN = ("averages = hpc.get([ewma.remote(p.series) for _ in range(4)])\n"
+               "peaks = hpc.get([busiest_hour.remote(p.hours) for _ in range(2)])")
 REPORT_HINTS = {
     DEFAULT: Hint("Read the report's items in triage: the targets of those applied are what the runtime did for "
                   "you; each declined one's target and its advice are what needs you.", _TRIAGE),
     "no-optimize": _option_hint("runtime-report", "--optimize", "tries the optimizations and reports them"),
     "no-tasks": Hint("Keep the starter's lines that run ewma and busiest_hour as tasks: the report of this cell "
-                     "is made of what they did.", "averages = hpc.get([ewma.remote(series) for _ in range(4)])\n"
-                     "peaks = hpc.get([busiest_hour.remote(hours) for _ in range(2)])"),
+                     "is made of what they did.", _REPORT_RUN),
+    "results": Hint("Keep the starter's lines that run ewma on p.series and busiest_hour on p.hours as tasks, and "
+                    "keep what get() returns for them in `averages` and `peaks`.", _REPORT_RUN),
     "not-a-function": Hint("Keep triage a function of one argument, the report, that returns two things: the list "
                            "`done` and the dict `needs_you`.", _TRIAGE),
     "raises": Hint("triage gets an OptimizationReport: its `applied` and `declined` are lists of items, each with "
@@ -1229,6 +1328,9 @@ REPORT_HINTS = {
                        "mapped to its advice (what would help), not its reason.", _TRIAGE),
     "typed": Hint("Make triage read the report it is given: build both answers from its items, instead of "
                   "returning the names you read in this run's report.", _TRIAGE),
+    problems.CARRY_OVER: Hint("Run ewma on p.series and busiest_hour on p.hours, the inputs the checker hands out, "
+                              "instead of arrays of your own or values written into the cell.",
+                              "p = exercises.problem(\"runtime-report\")\n" + _REPORT_RUN),
 }
 
 
@@ -1250,6 +1352,7 @@ def runtime_report(a: Attempt) -> Verdict:
         return a.not_yet(f"the report of this run has no line for {' and '.join(missing or [REPORT_LOOP])}: no "
                          "such task ran in this cell, so there is not the report the exercise asks you to read.",
                          mistake="no-tasks")
+    _report_results(a, problems.given(a))
     if not callable(fn):
         return a.not_yet(f"`{REPORT_FN}` holds {type(fn).__name__}, not a function that takes the report.",
                          mistake="not-a-function")
