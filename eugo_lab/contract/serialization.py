@@ -126,6 +126,28 @@ def _cloud_dumps(obj: Any, **kwargs: Any) -> bytes:
     return buf.getvalue()
 
 
+def wire_bytes(value: Any) -> int:
+    """Bytes ``value`` travels as when an engine pickles it; 0 for a value no pickler takes.
+
+    The pickle plus its out-of-band buffers (an array's data is counted, not copied). Never what the
+    object says of itself (``nbytes``, ``__sizeof__``, Dask's ``sizeof``): a wrapper reporting a small
+    size still carries what it pickles. A plain ndarray's ``nbytes`` is its buffer, so it is read as is.
+    """
+    t = type(value)
+    if t.__name__ == "ndarray" and t.__module__ == "numpy":  # (numpy is not imported here: workers stay lean)
+        return int(value.nbytes)
+    buffers: list[int] = []
+
+    def keep(buffer: pickle.PickleBuffer) -> bool:
+        buffers.append(buffer.raw().nbytes)
+        return False  # out of band: counted, not copied into the pickle
+
+    try:
+        return len(_cloud_dumps(value, buffer_callback=keep)) + sum(buffers)
+    except Exception:  # noqa: BLE001 - what no pickler takes travels as nothing we can count
+        return 0
+
+
 class _TokenUnpickler(pickle.Unpickler):
     def __init__(self, file: io.BytesIO, load_token: Callable[[Any], Any], buffers: Any = None):
         super().__init__(file, buffers=buffers)

@@ -9,7 +9,8 @@ blocking call of a synchronous client goes through (``Client.sync``: ``gather``,
 ``Future.result``, ``wait``) and ``as_completed``'s iteration. Each wrapper calls the original
 and only takes notes; :meth:`DriverCalls.uninstall` puts the originals back.
 
-Sizes are Dask's own (``dask.sizeof``), the measure Dask's scheduler and dashboard use.
+Argument and scatter sizes are the bytes they travel as (``contract.serialization.wire_bytes``), never what an
+object reports of itself; results are sized with Dask's own ``dask.sizeof`` (only to keep the small ones).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dask.sizeof import sizeof
 
 from eugo_lab.contract import given
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES
+from eugo_lab.contract.serialization import wire_bytes
 from eugo_lab.tracing.returned import MAX_FUTURES_NOTED, DriverValues, loaded_names, stored_name, user_frame
 
 #: Results of at most this many bytes (``dask.sizeof``) are kept by the driver for the trace's result digests:
@@ -112,7 +114,7 @@ class DriverCalls:
         for v in values:
             if isinstance(v, distributed.Future):
                 continue  # a dependency: Dask moves it between workers, it is not sent by the driver
-            size = int(sizeof(v))
+            size = wire_bytes(v)
             total += size
             if size > largest:
                 largest, big = size, v
@@ -282,7 +284,7 @@ class DriverCalls:
                 out = orig(client, data, *args, **kwargs)
                 for fut in dclient.futures_of(out):  # (an asynchronous client's coroutine holds none yet)
                     notes.scattered.setdefault(str(fut.key), len(notes.scatters))
-                notes.scatters.append((t, int(sizeof(data))))
+                notes.scatters.append((t, wire_bytes(data)))
                 return out
             return wrapper
 

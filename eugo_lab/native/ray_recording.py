@@ -32,6 +32,7 @@ from typing import Any
 
 from eugo_lab.contract import given
 from eugo_lab.contract.row import ARG_KEY_MIN_BYTES, OK, TaskStats
+from eugo_lab.contract.serialization import wire_bytes
 from eugo_lab.native.errors import NotComparable
 from eugo_lab.tracing.recorder import Recorder
 from eugo_lab.tracing.trace import Trace
@@ -60,18 +61,12 @@ def ray_running() -> bool:
 
 
 def _size(value: Any) -> int:
-    """Bytes a by-value argument travels as: an array's buffer, else its pickle (an ObjectRef: 0, a dependency)."""
+    """Bytes a by-value argument travels as (:func:`wire_bytes`; an ObjectRef: 0, a dependency)."""
     import ray
 
     if isinstance(value, ray.ObjectRef):
         return 0
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    try:
-        return len(pickle.dumps(value, protocol=5))
-    except Exception:  # noqa: BLE001 - Ray pickles with cloudpickle; what plain pickle refuses is counted as 0
-        return 0
+    return wire_bytes(value)
 
 
 def is_engine_function(qualified: str) -> bool:

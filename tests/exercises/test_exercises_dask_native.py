@@ -127,6 +127,12 @@ NOT_YET = {
                           "half = client.gather([client.submit(above, readings_f, limit) for limit in limits[:3]])\n"
                           "counts = half + [int((readings > limit).sum()) for limit in limits[3:]]\n",
                           "local", "only 3 of the 6 above calls ran as Dask tasks"),
+    "by-value-in-a-wrapper-that-says-it-is-small": (
+        ARRAY + "class Small:\n    def __init__(self, a):\n        self.a = a\n\n    def __sizeof__(self):\n"
+        "        return 64\n\ndef above(box, limit):\n    return int((box.a > limit).sum())\n\n"
+        "decoy = client.scatter(readings, broadcast=True)\n"
+        "counts = client.gather([client.submit(above, Small(readings), limit) for limit in limits])\n",
+        "by-value", "the 16 MB array went by value with every task"),
     "answers-passed-in": (ARRAY + "readings_f = client.scatter(readings, broadcast=True)\n"
                           "def above(data, limit, answer):\n    return answer\n\n"
                           "counts = client.gather([client.submit(above, readings_f, limit,\n"

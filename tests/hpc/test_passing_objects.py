@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 
@@ -147,3 +148,25 @@ def test_tasks_waited_on_then_cancelled_are_not_reported_as_never_waited_on():
         assert "unwaited_tasks" not in t.trace.meta, t.trace.meta
     finally:
         hpc.shutdown()
+
+
+def test_an_argument_is_sized_by_what_it_travels_as_never_by_what_it_says():
+    """``wire_bytes``: the pickle and its buffers, whatever ``nbytes`` or ``__sizeof__`` an object reports."""
+    import sys
+
+    from eugo_lab.contract.serialization import wire_bytes
+
+    class Small:  # a wrapper that says it is tiny
+        nbytes = 64
+
+        def __init__(self, a):
+            self.a = a
+
+        def __sizeof__(self):
+            return 64
+
+    a = np.ones(1_000_000)
+    assert wire_bytes(a) == a.nbytes
+    assert wire_bytes(Small(a)) >= a.nbytes and sys.getsizeof(Small(a)) < 100
+    assert 8_000 < wire_bytes([1.5] * 1000) < 10_000
+    assert wire_bytes(threading.Lock()) == 0  # no pickler takes it: nothing to count
