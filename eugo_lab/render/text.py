@@ -48,11 +48,15 @@ def summary_text(s: Any, precise: bool = False) -> str:
     if unwaited:
         lines.append(f"  {unwaited}")
     opts = s.options
-    note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
-    jit = "on" if opts.get("optimize") else "off" if opts.get("no_optimize") else "automatic"
-    if jit == "automatic" and getattr(getattr(s, "optimizations", None), "in_force", ""):
-        jit = s.optimizations.in_force  # off for the runtime or while profiling (optimize=True functions named)
-    lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {jit}")
+    api = s.trace.meta.get("api") if getattr(s, "trace", None) is not None else None
+    if api in ("dask", "ray"):  # the engine ran the cell's own tasks: eugo_lab offloads and compiles only its own
+        lines.append(f"  gpu offload and automatic JIT: not applied (the cell's tasks are {api.capitalize()}'s own)")
+    else:
+        note = f" ({opts['gpu_note']})" if opts.get("gpu_note") else ""
+        jit = "on" if opts.get("optimize") else "off" if opts.get("no_optimize") else "automatic"
+        if jit == "automatic" and getattr(getattr(s, "optimizations", None), "in_force", ""):
+            jit = s.optimizations.in_force  # off for the runtime or while profiling (optimize=True functions named)
+        lines.append(f"  gpu: {opts.get('gpu', 'auto')}{note}, optimize: {jit}")
     # -- GPU offload: the per-operation report, when the cell ran NumPy operations --
     if getattr(s, "offload", None) is not None and s.offload.rows:
         from eugo_lab.render.offload import offload_view

@@ -102,6 +102,8 @@ def test_the_summary_says_what_ray_does_not_report_instead_of_a_zero(fake_ray):
             "whether a task failed")
     assert f"  {line}" in text.splitlines(), text
     assert "failed / retried: not reported by ray" in text and "failed: 0" not in text
+    assert "  gpu offload and automatic JIT: not applied (the cell's tasks are Ray's own)" in text.splitlines()
+    assert "gpu: None" not in text
     assert "not recorded by ray</td>" in page and "not reported by ray</td>" in page
 
 
