@@ -114,6 +114,8 @@ class RayDriverCalls:
     reads: dict[str, list[int]] = field(default_factory=dict)
     #: Every ``ray.wait``: (refs given, num_returns asked, refs returned ready).
     wait_calls: list[tuple[int, int, int]] = field(default_factory=list)
+    #: Every ``ray.wait`` again: (whether it was given a timeout, the task ids of the refs it returned ready).
+    wait_details: list[tuple[bool, list[str]]] = field(default_factory=list)
     #: The most CPUs a task may ask for (a re-run held to that many, :mod:`eugo_lab.native.baseline`); None: any.
     cpu_cap: float | None = None
 
@@ -203,6 +205,9 @@ class RayDriverCalls:
                 if kind == "wait":
                     asked = kwargs.get("num_returns", args[0] if args else 1)
                     notes.wait_calls.append((len(refs) if many else 1, int(asked), len(out[0])))
+                    timeout = kwargs.get("timeout", args[1] if len(args) > 1 else None)
+                    notes.wait_details.append((timeout is not None, [r.task_id().hex() for r in out[0]
+                                                                     if isinstance(r, ray.ObjectRef)]))
                 else:
                     notes._keep_results(done, out if many else [out])
                 return out
@@ -429,7 +434,11 @@ class RayRecording:
                 "workers": slots, "cores": os.cpu_count() if local else 0,
                 "not_recorded": not_recorded, "failures_unreported": True,  # (NOT_RECORDED's last sentence)
                 "refs_read": sorted([ids[t], p] for t, ps in drv.reads.items() if t in ids for p in set(ps)),
-                "wait_calls": [list(w) for w in drv.wait_calls], **meta}
+                "wait_calls": [list(w) for w in drv.wait_calls],
+                # per ray.wait: was it given a timeout (it may return before num_returns are ready), and which of
+                # the cell's tasks it reported ready (trace ids)
+                "wait_details": [{"timeout": bool(t), "ready": [ids[r] for r in ready if r in ids]}
+                                 for t, ready in drv.wait_details], **meta}
         return rec.close_region(self._mark, full)
 
 

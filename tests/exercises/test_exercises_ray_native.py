@@ -35,8 +35,13 @@ def _events(spans: list[tuple[str, str, float, float]]) -> list[dict]:
     return out
 
 
-def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None, interleave=True) -> Attempt:
-    """The attempt of a cell whose six render tasks returned ``returned`` (the tiles' values unless given)."""
+def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None, interleave=True, details=None,
+             calls_from=0.02) -> Attempt:
+    """The attempt of a cell whose six render tasks returned ``returned`` (the tiles' values unless given).
+
+    ``details``: each wait's ``(timeout given, tiles it reported ready)``; ``calls_from``: when the cell's first
+    wait or get began, in seconds after the tasks were submitted (they all end by 0.81 s).
+    """
     monkeypatch.setattr(ray_recording, "_local_ip", lambda: "127.0.0.1")
     values = returned if returned is not None else expected_values()
     rec = RayRecording()
@@ -50,11 +55,14 @@ def _attempt(monkeypatch, shown, waits=(), gets=(), returned=None, interleave=Tr
         start = T0 + 0.01 + (0.1 * (tile - 1) if tile else 0.0)
         spans.append((tid, "a" if tile == 0 else "b", start, start + (0.8 if tile == 0 else 0.099)))
     d.wait_calls = list(waits)
+    if details is not None:
+        d.wait_details = [(timeout, [f"t{tile}" for tile in tiles]) for timeout, tiles in details]
     calls = [("wait", g) for g, _, _ in waits]
     if interleave:  # a get of the ready refs after each wait that returned some, as a wait loop does
         calls = [c for (g, _, r) in waits for c in [("wait", g), *([("get", r)] if r else [])]]
     for i, (kind, n) in enumerate([*calls, *gets]):
-        d.blocks.append((kind, T0 + 0.02 + i * 0.1, T0 + 0.05 + i * 0.1, n, "/tmp/ipykernel_1/3.py:9"))
+        d.blocks.append((kind, T0 + calls_from + i * 0.1, T0 + calls_from + 0.03 + i * 0.1, n,
+                         "/tmp/ipykernel_1/3.py:9"))
     trace = rec._write(ray_recording._spans(_events(spans), set(d.submitted)), 2, {})
     trace.meta.update(region_start=T0, region_end=T0 + 1.0)
     return Attempt("ray-wait", trace, {"shown": shown}, assigned=frozenset({"shown"}))
@@ -133,6 +141,31 @@ def test_values_worked_out_here_and_handed_in_to_render(monkeypatch):
         honest.add("render", [tile, 800 if tile == 0 else 100])  # the tile and its time only
     attempt.given = honest
     assert _grade(attempt).passed
+
+
+def test_waits_on_other_refs_do_not_count_as_tiles_taken(monkeypatch):
+    """A ray.wait loop over padding tasks, the tiles then taken by ray.get: the waits reported no tile ready."""
+    padding = [(False, [])] * 6
+    attempt = _attempt(monkeypatch, IN_FINISH_ORDER, ONE_BY_ONE, gets=[("get", 1)] * 6, details=padding)
+    not_yet_for(_grade(attempt), "wait-then-get-all", "reported 0 of the 6 tiles ready between them")
+
+
+def test_a_wait_for_all_with_a_timeout_is_a_poll(monkeypatch):
+    """ray.wait(pending, num_returns=len(pending), timeout=...) returns when the time runs out: taken as they finish."""
+    polls = [(6, 6, 1), (5, 5, 0), (5, 5, 5)]
+    details = [(True, [1]), (True, []), (True, [2, 3, 4, 5, 0])]
+    assert _grade(_attempt(monkeypatch, IN_FINISH_ORDER, polls, details=details)).passed
+    no_timeout = [(False, tiles) for _, tiles in details]
+    not_yet_for(_grade(_attempt(monkeypatch, IN_FINISH_ORDER, polls, details=no_timeout)), "wait-for-all",
+                "asking for 6 of them at once, with no timeout")
+
+
+def test_a_wait_loop_begun_after_every_tile_finished_takes_none_as_it_finishes(monkeypatch):
+    """A sleep until all tiles are done, then a ray.wait loop: the loop is right, but nothing was left to take."""
+    details = [(False, [t]) for t in FINISH_ORDER]
+    late = _attempt(monkeypatch, IN_FINISH_ORDER, ONE_BY_ONE, details=details, calls_from=1.5)
+    not_yet_for(_grade(late), "waited-first", "every one of the 6 tiles had finished before the cell's first ray.wait")
+    assert _grade(_attempt(monkeypatch, IN_FINISH_ORDER, ONE_BY_ONE, details=details)).passed
 
 
 def test_a_tile_missing(monkeypatch):

@@ -50,6 +50,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -119,6 +120,9 @@ HINTS = {
                   _SOLUTION),
     "given": Hint("Let each render task compute its tile's value: pass it only the tile and how long it takes, never "
                   "a value worked out here in the notebook.", _SOLUTION),
+    "waited-first": Hint("Start the ray.wait loop right after submitting the tasks: a sleep or a wait of another "
+                         "kind before it lets every tile finish first, and there is nothing left to take as it "
+                         "finishes.", _SOLUTION),
     "decoy": Hint("Let `shown` hold what ray.get returns for the render tasks, not values computed here in the "
                   "notebook.", _SOLUTION),
     "get-in-order": Hint("A ray.get on one ref waits for that ref, however long it takes. Ask ray.wait which ref is "
@@ -145,6 +149,21 @@ def _ray_run(a: Attempt) -> None:
                      "tile submitted to it as a Ray task.", mistake="no-ray")
 
 
+def _task_ids(trace: Any, function: str) -> list[int]:
+    """Trace ids of ``function``'s tasks (first attempts)."""
+    return np.asarray(trace.tasks["task_id"])[trace.first_attempts(function)].tolist()
+
+
+def _first_wait_and_last_tile(trace: Any) -> tuple[float | None, float | None]:
+    """When the cell's first ray.wait began, and when its last render task ended (None: not recorded)."""
+    b = trace.blocks
+    kinds = [trace.block_kinds[k] for k in np.asarray(b["kind"]).tolist()] if len(b["kind"]) else []
+    starts = [float(s) for s, k in zip(np.asarray(b["start"]).tolist(), kinds) if k == "wait"]
+    ends = np.asarray(trace.tasks["end"])[trace.first_attempts(FUNCTION)]
+    ends = ends[np.isfinite(ends)]
+    return (min(starts) if starts else None), (float(ends.max()) if len(ends) else None)
+
+
 def _taken_as_they_finish(a: Attempt, n: int) -> None:
     """Raise ``NotYet`` unless the results came through ``ray.wait`` calls that each asked for part of what they got."""
     waits = [(int(g), int(k), int(r)) for g, k, r in a.trace.meta.get("wait_calls", ())]
@@ -162,18 +181,32 @@ def _taken_as_they_finish(a: Attempt, n: int) -> None:
     # A wait for all of several refs returns only when the slowest is done; the last of a loop that took the
     # others a few at a time may ask for all that are left, if no more than it asked for each time before
     # (num_returns=2 with two left), not for all the rest after taking one.
+    # (A wait given a timeout returns when it runs out with whatever is ready: a poll, never a wait for all.)
+    details = a.trace.meta.get("wait_details") or [{"timeout": False, "ready": None}] * len(waits)
     batch = max((k for _, k, _ in waits[:-1]), default=0)
-    whole = [(g, k) for i, (g, k, _) in enumerate(waits)
-             if k >= g > 1 and not (0 < i == len(waits) - 1 and g <= batch)]
+    whole = [(g, k) for i, ((g, k, _), d) in enumerate(zip(waits, details))
+             if k >= g > 1 and not d["timeout"] and not (0 < i == len(waits) - 1 and g <= batch)]
     if whole:
         g, k = whole[0]
-        raise NotYet(f"the cell called ray.wait on {g} refs asking for {k} of them at once: that wait returns only "
-                     "when all of them are done, which is what one ray.get does.", mistake="wait-for-all")
-    ready = sum(r for _, _, r in waits)
+        raise NotYet(f"the cell called ray.wait on {g} refs asking for {k} of them at once, with no timeout: that "
+                     "wait returns only when all of them are done, which is what one ray.get does.",
+                     mistake="wait-for-all")
+    # The tiles the waits reported ready, by task (refs of other tasks, padding, are not tiles taken).
+    tiles = set(_task_ids(a.trace, FUNCTION))
+    if all(d["ready"] is not None for d in details):
+        ready = len({t for d in details for t in d["ready"] if t in tiles})
+    else:
+        ready = sum(r for _, _, r in waits)
     if ready < n:
         raise NotYet(f"the cell's {measure.plural(len(waits), 'ray.wait')} reported {ready} of the {n} tiles ready "
                      "between them: the others were taken with ray.get on refs no wait had reported ready, so "
-                     "the cell waited for all of them at once.", mistake="wait-then-get-all")
+                     "those gets waited for their tiles whether or not others had finished first.",
+                     mistake="wait-then-get-all")
+    first_wait, last_end = _first_wait_and_last_tile(a.trace)
+    if first_wait is not None and last_end is not None and first_wait >= last_end:
+        raise NotYet(f"every one of the {n} tiles had finished before the cell's first ray.wait began: the cell "
+                     "waited for all of them some other way first (a sleep, a loop on something else), so no tile "
+                     "was taken as it finished.", mistake="waited-first")
     order = [kind for kind, _, _ in measure.waits(a.trace)]  # the driver's calls, in the order it made them
     if "get" in order and order.index("get") > len(order) - 1 - order[::-1].index("wait"):
         raise NotYet(f"the cell waited for the tiles with {measure.plural(len(waits), 'ray.wait')}, but took their "
