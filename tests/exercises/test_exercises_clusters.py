@@ -112,7 +112,8 @@ NOT_YET = {
     "put-per-task": (ARGUMENT + "result = hpc.get([channel_mean.remote(hpc.put(gains), seed) for seed in range(12)])\n",
                      "put-per-task", "the cell called put 12 times"),
     "table-rebuilt-in-every-task": (REBUILT + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n",
-                                    "no-put", "the tasks got their table without put"),
+                                    "no-put",
+                                    "the cell never called put, and the channel_mean tasks' own arguments were small"),
     "put-but-never-passed": ("gains_ref = hpc.put(gains)\n" + REBUILT
                              + "result = hpc.get([channel_mean.remote(seed) for seed in range(12)])\n",
                              "ref-unused", "but 0 of the 12 channel_mean tasks read the stored copy"),

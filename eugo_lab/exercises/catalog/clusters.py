@@ -218,9 +218,9 @@ def dask_cluster(a: Attempt) -> Verdict:
         return a.not_yet(f"the cell called put {puts} times: each call stores another copy of the {size} table on "
                          "the cluster.", mistake="put-per-task", details=details)
     if puts == 0:
-        return a.not_yet(f"the tasks got their table without put: none was shipped to them, so each {FUNCTION} task "
-                         "made or loaded a table of its own instead of reading one stored copy.", mistake="no-put",
-                         details=details)
+        return a.not_yet(f"the cell never called put, and the {FUNCTION} tasks' own arguments were small: whatever "
+                         f"they read, it was not one stored copy of the {size} table that put keeps on the cluster "
+                         "for every task to read.", mistake="no-put", details=details)
     stored = set(np.asarray(a.trace.puts["ref"]).tolist())
     reading = measure.tasks_resolving(a.trace, FUNCTION, stored)
     if reading < n:

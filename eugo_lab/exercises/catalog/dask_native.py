@@ -189,8 +189,9 @@ def dask_scatter(a: Attempt) -> Verdict:
                          "it reads, so the array went with every task anyway.", mistake="captured")
     scatters = len(a.trace.puts["ref"])
     if scatters == 0:
-        return a.not_yet("the cell never called scatter: the tasks made or found their data some other way, so no "
-                         f"copy of the {size} array was sent to the cluster once and shared.", mistake="no-scatter")
+        return a.not_yet("the cell never called scatter, and the above tasks' own arguments were small: whatever "
+                         f"they read, it was not the one copy of the {size} array that client.scatter places on the "
+                         "workers before any task asks for it.", mistake="no-scatter")
     if scatters > 1:
         return a.not_yet(f"the cell called scatter {scatters} times: each call sends another copy of the {size} "
                          "array.", mistake="scatter-per-task")
