@@ -182,16 +182,20 @@ def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recordin
         poller = _Poller(recording).start()
     value: Any = None
     error: BaseException | None = None
+    ended = None
     try:
         value = execute(shell, compiled)
     except BaseException as exc:  # noqa: BLE001 - re-raised after the partial summary, as for an hpc cell
         error = exc
     finally:
+        # The cell's end is stamped before the poller stops: its last read of the engine (a second, for Ray's
+        # events) is the recording's time, not the cell's.
+        ended = time.time()
         if poller is not None:
             poller.stop()
         if feed is not None:
             feed.stop()
-    trace = recording.stop(meta=opts.meta())
+    trace = recording.stop(meta=opts.meta(), ended=ended)
     if feed is not None:  # the last rows come from the Trace, as for an hpc cell
         feed.finish(trace, error=None if error is None else type(error).__name__)
     return value, error, trace, view is not None and view.timeline_shown

@@ -157,9 +157,9 @@ class DaskRecording:
         logs = self.client.run(take_log)
         self._absorb([log for log in logs.values() if log is not None])
 
-    def stop(self, meta: dict[str, Any] | None = None) -> Trace:
+    def stop(self, meta: dict[str, Any] | None = None, ended: float | None = None) -> Trace:
         """Unwrap the driver, collect every worker's log, and return the cell's Trace."""
-        end = time.time()
+        end = time.time() if ended is None else ended  # (ended: when the cell's code ended)
         self.driver.uninstall()
         try:
             self.poll()

@@ -363,11 +363,11 @@ class RayRecording:
                     self.live.worker_seen(lane, host if sp["node"] in (local_ip, "127.0.0.1") else sp["node"], 0)
                 self._record_row(self.live, tid, sp, lane, self._filed, self._filed_ends)
 
-    def stop(self, meta: dict[str, Any] | None = None) -> Trace:
+    def stop(self, meta: dict[str, Any] | None = None, ended: float | None = None) -> Trace:
         """Unwrap the driver, read the workers' profile events for the cell's tasks, and return the Trace."""
         import ray
 
-        end = time.time()
+        end = time.time() if ended is None else ended  # (ended: when the cell's code ended)
         self.driver.uninstall()
         if self.live is not None:
             self.live.close_region(self._live_mark, {})

@@ -10,6 +10,7 @@ machine: ``test_a_live_ray_cell`` below.
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -398,6 +399,15 @@ def test_a_live_ray_cell_is_drawn_live_each_task_once(live_ray, monkeypatch):
         original(self, chunk, snapshot)
 
     monkeypatch.setattr(live.LiveView, "update", update)
+    from eugo_lab.cellrun import native
+
+    stopped, stop = [], native._Poller.stop
+
+    def stop_noted(self):
+        stopped.append(time.time())
+        stop(self)
+
+    monkeypatch.setattr(native._Poller, "stop", stop_noted)
     n = 6
     with capture_output():  # the cell outlasts its tasks by 3 s: Ray's events reach a poll while it runs
         live_ray.run_cell_magic("eugo", "--save t", f"out = ray.get([nap.remote(i) for i in range({n})])\n"
@@ -407,3 +417,5 @@ def test_a_live_ray_cell_is_drawn_live_each_task_once(live_ray, monkeypatch):
     assert last.finished and last.done == n
     assert sum(views[-1].sources["tasks"].data["tasks"]) == n  # each task drawn once, live or at the end
     assert len(live_ray.user_ns["t"]) == n
+    # the cell ended before the poller was stopped (its last read of Ray's events is not the cell's time)
+    assert live_ray.user_ns["t"].meta["region_end"] <= stopped[0]
