@@ -160,13 +160,13 @@ class LiveFeed:
         self._seen_blocks += len(chunk.blocks["start"])
         return chunk
 
-    def _draw(self, chunk: Any, *, finished: bool = False, error: str | None = None) -> None:
+    def _draw(self, chunk: Any, *, finished: bool = False, error: str | None = None, now: float | None = None) -> None:
         if self._broken:
             return
         try:
             self._state.add(chunk)
-            snap = self._state.snapshot(self._clock(), 0 if finished else self._unfinished(), finished=finished,
-                                        error=error)
+            snap = self._state.snapshot(self._clock() if now is None else now,
+                                        0 if finished else self._unfinished(), finished=finished, error=error)
             self._sink.update(chunk, snap)
             driver, self._driver = self._driver, None
             draw_driver = getattr(self._sink, "update_driver", None)
@@ -209,7 +209,11 @@ class LiveFeed:
         if self._started:
             self._done.wait()
         c = time.thread_time()
-        self._draw(self._unseen(trace), finished=True, error=error)
+        # The last counters end where the cell did (the trace's region), not when the recording was collected:
+        # an engine's records can arrive a second or more later, and the summary's wall time is the region's.
+        ended = trace.meta.get("region_end")
+        now = float(ended) if ended is not None else None
+        self._draw(self._unseen(trace), finished=True, error=error, now=now)
         final = getattr(self._sink, "final", None)
         if final is not None and not self._broken:
             try:
@@ -219,7 +223,7 @@ class LiveFeed:
                 log.exception("the live view failed to draw the cell's end")
         self.cpu += time.thread_time() - c
         cellrecord.contribute(LIVE, {"updates": self.updates, "cpu": self.cpu})
-        return self._state.snapshot(self._clock(), 0, finished=True, error=error)
+        return self._state.snapshot(self._clock() if now is None else now, 0, finished=True, error=error)
 
     def _unseen(self, trace: Any) -> Chunk:
         """The rows of ``trace`` the writer thread did not draw, as a Chunk (phases re-indexed to it)."""

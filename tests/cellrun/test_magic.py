@@ -673,6 +673,19 @@ def test_feed_polls_every_row_once_from_one_thread_at_about_10_per_second():
     assert 0 < feed.cpu < elapsed
 
 
+def test_the_feeds_last_counters_end_where_the_cell_ended_not_when_its_records_were_collected():
+    """An engine's records can arrive a second after the cell (Ray's events): the final elapsed is the region's."""
+    clock = [1000.0]
+    rec = Recorder()
+    mark = rec.open_region()
+    feed = LiveFeed(rec, _Sink(), LiveState(1000.0, 2), lambda: 0, interval=0.05, clock=lambda: clock[0]).start()
+    feed.stop()
+    trace = rec.close_region(mark, {})
+    trace.meta["region_end"] = 1002.5  # the cell's code ended 2.5 s after the view began
+    clock[0] = 1004.0  # ...and the engine's records were in 1.5 s later
+    assert feed.finish(trace).elapsed == 2.5
+
+
 def test_feed_finish_draws_exactly_the_rows_it_had_not_drawn():
     rec = Recorder()
     mark = rec.open_region()
