@@ -37,6 +37,16 @@ def carried_over(v) -> str:
     return text
 
 
+def not_yet(v, mistake: str, says: str) -> str:
+    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
+    text = v.to_text()
+    assert not v.passed and v.mistake == mistake, text
+    assert says in text, text
+    assert code_in("\n".join(v.lines[:-1])) == [], text
+    assert hint_words(v) and hint_code(v)
+    return text
+
+
 def passed_twice(v) -> str:
     text = v.to_text()
     assert v.passed and text.splitlines()[0] == f"exercise {v.exercise_id}: passed", text

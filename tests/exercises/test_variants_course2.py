@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise, shell
+from _exercise_cells import run_exercise, shell
 from _notebooks import cell_source, read_notebook
-from _variants import carried_over, hidden, lesson, never_shown, passed_twice
+from _variants import carried_over, hidden, lesson, never_shown, not_yet, passed_twice
 
 from eugo_lab import hpc
 from eugo_lab.contract.digest import digest
@@ -39,16 +39,6 @@ COURSE = Path(__file__).resolve().parents[2] / "courses" / "02-gpu-acceleration"
 def _workers():
     yield
     hpc.shutdown()
-
-
-def not_yet(v, mistake: str, says: str) -> str:
-    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
-    text = v.to_text()
-    assert not v.passed and v.mistake == mistake, text
-    assert says in text, text
-    assert code_in("\n".join(v.lines[:-1])) == [], text
-    assert hint_words(v) and hint_code(v)
-    return text
 
 
 def notebook_cell(lesson_file: str, tag: str) -> str:

@@ -17,8 +17,8 @@ import pytest
 
 pytest.importorskip("rasterio")
 
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise
-from _variants import carried_over, hidden, lesson, never_shown, passed_twice
+from _exercise_cells import run_exercise
+from _variants import carried_over, hidden, lesson, never_shown, not_yet, passed_twice
 
 from eugo_lab import hpc
 
@@ -48,16 +48,6 @@ WARM_UP = "hpc.init(workers=2)\nwarm_up = hpc.get([process.remote(q, out_dir) fo
 def _workers():
     yield
     hpc.shutdown()
-
-
-def not_yet(v, mistake: str, says: str) -> str:
-    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
-    text = v.to_text()
-    assert not v.passed and v.mistake == mistake, text
-    assert says in text, text
-    assert code_in("\n".join(v.lines[:-1])) == [], text
-    assert hint_words(v) and hint_code(v)
-    return text
 
 
 # -- windowed-read -----------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ case's seed is fixed here (``problems.draw_seed``) so the test knows what must n
 from __future__ import annotations
 
 import pytest
-from _exercise_cells import code_in, hint_code, hint_words, run_exercise
-from _variants import carried_over, hidden, lesson, never_shown, passed_twice
+from _exercise_cells import run_exercise
+from _variants import carried_over, hidden, lesson, never_shown, not_yet, passed_twice
 
 from eugo_lab import hpc
 
@@ -22,16 +22,6 @@ pytestmark = pytest.mark.usefixtures("hidden_seed")  # every hidden case here is
 def _stopped():
     yield
     hpc.shutdown()  # no cluster or pool outlives a test
-
-
-def not_yet(v, mistake: str, says: str) -> str:
-    """Check a ``not yet`` on the lesson's case: its mistake, its sentence, no code, hints for it."""
-    text = v.to_text()
-    assert not v.passed and v.mistake == mistake, text
-    assert says in text, text
-    assert code_in("\n".join(v.lines[:-1])) == [], text
-    assert hint_words(v) and hint_code(v)
-    return text
 
 
 # -- idle-cluster ---------------------------------------------------------------------------------------------------
