@@ -203,9 +203,11 @@ def dask_cluster(a: Attempt) -> Verdict:
     details = (f"{fmt_bytes(shipped, '.3g')} of arguments shipped",
                f"Captured object finding: {'yes' if captured is not None else 'no'}")
     if fn is not None and fn.payload_bytes > limit:
-        names = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + ")") if fn.captured else ""
+        # How the table got into the pickle is said only when the pickle's captured names show it.
+        how = (" (" + ", ".join(f"`{name}`" for name, _ in fn.captured) + "), a global it reads" if fn.captured
+               else " inside its own pickle (a default argument, or an object it holds, not a global)")
         return a.not_yet(f"the {FUNCTION} function was pickled at {fmt_bytes(fn.payload_bytes, '.3g')}: it carried "
-                         f"the {size} table of gains{names}, a global it reads, and the Dask engine sent it "
+                         f"the {size} table of gains{how}, and the Dask engine sent it "
                          f"{measure.plural(fn.sends, 'time')}, with every task, so "
                          f"{fmt_bytes(fn.bytes_sent, '.3g')} crossed to the cluster for one table.",
                          mistake="captured", details=details)
