@@ -28,7 +28,8 @@ MAX_ELEMENTS = 10_000
 _NUMBERS = (int, float, complex)
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A number (int, float, complex or a NumPy scalar), not a bool."""
     t = type(v)
     if t is bool:
         return False
@@ -52,15 +53,14 @@ class Given:
             with self._lock:
                 self.digests.setdefault(function, set()).update(found)
 
-    def returned_given(self, function: str, results: list[Any]) -> int:
-        """How many of ``results`` (``Trace.results`` rows of ``function``) are numbers its tasks were sent."""
-        sent = self.digests.get(function)
-        return sum(1 for r in results if sent and r.digest in sent)
+    def sent(self, function: str, value: Any) -> bool:
+        """Whether ``value`` is a number ``function``'s tasks were sent by value."""
+        return is_number(value) and digest(value) in self.digests.get(function, ())
 
 
 def _collect(values: Iterable[Any], depth: int, out: list[Digest]) -> None:
     for v in values:
-        if _is_number(v):
+        if is_number(v):
             out.append(digest(v))
         elif depth > 0:
             t = type(v)

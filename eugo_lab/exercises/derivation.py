@@ -120,7 +120,11 @@ def combined(value: Any, trace: Any, function: str, combine: Callable[[list[Any]
 
 def listed(values: Sequence[Any], trace: Any, function: str, *, name: str = "the result",
            ordered: bool = True) -> Derivation:
-    """``values`` holds exactly the results of ``function``'s tasks (in task order when ``ordered``)."""
+    """``values`` holds exactly the results of ``function``'s tasks (in task order when ``ordered``).
+
+    A result may also be one item of what its task returned (``return seed, mean``, the cell keeping the
+    mean): then the very object get() handed over, one per task (``Trace.handed``), is the evidence.
+    """
     got = results(trace, function)
     if not got:
         return _no_tasks(name, function)
@@ -132,12 +136,29 @@ def listed(values: Sequence[Any], trace: Any, function: str, *, name: str = "the
         return _YES
     if not ordered and Counter(mine) == Counter(got):
         return _YES
+    if _items_handed(values, trace, function, ordered):
+        return _YES
     same = sum((Counter(mine) & Counter(got)).values())
     if same == len(got) and len(mine) == len(got):
         return Derivation(False, f"`{name}` holds the {function} tasks' results in another order than the tasks "
                                  "were submitted")
     return Derivation(False, f"`{name}` was not computed from the tasks' results: {same} of its {len(mine)} "
                              f"values are among what the {len(got)} {function} tasks returned")
+
+
+def _items_handed(values: Sequence[Any], trace: Any, function: str, ordered: bool) -> bool:
+    """Each of ``values`` is an object get() handed over from its own task of ``function``, every such task once.
+
+    An item of a task's result counts (its tuple taken apart); in task order when ``ordered``.
+    """
+    handed = getattr(trace, "handed", None)
+    if handed is None:
+        return False
+    ids = {r.task_id for r in trace.results(function)}
+    tasks = [handed.task_of(v) for v in values]
+    if len(tasks) != len(ids) or any(t not in ids for t in tasks) or len(set(tasks)) != len(tasks):
+        return False
+    return not ordered or tasks == sorted(tasks)
 
 
 def one_of(value: Any, trace: Any, function: str, *, name: str = "the result") -> Derivation:

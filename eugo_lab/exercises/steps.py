@@ -253,25 +253,25 @@ def from_tasks(a: Attempt, came: Any, function: str, mistake: str = "not-from-ta
     raise NotYet(f"{came.why}: the graded value must be what this cell's tasks returned.", mistake=mistake)
 
 
-def not_handed_in(a: Attempt, function: str, mistake: str = "given") -> None:
-    """``not yet`` when ``function``'s tasks returned numbers the notebook had sent them as arguments.
+def not_handed_in(a: Attempt, function: str, values: Any, name: str, mistake: str = "given") -> None:
+    """``not yet`` when the graded ``values`` are numbers the notebook had sent ``function``'s tasks as arguments.
 
     A cell that works the answer out here and passes it to tasks that only hand it back (``return
-    answer``, a dict of answers looked up by the task) gets values that do come from the tasks'
-    results. The runtime notes the numbers every submission sends by value
-    (:mod:`eugo_lab.contract.given`); a third of the tasks or more returning one of them is that
+    answer``, ``return seed, answer``, a dict of answers looked up by the task) gets values that do
+    come from the tasks' results. The runtime notes the numbers every submission sends by value
+    (:mod:`eugo_lab.contract.given`); a third of the graded values or more being such numbers is that
     shortcut (a task's own work lands on a number it was sent only by rare chance). For exercises
-    whose tasks compute a number that is none of their inputs (a mean, a count, a peak of data read
+    whose tasks compute numbers that are none of their inputs (a mean, a count, a peak of data read
     through a future or a store).
     """
     sent = a.given
-    if sent is None or a.trace is None:
+    items = _items(values)
+    if sent is None or not items:
         return
-    results = a.trace.results(function)
-    k = sent.returned_given(function, results)
-    if k and 3 * k >= len(results):
-        raise NotYet(f"{k} of the {len(results)} {function} tasks returned a number the notebook had sent them as an "
-                     "argument: those values were worked out here in the notebook, and the tasks only handed them "
+    k = sum(1 for v in items if sent.sent(function, v))
+    if k and 3 * k >= len(items):
+        raise NotYet(f"{k} of the {len(items)} values in `{name}` are numbers the notebook had sent the {function} "
+                     "tasks as arguments: they were worked out here in the notebook, and the tasks only handed them "
                      f"back. Send each {function} task only its inputs and let it compute its value.",
                      mistake=mistake)
 

@@ -89,6 +89,15 @@ PASS = {
                                 "    return float(table[picks].mean())\n\n"
                                 "futs = {s: channel_mean.remote(s, table=stored) for s in p.seeds}\n"
                                 "result = hpc.get([futs[s] for s in p.seeds])\n"),
+    # each task returns (seed, mean), taken as they finish; the cell keeps the means in seed order
+    "honest-pairs-as-completed": ("table = hpc.put(gains)\n"
+                                  "@hpc.remote\n"
+                                  "def channel_mean(seed, *, g):\n"
+                                  "    picks = np.random.default_rng(seed).integers(0, len(g), 1_000)\n"
+                                  "    return seed, float(g[picks].mean())\n\n"
+                                  "futs = [channel_mean.remote(seed, g=table) for seed in p.seeds]\n"
+                                  "got = {}\nfor f in hpc.as_completed(futs):\n    s, m = hpc.get(f)\n"
+                                  "    got[s] = m\nresult = [got[s] for s in p.seeds]\n"),
 }
 
 
@@ -146,13 +155,19 @@ NOT_YET = {
                                   f"answers = {IN_THE_NOTEBOOK.replace('range(12)', 'p.seeds')}\n"
                                   "result = hpc.get([channel_mean.remote(gains_ref, s, m)\n"
                                   "                  for s, m in zip(p.seeds, answers)])\n",
-                                  "given", "12 of the 12 channel_mean tasks returned a number the notebook had sent "
-                                  "them"),
+                                  "given", "12 of the 12 values in `result` are numbers the notebook had sent the "
+                                  "channel_mean tasks"),
+    "shortcut-answer-in-a-tuple": ("gains_ref = hpc.put(gains)\n"
+                                   "@hpc.remote\ndef channel_mean(g, seed, answer):\n    return seed, answer\n\n"
+                                   f"answers = {IN_THE_NOTEBOOK.replace('range(12)', 'p.seeds')}\n"
+                                   "pairs = hpc.get([channel_mean.remote(gains_ref, s, m)\n"
+                                   "                 for s, m in zip(p.seeds, answers)])\n"
+                                   "result = [m for _, m in pairs]\n", "given", "the tasks only handed them back"),
     "shortcut-answers-looked-up": ("gains_ref = hpc.put(gains)\n"
                                    "@hpc.remote\ndef channel_mean(g, seed, lookup):\n    return lookup[seed]\n\n"
                                    f"answers = dict(zip(p.seeds, {IN_THE_NOTEBOOK.replace('range(12)', 'p.seeds')}))\n"
                                    "result = hpc.get([channel_mean.remote(gains_ref, s, answers) for s in p.seeds])\n",
-                                   "given", "only handed them back"),
+                                   "given", "the tasks only handed them back"),
 }
 # An earlier cell that computed the means honestly, for the row that copies them.
 EARLIER = ("earlier_ref = hpc.put(gains)\n" + ARGUMENT.replace("channel_mean", "earlier_mean")

@@ -138,7 +138,7 @@ NOT_YET = {
                           "counts = client.gather([client.submit(above, readings_f, limit,\n"
                           "                                       int((readings > limit).sum()))\n"
                           "                        for limit in limits])\n",
-                          "given", "6 of the 6 above tasks returned a number the notebook had sent them"),
+                          "given", "6 of the 6 values in `counts` are numbers the notebook had sent the above tasks"),
     "through-hpc": ("from eugo_lab import hpc\n" + ARRAY
                     + "counts = hpc.get([hpc.remote(above).remote(readings, limit) for limit in limits])\n",
                     "not-native", "ran through eugo_lab.hpc, not Dask's own API"),

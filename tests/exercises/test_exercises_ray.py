@@ -114,7 +114,7 @@ TABLE_NOT_YET = {
     "peaks-passed-in": (
         "@hpc.remote\ndef daily_peak(readings, answer):\n    return answer\n\n"
         "peaks = hpc.get([daily_peak.remote(load.remote(day), max(load(day))) for day in p.days])\n", "", "given",
-        "6 of the 6 daily_peak tasks returned a number the notebook had sent them"),
+        "6 of the 6 values in `peaks` are numbers the notebook had sent the daily_peak tasks"),
     "too-few-days": ("peaks = hpc.get([daily_peak.remote(load.remote(day)) for day in range(3)])\n", "", "local",
                      "3 of the 6 days ran as load tasks"),
 }

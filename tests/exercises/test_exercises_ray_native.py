@@ -135,7 +135,8 @@ def test_values_worked_out_here_and_handed_in_to_render(monkeypatch):
     for tile, value in enumerate(expected_values()):
         sent.add("render", [tile, 100, value])
     attempt.given = sent
-    not_yet_for(_grade(attempt), "given", "6 of the 6 render tasks returned a number the notebook had sent them")
+    not_yet_for(_grade(attempt), "given",
+                "6 of the 6 values in `shown` are numbers the notebook had sent the render tasks")
     honest = Given()
     for tile in range(6):
         honest.add("render", [tile, 800 if tile == 0 else 100])  # the tile and its time only

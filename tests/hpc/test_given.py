@@ -43,5 +43,8 @@ def test_a_task_that_returns_a_number_it_was_sent_is_counted(local2):
     with given.collecting() as sent, hpc.trace() as t:
         hpc.get([back.remote(data, 0.5 + k) for k in range(3)])
         hpc.get([mean.remote(data, k) for k in range(3)])
-    assert sent.returned_given("back", t.trace.results("back")) == 3
-    assert sent.returned_given("mean", t.trace.results("mean")) == 0  # the seed is sent, the mean is computed
+    backs = [r.digest.value for r in t.trace.results("back")]
+    means = [r.digest.value for r in t.trace.results("mean")]
+    assert all(sent.sent("back", v) for v in backs) and backs == [0.5, 1.5, 2.5]
+    assert not any(sent.sent("mean", v) for v in means)  # the seed is sent, the mean is computed
+    assert not sent.sent("mean", True) and not sent.sent("nobody", 0.5)

@@ -193,7 +193,7 @@ def dask_cluster(a: Attempt) -> Verdict:
     came = derivation.listed(result, a.trace, FUNCTION, name="result")
     steps.from_tasks(a, came, FUNCTION)
     steps.fetched(a, result, FUNCTION, "result", mistake="not-from-tasks")
-    steps.not_handed_in(a, FUNCTION)
+    steps.not_handed_in(a, FUNCTION, result, "result")
     table = p.gains.nbytes
     size = fmt_bytes(table, ".3g")
     limit = MAX_SHIPPED_SHARE * table

@@ -173,7 +173,7 @@ def dask_scatter(a: Attempt) -> Verdict:
     came = derivation.listed(list(counts), a.trace, FUNCTION, name="counts", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
-    steps.not_handed_in(a, FUNCTION)
+    steps.not_handed_in(a, FUNCTION, list(counts), "counts")
     data_bytes = p.readings.nbytes
     size = fmt_bytes(data_bytes, ".3g")
     shipped = measure.bytes_in(a.trace, FUNCTION)

@@ -224,7 +224,7 @@ def ray_backend(a: Attempt) -> Verdict:
         return a.not_yet(f"`peaks` is the very list an earlier cell left in `{earlier}`, not one this cell's "
                          f"{SECOND} tasks returned.", mistake="earlier-cell")
     steps.fetched(a, peaks, SECOND, "peaks", mistake="not-from-tasks")
-    steps.not_handed_in(a, SECOND)
+    steps.not_handed_in(a, SECOND, peaks, "peaks")
     early = waits_before_last_submit(a.trace, SECOND)
     if early:
         kind, k, where = early[0]

@@ -235,7 +235,7 @@ def ray_wait(a: Attempt) -> Verdict:
     came = derivation.listed(list(shown), a.trace, FUNCTION, name="shown", ordered=False)
     if not came:
         steps.from_tasks(a, came, FUNCTION, mistake="decoy")
-    steps.not_handed_in(a, FUNCTION)
+    steps.not_handed_in(a, FUNCTION, list(shown), "shown")
     _taken_as_they_finish(a, n_tiles)
     calls = len(a.trace.meta.get("wait_calls", ()))  # (a wait with a timeout may return none: a detail, not a line)
     return a.passed(f"the {n_tiles} render tasks ran on Ray, and the cell took their results through ray.wait, a "
