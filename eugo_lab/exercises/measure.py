@@ -409,7 +409,9 @@ def code_references(fn: Any, names: set[str] | frozenset[str], namespace: dict[s
         return out
 
     top = codes(fn)
-    found = {n for c in top for n in (*c.co_names, *c.co_varnames) if n in names}
+    # Globals only: a local variable that happens to share a name (``out = ...`` beside an earlier cell's ``out``)
+    # refers to nothing of the namespace.
+    found = {n for c in top for n in c.co_names if n in names}
     for c in top:
         for n in (*c.co_names, *c.co_freevars):  # a helper is a global of the cell, or a closure's variable
             helper = (namespace or {}).get(n)

@@ -84,3 +84,19 @@ def test_values_never_taken_are_called_computed_here_only_when_they_were():
                     "the tasks.")
     assert "notebook" not in said(steps.taken, attempt({"score": 20}, {}), "score", "total", 20, 0)
     steps.taken(attempt({"score": 20}), "score", "total", 20, 20)
+
+
+def test_a_local_variable_sharing_a_globals_name_is_no_reference_to_it():
+    from eugo_lab.exercises.measure import code_references
+
+    def bill(kwh):
+        out = kwh.copy()  # a local `out`, while the namespace has another `out`
+        out[out > 10] = 1.0
+        return out
+
+    def uses(kwh):
+        return out(kwh)  # noqa: F821 - the namespace's `out`, read as a global
+
+    namespace = {"out": object(), "bill": bill, "uses": uses}
+    assert code_references(bill, {"out"}, namespace) == set()
+    assert code_references(uses, {"out"}, namespace) == {"out"}
