@@ -102,7 +102,7 @@ def test_honest_ways_pass(monkeypatch, row):
 
 NOT_YET = {
     "starter-get-in-a-loop": (dict(gets=[("get", 1)] * 6), "get-in-order",
-                              "with 6 ray.gets of one ref each, in the order the tiles were submitted"),
+                              "with 6 ray.gets of one ref each, asking for the tiles in an order of its own"),
     "one-get-of-all": (dict(gets=[("get", 6)]), "get-in-order", "with ray.get on many refs at once"),
     "wait-for-all": (dict(waits=[(6, 6, 6)]), "wait-for-all", "called ray.wait on 6 refs asking for 6 of them"),
     "one-then-wait-for-the-rest": (dict(waits=[(6, 1, 1), (5, 5, 5)]), "wait-for-all",

@@ -278,7 +278,7 @@ class TestRayWait:
 
     NOT_YET = {
         "starter-get-in-order": (SUBMIT + "for ref in refs:\n    shown.append(ray.get(ref))\n", "get-in-order",
-                                 "in the order the tiles were submitted"),
+                                 "asking for the tiles in an order of its own"),
         "wait-for-all": (SUBMIT + "ready, refs = ray.wait(refs, num_returns=len(refs))\n"
                                   "shown.extend(ray.get(ready))\n", "wait-for-all",
                          "called ray.wait on 6 refs asking for 6 of them"),

@@ -171,10 +171,11 @@ def _taken_as_they_finish(a: Attempt, n: int) -> None:
     if not waits:
         singles = sum(1 for _, futures in gets if futures == 1)
         if singles >= n:
+            # (What order the gets asked in, and whether they were given a timeout, is not recorded: not said.)
             raise NotYet(f"the cell took the {n} results with {measure.plural(singles, 'ray.get')} of one ref each, "
-                         "in the order the tiles were submitted: each get waited for its own tile, the slow first "
-                         "one too, while tiles that had finished sat ready. The cell never called ray.wait.",
-                         mistake="get-in-order")
+                         "asking for the tiles in an order of its own instead of asking Ray which were done: a "
+                         "ray.get waits for the tile it names while others that finished sit ready. The cell never "
+                         "called ray.wait.", mistake="get-in-order")
         raise NotYet(f"the cell took the {n} results with ray.get on many refs at once, which returns only when the "
                      "slowest of them is done: no tile was taken as it finished. The cell never called ray.wait.",
                      mistake="get-in-order")
