@@ -66,6 +66,13 @@ PASS = {
     "map-without-broadcast": ARRAY + ("readings_f = client.scatter(readings)\n"
                                       "counts = client.gather(client.map(above, [readings_f] * len(limits), "
                                       "limits))\n"),
+    # a function of the cell's own name and signature, client.map with the future as a keyword, then wait
+    "renamed-function-map-keyword": ARRAY + ("from distributed import wait\n\n"
+                                             "def count_above(limit, data=None):\n"
+                                             "    return int((data > limit).sum())\n\n"
+                                             "data = client.scatter(readings)\n"
+                                             "futs = client.map(count_above, limits, data=data)\n"
+                                             "wait(futs)\ncounts = [f.result() for f in futs]\n"),
     # results taken as they finish, put back in the order of the limits
     "as-completed": ARRAY + ("readings_f = client.scatter(readings)\n"
                              "futs = {client.submit(above, readings_f, limit): i for i, limit in enumerate(limits)}\n"
