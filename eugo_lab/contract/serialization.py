@@ -414,6 +414,18 @@ def _bound_names(p: functools.partial) -> dict[Any, str]:
     return names
 
 
+def _loaded_globals(code: types.CodeType) -> set[str]:
+    """Names ``code`` (and the code nested in it) reads or writes as globals, from its instructions."""
+    import dis
+
+    names = {ins.argval for ins in dis.get_instructions(code)
+             if ins.opname in ("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _loaded_globals(const)
+    return names
+
+
 def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], ...]:
     """``((name, bytes), ...)``: the globals and closure cells ``fn`` uses, largest first (modules left out).
 
@@ -448,8 +460,13 @@ def captured_sizes(fn: Callable, payload_bytes: int) -> tuple[tuple[str, int], .
         captured = inspect.getclosurevars(fn)
     except (TypeError, ValueError):  # not a plain function (a partial, a callable object)
         return ()
+    # The globals the code loads, not every name it spells: getclosurevars also counts an attribute
+    # (``gains[picks].mean()``) as the global ``mean`` when the namespace happens to hold one.
+    # (Read from the function's globals, so a nested function's globals count too, as cloudpickle sends them.)
+    module_globals = getattr(fn, "__globals__", {})
+    globals_read = {k: module_globals[k] for k in sorted(_loaded_globals(fn.__code__)) if k in module_globals}
     sizes = []
-    for name, value in {**captured.globals, **captured.nonlocals}.items():
+    for name, value in {**globals_read, **captured.nonlocals}.items():
         if inspect.ismodule(value):
             continue
         sizes.append((name, min(_captured_size(value), payload_bytes)))

@@ -170,3 +170,18 @@ def test_an_argument_is_sized_by_what_it_travels_as_never_by_what_it_says():
     assert wire_bytes(Small(a)) >= a.nbytes and sys.getsizeof(Small(a)) < 100
     assert 8_000 < wire_bytes([1.5] * 1000) < 10_000
     assert wire_bytes(threading.Lock()) == 0  # no pickler takes it: nothing to count
+
+
+def test_an_attribute_named_like_a_global_is_not_a_captured_global():
+    """``gains[picks].mean()`` spells ``mean``; with a global ``mean`` beside it, only ``gains`` travels."""
+    from eugo_lab.contract.serialization import captured_sizes
+
+    namespace = {"np": np, "gains": np.ones(1000), "mean": np.ones(5000)}
+    exec("def channel_mean(seed):\n"
+         "    return float(gains[np.arange(seed)].mean())\n"
+         "def nested(x):\n"
+         "    def inner():\n"
+         "        return mean.sum()\n"
+         "    return inner()\n", namespace)
+    assert [name for name, _ in captured_sizes(namespace["channel_mean"], 10**9)] == ["gains"]
+    assert [name for name, _ in captured_sizes(namespace["nested"], 10**9)] == ["mean"]  # a nested function's too
