@@ -182,7 +182,6 @@ def _record_once(shell: Any, compiled: CompiledCell, opts: CellOptions, recordin
         poller = _Poller(recording).start()
     value: Any = None
     error: BaseException | None = None
-    ended = None
     try:
         value = execute(shell, compiled)
     except BaseException as exc:  # noqa: BLE001 - re-raised after the partial summary, as for an hpc cell

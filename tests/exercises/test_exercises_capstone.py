@@ -13,33 +13,12 @@ from __future__ import annotations
 
 import pytest
 from _exercise_cells import code_in, hint_code, hint_words, not_yet_for, run_exercise, tier_code, tier_words
+from _lesson_cells import CAPSTONE_SETUP as SETUP
 
 from eugo_lab.exercises import problems
 from eugo_lab.exercises.catalog import capstone
 from eugo_lab.exercises.catalog.capstone import HINTS, reference
 
-# The lesson's setup cell (courses/05-capstone/01-tune-a-pipeline.ipynb): the inputs from p, bound to names the
-# hidden second run gets the hidden case's under.
-SETUP = """
-import numpy as np
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("capstone")
-readings = p.readings
-days = p.days
-
-@hpc.remote
-def gain(sensor):
-    code = sum((sensor * k) % 97 for k in range(1000))
-    return 0.5 + code % 1000 / 1000
-
-@hpc.remote
-def score(readings, gains, start, stop):
-    total = 0.0
-    for i in range(start, stop):
-        total += readings[i] * gains[i % len(gains)]
-    return total
-"""
 PER_SENSOR = "gains = hpc.get([gain.remote(sensor) for sensor in range(p.sensors)])\n"
 MAPPED = "gains = hpc.get(hpc.map(gain, range(p.sensors)))\n"
 STORED = "stored = hpc.put(readings)\n"

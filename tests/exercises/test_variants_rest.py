@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from _exercise_cells import run_exercise
+from _lesson_cells import CAPSTONE_SETUP
 from _variants import carried_over, hidden, lesson, never_shown, not_yet, passed_twice
 
 from eugo_lab import hpc
@@ -128,27 +129,6 @@ def test_idle_cluster_named_mistakes_are_still_named(cell, mistake, says):
 
 
 # -- capstone -------------------------------------------------------------------------------------------------------
-# The lesson's setup cell: the inputs from p, bound to names the hidden run gets the hidden case's under.
-CAPSTONE_SETUP = """
-import numpy as np
-from eugo_lab import exercises, hpc
-
-p = exercises.problem("capstone")
-readings = p.readings
-days = p.days
-
-@hpc.remote
-def gain(sensor):
-    code = sum((sensor * k) % 97 for k in range(1000))
-    return 0.5 + code % 1000 / 1000
-
-@hpc.remote
-def score(readings, gains, start, stop):
-    total = 0.0
-    for i in range(start, stop):
-        total += readings[i] * gains[i % len(gains)]
-    return total
-"""
 CAPSTONE_REFERENCE = """gains = hpc.get(hpc.map(gain, range(p.sensors)))
 stored = hpc.put(readings)
 day = min(stop - start for start, stop in days)
