@@ -45,10 +45,10 @@ class Given:
         self.digests: dict[str, set[Digest]] = {}
         self._lock = threading.Lock()
 
-    def add(self, function: str, values: Iterable[Any], depth: int = 1) -> None:
-        """Note the numbers among ``values`` (a call's arguments), looking ``depth`` levels into containers."""
+    def add(self, function: str, values: Iterable[Any]) -> None:
+        """Note the numbers among ``values`` (a call's arguments), and those one level inside a container."""
         found: list[Digest] = []
-        _collect(values, depth, found)
+        _collect(values, 1, found)
         if found:
             with self._lock:
                 self.digests.setdefault(function, set()).update(found)
@@ -89,10 +89,13 @@ def collecting() -> Iterator[Given]:
             _active = tuple(g for g in _active if g is not given)
 
 
-def note(function: str, values: Iterable[Any], depth: int = 1) -> None:
-    """A submission of ``function`` with argument ``values``: noted while :func:`collecting` is on."""
+def note(function: str, args: Iterable[Any], kwargs: dict[str, Any] | None = None) -> None:
+    """A submission of ``function`` with ``args`` (and ``kwargs``): noted while :func:`collecting` is on.
+
+    Off, this is one read of a module global: callers pass what they already hold, nothing built for it.
+    """
     if not _active:
         return
-    values = list(values)
+    values = [*args, *(kwargs or {}).values()]
     for given in _active:
-        given.add(function, values, depth)
+        given.add(function, values)

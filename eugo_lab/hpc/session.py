@@ -264,7 +264,7 @@ class Runtime:
         task = Pending(tid, fn, args_bytes, tokens, options, fut, submit_time=time.time())
         for observe in _submit_observers:
             observe(self, tid, name)
-        given.note(name, (*args, *kwargs.values()))
+        given.note(name, args, kwargs)
         task.on_batch_done = on_done
         task.probe = self.recorder.in_region
         if buffers:

@@ -234,7 +234,7 @@ class DriverCalls:
                     task_kwargs = {k: v for k, v in kwargs.items() if k not in _SUBMIT_OPTIONS}
                     notes._passed(str(fut.key), args, task_kwargs)
                     notes._note_args(str(fut.key), [*args, *task_kwargs.values()])
-                    given.note(_function_name(func), (*args, *task_kwargs.values()))
+                    given.note(_function_name(func), args, task_kwargs)
                     notes._watch([fut], t)
                 return fut
             return wrapper
@@ -254,7 +254,7 @@ class DriverCalls:
                     for i, fut in enumerate(futs):
                         items = [s[i] for s in seqs if isinstance(s, (list, tuple, range)) and i < len(s)]
                         notes._note_args(str(fut.key), [*items, *shared])
-                        given.note(_function_name(func), (*items, *shared))
+                        given.note(_function_name(func), [*items, *shared])
                     notes._watch(futs, t)
                 return futs
             return wrapper
