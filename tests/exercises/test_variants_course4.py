@@ -158,7 +158,9 @@ def test_windowed_read_plots_bound_in_an_earlier_cell_pass_on_both_cases():
      "whole-band", "16 of the 16 tasks read more than 1.5x the bytes of their plot's window"),
     ('red, nir = src.read((3, 4), window=Window(row, col, 128, 128)).astype("float32")', "wrong-window",
      "of the 16 tasks read a window that does not hold their tile's plot"),
-], ids=["whole-bands-sliced", "column-and-row-swapped"])
+    ('red, nir = src.read((3, 4), window=Window(col, row, 1, 1)).astype("float32")', "wrong-window",
+     "the read was 1 x 1 pixels at column"),  # begun at the plot's corner: its size is what is wrong
+], ids=["whole-bands-sliced", "column-and-row-swapped", "one-pixel-at-the-corner"])
 def test_windowed_read_named_mistakes_are_still_named(read, mistake, says):
     cell = PLOT_HEAD + PLOT_TASK.replace('red, nir = src.read((3, 4), window=Window(col, row, 128, 128))'
                                          '.astype("float32")', read) + PLOT_SUBMIT

@@ -218,10 +218,11 @@ def windowed_read(a: Attempt) -> Verdict:
     if astray:
         name, col, row, _, _, receipt, _ = astray[0]
         read = [w for w in receipt.windows if w is not None]
-        at = (f"column {read[0][0]}, row {read[0][1]}" if read else "nowhere")
+        # The window's whole extent: where it began alone can equal the plot's corner (a 1 x 1 read there).
+        at = (f"{read[0][2]} x {read[0][3]} pixels at column {read[0][0]}, row {read[0][1]}" if read else "nowhere")
         return a.not_yet(f"{len(astray)} of the {n} tasks read a window that does not hold their tile's plot: "
-                         f"for {name} the read began at {at}, but the plot is at column {col}, row {row}.",
-                         mistake="wrong-window")
+                         f"for {name} the read was {at}, but the plot is {PLOT} x {PLOT} pixels at column {col}, "
+                         f"row {row}.", mistake="wrong-window")
     wrong = [r for r in rows if not (math.isfinite(r[3]) and abs(r[3] - r[4]) <= VALUE_TOLERANCE)]
     if wrong:
         name, _, _, value, truth, _, _ = wrong[0]
